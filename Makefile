@@ -1,0 +1,136 @@
+# memfloor: make deps | all | run | test | sanitize | lint | bench | fuzz | install | clean
+
+PREFIX  ?= /usr/local
+BINDIR  ?= $(PREFIX)/bin
+SBINDIR ?= $(PREFIX)/sbin
+DATADIR ?= $(PREFIX)/share/memfloor
+MANDIR  ?= $(PREFIX)/share/man
+BUILD   ?= build
+CC      ?= cc
+
+PKGS     = libmicrohttpd yaml-0.1 jansson libcurl gnutls
+TESTPKGS = cmocka
+# Debian package for each pkg-config name, in the same order.
+DEBS     = libmicrohttpd-dev libyaml-dev libjansson-dev libcurl4-openssl-dev \
+           libgnutls28-dev
+TESTDEBS = libcmocka-dev
+
+WARN = -std=c11 -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes \
+       -Wmissing-prototypes -Wformat=2 -Wvla
+ifeq ($(CI),true)
+WARN += -Werror
+endif
+OPT      ?= -O2 -g
+SAN      ?=
+CFLAGS   += $(OPT) $(WARN) $(SAN) -pthread
+CPPFLAGS += -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE \
+            -DMF_DATADIR='"$(DATADIR)"'
+# Expanded when a recipe runs, after the deps stamp exists.
+PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS))
+PKG_LIBS   = $(shell pkg-config --libs $(PKGS))
+TEST_CFLAGS = $(shell pkg-config --cflags $(TESTPKGS))
+TEST_LIBS   = $(shell pkg-config --libs $(TESTPKGS))
+LDLIBS   = $(PKG_LIBS) -lm
+
+LIB_SRC    = $(wildcard admission/*.c catalog/*.c)
+LIB_OBJ    = $(LIB_SRC:%.c=$(BUILD)/%.o)
+DAEMON_OBJ = $(patsubst %.c,$(BUILD)/%.o,$(wildcard daemon/*.c))
+CLI_OBJ    = $(patsubst %.c,$(BUILD)/%.o,$(wildcard cli/*.c))
+HARNESS_OBJ = $(patsubst %.c,$(BUILD)/%.o,$(wildcard tests/harness*.c))
+UNIT       = $(patsubst tests/%.c,$(BUILD)/%,$(wildcard tests/test_*.c))
+INTEG      = $(patsubst tests/%.c,$(BUILD)/%,$(wildcard tests/it_*.c))
+LIB        = $(BUILD)/libmemfloor.a
+DEPSTAMP   = $(BUILD)/.deps
+
+.PHONY: all deps run test unit integration sanitize lint bench fuzz install clean
+.DELETE_ON_ERROR:
+
+PROGRAMS   = $(BUILD)/memfloord $(if $(CLI_OBJ),$(BUILD)/memfloor)
+
+all: $(PROGRAMS)
+
+deps: $(DEPSTAMP)
+
+# Install what pkg-config cannot find: with apt-get as root, else say how.
+$(DEPSTAMP):
+	@missing=""; set -- $(DEBS) $(TESTDEBS); \
+	for p in $(PKGS) $(TESTPKGS); do \
+	  pkg-config --exists $$p 2>/dev/null || missing="$$missing $$1"; shift; \
+	done; \
+	command -v pkg-config >/dev/null || missing="pkg-config $$missing"; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "deps: installing$$missing"; \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+	      apt-get install -y -qq --no-install-recommends pkg-config $$missing) \
+	      >/dev/null || exit 1; \
+	  else \
+	    echo "deps: missing:$$missing"; \
+	    echo "deps: run: sudo apt-get install pkg-config$$missing"; exit 1; \
+	  fi; \
+	fi
+	@mkdir -p $(@D) && touch $@
+
+$(BUILD)/%.o: %.c | $(DEPSTAMP)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(PKG_CFLAGS) $(TEST_CFLAGS) -MMD -MP -c -o $@ $<
+
+$(LIB): $(LIB_OBJ)
+	rm -f $@ && $(AR) rcs $@ $^
+
+$(BUILD)/memfloord: $(DAEMON_OBJ) $(LIB)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/memfloor: $(CLI_OBJ) $(LIB)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/test_%: $(BUILD)/tests/test_%.o $(LIB)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS) $(TEST_LIBS)
+
+$(BUILD)/it_%: $(BUILD)/tests/it_%.o $(HARNESS_OBJ) $(LIB)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS) $(TEST_LIBS)
+
+run: all
+	$(BUILD)/memfloord -d -f catalog/gpus.yaml -m catalog/models
+
+# Integration tests find the programs through MEMFLOORD / MEMFLOOR and the
+# shipped data through MF_TOP.
+TESTENV = MEMFLOORD=$(abspath $(BUILD)/memfloord) \
+          MEMFLOOR=$(abspath $(BUILD)/memfloor) MF_TOP=$(CURDIR)
+
+unit: $(UNIT)
+	@set -e; for t in $(UNIT); do echo "== $$t"; $(TESTENV) $$t; done
+
+integration: all $(INTEG)
+	@set -e; for t in $(INTEG); do echo "== $$t"; $(TESTENV) timeout 300 $$t; done
+	@set -e; for t in tests/*.sh; do [ -e "$$t" ] || continue; \
+	  echo "== $$t"; $(TESTENV) timeout 300 sh $$t; done
+
+# The whole suite, then again under ASan+UBSan.
+test: unit integration
+	$(MAKE) --no-print-directory sanitize
+
+sanitize:
+	$(MAKE) --no-print-directory BUILD=build/asan OPT="-O1 -g" \
+	  SAN="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
+	  unit integration
+
+lint:
+	clang-format --dry-run --Werror $(wildcard */*.c */*.h)
+	@! grep -nE '\b(sprintf|strcpy|strcat|strtok|atoi|gets)\s*\(' \
+	  $(wildcard */*.c */*.h) || { echo "lint: banned call"; exit 1; }
+
+install: all
+	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(BINDIR) $(DESTDIR)$(DATADIR)/models
+	install -m 755 $(BUILD)/memfloord $(DESTDIR)$(SBINDIR)/memfloord
+	install -m 755 $(BUILD)/memfloor $(DESTDIR)$(BINDIR)/memfloor
+	install -m 644 catalog/gpus.yaml $(DESTDIR)$(DATADIR)/gpus.yaml
+	cp -R catalog/models/. $(DESTDIR)$(DATADIR)/models/
+	@for m in man/*.[0-9]; do [ -e "$$m" ] || continue; s=$${m##*.}; \
+	  install -d $(DESTDIR)$(MANDIR)/man$$s; \
+	  install -m 644 $$m $(DESTDIR)$(MANDIR)/man$$s/; done
+
+clean:
+	rm -rf build
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

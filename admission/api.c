@@ -1,0 +1,274 @@
+#include "api.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "manifest.h"
+#include "place.h"
+#include "qty.h"
+#include "render.h"
+
+static const char *const content_types[] = {
+	[MF_OUT_JSON] = "application/json",
+	[MF_OUT_YAML] = "application/yaml",
+	[MF_OUT_TEXT] = "text/plain; charset=utf-8",
+};
+
+/* Bodies for when even building an answer failed. */
+static char oom_json[] = "{\"error\":\"out of memory\",\"field\":null,"
+    "\"line\":null,\"column\":null}\n";
+
+void
+mf_answer_free(struct mf_answer *ans)
+{
+	if (ans->body != oom_json)
+		free(ans->body);
+	ans->body = NULL;
+	ans->len = 0;
+}
+
+static void
+answer_oom(struct mf_answer *ans)
+{
+	ans->kind = MF_ANS_INTERNAL;
+	ans->body = oom_json;
+	ans->len = sizeof(oom_json) - 1;
+	ans->content_type = content_types[MF_OUT_JSON];
+}
+
+/* Take text (malloc'd, NULL for failure) as the body. */
+static void
+set_body(struct mf_answer *ans, enum mf_answer_kind kind, char *text,
+    enum mf_output out)
+{
+	size_t len;
+
+	if (text == NULL) {
+		answer_oom(ans);
+		return;
+	}
+	len = strlen(text);
+	/* Every answer ends in a newline, so curl output reads cleanly. */
+	if (len == 0 || text[len - 1] != '\n') {
+		char *p = realloc(text, len + 2);
+
+		if (p == NULL) {
+			free(text);
+			answer_oom(ans);
+			return;
+		}
+		text = p;
+		text[len++] = '\n';
+		text[len] = '\0';
+	}
+	ans->kind = kind;
+	ans->body = text;
+	ans->len = len;
+	ans->content_type = content_types[out];
+}
+
+void
+mf_answer_text(struct mf_answer *ans, enum mf_answer_kind kind, char *text)
+{
+	set_body(ans, kind, text, MF_OUT_TEXT);
+}
+
+void
+mf_answer_json(struct mf_answer *ans, enum mf_answer_kind kind, json_t *j,
+    enum mf_output out)
+{
+	char *text;
+
+	if (j == NULL) {
+		answer_oom(ans);
+		return;
+	}
+	if (out == MF_OUT_YAML)
+		text = mf_yaml_dump(j);
+	else
+		text = json_dumps(j, MF_JSON_FLAGS);
+	json_decref(j);
+	set_body(ans, kind, text, out == MF_OUT_YAML ? MF_OUT_YAML :
+	    MF_OUT_JSON);
+}
+
+static enum mf_answer_kind
+kind_of(enum mf_rc rc)
+{
+	switch (rc) {
+	case MF_ENOMEM:
+		return MF_ANS_INTERNAL;
+	case MF_ETOOBIG:
+		return MF_ANS_INVALID;
+	default:
+		return MF_ANS_INVALID;
+	}
+}
+
+void
+mf_answer_err(struct mf_answer *ans, enum mf_rc rc, const struct mf_error *err,
+    enum mf_output out)
+{
+	if (out == MF_OUT_TEXT) {
+		size_t n = strlen(err->message) + 8;
+		char *t = malloc(n);
+
+		if (t != NULL)
+			snprintf(t, n, "error: %s", err->message);
+		set_body(ans, kind_of(rc), t, MF_OUT_TEXT);
+		return;
+	}
+	mf_answer_json(ans, kind_of(rc), mf_render_error(err), out);
+}
+
+void
+mf_api_error(enum mf_answer_kind kind, const char *field, const char *message,
+    enum mf_output out, struct mf_answer *ans)
+{
+	struct mf_error err;
+
+	memset(ans, 0, sizeof(*ans));
+	mf_error_set(&err, MF_EINVAL, field, 0, 0, "%s", message);
+	mf_answer_err(ans, MF_EINVAL, &err, out);
+	if (ans->kind != MF_ANS_INTERNAL)
+		ans->kind = kind;
+}
+
+/* Parse body into a job; on failure ans holds the error answer. */
+static struct mf_doc *
+read_job(const struct mf_api *api, const char *body, size_t len,
+    enum mf_doc_format fmt, enum mf_output out, struct mf_job *job,
+    struct mf_answer *ans)
+{
+	struct mf_doc *doc = NULL;
+	struct mf_error err;
+	enum mf_rc rc;
+
+	memset(&err, 0, sizeof(err));
+	rc = mf_doc_parse(body, len, fmt, &doc, &err);
+	if (rc == MF_OK)
+		rc = mf_job_read(mf_doc_root(doc), api->models, job, &err);
+	if (rc == MF_OK && job->model_source == MF_MODEL_URL)
+		rc = mf_error_set(&err, MF_EINVAL, "spec.model.configUrl", 0, 0,
+		    "fetching model configs is not enabled here (the "
+		    "operator allows hosts with --model-host)");
+	if (rc == MF_OK)
+		return doc;
+	mf_answer_err(ans, rc, &err, out);
+	mf_doc_free(doc);
+	return NULL;
+}
+
+static void
+note_job(struct mf_answer *ans, const struct mf_job *job)
+{
+	snprintf(ans->job, sizeof(ans->job), "%s", job->name ? job->name : "");
+}
+
+void
+mf_api_admit(const struct mf_api *api, const char *body, size_t len,
+    enum mf_doc_format fmt, enum mf_output out, struct mf_answer *ans)
+{
+	struct mf_decision *d;
+	struct mf_error err;
+	struct mf_doc *doc;
+	struct mf_job job;
+	enum mf_answer_kind kind;
+
+	memset(ans, 0, sizeof(*ans));
+	doc = read_job(api, body, len, fmt, out, &job, ans);
+	if (doc == NULL)
+		return;
+	note_job(ans, &job);
+	d = malloc(sizeof(*d));
+	if (d == NULL) {
+		answer_oom(ans);
+		goto out;
+	}
+	if (mf_place(&job, api->cat, d, &err) != MF_OK) {
+		mf_answer_err(ans, MF_EINVAL, &err, out);
+		goto out;
+	}
+	kind = d->admitted ? MF_ANS_OK : MF_ANS_REJECTED;
+	if (out == MF_OUT_TEXT)
+		mf_answer_text(ans, kind, mf_text_decision(&job, d));
+	else
+		mf_answer_json(ans, kind, mf_render_decision(&job, d, api->cat),
+		    out);
+	ans->verdict = d->admitted ? MF_VERDICT_ADMITTED : MF_VERDICT_REJECTED;
+out:
+	free(d);
+	mf_doc_free(doc);
+}
+
+void
+mf_api_estimate(const struct mf_api *api, const char *body, size_t len,
+    enum mf_doc_format fmt, enum mf_output out, struct mf_answer *ans)
+{
+	struct mf_estimate est;
+	struct mf_doc *doc;
+	struct mf_job job;
+	struct mf_error err;
+
+	memset(ans, 0, sizeof(*ans));
+	doc = read_job(api, body, len, fmt, out, &job, ans);
+	if (doc == NULL)
+		return;
+	note_job(ans, &job);
+	if (job.model_source == MF_MODEL_NONE) {
+		mf_error_set(&err, MF_EINVAL, "spec.model", 0, 0, "is required "
+		    "for an estimate");
+		mf_answer_err(ans, MF_EINVAL, &err, out);
+	} else if (mf_est_compute(&job.model, &job.work, &est) != MF_OK) {
+		mf_error_set(&err, MF_EINVAL, "spec.workload", 0, 0, "the "
+		    "memory figures of this job overflow 63 bits");
+		mf_answer_err(ans, MF_EINVAL, &err, out);
+	} else if (out == MF_OUT_TEXT) {
+		mf_answer_text(ans, MF_ANS_OK,
+		    mf_text_estimate(&job, &est, api->cat));
+	} else {
+		mf_answer_json(ans, MF_ANS_OK,
+		    mf_render_estimate(&job, &est, api->cat), out);
+	}
+	mf_doc_free(doc);
+}
+
+void
+mf_api_catalog(const struct mf_api *api, const char *min_memory,
+    enum mf_output out, struct mf_answer *ans)
+{
+	enum mf_qty_format f = MF_QTY_BINARY;
+	enum mf_qty_err qe;
+	int64_t floor = 0;
+	char msg[160];
+
+	memset(ans, 0, sizeof(*ans));
+	if (min_memory != NULL) {
+		qe = mf_qty_parse_bytes(min_memory, strlen(min_memory), &floor,
+		    &f);
+		if (qe != MF_QTY_OK) {
+			snprintf(msg, sizeof(msg), "'%.40s' %s", min_memory,
+			    mf_qty_strerror(qe));
+			mf_api_error(MF_ANS_INVALID, "minMemory", msg, out, ans);
+			return;
+		}
+	}
+	if (out == MF_OUT_TEXT)
+		mf_answer_text(ans, MF_ANS_OK, mf_text_catalog(api->cat, floor));
+	else
+		mf_answer_json(ans, MF_ANS_OK,
+		    mf_render_catalog(api->cat, floor, (int)f), out);
+}
+
+void
+mf_api_models(const struct mf_api *api, enum mf_output out,
+    struct mf_answer *ans)
+{
+	memset(ans, 0, sizeof(*ans));
+	if (out == MF_OUT_TEXT)
+		mf_answer_text(ans, MF_ANS_OK, mf_text_models(api->models));
+	else
+		mf_answer_json(ans, MF_ANS_OK, mf_render_models(api->models),
+		    out);
+}

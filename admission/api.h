@@ -1,0 +1,74 @@
+/*
+ * api.h: one call per memfloor request, shared by the daemon and the
+ * command line so both give the same answer for the same input.
+ *
+ * A call takes the request body and answers with a kind (what happened, for
+ * the caller to map to an HTTP status or an exit code) and a body in the
+ * requested output form.  Nothing here knows HTTP.
+ */
+#ifndef MF_API_H
+#define MF_API_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#include "../catalog/catalog.h"
+#include "doc.h"
+#include "model.h"
+
+enum mf_output { MF_OUT_JSON, MF_OUT_YAML, MF_OUT_TEXT };
+
+enum mf_answer_kind {
+	MF_ANS_OK,       /* 200 */
+	MF_ANS_REJECTED, /* 403: an admission said no */
+	MF_ANS_INVALID,  /* 400: the input is wrong; the body says where */
+	MF_ANS_TOOBIG,   /* 413 */
+	MF_ANS_INTERNAL, /* 500: out of memory */
+	MF_ANS_UPSTREAM  /* 502: a model config could not be fetched */
+};
+
+enum mf_verdict { MF_VERDICT_NONE, MF_VERDICT_ADMITTED, MF_VERDICT_REJECTED };
+
+struct mf_answer {
+	enum mf_answer_kind kind;
+	char *body;               /* owned, NUL-terminated */
+	size_t len;
+	const char *content_type; /* static string */
+	char job[64];             /* job name for the request log, or "" */
+	enum mf_verdict verdict;
+};
+
+struct mf_api {
+	const struct mf_catalog *cat;    /* borrowed for the call */
+	const struct mf_models *models;  /* borrowed; may be NULL */
+};
+
+/*
+ * Each call fills *ans completely, even on bad input or allocation failure
+ * (then with a fixed body); release it with mf_answer_free.  fmt says how
+ * to read the body (MF_DOC_AUTO sniffs JSON by its first byte).
+ */
+void mf_api_admit(const struct mf_api *api, const char *body, size_t len,
+    enum mf_doc_format fmt, enum mf_output out, struct mf_answer *ans);
+void mf_api_estimate(const struct mf_api *api, const char *body, size_t len,
+    enum mf_doc_format fmt, enum mf_output out, struct mf_answer *ans);
+/* min_memory is the ?minMemory= text, or NULL for the whole catalogue. */
+void mf_api_catalog(const struct mf_api *api, const char *min_memory,
+    enum mf_output out, struct mf_answer *ans);
+void mf_api_models(const struct mf_api *api, enum mf_output out,
+    struct mf_answer *ans);
+/* An answer for an error decided outside the library (404, 415, ...). */
+void mf_api_error(enum mf_answer_kind kind, const char *field,
+    const char *message, enum mf_output out, struct mf_answer *ans);
+void mf_answer_free(struct mf_answer *ans);
+
+/* Shared by the other request modules: set ans from a JSON value (stolen)
+ * or from an error. */
+void mf_answer_json(struct mf_answer *ans, enum mf_answer_kind kind,
+    json_t *j, enum mf_output out);
+void mf_answer_err(struct mf_answer *ans, enum mf_rc rc,
+    const struct mf_error *err, enum mf_output out);
+void mf_answer_text(struct mf_answer *ans, enum mf_answer_kind kind,
+    char *text);
+
+#endif

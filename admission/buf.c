@@ -1,0 +1,89 @@
+#include "buf.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void
+mf_buf_init(struct mf_buf *b, size_t max)
+{
+	memset(b, 0, sizeof(*b));
+	b->max = max;
+}
+
+static enum mf_rc
+reserve(struct mf_buf *b, size_t more)
+{
+	size_t cap;
+	char *p;
+
+	if (b->rc != MF_OK)
+		return b->rc;
+	if (more >= b->max - b->len || b->len + more + 1 > b->max)
+		return b->rc = MF_ETOOBIG;
+	if (b->len + more + 1 <= b->cap)
+		return MF_OK;
+	cap = b->cap ? b->cap : 256;
+	while (cap < b->len + more + 1)
+		cap *= 2;
+	if (cap > b->max)
+		cap = b->max;
+	p = realloc(b->data, cap);
+	if (p == NULL)
+		return b->rc = MF_ENOMEM;
+	b->data = p;
+	b->cap = cap;
+	return MF_OK;
+}
+
+enum mf_rc
+mf_buf_add(struct mf_buf *b, const char *data, size_t len)
+{
+	if (reserve(b, len) != MF_OK)
+		return b->rc;
+	memcpy(b->data + b->len, data, len);
+	b->len += len;
+	b->data[b->len] = '\0';
+	return MF_OK;
+}
+
+enum mf_rc
+mf_buf_printf(struct mf_buf *b, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return b->rc = MF_EINVAL;
+	if (reserve(b, (size_t)n) != MF_OK)
+		return b->rc;
+	va_start(ap, fmt);
+	vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	b->len += (size_t)n;
+	return MF_OK;
+}
+
+char *
+mf_buf_take(struct mf_buf *b)
+{
+	char *p = b->data;
+
+	if (p == NULL)
+		p = calloc(1, 1);
+	b->data = NULL;
+	b->len = b->cap = 0;
+	return p;
+}
+
+void
+mf_buf_free(struct mf_buf *b)
+{
+	free(b->data);
+	b->data = NULL;
+	b->len = b->cap = 0;
+}

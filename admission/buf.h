@@ -1,0 +1,28 @@
+/*
+ * buf.h: a growing text buffer with a hard cap (after curl's dynbuf).
+ */
+#ifndef MF_BUF_H
+#define MF_BUF_H
+
+#include <stddef.h>
+
+#include "err.h"
+
+struct mf_buf {
+	char *data;  /* NUL-terminated once anything was added; owned */
+	size_t len;
+	size_t cap;
+	size_t max;  /* the cap: appending past it fails with MF_ETOOBIG */
+	enum mf_rc rc; /* first failure; later appends do nothing */
+};
+
+/* An empty buffer that may grow to max bytes.  Needs no free until used. */
+void mf_buf_init(struct mf_buf *b, size_t max);
+enum mf_rc mf_buf_add(struct mf_buf *b, const char *data, size_t len);
+enum mf_rc mf_buf_printf(struct mf_buf *b, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Hand the text to the caller (free() it); the buffer is left empty. */
+char *mf_buf_take(struct mf_buf *b);
+void mf_buf_free(struct mf_buf *b);
+
+#endif

@@ -1,0 +1,71 @@
+/*
+ * estimate.h: GPU memory of a training or inference job, bucket by bucket
+ * (design section 5).  Pure arithmetic on integers: no I/O, no allocation.
+ */
+#ifndef MF_ESTIMATE_H
+#define MF_ESTIMATE_H
+
+#include <stdint.h>
+
+#include "err.h"
+#include "model.h"
+
+enum mf_kind { MF_TRAINING, MF_INFERENCE };
+enum mf_method { MF_FULL, MF_LORA, MF_QLORA };
+enum mf_precision { MF_BF16, MF_FP16, MF_FP32 };
+enum mf_optimizer { MF_ADAMW, MF_ADAM8BIT, MF_SGD };
+enum mf_attention { MF_SDPA, MF_FLASH, MF_EAGER };
+enum mf_kv_dtype { MF_KV_BF16, MF_KV_FP16, MF_KV_FP8 };
+
+struct mf_workload {
+	enum mf_kind kind;
+	enum mf_method method;
+	enum mf_precision precision;
+	enum mf_optimizer optimizer;
+	enum mf_attention attention;
+	int checkpointing;
+	int64_t seq_len;       /* training: tokens per sequence (s) */
+	int64_t micro_batch;   /* training: sequences per step (b) */
+	int64_t lora_rank;
+	enum mf_lora_targets lora_targets;
+	int64_t shard_gpus;    /* FSDP full shard over N GPUs; 1 = none */
+	int64_t concurrency;   /* inference: sequences in flight */
+	int64_t context_len;   /* inference: tokens per sequence */
+	enum mf_kv_dtype kv_dtype;
+};
+
+enum mf_bucket {
+	MF_B_WEIGHTS,
+	MF_B_GRADIENTS,
+	MF_B_OPTIMIZER,
+	MF_B_ADAPTERS,
+	MF_B_ACTIVATIONS,
+	MF_B_LOGITS,
+	MF_B_KVCACHE,
+	MF_B_SHARDING,
+	MF_B_COUNT
+};
+
+struct mf_estimate {
+	int64_t params;              /* P */
+	int64_t trainable;           /* P (full), T (lora/qlora), 0 (inference) */
+	int64_t bucket[MF_B_COUNT];  /* bytes for the whole job, before FSDP division */
+	int64_t total;               /* sum of bucket[] */
+	int64_t per_gpu;             /* what must fit on one card, after FSDP division */
+};
+
+/* Defaults of design 3: training, full, bf16, adamw, sdpa, b 1, rank 16. */
+void mf_workload_defaults(struct mf_workload *w);
+
+/* "weights", "gradients", ..., "kvCache", "shardingBuffers". */
+const char *mf_bucket_name(enum mf_bucket b);
+
+/*
+ * Fill *out.  MF_ERANGE (and *out untouched) when a figure would pass
+ * 2^63 - 1; inputs within the model caps and the manifest's bounds stay
+ * well inside.
+ */
+enum mf_rc mf_est_compute(const struct mf_model *m, const struct mf_workload *w,
+    struct mf_estimate *out);
+
+#endif

@@ -1,0 +1,457 @@
+#include "manifest.h"
+
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "fix.h"
+
+/* Path buffers: deep enough for spec.workload.lora.targets and a prefix. */
+#define PATHMAX 128
+
+struct reader {
+	const char *base; /* path of the spec mapping */
+	const struct mf_models *models;
+	struct mf_job *job;
+	struct mf_error *err;
+};
+
+/* The member key of map, with its full path written to buf. */
+static const struct mf_node *
+member(const struct mf_node *map, const char *parent, const char *key,
+    char *buf)
+{
+	mf_path(buf, PATHMAX, parent, key);
+	return mf_node_get(map, key);
+}
+
+static enum mf_rc
+read_gpu(struct reader *r, const struct mf_node *gpu, const char *path)
+{
+	static const char *const known[] = { "minMemory", "count", NULL };
+	const struct mf_node *n;
+	char p[PATHMAX];
+	enum mf_rc rc;
+
+	rc = mf_node_map(gpu, path, known, r->err);
+	if (rc == MF_OK && (n = member(gpu, path, "minMemory", p)) != NULL)
+		rc = mf_node_bytes(n, p, &r->job->min_memory,
+		    &r->job->min_memory_format, r->err);
+	if (rc == MF_OK && (n = member(gpu, path, "count", p)) != NULL) {
+		rc = mf_node_int(n, p, 1, MF_JOB_MAX_GPUS, &r->job->count,
+		    r->err);
+		r->job->count_given = 1;
+	}
+	return rc;
+}
+
+static enum mf_rc
+read_resources(struct reader *r, const struct mf_node *res, const char *path)
+{
+	static const char *const known[] = { "gpu", NULL };
+	const struct mf_node *n;
+	char p[PATHMAX];
+	enum mf_rc rc;
+
+	rc = mf_node_map(res, path, known, r->err);
+	if (rc == MF_OK && (n = member(res, path, "gpu", p)) != NULL)
+		rc = read_gpu(r, n, p);
+	return rc;
+}
+
+static enum mf_rc
+read_model(struct reader *r, const struct mf_node *model, const char *path)
+{
+	static const char *const known[] = { "name", "config", "configUrl",
+		NULL };
+	const struct mf_node *n;
+	struct mf_job *job = r->job;
+	const struct mf_model *shipped;
+	char p[PATHMAX];
+	enum mf_rc rc;
+
+	rc = mf_node_map(model, path, known, r->err);
+	if (rc != MF_OK)
+		return rc;
+	if (model->len != 1)
+		return mf_error_set(r->err, MF_EINVAL, path, model->line,
+		    model->column, "give exactly one of name, config, "
+		    "configUrl");
+	if ((n = member(model, path, "config", p)) != NULL) {
+		job->model_source = MF_MODEL_INLINE;
+		return mf_model_read(n, p, &job->model, r->err);
+	}
+	if ((n = member(model, path, "configUrl", p)) != NULL) {
+		job->model_source = MF_MODEL_URL;
+		return mf_node_str(n, p, &job->config_url, r->err);
+	}
+	n = member(model, path, "name", p);
+	rc = mf_node_str(n, p, &job->model_name, r->err);
+	if (rc != MF_OK)
+		return rc;
+	shipped = r->models ? mf_models_find(r->models, job->model_name) :
+	    NULL;
+	if (shipped == NULL)
+		return mf_error_set(r->err, MF_EINVAL, p, n->line, n->column,
+		    "'%.80s' is not a shipped model (GET /v1/models lists "
+		    "them)", job->model_name);
+	job->model_source = MF_MODEL_NAMED;
+	job->model = *shipped;
+	return MF_OK;
+}
+
+static enum mf_rc
+read_lora(struct reader *r, const struct mf_node *lora, const char *path)
+{
+	static const char *const known[] = { "rank", "targets", NULL };
+	static const char *const targets[] = { "all-linear", "attention",
+		NULL };
+	struct mf_workload *w = &r->job->work;
+	const struct mf_node *n;
+	char p[PATHMAX];
+	enum mf_rc rc;
+	int t;
+
+	rc = mf_node_map(lora, path, known, r->err);
+	if (rc == MF_OK && (n = member(lora, path, "rank", p)) != NULL)
+		rc = mf_node_int(n, p, 1, MF_JOB_MAX_RANK, &w->lora_rank,
+		    r->err);
+	if (rc == MF_OK && (n = member(lora, path, "targets", p)) != NULL) {
+		rc = mf_node_enum(n, p, targets, &t, r->err);
+		w->lora_targets = (enum mf_lora_targets)t;
+	}
+	return rc;
+}
+
+static enum mf_rc
+read_sharding(struct reader *r, const struct mf_node *sh, const char *path)
+{
+	static const char *const known[] = { "gpus", NULL };
+	const struct mf_node *n;
+	char p[PATHMAX];
+	enum mf_rc rc;
+
+	rc = mf_node_map(sh, path, known, r->err);
+	if (rc != MF_OK)
+		return rc;
+	n = member(sh, path, "gpus", p);
+	if (n == NULL)
+		return mf_error_set(r->err, MF_EINVAL, p, sh->line, sh->column,
+		    "is required");
+	return mf_node_int(n, p, 1, MF_JOB_MAX_GPUS, &r->job->work.shard_gpus,
+	    r->err);
+}
+
+/* An enumerated workload field: key, its names, and where it lands. */
+struct enum_field {
+	const char *key;
+	const char *const *names;
+	size_t offset;
+};
+
+static const char *const kinds[] = { "training", "inference", NULL };
+static const char *const methods[] = { "full", "lora", "qlora", NULL };
+static const char *const precisions[] = { "bf16", "fp16", "fp32", NULL };
+static const char *const optimizers[] = { "adamw", "adam8bit", "sgd", NULL };
+static const char *const attentions[] = { "sdpa", "flash", "eager", NULL };
+static const char *const kvtypes[] = { "bf16", "fp16", "fp8", NULL };
+
+#define WOFF(f) offsetof(struct mf_workload, f)
+static const struct enum_field enum_fields[] = {
+	{ "kind", kinds, WOFF(kind) },
+	{ "method", methods, WOFF(method) },
+	{ "precision", precisions, WOFF(precision) },
+	{ "optimizer", optimizers, WOFF(optimizer) },
+	{ "attention", attentions, WOFF(attention) },
+	{ "kvCacheDtype", kvtypes, WOFF(kv_dtype) },
+};
+
+struct int_field {
+	const char *key;
+	int64_t max;
+	size_t offset;
+};
+
+static const struct int_field int_fields[] = {
+	{ "sequenceLength", MF_JOB_MAX_SEQ, WOFF(seq_len) },
+	{ "microBatch", MF_JOB_MAX_BATCH, WOFF(micro_batch) },
+	{ "concurrency", MF_JOB_MAX_CONCURRENCY, WOFF(concurrency) },
+	{ "contextLength", MF_JOB_MAX_CONTEXT, WOFF(context_len) },
+};
+
+static enum mf_rc
+read_workload_scalars(struct reader *r, const struct mf_node *wl,
+    const char *path)
+{
+	char *w = (char *)&r->job->work;
+	const struct mf_node *n;
+	char p[PATHMAX];
+	enum mf_rc rc = MF_OK;
+	int v;
+
+	for (size_t i = 0; rc == MF_OK && i < sizeof(enum_fields) /
+	    sizeof(enum_fields[0]); i++) {
+		n = member(wl, path, enum_fields[i].key, p);
+		if (n == NULL)
+			continue;
+		rc = mf_node_enum(n, p, enum_fields[i].names, &v, r->err);
+		/* Every enum field of struct mf_workload is an int-sized enum. */
+		if (rc == MF_OK)
+			memcpy(w + enum_fields[i].offset, &v, sizeof(v));
+	}
+	for (size_t i = 0; rc == MF_OK && i < sizeof(int_fields) /
+	    sizeof(int_fields[0]); i++) {
+		n = member(wl, path, int_fields[i].key, p);
+		if (n != NULL)
+			rc = mf_node_int(n, p, 1, int_fields[i].max,
+			    (int64_t *)(void *)(w + int_fields[i].offset),
+			    r->err);
+	}
+	if (rc == MF_OK &&
+	    (n = member(wl, path, "gradientCheckpointing", p)) != NULL)
+		rc = mf_node_bool(n, p, &r->job->work.checkpointing, r->err);
+	return rc;
+}
+
+static enum mf_rc
+read_workload(struct reader *r, const struct mf_node *wl, const char *path)
+{
+	static const char *const known[] = { "kind", "method",
+		"sequenceLength", "microBatch", "precision", "optimizer",
+		"gradientCheckpointing", "attention", "lora", "sharding",
+		"concurrency", "contextLength", "kvCacheDtype", NULL };
+	const struct mf_node *n;
+	char p[PATHMAX];
+	enum mf_rc rc;
+
+	rc = mf_node_map(wl, path, known, r->err);
+	if (rc == MF_OK)
+		rc = read_workload_scalars(r, wl, path);
+	if (rc == MF_OK && (n = member(wl, path, "lora", p)) != NULL)
+		rc = read_lora(r, n, p);
+	if (rc == MF_OK && (n = member(wl, path, "sharding", p)) != NULL)
+		rc = read_sharding(r, n, p);
+	return rc;
+}
+
+static enum mf_rc
+read_money(struct reader *r, const struct mf_node *map, const char *path,
+    const char *key, double min, double max, double *out)
+{
+	const struct mf_node *n;
+	char p[PATHMAX];
+
+	n = member(map, path, key, p);
+	return n == NULL ? MF_OK : mf_node_double(n, p, min, max, out, r->err);
+}
+
+static enum mf_rc
+read_duration(struct reader *r, const struct mf_node *d, const char *path)
+{
+	static const char *const known[] = { "referenceHours", NULL };
+	enum mf_rc rc;
+
+	rc = mf_node_map(d, path, known, r->err);
+	if (rc == MF_OK)
+		rc = read_money(r, d, path, "referenceHours", 1e-6,
+		    MF_JOB_MAX_HOURS, &r->job->reference_hours);
+	return rc;
+}
+
+static enum mf_rc
+read_limits(struct reader *r, const struct mf_node *l, const char *path)
+{
+	static const char *const known[] = { "maxHourlyPrice", "maxCost",
+		"deadlineHours", NULL };
+	struct mf_job *job = r->job;
+	enum mf_rc rc;
+
+	rc = mf_node_map(l, path, known, r->err);
+	if (rc == MF_OK)
+		rc = read_money(r, l, path, "maxHourlyPrice", 0,
+		    MF_JOB_MAX_MONEY, &job->max_hourly_price);
+	if (rc == MF_OK)
+		rc = read_money(r, l, path, "maxCost", 0, MF_JOB_MAX_MONEY,
+		    &job->max_cost);
+	if (rc == MF_OK)
+		rc = read_money(r, l, path, "deadlineHours", 1e-6,
+		    MF_JOB_MAX_HOURS, &job->deadline_hours);
+	return rc;
+}
+
+static enum mf_rc
+read_fixes(struct reader *r, const struct mf_node *list, const char *path)
+{
+	const struct mf_node *n;
+	char p[PATHMAX];
+	size_t i = 0;
+	int f;
+
+	if (list->type != MF_NODE_SEQ)
+		return mf_error_set(r->err, MF_EINVAL, path, list->line,
+		    list->column, "must be a list of fix ids, not %s",
+		    mf_node_type_name(list->type));
+	for (n = list->child; n != NULL; n = n->next, i++) {
+		snprintf(p, sizeof(p), "%s[%zu]", path, i);
+		if (n->type != MF_NODE_STR || (f = mf_fix_lookup(n->text)) < 0)
+			return mf_error_set(r->err, MF_EINVAL, p, n->line,
+			    n->column, "'%.40s' is not a fix (sdpa, microbatch, "
+			    "autocast, checkpointing, adam8bit, lora, qlora, "
+			    "fsdp)", n->text ? n->text : "");
+		r->job->allowed_fixes |= MF_FIXBIT(f);
+	}
+	return MF_OK;
+}
+
+/* Cross-field rules that no single field can check. */
+static enum mf_rc
+check_spec(struct reader *r, const struct mf_node *spec)
+{
+	struct mf_job *job = r->job;
+	struct mf_workload *w = &job->work;
+	char p[PATHMAX];
+
+	if (job->min_memory == 0 && job->model_source == MF_MODEL_NONE)
+		return mf_error_set(r->err, MF_EINVAL,
+		    mf_path(p, sizeof(p), r->base, "resources.gpu.minMemory"),
+		    spec->line, spec->column, "is required when no model is "
+		    "given");
+	if ((job->max_cost >= 0 || job->deadline_hours >= 0) &&
+	    job->reference_hours == 0)
+		return mf_error_set(r->err, MF_EINVAL,
+		    mf_path(p, sizeof(p), r->base, "duration.referenceHours"),
+		    spec->line, spec->column, "is required by limits.maxCost "
+		    "and limits.deadlineHours");
+	if (w->shard_gpus > 1) {
+		if (w->kind != MF_TRAINING || w->method != MF_FULL)
+			return mf_error_set(r->err, MF_EINVAL,
+			    mf_path(p, sizeof(p), r->base, "workload.sharding"),
+			    spec->line, spec->column, "FSDP sharding applies "
+			    "to full fine-tuning only");
+		if (job->count_given && job->count != w->shard_gpus)
+			return mf_error_set(r->err, MF_EINVAL,
+			    mf_path(p, sizeof(p), r->base, "resources.gpu.count"),
+			    spec->line, spec->column, "is %lld but "
+			    "workload.sharding.gpus is %lld", (long long)job->count,
+			    (long long)w->shard_gpus);
+		job->count = w->shard_gpus;
+		job->count_given = 1;
+	}
+	if (job->model_source == MF_MODEL_NONE)
+		return MF_OK;
+	if (w->kind == MF_TRAINING && w->seq_len == 0)
+		return mf_error_set(r->err, MF_EINVAL,
+		    mf_path(p, sizeof(p), r->base, "workload.sequenceLength"),
+		    spec->line, spec->column, "is required for training with "
+		    "a model");
+	if (w->kind == MF_INFERENCE && w->context_len == 0)
+		return mf_error_set(r->err, MF_EINVAL,
+		    mf_path(p, sizeof(p), r->base, "workload.contextLength"),
+		    spec->line, spec->column, "is required for inference "
+		    "with a model");
+	return MF_OK;
+}
+
+typedef enum mf_rc (*section_fn)(struct reader *, const struct mf_node *,
+    const char *);
+
+enum mf_rc
+mf_job_read_spec(const struct mf_node *spec, const char *path,
+    const char *name, const struct mf_models *models, struct mf_job *out,
+    struct mf_error *err)
+{
+	static const char *const known[] = { "resources", "model", "workload",
+		"duration", "limits", "allowedFixes", NULL };
+	static const struct {
+		const char *key;
+		section_fn fn;
+	} sections[] = {
+		{ "resources", read_resources }, { "model", read_model },
+		{ "workload", read_workload }, { "duration", read_duration },
+		{ "limits", read_limits }, { "allowedFixes", read_fixes },
+	};
+	struct mf_job job = { .name = name, .count = 1,
+		.max_hourly_price = -1, .max_cost = -1, .deadline_hours = -1 };
+	struct reader r = { path, models, &job, err };
+	const struct mf_node *n;
+	char p[PATHMAX];
+	enum mf_rc rc;
+
+	mf_workload_defaults(&job.work);
+	job.work.seq_len = 0;
+	job.work.context_len = 0;
+	rc = mf_node_map(spec, path, known, err);
+	for (size_t i = 0; rc == MF_OK && i < sizeof(sections) /
+	    sizeof(sections[0]); i++)
+		if ((n = member(spec, path, sections[i].key, p)) != NULL)
+			rc = sections[i].fn(&r, n, p);
+	if (rc == MF_OK)
+		rc = check_spec(&r, spec);
+	if (rc == MF_OK)
+		*out = job;
+	return rc;
+}
+
+static enum mf_rc
+read_header(const struct mf_node *root, const char **name,
+    struct mf_error *err)
+{
+	static const char *const known[] = { "apiVersion", "kind", "metadata",
+		"spec", NULL };
+	static const char *const meta_known[] = { "name", "namespace",
+		"labels", "annotations", NULL };
+	const char *want[][2] = { { "apiVersion", "memfloor.dev/v1" },
+		{ "kind", "Job" } };
+	const struct mf_node *n, *meta;
+	const char *s;
+	enum mf_rc rc;
+
+	rc = mf_node_map(root, "", known, err);
+	for (size_t i = 0; rc == MF_OK && i < 2; i++) {
+		n = mf_node_get(root, want[i][0]);
+		if (n == NULL)
+			return mf_error_set(err, MF_EINVAL, want[i][0],
+			    root->line, root->column, "is required ('%s')",
+			    want[i][1]);
+		rc = mf_node_str(n, want[i][0], &s, err);
+		if (rc == MF_OK && strcmp(s, want[i][1]) != 0)
+			return mf_error_set(err, MF_EINVAL, want[i][0], n->line,
+			    n->column, "'%.40s' is not '%s'", s, want[i][1]);
+	}
+	if (rc != MF_OK)
+		return rc;
+	meta = mf_node_get(root, "metadata");
+	if (meta == NULL)
+		return mf_error_set(err, MF_EINVAL, "metadata.name", root->line,
+		    root->column, "is required");
+	rc = mf_node_map(meta, "metadata", meta_known, err);
+	if (rc != MF_OK)
+		return rc;
+	n = mf_node_get(meta, "name");
+	if (n == NULL)
+		return mf_error_set(err, MF_EINVAL, "metadata.name", meta->line,
+		    meta->column, "is required");
+	rc = mf_node_str(n, "metadata.name", name, err);
+	if (rc == MF_OK && (n->len == 0 || n->len > 253))
+		return mf_error_set(err, MF_EINVAL, "metadata.name", n->line,
+		    n->column, "must be 1 to 253 characters");
+	return rc;
+}
+
+enum mf_rc
+mf_job_read(const struct mf_node *root, const struct mf_models *models,
+    struct mf_job *job, struct mf_error *err)
+{
+	const struct mf_node *spec;
+	const char *name = NULL;
+	enum mf_rc rc;
+
+	rc = read_header(root, &name, err);
+	if (rc != MF_OK)
+		return rc;
+	spec = mf_node_get(root, "spec");
+	if (spec == NULL)
+		return mf_error_set(err, MF_EINVAL, "spec", root->line,
+		    root->column, "is required");
+	return mf_job_read_spec(spec, "spec", name, models, job, err);
+}

@@ -1,0 +1,78 @@
+/*
+ * model.h: transformer shapes from a Hugging Face config.json, their
+ * parameter counts, and the registry of shipped model configs.
+ */
+#ifndef MF_MODEL_H
+#define MF_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "doc.h"
+#include "err.h"
+
+struct mf_model {
+	int64_t hidden;        /* hidden_size (h) */
+	int64_t layers;        /* num_hidden_layers (L) */
+	int64_t heads;         /* num_attention_heads (a) */
+	int64_t kv_heads;      /* num_key_value_heads, default heads */
+	int64_t head_dim;      /* head_dim, default hidden / heads */
+	int64_t intermediate;  /* intermediate_size (I) */
+	int64_t vocab;         /* vocab_size (V) */
+	int64_t experts;       /* num_local_experts; 0 for a dense model */
+	int tied_embeddings;   /* output head shares the embedding matrix */
+	int qkv_bias;          /* q/k/v projections carry biases (Qwen2) */
+	int norms_per_layer;   /* 2, or 4 for Gemma-2 */
+};
+
+enum mf_lora_targets {
+	MF_LORA_ALL_LINEAR, /* q k v o gate up down */
+	MF_LORA_ATTENTION   /* q k v o */
+};
+
+/*
+ * Read the fields of a config.json object.  path names the object in
+ * errors ("spec.model.config").  Missing or nonsensical fields (zero,
+ * negative, hidden not divisible by heads without head_dim, kv_heads not
+ * dividing heads, sizes past the caps below) are MF_EINVAL naming the
+ * field; *out is untouched on error.
+ */
+enum mf_rc mf_model_read(const struct mf_node *config, const char *path,
+    struct mf_model *out, struct mf_error *err);
+
+/* Caps that keep every figure of the estimate inside 63 bits. */
+#define MF_MODEL_MAX_DIM    (INT64_C(1) << 20) /* hidden, intermediate, head_dim */
+#define MF_MODEL_MAX_LAYERS 4096
+#define MF_MODEL_MAX_HEADS  4096
+#define MF_MODEL_MAX_VOCAB  (INT64_C(1) << 24)
+#define MF_MODEL_MAX_EXPERTS 1024
+
+/* Total parameters (design 5); equals the published totals exactly. */
+int64_t mf_model_params(const struct mf_model *m);
+/* Parameters of one decoder layer (attention, MLP or experts, norms). */
+int64_t mf_model_layer_params(const struct mf_model *m);
+/* LoRA parameters: sum of rank * (in + out) over the targeted linears x L. */
+int64_t mf_model_lora_params(const struct mf_model *m, int64_t rank,
+    enum mf_lora_targets targets);
+/* Bytes of KV cache per token: 2 * L * kv_heads * head_dim * dtype_bytes. */
+int64_t mf_model_kv_bytes_per_token(const struct mf_model *m, int dtype_bytes);
+
+/* The shipped configs, loaded once at start-up and then read-only. */
+struct mf_models;
+
+/*
+ * Load every DIR/ORG/NAME.json as model "ORG/NAME".  A file that fails to
+ * parse or read fails the whole load (err names the file).
+ */
+enum mf_rc mf_models_load(const char *dir, struct mf_models **out,
+    struct mf_error *err);
+void mf_models_free(struct mf_models *models);
+/* NULL when unknown; the result lives as long as models. */
+const struct mf_model *mf_models_find(const struct mf_models *models,
+    const char *name);
+size_t mf_models_count(const struct mf_models *models);
+/* i-th model in name order; NULL past the end. */
+const char *mf_models_name(const struct mf_models *models, size_t i);
+const struct mf_model *mf_models_at(const struct mf_models *models, size_t i);
+
+#endif

@@ -1,0 +1,661 @@
+/*
+ * place.c: the cheapest-to-finish search.
+ *
+ * The search runs in two steps.  First every way of running the job is
+ * listed as an option: a set of applied fixes and a GPU count, with the
+ * bytes per GPU it needs and its run-time factor.  Options that another
+ * option beats everywhere (no more memory, no more time, no more fixes,
+ * same count) are dropped.  Then every card is tried with every option
+ * left, and the best candidate of each card competes for the placement.
+ */
+#include "place.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "qty.h"
+
+#define GIB (INT64_C(1) << 30)
+#define MAX_OPTIONS 2048
+
+struct option {
+	unsigned fixes;
+	int64_t count;
+	int64_t need;
+	double time_factor;
+};
+
+struct search {
+	const struct mf_job *job;
+	const struct mf_catalog *cat;
+	double ref_hours;        /* referenceHours, or 1 for ranking only */
+	size_t nopt;
+	struct option opt[MAX_OPTIONS];
+	/* The cheapest candidate that fit in memory, limits aside. */
+	int have_fit;
+	struct mf_placement cheapest_fit;
+};
+
+const char *
+mf_limit_name(enum mf_limit limit)
+{
+	switch (limit) {
+	case MF_LIMIT_HOURLY_PRICE:
+		return "limits.maxHourlyPrice";
+	case MF_LIMIT_COST:
+		return "limits.maxCost";
+	case MF_LIMIT_DEADLINE:
+		return "limits.deadlineHours";
+	default:
+		return NULL;
+	}
+}
+
+void
+mf_fix_apply(struct mf_workload *w, unsigned fixes, int64_t gpus)
+{
+	if (fixes & MF_FIXBIT(MF_FIX_SDPA))
+		w->attention = MF_SDPA;
+	if (fixes & MF_FIXBIT(MF_FIX_MICROBATCH))
+		w->micro_batch = 1;
+	if (fixes & MF_FIXBIT(MF_FIX_AUTOCAST))
+		w->precision = MF_BF16;
+	if (fixes & MF_FIXBIT(MF_FIX_CHECKPOINTING))
+		w->checkpointing = 1;
+	if (fixes & MF_FIXBIT(MF_FIX_ADAM8BIT))
+		w->optimizer = MF_ADAM8BIT;
+	if (fixes & MF_FIXBIT(MF_FIX_LORA))
+		w->method = MF_LORA;
+	if (fixes & MF_FIXBIT(MF_FIX_QLORA))
+		w->method = MF_QLORA;
+	if (fixes & MF_FIXBIT(MF_FIX_FSDP))
+		w->shard_gpus = gpus;
+}
+
+int
+mf_fix_applies(const struct mf_job *job, const struct mf_workload *w,
+    enum mf_fix fix)
+{
+	int train = w->kind == MF_TRAINING;
+
+	switch (fix) {
+	case MF_FIX_SDPA:
+		return train && w->attention == MF_EAGER;
+	case MF_FIX_MICROBATCH:
+		return train && w->micro_batch > 1;
+	case MF_FIX_AUTOCAST:
+		return w->precision == MF_FP32;
+	case MF_FIX_CHECKPOINTING:
+		return train && !w->checkpointing;
+	case MF_FIX_ADAM8BIT:
+		return train && w->optimizer == MF_ADAMW;
+	case MF_FIX_LORA:
+		return train && w->method == MF_FULL;
+	case MF_FIX_QLORA:
+		return train && w->method != MF_QLORA;
+	case MF_FIX_FSDP:
+		return train && w->method == MF_FULL && w->shard_gpus <= 1 &&
+		    (!job->count_given || job->count > 1);
+	default:
+		return 0;
+	}
+}
+
+int64_t
+mf_floor_for(int64_t bytes, double headroom)
+{
+	double gib = ceil((double)bytes / (1.0 - headroom) / (double)GIB);
+
+	return gib >= (double)(INT64_MAX / GIB) ? INT64_MAX / GIB * GIB :
+	    (int64_t)gib * GIB;
+}
+
+const struct mf_gpu *
+mf_smallest_fit(const struct mf_catalog *cat, int64_t bytes)
+{
+	const struct mf_gpu *best = NULL, *g;
+
+	for (size_t i = 0; i < cat->ngpus; i++) {
+		g = &cat->gpus[i];
+		if (mf_cat_usable(cat, g) < bytes)
+			continue;
+		if (best == NULL || g->memory < best->memory ||
+		    (g->memory == best->memory &&
+		    (g->hourly_price < best->hourly_price ||
+		    (g->hourly_price == best->hourly_price &&
+		    strcmp(g->name, best->name) < 0))))
+			best = g;
+	}
+	return best;
+}
+
+static int
+nfixes(unsigned fixes)
+{
+	return __builtin_popcount(fixes);
+}
+
+/* <0 when a ranks before b: cost, fewer fixes, more spare, fewer GPUs, name. */
+static int
+rank(const struct mf_placement *a, const struct mf_placement *b)
+{
+	double tol = 1e-9 * fmax(a->cost_per_ref_hour, b->cost_per_ref_hour);
+
+	if (fabs(a->cost_per_ref_hour - b->cost_per_ref_hour) > tol)
+		return a->cost_per_ref_hour < b->cost_per_ref_hour ? -1 : 1;
+	if (nfixes(a->fixes) != nfixes(b->fixes))
+		return nfixes(a->fixes) - nfixes(b->fixes);
+	if (a->spare != b->spare)
+		return a->spare > b->spare ? -1 : 1;
+	if (a->count != b->count)
+		return a->count < b->count ? -1 : 1;
+	return strcmp(a->gpu->name, b->gpu->name);
+}
+
+static double
+time_factor(const struct mf_catalog *cat, unsigned fixes)
+{
+	double f = 1.0;
+
+	for (int i = 0; i < MF_FIX_COUNT; i++)
+		if (fixes & MF_FIXBIT(i))
+			f *= cat->time_factor[i];
+	return f;
+}
+
+/* Does the option fit on g?  The floor check needs no headroom. */
+static int
+fits(const struct search *s, const struct mf_gpu *g, const struct option *o)
+{
+	const struct mf_job *job = s->job;
+
+	if (o->count > g->max_count || g->memory < job->min_memory)
+		return 0;
+	if (job->model_source == MF_MODEL_NONE)
+		return 1;
+	return o->need <= mf_cat_usable(s->cat, g);
+}
+
+static void
+candidate(const struct search *s, const struct mf_gpu *g,
+    const struct option *o, struct mf_placement *p)
+{
+	double c = (double)o->count;
+	double speed = g->throughput * c *
+	    pow(s->cat->multi_gpu_efficiency, log2(c));
+
+	p->gpu = g;
+	p->count = o->count;
+	p->fixes = o->fixes;
+	p->need = o->need;
+	p->spare = (double)(g->memory - o->need) / (double)g->memory;
+	p->hourly_price = g->hourly_price * c;
+	p->hours = s->ref_hours * o->time_factor / speed;
+	p->cost = p->hours * p->hourly_price;
+	p->cost_per_ref_hour = p->cost / s->ref_hours;
+}
+
+static enum mf_limit
+violated(const struct mf_job *job, const struct mf_placement *p)
+{
+	if (job->max_hourly_price >= 0 && p->hourly_price > job->max_hourly_price)
+		return MF_LIMIT_HOURLY_PRICE;
+	if (job->max_cost >= 0 && p->cost > job->max_cost)
+		return MF_LIMIT_COST;
+	if (job->deadline_hours >= 0 && p->hours > job->deadline_hours)
+		return MF_LIMIT_DEADLINE;
+	return MF_LIMIT_NONE;
+}
+
+/* Best candidate of card g over the options [from, to); 0 if none. */
+static int
+best_on(struct search *s, const struct mf_gpu *g, size_t from, size_t to,
+    struct mf_placement *best)
+{
+	struct mf_placement p;
+	int found = 0;
+
+	for (size_t i = from; i < to; i++) {
+		if (!fits(s, g, &s->opt[i]))
+			continue;
+		candidate(s, g, &s->opt[i], &p);
+		if (!s->have_fit || rank(&p, &s->cheapest_fit) < 0) {
+			s->cheapest_fit = p;
+			s->have_fit = 1;
+		}
+		if (violated(s->job, &p) != MF_LIMIT_NONE)
+			continue;
+		if (!found || rank(&p, best) < 0) {
+			*best = p;
+			found = 1;
+		}
+	}
+	return found;
+}
+
+/* Insert p into the ranked list top[0..*n), keeping at most max. */
+static void
+keep_top(struct mf_placement *top, size_t *n, size_t max,
+    const struct mf_placement *p)
+{
+	size_t i = *n;
+
+	if (i == max && rank(p, &top[max - 1]) >= 0)
+		return;
+	if (i == max)
+		i--;
+	else
+		(*n)++;
+	while (i > 0 && rank(p, &top[i - 1]) < 0) {
+		top[i] = top[i - 1];
+		i--;
+	}
+	top[i] = *p;
+}
+
+static enum mf_rc
+need_of(const struct mf_job *job, unsigned fixes, int64_t count,
+    struct mf_workload *w, struct mf_estimate *est)
+{
+	*w = job->work;
+	mf_fix_apply(w, fixes, count);
+	return mf_est_compute(&job->model, w, est);
+}
+
+static int
+dominates(const struct option *a, const struct option *b)
+{
+	return a->count == b->count && a->need <= b->need &&
+	    a->time_factor <= b->time_factor &&
+	    nfixes(a->fixes) <= nfixes(b->fixes);
+}
+
+static void
+add_option(struct search *s, const struct option *o)
+{
+	size_t i, j;
+
+	for (i = 0; i < s->nopt; i++)
+		if (dominates(&s->opt[i], o))
+			return;
+	for (i = j = 0; i < s->nopt; i++)
+		if (!dominates(o, &s->opt[i]))
+			s->opt[j++] = s->opt[i];
+	s->nopt = j;
+	if (s->nopt < MAX_OPTIONS)
+		s->opt[s->nopt++] = *o;
+}
+
+static int64_t
+max_count(const struct mf_catalog *cat)
+{
+	int64_t m = 1;
+
+	for (size_t i = 0; i < cat->ngpus; i++)
+		if (cat->gpus[i].max_count > m)
+			m = cat->gpus[i].max_count;
+	return m;
+}
+
+/* Options for one fix set: one per GPU count it may run on. */
+static enum mf_rc
+add_fixset(struct search *s, unsigned fixes, struct mf_error *err)
+{
+	const struct mf_job *job = s->job;
+	int64_t lo = job->count, hi = job->count;
+	struct mf_workload w;
+	struct mf_estimate est;
+	struct option o;
+
+	if ((fixes & MF_FIXBIT(MF_FIX_FSDP)) && !job->count_given) {
+		lo = 2;
+		hi = max_count(s->cat);
+	}
+	for (int64_t c = lo; c <= hi; c++) {
+		if (need_of(job, fixes, c, &w, &est) != MF_OK)
+			return mf_error_set(err, MF_ERANGE, "spec.workload", 0,
+			    0, "the memory figures of this job overflow 63 "
+			    "bits");
+		o.fixes = fixes;
+		o.count = c;
+		o.need = est.per_gpu;
+		o.time_factor = time_factor(s->cat, fixes);
+		add_option(s, &o);
+	}
+	return MF_OK;
+}
+
+static int
+valid_fixset(unsigned f)
+{
+	unsigned lora = MF_FIXBIT(MF_FIX_LORA) | MF_FIXBIT(MF_FIX_QLORA);
+
+	if ((f & lora) == lora)
+		return 0;
+	return !((f & lora) && (f & MF_FIXBIT(MF_FIX_FSDP)));
+}
+
+static enum mf_rc
+list_options(struct search *s, struct mf_error *err)
+{
+	const struct mf_job *job = s->job;
+	unsigned allowed = 0;
+	enum mf_rc rc = MF_OK;
+
+	if (job->model_source == MF_MODEL_NONE) {
+		s->opt[0] = (struct option){ 0, job->count, job->min_memory,
+			1.0 };
+		s->nopt = 1;
+		return MF_OK;
+	}
+	for (int f = 0; f < MF_FIX_COUNT; f++)
+		if ((job->allowed_fixes & MF_FIXBIT(f)) &&
+		    mf_fix_applies(job, &job->work, (enum mf_fix)f))
+			allowed |= MF_FIXBIT(f);
+	/* Every subset of allowed, the empty set included. */
+	for (unsigned sub = allowed;; sub = (sub - 1) & allowed) {
+		if (valid_fixset(sub))
+			rc = add_fixset(s, sub, err);
+		if (rc != MF_OK || sub == 0)
+			break;
+	}
+	return rc;
+}
+
+static void
+search_init(struct search *s, const struct mf_job *job,
+    const struct mf_catalog *cat)
+{
+	s->job = job;
+	s->cat = cat;
+	s->ref_hours = job->reference_hours > 0 ? job->reference_hours : 1.0;
+	s->nopt = 0;
+	s->have_fit = 0;
+}
+
+/* Rank every card's best candidate; fill placement and alternatives. */
+static void
+search_cards(struct search *s, struct mf_decision *d)
+{
+	struct mf_placement top[MF_MAX_ALTERNATIVES + 1], p;
+	size_t n = 0;
+
+	for (size_t i = 0; i < s->cat->ngpus; i++)
+		if (best_on(s, &s->cat->gpus[i], 0, s->nopt, &p))
+			keep_top(top, &n, MF_MAX_ALTERNATIVES + 1, &p);
+	d->admitted = n > 0;
+	if (n == 0)
+		return;
+	d->placement = top[0];
+	d->nalt = n - 1;
+	memcpy(d->alt, top + 1, (n - 1) * sizeof(top[0]));
+}
+
+/* The cheapest placement with exactly one option, within limits. */
+static int
+cheapest_with(struct search *s, const struct option *o,
+    struct mf_placement *best)
+{
+	struct mf_placement p;
+	int found = 0;
+
+	s->opt[0] = *o;
+	s->nopt = 1;
+	for (size_t i = 0; i < s->cat->ngpus; i++)
+		if (best_on(s, &s->cat->gpus[i], 0, 1, &p) &&
+		    (!found || rank(&p, best) < 0)) {
+			*best = p;
+			found = 1;
+		}
+	return found;
+}
+
+static int
+fits_anywhere(const struct search *s, const struct option *o)
+{
+	for (size_t i = 0; i < s->cat->ngpus; i++)
+		if (fits(s, &s->cat->gpus[i], o))
+			return 1;
+	return 0;
+}
+
+static enum mf_rc
+fix_entry(struct search *s, enum mf_fix fix, unsigned fixes,
+    struct mf_fix_option *e)
+{
+	const struct mf_job *job = s->job;
+	int64_t lo = job->count, hi = job->count;
+	struct mf_workload w;
+	struct mf_estimate est;
+	struct option o = { fixes, job->count, 0, time_factor(s->cat, fixes) };
+
+	if (fix == MF_FIX_FSDP && !job->count_given) {
+		lo = 2;
+		hi = max_count(s->cat);
+	}
+	/* fsdp: the fewest GPUs that fit, else the most there are. */
+	for (o.count = lo; o.count <= hi; o.count++) {
+		if (need_of(job, fixes, o.count, &w, &est) != MF_OK)
+			return MF_ERANGE;
+		o.need = est.per_gpu;
+		if (fits_anywhere(s, &o))
+			break;
+	}
+	if (o.count > hi)
+		o.count = hi;
+	e->fix = fix;
+	e->fixes = fixes;
+	e->gpus = o.count;
+	e->need = o.need;
+	e->min_memory = mf_floor_for(o.need, s->cat->headroom);
+	e->placed = cheapest_with(s, &o, &e->placement);
+	return MF_OK;
+}
+
+static int
+modelling(enum mf_fix f)
+{
+	return f == MF_FIX_LORA || f == MF_FIX_QLORA;
+}
+
+/* The rejection's fix list, in the post's order (design 7). */
+static enum mf_rc
+list_fixes(struct search *s, struct mf_decision *d)
+{
+	const struct mf_job *job = s->job;
+	unsigned cum = 0;
+	enum mf_rc rc = MF_OK;
+	int f;
+
+	d->nfixes = 0;
+	d->suggested = -1;
+	for (f = 0; f < MF_FIX_COUNT && rc == MF_OK; f++) {
+		if (!mf_fix_applies(job, &job->work, (enum mf_fix)f))
+			continue;
+		if (f <= MF_FIX_CHECKPOINTING)
+			cum |= MF_FIXBIT(f);
+		rc = fix_entry(s, (enum mf_fix)f, f <= MF_FIX_CHECKPOINTING ?
+		    cum : cum | MF_FIXBIT(f), &d->fixes[d->nfixes++]);
+	}
+	for (size_t i = 0; i < d->nfixes && d->suggested < 0; i++)
+		if (d->fixes[i].placed && !modelling(d->fixes[i].fix))
+			d->suggested = (int)i;
+	for (size_t i = 0; i < d->nfixes && d->suggested < 0; i++)
+		if (d->fixes[i].placed)
+			d->suggested = (int)i;
+	return rc;
+}
+
+static const struct mf_gpu *
+largest_card(const struct search *s)
+{
+	const struct mf_gpu *best = NULL;
+
+	for (size_t i = 0; i < s->cat->ngpus; i++) {
+		const struct mf_gpu *g = &s->cat->gpus[i];
+
+		if (g->max_count >= s->job->count &&
+		    (best == NULL || g->memory > best->memory))
+			best = g;
+	}
+	return best;
+}
+
+static double
+gb(int64_t bytes)
+{
+	return (double)bytes / 1e9;
+}
+
+static void
+explain_rejection(const struct search *s, struct mf_decision *d)
+{
+	const struct mf_job *job = s->job;
+	const struct mf_gpu *big = largest_card(s);
+	char q[MF_QTY_STRMAX], m[MF_QTY_STRMAX];
+	int b = 0;
+
+	if (s->have_fit) {
+		const struct mf_placement *p = &s->cheapest_fit;
+
+		d->limit = violated(job, p);
+		snprintf(d->reason, sizeof(d->reason), "%s rules out every "
+		    "fitting placement: the cheapest, %s x%lld, costs $%.2f "
+		    "per hour, $%.2f in all and takes %.1f hours",
+		    mf_limit_name(d->limit), p->gpu->name, (long long)p->count,
+		    p->hourly_price, p->cost, p->hours);
+		return;
+	}
+	if (big != NULL)
+		mf_qty_format(big->memory, big->memory_format, m, sizeof(m));
+	if (!d->from_model) {
+		mf_qty_format(job->min_memory, job->min_memory_format, q,
+		    sizeof(q));
+		snprintf(d->reason, sizeof(d->reason), "minMemory %s is more "
+		    "than the largest card in the catalogue, %s (%s)", q,
+		    big ? big->name : "none", big ? m : "-");
+		return;
+	}
+	for (int i = 1; i < MF_B_COUNT; i++)
+		if (d->est.bucket[i] > d->est.bucket[b])
+			b = i;
+	snprintf(d->reason, sizeof(d->reason), "the job needs %.1f GB per "
+	    "GPU, the largest part %s (%.1f GB), but the largest usable card, "
+	    "%s, holds %.1f GB after %.0f%% headroom", gb(d->need),
+	    mf_bucket_name((enum mf_bucket)b), gb(d->est.bucket[b]),
+	    big ? big->name : "none", big ? gb(mf_cat_usable(s->cat, big)) : 0,
+	    s->cat->headroom * 100);
+}
+
+static void
+warn(struct mf_decision *d, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void
+warn(struct mf_decision *d, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (d->nwarn == MF_MAX_WARNINGS)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(d->warnings[d->nwarn++], sizeof(d->warnings[0]), fmt, ap);
+	va_end(ap);
+}
+
+static void
+add_warnings(struct mf_decision *d)
+{
+	const struct mf_workload *w = &d->work;
+
+	if (!d->admitted)
+		return;
+	if (w->kind == MF_TRAINING && w->attention == MF_EAGER)
+		warn(d, "eager attention stores the s x s scores: "
+		    "attn_implementation=\"sdpa\" frees them");
+	if (w->precision == MF_FP32)
+		warn(d, "fp32 without autocast: bf16 autocast halves weights "
+		    "and activations");
+	if (w->kind == MF_TRAINING && w->micro_batch > 1)
+		warn(d, "microBatch %lld: 1 with %lld accumulation steps keeps "
+		    "the batch and frees activation memory",
+		    (long long)w->micro_batch, (long long)w->micro_batch);
+	if (d->placement.spare < 0.10)
+		warn(d, "only %.0f%% of %s memory is spare",
+		    d->placement.spare * 100, d->placement.gpu->name);
+}
+
+/* The floor in effect: the user's, unless the derived need is above it. */
+static void
+set_floor(const struct search *s, struct mf_decision *d)
+{
+	const struct mf_job *job = s->job;
+	double usable = (double)job->min_memory * (1.0 - s->cat->headroom);
+	char q[MF_QTY_STRMAX], u[MF_QTY_STRMAX];
+
+	d->floor = job->min_memory;
+	d->floor_format = job->min_memory_format;
+	if (!d->from_model ||
+	    (job->min_memory > 0 && (double)d->need <= usable))
+		return;
+	d->floor = mf_floor_for(d->need, s->cat->headroom);
+	d->floor_format = MF_QTY_BINARY;
+	if (job->min_memory == 0)
+		return;
+	mf_qty_format(job->min_memory, job->min_memory_format, u, sizeof(u));
+	mf_qty_format(d->floor, MF_QTY_BINARY, q, sizeof(q));
+	warn(d, "minMemory %s is below what the model needs; using %s", u, q);
+}
+
+static enum mf_rc
+describe(const struct search *s, struct mf_decision *d)
+{
+	const struct mf_job *job = s->job;
+
+	d->work = job->work;
+	if (d->admitted)
+		mf_fix_apply(&d->work, d->placement.fixes, d->placement.count);
+	if (!d->from_model) {
+		d->need = job->min_memory;
+		return MF_OK;
+	}
+	if (mf_est_compute(&job->model, &d->work, &d->est) != MF_OK)
+		return MF_ERANGE;
+	d->need = d->est.per_gpu;
+	return MF_OK;
+}
+
+enum mf_rc
+mf_place(const struct mf_job *job, const struct mf_catalog *cat,
+    struct mf_decision *out, struct mf_error *err)
+{
+	struct search s;
+	struct mf_decision d;
+	enum mf_rc rc;
+
+	memset(&d, 0, sizeof(d));
+	d.limit = MF_LIMIT_NONE;
+	d.suggested = -1;
+	d.from_model = job->model_source != MF_MODEL_NONE;
+	search_init(&s, job, cat);
+	rc = list_options(&s, err);
+	if (rc != MF_OK)
+		return rc;
+	search_cards(&s, &d);
+	if (describe(&s, &d) != MF_OK)
+		return mf_error_set(err, MF_ERANGE, "spec.workload", 0, 0,
+		    "the memory figures of this job overflow 63 bits");
+	set_floor(&s, &d);
+	if (!d.admitted) {
+		explain_rejection(&s, &d);
+		if (d.from_model && list_fixes(&s, &d) != MF_OK)
+			return mf_error_set(err, MF_ERANGE, "spec.workload", 0,
+			    0, "the memory figures of this job overflow 63 "
+			    "bits");
+	}
+	add_warnings(&d);
+	*out = d;
+	return MF_OK;
+}

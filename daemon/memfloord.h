@@ -1,0 +1,85 @@
+/*
+ * memfloord.h: the daemon's modules, private to daemon/.
+ *
+ * mfd_log_*: leveled logging to stderr or syslog, text or JSON lines.
+ * mfd_metrics_*: atomic counters and their Prometheus text.
+ * mfd_state_*: the catalogue in service, the shipped models, reloads.
+ * mfd_server_*: the HTTP server (libmicrohttpd) and its routes.
+ */
+#ifndef MFD_H
+#define MFD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../admission/api.h"
+#include "../catalog/catalog.h"
+
+#define MFD_MAX_MODEL_HOSTS 32
+
+struct mfd_config {
+	const char *catalog_path;
+	const char *models_dir;
+	const char *listen;        /* ADDR:PORT */
+	const char *tls_cert;
+	const char *tls_key;
+	const char *model_hosts[MFD_MAX_MODEL_HOSTS];
+	size_t nmodel_hosts;
+	unsigned threads;
+	size_t max_body;
+	int foreground;
+	int check_only;
+	int verbose;
+	int log_json;
+};
+
+enum mfd_level { MFD_ERROR, MFD_WARN, MFD_INFO, MFD_DEBUG };
+
+void mfd_log_init(int json, enum mfd_level level, int use_syslog);
+int mfd_log_enabled(enum mfd_level level);
+void mfd_log(enum mfd_level level, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* One line per request; client strings are escaped here. */
+void mfd_log_request(const char *method, const char *path, int status,
+    long usec, const char *job, const char *decision);
+
+enum mfd_route {
+	MFD_R_ADMIT,
+	MFD_R_ESTIMATE,
+	MFD_R_DIAGNOSE,
+	MFD_R_REVIEW,
+	MFD_R_CATALOG,
+	MFD_R_MODELS,
+	MFD_R_HEALTHZ,
+	MFD_R_READYZ,
+	MFD_R_METRICS,
+	MFD_R_OTHER,
+	MFD_R_COUNT
+};
+
+const char *mfd_route_path(enum mfd_route r);
+void mfd_metrics_request(enum mfd_route r, int status, long usec);
+void mfd_metrics_admission(enum mf_verdict v);
+void mfd_metrics_reload(int ok);
+/* Prometheus text; malloc'd, NULL on allocation failure. */
+char *mfd_metrics_render(uint64_t catalog_version, size_t catalog_gpus);
+
+/* Load the catalogue and models; start-up errors are returned with err. */
+enum mf_rc mfd_state_init(const struct mfd_config *cfg, struct mf_error *err);
+void mfd_state_fini(void);
+/* The catalogue in service with a reference taken (mf_cat_unref it), or
+ * NULL before one is loaded. */
+struct mf_catalog *mfd_state_catalog(void);
+const struct mf_models *mfd_state_models(void);
+/* Re-read the catalogue file; a failure keeps the one in service. */
+enum mf_rc mfd_state_reload(const char *why);
+/* Watch the catalogue's directory and reload on change. */
+int mfd_state_watch(void);
+
+int mfd_server_start(const struct mfd_config *cfg);
+/* Stop accepting, let requests in flight finish, then stop. */
+void mfd_server_stop(void);
+/* SIGHUP: reload TLS files when serving TLS. */
+void mfd_server_reload_tls(void);
+
+#endif

@@ -1,0 +1,582 @@
+/*
+ * server.c: HTTP with libmicrohttpd: an internal epoll thread pool, one
+ * struct request per request, freed in the completion callback.  Routing,
+ * content negotiation and the HTTP status of each answer live here; what
+ * the answer says comes from admission/api.c.
+ */
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../admission/buf.h"
+#include "memfloord.h"
+#include "tls.h"
+
+/* Bytes of an over-long body read and dropped before the connection is
+ * closed instead. */
+#define DROP_MAX (64u << 20)
+#define DRAIN_SECONDS 30
+
+enum body { BODY_NONE, BODY_MANIFEST, BODY_TEXT, BODY_REVIEW };
+
+struct request;
+typedef void (*handler_fn)(struct request *r, struct MHD_Connection *c,
+    struct mf_answer *ans);
+
+struct route {
+	const char *path;
+	enum mfd_route id;
+	enum body body; /* BODY_NONE: GET, else POST with this body */
+	handler_fn fn;
+};
+
+struct request {
+	const struct route *route;
+	struct timespec start;
+	struct mf_buf body;
+	enum mf_output out;
+	enum mf_doc_format fmt;
+	int early;            /* status decided before the body ended, or 0 */
+	size_t dropped;
+	int status;
+	char job[64];
+	enum mf_verdict verdict;
+	char method[8];
+	char path[256];
+};
+
+static struct MHD_Daemon *daemon_;
+static size_t max_body;
+static atomic_int in_flight;
+static atomic_int draining;
+
+/* --- handlers -------------------------------------------------------- */
+
+static struct mf_api
+api_begin(void)
+{
+	struct mf_api api = { mfd_state_catalog(), mfd_state_models() };
+
+	return api;
+}
+
+static void
+api_end(struct mf_api *api)
+{
+	mf_cat_unref((struct mf_catalog *)api->cat);
+}
+
+static void
+do_admit(struct request *r, struct MHD_Connection *c, struct mf_answer *ans)
+{
+	struct mf_api api = api_begin();
+
+	(void)c;
+	mf_api_admit(&api, r->body.data, r->body.len, r->fmt, r->out, ans);
+	api_end(&api);
+}
+
+static void
+do_estimate(struct request *r, struct MHD_Connection *c,
+    struct mf_answer *ans)
+{
+	struct mf_api api = api_begin();
+
+	(void)c;
+	mf_api_estimate(&api, r->body.data, r->body.len, r->fmt, r->out, ans);
+	api_end(&api);
+}
+
+static void
+do_catalog(struct request *r, struct MHD_Connection *c,
+    struct mf_answer *ans)
+{
+	struct mf_api api = api_begin();
+
+	mf_api_catalog(&api, MHD_lookup_connection_value(c,
+	    MHD_GET_ARGUMENT_KIND, "minMemory"), r->out, ans);
+	api_end(&api);
+}
+
+static void
+do_models(struct request *r, struct MHD_Connection *c, struct mf_answer *ans)
+{
+	struct mf_api api = { NULL, mfd_state_models() };
+
+	(void)c;
+	mf_api_models(&api, r->out, ans);
+}
+
+static char *
+dup_text(const char *s)
+{
+	size_t n = strlen(s) + 1;
+	char *p = malloc(n);
+
+	if (p != NULL)
+		memcpy(p, s, n);
+	return p;
+}
+
+static void
+do_healthz(struct request *r, struct MHD_Connection *c, struct mf_answer *ans)
+{
+	(void)r;
+	(void)c;
+	memset(ans, 0, sizeof(*ans));
+	mf_answer_text(ans, MF_ANS_OK, dup_text("ok\n"));
+}
+
+static void
+do_readyz(struct request *r, struct MHD_Connection *c, struct mf_answer *ans)
+{
+	struct mf_catalog *cat = mfd_state_catalog();
+
+	(void)c;
+	if (cat != NULL && !atomic_load(&draining)) {
+		memset(ans, 0, sizeof(*ans));
+		mf_answer_text(ans, MF_ANS_OK, dup_text("ready\n"));
+	} else {
+		mf_api_error(MF_ANS_INTERNAL, NULL, cat ? "shutting down" :
+		    "no catalogue loaded", r->out, ans);
+		r->early = MHD_HTTP_SERVICE_UNAVAILABLE;
+	}
+	mf_cat_unref(cat);
+}
+
+static void
+do_metrics(struct request *r, struct MHD_Connection *c, struct mf_answer *ans)
+{
+	struct mf_catalog *cat = mfd_state_catalog();
+
+	(void)r;
+	(void)c;
+	memset(ans, 0, sizeof(*ans));
+	mf_answer_text(ans, MF_ANS_OK, mfd_metrics_render(cat ? cat->version :
+	    0, cat ? cat->ngpus : 0));
+	ans->content_type = "text/plain; version=0.0.4; charset=utf-8";
+	mf_cat_unref(cat);
+}
+
+static const struct route routes[] = {
+	{ "/v1/admit", MFD_R_ADMIT, BODY_MANIFEST, do_admit },
+	{ "/v1/estimate", MFD_R_ESTIMATE, BODY_MANIFEST, do_estimate },
+	{ "/v1/catalog", MFD_R_CATALOG, BODY_NONE, do_catalog },
+	{ "/v1/models", MFD_R_MODELS, BODY_NONE, do_models },
+	{ "/healthz", MFD_R_HEALTHZ, BODY_NONE, do_healthz },
+	{ "/readyz", MFD_R_READYZ, BODY_NONE, do_readyz },
+	{ "/metrics", MFD_R_METRICS, BODY_NONE, do_metrics },
+};
+
+/* --- negotiation ----------------------------------------------------- */
+
+static const char *
+header(struct MHD_Connection *c, const char *name)
+{
+	return MHD_lookup_connection_value(c, MHD_HEADER_KIND, name);
+}
+
+/* Where in list (lower-cased) the media type t appears whole; -1 if not. */
+static long
+media_pos(const char *list, const char *t)
+{
+	size_t n = strlen(t);
+
+	for (const char *p = list; (p = strstr(p, t)) != NULL; p += n)
+		if ((p == list || strchr(" ,", p[-1])) &&
+		    strchr(" ,;", p[n]) != NULL)
+			return p - list;
+	return -1;
+}
+
+/* Accept: text/plain, YAML or JSON, whichever is listed first. */
+static enum mf_output
+negotiate(struct MHD_Connection *c)
+{
+	static const struct {
+		const char *type;
+		enum mf_output out;
+	} types[] = { { "text/plain", MF_OUT_TEXT },
+		{ "application/yaml", MF_OUT_YAML },
+		{ "application/x-yaml", MF_OUT_YAML },
+		{ "text/yaml", MF_OUT_YAML },
+		{ "application/json", MF_OUT_JSON } };
+	const char *h = header(c, MHD_HTTP_HEADER_ACCEPT);
+	enum mf_output out = MF_OUT_JSON;
+	long best = -1, pos;
+	char accept[256];
+	size_t i;
+
+	if (h == NULL)
+		return out;
+	for (i = 0; h[i] != '\0' && i < sizeof(accept) - 1; i++)
+		accept[i] = (char)tolower((unsigned char)h[i]);
+	accept[i] = '\0';
+	for (i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+		pos = media_pos(accept, types[i].type);
+		if (pos >= 0 && (best < 0 || pos < best)) {
+			best = pos;
+			out = types[i].out;
+		}
+	}
+	return out;
+}
+
+/* The body's format from Content-Type; -1 for a type we refuse (415). */
+static int
+body_format(const char *ctype, enum body body)
+{
+	static const struct {
+		const char *type;
+		int fmt;
+	} types[] = {
+		{ "application/json", MF_DOC_JSON },
+		{ "application/yaml", MF_DOC_YAML },
+		{ "application/x-yaml", MF_DOC_YAML },
+		{ "text/yaml", MF_DOC_YAML },
+		{ "text/x-yaml", MF_DOC_YAML },
+		{ "text/plain", MF_DOC_AUTO },
+		/* curl --data-binary sends this when told nothing else */
+		{ "application/x-www-form-urlencoded", MF_DOC_AUTO },
+		{ "application/octet-stream", MF_DOC_AUTO },
+	};
+	size_t n;
+
+	if (ctype == NULL)
+		return MF_DOC_AUTO;
+	n = strcspn(ctype, "; \t");
+	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+		if (strlen(types[i].type) != n ||
+		    strncasecmp(ctype, types[i].type, n) != 0)
+			continue;
+		if (body == BODY_REVIEW && types[i].fmt != MF_DOC_JSON)
+			return -1;
+		return types[i].fmt;
+	}
+	return -1;
+}
+
+/* --- plumbing -------------------------------------------------------- */
+
+static int
+http_status(enum mf_answer_kind kind)
+{
+	switch (kind) {
+	case MF_ANS_OK:
+		return MHD_HTTP_OK;
+	case MF_ANS_REJECTED:
+		return MHD_HTTP_FORBIDDEN;
+	case MF_ANS_INVALID:
+		return MHD_HTTP_BAD_REQUEST;
+	case MF_ANS_TOOBIG:
+		return MHD_HTTP_CONTENT_TOO_LARGE;
+	case MF_ANS_UPSTREAM:
+		return MHD_HTTP_BAD_GATEWAY;
+	default:
+		return MHD_HTTP_INTERNAL_SERVER_ERROR;
+	}
+}
+
+static enum MHD_Result
+send_answer(struct MHD_Connection *c, struct request *r, int status,
+    struct mf_answer *ans)
+{
+	struct MHD_Response *resp;
+	enum MHD_Result ret;
+
+	resp = MHD_create_response_from_buffer(ans->len, ans->body,
+	    MHD_RESPMEM_MUST_COPY);
+	if (resp == NULL) {
+		mf_answer_free(ans);
+		return MHD_NO;
+	}
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+	    ans->content_type);
+	if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW,
+		    r->route->body == BODY_NONE ? "GET, HEAD" : "POST");
+	ret = MHD_queue_response(c, (unsigned)status, resp);
+	MHD_destroy_response(resp);
+	r->status = status;
+	snprintf(r->job, sizeof(r->job), "%s", ans->job);
+	r->verdict = ans->verdict;
+	mf_answer_free(ans);
+	return ret;
+}
+
+static enum MHD_Result
+send_error(struct MHD_Connection *c, struct request *r, int status,
+    const char *field, const char *message)
+{
+	struct mf_answer ans;
+
+	mf_api_error(MF_ANS_INVALID, field, message, r->out, &ans);
+	return send_answer(c, r, status, &ans);
+}
+
+static const struct route *
+find_route(const char *url)
+{
+	for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++)
+		if (strcmp(routes[i].path, url) == 0)
+			return &routes[i];
+	return NULL;
+}
+
+/* Checks that need only the headers: 404, 405, 411, 413, 415. */
+static int
+early_status(struct MHD_Connection *c, struct request *r, const char *method,
+    const char **why)
+{
+	const struct route *rt = r->route;
+	const char *len, *te;
+	int fmt;
+
+	if (rt == NULL)
+		return *why = "no such endpoint", MHD_HTTP_NOT_FOUND;
+	if (rt->body == BODY_NONE ? strcmp(method, "GET") != 0 &&
+	    strcmp(method, "HEAD") != 0 : strcmp(method, "POST") != 0)
+		return *why = "method not allowed", MHD_HTTP_METHOD_NOT_ALLOWED;
+	if (rt->body == BODY_NONE)
+		return 0;
+	len = header(c, MHD_HTTP_HEADER_CONTENT_LENGTH);
+	te = header(c, MHD_HTTP_HEADER_TRANSFER_ENCODING);
+	if (len == NULL && te == NULL)
+		return *why = "a body with Content-Length is required",
+		    MHD_HTTP_LENGTH_REQUIRED;
+	if (len != NULL && strtoull(len, NULL, 10) > max_body)
+		return *why = "body over the size limit",
+		    MHD_HTTP_CONTENT_TOO_LARGE;
+	fmt = body_format(header(c, MHD_HTTP_HEADER_CONTENT_TYPE), rt->body);
+	if (fmt < 0)
+		return *why = rt->body == BODY_REVIEW ? "an AdmissionReview "
+		    "must be application/json" : "Content-Type must be YAML, "
+		    "JSON or text", MHD_HTTP_UNSUPPORTED_MEDIA_TYPE;
+	r->fmt = (enum mf_doc_format)fmt;
+	return 0;
+}
+
+static struct request *
+begin(struct MHD_Connection *c, const char *url, const char *method)
+{
+	struct request *r = calloc(1, sizeof(*r));
+
+	if (r == NULL)
+		return NULL;
+	clock_gettime(CLOCK_MONOTONIC, &r->start);
+	r->route = find_route(url);
+	r->out = negotiate(c);
+	mf_buf_init(&r->body, max_body + 1);
+	snprintf(r->method, sizeof(r->method), "%s", method);
+	snprintf(r->path, sizeof(r->path), "%s", url);
+	atomic_fetch_add(&in_flight, 1);
+	return r;
+}
+
+static enum MHD_Result
+on_request(void *cls, struct MHD_Connection *c, const char *url,
+    const char *method, const char *version, const char *data,
+    size_t *size, void **con_cls)
+{
+	struct request *r = *con_cls;
+	struct mf_answer ans;
+	const char *why = NULL;
+	int status;
+
+	(void)cls;
+	(void)version;
+	if (r == NULL) {
+		r = *con_cls = begin(c, url, method);
+		if (r == NULL)
+			return MHD_NO;
+		status = early_status(c, r, method, &why);
+		if (status != 0)
+			return send_error(c, r, status, NULL, why);
+		return MHD_YES;
+	}
+	if (*size > 0) {
+		if (r->early == 0 && mf_buf_add(&r->body, data, *size) != MF_OK)
+			r->early = r->body.rc == MF_ETOOBIG ?
+			    MHD_HTTP_CONTENT_TOO_LARGE :
+			    MHD_HTTP_INTERNAL_SERVER_ERROR;
+		if (r->early != 0 && (r->dropped += *size) > DROP_MAX)
+			return MHD_NO;
+		*size = 0;
+		return MHD_YES;
+	}
+	if (r->early != 0)
+		return send_error(c, r, r->early, NULL, r->early ==
+		    MHD_HTTP_CONTENT_TOO_LARGE ? "body over the size limit" :
+		    "out of memory");
+	if (r->route->body != BODY_NONE && r->body.data == NULL)
+		return send_error(c, r, MHD_HTTP_BAD_REQUEST, NULL,
+		    "the body is empty");
+	r->route->fn(r, c, &ans);
+	status = r->early != 0 ? r->early : http_status(ans.kind);
+	return send_answer(c, r, status, &ans);
+}
+
+static long
+usec_since(const struct timespec *t0)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (t.tv_sec - t0->tv_sec) * 1000000L +
+	    (t.tv_nsec - t0->tv_nsec) / 1000;
+}
+
+static void
+on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+    enum MHD_RequestTerminationCode toe)
+{
+	static const char *const verdicts[] = { "-", "admitted", "rejected" };
+	struct request *r = *con_cls;
+	long us;
+
+	(void)cls;
+	(void)c;
+	if (r == NULL)
+		return;
+	us = usec_since(&r->start);
+	if (r->status == 0)
+		r->status = toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? 200 :
+		    499;
+	mfd_log_request(r->method, r->path, r->status, us, r->job,
+	    verdicts[r->verdict]);
+	mfd_metrics_request(r->route ? r->route->id : MFD_R_OTHER, r->status,
+	    us);
+	mfd_metrics_admission(r->verdict);
+	mf_buf_free(&r->body);
+	free(r);
+	*con_cls = NULL;
+	atomic_fetch_sub(&in_flight, 1);
+}
+
+static void
+on_mhd_log(void *cls, const char *fmt, va_list ap)
+{
+	char msg[512];
+
+	(void)cls;
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	msg[strcspn(msg, "\n")] = '\0';
+	mfd_log(MFD_WARN, "http: %s", msg);
+}
+
+/* "127.0.0.1:8080", "[::1]:8080", ":8080" (all IPv4 addresses). */
+static int
+parse_listen(const char *s, struct sockaddr_storage *ss, socklen_t *len)
+{
+	struct sockaddr_in *in4 = (struct sockaddr_in *)ss;
+	struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)ss;
+	const char *colon = strrchr(s, ':');
+	char host[64];
+	long port;
+	char *end;
+
+	if (colon == NULL || (size_t)(colon - s) >= sizeof(host))
+		return -1;
+	port = strtol(colon + 1, &end, 10);
+	if (*end != '\0' || colon[1] == '\0' || port < 0 || port > 65535)
+		return -1;
+	memcpy(host, s, (size_t)(colon - s));
+	host[colon - s] = '\0';
+	memset(ss, 0, sizeof(*ss));
+	if (host[0] == '[' && host[strlen(host) - 1] == ']') {
+		host[strlen(host) - 1] = '\0';
+		in6->sin6_family = AF_INET6;
+		in6->sin6_port = htons((uint16_t)port);
+		*len = sizeof(*in6);
+		return inet_pton(AF_INET6, host + 1, &in6->sin6_addr) == 1 ?
+		    0 : -1;
+	}
+	in4->sin_family = AF_INET;
+	in4->sin_port = htons((uint16_t)port);
+	*len = sizeof(*in4);
+	if (host[0] == '\0')
+		return 0;
+	return inet_pton(AF_INET, host, &in4->sin_addr) == 1 ? 0 : -1;
+}
+
+static int
+bound_port(void)
+{
+	const union MHD_DaemonInfo *info;
+
+	info = MHD_get_daemon_info(daemon_, MHD_DAEMON_INFO_BIND_PORT);
+	return info ? info->port : -1;
+}
+
+int
+mfd_server_start(const struct mfd_config *cfg)
+{
+	unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG |
+	    MHD_ALLOW_SUSPEND_RESUME;
+	struct sockaddr_storage ss;
+	socklen_t sslen;
+
+	if (parse_listen(cfg->listen, &ss, &sslen) != 0) {
+		mfd_log(MFD_ERROR, "--listen %s: not ADDR:PORT", cfg->listen);
+		return -1;
+	}
+	if (ss.ss_family == AF_INET6)
+		flags |= MHD_USE_IPv6;
+	max_body = cfg->max_body;
+	if (cfg->tls_cert != NULL && mfd_tls_init(cfg) != 0)
+		return -1;
+	if (cfg->tls_cert != NULL)
+		flags |= MHD_USE_TLS;
+	daemon_ = MHD_start_daemon(flags, 0, NULL, NULL, on_request, NULL,
+	    MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL,
+	    MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+	    MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)cfg->threads,
+	    MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
+	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)30,
+	    MHD_OPTION_CONNECTION_LIMIT, (unsigned int)8192,
+	    MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned int)1024,
+	    MHD_OPTION_ARRAY, mfd_tls_options(), MHD_OPTION_END);
+	if (daemon_ == NULL) {
+		mfd_log(MFD_ERROR, "cannot listen on %s: %s", cfg->listen,
+		    strerror(errno));
+		return -1;
+	}
+	mfd_log(MFD_INFO, "listening on %s port %d (%s, %u threads)",
+	    cfg->listen, bound_port(), cfg->tls_cert ? "https" : "http",
+	    cfg->threads);
+	return 0;
+}
+
+void
+mfd_server_stop(void)
+{
+	struct timespec tick = { 0, 10 * 1000000L };
+	MHD_socket s;
+
+	atomic_store(&draining, 1);
+	s = MHD_quiesce_daemon(daemon_);
+	if (s != MHD_INVALID_SOCKET)
+		close(s);
+	for (int i = 0; i < DRAIN_SECONDS * 100 && atomic_load(&in_flight) > 0;
+	    i++)
+		nanosleep(&tick, NULL);
+	MHD_stop_daemon(daemon_);
+	daemon_ = NULL;
+	mfd_tls_fini();
+}
+
+void
+mfd_server_reload_tls(void)
+{
+	mfd_tls_reload();
+}

@@ -1,0 +1,179 @@
+#include "tls.h"
+
+#include <gnutls/abstract.h>
+#include <gnutls/gnutls.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_CHAIN 8
+
+/*
+ * One loaded pair.  A generation replaced by a reload is kept until exit:
+ * a handshake that began with it may still be reading it, and reloads are
+ * rare (a rotation every few weeks), so the cost is a few kilobytes each.
+ */
+struct gen {
+	gnutls_pcert_st chain[MAX_CHAIN];
+	unsigned nchain;
+	gnutls_privkey_t key;
+	struct gen *prev;
+};
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static struct gen *current;
+static const char *cert_path, *key_path;
+static struct MHD_OptionItem options[2] = {
+	{ MHD_OPTION_END, 0, NULL }, { MHD_OPTION_END, 0, NULL },
+};
+
+static void
+gen_free(struct gen *g)
+{
+	if (g == NULL)
+		return;
+	for (unsigned i = 0; i < g->nchain; i++)
+		gnutls_pcert_deinit(&g->chain[i]);
+	gnutls_privkey_deinit(g->key);
+	free(g);
+}
+
+/* Whether key signs what the chain's first certificate verifies. */
+static int
+pair_matches(struct gen *g)
+{
+	static const unsigned char msg[] = "memfloor key check";
+	gnutls_datum_t data = { (unsigned char *)msg, sizeof(msg) }, sig;
+	gnutls_pubkey_t pub = g->chain[0].pubkey;
+	int algo, ok;
+
+	algo = gnutls_pk_to_sign(gnutls_pubkey_get_pk_algorithm(pub, NULL),
+	    GNUTLS_DIG_SHA256);
+	if (gnutls_privkey_sign_data(g->key, GNUTLS_DIG_SHA256, 0, &data,
+	    &sig) < 0)
+		return 0;
+	ok = gnutls_pubkey_verify_data2(pub, (gnutls_sign_algorithm_t)algo, 0,
+	    &data, &sig) >= 0;
+	gnutls_free(sig.data);
+	return ok;
+}
+
+static struct gen *
+load(void)
+{
+	gnutls_datum_t cert = { NULL, 0 }, key = { NULL, 0 };
+	struct gen *g = calloc(1, sizeof(*g));
+	const char *what = "out of memory";
+	int rc;
+
+	if (g == NULL)
+		goto fail;
+	g->nchain = MAX_CHAIN;
+	what = "cannot read the certificate";
+	if (gnutls_load_file(cert_path, &cert) < 0)
+		goto fail;
+	what = "cannot read the key";
+	if (gnutls_load_file(key_path, &key) < 0)
+		goto fail;
+	what = "not a PEM certificate chain";
+	rc = gnutls_pcert_list_import_x509_raw(g->chain, &g->nchain, &cert,
+	    GNUTLS_X509_FMT_PEM, 0);
+	if (rc < 0 || g->nchain == 0) {
+		g->nchain = 0;
+		goto fail;
+	}
+	what = "not a PEM private key";
+	if (gnutls_privkey_init(&g->key) < 0 ||
+	    gnutls_privkey_import_x509_raw(g->key, &key, GNUTLS_X509_FMT_PEM,
+	    NULL, 0) < 0)
+		goto fail;
+	what = "the key does not match the certificate";
+	if (!pair_matches(g))
+		goto fail;
+	gnutls_free(cert.data);
+	gnutls_free(key.data);
+	return g;
+fail:
+	mfd_log(MFD_ERROR, "tls: %s, %s: %s", cert_path, key_path, what);
+	gnutls_free(cert.data);
+	gnutls_free(key.data);
+	gen_free(g);
+	return NULL;
+}
+
+static int
+retrieve(gnutls_session_t session, const gnutls_datum_t *req_ca_dn,
+    int nreqs, const gnutls_pk_algorithm_t *algos, int nalgos,
+    gnutls_pcert_st **pcert, unsigned int *pcert_length,
+    gnutls_privkey_t *pkey)
+{
+	(void)session;
+	(void)req_ca_dn;
+	(void)nreqs;
+	(void)algos;
+	(void)nalgos;
+	pthread_mutex_lock(&lock);
+	*pcert = current->chain;
+	*pcert_length = current->nchain;
+	*pkey = current->key;
+	pthread_mutex_unlock(&lock);
+	return 0;
+}
+
+int
+mfd_tls_init(const struct mfd_config *cfg)
+{
+	if (cfg->tls_key == NULL) {
+		mfd_log(MFD_ERROR, "--tls-cert needs --tls-key");
+		return -1;
+	}
+	cert_path = cfg->tls_cert;
+	key_path = cfg->tls_key;
+	current = load();
+	if (current == NULL)
+		return -1;
+	options[0].option = MHD_OPTION_HTTPS_CERT_CALLBACK;
+	/* MHD takes the callback through its void * option slot. */
+	memcpy(&options[0].ptr_value, &(gnutls_certificate_retrieve_function2 *){
+	    retrieve }, sizeof(void *));
+	return 0;
+}
+
+struct MHD_OptionItem *
+mfd_tls_options(void)
+{
+	return options;
+}
+
+int
+mfd_tls_reload(void)
+{
+	struct gen *g;
+
+	if (current == NULL)
+		return 0;
+	g = load();
+	if (g == NULL) {
+		mfd_log(MFD_ERROR, "tls: reload failed, keeping the "
+		    "certificate in service");
+		return -1;
+	}
+	pthread_mutex_lock(&lock);
+	g->prev = current;
+	current = g;
+	pthread_mutex_unlock(&lock);
+	mfd_log(MFD_INFO, "tls: certificate reloaded from %s", cert_path);
+	return 0;
+}
+
+void
+mfd_tls_fini(void)
+{
+	struct gen *g, *prev;
+
+	for (g = current; g != NULL; g = prev) {
+		prev = g->prev;
+		gen_free(g);
+	}
+	current = NULL;
+}
