@@ -4,7 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "manifest.h"
+#include "oom.h"
 #include "place.h"
 #include "qty.h"
 #include "render.h"
@@ -271,4 +273,136 @@ mf_api_models(const struct mf_api *api, enum mf_output out,
 	else
 		mf_answer_json(ans, MF_ANS_OK, mf_render_models(api->models),
 		    out);
+}
+
+/* The JSON form of a diagnose body: message and, optionally, a job. */
+static enum mf_rc
+read_diagnose(const struct mf_api *api, const char *body, size_t len,
+    struct mf_doc **doc, const char **msg, size_t *msglen,
+    struct mf_job *job, int *has_job, struct mf_error *err)
+{
+	static const char *const known[] = { "message", "job", NULL };
+	const struct mf_node *root, *n;
+	enum mf_rc rc;
+
+	rc = mf_doc_parse(body, len, MF_DOC_JSON, doc, err);
+	if (rc != MF_OK)
+		return rc;
+	root = mf_doc_root(*doc);
+	rc = mf_node_map(root, "", known, err);
+	if (rc != MF_OK)
+		return rc;
+	n = mf_node_get(root, "message");
+	if (n == NULL)
+		return mf_error_set(err, MF_EINVAL, "message", 0, 0,
+		    "is required");
+	rc = mf_node_str(n, "message", msg, err);
+	*msglen = n->len;
+	n = mf_node_get(root, "job");
+	*has_job = n != NULL;
+	if (rc == MF_OK && n != NULL)
+		rc = mf_job_read(n, api->models, job, err);
+	if (rc == MF_OK && *has_job && job->model_source == MF_MODEL_URL)
+		rc = mf_error_set(err, MF_EINVAL, "job.spec.model.configUrl", 0,
+		    0, "is not supported with a diagnosis");
+	return rc;
+}
+
+/* A floor above the card that ran out: its capacity, up to the next GiB. */
+static void
+raise_floor(struct mf_job *job, const struct mf_oom *o)
+{
+	int64_t gib = INT64_C(1) << 30;
+	int64_t above = (o->total / gib + 1) * gib;
+
+	if (job->min_memory < above) {
+		job->min_memory = above;
+		job->min_memory_format = MF_QTY_BINARY;
+	}
+}
+
+static char *
+diagnosis_text(const struct mf_oom *o, const struct mf_job *job,
+    const struct mf_decision *d)
+{
+	int n = mf_oom_text(o, NULL, 0);
+	char *report = n < 0 ? NULL : malloc((size_t)n + 1);
+	char *decision = NULL, *text;
+	struct mf_buf b;
+
+	if (report == NULL)
+		return NULL;
+	mf_oom_text(o, report, (size_t)n + 1);
+	if (d == NULL)
+		return report;
+	mf_buf_init(&b, 1u << 22);
+	decision = mf_text_decision(job, d);
+	mf_buf_printf(&b, "%s\nWith a floor above this card:\n%s", report,
+	    decision ? decision : "");
+	free(report);
+	free(decision);
+	text = b.rc == MF_OK ? mf_buf_take(&b) : NULL;
+	mf_buf_free(&b);
+	return text;
+}
+
+static void
+diagnosis_answer(const struct mf_api *api, const struct mf_oom *o,
+    const struct mf_job *job, const struct mf_decision *d,
+    enum mf_output out, struct mf_answer *ans)
+{
+	json_t *j;
+
+	if (out == MF_OUT_TEXT) {
+		mf_answer_text(ans, MF_ANS_OK, diagnosis_text(o, job, d));
+		return;
+	}
+	j = mf_oom_json(o);
+	if (j != NULL && d != NULL)
+		json_object_set_new(j, "admission",
+		    mf_render_decision(job, d, api->cat));
+	mf_answer_json(ans, MF_ANS_OK, j, out);
+}
+
+void
+mf_api_diagnose(const struct mf_api *api, const char *body, size_t len,
+    enum mf_doc_format fmt, enum mf_output out, struct mf_answer *ans)
+{
+	struct mf_decision *d = NULL;
+	struct mf_doc *doc = NULL;
+	struct mf_error err;
+	struct mf_job job;
+	struct mf_oom o;
+	const char *msg = body;
+	size_t msglen = len, i = 0;
+	int has_job = 0;
+	enum mf_rc rc = MF_OK;
+
+	memset(ans, 0, sizeof(*ans));
+	memset(&err, 0, sizeof(err));
+	while (i < len && (body[i] == ' ' || body[i] == '\n' ||
+	    body[i] == '\t' || body[i] == '\r'))
+		i++;
+	if (fmt == MF_DOC_JSON || (fmt == MF_DOC_AUTO && i < len &&
+	    body[i] == '{'))
+		rc = read_diagnose(api, body, len, &doc, &msg, &msglen, &job,
+		    &has_job, &err);
+	if (rc == MF_OK)
+		rc = mf_oom_parse(msg, msglen, &o, &err);
+	if (rc == MF_OK && has_job && o.cause == MF_OOM_CAPACITY) {
+		note_job(ans, &job);
+		raise_floor(&job, &o);
+		d = malloc(sizeof(*d));
+		if (d == NULL)
+			rc = mf_error_set(&err, MF_ENOMEM, NULL, 0, 0,
+			    "out of memory");
+		else
+			rc = mf_place(&job, api->cat, d, &err);
+	}
+	if (rc == MF_OK)
+		diagnosis_answer(api, &o, &job, d, out, ans);
+	else
+		mf_answer_err(ans, rc, &err, out);
+	free(d);
+	mf_doc_free(doc);
 }

@@ -52,6 +52,13 @@ void mf_api_admit(const struct mf_api *api, const char *body, size_t len,
     enum mf_doc_format fmt, enum mf_output out, struct mf_answer *ans);
 void mf_api_estimate(const struct mf_api *api, const char *body, size_t len,
     enum mf_doc_format fmt, enum mf_output out, struct mf_answer *ans);
+/*
+ * A PyTorch out-of-memory message as text, or JSON {"message": "...",
+ * "job": {a Job manifest}}; with a job, a capacity diagnosis also places
+ * the job with a floor above the card that failed.
+ */
+void mf_api_diagnose(const struct mf_api *api, const char *body, size_t len,
+    enum mf_doc_format fmt, enum mf_output out, struct mf_answer *ans);
 /* min_memory is the ?minMemory= text, or NULL for the whole catalogue. */
 void mf_api_catalog(const struct mf_api *api, const char *min_memory,
     enum mf_output out, struct mf_answer *ans);

@@ -339,7 +339,10 @@ json_t *
 mf_render_estimate(const struct mf_job *job, const struct mf_estimate *e,
     const struct mf_catalog *cat)
 {
-	return json_pack("{s:I, s:I, s:o, s:I, s:I, s:o, s:o}",
+	const struct mf_workload *w = &job->work;
+	json_t *o;
+
+	o = json_pack("{s:I, s:I, s:o, s:I, s:I, s:o, s:o}",
 	    "parameters", (json_int_t)e->params,
 	    "trainableParameters", (json_int_t)e->trainable,
 	    "buckets", buckets(e, &job->work),
@@ -347,6 +350,11 @@ mf_render_estimate(const struct mf_job *job, const struct mf_estimate *e,
 	    "perGpuBytes", (json_int_t)e->per_gpu,
 	    "minMemory", quantity(mf_floor_for(e->per_gpu, cat->headroom),
 	    MF_QTY_BINARY), "smallestFit", smallest_fit(job, e, cat));
+	if (o != NULL && w->kind == MF_INFERENCE)
+		json_object_set_new(o, "kvCacheBytesPerToken", json_integer(
+		    mf_model_kv_bytes_per_token(&job->model,
+		    w->kv_dtype == MF_KV_FP8 ? 1 : 2)));
+	return o;
 }
 
 static json_t *

@@ -98,6 +98,17 @@ do_estimate(struct request *r, struct MHD_Connection *c,
 }
 
 static void
+do_diagnose(struct request *r, struct MHD_Connection *c,
+    struct mf_answer *ans)
+{
+	struct mf_api api = api_begin();
+
+	(void)c;
+	mf_api_diagnose(&api, r->body.data, r->body.len, r->fmt, r->out, ans);
+	api_end(&api);
+}
+
+static void
 do_catalog(struct request *r, struct MHD_Connection *c,
     struct mf_answer *ans)
 {
@@ -171,6 +182,7 @@ do_metrics(struct request *r, struct MHD_Connection *c, struct mf_answer *ans)
 static const struct route routes[] = {
 	{ "/v1/admit", MFD_R_ADMIT, BODY_MANIFEST, do_admit },
 	{ "/v1/estimate", MFD_R_ESTIMATE, BODY_MANIFEST, do_estimate },
+	{ "/v1/diagnose", MFD_R_DIAGNOSE, BODY_TEXT, do_diagnose },
 	{ "/v1/catalog", MFD_R_CATALOG, BODY_NONE, do_catalog },
 	{ "/v1/models", MFD_R_MODELS, BODY_NONE, do_models },
 	{ "/healthz", MFD_R_HEALTHZ, BODY_NONE, do_healthz },

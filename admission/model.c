@@ -1,0 +1,644 @@
+/*
+ * model.c: transformer shapes from config.json, parameter counts (design
+ * section 5), and the registry of shipped model configs.
+ *
+ * Every count is computed with checked arithmetic: a figure that is
+ * negative or would pass 2^63 - 1 poisons the result to -1, so the
+ * counting functions return -1 rather than a wrapped number.
+ */
+#include "model.h"
+
+#include <dirent.h>
+#include <stddef.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define MODELS_MAX_FILES 4096
+#define MODEL_MAX_BYTES  (256 * 1024)
+#define PATH_BYTES       4096
+
+/* a * b, or -1 when either is negative or the product passes 2^63 - 1. */
+static int64_t
+cmul(int64_t a, int64_t b)
+{
+	int64_t r;
+
+	if (a < 0 || b < 0 || __builtin_mul_overflow(a, b, &r))
+		return -1;
+	return r;
+}
+
+/* a + b, or -1 when either is negative or the sum passes 2^63 - 1. */
+static int64_t
+cadd(int64_t a, int64_t b)
+{
+	int64_t r;
+
+	if (a < 0 || b < 0 || __builtin_add_overflow(a, b, &r))
+		return -1;
+	return r;
+}
+
+/* Gate, up and down projections of one MLP: 3 x h x I. */
+static int64_t
+mlp_params(const struct mf_model *m)
+{
+	return cmul(3, cmul(m->hidden, m->intermediate));
+}
+
+int64_t
+mf_model_layer_params(const struct mf_model *m)
+{
+	int64_t qd, kvd, attn, bias, mlp, norms;
+
+	qd = cmul(m->heads, m->head_dim);
+	kvd = cmul(m->kv_heads, m->head_dim);
+	/* q (h x a*d), k and v (h x kv*d each), o (a*d x h). */
+	attn = cadd(cmul(2, cmul(m->hidden, qd)),
+	    cmul(2, cmul(m->hidden, kvd)));
+	bias = m->qkv_bias ? cadd(qd, cmul(2, kvd)) : 0;
+	mlp = mlp_params(m);
+	if (m->experts > 0)
+		/* Every expert's MLP plus the router (h x experts). */
+		mlp = cadd(cmul(m->experts, mlp),
+		    cmul(m->hidden, m->experts));
+	norms = cmul(m->norms_per_layer, m->hidden);
+	return cadd(cadd(attn, bias), cadd(mlp, norms));
+}
+
+int64_t
+mf_model_params(const struct mf_model *m)
+{
+	int64_t embed, layers;
+
+	embed = cmul(m->vocab, m->hidden);
+	if (!m->tied_embeddings)
+		embed = cmul(2, embed);
+	layers = cmul(m->layers, mf_model_layer_params(m));
+	/* The final norm adds h. */
+	return cadd(cadd(embed, layers), m->hidden);
+}
+
+/*
+ * "all-linear" targets every linear layer of a decoder layer, as PEFT
+ * does: for a mixture of experts that is each expert's gate, up and down
+ * and the router; the output head is never targeted.
+ */
+int64_t
+mf_model_lora_params(const struct mf_model *m, int64_t rank,
+    enum mf_lora_targets targets)
+{
+	int64_t h, qd, kvd, per, mlp;
+
+	h = m->hidden;
+	qd = cmul(m->heads, m->head_dim);
+	kvd = cmul(m->kv_heads, m->head_dim);
+	/* q (h -> a*d), k and v (h -> kv*d), o (a*d -> h). */
+	per = cadd(cmul(2, cadd(h, qd)), cmul(2, cadd(h, kvd)));
+	if (targets == MF_LORA_ALL_LINEAR) {
+		mlp = cmul(3, cadd(h, m->intermediate));
+		if (m->experts > 0)
+			mlp = cadd(cmul(m->experts, mlp),
+			    cadd(h, m->experts));
+		per = cadd(per, mlp);
+	} else if (targets != MF_LORA_ATTENTION) {
+		return -1;
+	}
+	return cmul(rank, cmul(per, m->layers));
+}
+
+int64_t
+mf_model_kv_bytes_per_token(const struct mf_model *m, int dtype_bytes)
+{
+	int64_t kvd;
+
+	kvd = cmul(m->kv_heads, m->head_dim);
+	return cmul(cmul(2, m->layers), cmul(kvd, dtype_bytes));
+}
+
+/*
+ * Facts a config.json leaves implicit, by model_type.  tied is the
+ * default of tie_word_embeddings in the Hugging Face config class when
+ * the key is absent: False for Llama, Mistral, Mixtral, Qwen2 and Phi-3,
+ * True for Gemma and Gemma-2.  Qwen2 always puts biases on q, k and v;
+ * Gemma-2 norms before and after both attention and MLP.
+ */
+struct arch {
+	const char *type;
+	int tied;
+	int qkv_bias;
+	int norms;
+};
+
+static const struct arch archs[] = {
+	{ "llama", 0, 0, 2 },
+	{ "mistral", 0, 0, 2 },
+	{ "mixtral", 0, 0, 2 },
+	{ "qwen2", 0, 1, 2 },
+	{ "phi3", 0, 0, 2 },
+	{ "gemma", 1, 0, 2 },
+	{ "gemma2", 1, 0, 4 },
+};
+
+/*
+ * An unknown or absent model_type gets an untied head: counting the
+ * head twice can only overstate the memory a job needs.
+ */
+static const struct arch generic = { NULL, 0, 0, 2 };
+
+static const struct arch *
+arch_lookup(const char *type)
+{
+	size_t i;
+
+	if (type == NULL)
+		return &generic;
+	for (i = 0; i < sizeof(archs) / sizeof(archs[0]); i++)
+		if (strcmp(archs[i].type, type) == 0)
+			return &archs[i];
+	return &generic;
+}
+
+/* The member key of cfg, or NULL when it is absent or null. */
+static const struct mf_node *
+member(const struct mf_node *cfg, const char *key)
+{
+	const struct mf_node *n;
+
+	n = mf_node_get(cfg, key);
+	if (n == NULL || n->type == MF_NODE_NULL)
+		return NULL;
+	return n;
+}
+
+/*
+ * Read cfg.key as an integer in [1, max] into *out.  An absent key is an
+ * error when required, else leaves *out alone.
+ */
+static enum mf_rc
+read_int(const struct mf_node *cfg, const char *path, const char *key,
+    int64_t max, int required, int64_t *out, struct mf_error *err)
+{
+	char field[sizeof(err->field)];
+	const struct mf_node *n;
+
+	mf_path(field, sizeof(field), path, key);
+	n = member(cfg, key);
+	if (n == NULL) {
+		if (!required)
+			return MF_OK;
+		return mf_error_set(err, MF_EINVAL, field, cfg->line,
+		    cfg->column, "is missing");
+	}
+	return mf_node_int(n, field, 1, max, out, err);
+}
+
+/* The integer fields of a config; optional ones default to 0 here. */
+static const struct dim {
+	const char *key;
+	size_t off;
+	int64_t max;
+	int required;
+} dims[] = {
+	{ "hidden_size", offsetof(struct mf_model, hidden), MF_MODEL_MAX_DIM,
+	    1 },
+	{ "num_hidden_layers", offsetof(struct mf_model, layers),
+	    MF_MODEL_MAX_LAYERS, 1 },
+	{ "num_attention_heads", offsetof(struct mf_model, heads),
+	    MF_MODEL_MAX_HEADS, 1 },
+	{ "num_key_value_heads", offsetof(struct mf_model, kv_heads),
+	    MF_MODEL_MAX_HEADS, 0 },
+	{ "head_dim", offsetof(struct mf_model, head_dim), MF_MODEL_MAX_DIM,
+	    0 },
+	{ "intermediate_size", offsetof(struct mf_model, intermediate),
+	    MF_MODEL_MAX_DIM, 1 },
+	{ "vocab_size", offsetof(struct mf_model, vocab), MF_MODEL_MAX_VOCAB,
+	    1 },
+	{ "num_local_experts", offsetof(struct mf_model, experts),
+	    MF_MODEL_MAX_EXPERTS, 0 },
+};
+
+static enum mf_rc
+read_dims(const struct mf_node *cfg, const char *path, struct mf_model *m,
+    struct mf_error *err)
+{
+	const struct dim *d;
+	enum mf_rc rc;
+	size_t i;
+
+	for (i = 0; i < sizeof(dims) / sizeof(dims[0]); i++) {
+		d = &dims[i];
+		rc = read_int(cfg, path, d->key, d->max, d->required,
+		    (int64_t *)(void *)((char *)m + d->off), err);
+		if (rc != MF_OK)
+			return rc;
+	}
+	return MF_OK;
+}
+
+/* Fill the defaults of kv_heads and head_dim and check they fit. */
+static enum mf_rc
+check_heads(const struct mf_node *cfg, const char *path, struct mf_model *m,
+    struct mf_error *err)
+{
+	char field[sizeof(err->field)];
+	const struct mf_node *n;
+
+	if (m->kv_heads == 0)
+		m->kv_heads = m->heads;
+	if (m->heads % m->kv_heads != 0) {
+		n = member(cfg, "num_key_value_heads");
+		mf_path(field, sizeof(field), path, "num_key_value_heads");
+		return mf_error_set(err, MF_EINVAL, field, n->line, n->column,
+		    "%lld does not divide num_attention_heads (%lld)",
+		    (long long)m->kv_heads, (long long)m->heads);
+	}
+	if (m->head_dim != 0)
+		return MF_OK;
+	if (m->hidden % m->heads != 0) {
+		n = member(cfg, "hidden_size");
+		mf_path(field, sizeof(field), path, "hidden_size");
+		return mf_error_set(err, MF_EINVAL, field, n->line, n->column,
+		    "%lld is not a multiple of num_attention_heads (%lld) "
+		    "and head_dim is not given",
+		    (long long)m->hidden, (long long)m->heads);
+	}
+	m->head_dim = m->hidden / m->heads;
+	return MF_OK;
+}
+
+static enum mf_rc
+read_arch(const struct mf_node *cfg, const char *path, struct mf_model *m,
+    struct mf_error *err)
+{
+	char field[sizeof(err->field)];
+	const struct mf_node *n;
+	const struct arch *a;
+	const char *type = NULL;
+	enum mf_rc rc;
+
+	n = member(cfg, "model_type");
+	if (n != NULL) {
+		mf_path(field, sizeof(field), path, "model_type");
+		rc = mf_node_str(n, field, &type, err);
+		if (rc != MF_OK)
+			return rc;
+	}
+	a = arch_lookup(type);
+	m->tied_embeddings = a->tied;
+	m->qkv_bias = a->qkv_bias;
+	m->norms_per_layer = a->norms;
+	n = member(cfg, "tie_word_embeddings");
+	if (n == NULL)
+		return MF_OK;
+	mf_path(field, sizeof(field), path, "tie_word_embeddings");
+	return mf_node_bool(n, field, &m->tied_embeddings, err);
+}
+
+enum mf_rc
+mf_model_read(const struct mf_node *config, const char *path,
+    struct mf_model *out, struct mf_error *err)
+{
+	struct mf_model m;
+	enum mf_rc rc;
+
+	if (config == NULL)
+		return mf_error_set(err, MF_EINVAL, path, 0, 0, "is missing");
+	if (config->type != MF_NODE_MAP)
+		return mf_error_set(err, MF_EINVAL, path, config->line,
+		    config->column, "must be a mapping, not %s",
+		    mf_node_type_name(config->type));
+	memset(&m, 0, sizeof(m));
+	rc = read_dims(config, path, &m, err);
+	if (rc == MF_OK)
+		rc = check_heads(config, path, &m, err);
+	if (rc == MF_OK)
+		rc = read_arch(config, path, &m, err);
+	if (rc != MF_OK)
+		return rc;
+	if (mf_model_params(&m) < 0)
+		return mf_error_set(err, MF_EINVAL, path, config->line,
+		    config->column,
+		    "the parameter count does not fit in 63 bits");
+	*out = m;
+	return MF_OK;
+}
+
+struct model_entry {
+	char *name; /* "ORG/NAME" */
+	struct mf_model model;
+};
+
+struct mf_models {
+	size_t n;
+	size_t cap;
+	struct model_entry *v; /* sorted by name once loaded */
+};
+
+void
+mf_models_free(struct mf_models *models)
+{
+	size_t i;
+
+	if (models == NULL)
+		return;
+	for (i = 0; i < models->n; i++)
+		free(models->v[i].name);
+	free(models->v);
+	free(models);
+}
+
+/* Prefix err's message with the file it is about. */
+static enum mf_rc
+blame_file(struct mf_error *err, enum mf_rc rc, const char *file)
+{
+	char text[sizeof(err->message)];
+	int n;
+
+	if (err == NULL)
+		return rc;
+	memcpy(text, err->message, sizeof(text));
+	text[sizeof(text) - 1] = '\0';
+	/* A long file name may cut the message short; it still names both. */
+	n = snprintf(err->message, sizeof(err->message), "%s: %s", file,
+	    text);
+	if (n < 0)
+		memcpy(err->message, text, sizeof(text));
+	return rc;
+}
+
+static enum mf_rc
+file_error(struct mf_error *err, const char *file, int errnum)
+{
+	return mf_error_set(err, errnum == ENOENT ? MF_ENOTFOUND : MF_EIO,
+	    NULL, 0, 0, "%s: %s", file, strerror(errnum));
+}
+
+static enum mf_rc
+nomem(struct mf_error *err, const char *what)
+{
+	return mf_error_set(err, MF_ENOMEM, NULL, 0, 0, "%s: %s", what,
+	    mf_strerror(MF_ENOMEM));
+}
+
+/* Read file into a new buffer; past MODEL_MAX_BYTES is MF_ETOOBIG. */
+static enum mf_rc
+slurp(const char *file, char **buf, size_t *len, struct mf_error *err)
+{
+	enum mf_rc rc = MF_OK;
+	char *b;
+	FILE *f;
+	size_t n = 0;
+
+	f = fopen(file, "rb");
+	if (f == NULL)
+		return file_error(err, file, errno);
+	b = malloc(MODEL_MAX_BYTES + 1);
+	if (b == NULL) {
+		rc = nomem(err, file);
+		goto out;
+	}
+	n = fread(b, 1, MODEL_MAX_BYTES + 1, f);
+	if (ferror(f))
+		rc = file_error(err, file, EIO);
+	else if (n > MODEL_MAX_BYTES)
+		rc = mf_error_set(err, MF_ETOOBIG, NULL, 0, 0,
+		    "%s: larger than %d bytes", file, MODEL_MAX_BYTES);
+out:
+	fclose(f);
+	if (rc != MF_OK) {
+		free(b);
+		return rc;
+	}
+	*buf = b;
+	*len = n;
+	return MF_OK;
+}
+
+static enum mf_rc
+add_entry(struct mf_models *models, const char *name,
+    const struct mf_model *m, struct mf_error *err)
+{
+	struct model_entry *v;
+	char *copy;
+	size_t cap;
+
+	if (models->n == models->cap) {
+		cap = models->cap ? models->cap * 2 : 16;
+		v = realloc(models->v, cap * sizeof(*v));
+		if (v == NULL)
+			return nomem(err, name);
+		models->v = v;
+		models->cap = cap;
+	}
+	copy = strdup(name);
+	if (copy == NULL)
+		return nomem(err, name);
+	models->v[models->n].name = copy;
+	models->v[models->n].model = *m;
+	models->n++;
+	return MF_OK;
+}
+
+/* Parse file as the config of model name and add it. */
+static enum mf_rc
+load_file(struct mf_models *models, const char *file, const char *name,
+    struct mf_error *err)
+{
+	struct mf_doc *doc = NULL;
+	struct mf_model m;
+	char *buf = NULL;
+	size_t len;
+	enum mf_rc rc;
+
+	rc = slurp(file, &buf, &len, err);
+	if (rc != MF_OK)
+		return rc;
+	rc = mf_doc_parse(buf, len, MF_DOC_JSON, &doc, err);
+	if (rc == MF_OK)
+		rc = mf_model_read(mf_doc_root(doc), name, &m, err);
+	if (rc == MF_OK)
+		rc = add_entry(models, name, &m, err);
+	else
+		blame_file(err, rc, file);
+	mf_doc_free(doc);
+	free(buf);
+	return rc;
+}
+
+/* NAME.json, not hidden, with something before the suffix. */
+static int
+is_config_name(const char *s)
+{
+	size_t n = strlen(s);
+
+	return s[0] != '.' && n > 5 && strcmp(s + n - 5, ".json") == 0;
+}
+
+/* Join dir and base into buf; MF_ETOOBIG when it does not fit. */
+static enum mf_rc
+join(char *buf, size_t size, const char *dir, const char *base,
+    struct mf_error *err)
+{
+	int n;
+
+	n = snprintf(buf, size, "%s/%s", dir, base);
+	if (n < 0 || (size_t)n >= size)
+		return mf_error_set(err, MF_ETOOBIG, NULL, 0, 0,
+		    "%s/%s: path too long", dir, base);
+	return MF_OK;
+}
+
+/* Load DIR/ORG/base, a directory entry, when it is a config file. */
+static enum mf_rc
+load_entry(struct mf_models *models, const char *orgdir, const char *org,
+    const char *base, struct mf_error *err)
+{
+	char file[PATH_BYTES], name[PATH_BYTES];
+	struct stat st;
+	enum mf_rc rc;
+
+	if (!is_config_name(base))
+		return MF_OK;
+	rc = join(file, sizeof(file), orgdir, base, err);
+	if (rc != MF_OK)
+		return rc;
+	if (stat(file, &st) != 0)
+		return file_error(err, file, errno);
+	if (!S_ISREG(st.st_mode))
+		return MF_OK;
+	if (models->n >= MODELS_MAX_FILES)
+		return mf_error_set(err, MF_ETOOBIG, NULL, 0, 0,
+		    "%s: more than %d model configs", file, MODELS_MAX_FILES);
+	/* Shorter than file, so it fits. */
+	snprintf(name, sizeof(name), "%s/%.*s", org,
+	    (int)(strlen(base) - 5), base);
+	return load_file(models, file, name, err);
+}
+
+/* Load every DIR/ORG/NAME.json of one organisation. */
+static enum mf_rc
+load_org(struct mf_models *models, const char *orgdir, const char *org,
+    struct mf_error *err)
+{
+	struct dirent *de;
+	enum mf_rc rc = MF_OK;
+	DIR *d;
+
+	d = opendir(orgdir);
+	if (d == NULL)
+		return file_error(err, orgdir, errno);
+	while (rc == MF_OK) {
+		de = readdir(d);
+		if (de == NULL)
+			break;
+		rc = load_entry(models, orgdir, org, de->d_name, err);
+	}
+	closedir(d);
+	return rc;
+}
+
+/* Walk the organisation directories of dir; other entries are skipped. */
+static enum mf_rc
+load_dir(struct mf_models *models, const char *dir, struct mf_error *err)
+{
+	char orgdir[PATH_BYTES];
+	struct dirent *de;
+	struct stat st;
+	enum mf_rc rc = MF_OK;
+	DIR *d;
+
+	d = opendir(dir);
+	if (d == NULL)
+		return file_error(err, dir, errno);
+	while (rc == MF_OK) {
+		de = readdir(d);
+		if (de == NULL)
+			break;
+		if (de->d_name[0] == '.')
+			continue;
+		rc = join(orgdir, sizeof(orgdir), dir, de->d_name, err);
+		if (rc != MF_OK)
+			break;
+		if (stat(orgdir, &st) != 0)
+			rc = file_error(err, orgdir, errno);
+		else if (S_ISDIR(st.st_mode))
+			rc = load_org(models, orgdir, de->d_name, err);
+	}
+	closedir(d);
+	return rc;
+}
+
+static int
+entry_cmp(const void *a, const void *b)
+{
+	const struct model_entry *x = a, *y = b;
+
+	return strcmp(x->name, y->name);
+}
+
+enum mf_rc
+mf_models_load(const char *dir, struct mf_models **out,
+    struct mf_error *err)
+{
+	struct mf_models *models;
+	enum mf_rc rc;
+
+	models = calloc(1, sizeof(*models));
+	if (models == NULL)
+		return nomem(err, dir);
+	rc = load_dir(models, dir, err);
+	if (rc != MF_OK) {
+		mf_models_free(models);
+		return rc;
+	}
+	if (models->n > 1)
+		qsort(models->v, models->n, sizeof(*models->v), entry_cmp);
+	*out = models;
+	return MF_OK;
+}
+
+static int
+name_cmp(const void *key, const void *elem)
+{
+	const struct model_entry *e = elem;
+
+	return strcmp(key, e->name);
+}
+
+const struct mf_model *
+mf_models_find(const struct mf_models *models, const char *name)
+{
+	const struct model_entry *e;
+
+	if (models == NULL || name == NULL || models->n == 0)
+		return NULL;
+	e = bsearch(name, models->v, models->n, sizeof(*models->v),
+	    name_cmp);
+	return e ? &e->model : NULL;
+}
+
+size_t
+mf_models_count(const struct mf_models *models)
+{
+	return models ? models->n : 0;
+}
+
+const char *
+mf_models_name(const struct mf_models *models, size_t i)
+{
+	if (models == NULL || i >= models->n)
+		return NULL;
+	return models->v[i].name;
+}
+
+const struct mf_model *
+mf_models_at(const struct mf_models *models, size_t i)
+{
+	if (models == NULL || i >= models->n)
+		return NULL;
+	return &models->v[i].model;
+}

@@ -1,0 +1,167 @@
+#!/usr/bin/env python3
+"""Send every request in examples/ to a real memfloord and check the answer.
+
+A request file starts with a line "# POST /v1/..." (YAML and text bodies),
+or is named NAME.diagnose.json.  Its "# expect:" lines hold figures from
+the design's reference tables: path=value (exact) and gb(path)=value
+(bytes / 1e9 to one decimal; paths may be joined with + and -).  The
+answer must also equal NAME.response.json, so the examples never go stale
+(run with --update to rewrite them after a reviewed change), and the
+command line (memfloor estimate|admit|diagnose -o json) must give the same
+answer offline.  Prints "N passed, M failed".
+"""
+import glob
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+import urllib.error
+
+TOP = os.environ.get("MF_TOP", os.getcwd())
+DAEMON = os.environ.get("MEMFLOORD", os.path.join(TOP, "build/memfloord"))
+CLI = os.environ.get("MEMFLOOR", os.path.join(TOP, "build/memfloor"))
+UPDATE = "--update" in sys.argv
+
+
+def start():
+    log = tempfile.NamedTemporaryFile(prefix="mf-examples-", delete=False)
+    proc = subprocess.Popen(
+        [DAEMON, "-d", "-l", "127.0.0.1:0", "-f",
+         os.path.join(TOP, "catalog/gpus.yaml"), "-m",
+         os.path.join(TOP, "catalog/models")],
+        stdout=log, stderr=log)
+    for _ in range(100):
+        with open(log.name) as f:
+            m = re.search(r"listening on \S+ port (\d+)", f.read())
+        if m:
+            return proc, int(m.group(1)), log.name
+        if proc.poll() is not None:
+            break
+        time.sleep(0.05)
+    proc.kill()
+    sys.exit("memfloord did not start: " + open(log.name).read())
+
+
+def requests():
+    for path in sorted(glob.glob(os.path.join(TOP, "examples", "*"))):
+        if path.endswith(".diagnose.json"):
+            yield path, "/v1/diagnose", "application/json"
+            continue
+        if path.endswith(".json"):
+            continue
+        with open(path, errors="replace") as f:
+            m = re.match(r"# POST (/v1/\S+)", f.readline())
+        if m:
+            ctype = "text/plain" if path.endswith(".txt") \
+                else "application/yaml"
+            yield path, m.group(1), ctype
+
+
+def send(port, endpoint, body, ctype):
+    req = urllib.request.Request(
+        "http://127.0.0.1:%d%s" % (port, endpoint), data=body,
+        headers={"Content-Type": ctype}, method="POST")
+    try:
+        with urllib.request.urlopen(req, timeout=30) as r:
+            return r.status, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
+
+
+def lookup(doc, path):
+    """a.b.c, where a list of named objects is indexed by name."""
+    for part in path.split("."):
+        if isinstance(doc, list):
+            doc = next(x for x in doc
+                       if x.get("name") == part or x.get("fix") == part)
+        else:
+            doc = doc[part]
+    return doc
+
+
+def gb(doc, expr):
+    total, sign = 0, 1
+    for tok in re.split(r"([+-])", expr):
+        if tok in "+-":
+            sign = 1 if tok == "+" else -1
+        else:
+            v = lookup(doc, tok)
+            total += sign * (v["bytes"] if isinstance(v, dict) else v)
+    return "%.1f" % (total / 1e9)
+
+
+def check_expect(path, status, doc):
+    problems = []
+    with open(path, errors="replace") as f:
+        lines = [l[len("# expect:"):] for l in f if l.startswith("# expect:")]
+    for item in " ".join(lines).split():
+        key, want = item.split("=", 1)
+        try:
+            if key == "status":
+                got = str(status)
+            elif key.startswith("gb(") and key.endswith(")"):
+                got = gb(doc, key[3:-1])
+            else:
+                got = lookup(doc, key)
+                got = json.dumps(got) if not isinstance(got, str) else got
+        except (KeyError, StopIteration, TypeError) as e:
+            got = "missing (%r)" % e
+        if got != want:
+            problems.append("%s: want %s, got %s" % (key, want, got))
+    return problems
+
+
+def cli_answer(path, endpoint):
+    verb = endpoint.rsplit("/", 1)[1]
+    r = subprocess.run([CLI, verb, path, "-o", "json", "-f",
+                        os.path.join(TOP, "catalog/gpus.yaml"), "-m",
+                        os.path.join(TOP, "catalog/models")],
+                       capture_output=True, timeout=60)
+    return json.loads(r.stdout or r.stderr)
+
+
+def main():
+    proc, port, log = start()
+    passed = failed = 0
+    try:
+        for path, endpoint, ctype in requests():
+            with open(path, "rb") as f:
+                body = f.read()
+            status, raw = send(port, endpoint, body, ctype)
+            doc = json.loads(raw)
+            base = re.sub(r"(\.diagnose)?\.[a-z]+$", "", path)
+            golden = base + ".response.json"
+            problems = check_expect(path, status, doc)
+            if UPDATE:
+                with open(golden, "w") as f:
+                    json.dump(doc, f, indent=2)
+                    f.write("\n")
+            elif not os.path.exists(golden):
+                problems.append("no %s" % os.path.basename(golden))
+            elif json.load(open(golden)) != doc:
+                problems.append("answer differs from %s" %
+                                os.path.basename(golden))
+            if os.path.exists(CLI) and cli_answer(path, endpoint) != doc:
+                problems.append("memfloor %s gives a different answer" %
+                                endpoint.rsplit("/", 1)[1])
+            name = os.path.basename(path)
+            if problems:
+                failed += 1
+                print("FAIL %s\n  %s" % (name, "\n  ".join(problems)))
+            else:
+                passed += 1
+                print("ok   %s" % name)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        os.unlink(log)
+    print("%d passed, %d failed" % (passed, failed))
+    return 1 if failed or passed == 0 else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

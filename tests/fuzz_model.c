@@ -1,0 +1,79 @@
+/*
+ * fuzz_model.c: libFuzzer harness for model configs.
+ *
+ * Any byte string either fails to parse or to read as a config, or gives
+ * a model whose parameter count fits in 63 bits; the estimate of a
+ * default training, LoRA and inference workload on it either reports
+ * MF_ERANGE or adds up: total is the sum of the buckets and per_gpu is no
+ * more than total.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "doc.h"
+#include "estimate.h"
+#include "model.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void
+check_estimate(const struct mf_model *m, const struct mf_workload *w)
+{
+	struct mf_estimate e;
+	int64_t sum = 0;
+	enum mf_rc rc;
+	int b;
+
+	rc = mf_est_compute(m, w, &e);
+	if (rc == MF_ERANGE)
+		return;
+	if (rc != MF_OK)
+		abort();
+	for (b = 0; b < MF_B_COUNT; b++) {
+		if (e.bucket[b] < 0 ||
+		    __builtin_add_overflow(sum, e.bucket[b], &sum))
+			abort();
+	}
+	if (e.total != sum || e.per_gpu < 0 || e.per_gpu > e.total ||
+	    e.params != mf_model_params(m))
+		abort();
+}
+
+static void
+check_model(const struct mf_model *m)
+{
+	struct mf_workload w;
+
+	if (mf_model_params(m) <= 0 || mf_model_layer_params(m) <= 0 ||
+	    m->heads % m->kv_heads != 0 || m->head_dim < 1)
+		abort();
+	mf_workload_defaults(&w);
+	w.seq_len = 4096;
+	check_estimate(m, &w);
+	w.shard_gpus = 8;
+	w.checkpointing = 1;
+	check_estimate(m, &w);
+	w.method = MF_LORA;
+	check_estimate(m, &w);
+	mf_workload_defaults(&w);
+	w.kind = MF_INFERENCE;
+	w.concurrency = 32;
+	w.context_len = 8192;
+	check_estimate(m, &w);
+}
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct mf_doc *doc = NULL;
+	struct mf_error err;
+	struct mf_model m;
+
+	if (mf_doc_parse((const char *)data, size, MF_DOC_AUTO, &doc,
+	    &err) != MF_OK)
+		return 0;
+	if (mf_model_read(mf_doc_root(doc), "config", &m, &err) == MF_OK)
+		check_model(&m);
+	mf_doc_free(doc);
+	return 0;
+}

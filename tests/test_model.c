@@ -1,0 +1,866 @@
+/*
+ * test_model.c: config.json fields, parameter counts and the registry of
+ * shipped model configs.
+ *
+ * Expected counts are the published totals of shared/models/README.md or
+ * worked out by hand in the comments beside them.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <dirent.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "model.h"
+
+#define NELEM(a) (sizeof(a) / sizeof((a)[0]))
+#define CFG_PATH "spec.model.config"
+
+/* Llama 3.1 8B as its config.json gives it. */
+static const struct mf_model llama8b = {
+	.hidden = 4096, .layers = 32, .heads = 32, .kv_heads = 8,
+	.head_dim = 128, .intermediate = 14336, .vocab = 128256,
+	.experts = 0, .tied_embeddings = 0, .qkv_bias = 0,
+	.norms_per_layer = 2,
+};
+
+/* h 64, L 2, a 4, kv 2, d 16, I 128, V 1000, tied. */
+static const struct mf_model tiny = {
+	.hidden = 64, .layers = 2, .heads = 4, .kv_heads = 2,
+	.head_dim = 16, .intermediate = 128, .vocab = 1000,
+	.tied_embeddings = 1, .norms_per_layer = 2,
+};
+
+static void
+test_params_llama8b(void **state)
+{
+	(void)state;
+	/*
+	 * q 4096*4096 = 16,777,216; k, v 4096*(8*128) = 4,194,304 each;
+	 * o 16,777,216: attention 41,943,040.  MLP 3*4096*14336 =
+	 * 176,160,768.  Norms 2*4096 = 8,192.  Layer 218,112,000.
+	 */
+	assert_int_equal(mf_model_layer_params(&llama8b), 218112000);
+	/*
+	 * 32 layers 6,979,584,000 + embeddings and head 2*128256*4096 =
+	 * 1,050,673,152 + final norm 4,096 = 8,030,261,248 (design 5).
+	 */
+	assert_int_equal(mf_model_params(&llama8b), INT64_C(8030261248));
+}
+
+static void
+test_params_tied_tiny(void **state)
+{
+	(void)state;
+	/*
+	 * q 64*64 = 4,096; k, v 64*32 = 2,048 each; o 4,096: 12,288.
+	 * MLP 3*64*128 = 24,576.  Norms 128.  Layer 36,992; 2 layers
+	 * 73,984.  Embeddings 1000*64 = 64,000, no separate head.  Final
+	 * norm 64.  Total 73,984 + 64,000 + 64 = 138,048.
+	 */
+	assert_int_equal(mf_model_layer_params(&tiny), 36992);
+	assert_int_equal(mf_model_params(&tiny), 138048);
+}
+
+static void
+test_params_head_dim(void **state)
+{
+	struct mf_model m = {
+		.hidden = 96, .layers = 3, .heads = 4, .kv_heads = 2,
+		.head_dim = 32, .intermediate = 256, .vocab = 500,
+		.norms_per_layer = 2,
+	};
+
+	(void)state;
+	/*
+	 * a*d = 128 (not h = 96), kv*d = 64.  q 96*128 = 12,288; k, v
+	 * 96*64 = 6,144 each; o 128*96 = 12,288: 36,864.  MLP 3*96*256 =
+	 * 73,728.  Norms 192.  Layer 110,784; 3 layers 332,352.
+	 * Embeddings and head 2*500*96 = 96,000.  Final norm 96.
+	 * Total 428,448.
+	 */
+	assert_int_equal(mf_model_layer_params(&m), 110784);
+	assert_int_equal(mf_model_params(&m), 428448);
+	/* 2 * 3 layers * 2 kv heads * 32 * 2 bytes = 768. */
+	assert_int_equal(mf_model_kv_bytes_per_token(&m, 2), 768);
+}
+
+static void
+test_params_moe_small(void **state)
+{
+	struct mf_model m = {
+		.hidden = 32, .layers = 2, .heads = 4, .kv_heads = 4,
+		.head_dim = 8, .intermediate = 64, .vocab = 100,
+		.experts = 4, .norms_per_layer = 2,
+	};
+
+	(void)state;
+	/*
+	 * Attention 4*32*32 = 4,096.  Experts 4 * 3*32*64 = 24,576.
+	 * Router 32*4 = 128.  Norms 64.  Layer 28,864; 2 layers 57,728.
+	 * Embeddings and head 2*100*32 = 6,400.  Final norm 32.
+	 * Total 64,160.
+	 */
+	assert_int_equal(mf_model_layer_params(&m), 28864);
+	assert_int_equal(mf_model_params(&m), 64160);
+	/*
+	 * LoRA r 8, all-linear: q k v o 4*(32+32) = 256; each expert's
+	 * gate, up, down 3*(32+64) = 288, times 4 = 1,152; router 32+4 =
+	 * 36.  Per layer 1,444; 2 layers 2,888; times 8 = 23,104.
+	 */
+	assert_int_equal(mf_model_lora_params(&m, 8, MF_LORA_ALL_LINEAR),
+	    23104);
+	/* Attention only: 256 * 2 * 8 = 4,096. */
+	assert_int_equal(mf_model_lora_params(&m, 8, MF_LORA_ATTENTION),
+	    4096);
+}
+
+static void
+test_params_qkv_bias_and_norms(void **state)
+{
+	struct mf_model m = tiny;
+
+	(void)state;
+	/*
+	 * Untied, with q/k/v biases: 64 + 2*32 = 128 more per layer:
+	 * layer 37,120, 2 layers 74,240; embeddings and head 128,000;
+	 * final norm 64.  Total 202,304.
+	 */
+	m.tied_embeddings = 0;
+	m.qkv_bias = 1;
+	assert_int_equal(mf_model_layer_params(&m), 37120);
+	assert_int_equal(mf_model_params(&m), 202304);
+	/*
+	 * Tied, 4 norms: 2*64 = 128 more per layer than tiny: 37,120 per
+	 * layer, 74,240 + 64,000 + 64 = 138,304.
+	 */
+	m = tiny;
+	m.norms_per_layer = 4;
+	assert_int_equal(mf_model_params(&m), 138304);
+}
+
+static void
+test_lora_llama8b(void **state)
+{
+	(void)state;
+	/*
+	 * r 16: q 16*(4096+4096) = 131,072; k, v 16*(4096+1024) = 81,920
+	 * each; o 131,072; gate, up 16*(4096+14336) = 294,912 each; down
+	 * 294,912.  Per layer 1,310,720; 32 layers 41,943,040 (design 5).
+	 */
+	assert_int_equal(mf_model_lora_params(&llama8b, 16,
+	    MF_LORA_ALL_LINEAR), 41943040);
+	/* q k v o only: 425,984 per layer, 13,631,488 in all. */
+	assert_int_equal(mf_model_lora_params(&llama8b, 16,
+	    MF_LORA_ATTENTION), 13631488);
+	assert_int_equal(mf_model_lora_params(&llama8b, 0,
+	    MF_LORA_ALL_LINEAR), 0);
+	assert_int_equal(mf_model_lora_params(&llama8b, -1,
+	    MF_LORA_ALL_LINEAR), -1);
+}
+
+static void
+test_kv_bytes_llama8b(void **state)
+{
+	(void)state;
+	/* 2 * 32 layers * 8 kv heads * 128 * 2 bytes = 131,072. */
+	assert_int_equal(mf_model_kv_bytes_per_token(&llama8b, 2), 131072);
+	assert_int_equal(mf_model_kv_bytes_per_token(&llama8b, 1), 65536);
+}
+
+static void
+test_params_overflow(void **state)
+{
+	struct mf_model m = {
+		.hidden = MF_MODEL_MAX_DIM, .layers = MF_MODEL_MAX_LAYERS,
+		.heads = MF_MODEL_MAX_HEADS, .kv_heads = MF_MODEL_MAX_HEADS,
+		.head_dim = MF_MODEL_MAX_DIM,
+		.intermediate = MF_MODEL_MAX_DIM,
+		.vocab = MF_MODEL_MAX_VOCAB,
+		.experts = MF_MODEL_MAX_EXPERTS, .norms_per_layer = 2,
+	};
+
+	(void)state;
+	/* q alone is 2^20 * 2^12 * 2^20 = 2^52 per layer; 2^12 layers. */
+	assert_int_equal(mf_model_params(&m), -1);
+	assert_int_equal(mf_model_lora_params(&m, INT64_C(1) << 40,
+	    MF_LORA_ALL_LINEAR), -1);
+	m.hidden = -1;
+	assert_int_equal(mf_model_layer_params(&m), -1);
+}
+
+/* --- reading config.json -------------------------------------------- */
+
+static enum mf_rc
+read_text(const char *text, struct mf_model *m, struct mf_error *err)
+{
+	struct mf_doc *doc = NULL;
+	enum mf_rc rc;
+
+	rc = mf_doc_parse(text, strlen(text), MF_DOC_AUTO, &doc, err);
+	assert_int_equal(rc, MF_OK);
+	rc = mf_model_read(mf_doc_root(doc), CFG_PATH, m, err);
+	mf_doc_free(doc);
+	return rc;
+}
+
+/* The tiny model's fields, one per line so one can be left out. */
+static const char *const tiny_fields[] = {
+	"\"hidden_size\": 64",
+	"\"num_hidden_layers\": 2",
+	"\"num_attention_heads\": 4",
+	"\"num_key_value_heads\": 2",
+	"\"intermediate_size\": 128",
+	"\"vocab_size\": 1000",
+	"\"model_type\": \"llama\"",
+	"\"tie_word_embeddings\": true",
+};
+
+/*
+ * The tiny config as JSON without the field whose text starts with skip
+ * (NULL: none), with extra appended (NULL: nothing).
+ */
+static const char *
+tiny_json(const char *skip, const char *extra)
+{
+	static char buf[1024];
+	size_t i, used;
+
+	used = (size_t)snprintf(buf, sizeof(buf), "{");
+	for (i = 0; i < NELEM(tiny_fields); i++) {
+		if (skip != NULL &&
+		    strncmp(tiny_fields[i], skip, strlen(skip)) == 0)
+			continue;
+		used += (size_t)snprintf(buf + used, sizeof(buf) - used,
+		    "%s%s", used > 1 ? ", " : "", tiny_fields[i]);
+	}
+	if (extra != NULL)
+		used += (size_t)snprintf(buf + used, sizeof(buf) - used,
+		    ", %s", extra);
+	snprintf(buf + used, sizeof(buf) - used, "}");
+	return buf;
+}
+
+static void
+test_read_tiny(void **state)
+{
+	struct mf_error err;
+	struct mf_model m;
+
+	(void)state;
+	memset(&m, 0, sizeof(m));
+	assert_int_equal(read_text(tiny_json(NULL, NULL), &m, &err), MF_OK);
+	assert_int_equal(m.hidden, 64);
+	assert_int_equal(m.layers, 2);
+	assert_int_equal(m.heads, 4);
+	assert_int_equal(m.kv_heads, 2);
+	assert_int_equal(m.head_dim, 16);
+	assert_int_equal(m.intermediate, 128);
+	assert_int_equal(m.vocab, 1000);
+	assert_int_equal(m.experts, 0);
+	assert_int_equal(m.tied_embeddings, 1);
+	assert_int_equal(m.qkv_bias, 0);
+	assert_int_equal(m.norms_per_layer, 2);
+	/* 138,048: see test_params_tied_tiny. */
+	assert_int_equal(mf_model_params(&m), 138048);
+}
+
+static void
+test_read_defaults(void **state)
+{
+	struct mf_error err;
+	struct mf_model m;
+	const char *cfg = "{\"hidden_size\": 64, \"num_hidden_layers\": 2, "
+	    "\"num_attention_heads\": 4, \"intermediate_size\": 128, "
+	    "\"vocab_size\": 1000, \"head_dim\": null, "
+	    "\"num_local_experts\": null, \"tie_word_embeddings\": null}";
+
+	(void)state;
+	assert_int_equal(read_text(cfg, &m, &err), MF_OK);
+	/* kv heads default to heads, head_dim to 64 / 4. */
+	assert_int_equal(m.kv_heads, 4);
+	assert_int_equal(m.head_dim, 16);
+	assert_int_equal(m.experts, 0);
+	/* No model_type: an untied head, 2 norms, no biases. */
+	assert_int_equal(m.tied_embeddings, 0);
+	assert_int_equal(m.qkv_bias, 0);
+	assert_int_equal(m.norms_per_layer, 2);
+}
+
+static void
+test_read_yaml(void **state)
+{
+	struct mf_error err;
+	struct mf_model m;
+	const char *cfg = "hidden_size: 32\nnum_hidden_layers: 2\n"
+	    "num_attention_heads: 4\nintermediate_size: 64\n"
+	    "vocab_size: 100\nnum_local_experts: 4\nmodel_type: mixtral\n";
+
+	(void)state;
+	assert_int_equal(read_text(cfg, &m, &err), MF_OK);
+	assert_int_equal(m.experts, 4);
+	assert_int_equal(m.kv_heads, 4);
+	assert_int_equal(m.head_dim, 8);
+	/* 64,160: see test_params_moe_small. */
+	assert_int_equal(mf_model_params(&m), 64160);
+}
+
+struct arch_case {
+	const char *type;  /* model_type, or NULL for none */
+	const char *tie;   /* tie_word_embeddings, or NULL for none */
+	int tied;
+	int qkv_bias;
+	int norms;
+};
+
+#define TINY_DIMS "\"hidden_size\": 64, \"num_hidden_layers\": 2, " \
+	"\"num_attention_heads\": 4, \"num_key_value_heads\": 2, " \
+	"\"intermediate_size\": 128, \"vocab_size\": 1000"
+
+static void
+check_arch(const struct arch_case *c)
+{
+	char type[64] = "", tie[64] = "", cfg[512];
+	struct mf_error err;
+	struct mf_model m;
+
+	if (c->type != NULL)
+		snprintf(type, sizeof(type), ", \"model_type\": \"%s\"",
+		    c->type);
+	if (c->tie != NULL)
+		snprintf(tie, sizeof(tie), ", \"tie_word_embeddings\": %s",
+		    c->tie);
+	snprintf(cfg, sizeof(cfg), "{" TINY_DIMS "%s%s}", type, tie);
+	assert_int_equal(read_text(cfg, &m, &err), MF_OK);
+	if (m.tied_embeddings != c->tied || m.qkv_bias != c->qkv_bias ||
+	    m.norms_per_layer != c->norms) {
+		print_error("%s: tied %d bias %d norms %d\n", cfg,
+		    m.tied_embeddings, m.qkv_bias, m.norms_per_layer);
+		fail();
+	}
+}
+
+static void
+test_read_arch_defaults(void **state)
+{
+	/*
+	 * tie_word_embeddings defaults of the Hugging Face config classes;
+	 * Qwen2's q/k/v biases and Gemma-2's 4 norms (models/README.md).
+	 */
+	static const struct arch_case cases[] = {
+		{ "llama", NULL, 0, 0, 2 },
+		{ "mistral", NULL, 0, 0, 2 },
+		{ "mixtral", NULL, 0, 0, 2 },
+		{ "phi3", NULL, 0, 0, 2 },
+		{ "qwen2", NULL, 0, 1, 2 },
+		{ "gemma", NULL, 1, 0, 2 },
+		{ "gemma2", NULL, 1, 0, 4 },
+		{ "gemma2", "false", 0, 0, 4 },
+		{ "llama", "true", 1, 0, 2 },
+		{ "qwen2", "true", 1, 1, 2 },
+		{ "some-new-arch", NULL, 0, 0, 2 },
+		{ NULL, NULL, 0, 0, 2 },
+		{ NULL, "true", 1, 0, 2 },
+	};
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < NELEM(cases); i++)
+		check_arch(&cases[i]);
+}
+
+struct bad_case {
+	const char *skip;   /* template field left out */
+	const char *extra;  /* field added */
+	const char *field;  /* expected mf_error.field */
+};
+
+static void
+test_read_rejects(void **state)
+{
+	static const struct bad_case cases[] = {
+		{ "\"hidden_size\"", NULL, CFG_PATH ".hidden_size" },
+		{ "\"num_hidden_layers\"", NULL,
+		    CFG_PATH ".num_hidden_layers" },
+		{ "\"num_attention_heads\"", NULL,
+		    CFG_PATH ".num_attention_heads" },
+		{ "\"intermediate_size\"", NULL,
+		    CFG_PATH ".intermediate_size" },
+		{ "\"vocab_size\"", NULL, CFG_PATH ".vocab_size" },
+		{ "\"hidden_size\"", "\"hidden_size\": null",
+		    CFG_PATH ".hidden_size" },
+		{ "\"hidden_size\"", "\"hidden_size\": 0",
+		    CFG_PATH ".hidden_size" },
+		{ "\"hidden_size\"", "\"hidden_size\": -64",
+		    CFG_PATH ".hidden_size" },
+		{ "\"hidden_size\"", "\"hidden_size\": 64.5",
+		    CFG_PATH ".hidden_size" },
+		{ "\"hidden_size\"", "\"hidden_size\": \"64\"",
+		    CFG_PATH ".hidden_size" },
+		{ "\"hidden_size\"", "\"hidden_size\": 1048577",
+		    CFG_PATH ".hidden_size" },
+		{ "\"num_hidden_layers\"", "\"num_hidden_layers\": 4097",
+		    CFG_PATH ".num_hidden_layers" },
+		{ "\"num_attention_heads\"", "\"num_attention_heads\": 4097",
+		    CFG_PATH ".num_attention_heads" },
+		{ "\"num_key_value_heads\"", "\"num_key_value_heads\": 0",
+		    CFG_PATH ".num_key_value_heads" },
+		{ "\"num_key_value_heads\"", "\"num_key_value_heads\": 3",
+		    CFG_PATH ".num_key_value_heads" },
+		{ "\"num_key_value_heads\"", "\"num_key_value_heads\": 8",
+		    CFG_PATH ".num_key_value_heads" },
+		{ "\"intermediate_size\"", "\"intermediate_size\": 1048577",
+		    CFG_PATH ".intermediate_size" },
+		{ "\"vocab_size\"", "\"vocab_size\": 16777217",
+		    CFG_PATH ".vocab_size" },
+		{ NULL, "\"head_dim\": 0", CFG_PATH ".head_dim" },
+		{ NULL, "\"head_dim\": 1048577", CFG_PATH ".head_dim" },
+		{ NULL, "\"num_local_experts\": 0",
+		    CFG_PATH ".num_local_experts" },
+		{ NULL, "\"num_local_experts\": 1025",
+		    CFG_PATH ".num_local_experts" },
+		{ "\"num_attention_heads\"", "\"num_attention_heads\": 5",
+		    CFG_PATH ".num_key_value_heads" },
+		{ "\"model_type\"", "\"model_type\": 2",
+		    CFG_PATH ".model_type" },
+		{ "\"tie_word_embeddings\"", "\"tie_word_embeddings\": 1",
+		    CFG_PATH ".tie_word_embeddings" },
+	};
+	struct mf_model m, before;
+	struct mf_error err;
+	size_t i;
+
+	(void)state;
+	memset(&before, 0x5a, sizeof(before));
+	for (i = 0; i < NELEM(cases); i++) {
+		m = before;
+		memset(&err, 0, sizeof(err));
+		if (read_text(tiny_json(cases[i].skip, cases[i].extra), &m,
+		    &err) != MF_EINVAL || strcmp(err.field,
+		    cases[i].field) != 0 || strncmp(err.message,
+		    cases[i].field, strlen(cases[i].field)) != 0) {
+			print_error("%s: field '%s' message '%s'\n",
+			    tiny_json(cases[i].skip, cases[i].extra),
+			    err.field, err.message);
+			fail();
+		}
+		assert_memory_equal(&m, &before, sizeof(m));
+	}
+}
+
+static void
+test_read_hidden_not_divisible(void **state)
+{
+	struct mf_error err;
+	struct mf_model m;
+	/* 100 / 8 heads is not whole; kv 8 divides heads 8. */
+#define UNEVEN "{\"hidden_size\": 100, \"num_hidden_layers\": 2, " \
+	"\"num_attention_heads\": 8, \"intermediate_size\": 128, " \
+	"\"vocab_size\": 1000"
+
+	(void)state;
+	assert_int_equal(read_text(UNEVEN "}", &m, &err), MF_EINVAL);
+	assert_string_equal(err.field, CFG_PATH ".hidden_size");
+	/* With head_dim given the shape is fine. */
+	assert_int_equal(read_text(UNEVEN ", \"head_dim\": 16}", &m, &err),
+	    MF_OK);
+	assert_int_equal(m.head_dim, 16);
+}
+
+static void
+test_read_yaml_position(void **state)
+{
+	struct mf_error err;
+	struct mf_model m;
+	const char *cfg = "hidden_size: 64\nnum_hidden_layers: 2\n"
+	    "num_attention_heads: 4\nintermediate_size: big\n"
+	    "vocab_size: 100\n";
+
+	(void)state;
+	assert_int_equal(read_text(cfg, &m, &err), MF_EINVAL);
+	assert_string_equal(err.field, CFG_PATH ".intermediate_size");
+	assert_int_equal(err.line, 4);
+	assert_int_equal(err.column, 20);
+}
+
+static void
+test_read_not_a_mapping(void **state)
+{
+	struct mf_error err;
+	struct mf_model m;
+
+	(void)state;
+	assert_int_equal(read_text("[1, 2]", &m, &err), MF_EINVAL);
+	assert_string_equal(err.field, CFG_PATH);
+	assert_non_null(strstr(err.message, "mapping"));
+	assert_int_equal(read_text("\"llama\"", &m, &err), MF_EINVAL);
+	assert_int_equal(mf_model_read(NULL, CFG_PATH, &m, &err),
+	    MF_EINVAL);
+	assert_string_equal(err.field, CFG_PATH);
+	/* err may be NULL. */
+	assert_int_equal(mf_model_read(NULL, CFG_PATH, &m, NULL),
+	    MF_EINVAL);
+}
+
+static void
+test_read_too_large(void **state)
+{
+	struct mf_error err;
+	struct mf_model m;
+	/* Every field at its cap: q alone is 2^52 per layer, 2^12 layers. */
+	const char *cfg = "{\"hidden_size\": 1048576, "
+	    "\"num_hidden_layers\": 4096, \"num_attention_heads\": 4096, "
+	    "\"head_dim\": 1048576, \"intermediate_size\": 1048576, "
+	    "\"vocab_size\": 16777216, \"num_local_experts\": 1024}";
+
+	(void)state;
+	assert_int_equal(read_text(cfg, &m, &err), MF_EINVAL);
+	assert_string_equal(err.field, CFG_PATH);
+	assert_non_null(strstr(err.message, "63 bits"));
+}
+
+/* --- the registry ---------------------------------------------------- */
+
+static const char *
+top(void)
+{
+	const char *t = getenv("MF_TOP");
+
+	return t != NULL && t[0] != '\0' ? t : ".";
+}
+
+struct published {
+	const char *name;
+	int64_t params;
+};
+
+static void
+test_models_load_shipped(void **state)
+{
+	/* shared/models/README.md, in name order. */
+	static const struct published want[] = {
+		{ "Qwen/Qwen2.5-7B", INT64_C(7615616512) },
+		{ "google/gemma-2-9b", INT64_C(9241705984) },
+		{ "meta-llama/Llama-3.1-70B", INT64_C(70553706496) },
+		{ "meta-llama/Llama-3.1-8B", INT64_C(8030261248) },
+		{ "microsoft/Phi-3-mini-4k-instruct", INT64_C(3821079552) },
+		{ "mistralai/Mistral-7B-v0.1", INT64_C(7241732096) },
+		{ "mistralai/Mixtral-8x7B-v0.1", INT64_C(46702792704) },
+	};
+	struct mf_models *models = NULL;
+	const struct mf_model *m;
+	struct mf_error err;
+	char dir[1024];
+	size_t i;
+
+	(void)state;
+	snprintf(dir, sizeof(dir), "%s/catalog/models", top());
+	if (mf_models_load(dir, &models, &err) != MF_OK) {
+		print_error("%s\n", err.message);
+		fail();
+	}
+	assert_int_equal(mf_models_count(models), NELEM(want));
+	for (i = 0; i < NELEM(want); i++) {
+		assert_string_equal(mf_models_name(models, i), want[i].name);
+		m = mf_models_find(models, want[i].name);
+		assert_ptr_equal(m, mf_models_at(models, i));
+		if (mf_model_params(m) != want[i].params) {
+			print_error("%s: %lld parameters, published %lld\n",
+			    want[i].name, (long long)mf_model_params(m),
+			    (long long)want[i].params);
+			fail();
+		}
+	}
+	assert_null(mf_models_name(models, NELEM(want)));
+	assert_null(mf_models_at(models, NELEM(want)));
+	assert_null(mf_models_find(models, "meta-llama/Llama-3.1-8"));
+	assert_null(mf_models_find(models, "Llama-3.1-8B"));
+	assert_null(mf_models_find(models, NULL));
+	/* Llama 3.1 8B reads as its config says (see llama8b above). */
+	m = mf_models_find(models, "meta-llama/Llama-3.1-8B");
+	assert_memory_equal(m, &llama8b, sizeof(*m));
+	mf_models_free(models);
+}
+
+static void
+test_models_null(void **state)
+{
+	(void)state;
+	mf_models_free(NULL);
+	assert_int_equal(mf_models_count(NULL), 0);
+	assert_null(mf_models_name(NULL, 0));
+	assert_null(mf_models_at(NULL, 0));
+	assert_null(mf_models_find(NULL, "x/y"));
+}
+
+/* A scratch directory for a model tree; removed by rm_tree. */
+static void
+scratch(char *dir, size_t size)
+{
+	snprintf(dir, size, "/tmp/test_model.XXXXXX");
+	assert_non_null(mkdtemp(dir));
+}
+
+static void
+put_file(const char *dir, const char *rel, const char *text, size_t len)
+{
+	char path[1024];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, rel);
+	f = fopen(path, "wb");
+	assert_non_null(f);
+	assert_int_equal(fwrite(text, 1, len, f), len);
+	assert_int_equal(fclose(f), 0);
+}
+
+static void
+put_dir(const char *dir, const char *rel)
+{
+	char path[1024];
+
+	snprintf(path, sizeof(path), "%s/%s", dir, rel);
+	assert_int_equal(mkdir(path, 0700), 0);
+}
+
+/* Remove dir and what it holds, two levels deep (DIR/ORG/FILE). */
+static void
+rm_tree(const char *dir)
+{
+	char path[2048];
+	struct dirent *de;
+	DIR *d;
+
+	d = opendir(dir);
+	if (d == NULL)
+		return;
+	for (;;) {
+		de = readdir(d);
+		if (de == NULL)
+			break;
+		if (strcmp(de->d_name, ".") == 0 ||
+		    strcmp(de->d_name, "..") == 0)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		if (unlink(path) != 0)
+			rm_tree(path);
+	}
+	closedir(d);
+	rmdir(dir);
+}
+
+static void
+test_models_load_tree(void **state)
+{
+	struct mf_models *models = NULL;
+	struct mf_error err;
+	const char *cfg;
+	char dir[64];
+
+	(void)state;
+	scratch(dir, sizeof(dir));
+	cfg = tiny_json(NULL, NULL);
+	put_dir(dir, "b-org");
+	put_dir(dir, "a-org");
+	put_dir(dir, ".hidden");
+	put_file(dir, "b-org/zeta.json", cfg, strlen(cfg));
+	put_file(dir, "b-org/alpha.json", cfg, strlen(cfg));
+	put_file(dir, "a-org/m.json", cfg, strlen(cfg));
+	/* Not configs: skipped. */
+	put_file(dir, "README.md", "x", 1);
+	put_file(dir, "top.json", "x", 1);
+	put_file(dir, "a-org/notes.txt", "x", 1);
+	put_file(dir, "a-org/.json", "x", 1);
+	put_file(dir, "a-org/.x.json", "x", 1);
+	put_file(dir, ".hidden/h.json", "x", 1);
+	put_dir(dir, "a-org/dir.json");
+
+	assert_int_equal(mf_models_load(dir, &models, &err), MF_OK);
+	assert_int_equal(mf_models_count(models), 3);
+	assert_string_equal(mf_models_name(models, 0), "a-org/m");
+	assert_string_equal(mf_models_name(models, 1), "b-org/alpha");
+	assert_string_equal(mf_models_name(models, 2), "b-org/zeta");
+	assert_int_equal(mf_model_params(mf_models_find(models,
+	    "b-org/zeta")), 138048);
+	mf_models_free(models);
+	rm_tree(dir);
+}
+
+static void
+test_models_load_empty(void **state)
+{
+	struct mf_models *models = NULL;
+	struct mf_error err;
+	char dir[64];
+
+	(void)state;
+	scratch(dir, sizeof(dir));
+	assert_int_equal(mf_models_load(dir, &models, &err), MF_OK);
+	assert_int_equal(mf_models_count(models), 0);
+	assert_null(mf_models_find(models, "a/b"));
+	mf_models_free(models);
+	rm_tree(dir);
+}
+
+static void
+test_models_load_missing_dir(void **state)
+{
+	struct mf_models *models = (struct mf_models *)&models;
+	struct mf_error err;
+
+	(void)state;
+	assert_int_equal(mf_models_load("/nonexistent/models", &models,
+	    &err), MF_ENOTFOUND);
+	assert_non_null(strstr(err.message, "/nonexistent/models"));
+	assert_ptr_equal(models, (struct mf_models *)&models);
+}
+
+/* Load dir, expect rc, and expect both needles in the message. */
+static void
+load_fails(const char *dir, enum mf_rc rc, const char *needle1,
+    const char *needle2)
+{
+	struct mf_models *models = NULL;
+	struct mf_error err;
+
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(mf_models_load(dir, &models, &err), rc);
+	assert_null(models);
+	if (strstr(err.message, needle1) == NULL ||
+	    (needle2 != NULL && strstr(err.message, needle2) == NULL)) {
+		print_error("message '%s' lacks '%s' or '%s'\n", err.message,
+		    needle1, needle2 ? needle2 : "");
+		fail();
+	}
+}
+
+static void
+test_models_load_bad_file(void **state)
+{
+	char dir[64], file[128];
+	const char *cfg;
+
+	(void)state;
+	scratch(dir, sizeof(dir));
+	put_dir(dir, "org");
+	put_file(dir, "org/broken.json", "{\"hidden_size\": ", 16);
+	snprintf(file, sizeof(file), "%s/org/broken.json", dir);
+	load_fails(dir, MF_EINVAL, file, "JSON");
+	rm_tree(dir);
+
+	scratch(dir, sizeof(dir));
+	put_dir(dir, "org");
+	cfg = tiny_json("\"vocab_size\"", NULL);
+	put_file(dir, "org/novocab.json", cfg, strlen(cfg));
+	snprintf(file, sizeof(file), "%s/org/novocab.json", dir);
+	load_fails(dir, MF_EINVAL, file, "org/novocab.vocab_size");
+	rm_tree(dir);
+
+	/* YAML is not accepted for a shipped config. */
+	scratch(dir, sizeof(dir));
+	put_dir(dir, "org");
+	put_file(dir, "org/yaml.json", "hidden_size: 64\n", 16);
+	load_fails(dir, MF_EINVAL, "org/yaml.json", NULL);
+	rm_tree(dir);
+}
+
+static void
+test_models_load_file_too_big(void **state)
+{
+	/* 256 KiB is the cap; one byte past it is refused. */
+	const size_t cap = 256 * 1024;
+	char dir[64], *big;
+	const char *cfg;
+	struct mf_models *models = NULL;
+	struct mf_error err;
+	size_t n;
+
+	(void)state;
+	cfg = tiny_json(NULL, NULL);
+	n = strlen(cfg);
+	big = malloc(cap + 1);
+	assert_non_null(big);
+	/* The config padded with blanks to exactly the cap still loads. */
+	memcpy(big, cfg, n);
+	memset(big + n, ' ', cap + 1 - n);
+	scratch(dir, sizeof(dir));
+	put_dir(dir, "org");
+	put_file(dir, "org/big.json", big, cap);
+	assert_int_equal(mf_models_load(dir, &models, &err), MF_OK);
+	assert_int_equal(mf_models_count(models), 1);
+	mf_models_free(models);
+	put_file(dir, "org/big.json", big, cap + 1);
+	load_fails(dir, MF_ETOOBIG, "org/big.json", NULL);
+	rm_tree(dir);
+	free(big);
+}
+
+static void
+test_models_load_too_many(void **state)
+{
+	/* 4096 configs load; the 4097th is refused. */
+	struct mf_models *models = NULL;
+	char dir[64], rel[64];
+	struct mf_error err;
+	const char *cfg;
+	int i;
+
+	(void)state;
+	cfg = tiny_json(NULL, NULL);
+	scratch(dir, sizeof(dir));
+	put_dir(dir, "org");
+	for (i = 0; i < 4096; i++) {
+		snprintf(rel, sizeof(rel), "org/m%04d.json", i);
+		put_file(dir, rel, cfg, strlen(cfg));
+	}
+	assert_int_equal(mf_models_load(dir, &models, &err), MF_OK);
+	assert_int_equal(mf_models_count(models), 4096);
+	assert_string_equal(mf_models_name(models, 4095), "org/m4095");
+	assert_non_null(mf_models_find(models, "org/m1234"));
+	mf_models_free(models);
+	put_dir(dir, "other");
+	put_file(dir, "other/one-more.json", cfg, strlen(cfg));
+	load_fails(dir, MF_ETOOBIG, "4096", NULL);
+	rm_tree(dir);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_params_llama8b),
+		cmocka_unit_test(test_params_tied_tiny),
+		cmocka_unit_test(test_params_head_dim),
+		cmocka_unit_test(test_params_moe_small),
+		cmocka_unit_test(test_params_qkv_bias_and_norms),
+		cmocka_unit_test(test_lora_llama8b),
+		cmocka_unit_test(test_kv_bytes_llama8b),
+		cmocka_unit_test(test_params_overflow),
+		cmocka_unit_test(test_read_tiny),
+		cmocka_unit_test(test_read_defaults),
+		cmocka_unit_test(test_read_yaml),
+		cmocka_unit_test(test_read_arch_defaults),
+		cmocka_unit_test(test_read_rejects),
+		cmocka_unit_test(test_read_hidden_not_divisible),
+		cmocka_unit_test(test_read_yaml_position),
+		cmocka_unit_test(test_read_not_a_mapping),
+		cmocka_unit_test(test_read_too_large),
+		cmocka_unit_test(test_models_load_shipped),
+		cmocka_unit_test(test_models_null),
+		cmocka_unit_test(test_models_load_tree),
+		cmocka_unit_test(test_models_load_empty),
+		cmocka_unit_test(test_models_load_missing_dir),
+		cmocka_unit_test(test_models_load_bad_file),
+		cmocka_unit_test(test_models_load_file_too_big),
+		cmocka_unit_test(test_models_load_too_many),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
