@@ -16,7 +16,7 @@
 #include "../admission/err.h"
 #include "../admission/fix.h"
 
-#define MF_CAT_MAX_GPUS   100000
+#define MF_CAT_MAX_GPUS   20000
 #define MF_CAT_MAX_LABELS 64
 #define MF_CAT_MAX_BYTES  (16u << 20) /* catalogue file size cap */
 

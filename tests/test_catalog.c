@@ -1,0 +1,1116 @@
+/*
+ * test_catalog.c: the GPU catalogue (design section 4).
+ *
+ * Files are found under $MF_TOP (the repository root; "." when unset).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <unistd.h>
+
+#include "catalog.h"
+#include "qty.h"
+
+#define GB 1000000000LL
+
+/* Four lines of a valid catalogue: the GPU's fields start on line 4. */
+#define HDR "apiVersion: memfloor.dev/v1\nkind: GpuCatalog\n"
+#define GPU_A \
+	"  - name: A\n    memory: 16G\n    hourlyPrice: 0.5\n" \
+	"    relativeThroughput: 1\n"
+
+static char *
+top_path(char *buf, size_t size, const char *rel)
+{
+	const char *top = getenv("MF_TOP");
+
+	snprintf(buf, size, "%s/%s", top != NULL ? top : ".", rel);
+	return buf;
+}
+
+static struct mf_catalog *
+parse_ok(const char *text)
+{
+	struct mf_catalog *cat = NULL;
+	struct mf_error err;
+	enum mf_rc rc;
+
+	rc = mf_cat_parse(text, strlen(text), "t.yaml", &cat, &err);
+	if (rc != MF_OK)
+		print_message("unexpected: %s\n", err.message);
+	assert_int_equal(rc, MF_OK);
+	assert_non_null(cat);
+	return cat;
+}
+
+/* The parse fails with rc, leaves *out alone and reports exactly this. */
+static void
+expect_fail(const char *text, enum mf_rc want, const char *field, int line,
+    const char *message)
+{
+	struct mf_catalog sentinel, *cat = &sentinel;
+	struct mf_error err;
+	enum mf_rc rc;
+
+	memset(&err, 0, sizeof(err));
+	rc = mf_cat_parse(text, strlen(text), "t.yaml", &cat, &err);
+	if (rc == MF_OK)
+		mf_cat_unref(cat);
+	assert_int_equal(rc, want);
+	assert_ptr_equal(cat, &sentinel);
+	assert_string_equal(err.message, message);
+	assert_string_equal(err.field, field);
+	assert_int_equal(err.line, line);
+}
+
+/*
+ * One-GPU catalogue whose entry has the given "key: value" lines; the
+ * first is on line 4, the k-th (from 0) on line 4 + k.
+ */
+static const char *
+gpu_doc(const char *first, ...)
+{
+	static char buf[4096];
+	const char *s = first;
+	size_t used;
+	va_list ap;
+
+	used = (size_t)snprintf(buf, sizeof(buf), "%sgpus:\n", HDR);
+	va_start(ap, first);
+	for (int i = 0; s != NULL; i++, s = va_arg(ap, const char *))
+		used += (size_t)snprintf(buf + used, sizeof(buf) - used,
+		    "%s%s\n", i == 0 ? "  - " : "    ", s);
+	va_end(ap);
+	assert_true(used < sizeof(buf));
+	return buf;
+}
+
+/* --- the shipped catalogue ------------------------------------------ */
+
+static struct mf_catalog *
+load_shipped(void)
+{
+	struct mf_catalog *cat = NULL;
+	struct mf_error err;
+	char path[512];
+	enum mf_rc rc;
+
+	rc = mf_cat_load(top_path(path, sizeof(path), "catalog/gpus.yaml"),
+	    &cat, &err);
+	if (rc != MF_OK)
+		print_message("%s\n", err.message);
+	assert_int_equal(rc, MF_OK);
+	return cat;
+}
+
+static void
+test_shipped_loads(void **state)
+{
+	struct mf_catalog *cat = load_shipped();
+
+	(void)state;
+	assert_int_equal(cat->ngpus, 12);
+	assert_true(cat->headroom == 0.10);
+	assert_true(cat->multi_gpu_efficiency == 0.9);
+	assert_true(cat->time_factor[MF_FIX_CHECKPOINTING] == 1.35);
+	assert_true(cat->time_factor[MF_FIX_ADAM8BIT] == 1.0);
+	assert_int_equal(cat->refs, 1);
+	assert_non_null(strstr(cat->source, "gpus.yaml"));
+	mf_cat_unref(cat);
+}
+
+/* The reference post's cards, sizes and prices (design section 4). */
+static void
+test_shipped_post_prices(void **state)
+{
+	static const struct {
+		const char *name;
+		int64_t memory;
+		double price;
+	} post[] = {
+		{ "RTX-A4000", 16 * GB, 0.173 },
+		{ "RTX-3090", 24 * GB, 0.180 },
+		{ "RTX-PRO-6000", 96 * GB, 1.35 },
+		{ "B200", 180 * GB, 5.50 },
+	};
+	struct mf_catalog *cat = load_shipped();
+	const struct mf_gpu *g;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(post) / sizeof(post[0]); i++) {
+		g = mf_cat_find(cat, post[i].name);
+		assert_non_null(g);
+		assert_int_equal(g->memory, post[i].memory);
+		assert_true(g->hourly_price == post[i].price);
+	}
+	g = mf_cat_find(cat, "H200");
+	assert_non_null(g);
+	assert_int_equal(g->memory, 141 * GB);
+	mf_cat_unref(cat);
+}
+
+static void
+test_shipped_common_cards(void **state)
+{
+	static const struct {
+		const char *name;
+		int64_t memory;
+	} cards[] = {
+		{ "H100", 80 * GB }, { "A100-40GB", 40 * GB },
+		{ "A100-80GB", 80 * GB }, { "L40S", 48 * GB },
+		{ "L4", 24 * GB }, { "RTX-4090", 24 * GB },
+		{ "RTX-A6000", 48 * GB },
+	};
+	struct mf_catalog *cat = load_shipped();
+	const struct mf_gpu *g;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cards) / sizeof(cards[0]); i++) {
+		g = mf_cat_find(cat, cards[i].name);
+		assert_non_null(g);
+		assert_int_equal(g->memory, cards[i].memory);
+	}
+	/* H100 SXM is the throughput reference. */
+	assert_true(mf_cat_find(cat, "H100")->throughput == 1.0);
+	for (size_t i = 0; i < cat->ngpus; i++) {
+		g = &cat->gpus[i];
+		assert_int_equal(g->nlabels, 1);
+		assert_string_equal(g->labels[0].key,
+		    "nvidia.com/gpu.product");
+		assert_true(g->throughput > 0 && g->throughput < 3);
+		assert_true(g->max_count >= 1 && g->max_count <= 8);
+	}
+	assert_string_equal(mf_cat_find(cat, "RTX-PRO-6000")->labels[0].value,
+	    "NVIDIA-RTX-PRO-6000-Blackwell-Server-Edition");
+	mf_cat_unref(cat);
+}
+
+/* The smallest card that holds need bytes; equal sizes go to the cheaper. */
+static const struct mf_gpu *
+smallest_fit(const struct mf_catalog *cat, int64_t need)
+{
+	const struct mf_gpu *best = NULL, *g;
+
+	for (size_t i = 0; i < cat->ngpus; i++) {
+		g = &cat->gpus[i];
+		if (mf_cat_usable(cat, g) < need)
+			continue;
+		if (best == NULL || g->memory < best->memory ||
+		    (g->memory == best->memory &&
+		    g->hourly_price < best->hourly_price))
+			best = g;
+	}
+	return best;
+}
+
+/*
+ * Design section 5, last row: the smallest card with 10% headroom for the
+ * post's per-GPU figures.  QLoRA 7.9 GB > 0 and <= 16 x 0.9 = 14.4;
+ * LoRA 19.9 GB > 14.4 and <= 24 x 0.9 = 21.6; 8-bit Adam 83.5 GB
+ * > 80 x 0.9 = 72 and <= 96 x 0.9 = 86.4; AdamW + checkpointing 131.7 GB
+ * > 141 x 0.9 = 126.9 and <= 180 x 0.9 = 162.
+ */
+static void
+test_shipped_smallest_fit(void **state)
+{
+	struct mf_catalog *cat = load_shipped();
+
+	(void)state;
+	assert_string_equal(smallest_fit(cat, 7900000000)->name, "RTX-A4000");
+	assert_string_equal(smallest_fit(cat, 19900000000)->name, "RTX-3090");
+	assert_string_equal(smallest_fit(cat, 83500000000)->name,
+	    "RTX-PRO-6000");
+	assert_string_equal(smallest_fit(cat, 131700000000)->name, "B200");
+	assert_null(smallest_fit(cat, 162000000001));
+	mf_cat_unref(cat);
+}
+
+/* --- good inputs and defaults ---------------------------------------- */
+
+static void
+test_parse_defaults(void **state)
+{
+	struct mf_catalog *cat = parse_ok(HDR "gpus:\n" GPU_A);
+
+	(void)state;
+	assert_true(cat->headroom == 0.10);
+	assert_true(cat->multi_gpu_efficiency == 0.9);
+	for (int f = 0; f < MF_FIX_COUNT; f++)
+		assert_true(cat->time_factor[f] ==
+		    (f == MF_FIX_CHECKPOINTING ? 1.35 : 1.0));
+	assert_int_equal(cat->ngpus, 1);
+	assert_string_equal(cat->gpus[0].name, "A");
+	assert_int_equal(cat->gpus[0].memory, 16 * GB);
+	assert_int_equal(cat->gpus[0].memory_format, MF_QTY_DECIMAL);
+	assert_true(cat->gpus[0].hourly_price == 0.5);
+	assert_true(cat->gpus[0].throughput == 1.0);
+	assert_int_equal(cat->gpus[0].max_count, 8);
+	assert_int_equal(cat->gpus[0].nlabels, 0);
+	assert_null(cat->gpus[0].labels);
+	assert_int_equal(cat->gpus[0].line, 4);
+	assert_string_equal(cat->source, "t.yaml");
+	assert_int_equal(cat->version, 0);
+	assert_true(cat->loaded_at > 0);
+	mf_cat_unref(cat);
+}
+
+static void
+test_parse_overrides(void **state)
+{
+	struct mf_catalog *cat = parse_ok(HDR
+	    "headroom: 0\n"
+	    "multiGpuEfficiency: 1\n"
+	    "timeFactors: {checkpointing: 1.3, sdpa: 0.8, fsdp: 100}\n"
+	    "gpus:\n"
+	    "  - name: x.Y_z-9\n"
+	    "    memory: 88Gi\n"
+	    "    hourlyPrice: 0\n"
+	    "    relativeThroughput: 1000\n"
+	    "    maxCount: 1024\n"
+	    "    labels:\n"
+	    "      nvidia.com/gpu.product: NVIDIA-H100-80GB-HBM3\n"
+	    "      zone: \"\"\n");
+	const struct mf_gpu *g = &cat->gpus[0];
+
+	(void)state;
+	assert_true(cat->headroom == 0);
+	assert_true(cat->multi_gpu_efficiency == 1);
+	assert_true(cat->time_factor[MF_FIX_CHECKPOINTING] == 1.3);
+	assert_true(cat->time_factor[MF_FIX_SDPA] == 0.8);
+	assert_true(cat->time_factor[MF_FIX_FSDP] == 100);
+	assert_true(cat->time_factor[MF_FIX_LORA] == 1.0);
+	assert_string_equal(g->name, "x.Y_z-9");
+	/* 88Gi = 88 x 2^30 = 94,489,280,512 bytes (design section 2). */
+	assert_int_equal(g->memory, 94489280512LL);
+	assert_int_equal(g->memory_format, MF_QTY_BINARY);
+	assert_true(g->hourly_price == 0);
+	assert_true(g->throughput == 1000);
+	assert_int_equal(g->max_count, 1024);
+	assert_int_equal(g->nlabels, 2);
+	assert_string_equal(g->labels[0].key, "nvidia.com/gpu.product");
+	assert_string_equal(g->labels[0].value, "NVIDIA-H100-80GB-HBM3");
+	assert_string_equal(g->labels[1].key, "zone");
+	assert_string_equal(g->labels[1].value, "");
+	mf_cat_unref(cat);
+}
+
+static void
+test_parse_boundaries(void **state)
+{
+	struct mf_catalog *cat;
+
+	(void)state;
+	cat = parse_ok(HDR "headroom: 0.89\nmultiGpuEfficiency: 0.01\n"
+	    "gpus:\n" GPU_A);
+	assert_true(cat->headroom == 0.89);
+	mf_cat_unref(cat);
+	cat = parse_ok(gpu_doc("name: "
+	    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-",
+	    "memory: 1", "hourlyPrice: 1000000", "relativeThroughput: 0.001",
+	    "maxCount: 1", NULL));
+	assert_int_equal(strlen(cat->gpus[0].name), 63);
+	assert_int_equal(cat->gpus[0].memory, 1);
+	assert_true(cat->gpus[0].hourly_price == 1e6);
+	assert_int_equal(cat->gpus[0].max_count, 1);
+	mf_cat_unref(cat);
+}
+
+static void
+test_parse_json(void **state)
+{
+	struct mf_catalog *cat = NULL;
+	struct mf_error err;
+	char path[512];
+
+	(void)state;
+	assert_int_equal(mf_cat_load(top_path(path, sizeof(path),
+	    "tests/data/catalog/good-full.json"), &cat, &err), MF_OK);
+	assert_int_equal(cat->ngpus, 2);
+	assert_true(cat->headroom == 0);
+	assert_true(cat->time_factor[MF_FIX_SDPA] == 0.8);
+	assert_int_equal(cat->gpus[0].max_count, 1024);
+	assert_int_equal(cat->gpus[0].nlabels, 2);
+	assert_int_equal(cat->gpus[1].memory, GB);
+	mf_cat_unref(cat);
+}
+
+/* A JSON error has no line: the message is "NAME: FIELD: problem". */
+static void
+test_parse_json_error(void **state)
+{
+	(void)state;
+	expect_fail("{\"apiVersion\": \"memfloor.dev/v1\", \"kind\": "
+	    "\"GpuCatalog\", \"gpus\": [{\"name\": \"A\", \"memory\": \"1x\", "
+	    "\"hourlyPrice\": 1, \"relativeThroughput\": 1}]}", MF_EINVAL,
+	    "gpus[0].memory", 0,
+	    "t.yaml: gpus[0].memory: '1x' is not a quantity");
+}
+
+static void
+test_parse_minimal_fixture(void **state)
+{
+	struct mf_catalog *cat = NULL;
+	struct mf_error err;
+	char path[512];
+
+	(void)state;
+	assert_int_equal(mf_cat_load(top_path(path, sizeof(path),
+	    "tests/data/catalog/good-minimal.yaml"), &cat, &err), MF_OK);
+	/* 24Gi = 24 x 1,073,741,824 = 25,769,803,776. */
+	assert_int_equal(cat->gpus[0].memory, 25769803776LL);
+	assert_int_equal(cat->gpus[0].line, 5);
+	assert_string_equal(cat->source, path);
+	mf_cat_unref(cat);
+}
+
+/* 10,000 entries parse, keep their order and lines. */
+static void
+test_parse_ten_thousand(void **state)
+{
+	const size_t n = 10000;
+	size_t size = 100 + n * 100, used;
+	struct mf_catalog *cat = NULL;
+	struct mf_error err;
+	char *buf = malloc(size);
+
+	(void)state;
+	assert_non_null(buf);
+	used = (size_t)snprintf(buf, size, "%sgpus:\n", HDR);
+	for (size_t i = 0; i < n; i++)
+		used += (size_t)snprintf(buf + used, size - used,
+		    "  - {name: g%05zu, memory: %zuG, hourlyPrice: 1.5, "
+		    "relativeThroughput: 0.5}\n", i, i + 1);
+	assert_true(used < size);
+	assert_int_equal(mf_cat_parse(buf, used, "big.yaml", &cat, &err),
+	    MF_OK);
+	assert_int_equal(cat->ngpus, n);
+	assert_string_equal(cat->gpus[9999].name, "g09999");
+	assert_int_equal(cat->gpus[9999].memory, 10000 * GB);
+	/* Header: 3 lines, so entry i is on line 4 + i. */
+	assert_int_equal(cat->gpus[9999].line, 10003);
+	assert_non_null(mf_cat_find(cat, "g05000"));
+	mf_cat_unref(cat);
+
+	/* A repeated name at the very end is still found, and where. */
+	used += (size_t)snprintf(buf + used, size - used,
+	    "  - {name: g00007, memory: 1G, hourlyPrice: 1, "
+	    "relativeThroughput: 1}\n");
+	assert_int_equal(mf_cat_parse(buf, used, "big.yaml", &cat, &err),
+	    MF_EINVAL);
+	assert_string_equal(err.field, "gpus[10000].name");
+	assert_int_equal(err.line, 10004);
+	assert_string_equal(err.message, "big.yaml:10004: gpus[10000].name: "
+	    "'g00007' is already the name of gpus[7] (line 11)");
+	free(buf);
+}
+
+/* More entries than the caps allow is refused as too big, not a crash. */
+static void
+test_parse_too_many_gpus(void **state)
+{
+	const size_t n = MF_CAT_MAX_GPUS + 1;
+	size_t size = 100 + n * 100, used;
+	struct mf_catalog *cat = NULL;
+	struct mf_error err;
+	char *buf = malloc(size);
+
+	(void)state;
+	assert_non_null(buf);
+	used = (size_t)snprintf(buf, size, "%sgpus:\n", HDR);
+	for (size_t i = 0; i < n; i++)
+		used += (size_t)snprintf(buf + used, size - used,
+		    "- {name: g%zu, memory: 1, hourlyPrice: 0, "
+		    "relativeThroughput: 1}\n", i);
+	assert_true(used < size);
+	assert_int_equal(mf_cat_parse(buf, used, "huge.yaml", &cat, &err),
+	    MF_ETOOBIG);
+	assert_null(cat);
+	assert_int_equal(strncmp(err.message, "huge.yaml:", 10), 0);
+	free(buf);
+}
+
+/* --- the top level ---------------------------------------------------- */
+
+static void
+test_top_api_version(void **state)
+{
+	(void)state;
+	expect_fail("kind: GpuCatalog\ngpus:\n" GPU_A, MF_EINVAL, "apiVersion",
+	    1, "t.yaml:1: apiVersion: required field is missing");
+	expect_fail("apiVersion: memfloor.dev/v2\nkind: GpuCatalog\ngpus:\n"
+	    GPU_A, MF_EINVAL, "apiVersion", 1, "t.yaml:1: apiVersion: "
+	    "'memfloor.dev/v2' is not memfloor.dev/v1");
+	expect_fail("apiVersion: 1\nkind: GpuCatalog\ngpus:\n" GPU_A,
+	    MF_EINVAL, "apiVersion", 1,
+	    "t.yaml:1: apiVersion: must be a string, not a number");
+}
+
+static void
+test_top_kind(void **state)
+{
+	(void)state;
+	expect_fail("apiVersion: memfloor.dev/v1\nkind: Job\ngpus:\n" GPU_A,
+	    MF_EINVAL, "kind", 2, "t.yaml:2: kind: 'Job' is not GpuCatalog");
+	expect_fail("apiVersion: memfloor.dev/v1\ngpus:\n" GPU_A, MF_EINVAL,
+	    "kind", 1, "t.yaml:1: kind: required field is missing");
+}
+
+static void
+test_top_unknown_key(void **state)
+{
+	(void)state;
+	expect_fail(HDR "headrom: 0.2\ngpus:\n" GPU_A, MF_EINVAL, "headrom", 3,
+	    "t.yaml:3: headrom: unknown field");
+}
+
+static void
+test_top_not_a_mapping(void **state)
+{
+	(void)state;
+	expect_fail("", MF_EINVAL, "", 1,
+	    "t.yaml:1: a catalogue must be a mapping, not null");
+	expect_fail("\n\n- a\n- b\n", MF_EINVAL, "", 3,
+	    "t.yaml:3: a catalogue must be a mapping, not a list");
+}
+
+static void
+test_top_headroom(void **state)
+{
+	(void)state;
+	expect_fail(HDR "headroom: 0.9\ngpus:\n" GPU_A, MF_EINVAL, "headroom",
+	    3, "t.yaml:3: headroom: 0.9 is out of range [0, 0.9)");
+	expect_fail(HDR "headroom: -0.1\ngpus:\n" GPU_A, MF_EINVAL,
+	    "headroom", 3, "t.yaml:3: headroom: -0.1 is out of range [0, 0.9)");
+	expect_fail(HDR "headroom: .nan\ngpus:\n" GPU_A, MF_EINVAL,
+	    "headroom", 3, "t.yaml:3: headroom: '.nan' is not a finite number");
+	expect_fail(HDR "headroom: '0.1'\ngpus:\n" GPU_A, MF_EINVAL,
+	    "headroom", 3,
+	    "t.yaml:3: headroom: must be a number, not a string");
+}
+
+static void
+test_top_efficiency(void **state)
+{
+	(void)state;
+	expect_fail(HDR "multiGpuEfficiency: 0\ngpus:\n" GPU_A, MF_EINVAL,
+	    "multiGpuEfficiency", 3,
+	    "t.yaml:3: multiGpuEfficiency: 0 is out of range (0, 1]");
+	expect_fail(HDR "multiGpuEfficiency: 1.01\ngpus:\n" GPU_A, MF_EINVAL,
+	    "multiGpuEfficiency", 3,
+	    "t.yaml:3: multiGpuEfficiency: 1.01 is out of range (0, 1]");
+}
+
+static void
+test_top_time_factors(void **state)
+{
+	(void)state;
+	expect_fail(HDR "timeFactors:\n  lora: 1\n  gradcheck: 1.2\ngpus:\n"
+	    GPU_A, MF_EINVAL, "timeFactors.gradcheck", 5,
+	    "t.yaml:5: timeFactors.gradcheck: unknown fix (sdpa, microbatch, "
+	    "autocast, checkpointing, adam8bit, lora, qlora or fsdp)");
+	expect_fail(HDR "timeFactors: {checkpointing: 0}\ngpus:\n" GPU_A,
+	    MF_EINVAL, "timeFactors.checkpointing", 3,
+	    "t.yaml:3: timeFactors.checkpointing: 0 is out of range (0, 100]");
+	expect_fail(HDR "timeFactors: {fsdp: 100.5}\ngpus:\n" GPU_A,
+	    MF_EINVAL, "timeFactors.fsdp", 3,
+	    "t.yaml:3: timeFactors.fsdp: 100.5 is out of range (0, 100]");
+	expect_fail(HDR "timeFactors: {fsdp: fast}\ngpus:\n" GPU_A,
+	    MF_EINVAL, "timeFactors.fsdp", 3,
+	    "t.yaml:3: timeFactors.fsdp: must be a number, not a string");
+	expect_fail(HDR "timeFactors: [checkpointing]\ngpus:\n" GPU_A,
+	    MF_EINVAL, "timeFactors", 3,
+	    "t.yaml:3: timeFactors: must be a mapping, not a list");
+}
+
+static void
+test_top_gpus(void **state)
+{
+	(void)state;
+	expect_fail(HDR, MF_EINVAL, "gpus", 1,
+	    "t.yaml:1: gpus: required field is missing");
+	expect_fail(HDR "gpus: []\n", MF_EINVAL, "gpus", 3,
+	    "t.yaml:3: gpus: at least one GPU is required");
+	expect_fail(HDR "gpus:\n", MF_EINVAL, "gpus", 3,
+	    "t.yaml:3: gpus: must be a list, not null");
+	expect_fail(HDR "gpus: {A: 1}\n", MF_EINVAL, "gpus", 3,
+	    "t.yaml:3: gpus: must be a list, not a mapping");
+	expect_fail(HDR "gpus:\n  - H100\n", MF_EINVAL, "gpus[0]", 4,
+	    "t.yaml:4: gpus[0]: must be a mapping, not a string");
+}
+
+/* --- one GPU entry --------------------------------------------------- */
+
+static void
+test_gpu_unknown_key(void **state)
+{
+	(void)state;
+	expect_fail(gpu_doc("name: A", "memory: 16G", "hourlyPrice: 1",
+	    "relativeThroughput: 1", "memroy: 32G", NULL), MF_EINVAL,
+	    "gpus[0].memroy", 8, "t.yaml:8: gpus[0].memroy: unknown field");
+}
+
+static void
+test_gpu_name(void **state)
+{
+	(void)state;
+	expect_fail(gpu_doc("memory: 16G", "hourlyPrice: 1",
+	    "relativeThroughput: 1", NULL), MF_EINVAL, "gpus[0].name", 4,
+	    "t.yaml:4: gpus[0].name: required field is missing");
+	expect_fail(gpu_doc("memory: 16G", "name: ''", "hourlyPrice: 1",
+	    "relativeThroughput: 1", NULL), MF_EINVAL, "gpus[0].name", 5,
+	    "t.yaml:5: gpus[0].name: '' is not a GPU name (1 to 63 characters "
+	    "of [A-Za-z0-9._-])");
+	expect_fail(gpu_doc("name: H100 SXM", "memory: 16G", "hourlyPrice: 1",
+	    "relativeThroughput: 1", NULL), MF_EINVAL, "gpus[0].name", 4,
+	    "t.yaml:4: gpus[0].name: 'H100 SXM' is not a GPU name (1 to 63 "
+	    "characters of [A-Za-z0-9._-])");
+	expect_fail(gpu_doc("name: "
+	    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_",
+	    "memory: 16G", "hourlyPrice: 1", "relativeThroughput: 1", NULL),
+	    MF_EINVAL, "gpus[0].name", 4, "t.yaml:4: gpus[0].name: "
+	    "'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_'"
+	    " is not a GPU name (1 to 63 characters of [A-Za-z0-9._-])");
+	expect_fail(gpu_doc("name: 4090", "memory: 24G", "hourlyPrice: 1",
+	    "relativeThroughput: 1", NULL), MF_EINVAL, "gpus[0].name", 4,
+	    "t.yaml:4: gpus[0].name: must be a string, not a number");
+}
+
+static void
+test_gpu_duplicate_name(void **state)
+{
+	(void)state;
+	expect_fail(HDR "gpus:\n" GPU_A
+	    "  - {name: B, memory: 1G, hourlyPrice: 1, relativeThroughput: 1}\n"
+	    "  - {name: A, memory: 2G, hourlyPrice: 1, relativeThroughput: 1}\n"
+	    "  - {name: B, memory: 3G, hourlyPrice: 1, relativeThroughput: 1}"
+	    "\n",
+	    MF_EINVAL, "gpus[2].name", 9, "t.yaml:9: gpus[2].name: 'A' is "
+	    "already the name of gpus[0] (line 4)");
+}
+
+static void
+test_gpu_memory(void **state)
+{
+	(void)state;
+	expect_fail(gpu_doc("name: A", "hourlyPrice: 1",
+	    "relativeThroughput: 1", NULL), MF_EINVAL, "gpus[0].memory", 4,
+	    "t.yaml:4: gpus[0].memory: required field is missing");
+	expect_fail(gpu_doc("name: A", "memory: 96Gx", "hourlyPrice: 1",
+	    "relativeThroughput: 1", NULL), MF_EINVAL, "gpus[0].memory", 5,
+	    "t.yaml:5: gpus[0].memory: '96Gx' is not a quantity");
+	expect_fail(gpu_doc("name: A", "memory: 0", "hourlyPrice: 1",
+	    "relativeThroughput: 1", NULL), MF_EINVAL, "gpus[0].memory", 5,
+	    "t.yaml:5: gpus[0].memory: '0' is not a positive number of bytes");
+	expect_fail(gpu_doc("name: A", "memory: -16G", "hourlyPrice: 1",
+	    "relativeThroughput: 1", NULL), MF_EINVAL, "gpus[0].memory", 5,
+	    "t.yaml:5: gpus[0].memory: '-16G' is not a positive number of "
+	    "bytes");
+	expect_fail(gpu_doc("name: A", "memory: 1.5", "hourlyPrice: 1",
+	    "relativeThroughput: 1", NULL), MF_EINVAL, "gpus[0].memory", 5,
+	    "t.yaml:5: gpus[0].memory: '1.5' is not a whole number of bytes");
+	expect_fail(gpu_doc("name: A", "memory: 100m", "hourlyPrice: 1",
+	    "relativeThroughput: 1", NULL), MF_EINVAL, "gpus[0].memory", 5,
+	    "t.yaml:5: gpus[0].memory: '100m' uses a sub-unit suffix (m, u or "
+	    "n), not a byte size");
+	expect_fail(gpu_doc("name: A", "memory: [16G]", "hourlyPrice: 1",
+	    "relativeThroughput: 1", NULL), MF_EINVAL, "gpus[0].memory", 5,
+	    "t.yaml:5: gpus[0].memory: must be a quantity such as 88Gi, not a "
+	    "list");
+}
+
+static void
+test_gpu_price(void **state)
+{
+	(void)state;
+	expect_fail(gpu_doc("name: A", "memory: 1G", "relativeThroughput: 1",
+	    NULL), MF_EINVAL, "gpus[0].hourlyPrice", 4,
+	    "t.yaml:4: gpus[0].hourlyPrice: required field is missing");
+	expect_fail(gpu_doc("name: A", "memory: 1G", "hourlyPrice: -0.01",
+	    "relativeThroughput: 1", NULL), MF_EINVAL, "gpus[0].hourlyPrice",
+	    6, "t.yaml:6: gpus[0].hourlyPrice: -0.01 is out of range "
+	    "[0, 1000000]");
+	expect_fail(gpu_doc("name: A", "memory: 1G", "hourlyPrice: 1e7",
+	    "relativeThroughput: 1", NULL), MF_EINVAL, "gpus[0].hourlyPrice",
+	    6, "t.yaml:6: gpus[0].hourlyPrice: 1e7 is out of range "
+	    "[0, 1000000]");
+	expect_fail(gpu_doc("name: A", "memory: 1G", "hourlyPrice: .inf",
+	    "relativeThroughput: 1", NULL), MF_EINVAL, "gpus[0].hourlyPrice",
+	    6, "t.yaml:6: gpus[0].hourlyPrice: '.inf' is not a finite number");
+	expect_fail(gpu_doc("name: A", "memory: 1G", "hourlyPrice: $1.35",
+	    "relativeThroughput: 1", NULL), MF_EINVAL, "gpus[0].hourlyPrice",
+	    6, "t.yaml:6: gpus[0].hourlyPrice: must be a number, not a string");
+}
+
+static void
+test_gpu_throughput(void **state)
+{
+	(void)state;
+	expect_fail(gpu_doc("name: A", "memory: 1G", "hourlyPrice: 1", NULL),
+	    MF_EINVAL, "gpus[0].relativeThroughput", 4, "t.yaml:4: "
+	    "gpus[0].relativeThroughput: required field is missing");
+	expect_fail(gpu_doc("name: A", "memory: 1G", "hourlyPrice: 1",
+	    "relativeThroughput: 0", NULL), MF_EINVAL,
+	    "gpus[0].relativeThroughput", 7, "t.yaml:7: "
+	    "gpus[0].relativeThroughput: 0 is out of range (0, 1000]");
+	expect_fail(gpu_doc("name: A", "memory: 1G", "hourlyPrice: 1",
+	    "relativeThroughput: 1000.5", NULL), MF_EINVAL,
+	    "gpus[0].relativeThroughput", 7, "t.yaml:7: "
+	    "gpus[0].relativeThroughput: 1000.5 is out of range (0, 1000]");
+	expect_fail(gpu_doc("name: A", "memory: 1G", "hourlyPrice: 1",
+	    "relativeThroughput: -.inf", NULL), MF_EINVAL,
+	    "gpus[0].relativeThroughput", 7, "t.yaml:7: "
+	    "gpus[0].relativeThroughput: '-.inf' is not a finite number");
+}
+
+static void
+test_gpu_max_count(void **state)
+{
+	(void)state;
+	expect_fail(gpu_doc("name: A", "memory: 1G", "hourlyPrice: 1",
+	    "relativeThroughput: 1", "maxCount: 0", NULL), MF_EINVAL,
+	    "gpus[0].maxCount", 8,
+	    "t.yaml:8: gpus[0].maxCount: 0 is out of range [1, 1024]");
+	expect_fail(gpu_doc("name: A", "memory: 1G", "hourlyPrice: 1",
+	    "relativeThroughput: 1", "maxCount: 1025", NULL), MF_EINVAL,
+	    "gpus[0].maxCount", 8,
+	    "t.yaml:8: gpus[0].maxCount: 1025 is out of range [1, 1024]");
+	expect_fail(gpu_doc("name: A", "memory: 1G", "hourlyPrice: 1",
+	    "relativeThroughput: 1", "maxCount: 2.5", NULL), MF_EINVAL,
+	    "gpus[0].maxCount", 8,
+	    "t.yaml:8: gpus[0].maxCount: '2.5' is not a whole number");
+	expect_fail(gpu_doc("name: A", "memory: 1G", "hourlyPrice: 1",
+	    "relativeThroughput: 1", "maxCount: eight", NULL), MF_EINVAL,
+	    "gpus[0].maxCount", 8,
+	    "t.yaml:8: gpus[0].maxCount: must be an integer, not a string");
+}
+
+static void
+test_gpu_labels(void **state)
+{
+	char buf[8192];
+	size_t used;
+
+	(void)state;
+	expect_fail(gpu_doc("name: A", "memory: 1G", "hourlyPrice: 1",
+	    "relativeThroughput: 1", "labels: [a]", NULL), MF_EINVAL,
+	    "gpus[0].labels", 8,
+	    "t.yaml:8: gpus[0].labels: must be a mapping, not a list");
+	expect_fail(gpu_doc("name: A", "memory: 1G", "hourlyPrice: 1",
+	    "relativeThroughput: 1", "labels: {gpu: true}", NULL), MF_EINVAL,
+	    "gpus[0].labels.gpu", 8,
+	    "t.yaml:8: gpus[0].labels.gpu: must be a string, not a boolean");
+	expect_fail(gpu_doc("name: A", "memory: 1G", "hourlyPrice: 1",
+	    "relativeThroughput: 1", "labels: {gpu: 'a b'}", NULL), MF_EINVAL,
+	    "gpus[0].labels.gpu", 8,
+	    "t.yaml:8: gpus[0].labels.gpu: 'a b' is not a Kubernetes label "
+	    "value (at most 63 characters of [A-Za-z0-9._-])");
+	expect_fail(gpu_doc("name: A", "memory: 1G", "hourlyPrice: 1",
+	    "relativeThroughput: 1", "labels: {gpu: -x}", NULL), MF_EINVAL,
+	    "gpus[0].labels.gpu", 8,
+	    "t.yaml:8: gpus[0].labels.gpu: '-x' is not a Kubernetes label "
+	    "value (at most 63 characters of [A-Za-z0-9._-])");
+	expect_fail(gpu_doc("name: A", "memory: 1G", "hourlyPrice: 1",
+	    "relativeThroughput: 1", "labels: {Nvidia.com/gpu: x}", NULL),
+	    MF_EINVAL, "gpus[0].labels.Nvidia.com/gpu", 8,
+	    "t.yaml:8: gpus[0].labels.Nvidia.com/gpu: is not a Kubernetes "
+	    "label key ([prefix/]name, name at most 63 characters of "
+	    "[A-Za-z0-9._-])");
+	expect_fail(gpu_doc("name: A", "memory: 1G", "hourlyPrice: 1",
+	    "relativeThroughput: 1", "labels: {a/b/c: x}", NULL),
+	    MF_EINVAL, "gpus[0].labels.a/b/c", 8,
+	    "t.yaml:8: gpus[0].labels.a/b/c: is not a Kubernetes label key "
+	    "([prefix/]name, name at most 63 characters of [A-Za-z0-9._-])");
+
+	/* A key longer than err->field still gives one clean message. */
+	snprintf(buf, sizeof(buf), "%s", gpu_doc("name: A", "memory: 1G",
+	    "hourlyPrice: 1", "relativeThroughput: 1", "labels: {"
+	    "a123456789.b123456789.c123456789.d123456789.e123456789."
+	    "f123456789.g123456789.h123456789.i123456789.j123456789.com/x: "
+	    "'a b'}", NULL));
+	/* 127 characters: "gpus[0].labels." (15), 10 x 11, "co". */
+	expect_fail(buf, MF_EINVAL, "gpus[0].labels."
+	    "a123456789.b123456789.c123456789.d123456789.e123456789."
+	    "f123456789.g123456789.h123456789.i123456789.j123456789.co", 8,
+	    "t.yaml:8: gpus[0].labels."
+	    "a123456789.b123456789.c123456789.d123456789.e123456789."
+	    "f123456789.g123456789.h123456789.i123456789.j123456789.co: "
+	    "'a b' is not a Kubernetes label value (at most 63 characters "
+	    "of [A-Za-z0-9._-])");
+
+	/* 65 labels, one more than MF_CAT_MAX_LABELS. */
+	used = (size_t)snprintf(buf, sizeof(buf), HDR "gpus:\n" GPU_A
+	    "    labels:\n");
+	for (int i = 0; i < MF_CAT_MAX_LABELS + 1; i++)
+		used += (size_t)snprintf(buf + used, sizeof(buf) - used,
+		    "      k%d: v\n", i);
+	assert_true(used < sizeof(buf));
+	expect_fail(buf, MF_EINVAL, "gpus[0].labels", 9,
+	    "t.yaml:9: gpus[0].labels: 65 labels, more than 64");
+}
+
+/* --- the document ---------------------------------------------------- */
+
+static void
+test_doc_syntax(void **state)
+{
+	struct mf_catalog *cat = NULL;
+	struct mf_error err;
+	char path[512];
+
+	(void)state;
+	assert_int_equal(mf_cat_load(top_path(path, sizeof(path),
+	    "tests/data/catalog/bad-syntax.yaml"), &cat, &err), MF_EINVAL);
+	assert_null(cat);
+	assert_string_equal(err.field, "");
+	assert_int_equal(err.line, 6);
+	assert_int_equal(strncmp(err.message, "bad-syntax.yaml:6: not valid "
+	    "YAML: ", 35), 0);
+}
+
+static void
+test_doc_alias_refused(void **state)
+{
+	(void)state;
+	expect_fail(HDR "gpus:\n  - &a {name: A, memory: 1G, hourlyPrice: 1, "
+	    "relativeThroughput: 1}\n  - *a\n", MF_EINVAL, "", 5,
+	    "t.yaml:5: aliases are not allowed");
+}
+
+static void
+test_doc_duplicate_key(void **state)
+{
+	(void)state;
+	expect_fail(HDR "headroom: 0.1\nheadroom: 0.2\ngpus:\n" GPU_A,
+	    MF_EINVAL, "", 4, "t.yaml:4: duplicate key 'headroom'");
+}
+
+static void
+test_doc_two_documents(void **state)
+{
+	(void)state;
+	expect_fail(HDR "gpus:\n" GPU_A "---\n" HDR "gpus:\n" GPU_A,
+	    MF_EINVAL, "", 8, "t.yaml:8: only one document is allowed");
+}
+
+static void
+test_parse_too_big(void **state)
+{
+	size_t len = MF_CAT_MAX_BYTES + 1;
+	struct mf_catalog *cat = NULL;
+	struct mf_error err;
+	char *buf = malloc(len);
+
+	(void)state;
+	assert_non_null(buf);
+	memset(buf, ' ', len);
+	assert_int_equal(mf_cat_parse(buf, len, "t.yaml", &cat, &err),
+	    MF_ETOOBIG);
+	assert_null(cat);
+	assert_string_equal(err.message, "t.yaml: 16777217 bytes, more than "
+	    "the 16777216 a catalogue may hold");
+	free(buf);
+}
+
+static void
+test_parse_null_name_and_err(void **state)
+{
+	struct mf_catalog *cat = NULL;
+	struct mf_error err;
+	const char *text = HDR "gpus: []\n";
+
+	(void)state;
+	assert_int_equal(mf_cat_parse(text, strlen(text), NULL, &cat, NULL),
+	    MF_EINVAL);
+	assert_int_equal(mf_cat_parse(text, strlen(text), NULL, &cat, &err),
+	    MF_EINVAL);
+	assert_string_equal(err.message,
+	    "<memory>:3: gpus: at least one GPU is required");
+	assert_int_equal(mf_cat_parse(NULL, 0, NULL, &cat, &err), MF_EINVAL);
+	assert_null(cat);
+}
+
+/* --- files ----------------------------------------------------------- */
+
+/* Each bad fixture is refused with its base name, line and field. */
+static void
+test_load_bad_fixtures(void **state)
+{
+	static const struct {
+		const char *file, *field;
+		int line;
+		const char *message;
+	} bad[] = {
+		{ "bad-memory.yaml", "gpus[3].memory", 12,
+		  "bad-memory.yaml:12: gpus[3].memory: '96Gx' is not a "
+		  "quantity" },
+		{ "bad-duplicate.yaml", "gpus[2].name", 6,
+		  "bad-duplicate.yaml:6: gpus[2].name: 'H100' is already the "
+		  "name of gpus[0] (line 4)" },
+		{ "bad-unknown-key.yaml", "gpus[0].maxcount", 8,
+		  "bad-unknown-key.yaml:8: gpus[0].maxcount: unknown field" },
+		{ "bad-alias.yaml", "", 5,
+		  "bad-alias.yaml:5: aliases are not allowed" },
+		{ "bad-time-factor.yaml",
+		  "timeFactors.gradientCheckpointing", 5,
+		  "bad-time-factor.yaml:5: timeFactors.gradientCheckpointing: "
+		  "unknown fix (sdpa, microbatch, autocast, checkpointing, "
+		  "adam8bit, lora, qlora or fsdp)" },
+		{ "bad-label.yaml", "gpus[0].labels.nvidia.com/gpu.product", 9,
+		  "bad-label.yaml:9: gpus[0].labels.nvidia.com/gpu.product: "
+		  "'NVIDIA GeForce RTX 3090' is not a Kubernetes label value "
+		  "(at most 63 characters of [A-Za-z0-9._-])" },
+		{ "bad-headroom.yaml", "headroom", 3,
+		  "bad-headroom.yaml:3: headroom: must be a number, not a "
+		  "string" },
+	};
+	struct mf_catalog *cat;
+	struct mf_error err;
+	char rel[256], path[512];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		cat = NULL;
+		snprintf(rel, sizeof(rel), "tests/data/catalog/%s",
+		    bad[i].file);
+		assert_int_equal(mf_cat_load(top_path(path, sizeof(path), rel),
+		    &cat, &err), MF_EINVAL);
+		assert_null(cat);
+		assert_string_equal(err.message, bad[i].message);
+		assert_string_equal(err.field, bad[i].field);
+		assert_int_equal(err.line, bad[i].line);
+	}
+}
+
+static void
+test_load_missing(void **state)
+{
+	struct mf_catalog *cat = NULL;
+	struct mf_error err;
+
+	(void)state;
+	assert_int_equal(mf_cat_load("/nonexistent/dir/gpus.yaml", &cat, &err),
+	    MF_ENOTFOUND);
+	assert_null(cat);
+	assert_string_equal(err.message, "/nonexistent/dir/gpus.yaml: "
+	    "cannot open: No such file or directory");
+	assert_int_equal(err.line, 0);
+	assert_string_equal(err.field, "");
+}
+
+static void
+test_load_directory(void **state)
+{
+	struct mf_catalog *cat = NULL;
+	struct mf_error err;
+
+	(void)state;
+	assert_int_equal(mf_cat_load("/", &cat, &err), MF_EIO);
+	assert_null(cat);
+	assert_string_equal(err.message, "/: cannot read: Is a directory");
+}
+
+/* Write len bytes: text, then comment lines, to a new temporary file. */
+static void
+write_padded(char *path, const char *text, size_t len)
+{
+	size_t tlen = strlen(text), off;
+	char *buf = malloc(len);
+	int fd = mkstemp(path);
+
+	assert_true(fd >= 0);
+	assert_non_null(buf);
+	memcpy(buf, text, tlen);
+	memset(buf + tlen, '#', len - tlen);
+	for (off = tlen + 99; off < len; off += 100)
+		buf[off] = '\n';
+	buf[len - 1] = '\n';
+	assert_int_equal(write(fd, buf, len), (ssize_t)len);
+	close(fd);
+	free(buf);
+}
+
+/* Exactly MF_CAT_MAX_BYTES loads; one byte more is refused. */
+static void
+test_load_size_cap(void **state)
+{
+	char path[] = "/tmp/test_catalog.XXXXXX";
+	struct mf_catalog *cat = NULL;
+	struct mf_error err;
+	char expect[600];
+
+	(void)state;
+	write_padded(path, HDR "gpus:\n" GPU_A, MF_CAT_MAX_BYTES);
+	assert_int_equal(mf_cat_load(path, &cat, &err), MF_OK);
+	assert_int_equal(cat->ngpus, 1);
+	mf_cat_unref(cat);
+	cat = NULL;
+	unlink(path);
+
+	memcpy(path, "/tmp/test_catalog.XXXXXX", sizeof(path));
+	write_padded(path, HDR "gpus:\n" GPU_A, MF_CAT_MAX_BYTES + 1);
+	assert_int_equal(mf_cat_load(path, &cat, &err), MF_ETOOBIG);
+	assert_null(cat);
+	snprintf(expect, sizeof(expect), "%s: larger than the 16777216 bytes "
+	    "a catalogue may hold", path);
+	assert_string_equal(err.message, expect);
+	unlink(path);
+}
+
+/* --- snapshot references and lookups ---------------------------------- */
+
+static void
+test_ref_counts(void **state)
+{
+	struct mf_catalog *cat = parse_ok(HDR "gpus:\n" GPU_A);
+
+	(void)state;
+	assert_int_equal(cat->refs, 1);
+	assert_ptr_equal(mf_cat_ref(cat), cat);
+	assert_int_equal(cat->refs, 2);
+	mf_cat_unref(cat);
+	assert_int_equal(cat->refs, 1);
+	mf_cat_unref(cat); /* frees: ASan reports a leak otherwise */
+	assert_null(mf_cat_ref(NULL));
+	mf_cat_unref(NULL);
+}
+
+static void *
+ref_worker(void *arg)
+{
+	struct mf_catalog *cat = arg;
+
+	for (int i = 0; i < 100000; i++) {
+		mf_cat_ref(cat);
+		mf_cat_unref(cat);
+	}
+	mf_cat_unref(cat); /* the reference the spawner took for us */
+	return NULL;
+}
+
+/* References taken and dropped by many threads at once balance. */
+static void
+test_ref_threads(void **state)
+{
+	struct mf_catalog *cat = parse_ok(HDR "gpus:\n" GPU_A);
+	pthread_t t[4];
+
+	(void)state;
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(pthread_create(&t[i], NULL, ref_worker,
+		    mf_cat_ref(cat)), 0);
+	for (int i = 0; i < 4; i++)
+		pthread_join(t[i], NULL);
+	assert_int_equal(cat->refs, 1);
+	mf_cat_unref(cat);
+}
+
+static void
+test_find(void **state)
+{
+	struct mf_catalog *cat = parse_ok(HDR "gpus:\n" GPU_A
+	    "  - {name: B, memory: 1G, hourlyPrice: 1, relativeThroughput: 1}"
+	    "\n");
+
+	(void)state;
+	assert_ptr_equal(mf_cat_find(cat, "B"), &cat->gpus[1]);
+	assert_ptr_equal(mf_cat_find(cat, "A"), &cat->gpus[0]);
+	assert_null(mf_cat_find(cat, "a"));
+	assert_null(mf_cat_find(cat, "C"));
+	assert_null(mf_cat_find(cat, NULL));
+	assert_null(mf_cat_find(NULL, "A"));
+	mf_cat_unref(cat);
+}
+
+static void
+test_usable(void **state)
+{
+	struct mf_catalog cat = { .headroom = 0.10 };
+	struct mf_gpu gpu = { .memory = 96 * GB };
+
+	(void)state;
+	/* 96 GB x 0.9 = 86.4 GB: the RTX PRO 6000 of design section 5. */
+	assert_int_equal(mf_cat_usable(&cat, &gpu), 86400000000LL);
+	gpu.memory = 24 * GB; /* x 0.9 = 21.6 GB */
+	assert_int_equal(mf_cat_usable(&cat, &gpu), 21600000000LL);
+	/* 88Gi = 94,489,280,512 x 0.9 = 85,040,352,460.8, down to ...460. */
+	gpu.memory = 94489280512LL;
+	assert_int_equal(mf_cat_usable(&cat, &gpu), 85040352460LL);
+	/* 100 x (1 - 0.15) = 85 exactly; 0.15 as a double is below 0.15. */
+	cat.headroom = 0.15;
+	gpu.memory = 100;
+	assert_int_equal(mf_cat_usable(&cat, &gpu), 85);
+	/* 7 x 0.85 = 5.95, down to 5. */
+	gpu.memory = 7;
+	assert_int_equal(mf_cat_usable(&cat, &gpu), 5);
+	/* No headroom: all of the largest size, no overflow. */
+	cat.headroom = 0;
+	gpu.memory = INT64_MAX;
+	assert_int_equal(mf_cat_usable(&cat, &gpu), INT64_MAX);
+	/*
+	 * (2^63 - 1) x 0.11 = 9223372036854775807 x 11 / 100
+	 * = 101457092405402533877 / 100 = 1014570924054025338.77.
+	 */
+	cat.headroom = 0.89;
+	assert_int_equal(mf_cat_usable(&cat, &gpu), 1014570924054025338LL);
+	assert_int_equal(mf_cat_usable(NULL, &gpu), 0);
+	assert_int_equal(mf_cat_usable(&cat, NULL), 0);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_shipped_loads),
+		cmocka_unit_test(test_shipped_post_prices),
+		cmocka_unit_test(test_shipped_common_cards),
+		cmocka_unit_test(test_shipped_smallest_fit),
+		cmocka_unit_test(test_parse_defaults),
+		cmocka_unit_test(test_parse_overrides),
+		cmocka_unit_test(test_parse_boundaries),
+		cmocka_unit_test(test_parse_json),
+		cmocka_unit_test(test_parse_json_error),
+		cmocka_unit_test(test_parse_minimal_fixture),
+		cmocka_unit_test(test_parse_ten_thousand),
+		cmocka_unit_test(test_parse_too_many_gpus),
+		cmocka_unit_test(test_parse_too_big),
+		cmocka_unit_test(test_parse_null_name_and_err),
+		cmocka_unit_test(test_top_api_version),
+		cmocka_unit_test(test_top_kind),
+		cmocka_unit_test(test_top_unknown_key),
+		cmocka_unit_test(test_top_not_a_mapping),
+		cmocka_unit_test(test_top_headroom),
+		cmocka_unit_test(test_top_efficiency),
+		cmocka_unit_test(test_top_time_factors),
+		cmocka_unit_test(test_top_gpus),
+		cmocka_unit_test(test_gpu_unknown_key),
+		cmocka_unit_test(test_gpu_name),
+		cmocka_unit_test(test_gpu_duplicate_name),
+		cmocka_unit_test(test_gpu_memory),
+		cmocka_unit_test(test_gpu_price),
+		cmocka_unit_test(test_gpu_throughput),
+		cmocka_unit_test(test_gpu_max_count),
+		cmocka_unit_test(test_gpu_labels),
+		cmocka_unit_test(test_doc_syntax),
+		cmocka_unit_test(test_doc_alias_refused),
+		cmocka_unit_test(test_doc_duplicate_key),
+		cmocka_unit_test(test_doc_two_documents),
+		cmocka_unit_test(test_load_bad_fixtures),
+		cmocka_unit_test(test_load_missing),
+		cmocka_unit_test(test_load_directory),
+		cmocka_unit_test(test_load_size_cap),
+		cmocka_unit_test(test_ref_counts),
+		cmocka_unit_test(test_ref_threads),
+		cmocka_unit_test(test_find),
+		cmocka_unit_test(test_usable),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
