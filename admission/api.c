@@ -24,6 +24,8 @@ static char oom_json[] = "{\"error\":\"out of memory\",\"field\":null,"
 void
 mf_answer_free(struct mf_answer *ans)
 {
+	free(ans->fetch_url);
+	ans->fetch_url = NULL;
 	if (ans->body != oom_json)
 		free(ans->body);
 	ans->body = NULL;
@@ -137,12 +139,33 @@ mf_api_error(enum mf_answer_kind kind, const char *field, const char *message,
 		ans->kind = kind;
 }
 
+/* The model of a configUrl job from the body the caller fetched. */
+static enum mf_rc
+read_fetched(const struct mf_api *api, struct mf_job *job,
+    enum mf_answer_kind *kind, struct mf_error *err)
+{
+	struct mf_doc *doc = NULL;
+	enum mf_rc rc;
+
+	if (mf_doc_parse(api->config, api->config_len, MF_DOC_JSON, &doc,
+	    NULL) != MF_OK) {
+		*kind = MF_ANS_UPSTREAM;
+		return mf_error_set(err, MF_EINVAL, "spec.model.configUrl", 0, 0,
+		    "%.200s: not a JSON config", job->config_url);
+	}
+	rc = mf_model_read(mf_doc_root(doc), "spec.model.configUrl",
+	    &job->model, err);
+	mf_doc_free(doc);
+	return rc;
+}
+
 /* Parse body into a job; on failure ans holds the error answer. */
 static struct mf_doc *
 read_job(const struct mf_api *api, const char *body, size_t len,
     enum mf_doc_format fmt, enum mf_output out, struct mf_job *job,
     struct mf_answer *ans)
 {
+	enum mf_answer_kind kind = MF_ANS_INVALID;
 	struct mf_doc *doc = NULL;
 	struct mf_error err;
 	enum mf_rc rc;
@@ -151,13 +174,23 @@ read_job(const struct mf_api *api, const char *body, size_t len,
 	rc = mf_doc_parse(body, len, fmt, &doc, &err);
 	if (rc == MF_OK)
 		rc = mf_job_read(mf_doc_root(doc), api->models, job, &err);
-	if (rc == MF_OK && job->model_source == MF_MODEL_URL)
-		rc = mf_error_set(&err, MF_EINVAL, "spec.model.configUrl", 0, 0,
-		    "fetching model configs is not enabled here (the "
-		    "operator allows hosts with --model-host)");
+	if (rc == MF_OK && job->model_source == MF_MODEL_URL) {
+		if (api->config == NULL ||
+		    strcmp(api->config_url, job->config_url) != 0) {
+			ans->kind = MF_ANS_FETCH;
+			ans->fetch_url = strdup(job->config_url);
+			if (ans->fetch_url == NULL)
+				answer_oom(ans);
+			mf_doc_free(doc);
+			return NULL;
+		}
+		rc = read_fetched(api, job, &kind, &err);
+	}
 	if (rc == MF_OK)
 		return doc;
 	mf_answer_err(ans, rc, &err, out);
+	if (ans->kind == MF_ANS_INVALID)
+		ans->kind = kind;
 	mf_doc_free(doc);
 	return NULL;
 }
@@ -304,7 +337,8 @@ read_diagnose(const struct mf_api *api, const char *body, size_t len,
 		rc = mf_job_read(n, api->models, job, err);
 	if (rc == MF_OK && *has_job && job->model_source == MF_MODEL_URL)
 		rc = mf_error_set(err, MF_EINVAL, "job.spec.model.configUrl", 0,
-		    0, "is not supported with a diagnosis");
+		    0, "is not supported in a diagnosis; name the model or "
+		    "give its config inline");
 	return rc;
 }
 

@@ -24,7 +24,9 @@ enum mf_answer_kind {
 	MF_ANS_INVALID,  /* 400: the input is wrong; the body says where */
 	MF_ANS_TOOBIG,   /* 413 */
 	MF_ANS_INTERNAL, /* 500: out of memory */
-	MF_ANS_UPSTREAM  /* 502: a model config could not be fetched */
+	MF_ANS_UPSTREAM, /* 502: a model config could not be fetched */
+	MF_ANS_FETCH     /* the job names spec.model.configUrl: fetch
+			    fetch_url and call again with the body */
 };
 
 enum mf_verdict { MF_VERDICT_NONE, MF_VERDICT_ADMITTED, MF_VERDICT_REJECTED };
@@ -36,11 +38,16 @@ struct mf_answer {
 	const char *content_type; /* static string */
 	char job[64];             /* job name for the request log, or "" */
 	enum mf_verdict verdict;
+	char *fetch_url;          /* MF_ANS_FETCH: owned */
 };
 
 struct mf_api {
 	const struct mf_catalog *cat;    /* borrowed for the call */
 	const struct mf_models *models;  /* borrowed; may be NULL */
+	/* The body fetched from config_url, when the caller has it. */
+	const char *config_url;
+	const char *config;
+	size_t config_len;
 };
 
 /*

@@ -153,7 +153,7 @@ offline(api_fn fn, const struct opts *o)
 	struct mf_models *models = NULL;
 	struct mf_answer ans;
 	struct mf_error err;
-	struct mf_api api;
+	struct mf_api api = { NULL, NULL, NULL, NULL, 0 };
 	char *body = NULL;
 	size_t len = 0;
 	int rc = EXIT_INPUT;
@@ -169,6 +169,12 @@ offline(api_fn fn, const struct opts *o)
 	api.cat = cat;
 	api.models = models;
 	fn(&api, body, len, MF_DOC_AUTO, o->out, &ans);
+	if (ans.kind == MF_ANS_FETCH) {
+		fprintf(stderr, "memfloor: spec.model.configUrl: configs are "
+		    "fetched by the daemon (memfloor submit)\n");
+		mf_answer_free(&ans);
+		goto out;
+	}
 	fwrite(ans.body, 1, ans.len, ans.kind == MF_ANS_OK ||
 	    ans.kind == MF_ANS_REJECTED ? stdout : stderr);
 	rc = exit_for(ans.kind);
@@ -186,7 +192,7 @@ catalog_check(const char *path)
 	struct mf_catalog *cat = NULL;
 	struct mf_answer ans;
 	struct mf_error err;
-	struct mf_api api = { NULL, NULL };
+	struct mf_api api = { NULL, NULL, NULL, NULL, 0 };
 
 	if (mf_cat_load(path, &cat, &err) != MF_OK) {
 		fprintf(stderr, "%s\n", err.message);

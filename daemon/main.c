@@ -17,6 +17,7 @@
 
 #include <curl/curl.h>
 
+#include "fetch.h"
 #include "memfloord.h"
 
 #ifndef MF_DATADIR
@@ -222,7 +223,12 @@ main(int argc, char **argv)
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	raise_fd_limit();
 	curl_global_init(CURL_GLOBAL_DEFAULT);
+	if (mfd_fetch_init(cfg.model_hosts, cfg.nmodel_hosts) != 0) {
+		mfd_log(MFD_ERROR, "cannot start the config fetcher");
+		return 1;
+	}
 	rc = serve(&cfg, &set);
+	mfd_fetch_fini();
 	curl_global_cleanup();
 	mfd_state_fini();
 	return rc;

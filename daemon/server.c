@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "../admission/buf.h"
+#include "fetch.h"
 #include "memfloord.h"
 #include "tls.h"
 
@@ -53,6 +54,11 @@ struct request {
 	enum mf_verdict verdict;
 	char method[8];
 	char path[256];
+	/* spec.model.configUrl: what the fetcher brought back */
+	struct MHD_Connection *conn;
+	char *fetch_url;
+	int fetched;          /* the fetcher called back */
+	struct mfd_fetch_result fetch;
 };
 
 static struct MHD_Daemon *daemon_;
@@ -63,10 +69,16 @@ static atomic_int draining;
 /* --- handlers -------------------------------------------------------- */
 
 static struct mf_api
-api_begin(void)
+api_begin(const struct request *r)
 {
-	struct mf_api api = { mfd_state_catalog(), mfd_state_models() };
+	struct mf_api api = { mfd_state_catalog(), mfd_state_models(),
+		NULL, NULL, 0 };
 
+	if (r->fetched && r->fetch.status == MFD_FETCH_OK) {
+		api.config_url = r->fetch_url;
+		api.config = r->fetch.body;
+		api.config_len = r->fetch.len;
+	}
 	return api;
 }
 
@@ -79,7 +91,7 @@ api_end(struct mf_api *api)
 static void
 do_admit(struct request *r, struct MHD_Connection *c, struct mf_answer *ans)
 {
-	struct mf_api api = api_begin();
+	struct mf_api api = api_begin(r);
 
 	(void)c;
 	mf_api_admit(&api, r->body.data, r->body.len, r->fmt, r->out, ans);
@@ -90,7 +102,7 @@ static void
 do_estimate(struct request *r, struct MHD_Connection *c,
     struct mf_answer *ans)
 {
-	struct mf_api api = api_begin();
+	struct mf_api api = api_begin(r);
 
 	(void)c;
 	mf_api_estimate(&api, r->body.data, r->body.len, r->fmt, r->out, ans);
@@ -101,7 +113,7 @@ static void
 do_diagnose(struct request *r, struct MHD_Connection *c,
     struct mf_answer *ans)
 {
-	struct mf_api api = api_begin();
+	struct mf_api api = api_begin(r);
 
 	(void)c;
 	mf_api_diagnose(&api, r->body.data, r->body.len, r->fmt, r->out, ans);
@@ -112,7 +124,7 @@ static void
 do_catalog(struct request *r, struct MHD_Connection *c,
     struct mf_answer *ans)
 {
-	struct mf_api api = api_begin();
+	struct mf_api api = api_begin(r);
 
 	mf_api_catalog(&api, MHD_lookup_connection_value(c,
 	    MHD_GET_ARGUMENT_KIND, "minMemory"), r->out, ans);
@@ -122,7 +134,7 @@ do_catalog(struct request *r, struct MHD_Connection *c,
 static void
 do_models(struct request *r, struct MHD_Connection *c, struct mf_answer *ans)
 {
-	struct mf_api api = { NULL, mfd_state_models() };
+	struct mf_api api = { NULL, mfd_state_models(), NULL, NULL, 0 };
 
 	(void)c;
 	mf_api_models(&api, r->out, ans);
@@ -378,6 +390,52 @@ early_status(struct MHD_Connection *c, struct request *r, const char *method,
 	return 0;
 }
 
+static int
+fetch_status(enum mfd_fetch_status st)
+{
+	return st == MFD_FETCH_DENIED || st == MFD_FETCH_BADURL ?
+	    MHD_HTTP_BAD_REQUEST : MHD_HTTP_BAD_GATEWAY;
+}
+
+/* Runs on the fetcher thread. */
+static void
+on_fetched(void *arg, struct mfd_fetch_result *res)
+{
+	struct request *r = arg;
+
+	r->fetch = *res;
+	r->fetched = 1;
+	MHD_resume_connection(r->conn);
+}
+
+/*
+ * The job's config is at a URL: answer from the cache, or park the
+ * connection until the fetcher is done; MHD calls on_request again then.
+ */
+static enum MHD_Result
+fetch_first(struct MHD_Connection *c, struct request *r,
+    struct mf_answer *ans)
+{
+	struct mf_answer again;
+	char why[256];
+
+	r->fetch_url = ans->fetch_url;
+	ans->fetch_url = NULL;
+	mf_answer_free(ans);
+	if (mfd_fetch_allowed(r->fetch_url, why, sizeof(why)) != MFD_FETCH_OK)
+		return send_error(c, r, MHD_HTTP_BAD_REQUEST,
+		    "spec.model.configUrl", why);
+	if (mfd_fetch_cached(r->fetch_url, &r->fetch)) {
+		r->fetched = 1;
+		r->route->fn(r, c, &again);
+		return send_answer(c, r, http_status(again.kind), &again);
+	}
+	r->conn = c;
+	MHD_suspend_connection(c);
+	mfd_fetch_start(r->fetch_url, on_fetched, r);
+	return MHD_YES;
+}
+
 static struct request *
 begin(struct MHD_Connection *c, const char *url, const char *method)
 {
@@ -433,7 +491,12 @@ on_request(void *cls, struct MHD_Connection *c, const char *url,
 	if (r->route->body != BODY_NONE && r->body.data == NULL)
 		return send_error(c, r, MHD_HTTP_BAD_REQUEST, NULL,
 		    "the body is empty");
+	if (r->fetched && r->fetch.status != MFD_FETCH_OK)
+		return send_error(c, r, fetch_status(r->fetch.status),
+		    "spec.model.configUrl", r->fetch.message);
 	r->route->fn(r, c, &ans);
+	if (ans.kind == MF_ANS_FETCH && !r->fetched)
+		return fetch_first(c, r, &ans);
 	status = r->early != 0 ? r->early : http_status(ans.kind);
 	return send_answer(c, r, status, &ans);
 }
@@ -470,6 +533,8 @@ on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	    us);
 	mfd_metrics_admission(r->verdict);
 	mf_buf_free(&r->body);
+	free(r->fetch_url);
+	free(r->fetch.body);
 	free(r);
 	*con_cls = NULL;
 	atomic_fetch_sub(&in_flight, 1);
