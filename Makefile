@@ -34,15 +34,17 @@ LDLIBS   = $(PKG_LIBS) -lm
 
 LIB_SRC    = $(wildcard admission/*.c catalog/*.c)
 LIB_OBJ    = $(LIB_SRC:%.c=$(BUILD)/%.o)
-DAEMON_OBJ = $(patsubst %.c,$(BUILD)/%.o,$(wildcard daemon/*.c))
+DAEMON_OBJ = $(patsubst %.c,$(BUILD)/%.o,$(filter-out daemon/main.c,$(wildcard daemon/*.c)))
 CLI_OBJ    = $(patsubst %.c,$(BUILD)/%.o,$(wildcard cli/*.c))
 HARNESS_OBJ = $(patsubst %.c,$(BUILD)/%.o,$(wildcard tests/harness*.c))
 UNIT       = $(patsubst tests/%.c,$(BUILD)/%,$(wildcard tests/test_*.c))
 INTEG      = $(patsubst tests/%.c,$(BUILD)/%,$(wildcard tests/it_*.c))
 LIB        = $(BUILD)/libmemfloor.a
+DLIB       = $(BUILD)/libmemfloord.a
+FUZZ       = $(patsubst tests/%.c,%,$(wildcard tests/fuzz_*.c))
 DEPSTAMP   = $(BUILD)/.deps
 
-.PHONY: all deps run test unit integration sanitize lint bench fuzz install clean
+.PHONY: all deps run test unit integration sanitize lint bench fuzz install clean examples
 .DELETE_ON_ERROR:
 
 PROGRAMS   = $(BUILD)/memfloord $(if $(CLI_OBJ),$(BUILD)/memfloor)
@@ -78,16 +80,19 @@ $(BUILD)/%.o: %.c | $(DEPSTAMP)
 $(LIB): $(LIB_OBJ)
 	rm -f $@ && $(AR) rcs $@ $^
 
-$(BUILD)/memfloord: $(DAEMON_OBJ) $(LIB)
+$(DLIB): $(DAEMON_OBJ)
+	rm -f $@ && $(AR) rcs $@ $^
+
+$(BUILD)/memfloord: $(BUILD)/daemon/main.o $(DLIB) $(LIB)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/memfloor: $(CLI_OBJ) $(LIB)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/test_%: $(BUILD)/tests/test_%.o $(LIB)
+$(BUILD)/test_%: $(BUILD)/tests/test_%.o $(DLIB) $(LIB)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS) $(TEST_LIBS)
 
-$(BUILD)/it_%: $(BUILD)/tests/it_%.o $(HARNESS_OBJ) $(LIB)
+$(BUILD)/it_%: $(BUILD)/tests/it_%.o $(HARNESS_OBJ) $(DLIB) $(LIB)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS) $(TEST_LIBS)
 
 run: all
@@ -114,6 +119,27 @@ sanitize:
 	$(MAKE) --no-print-directory BUILD=build/asan OPT="-O1 -g" \
 	  SAN="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
 	  unit integration
+
+# libFuzzer harnesses, built with clang against the library's sources.
+# Each runs FUZZ_SECONDS from its seed corpus (tests/corpus/NAME, read
+# only); what it finds lands in build/fuzz/.
+FUZZ_SECONDS ?= 60
+FUZZ_CC      ?= clang
+FUZZ_FLAGS    = -g -O1 -fsanitize=fuzzer,address,undefined \
+                -fno-sanitize-recover=all $(CPPFLAGS) -std=c11
+fuzz: $(DEPSTAMP)
+	@command -v $(FUZZ_CC) >/dev/null || { echo "fuzz: needs clang"; exit 1; }
+	@mkdir -p build/fuzz
+	@set -e; for f in $(FUZZ); do \
+	  echo "== $$f ($(FUZZ_SECONDS) s)"; \
+	  $(FUZZ_CC) $(FUZZ_FLAGS) $(PKG_CFLAGS) -o build/fuzz/$$f tests/$$f.c \
+	    $(LIB_SRC) $(filter-out daemon/main.c,$(wildcard daemon/*.c)) \
+	    $(PKG_LIBS) -lm -pthread; \
+	  name=$${f#fuzz_}; mkdir -p build/fuzz/$$name; \
+	  build/fuzz/$$f -max_total_time=$(FUZZ_SECONDS) -timeout=10 \
+	    -artifact_prefix=build/fuzz/$$name- build/fuzz/$$name \
+	    tests/corpus/$$name 2>&1 | tail -2; \
+	done
 
 lint:
 	clang-format --dry-run --Werror $(wildcard */*.c */*.h)

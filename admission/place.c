@@ -13,6 +13,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "qty.h"
@@ -25,6 +26,12 @@ struct option {
 	int64_t count;
 	int64_t need;
 	double time_factor;
+	/*
+	 * Cost on a card is k * hourlyPrice / relativeThroughput: with
+	 * speed = thr * c * eff^log2(c), cost = refH * tf / speed * price * c
+	 * = (refH * tf / eff^log2(c)) * price / thr.
+	 */
+	double k;
 };
 
 struct search {
@@ -182,18 +189,14 @@ static void
 candidate(const struct search *s, const struct mf_gpu *g,
     const struct option *o, struct mf_placement *p)
 {
-	double c = (double)o->count;
-	double speed = g->throughput * c *
-	    pow(s->cat->multi_gpu_efficiency, log2(c));
-
 	p->gpu = g;
 	p->count = o->count;
 	p->fixes = o->fixes;
 	p->need = o->need;
 	p->spare = (double)(g->memory - o->need) / (double)g->memory;
-	p->hourly_price = g->hourly_price * c;
-	p->hours = s->ref_hours * o->time_factor / speed;
-	p->cost = p->hours * p->hourly_price;
+	p->hourly_price = g->hourly_price * (double)o->count;
+	p->cost = o->k * g->hourly_price / g->throughput;
+	p->hours = o->k / (g->throughput * (double)o->count);
 	p->cost_per_ref_hour = p->cost / s->ref_hours;
 }
 
@@ -209,30 +212,31 @@ violated(const struct mf_job *job, const struct mf_placement *p)
 	return MF_LIMIT_NONE;
 }
 
-/* Best candidate of card g over the options [from, to); 0 if none. */
+/*
+ * Best candidate of card g over the options [from, to), which are sorted
+ * so that on any one card the first that fits within the limits ranks
+ * best; 0 if none does.
+ */
 static int
 best_on(struct search *s, const struct mf_gpu *g, size_t from, size_t to,
     struct mf_placement *best)
 {
-	struct mf_placement p;
-	int found = 0;
+	int fit_seen = 0;
 
 	for (size_t i = from; i < to; i++) {
 		if (!fits(s, g, &s->opt[i]))
 			continue;
-		candidate(s, g, &s->opt[i], &p);
-		if (!s->have_fit || rank(&p, &s->cheapest_fit) < 0) {
-			s->cheapest_fit = p;
+		candidate(s, g, &s->opt[i], best);
+		if (!fit_seen && (!s->have_fit ||
+		    rank(best, &s->cheapest_fit) < 0)) {
+			s->cheapest_fit = *best;
 			s->have_fit = 1;
 		}
-		if (violated(s->job, &p) != MF_LIMIT_NONE)
-			continue;
-		if (!found || rank(&p, best) < 0) {
-			*best = p;
-			found = 1;
-		}
+		fit_seen = 1;
+		if (violated(s->job, best) == MF_LIMIT_NONE)
+			return 1;
 	}
-	return found;
+	return 0;
 }
 
 /* Insert p into the ranked list top[0..*n), keeping at most max. */
@@ -262,6 +266,31 @@ need_of(const struct mf_job *job, unsigned fixes, int64_t count,
 	*w = job->work;
 	mf_fix_apply(w, fixes, count);
 	return mf_est_compute(&job->model, w, est);
+}
+
+static double
+cost_factor(const struct search *s, double tf, int64_t count)
+{
+	return s->ref_hours * tf /
+	    pow(s->cat->multi_gpu_efficiency, log2((double)count));
+}
+
+/* Option order: on one card, rank() order (cost, fixes, spare, count). */
+static int
+by_rank(const void *pa, const void *pb)
+{
+	const struct option *a = pa, *b = pb;
+	double tol = 1e-9 * fmax(a->k, b->k);
+
+	if (fabs(a->k - b->k) > tol)
+		return a->k < b->k ? -1 : 1;
+	if (nfixes(a->fixes) != nfixes(b->fixes))
+		return nfixes(a->fixes) - nfixes(b->fixes);
+	if (a->need != b->need)
+		return a->need < b->need ? -1 : 1;
+	if (a->count != b->count)
+		return a->count < b->count ? -1 : 1;
+	return 0;
 }
 
 static int
@@ -322,6 +351,7 @@ add_fixset(struct search *s, unsigned fixes, struct mf_error *err)
 		o.count = c;
 		o.need = est.per_gpu;
 		o.time_factor = time_factor(s->cat, fixes);
+		o.k = cost_factor(s, o.time_factor, c);
 		add_option(s, &o);
 	}
 	return MF_OK;
@@ -346,7 +376,7 @@ list_options(struct search *s, struct mf_error *err)
 
 	if (job->model_source == MF_MODEL_NONE) {
 		s->opt[0] = (struct option){ 0, job->count, job->min_memory,
-			1.0 };
+			1.0, cost_factor(s, 1.0, job->count) };
 		s->nopt = 1;
 		return MF_OK;
 	}
@@ -361,6 +391,7 @@ list_options(struct search *s, struct mf_error *err)
 		if (rc != MF_OK || sub == 0)
 			break;
 	}
+	qsort(s->opt, s->nopt, sizeof(s->opt[0]), by_rank);
 	return rc;
 }
 
@@ -429,17 +460,19 @@ fix_entry(struct search *s, enum mf_fix fix, unsigned fixes,
 	int64_t lo = job->count, hi = job->count;
 	struct mf_workload w;
 	struct mf_estimate est;
-	struct option o = { fixes, job->count, 0, time_factor(s->cat, fixes) };
+	struct option o = { fixes, job->count, 0, time_factor(s->cat, fixes),
+		0 };
 
 	if (fix == MF_FIX_FSDP && !job->count_given) {
 		lo = 2;
-		hi = max_count(s->cat);
+		hi = max_count(s->cat) < 2 ? 2 : max_count(s->cat);
 	}
 	/* fsdp: the fewest GPUs that fit, else the most there are. */
 	for (o.count = lo; o.count <= hi; o.count++) {
 		if (need_of(job, fixes, o.count, &w, &est) != MF_OK)
 			return MF_ERANGE;
 		o.need = est.per_gpu;
+		o.k = cost_factor(s, o.time_factor, o.count);
 		if (fits_anywhere(s, &o))
 			break;
 	}
