@@ -95,6 +95,9 @@ $(BUILD)/test_%: $(BUILD)/tests/test_%.o $(DLIB) $(LIB)
 $(BUILD)/it_%: $(BUILD)/tests/it_%.o $(HARNESS_OBJ) $(DLIB) $(LIB)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS) $(TEST_LIBS)
 
+$(BUILD)/bench_%: $(BUILD)/tests/bench_%.o $(LIB)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
 run: all
 	$(BUILD)/memfloord -d -f catalog/gpus.yaml -m catalog/models
 
@@ -119,6 +122,9 @@ sanitize:
 	$(MAKE) --no-print-directory BUILD=build/asan OPT="-O1 -g" \
 	  SAN="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
 	  unit integration
+
+bench: all $(BUILD)/bench_place
+	$(TESTENV) BENCH_PLACE=$(abspath $(BUILD)/bench_place) sh tests/bench.sh
 
 # libFuzzer harnesses, built with clang against the library's sources.
 # Each runs FUZZ_SECONDS from its seed corpus (tests/corpus/NAME, read

@@ -1,0 +1,115 @@
+#!/bin/sh
+# make bench: memfloord against nginx on the same machine, same run.
+#
+# nginx answers every POST with a static 200 of the same size as
+# memfloord's decision; wrk drives both with the same connection counts
+# and POST bodies.  Prints requests per second, p50 and p99 latency, and
+# the ratio memfloord / nginx.  Then the in-process placement benchmark.
+set -eu
+top=${MF_TOP:-$(pwd)}
+daemon=${MEMFLOORD:-$top/build/memfloord}
+secs=${BENCH_SECONDS:-10}
+conns=${BENCH_CONNECTIONS:-"16 64"}
+threads=${BENCH_THREADS:-2}
+
+need() {
+	command -v "$1" >/dev/null 2>&1 && return
+	if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+		echo "bench: installing $2"
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$2" \
+		    >/dev/null 2>&1 || { apt-get update -qq >/dev/null &&
+		    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$2" \
+		    >/dev/null; }
+	fi
+	command -v "$1" >/dev/null 2>&1 ||
+	    { echo "bench: needs $1 (apt-get install $2)"; exit 1; }
+}
+need wrk wrk
+[ -x /usr/sbin/nginx ] || need nginx nginx-light
+nginx=/usr/sbin/nginx
+
+work=$(mktemp -d)
+dpid=
+cleanup() {
+	[ -n "$dpid" ] && kill "$dpid" 2>/dev/null || true
+	[ -f "$work/nginx.pid" ] && kill "$(cat "$work/nginx.pid")" 2>/dev/null || true
+	rm -rf "$work"
+}
+trap cleanup EXIT INT TERM
+
+"$daemon" -d -l 127.0.0.1:0 -f "$top/catalog/gpus.yaml" \
+    -m "$top/catalog/models" 2>"$work/daemon.log" &
+dpid=$!
+for _ in $(seq 100); do
+	mport=$(sed -n 's/.*listening on .* port \([0-9]*\).*/\1/p' "$work/daemon.log")
+	[ -n "$mport" ] && break
+	sleep 0.05
+done
+[ -n "$mport" ] || { cat "$work/daemon.log"; exit 1; }
+
+# A free port for nginx: bind to 0 in python, release, reuse.
+nport=$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
+
+run_wrk() { # url body-file
+	cat >"$work/post.lua" <<LUA
+local f = io.open("$2", "rb")
+wrk.method = "POST"
+wrk.body = f:read("*a")
+f:close()
+wrk.headers["Content-Type"] = "application/yaml"
+LUA
+	wrk -t "$threads" -c "$3" -d "${secs}s" --latency -s "$work/post.lua" "$1" \
+	    >"$work/wrk.out" 2>&1
+	rps=$(awk '/^Requests\/sec/ {print $2}' "$work/wrk.out")
+	p50=$(awk '$1 == "50%" {print $2}' "$work/wrk.out")
+	p99=$(awk '$1 == "99%" {print $2}' "$work/wrk.out")
+	errs=$(awk '/Non-2xx|Socket errors/ {print}' "$work/wrk.out" | tr '\n' ' ')
+	echo "$rps $p50 $p99 $errs"
+}
+
+printf '%-24s %5s %12s %9s %9s %12s %9s %9s %7s\n' manifest conns \
+    memfloord p50 p99 nginx p50 p99 ratio
+for manifest in min-memory-88Gi llama-8b-8bit-admit; do
+	body="$top/examples/$manifest.yaml"
+	size=$(curl -s --data-binary @"$body" -H 'Content-Type: application/yaml' \
+	    -o "$work/answer" -w '%{size_download}' "http://127.0.0.1:$mport/v1/admit")
+	python3 -c "import sys; sys.stdout.write('x' * $size)" >"$work/static"
+	cat >"$work/nginx.conf" <<NGINX
+worker_processes auto;
+pid $work/nginx.pid;
+error_log $work/nginx.err;
+events { worker_connections 4096; }
+http {
+	access_log off;
+	client_body_temp_path $work;
+	proxy_temp_path $work;
+	fastcgi_temp_path $work;
+	uwsgi_temp_path $work;
+	scgi_temp_path $work;
+	server {
+		listen 127.0.0.1:$nport;
+		location / {
+			default_type application/json;
+			return 200 '$(cat "$work/static")';
+		}
+	}
+}
+NGINX
+	$nginx -c "$work/nginx.conf" -p "$work" 2>/dev/null
+	sleep 0.2
+	for c in $conns; do
+		set -- $(run_wrk "http://127.0.0.1:$mport/v1/admit" "$body" "$c")
+		mrps=$1 mp50=$2 mp99=$3
+		set -- $(run_wrk "http://127.0.0.1:$nport/v1/admit" "$body" "$c")
+		nrps=$1 np50=$2 np99=$3
+		ratio=$(python3 -c "print('%.2f' % ($mrps / $nrps))")
+		printf '%-24s %5s %12s %9s %9s %12s %9s %9s %7s\n' "$manifest" \
+		    "$c" "$mrps" "$mp50" "$mp99" "$nrps" "$np50" "$np99" "$ratio"
+	done
+	kill "$(cat "$work/nginx.pid")"
+	sleep 0.2
+done
+echo
+echo "answer size ${size} bytes; wrk -t $threads, ${secs} s per run; $(nproc) cores"
+echo
+"${BENCH_PLACE:-$top/build/bench_place}"

@@ -1,0 +1,145 @@
+/*
+ * bench_place: estimates and placements per second, in process.
+ *
+ * The placement benchmark runs on a generated catalogue of 10,000 GPU
+ * types with every fix allowed, and reports against a reference run in
+ * the same invocation: the same catalogue with a plain minMemory job (one
+ * option, no fixes), i.e. one scan of the cards.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../admission/buf.h"
+#include "../admission/doc.h"
+#include "../admission/manifest.h"
+#include "../admission/place.h"
+#include "../catalog/catalog.h"
+
+#define NGPUS 10000
+
+static double
+now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Cards from 8 to 200 GB at prices and speeds that keep no card dominant. */
+static struct mf_catalog *
+generate(void)
+{
+	struct mf_catalog *cat = NULL;
+	struct mf_error err;
+	struct mf_buf b;
+
+	mf_buf_init(&b, 64u << 20);
+	mf_buf_printf(&b, "apiVersion: memfloor.dev/v1\nkind: GpuCatalog\n"
+	    "gpus:\n");
+	srand(1);
+	for (int i = 0; i < NGPUS; i++) {
+		int gb = 8 + rand() % 193;
+		double thr = 0.05 + (double)(rand() % 2500) / 1000.0;
+
+		mf_buf_printf(&b, "  - {name: gpu-%05d, memory: %dG, "
+		    "hourlyPrice: %.3f, relativeThroughput: %.3f, maxCount: %d}"
+		    "\n", i, gb, thr * (0.8 + (double)(rand() % 100) / 100.0) *
+		    (1 + gb / 100.0), thr, 1 << (rand() % 4));
+	}
+	if (b.rc != MF_OK || mf_cat_parse(b.data, b.len, "generated", &cat,
+	    &err) != MF_OK) {
+		fprintf(stderr, "bench: catalogue: %s\n", err.message);
+		exit(1);
+	}
+	mf_buf_free(&b);
+	return cat;
+}
+
+static void
+read_job(const char *text, const struct mf_models *models,
+    struct mf_doc **doc, struct mf_job *job)
+{
+	struct mf_error err;
+
+	if (mf_doc_parse(text, strlen(text), MF_DOC_YAML, doc, &err) != MF_OK ||
+	    mf_job_read(mf_doc_root(*doc), models, job, &err) != MF_OK) {
+		fprintf(stderr, "bench: job: %s\n", err.message);
+		exit(1);
+	}
+}
+
+/* Seconds per call of mf_place, over at least min_seconds. */
+static double
+time_place(const struct mf_job *job, const struct mf_catalog *cat,
+    double min_seconds, int *admitted)
+{
+	struct mf_decision d;
+	struct mf_error err;
+	double t0 = now(), t;
+	long n = 0;
+
+	do {
+		if (mf_place(job, cat, &d, &err) != MF_OK)
+			exit(1);
+		n++;
+		t = now() - t0;
+	} while (t < min_seconds);
+	*admitted = d.admitted;
+	return t / (double)n;
+}
+
+int
+main(void)
+{
+	static const char full[] = "apiVersion: memfloor.dev/v1\nkind: Job\n"
+	    "metadata: {name: bench}\nspec:\n  model: {name: "
+	    "meta-llama/Llama-3.1-8B}\n  workload: {sequenceLength: 4096}\n"
+	    "  duration: {referenceHours: 12}\n  allowedFixes: [sdpa, "
+	    "microbatch, autocast, checkpointing, adam8bit, lora, qlora, fsdp]\n";
+	static const char floor[] = "apiVersion: memfloor.dev/v1\nkind: Job\n"
+	    "metadata: {name: bench}\nspec:\n  resources: {gpu: {minMemory: "
+	    "88Gi}}\n  duration: {referenceHours: 12}\n";
+	struct mf_models *models;
+	struct mf_catalog *cat;
+	struct mf_doc *d1, *d2;
+	struct mf_job fixes_job, floor_job;
+	struct mf_estimate est;
+	struct mf_error err;
+	double t0, est_s, fix_s, ref_s;
+	int a1, a2;
+	long n = 0;
+
+	if (mf_models_load("catalog/models", &models, &err) != MF_OK) {
+		fprintf(stderr, "bench: %s (run from the repo root)\n",
+		    err.message);
+		return 1;
+	}
+	cat = generate();
+	read_job(full, models, &d1, &fixes_job);
+	read_job(floor, models, &d2, &floor_job);
+	t0 = now();
+	do {
+		for (int i = 0; i < 1000; i++, n++)
+			mf_est_compute(&fixes_job.model, &fixes_job.work, &est);
+	} while (now() - t0 < 1.0);
+	est_s = (now() - t0) / (double)n;
+	ref_s = time_place(&floor_job, cat, 2.0, &a2);
+	fix_s = time_place(&fixes_job, cat, 2.0, &a1);
+	printf("estimates per second:                 %12.0f\n", 1 / est_s);
+	printf("placement, 10,000 GPUs, minMemory:    %9.1f us  (reference)\n",
+	    ref_s * 1e6);
+	printf("placement, 10,000 GPUs, all fixes:    %9.1f us  (%.2fx the "
+	    "reference; target < 1000 us: %s)\n", fix_s * 1e6, fix_s / ref_s,
+	    fix_s < 1e-3 ? "met" : "missed");
+	printf("placements per second with fixes:     %12.0f\n", 1 / fix_s);
+	if (!a1 || !a2)
+		printf("warning: a benchmark job was not admitted\n");
+	mf_doc_free(d1);
+	mf_doc_free(d2);
+	mf_cat_unref(cat);
+	mf_models_free(models);
+	return 0;
+}
