@@ -97,6 +97,22 @@ mf_answer_json(struct mf_answer *ans, enum mf_answer_kind kind, json_t *j,
 	    MF_OUT_JSON);
 }
 
+/* Take JSON text (malloc'd, NULL for failure); YAML is converted. */
+static void
+answer_jtext(struct mf_answer *ans, enum mf_answer_kind kind, char *text,
+    enum mf_output out)
+{
+	json_t *j;
+
+	if (text == NULL || out != MF_OUT_YAML) {
+		set_body(ans, kind, text, MF_OUT_JSON);
+		return;
+	}
+	j = json_loads(text, 0, NULL);
+	free(text);
+	mf_answer_json(ans, kind, j, out);
+}
+
 static enum mf_answer_kind
 kind_of(enum mf_rc rc)
 {
@@ -123,7 +139,7 @@ mf_answer_err(struct mf_answer *ans, enum mf_rc rc, const struct mf_error *err,
 		set_body(ans, kind_of(rc), t, MF_OUT_TEXT);
 		return;
 	}
-	mf_answer_json(ans, kind_of(rc), mf_render_error(err), out);
+	answer_jtext(ans, kind_of(rc), mf_json_error(err), out);
 }
 
 void
@@ -229,7 +245,7 @@ mf_api_admit(const struct mf_api *api, const char *body, size_t len,
 	if (out == MF_OUT_TEXT)
 		mf_answer_text(ans, kind, mf_text_decision(&job, d));
 	else
-		mf_answer_json(ans, kind, mf_render_decision(&job, d, api->cat),
+		answer_jtext(ans, kind, mf_json_decision(&job, d, api->cat),
 		    out);
 	ans->verdict = d->admitted ? MF_VERDICT_ADMITTED : MF_VERDICT_REJECTED;
 out:
@@ -263,8 +279,8 @@ mf_api_estimate(const struct mf_api *api, const char *body, size_t len,
 		mf_answer_text(ans, MF_ANS_OK,
 		    mf_text_estimate(&job, &est, api->cat));
 	} else {
-		mf_answer_json(ans, MF_ANS_OK,
-		    mf_render_estimate(&job, &est, api->cat), out);
+		answer_jtext(ans, MF_ANS_OK,
+		    mf_json_estimate(&job, &est, api->cat), out);
 	}
 	mf_doc_free(doc);
 }
@@ -292,8 +308,8 @@ mf_api_catalog(const struct mf_api *api, const char *min_memory,
 	if (out == MF_OUT_TEXT)
 		mf_answer_text(ans, MF_ANS_OK, mf_text_catalog(api->cat, floor));
 	else
-		mf_answer_json(ans, MF_ANS_OK,
-		    mf_render_catalog(api->cat, floor, (int)f), out);
+		answer_jtext(ans, MF_ANS_OK,
+		    mf_json_catalog(api->cat, floor, (int)f), out);
 }
 
 void
@@ -304,8 +320,7 @@ mf_api_models(const struct mf_api *api, enum mf_output out,
 	if (out == MF_OUT_TEXT)
 		mf_answer_text(ans, MF_ANS_OK, mf_text_models(api->models));
 	else
-		mf_answer_json(ans, MF_ANS_OK, mf_render_models(api->models),
-		    out);
+		answer_jtext(ans, MF_ANS_OK, mf_json_models(api->models), out);
 }
 
 /* The JSON form of a diagnose body: message and, optionally, a job. */

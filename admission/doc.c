@@ -692,9 +692,18 @@ mf_node_map(const struct mf_node *n, const char *path,
 char *
 mf_path(char *buf, size_t size, const char *parent, const char *key)
 {
-	if (parent == NULL || parent[0] == '\0')
-		snprintf(buf, size, "%s", key);
-	else
-		snprintf(buf, size, "%s.%s", parent, key);
+	size_t p = parent ? strlen(parent) : 0, k = strlen(key), n = 0;
+
+	if (size == 0)
+		return buf;
+	if (p > 0 && p + 1 < size) {
+		memcpy(buf, parent, p);
+		buf[p] = '.';
+		n = p + 1;
+	}
+	if (k > size - 1 - n)
+		k = size - 1 - n;
+	memcpy(buf + n, key, k);
+	buf[n + k] = '\0';
 	return buf;
 }

@@ -7,6 +7,7 @@
 #include <strings.h>
 
 #include "buf.h"
+#include "jw.h"
 #include "qty.h"
 
 #define TEXT_MAX (4u << 20)
@@ -49,201 +50,210 @@ mf_fix_code(enum mf_fix fix)
 	return (unsigned)fix < MF_FIX_COUNT ? changes[fix].code : NULL;
 }
 
-static json_t *
-quantity(int64_t bytes, int format)
+#define JSON_MAX (16u << 20)
+
+static void
+quantity(struct mf_jw *w, const char *key, int64_t bytes, int format)
 {
 	char q[MF_QTY_STRMAX];
 
 	mf_qty_format(bytes, (enum mf_qty_format)format, q, sizeof(q));
-	return json_string(q);
+	mf_jw_str(w, key, q);
 }
 
-static double
-round_to(double v, double unit)
+static void
+fix_list(struct mf_jw *w, const char *key, unsigned fixes)
 {
-	return round(v / unit) * unit;
+	mf_jw_open(w, key, '[');
+	for (int f = 0; f < MF_FIX_COUNT; f++)
+		if (fixes & MF_FIXBIT(f))
+			mf_jw_str(w, NULL, mf_fix_name(f));
+	mf_jw_close(w, ']');
 }
 
-static json_t *
-fix_list(unsigned fixes)
+static void
+labels(struct mf_jw *w, const struct mf_gpu *g)
 {
-	json_t *a = json_array();
-
-	for (int f = 0; a != NULL && f < MF_FIX_COUNT; f++)
-		if ((fixes & MF_FIXBIT(f)) &&
-		    json_array_append_new(a, json_string(mf_fix_name(f))) < 0) {
-			json_decref(a);
-			return NULL;
-		}
-	return a;
-}
-
-static json_t *
-labels(const struct mf_gpu *g)
-{
-	json_t *o = json_object();
-
-	for (size_t i = 0; o != NULL && i < g->nlabels; i++)
-		if (json_object_set_new(o, g->labels[i].key,
-		    json_string(g->labels[i].value)) < 0) {
-			json_decref(o);
-			return NULL;
-		}
-	return o;
+	mf_jw_open(w, "labels", '{');
+	for (size_t i = 0; i < g->nlabels; i++)
+		mf_jw_str(w, g->labels[i].key, g->labels[i].value);
+	mf_jw_close(w, '}');
 }
 
 /* Hours and cost are null when the job has no referenceHours. */
-static json_t *
-placement(const struct mf_job *job, const struct mf_placement *p)
+static void
+placement(struct mf_jw *w, const char *key, const struct mf_job *job,
+    const struct mf_placement *p)
 {
 	int timed = job->reference_hours > 0;
 
-	return json_pack("{s:s, s:I, s:o, s:I, s:f, s:f, s:o, s:o, s:f, "
-	    "s:o, s:o}",
-	    "gpu", p->gpu->name, "count", (json_int_t)p->count,
-	    "memory", quantity(p->gpu->memory, p->gpu->memory_format),
-	    "memoryBytes", (json_int_t)p->gpu->memory,
-	    "spareFraction", round_to(p->spare, 1e-4),
-	    "hourlyPrice", round_to(p->hourly_price, 1e-4),
-	    "hours", timed ? json_real(round_to(p->hours, 1e-3)) : json_null(),
-	    "cost", timed ? json_real(round_to(p->cost, 1e-2)) : json_null(),
-	    "costPerReferenceHour", round_to(p->cost_per_ref_hour, 1e-4),
-	    "fixes", fix_list(p->fixes), "labels", labels(p->gpu));
+	mf_jw_open(w, key, '{');
+	mf_jw_str(w, "gpu", p->gpu->name);
+	mf_jw_int(w, "count", p->count);
+	quantity(w, "memory", p->gpu->memory, p->gpu->memory_format);
+	mf_jw_int(w, "memoryBytes", p->gpu->memory);
+	mf_jw_num(w, "spareFraction", p->spare, 4);
+	mf_jw_num(w, "hourlyPrice", p->hourly_price, 4);
+	if (timed) {
+		mf_jw_num(w, "hours", p->hours, 3);
+		mf_jw_num(w, "cost", p->cost, 2);
+	} else {
+		mf_jw_null(w, "hours");
+		mf_jw_null(w, "cost");
+	}
+	mf_jw_num(w, "costPerReferenceHour", p->cost_per_ref_hour, 4);
+	fix_list(w, "fixes", p->fixes);
+	labels(w, p->gpu);
+	mf_jw_close(w, '}');
 }
 
-static json_t *
-placements(const struct mf_job *job, const struct mf_placement *p, size_t n)
+static void
+manifest_change(struct mf_jw *w, const struct mf_fix_option *e)
 {
-	json_t *a = json_array();
-
-	for (size_t i = 0; a != NULL && i < n; i++)
-		if (json_array_append_new(a, placement(job, &p[i])) < 0) {
-			json_decref(a);
-			return NULL;
-		}
-	return a;
-}
-
-static json_t *
-manifest_change(const struct mf_fix_option *e)
-{
-	json_t *o = json_object();
-	char gpus[24];
-
-	snprintf(gpus, sizeof(gpus), "%lld", (long long)e->gpus);
-	for (int f = 0; o != NULL && f < MF_FIX_COUNT; f++) {
-		const char *v = changes[f].value ? changes[f].value : gpus;
+	mf_jw_open(w, "manifestChange", '{');
+	for (int f = 0; f < MF_FIX_COUNT; f++) {
+		const char *v = changes[f].value;
 
 		if (!(e->fixes & MF_FIXBIT(f)))
 			continue;
-		if (json_object_set_new(o, changes[f].manifest,
-		    strcmp(v, "true") == 0 ? json_true() :
-		    strspn(v, "0123456789") == strlen(v) ?
-		    json_integer(strtoll(v, NULL, 10)) : json_string(v)) < 0) {
-			json_decref(o);
-			return NULL;
-		}
+		if (v == NULL)
+			mf_jw_int(w, changes[f].manifest, e->gpus);
+		else if (strcmp(v, "true") == 0)
+			mf_jw_bool(w, changes[f].manifest, 1);
+		else if (strcmp(v, "1") == 0)
+			mf_jw_int(w, changes[f].manifest, 1);
+		else
+			mf_jw_str(w, changes[f].manifest, v);
 	}
-	return o;
+	mf_jw_close(w, '}');
 }
 
-static json_t *
-code_change(unsigned fixes)
+static void
+code_change(struct mf_jw *w, unsigned fixes)
 {
-	json_t *a = json_array();
-
-	for (int f = 0; a != NULL && f < MF_FIX_COUNT; f++)
-		if ((fixes & MF_FIXBIT(f)) &&
-		    json_array_append_new(a, json_string(changes[f].code)) < 0) {
-			json_decref(a);
-			return NULL;
-		}
-	return a;
+	mf_jw_open(w, "codeChange", '[');
+	for (int f = 0; f < MF_FIX_COUNT; f++)
+		if (fixes & MF_FIXBIT(f))
+			mf_jw_str(w, NULL, changes[f].code);
+	mf_jw_close(w, ']');
 }
 
-static json_t *
-fix_entries(const struct mf_job *job, const struct mf_decision *d)
+static void
+fix_entries(struct mf_jw *w, const struct mf_job *job,
+    const struct mf_decision *d)
 {
-	json_t *a = json_array();
-
-	for (size_t i = 0; a != NULL && i < d->nfixes; i++) {
+	mf_jw_open(w, "fixes", '[');
+	for (size_t i = 0; i < d->nfixes; i++) {
 		const struct mf_fix_option *e = &d->fixes[i];
-		json_t *o = json_pack("{s:s, s:o, s:I, s:I, s:o, s:o, s:o, "
-		    "s:o, s:b}",
-		    "fix", mf_fix_name(e->fix), "fixes", fix_list(e->fixes),
-		    "gpus", (json_int_t)e->gpus, "needBytes", (json_int_t)e->need,
-		    "minMemory", quantity(e->min_memory, MF_QTY_BINARY),
-		    "placement", e->placed ? placement(job, &e->placement) :
-		    json_null(), "manifestChange", manifest_change(e),
-		    "codeChange", code_change(e->fixes),
-		    "modellingDecision", e->fix == MF_FIX_LORA ||
+
+		mf_jw_open(w, NULL, '{');
+		mf_jw_str(w, "fix", mf_fix_name(e->fix));
+		fix_list(w, "fixes", e->fixes);
+		mf_jw_int(w, "gpus", e->gpus);
+		mf_jw_int(w, "needBytes", e->need);
+		quantity(w, "minMemory", e->min_memory, MF_QTY_BINARY);
+		if (e->placed)
+			placement(w, "placement", job, &e->placement);
+		else
+			mf_jw_null(w, "placement");
+		manifest_change(w, e);
+		code_change(w, e->fixes);
+		mf_jw_bool(w, "modellingDecision", e->fix == MF_FIX_LORA ||
 		    e->fix == MF_FIX_QLORA);
-
-		if (json_array_append_new(a, o) < 0) {
-			json_decref(a);
-			return NULL;
-		}
+		mf_jw_close(w, '}');
 	}
-	return a;
+	mf_jw_close(w, ']');
 }
 
-static json_t *
-string_list(const char (*s)[160], size_t n)
+static void
+need(struct mf_jw *w, const struct mf_job *job, const struct mf_decision *d)
 {
-	json_t *a = json_array();
-
-	for (size_t i = 0; a != NULL && i < n; i++)
-		if (json_array_append_new(a, json_string(s[i])) < 0) {
-			json_decref(a);
-			return NULL;
-		}
-	return a;
+	mf_jw_open(w, "need", '{');
+	mf_jw_str(w, "source", d->from_model ? "model" : "minMemory");
+	if (d->from_model)
+		mf_jw_int(w, "perGpuBytes", d->need);
+	else
+		mf_jw_null(w, "perGpuBytes");
+	if (job->min_memory > 0)
+		mf_jw_int(w, "minMemoryBytes", job->min_memory);
+	else
+		mf_jw_null(w, "minMemoryBytes");
+	mf_jw_close(w, '}');
 }
 
-static json_t *
-need(const struct mf_job *job, const struct mf_decision *d)
+static void write_estimate(struct mf_jw *w, const char *key,
+    const struct mf_job *job, const struct mf_estimate *e,
+    const struct mf_catalog *cat);
+
+static void
+write_decision(struct mf_jw *w, const struct mf_job *job,
+    const struct mf_decision *d, const struct mf_catalog *cat)
 {
-	return json_pack("{s:s, s:o, s:o}",
-	    "source", d->from_model ? "model" : "minMemory",
-	    "perGpuBytes", d->from_model ? json_integer(d->need) : json_null(),
-	    "minMemoryBytes", job->min_memory > 0 ?
-	    json_integer(job->min_memory) : json_null());
+	mf_jw_open(w, NULL, '{');
+	mf_jw_bool(w, "admitted", d->admitted);
+	mf_jw_str(w, "job", job->name ? job->name : "");
+	need(w, job, d);
+	quantity(w, "minMemory", d->floor, d->floor_format);
+	mf_jw_open(w, "warnings", '[');
+	for (size_t i = 0; i < d->nwarn; i++)
+		mf_jw_str(w, NULL, d->warnings[i]);
+	mf_jw_close(w, ']');
+	if (d->admitted) {
+		placement(w, "placement", job, &d->placement);
+		mf_jw_open(w, "alternatives", '[');
+		for (size_t i = 0; i < d->nalt; i++)
+			placement(w, NULL, job, &d->alt[i]);
+		mf_jw_close(w, ']');
+	} else {
+		mf_jw_str(w, "reason", d->reason);
+		mf_jw_str(w, "limit", mf_limit_name(d->limit));
+		fix_entries(w, job, d);
+		mf_jw_str(w, "suggested", d->suggested < 0 ? NULL :
+		    mf_fix_name(d->fixes[d->suggested].fix));
+	}
+	if (d->from_model) {
+		struct mf_job placed = *job;
+
+		placed.work = d->work;
+		write_estimate(w, "estimate", &placed, &d->est, cat);
+	}
+	mf_jw_close(w, '}');
+}
+
+/* Run a writer into a fresh buffer; the text, or NULL. */
+static char *
+finish(struct mf_buf *b)
+{
+	char *text;
+
+	mf_buf_add(b, "\n", 1);
+	text = b->rc == MF_OK ? mf_buf_take(b) : NULL;
+	mf_buf_free(b);
+	return text;
+}
+
+char *
+mf_json_decision(const struct mf_job *job, const struct mf_decision *d,
+    const struct mf_catalog *cat)
+{
+	struct mf_buf b;
+	struct mf_jw w;
+
+	mf_buf_init(&b, JSON_MAX);
+	mf_jw_init(&w, &b);
+	write_decision(&w, job, d, cat);
+	return finish(&b);
 }
 
 json_t *
 mf_render_decision(const struct mf_job *job, const struct mf_decision *d,
     const struct mf_catalog *cat)
 {
-	json_t *o;
+	char *text = mf_json_decision(job, d, cat);
+	json_t *j = text ? json_loads(text, 0, NULL) : NULL;
 
-	o = json_pack("{s:b, s:s, s:o, s:o, s:o}", "admitted", d->admitted,
-	    "job", job->name ? job->name : "", "need", need(job, d),
-	    "minMemory", quantity(d->floor, d->floor_format),
-	    "warnings", string_list(d->warnings, d->nwarn));
-	if (o == NULL)
-		return NULL;
-	if (d->admitted) {
-		json_object_set_new(o, "placement",
-		    placement(job, &d->placement));
-		json_object_set_new(o, "alternatives",
-		    placements(job, d->alt, d->nalt));
-	} else {
-		json_object_set_new(o, "reason", json_string(d->reason));
-		json_object_set_new(o, "limit", d->limit == MF_LIMIT_NONE ?
-		    json_null() : json_string(mf_limit_name(d->limit)));
-		json_object_set_new(o, "fixes", fix_entries(job, d));
-		json_object_set_new(o, "suggested", d->suggested < 0 ?
-		    json_null() :
-		    json_string(mf_fix_name(d->fixes[d->suggested].fix)));
-	}
-	if (d->from_model) {
-		struct mf_job placed = *job;
-
-		placed.work = d->work;
-		json_object_set_new(o, "estimate",
-		    mf_render_estimate(&placed, &d->est, cat));
-	}
-	return o;
+	free(text);
+	return j;
 }
 
 /* The formula of a bucket as the reference post writes it. */
@@ -296,79 +306,104 @@ formula(enum mf_bucket b, const struct mf_workload *w, char *buf,
 	}
 }
 
-static json_t *
-buckets(const struct mf_estimate *e, const struct mf_workload *w)
+static void
+buckets(struct mf_jw *w, const struct mf_estimate *e,
+    const struct mf_workload *wl)
 {
-	json_t *a = json_array();
 	char f[64];
 
-	for (int b = 0; a != NULL && b < MF_B_COUNT; b++) {
+	mf_jw_open(w, "buckets", '[');
+	for (int b = 0; b < MF_B_COUNT; b++) {
 		if (e->bucket[b] == 0)
 			continue;
-		formula((enum mf_bucket)b, w, f, sizeof(f));
-		if (json_array_append_new(a, json_pack("{s:s, s:I, s:s}",
-		    "name", mf_bucket_name((enum mf_bucket)b),
-		    "bytes", (json_int_t)e->bucket[b], "formula", f)) < 0) {
-			json_decref(a);
-			return NULL;
-		}
+		formula((enum mf_bucket)b, wl, f, sizeof(f));
+		mf_jw_open(w, NULL, '{');
+		mf_jw_str(w, "name", mf_bucket_name((enum mf_bucket)b));
+		mf_jw_int(w, "bytes", e->bucket[b]);
+		mf_jw_str(w, "formula", f);
+		mf_jw_close(w, '}');
 	}
-	return a;
+	mf_jw_close(w, ']');
 }
 
-static json_t *
-smallest_fit(const struct mf_job *job, const struct mf_estimate *e,
-    const struct mf_catalog *cat)
+static void
+smallest_fit(struct mf_jw *w, const struct mf_job *job,
+    const struct mf_estimate *e, const struct mf_catalog *cat)
 {
 	const struct mf_gpu *g = mf_smallest_fit(cat, e->per_gpu);
-	int timed = job->reference_hours > 0;
 	double hours;
 
-	if (g == NULL)
-		return json_null();
-	hours = timed ? job->reference_hours / g->throughput : 0;
-	return json_pack("{s:s, s:o, s:I, s:f, s:o, s:o}", "gpu", g->name,
-	    "memory", quantity(g->memory, g->memory_format),
-	    "memoryBytes", (json_int_t)g->memory, "hourlyPrice",
-	    g->hourly_price, "hours", timed ?
-	    json_real(round_to(hours, 1e-3)) : json_null(), "cost", timed ?
-	    json_real(round_to(hours * g->hourly_price, 1e-2)) : json_null());
+	if (g == NULL) {
+		mf_jw_null(w, "smallestFit");
+		return;
+	}
+	mf_jw_open(w, "smallestFit", '{');
+	mf_jw_str(w, "gpu", g->name);
+	quantity(w, "memory", g->memory, g->memory_format);
+	mf_jw_int(w, "memoryBytes", g->memory);
+	mf_jw_num(w, "hourlyPrice", g->hourly_price, 4);
+	if (job->reference_hours > 0) {
+		hours = job->reference_hours / g->throughput;
+		mf_jw_num(w, "hours", hours, 3);
+		mf_jw_num(w, "cost", hours * g->hourly_price, 2);
+	} else {
+		mf_jw_null(w, "hours");
+		mf_jw_null(w, "cost");
+	}
+	mf_jw_close(w, '}');
 }
 
-json_t *
-mf_render_estimate(const struct mf_job *job, const struct mf_estimate *e,
+static void
+write_estimate(struct mf_jw *w, const char *key, const struct mf_job *job,
+    const struct mf_estimate *e, const struct mf_catalog *cat)
+{
+	const struct mf_workload *wl = &job->work;
+
+	mf_jw_open(w, key, '{');
+	mf_jw_int(w, "parameters", e->params);
+	mf_jw_int(w, "trainableParameters", e->trainable);
+	buckets(w, e, wl);
+	mf_jw_int(w, "totalBytes", e->total);
+	mf_jw_int(w, "perGpuBytes", e->per_gpu);
+	quantity(w, "minMemory", mf_floor_for(e->per_gpu, cat->headroom),
+	    MF_QTY_BINARY);
+	smallest_fit(w, job, e, cat);
+	if (wl->kind == MF_INFERENCE)
+		mf_jw_int(w, "kvCacheBytesPerToken",
+		    mf_model_kv_bytes_per_token(&job->model,
+		    wl->kv_dtype == MF_KV_FP8 ? 1 : 2));
+	mf_jw_close(w, '}');
+}
+
+char *
+mf_json_estimate(const struct mf_job *job, const struct mf_estimate *e,
     const struct mf_catalog *cat)
 {
-	const struct mf_workload *w = &job->work;
-	json_t *o;
+	struct mf_buf b;
+	struct mf_jw w;
 
-	o = json_pack("{s:I, s:I, s:o, s:I, s:I, s:o, s:o}",
-	    "parameters", (json_int_t)e->params,
-	    "trainableParameters", (json_int_t)e->trainable,
-	    "buckets", buckets(e, &job->work),
-	    "totalBytes", (json_int_t)e->total,
-	    "perGpuBytes", (json_int_t)e->per_gpu,
-	    "minMemory", quantity(mf_floor_for(e->per_gpu, cat->headroom),
-	    MF_QTY_BINARY), "smallestFit", smallest_fit(job, e, cat));
-	if (o != NULL && w->kind == MF_INFERENCE)
-		json_object_set_new(o, "kvCacheBytesPerToken", json_integer(
-		    mf_model_kv_bytes_per_token(&job->model,
-		    w->kv_dtype == MF_KV_FP8 ? 1 : 2)));
-	return o;
+	mf_buf_init(&b, JSON_MAX);
+	mf_jw_init(&w, &b);
+	write_estimate(&w, NULL, job, e, cat);
+	return finish(&b);
 }
 
-static json_t *
-gpu_json(const struct mf_catalog *cat, const struct mf_gpu *g)
+static void
+gpu_json(struct mf_jw *w, const struct mf_catalog *cat,
+    const struct mf_gpu *g)
 {
-	return json_pack("{s:s, s:o, s:I, s:I, s:f, s:f, s:I, s:f, s:o}",
-	    "name", g->name, "memory", quantity(g->memory, g->memory_format),
-	    "memoryBytes", (json_int_t)g->memory,
-	    "usableBytes", (json_int_t)mf_cat_usable(cat, g),
-	    "hourlyPrice", g->hourly_price,
-	    "relativeThroughput", g->throughput,
-	    "maxCount", (json_int_t)g->max_count,
-	    "costPerReferenceHour", round_to(g->hourly_price / g->throughput,
-	    1e-4), "labels", labels(g));
+	mf_jw_open(w, NULL, '{');
+	mf_jw_str(w, "name", g->name);
+	quantity(w, "memory", g->memory, g->memory_format);
+	mf_jw_int(w, "memoryBytes", g->memory);
+	mf_jw_int(w, "usableBytes", mf_cat_usable(cat, g));
+	mf_jw_num(w, "hourlyPrice", g->hourly_price, 6);
+	mf_jw_num(w, "relativeThroughput", g->throughput, 6);
+	mf_jw_int(w, "maxCount", g->max_count);
+	mf_jw_num(w, "costPerReferenceHour", g->hourly_price / g->throughput,
+	    4);
+	labels(w, g);
+	mf_jw_close(w, '}');
 }
 
 static int
@@ -402,66 +437,87 @@ fitting(const struct mf_catalog *cat, int64_t min_memory, size_t *n)
 	return v;
 }
 
-static json_t *
-time_factors(const struct mf_catalog *cat)
-{
-	json_t *o = json_object();
-
-	for (int f = 0; o != NULL && f < MF_FIX_COUNT; f++)
-		json_object_set_new(o, mf_fix_name(f),
-		    json_real(cat->time_factor[f]));
-	return o;
-}
-
-json_t *
-mf_render_catalog(const struct mf_catalog *cat, int64_t min_memory,
+char *
+mf_json_catalog(const struct mf_catalog *cat, int64_t min_memory,
     int min_format)
 {
 	const struct mf_gpu **v;
+	struct mf_buf b;
+	struct mf_jw w;
 	char when[32];
 	struct tm tm;
-	json_t *o, *a;
 	size_t n;
 
 	v = fitting(cat, min_memory, &n);
-	a = json_array();
-	for (size_t i = 0; v != NULL && a != NULL && i < n; i++)
-		json_array_append_new(a, gpu_json(cat, v[i]));
-	free(v);
+	if (v == NULL)
+		return NULL;
 	gmtime_r(&cat->loaded_at, &tm);
 	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
-	o = json_pack("{s:I, s:s, s:s, s:f, s:f, s:o, s:o}",
-	    "version", (json_int_t)cat->version, "loadedAt", when,
-	    "source", cat->source ? cat->source : "",
-	    "headroom", cat->headroom,
-	    "multiGpuEfficiency", cat->multi_gpu_efficiency,
-	    "timeFactors", time_factors(cat), "gpus", a);
-	if (o != NULL && min_memory > 0)
-		json_object_set_new(o, "minMemory",
-		    quantity(min_memory, min_format));
-	return o;
+	mf_buf_init(&b, JSON_MAX);
+	mf_jw_init(&w, &b);
+	mf_jw_open(&w, NULL, '{');
+	mf_jw_int(&w, "version", (int64_t)cat->version);
+	mf_jw_str(&w, "loadedAt", when);
+	mf_jw_str(&w, "source", cat->source ? cat->source : "");
+	mf_jw_num(&w, "headroom", cat->headroom, 6);
+	mf_jw_num(&w, "multiGpuEfficiency", cat->multi_gpu_efficiency, 6);
+	mf_jw_open(&w, "timeFactors", '{');
+	for (int f = 0; f < MF_FIX_COUNT; f++)
+		mf_jw_num(&w, mf_fix_name(f), cat->time_factor[f], 6);
+	mf_jw_close(&w, '}');
+	if (min_memory > 0)
+		quantity(&w, "minMemory", min_memory, min_format);
+	mf_jw_open(&w, "gpus", '[');
+	for (size_t i = 0; i < n; i++)
+		gpu_json(&w, cat, v[i]);
+	mf_jw_close(&w, ']');
+	mf_jw_close(&w, '}');
+	free(v);
+	return finish(&b);
 }
 
-json_t *
-mf_render_models(const struct mf_models *models)
+char *
+mf_json_models(const struct mf_models *models)
 {
-	json_t *a = json_array();
+	struct mf_buf b;
+	struct mf_jw w;
 
-	for (size_t i = 0; a != NULL && i < mf_models_count(models); i++)
-		json_array_append_new(a, json_pack("{s:s, s:I}", "name",
-		    mf_models_name(models, i), "parameters",
-		    (json_int_t)mf_model_params(mf_models_at(models, i))));
-	return a == NULL ? NULL : json_pack("{s:o}", "models", a);
+	mf_buf_init(&b, JSON_MAX);
+	mf_jw_init(&w, &b);
+	mf_jw_open(&w, NULL, '{');
+	mf_jw_open(&w, "models", '[');
+	for (size_t i = 0; i < mf_models_count(models); i++) {
+		mf_jw_open(&w, NULL, '{');
+		mf_jw_str(&w, "name", mf_models_name(models, i));
+		mf_jw_int(&w, "parameters",
+		    mf_model_params(mf_models_at(models, i)));
+		mf_jw_close(&w, '}');
+	}
+	mf_jw_close(&w, ']');
+	mf_jw_close(&w, '}');
+	return finish(&b);
 }
 
-json_t *
-mf_render_error(const struct mf_error *err)
+char *
+mf_json_error(const struct mf_error *err)
 {
-	return json_pack("{s:s, s:o, s:o, s:o}", "error", err->message,
-	    "field", err->field[0] ? json_string(err->field) : json_null(),
-	    "line", err->line > 0 ? json_integer(err->line) : json_null(),
-	    "column", err->column > 0 ? json_integer(err->column) :
-	    json_null());
+	struct mf_buf b;
+	struct mf_jw w;
+
+	mf_buf_init(&b, JSON_MAX);
+	mf_jw_init(&w, &b);
+	mf_jw_open(&w, NULL, '{');
+	mf_jw_str(&w, "error", err->message);
+	mf_jw_str(&w, "field", err->field[0] ? err->field : NULL);
+	if (err->line > 0) {
+		mf_jw_int(&w, "line", err->line);
+		mf_jw_int(&w, "column", err->column);
+	} else {
+		mf_jw_null(&w, "line");
+		mf_jw_null(&w, "column");
+	}
+	mf_jw_close(&w, '}');
+	return finish(&b);
 }
 
 /* --- text ------------------------------------------------------------ */

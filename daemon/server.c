@@ -620,6 +620,8 @@ mfd_server_start(const struct mfd_config *cfg)
 	    MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)cfg->threads,
 	    MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
 	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)30,
+	    /* MHD clears this pool for every request: keep it small. */
+	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)16384,
 	    MHD_OPTION_CONNECTION_LIMIT, (unsigned int)8192,
 	    MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned int)1024,
 	    MHD_OPTION_ARRAY, mfd_tls_options(), MHD_OPTION_END);

@@ -1,0 +1,37 @@
+/*
+ * jw.h: a JSON writer straight into a struct mf_buf.
+ *
+ * The answers on the request path are written with this rather than
+ * built as a jansson tree and dumped: it allocates nothing but the
+ * output buffer and formats numbers without printf.  Every call takes the
+ * member name (NULL inside arrays and at the top); a buffer failure is
+ * sticky in the mf_buf's rc.
+ */
+#ifndef MF_JW_H
+#define MF_JW_H
+
+#include <stdint.h>
+
+#include "buf.h"
+
+#define MF_JW_DEPTH 16
+
+struct mf_jw {
+	struct mf_buf *b;
+	int depth;
+	int count[MF_JW_DEPTH]; /* members written at each open level */
+};
+
+void mf_jw_init(struct mf_jw *w, struct mf_buf *b);
+/* '{' or '[' */
+void mf_jw_open(struct mf_jw *w, const char *key, char brace);
+void mf_jw_close(struct mf_jw *w, char brace);
+/* NULL s writes null. */
+void mf_jw_str(struct mf_jw *w, const char *key, const char *s);
+void mf_jw_int(struct mf_jw *w, const char *key, int64_t v);
+/* v rounded to decimals places, trailing zeros dropped ("32.4", "12.0"). */
+void mf_jw_num(struct mf_jw *w, const char *key, double v, int decimals);
+void mf_jw_bool(struct mf_jw *w, const char *key, int v);
+void mf_jw_null(struct mf_jw *w, const char *key);
+
+#endif
