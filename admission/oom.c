@@ -1,0 +1,1008 @@
+#include "oom.h"
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+/*
+ * Matching works on the raw text: a space in a pattern matches one or more
+ * whitespace characters, so a message wrapped over lines or indented reads
+ * as the one line PyTorch printed.  Every step either advances the cursor
+ * over what it matched or leaves it where it was and records, when it got
+ * furthest so far, what it expected there; that record becomes the error.
+ */
+struct cur {
+	const char *s;
+	size_t len;
+	size_t pos;
+	bool failed;      /* a failure has been recorded */
+	size_t fail;      /* where the furthest failure happened */
+	const char *want; /* what was expected there */
+	bool want_lit;    /* want is literal message text, not a description */
+	bool cut;         /* the text ended there */
+	bool range;       /* a figure there is above MF_OOM_MAX_BYTES */
+};
+
+#define SNIP 24 /* characters of the text quoted in an error */
+#define PAREN_MAX 64 /* "(e.g., CUDA Graphs)" and the like */
+
+static bool
+is_ws(char ch)
+{
+	return ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r' ||
+	    ch == '\v' || ch == '\f';
+}
+
+static bool
+is_digit(char ch)
+{
+	return ch >= '0' && ch <= '9';
+}
+
+static size_t
+skip_ws(const struct cur *c, size_t p)
+{
+	while (p < c->len && is_ws(c->s[p]))
+		p++;
+	return p;
+}
+
+/*
+ * Record a failure at p unless one further on is already known.  Of
+ * failures at one place the last wins, except that one where the text ran
+ * out is kept: a truncated message reads as cut off, not as malformed.
+ */
+static bool
+miss(struct cur *c, size_t p, const char *want, bool want_lit, bool cut,
+    bool range)
+{
+	p = skip_ws(c, p);
+	cut = cut || p >= c->len;
+	if (c->failed && (p < c->fail || (p == c->fail && c->cut && !cut)))
+		return false;
+	c->failed = true;
+	c->fail = p;
+	c->want = want;
+	c->want_lit = want_lit;
+	c->cut = cut;
+	c->range = range;
+	return false;
+}
+
+/*
+ * Match pat at p; on success store the end in *end.  On failure say in
+ * *ran_out (may be NULL) whether the text ended first.  Records nothing.
+ */
+static bool
+match(const struct cur *c, size_t p, const char *pat, size_t *end,
+    bool *ran_out)
+{
+	for (; *pat != '\0'; pat++) {
+		if (p >= c->len)
+			break;
+		if (*pat == ' ') {
+			if (!is_ws(c->s[p]))
+				break;
+			p = skip_ws(c, p);
+		} else {
+			if (c->s[p] != *pat)
+				break;
+			p++;
+		}
+	}
+	if (ran_out != NULL)
+		*ran_out = p >= c->len;
+	if (*pat != '\0')
+		return false;
+	*end = p;
+	return true;
+}
+
+/* Match pat at the cursor and advance, or record what was expected. */
+static bool
+lit(struct cur *c, const char *pat)
+{
+	size_t end;
+	bool ran_out;
+
+	if (match(c, c->pos, pat, &end, &ran_out)) {
+		c->pos = end;
+		return true;
+	}
+	while (*pat == ' ')
+		pat++;
+	return miss(c, c->pos, pat, true, ran_out, false);
+}
+
+/* A decimal integer of at most max; for device indices and pids. */
+static bool
+num(struct cur *c, int64_t max, int64_t *out)
+{
+	size_t p = c->pos;
+	int64_t v = 0;
+
+	if (p >= c->len || !is_digit(c->s[p]))
+		return miss(c, p, "a number", false, false, false);
+	while (p < c->len && is_digit(c->s[p])) {
+		if (v > (max - (c->s[p] - '0')) / 10)
+			return miss(c, c->pos, "a smaller number", false,
+			    false, false);
+		v = v * 10 + (c->s[p] - '0');
+		p++;
+	}
+	*out = v;
+	c->pos = p;
+	return true;
+}
+
+/*
+ * The unit after a format_size() number: 0 for bytes, k for 1024^k.
+ * "bytes" only follows a whole number.
+ */
+static int
+unit(struct cur *c, size_t *p, bool whole)
+{
+	static const char *const units[] = {"bytes", "KiB", "MiB", "GiB"};
+	size_t end;
+	bool ran_out = false, r;
+	int k;
+
+	for (k = 0; k < 4; k++) {
+		if (k == 0 && !whole)
+			continue;
+		if (match(c, *p, units[k], &end, &r)) {
+			*p = end;
+			return k;
+		}
+		ran_out = ran_out || r;
+	}
+	miss(c, *p, "a unit (bytes, KiB, MiB or GiB)", false, ran_out, false);
+	return -1;
+}
+
+/*
+ * The digits of a figure as mant / 10^nfrac; *whole when there is no
+ * decimal point.  format_size() prints two decimals; none or one is taken
+ * too.
+ */
+static bool
+mantissa(struct cur *c, size_t *p, int64_t *mant, int *nfrac, bool *whole)
+{
+	int64_t m = 0;
+	int nf = -1;
+
+	if (*p >= c->len || !is_digit(c->s[*p]))
+		return miss(c, *p, "a size such as 7.33 GiB", false, false,
+		    false);
+	for (; *p < c->len; (*p)++) {
+		if (c->s[*p] == '.' && nf < 0 && *p + 1 >= c->len)
+			return miss(c, *p + 1, "the decimals of a size", false,
+			    true, false);
+		if (c->s[*p] == '.' && nf < 0 && is_digit(c->s[*p + 1])) {
+			nf = 0;
+			continue;
+		}
+		if (!is_digit(c->s[*p]))
+			break;
+		if (nf >= 2)
+			return miss(c, *p, "at most two decimals", false,
+			    false, false);
+		if (m > (INT64_MAX - 9) / 10)
+			return miss(c, c->pos, "a figure up to 1 EiB", false,
+			    false, true);
+		m = m * 10 + (c->s[*p] - '0');
+		if (nf >= 0)
+			nf++;
+	}
+	*mant = m;
+	*nfrac = nf < 0 ? 0 : nf;
+	*whole = nf < 0;
+	return true;
+}
+
+/*
+ * A format_size() figure in bytes: mant / 10^nfrac * 1024^k, rounded to the
+ * nearest byte.  It is only known to the printed precision.  The whole part
+ * and the decimals are scaled apart, so the product never leaves 64 bits:
+ * the whole part is checked against MF_OOM_MAX_BYTES before it is scaled,
+ * and the decimals (under 100) times 2^30 stay below 2^37.  A half byte
+ * never occurs: frac * 2^(10k) / 100 for k >= 1 has a denominator dividing
+ * 25.
+ */
+static bool
+size(struct cur *c, int64_t *out)
+{
+	static const int64_t pow10[] = {1, 10, 100};
+	size_t p = c->pos;
+	int64_t mant, ipart, frac, unitb, den, bytes;
+	int nfrac, k;
+	bool whole;
+
+	if (!mantissa(c, &p, &mant, &nfrac, &whole))
+		return false;
+	if (p >= c->len || !is_ws(c->s[p]))
+		return miss(c, p, "a unit (bytes, KiB, MiB or GiB)", false,
+		    false, false);
+	p = skip_ws(c, p);
+	k = unit(c, &p, whole);
+	if (k < 0)
+		return false;
+	unitb = (int64_t)1 << (10 * k);
+	den = pow10[nfrac];
+	ipart = mant / den;
+	frac = mant % den;
+	if (ipart > MF_OOM_MAX_BYTES / unitb)
+		return miss(c, c->pos, "a figure up to 1 EiB", false, false,
+		    true);
+	bytes = ipart * unitb + (2 * frac * unitb + den) / (2 * den);
+	if (bytes > MF_OOM_MAX_BYTES)
+		return miss(c, c->pos, "a figure up to 1 EiB", false, false,
+		    true);
+	*out = bytes;
+	c->pos = p;
+	return true;
+}
+
+/* "( ... )" of at most PAREN_MAX characters. */
+static bool
+paren(struct cur *c)
+{
+	size_t p = c->pos, end;
+
+	if (p >= c->len || c->s[p] != '(')
+		return miss(c, p, "(", true, false, false);
+	for (end = p + 1; end < c->len && end - p < PAREN_MAX; end++) {
+		if (c->s[end] == ')') {
+			c->pos = end + 1;
+			return true;
+		}
+	}
+	return miss(c, end, ")", true, false, false);
+}
+
+/* 1.x: " (GPU N; X total capacity; ... X cached)" or "... by PyTorch)". */
+static bool
+parse_v1(struct cur *c, struct mf_oom *o)
+{
+	int64_t gpu, x, reserved;
+
+	if (!lit(c, " (GPU ") || !num(c, 1000000, &gpu) || !lit(c, "; ") ||
+	    !size(c, &o->total) || !lit(c, " total capacity; ") ||
+	    !size(c, &o->allocated) || !lit(c, " already allocated; ") ||
+	    !size(c, &o->free) || !lit(c, " free; ") || !size(c, &x))
+		return false;
+	o->gpu = (int)gpu;
+	if (lit(c, " cached)")) {
+		o->format = MF_OOM_V1_0;
+		o->reserved_unallocated = x;
+		return true;
+	}
+	if (lit(c, " allowed; ")) {
+		o->allowed = x;
+		if (!size(c, &x))
+			return false;
+	}
+	if (!lit(c, " reserved in total by PyTorch)"))
+		return false;
+	reserved = x;
+	o->format = MF_OOM_V1_4;
+	o->reserved_unallocated = reserved > o->allocated ?
+	    reserved - o->allocated : 0;
+	return true;
+}
+
+/* bytes is -1 when the driver could not say; it is then not summed. */
+static void
+add_proc(struct mf_oom *o, int64_t pid, int64_t bytes)
+{
+	if (o->nprocs < MF_OOM_MAX_PROCS) {
+		o->procs[o->nprocs].pid = pid;
+		o->procs[o->nprocs].bytes = bytes;
+		o->nprocs++;
+	}
+	if (bytes < 0)
+		return;
+	o->others = (o->others < 0 ? 0 : o->others) + bytes;
+	if (o->others > MF_OOM_MAX_BYTES)
+		o->others = MF_OOM_MAX_BYTES;
+}
+
+/*
+ * A process's use of the card, or -1 where NVML answered
+ * NVML_VALUE_NOT_AVAILABLE (2^64 - 1, as under Windows WDDM and WSL), which
+ * format_size() prints as 17179869184.00 GiB.
+ */
+static bool
+proc_size(struct cur *c, int64_t *out)
+{
+	size_t end;
+
+	if (match(c, c->pos, "17179869184.00 GiB", &end, NULL)) {
+		*out = -1;
+		c->pos = end;
+		return true;
+	}
+	return size(c, out);
+}
+
+/* One "... has X memory in use." clause; false (cursor kept) if none. */
+static bool
+proc_clause(struct cur *c, struct mf_oom *o, bool *self)
+{
+	size_t start = c->pos;
+	int64_t pid, bytes;
+
+	if (lit(c, " Including non-PyTorch memory, this process has ")) {
+		if (proc_size(c, &bytes) && lit(c, " memory in use.")) {
+			o->process = bytes;
+			*self = true;
+			return true;
+		}
+	} else if (lit(c, " Process ")) {
+		if (num(c, INT64_MAX / 16, &pid) && lit(c, " has ") &&
+		    proc_size(c, &bytes) && lit(c, " memory in use.")) {
+			add_proc(o, pid, bytes);
+			return true;
+		}
+	}
+	c->pos = start;
+	return false;
+}
+
+/* "X allowed;" where a memory fraction is set. */
+static void
+allowed_clause(struct cur *c, struct mf_oom *o)
+{
+	size_t start = c->pos;
+	int64_t x;
+
+	if (lit(c, " ") && size(c, &x) && lit(c, " allowed;")) {
+		o->allowed = x;
+		return;
+	}
+	c->pos = start;
+}
+
+/* "Of the allocated memory X is allocated by PyTorch, ... unallocated." */
+static bool
+parse_v2_tail(struct cur *c, struct mf_oom *o)
+{
+	size_t start;
+	int64_t x;
+
+	if (!lit(c, " Of the allocated memory ") || !size(c, &o->allocated) ||
+	    !lit(c, " is allocated by PyTorch, "))
+		return false;
+	start = c->pos;
+	if (lit(c, "with ")) {
+		if (size(c, &x) && lit(c, " allocated in private pools ") &&
+		    paren(c) && lit(c, ", "))
+			o->private_pools = x;
+		else
+			c->pos = start;
+	}
+	return lit(c, "and ") && size(c, &o->reserved_unallocated) &&
+	    lit(c, " is reserved by PyTorch but unallocated.");
+}
+
+/* 2.x: ". GPU N has a total capacty of X of which X is free. ..." */
+static bool
+parse_v2(struct cur *c, struct mf_oom *o)
+{
+	int64_t gpu;
+	bool self = false;
+
+	if (!lit(c, ". GPU ") || !num(c, 1000000, &gpu) ||
+	    !lit(c, " has a total "))
+		return false;
+	o->gpu = (int)gpu;
+	if (lit(c, "capacty of "))
+		o->format = MF_OOM_V2_1;
+	else if (lit(c, "capacity of "))
+		o->format = MF_OOM_V2_2;
+	else
+		return false;
+	if (!size(c, &o->total) || !lit(c, " of which ") ||
+	    !size(c, &o->free) || !lit(c, " is free."))
+		return false;
+	while (proc_clause(c, o, &self))
+		;
+	allowed_clause(c, o);
+	if (!parse_v2_tail(c, o))
+		return false;
+	if (!self && o->nprocs == 1)
+		o->process = o->procs[0].bytes;
+	return true;
+}
+
+static void
+blank(struct mf_oom *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->tried = o->total = o->free = o->allocated = -1;
+	o->reserved_unallocated = o->process = o->others = -1;
+	o->allowed = o->private_pools = -1;
+	o->gpu = -1;
+}
+
+/* "CUDA out of memory." or "HIP out of memory." starting exactly at p. */
+static bool
+anchor(struct cur *c, size_t p, struct mf_oom *o)
+{
+	size_t end;
+
+	if (match(c, p, "CUDA out of memory.", &end, NULL))
+		o->backend = MF_OOM_CUDA;
+	else if (match(c, p, "HIP out of memory.", &end, NULL))
+		o->backend = MF_OOM_HIP;
+	else
+		return false;
+	c->pos = end;
+	return true;
+}
+
+/* The message after its anchor. */
+static bool
+parse_message(struct cur *c, struct mf_oom *o)
+{
+	size_t at;
+
+	if (!lit(c, " Tried to allocate ") || !size(c, &o->tried))
+		return false;
+	at = c->pos;
+	if (match(c, at, " (", &at, NULL))
+		return parse_v1(c, o);
+	return parse_v2(c, o);
+}
+
+/*
+ * Memory on the card that PyTorch's allocator in this process does not
+ * account for.  Figures are at most 2^60, so this cannot overflow.
+ */
+static int64_t
+outside_bytes(const struct mf_oom *o)
+{
+	return o->total - o->free - (o->allocated + o->reserved_unallocated);
+}
+
+static enum mf_oom_cause
+decide(const struct mf_oom *o)
+{
+	if (o->tried > o->total)
+		return MF_OOM_CAPACITY;
+	if (o->free >= o->tried)
+		return MF_OOM_LIMIT;
+	/* x >= total / n exactly, for whole x: x >= ceil(total / n). */
+	if (outside_bytes(o) >= (o->total + 3) / 4)
+		return MF_OOM_OTHER_PROCESS;
+	if (o->reserved_unallocated >= o->tried &&
+	    o->reserved_unallocated >= (o->total + 19) / 20)
+		return MF_OOM_FRAGMENTATION;
+	return MF_OOM_CAPACITY;
+}
+
+/* Case-blind search for "out of memory", to word a better error. */
+static bool
+mentions_oom(const char *s, size_t len)
+{
+	static const char needle[] = "out of memory";
+	size_t n = sizeof(needle) - 1, i, j;
+
+	for (i = 0; i + n <= len; i++) {
+		for (j = 0; j < n; j++) {
+			char ch = s[i + j];
+
+			if (ch >= 'A' && ch <= 'Z')
+				ch = (char)(ch - 'A' + 'a');
+			if (ch != needle[j])
+				break;
+		}
+		if (j == n)
+			return true;
+	}
+	return false;
+}
+
+/* Up to SNIP characters from p, whitespace runs as one space, ASCII only. */
+static void
+snippet(const struct cur *c, size_t p, char *buf, size_t size)
+{
+	size_t n = 0;
+
+	while (p < c->len && n + 1 < size && n < SNIP) {
+		char ch = c->s[p];
+
+		if (is_ws(ch)) {
+			p = skip_ws(c, p);
+			ch = ' ';
+		} else {
+			p++;
+			if ((unsigned char)ch < 0x20 ||
+			    (unsigned char)ch >= 0x7f)
+				ch = '?';
+		}
+		buf[n++] = ch;
+	}
+	buf[n] = '\0';
+}
+
+static void
+line_col(const struct cur *c, size_t p, int *line, int *col)
+{
+	size_t i, bol = 0;
+	int l = 1;
+
+	for (i = 0; i < p && i < c->len; i++) {
+		if (c->s[i] == '\n') {
+			l++;
+			bol = i + 1;
+		}
+	}
+	*line = l;
+	*col = (int)(p - bol + 1);
+}
+
+static enum mf_rc
+fail(const struct cur *c, bool seen, struct mf_error *err)
+{
+	char found[SNIP + 1], want[96];
+	size_t n;
+	int line, col;
+
+	if (!seen) {
+		if (mentions_oom(c->s, c->len))
+			return mf_error_set(err, MF_EINVAL, NULL, 0, 0,
+			    "the text reports running out of memory but holds "
+			    "no PyTorch message with figures ('CUDA out of "
+			    "memory. Tried to allocate ...'); paste the whole "
+			    "message PyTorch printed");
+		return mf_error_set(err, MF_EINVAL, NULL, 0, 0,
+		    "the text holds no PyTorch out-of-memory message ('CUDA "
+		    "out of memory. Tried to allocate ...')");
+	}
+	line_col(c, c->fail, &line, &col);
+	/* A pattern's closing space is the gap before the next figure. */
+	n = strlen(c->want);
+	while (n > 0 && c->want[n - 1] == ' ')
+		n--;
+	if (c->want_lit)
+		snprintf(want, sizeof(want), "'%.*s'", (int)n, c->want);
+	else
+		snprintf(want, sizeof(want), "%s", c->want);
+	if (c->range)
+		return mf_error_set(err, MF_ERANGE, NULL, line, col,
+		    "the out-of-memory message has a figure above 1 EiB");
+	if (c->cut)
+		return mf_error_set(err, MF_EINVAL, NULL, line, col,
+		    "the out-of-memory message is cut off: the text ends "
+		    "where %s should follow; paste the whole message", want);
+	snippet(c, c->fail, found, sizeof(found));
+	return mf_error_set(err, MF_EINVAL, NULL, line, col,
+	    "the out-of-memory message is not as PyTorch prints it: "
+	    "expected %s, found '%s'", want, found);
+}
+
+enum mf_rc
+mf_oom_parse(const char *text, size_t len, struct mf_oom *out,
+    struct mf_error *err)
+{
+	struct cur c;
+	struct mf_oom o;
+	bool seen = false;
+	size_t i;
+
+	if (out == NULL || (text == NULL && len > 0))
+		return mf_error_set(err, MF_EINVAL, NULL, 0, 0,
+		    "no text or no place for the diagnosis");
+	memset(&c, 0, sizeof(c));
+	c.s = text;
+	c.len = len;
+	for (i = 0; i < len; i++) {
+		if (text[i] != 'C' && text[i] != 'H')
+			continue;
+		blank(&o);
+		if (!anchor(&c, i, &o))
+			continue;
+		seen = true;
+		if (parse_message(&c, &o)) {
+			o.cause = decide(&o);
+			*out = o;
+			return MF_OK;
+		}
+	}
+	return fail(&c, seen, err);
+}
+
+const char *
+mf_oom_cause_name(enum mf_oom_cause cause)
+{
+	switch (cause) {
+	case MF_OOM_CAPACITY:
+		return "capacity";
+	case MF_OOM_LIMIT:
+		return "limit";
+	case MF_OOM_OTHER_PROCESS:
+		return "other-process";
+	case MF_OOM_FRAGMENTATION:
+		return "fragmentation";
+	}
+	return "unknown";
+}
+
+const char *
+mf_oom_format_name(enum mf_oom_format f)
+{
+	switch (f) {
+	case MF_OOM_V1_0:
+		return "1.0";
+	case MF_OOM_V1_4:
+		return "1.4";
+	case MF_OOM_V2_1:
+		return "2.1";
+	case MF_OOM_V2_2:
+		return "2.2";
+	}
+	return "unknown";
+}
+
+/*
+ * The diagnosis in words.  Sizes print as format_size() does, so they read
+ * as in the user's message.
+ */
+#define MAX_ADVICE 4
+#define SIZESTR 32
+
+struct report {
+	char explanation[640];
+	char advice[MAX_ADVICE][640];
+	int nadvice;
+};
+
+struct figs {
+	char tried[SIZESTR], total[SIZESTR], free[SIZESTR], alloc[SIZESTR];
+	char ru[SIZESTR], allowed[SIZESTR], outside[SIZESTR];
+};
+
+static void
+fmt_size(int64_t b, char *buf, size_t size)
+{
+	if (b < 0)
+		snprintf(buf, size, "an unknown amount");
+	else if (b <= 1024)
+		snprintf(buf, size, "%lld bytes", (long long)b);
+	else if (b <= 1048576)
+		snprintf(buf, size, "%.2f KiB", (double)b / 1024.0);
+	else if (b <= 1073741824)
+		snprintf(buf, size, "%.2f MiB", (double)b / 1048576.0);
+	else
+		snprintf(buf, size, "%.2f GiB", (double)b / 1073741824.0);
+}
+
+static void
+fill_figs(const struct mf_oom *o, struct figs *f)
+{
+	fmt_size(o->tried, f->tried, sizeof(f->tried));
+	fmt_size(o->total, f->total, sizeof(f->total));
+	fmt_size(o->free, f->free, sizeof(f->free));
+	fmt_size(o->allocated, f->alloc, sizeof(f->alloc));
+	fmt_size(o->reserved_unallocated, f->ru, sizeof(f->ru));
+	fmt_size(o->allowed, f->allowed, sizeof(f->allowed));
+	fmt_size(outside_bytes(o) < 0 ? 0 : outside_bytes(o), f->outside,
+	    sizeof(f->outside));
+}
+
+static void
+advise(struct report *r, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void
+advise(struct report *r, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (r->nadvice >= MAX_ADVICE)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(r->advice[r->nadvice], sizeof(r->advice[0]), fmt, ap);
+	va_end(ap);
+	r->nadvice++;
+}
+
+static void
+report_capacity(const struct mf_oom *o, const struct figs *f,
+    struct report *r)
+{
+	if (o->tried > o->total)
+		snprintf(r->explanation, sizeof(r->explanation),
+		    "The allocation alone (%s) is larger than GPU %d's whole "
+		    "memory (%s): no setting makes it fit on this card.",
+		    f->tried, o->gpu, f->total);
+	else
+		snprintf(r->explanation, sizeof(r->explanation),
+		    "GPU %d (%s) is full of this job's own tensors: PyTorch "
+		    "has %s allocated and %s reserved but unallocated, %s is "
+		    "free and nothing else holds much of the card, so the %s "
+		    "it asked for does not fit.", o->gpu, f->total, f->alloc,
+		    f->ru, f->free, f->tried);
+	advise(r, "Measure the peak: run one step at a smaller batch and "
+	    "read torch.cuda.max_memory_allocated() (after "
+	    "torch.cuda.reset_peak_memory_stats()); the peak plus headroom "
+	    "is what the job needs.");
+	advise(r, "Cut the peak with the memory fixes: gradient "
+	    "checkpointing, 8-bit Adam (bnb.optim.Adam8bit), LoRA or QLoRA "
+	    "(modelling decisions), FSDP across several GPUs. POST /v1/admit "
+	    "with allowedFixes finds the cheapest combination that fits.");
+	advise(r, "Or run on a larger card: a spec.resources.gpu.minMemory "
+	    "above this card's %s keeps admission off it.", f->total);
+}
+
+static void
+report_limit(const struct mf_oom *o, const struct figs *f, struct report *r)
+{
+	snprintf(r->explanation, sizeof(r->explanation),
+	    "GPU %d had %s free, at least the %s PyTorch asked for, yet the "
+	    "allocation was refused: a limit below the card's capacity "
+	    "stopped it, not the card%s%s%s.", o->gpu, f->free, f->tried,
+	    o->allowed >= 0 ? " (this process may use only " : "",
+	    o->allowed >= 0 ? f->allowed : "", o->allowed >= 0 ? ")" : "");
+	if (o->allowed >= 0)
+		advise(r, "A per-process memory fraction caps this process at "
+		    "%s: raise it or remove the "
+		    "torch.cuda.set_per_process_memory_fraction() call.",
+		    f->allowed);
+	else
+		advise(r, "Look for a per-process memory fraction: "
+		    "torch.cuda.set_per_process_memory_fraction() in the code "
+		    "or in a framework it uses; raise it or remove it.");
+	advise(r, "Under CUDA MPS, CUDA_MPS_PINNED_DEVICE_MEM_LIMIT caps "
+	    "each client's memory: check the MPS daemon's settings.");
+	advise(r, "Otherwise another CUDA context refused it: a second "
+	    "allocator in the same process (JAX preallocates most of the "
+	    "card; TensorFlow, CuPy) or a driver-level limit.");
+}
+
+static void
+report_other(const struct mf_oom *o, const struct figs *f, struct report *r)
+{
+	char self[SIZESTR], rest[SIZESTR], list[480];
+	int64_t pyt = o->allocated + o->reserved_unallocated, x;
+	size_t n = 0;
+	int i, k;
+
+	k = snprintf(r->explanation, sizeof(r->explanation),
+	    "%s of GPU %d's %s is held outside this process's PyTorch "
+	    "allocator (total less %s free, %s allocated and %s reserved): "
+	    "another process on the card, or memory this process took "
+	    "outside PyTorch.", f->outside, o->gpu, f->total, f->free,
+	    f->alloc, f->ru);
+	if (o->process >= 0 && k > 0 && (size_t)k < sizeof(r->explanation)) {
+		x = o->process - pyt;
+		fmt_size(x < 0 ? 0 : x, self, sizeof(self));
+		x = o->total - o->free - o->process;
+		fmt_size(x < 0 ? 0 : x, rest, sizeof(rest));
+		snprintf(r->explanation + k, sizeof(r->explanation) - (size_t)k,
+		    " This process holds %s of it; other processes about %s.",
+		    self, rest);
+	}
+	list[0] = '\0';
+	/* Whole entries only: a pid cut short would name the wrong process. */
+	for (i = 0; i < o->nprocs; i++) {
+		fmt_size(o->procs[i].bytes, self, sizeof(self));
+		k = snprintf(list + n, sizeof(list) - n, "%s%lld (%s)",
+		    i ? ", " : "", (long long)o->procs[i].pid, self);
+		if (k < 0 || (size_t)k >= sizeof(list) - n) {
+			list[n] = '\0';
+			break;
+		}
+		n += (size_t)k;
+	}
+	advise(r, "Find what else holds the card: ps -elf | grep python (a "
+	    "notebook kernel left running, an earlier run that did not exit, "
+	    "DataLoader workers that touched the GPU); stop it or use a free "
+	    "GPU.%s%s%s", o->nprocs ? " The message names pid " : "", list,
+	    o->nprocs ? "." : "");
+	advise(r, "Do not trust %s for your own process: it shows what the "
+	    "driver handed out (PyTorch's whole cache plus the context), not "
+	    "what your tensors use; torch.cuda.memory_allocated() and "
+	    "torch.cuda.memory_reserved() do.",
+	    o->backend == MF_OOM_HIP ? "rocm-smi" : "nvidia-smi");
+}
+
+static void
+report_frag(const struct mf_oom *o, const struct figs *f, struct report *r)
+{
+	snprintf(r->explanation, sizeof(r->explanation),
+	    "PyTorch holds %s reserved but unallocated on GPU %d, more than "
+	    "the %s it asked for, yet no cached block was large enough: the "
+	    "cache is fragmented into pieces smaller than the request.",
+	    f->ru, o->gpu, f->tried);
+	advise(r, "Set PYTORCH_ALLOC_CONF=expandable_segments:True before the "
+	    "process starts (PYTORCH_CUDA_ALLOC_CONF is the older name%s): "
+	    "segments then grow in place instead of leaving slivers.",
+	    o->backend == MF_OOM_HIP ? "; ROCm builds also read "
+	    "PYTORCH_HIP_ALLOC_CONF" : "");
+	advise(r, "On a PyTorch without expandable segments, or if that is "
+	    "not enough, set max_split_size_mb (for example "
+	    "PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:512) so large cached "
+	    "blocks are not split for small requests.");
+}
+
+static void
+build_report(const struct mf_oom *o, struct report *r)
+{
+	struct figs f;
+
+	memset(r, 0, sizeof(*r));
+	fill_figs(o, &f);
+	switch (o->cause) {
+	case MF_OOM_LIMIT:
+		report_limit(o, &f, r);
+		break;
+	case MF_OOM_OTHER_PROCESS:
+		report_other(o, &f, r);
+		break;
+	case MF_OOM_FRAGMENTATION:
+		report_frag(o, &f, r);
+		break;
+	case MF_OOM_CAPACITY:
+	default:
+		report_capacity(o, &f, r);
+		break;
+	}
+}
+
+static json_t *
+bytes_json(int64_t b)
+{
+	return b < 0 ? json_null() : json_integer((json_int_t)b);
+}
+
+static int
+set(json_t *obj, const char *key, json_t *v)
+{
+	return v == NULL ? -1 : json_object_set_new(obj, key, v);
+}
+
+static json_t *
+procs_json(const struct mf_oom *o)
+{
+	json_t *a = json_array(), *p;
+	int i;
+
+	for (i = 0; a != NULL && i < o->nprocs; i++) {
+		p = json_object();
+		if (p == NULL || json_array_append_new(a, p) < 0 ||
+		    set(p, "pid", json_integer((json_int_t)o->procs[i].pid)) <
+		    0 || set(p, "bytes", bytes_json(o->procs[i].bytes)) < 0) {
+			json_decref(a);
+			return NULL;
+		}
+	}
+	return a;
+}
+
+static json_t *
+advice_json(const struct report *r)
+{
+	json_t *a = json_array();
+	int i;
+
+	for (i = 0; a != NULL && i < r->nadvice; i++) {
+		if (json_array_append_new(a, json_string(r->advice[i])) < 0) {
+			json_decref(a);
+			return NULL;
+		}
+	}
+	return a;
+}
+
+json_t *
+mf_oom_json(const struct mf_oom *o)
+{
+	struct report r;
+	json_t *j;
+	int bad = 0;
+
+	if (o == NULL)
+		return NULL;
+	j = json_object();
+	if (j == NULL)
+		return NULL;
+	build_report(o, &r);
+	bad |= set(j, "triedBytes", bytes_json(o->tried));
+	bad |= set(j, "totalBytes", bytes_json(o->total));
+	bad |= set(j, "freeBytes", bytes_json(o->free));
+	bad |= set(j, "allocatedBytes", bytes_json(o->allocated));
+	bad |= set(j, "reservedUnallocatedBytes",
+	    bytes_json(o->reserved_unallocated));
+	bad |= set(j, "processBytes", bytes_json(o->process));
+	bad |= set(j, "otherProcessBytes", bytes_json(o->others));
+	bad |= set(j, "allowedBytes", bytes_json(o->allowed));
+	bad |= set(j, "privatePoolBytes", bytes_json(o->private_pools));
+	bad |= set(j, "processes", procs_json(o));
+	bad |= set(j, "gpu", o->gpu < 0 ? json_null() : json_integer(o->gpu));
+	bad |= set(j, "backend", json_string(o->backend == MF_OOM_HIP ?
+	    "hip" : "cuda"));
+	bad |= set(j, "format", json_string(mf_oom_format_name(o->format)));
+	bad |= set(j, "cause", json_string(mf_oom_cause_name(o->cause)));
+	bad |= set(j, "explanation", json_string(r.explanation));
+	bad |= set(j, "advice", advice_json(&r));
+	if (bad) {
+		json_decref(j);
+		return NULL;
+	}
+	return j;
+}
+
+/* An snprintf-style appender: len counts what the whole text needs. */
+struct out {
+	char *buf;
+	size_t size;
+	size_t len;
+	bool bad;
+};
+
+static void
+put(struct out *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void
+put(struct out *w, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	if (w->len < w->size)
+		n = vsnprintf(w->buf + w->len, w->size - w->len, fmt, ap);
+	else
+		n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		w->bad = true;
+	else
+		w->len += (size_t)n;
+}
+
+static void
+put_fig(struct out *w, const char *name, int64_t b, const char *note)
+{
+	char s[SIZESTR];
+
+	if (b < 0)
+		return;
+	fmt_size(b, s, sizeof(s));
+	put(w, "  %-22s %s%s\n", name, s, note);
+}
+
+int
+mf_oom_text(const struct mf_oom *o, char *buf, size_t size)
+{
+	struct out w = {buf, buf == NULL ? 0 : size, 0, false};
+	struct report r;
+	int i;
+
+	if (o == NULL)
+		return -1;
+	if (w.size > 0)
+		buf[0] = '\0';
+	build_report(o, &r);
+	put(&w, "%s out of memory on GPU %d (PyTorch %s message)\n",
+	    o->backend == MF_OOM_HIP ? "HIP" : "CUDA", o->gpu,
+	    mf_oom_format_name(o->format));
+	put_fig(&w, "tried to allocate", o->tried, "");
+	put_fig(&w, "total", o->total, "");
+	put_fig(&w, "free", o->free, "");
+	put_fig(&w, "allocated", o->allocated, " (by PyTorch)");
+	put_fig(&w, "reserved, unallocated", o->reserved_unallocated, "");
+	put_fig(&w, "allowed", o->allowed, " (memory fraction)");
+	put_fig(&w, "this process", o->process, "");
+	put_fig(&w, "other processes", o->others, "");
+	put(&w, "cause: %s\n%s\n", mf_oom_cause_name(o->cause),
+	    r.explanation);
+	for (i = 0; i < r.nadvice; i++)
+		put(&w, "- %s\n", r.advice[i]);
+	if (w.bad || w.len > (size_t)INT32_MAX)
+		return -1;
+	return (int)w.len;
+}

@@ -1,0 +1,111 @@
+/*
+ * fuzz_oom.c: libFuzzer harness for the PyTorch out-of-memory message
+ * parser.
+ *
+ * Any byte string either fails with MF_EINVAL or MF_ERANGE and a message,
+ * or gives figures within 0..MF_OOM_MAX_BYTES (or -1 where the header
+ * allows it) whose JSON and text reports build: the text the same length
+ * into a small and a large buffer, NUL-terminated and cut to size.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "oom.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void
+check_figure(int64_t b, int may_be_absent)
+{
+	if (b > MF_OOM_MAX_BYTES || b < -1 || (b == -1 && !may_be_absent))
+		abort();
+}
+
+static void
+check_figures(const struct mf_oom *o)
+{
+	int i;
+
+	check_figure(o->tried, 0);
+	check_figure(o->total, 0);
+	check_figure(o->free, 0);
+	check_figure(o->allocated, 0);
+	check_figure(o->reserved_unallocated, 0);
+	check_figure(o->process, 1);
+	check_figure(o->others, 1);
+	check_figure(o->allowed, 1);
+	check_figure(o->private_pools, 1);
+	if (o->gpu < 0 || o->nprocs < 0 || o->nprocs > MF_OOM_MAX_PROCS)
+		abort();
+	for (i = 0; i < o->nprocs; i++)
+		check_figure(o->procs[i].bytes, 1);
+	if (strcmp(mf_oom_cause_name(o->cause), "unknown") == 0 ||
+	    strcmp(mf_oom_format_name(o->format), "unknown") == 0)
+		abort();
+}
+
+static void
+check_json(const struct mf_oom *o)
+{
+	json_t *j = mf_oom_json(o);
+	const char *cause;
+
+	if (j == NULL)
+		abort();
+	cause = json_string_value(json_object_get(j, "cause"));
+	if (cause == NULL || strcmp(cause, mf_oom_cause_name(o->cause)) != 0)
+		abort();
+	if (json_integer_value(json_object_get(j, "triedBytes")) != o->tried ||
+	    json_integer_value(json_object_get(j, "totalBytes")) != o->total)
+		abort();
+	json_decref(j);
+}
+
+static void
+check_text(const struct mf_oom *o)
+{
+	char small[16], large[8192];
+	int need, n;
+
+	need = mf_oom_text(o, NULL, 0);
+	if (need <= 0)
+		abort();
+	memset(small, 'x', sizeof(small));
+	n = mf_oom_text(o, small, sizeof(small));
+	if (n != need || strlen(small) != sizeof(small) - 1)
+		abort();
+	n = mf_oom_text(o, large, sizeof(large));
+	if (n != need)
+		abort();
+	if ((size_t)need < sizeof(large) && strlen(large) != (size_t)need)
+		abort();
+	if (strncmp(small, large, sizeof(small) - 1) != 0)
+		abort();
+	if (strstr(large, "empty_cache") != NULL)
+		abort();
+}
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct mf_oom o;
+	struct mf_error err;
+	enum mf_rc rc;
+
+	memset(&err, 0, sizeof(err));
+	rc = mf_oom_parse((const char *)data, size, &o, &err);
+	if (rc != MF_OK) {
+		if (rc != MF_EINVAL && rc != MF_ERANGE)
+			abort();
+		if (err.message[0] == '\0')
+			abort();
+		return 0;
+	}
+	check_figures(&o);
+	check_json(&o);
+	check_text(&o);
+	return 0;
+}
