@@ -23,7 +23,7 @@ endif
 OPT      ?= -O2 -g
 SAN      ?=
 CFLAGS   += $(OPT) $(WARN) $(SAN) -pthread
-CPPFLAGS += -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE \
+CPPFLAGS += -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Iadmission -Icatalog \
             -DMF_DATADIR='"$(DATADIR)"'
 # Expanded when a recipe runs, after the deps stamp exists.
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS))

@@ -451,7 +451,7 @@ load_file(struct mf_models *models, const char *file, const char *name,
 	struct mf_doc *doc = NULL;
 	struct mf_model m;
 	char *buf = NULL;
-	size_t len;
+	size_t len = 0;
 	enum mf_rc rc;
 
 	rc = slurp(file, &buf, &len, err);
