@@ -1,0 +1,364 @@
+/*
+ * qty.c: Kubernetes resource quantities as byte sizes.
+ *
+ * The grammar is that of k8s.io/apimachinery/pkg/api/resource:
+ *
+ *	quantity ::= [+-] number suffix
+ *	number   ::= digits | digits "." | digits "." digits | "." digits
+ *	suffix   ::= "" | k M G T P E | Ki Mi Gi Ti Pi Ei | m u n
+ *	           | ("e" | "E") [+-] digits
+ *
+ * with one tightening: the number needs at least one digit, so a bare
+ * suffix ("Gi"), a bare sign or a bare "." is not a quantity.
+ *
+ * The value is computed exactly.  The text becomes a digit string D with no
+ * leading or trailing zeros and a value D * 10^e10 * 2^e2 (e2 is 10 per
+ * binary suffix step).  Whether that is a whole number, and whether it fits
+ * in 63 bits, is decided on D itself; nothing goes through floating point.
+ * Where Kubernetes would round a value finer than 1n, or cap a binary value
+ * at 2^63 - 1, this code reports the fraction or the overflow instead: a
+ * byte size must be exact.
+ */
+#include "qty.h"
+
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+/* No byte size needs more text than this; longer input is not a quantity. */
+#define MAXLEN 64
+
+/*
+ * Exponents are clamped to this magnitude while they are read.  Any value
+ * with a larger exponent is already out of range or fractional, and the
+ * clamp keeps the exponent sums far from int overflow.
+ */
+#define EXPCAP 100000
+
+/* Decimal digits that always fit in a uint64_t: 10^19 < 2^64. */
+#define U64DIGITS 19
+
+struct scan {
+	unsigned char dig[MAXLEN]; /* digit values, most significant first */
+	int ndig;
+	int e10;
+	int e2;
+	bool negative;
+	bool subunit;
+	enum mf_qty_format format;
+};
+
+static bool
+is_digit(char c)
+{
+	return c >= '0' && c <= '9';
+}
+
+static void
+add_digit(struct scan *sc, char c)
+{
+	if (sc->ndig == 0 && c == '0')
+		return;
+	sc->dig[sc->ndig++] = (unsigned char)(c - '0');
+}
+
+/* Scan [+-] number from s[*pos..len); *pos ends on the first suffix byte. */
+static enum mf_qty_err
+scan_number(const char *s, size_t len, size_t *pos, struct scan *sc)
+{
+	size_t i = *pos, start;
+	size_t ndigits = 0;
+
+	if (i < len && (s[i] == '+' || s[i] == '-')) {
+		sc->negative = s[i] == '-';
+		i++;
+	}
+	for (start = i; i < len && is_digit(s[i]); i++)
+		add_digit(sc, s[i]);
+	ndigits += i - start;
+	if (i < len && s[i] == '.') {
+		for (start = ++i; i < len && is_digit(s[i]); i++) {
+			add_digit(sc, s[i]);
+			sc->e10--;
+		}
+		ndigits += i - start;
+	}
+	if (ndigits == 0)
+		return MF_QTY_SYNTAX;
+	while (sc->ndig > 0 && sc->dig[sc->ndig - 1] == 0) {
+		sc->ndig--;
+		sc->e10++;
+	}
+	*pos = i;
+	return MF_QTY_OK;
+}
+
+/* Read "[+-]digits" (all of s[0..len)) into *exp, clamped to EXPCAP. */
+static enum mf_qty_err
+scan_exponent(const char *s, size_t len, int *exp)
+{
+	size_t i = 0;
+	bool negative = false;
+	int v = 0;
+
+	if (i < len && (s[i] == '+' || s[i] == '-')) {
+		negative = s[i] == '-';
+		i++;
+	}
+	if (i == len)
+		return MF_QTY_SYNTAX;
+	for (; i < len; i++) {
+		if (!is_digit(s[i]))
+			return MF_QTY_SYNTAX;
+		v = v * 10 + (s[i] - '0');
+		if (v > EXPCAP)
+			v = EXPCAP;
+	}
+	*exp = negative ? -v : v;
+	return MF_QTY_OK;
+}
+
+static const char *const dec_suffix[] = { "", "k", "M", "G", "T", "P", "E" };
+static const char *const bin_suffix[] = { "", "Ki", "Mi", "Gi", "Ti", "Pi",
+	"Ei" };
+static const char *const sub_suffix[] = { "m", "u", "n" };
+
+#define NELEM(a) (sizeof(a) / sizeof((a)[0]))
+
+static int
+suffix_index(const char *const *table, size_t n, const char *s, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (strlen(table[i]) == len && memcmp(table[i], s, len) == 0)
+			return (int)i;
+	return -1;
+}
+
+/* Interpret the whole of s[0..len) as a suffix. */
+static enum mf_qty_err
+scan_suffix(const char *s, size_t len, struct scan *sc)
+{
+	int dec, bin, exp;
+
+	dec = suffix_index(dec_suffix, NELEM(dec_suffix), s, len);
+	bin = suffix_index(bin_suffix, NELEM(bin_suffix), s, len);
+	if (dec >= 0) {
+		sc->format = MF_QTY_DECIMAL;
+		sc->e10 += 3 * dec;
+	} else if (bin >= 0) {
+		sc->format = MF_QTY_BINARY;
+		sc->e2 = 10 * bin;
+	} else if (suffix_index(sub_suffix, NELEM(sub_suffix), s, len) >= 0) {
+		sc->subunit = true;
+	} else if (len > 1 && (s[0] == 'e' || s[0] == 'E')) {
+		if (scan_exponent(s + 1, len - 1, &exp) != MF_QTY_OK)
+			return MF_QTY_SYNTAX;
+		sc->format = MF_QTY_EXPONENT;
+		sc->e10 += exp;
+	} else {
+		return MF_QTY_SYNTAX;
+	}
+	return MF_QTY_OK;
+}
+
+/* Divide the digit string by 5 in place; true if nothing was left over. */
+static bool
+div5(struct scan *sc)
+{
+	int i, n = 0, r = 0;
+
+	for (i = 0; i < sc->ndig; i++) {
+		int cur = r * 10 + sc->dig[i];
+
+		r = cur % 5;
+		if (n > 0 || cur / 5 != 0)
+			sc->dig[n++] = (unsigned char)(cur / 5);
+	}
+	sc->ndig = n;
+	return r == 0;
+}
+
+/*
+ * Make e10 non-negative.  D has no trailing zero, so D * 10^-k is whole
+ * only if 5^k divides D (then D is odd) and k <= e2 absorbs the 2^-k.
+ */
+static enum mf_qty_err
+absorb_fraction(struct scan *sc)
+{
+	int k = -sc->e10;
+
+	if (k <= 0)
+		return MF_QTY_OK;
+	if (k > sc->e2)
+		return MF_QTY_FRACTION;
+	for (; sc->e10 < 0; sc->e10++)
+		if (!div5(sc))
+			return MF_QTY_FRACTION;
+	sc->e2 -= k;
+	return MF_QTY_OK;
+}
+
+/* D * 10^e10 * 2^e2 with e10 >= 0, or MF_QTY_RANGE past 2^63 - 1. */
+static enum mf_qty_err
+to_int(const struct scan *sc, int64_t *out)
+{
+	uint64_t v = 0;
+	int i;
+
+	if (sc->ndig + sc->e10 > U64DIGITS)
+		return MF_QTY_RANGE;
+	for (i = 0; i < sc->ndig; i++)
+		v = v * 10 + sc->dig[i];
+	for (i = 0; i < sc->e10; i++)
+		v *= 10;
+	if (v > (uint64_t)INT64_MAX >> sc->e2)
+		return MF_QTY_RANGE;
+	*out = (int64_t)(v << sc->e2);
+	return MF_QTY_OK;
+}
+
+static enum mf_qty_err
+evaluate(struct scan *sc, int64_t *out)
+{
+	enum mf_qty_err err;
+
+	if (sc->ndig == 0 || sc->negative)
+		return MF_QTY_NOTPOSITIVE;
+	/* The value is at least 10^(ndig - 1 + e10) > 2^63 - 1. */
+	if (sc->ndig - 1 + sc->e10 > U64DIGITS - 1)
+		return MF_QTY_RANGE;
+	err = absorb_fraction(sc);
+	if (err != MF_QTY_OK)
+		return err;
+	return to_int(sc, out);
+}
+
+enum mf_qty_err
+mf_qty_parse_bytes(const char *s, size_t len, int64_t *bytes,
+    enum mf_qty_format *format)
+{
+	struct scan sc;
+	enum mf_qty_err err;
+	size_t pos = 0;
+	int64_t v = 0;
+
+	if (s == NULL || len == 0)
+		return MF_QTY_EMPTY;
+	if (len > MAXLEN)
+		return MF_QTY_SYNTAX;
+	memset(&sc, 0, sizeof(sc));
+	err = scan_number(s, len, &pos, &sc);
+	if (err == MF_QTY_OK)
+		err = scan_suffix(s + pos, len - pos, &sc);
+	if (err == MF_QTY_OK && sc.subunit)
+		err = MF_QTY_SUBUNIT;
+	if (err == MF_QTY_OK)
+		err = evaluate(&sc, &v);
+	if (err != MF_QTY_OK)
+		return err;
+	*bytes = v;
+	if (format != NULL)
+		*format = sc.format;
+	return MF_QTY_OK;
+}
+
+const char *
+mf_qty_strerror(enum mf_qty_err err)
+{
+	switch (err) {
+	case MF_QTY_OK:
+		return "is a valid quantity";
+	case MF_QTY_EMPTY:
+		return "is empty";
+	case MF_QTY_SYNTAX:
+		return "is not a quantity";
+	case MF_QTY_SUBUNIT:
+		return "uses a sub-unit suffix (m, u or n), not a byte size";
+	case MF_QTY_FRACTION:
+		return "is not a whole number of bytes";
+	case MF_QTY_NOTPOSITIVE:
+		return "is not a positive number of bytes";
+	case MF_QTY_RANGE:
+		return "is more than 2^63-1 bytes";
+	}
+	return "is not a valid quantity";
+}
+
+/* Largest power of 1000 that leaves a whole mantissa, as Kubernetes picks. */
+static int
+split_decimal(uint64_t *m)
+{
+	int e = 0;
+
+	while (*m % 1000 == 0) {
+		*m /= 1000;
+		e += 3;
+	}
+	return e;
+}
+
+static int
+split_binary(uint64_t *m)
+{
+	int i = 0;
+
+	while (*m % 1024 == 0) {
+		*m /= 1024;
+		i++;
+	}
+	return i;
+}
+
+/*
+ * Zero prints "0" and a negative value gets a '-' before the text of its
+ * magnitude, as Kubernetes prints them; a binary magnitude below 1Ki prints
+ * in the decimal family (Kubernetes does the same).  An unknown family
+ * prints as an exponent, Kubernetes' fallback.
+ */
+static int
+render(int64_t bytes, enum mf_qty_format format, char *tmp, size_t size)
+{
+	const char *sign = bytes < 0 ? "-" : "";
+	uint64_t m = bytes < 0 ? 0 - (uint64_t)bytes : (uint64_t)bytes;
+	int e;
+
+	if (m == 0)
+		return snprintf(tmp, size, "0");
+	if (format == MF_QTY_BINARY && m < 1024)
+		format = MF_QTY_DECIMAL;
+	if (format == MF_QTY_BINARY) {
+		e = split_binary(&m);
+		return snprintf(tmp, size, "%s%" PRIu64 "%s", sign, m,
+		    bin_suffix[e]);
+	}
+	e = split_decimal(&m);
+	if (format == MF_QTY_DECIMAL)
+		return snprintf(tmp, size, "%s%" PRIu64 "%s", sign, m,
+		    dec_suffix[e / 3]);
+	if (e == 0)
+		return snprintf(tmp, size, "%s%" PRIu64, sign, m);
+	return snprintf(tmp, size, "%s%" PRIu64 "e%d", sign, m, e);
+}
+
+size_t
+mf_qty_format(int64_t bytes, enum mf_qty_format format, char *buf,
+    size_t size)
+{
+	char tmp[MF_QTY_STRMAX];
+	int n;
+	size_t len, copy;
+
+	n = render(bytes, format, tmp, sizeof(tmp));
+	len = n < 0 ? 0 : (size_t)n;
+	if (len >= sizeof(tmp))
+		len = sizeof(tmp) - 1;
+	if (buf == NULL || size == 0)
+		return len;
+	copy = len < size - 1 ? len : size - 1;
+	memcpy(buf, tmp, copy);
+	buf[copy] = '\0';
+	return len;
+}
