@@ -171,6 +171,7 @@ struct frame {
 	struct mf_node *node;
 	struct mf_node *tail;
 	const char *key; /* map: pending key, NULL when a key is expected */
+	int key_line, key_column;
 };
 
 struct yparse {
@@ -228,9 +229,13 @@ place(struct yparse *p, struct mf_node *n, const yaml_event_t *ev)
 			    column, "duplicate key '%.64s'", n->text);
 		}
 		f->key = n->text;
+		f->key_line = n->line;
+		f->key_column = n->column;
 		return MF_OK;
 	}
 	n->key = f->key;
+	n->key_line = f->key_line;
+	n->key_column = f->key_column;
 	f->key = NULL;
 	append(f->node, &f->tail, n);
 	return MF_OK;
@@ -403,13 +408,14 @@ from_json(struct mf_doc *doc, json_t *j, int depth, enum mf_rc *rc)
 	size_t len = 0;
 	struct mf_node *n;
 
-	if (depth > MF_DOC_MAX_DEPTH) {
-		*rc = MF_ETOOBIG;
-		return NULL;
-	}
 	switch (json_typeof(j)) {
 	case JSON_OBJECT:
 	case JSON_ARRAY:
+		if (depth > MF_DOC_MAX_DEPTH ||
+		    json_object_size(j) > MF_DOC_MAX_KEYS) {
+			*rc = MF_ETOOBIG;
+			return NULL;
+		}
 		n = new_node(doc, json_is_object(j) ? MF_NODE_MAP : MF_NODE_SEQ,
 		    0, 0);
 		return n == NULL ? NULL : json_children(doc, j, n, depth, rc);
@@ -684,7 +690,7 @@ mf_node_map(const struct mf_node *n, const char *path,
 		if (!found)
 			return mf_error_set(err, MF_EINVAL,
 			    mf_path(field, sizeof(field), path, c->key),
-			    c->line, c->column, "unknown field");
+			    c->key_line, c->key_column, "unknown field");
 	}
 	return MF_OK;
 }

@@ -30,6 +30,8 @@ struct mf_node {
 	int line;              /* 1-based position of the value; 0 for JSON */
 	int column;
 	const char *key;       /* member name when the parent is a map, else NULL */
+	int key_line;          /* where that name is; 0 for JSON */
+	int key_column;
 	const char *text;      /* scalars: NUL-terminated text; else NULL */
 	size_t len;            /* scalars: text length; SEQ/MAP: child count */
 	struct mf_node *child; /* SEQ/MAP: first child, in document order */

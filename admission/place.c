@@ -19,7 +19,10 @@
 #include "qty.h"
 
 #define GIB (INT64_C(1) << 30)
-#define MAX_OPTIONS 2048
+/* Past this many options, pruning (an optimisation) stops; the table
+ * still grows, up to MAX_OPTIONS. */
+#define PRUNE_OPTIONS 4096
+#define MAX_OPTIONS (1u << 20)
 
 struct option {
 	unsigned fixes;
@@ -38,8 +41,8 @@ struct search {
 	const struct mf_job *job;
 	const struct mf_catalog *cat;
 	double ref_hours;        /* referenceHours, or 1 for ranking only */
-	size_t nopt;
-	struct option opt[MAX_OPTIONS];
+	size_t nopt, capopt;
+	struct option *opt;       /* owned */
 	/* The cheapest candidate that fit in memory, limits aside. */
 	int have_fit;
 	struct mf_placement cheapest_fit;
@@ -301,20 +304,34 @@ dominates(const struct option *a, const struct option *b)
 	    nfixes(a->fixes) <= nfixes(b->fixes);
 }
 
-static void
+static enum mf_rc
 add_option(struct search *s, const struct option *o)
 {
 	size_t i, j;
 
-	for (i = 0; i < s->nopt; i++)
-		if (dominates(&s->opt[i], o))
-			return;
-	for (i = j = 0; i < s->nopt; i++)
-		if (!dominates(o, &s->opt[i]))
-			s->opt[j++] = s->opt[i];
-	s->nopt = j;
-	if (s->nopt < MAX_OPTIONS)
-		s->opt[s->nopt++] = *o;
+	if (s->nopt < PRUNE_OPTIONS) {
+		for (i = 0; i < s->nopt; i++)
+			if (dominates(&s->opt[i], o))
+				return MF_OK;
+		for (i = j = 0; i < s->nopt; i++)
+			if (!dominates(o, &s->opt[i]))
+				s->opt[j++] = s->opt[i];
+		s->nopt = j;
+	}
+	if (s->nopt == s->capopt) {
+		size_t cap = s->capopt ? s->capopt * 2 : 64;
+		struct option *p;
+
+		if (cap > MAX_OPTIONS)
+			return MF_ETOOBIG;
+		p = realloc(s->opt, cap * sizeof(*p));
+		if (p == NULL)
+			return MF_ENOMEM;
+		s->opt = p;
+		s->capopt = cap;
+	}
+	s->opt[s->nopt++] = *o;
+	return MF_OK;
 }
 
 static int64_t
@@ -352,7 +369,9 @@ add_fixset(struct search *s, unsigned fixes, struct mf_error *err)
 		o.need = est.per_gpu;
 		o.time_factor = time_factor(s->cat, fixes);
 		o.k = cost_factor(s, o.time_factor, c);
-		add_option(s, &o);
+		if (add_option(s, &o) != MF_OK)
+			return mf_error_set(err, MF_ENOMEM, NULL, 0, 0,
+			    "out of memory listing placements");
 	}
 	return MF_OK;
 }
@@ -375,10 +394,11 @@ list_options(struct search *s, struct mf_error *err)
 	enum mf_rc rc = MF_OK;
 
 	if (job->model_source == MF_MODEL_NONE) {
-		s->opt[0] = (struct option){ 0, job->count, job->min_memory,
-			1.0, cost_factor(s, 1.0, job->count) };
-		s->nopt = 1;
-		return MF_OK;
+		struct option o = { 0, job->count, job->min_memory, 1.0,
+			cost_factor(s, 1.0, job->count) };
+
+		return add_option(s, &o) == MF_OK ? MF_OK :
+		    mf_error_set(err, MF_ENOMEM, NULL, 0, 0, "out of memory");
 	}
 	for (int f = 0; f < MF_FIX_COUNT; f++)
 		if ((job->allowed_fixes & MF_FIXBIT(f)) &&
@@ -403,6 +423,8 @@ search_init(struct search *s, const struct mf_job *job,
 	s->cat = cat;
 	s->ref_hours = job->reference_hours > 0 ? job->reference_hours : 1.0;
 	s->nopt = 0;
+	s->capopt = 0;
+	s->opt = NULL;
 	s->have_fit = 0;
 }
 
@@ -432,6 +454,7 @@ cheapest_with(struct search *s, const struct option *o,
 	struct mf_placement p;
 	int found = 0;
 
+	/* The table always has room for one: the search added at least one. */
 	s->opt[0] = *o;
 	s->nopt = 1;
 	for (size_t i = 0; i < s->cat->ngpus; i++)
@@ -561,14 +584,19 @@ explain_rejection(const struct search *s, struct mf_decision *d)
 		    p->hourly_price, p->cost, p->hours);
 		return;
 	}
-	if (big != NULL)
-		mf_qty_format(big->memory, big->memory_format, m, sizeof(m));
-	if (!d->from_model) {
+	if (big == NULL) {
+		snprintf(d->reason, sizeof(d->reason), "no card in the "
+		    "catalogue takes %lld GPUs per job (maxCount)",
+		    (long long)job->count);
+		return;
+	}
+	mf_qty_format(big->memory, big->memory_format, m, sizeof(m));
+	if (!d->from_model || job->min_memory > big->memory) {
 		mf_qty_format(job->min_memory, job->min_memory_format, q,
 		    sizeof(q));
 		snprintf(d->reason, sizeof(d->reason), "minMemory %s is more "
 		    "than the largest card in the catalogue, %s (%s)", q,
-		    big ? big->name : "none", big ? m : "-");
+		    big->name, m);
 		return;
 	}
 	for (int i = 1; i < MF_B_COUNT; i++)
@@ -578,8 +606,7 @@ explain_rejection(const struct search *s, struct mf_decision *d)
 	    "GPU, the largest part %s (%.1f GB), but the largest usable card, "
 	    "%s, holds %.1f GB after %.0f%% headroom", gb(d->need),
 	    mf_bucket_name((enum mf_bucket)b), gb(d->est.bucket[b]),
-	    big ? big->name : "none", big ? gb(mf_cat_usable(s->cat, big)) : 0,
-	    s->cat->headroom * 100);
+	    big->name, gb(mf_cat_usable(s->cat, big)), s->cat->headroom * 100);
 }
 
 static void
@@ -675,20 +702,24 @@ mf_place(const struct mf_job *job, const struct mf_catalog *cat,
 	search_init(&s, job, cat);
 	rc = list_options(&s, err);
 	if (rc != MF_OK)
-		return rc;
+		goto out;
 	search_cards(&s, &d);
-	if (describe(&s, &d) != MF_OK)
-		return mf_error_set(err, MF_ERANGE, "spec.workload", 0, 0,
-		    "the memory figures of this job overflow 63 bits");
+	rc = describe(&s, &d);
+	if (rc != MF_OK)
+		goto range;
 	set_floor(&s, &d);
 	if (!d.admitted) {
 		explain_rejection(&s, &d);
-		if (d.from_model && list_fixes(&s, &d) != MF_OK)
-			return mf_error_set(err, MF_ERANGE, "spec.workload", 0,
-			    0, "the memory figures of this job overflow 63 "
-			    "bits");
+		if (d.from_model && (rc = list_fixes(&s, &d)) != MF_OK)
+			goto range;
 	}
 	add_warnings(&d);
 	*out = d;
-	return MF_OK;
+	goto out;
+range:
+	mf_error_set(err, rc, "spec.workload", 0, 0, "the memory figures of "
+	    "this job overflow 63 bits");
+out:
+	free(s.opt);
+	return rc;
 }
