@@ -37,6 +37,7 @@ LIB_OBJ    = $(LIB_SRC:%.c=$(BUILD)/%.o)
 DAEMON_OBJ = $(patsubst %.c,$(BUILD)/%.o,$(filter-out daemon/main.c,$(wildcard daemon/*.c)))
 CLI_OBJ    = $(patsubst %.c,$(BUILD)/%.o,$(wildcard cli/*.c))
 HARNESS_OBJ = $(patsubst %.c,$(BUILD)/%.o,$(wildcard tests/harness*.c))
+SCRIPTS    = $(filter-out tests/bench.sh,$(wildcard tests/*.sh))
 UNIT       = $(patsubst tests/%.c,$(BUILD)/%,$(wildcard tests/test_*.c))
 INTEG      = $(patsubst tests/%.c,$(BUILD)/%,$(wildcard tests/it_*.c))
 LIB        = $(BUILD)/libmemfloor.a
@@ -111,7 +112,7 @@ unit: $(UNIT)
 
 integration: all $(INTEG)
 	@set -e; for t in $(INTEG); do echo "== $$t"; $(TESTENV) timeout 300 $$t; done
-	@set -e; for t in tests/*.sh; do [ -e "$$t" ] || continue; \
+	@set -e; for t in $(SCRIPTS); do \
 	  echo "== $$t"; $(TESTENV) timeout 300 sh $$t; done
 
 # The whole suite, then again under ASan+UBSan.

@@ -164,11 +164,11 @@ serve(const struct mfd_config *cfg, sigset_t *set)
 {
 	int sig;
 
-	if (mfd_server_start(cfg) != 0)
-		return 1;
 	if (mfd_state_watch() != 0)
 		mfd_log(MFD_WARN, "cannot watch %s; reload with SIGHUP",
 		    cfg->catalog_path);
+	if (mfd_server_start(cfg) != 0)
+		return 1;
 	for (;;) {
 		if (sigwait(set, &sig) != 0)
 			continue;

@@ -26,6 +26,7 @@ static uint64_t version;
 static struct mf_models *models;
 static char catalog_path[PATH_MAX];
 static struct stat last_seen; /* the file as of the last load attempt */
+static int stopped;           /* under reload_lock: no more reloads */
 
 struct mf_catalog *
 mfd_state_catalog(void)
@@ -66,13 +67,19 @@ mfd_state_reload(const char *why)
 	enum mf_rc rc;
 
 	pthread_mutex_lock(&reload_lock);
+	if (stopped) {
+		pthread_mutex_unlock(&reload_lock);
+		return MF_OK;
+	}
 	stat(catalog_path, &last_seen);
 	rc = mf_cat_load(catalog_path, &cat, &err);
 	if (rc == MF_OK) {
+		size_t ngpus = cat->ngpus; /* cat is not ours once swapped in */
+
 		swap_in(cat);
 		mfd_log(MFD_INFO, "catalogue %s reloaded (%s): version %llu, "
 		    "%zu GPUs", catalog_path, why, (unsigned long long)version,
-		    cat->ngpus);
+		    ngpus);
 	} else {
 		mfd_log(MFD_ERROR, "catalogue reload (%s) failed, keeping "
 		    "version %llu: %s", why, (unsigned long long)version,
@@ -107,10 +114,14 @@ mfd_state_init(const struct mfd_config *cfg, struct mf_error *err)
 void
 mfd_state_fini(void)
 {
+	/* The watcher thread may still wake up; it will find stopped set. */
+	pthread_mutex_lock(&reload_lock);
+	stopped = 1;
 	pthread_mutex_lock(&swap_lock);
 	mf_cat_unref(current);
 	current = NULL;
 	pthread_mutex_unlock(&swap_lock);
+	pthread_mutex_unlock(&reload_lock);
 	mf_models_free(models);
 	models = NULL;
 }
