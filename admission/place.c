@@ -411,7 +411,8 @@ list_options(struct search *s, struct mf_error *err)
 		if (rc != MF_OK || sub == 0)
 			break;
 	}
-	qsort(s->opt, s->nopt, sizeof(s->opt[0]), by_rank);
+	if (s->nopt > 1)
+		qsort(s->opt, s->nopt, sizeof(s->opt[0]), by_rank);
 	return rc;
 }
 
