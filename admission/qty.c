@@ -13,8 +13,10 @@
  *
  * The value is computed exactly.  The text becomes a digit string D with no
  * leading or trailing zeros and a value D * 10^e10 * 2^e2 (e2 is 10 per
- * binary suffix step).  Whether that is a whole number, and whether it fits
- * in 63 bits, is decided on D itself; nothing goes through floating point.
+ * binary suffix step).  D is multiplied out by 2^e2 in decimal; the digits
+ * of the product then show both the whole part, checked against 2^63 - 1,
+ * and whether anything is left after the decimal point.  Nothing goes
+ * through floating point.
  * Where Kubernetes would round a value finer than 1n, or cap a binary value
  * at 2^63 - 1, this code reports the fraction or the overflow instead: a
  * byte size must be exact.
@@ -40,7 +42,8 @@
 #define U64DIGITS 19
 
 struct scan {
-	unsigned char dig[MAXLEN]; /* digit values, most significant first */
+	/* digit values, most significant first; 2^60 adds 19 digits */
+	unsigned char dig[MAXLEN + U64DIGITS];
 	int ndig;
 	int e10;
 	int e2;
@@ -164,59 +167,51 @@ scan_suffix(const char *s, size_t len, struct scan *sc)
 	return MF_QTY_OK;
 }
 
-/* Divide the digit string by 5 in place; true if nothing was left over. */
-static bool
-div5(struct scan *sc)
+/* Multiply the digit string by 2^e2 in place, leaving e2 zero. */
+static void
+apply_binary(struct scan *sc)
 {
-	int i, n = 0, r = 0;
+	int i, carry;
 
-	for (i = 0; i < sc->ndig; i++) {
-		int cur = r * 10 + sc->dig[i];
+	for (; sc->e2 > 0; sc->e2--) {
+		carry = 0;
+		for (i = sc->ndig - 1; i >= 0; i--) {
+			int cur = sc->dig[i] * 2 + carry;
 
-		r = cur % 5;
-		if (n > 0 || cur / 5 != 0)
-			sc->dig[n++] = (unsigned char)(cur / 5);
+			sc->dig[i] = (unsigned char)(cur % 10);
+			carry = cur / 10;
+		}
+		if (carry != 0) {
+			memmove(sc->dig + 1, sc->dig, (size_t)sc->ndig);
+			sc->dig[0] = (unsigned char)carry;
+			sc->ndig++;
+		}
 	}
-	sc->ndig = n;
-	return r == 0;
 }
 
 /*
- * Make e10 non-negative.  D has no trailing zero, so D * 10^-k is whole
- * only if 5^k divides D (then D is odd) and k <= e2 absorbs the 2^-k.
+ * The whole part of N * 10^e10 (N is the digit string, e2 already applied)
+ * is the first ndig + e10 digits of N followed by e10 zeros when e10 > 0.
+ * Range is judged on it, before any fraction: a whole part above 2^63 - 1
+ * is out of range whether or not a fraction follows.
  */
 static enum mf_qty_err
-absorb_fraction(struct scan *sc)
+whole_part(const struct scan *sc, uint64_t *out)
 {
-	int k = -sc->e10;
-
-	if (k <= 0)
-		return MF_QTY_OK;
-	if (k > sc->e2)
-		return MF_QTY_FRACTION;
-	for (; sc->e10 < 0; sc->e10++)
-		if (!div5(sc))
-			return MF_QTY_FRACTION;
-	sc->e2 -= k;
-	return MF_QTY_OK;
-}
-
-/* D * 10^e10 * 2^e2 with e10 >= 0, or MF_QTY_RANGE past 2^63 - 1. */
-static enum mf_qty_err
-to_int(const struct scan *sc, int64_t *out)
-{
+	int nwhole = sc->ndig + (sc->e10 < 0 ? sc->e10 : 0);
+	int nzero = sc->e10 > 0 ? sc->e10 : 0;
 	uint64_t v = 0;
 	int i;
 
-	if (sc->ndig + sc->e10 > U64DIGITS)
+	if (nwhole + nzero > U64DIGITS)
 		return MF_QTY_RANGE;
-	for (i = 0; i < sc->ndig; i++)
+	for (i = 0; i < nwhole; i++)
 		v = v * 10 + sc->dig[i];
-	for (i = 0; i < sc->e10; i++)
+	for (i = 0; i < nzero; i++)
 		v *= 10;
-	if (v > (uint64_t)INT64_MAX >> sc->e2)
+	if (v > (uint64_t)INT64_MAX)
 		return MF_QTY_RANGE;
-	*out = (int64_t)(v << sc->e2);
+	*out = v;
 	return MF_QTY_OK;
 }
 
@@ -224,16 +219,24 @@ static enum mf_qty_err
 evaluate(struct scan *sc, int64_t *out)
 {
 	enum mf_qty_err err;
+	uint64_t v = 0;
+	int i;
 
 	if (sc->ndig == 0 || sc->negative)
 		return MF_QTY_NOTPOSITIVE;
-	/* The value is at least 10^(ndig - 1 + e10) > 2^63 - 1. */
+	/* The value is at least 10^(ndig - 1 + e10): more than 2^63 - 1. */
 	if (sc->ndig - 1 + sc->e10 > U64DIGITS - 1)
 		return MF_QTY_RANGE;
-	err = absorb_fraction(sc);
+	apply_binary(sc);
+	err = whole_part(sc, &v);
 	if (err != MF_QTY_OK)
 		return err;
-	return to_int(sc, out);
+	i = sc->ndig + sc->e10 > 0 ? sc->ndig + sc->e10 : 0;
+	for (; i < sc->ndig; i++)
+		if (sc->dig[i] != 0)
+			return MF_QTY_FRACTION;
+	*out = (int64_t)v;
+	return MF_QTY_OK;
 }
 
 enum mf_qty_err
@@ -313,7 +316,7 @@ split_binary(uint64_t *m)
 }
 
 /*
- * Zero prints "0" and a negative value gets a '-' before the text of its
+ * Zero prints "0" and a negative value is a '-' before the text of its
  * magnitude, as Kubernetes prints them; a binary magnitude below 1Ki prints
  * in the decimal family (Kubernetes does the same).  An unknown family
  * prints as an exponent, Kubernetes' fallback.

@@ -42,10 +42,12 @@ const char *mf_qty_strerror(enum mf_qty_err err);
 
 /*
  * Write the canonical Kubernetes form of bytes (> 0) in the given family to
- * buf (NUL-terminated, truncated to size).  Binary values that are not a
- * whole number of Ki print in decimal, as Kubernetes does: 88Gi -> "88Gi",
- * 1.5Gi -> "1536Mi", 94.5G -> "94500M", 1e9 -> "1e9".  Returns the length
- * the full text needs (like snprintf).  MF_QTY_STRMAX is always enough.
+ * buf (NUL-terminated, truncated to size), as Kubernetes does: 88Gi ->
+ * "88Gi", 1.5Gi -> "1536Mi", 94.5G -> "94500M", 1e9 -> "1e9".  A binary
+ * value of 1Ki or more that no binary suffix divides prints as a plain byte
+ * count ("2000"), and one below 1Ki in the decimal family ("1k").  Returns
+ * the length the full text needs (like snprintf).  MF_QTY_STRMAX is always
+ * enough.
  */
 #define MF_QTY_STRMAX 32
 size_t mf_qty_format(int64_t bytes, enum mf_qty_format format, char *buf,

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "../admission/buf.h"
+#include "../admission/review.h"
 #include "fetch.h"
 #include "memfloord.h"
 #include "tls.h"
@@ -121,6 +122,16 @@ do_diagnose(struct request *r, struct MHD_Connection *c,
 }
 
 static void
+do_review(struct request *r, struct MHD_Connection *c, struct mf_answer *ans)
+{
+	struct mf_api api = api_begin(r);
+
+	(void)c;
+	mf_api_review(&api, r->body.data, r->body.len, ans);
+	api_end(&api);
+}
+
+static void
 do_catalog(struct request *r, struct MHD_Connection *c,
     struct mf_answer *ans)
 {
@@ -195,6 +206,7 @@ static const struct route routes[] = {
 	{ "/v1/admit", MFD_R_ADMIT, BODY_MANIFEST, do_admit },
 	{ "/v1/estimate", MFD_R_ESTIMATE, BODY_MANIFEST, do_estimate },
 	{ "/v1/diagnose", MFD_R_DIAGNOSE, BODY_TEXT, do_diagnose },
+	{ "/v1/admission-review", MFD_R_REVIEW, BODY_REVIEW, do_review },
 	{ "/v1/catalog", MFD_R_CATALOG, BODY_NONE, do_catalog },
 	{ "/v1/models", MFD_R_MODELS, BODY_NONE, do_models },
 	{ "/healthz", MFD_R_HEALTHZ, BODY_NONE, do_healthz },
@@ -621,7 +633,7 @@ mfd_server_start(const struct mfd_config *cfg)
 	    MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
 	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)30,
 	    /* MHD clears this pool for every request: keep it small. */
-	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)16384,
+	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)8192,
 	    MHD_OPTION_CONNECTION_LIMIT, (unsigned int)8192,
 	    MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned int)1024,
 	    MHD_OPTION_ARRAY, mfd_tls_options(), MHD_OPTION_END);

@@ -276,8 +276,8 @@ test_parse_limits(void **state)
 		/* 2^53 - 1 Ki = 2^63 - 2^10 */
 		{ "9007199254740991Ki", INT64_MAX - 1023, MF_QTY_BINARY },
 		{ "1e18", E, MF_QTY_EXPONENT },
-		{ "0000000000000000000000000000000000000000000000000000000000001",
-		    1, MF_QTY_DECIMAL },
+		{ "0000000000000000000000000000000"
+		  "000000000000000000000000000001", 1, MF_QTY_DECIMAL },
 	};
 
 	(void)state;
@@ -302,6 +302,12 @@ test_parse_range(void **state)
 		{ "1e19", MF_QTY_RANGE },
 		{ "1e999999999999999999999999", MF_QTY_RANGE },
 		{ "1000000000000000000000000000000.0", MF_QTY_RANGE },
+		/* range is judged on the whole part, before any fraction */
+		{ "1000000000000000000000000000000.5", MF_QTY_RANGE },
+		{ "9223372036854775808.5", MF_QTY_RANGE },
+		{ "9999999999999999999.5Ei", MF_QTY_RANGE },
+		/* 2^63 + 0.5 * 2^10 */
+		{ "9007199254740992.5Ki", MF_QTY_RANGE },
 	};
 
 	(void)state;
@@ -341,6 +347,8 @@ test_parse_fraction(void **state)
 		/* Kubernetes rounds this up to exactly 1 at nano precision */
 		{ "0.9999999999", MF_QTY_FRACTION },
 		{ "1e-999999999999999999999999", MF_QTY_FRACTION },
+		/* whole part 2^63 - 1 fits; the half does not make it whole */
+		{ "9223372036854775807.5", MF_QTY_FRACTION },
 	};
 
 	(void)state;
@@ -454,8 +462,8 @@ test_parse_syntax(void **state)
 		{ "1Gi1", MF_QTY_SYNTAX },
 		{ "1kk", MF_QTY_SYNTAX },
 		/* 65 characters: past the length cap */
-		{ "00000000000000000000000000000000000000000000000000000000000000001",
-		    MF_QTY_SYNTAX },
+		{ "00000000000000000000000000000000"
+		  "000000000000000000000000000000001", MF_QTY_SYNTAX },
 	};
 
 	(void)state;
@@ -466,8 +474,8 @@ static void
 test_parse_length_bounds(void **state)
 {
 	/* 64 characters: the longest accepted text */
-	static const char at_cap[] =
-	    "0000000000000000000000000000000000000000000000000000000000000001";
+	static const char at_cap[] = "00000000000000000000000000000000"
+				     "00000000000000000000000000000001";
 	int64_t bytes = 0;
 
 	(void)state;
@@ -609,7 +617,7 @@ test_format_outside_contract(void **state)
 		/* -2^63 = -8 * 2^60 */
 		{ INT64_MIN, MF_QTY_BINARY, "-8Ei" },
 		{ INT64_MIN, MF_QTY_DECIMAL, "-9223372036854775808" },
-		/* an unknown family prints as an exponent, as Kubernetes does */
+		/* an unknown family prints as an exponent, like Kubernetes */
 		{ M, (enum mf_qty_format)42, "1e6" },
 	};
 

@@ -1,0 +1,60 @@
+/*
+ * review.h: the Kubernetes mutating admission webhook (design section 11),
+ * POST /v1/admission-review.
+ *
+ * A batch/v1 Job or v1 Pod opts in with annotations on the object:
+ *
+ *   memfloor.dev/min-memory  a quantity: the per-GPU floor
+ *   memfloor.dev/spec        YAML or JSON of a manifest's spec (design 3)
+ *
+ * With both, the annotation's quantity is the spec's
+ * resources.gpu.minMemory unless the spec sets its own; then the spec's
+ * wins and a warning says the annotation was ignored.
+ *
+ * Everything else passes unchanged (allowed, no patch): other kinds,
+ * objects without either annotation, operations other than CREATE and
+ * UPDATE, subresource requests (pods/status, ...).  An admitted object is
+ * allowed with a JSON Patch (RFC 6902) that
+ *   - adds the GPU's catalogue labels to the pod spec's nodeSelector
+ *     (Pod: /spec, Job: /spec/template/spec), one add of the whole map
+ *     when there is none, else one add per key;
+ *   - sets resources.limits["nvidia.com/gpu"] to the GPU count, as a
+ *     string quantity, on every entry of containers whose limits do not
+ *     name it (initContainers are left alone);
+ *   - adds (or replaces, when present) the annotations
+ *     memfloor.dev/placement ("H100 x 2"), memfloor.dev/min-memory (the
+ *     floor in effect, canonical) and memfloor.dev/estimated-cost (USD
+ *     with two decimals; without spec.duration.referenceHours there is no
+ *     cost, and a stale one is removed).
+ * A rejected object is denied with status.code 403 and a message with the
+ * reason and the suggested fix.  A bad annotation (not a quantity, spec
+ * not YAML, an unknown spec field, a configUrl model) is denied with
+ * status.code 400 and a message naming the annotation.  response.warnings
+ * holds the decision's warnings, each cut to under 120 bytes.  dryRun
+ * requests are answered the same way: deciding has no side effects.
+ */
+#ifndef MF_REVIEW_H
+#define MF_REVIEW_H
+
+#include <stddef.h>
+
+#include "api.h"
+
+/* Longest warning and denial message, in bytes, terminator excluded. */
+#define MF_REVIEW_WARNING_MAX 119
+#define MF_REVIEW_MESSAGE_MAX 1000
+
+/*
+ * Answer the AdmissionReview in body[0..len) (need not be NUL-terminated).
+ * ans is filled completely, always as JSON: MF_ANS_OK with an
+ * AdmissionReview response for every well-formed review (allowed or
+ * denied); MF_ANS_INVALID with {"error", "field"} when the body is not an
+ * admission.k8s.io/v1 AdmissionReview with a request and a uid;
+ * MF_ANS_INTERNAL when memory ran out.  ans->job is the object's name
+ * (metadata.name, else generateName, else request.name) and ans->verdict
+ * is set when admission ran.  Release with mf_answer_free.
+ */
+void mf_api_review(const struct mf_api *api, const char *body, size_t len,
+    struct mf_answer *ans);
+
+#endif

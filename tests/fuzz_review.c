@@ -1,0 +1,244 @@
+/*
+ * fuzz_review.c: libFuzzer harness for POST /v1/admission-review.
+ *
+ * The shipped catalogue and models (catalog/, from the directory the
+ * fuzzer runs in, or $MF_TOP) are loaded once.  An input that starts with
+ * '{' or blank space is the whole request body; any other input is a first
+ * byte choosing where the rest goes in an annotated Pod review (bit 0: the
+ * memfloor.dev/spec annotation or memfloor.dev/min-memory; bit 1: a Job
+ * instead of a Pod; bit 2: a nodeSelector already set), so the annotation
+ * readers and the patch builder are reached without valid JSON around
+ * them.
+ *
+ * Every answer is JSON.  A 200 is an admission.k8s.io/v1 AdmissionReview
+ * whose response has a uid and allowed; a denial has status.code 400 or
+ * 403 and a message of at most 1000 bytes; a patch is base64 of a JSON
+ * array of add/replace/remove operations on absolute pointers; every
+ * warning is under 120 bytes.  A 400 says why in "error".
+ *
+ * Seeds: tests/corpus/review/.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "../admission/api.h"
+#include "../admission/model.h"
+#include "../admission/review.h"
+#include "../catalog/catalog.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static struct mf_catalog *cat;
+static struct mf_models *models;
+
+static void
+load_once(void)
+{
+	const char *top = getenv("MF_TOP");
+	struct mf_error err;
+	char path[512];
+
+	if (cat != NULL)
+		return;
+	snprintf(path, sizeof(path), "%s/catalog/gpus.yaml", top ? top : ".");
+	if (mf_cat_load(path, &cat, &err) != MF_OK) {
+		fprintf(stderr, "%s\n", err.message);
+		abort();
+	}
+	snprintf(path, sizeof(path), "%s/catalog/models", top ? top : ".");
+	if (mf_models_load(path, &models, &err) != MF_OK) {
+		fprintf(stderr, "%s\n", err.message);
+		abort();
+	}
+}
+
+static int
+b64(int c)
+{
+	const char *tab = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+	                  "0123456789+/";
+	const char *p = c != 0 ? strchr(tab, c) : NULL;
+
+	return p != NULL ? (int)(p - tab) : -1;
+}
+
+/* The decoded patch as JSON; aborts on bad base64. */
+static json_t *
+decode_patch(const char *s)
+{
+	size_t n = strlen(s), o = 0;
+	char *out;
+	json_t *j;
+
+	if (n % 4 != 0 || (out = malloc(n / 4 * 3 + 1)) == NULL)
+		abort();
+	for (size_t i = 0; i < n; i += 4) {
+		int v[4];
+
+		for (int k = 0; k < 4; k++)
+			if ((v[k] = s[i + k] == '=' ? 0 : b64(s[i + k])) < 0)
+				abort();
+		out[o++] = (char)(v[0] << 2 | v[1] >> 4);
+		if (s[i + 2] != '=')
+			out[o++] = (char)((v[1] & 15) << 4 | v[2] >> 2);
+		if (s[i + 3] != '=')
+			out[o++] = (char)((v[2] & 3) << 6 | v[3]);
+	}
+	j = json_loadb(out, o, 0, NULL);
+	free(out);
+	if (j == NULL)
+		abort();
+	return j;
+}
+
+static void
+check_patch(const json_t *resp)
+{
+	const char *type =
+	    json_string_value(json_object_get(resp, "patchType"));
+	const char *p = json_string_value(json_object_get(resp, "patch"));
+	json_t *patch, *o;
+	const char *verb, *path;
+	size_t i;
+
+	if (p == NULL || type == NULL || strcmp(type, "JSONPatch") != 0)
+		abort();
+	patch = decode_patch(p);
+	if (!json_is_array(patch) || json_array_size(patch) == 0)
+		abort();
+	json_array_foreach (patch, i, o) {
+		verb = json_string_value(json_object_get(o, "op"));
+		path = json_string_value(json_object_get(o, "path"));
+		if (verb == NULL || path == NULL || path[0] != '/' ||
+		    (strcmp(verb, "add") != 0 && strcmp(verb, "replace") != 0 &&
+		        strcmp(verb, "remove") != 0) ||
+		    (json_object_get(o, "value") == NULL) !=
+		        (strcmp(verb, "remove") == 0))
+			abort();
+	}
+	json_decref(patch);
+}
+
+static void
+check_review(const json_t *j)
+{
+	const json_t *resp = json_object_get(j, "response"), *st, *w;
+	const char *msg;
+	json_int_t code;
+	size_t i;
+
+	if (strcmp(json_string_value(json_object_get(j, "apiVersion")),
+	        "admission.k8s.io/v1") != 0 ||
+	    !json_is_string(json_object_get(resp, "uid")) ||
+	    !json_is_boolean(json_object_get(resp, "allowed")))
+		abort();
+	if (json_is_false(json_object_get(resp, "allowed"))) {
+		st = json_object_get(resp, "status");
+		code = json_integer_value(json_object_get(st, "code"));
+		msg = json_string_value(json_object_get(st, "message"));
+		if ((code != 400 && code != 403) || msg == NULL ||
+		    strlen(msg) > 1000 || json_object_get(resp, "patch"))
+			abort();
+	} else if (json_object_get(resp, "patch") != NULL) {
+		check_patch(resp);
+	}
+	json_array_foreach (json_object_get(resp, "warnings"), i, w)
+		if (!json_is_string(w) || strlen(json_string_value(w)) >= 120)
+			abort();
+}
+
+static void
+check(const struct mf_answer *ans)
+{
+	json_t *j;
+
+	if (ans->body == NULL || strlen(ans->body) != ans->len)
+		abort();
+	j = json_loadb(ans->body, ans->len, 0, NULL);
+	if (j == NULL)
+		abort();
+	if (ans->kind == MF_ANS_OK)
+		check_review(j);
+	else if (ans->kind == MF_ANS_INVALID &&
+	    !json_is_string(json_object_get(j, "error")))
+		abort();
+	else if (ans->kind != MF_ANS_OK && ans->kind != MF_ANS_INVALID &&
+	    ans->kind != MF_ANS_INTERNAL)
+		abort();
+	json_decref(j);
+}
+
+/* An annotated review around text; NULL when text is not UTF-8. */
+static char *
+wrap(unsigned mode, const char *text, size_t len)
+{
+	json_t *value = json_stringn(text, len), *r;
+	char *body;
+
+	if (value == NULL)
+		return NULL;
+	r = json_pack(
+	    "{s:s, s:s, s:{s:s, s:s, s:{s:s, s:s, s:s}, "
+	    "s:{s:s, s:s, s:{s:s, s:{s:o}}, s:{s:[{s:s}, {s:s, s:{}}]}}}}",
+	    "apiVersion", "admission.k8s.io/v1", "kind", "AdmissionReview",
+	    "request", "uid", "fuzz", "operation", "CREATE", "kind", "group",
+	    mode & 2 ? "batch" : "", "version", "v1", "kind",
+	    mode & 2 ? "Job" : "Pod", "object", "apiVersion", "v1", "kind",
+	    "Pod", "metadata", "name", "fuzz", "annotations",
+	    mode & 1 ? "memfloor.dev/min-memory" : "memfloor.dev/spec", value,
+	    "spec", "containers", "name", "a", "name", "b", "resources");
+	if (r == NULL)
+		return NULL;
+	if (mode & 2) {
+		json_t *o = json_object_get(
+		           json_object_get(r, "request"), "object"),
+		       *spec = json_object_get(o, "spec");
+
+		json_object_set_new(o, "spec",
+		    json_pack("{s:{s:O}}", "template", "spec", spec));
+	}
+	if (mode & 4) {
+		json_t *o =
+		    json_object_get(json_object_get(r, "request"), "object");
+
+		json_object_set_new(
+		    json_object_get(mode & 2
+		            ? json_object_get(
+		                  json_object_get(o, "spec"), "template")
+		            : o,
+		        "spec"),
+		    "nodeSelector", json_pack("{s:s}", "zone", "a"));
+	}
+	body = json_dumps(r, 0);
+	json_decref(r);
+	return body;
+}
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct mf_api api;
+	struct mf_answer ans;
+	char *body = NULL;
+
+	load_once();
+	memset(&api, 0, sizeof(api));
+	api.cat = cat;
+	api.models = models;
+	if (size > 0 && strchr("{ \t\r\n", data[0]) == NULL) {
+		body = wrap(data[0], (const char *)data + 1, size - 1);
+		if (body == NULL)
+			return 0;
+		mf_api_review(&api, body, strlen(body), &ans);
+	} else {
+		mf_api_review(&api, (const char *)data, size, &ans);
+	}
+	check(&ans);
+	mf_answer_free(&ans);
+	free(body);
+	return 0;
+}

@@ -1,0 +1,385 @@
+#!/bin/sh
+# tests/review.sh: POST /v1/admission-review against a real memfloord.
+#
+# Starts $MEMFLOORD (default build/memfloord) on a free loopback port with
+# the shipped catalogue and models, sends the AdmissionReviews of
+# tests/data/review/ and examples/ with curl, and applies each answer's
+# JSON Patch to the request's object with python3-jsonpatch (an RFC 6902
+# implementation not written for memfloor), then checks the patched
+# object: nodeSelector, the nvidia.com/gpu limits, the annotations, and
+# that nothing else moved.  Also: a denial's code and message, a bad
+# annotation (HTTP 200, status.code 400), the unannotated pass-through, a
+# body that is no AdmissionReview (HTTP 400), and the example's answer
+# against examples/k8s-admissionreview.response.json.
+#
+# Run from the repository root (or set MF_TOP).  Needs curl and python3
+# with the jsonpatch module; as root it installs Debian's python3-jsonpatch
+# when missing.  Prints one line per check and "N passed, M failed"; exits
+# non-zero when a check failed.
+set -eu
+
+top=${MF_TOP:-.}
+cd "$top"
+daemon_bin=${MEMFLOORD:-build/memfloord}
+data=tests/data/review
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/mf-review.XXXXXX")
+daemon=""
+cleanup() {
+	if [ -n "$daemon" ]; then
+		kill "$daemon" 2>/dev/null || true
+		wait "$daemon" 2>/dev/null || true
+	fi
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+results=$tmp/results
+: >"$results"
+
+pass() { echo "ok - $*" | tee -a "$results"; }
+fail() { echo "FAIL - $*" | tee -a "$results"; }
+
+summary() {
+	np=$(grep -c '^ok - ' "$results" || true)
+	nf=$(grep -c '^FAIL - ' "$results" || true)
+	echo "$np passed, $nf failed"
+	[ "$nf" -eq 0 ]
+}
+
+# --- python3 with jsonpatch -------------------------------------------------
+find_python() {
+	for p in python3 /usr/bin/python3; do
+		if command -v "$p" >/dev/null 2>&1 &&
+		    "$p" -c 'import jsonpatch' >/dev/null 2>&1; then
+			echo "$p"
+			return 0
+		fi
+	done
+	return 1
+}
+
+if ! py=$(find_python); then
+	if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+		echo "review: installing python3-jsonpatch with apt-get"
+		DEBIAN_FRONTEND=noninteractive timeout 300 apt-get install \
+		    -y -qq python3-jsonpatch >/dev/null 2>&1 ||
+		    { timeout 300 apt-get update -qq >/dev/null 2>&1 &&
+		    DEBIAN_FRONTEND=noninteractive timeout 300 apt-get \
+		    install -y -qq python3-jsonpatch >/dev/null 2>&1; } || true
+	fi
+	if ! py=$(find_python); then
+		fail "python3 with jsonpatch is needed" \
+		    "(Debian: apt-get install python3-jsonpatch)"
+		summary
+		exit 1
+	fi
+fi
+if ! command -v curl >/dev/null 2>&1; then
+	fail "curl is needed"
+	summary
+	exit 1
+fi
+
+# --- the checker --------------------------------------------------------------
+cat >"$tmp/check.py" <<'EOF'
+"""check.py MODE REQUEST ANSWER [ARG...]: one AdmissionReview answer.
+
+patched: allowed with a JSON Patch; apply it to request.object and check
+    each POINTER=JSON (the value at that RFC 6901 pointer) and each
+    POINTER=- (nothing there); the rest of the object must be untouched.
+denied CODE TEXT: allowed false, status.code CODE, TEXT in the message.
+unchanged: allowed, no patch.
+same EXPECTED: the answer equals the JSON file EXPECTED.
+Exits 1 with the reason on stderr.
+"""
+import base64
+import json
+import sys
+
+import jsonpatch
+import jsonpointer
+
+
+def die(msg):
+    sys.stderr.write(msg + "\n")
+    sys.exit(1)
+
+
+def envelope(req, ans):
+    if ans.get("apiVersion") != "admission.k8s.io/v1":
+        die("apiVersion %r" % ans.get("apiVersion"))
+    if ans.get("kind") != "AdmissionReview":
+        die("kind %r" % ans.get("kind"))
+    resp = ans.get("response")
+    if not isinstance(resp, dict):
+        die("no response")
+    if resp.get("uid") != req["request"]["uid"]:
+        die("uid %r is not the request's" % resp.get("uid"))
+    for w in resp.get("warnings", []):
+        if len(w) >= 120:
+            die("warning of %d characters: %s" % (len(w), w))
+    return resp
+
+
+def strip(obj, ops):
+    """obj with every path the patch wrote removed (for the rest check)."""
+    obj = json.loads(json.dumps(obj))
+    for op in ops:
+        try:
+            jsonpatch.RemoveOperation({"op": "remove",
+                                       "path": op["path"]}).apply(obj)
+        except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException):
+            pass
+    return obj
+
+
+def patched(req, resp, checks):
+    if resp.get("allowed") is not True:
+        die("not allowed: %r" % resp.get("status"))
+    if resp.get("patchType") != "JSONPatch":
+        die("patchType %r" % resp.get("patchType"))
+    ops = json.loads(base64.b64decode(resp["patch"], validate=True))
+    before = req["request"]["object"]
+    after = jsonpatch.JsonPatch(ops).apply(before)
+    for c in checks:
+        ptr, _, want = c.partition("=")
+        got = jsonpointer.resolve_pointer(after, ptr, default=KeyError)
+        if want == "-":
+            if got is not KeyError:
+                die("%s is %r, expected nothing" % (ptr, got))
+            continue
+        want = json.loads(want)
+        if got != want:
+            die("%s is %r, expected %r" % (ptr, got, want))
+    if strip(before, ops) != strip(after, ops):
+        die("the patch changed more than its own paths")
+
+
+def main():
+    mode, req, ans = sys.argv[1], sys.argv[2], sys.argv[3]
+    args = sys.argv[4:]
+    with open(req) as f:
+        req = json.load(f)
+    with open(ans) as f:
+        ans = json.load(f)
+    if mode == "same":
+        with open(args[0]) as f:
+            if json.load(f) != ans:
+                die("the answer differs from " + args[0])
+        return
+    resp = envelope(req, ans)
+    if mode == "patched":
+        patched(req, resp, args)
+    elif mode == "denied":
+        st = resp.get("status") or {}
+        if resp.get("allowed") is not False or "patch" in resp:
+            die("not denied")
+        if st.get("code") != int(args[0]):
+            die("status.code %r" % st.get("code"))
+        if args[1] not in st.get("message", ""):
+            die("message %r lacks %r" % (st.get("message"), args[1]))
+        if len(st["message"]) > 1000:
+            die("message of %d characters" % len(st["message"]))
+    elif mode == "unchanged":
+        if resp.get("allowed") is not True or "patch" in resp \
+                or "patchType" in resp:
+            die("not allowed unchanged: %r" % resp)
+    else:
+        die("mode " + mode)
+
+
+main()
+EOF
+
+# --- the daemon -------------------------------------------------------------
+if [ ! -x "$daemon_bin" ]; then
+	fail "memfloord not found at $daemon_bin (set MEMFLOORD)"
+	summary
+	exit 1
+fi
+: >"$tmp/daemon.log"
+"$daemon_bin" -d -l 127.0.0.1:0 -f catalog/gpus.yaml -m catalog/models \
+    >"$tmp/daemon.log" 2>&1 &
+daemon=$!
+port=""
+i=0
+while [ $i -lt 100 ] && [ -z "$port" ]; do
+	port=$(sed -n 's/.*listening on .* port \([0-9][0-9]*\).*/\1/p' \
+	    "$tmp/daemon.log" | head -n 1)
+	[ -n "$port" ] && break
+	kill -0 "$daemon" 2>/dev/null || break
+	sleep 0.1
+	i=$((i + 1))
+done
+if [ -z "$port" ]; then
+	fail "memfloord did not start: $(cat "$tmp/daemon.log")"
+	summary
+	exit 1
+fi
+url=http://127.0.0.1:$port/v1/admission-review
+
+# post FILE: the answer goes to $tmp/answer, the HTTP status to stdout.
+post() {
+	curl -sS --max-time 10 -o "$tmp/answer" -w '%{http_code}' \
+	    -H 'Content-Type: application/json' --data-binary "@$1" "$url" \
+	    2>/dev/null || true
+}
+
+# review NAME FILE STATUS MODE ARG...: post FILE, expect HTTP STATUS, then
+# check.py MODE.
+review() {
+	name=$1 file=$2 want=$3
+	shift 3
+	code=$(post "$file")
+	if [ "$code" != "$want" ]; then
+		fail "$name: HTTP $code, expected $want: $(head -c 300 \
+		    "$tmp/answer" 2>/dev/null)"
+		return
+	fi
+	if why=$(timeout 30 "$py" "$tmp/check.py" "$@" 2>&1); then
+		pass "$name"
+	else
+		fail "$name: $why"
+	fi
+}
+
+sel=/spec/nodeSelector/nvidia.com~1gpu.product
+tsel=/spec/template/spec/nodeSelector/nvidia.com~1gpu.product
+ann=/metadata/annotations/memfloor.dev~1
+gpu=resources/limits/nvidia.com~1gpu
+
+# 88Gi: the B200 is the cheapest card per reference hour that holds it.
+review "pod without nodeSelector: created, limits added" \
+    $data/pod-min-memory.json 200 \
+    patched $data/pod-min-memory.json "$tmp/answer" \
+    "$sel=\"NVIDIA-B200\"" "/spec/containers/0/$gpu=\"1\"" \
+    "${ann}placement=\"B200 x 1\"" "${ann}min-memory=\"88Gi\"" \
+    "${ann}estimated-cost=-" "/metadata/labels/app=\"echo-server\""
+
+# 12Gi: the RTX-A4000 (16G) is cheapest; the pod's own selector and the
+# pinned container stay.
+review "pod with nodeSelector: key added, every container limited" \
+    $data/pod-selector.json 200 \
+    patched $data/pod-selector.json "$tmp/answer" \
+    "$sel=\"NVIDIA-RTX-A4000\"" \
+    "/spec/nodeSelector/kubernetes.io~1os=\"linux\"" \
+    "/spec/containers/0/$gpu=\"1\"" "/spec/containers/1/$gpu=\"1\"" \
+    "/spec/containers/1/resources/limits/cpu=\"500m\"" \
+    "/spec/containers/2/$gpu=\"1\"" "/spec/containers/3/$gpu=\"1\"" \
+    "${ann}placement=\"RTX-A4000 x 1\"" "${ann}min-memory=\"12Gi\""
+
+# Floor from the annotation, count 2 from the spec: B200 x 2.
+review "job: template patched, count 2" \
+    $data/job-count.json 200 \
+    patched $data/job-count.json "$tmp/answer" \
+    "$tsel=\"NVIDIA-B200\"" \
+    "/spec/template/spec/containers/0/$gpu=\"2\"" \
+    "/spec/template/spec/containers/1/$gpu=\"1\"" \
+    "/spec/template/spec/containers/0/resources/limits/memory=\"64Gi\"" \
+    "${ann}placement=\"B200 x 2\"" "${ann}min-memory=\"88Gi\""
+
+# The example Job: LoRA 8B, 19.9 GB: B200, floor 21Gi, $29.02.
+review "example job: patched" \
+    examples/k8s-admissionreview.json 200 \
+    patched examples/k8s-admissionreview.json "$tmp/answer" \
+    "$tsel=\"NVIDIA-B200\"" \
+    "/spec/template/spec/containers/0/$gpu=\"1\"" \
+    "${ann}placement=\"B200 x 1\"" "${ann}min-memory=\"21Gi\"" \
+    "${ann}estimated-cost=\"29.02\""
+review "example job: the answer in examples/" \
+    examples/k8s-admissionreview.json 200 \
+    same examples/k8s-admissionreview.json "$tmp/answer" \
+    examples/k8s-admissionreview.response.json
+
+# The example review is what the API server makes of examples/k8s-job.yaml:
+# every field the YAML sets is in request.object, unchanged.
+if "$py" -c 'import yaml' >/dev/null 2>&1; then
+	if why=$(timeout 30 "$py" - examples/k8s-job.yaml \
+	    examples/k8s-admissionreview.json <<'EOF' 2>&1
+import json, sys, yaml
+
+def within(want, got, at):
+    if isinstance(want, dict):
+        if not isinstance(got, dict):
+            sys.exit("%s: not a mapping" % at)
+        for k, v in want.items():
+            if k not in got:
+                sys.exit("%s.%s: missing" % (at, k))
+            within(v, got[k], at + "." + k)
+    elif isinstance(want, list):
+        if not isinstance(got, list) or len(got) != len(want):
+            sys.exit("%s: not the same list" % at)
+        for i, (w, g) in enumerate(zip(want, got)):
+            within(w, g, "%s[%d]" % (at, i))
+    elif want != got:
+        sys.exit("%s: %r is not %r" % (at, got, want))
+
+with open(sys.argv[1]) as f:
+    job = yaml.safe_load(f)
+with open(sys.argv[2]) as f:
+    within(job, json.load(f)["request"]["object"], "object")
+EOF
+	); then
+		pass "example review carries examples/k8s-job.yaml"
+	else
+		fail "example review vs examples/k8s-job.yaml: $why"
+	fi
+else
+	echo "skip - example review vs examples/k8s-job.yaml (no PyYAML)"
+fi
+
+review "denied: floor over the largest card" \
+    $data/pod-too-big.json 200 \
+    denied $data/pod-too-big.json "$tmp/answer" 403 \
+    "minMemory 200G is more than the largest card in the catalogue, B200"
+review "denied: suggested fix in the message" \
+    $data/pod-eager.json 200 \
+    denied $data/pod-eager.json "$tmp/answer" 403 \
+    "suggested fix: sdpa (spec.workload.attention: sdpa), placement B200 x1"
+review "bad quantity annotation: denied with 400" \
+    $data/pod-bad-quantity.json 200 \
+    denied $data/pod-bad-quantity.json "$tmp/answer" 400 \
+    "annotation memfloor.dev/min-memory: '88Gx' is not a quantity"
+review "bad spec annotation: denied with 400" \
+    $data/pod-bad-spec.json 200 \
+    denied $data/pod-bad-spec.json "$tmp/answer" 400 \
+    "annotation memfloor.dev/spec: spec.workload.methd: unknown field"
+review "no annotation: allowed unchanged" \
+    $data/pod-plain.json 200 \
+    unchanged $data/pod-plain.json "$tmp/answer"
+review "DELETE: allowed unchanged" \
+    $data/pod-delete.json 200 \
+    unchanged $data/pod-delete.json "$tmp/answer"
+
+# Not AdmissionReviews: HTTP 400 with the field named.
+bad() {
+	name=$1 field=$2
+	printf '%s' "$3" >"$tmp/bad.json"
+	code=$(post "$tmp/bad.json")
+	got=$(timeout 30 "$py" -c 'import json,sys; print(json.load(open(sys.argv[1])).get("field"))' \
+	    "$tmp/answer" 2>/dev/null || echo "?")
+	if [ "$code" = 400 ] && [ "$got" = "$field" ]; then
+		pass "$name"
+	else
+		fail "$name: HTTP $code, field $got: $(head -c 300 "$tmp/answer")"
+	fi
+}
+bad "v1beta1 review: HTTP 400" apiVersion \
+    '{"apiVersion":"admission.k8s.io/v1beta1","kind":"AdmissionReview","request":{"uid":"u"}}'
+bad "review without request: HTTP 400" request \
+    '{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview"}'
+bad "review without uid: HTTP 400" request.uid \
+    '{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"operation":"CREATE"}}'
+bad "not JSON: HTTP 400" None 'kind: AdmissionReview'
+
+# The daemon must still be serving, and must have logged the decisions.
+if kill -0 "$daemon" 2>/dev/null &&
+    grep -q 'path="/v1/admission-review" status=200 .*job="llama-8b-lora" decision=admitted' \
+    "$tmp/daemon.log"; then
+	pass "daemon alive, request log names the job and decision"
+else
+	fail "daemon log: $(tail -n 5 "$tmp/daemon.log")"
+fi
+
+summary
