@@ -40,7 +40,8 @@ reserve(struct mf_buf *b, size_t more)
 enum mf_rc
 mf_buf_add(struct mf_buf *b, const char *data, size_t len)
 {
-	if (reserve(b, len) != MF_OK)
+	/* The common case, room to spare, needs no checks beyond this. */
+	if (b->cap - b->len <= len && reserve(b, len) != MF_OK)
 		return b->rc;
 	memcpy(b->data + b->len, data, len);
 	b->len += len;
