@@ -19,7 +19,7 @@ static const char *const content_types[] = {
 
 /* Bodies for when even building an answer failed. */
 static char oom_json[] = "{\"error\":\"out of memory\",\"field\":null,"
-    "\"line\":null,\"column\":null}\n";
+                         "\"line\":null,\"column\":null}\n";
 
 void
 mf_answer_free(struct mf_answer *ans)
@@ -93,8 +93,8 @@ mf_answer_json(struct mf_answer *ans, enum mf_answer_kind kind, json_t *j,
 	else
 		text = json_dumps(j, MF_JSON_FLAGS);
 	json_decref(j);
-	set_body(ans, kind, text, out == MF_OUT_YAML ? MF_OUT_YAML :
-	    MF_OUT_JSON);
+	set_body(ans, kind, text,
+	    out == MF_OUT_YAML ? MF_OUT_YAML : MF_OUT_JSON);
 }
 
 /* Take JSON text (malloc'd, NULL for failure); YAML is converted. */
@@ -164,10 +164,10 @@ read_fetched(const struct mf_api *api, struct mf_job *job,
 	enum mf_rc rc;
 
 	if (mf_doc_parse(api->config, api->config_len, MF_DOC_JSON, &doc,
-	    NULL) != MF_OK) {
+	        NULL) != MF_OK) {
 		*kind = MF_ANS_UPSTREAM;
-		return mf_error_set(err, MF_EINVAL, "spec.model.configUrl", 0, 0,
-		    "%.200s: not a JSON config", job->config_url);
+		return mf_error_set(err, MF_EINVAL, "spec.model.configUrl", 0,
+		    0, "%.200s: not a JSON config", job->config_url);
 	}
 	rc = mf_model_read(mf_doc_root(doc), "spec.model.configUrl",
 	    &job->model, err);
@@ -268,11 +268,13 @@ mf_api_estimate(const struct mf_api *api, const char *body, size_t len,
 		return;
 	note_job(ans, &job);
 	if (job.model_source == MF_MODEL_NONE) {
-		mf_error_set(&err, MF_EINVAL, "spec.model", 0, 0, "is required "
+		mf_error_set(&err, MF_EINVAL, "spec.model", 0, 0,
+		    "is required "
 		    "for an estimate");
 		mf_answer_err(ans, MF_EINVAL, &err, out);
 	} else if (mf_est_compute(&job.model, &job.work, &est) != MF_OK) {
-		mf_error_set(&err, MF_EINVAL, "spec.workload", 0, 0, "the "
+		mf_error_set(&err, MF_EINVAL, "spec.workload", 0, 0,
+		    "the "
 		    "memory figures of this job overflow 63 bits");
 		mf_answer_err(ans, MF_EINVAL, &err, out);
 	} else if (out == MF_OUT_TEXT) {
@@ -301,12 +303,14 @@ mf_api_catalog(const struct mf_api *api, const char *min_memory,
 		if (qe != MF_QTY_OK) {
 			snprintf(msg, sizeof(msg), "'%.40s' %s", min_memory,
 			    mf_qty_strerror(qe));
-			mf_api_error(MF_ANS_INVALID, "minMemory", msg, out, ans);
+			mf_api_error(MF_ANS_INVALID, "minMemory", msg, out,
+			    ans);
 			return;
 		}
 	}
 	if (out == MF_OUT_TEXT)
-		mf_answer_text(ans, MF_ANS_OK, mf_text_catalog(api->cat, floor));
+		mf_answer_text(ans, MF_ANS_OK,
+		    mf_text_catalog(api->cat, floor));
 	else
 		answer_jtext(ans, MF_ANS_OK,
 		    mf_json_catalog(api->cat, floor, (int)f), out);
@@ -326,8 +330,8 @@ mf_api_models(const struct mf_api *api, enum mf_output out,
 /* The JSON form of a diagnose body: message and, optionally, a job. */
 static enum mf_rc
 read_diagnose(const struct mf_api *api, const char *body, size_t len,
-    struct mf_doc **doc, const char **msg, size_t *msglen,
-    struct mf_job *job, int *has_job, struct mf_error *err)
+    struct mf_doc **doc, const char **msg, size_t *msglen, struct mf_job *job,
+    int *has_job, struct mf_error *err)
 {
 	static const char *const known[] = { "message", "job", NULL };
 	const struct mf_node *root, *n;
@@ -352,7 +356,8 @@ read_diagnose(const struct mf_api *api, const char *body, size_t len,
 		rc = mf_job_read(n, api->models, job, err);
 	if (rc == MF_OK && *has_job && job->model_source == MF_MODEL_URL)
 		rc = mf_error_set(err, MF_EINVAL, "job.spec.model.configUrl", 0,
-		    0, "is not supported in a diagnosis; name the model or "
+		    0,
+		    "is not supported in a diagnosis; name the model or "
 		    "give its config inline");
 	return rc;
 }
@@ -397,8 +402,8 @@ diagnosis_text(const struct mf_oom *o, const struct mf_job *job,
 
 static void
 diagnosis_answer(const struct mf_api *api, const struct mf_oom *o,
-    const struct mf_job *job, const struct mf_decision *d,
-    enum mf_output out, struct mf_answer *ans)
+    const struct mf_job *job, const struct mf_decision *d, enum mf_output out,
+    struct mf_answer *ans)
 {
 	json_t *j;
 
@@ -429,11 +434,12 @@ mf_api_diagnose(const struct mf_api *api, const char *body, size_t len,
 
 	memset(ans, 0, sizeof(*ans));
 	memset(&err, 0, sizeof(err));
-	while (i < len && (body[i] == ' ' || body[i] == '\n' ||
-	    body[i] == '\t' || body[i] == '\r'))
+	while (i < len &&
+	    (body[i] == ' ' || body[i] == '\n' || body[i] == '\t' ||
+	        body[i] == '\r'))
 		i++;
-	if (fmt == MF_DOC_JSON || (fmt == MF_DOC_AUTO && i < len &&
-	    body[i] == '{'))
+	if (fmt == MF_DOC_JSON ||
+	    (fmt == MF_DOC_AUTO && i < len && body[i] == '{'))
 		rc = read_diagnose(api, body, len, &doc, &msg, &msglen, &job,
 		    &has_job, &err);
 	if (rc == MF_OK)

@@ -26,24 +26,24 @@ enum mf_answer_kind {
 	MF_ANS_INTERNAL, /* 500: out of memory */
 	MF_ANS_UPSTREAM, /* 502: a model config could not be fetched */
 	MF_ANS_FETCH     /* the job names spec.model.configUrl: fetch
-			    fetch_url and call again with the body */
+	                    fetch_url and call again with the body */
 };
 
 enum mf_verdict { MF_VERDICT_NONE, MF_VERDICT_ADMITTED, MF_VERDICT_REJECTED };
 
 struct mf_answer {
 	enum mf_answer_kind kind;
-	char *body;               /* owned, NUL-terminated */
+	char *body; /* owned, NUL-terminated */
 	size_t len;
 	const char *content_type; /* static string */
 	char job[64];             /* job name for the request log, or "" */
 	enum mf_verdict verdict;
-	char *fetch_url;          /* MF_ANS_FETCH: owned */
+	char *fetch_url; /* MF_ANS_FETCH: owned */
 };
 
 struct mf_api {
-	const struct mf_catalog *cat;    /* borrowed for the call */
-	const struct mf_models *models;  /* borrowed; may be NULL */
+	const struct mf_catalog *cat;   /* borrowed for the call */
+	const struct mf_models *models; /* borrowed; may be NULL */
 	/* The body fetched from config_url, when the caller has it. */
 	const char *config_url;
 	const char *config;
@@ -78,11 +78,11 @@ void mf_answer_free(struct mf_answer *ans);
 
 /* Shared by the other request modules: set ans from a JSON value (stolen)
  * or from an error. */
-void mf_answer_json(struct mf_answer *ans, enum mf_answer_kind kind,
-    json_t *j, enum mf_output out);
+void mf_answer_json(struct mf_answer *ans, enum mf_answer_kind kind, json_t *j,
+    enum mf_output out);
 void mf_answer_err(struct mf_answer *ans, enum mf_rc rc,
     const struct mf_error *err, enum mf_output out);
-void mf_answer_text(struct mf_answer *ans, enum mf_answer_kind kind,
-    char *text);
+void
+mf_answer_text(struct mf_answer *ans, enum mf_answer_kind kind, char *text);
 
 #endif

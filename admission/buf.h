@@ -9,10 +9,10 @@
 #include "err.h"
 
 struct mf_buf {
-	char *data;  /* NUL-terminated once anything was added; owned */
+	char *data; /* NUL-terminated once anything was added; owned */
 	size_t len;
 	size_t cap;
-	size_t max;  /* the cap: appending past it fails with MF_ETOOBIG */
+	size_t max;    /* the cap: appending past it fails with MF_ETOOBIG */
 	enum mf_rc rc; /* first failure; later appends do nothing */
 };
 

@@ -128,8 +128,9 @@ is_number(const char *s)
 	if (strcmp(p, ".inf") == 0 || strcmp(p, ".Inf") == 0 ||
 	    strcmp(p, ".INF") == 0)
 		return 1;
-	if (p == s && (strcmp(p, ".nan") == 0 || strcmp(p, ".NaN") == 0 ||
-	    strcmp(p, ".NAN") == 0))
+	if (p == s &&
+	    (strcmp(p, ".nan") == 0 || strcmp(p, ".NaN") == 0 ||
+	        strcmp(p, ".NAN") == 0))
 		return 1;
 	for (; *p >= '0' && *p <= '9'; p++)
 		digits++;
@@ -284,9 +285,9 @@ yopen(struct yparse *p, const yaml_event_t *ev, enum mf_node_type type)
 	line = ypos(&ev->start_mark, &column);
 	n = new_node(p->doc, type, line, column);
 	if (n == NULL)
-		return yerr(p, p->doc->nodes >= MF_DOC_MAX_NODES ?
-		    MF_ETOOBIG : MF_ENOMEM, &ev->start_mark,
-		    "too many values in the document");
+		return yerr(p,
+		    p->doc->nodes >= MF_DOC_MAX_NODES ? MF_ETOOBIG : MF_ENOMEM,
+		    &ev->start_mark, "too many values in the document");
 	p->stack[p->depth].node = n;
 	p->stack[p->depth].tail = NULL;
 	p->stack[p->depth].key = NULL;
@@ -347,8 +348,8 @@ parse_yaml(struct mf_doc *doc, const char *buf, size_t len,
 			rc = mf_error_set(err, MF_EINVAL, NULL,
 			    (int)parser.problem_mark.line + 1,
 			    (int)parser.problem_mark.column + 1,
-			    "not valid YAML: %s", parser.problem ?
-			    parser.problem : "syntax error");
+			    "not valid YAML: %s",
+			    parser.problem ? parser.problem : "syntax error");
 			break;
 		}
 		end = ev.type == YAML_STREAM_END_EVENT;
@@ -367,8 +368,8 @@ parse_yaml(struct mf_doc *doc, const char *buf, size_t len,
 
 /* --- JSON ------------------------------------------------------------ */
 
-static struct mf_node *from_json(struct mf_doc *doc, json_t *j, int depth,
-    enum mf_rc *rc);
+static struct mf_node *
+from_json(struct mf_doc *doc, json_t *j, int depth, enum mf_rc *rc);
 
 static struct mf_node *
 json_children(struct mf_doc *doc, json_t *j, struct mf_node *n, int depth,
@@ -426,8 +427,8 @@ from_json(struct mf_doc *doc, json_t *j, int depth, enum mf_rc *rc)
 		break;
 	case JSON_INTEGER:
 		n = new_node(doc, MF_NODE_NUM, 0, 0);
-		len = (size_t)snprintf(num, sizeof(num), "%" JSON_INTEGER_FORMAT,
-		    json_integer_value(j));
+		len = (size_t)snprintf(num, sizeof(num),
+		    "%" JSON_INTEGER_FORMAT, json_integer_value(j));
 		text = num;
 		break;
 	case JSON_REAL:
@@ -476,7 +477,8 @@ parse_json(struct mf_doc *doc, const char *buf, size_t len,
 		rc = MF_ETOOBIG;
 	return mf_error_set(err, rc, NULL, 0, 0, "%s",
 	    rc == MF_ETOOBIG ? "document nested deeper than 64 levels or "
-	    "holding too many values" : "out of memory");
+	                       "holding too many values" :
+	                       "out of memory");
 }
 
 enum mf_rc
@@ -493,7 +495,8 @@ mf_doc_parse(const char *buf, size_t len, enum mf_doc_format fmt,
 		    buf[i] != '\0')
 			i++;
 		fmt = i < len && (buf[i] == '{' || buf[i] == '[') ?
-		    MF_DOC_JSON : MF_DOC_YAML;
+		    MF_DOC_JSON :
+		    MF_DOC_YAML;
 	}
 	doc = calloc(1, sizeof(*doc));
 	if (doc == NULL)
@@ -563,8 +566,8 @@ bad_value(const struct mf_node *n, const char *path, const char *why,
 }
 
 enum mf_rc
-mf_node_int(const struct mf_node *n, const char *path, int64_t min,
-    int64_t max, int64_t *out, struct mf_error *err)
+mf_node_int(const struct mf_node *n, const char *path, int64_t min, int64_t max,
+    int64_t *out, struct mf_error *err)
 {
 	long long v;
 	char *end;
@@ -578,8 +581,7 @@ mf_node_int(const struct mf_node *n, const char *path, int64_t min,
 
 		if (*end != '\0' || d != floor(d) || !isfinite(d) ||
 		    fabs(d) > 9e15)
-			return bad_value(n, path, "is not a whole number",
-			    err);
+			return bad_value(n, path, "is not a whole number", err);
 		v = (long long)d;
 	} else if (errno == ERANGE) {
 		return bad_value(n, path, "is out of range", err);
@@ -646,9 +648,9 @@ mf_node_enum(const struct mf_node *n, const char *path,
 			return MF_OK;
 		}
 		if (used < sizeof(list))
-			used += (size_t)snprintf(list + used,
-			    sizeof(list) - used, "%s%s", i ? ", " : "",
-			    names[i]);
+			used +=
+			    (size_t)snprintf(list + used, sizeof(list) - used,
+			        "%s%s", i ? ", " : "", names[i]);
 	}
 	return mf_error_set(err, MF_EINVAL, path, n->line, n->column,
 	    "'%.40s' is not one of %s", n->text, list);
@@ -674,8 +676,8 @@ mf_node_bytes(const struct mf_node *n, const char *path, int64_t *out,
 }
 
 enum mf_rc
-mf_node_map(const struct mf_node *n, const char *path,
-    const char *const *known, struct mf_error *err)
+mf_node_map(const struct mf_node *n, const char *path, const char *const *known,
+    struct mf_error *err)
 {
 	const struct mf_node *c;
 	char field[128];

@@ -18,8 +18,8 @@
 
 enum mf_node_type {
 	MF_NODE_NULL,
-	MF_NODE_BOOL,  /* text is "true" or "false" */
-	MF_NODE_NUM,   /* text is the number as written */
+	MF_NODE_BOOL, /* text is "true" or "false" */
+	MF_NODE_NUM,  /* text is the number as written */
 	MF_NODE_STR,
 	MF_NODE_SEQ,
 	MF_NODE_MAP
@@ -27,10 +27,10 @@ enum mf_node_type {
 
 struct mf_node {
 	enum mf_node_type type;
-	int line;              /* 1-based position of the value; 0 for JSON */
+	int line; /* 1-based position of the value; 0 for JSON */
 	int column;
-	const char *key;       /* member name when the parent is a map, else NULL */
-	int key_line;          /* where that name is; 0 for JSON */
+	const char *key; /* member name when the parent is a map, else NULL */
+	int key_line;    /* where that name is; 0 for JSON */
 	int key_column;
 	const char *text;      /* scalars: NUL-terminated text; else NULL */
 	size_t len;            /* scalars: text length; SEQ/MAP: child count */
@@ -75,8 +75,8 @@ const char *mf_node_type_name(enum mf_node_type type);
  */
 enum mf_rc mf_node_int(const struct mf_node *n, const char *path, int64_t min,
     int64_t max, int64_t *out, struct mf_error *err);
-enum mf_rc mf_node_double(const struct mf_node *n, const char *path,
-    double min, double max, double *out, struct mf_error *err);
+enum mf_rc mf_node_double(const struct mf_node *n, const char *path, double min,
+    double max, double *out, struct mf_error *err);
 enum mf_rc mf_node_bool(const struct mf_node *n, const char *path, int *out,
     struct mf_error *err);
 /* Strings only (not numbers); *out borrows the node's text. */

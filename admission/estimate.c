@@ -179,23 +179,22 @@ training(const struct mf_model *m, const struct mf_workload *w,
 		e->bucket[MF_B_ADAPTERS] = cmul(T, adapter_bytes(w->optimizer));
 	}
 	e->bucket[MF_B_ACTIVATIONS] = activation_bytes(m, w);
-	e->bucket[MF_B_LOGITS] = cmul(cmul(w->seq_len, w->micro_batch),
-	    cmul(m->vocab, 4));
+	e->bucket[MF_B_LOGITS] =
+	    cmul(cmul(w->seq_len, w->micro_batch), cmul(m->vocab, 4));
 }
 
 static void
 inference(const struct mf_model *m, const struct mf_workload *w,
     struct mf_estimate *e)
 {
-	static const int kv_bytes[] = {
-		[MF_KV_BF16] = 2, [MF_KV_FP16] = 2, [MF_KV_FP8] = 1
-	};
+	static const int kv_bytes
+	    [] = { [MF_KV_BF16] = 2, [MF_KV_FP16] = 2, [MF_KV_FP8] = 1 };
 
-	e->bucket[MF_B_WEIGHTS] = cmul(e->params,
-	    w->precision == MF_FP32 ? 4 : 2);
-	e->bucket[MF_B_KVCACHE] = cmul(
-	    mf_model_kv_bytes_per_token(m, kv_bytes[w->kv_dtype]),
-	    cmul(w->concurrency, w->context_len));
+	e->bucket[MF_B_WEIGHTS] =
+	    cmul(e->params, w->precision == MF_FP32 ? 4 : 2);
+	e->bucket[MF_B_KVCACHE] =
+	    cmul(mf_model_kv_bytes_per_token(m, kv_bytes[w->kv_dtype]),
+	        cmul(w->concurrency, w->context_len));
 }
 
 /* Bucket b as one GPU of an FSDP full shard over n holds it. */

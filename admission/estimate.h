@@ -24,13 +24,13 @@ struct mf_workload {
 	enum mf_optimizer optimizer;
 	enum mf_attention attention;
 	int checkpointing;
-	int64_t seq_len;       /* training: tokens per sequence (s) */
-	int64_t micro_batch;   /* training: sequences per step (b) */
+	int64_t seq_len;     /* training: tokens per sequence (s) */
+	int64_t micro_batch; /* training: sequences per step (b) */
 	int64_t lora_rank;
 	enum mf_lora_targets lora_targets;
-	int64_t shard_gpus;    /* FSDP full shard over N GPUs; 1 = none */
-	int64_t concurrency;   /* inference: sequences in flight */
-	int64_t context_len;   /* inference: tokens per sequence */
+	int64_t shard_gpus;  /* FSDP full shard over N GPUs; 1 = none */
+	int64_t concurrency; /* inference: sequences in flight */
+	int64_t context_len; /* inference: tokens per sequence */
 	enum mf_kv_dtype kv_dtype;
 };
 
@@ -47,11 +47,12 @@ enum mf_bucket {
 };
 
 struct mf_estimate {
-	int64_t params;              /* P */
-	int64_t trainable;           /* P (full), T (lora/qlora), 0 (inference) */
-	int64_t bucket[MF_B_COUNT];  /* bytes for the whole job, before FSDP division */
-	int64_t total;               /* sum of bucket[] */
-	int64_t per_gpu;             /* what must fit on one card, after FSDP division */
+	int64_t params;    /* P */
+	int64_t trainable; /* P (full), T (lora/qlora), 0 (inference) */
+	int64_t bucket[MF_B_COUNT]; /* bytes for the whole job, before FSDP
+	                               division */
+	int64_t total;              /* sum of bucket[] */
+	int64_t per_gpu; /* what must fit on one card, after FSDP division */
 };
 
 /* Defaults of design 3: training, full, bf16, adamw, sdpa, b 1, rank 16. */
@@ -62,8 +63,8 @@ const char *mf_bucket_name(enum mf_bucket b);
 
 /*
  * Fill *out.  MF_ERANGE (and *out untouched) when a figure would pass
- * 2^63 - 1; inputs within the model caps and the manifest's bounds stay
- * well inside.
+ * 2^63 - 1, MF_EINVAL for a workload out of range (a count below 1, an
+ * enum out of range).
  */
 enum mf_rc mf_est_compute(const struct mf_model *m, const struct mf_workload *w,
     struct mf_estimate *out);

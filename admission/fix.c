@@ -3,8 +3,14 @@
 #include <string.h>
 
 static const char *const names[MF_FIX_COUNT] = {
-	"sdpa", "microbatch", "autocast", "checkpointing",
-	"adam8bit", "lora", "qlora", "fsdp",
+	"sdpa",
+	"microbatch",
+	"autocast",
+	"checkpointing",
+	"adam8bit",
+	"lora",
+	"qlora",
+	"fsdp",
 };
 
 const char *

@@ -122,7 +122,8 @@ mf_jw_num(struct mf_jw *w, const char *key, double v, int decimals)
 
 	member(w, key);
 	if (!isfinite(v) || fabs(v) * scale[d] > 9e15) {
-		int n = snprintf(buf, sizeof(buf), "%.17g", isfinite(v) ? v : 0);
+		int n =
+		    snprintf(buf, sizeof(buf), "%.17g", isfinite(v) ? v : 0);
 
 		put(w, buf, (size_t)n);
 		return;

@@ -75,7 +75,8 @@ read_model(struct reader *r, const struct mf_node *model, const char *path)
 		return rc;
 	if (model->len != 1)
 		return mf_error_set(r->err, MF_EINVAL, path, model->line,
-		    model->column, "give exactly one of name, config, "
+		    model->column,
+		    "give exactly one of name, config, "
 		    "configUrl");
 	if ((n = member(model, path, "config", p)) != NULL) {
 		job->model_source = MF_MODEL_INLINE;
@@ -89,12 +90,12 @@ read_model(struct reader *r, const struct mf_node *model, const char *path)
 	rc = mf_node_str(n, p, &job->model_name, r->err);
 	if (rc != MF_OK)
 		return rc;
-	shipped = r->models ? mf_models_find(r->models, job->model_name) :
-	    NULL;
+	shipped = r->models ? mf_models_find(r->models, job->model_name) : NULL;
 	if (shipped == NULL)
 		return mf_error_set(r->err, MF_EINVAL, p, n->line, n->column,
 		    "'%.80s' is not a shipped model (GET /v1/models lists "
-		    "them)", job->model_name);
+		    "them)",
+		    job->model_name);
 	job->model_source = MF_MODEL_NAMED;
 	job->model = *shipped;
 	return MF_OK;
@@ -189,18 +190,21 @@ read_workload_scalars(struct reader *r, const struct mf_node *wl,
 	enum mf_rc rc = MF_OK;
 	int v;
 
-	for (size_t i = 0; rc == MF_OK && i < sizeof(enum_fields) /
-	    sizeof(enum_fields[0]); i++) {
+	for (size_t i = 0;
+	     rc == MF_OK && i < sizeof(enum_fields) / sizeof(enum_fields[0]);
+	     i++) {
 		n = member(wl, path, enum_fields[i].key, p);
 		if (n == NULL)
 			continue;
 		rc = mf_node_enum(n, p, enum_fields[i].names, &v, r->err);
-		/* Every enum field of struct mf_workload is an int-sized enum. */
+		/* Every enum field of struct mf_workload is an int-sized enum.
+		 */
 		if (rc == MF_OK)
 			memcpy(w + enum_fields[i].offset, &v, sizeof(v));
 	}
-	for (size_t i = 0; rc == MF_OK && i < sizeof(int_fields) /
-	    sizeof(int_fields[0]); i++) {
+	for (size_t i = 0;
+	     rc == MF_OK && i < sizeof(int_fields) / sizeof(int_fields[0]);
+	     i++) {
 		n = member(wl, path, int_fields[i].key, p);
 		if (n != NULL)
 			rc = mf_node_int(n, p, 1, int_fields[i].max,
@@ -216,10 +220,10 @@ read_workload_scalars(struct reader *r, const struct mf_node *wl,
 static enum mf_rc
 read_workload(struct reader *r, const struct mf_node *wl, const char *path)
 {
-	static const char *const known[] = { "kind", "method",
-		"sequenceLength", "microBatch", "precision", "optimizer",
-		"gradientCheckpointing", "attention", "lora", "sharding",
-		"concurrency", "contextLength", "kvCacheDtype", NULL };
+	static const char *const known[] = { "kind", "method", "sequenceLength",
+		"microBatch", "precision", "optimizer", "gradientCheckpointing",
+		"attention", "lora", "sharding", "concurrency", "contextLength",
+		"kvCacheDtype", NULL };
 	const struct mf_node *n;
 	char p[PATHMAX];
 	enum mf_rc rc;
@@ -295,9 +299,11 @@ read_fixes(struct reader *r, const struct mf_node *list, const char *path)
 		snprintf(p, sizeof(p), "%s[%zu]", path, i);
 		if (n->type != MF_NODE_STR || (f = mf_fix_lookup(n->text)) < 0)
 			return mf_error_set(r->err, MF_EINVAL, p, n->line,
-			    n->column, "'%.40s' is not a fix (sdpa, microbatch, "
+			    n->column,
+			    "'%.40s' is not a fix (sdpa, microbatch, "
 			    "autocast, checkpointing, adam8bit, lora, qlora, "
-			    "fsdp)", n->text ? n->text : "");
+			    "fsdp)",
+			    n->text ? n->text : "");
 		r->job->allowed_fixes |= MF_FIXBIT(f);
 	}
 	return MF_OK;
@@ -314,26 +320,31 @@ check_spec(struct reader *r, const struct mf_node *spec)
 	if (job->min_memory == 0 && job->model_source == MF_MODEL_NONE)
 		return mf_error_set(r->err, MF_EINVAL,
 		    mf_path(p, sizeof(p), r->base, "resources.gpu.minMemory"),
-		    spec->line, spec->column, "is required when no model is "
+		    spec->line, spec->column,
+		    "is required when no model is "
 		    "given");
 	if ((job->max_cost >= 0 || job->deadline_hours >= 0) &&
 	    job->reference_hours == 0)
 		return mf_error_set(r->err, MF_EINVAL,
 		    mf_path(p, sizeof(p), r->base, "duration.referenceHours"),
-		    spec->line, spec->column, "is required by limits.maxCost "
+		    spec->line, spec->column,
+		    "is required by limits.maxCost "
 		    "and limits.deadlineHours");
 	if (w->shard_gpus > 1) {
 		if (w->kind != MF_TRAINING || w->method != MF_FULL)
 			return mf_error_set(r->err, MF_EINVAL,
 			    mf_path(p, sizeof(p), r->base, "workload.sharding"),
-			    spec->line, spec->column, "FSDP sharding applies "
+			    spec->line, spec->column,
+			    "FSDP sharding applies "
 			    "to full fine-tuning only");
 		if (job->count_given && job->count != w->shard_gpus)
 			return mf_error_set(r->err, MF_EINVAL,
-			    mf_path(p, sizeof(p), r->base, "resources.gpu.count"),
-			    spec->line, spec->column, "is %lld but "
-			    "workload.sharding.gpus is %lld", (long long)job->count,
-			    (long long)w->shard_gpus);
+			    mf_path(p, sizeof(p), r->base,
+			        "resources.gpu.count"),
+			    spec->line, spec->column,
+			    "is %lld but "
+			    "workload.sharding.gpus is %lld",
+			    (long long)job->count, (long long)w->shard_gpus);
 		job->count = w->shard_gpus;
 		job->count_given = 1;
 	}
@@ -342,23 +353,24 @@ check_spec(struct reader *r, const struct mf_node *spec)
 	if (w->kind == MF_TRAINING && w->seq_len == 0)
 		return mf_error_set(r->err, MF_EINVAL,
 		    mf_path(p, sizeof(p), r->base, "workload.sequenceLength"),
-		    spec->line, spec->column, "is required for training with "
+		    spec->line, spec->column,
+		    "is required for training with "
 		    "a model");
 	if (w->kind == MF_INFERENCE && w->context_len == 0)
 		return mf_error_set(r->err, MF_EINVAL,
 		    mf_path(p, sizeof(p), r->base, "workload.contextLength"),
-		    spec->line, spec->column, "is required for inference "
+		    spec->line, spec->column,
+		    "is required for inference "
 		    "with a model");
 	return MF_OK;
 }
 
-typedef enum mf_rc (*section_fn)(struct reader *, const struct mf_node *,
-    const char *);
+typedef enum mf_rc (
+    *section_fn)(struct reader *, const struct mf_node *, const char *);
 
 enum mf_rc
-mf_job_read_spec(const struct mf_node *spec, const char *path,
-    const char *name, const struct mf_models *models, struct mf_job *out,
-    struct mf_error *err)
+mf_job_read_spec(const struct mf_node *spec, const char *path, const char *name,
+    const struct mf_models *models, struct mf_job *out, struct mf_error *err)
 {
 	static const char *const known[] = { "resources", "model", "workload",
 		"duration", "limits", "allowedFixes", NULL };
@@ -366,12 +378,18 @@ mf_job_read_spec(const struct mf_node *spec, const char *path,
 		const char *key;
 		section_fn fn;
 	} sections[] = {
-		{ "resources", read_resources }, { "model", read_model },
-		{ "workload", read_workload }, { "duration", read_duration },
-		{ "limits", read_limits }, { "allowedFixes", read_fixes },
+		{ "resources", read_resources },
+		{ "model", read_model },
+		{ "workload", read_workload },
+		{ "duration", read_duration },
+		{ "limits", read_limits },
+		{ "allowedFixes", read_fixes },
 	};
-	struct mf_job job = { .name = name, .count = 1,
-		.max_hourly_price = -1, .max_cost = -1, .deadline_hours = -1 };
+	struct mf_job job = { .name = name,
+		.count = 1,
+		.max_hourly_price = -1,
+		.max_cost = -1,
+		.deadline_hours = -1 };
 	struct reader r = { path, models, &job, err };
 	const struct mf_node *n;
 	char p[PATHMAX];
@@ -381,8 +399,8 @@ mf_job_read_spec(const struct mf_node *spec, const char *path,
 	job.work.seq_len = 0;
 	job.work.context_len = 0;
 	rc = mf_node_map(spec, path, known, err);
-	for (size_t i = 0; rc == MF_OK && i < sizeof(sections) /
-	    sizeof(sections[0]); i++)
+	for (size_t i = 0;
+	     rc == MF_OK && i < sizeof(sections) / sizeof(sections[0]); i++)
 		if ((n = member(spec, path, sections[i].key, p)) != NULL)
 			rc = sections[i].fn(&r, n, p);
 	if (rc == MF_OK)
@@ -393,13 +411,12 @@ mf_job_read_spec(const struct mf_node *spec, const char *path,
 }
 
 static enum mf_rc
-read_header(const struct mf_node *root, const char **name,
-    struct mf_error *err)
+read_header(const struct mf_node *root, const char **name, struct mf_error *err)
 {
 	static const char *const known[] = { "apiVersion", "kind", "metadata",
 		"spec", NULL };
-	static const char *const meta_known[] = { "name", "namespace",
-		"labels", "annotations", NULL };
+	static const char *const meta_known[] = { "name", "namespace", "labels",
+		"annotations", NULL };
 	const char *want[][2] = { { "apiVersion", "memfloor.dev/v1" },
 		{ "kind", "Job" } };
 	const struct mf_node *n, *meta;

@@ -16,38 +16,38 @@
 #include "model.h"
 
 /* Bounds on workload figures; they keep every estimate inside 63 bits. */
-#define MF_JOB_MAX_SEQ     (INT64_C(1) << 21)
-#define MF_JOB_MAX_BATCH   4096
-#define MF_JOB_MAX_GPUS    1024
-#define MF_JOB_MAX_RANK    4096
+#define MF_JOB_MAX_SEQ (INT64_C(1) << 21)
+#define MF_JOB_MAX_BATCH 4096
+#define MF_JOB_MAX_GPUS 1024
+#define MF_JOB_MAX_RANK 4096
 #define MF_JOB_MAX_CONCURRENCY (INT64_C(1) << 16)
 #define MF_JOB_MAX_CONTEXT (INT64_C(1) << 22)
-#define MF_JOB_MAX_HOURS   1e6
-#define MF_JOB_MAX_MONEY   1e12
+#define MF_JOB_MAX_HOURS 1e6
+#define MF_JOB_MAX_MONEY 1e12
 
 enum mf_model_source {
 	MF_MODEL_NONE,
 	MF_MODEL_NAMED,  /* a shipped config */
 	MF_MODEL_INLINE, /* spec.model.config */
-	MF_MODEL_URL     /* spec.model.configUrl: model is filled once fetched */
+	MF_MODEL_URL /* spec.model.configUrl: model is filled once fetched */
 };
 
 struct mf_job {
-	const char *name;        /* metadata.name; borrowed from the document */
-	int64_t min_memory;      /* bytes; 0 when not given */
-	int min_memory_format;   /* enum mf_qty_format of minMemory */
-	int64_t count;           /* GPUs per job, default 1 */
-	int count_given;         /* resources.gpu.count or workload.sharding set */
+	const char *name;      /* metadata.name; borrowed from the document */
+	int64_t min_memory;    /* bytes; 0 when not given */
+	int min_memory_format; /* enum mf_qty_format of minMemory */
+	int64_t count;         /* GPUs per job, default 1 */
+	int count_given; /* resources.gpu.count or workload.sharding set */
 	enum mf_model_source model_source;
-	const char *model_name;  /* shipped name, or NULL; borrowed */
-	const char *config_url;  /* or NULL; borrowed */
-	struct mf_model model;   /* valid unless model_source is NONE or URL */
+	const char *model_name; /* shipped name, or NULL; borrowed */
+	const char *config_url; /* or NULL; borrowed */
+	struct mf_model model;  /* valid unless model_source is NONE or URL */
 	struct mf_workload work;
 	double reference_hours;  /* 0 when not given */
 	double max_hourly_price; /* < 0 when not given; same for the next two */
 	double max_cost;
 	double deadline_hours;
-	unsigned allowed_fixes;  /* MF_FIXBIT set */
+	unsigned allowed_fixes; /* MF_FIXBIT set */
 };
 
 /*
@@ -63,8 +63,8 @@ enum mf_rc mf_job_read(const struct mf_node *root,
  * Read only a spec mapping (the Kubernetes annotation memfloor.dev/spec).
  * path prefixes every field in errors; name becomes job->name.
  */
-enum mf_rc mf_job_read_spec(const struct mf_node *spec, const char *path,
-    const char *name, const struct mf_models *models, struct mf_job *job,
-    struct mf_error *err);
+enum mf_rc
+mf_job_read_spec(const struct mf_node *spec, const char *path, const char *name,
+    const struct mf_models *models, struct mf_job *job, struct mf_error *err);
 
 #endif

@@ -17,8 +17,8 @@
 #include <sys/stat.h>
 
 #define MODELS_MAX_FILES 4096
-#define MODEL_MAX_BYTES  (256 * 1024)
-#define PATH_BYTES       4096
+#define MODEL_MAX_BYTES (256 * 1024)
+#define PATH_BYTES 4096
 
 /* a * b, or -1 when either is negative or the product passes 2^63 - 1. */
 static int64_t
@@ -57,14 +57,13 @@ mf_model_layer_params(const struct mf_model *m)
 	qd = cmul(m->heads, m->head_dim);
 	kvd = cmul(m->kv_heads, m->head_dim);
 	/* q (h x a*d), k and v (h x kv*d each), o (a*d x h). */
-	attn = cadd(cmul(2, cmul(m->hidden, qd)),
-	    cmul(2, cmul(m->hidden, kvd)));
+	attn =
+	    cadd(cmul(2, cmul(m->hidden, qd)), cmul(2, cmul(m->hidden, kvd)));
 	bias = m->qkv_bias ? cadd(qd, cmul(2, kvd)) : 0;
 	mlp = mlp_params(m);
 	if (m->experts > 0)
 		/* Every expert's MLP plus the router (h x experts). */
-		mlp = cadd(cmul(m->experts, mlp),
-		    cmul(m->hidden, m->experts));
+		mlp = cadd(cmul(m->experts, mlp), cmul(m->hidden, m->experts));
 	norms = cmul(m->norms_per_layer, m->hidden);
 	return cadd(cadd(attn, bias), cadd(mlp, norms));
 }
@@ -101,8 +100,7 @@ mf_model_lora_params(const struct mf_model *m, int64_t rank,
 	if (targets == MF_LORA_ALL_LINEAR) {
 		mlp = cmul(3, cadd(h, m->intermediate));
 		if (m->experts > 0)
-			mlp = cadd(cmul(m->experts, mlp),
-			    cadd(h, m->experts));
+			mlp = cadd(cmul(m->experts, mlp), cadd(h, m->experts));
 		per = cadd(per, mlp);
 	} else if (targets != MF_LORA_ATTENTION) {
 		return -1;
@@ -363,8 +361,7 @@ blame_file(struct mf_error *err, enum mf_rc rc, const char *file)
 	memcpy(text, err->message, sizeof(text));
 	text[sizeof(text) - 1] = '\0';
 	/* A long file name may cut the message short; it still names both. */
-	n = snprintf(err->message, sizeof(err->message), "%s: %s", file,
-	    text);
+	n = snprintf(err->message, sizeof(err->message), "%s: %s", file, text);
 	if (n < 0)
 		memcpy(err->message, text, sizeof(text));
 	return rc;
@@ -373,8 +370,8 @@ blame_file(struct mf_error *err, enum mf_rc rc, const char *file)
 static enum mf_rc
 file_error(struct mf_error *err, const char *file, int errnum)
 {
-	return mf_error_set(err, errnum == ENOENT ? MF_ENOTFOUND : MF_EIO,
-	    NULL, 0, 0, "%s: %s", file, strerror(errnum));
+	return mf_error_set(err, errnum == ENOENT ? MF_ENOTFOUND : MF_EIO, NULL,
+	    0, 0, "%s: %s", file, strerror(errnum));
 }
 
 static enum mf_rc
@@ -419,8 +416,8 @@ out:
 }
 
 static enum mf_rc
-add_entry(struct mf_models *models, const char *name,
-    const struct mf_model *m, struct mf_error *err)
+add_entry(struct mf_models *models, const char *name, const struct mf_model *m,
+    struct mf_error *err)
 {
 	struct model_entry *v;
 	char *copy;
@@ -514,8 +511,8 @@ load_entry(struct mf_models *models, const char *orgdir, const char *org,
 		return mf_error_set(err, MF_ETOOBIG, NULL, 0, 0,
 		    "%s: more than %d model configs", file, MODELS_MAX_FILES);
 	/* Shorter than file, so it fits. */
-	snprintf(name, sizeof(name), "%s/%.*s", org,
-	    (int)(strlen(base) - 5), base);
+	snprintf(name, sizeof(name), "%s/%.*s", org, (int)(strlen(base) - 5),
+	    base);
 	return load_file(models, file, name, err);
 }
 
@@ -581,8 +578,7 @@ entry_cmp(const void *a, const void *b)
 }
 
 enum mf_rc
-mf_models_load(const char *dir, struct mf_models **out,
-    struct mf_error *err)
+mf_models_load(const char *dir, struct mf_models **out, struct mf_error *err)
 {
 	struct mf_models *models;
 	enum mf_rc rc;
@@ -616,8 +612,7 @@ mf_models_find(const struct mf_models *models, const char *name)
 
 	if (models == NULL || name == NULL || models->n == 0)
 		return NULL;
-	e = bsearch(name, models->v, models->n, sizeof(*models->v),
-	    name_cmp);
+	e = bsearch(name, models->v, models->n, sizeof(*models->v), name_cmp);
 	return e ? &e->model : NULL;
 }
 

@@ -12,17 +12,17 @@
 #include "err.h"
 
 struct mf_model {
-	int64_t hidden;        /* hidden_size (h) */
-	int64_t layers;        /* num_hidden_layers (L) */
-	int64_t heads;         /* num_attention_heads (a) */
-	int64_t kv_heads;      /* num_key_value_heads, default heads */
-	int64_t head_dim;      /* head_dim, default hidden / heads */
-	int64_t intermediate;  /* intermediate_size (I) */
-	int64_t vocab;         /* vocab_size (V) */
-	int64_t experts;       /* num_local_experts; 0 for a dense model */
-	int tied_embeddings;   /* output head shares the embedding matrix */
-	int qkv_bias;          /* q/k/v projections carry biases (Qwen2) */
-	int norms_per_layer;   /* 2, or 4 for Gemma-2 */
+	int64_t hidden;       /* hidden_size (h) */
+	int64_t layers;       /* num_hidden_layers (L) */
+	int64_t heads;        /* num_attention_heads (a) */
+	int64_t kv_heads;     /* num_key_value_heads, default heads */
+	int64_t head_dim;     /* head_dim, default hidden / heads */
+	int64_t intermediate; /* intermediate_size (I) */
+	int64_t vocab;        /* vocab_size (V) */
+	int64_t experts;      /* num_local_experts; 0 for a dense model */
+	int tied_embeddings;  /* output head shares the embedding matrix */
+	int qkv_bias;         /* q/k/v projections carry biases (Qwen2) */
+	int norms_per_layer;  /* 2, or 4 for Gemma-2 */
 };
 
 enum mf_lora_targets {
@@ -40,11 +40,16 @@ enum mf_lora_targets {
 enum mf_rc mf_model_read(const struct mf_node *config, const char *path,
     struct mf_model *out, struct mf_error *err);
 
-/* Caps that keep every figure of the estimate inside 63 bits. */
-#define MF_MODEL_MAX_DIM    (INT64_C(1) << 20) /* hidden, intermediate, head_dim */
+/*
+ * Caps on config fields (MAX_DIM bounds hidden, intermediate and head_dim).
+ * They keep the parameter count inside 63 bits; mf_model_read also refuses
+ * a config whose count does not fit, and mf_est_compute can still answer
+ * MF_ERANGE for a workload that multiplies past it.
+ */
+#define MF_MODEL_MAX_DIM (INT64_C(1) << 20)
 #define MF_MODEL_MAX_LAYERS 4096
-#define MF_MODEL_MAX_HEADS  4096
-#define MF_MODEL_MAX_VOCAB  (INT64_C(1) << 24)
+#define MF_MODEL_MAX_HEADS 4096
+#define MF_MODEL_MAX_VOCAB (INT64_C(1) << 24)
 #define MF_MODEL_MAX_EXPERTS 1024
 
 /* Total parameters (design 5); equals the published totals exactly. */
@@ -64,12 +69,12 @@ struct mf_models;
  * Load every DIR/ORG/NAME.json as model "ORG/NAME".  A file that fails to
  * parse or read fails the whole load (err names the file).
  */
-enum mf_rc mf_models_load(const char *dir, struct mf_models **out,
-    struct mf_error *err);
+enum mf_rc
+mf_models_load(const char *dir, struct mf_models **out, struct mf_error *err);
 void mf_models_free(struct mf_models *models);
 /* NULL when unknown; the result lives as long as models. */
-const struct mf_model *mf_models_find(const struct mf_models *models,
-    const char *name);
+const struct mf_model *
+mf_models_find(const struct mf_models *models, const char *name);
 size_t mf_models_count(const struct mf_models *models);
 /* i-th model in name order; NULL past the end. */
 const char *mf_models_name(const struct mf_models *models, size_t i);

@@ -24,7 +24,7 @@ struct cur {
 	bool range;       /* a figure there is above MF_OOM_MAX_BYTES */
 };
 
-#define SNIP 24 /* characters of the text quoted in an error */
+#define SNIP 24      /* characters of the text quoted in an error */
 #define PAREN_MAX 64 /* "(e.g., CUDA Graphs)" and the like */
 
 static bool
@@ -126,8 +126,8 @@ num(struct cur *c, int64_t max, int64_t *out)
 		return miss(c, p, "a number", false, false, false);
 	while (p < c->len && is_digit(c->s[p])) {
 		if (v > (max - (c->s[p] - '0')) / 10)
-			return miss(c, c->pos, "a smaller number", false,
-			    false, false);
+			return miss(c, c->pos, "a smaller number", false, false,
+			    false);
 		v = v * 10 + (c->s[p] - '0');
 		p++;
 	}
@@ -143,7 +143,7 @@ num(struct cur *c, int64_t max, int64_t *out)
 static int
 unit(struct cur *c, size_t *p, bool whole)
 {
-	static const char *const units[] = {"bytes", "KiB", "MiB", "GiB"};
+	static const char *const units[] = { "bytes", "KiB", "MiB", "GiB" };
 	size_t end;
 	bool ran_out = false, r;
 	int k;
@@ -186,8 +186,8 @@ mantissa(struct cur *c, size_t *p, int64_t *mant, int *nfrac, bool *whole)
 		if (!is_digit(c->s[*p]))
 			break;
 		if (nf >= 2)
-			return miss(c, *p, "at most two decimals", false,
-			    false, false);
+			return miss(c, *p, "at most two decimals", false, false,
+			    false);
 		if (m > (INT64_MAX - 9) / 10)
 			return miss(c, c->pos, "a figure up to 1 EiB", false,
 			    false, true);
@@ -213,7 +213,7 @@ mantissa(struct cur *c, size_t *p, int64_t *mant, int *nfrac, bool *whole)
 static bool
 size(struct cur *c, int64_t *out)
 {
-	static const int64_t pow10[] = {1, 10, 100};
+	static const int64_t pow10[] = { 1, 10, 100 };
 	size_t p = c->pos;
 	int64_t mant, ipart, frac, unitb, den, bytes;
 	int nfrac, k;
@@ -287,8 +287,8 @@ parse_v1(struct cur *c, struct mf_oom *o)
 		return false;
 	reserved = x;
 	o->format = MF_OOM_V1_4;
-	o->reserved_unallocated = reserved > o->allocated ?
-	    reserved - o->allocated : 0;
+	o->reserved_unallocated =
+	    reserved > o->allocated ? reserved - o->allocated : 0;
 	return true;
 }
 
@@ -576,11 +576,13 @@ fail(const struct cur *c, bool seen, struct mf_error *err)
 	if (c->cut)
 		return mf_error_set(err, MF_EINVAL, NULL, line, col,
 		    "the out-of-memory message is cut off: the text ends "
-		    "where %s should follow; paste the whole message", want);
+		    "where %s should follow; paste the whole message",
+		    want);
 	snippet(c, c->fail, found, sizeof(found));
 	return mf_error_set(err, MF_EINVAL, NULL, line, col,
 	    "the out-of-memory message is not as PyTorch prints it: "
-	    "expected %s, found '%s'", want, found);
+	    "expected %s, found '%s'",
+	    want, found);
 }
 
 enum mf_rc
@@ -692,8 +694,7 @@ fill_figs(const struct mf_oom *o, struct figs *f)
 	    sizeof(f->outside));
 }
 
-static void
-advise(struct report *r, const char *fmt, ...)
+static void advise(struct report *r, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
 static void
@@ -710,8 +711,7 @@ advise(struct report *r, const char *fmt, ...)
 }
 
 static void
-report_capacity(const struct mf_oom *o, const struct figs *f,
-    struct report *r)
+report_capacity(const struct mf_oom *o, const struct figs *f, struct report *r)
 {
 	if (o->tried > o->total)
 		snprintf(r->explanation, sizeof(r->explanation),
@@ -723,18 +723,22 @@ report_capacity(const struct mf_oom *o, const struct figs *f,
 		    "GPU %d (%s) is full of this job's own tensors: PyTorch "
 		    "has %s allocated and %s reserved but unallocated, %s is "
 		    "free and nothing else holds much of the card, so the %s "
-		    "it asked for does not fit.", o->gpu, f->total, f->alloc,
-		    f->ru, f->free, f->tried);
-	advise(r, "Measure the peak: run one step at a smaller batch and "
+		    "it asked for does not fit.",
+		    o->gpu, f->total, f->alloc, f->ru, f->free, f->tried);
+	advise(r,
+	    "Measure the peak: run one step at a smaller batch and "
 	    "read torch.cuda.max_memory_allocated() (after "
 	    "torch.cuda.reset_peak_memory_stats()); the peak plus headroom "
 	    "is what the job needs.");
-	advise(r, "Cut the peak with the memory fixes: gradient "
+	advise(r,
+	    "Cut the peak with the memory fixes: gradient "
 	    "checkpointing, 8-bit Adam (bnb.optim.Adam8bit), LoRA or QLoRA "
 	    "(modelling decisions), FSDP across several GPUs. POST /v1/admit "
 	    "with allowedFixes finds the cheapest combination that fits.");
-	advise(r, "Or run on a larger card: a spec.resources.gpu.minMemory "
-	    "above this card's %s keeps admission off it.", f->total);
+	advise(r,
+	    "Or run on a larger card: a spec.resources.gpu.minMemory "
+	    "above this card's %s keeps admission off it.",
+	    f->total);
 }
 
 static void
@@ -743,21 +747,26 @@ report_limit(const struct mf_oom *o, const struct figs *f, struct report *r)
 	snprintf(r->explanation, sizeof(r->explanation),
 	    "GPU %d had %s free, at least the %s PyTorch asked for, yet the "
 	    "allocation was refused: a limit below the card's capacity "
-	    "stopped it, not the card%s%s%s.", o->gpu, f->free, f->tried,
+	    "stopped it, not the card%s%s%s.",
+	    o->gpu, f->free, f->tried,
 	    o->allowed >= 0 ? " (this process may use only " : "",
 	    o->allowed >= 0 ? f->allowed : "", o->allowed >= 0 ? ")" : "");
 	if (o->allowed >= 0)
-		advise(r, "A per-process memory fraction caps this process at "
+		advise(r,
+		    "A per-process memory fraction caps this process at "
 		    "%s: raise it or remove the "
 		    "torch.cuda.set_per_process_memory_fraction() call.",
 		    f->allowed);
 	else
-		advise(r, "Look for a per-process memory fraction: "
+		advise(r,
+		    "Look for a per-process memory fraction: "
 		    "torch.cuda.set_per_process_memory_fraction() in the code "
 		    "or in a framework it uses; raise it or remove it.");
-	advise(r, "Under CUDA MPS, CUDA_MPS_PINNED_DEVICE_MEM_LIMIT caps "
+	advise(r,
+	    "Under CUDA MPS, CUDA_MPS_PINNED_DEVICE_MEM_LIMIT caps "
 	    "each client's memory: check the MPS daemon's settings.");
-	advise(r, "Otherwise another CUDA context refused it: a second "
+	advise(r,
+	    "Otherwise another CUDA context refused it: a second "
 	    "allocator in the same process (JAX preallocates most of the "
 	    "card; TensorFlow, CuPy) or a driver-level limit.");
 }
@@ -774,8 +783,8 @@ report_other(const struct mf_oom *o, const struct figs *f, struct report *r)
 	    "%s of GPU %d's %s is held outside this process's PyTorch "
 	    "allocator (total less %s free, %s allocated and %s reserved): "
 	    "another process on the card, or memory this process took "
-	    "outside PyTorch.", f->outside, o->gpu, f->total, f->free,
-	    f->alloc, f->ru);
+	    "outside PyTorch.",
+	    f->outside, o->gpu, f->total, f->free, f->alloc, f->ru);
 	if (o->process >= 0 && k > 0 && (size_t)k < sizeof(r->explanation)) {
 		x = o->process - pyt;
 		fmt_size(x < 0 ? 0 : x, self, sizeof(self));
@@ -797,12 +806,15 @@ report_other(const struct mf_oom *o, const struct figs *f, struct report *r)
 		}
 		n += (size_t)k;
 	}
-	advise(r, "Find what else holds the card: ps -elf | grep python (a "
+	advise(r,
+	    "Find what else holds the card: ps -elf | grep python (a "
 	    "notebook kernel left running, an earlier run that did not exit, "
 	    "DataLoader workers that touched the GPU); stop it or use a free "
-	    "GPU.%s%s%s", o->nprocs ? " The message names pid " : "", list,
+	    "GPU.%s%s%s",
+	    o->nprocs ? " The message names pid " : "", list,
 	    o->nprocs ? "." : "");
-	advise(r, "Do not trust %s for your own process: it shows what the "
+	advise(r,
+	    "Do not trust %s for your own process: it shows what the "
 	    "driver handed out (PyTorch's whole cache plus the context), not "
 	    "what your tensors use; torch.cuda.memory_allocated() and "
 	    "torch.cuda.memory_reserved() do.",
@@ -817,12 +829,15 @@ report_frag(const struct mf_oom *o, const struct figs *f, struct report *r)
 	    "the %s it asked for, yet no cached block was large enough: the "
 	    "cache is fragmented into pieces smaller than the request.",
 	    f->ru, o->gpu, f->tried);
-	advise(r, "Set PYTORCH_ALLOC_CONF=expandable_segments:True before the "
+	advise(r,
+	    "Set PYTORCH_ALLOC_CONF=expandable_segments:True before the "
 	    "process starts (PYTORCH_CUDA_ALLOC_CONF is the older name%s): "
 	    "segments then grow in place instead of leaving slivers.",
 	    o->backend == MF_OOM_HIP ? "; ROCm builds also read "
-	    "PYTORCH_HIP_ALLOC_CONF" : "");
-	advise(r, "On a PyTorch without expandable segments, or if that is "
+	                               "PYTORCH_HIP_ALLOC_CONF" :
+	                               "");
+	advise(r,
+	    "On a PyTorch without expandable segments, or if that is "
 	    "not enough, set max_split_size_mb (for example "
 	    "PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:512) so large cached "
 	    "blocks are not split for small requests.");
@@ -874,7 +889,8 @@ procs_json(const struct mf_oom *o)
 		p = json_object();
 		if (p == NULL || json_array_append_new(a, p) < 0 ||
 		    set(p, "pid", json_integer((json_int_t)o->procs[i].pid)) <
-		    0 || set(p, "bytes", bytes_json(o->procs[i].bytes)) < 0) {
+		        0 ||
+		    set(p, "bytes", bytes_json(o->procs[i].bytes)) < 0) {
 			json_decref(a);
 			return NULL;
 		}
@@ -922,8 +938,8 @@ mf_oom_json(const struct mf_oom *o)
 	bad |= set(j, "privatePoolBytes", bytes_json(o->private_pools));
 	bad |= set(j, "processes", procs_json(o));
 	bad |= set(j, "gpu", o->gpu < 0 ? json_null() : json_integer(o->gpu));
-	bad |= set(j, "backend", json_string(o->backend == MF_OOM_HIP ?
-	    "hip" : "cuda"));
+	bad |= set(j, "backend",
+	    json_string(o->backend == MF_OOM_HIP ? "hip" : "cuda"));
 	bad |= set(j, "format", json_string(mf_oom_format_name(o->format)));
 	bad |= set(j, "cause", json_string(mf_oom_cause_name(o->cause)));
 	bad |= set(j, "explanation", json_string(r.explanation));
@@ -978,7 +994,7 @@ put_fig(struct out *w, const char *name, int64_t b, const char *note)
 int
 mf_oom_text(const struct mf_oom *o, char *buf, size_t size)
 {
-	struct out w = {buf, buf == NULL ? 0 : size, 0, false};
+	struct out w = { buf, buf == NULL ? 0 : size, 0, false };
 	struct report r;
 	int i;
 
@@ -998,8 +1014,7 @@ mf_oom_text(const struct mf_oom *o, char *buf, size_t size)
 	put_fig(&w, "allowed", o->allowed, " (memory fraction)");
 	put_fig(&w, "this process", o->process, "");
 	put_fig(&w, "other processes", o->others, "");
-	put(&w, "cause: %s\n%s\n", mf_oom_cause_name(o->cause),
-	    r.explanation);
+	put(&w, "cause: %s\n%s\n", mf_oom_cause_name(o->cause), r.explanation);
 	for (i = 0; i < r.nadvice; i++)
 		put(&w, "- %s\n", r.advice[i]);
 	if (w.bad || w.len > (size_t)INT32_MAX)

@@ -55,8 +55,8 @@ enum mf_oom_format {
 };
 
 enum mf_oom_backend {
-	MF_OOM_CUDA,     /* "CUDA out of memory." */
-	MF_OOM_HIP       /* "HIP out of memory." (ROCm builds) */
+	MF_OOM_CUDA, /* "CUDA out of memory." */
+	MF_OOM_HIP   /* "HIP out of memory." (ROCm builds) */
 };
 
 /* Decided in this order; see mf_oom_parse. */
@@ -69,7 +69,7 @@ enum mf_oom_cause {
 
 struct mf_oom_proc {
 	int64_t pid;
-	int64_t bytes;      /* -1 where the driver could not say (below) */
+	int64_t bytes; /* -1 where the driver could not say (below) */
 };
 
 /*
@@ -78,10 +78,10 @@ struct mf_oom_proc {
  * by every format and so are always set after a successful parse.
  */
 struct mf_oom {
-	int64_t tried;      /* "Tried to allocate X" */
-	int64_t total;      /* the card's total capacity */
-	int64_t free;       /* free on the card, as CUDA reported it */
-	int64_t allocated;  /* by PyTorch (2.x: private pools included) */
+	int64_t tried;     /* "Tried to allocate X" */
+	int64_t total;     /* the card's total capacity */
+	int64_t free;      /* free on the card, as CUDA reported it */
+	int64_t allocated; /* by PyTorch (2.x: private pools included) */
 	/*
 	 * Reserved by PyTorch's cache but not allocated: 1.0 "X cached";
 	 * 1.4 "X reserved in total" minus allocated (0 if the text says less
@@ -99,10 +99,10 @@ struct mf_oom {
 	int64_t process;
 	/* Sum over every "Process P has X" with a figure; -1 if none. */
 	int64_t others;
-	int64_t allowed;    /* "X allowed;" (a per-process memory fraction) */
+	int64_t allowed; /* "X allowed;" (a per-process memory fraction) */
 	int64_t private_pools; /* "with X allocated in private pools" */
-	int gpu;            /* device index; -1 when not printed */
-	int nprocs;         /* entries used in procs */
+	int gpu;               /* device index; -1 when not printed */
+	int nprocs;            /* entries used in procs */
 	struct mf_oom_proc procs[MF_OOM_MAX_PROCS]; /* "Process P", in order */
 	enum mf_oom_format format;
 	enum mf_oom_backend backend;

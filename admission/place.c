@@ -40,9 +40,9 @@ struct option {
 struct search {
 	const struct mf_job *job;
 	const struct mf_catalog *cat;
-	double ref_hours;        /* referenceHours, or 1 for ranking only */
+	double ref_hours; /* referenceHours, or 1 for ranking only */
 	size_t nopt, capopt;
-	struct option *opt;       /* owned */
+	struct option *opt; /* owned */
 	/* The cheapest candidate that fit in memory, limits aside. */
 	int have_fit;
 	struct mf_placement cheapest_fit;
@@ -119,7 +119,7 @@ mf_floor_for(int64_t bytes, double headroom)
 	double gib = ceil((double)bytes / (1.0 - headroom) / (double)GIB);
 
 	return gib >= (double)(INT64_MAX / GIB) ? INT64_MAX / GIB * GIB :
-	    (int64_t)gib * GIB;
+	                                          (int64_t)gib * GIB;
 }
 
 const struct mf_gpu *
@@ -133,9 +133,9 @@ mf_smallest_fit(const struct mf_catalog *cat, int64_t bytes)
 			continue;
 		if (best == NULL || g->memory < best->memory ||
 		    (g->memory == best->memory &&
-		    (g->hourly_price < best->hourly_price ||
-		    (g->hourly_price == best->hourly_price &&
-		    strcmp(g->name, best->name) < 0))))
+		        (g->hourly_price < best->hourly_price ||
+		            (g->hourly_price == best->hourly_price &&
+		                strcmp(g->name, best->name) < 0))))
 			best = g;
 	}
 	return best;
@@ -206,7 +206,8 @@ candidate(const struct search *s, const struct mf_gpu *g,
 static enum mf_limit
 violated(const struct mf_job *job, const struct mf_placement *p)
 {
-	if (job->max_hourly_price >= 0 && p->hourly_price > job->max_hourly_price)
+	if (job->max_hourly_price >= 0 &&
+	    p->hourly_price > job->max_hourly_price)
 		return MF_LIMIT_HOURLY_PRICE;
 	if (job->max_cost >= 0 && p->cost > job->max_cost)
 		return MF_LIMIT_COST;
@@ -230,8 +231,8 @@ best_on(struct search *s, const struct mf_gpu *g, size_t from, size_t to,
 		if (!fits(s, g, &s->opt[i]))
 			continue;
 		candidate(s, g, &s->opt[i], best);
-		if (!fit_seen && (!s->have_fit ||
-		    rank(best, &s->cheapest_fit) < 0)) {
+		if (!fit_seen &&
+		    (!s->have_fit || rank(best, &s->cheapest_fit) < 0)) {
 			s->cheapest_fit = *best;
 			s->have_fit = 1;
 		}
@@ -362,7 +363,8 @@ add_fixset(struct search *s, unsigned fixes, struct mf_error *err)
 	for (int64_t c = lo; c <= hi; c++) {
 		if (need_of(job, fixes, c, &w, &est) != MF_OK)
 			return mf_error_set(err, MF_ERANGE, "spec.workload", 0,
-			    0, "the memory figures of this job overflow 63 "
+			    0,
+			    "the memory figures of this job overflow 63 "
 			    "bits");
 		o.fixes = fixes;
 		o.count = c;
@@ -397,7 +399,8 @@ list_options(struct search *s, struct mf_error *err)
 		struct option o = { 0, job->count, job->min_memory, 1.0,
 			cost_factor(s, 1.0, job->count) };
 
-		return add_option(s, &o) == MF_OK ? MF_OK :
+		return add_option(s, &o) == MF_OK ?
+		    MF_OK :
 		    mf_error_set(err, MF_ENOMEM, NULL, 0, 0, "out of memory");
 	}
 	for (int f = 0; f < MF_FIX_COUNT; f++)
@@ -533,8 +536,9 @@ list_fixes(struct search *s, struct mf_decision *d)
 			continue;
 		if (f <= MF_FIX_CHECKPOINTING)
 			cum |= MF_FIXBIT(f);
-		rc = fix_entry(s, (enum mf_fix)f, f <= MF_FIX_CHECKPOINTING ?
-		    cum : cum | MF_FIXBIT(f), &d->fixes[d->nfixes++]);
+		rc = fix_entry(s, (enum mf_fix)f,
+		    f <= MF_FIX_CHECKPOINTING ? cum : cum | MF_FIXBIT(f),
+		    &d->fixes[d->nfixes++]);
 	}
 	for (size_t i = 0; i < d->nfixes && d->suggested < 0; i++)
 		if (d->fixes[i].placed && !modelling(d->fixes[i].fix))
@@ -578,7 +582,8 @@ explain_rejection(const struct search *s, struct mf_decision *d)
 		const struct mf_placement *p = &s->cheapest_fit;
 
 		d->limit = violated(job, p);
-		snprintf(d->reason, sizeof(d->reason), "%s rules out every "
+		snprintf(d->reason, sizeof(d->reason),
+		    "%s rules out every "
 		    "fitting placement: the cheapest, %s x%lld, costs $%.2f "
 		    "per hour, $%.2f in all and takes %.1f hours",
 		    mf_limit_name(d->limit), p->gpu->name, (long long)p->count,
@@ -586,7 +591,8 @@ explain_rejection(const struct search *s, struct mf_decision *d)
 		return;
 	}
 	if (big == NULL) {
-		snprintf(d->reason, sizeof(d->reason), "no card in the "
+		snprintf(d->reason, sizeof(d->reason),
+		    "no card in the "
 		    "catalogue takes %lld GPUs per job (maxCount)",
 		    (long long)job->count);
 		return;
@@ -595,23 +601,25 @@ explain_rejection(const struct search *s, struct mf_decision *d)
 	if (!d->from_model || job->min_memory > big->memory) {
 		mf_qty_format(job->min_memory, job->min_memory_format, q,
 		    sizeof(q));
-		snprintf(d->reason, sizeof(d->reason), "minMemory %s is more "
-		    "than the largest card in the catalogue, %s (%s)", q,
-		    big->name, m);
+		snprintf(d->reason, sizeof(d->reason),
+		    "minMemory %s is more "
+		    "than the largest card in the catalogue, %s (%s)",
+		    q, big->name, m);
 		return;
 	}
 	for (int i = 1; i < MF_B_COUNT; i++)
 		if (d->est.bucket[i] > d->est.bucket[b])
 			b = i;
-	snprintf(d->reason, sizeof(d->reason), "the job needs %.1f GB per "
+	snprintf(d->reason, sizeof(d->reason),
+	    "the job needs %.1f GB per "
 	    "GPU, the largest part %s (%.1f GB), but the largest usable card, "
-	    "%s, holds %.1f GB after %.0f%% headroom", gb(d->need),
-	    mf_bucket_name((enum mf_bucket)b), gb(d->est.bucket[b]),
-	    big->name, gb(mf_cat_usable(s->cat, big)), s->cat->headroom * 100);
+	    "%s, holds %.1f GB after %.0f%% headroom",
+	    gb(d->need), mf_bucket_name((enum mf_bucket)b),
+	    gb(d->est.bucket[b]), big->name, gb(mf_cat_usable(s->cat, big)),
+	    s->cat->headroom * 100);
 }
 
-static void
-warn(struct mf_decision *d, const char *fmt, ...)
+static void warn(struct mf_decision *d, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
 static void
@@ -634,13 +642,16 @@ add_warnings(struct mf_decision *d)
 	if (!d->admitted)
 		return;
 	if (w->kind == MF_TRAINING && w->attention == MF_EAGER)
-		warn(d, "eager attention stores the s x s scores: "
+		warn(d,
+		    "eager attention stores the s x s scores: "
 		    "attn_implementation=\"sdpa\" frees them");
 	if (w->precision == MF_FP32)
-		warn(d, "fp32 without autocast: bf16 autocast halves weights "
+		warn(d,
+		    "fp32 without autocast: bf16 autocast halves weights "
 		    "and activations");
 	if (w->kind == MF_TRAINING && w->micro_batch > 1)
-		warn(d, "microBatch %lld: 1 with %lld accumulation steps keeps "
+		warn(d,
+		    "microBatch %lld: 1 with %lld accumulation steps keeps "
 		    "the batch and frees activation memory",
 		    (long long)w->micro_batch, (long long)w->micro_batch);
 	if (d->placement.spare < 0.10)
@@ -718,7 +729,8 @@ mf_place(const struct mf_job *job, const struct mf_catalog *cat,
 	*out = d;
 	goto out;
 range:
-	mf_error_set(err, rc, "spec.workload", 0, 0, "the memory figures of "
+	mf_error_set(err, rc, "spec.workload", 0, 0,
+	    "the memory figures of "
 	    "this job overflow 63 bits");
 out:
 	free(s.opt);

@@ -22,23 +22,24 @@
 struct mf_placement {
 	const struct mf_gpu *gpu; /* borrowed from the catalogue */
 	int64_t count;
-	unsigned fixes;           /* fixes admission applied (MF_FIXBIT) */
-	int64_t need;             /* bytes per GPU: derived need, or the floor */
-	double spare;             /* (memory - need) / memory */
-	double hourly_price;      /* hourlyPrice x count */
-	double hours;             /* to finish; valid when the job has referenceHours */
-	double cost;              /* likewise */
+	unsigned fixes;      /* fixes admission applied (MF_FIXBIT) */
+	int64_t need;        /* bytes per GPU: derived need, or the floor */
+	double spare;        /* (memory - need) / memory */
+	double hourly_price; /* hourlyPrice x count */
+	double hours; /* to finish; valid when the job has referenceHours */
+	double cost;  /* likewise */
 	double cost_per_ref_hour; /* cost / referenceHours: the ranking key */
 };
 
 /* One entry of a rejection's fix list. */
 struct mf_fix_option {
 	enum mf_fix fix;
-	unsigned fixes;        /* every fix this entry includes */
-	int64_t gpus;          /* GPUs the entry runs on (fsdp: the shard count) */
-	int64_t need;          /* bytes per GPU after the fixes */
-	int64_t min_memory;    /* suggested floor: need / (1 - headroom), whole GiB */
-	int placed;            /* placement below is valid */
+	unsigned fixes; /* every fix this entry includes */
+	int64_t gpus;   /* GPUs the entry runs on (fsdp: the shard count) */
+	int64_t need;   /* bytes per GPU after the fixes */
+	int64_t
+	    min_memory; /* suggested floor: need / (1 - headroom), whole GiB */
+	int placed;     /* placement below is valid */
 	struct mf_placement placement;
 };
 
@@ -51,20 +52,23 @@ enum mf_limit {
 
 struct mf_decision {
 	int admitted;
-	int from_model;              /* need.source: "model", else "minMemory" */
-	int64_t need;                /* bytes per GPU of the workload as placed */
-	int64_t floor;               /* the minMemory in effect, bytes */
-	int floor_format;            /* enum mf_qty_format of floor */
+	int from_model;   /* need.source: "model", else "minMemory" */
+	int64_t need;     /* bytes per GPU of the workload as placed */
+	int64_t floor;    /* the minMemory in effect, bytes */
+	int floor_format; /* enum mf_qty_format of floor */
 	struct mf_placement placement; /* when admitted */
 	size_t nalt;
-	struct mf_placement alt[MF_MAX_ALTERNATIVES]; /* next cheapest, one per GPU type */
-	struct mf_workload work;     /* the workload as placed (fixes applied) */
-	struct mf_estimate est;      /* estimate of work, when from_model */
-	enum mf_limit limit;         /* rejection: the limit that dropped the last fitting candidate */
-	char reason[320];            /* rejection: one sentence */
+	struct mf_placement
+	    alt[MF_MAX_ALTERNATIVES]; /* next cheapest, one per GPU type */
+	struct mf_workload work; /* the workload as placed (fixes applied) */
+	struct mf_estimate est;  /* estimate of work, when from_model */
+	enum mf_limit limit;     /* rejection: the limit that dropped the last
+	                            fitting candidate */
+	char reason[320];        /* rejection: one sentence */
 	size_t nfixes;
-	struct mf_fix_option fixes[MF_FIX_COUNT]; /* rejection: design 7 order */
-	int suggested;               /* index into fixes, or -1 */
+	struct mf_fix_option
+	    fixes[MF_FIX_COUNT]; /* rejection: design 7 order */
+	int suggested;           /* index into fixes, or -1 */
 	size_t nwarn;
 	char warnings[MF_MAX_WARNINGS][160];
 };
@@ -86,8 +90,8 @@ int mf_fix_applies(const struct mf_job *job, const struct mf_workload *w,
 int64_t mf_floor_for(int64_t bytes, double headroom);
 /* Smallest card (by memory, then price, then name) whose usable memory
  * holds bytes; NULL when none. */
-const struct mf_gpu *mf_smallest_fit(const struct mf_catalog *cat,
-    int64_t bytes);
+const struct mf_gpu *
+mf_smallest_fit(const struct mf_catalog *cat, int64_t bytes);
 /* "limits.maxCost", ...; NULL for MF_LIMIT_NONE. */
 const char *mf_limit_name(enum mf_limit limit);
 

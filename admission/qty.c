@@ -347,8 +347,7 @@ render(int64_t bytes, enum mf_qty_format format, char *tmp, size_t size)
 }
 
 size_t
-mf_qty_format(int64_t bytes, enum mf_qty_format format, char *buf,
-    size_t size)
+mf_qty_format(int64_t bytes, enum mf_qty_format format, char *buf, size_t size)
 {
 	char tmp[MF_QTY_STRMAX];
 	int n;

@@ -14,9 +14,9 @@
 
 /* How a quantity was written; printing keeps the family, as Kubernetes does. */
 enum mf_qty_format {
-	MF_QTY_BINARY,   /* Ki Mi Gi ... */
-	MF_QTY_DECIMAL,  /* plain, k M G ... */
-	MF_QTY_EXPONENT  /* 1e9 */
+	MF_QTY_BINARY,  /* Ki Mi Gi ... */
+	MF_QTY_DECIMAL, /* plain, k M G ... */
+	MF_QTY_EXPONENT /* 1e9 */
 };
 
 enum mf_qty_err {
@@ -50,7 +50,7 @@ const char *mf_qty_strerror(enum mf_qty_err err);
  * enough.
  */
 #define MF_QTY_STRMAX 32
-size_t mf_qty_format(int64_t bytes, enum mf_qty_format format, char *buf,
-    size_t size);
+size_t
+mf_qty_format(int64_t bytes, enum mf_qty_format format, char *buf, size_t size);
 
 #endif

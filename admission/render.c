@@ -27,7 +27,8 @@ static const struct {
 	    "with torch.autocast(\"cuda\", dtype=torch.bfloat16): loss = "
 	    "model(**batch).loss" },
 	[MF_FIX_CHECKPOINTING] = { "spec.workload.gradientCheckpointing",
-	    "true", "torch.utils.checkpoint.checkpoint(layer, x, "
+	    "true",
+	    "torch.utils.checkpoint.checkpoint(layer, x, "
 	    "use_reentrant=False)" },
 	[MF_FIX_ADAM8BIT] = { "spec.workload.optimizer", "adam8bit",
 	    "optimizer = bnb.optim.Adam8bit(model.parameters(), lr=lr)" },
@@ -158,8 +159,8 @@ fix_entries(struct mf_jw *w, const struct mf_job *job,
 			mf_jw_null(w, "placement");
 		manifest_change(w, e);
 		code_change(w, e->fixes);
-		mf_jw_bool(w, "modellingDecision", e->fix == MF_FIX_LORA ||
-		    e->fix == MF_FIX_QLORA);
+		mf_jw_bool(w, "modellingDecision",
+		    e->fix == MF_FIX_LORA || e->fix == MF_FIX_QLORA);
 		mf_jw_close(w, '}');
 	}
 	mf_jw_close(w, ']');
@@ -181,9 +182,9 @@ need(struct mf_jw *w, const struct mf_job *job, const struct mf_decision *d)
 	mf_jw_close(w, '}');
 }
 
-static void write_estimate(struct mf_jw *w, const char *key,
-    const struct mf_job *job, const struct mf_estimate *e,
-    const struct mf_catalog *cat);
+static void
+write_estimate(struct mf_jw *w, const char *key, const struct mf_job *job,
+    const struct mf_estimate *e, const struct mf_catalog *cat);
 
 static void
 write_decision(struct mf_jw *w, const struct mf_job *job,
@@ -208,8 +209,9 @@ write_decision(struct mf_jw *w, const struct mf_job *job,
 		mf_jw_str(w, "reason", d->reason);
 		mf_jw_str(w, "limit", mf_limit_name(d->limit));
 		fix_entries(w, job, d);
-		mf_jw_str(w, "suggested", d->suggested < 0 ? NULL :
-		    mf_fix_name(d->fixes[d->suggested].fix));
+		mf_jw_str(w, "suggested",
+		    d->suggested < 0 ? NULL :
+		                       mf_fix_name(d->fixes[d->suggested].fix));
 	}
 	if (d->from_model) {
 		struct mf_job placed = *job;
@@ -258,8 +260,7 @@ mf_render_decision(const struct mf_job *job, const struct mf_decision *d,
 
 /* The formula of a bucket as the reference post writes it. */
 static void
-formula(enum mf_bucket b, const struct mf_workload *w, char *buf,
-    size_t size)
+formula(enum mf_bucket b, const struct mf_workload *w, char *buf, size_t size)
 {
 	static const int opt_bytes[2][3] = { { 12, 6, 8 }, { 8, 2, 4 } };
 	int fp32 = w->precision == MF_FP32;
@@ -267,15 +268,16 @@ formula(enum mf_bucket b, const struct mf_workload *w, char *buf,
 
 	switch (b) {
 	case MF_B_WEIGHTS:
-		snprintf(buf, size, "P x %s", w->method == MF_QLORA &&
-		    w->kind == MF_TRAINING ? "0.5" : fp32 ? "4" : "2");
+		snprintf(buf, size, "P x %s",
+		    w->method == MF_QLORA && w->kind == MF_TRAINING ? "0.5" :
+		        fp32                                        ? "4" :
+		                                                      "2");
 		break;
 	case MF_B_GRADIENTS:
 		snprintf(buf, size, "P x %d", fp32 ? 4 : 2);
 		break;
 	case MF_B_OPTIMIZER:
-		snprintf(buf, size, "P x %d",
-		    opt_bytes[fp32][w->optimizer]);
+		snprintf(buf, size, "P x %d", opt_bytes[fp32][w->optimizer]);
 		break;
 	case MF_B_ADAPTERS:
 		snprintf(buf, size, "T x %d",
@@ -371,7 +373,7 @@ write_estimate(struct mf_jw *w, const char *key, const struct mf_job *job,
 	if (wl->kind == MF_INFERENCE)
 		mf_jw_int(w, "kvCacheBytesPerToken",
 		    mf_model_kv_bytes_per_token(&job->model,
-		    wl->kv_dtype == MF_KV_FP8 ? 1 : 2));
+		        wl->kv_dtype == MF_KV_FP8 ? 1 : 2));
 	mf_jw_close(w, '}');
 }
 
@@ -389,8 +391,7 @@ mf_json_estimate(const struct mf_job *job, const struct mf_estimate *e,
 }
 
 static void
-gpu_json(struct mf_jw *w, const struct mf_catalog *cat,
-    const struct mf_gpu *g)
+gpu_json(struct mf_jw *w, const struct mf_catalog *cat, const struct mf_gpu *g)
 {
 	mf_jw_open(w, NULL, '{');
 	mf_jw_str(w, "name", g->name);
@@ -536,8 +537,8 @@ fix_names(unsigned fixes, char *buf, size_t size)
 	buf[0] = '\0';
 	for (int f = 0; f < MF_FIX_COUNT && used < size; f++)
 		if (fixes & MF_FIXBIT(f))
-			used += (size_t)snprintf(buf + used, size - used, "%s%s",
-			    used ? "," : "", mf_fix_name(f));
+			used += (size_t)snprintf(buf + used, size - used,
+			    "%s%s", used ? "," : "", mf_fix_name(f));
 	if (used == 0)
 		snprintf(buf, size, "-");
 }
@@ -559,7 +560,8 @@ text_placement(struct mf_buf *b, const struct mf_job *job,
 	mf_buf_printf(b, " %8.3f  %s\n", p->cost_per_ref_hour, f);
 }
 
-static const char placement_head[] = "GPU            COUNT     GB  SPARE "
+static const char placement_head[] =
+    "GPU            COUNT     GB  SPARE "
     "  $/HOUR    HOURS      COST  $/REF-H  FIXES\n";
 
 static void
@@ -605,8 +607,10 @@ mf_text_decision(const struct mf_job *job, const struct mf_decision *d)
 	mf_buf_printf(&b, "%s  %s\n", d->admitted ? "ADMITTED" : "REJECTED",
 	    job->name);
 	if (d->from_model)
-		mf_buf_printf(&b, "need: %.1f GB per GPU (derived), minMemory "
-		    "%s\n", gb(d->need), q);
+		mf_buf_printf(&b,
+		    "need: %.1f GB per GPU (derived), minMemory "
+		    "%s\n",
+		    gb(d->need), q);
 	else
 		mf_buf_printf(&b, "need: minMemory %s\n", q);
 	if (d->admitted) {
@@ -638,8 +642,8 @@ mf_text_estimate(const struct mf_job *job, const struct mf_estimate *e,
 	struct mf_buf b;
 
 	mf_buf_init(&b, TEXT_MAX);
-	mf_buf_printf(&b, "%s: %lld parameters, %lld trainable\n\n",
-	    job->name, (long long)e->params, (long long)e->trainable);
+	mf_buf_printf(&b, "%s: %lld parameters, %lld trainable\n\n", job->name,
+	    (long long)e->params, (long long)e->trainable);
 	mf_buf_printf(&b, "%-16s %-36s %8s\n", "BUCKET", "FORMULA", "GB");
 	for (int i = 0; i < MF_B_COUNT; i++) {
 		if (e->bucket[i] == 0)
@@ -652,10 +656,12 @@ mf_text_estimate(const struct mf_job *job, const struct mf_estimate *e,
 	if (e->per_gpu != e->total)
 		mf_buf_printf(&b, "%-16s %-36s %8.1f\n", "per GPU",
 		    "weights, gradients, optimizer / N", gb(e->per_gpu));
-	mf_qty_format(mf_floor_for(e->per_gpu, cat->headroom), MF_QTY_BINARY,
-	    q, sizeof(q));
-	mf_buf_printf(&b, "\nminMemory %s (%.0f%% headroom); smallest fit: "
-	    "%s\n", q, cat->headroom * 100, g ? g->name : "none");
+	mf_qty_format(mf_floor_for(e->per_gpu, cat->headroom), MF_QTY_BINARY, q,
+	    sizeof(q));
+	mf_buf_printf(&b,
+	    "\nminMemory %s (%.0f%% headroom); smallest fit: "
+	    "%s\n",
+	    q, cat->headroom * 100, g ? g->name : "none");
 	if (b.rc != MF_OK) {
 		mf_buf_free(&b);
 		return NULL;
@@ -674,10 +680,11 @@ mf_text_catalog(const struct mf_catalog *cat, int64_t min_memory)
 	if (v == NULL)
 		return NULL;
 	mf_buf_init(&b, TEXT_MAX);
-	mf_buf_printf(&b, "catalogue version %llu from %s, headroom %.0f%%\n\n"
-	    "%-14s %8s %8s %10s %6s %10s\n", (unsigned long long)cat->version,
-	    cat->source, cat->headroom * 100, "GPU", "GB", "$/HOUR",
-	    "THROUGHPUT", "MAX", "$/REF-H");
+	mf_buf_printf(&b,
+	    "catalogue version %llu from %s, headroom %.0f%%\n\n"
+	    "%-14s %8s %8s %10s %6s %10s\n",
+	    (unsigned long long)cat->version, cat->source, cat->headroom * 100,
+	    "GPU", "GB", "$/HOUR", "THROUGHPUT", "MAX", "$/REF-H");
 	for (size_t i = 0; i < n; i++)
 		mf_buf_printf(&b, "%-14s %8.1f %8.3f %10.3f %6lld %10.3f\n",
 		    v[i]->name, gb(v[i]->memory), v[i]->hourly_price,
@@ -710,8 +717,8 @@ mf_text_models(const struct mf_models *models)
 
 /* --- YAML ------------------------------------------------------------ */
 
-static void yaml_node(struct mf_buf *b, const json_t *j, int indent,
-    int inline_first);
+static void
+yaml_node(struct mf_buf *b, const json_t *j, int indent, int inline_first);
 
 static void
 yaml_scalar(struct mf_buf *b, const json_t *j)
@@ -744,8 +751,9 @@ plain_key(const char *k)
 	    strcasecmp(k, "no") == 0 || strcasecmp(k, "on") == 0 ||
 	    strcasecmp(k, "off") == 0)
 		return 0;
-	return strspn(k, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-	    "0123456789_.-/") == strlen(k);
+	return strspn(k,
+	           "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	           "0123456789_.-/") == strlen(k);
 }
 
 /* What follows "key:" or "- ": the value inline, or a nested block. */

@@ -21,9 +21,9 @@
 #define GPU_RESOURCE "nvidia.com/gpu"
 
 #define POINTER_MAX (64u << 10) /* one JSON Pointer, escaped */
-#define MESSAGE_BUF (8u << 10) /* a denial message before it is cut */
-#define MAX_WARNINGS 16 /* in one response */
-#define GRAFT_MAX 8 /* members of a mapping copied by a graft */
+#define MESSAGE_BUF (8u << 10)  /* a denial message before it is cut */
+#define MAX_WARNINGS 16         /* in one response */
+#define GRAFT_MAX 8             /* members of a mapping copied by a graft */
 
 enum target { TARGET_NONE, TARGET_POD, TARGET_JOB };
 
@@ -33,15 +33,15 @@ struct review {
 	const char *uid;
 	const char *operation;
 	json_t *request;
-	json_t *object; /* NULL when absent or null */
-	json_t *annotations; /* the object's, when it opted in */
-	json_t *pod; /* the pod spec */
+	json_t *object;       /* NULL when absent or null */
+	json_t *annotations;  /* the object's, when it opted in */
+	json_t *pod;          /* the pod spec */
 	const char *pod_path; /* its JSON Pointer */
-	const char *name; /* for the decision and the log; may be NULL */
-	json_t *response; /* owned: the AdmissionReview's response */
-	json_t *patch; /* owned */
-	json_t *warnings; /* owned */
-	int nomem; /* an allocation failed: answer 500 */
+	const char *name;     /* for the decision and the log; may be NULL */
+	json_t *response;     /* owned: the AdmissionReview's response */
+	json_t *patch;        /* owned */
+	json_t *warnings;     /* owned */
+	int nomem;            /* an allocation failed: answer 500 */
 	enum mf_verdict verdict;
 };
 
@@ -247,8 +247,8 @@ need_string(const json_t *o, const char *key, const char *path,
 	if (v == NULL || json_is_null(v))
 		return mf_error_set(err, MF_EINVAL, path, 0, 0, "is required");
 	if (!json_is_string(v))
-		return mf_error_set(
-		    err, MF_EINVAL, path, 0, 0, "must be a string");
+		return mf_error_set(err, MF_EINVAL, path, 0, 0,
+		    "must be a string");
 	*out = json_string_value(v);
 	return MF_OK;
 }
@@ -257,8 +257,8 @@ static enum mf_rc
 check_header(const json_t *root, struct mf_error *err)
 {
 	static const char *const want[][2] = {
-	    {"apiVersion", REVIEW_VERSION},
-	    {"kind", "AdmissionReview"},
+		{ "apiVersion", REVIEW_VERSION },
+		{ "kind", "AdmissionReview" },
 	};
 	const char *s;
 
@@ -271,10 +271,10 @@ check_header(const json_t *root, struct mf_error *err)
 		if (strcmp(s, want[i][1]) != 0)
 			return mf_error_set(err, MF_EINVAL, want[i][0], 0, 0,
 			    "'%.40s' is not '%s'%s", s, want[i][1],
-			    i == 0
-			        ? " (set admissionReviewVersions: [v1] in the "
-			          "webhook configuration)"
-			        : "");
+			    i == 0 ?
+			        " (set admissionReviewVersions: [v1] in the "
+			        "webhook configuration)" :
+			        "");
 	}
 	return MF_OK;
 }
@@ -289,16 +289,16 @@ read_envelope(json_t *root, struct review *rv, struct mf_error *err)
 		return MF_EINVAL;
 	req = json_object_get(root, "request");
 	if (req == NULL || json_is_null(req))
-		return mf_error_set(
-		    err, MF_EINVAL, "request", 0, 0, "is required");
+		return mf_error_set(err, MF_EINVAL, "request", 0, 0,
+		    "is required");
 	if (!json_is_object(req))
-		return mf_error_set(
-		    err, MF_EINVAL, "request", 0, 0, "must be an object");
+		return mf_error_set(err, MF_EINVAL, "request", 0, 0,
+		    "must be an object");
 	if (need_string(req, "uid", "request.uid", &rv->uid, err) != MF_OK)
 		return MF_EINVAL;
 	if (rv->uid[0] == '\0')
-		return mf_error_set(
-		    err, MF_EINVAL, "request.uid", 0, 0, "must not be empty");
+		return mf_error_set(err, MF_EINVAL, "request.uid", 0, 0,
+		    "must not be empty");
 	if (need_string(req, "operation", "request.operation", &rv->operation,
 	        err) != MF_OK)
 		return MF_EINVAL;
@@ -378,7 +378,7 @@ static const char *
 object_name(const struct review *rv)
 {
 	const json_t *meta = json_object_get(rv->object, "metadata");
-	const char *keys[] = {"name", "generateName"}, *s;
+	const char *keys[] = { "name", "generateName" }, *s;
 
 	for (size_t i = 0; i < 2; i++) {
 		s = str_at(meta, keys[i]);
@@ -423,8 +423,8 @@ changes_text(struct mf_buf *b, json_t *changes)
 
 	json_object_foreach (changes, key, v) {
 		if (json_is_string(v)) {
-			mf_buf_printf(
-			    b, "%s%s: %s", sep, key, json_string_value(v));
+			mf_buf_printf(b, "%s%s: %s", sep, key,
+			    json_string_value(v));
 		} else {
 			s = json_dumps(v, JSON_ENCODE_ANY);
 			mf_buf_printf(b, "%s%s: %s", sep, key, s ? s : "?");
@@ -448,8 +448,8 @@ suggestion_text(struct mf_buf *b, const struct mf_job *job,
 		return;
 	}
 	e = &d->fixes[d->suggested];
-	entry = json_array_get(
-	    json_object_get(decision, "fixes"), (size_t)d->suggested);
+	entry = json_array_get(json_object_get(decision, "fixes"),
+	    (size_t)d->suggested);
 	if (e->fix == MF_FIX_FSDP)
 		mf_buf_printf(b, "; suggested fix: fsdp over %lld GPUs (",
 		    (long long)e->gpus);
@@ -465,8 +465,8 @@ suggestion_text(struct mf_buf *b, const struct mf_job *job,
 }
 
 static void
-deny_rejection(
-    struct review *rv, const struct mf_job *job, const struct mf_decision *d)
+deny_rejection(struct review *rv, const struct mf_job *job,
+    const struct mf_decision *d)
 {
 	json_t *decision = mf_render_decision(job, d, rv->api->cat);
 	struct mf_buf b;
@@ -567,8 +567,8 @@ read_min(struct review *rv, const char **text, int64_t *bytes)
 		deny_annotation(rv, ANN_MIN, "must be a string");
 		return -1;
 	}
-	qe = mf_qty_parse_bytes(
-	    json_string_value(v), json_string_length(v), bytes, NULL);
+	qe = mf_qty_parse_bytes(json_string_value(v), json_string_length(v),
+	    bytes, NULL);
 	if (qe != MF_QTY_OK) {
 		snprintf(why, sizeof(why), "'%.40s' %s", json_string_value(v),
 		    mf_qty_strerror(qe));
@@ -624,10 +624,10 @@ read_job(struct review *rv, struct mf_doc **doc, struct mf_job *job)
 	if (min != NULL && !spec_sets_floor(spec))
 		spec = graft_floor(&g, spec, min);
 	memset(&err, 0, sizeof(err));
-	if (mf_job_read_spec(
-	        spec, "spec", rv->name, rv->api->models, job, &err) != MF_OK) {
-		deny_annotation(
-		    rv, *doc != NULL ? ANN_SPEC : ANN_MIN, err.message);
+	if (mf_job_read_spec(spec, "spec", rv->name, rv->api->models, job,
+	        &err) != MF_OK) {
+		deny_annotation(rv, *doc != NULL ? ANN_SPEC : ANN_MIN,
+		    err.message);
 		return -1;
 	}
 	if (job->model_source == MF_MODEL_URL) {
@@ -690,8 +690,8 @@ patch_selector(struct review *rv, const struct mf_gpu *gpu)
 
 /* A container's own GPU limit, when it differs from count. */
 static void
-check_limit(
-    struct review *rv, const json_t *c, const json_t *v, const char *count)
+check_limit(struct review *rv, const json_t *c, const json_t *v,
+    const char *count)
 {
 	const char *name = str_at(c, "name");
 	char have[32];
@@ -734,8 +734,8 @@ patch_limits(struct review *rv, int64_t count)
 		else if (json_object_get(lim, GPU_RESOURCE) == NULL)
 			op(rv, "add", limits, GPU_RESOURCE, json_string(n));
 		else
-			check_limit(
-			    rv, c, json_object_get(lim, GPU_RESOURCE), n);
+			check_limit(rv, c, json_object_get(lim, GPU_RESOURCE),
+			    n);
 	}
 }
 
@@ -755,8 +755,8 @@ patch_annotation(struct review *rv, const char *key, const char *value)
 }
 
 static void
-allow_placed(
-    struct review *rv, const struct mf_job *job, const struct mf_decision *d)
+allow_placed(struct review *rv, const struct mf_job *job,
+    const struct mf_decision *d)
 {
 	const struct mf_placement *p = &d->placement;
 	/* A GPU name is at most 63 characters; "%.2f" of any double fits. */
@@ -813,8 +813,8 @@ admit(struct review *rv)
 	}
 	memset(&err, 0, sizeof(err));
 	if (mf_place(&job, rv->api->cat, d, &err) != MF_OK) {
-		deny_annotation(
-		    rv, doc != NULL ? ANN_SPEC : ANN_MIN, err.message);
+		deny_annotation(rv, doc != NULL ? ANN_SPEC : ANN_MIN,
+		    err.message);
 		goto out;
 	}
 	for (size_t i = 0; i < d->nwarn; i++)

@@ -21,10 +21,10 @@
 
 #include "../admission/doc.h"
 
-#define API_VERSION     "memfloor.dev/v1"
-#define KIND            "GpuCatalog"
-#define NAME_MAX_LEN    63
-#define LABEL_NAME_MAX  63
+#define API_VERSION "memfloor.dev/v1"
+#define KIND "GpuCatalog"
+#define NAME_MAX_LEN 63
+#define LABEL_NAME_MAX 63
 #define LABEL_PREFIX_MAX 253
 #define DEFAULT_HEADROOM 0.10
 #define DEFAULT_EFFICIENCY 0.9
@@ -56,9 +56,9 @@ struct ctx {
 	struct mf_error *err;
 };
 
-static enum mf_rc fail(const struct ctx *c, enum mf_rc rc, const char *field,
-    int line, int column, const char *fmt, ...)
-    __attribute__((format(printf, 6, 7)));
+static enum mf_rc
+fail(const struct ctx *c, enum mf_rc rc, const char *field, int line,
+    int column, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 
 /* Append s to buf[0..size), truncating; *used stays below size. */
 static void
@@ -287,7 +287,8 @@ read_label(const struct ctx *c, const struct mf_node *n, const char *field,
 	const char *value;
 
 	if (!label_key_ok(n->key))
-		return fail_at(c, field, n, "is not a Kubernetes label key "
+		return fail_at(c, field, n,
+		    "is not a Kubernetes label key "
 		    "([prefix/]name, name at most 63 characters of "
 		    "[A-Za-z0-9._-])");
 	if (mf_node_str(n, field, &value, &tmp) != MF_OK)
@@ -295,7 +296,8 @@ read_label(const struct ctx *c, const struct mf_node *n, const char *field,
 	if (!label_part_ok(value, n->len, 1))
 		return fail(c, MF_EINVAL, field, n->line, n->column,
 		    "'%.63s' is not a Kubernetes label value (at most 63 "
-		    "characters of [A-Za-z0-9._-])", value);
+		    "characters of [A-Za-z0-9._-])",
+		    value);
 	label->key = dup_str(n->key);
 	label->value = dup_str(value);
 	if (label->key == NULL || label->value == NULL)
@@ -349,7 +351,8 @@ read_name(const struct ctx *c, const struct mf_node *map, const char *path,
 	if (!gpu_name_ok(name, n->len))
 		return fail(c, MF_EINVAL, field, n->line, n->column,
 		    "'%.64s' is not a GPU name (1 to 63 characters of "
-		    "[A-Za-z0-9._-])", name);
+		    "[A-Za-z0-9._-])",
+		    name);
 	gpu->name = dup_str(name);
 	return gpu->name == NULL ? no_memory(c) : MF_OK;
 }
@@ -365,8 +368,8 @@ read_memory(const struct ctx *c, const struct mf_node *map, const char *path,
 	mf_path(field, sizeof(field), path, "memory");
 	if (n == NULL)
 		return missing(c, field, map);
-	if (mf_node_bytes(n, field, &gpu->memory, &gpu->memory_format,
-	    &tmp) != MF_OK)
+	if (mf_node_bytes(n, field, &gpu->memory, &gpu->memory_format, &tmp) !=
+	    MF_OK)
 		return relabel(c, MF_EINVAL, &tmp);
 	return MF_OK;
 }
@@ -411,8 +414,9 @@ read_gpu(const struct ctx *c, const struct mf_node *n, const char *path,
 		return rc;
 	v = mf_node_get(n, "maxCount");
 	mf_path(field, sizeof(field), path, "maxCount");
-	if (v != NULL && mf_node_int(v, field, 1, MAX_COUNT_LIMIT,
-	    &gpu->max_count, &tmp) != MF_OK)
+	if (v != NULL &&
+	    mf_node_int(v, field, 1, MAX_COUNT_LIMIT, &gpu->max_count, &tmp) !=
+	        MF_OK)
 		return relabel(c, MF_EINVAL, &tmp);
 	v = mf_node_get(n, "labels");
 	mf_path(field, sizeof(field), path, "labels");
@@ -456,8 +460,9 @@ check_unique(const struct ctx *c, const struct mf_catalog *cat,
 			continue;
 		if (dup == NULL || sorted[i] < dup) {
 			dup = sorted[i];
-			for (k = i - 1; k > 0 && strcmp(sorted[k - 1]->name,
-			    dup->name) == 0; k--)
+			for (k = i - 1; k > 0 &&
+			     strcmp(sorted[k - 1]->name, dup->name) == 0;
+			     k--)
 				;
 			first = sorted[k];
 		}
@@ -521,7 +526,8 @@ read_time_factors(const struct ctx *c, const struct mf_node *n,
 		mf_path(field, sizeof(field), "timeFactors", child->key);
 		fix = mf_fix_lookup(child->key);
 		if (fix < 0)
-			return fail_at(c, field, child, "unknown fix (sdpa, "
+			return fail_at(c, field, child,
+			    "unknown fix (sdpa, "
 			    "microbatch, autocast, checkpointing, adam8bit, "
 			    "lora, qlora or fsdp)");
 		rc = read_number(c, child, field, &factor_bound,
@@ -617,10 +623,11 @@ mf_cat_parse(const char *buf, size_t len, const char *name,
 	enum mf_rc rc;
 
 	if (len > MF_CAT_MAX_BYTES)
-		return fail(&c, MF_ETOOBIG, NULL, 0, 0, "%zu bytes, more than "
-		    "the %u a catalogue may hold", len, MF_CAT_MAX_BYTES);
-	rc = mf_doc_parse(buf != NULL ? buf : "", len, MF_DOC_AUTO, &doc,
-	    &tmp);
+		return fail(&c, MF_ETOOBIG, NULL, 0, 0,
+		    "%zu bytes, more than "
+		    "the %u a catalogue may hold",
+		    len, MF_CAT_MAX_BYTES);
+	rc = mf_doc_parse(buf != NULL ? buf : "", len, MF_DOC_AUTO, &doc, &tmp);
 	if (rc != MF_OK)
 		return relabel(&c, rc, &tmp);
 	cat = cat_new(c.name);
@@ -656,8 +663,10 @@ io_fail(const struct ctx *c, enum mf_rc rc, const char *what, int errnum)
 static enum mf_rc
 too_big(const struct ctx *c)
 {
-	return fail(c, MF_ETOOBIG, NULL, 0, 0, "larger than the %u bytes a "
-	    "catalogue may hold", MF_CAT_MAX_BYTES);
+	return fail(c, MF_ETOOBIG, NULL, 0, 0,
+	    "larger than the %u bytes a "
+	    "catalogue may hold",
+	    MF_CAT_MAX_BYTES);
 }
 
 /* Read all of fd into *buf (not NUL-terminated), at most MF_CAT_MAX_BYTES. */
@@ -762,8 +771,8 @@ mf_cat_ref(struct mf_catalog *cat)
 void
 mf_cat_unref(struct mf_catalog *cat)
 {
-	if (cat != NULL && __atomic_sub_fetch(&cat->refs, 1,
-	    __ATOMIC_ACQ_REL) == 0)
+	if (cat != NULL &&
+	    __atomic_sub_fetch(&cat->refs, 1, __ATOMIC_ACQ_REL) == 0)
 		cat_free(cat);
 }
 

@@ -16,9 +16,9 @@
 #include "../admission/err.h"
 #include "../admission/fix.h"
 
-#define MF_CAT_MAX_GPUS   20000
+#define MF_CAT_MAX_GPUS 20000
 #define MF_CAT_MAX_LABELS 64
-#define MF_CAT_MAX_BYTES  (16u << 20) /* catalogue file size cap */
+#define MF_CAT_MAX_BYTES (16u << 20) /* catalogue file size cap */
 
 struct mf_label {
 	char *key;
@@ -27,26 +27,26 @@ struct mf_label {
 
 struct mf_gpu {
 	char *name;
-	int64_t memory;       /* bytes per GPU */
-	int memory_format;    /* enum mf_qty_format, for printing */
-	double hourly_price;  /* USD per GPU-hour, >= 0 */
-	double throughput;    /* relative to H100 SXM = 1.0, > 0 */
-	int64_t max_count;    /* most GPUs of this type one job may get, >= 1 */
+	int64_t memory;      /* bytes per GPU */
+	int memory_format;   /* enum mf_qty_format, for printing */
+	double hourly_price; /* USD per GPU-hour, >= 0 */
+	double throughput;   /* relative to H100 SXM = 1.0, > 0 */
+	int64_t max_count;   /* most GPUs of this type one job may get, >= 1 */
 	size_t nlabels;
 	struct mf_label *labels;
-	int line;             /* where the entry starts in the file */
+	int line; /* where the entry starts in the file */
 };
 
 struct mf_catalog {
-	double headroom;              /* [0, 0.9), default 0.10 */
-	double multi_gpu_efficiency;  /* (0, 1], default 0.9 */
+	double headroom;                  /* [0, 0.9), default 0.10 */
+	double multi_gpu_efficiency;      /* (0, 1], default 0.9 */
 	double time_factor[MF_FIX_COUNT]; /* checkpointing 1.35, others 1.0 */
-	size_t ngpus;                 /* >= 1 */
-	struct mf_gpu *gpus;          /* in file order */
-	uint64_t version;             /* set by the owner that serves it; 0 until then */
+	size_t ngpus;                     /* >= 1 */
+	struct mf_gpu *gpus;              /* in file order */
+	uint64_t version; /* set by the owner that serves it; 0 until then */
 	time_t loaded_at;
-	char *source;                 /* file name, or "<memory>" */
-	int refs;                     /* atomic; private to catalog.c */
+	char *source; /* file name, or "<memory>" */
+	int refs;     /* atomic; private to catalog.c */
 };
 
 /*
@@ -57,8 +57,8 @@ struct mf_catalog {
 enum mf_rc mf_cat_parse(const char *buf, size_t len, const char *name,
     struct mf_catalog **out, struct mf_error *err);
 /* Read path (at most MF_CAT_MAX_BYTES) and mf_cat_parse it. */
-enum mf_rc mf_cat_load(const char *path, struct mf_catalog **out,
-    struct mf_error *err);
+enum mf_rc
+mf_cat_load(const char *path, struct mf_catalog **out, struct mf_error *err);
 
 /* Take a reference; returns cat.  NULL is accepted and returned. */
 struct mf_catalog *mf_cat_ref(struct mf_catalog *cat);
@@ -66,8 +66,8 @@ struct mf_catalog *mf_cat_ref(struct mf_catalog *cat);
 void mf_cat_unref(struct mf_catalog *cat);
 
 /* The GPU of that name, or NULL. */
-const struct mf_gpu *mf_cat_find(const struct mf_catalog *cat,
-    const char *name);
+const struct mf_gpu *
+mf_cat_find(const struct mf_catalog *cat, const char *name);
 /* Usable bytes of a card: memory x (1 - headroom), rounded down. */
 int64_t mf_cat_usable(const struct mf_catalog *cat, const struct mf_gpu *gpu);
 

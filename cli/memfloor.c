@@ -38,7 +38,8 @@ struct opts {
 static void
 usage(FILE *f)
 {
-	fprintf(f, "usage: memfloor estimate FILE [-m models] [-f catalog] "
+	fprintf(f,
+	    "usage: memfloor estimate FILE [-m models] [-f catalog] "
 	    "[-o table|json|yaml]\n"
 	    "       memfloor admit FILE [-f catalog] [-m models] "
 	    "[-o table|json|yaml]\n"
@@ -170,13 +171,15 @@ offline(api_fn fn, const struct opts *o)
 	api.models = models;
 	fn(&api, body, len, MF_DOC_AUTO, o->out, &ans);
 	if (ans.kind == MF_ANS_FETCH) {
-		fprintf(stderr, "memfloor: spec.model.configUrl: configs are "
+		fprintf(stderr,
+		    "memfloor: spec.model.configUrl: configs are "
 		    "fetched by the daemon (memfloor submit)\n");
 		mf_answer_free(&ans);
 		goto out;
 	}
-	fwrite(ans.body, 1, ans.len, ans.kind == MF_ANS_OK ||
-	    ans.kind == MF_ANS_REJECTED ? stdout : stderr);
+	fwrite(ans.body, 1, ans.len,
+	    ans.kind == MF_ANS_OK || ans.kind == MF_ANS_REJECTED ? stdout :
+	                                                           stderr);
 	rc = exit_for(ans.kind);
 	mf_answer_free(&ans);
 out:
@@ -234,9 +237,10 @@ submit(const struct opts *o)
 	mf_buf_init(&resp, CLI_INPUT_MAX);
 	c = curl_easy_init();
 	h = curl_slist_append(h, accept[o->out]);
-	h = curl_slist_append(h, body[strspn(body, " \t\r\n")] == '{' ?
-	    "Content-Type: application/json" :
-	    "Content-Type: application/yaml");
+	h = curl_slist_append(h,
+	    body[strspn(body, " \t\r\n")] == '{' ?
+	        "Content-Type: application/json" :
+	        "Content-Type: application/yaml");
 	curl_easy_setopt(c, CURLOPT_URL, url);
 	curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
 	curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
@@ -258,8 +262,8 @@ submit(const struct opts *o)
 		mf_buf_free(&resp);
 		return EXIT_UNREACHABLE;
 	}
-	fwrite(resp.data ? resp.data : "", 1, resp.len, status < 300 ||
-	    status == 403 ? stdout : stderr);
+	fwrite(resp.data ? resp.data : "", 1, resp.len,
+	    status < 300 || status == 403 ? stdout : stderr);
 	mf_buf_free(&resp);
 	if (status == 200)
 		return EXIT_ADMITTED;

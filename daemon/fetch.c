@@ -20,23 +20,23 @@
 #include "fetch.h"
 #include "memfloord.h"
 
-#define URL_MAX 4096 /* longer configUrls are refused as bad URLs */
+#define URL_MAX 4096  /* longer configUrls are refused as bad URLs */
 #define SHOWN_URL 120 /* characters of a URL quoted in a message */
 #define SHOWN_HOST 60
-#define JOBS_MAX 256 /* fetches queued or in flight at once */
-#define POLL_MS 1000 /* longest wait for network activity or new work */
+#define JOBS_MAX 256  /* fetches queued or in flight at once */
+#define POLL_MS 1000  /* longest wait for network activity or new work */
 #define ENTRY_MAX 512 /* length of a --model-host value */
 
 struct allowed {
 	char *host;
 	long port; /* 0: the scheme's default port only */
-	int http; /* plain http is allowed too */
+	int http;  /* plain http is allowed too */
 };
 
 struct job {
 	struct job *next;
 	char *url; /* as requested: the cache key, quoted in messages */
-	CURLU *u; /* the URL being fetched now (after redirects) */
+	CURLU *u;  /* the URL being fetched now (after redirects) */
 	CURL *easy;
 	mfd_fetch_done done;
 	void *arg;
@@ -53,7 +53,7 @@ struct entry {
 	char *url;
 	char *body;
 	size_t len;
-	long long stored; /* monotonic ms, for the TTL */
+	long long stored;       /* monotonic ms, for the TTL */
 	unsigned long long seq; /* order of insertion, for eviction */
 };
 
@@ -335,8 +335,8 @@ mfd_fetch_allowed(const char *url, char *message, size_t size)
 static int
 entry_extra(CURLU *u)
 {
-	static const CURLUPart parts[] = {CURLUPART_USER, CURLUPART_PASSWORD,
-	    CURLUPART_QUERY, CURLUPART_FRAGMENT};
+	static const CURLUPart parts[] = { CURLUPART_USER, CURLUPART_PASSWORD,
+		CURLUPART_QUERY, CURLUPART_FRAGMENT };
 	char *s = NULL;
 	size_t i;
 	int extra = 0;
@@ -589,7 +589,7 @@ complete(struct job *j, struct mfd_fetch_result *res, int from_cache)
 static void
 fail(struct job *j, enum mfd_fetch_status st, const char *why)
 {
-	struct mfd_fetch_result res = {st, NULL, 0, ""};
+	struct mfd_fetch_result res = { st, NULL, 0, "" };
 
 	say(res.message, sizeof(res.message), j->url, "%s", why);
 	complete(j, &res, 0);
@@ -638,8 +638,8 @@ only_web(CURL *e)
 #if LIBCURL_VERSION_NUM >= 0x075500
 	return curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
 #else
-	return curl_easy_setopt(
-	    e, CURLOPT_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
+	return curl_easy_setopt(e, CURLOPT_PROTOCOLS,
+	    (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
 #endif
 }
 
@@ -721,7 +721,7 @@ fail_issue(struct job *j, enum mfd_fetch_status st)
 static void
 begin(struct job *j)
 {
-	struct mfd_fetch_result res = {MFD_FETCH_OK, NULL, 0, ""};
+	struct mfd_fetch_result res = { MFD_FETCH_OK, NULL, 0, "" };
 	enum mfd_fetch_status st;
 	CURLU *u = j->u;
 
@@ -892,7 +892,7 @@ static void
 refuse(mfd_fetch_done done, void *arg, enum mfd_fetch_status st,
     const char *message)
 {
-	struct mfd_fetch_result res = {st, NULL, 0, ""};
+	struct mfd_fetch_result res = { st, NULL, 0, "" };
 
 	snprintf(res.message, sizeof(res.message), "%s", message);
 	mfd_log(MFD_INFO, "model config %s", res.message);
@@ -929,8 +929,8 @@ mfd_fetch_start(const char *url, mfd_fetch_done done, void *arg)
 	if (!up || njobs >= JOBS_MAX) {
 		pthread_mutex_unlock(&lock);
 		say(msg, sizeof(msg), url, "%s",
-		    up ? "too many model fetches in progress"
-		       : "fetching is not running");
+		    up ? "too many model fetches in progress" :
+		         "fetching is not running");
 		job_free(j);
 		refuse(done, arg, MFD_FETCH_FAILED, msg);
 		return;

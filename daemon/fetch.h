@@ -25,20 +25,21 @@
 
 enum mfd_fetch_status {
 	MFD_FETCH_OK,
-	MFD_FETCH_DENIED,   /* scheme or host not allowed (HTTP 400) */
-	MFD_FETCH_BADURL,   /* not a URL (400) */
-	MFD_FETCH_TIMEOUT,  /* (502) */
-	MFD_FETCH_HTTP,     /* the server answered a status other than 200 (502) */
-	MFD_FETCH_TOOBIG,   /* over MFD_FETCH_MAX (502) */
-	MFD_FETCH_FAILED,   /* could not connect, TLS failure, ... (502) */
-	MFD_FETCH_REDIRECT  /* redirected to a host not allowed, or too often (502) */
+	MFD_FETCH_DENIED,  /* scheme or host not allowed (HTTP 400) */
+	MFD_FETCH_BADURL,  /* not a URL (400) */
+	MFD_FETCH_TIMEOUT, /* (502) */
+	MFD_FETCH_HTTP, /* the server answered a status other than 200 (502) */
+	MFD_FETCH_TOOBIG,  /* over MFD_FETCH_MAX (502) */
+	MFD_FETCH_FAILED,  /* could not connect, TLS failure, ... (502) */
+	MFD_FETCH_REDIRECT /* redirected to a host not allowed, or too often
+	                      (502) */
 };
 
 struct mfd_fetch_result {
 	enum mfd_fetch_status status;
-	char *body;         /* MFD_FETCH_OK: malloc'd, NUL-terminated; else NULL */
+	char *body; /* MFD_FETCH_OK: malloc'd, NUL-terminated; else NULL */
 	size_t len;
-	char message[256];  /* a sentence naming the URL and what happened */
+	char message[256]; /* a sentence naming the URL and what happened */
 };
 
 /* The callback owns res->body (free() it). */
@@ -49,8 +50,8 @@ int mfd_fetch_init(const char *const *hosts, size_t nhosts);
 /* Stop the thread; transfers still running end with MFD_FETCH_FAILED. */
 void mfd_fetch_fini(void);
 /* MFD_FETCH_OK when url may be fetched, else DENIED or BADURL and why. */
-enum mfd_fetch_status mfd_fetch_allowed(const char *url, char *message,
-    size_t size);
+enum mfd_fetch_status
+mfd_fetch_allowed(const char *url, char *message, size_t size);
 /* 1 and a copy of the cached body in *res (status OK), or 0. */
 int mfd_fetch_cached(const char *url, struct mfd_fetch_result *res);
 /*

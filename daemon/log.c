@@ -103,13 +103,15 @@ mfd_log_request(const char *method, const char *path, int status, long usec,
 	escape(path, p, sizeof(p));
 	escape(job, j, sizeof(j));
 	if (json_lines)
-		snprintf(line, sizeof(line), "\"msg\":\"request\",\"method\":"
+		snprintf(line, sizeof(line),
+		    "\"msg\":\"request\",\"method\":"
 		    "\"%s\",\"path\":\"%s\",\"status\":%d,\"us\":%ld,\"job\":"
-		    "\"%s\",\"decision\":\"%s\"", method, p, status, usec, j,
-		    decision);
+		    "\"%s\",\"decision\":\"%s\"",
+		    method, p, status, usec, j, decision);
 	else
-		snprintf(line, sizeof(line), "request method=%s path=\"%s\" "
-		    "status=%d us=%ld job=\"%s\" decision=%s", method, p,
-		    status, usec, j, decision);
+		snprintf(line, sizeof(line),
+		    "request method=%s path=\"%s\" "
+		    "status=%d us=%ld job=\"%s\" decision=%s",
+		    method, p, status, usec, j, decision);
 	emit(MFD_INFO, line);
 }

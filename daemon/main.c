@@ -27,7 +27,8 @@
 static void
 usage(FILE *f)
 {
-	fprintf(f, "usage: memfloord [-dnv] [-f catalog.yaml] [-m models-dir] "
+	fprintf(f,
+	    "usage: memfloord [-dnv] [-f catalog.yaml] [-m models-dir] "
 	    "[-l ADDR:PORT]\n"
 	    "                 [--threads N] [--max-body BYTES] "
 	    "[--tls-cert FILE --tls-key FILE]\n"
@@ -68,8 +69,8 @@ parse_args(int argc, char **argv, struct mfd_config *cfg)
 	size_t n;
 	int ch;
 
-	while ((ch = getopt_long(argc, argv, "dnvf:m:l:h", longopts,
-	    NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "dnvf:m:l:h", longopts, NULL)) !=
+	    -1) {
 		switch (ch) {
 		case 'd':
 			cfg->foreground = 1;

@@ -20,7 +20,7 @@
 struct mfd_config {
 	const char *catalog_path;
 	const char *models_dir;
-	const char *listen;        /* ADDR:PORT */
+	const char *listen; /* ADDR:PORT */
 	const char *tls_cert;
 	const char *tls_key;
 	const char *model_hosts[MFD_MAX_MODEL_HOSTS];

@@ -4,14 +4,14 @@
 #include "../admission/buf.h"
 #include "memfloord.h"
 
-static const int codes[] = { 200, 400, 403, 404, 405, 411, 413, 415, 500,
-	502, 503 };
+static const int codes[] = { 200, 400, 403, 404, 405, 411, 413, 415, 500, 502,
+	503 };
 #define NCODES (sizeof(codes) / sizeof(codes[0]))
 #define CODE_OTHER NCODES
 
 /* Upper bounds of the duration histogram, in microseconds. */
-static const long bounds[] = { 100, 250, 500, 1000, 2500, 5000, 10000,
-	25000, 100000, 1000000 };
+static const long bounds[] = { 100, 250, 500, 1000, 2500, 5000, 10000, 25000,
+	100000, 1000000 };
 #define NBOUNDS (sizeof(bounds) / sizeof(bounds[0]))
 
 static atomic_ulong requests[MFD_R_COUNT][NCODES + 1];
@@ -21,8 +21,16 @@ static atomic_ulong admissions[2];
 static atomic_ulong reloads[2];
 
 static const char *const routes[MFD_R_COUNT] = {
-	"/v1/admit", "/v1/estimate", "/v1/diagnose", "/v1/admission-review",
-	"/v1/catalog", "/v1/models", "/healthz", "/readyz", "/metrics", "other",
+	"/v1/admit",
+	"/v1/estimate",
+	"/v1/diagnose",
+	"/v1/admission-review",
+	"/v1/catalog",
+	"/v1/models",
+	"/healthz",
+	"/readyz",
+	"/metrics",
+	"other",
 };
 
 const char *
@@ -64,7 +72,8 @@ mfd_metrics_reload(int ok)
 static void
 render_requests(struct mf_buf *b)
 {
-	mf_buf_printf(b, "# HELP memfloor_requests_total HTTP requests by "
+	mf_buf_printf(b,
+	    "# HELP memfloor_requests_total HTTP requests by "
 	    "route and status code.\n# TYPE memfloor_requests_total counter\n");
 	for (int r = 0; r < MFD_R_COUNT; r++)
 		for (size_t c = 0; c <= NCODES; c++) {
@@ -73,12 +82,15 @@ render_requests(struct mf_buf *b)
 			if (n == 0)
 				continue;
 			if (c == CODE_OTHER)
-				mf_buf_printf(b, "memfloor_requests_total{route="
-				    "\"%s\",code=\"other\"} %lu\n", routes[r], n);
+				mf_buf_printf(b,
+				    "memfloor_requests_total{route="
+				    "\"%s\",code=\"other\"} %lu\n",
+				    routes[r], n);
 			else
-				mf_buf_printf(b, "memfloor_requests_total{route="
-				    "\"%s\",code=\"%d\"} %lu\n", routes[r],
-				    codes[c], n);
+				mf_buf_printf(b,
+				    "memfloor_requests_total{route="
+				    "\"%s\",code=\"%d\"} %lu\n",
+				    routes[r], codes[c], n);
 		}
 }
 
@@ -87,19 +99,23 @@ render_histogram(struct mf_buf *b)
 {
 	unsigned long cum = 0;
 
-	mf_buf_printf(b, "# HELP memfloor_request_duration_seconds Time from "
+	mf_buf_printf(b,
+	    "# HELP memfloor_request_duration_seconds Time from "
 	    "request to response.\n# TYPE memfloor_request_duration_seconds "
 	    "histogram\n");
 	for (size_t i = 0; i < NBOUNDS; i++) {
 		cum += atomic_load(&hist[i]);
-		mf_buf_printf(b, "memfloor_request_duration_seconds_bucket{le="
-		    "\"%g\"} %lu\n", (double)bounds[i] / 1e6, cum);
+		mf_buf_printf(b,
+		    "memfloor_request_duration_seconds_bucket{le="
+		    "\"%g\"} %lu\n",
+		    (double)bounds[i] / 1e6, cum);
 	}
 	cum += atomic_load(&hist[NBOUNDS]);
-	mf_buf_printf(b, "memfloor_request_duration_seconds_bucket{le=\"+Inf\"} "
+	mf_buf_printf(b,
+	    "memfloor_request_duration_seconds_bucket{le=\"+Inf\"} "
 	    "%lu\nmemfloor_request_duration_seconds_sum %.6f\n"
-	    "memfloor_request_duration_seconds_count %lu\n", cum,
-	    (double)atomic_load(&hist_sum_us) / 1e6, cum);
+	    "memfloor_request_duration_seconds_count %lu\n",
+	    cum, (double)atomic_load(&hist_sum_us) / 1e6, cum);
 }
 
 char *
@@ -110,17 +126,21 @@ mfd_metrics_render(uint64_t catalog_version, size_t catalog_gpus)
 	mf_buf_init(&b, 1u << 20);
 	render_requests(&b);
 	render_histogram(&b);
-	mf_buf_printf(&b, "# HELP memfloor_admissions_total Admission decisions."
+	mf_buf_printf(&b,
+	    "# HELP memfloor_admissions_total Admission decisions."
 	    "\n# TYPE memfloor_admissions_total counter\n"
 	    "memfloor_admissions_total{decision=\"admitted\"} %lu\n"
 	    "memfloor_admissions_total{decision=\"rejected\"} %lu\n",
 	    atomic_load(&admissions[1]), atomic_load(&admissions[0]));
-	mf_buf_printf(&b, "# HELP memfloor_catalog_reloads_total Catalogue "
-	    "reloads by result.\n# TYPE memfloor_catalog_reloads_total counter\n"
+	mf_buf_printf(&b,
+	    "# HELP memfloor_catalog_reloads_total Catalogue "
+	    "reloads by result.\n# TYPE memfloor_catalog_reloads_total "
+	    "counter\n"
 	    "memfloor_catalog_reloads_total{result=\"ok\"} %lu\n"
 	    "memfloor_catalog_reloads_total{result=\"error\"} %lu\n",
 	    atomic_load(&reloads[1]), atomic_load(&reloads[0]));
-	mf_buf_printf(&b, "# HELP memfloor_catalog_version Version of the "
+	mf_buf_printf(&b,
+	    "# HELP memfloor_catalog_version Version of the "
 	    "catalogue in service.\n# TYPE memfloor_catalog_version gauge\n"
 	    "memfloor_catalog_version %llu\n# HELP memfloor_catalog_gpus GPU "
 	    "types in the catalogue in service.\n# TYPE memfloor_catalog_gpus "

@@ -48,7 +48,7 @@ struct request {
 	struct mf_buf body;
 	enum mf_output out;
 	enum mf_doc_format fmt;
-	int early;            /* status decided before the body ended, or 0 */
+	int early; /* status decided before the body ended, or 0 */
 	size_t dropped;
 	int status;
 	char job[64];
@@ -58,7 +58,7 @@ struct request {
 	/* spec.model.configUrl: what the fetcher brought back */
 	struct MHD_Connection *conn;
 	char *fetch_url;
-	int fetched;          /* the fetcher called back */
+	int fetched; /* the fetcher called back */
 	struct mfd_fetch_result fetch;
 };
 
@@ -72,8 +72,8 @@ static atomic_int draining;
 static struct mf_api
 api_begin(const struct request *r)
 {
-	struct mf_api api = { mfd_state_catalog(), mfd_state_models(),
-		NULL, NULL, 0 };
+	struct mf_api api = { mfd_state_catalog(), mfd_state_models(), NULL,
+		NULL, 0 };
 
 	if (r->fetched && r->fetch.status == MFD_FETCH_OK) {
 		api.config_url = r->fetch_url;
@@ -100,8 +100,7 @@ do_admit(struct request *r, struct MHD_Connection *c, struct mf_answer *ans)
 }
 
 static void
-do_estimate(struct request *r, struct MHD_Connection *c,
-    struct mf_answer *ans)
+do_estimate(struct request *r, struct MHD_Connection *c, struct mf_answer *ans)
 {
 	struct mf_api api = api_begin(r);
 
@@ -111,8 +110,7 @@ do_estimate(struct request *r, struct MHD_Connection *c,
 }
 
 static void
-do_diagnose(struct request *r, struct MHD_Connection *c,
-    struct mf_answer *ans)
+do_diagnose(struct request *r, struct MHD_Connection *c, struct mf_answer *ans)
 {
 	struct mf_api api = api_begin(r);
 
@@ -132,13 +130,13 @@ do_review(struct request *r, struct MHD_Connection *c, struct mf_answer *ans)
 }
 
 static void
-do_catalog(struct request *r, struct MHD_Connection *c,
-    struct mf_answer *ans)
+do_catalog(struct request *r, struct MHD_Connection *c, struct mf_answer *ans)
 {
 	struct mf_api api = api_begin(r);
 
-	mf_api_catalog(&api, MHD_lookup_connection_value(c,
-	    MHD_GET_ARGUMENT_KIND, "minMemory"), r->out, ans);
+	mf_api_catalog(&api,
+	    MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "minMemory"),
+	    r->out, ans);
 	api_end(&api);
 }
 
@@ -181,8 +179,8 @@ do_readyz(struct request *r, struct MHD_Connection *c, struct mf_answer *ans)
 		memset(ans, 0, sizeof(*ans));
 		mf_answer_text(ans, MF_ANS_OK, dup_text("ready\n"));
 	} else {
-		mf_api_error(MF_ANS_INTERNAL, NULL, cat ? "shutting down" :
-		    "no catalogue loaded", r->out, ans);
+		mf_api_error(MF_ANS_INTERNAL, NULL,
+		    cat ? "shutting down" : "no catalogue loaded", r->out, ans);
 		r->early = MHD_HTTP_SERVICE_UNAVAILABLE;
 	}
 	mf_cat_unref(cat);
@@ -196,8 +194,8 @@ do_metrics(struct request *r, struct MHD_Connection *c, struct mf_answer *ans)
 	(void)r;
 	(void)c;
 	memset(ans, 0, sizeof(*ans));
-	mf_answer_text(ans, MF_ANS_OK, mfd_metrics_render(cat ? cat->version :
-	    0, cat ? cat->ngpus : 0));
+	mf_answer_text(ans, MF_ANS_OK,
+	    mfd_metrics_render(cat ? cat->version : 0, cat ? cat->ngpus : 0));
 	ans->content_type = "text/plain; version=0.0.4; charset=utf-8";
 	mf_cat_unref(cat);
 }
@@ -380,8 +378,9 @@ early_status(struct MHD_Connection *c, struct request *r, const char *method,
 
 	if (rt == NULL)
 		return *why = "no such endpoint", MHD_HTTP_NOT_FOUND;
-	if (rt->body == BODY_NONE ? strcmp(method, "GET") != 0 &&
-	    strcmp(method, "HEAD") != 0 : strcmp(method, "POST") != 0)
+	if (rt->body == BODY_NONE ?
+	        strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0 :
+	        strcmp(method, "POST") != 0)
 		return *why = "method not allowed", MHD_HTTP_METHOD_NOT_ALLOWED;
 	if (rt->body == BODY_NONE)
 		return 0;
@@ -389,15 +388,18 @@ early_status(struct MHD_Connection *c, struct request *r, const char *method,
 	te = header(c, MHD_HTTP_HEADER_TRANSFER_ENCODING);
 	if (len == NULL && te == NULL)
 		return *why = "a body with Content-Length is required",
-		    MHD_HTTP_LENGTH_REQUIRED;
+		       MHD_HTTP_LENGTH_REQUIRED;
 	if (len != NULL && strtoull(len, NULL, 10) > max_body)
 		return *why = "body over the size limit",
-		    MHD_HTTP_CONTENT_TOO_LARGE;
+		       MHD_HTTP_CONTENT_TOO_LARGE;
 	fmt = body_format(header(c, MHD_HTTP_HEADER_CONTENT_TYPE), rt->body);
 	if (fmt < 0)
-		return *why = rt->body == BODY_REVIEW ? "an AdmissionReview "
-		    "must be application/json" : "Content-Type must be YAML, "
-		    "JSON or text", MHD_HTTP_UNSUPPORTED_MEDIA_TYPE;
+		return *why = rt->body == BODY_REVIEW ?
+		           "an AdmissionReview "
+		           "must be application/json" :
+		           "Content-Type must be YAML, "
+		           "JSON or text",
+		       MHD_HTTP_UNSUPPORTED_MEDIA_TYPE;
 	r->fmt = (enum mf_doc_format)fmt;
 	return 0;
 }
@@ -406,7 +408,8 @@ static int
 fetch_status(enum mfd_fetch_status st)
 {
 	return st == MFD_FETCH_DENIED || st == MFD_FETCH_BADURL ?
-	    MHD_HTTP_BAD_REQUEST : MHD_HTTP_BAD_GATEWAY;
+	    MHD_HTTP_BAD_REQUEST :
+	    MHD_HTTP_BAD_GATEWAY;
 }
 
 /* Runs on the fetcher thread. */
@@ -425,8 +428,7 @@ on_fetched(void *arg, struct mfd_fetch_result *res)
  * connection until the fetcher is done; MHD calls on_request again then.
  */
 static enum MHD_Result
-fetch_first(struct MHD_Connection *c, struct request *r,
-    struct mf_answer *ans)
+fetch_first(struct MHD_Connection *c, struct request *r, struct mf_answer *ans)
 {
 	struct mf_answer again;
 	char why[256];
@@ -467,8 +469,8 @@ begin(struct MHD_Connection *c, const char *url, const char *method)
 
 static enum MHD_Result
 on_request(void *cls, struct MHD_Connection *c, const char *url,
-    const char *method, const char *version, const char *data,
-    size_t *size, void **con_cls)
+    const char *method, const char *version, const char *data, size_t *size,
+    void **con_cls)
 {
 	struct request *r = *con_cls;
 	struct mf_answer ans;
@@ -497,9 +499,10 @@ on_request(void *cls, struct MHD_Connection *c, const char *url,
 		return MHD_YES;
 	}
 	if (r->early != 0)
-		return send_error(c, r, r->early, NULL, r->early ==
-		    MHD_HTTP_CONTENT_TOO_LARGE ? "body over the size limit" :
-		    "out of memory");
+		return send_error(c, r, r->early, NULL,
+		    r->early == MHD_HTTP_CONTENT_TOO_LARGE ?
+		        "body over the size limit" :
+		        "out of memory");
 	if (r->route->body != BODY_NONE && r->body.data == NULL)
 		return send_error(c, r, MHD_HTTP_BAD_REQUEST, NULL,
 		    "the body is empty");
@@ -537,8 +540,8 @@ on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 		return;
 	us = usec_since(&r->start);
 	if (r->status == 0)
-		r->status = toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? 200 :
-		    499;
+		r->status =
+		    toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? 200 : 499;
 	mfd_log_request(r->method, r->path, r->status, us, r->job,
 	    verdicts[r->verdict]);
 	mfd_metrics_request(r->route ? r->route->id : MFD_R_OTHER, r->status,
@@ -587,8 +590,8 @@ parse_listen(const char *s, struct sockaddr_storage *ss, socklen_t *len)
 		in6->sin6_family = AF_INET6;
 		in6->sin6_port = htons((uint16_t)port);
 		*len = sizeof(*in6);
-		return inet_pton(AF_INET6, host + 1, &in6->sin6_addr) == 1 ?
-		    0 : -1;
+		return inet_pton(AF_INET6, host + 1, &in6->sin6_addr) == 1 ? 0 :
+		                                                             -1;
 	}
 	in4->sin_family = AF_INET;
 	in4->sin_port = htons((uint16_t)port);
@@ -627,11 +630,10 @@ mfd_server_start(const struct mfd_config *cfg)
 	if (cfg->tls_cert != NULL)
 		flags |= MHD_USE_TLS;
 	daemon_ = MHD_start_daemon(flags, 0, NULL, NULL, on_request, NULL,
-	    MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL,
-	    MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-	    MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)cfg->threads,
-	    MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
-	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)30,
+	    MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL, MHD_OPTION_SOCK_ADDR,
+	    (struct sockaddr *)&ss, MHD_OPTION_THREAD_POOL_SIZE,
+	    (unsigned int)cfg->threads, MHD_OPTION_NOTIFY_COMPLETED,
+	    on_completed, NULL, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)30,
 	    /* MHD clears this pool for every request: keep it small. */
 	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)8192,
 	    MHD_OPTION_CONNECTION_LIMIT, (unsigned int)8192,
@@ -659,7 +661,7 @@ mfd_server_stop(void)
 	if (s != MHD_INVALID_SOCKET)
 		close(s);
 	for (int i = 0; i < DRAIN_SECONDS * 100 && atomic_load(&in_flight) > 0;
-	    i++)
+	     i++)
 		nanosleep(&tick, NULL);
 	MHD_stop_daemon(daemon_);
 	daemon_ = NULL;

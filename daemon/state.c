@@ -77,13 +77,15 @@ mfd_state_reload(const char *why)
 		size_t ngpus = cat->ngpus; /* cat is not ours once swapped in */
 
 		swap_in(cat);
-		mfd_log(MFD_INFO, "catalogue %s reloaded (%s): version %llu, "
-		    "%zu GPUs", catalog_path, why, (unsigned long long)version,
-		    ngpus);
+		mfd_log(MFD_INFO,
+		    "catalogue %s reloaded (%s): version %llu, "
+		    "%zu GPUs",
+		    catalog_path, why, (unsigned long long)version, ngpus);
 	} else {
-		mfd_log(MFD_ERROR, "catalogue reload (%s) failed, keeping "
-		    "version %llu: %s", why, (unsigned long long)version,
-		    err.message);
+		mfd_log(MFD_ERROR,
+		    "catalogue reload (%s) failed, keeping "
+		    "version %llu: %s",
+		    why, (unsigned long long)version, err.message);
 	}
 	mfd_metrics_reload(rc == MF_OK);
 	pthread_mutex_unlock(&reload_lock);
@@ -205,8 +207,9 @@ mfd_state_watch(void)
 	fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
 	if (fd < 0)
 		return -1;
-	if (inotify_add_watch(fd, dir, IN_CLOSE_WRITE | IN_MOVED_TO |
-	    IN_CREATE | IN_DELETE | IN_ATTRIB) < 0)
+	if (inotify_add_watch(fd, dir,
+	        IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE | IN_DELETE |
+	            IN_ATTRIB) < 0)
 		goto fail;
 	arg = malloc(sizeof(*arg));
 	if (arg == NULL)

@@ -24,7 +24,8 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct gen *current;
 static const char *cert_path, *key_path;
 static struct MHD_OptionItem options[2] = {
-	{ MHD_OPTION_END, 0, NULL }, { MHD_OPTION_END, 0, NULL },
+	{ MHD_OPTION_END, 0, NULL },
+	{ MHD_OPTION_END, 0, NULL },
 };
 
 static void
@@ -50,10 +51,10 @@ pair_matches(struct gen *g)
 	algo = gnutls_pk_to_sign(gnutls_pubkey_get_pk_algorithm(pub, NULL),
 	    GNUTLS_DIG_SHA256);
 	if (gnutls_privkey_sign_data(g->key, GNUTLS_DIG_SHA256, 0, &data,
-	    &sig) < 0)
+	        &sig) < 0)
 		return 0;
 	ok = gnutls_pubkey_verify_data2(pub, (gnutls_sign_algorithm_t)algo, 0,
-	    &data, &sig) >= 0;
+	         &data, &sig) >= 0;
 	gnutls_free(sig.data);
 	return ok;
 }
@@ -85,7 +86,7 @@ load(void)
 	what = "not a PEM private key";
 	if (gnutls_privkey_init(&g->key) < 0 ||
 	    gnutls_privkey_import_x509_raw(g->key, &key, GNUTLS_X509_FMT_PEM,
-	    NULL, 0) < 0)
+	        NULL, 0) < 0)
 		goto fail;
 	what = "the key does not match the certificate";
 	if (!pair_matches(g))
@@ -102,10 +103,9 @@ fail:
 }
 
 static int
-retrieve(gnutls_session_t session, const gnutls_datum_t *req_ca_dn,
-    int nreqs, const gnutls_pk_algorithm_t *algos, int nalgos,
-    gnutls_pcert_st **pcert, unsigned int *pcert_length,
-    gnutls_privkey_t *pkey)
+retrieve(gnutls_session_t session, const gnutls_datum_t *req_ca_dn, int nreqs,
+    const gnutls_pk_algorithm_t *algos, int nalgos, gnutls_pcert_st **pcert,
+    unsigned int *pcert_length, gnutls_privkey_t *pkey)
 {
 	(void)session;
 	(void)req_ca_dn;
@@ -134,8 +134,9 @@ mfd_tls_init(const struct mfd_config *cfg)
 		return -1;
 	options[0].option = MHD_OPTION_HTTPS_CERT_CALLBACK;
 	/* MHD takes the callback through its void * option slot. */
-	memcpy(&options[0].ptr_value, &(gnutls_certificate_retrieve_function2 *){
-	    retrieve }, sizeof(void *));
+	memcpy(&options[0].ptr_value,
+	    &(gnutls_certificate_retrieve_function2 *){ retrieve },
+	    sizeof(void *));
 	return 0;
 }
 
@@ -154,7 +155,8 @@ mfd_tls_reload(void)
 		return 0;
 	g = load();
 	if (g == NULL) {
-		mfd_log(MFD_ERROR, "tls: reload failed, keeping the "
+		mfd_log(MFD_ERROR,
+		    "tls: reload failed, keeping the "
 		    "certificate in service");
 		return -1;
 	}
