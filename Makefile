@@ -115,9 +115,11 @@ integration: all $(INTEG)
 	@set -e; for t in $(SCRIPTS); do \
 	  echo "== $$t"; $(TESTENV) timeout 300 sh $$t; done
 
-# The whole suite, then again under ASan+UBSan.
+# The whole suite, again under ASan+UBSan, a short fuzz pass, the lint.
 test: unit integration
 	$(MAKE) --no-print-directory sanitize
+	$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=5
+	$(MAKE) --no-print-directory lint
 
 sanitize:
 	$(MAKE) --no-print-directory BUILD=build/asan OPT="-O1 -g" \
@@ -135,7 +137,18 @@ FUZZ_CC      ?= clang
 FUZZ_FLAGS    = -g -O1 -fsanitize=fuzzer,address,undefined \
                 -fno-sanitize-recover=all $(CPPFLAGS) -std=c11
 fuzz: $(DEPSTAMP)
-	@command -v $(FUZZ_CC) >/dev/null || { echo "fuzz: needs clang"; exit 1; }
+	@echo 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n)' \
+	  '{ (void)d; (void)n; return 0; }' > build/fuzzcheck.c
+	@$(FUZZ_CC) -fsanitize=fuzzer -o build/fuzzcheck build/fuzzcheck.c \
+	  2>/dev/null || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "fuzz: installing clang and libFuzzer"; \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+	      --no-install-recommends clang libclang-rt-dev >/dev/null; \
+	  else \
+	    echo "fuzz: needs clang with libFuzzer:" \
+	      "sudo apt-get install clang libclang-rt-dev"; exit 1; \
+	  fi; }
 	@mkdir -p build/fuzz
 	@set -e; for f in $(FUZZ); do \
 	  echo "== $$f ($(FUZZ_SECONDS) s)"; \
@@ -145,11 +158,13 @@ fuzz: $(DEPSTAMP)
 	  name=$${f#fuzz_}; mkdir -p build/fuzz/$$name; \
 	  build/fuzz/$$f -max_total_time=$(FUZZ_SECONDS) -timeout=10 \
 	    -artifact_prefix=build/fuzz/$$name- build/fuzz/$$name \
-	    tests/corpus/$$name 2>&1 | tail -2; \
+	    tests/corpus/$$name >build/fuzz/$$name.log 2>&1 || \
+	    { tail -30 build/fuzz/$$name.log; exit 1; }; \
+	  tail -1 build/fuzz/$$name.log; \
 	done
 
 lint:
-	clang-format --dry-run --Werror $(wildcard */*.c */*.h)
+	clang-format --dry-run --Werror --style=file $(wildcard */*.c */*.h)
 	@! grep -nE '\b(sprintf|strcpy|strcat|strtok|atoi|gets)\s*\(' \
 	  $(wildcard */*.c */*.h) || { echo "lint: banned call"; exit 1; }
 
