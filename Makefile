@@ -78,6 +78,12 @@ $(BUILD)/%.o: %.c | $(DEPSTAMP)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(PKG_CFLAGS) $(TEST_CFLAGS) -MMD -MP -c -o $@ $<
 
+# The data directory is compiled in: rebuild what uses it when it changes.
+$(BUILD)/.datadir: FORCE | $(DEPSTAMP)
+	@echo '$(DATADIR)' | cmp -s - $@ || echo '$(DATADIR)' > $@
+$(BUILD)/daemon/main.o $(BUILD)/cli/memfloor.o: $(BUILD)/.datadir
+FORCE:
+
 $(LIB): $(LIB_OBJ)
 	rm -f $@ && $(AR) rcs $@ $^
 
