@@ -680,11 +680,13 @@ mf_text_catalog(const struct mf_catalog *cat, int64_t min_memory)
 	if (v == NULL)
 		return NULL;
 	mf_buf_init(&b, TEXT_MAX);
-	mf_buf_printf(&b,
-	    "catalogue version %llu from %s, headroom %.0f%%\n\n"
-	    "%-14s %8s %8s %10s %6s %10s\n",
-	    (unsigned long long)cat->version, cat->source, cat->headroom * 100,
-	    "GPU", "GB", "$/HOUR", "THROUGHPUT", "MAX", "$/REF-H");
+	mf_buf_printf(&b, "catalogue %s: %zu GPU types, headroom %.0f%%",
+	    cat->source, cat->ngpus, cat->headroom * 100);
+	if (cat->version > 0)
+		mf_buf_printf(&b, ", version %llu",
+		    (unsigned long long)cat->version);
+	mf_buf_printf(&b, "\n\n%-14s %8s %8s %10s %6s %10s\n", "GPU", "GB",
+	    "$/HOUR", "THROUGHPUT", "MAX", "$/REF-H");
 	for (size_t i = 0; i < n; i++)
 		mf_buf_printf(&b, "%-14s %8.1f %8.3f %10.3f %6lld %10.3f\n",
 		    v[i]->name, gb(v[i]->memory), v[i]->hourly_price,

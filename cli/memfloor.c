@@ -226,16 +226,23 @@ submit(const struct opts *o)
 	char url[1024], *body;
 	struct mf_buf resp;
 	long status = 0;
-	size_t len;
+	size_t len, n;
 	CURL *c;
 	CURLcode cc;
 
 	body = slurp(o->file ? o->file : "-", &len);
 	if (body == NULL)
 		return EXIT_INPUT;
-	snprintf(url, sizeof(url), "%s/v1/admit", o->server);
-	mf_buf_init(&resp, CLI_INPUT_MAX);
+	n = strlen(o->server);
+	while (n > 0 && o->server[n - 1] == '/')
+		n--;
+	snprintf(url, sizeof(url), "%.*s/v1/admit", (int)n, o->server);
 	c = curl_easy_init();
+	if (c == NULL) {
+		free(body);
+		return EXIT_UNREACHABLE;
+	}
+	mf_buf_init(&resp, CLI_INPUT_MAX);
 	h = curl_slist_append(h, accept[o->out]);
 	h = curl_slist_append(h,
 	    body[strspn(body, " \t\r\n")] == '{' ?

@@ -6,6 +6,7 @@
  * SIGTERM and SIGINT drain and exit.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <pthread.h>
 #include <signal.h>
@@ -160,16 +161,97 @@ raise_fd_limit(void)
 	}
 }
 
+/*
+ * Without -d: fork, and let the parent exit only once the child is serving
+ * (0) or has failed (1), so whoever started memfloord sees start-up
+ * errors.  In the child, returns the pipe to report on; -1 on failure.
+ */
 static int
-serve(const struct mfd_config *cfg, sigset_t *set)
+detach(void)
 {
-	int sig;
+	int fds[2];
+	pid_t pid;
+	char c;
 
+	if (pipe(fds) != 0)
+		return -1;
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid > 0) {
+		close(fds[1]);
+		if (read(fds[0], &c, 1) != 1)
+			c = '1';
+		_exit(c == '0' ? 0 : 1);
+	}
+	close(fds[0]);
+	setsid();
+	return fds[1];
+}
+
+/* Tell the waiting parent how start-up went; from now on, log to syslog. */
+static void
+detached(int fd, int ok, const struct mfd_config *cfg)
+{
+	char c = ok ? '0' : '1';
+	int null;
+
+	if (fd < 0)
+		return;
+	if (ok) {
+		mfd_log_init(cfg->log_json, cfg->verbose ? MFD_DEBUG : MFD_INFO,
+		    1);
+		null = open("/dev/null", O_RDWR);
+		if (null >= 0) {
+			dup2(null, STDIN_FILENO);
+			dup2(null, STDOUT_FILENO);
+			dup2(null, STDERR_FILENO);
+			if (null > STDERR_FILENO)
+				close(null);
+		}
+	}
+	if (write(fd, &c, 1) != 1)
+		mfd_log(MFD_WARN, "cannot report start-up to the parent");
+	close(fd);
+}
+
+/* What -n checks beyond the catalogue and models: every other flag. */
+static int
+check(const struct mfd_config *cfg)
+{
+	if (mfd_server_check(cfg) != 0)
+		return -1;
+	if (mfd_fetch_init(cfg->model_hosts, cfg->nmodel_hosts) != 0)
+		return -1;
+	mfd_fetch_fini();
+	return 0;
+}
+
+static int
+start(const struct mfd_config *cfg)
+{
+	if (mfd_fetch_init(cfg->model_hosts, cfg->nmodel_hosts) != 0) {
+		mfd_log(MFD_ERROR,
+		    "--model-host: not HOST[:PORT] or "
+		    "http[s]://HOST[:PORT]");
+		return -1;
+	}
 	if (mfd_state_watch() != 0)
 		mfd_log(MFD_WARN, "cannot watch %s; reload with SIGHUP",
 		    cfg->catalog_path);
-	if (mfd_server_start(cfg) != 0)
-		return 1;
+	if (mfd_server_start(cfg) != 0) {
+		mfd_fetch_fini();
+		return -1;
+	}
+	return 0;
+}
+
+/* SIGHUP reloads; SIGTERM and SIGINT drain and stop. */
+static void
+wait_signals(sigset_t *set)
+{
+	int sig;
+
 	for (;;) {
 		if (sigwait(set, &sig) != 0)
 			continue;
@@ -181,8 +263,9 @@ serve(const struct mfd_config *cfg, sigset_t *set)
 		mfd_log(MFD_INFO, "%s: draining requests in flight",
 		    strsignal(sig));
 		mfd_server_stop();
+		mfd_fetch_fini();
 		mfd_log(MFD_INFO, "stopped");
-		return 0;
+		return;
 	}
 }
 
@@ -192,7 +275,7 @@ main(int argc, char **argv)
 	struct mfd_config cfg;
 	struct mf_error err;
 	sigset_t set;
-	int rc;
+	int notify, rc;
 
 	defaults(&cfg);
 	if (parse_args(argc, argv, &cfg) != 0)
@@ -203,19 +286,14 @@ main(int argc, char **argv)
 		fprintf(stderr, "%s\n", err.message);
 		return 1;
 	}
+	curl_global_init(CURL_GLOBAL_DEFAULT);
 	if (cfg.check_only) {
-		printf("configuration OK\n");
-		mfd_state_fini();
-		return 0;
+		rc = check(&cfg);
+		if (rc == 0)
+			printf("configuration OK\n");
+		goto out;
 	}
-	if (!cfg.foreground) {
-		if (daemon(0, 0) != 0) {
-			perror("memfloord: daemon");
-			return 1;
-		}
-		mfd_log_init(cfg.log_json, cfg.verbose ? MFD_DEBUG : MFD_INFO,
-		    1);
-	}
+	notify = cfg.foreground ? -1 : detach();
 	signal(SIGPIPE, SIG_IGN);
 	sigemptyset(&set);
 	sigaddset(&set, SIGHUP);
@@ -223,14 +301,12 @@ main(int argc, char **argv)
 	sigaddset(&set, SIGINT);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	raise_fd_limit();
-	curl_global_init(CURL_GLOBAL_DEFAULT);
-	if (mfd_fetch_init(cfg.model_hosts, cfg.nmodel_hosts) != 0) {
-		mfd_log(MFD_ERROR, "cannot start the config fetcher");
-		return 1;
-	}
-	rc = serve(&cfg, &set);
-	mfd_fetch_fini();
+	rc = start(&cfg);
+	detached(notify, rc == 0, &cfg);
+	if (rc == 0)
+		wait_signals(&set);
+out:
 	curl_global_cleanup();
 	mfd_state_fini();
-	return rc;
+	return rc == 0 ? 0 : 1;
 }

@@ -76,6 +76,8 @@ enum mf_rc mfd_state_reload(const char *why);
 /* Watch the catalogue's directory and reload on change. */
 int mfd_state_watch(void);
 
+/* Check --listen and the TLS files without serving; -1 (logged) if bad. */
+int mfd_server_check(const struct mfd_config *cfg);
 int mfd_server_start(const struct mfd_config *cfg);
 /* Stop accepting, let requests in flight finish, then stop. */
 void mfd_server_stop(void);

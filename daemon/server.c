@@ -611,10 +611,8 @@ bound_port(void)
 }
 
 int
-mfd_server_start(const struct mfd_config *cfg)
+mfd_server_check(const struct mfd_config *cfg)
 {
-	unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG |
-	    MHD_ALLOW_SUSPEND_RESUME;
 	struct sockaddr_storage ss;
 	socklen_t sslen;
 
@@ -622,6 +620,29 @@ mfd_server_start(const struct mfd_config *cfg)
 		mfd_log(MFD_ERROR, "--listen %s: not ADDR:PORT", cfg->listen);
 		return -1;
 	}
+	if (cfg->tls_key != NULL && cfg->tls_cert == NULL) {
+		mfd_log(MFD_ERROR, "--tls-key needs --tls-cert");
+		return -1;
+	}
+	if (cfg->tls_cert == NULL)
+		return 0;
+	if (mfd_tls_init(cfg) != 0)
+		return -1;
+	mfd_tls_fini();
+	return 0;
+}
+
+int
+mfd_server_start(const struct mfd_config *cfg)
+{
+	unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG |
+	    MHD_ALLOW_SUSPEND_RESUME;
+	struct sockaddr_storage ss;
+	socklen_t sslen;
+
+	if (mfd_server_check(cfg) != 0)
+		return -1;
+	parse_listen(cfg->listen, &ss, &sslen);
 	if (ss.ss_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
 	max_body = cfg->max_body;
