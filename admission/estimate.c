@@ -18,25 +18,7 @@
 
 #include <string.h>
 
-static int64_t
-cmul(int64_t a, int64_t b)
-{
-	int64_t r;
-
-	if (a < 0 || b < 0 || __builtin_mul_overflow(a, b, &r))
-		return -1;
-	return r;
-}
-
-static int64_t
-cadd(int64_t a, int64_t b)
-{
-	int64_t r;
-
-	if (a < 0 || b < 0 || __builtin_add_overflow(a, b, &r))
-		return -1;
-	return r;
-}
+#include "checked.h"
 
 /* a / n rounded up, for a >= 0 and n >= 1; -1 stays -1. */
 static int64_t
@@ -141,16 +123,16 @@ activation_bytes(const struct mf_model *m, const struct mf_workload *w)
 {
 	int64_t sb, per;
 
-	sb = cmul(w->seq_len, w->micro_batch);
+	sb = mf_cmul(w->seq_len, w->micro_batch);
 	if (w->checkpointing)
-		per = cmul(2, m->hidden);
+		per = mf_cmul(2, m->hidden);
 	else if (w->attention == MF_EAGER)
-		per = cadd(cmul(34, m->hidden),
-		    cmul(5, cmul(m->heads, w->seq_len)));
+		per = mf_cadd(mf_cmul(34, m->hidden),
+		    mf_cmul(5, mf_cmul(m->heads, w->seq_len)));
 	else
-		per = cmul(34, m->hidden);
-	per = cmul(cmul(m->layers, sb), per);
-	return w->precision == MF_FP32 ? cmul(2, per) : per;
+		per = mf_cmul(34, m->hidden);
+	per = mf_cmul(mf_cmul(m->layers, sb), per);
+	return w->precision == MF_FP32 ? mf_cmul(2, per) : per;
 }
 
 static void
@@ -163,24 +145,25 @@ training(const struct mf_model *m, const struct mf_workload *w,
 	if (w->method == MF_QLORA)
 		e->bucket[MF_B_WEIGHTS] = cdiv_up(P, 2);
 	else
-		e->bucket[MF_B_WEIGHTS] = cmul(P, fp32 ? 4 : 2);
+		e->bucket[MF_B_WEIGHTS] = mf_cmul(P, fp32 ? 4 : 2);
 	if (w->method == MF_FULL) {
 		e->trainable = P;
-		e->bucket[MF_B_GRADIENTS] = cmul(P, fp32 ? 4 : 2);
+		e->bucket[MF_B_GRADIENTS] = mf_cmul(P, fp32 ? 4 : 2);
 		e->bucket[MF_B_OPTIMIZER] =
-		    cmul(P, optimizer_bytes(w->optimizer, fp32));
+		    mf_cmul(P, optimizer_bytes(w->optimizer, fp32));
 		if (w->shard_gpus > 1)
 			/* Gather one layer while the next is prefetched. */
 			e->bucket[MF_B_SHARDING] =
-			    cmul(4, mf_model_layer_params(m));
+			    mf_cmul(4, mf_model_layer_params(m));
 	} else {
 		T = mf_model_lora_params(m, w->lora_rank, w->lora_targets);
 		e->trainable = T;
-		e->bucket[MF_B_ADAPTERS] = cmul(T, adapter_bytes(w->optimizer));
+		e->bucket[MF_B_ADAPTERS] =
+		    mf_cmul(T, adapter_bytes(w->optimizer));
 	}
 	e->bucket[MF_B_ACTIVATIONS] = activation_bytes(m, w);
 	e->bucket[MF_B_LOGITS] =
-	    cmul(cmul(w->seq_len, w->micro_batch), cmul(m->vocab, 4));
+	    mf_cmul(mf_cmul(w->seq_len, w->micro_batch), mf_cmul(m->vocab, 4));
 }
 
 static void
@@ -191,10 +174,10 @@ inference(const struct mf_model *m, const struct mf_workload *w,
 	    [] = { [MF_KV_BF16] = 2, [MF_KV_FP16] = 2, [MF_KV_FP8] = 1 };
 
 	e->bucket[MF_B_WEIGHTS] =
-	    cmul(e->params, w->precision == MF_FP32 ? 4 : 2);
+	    mf_cmul(e->params, w->precision == MF_FP32 ? 4 : 2);
 	e->bucket[MF_B_KVCACHE] =
-	    cmul(mf_model_kv_bytes_per_token(m, kv_bytes[w->kv_dtype]),
-	        cmul(w->concurrency, w->context_len));
+	    mf_cmul(mf_model_kv_bytes_per_token(m, kv_bytes[w->kv_dtype]),
+	        mf_cmul(w->concurrency, w->context_len));
 }
 
 /* Bucket b as one GPU of an FSDP full shard over n holds it. */
@@ -226,8 +209,8 @@ mf_est_compute(const struct mf_model *m, const struct mf_workload *w,
 			shard = w->shard_gpus;
 	}
 	for (b = 0; b < MF_B_COUNT; b++) {
-		e.total = cadd(e.total, e.bucket[b]);
-		e.per_gpu = cadd(e.per_gpu, per_gpu_bucket(&e, b, shard));
+		e.total = mf_cadd(e.total, e.bucket[b]);
+		e.per_gpu = mf_cadd(e.per_gpu, per_gpu_bucket(&e, b, shard));
 	}
 	if (e.params < 0 || e.trainable < 0 || e.total < 0 || e.per_gpu < 0)
 		return MF_ERANGE;

@@ -16,37 +16,17 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "checked.h"
+
 #define MODELS_MAX_FILES 4096
 #define MODEL_MAX_BYTES (256 * 1024)
 #define PATH_BYTES 4096
-
-/* a * b, or -1 when either is negative or the product passes 2^63 - 1. */
-static int64_t
-cmul(int64_t a, int64_t b)
-{
-	int64_t r;
-
-	if (a < 0 || b < 0 || __builtin_mul_overflow(a, b, &r))
-		return -1;
-	return r;
-}
-
-/* a + b, or -1 when either is negative or the sum passes 2^63 - 1. */
-static int64_t
-cadd(int64_t a, int64_t b)
-{
-	int64_t r;
-
-	if (a < 0 || b < 0 || __builtin_add_overflow(a, b, &r))
-		return -1;
-	return r;
-}
 
 /* Gate, up and down projections of one MLP: 3 x h x I. */
 static int64_t
 mlp_params(const struct mf_model *m)
 {
-	return cmul(3, cmul(m->hidden, m->intermediate));
+	return mf_cmul(3, mf_cmul(m->hidden, m->intermediate));
 }
 
 int64_t
@@ -54,18 +34,19 @@ mf_model_layer_params(const struct mf_model *m)
 {
 	int64_t qd, kvd, attn, bias, mlp, norms;
 
-	qd = cmul(m->heads, m->head_dim);
-	kvd = cmul(m->kv_heads, m->head_dim);
+	qd = mf_cmul(m->heads, m->head_dim);
+	kvd = mf_cmul(m->kv_heads, m->head_dim);
 	/* q (h x a*d), k and v (h x kv*d each), o (a*d x h). */
-	attn =
-	    cadd(cmul(2, cmul(m->hidden, qd)), cmul(2, cmul(m->hidden, kvd)));
-	bias = m->qkv_bias ? cadd(qd, cmul(2, kvd)) : 0;
+	attn = mf_cadd(mf_cmul(2, mf_cmul(m->hidden, qd)),
+	    mf_cmul(2, mf_cmul(m->hidden, kvd)));
+	bias = m->qkv_bias ? mf_cadd(qd, mf_cmul(2, kvd)) : 0;
 	mlp = mlp_params(m);
 	if (m->experts > 0)
 		/* Every expert's MLP plus the router (h x experts). */
-		mlp = cadd(cmul(m->experts, mlp), cmul(m->hidden, m->experts));
-	norms = cmul(m->norms_per_layer, m->hidden);
-	return cadd(cadd(attn, bias), cadd(mlp, norms));
+		mlp = mf_cadd(mf_cmul(m->experts, mlp),
+		    mf_cmul(m->hidden, m->experts));
+	norms = mf_cmul(m->norms_per_layer, m->hidden);
+	return mf_cadd(mf_cadd(attn, bias), mf_cadd(mlp, norms));
 }
 
 int64_t
@@ -73,12 +54,12 @@ mf_model_params(const struct mf_model *m)
 {
 	int64_t embed, layers;
 
-	embed = cmul(m->vocab, m->hidden);
+	embed = mf_cmul(m->vocab, m->hidden);
 	if (!m->tied_embeddings)
-		embed = cmul(2, embed);
-	layers = cmul(m->layers, mf_model_layer_params(m));
+		embed = mf_cmul(2, embed);
+	layers = mf_cmul(m->layers, mf_model_layer_params(m));
 	/* The final norm adds h. */
-	return cadd(cadd(embed, layers), m->hidden);
+	return mf_cadd(mf_cadd(embed, layers), m->hidden);
 }
 
 /*
@@ -93,19 +74,20 @@ mf_model_lora_params(const struct mf_model *m, int64_t rank,
 	int64_t h, qd, kvd, per, mlp;
 
 	h = m->hidden;
-	qd = cmul(m->heads, m->head_dim);
-	kvd = cmul(m->kv_heads, m->head_dim);
+	qd = mf_cmul(m->heads, m->head_dim);
+	kvd = mf_cmul(m->kv_heads, m->head_dim);
 	/* q (h -> a*d), k and v (h -> kv*d), o (a*d -> h). */
-	per = cadd(cmul(2, cadd(h, qd)), cmul(2, cadd(h, kvd)));
+	per = mf_cadd(mf_cmul(2, mf_cadd(h, qd)), mf_cmul(2, mf_cadd(h, kvd)));
 	if (targets == MF_LORA_ALL_LINEAR) {
-		mlp = cmul(3, cadd(h, m->intermediate));
+		mlp = mf_cmul(3, mf_cadd(h, m->intermediate));
 		if (m->experts > 0)
-			mlp = cadd(cmul(m->experts, mlp), cadd(h, m->experts));
-		per = cadd(per, mlp);
+			mlp = mf_cadd(mf_cmul(m->experts, mlp),
+			    mf_cadd(h, m->experts));
+		per = mf_cadd(per, mlp);
 	} else if (targets != MF_LORA_ATTENTION) {
 		return -1;
 	}
-	return cmul(rank, cmul(per, m->layers));
+	return mf_cmul(rank, mf_cmul(per, m->layers));
 }
 
 int64_t
@@ -113,8 +95,8 @@ mf_model_kv_bytes_per_token(const struct mf_model *m, int dtype_bytes)
 {
 	int64_t kvd;
 
-	kvd = cmul(m->kv_heads, m->head_dim);
-	return cmul(cmul(2, m->layers), cmul(kvd, dtype_bytes));
+	kvd = mf_cmul(m->kv_heads, m->head_dim);
+	return mf_cmul(mf_cmul(2, m->layers), mf_cmul(kvd, dtype_bytes));
 }
 
 /*
