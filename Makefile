@@ -37,7 +37,7 @@ LIB_OBJ    = $(LIB_SRC:%.c=$(BUILD)/%.o)
 DAEMON_OBJ = $(patsubst %.c,$(BUILD)/%.o,$(filter-out daemon/main.c,$(wildcard daemon/*.c)))
 CLI_OBJ    = $(patsubst %.c,$(BUILD)/%.o,$(wildcard cli/*.c))
 HARNESS_OBJ = $(patsubst %.c,$(BUILD)/%.o,$(wildcard tests/harness*.c))
-SCRIPTS    = $(filter-out tests/bench.sh,$(wildcard tests/*.sh))
+SCRIPTS    = $(filter-out tests/bench.sh tests/tsan.sh,$(wildcard tests/*.sh))
 UNIT       = $(patsubst tests/%.c,$(BUILD)/%,$(wildcard tests/test_*.c))
 INTEG      = $(patsubst tests/%.c,$(BUILD)/%,$(wildcard tests/it_*.c))
 LIB        = $(BUILD)/libmemfloor.a
@@ -45,7 +45,7 @@ DLIB       = $(BUILD)/libmemfloord.a
 FUZZ       = $(patsubst tests/%.c,%,$(wildcard tests/fuzz_*.c))
 DEPSTAMP   = $(BUILD)/.deps
 
-.PHONY: all deps run test unit integration sanitize lint bench fuzz install clean examples
+.PHONY: all deps run test unit integration sanitize lint bench fuzz install clean tsan FORCE
 .DELETE_ON_ERROR:
 
 PROGRAMS   = $(BUILD)/memfloord $(if $(CLI_OBJ),$(BUILD)/memfloor)
@@ -131,6 +131,10 @@ sanitize:
 	$(MAKE) --no-print-directory BUILD=build/asan OPT="-O1 -g" \
 	  SAN="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
 	  unit integration
+
+# The integration tests against a ThreadSanitizer build (about a minute).
+tsan:
+	sh tests/tsan.sh
 
 bench: all $(BUILD)/bench_place
 	$(TESTENV) BENCH_PLACE=$(abspath $(BUILD)/bench_place) sh tests/bench.sh

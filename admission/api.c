@@ -41,6 +41,17 @@ answer_oom(struct mf_answer *ans)
 	ans->content_type = content_types[MF_OUT_JSON];
 }
 
+/* Text is read in a terminal: no control character from the input may
+ * reach it but newline and tab. */
+static void
+scrub(char *text)
+{
+	for (char *p = text; p != NULL && *p != '\0'; p++)
+		if (((unsigned char)*p < 0x20 && *p != '\n' && *p != '\t') ||
+		    *p == 0x7f)
+			*p = '?';
+}
+
 /* Take text (malloc'd, NULL for failure) as the body. */
 static void
 set_body(struct mf_answer *ans, enum mf_answer_kind kind, char *text,
@@ -52,6 +63,8 @@ set_body(struct mf_answer *ans, enum mf_answer_kind kind, char *text,
 		answer_oom(ans);
 		return;
 	}
+	if (out == MF_OUT_TEXT)
+		scrub(text);
 	len = strlen(text);
 	/* Every answer ends in a newline, so curl output reads cleanly. */
 	if (len == 0 || text[len - 1] != '\n') {
@@ -327,6 +340,23 @@ mf_api_models(const struct mf_api *api, enum mf_output out,
 		answer_jtext(ans, MF_ANS_OK, mf_json_models(api->models), out);
 }
 
+/* Name a field of the job from the body's root: "job.spec...". */
+static void
+under_job(struct mf_error *err)
+{
+	struct mf_error e = *err;
+	const char *text = e.message;
+	size_t n = strlen(e.field);
+
+	/* The message starts with the field it names; keep what follows. */
+	if (n > 0 && strncmp(text, e.field, n) == 0 && text[n] == ':')
+		text += n + 2;
+	snprintf(err->field, sizeof(err->field), "job%s%.120s", n ? "." : "",
+	    e.field);
+	snprintf(err->message, sizeof(err->message), "%s: %.190s", err->field,
+	    text);
+}
+
 /* The JSON form of a diagnose body: message and, optionally, a job. */
 static enum mf_rc
 read_diagnose(const struct mf_api *api, const char *body, size_t len,
@@ -352,8 +382,11 @@ read_diagnose(const struct mf_api *api, const char *body, size_t len,
 	*msglen = n->len;
 	n = mf_node_get(root, "job");
 	*has_job = n != NULL;
-	if (rc == MF_OK && n != NULL)
+	if (rc == MF_OK && n != NULL) {
 		rc = mf_job_read(n, api->models, job, err);
+		if (rc != MF_OK)
+			under_job(err);
+	}
 	if (rc == MF_OK && *has_job && job->model_source == MF_MODEL_URL)
 		rc = mf_error_set(err, MF_EINVAL, "job.spec.model.configUrl", 0,
 		    0,

@@ -11,10 +11,46 @@ mf_jw_init(struct mf_jw *w, struct mf_buf *b)
 	w->b = b;
 }
 
+/* Appends are most of the writer's work: copy in place when there is
+ * room, and leave growth and caps to mf_buf_add. */
 static void
 put(struct mf_jw *w, const char *s, size_t n)
 {
-	mf_buf_add(w->b, s, n);
+	struct mf_buf *b = w->b;
+
+	if (b->rc == MF_OK && b->cap - b->len > n) {
+		memcpy(b->data + b->len, s, n);
+		b->len += n;
+		b->data[b->len] = '\0';
+		return;
+	}
+	mf_buf_add(b, s, n);
+}
+
+/* Length of the valid UTF-8 sequence at s (RFC 3629), or 0.  s is
+ * NUL-terminated, and a NUL ends the checks before they read past it. */
+static size_t
+utf8_len(const unsigned char *s)
+{
+	if (s[0] < 0x80)
+		return 1;
+	if (s[0] >= 0xc2 && s[0] <= 0xdf)
+		return (s[1] & 0xc0) == 0x80 ? 2 : 0;
+	if (s[0] >= 0xe0 && s[0] <= 0xef) {
+		if ((s[1] & 0xc0) != 0x80 || (s[2] & 0xc0) != 0x80 ||
+		    (s[0] == 0xe0 && s[1] < 0xa0) ||
+		    (s[0] == 0xed && s[1] > 0x9f))
+			return 0;
+		return 3;
+	}
+	if (s[0] >= 0xf0 && s[0] <= 0xf4) {
+		if ((s[1] & 0xc0) != 0x80 || (s[2] & 0xc0) != 0x80 ||
+		    (s[3] & 0xc0) != 0x80 || (s[0] == 0xf0 && s[1] < 0x90) ||
+		    (s[0] == 0xf4 && s[1] > 0x8f))
+			return 0;
+		return 4;
+	}
+	return 0;
 }
 
 static void
@@ -27,7 +63,20 @@ quoted(struct mf_jw *w, const char *s)
 	put(w, "\"", 1);
 	for (; *s != '\0'; s++) {
 		unsigned char c = (unsigned char)*s;
+		size_t n;
 
+		if (c >= 0x80) {
+			/* Input cut mid-character, or never UTF-8. */
+			n = utf8_len((const unsigned char *)s);
+			if (n > 0) {
+				s += n - 1;
+				continue;
+			}
+			put(w, run, (size_t)(s - run));
+			put(w, "\\ufffd", 6);
+			run = s + 1;
+			continue;
+		}
 		if (c >= 0x20 && c != '"' && c != '\\')
 			continue;
 		put(w, run, (size_t)(s - run));
@@ -53,12 +102,34 @@ quoted(struct mf_jw *w, const char *s)
 static void
 member(struct mf_jw *w, const char *key)
 {
+	char head[80];
+	size_t n = 0, k;
+
 	if (w->depth > 0 && w->count[w->depth - 1]++ > 0)
-		put(w, ",", 1);
-	if (key != NULL) {
-		quoted(w, key);
-		put(w, ":", 1);
+		head[n++] = ',';
+	if (key == NULL) {
+		put(w, head, n);
+		return;
 	}
+	/* Member names are short ASCII literals: one append for the lot. */
+	for (k = 0; key[k] != '\0'; k++) {
+		unsigned char c = (unsigned char)key[k];
+
+		if (c < 0x20 || c >= 0x80 || c == '"' || c == '\\')
+			break;
+	}
+	if (key[k] == '\0' && k + 4 < sizeof(head)) {
+		head[n++] = '"';
+		memcpy(head + n, key, k);
+		n += k;
+		head[n++] = '"';
+		head[n++] = ':';
+		put(w, head, n);
+		return;
+	}
+	put(w, head, n);
+	quoted(w, key);
+	put(w, ":", 1);
 }
 
 void

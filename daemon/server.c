@@ -1,8 +1,14 @@
 /*
- * server.c: HTTP with libmicrohttpd: an internal epoll thread pool, one
- * struct request per request, freed in the completion callback.  Routing,
- * content negotiation and the HTTP status of each answer live here; what
- * the answer says comes from admission/api.c.
+ * server.c: HTTP with libmicrohttpd: an internal thread pool, one struct
+ * request per request, freed in the completion callback.  Routing, content
+ * negotiation and the HTTP status of each answer live here; what the
+ * answer says comes from admission/api.c.
+ *
+ * The pool polls with poll(2), not epoll: libmicrohttpd 0.9.75's epoll
+ * mode misses a client's end of stream when it arrives with the last
+ * data, so a client that vanished mid-body held its request until the
+ * 30 s connection timeout (and held up a drain as long).  Throughput
+ * measured with tests/bench.sh is the same either way.
  */
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -367,6 +373,19 @@ find_route(const char *url)
 	return NULL;
 }
 
+static enum MHD_Result
+count_lengths(void *cls, enum MHD_ValueKind kind, const char *key,
+    const char *value)
+{
+	int *n = cls;
+
+	(void)kind;
+	(void)value;
+	if (strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) == 0)
+		(*n)++;
+	return MHD_YES;
+}
+
 /* Checks that need only the headers: 404, 405, 411, 413, 415. */
 static int
 early_status(struct MHD_Connection *c, struct request *r, const char *method,
@@ -374,7 +393,7 @@ early_status(struct MHD_Connection *c, struct request *r, const char *method,
 {
 	const struct route *rt = r->route;
 	const char *len, *te;
-	int fmt;
+	int fmt, lengths = 0;
 
 	if (rt == NULL)
 		return *why = "no such endpoint", MHD_HTTP_NOT_FOUND;
@@ -386,6 +405,13 @@ early_status(struct MHD_Connection *c, struct request *r, const char *method,
 		return 0;
 	len = header(c, MHD_HTTP_HEADER_CONTENT_LENGTH);
 	te = header(c, MHD_HTTP_HEADER_TRANSFER_ENCODING);
+	/* RFC 9112 6.3: two lengths, or a length and chunked, frame the
+	 * body two ways; a proxy may read the other one (smuggling). */
+	MHD_get_connection_values(c, MHD_HEADER_KIND, count_lengths, &lengths);
+	if (lengths > 1 || (len != NULL && te != NULL))
+		return *why = "the body is framed twice (Content-Length and "
+		              "another length or Transfer-Encoding)",
+		       MHD_HTTP_BAD_REQUEST;
 	if (len == NULL && te == NULL)
 		return *why = "a body with Content-Length is required",
 		       MHD_HTTP_LENGTH_REQUIRED;
@@ -635,7 +661,7 @@ mfd_server_check(const struct mfd_config *cfg)
 int
 mfd_server_start(const struct mfd_config *cfg)
 {
-	unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG |
+	unsigned flags = MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG |
 	    MHD_ALLOW_SUSPEND_RESUME;
 	struct sockaddr_storage ss;
 	socklen_t sslen;
