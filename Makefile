@@ -173,10 +173,12 @@ fuzz: $(DEPSTAMP)
 	  tail -1 build/fuzz/$$name.log; \
 	done
 
+SOURCES = $(wildcard admission/*.[ch] catalog/*.[ch] daemon/*.[ch] cli/*.c \
+            tests/*.[ch])
 lint:
-	clang-format --dry-run --Werror --style=file $(wildcard */*.c */*.h)
+	clang-format --dry-run --Werror --style=file $(SOURCES)
 	@! grep -nE '\b(sprintf|strcpy|strcat|strtok|atoi|gets)\s*\(' \
-	  $(wildcard */*.c */*.h) || { echo "lint: banned call"; exit 1; }
+	  $(SOURCES) || { echo "lint: banned call"; exit 1; }
 
 install: all
 	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(BINDIR) $(DESTDIR)$(DATADIR)/models

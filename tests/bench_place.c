@@ -37,20 +37,25 @@ generate(void)
 	struct mf_buf b;
 
 	mf_buf_init(&b, 64u << 20);
-	mf_buf_printf(&b, "apiVersion: memfloor.dev/v1\nkind: GpuCatalog\n"
+	mf_buf_printf(&b,
+	    "apiVersion: memfloor.dev/v1\nkind: GpuCatalog\n"
 	    "gpus:\n");
 	srand(1);
 	for (int i = 0; i < NGPUS; i++) {
 		int gb = 8 + rand() % 193;
 		double thr = 0.05 + (double)(rand() % 2500) / 1000.0;
 
-		mf_buf_printf(&b, "  - {name: gpu-%05d, memory: %dG, "
+		mf_buf_printf(&b,
+		    "  - {name: gpu-%05d, memory: %dG, "
 		    "hourlyPrice: %.3f, relativeThroughput: %.3f, maxCount: %d}"
-		    "\n", i, gb, thr * (0.8 + (double)(rand() % 100) / 100.0) *
-		    (1 + gb / 100.0), thr, 1 << (rand() % 4));
+		    "\n",
+		    i, gb,
+		    thr * (0.8 + (double)(rand() % 100) / 100.0) *
+		        (1 + gb / 100.0),
+		    thr, 1 << (rand() % 4));
 	}
-	if (b.rc != MF_OK || mf_cat_parse(b.data, b.len, "generated", &cat,
-	    &err) != MF_OK) {
+	if (b.rc != MF_OK ||
+	    mf_cat_parse(b.data, b.len, "generated", &cat, &err) != MF_OK) {
 		fprintf(stderr, "bench: catalogue: %s\n", err.message);
 		exit(1);
 	}
@@ -59,8 +64,8 @@ generate(void)
 }
 
 static void
-read_job(const char *text, const struct mf_models *models,
-    struct mf_doc **doc, struct mf_job *job)
+read_job(const char *text, const struct mf_models *models, struct mf_doc **doc,
+    struct mf_job *job)
 {
 	struct mf_error err;
 
@@ -94,12 +99,15 @@ time_place(const struct mf_job *job, const struct mf_catalog *cat,
 int
 main(void)
 {
-	static const char full[] = "apiVersion: memfloor.dev/v1\nkind: Job\n"
+	static const char full[] =
+	    "apiVersion: memfloor.dev/v1\nkind: Job\n"
 	    "metadata: {name: bench}\nspec:\n  model: {name: "
 	    "meta-llama/Llama-3.1-8B}\n  workload: {sequenceLength: 4096}\n"
 	    "  duration: {referenceHours: 12}\n  allowedFixes: [sdpa, "
-	    "microbatch, autocast, checkpointing, adam8bit, lora, qlora, fsdp]\n";
-	static const char floor[] = "apiVersion: memfloor.dev/v1\nkind: Job\n"
+	    "microbatch, autocast, checkpointing, adam8bit, lora, qlora, "
+	    "fsdp]\n";
+	static const char floor[] =
+	    "apiVersion: memfloor.dev/v1\nkind: Job\n"
 	    "metadata: {name: bench}\nspec:\n  resources: {gpu: {minMemory: "
 	    "88Gi}}\n  duration: {referenceHours: 12}\n";
 	struct mf_models *models;
@@ -132,8 +140,8 @@ main(void)
 	printf("placement, 10,000 GPUs, minMemory:    %9.1f us  (reference)\n",
 	    ref_s * 1e6);
 	printf("placement, 10,000 GPUs, all fixes:    %9.1f us  (%.2fx the "
-	    "reference; target < 1000 us: %s)\n", fix_s * 1e6, fix_s / ref_s,
-	    fix_s < 1e-3 ? "met" : "missed");
+	       "reference; target < 1000 us: %s)\n",
+	    fix_s * 1e6, fix_s / ref_s, fix_s < 1e-3 ? "met" : "missed");
 	printf("placements per second with fixes:     %12.0f\n", 1 / fix_s);
 	if (!a1 || !a2)
 		printf("warning: a benchmark job was not admitted\n");

@@ -170,8 +170,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	load_once();
 	err.message[0] = '\0';
-	if (mf_doc_parse((const char *)data, size, MF_DOC_AUTO, &doc,
-	    &err) != MF_OK) {
+	if (mf_doc_parse((const char *)data, size, MF_DOC_AUTO, &doc, &err) !=
+	    MF_OK) {
 		check(err.message[0] != '\0');
 		return 0;
 	}

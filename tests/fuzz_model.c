@@ -69,8 +69,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct mf_error err;
 	struct mf_model m;
 
-	if (mf_doc_parse((const char *)data, size, MF_DOC_AUTO, &doc,
-	    &err) != MF_OK)
+	if (mf_doc_parse((const char *)data, size, MF_DOC_AUTO, &doc, &err) !=
+	    MF_OK)
 		return 0;
 	if (mf_model_read(mf_doc_root(doc), "config", &m, &err) == MF_OK)
 		check_model(&m);

@@ -181,9 +181,9 @@ wrap(unsigned mode, const char *text, size_t len)
 
 	if (value == NULL)
 		return NULL;
-	r = json_pack(
-	    "{s:s, s:s, s:{s:s, s:s, s:{s:s, s:s, s:s}, "
-	    "s:{s:s, s:s, s:{s:s, s:{s:o}}, s:{s:[{s:s}, {s:s, s:{}}]}}}}",
+	r = json_pack("{s:s, s:s, s:{s:s, s:s, s:{s:s, s:s, s:s}, "
+	              "s:{s:s, s:s, s:{s:s, s:{s:o}}, s:{s:[{s:s}, {s:s, "
+	              "s:{}}]}}}}",
 	    "apiVersion", "admission.k8s.io/v1", "kind", "AdmissionReview",
 	    "request", "uid", "fuzz", "operation", "CREATE", "kind", "group",
 	    mode & 2 ? "batch" : "", "version", "v1", "kind",
@@ -194,8 +194,8 @@ wrap(unsigned mode, const char *text, size_t len)
 	if (r == NULL)
 		return NULL;
 	if (mode & 2) {
-		json_t *o = json_object_get(
-		           json_object_get(r, "request"), "object"),
+		json_t *o = json_object_get(json_object_get(r, "request"),
+		           "object"),
 		       *spec = json_object_get(o, "spec");
 
 		json_object_set_new(o, "spec",
@@ -205,12 +205,12 @@ wrap(unsigned mode, const char *text, size_t len)
 		json_t *o =
 		    json_object_get(json_object_get(r, "request"), "object");
 
-		json_object_set_new(
-		    json_object_get(mode & 2
-		            ? json_object_get(
-		                  json_object_get(o, "spec"), "template")
-		            : o,
-		        "spec"),
+		json_object_set_new(json_object_get(mode & 2 ?
+		                            json_object_get(json_object_get(o,
+		                                                "spec"),
+		                                "template") :
+		                            o,
+		                        "spec"),
 		    "nodeSelector", json_pack("{s:s}", "zone", "a"));
 	}
 	body = json_dumps(r, 0);

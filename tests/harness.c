@@ -37,7 +37,7 @@ struct it_daemon {
 	pid_t pid;
 	int reaped;
 	int status; /* valid once reaped */
-	int fd; /* read end of the stderr pipe */
+	int fd;     /* read end of the stderr pipe */
 	pthread_t reader;
 	pthread_mutex_t lock; /* guards log, len, cap, eof */
 	pthread_cond_t grew;
@@ -68,7 +68,7 @@ it_now_ms(void)
 void
 it_sleep_ms(int ms)
 {
-	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
 
 	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
 		;
@@ -318,8 +318,8 @@ count_in(const char *hay, const char *needle)
 }
 
 int
-it_daemon_log_wait(
-    struct it_daemon *d, const char *needle, int n, int timeout_ms)
+it_daemon_log_wait(struct it_daemon *d, const char *needle, int n,
+    int timeout_ms)
 {
 	struct timespec until;
 	int rc = -1;
@@ -722,8 +722,8 @@ set_method(CURL *c, const struct it_req *q, struct source *src)
 		curl_easy_setopt(c, CURLOPT_READFUNCTION, on_read);
 		curl_easy_setopt(c, CURLOPT_READDATA, src);
 		if (!q->chunked)
-			curl_easy_setopt(
-			    c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)q->len);
+			curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE,
+			    (curl_off_t)q->len);
 	} else if (strcmp(q->method, "POST") == 0) {
 		curl_easy_setopt(c, CURLOPT_POSTFIELDS, "");
 		curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, 0L);
@@ -757,11 +757,11 @@ fill_response(CURL *c, CURLcode cc, struct sink *body, struct sink *hdrs,
 }
 
 int
-it_send(
-    const struct it_daemon *d, const struct it_req *q, struct it_response *r)
+it_send(const struct it_daemon *d, const struct it_req *q,
+    struct it_response *r)
 {
-	struct sink body = {0}, hdrs = {0};
-	struct source src = {q, 0};
+	struct sink body = { 0 }, hdrs = { 0 };
+	struct source src = { q, 0 };
 	struct curl_slist *h;
 	char url[512];
 	CURLcode cc = CURLE_OUT_OF_MEMORY;
@@ -788,8 +788,8 @@ it_send(
 		cc = curl_easy_perform(c);
 	}
 	if (cc != CURLE_OK && r->error[0] == '\0')
-		snprintf(
-		    r->error, sizeof(r->error), "%s", curl_easy_strerror(cc));
+		snprintf(r->error, sizeof(r->error), "%s",
+		    curl_easy_strerror(cc));
 	fill_response(c, cc, &body, &hdrs, r);
 	curl_slist_free_all(h);
 	curl_easy_cleanup(c);
@@ -801,7 +801,7 @@ it_request(const struct it_daemon *d, const char *method, const char *path,
     const char *body, size_t len, const char *const *headers,
     struct it_response *r)
 {
-	struct it_req q = {0};
+	struct it_req q = { 0 };
 
 	q.method = method;
 	q.path = path;
@@ -822,8 +822,8 @@ it_response_free(struct it_response *r)
 }
 
 char *
-it_response_header(
-    const struct it_response *r, const char *name, char *buf, size_t size)
+it_response_header(const struct it_response *r, const char *name, char *buf,
+    size_t size)
 {
 	size_t n = strlen(name);
 	const char *line = r->headers;
@@ -892,8 +892,8 @@ it_can_connect(int port)
 static char *
 read_until_close(int fd, long until)
 {
-	struct sink s = {0};
-	struct pollfd pfd = {fd, POLLIN, 0};
+	struct sink s = { 0 };
+	struct pollfd pfd = { fd, POLLIN, 0 };
 	char chunk[4096];
 	ssize_t n;
 

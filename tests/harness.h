@@ -20,26 +20,26 @@ struct it_daemon;
 
 struct it_response {
 	long status; /* HTTP status; 0 when no answer came */
-	char *body; /* NUL-terminated, owned; "" when empty */
+	char *body;  /* NUL-terminated, owned; "" when empty */
 	size_t len;
 	char *content_type; /* owned, or NULL when the answer had none */
-	char *headers; /* every header line as received, owned */
-	char error[256]; /* libcurl's message when status is 0 */
+	char *headers;      /* every header line as received, owned */
+	char error[256];    /* libcurl's message when status is 0 */
 };
 
 /* One request.  Zero every field you do not set. */
 struct it_req {
 	const char *method; /* "GET", "POST", ... */
-	const char *path; /* "/v1/admit?x=y" */
-	const char *body; /* NULL: no body */
+	const char *path;   /* "/v1/admit?x=y" */
+	const char *body;   /* NULL: no body */
 	size_t len;
 	/* "Name: value" lines, NULL-terminated, or NULL */
 	const char *const *headers;
-	int chunked; /* send the body without a length */
-	size_t piece; /* bytes per write; 0: all at once */
-	int delay_ms; /* sleep before each piece */
+	int chunked;         /* send the body without a length */
+	size_t piece;        /* bytes per write; 0: all at once */
+	int delay_ms;        /* sleep before each piece */
 	atomic_size_t *sent; /* bytes handed over so far, or NULL */
-	int timeout_ms; /* whole exchange; 0: 10 s */
+	int timeout_ms;      /* whole exchange; 0: 10 s */
 };
 
 /* The repository root (MF_TOP, else "."); rel under it, written to buf. */
@@ -82,8 +82,8 @@ char *it_daemon_log(struct it_daemon *d);
 /* How many times needle occurs in the log. */
 int it_daemon_log_count(struct it_daemon *d, const char *needle);
 /* Wait until needle occurs n times; 0, or -1 on timeout or exit. */
-int it_daemon_log_wait(
-    struct it_daemon *d, const char *needle, int n, int timeout_ms);
+int it_daemon_log_wait(struct it_daemon *d, const char *needle, int n,
+    int timeout_ms);
 /* SIGKILL when still running, reap, free.  NULL is a no-op. */
 void it_daemon_stop(struct it_daemon *d);
 
@@ -91,16 +91,16 @@ void it_daemon_stop(struct it_daemon *d);
  * Send q to the daemon and fill r (release with it_response_free, also on
  * failure).  0 when an answer came, -1 otherwise (r->error says why).
  */
-int it_send(
-    const struct it_daemon *d, const struct it_req *q, struct it_response *r);
+int it_send(const struct it_daemon *d, const struct it_req *q,
+    struct it_response *r);
 /* it_send with only method, path, body and headers. */
 int it_request(const struct it_daemon *d, const char *method, const char *path,
     const char *body, size_t len, const char *const *headers,
     struct it_response *r);
 void it_response_free(struct it_response *r);
 /* The value of header name (case-insensitive) in buf, "" when absent. */
-char *it_response_header(
-    const struct it_response *r, const char *name, char *buf, size_t size);
+char *it_response_header(const struct it_response *r, const char *name,
+    char *buf, size_t size);
 /* The body as JSON (new reference), or NULL when it is not JSON. */
 json_t *it_json(const struct it_response *r);
 
@@ -109,8 +109,8 @@ json_t *it_json(const struct it_response *r);
  * or timeout_ms passes; the bytes read, NUL-terminated, malloc'd.  NULL
  * when the connection could not be made.
  */
-char *it_raw(
-    const struct it_daemon *d, const char *data, size_t len, int timeout_ms);
+char *
+it_raw(const struct it_daemon *d, const char *data, size_t len, int timeout_ms);
 /* Whether a TCP connection to the daemon's port is accepted. */
 int it_can_connect(int port);
 

@@ -36,7 +36,7 @@
 #include "harness.h"
 
 #define F88GI INT64_C(94489280512) /* 88 x 1,073,741,824 */
-#define MAX_BODY 4096 /* --max-body of the shared daemon */
+#define MAX_BODY 4096              /* --max-body of the shared daemon */
 #define WAIT_MS 10000
 
 /* --- checks that say what they saw ----------------------------------- */
@@ -164,10 +164,10 @@ bad_status(const struct it_response *r, long want, int line)
 	return 1;
 }
 
-#define FAIL_IF(bad)                                                           \
-	do {                                                                   \
-		if (bad)                                                       \
-			fail();                                                \
+#define FAIL_IF(bad) \
+	do { \
+		if (bad) \
+			fail(); \
 	} while (0)
 #define CHECK_STR(j, p, w) FAIL_IF(bad_str(j, p, w, __LINE__))
 #define CHECK_INT(j, p, w) FAIL_IF(bad_int(j, p, w, __LINE__))
@@ -190,7 +190,7 @@ post_as(const struct it_daemon *d, const char *path, const char *body,
     size_t len, const char *ctype, const char *accept, struct it_response *r)
 {
 	char h1[128], h2[128];
-	const char *hdrs[3] = {NULL, NULL, NULL};
+	const char *hdrs[3] = { NULL, NULL, NULL };
 	size_t n = 0;
 
 	if (ctype != NULL) {
@@ -210,8 +210,8 @@ admit(const struct it_daemon *d, const char *yaml, struct it_response *r)
 {
 	json_t *j;
 
-	post_as(
-	    d, "/v1/admit", yaml, strlen(yaml), "application/yaml", NULL, r);
+	post_as(d, "/v1/admit", yaml, strlen(yaml), "application/yaml", NULL,
+	    r);
 	j = it_json(r);
 	if (j == NULL) {
 		print_error("not JSON (status %ld, %s):\n%s\n", r->status,
@@ -290,11 +290,11 @@ check_order(json_t *j, const char *const *want, size_t n, int line)
 	}
 }
 
-#define CHECK_ORDER(j, ...)                                                    \
-	do {                                                                   \
-		static const char *const order_[] = {__VA_ARGS__};             \
-		check_order(                                                   \
-		    j, order_, sizeof(order_) / sizeof(order_[0]), __LINE__);  \
+#define CHECK_ORDER(j, ...) \
+	do { \
+		static const char *const order_[] = { __VA_ARGS__ }; \
+		check_order(j, order_, sizeof(order_) / sizeof(order_[0]), \
+		    __LINE__); \
 	} while (0)
 
 /* --- the shared daemon: place.yaml ----------------------------------- */
@@ -307,8 +307,8 @@ start_place(void **state)
 
 	fixture(cat, sizeof(cat), "place.yaml");
 	snprintf(maxbody, sizeof(maxbody), "%d", MAX_BODY);
-	d = it_daemon_start((const char *const[]){"-f", cat, "-m", models_dir(),
-	    "--max-body", maxbody, "--threads", "4", NULL});
+	d = it_daemon_start((const char *const[]){ "-f", cat, "-m",
+	    models_dir(), "--max-body", maxbody, "--threads", "4", NULL });
 	*state = d;
 	return d == NULL ? -1 : 0;
 }
@@ -359,8 +359,9 @@ test_admit_cheapest_to_finish(void **state)
 	char path[4096], *yaml;
 	json_t *j;
 
-	yaml = it_read_file(
-	    it_path(path, sizeof(path), "examples/min-memory-88Gi.yaml"), NULL);
+	yaml = it_read_file(it_path(path, sizeof(path),
+	                        "examples/min-memory-88Gi.yaml"),
+	    NULL);
 	assert_non_null(yaml);
 	j = admit(d, yaml, &r);
 	CHECK_STATUS(&r, 200);
@@ -385,8 +386,8 @@ test_admit_cheapest_to_finish(void **state)
 	/* (141e9 - 94,489,280,512) / 141e9 = 0.329863 */
 	CHECK_NUM(j, "placement.spareFraction", 0.329863, FRAC);
 	CHECK_SIZE(j, "placement.fixes", 0);
-	CHECK_STR(
-	    json_object_get(jpath(j, "placement.labels"), "example.com/card"),
+	CHECK_STR(json_object_get(jpath(j, "placement.labels"),
+	              "example.com/card"),
 	    "", "fast");
 	CHECK_ORDER(j, "FAST", "MID", "CHEAPHOUR", "BIG");
 	/* MID: 12 / 0.5 = 24 h x 1.80 = 43.20; its 88Gi is the floor. */
@@ -444,8 +445,8 @@ test_admit_floor_above_every_card(void **state)
 	CHECK_STATUS(&r, 403);
 	CHECK_BOOL(j, "admitted", 0);
 	CHECK_STR(j, "need.source", "minMemory");
-	CHECK_INT(
-	    j, "need.minMemoryBytes", INT64_C(214748364800)); /* 200 x 2^30 */
+	CHECK_INT(j, "need.minMemoryBytes",
+	    INT64_C(214748364800)); /* 200 x 2^30 */
 	CHECK_STR(j, "minMemory", "200Gi");
 	/* The largest card is BIG, 192G. */
 	assert_true(json_is_string(json_object_get(j, "reason")));
@@ -461,8 +462,8 @@ test_admit_floor_above_every_card(void **state)
 
 /* Reject with limit, whose name must be in `limit` and in the reason. */
 static void
-check_limit_reject(
-    const struct it_daemon *d, const char *spec_extra, const char *limit)
+check_limit_reject(const struct it_daemon *d, const char *spec_extra,
+    const char *limit)
 {
 	struct it_response r;
 	char yaml[1024];
@@ -518,8 +519,8 @@ test_limit_max_cost(void **state)
 	json_decref(j);
 	it_response_free(&r);
 	/* 35.99: under the cheapest placement, FAST at $36.00. */
-	check_limit_reject(
-	    *state, "  limits:\n    maxCost: 35.99\n", "limits.maxCost");
+	check_limit_reject(*state, "  limits:\n    maxCost: 35.99\n",
+	    "limits.maxCost");
 }
 
 static void
@@ -531,8 +532,8 @@ test_limit_deadline(void **state)
 
 	/* 24 h: CHEAPHOUR (48 h) is out, MID at exactly 24 h is in. */
 	j = admit(*state,
-	    job88(
-	        yaml, sizeof(yaml), NULL, "  limits:\n    deadlineHours: 24\n"),
+	    job88(yaml, sizeof(yaml), NULL,
+	        "  limits:\n    deadlineHours: 24\n"),
 	    &r);
 	CHECK_STATUS(&r, 200);
 	CHECK_ORDER(j, "FAST", "MID", "BIG");
@@ -568,8 +569,8 @@ test_admit_count_two(void **state)
 	 * BIG:  12 / 3.6 = 3.3333 h x 20.00 = 66.67
 	 * CHEAPHOUR has maxCount 1: not a candidate.
 	 */
-	j = admit(
-	    *state, job88(yaml, sizeof(yaml), "      count: 2\n", NULL), &r);
+	j = admit(*state, job88(yaml, sizeof(yaml), "      count: 2\n", NULL),
+	    &r);
 	CHECK_STATUS(&r, 200);
 	CHECK_ORDER(j, "FAST", "MID", "BIG");
 	CHECK_INT(j, "placement.count", 2);
@@ -637,11 +638,11 @@ test_admit_canonical_floor(void **state)
 	/* 90112 x 2^20 = 88 x 2^30 = 94,489,280,512 */
 	check_canonical(*state, "90112Mi", "88Gi", F88GI, __LINE__);
 	/* 94.5 x 10^9 = 94,500 x 10^6 */
-	check_canonical(
-	    *state, "94.5G", "94500M", INT64_C(94500000000), __LINE__);
+	check_canonical(*state, "94.5G", "94500M", INT64_C(94500000000),
+	    __LINE__);
 	/* 0.0625Ti = 64Gi = 68,719,476,736 (fits MID and larger) */
-	check_canonical(
-	    *state, "0.0625Ti", "64Gi", INT64_C(68719476736), __LINE__);
+	check_canonical(*state, "0.0625Ti", "64Gi", INT64_C(68719476736),
+	    __LINE__);
 }
 
 /* --- HTTP errors ----------------------------------------------------- */
@@ -755,12 +756,12 @@ padded_job(size_t len)
 }
 
 static void
-send_sized(
-    const struct it_daemon *d, size_t len, int chunked, long want, int line)
+send_sized(const struct it_daemon *d, size_t len, int chunked, long want,
+    int line)
 {
-	static const char *const hdrs[] = {
-	    "Content-Type: application/yaml", NULL};
-	struct it_req q = {0};
+	static const char *const hdrs[] = { "Content-Type: application/yaml",
+		NULL };
+	struct it_req q = { 0 };
 	struct it_response r;
 	char *body = padded_job(len);
 	int bad;
@@ -825,16 +826,16 @@ check_400(const struct it_daemon *d, const char *body, const char *ctype,
 	if (column > 0)
 		bad |= bad_int(j, "column", column, at);
 	if (words != NULL)
-		bad |= bad_has(
-		    json_string_value(json_object_get(j, "error")), words, at);
+		bad |= bad_has(json_string_value(json_object_get(j, "error")),
+		    words, at);
 	json_decref(j);
 	it_response_free(&r);
 	FAIL_IF(bad);
 }
 
 #define YAML "application/yaml"
-#define HEAD_LINES                                                             \
-	"apiVersion: memfloor.dev/v1\nkind: Job\n"                             \
+#define HEAD_LINES \
+	"apiVersion: memfloor.dev/v1\nkind: Job\n" \
 	"metadata:\n  name: it-bad\nspec:\n  resources:\n    gpu:\n"
 
 static void
@@ -990,8 +991,8 @@ test_http_400_invalid_json(void **state)
 	check_400(*state, "{\"apiVersion\": \"memfloor.dev/v1\",",
 	    "application/json", NULL, 0, 0, "JSON", __LINE__);
 	/* Sniffed as JSON by its first byte when the type says nothing. */
-	check_400(
-	    *state, "{\"apiVersion\": }", NULL, NULL, 0, 0, "JSON", __LINE__);
+	check_400(*state, "{\"apiVersion\": }", NULL, NULL, 0, 0, "JSON",
+	    __LINE__);
 }
 
 /* --- output forms ---------------------------------------------------- */
@@ -1022,9 +1023,9 @@ yaml_get(yaml_document_t *doc, const char *path)
 		}
 		n = found;
 	}
-	return n != NULL && n->type == YAML_SCALAR_NODE
-	    ? (const char *)n->data.scalar.value
-	    : NULL;
+	return n != NULL && n->type == YAML_SCALAR_NODE ?
+	    (const char *)n->data.scalar.value :
+	    NULL;
 }
 
 static void
@@ -1093,14 +1094,14 @@ check_in_order(const char *text, const char *const *want, size_t n, int line)
 static void
 test_accept_text(void **state)
 {
-	static const char *const order[] = {
-	    "\nFAST ", "\nMID ", "\nCHEAPHOUR ", "\nBIG "};
+	static const char *const order[] = { "\nFAST ", "\nMID ",
+		"\nCHEAPHOUR ", "\nBIG " };
 	struct it_response r;
 	char yaml[1024];
 
 	job88(yaml, sizeof(yaml), NULL, NULL);
-	post_as(
-	    *state, "/v1/admit", yaml, strlen(yaml), YAML, "text/plain", &r);
+	post_as(*state, "/v1/admit", yaml, strlen(yaml), YAML, "text/plain",
+	    &r);
 	CHECK_STATUS(&r, 200);
 	assert_non_null(r.content_type);
 	assert_int_equal(strncmp(r.content_type, "text/plain", 10), 0);
@@ -1170,8 +1171,8 @@ test_catalog_min_memory(void **state)
 	CHECK_NUM(j, "gpus.3.costPerReferenceHour", 5.0, FRAC);
 	json_decref(j);
 	it_response_free(&r);
-	it_request(
-	    *state, "GET", "/v1/catalog?minMemory=88Gx", NULL, 0, NULL, &r);
+	it_request(*state, "GET", "/v1/catalog?minMemory=88Gx", NULL, 0, NULL,
+	    &r);
 	j = it_json(&r);
 	bad = bad_error(&r, j, 400, __LINE__) |
 	    bad_str(j, "field", "minMemory", __LINE__);
@@ -1183,13 +1184,13 @@ test_catalog_min_memory(void **state)
 static void
 test_catalog_text(void **state)
 {
-	static const char *const hdrs[] = {"Accept: text/plain", NULL};
-	static const char *const order[] = {
-	    "\nFAST ", "\nMID ", "\nCHEAPHOUR ", "\nBIG "};
+	static const char *const hdrs[] = { "Accept: text/plain", NULL };
+	static const char *const order[] = { "\nFAST ", "\nMID ",
+		"\nCHEAPHOUR ", "\nBIG " };
 	struct it_response r;
 
-	it_request(
-	    *state, "GET", "/v1/catalog?minMemory=88Gi", NULL, 0, hdrs, &r);
+	it_request(*state, "GET", "/v1/catalog?minMemory=88Gi", NULL, 0, hdrs,
+	    &r);
 	CHECK_STATUS(&r, 200);
 	assert_int_equal(strncmp(r.content_type, "text/plain", 10), 0);
 	check_in_order(r.body, order, 4, __LINE__);
@@ -1298,8 +1299,8 @@ metric(const struct it_daemon *d, const char *sample)
  * a moment after the client has its answer: wait for a count.
  */
 static void
-wait_metric(
-    const struct it_daemon *d, const char *sample, double want, int line)
+wait_metric(const struct it_daemon *d, const char *sample, double want,
+    int line)
 {
 	long until = it_now_ms() + WAIT_MS;
 	double v;
@@ -1388,7 +1389,7 @@ test_admit_tie_break(void **state)
 
 	fixture(cat, sizeof(cat), "tie.yaml");
 	d = it_daemon_start(
-	    (const char *const[]){"-f", cat, "-m", models_dir(), NULL});
+	    (const char *const[]){ "-f", cat, "-m", models_dir(), NULL });
 	assert_non_null(d);
 	*state = d;
 	/*
@@ -1437,7 +1438,7 @@ test_admit_tie_fewer_gpus(void **state)
 
 	fixture(cat, sizeof(cat), "tie-count.yaml");
 	d = it_daemon_start(
-	    (const char *const[]){"-f", cat, "-m", models_dir(), NULL});
+	    (const char *const[]){ "-f", cat, "-m", models_dir(), NULL });
 	assert_non_null(d);
 	*state = d;
 	j = admit(d, job, &r);
@@ -1467,8 +1468,8 @@ test_check_config(void **state)
 
 	(void)state;
 	fixture(cat, sizeof(cat), "place.yaml");
-	rc = it_run((const char *const[]){it_memfloord(), "-n", "-f", cat, "-m",
-	                models_dir(), NULL},
+	rc = it_run((const char *const[]){ it_memfloord(), "-n", "-f", cat,
+	                "-m", models_dir(), NULL },
 	    10000, &out);
 	assert_non_null(out);
 	if (rc != 0 || strcmp(out, "configuration OK\n") != 0) {
@@ -1478,8 +1479,8 @@ test_check_config(void **state)
 	free(out);
 	/* bad.yaml line 12: "    memory: 141Gx" of gpus[1]. */
 	fixture(bad, sizeof(bad), "bad.yaml");
-	rc = it_run((const char *const[]){it_memfloord(), "-n", "-f", bad, "-m",
-	                models_dir(), NULL},
+	rc = it_run((const char *const[]){ it_memfloord(), "-n", "-f", bad,
+	                "-m", models_dir(), NULL },
 	    10000, &out);
 	assert_non_null(out);
 	if (rc == 0 || strncmp(out, "bad.yaml:12: ", 13) != 0 ||
@@ -1538,8 +1539,8 @@ valid_answer(const struct it_response *r, char *why, size_t size)
 static void *
 loop_run(void *arg)
 {
-	static const char *const hdrs[] = {
-	    "Content-Type: application/yaml", NULL};
+	static const char *const hdrs[] = { "Content-Type: application/yaml",
+		NULL };
 	struct loop *l = arg;
 	struct it_response r;
 	char why[512];
@@ -1564,8 +1565,8 @@ loop_start(const struct it_daemon *d)
 	memset(&loop, 0, sizeof(loop));
 	loop.d = d;
 	job88(loop.job, sizeof(loop.job), NULL, NULL);
-	assert_int_equal(
-	    pthread_create(&loop.thread, NULL, loop_run, &loop), 0);
+	assert_int_equal(pthread_create(&loop.thread, NULL, loop_run, &loop),
+	    0);
 	loop.running = 1;
 }
 
@@ -1636,8 +1637,8 @@ wait_version(const struct it_daemon *d, long long want, int line)
 		it_sleep_ms(20);
 	if (v == want)
 		return;
-	print_error(
-	    "line %d: catalogue version %lld, want %lld\n", line, v, want);
+	print_error("line %d: catalogue version %lld, want %lld\n", line, v,
+	    want);
 	fail();
 }
 
@@ -1669,8 +1670,8 @@ start_watched(const char *catalog)
 	struct it_daemon *d;
 
 	/* -v logs when the watch is in place: only then is a change seen. */
-	d = it_daemon_start((const char *const[]){
-	    "-v", "-f", catalog, "-m", models_dir(), "--threads", "2", NULL});
+	d = it_daemon_start((const char *const[]){ "-v", "-f", catalog, "-m",
+	    models_dir(), "--threads", "2", NULL });
 	assert_non_null(d);
 	if (it_daemon_log_wait(d, "watching", 1, WAIT_MS) != 0) {
 		char *log = it_daemon_log(d);
@@ -1711,8 +1712,8 @@ test_reload_file(void **state)
 	assert_int_equal(catalog_version(own), 2);
 	check_placed(own, "MID", 43.20, __LINE__);
 	/* The log names the file and line of the problem. */
-	assert_int_equal(
-	    it_daemon_log_wait(own, "gpus.yaml:12", 1, WAIT_MS), 0);
+	assert_int_equal(it_daemon_log_wait(own, "gpus.yaml:12", 1, WAIT_MS),
+	    0);
 
 	/* (d) SIGHUP re-reads the file: still invalid, still version 2. */
 	assert_int_equal(it_daemon_signal(own, SIGHUP), 0);
@@ -1827,8 +1828,8 @@ teardown_slow(void **state)
 static void
 slow_start(void)
 {
-	static const char *const hdrs[] = {
-	    "Content-Type: application/yaml", NULL};
+	static const char *const hdrs[] = { "Content-Type: application/yaml",
+		NULL };
 
 	slow_body = padded_job(SLOW_LEN);
 	for (int i = 0; i < SLOW_CLIENTS; i++) {
@@ -1846,8 +1847,8 @@ slow_start(void)
 		s->q.delay_ms = 40;
 		s->q.sent = &s->sent;
 		s->q.timeout_ms = 20000;
-		assert_int_equal(
-		    pthread_create(&s->thread, NULL, slow_run, s), 0);
+		assert_int_equal(pthread_create(&s->thread, NULL, slow_run, s),
+		    0);
 		s->started = 1;
 	}
 }
@@ -1861,8 +1862,8 @@ test_sigterm_drains(void **state)
 
 	(void)state;
 	fixture(cat, sizeof(cat), "place.yaml");
-	own = it_daemon_start((const char *const[]){
-	    "-f", cat, "-m", models_dir(), "--threads", "4", NULL});
+	own = it_daemon_start((const char *const[]){ "-f", cat, "-m",
+	    models_dir(), "--threads", "4", NULL });
 	assert_non_null(own);
 	port = it_daemon_port(own);
 	slow_start();
@@ -1906,7 +1907,7 @@ test_sigint_exits(void **state)
 	(void)state;
 	fixture(cat, sizeof(cat), "place.yaml");
 	own = it_daemon_start(
-	    (const char *const[]){"-f", cat, "-m", models_dir(), NULL});
+	    (const char *const[]){ "-f", cat, "-m", models_dir(), NULL });
 	assert_non_null(own);
 	assert_int_equal(it_daemon_signal(own, SIGINT), 0);
 	assert_int_equal(it_daemon_wait(own, WAIT_MS), 0);
@@ -1916,53 +1917,54 @@ int
 main(void)
 {
 	const struct CMUnitTest shared[] = {
-	    cmocka_unit_test(test_admit_cheapest_to_finish),
-	    cmocka_unit_test(test_admit_json_body),
-	    cmocka_unit_test(test_admit_floor_above_every_card),
-	    cmocka_unit_test(test_limit_max_hourly_price),
-	    cmocka_unit_test(test_limit_max_cost),
-	    cmocka_unit_test(test_limit_deadline),
-	    cmocka_unit_test(test_admit_count_two),
-	    cmocka_unit_test(test_admit_canonical_floor),
-	    cmocka_unit_test(test_http_404),
-	    cmocka_unit_test(test_http_405),
-	    cmocka_unit_test(test_http_411),
-	    cmocka_unit_test(test_http_413),
-	    cmocka_unit_test(test_http_415),
-	    cmocka_unit_test(test_http_400_unknown_field),
-	    cmocka_unit_test(test_http_400_unknown_field_line),
-	    cmocka_unit_test(test_http_400_wrong_type),
-	    cmocka_unit_test(test_http_400_bad_quantity),
-	    cmocka_unit_test(test_http_400_missing_name),
-	    cmocka_unit_test(test_http_400_negative_count),
-	    cmocka_unit_test(test_http_400_alias),
-	    cmocka_unit_test(test_http_400_nesting),
-	    cmocka_unit_test(test_http_400_json_nesting),
-	    cmocka_unit_test(test_http_400_invalid_json),
-	    cmocka_unit_test(test_accept_yaml),
-	    cmocka_unit_test(test_accept_text),
-	    cmocka_unit_test(test_catalog_whole),
-	    cmocka_unit_test(test_catalog_min_memory),
-	    cmocka_unit_test(test_catalog_text),
-	    cmocka_unit_test(test_models_list),
-	    cmocka_unit_test(test_health_ready),
-	    cmocka_unit_test(test_metrics_counts),
+		cmocka_unit_test(test_admit_cheapest_to_finish),
+		cmocka_unit_test(test_admit_json_body),
+		cmocka_unit_test(test_admit_floor_above_every_card),
+		cmocka_unit_test(test_limit_max_hourly_price),
+		cmocka_unit_test(test_limit_max_cost),
+		cmocka_unit_test(test_limit_deadline),
+		cmocka_unit_test(test_admit_count_two),
+		cmocka_unit_test(test_admit_canonical_floor),
+		cmocka_unit_test(test_http_404),
+		cmocka_unit_test(test_http_405),
+		cmocka_unit_test(test_http_411),
+		cmocka_unit_test(test_http_413),
+		cmocka_unit_test(test_http_415),
+		cmocka_unit_test(test_http_400_unknown_field),
+		cmocka_unit_test(test_http_400_unknown_field_line),
+		cmocka_unit_test(test_http_400_wrong_type),
+		cmocka_unit_test(test_http_400_bad_quantity),
+		cmocka_unit_test(test_http_400_missing_name),
+		cmocka_unit_test(test_http_400_negative_count),
+		cmocka_unit_test(test_http_400_alias),
+		cmocka_unit_test(test_http_400_nesting),
+		cmocka_unit_test(test_http_400_json_nesting),
+		cmocka_unit_test(test_http_400_invalid_json),
+		cmocka_unit_test(test_accept_yaml),
+		cmocka_unit_test(test_accept_text),
+		cmocka_unit_test(test_catalog_whole),
+		cmocka_unit_test(test_catalog_min_memory),
+		cmocka_unit_test(test_catalog_text),
+		cmocka_unit_test(test_models_list),
+		cmocka_unit_test(test_health_ready),
+		cmocka_unit_test(test_metrics_counts),
 	};
 	const struct CMUnitTest own_daemon[] = {
-	    cmocka_unit_test_teardown(test_admit_tie_break, stop_place),
-	    cmocka_unit_test_teardown(test_admit_tie_fewer_gpus, stop_place),
-	    cmocka_unit_test(test_check_config),
-	    cmocka_unit_test_teardown(test_reload_file, teardown_own),
-	    cmocka_unit_test_teardown(test_reload_configmap, teardown_own),
-	    cmocka_unit_test_teardown(test_sigterm_drains, teardown_slow),
-	    cmocka_unit_test_teardown(test_sigint_exits, teardown_own),
+		cmocka_unit_test_teardown(test_admit_tie_break, stop_place),
+		cmocka_unit_test_teardown(test_admit_tie_fewer_gpus,
+		    stop_place),
+		cmocka_unit_test(test_check_config),
+		cmocka_unit_test_teardown(test_reload_file, teardown_own),
+		cmocka_unit_test_teardown(test_reload_configmap, teardown_own),
+		cmocka_unit_test_teardown(test_sigterm_drains, teardown_slow),
+		cmocka_unit_test_teardown(test_sigint_exits, teardown_own),
 	};
 	int failed;
 
-	failed = cmocka_run_group_tests_name(
-	    "it_admit: one daemon", shared, start_place, stop_place);
-	failed += cmocka_run_group_tests_name(
-	    "it_admit: own daemons", own_daemon, NULL, NULL);
+	failed = cmocka_run_group_tests_name("it_admit: one daemon", shared,
+	    start_place, stop_place);
+	failed += cmocka_run_group_tests_name("it_admit: own daemons",
+	    own_daemon, NULL, NULL);
 	it_cleanup();
 	return failed == 0 ? 0 : 1;
 }

@@ -164,9 +164,12 @@ test_shipped_common_cards(void **state)
 		const char *name;
 		int64_t memory;
 	} cards[] = {
-		{ "H100", 80 * GB }, { "A100-40GB", 40 * GB },
-		{ "A100-80GB", 80 * GB }, { "L40S", 48 * GB },
-		{ "L4", 24 * GB }, { "RTX-4090", 24 * GB },
+		{ "H100", 80 * GB },
+		{ "A100-40GB", 40 * GB },
+		{ "A100-80GB", 80 * GB },
+		{ "L40S", 48 * GB },
+		{ "L4", 24 * GB },
+		{ "RTX-4090", 24 * GB },
 		{ "RTX-A6000", 48 * GB },
 	};
 	struct mf_catalog *cat = load_shipped();
@@ -183,8 +186,7 @@ test_shipped_common_cards(void **state)
 	for (size_t i = 0; i < cat->ngpus; i++) {
 		g = &cat->gpus[i];
 		assert_int_equal(g->nlabels, 1);
-		assert_string_equal(g->labels[0].key,
-		    "nvidia.com/gpu.product");
+		assert_string_equal(g->labels[0].key, "nvidia.com/gpu.product");
 		assert_true(g->throughput > 0 && g->throughput < 3);
 		assert_true(g->max_count >= 1 && g->max_count <= 8);
 	}
@@ -205,7 +207,7 @@ smallest_fit(const struct mf_catalog *cat, int64_t need)
 			continue;
 		if (best == NULL || g->memory < best->memory ||
 		    (g->memory == best->memory &&
-		    g->hourly_price < best->hourly_price))
+		        g->hourly_price < best->hourly_price))
 			best = g;
 	}
 	return best;
@@ -265,19 +267,19 @@ test_parse_defaults(void **state)
 static void
 test_parse_overrides(void **state)
 {
-	struct mf_catalog *cat = parse_ok(HDR
-	    "headroom: 0\n"
-	    "multiGpuEfficiency: 1\n"
-	    "timeFactors: {checkpointing: 1.3, sdpa: 0.8, fsdp: 100}\n"
-	    "gpus:\n"
-	    "  - name: x.Y_z-9\n"
-	    "    memory: 88Gi\n"
-	    "    hourlyPrice: 0\n"
-	    "    relativeThroughput: 1000\n"
-	    "    maxCount: 1024\n"
-	    "    labels:\n"
-	    "      nvidia.com/gpu.product: NVIDIA-H100-80GB-HBM3\n"
-	    "      zone: \"\"\n");
+	struct mf_catalog *cat = parse_ok(
+	    HDR "headroom: 0\n"
+	        "multiGpuEfficiency: 1\n"
+	        "timeFactors: {checkpointing: 1.3, sdpa: 0.8, fsdp: 100}\n"
+	        "gpus:\n"
+	        "  - name: x.Y_z-9\n"
+	        "    memory: 88Gi\n"
+	        "    hourlyPrice: 0\n"
+	        "    relativeThroughput: 1000\n"
+	        "    maxCount: 1024\n"
+	        "    labels:\n"
+	        "      nvidia.com/gpu.product: NVIDIA-H100-80GB-HBM3\n"
+	        "      zone: \"\"\n");
 	const struct mf_gpu *g = &cat->gpus[0];
 
 	(void)state;
@@ -309,11 +311,12 @@ test_parse_boundaries(void **state)
 
 	(void)state;
 	cat = parse_ok(HDR "headroom: 0.89\nmultiGpuEfficiency: 0.01\n"
-	    "gpus:\n" GPU_A);
+	                   "gpus:\n" GPU_A);
 	assert_true(cat->headroom == 0.89);
 	mf_cat_unref(cat);
 	cat = parse_ok(gpu_doc("name: "
-	    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-",
+	                       "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTU"
+	                       "VWXYZ0123456789-",
 	    "memory: 1", "hourlyPrice: 1000000", "relativeThroughput: 0.001",
 	    "maxCount: 1", NULL));
 	assert_int_equal(strlen(cat->gpus[0].name), 63);
@@ -332,7 +335,9 @@ test_parse_json(void **state)
 
 	(void)state;
 	assert_int_equal(mf_cat_load(top_path(path, sizeof(path),
-	    "tests/data/catalog/good-full.json"), &cat, &err), MF_OK);
+	                                 "tests/data/catalog/good-full.json"),
+	                     &cat, &err),
+	    MF_OK);
 	assert_int_equal(cat->ngpus, 2);
 	assert_true(cat->headroom == 0);
 	assert_true(cat->time_factor[MF_FIX_SDPA] == 0.8);
@@ -348,9 +353,10 @@ test_parse_json_error(void **state)
 {
 	(void)state;
 	expect_fail("{\"apiVersion\": \"memfloor.dev/v1\", \"kind\": "
-	    "\"GpuCatalog\", \"gpus\": [{\"name\": \"A\", \"memory\": \"1x\", "
-	    "\"hourlyPrice\": 1, \"relativeThroughput\": 1}]}", MF_EINVAL,
-	    "gpus[0].memory", 0,
+	            "\"GpuCatalog\", \"gpus\": [{\"name\": \"A\", \"memory\": "
+	            "\"1x\", "
+	            "\"hourlyPrice\": 1, \"relativeThroughput\": 1}]}",
+	    MF_EINVAL, "gpus[0].memory", 0,
 	    "t.yaml: gpus[0].memory: '1x' is not a quantity");
 }
 
@@ -363,7 +369,10 @@ test_parse_minimal_fixture(void **state)
 
 	(void)state;
 	assert_int_equal(mf_cat_load(top_path(path, sizeof(path),
-	    "tests/data/catalog/good-minimal.yaml"), &cat, &err), MF_OK);
+	                                 "tests/data/catalog/"
+	                                 "good-minimal.yaml"),
+	                     &cat, &err),
+	    MF_OK);
 	/* 24Gi = 24 x 1,073,741,824 = 25,769,803,776. */
 	assert_int_equal(cat->gpus[0].memory, 25769803776LL);
 	assert_int_equal(cat->gpus[0].line, 5);
@@ -387,7 +396,8 @@ test_parse_ten_thousand(void **state)
 	for (size_t i = 0; i < n; i++)
 		used += (size_t)snprintf(buf + used, size - used,
 		    "  - {name: g%05zu, memory: %zuG, hourlyPrice: 1.5, "
-		    "relativeThroughput: 0.5}\n", i, i + 1);
+		    "relativeThroughput: 0.5}\n",
+		    i, i + 1);
 	assert_true(used < size);
 	assert_int_equal(mf_cat_parse(buf, used, "big.yaml", &cat, &err),
 	    MF_OK);
@@ -407,7 +417,8 @@ test_parse_ten_thousand(void **state)
 	    MF_EINVAL);
 	assert_string_equal(err.field, "gpus[10000].name");
 	assert_int_equal(err.line, 10004);
-	assert_string_equal(err.message, "big.yaml:10004: gpus[10000].name: "
+	assert_string_equal(err.message,
+	    "big.yaml:10004: gpus[10000].name: "
 	    "'g00007' is already the name of gpus[7] (line 11)");
 	free(buf);
 }
@@ -428,7 +439,8 @@ test_parse_too_many_gpus(void **state)
 	for (size_t i = 0; i < n; i++)
 		used += (size_t)snprintf(buf + used, size - used,
 		    "- {name: g%zu, memory: 1, hourlyPrice: 0, "
-		    "relativeThroughput: 1}\n", i);
+		    "relativeThroughput: 1}\n",
+		    i);
 	assert_true(used < size);
 	assert_int_equal(mf_cat_parse(buf, used, "huge.yaml", &cat, &err),
 	    MF_ETOOBIG);
@@ -445,11 +457,13 @@ test_top_api_version(void **state)
 	(void)state;
 	expect_fail("kind: GpuCatalog\ngpus:\n" GPU_A, MF_EINVAL, "apiVersion",
 	    1, "t.yaml:1: apiVersion: required field is missing");
-	expect_fail("apiVersion: memfloor.dev/v2\nkind: GpuCatalog\ngpus:\n"
-	    GPU_A, MF_EINVAL, "apiVersion", 1, "t.yaml:1: apiVersion: "
-	    "'memfloor.dev/v2' is not memfloor.dev/v1");
-	expect_fail("apiVersion: 1\nkind: GpuCatalog\ngpus:\n" GPU_A,
+	expect_fail("apiVersion: memfloor.dev/v2\nkind: "
+	            "GpuCatalog\ngpus:\n" GPU_A,
 	    MF_EINVAL, "apiVersion", 1,
+	    "t.yaml:1: apiVersion: "
+	    "'memfloor.dev/v2' is not memfloor.dev/v1");
+	expect_fail("apiVersion: 1\nkind: GpuCatalog\ngpus:\n" GPU_A, MF_EINVAL,
+	    "apiVersion", 1,
 	    "t.yaml:1: apiVersion: must be a string, not a number");
 }
 
@@ -487,13 +501,12 @@ test_top_headroom(void **state)
 	(void)state;
 	expect_fail(HDR "headroom: 0.9\ngpus:\n" GPU_A, MF_EINVAL, "headroom",
 	    3, "t.yaml:3: headroom: 0.9 is out of range [0, 0.9)");
-	expect_fail(HDR "headroom: -0.1\ngpus:\n" GPU_A, MF_EINVAL,
-	    "headroom", 3, "t.yaml:3: headroom: -0.1 is out of range [0, 0.9)");
-	expect_fail(HDR "headroom: .nan\ngpus:\n" GPU_A, MF_EINVAL,
-	    "headroom", 3, "t.yaml:3: headroom: '.nan' is not a finite number");
-	expect_fail(HDR "headroom: '0.1'\ngpus:\n" GPU_A, MF_EINVAL,
-	    "headroom", 3,
-	    "t.yaml:3: headroom: must be a number, not a string");
+	expect_fail(HDR "headroom: -0.1\ngpus:\n" GPU_A, MF_EINVAL, "headroom",
+	    3, "t.yaml:3: headroom: -0.1 is out of range [0, 0.9)");
+	expect_fail(HDR "headroom: .nan\ngpus:\n" GPU_A, MF_EINVAL, "headroom",
+	    3, "t.yaml:3: headroom: '.nan' is not a finite number");
+	expect_fail(HDR "headroom: '0.1'\ngpus:\n" GPU_A, MF_EINVAL, "headroom",
+	    3, "t.yaml:3: headroom: must be a number, not a string");
 }
 
 static void
@@ -512,18 +525,19 @@ static void
 test_top_time_factors(void **state)
 {
 	(void)state;
-	expect_fail(HDR "timeFactors:\n  lora: 1\n  gradcheck: 1.2\ngpus:\n"
-	    GPU_A, MF_EINVAL, "timeFactors.gradcheck", 5,
+	expect_fail(HDR
+	    "timeFactors:\n  lora: 1\n  gradcheck: 1.2\ngpus:\n" GPU_A,
+	    MF_EINVAL, "timeFactors.gradcheck", 5,
 	    "t.yaml:5: timeFactors.gradcheck: unknown fix (sdpa, microbatch, "
 	    "autocast, checkpointing, adam8bit, lora, qlora or fsdp)");
 	expect_fail(HDR "timeFactors: {checkpointing: 0}\ngpus:\n" GPU_A,
 	    MF_EINVAL, "timeFactors.checkpointing", 3,
 	    "t.yaml:3: timeFactors.checkpointing: 0 is out of range (0, 100]");
-	expect_fail(HDR "timeFactors: {fsdp: 100.5}\ngpus:\n" GPU_A,
-	    MF_EINVAL, "timeFactors.fsdp", 3,
+	expect_fail(HDR "timeFactors: {fsdp: 100.5}\ngpus:\n" GPU_A, MF_EINVAL,
+	    "timeFactors.fsdp", 3,
 	    "t.yaml:3: timeFactors.fsdp: 100.5 is out of range (0, 100]");
-	expect_fail(HDR "timeFactors: {fsdp: fast}\ngpus:\n" GPU_A,
-	    MF_EINVAL, "timeFactors.fsdp", 3,
+	expect_fail(HDR "timeFactors: {fsdp: fast}\ngpus:\n" GPU_A, MF_EINVAL,
+	    "timeFactors.fsdp", 3,
 	    "t.yaml:3: timeFactors.fsdp: must be a number, not a string");
 	expect_fail(HDR "timeFactors: [checkpointing]\ngpus:\n" GPU_A,
 	    MF_EINVAL, "timeFactors", 3,
@@ -553,8 +567,9 @@ test_gpu_unknown_key(void **state)
 {
 	(void)state;
 	expect_fail(gpu_doc("name: A", "memory: 16G", "hourlyPrice: 1",
-	    "relativeThroughput: 1", "memroy: 32G", NULL), MF_EINVAL,
-	    "gpus[0].memroy", 8, "t.yaml:8: gpus[0].memroy: unknown field");
+	                "relativeThroughput: 1", "memroy: 32G", NULL),
+	    MF_EINVAL, "gpus[0].memroy", 8,
+	    "t.yaml:8: gpus[0].memroy: unknown field");
 }
 
 static void
@@ -562,24 +577,31 @@ test_gpu_name(void **state)
 {
 	(void)state;
 	expect_fail(gpu_doc("memory: 16G", "hourlyPrice: 1",
-	    "relativeThroughput: 1", NULL), MF_EINVAL, "gpus[0].name", 4,
+	                "relativeThroughput: 1", NULL),
+	    MF_EINVAL, "gpus[0].name", 4,
 	    "t.yaml:4: gpus[0].name: required field is missing");
 	expect_fail(gpu_doc("memory: 16G", "name: ''", "hourlyPrice: 1",
-	    "relativeThroughput: 1", NULL), MF_EINVAL, "gpus[0].name", 5,
+	                "relativeThroughput: 1", NULL),
+	    MF_EINVAL, "gpus[0].name", 5,
 	    "t.yaml:5: gpus[0].name: '' is not a GPU name (1 to 63 characters "
 	    "of [A-Za-z0-9._-])");
 	expect_fail(gpu_doc("name: H100 SXM", "memory: 16G", "hourlyPrice: 1",
-	    "relativeThroughput: 1", NULL), MF_EINVAL, "gpus[0].name", 4,
+	                "relativeThroughput: 1", NULL),
+	    MF_EINVAL, "gpus[0].name", 4,
 	    "t.yaml:4: gpus[0].name: 'H100 SXM' is not a GPU name (1 to 63 "
 	    "characters of [A-Za-z0-9._-])");
 	expect_fail(gpu_doc("name: "
-	    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_",
-	    "memory: 16G", "hourlyPrice: 1", "relativeThroughput: 1", NULL),
-	    MF_EINVAL, "gpus[0].name", 4, "t.yaml:4: gpus[0].name: "
+	                    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWX"
+	                    "YZ0123456789-_",
+	                "memory: 16G", "hourlyPrice: 1",
+	                "relativeThroughput: 1", NULL),
+	    MF_EINVAL, "gpus[0].name", 4,
+	    "t.yaml:4: gpus[0].name: "
 	    "'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_'"
 	    " is not a GPU name (1 to 63 characters of [A-Za-z0-9._-])");
 	expect_fail(gpu_doc("name: 4090", "memory: 24G", "hourlyPrice: 1",
-	    "relativeThroughput: 1", NULL), MF_EINVAL, "gpus[0].name", 4,
+	                "relativeThroughput: 1", NULL),
+	    MF_EINVAL, "gpus[0].name", 4,
 	    "t.yaml:4: gpus[0].name: must be a string, not a number");
 }
 
@@ -587,12 +609,14 @@ static void
 test_gpu_duplicate_name(void **state)
 {
 	(void)state;
-	expect_fail(HDR "gpus:\n" GPU_A
+	expect_fail(HDR
+	    "gpus:\n" GPU_A
 	    "  - {name: B, memory: 1G, hourlyPrice: 1, relativeThroughput: 1}\n"
 	    "  - {name: A, memory: 2G, hourlyPrice: 1, relativeThroughput: 1}\n"
 	    "  - {name: B, memory: 3G, hourlyPrice: 1, relativeThroughput: 1}"
 	    "\n",
-	    MF_EINVAL, "gpus[2].name", 9, "t.yaml:9: gpus[2].name: 'A' is "
+	    MF_EINVAL, "gpus[2].name", 9,
+	    "t.yaml:9: gpus[2].name: 'A' is "
 	    "already the name of gpus[0] (line 4)");
 }
 
@@ -601,27 +625,34 @@ test_gpu_memory(void **state)
 {
 	(void)state;
 	expect_fail(gpu_doc("name: A", "hourlyPrice: 1",
-	    "relativeThroughput: 1", NULL), MF_EINVAL, "gpus[0].memory", 4,
+	                "relativeThroughput: 1", NULL),
+	    MF_EINVAL, "gpus[0].memory", 4,
 	    "t.yaml:4: gpus[0].memory: required field is missing");
 	expect_fail(gpu_doc("name: A", "memory: 96Gx", "hourlyPrice: 1",
-	    "relativeThroughput: 1", NULL), MF_EINVAL, "gpus[0].memory", 5,
+	                "relativeThroughput: 1", NULL),
+	    MF_EINVAL, "gpus[0].memory", 5,
 	    "t.yaml:5: gpus[0].memory: '96Gx' is not a quantity");
 	expect_fail(gpu_doc("name: A", "memory: 0", "hourlyPrice: 1",
-	    "relativeThroughput: 1", NULL), MF_EINVAL, "gpus[0].memory", 5,
+	                "relativeThroughput: 1", NULL),
+	    MF_EINVAL, "gpus[0].memory", 5,
 	    "t.yaml:5: gpus[0].memory: '0' is not a positive number of bytes");
 	expect_fail(gpu_doc("name: A", "memory: -16G", "hourlyPrice: 1",
-	    "relativeThroughput: 1", NULL), MF_EINVAL, "gpus[0].memory", 5,
+	                "relativeThroughput: 1", NULL),
+	    MF_EINVAL, "gpus[0].memory", 5,
 	    "t.yaml:5: gpus[0].memory: '-16G' is not a positive number of "
 	    "bytes");
 	expect_fail(gpu_doc("name: A", "memory: 1.5", "hourlyPrice: 1",
-	    "relativeThroughput: 1", NULL), MF_EINVAL, "gpus[0].memory", 5,
+	                "relativeThroughput: 1", NULL),
+	    MF_EINVAL, "gpus[0].memory", 5,
 	    "t.yaml:5: gpus[0].memory: '1.5' is not a whole number of bytes");
 	expect_fail(gpu_doc("name: A", "memory: 100m", "hourlyPrice: 1",
-	    "relativeThroughput: 1", NULL), MF_EINVAL, "gpus[0].memory", 5,
+	                "relativeThroughput: 1", NULL),
+	    MF_EINVAL, "gpus[0].memory", 5,
 	    "t.yaml:5: gpus[0].memory: '100m' uses a sub-unit suffix (m, u or "
 	    "n), not a byte size");
 	expect_fail(gpu_doc("name: A", "memory: [16G]", "hourlyPrice: 1",
-	    "relativeThroughput: 1", NULL), MF_EINVAL, "gpus[0].memory", 5,
+	                "relativeThroughput: 1", NULL),
+	    MF_EINVAL, "gpus[0].memory", 5,
 	    "t.yaml:5: gpus[0].memory: must be a quantity such as 88Gi, not a "
 	    "list");
 }
@@ -631,22 +662,27 @@ test_gpu_price(void **state)
 {
 	(void)state;
 	expect_fail(gpu_doc("name: A", "memory: 1G", "relativeThroughput: 1",
-	    NULL), MF_EINVAL, "gpus[0].hourlyPrice", 4,
+	                NULL),
+	    MF_EINVAL, "gpus[0].hourlyPrice", 4,
 	    "t.yaml:4: gpus[0].hourlyPrice: required field is missing");
 	expect_fail(gpu_doc("name: A", "memory: 1G", "hourlyPrice: -0.01",
-	    "relativeThroughput: 1", NULL), MF_EINVAL, "gpus[0].hourlyPrice",
-	    6, "t.yaml:6: gpus[0].hourlyPrice: -0.01 is out of range "
+	                "relativeThroughput: 1", NULL),
+	    MF_EINVAL, "gpus[0].hourlyPrice", 6,
+	    "t.yaml:6: gpus[0].hourlyPrice: -0.01 is out of range "
 	    "[0, 1000000]");
 	expect_fail(gpu_doc("name: A", "memory: 1G", "hourlyPrice: 1e7",
-	    "relativeThroughput: 1", NULL), MF_EINVAL, "gpus[0].hourlyPrice",
-	    6, "t.yaml:6: gpus[0].hourlyPrice: 1e7 is out of range "
+	                "relativeThroughput: 1", NULL),
+	    MF_EINVAL, "gpus[0].hourlyPrice", 6,
+	    "t.yaml:6: gpus[0].hourlyPrice: 1e7 is out of range "
 	    "[0, 1000000]");
 	expect_fail(gpu_doc("name: A", "memory: 1G", "hourlyPrice: .inf",
-	    "relativeThroughput: 1", NULL), MF_EINVAL, "gpus[0].hourlyPrice",
-	    6, "t.yaml:6: gpus[0].hourlyPrice: '.inf' is not a finite number");
+	                "relativeThroughput: 1", NULL),
+	    MF_EINVAL, "gpus[0].hourlyPrice", 6,
+	    "t.yaml:6: gpus[0].hourlyPrice: '.inf' is not a finite number");
 	expect_fail(gpu_doc("name: A", "memory: 1G", "hourlyPrice: $1.35",
-	    "relativeThroughput: 1", NULL), MF_EINVAL, "gpus[0].hourlyPrice",
-	    6, "t.yaml:6: gpus[0].hourlyPrice: must be a number, not a string");
+	                "relativeThroughput: 1", NULL),
+	    MF_EINVAL, "gpus[0].hourlyPrice", 6,
+	    "t.yaml:6: gpus[0].hourlyPrice: must be a number, not a string");
 }
 
 static void
@@ -654,19 +690,23 @@ test_gpu_throughput(void **state)
 {
 	(void)state;
 	expect_fail(gpu_doc("name: A", "memory: 1G", "hourlyPrice: 1", NULL),
-	    MF_EINVAL, "gpus[0].relativeThroughput", 4, "t.yaml:4: "
+	    MF_EINVAL, "gpus[0].relativeThroughput", 4,
+	    "t.yaml:4: "
 	    "gpus[0].relativeThroughput: required field is missing");
 	expect_fail(gpu_doc("name: A", "memory: 1G", "hourlyPrice: 1",
-	    "relativeThroughput: 0", NULL), MF_EINVAL,
-	    "gpus[0].relativeThroughput", 7, "t.yaml:7: "
+	                "relativeThroughput: 0", NULL),
+	    MF_EINVAL, "gpus[0].relativeThroughput", 7,
+	    "t.yaml:7: "
 	    "gpus[0].relativeThroughput: 0 is out of range (0, 1000]");
 	expect_fail(gpu_doc("name: A", "memory: 1G", "hourlyPrice: 1",
-	    "relativeThroughput: 1000.5", NULL), MF_EINVAL,
-	    "gpus[0].relativeThroughput", 7, "t.yaml:7: "
+	                "relativeThroughput: 1000.5", NULL),
+	    MF_EINVAL, "gpus[0].relativeThroughput", 7,
+	    "t.yaml:7: "
 	    "gpus[0].relativeThroughput: 1000.5 is out of range (0, 1000]");
 	expect_fail(gpu_doc("name: A", "memory: 1G", "hourlyPrice: 1",
-	    "relativeThroughput: -.inf", NULL), MF_EINVAL,
-	    "gpus[0].relativeThroughput", 7, "t.yaml:7: "
+	                "relativeThroughput: -.inf", NULL),
+	    MF_EINVAL, "gpus[0].relativeThroughput", 7,
+	    "t.yaml:7: "
 	    "gpus[0].relativeThroughput: '-.inf' is not a finite number");
 }
 
@@ -675,20 +715,20 @@ test_gpu_max_count(void **state)
 {
 	(void)state;
 	expect_fail(gpu_doc("name: A", "memory: 1G", "hourlyPrice: 1",
-	    "relativeThroughput: 1", "maxCount: 0", NULL), MF_EINVAL,
-	    "gpus[0].maxCount", 8,
+	                "relativeThroughput: 1", "maxCount: 0", NULL),
+	    MF_EINVAL, "gpus[0].maxCount", 8,
 	    "t.yaml:8: gpus[0].maxCount: 0 is out of range [1, 1024]");
 	expect_fail(gpu_doc("name: A", "memory: 1G", "hourlyPrice: 1",
-	    "relativeThroughput: 1", "maxCount: 1025", NULL), MF_EINVAL,
-	    "gpus[0].maxCount", 8,
+	                "relativeThroughput: 1", "maxCount: 1025", NULL),
+	    MF_EINVAL, "gpus[0].maxCount", 8,
 	    "t.yaml:8: gpus[0].maxCount: 1025 is out of range [1, 1024]");
 	expect_fail(gpu_doc("name: A", "memory: 1G", "hourlyPrice: 1",
-	    "relativeThroughput: 1", "maxCount: 2.5", NULL), MF_EINVAL,
-	    "gpus[0].maxCount", 8,
+	                "relativeThroughput: 1", "maxCount: 2.5", NULL),
+	    MF_EINVAL, "gpus[0].maxCount", 8,
 	    "t.yaml:8: gpus[0].maxCount: '2.5' is not a whole number");
 	expect_fail(gpu_doc("name: A", "memory: 1G", "hourlyPrice: 1",
-	    "relativeThroughput: 1", "maxCount: eight", NULL), MF_EINVAL,
-	    "gpus[0].maxCount", 8,
+	                "relativeThroughput: 1", "maxCount: eight", NULL),
+	    MF_EINVAL, "gpus[0].maxCount", 8,
 	    "t.yaml:8: gpus[0].maxCount: must be an integer, not a string");
 }
 
@@ -700,45 +740,51 @@ test_gpu_labels(void **state)
 
 	(void)state;
 	expect_fail(gpu_doc("name: A", "memory: 1G", "hourlyPrice: 1",
-	    "relativeThroughput: 1", "labels: [a]", NULL), MF_EINVAL,
-	    "gpus[0].labels", 8,
+	                "relativeThroughput: 1", "labels: [a]", NULL),
+	    MF_EINVAL, "gpus[0].labels", 8,
 	    "t.yaml:8: gpus[0].labels: must be a mapping, not a list");
 	expect_fail(gpu_doc("name: A", "memory: 1G", "hourlyPrice: 1",
-	    "relativeThroughput: 1", "labels: {gpu: true}", NULL), MF_EINVAL,
-	    "gpus[0].labels.gpu", 8,
+	                "relativeThroughput: 1", "labels: {gpu: true}", NULL),
+	    MF_EINVAL, "gpus[0].labels.gpu", 8,
 	    "t.yaml:8: gpus[0].labels.gpu: must be a string, not a boolean");
 	expect_fail(gpu_doc("name: A", "memory: 1G", "hourlyPrice: 1",
-	    "relativeThroughput: 1", "labels: {gpu: 'a b'}", NULL), MF_EINVAL,
-	    "gpus[0].labels.gpu", 8,
+	                "relativeThroughput: 1", "labels: {gpu: 'a b'}", NULL),
+	    MF_EINVAL, "gpus[0].labels.gpu", 8,
 	    "t.yaml:8: gpus[0].labels.gpu: 'a b' is not a Kubernetes label "
 	    "value (at most 63 characters of [A-Za-z0-9._-])");
 	expect_fail(gpu_doc("name: A", "memory: 1G", "hourlyPrice: 1",
-	    "relativeThroughput: 1", "labels: {gpu: -x}", NULL), MF_EINVAL,
-	    "gpus[0].labels.gpu", 8,
+	                "relativeThroughput: 1", "labels: {gpu: -x}", NULL),
+	    MF_EINVAL, "gpus[0].labels.gpu", 8,
 	    "t.yaml:8: gpus[0].labels.gpu: '-x' is not a Kubernetes label "
 	    "value (at most 63 characters of [A-Za-z0-9._-])");
 	expect_fail(gpu_doc("name: A", "memory: 1G", "hourlyPrice: 1",
-	    "relativeThroughput: 1", "labels: {Nvidia.com/gpu: x}", NULL),
+	                "relativeThroughput: 1", "labels: {Nvidia.com/gpu: x}",
+	                NULL),
 	    MF_EINVAL, "gpus[0].labels.Nvidia.com/gpu", 8,
 	    "t.yaml:8: gpus[0].labels.Nvidia.com/gpu: is not a Kubernetes "
 	    "label key ([prefix/]name, name at most 63 characters of "
 	    "[A-Za-z0-9._-])");
 	expect_fail(gpu_doc("name: A", "memory: 1G", "hourlyPrice: 1",
-	    "relativeThroughput: 1", "labels: {a/b/c: x}", NULL),
+	                "relativeThroughput: 1", "labels: {a/b/c: x}", NULL),
 	    MF_EINVAL, "gpus[0].labels.a/b/c", 8,
 	    "t.yaml:8: gpus[0].labels.a/b/c: is not a Kubernetes label key "
 	    "([prefix/]name, name at most 63 characters of [A-Za-z0-9._-])");
 
 	/* A key longer than err->field still gives one clean message. */
-	snprintf(buf, sizeof(buf), "%s", gpu_doc("name: A", "memory: 1G",
-	    "hourlyPrice: 1", "relativeThroughput: 1", "labels: {"
-	    "a123456789.b123456789.c123456789.d123456789.e123456789."
-	    "f123456789.g123456789.h123456789.i123456789.j123456789.com/x: "
-	    "'a b'}", NULL));
+	snprintf(buf, sizeof(buf), "%s",
+	    gpu_doc("name: A", "memory: 1G", "hourlyPrice: 1",
+	        "relativeThroughput: 1",
+	        "labels: {"
+	        "a123456789.b123456789.c123456789.d123456789.e123456789."
+	        "f123456789.g123456789.h123456789.i123456789.j123456789.com/x: "
+	        "'a b'}",
+	        NULL));
 	/* 127 characters: "gpus[0].labels." (15), 10 x 11, "co". */
-	expect_fail(buf, MF_EINVAL, "gpus[0].labels."
+	expect_fail(buf, MF_EINVAL,
+	    "gpus[0].labels."
 	    "a123456789.b123456789.c123456789.d123456789.e123456789."
-	    "f123456789.g123456789.h123456789.i123456789.j123456789.co", 8,
+	    "f123456789.g123456789.h123456789.i123456789.j123456789.co",
+	    8,
 	    "t.yaml:8: gpus[0].labels."
 	    "a123456789.b123456789.c123456789.d123456789.e123456789."
 	    "f123456789.g123456789.h123456789.i123456789.j123456789.co: "
@@ -746,8 +792,8 @@ test_gpu_labels(void **state)
 	    "of [A-Za-z0-9._-])");
 
 	/* 65 labels, one more than MF_CAT_MAX_LABELS. */
-	used = (size_t)snprintf(buf, sizeof(buf), HDR "gpus:\n" GPU_A
-	    "    labels:\n");
+	used = (size_t)snprintf(buf, sizeof(buf),
+	    HDR "gpus:\n" GPU_A "    labels:\n");
 	for (int i = 0; i < MF_CAT_MAX_LABELS + 1; i++)
 		used += (size_t)snprintf(buf + used, sizeof(buf) - used,
 		    "      k%d: v\n", i);
@@ -767,12 +813,17 @@ test_doc_syntax(void **state)
 
 	(void)state;
 	assert_int_equal(mf_cat_load(top_path(path, sizeof(path),
-	    "tests/data/catalog/bad-syntax.yaml"), &cat, &err), MF_EINVAL);
+	                                 "tests/data/catalog/bad-syntax.yaml"),
+	                     &cat, &err),
+	    MF_EINVAL);
 	assert_null(cat);
 	assert_string_equal(err.field, "");
 	assert_int_equal(err.line, 6);
-	assert_int_equal(strncmp(err.message, "bad-syntax.yaml:6: not valid "
-	    "YAML: ", 35), 0);
+	assert_int_equal(strncmp(err.message,
+	                     "bad-syntax.yaml:6: not valid "
+	                     "YAML: ",
+	                     35),
+	    0);
 }
 
 static void
@@ -780,8 +831,8 @@ test_doc_alias_refused(void **state)
 {
 	(void)state;
 	expect_fail(HDR "gpus:\n  - &a {name: A, memory: 1G, hourlyPrice: 1, "
-	    "relativeThroughput: 1}\n  - *a\n", MF_EINVAL, "", 5,
-	    "t.yaml:5: aliases are not allowed");
+	                "relativeThroughput: 1}\n  - *a\n",
+	    MF_EINVAL, "", 5, "t.yaml:5: aliases are not allowed");
 }
 
 static void
@@ -796,8 +847,8 @@ static void
 test_doc_two_documents(void **state)
 {
 	(void)state;
-	expect_fail(HDR "gpus:\n" GPU_A "---\n" HDR "gpus:\n" GPU_A,
-	    MF_EINVAL, "", 8, "t.yaml:8: only one document is allowed");
+	expect_fail(HDR "gpus:\n" GPU_A "---\n" HDR "gpus:\n" GPU_A, MF_EINVAL,
+	    "", 8, "t.yaml:8: only one document is allowed");
 }
 
 static void
@@ -814,7 +865,8 @@ test_parse_too_big(void **state)
 	assert_int_equal(mf_cat_parse(buf, len, "t.yaml", &cat, &err),
 	    MF_ETOOBIG);
 	assert_null(cat);
-	assert_string_equal(err.message, "t.yaml: 16777217 bytes, more than "
+	assert_string_equal(err.message,
+	    "t.yaml: 16777217 bytes, more than "
 	    "the 16777216 a catalogue may hold");
 	free(buf);
 }
@@ -849,27 +901,28 @@ test_load_bad_fixtures(void **state)
 		const char *message;
 	} bad[] = {
 		{ "bad-memory.yaml", "gpus[3].memory", 12,
-		  "bad-memory.yaml:12: gpus[3].memory: '96Gx' is not a "
-		  "quantity" },
+		    "bad-memory.yaml:12: gpus[3].memory: '96Gx' is not a "
+		    "quantity" },
 		{ "bad-duplicate.yaml", "gpus[2].name", 6,
-		  "bad-duplicate.yaml:6: gpus[2].name: 'H100' is already the "
-		  "name of gpus[0] (line 4)" },
+		    "bad-duplicate.yaml:6: gpus[2].name: 'H100' is already the "
+		    "name of gpus[0] (line 4)" },
 		{ "bad-unknown-key.yaml", "gpus[0].maxcount", 8,
-		  "bad-unknown-key.yaml:8: gpus[0].maxcount: unknown field" },
+		    "bad-unknown-key.yaml:8: gpus[0].maxcount: unknown field" },
 		{ "bad-alias.yaml", "", 5,
-		  "bad-alias.yaml:5: aliases are not allowed" },
-		{ "bad-time-factor.yaml",
-		  "timeFactors.gradientCheckpointing", 5,
-		  "bad-time-factor.yaml:5: timeFactors.gradientCheckpointing: "
-		  "unknown fix (sdpa, microbatch, autocast, checkpointing, "
-		  "adam8bit, lora, qlora or fsdp)" },
+		    "bad-alias.yaml:5: aliases are not allowed" },
+		{ "bad-time-factor.yaml", "timeFactors.gradientCheckpointing",
+		    5,
+		    "bad-time-factor.yaml:5: "
+		    "timeFactors.gradientCheckpointing: "
+		    "unknown fix (sdpa, microbatch, autocast, checkpointing, "
+		    "adam8bit, lora, qlora or fsdp)" },
 		{ "bad-label.yaml", "gpus[0].labels.nvidia.com/gpu.product", 9,
-		  "bad-label.yaml:9: gpus[0].labels.nvidia.com/gpu.product: "
-		  "'NVIDIA GeForce RTX 3090' is not a Kubernetes label value "
-		  "(at most 63 characters of [A-Za-z0-9._-])" },
+		    "bad-label.yaml:9: gpus[0].labels.nvidia.com/gpu.product: "
+		    "'NVIDIA GeForce RTX 3090' is not a Kubernetes label value "
+		    "(at most 63 characters of [A-Za-z0-9._-])" },
 		{ "bad-headroom.yaml", "headroom", 3,
-		  "bad-headroom.yaml:3: headroom: must be a number, not a "
-		  "string" },
+		    "bad-headroom.yaml:3: headroom: must be a number, not a "
+		    "string" },
 	};
 	struct mf_catalog *cat;
 	struct mf_error err;
@@ -881,7 +934,8 @@ test_load_bad_fixtures(void **state)
 		snprintf(rel, sizeof(rel), "tests/data/catalog/%s",
 		    bad[i].file);
 		assert_int_equal(mf_cat_load(top_path(path, sizeof(path), rel),
-		    &cat, &err), MF_EINVAL);
+		                     &cat, &err),
+		    MF_EINVAL);
 		assert_null(cat);
 		assert_string_equal(err.message, bad[i].message);
 		assert_string_equal(err.field, bad[i].field);
@@ -899,7 +953,8 @@ test_load_missing(void **state)
 	assert_int_equal(mf_cat_load("/nonexistent/dir/gpus.yaml", &cat, &err),
 	    MF_ENOTFOUND);
 	assert_null(cat);
-	assert_string_equal(err.message, "/nonexistent/dir/gpus.yaml: "
+	assert_string_equal(err.message,
+	    "/nonexistent/dir/gpus.yaml: "
 	    "cannot open: No such file or directory");
 	assert_int_equal(err.line, 0);
 	assert_string_equal(err.field, "");
@@ -958,8 +1013,10 @@ test_load_size_cap(void **state)
 	write_padded(path, HDR "gpus:\n" GPU_A, MF_CAT_MAX_BYTES + 1);
 	assert_int_equal(mf_cat_load(path, &cat, &err), MF_ETOOBIG);
 	assert_null(cat);
-	snprintf(expect, sizeof(expect), "%s: larger than the 16777216 bytes "
-	    "a catalogue may hold", path);
+	snprintf(expect, sizeof(expect),
+	    "%s: larger than the 16777216 bytes "
+	    "a catalogue may hold",
+	    path);
 	assert_string_equal(err.message, expect);
 	unlink(path);
 }
@@ -1005,7 +1062,8 @@ test_ref_threads(void **state)
 	(void)state;
 	for (int i = 0; i < 4; i++)
 		assert_int_equal(pthread_create(&t[i], NULL, ref_worker,
-		    mf_cat_ref(cat)), 0);
+		                     mf_cat_ref(cat)),
+		    0);
 	for (int i = 0; i < 4; i++)
 		pthread_join(t[i], NULL);
 	assert_int_equal(cat->refs, 1);
@@ -1015,7 +1073,8 @@ test_ref_threads(void **state)
 static void
 test_find(void **state)
 {
-	struct mf_catalog *cat = parse_ok(HDR "gpus:\n" GPU_A
+	struct mf_catalog *cat = parse_ok(HDR
+	    "gpus:\n" GPU_A
 	    "  - {name: B, memory: 1G, hourlyPrice: 1, relativeThroughput: 1}"
 	    "\n");
 

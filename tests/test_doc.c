@@ -81,8 +81,8 @@ at(const struct mf_doc *doc, const char *key)
 }
 
 static void
-expect_type(const struct mf_doc *doc, const char *key,
-    enum mf_node_type type, const char *text)
+expect_type(const struct mf_doc *doc, const char *key, enum mf_node_type type,
+    const char *text)
 {
 	const struct mf_node *n = at(doc, key);
 
@@ -100,7 +100,8 @@ static void
 test_scalar_null(void **state)
 {
 	struct mf_doc *doc = parse_ok("a:\nb: ~\nc: null\nd: Null\n"
-	    "e: NULL\nf: \"\"\ng: nULL\n", MF_DOC_YAML);
+	                              "e: NULL\nf: \"\"\ng: nULL\n",
+	    MF_DOC_YAML);
 
 	(void)state;
 	expect_type(doc, "a", MF_NODE_NULL, NULL);
@@ -118,7 +119,8 @@ static void
 test_scalar_bool(void **state)
 {
 	struct mf_doc *doc = parse_ok("a: true\nb: True\nc: TRUE\nd: false\n"
-	    "e: False\nf: FALSE\ng: yes\nh: off\ni: \"true\"\nj: tRUE\n",
+	                              "e: False\nf: FALSE\ng: yes\nh: off\ni: "
+	                              "\"true\"\nj: tRUE\n",
 	    MF_DOC_YAML);
 
 	(void)state;
@@ -139,10 +141,12 @@ test_scalar_bool(void **state)
 static void
 test_scalar_numbers(void **state)
 {
-	struct mf_doc *doc = parse_ok("a: 12\nb: -3\nc: +4\nd: 0.5\ne: .5\n"
-	    "f: 1e9\ng: 5E3\nh: 2.5e-3\ni: .inf\nj: -.Inf\nk: .nan\n"
-	    "l: \"12\"\nm: '12'\nn: 12abc\no: 1_000\np: 1e\nq: -.nan\n"
-	    "r: 5.\ns: !!str 12\n", MF_DOC_YAML);
+	struct mf_doc *doc =
+	    parse_ok("a: 12\nb: -3\nc: +4\nd: 0.5\ne: .5\n"
+	             "f: 1e9\ng: 5E3\nh: 2.5e-3\ni: .inf\nj: -.Inf\nk: .nan\n"
+	             "l: \"12\"\nm: '12'\nn: 12abc\no: 1_000\np: 1e\nq: -.nan\n"
+	             "r: 5.\ns: !!str 12\n",
+	        MF_DOC_YAML);
 
 	(void)state;
 	expect_type(doc, "a", MF_NODE_NUM, "12");
@@ -173,9 +177,11 @@ test_scalar_numbers(void **state)
 static void
 test_scalar_json(void **state)
 {
-	struct mf_doc *doc = parse_ok("{\"a\": 12, \"b\": 2.5, \"c\": true, "
-	    "\"d\": false, \"e\": null, \"f\": \"12\", \"g\": 1e9, "
-	    "\"h\": [1, {}], \"i\": -7}", MF_DOC_JSON);
+	struct mf_doc *doc =
+	    parse_ok("{\"a\": 12, \"b\": 2.5, \"c\": true, "
+	             "\"d\": false, \"e\": null, \"f\": \"12\", \"g\": 1e9, "
+	             "\"h\": [1, {}], \"i\": -7}",
+	        MF_DOC_JSON);
 	const struct mf_node *h;
 
 	(void)state;
@@ -215,8 +221,8 @@ test_scalar_json(void **state)
 static void
 test_positions(void **state)
 {
-	struct mf_doc *doc = parse_ok("a: 1\nb:\n  c: x\n  d: [1, \"2\", ~]\n",
-	    MF_DOC_YAML);
+	struct mf_doc *doc =
+	    parse_ok("a: 1\nb:\n  c: x\n  d: [1, \"2\", ~]\n", MF_DOC_YAML);
 	const struct mf_node *root = mf_doc_root(doc), *b, *c, *d, *i;
 
 	(void)state;
@@ -256,8 +262,8 @@ test_positions(void **state)
 static void
 test_positions_block_list(void **state)
 {
-	struct mf_doc *doc = parse_ok("a:\n  - 1\n  - b: 2\n    c: 3\n",
-	    MF_DOC_YAML);
+	struct mf_doc *doc =
+	    parse_ok("a:\n  - 1\n  - b: 2\n    c: 3\n", MF_DOC_YAML);
 	const struct mf_node *a = at(doc, "a"), *m;
 
 	(void)state;
@@ -296,13 +302,13 @@ test_not_nul_terminated(void **state)
 
 	(void)state;
 	/* "a: 1\n" only. */
-	assert_int_equal(mf_doc_parse(text, 5, MF_DOC_YAML, &doc, &err),
-	    MF_OK);
+	assert_int_equal(mf_doc_parse(text, 5, MF_DOC_YAML, &doc, &err), MF_OK);
 	assert_int_equal(mf_doc_root(doc)->len, 1);
 	assert_null(mf_node_get(mf_doc_root(doc), "b"));
 	mf_doc_free(doc);
 	assert_int_equal(mf_doc_parse("{\"a\":1}xyz", 7, MF_DOC_JSON, &doc,
-	    &err), MF_OK);
+	                     &err),
+	    MF_OK);
 	mf_doc_free(doc);
 }
 
@@ -352,8 +358,8 @@ static void
 test_alias_laughs(void **state)
 {
 	const char *t = "a: &a [\"lol\", \"lol\"]\n"
-	    "b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]\n"
-	    "c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b]\n";
+	                "b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]\n"
+	                "c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b]\n";
 
 	(void)state;
 	expect_fail(t, strlen(t), MF_DOC_AUTO, MF_EINVAL, 2, 8, "alias");
@@ -383,8 +389,8 @@ nested_block(int n)
 
 	assert_non_null(s);
 	for (int i = 0; i < n; i++)
-		used += (size_t)snprintf(s + used, cap - used, "%*sa:%s",
-		    2 * i, "", i == n - 1 ? " 1\n" : "\n");
+		used += (size_t)snprintf(s + used, cap - used, "%*sa:%s", 2 * i,
+		    "", i == n - 1 ? " 1\n" : "\n");
 	return s;
 }
 
@@ -464,7 +470,8 @@ test_depth_65_json(void **state)
 		struct mf_error err;
 
 		assert_int_not_equal(mf_doc_parse(s, strlen(s), MF_DOC_JSON,
-		    &doc, &err), MF_OK);
+		                         &doc, &err),
+		    MF_OK);
 		assert_null(doc);
 	}
 	free(s);
@@ -498,8 +505,7 @@ test_duplicate_json(void **state)
 	struct mf_doc *doc;
 
 	(void)state;
-	expect_fail(t, strlen(t), MF_DOC_JSON, MF_EINVAL, 2, -1,
-	    "duplicate");
+	expect_fail(t, strlen(t), MF_DOC_JSON, MF_EINVAL, 2, -1, "duplicate");
 	doc = parse_ok("{\"a\": {\"a\": 1}, \"b\": {\"a\": 2}}", MF_DOC_JSON);
 	mf_doc_free(doc);
 }
@@ -512,8 +518,7 @@ test_two_documents(void **state)
 	struct mf_doc *doc;
 
 	(void)state;
-	expect_fail(t, strlen(t), MF_DOC_YAML, MF_EINVAL, 3, 1,
-	    "one document");
+	expect_fail(t, strlen(t), MF_DOC_YAML, MF_EINVAL, 3, 1, "one document");
 	t = "a: 1\n...\nb: 2\n";
 	expect_fail(t, strlen(t), MF_DOC_YAML, MF_EINVAL, -1, 0, "");
 	doc = parse_ok("---\na: 1\n...\n", MF_DOC_YAML);
@@ -590,9 +595,9 @@ many_keys(size_t n, int json)
 	if (json)
 		s[used++] = '{';
 	for (size_t i = 0; i < n; i++)
-		used += (size_t)snprintf(s + used, cap - used, json ?
-		    "%s\"k%zu\": 1" : "%sk%zu: 1\n", i && json ? ", " : "",
-		    i);
+		used += (size_t)snprintf(s + used, cap - used,
+		    json ? "%s\"k%zu\": 1" : "%sk%zu: 1\n",
+		    i && json ? ", " : "", i);
 	if (json)
 		s[used++] = '}';
 	s[used] = '\0';
@@ -614,8 +619,8 @@ test_max_keys_yaml(void **state)
 	mf_doc_free(doc);
 	free(s);
 	s = many_keys(MF_DOC_MAX_KEYS + 1, 0);
-	expect_fail(s, strlen(s), MF_DOC_YAML, MF_ETOOBIG,
-	    MF_DOC_MAX_KEYS + 1, 1, "too many keys");
+	expect_fail(s, strlen(s), MF_DOC_YAML, MF_ETOOBIG, MF_DOC_MAX_KEYS + 1,
+	    1, "too many keys");
 	free(s);
 }
 
@@ -719,8 +724,8 @@ test_path(void **state)
 	(void)state;
 	assert_string_equal(mf_path(buf, sizeof(buf), "", "spec"), "spec");
 	assert_string_equal(mf_path(buf, sizeof(buf), NULL, "spec"), "spec");
-	assert_string_equal(mf_path(buf, sizeof(buf), "spec.workload",
-	    "lora"), "spec.workload.lora");
+	assert_string_equal(mf_path(buf, sizeof(buf), "spec.workload", "lora"),
+	    "spec.workload.lora");
 	/* Too small: whatever is kept, it is terminated inside the buffer. */
 	memset(buf, 'x', sizeof(buf));
 	assert_true(strlen(mf_path(buf, 8, "spec.workload", "lora")) < 8);
@@ -752,8 +757,10 @@ expect_msg(enum mf_rc rc, const struct mf_error *err, const char *field,
 static void
 test_node_int(void **state)
 {
-	struct mf_doc *doc = parse_ok("a: 12\nb: 0\nc: 1e9\nd: 2.5\ne: \"12\"\n"
-	    "f: 99999999999999999999\ng: -5\nh: 12.0\n", MF_DOC_YAML);
+	struct mf_doc *doc =
+	    parse_ok("a: 12\nb: 0\nc: 1e9\nd: 2.5\ne: \"12\"\n"
+	             "f: 99999999999999999999\ng: -5\nh: 12.0\n",
+	        MF_DOC_YAML);
 	struct mf_error err;
 	int64_t v = 77;
 
@@ -762,7 +769,8 @@ test_node_int(void **state)
 	    MF_OK);
 	assert_int_equal(v, 12);
 	assert_int_equal(mf_node_int(at(doc, "c"), "x.c", 1, INT64_MAX, &v,
-	    &err), MF_OK);
+	                     &err),
+	    MF_OK);
 	assert_int_equal(v, 1000000000);
 	assert_int_equal(mf_node_int(at(doc, "h"), "x.h", 1, 100, &v, &err),
 	    MF_OK);
@@ -772,7 +780,8 @@ test_node_int(void **state)
 	assert_int_equal(v, -5);
 	v = 77;
 	expect_msg(mf_node_int(at(doc, "b"), "spec.resources.gpu.count", 1,
-	    1024, &v, &err), &err, "spec.resources.gpu.count",
+	               1024, &v, &err),
+	    &err, "spec.resources.gpu.count",
 	    "spec.resources.gpu.count: 0 is out of range [1, 1024] "
 	    "(line 2, column 4)");
 	assert_int_equal(err.line, 2);
@@ -782,7 +791,8 @@ test_node_int(void **state)
 	expect_msg(mf_node_int(at(doc, "e"), "x.e", 1, 100, &v, &err), &err,
 	    "x.e", "x.e: must be an integer, not a string (line 5, column 4)");
 	expect_msg(mf_node_int(at(doc, "f"), "x.f", 1, INT64_MAX, &v, &err),
-	    &err, "x.f", "x.f: '99999999999999999999' is out of range "
+	    &err, "x.f",
+	    "x.f: '99999999999999999999' is out of range "
 	    "(line 6, column 4)");
 	expect_msg(mf_node_int(at(doc, "g"), "x.g", 1, 100, &v, &err), &err,
 	    "x.g", "x.g: -5 is out of range [1, 100] (line 7, column 4)");
@@ -812,7 +822,8 @@ static void
 test_node_double(void **state)
 {
 	struct mf_doc *doc = parse_ok("a: 0.25\nb: -1\nc: .inf\nd: x\n"
-	    "e: 7\n", MF_DOC_YAML);
+	                              "e: 7\n",
+	    MF_DOC_YAML);
 	struct mf_error err;
 	double v = 9;
 
@@ -827,7 +838,8 @@ test_node_double(void **state)
 	expect_msg(mf_node_double(at(doc, "b"), "x.b", 0, 1, &v, &err), &err,
 	    "x.b", "x.b: -1 is out of range [0, 1] (line 2, column 4)");
 	expect_msg(mf_node_double(at(doc, "c"), "x.c", 0, 1e300, &v, &err),
-	    &err, "x.c", "x.c: '.inf' is not a finite number "
+	    &err, "x.c",
+	    "x.c: '.inf' is not a finite number "
 	    "(line 3, column 4)");
 	expect_msg(mf_node_double(at(doc, "d"), "x.d", 0, 1, &v, &err), &err,
 	    "x.d", "x.d: must be a number, not a string (line 4, column 4)");
@@ -838,8 +850,8 @@ test_node_double(void **state)
 static void
 test_node_bool(void **state)
 {
-	struct mf_doc *doc = parse_ok("a: True\nb: false\nc: yes\n",
-	    MF_DOC_YAML);
+	struct mf_doc *doc =
+	    parse_ok("a: True\nb: false\nc: yes\n", MF_DOC_YAML);
 	struct mf_error err;
 	int v = 5;
 
@@ -859,8 +871,8 @@ static void
 test_node_str_enum(void **state)
 {
 	static const char *const names[] = { "sdpa", "flash", "eager", NULL };
-	struct mf_doc *doc = parse_ok("a: flash\nb: 12\nc: sdpx\n",
-	    MF_DOC_YAML);
+	struct mf_doc *doc =
+	    parse_ok("a: flash\nb: 12\nc: sdpx\n", MF_DOC_YAML);
 	struct mf_error err;
 	const char *s = NULL;
 	int i = -1;
@@ -874,8 +886,9 @@ test_node_str_enum(void **state)
 	i = -1;
 	expect_msg(mf_node_str(at(doc, "b"), "x.b", &s, &err), &err, "x.b",
 	    "x.b: must be a string, not a number (line 2, column 4)");
-	expect_msg(mf_node_enum(at(doc, "c"), "spec.workload.attention",
-	    names, &i, &err), &err, "spec.workload.attention",
+	expect_msg(mf_node_enum(at(doc, "c"), "spec.workload.attention", names,
+	               &i, &err),
+	    &err, "spec.workload.attention",
 	    "spec.workload.attention: 'sdpx' is not one of sdpa, flash, eager "
 	    "(line 3, column 4)");
 	assert_int_equal(i, -1);
@@ -895,9 +908,11 @@ static void
 test_node_bytes(void **state)
 {
 	struct mf_doc *doc = parse_ok("a: 88Gi\nb: 94.5G\nc: 1e9\nd: 100m\n"
-	    "e: true\nf: 0\ng: 1.5\n", MF_DOC_YAML);
+	                              "e: true\nf: 0\ng: 1.5\n",
+	    MF_DOC_YAML);
 	struct mf_doc *bad = parse_ok("spec:\n  resources:\n    gpu:\n"
-	    "      minMemory: 88Gx\n", MF_DOC_YAML);
+	                              "      minMemory: 88Gx\n",
+	    MF_DOC_YAML);
 	const struct mf_node *n;
 	struct mf_error err;
 	int64_t v = 3;
@@ -917,25 +932,30 @@ test_node_bytes(void **state)
 	assert_int_equal(v, INT64_C(1000000000));
 	v = 3;
 	n = mf_node_get(mf_node_get(mf_node_get(mf_doc_root(bad), "spec"),
-	    "resources"), "gpu");
+	                    "resources"),
+	    "gpu");
 	expect_msg(mf_node_bytes(mf_node_get(n, "minMemory"),
-	    "spec.resources.gpu.minMemory", &v, &fmt, &err), &err,
-	    "spec.resources.gpu.minMemory",
+	               "spec.resources.gpu.minMemory", &v, &fmt, &err),
+	    &err, "spec.resources.gpu.minMemory",
 	    "spec.resources.gpu.minMemory: '88Gx' is not a quantity "
 	    "(line 4, column 18)");
 	assert_int_equal(err.line, 4);
 	assert_int_equal(err.column, 18);
 	expect_msg(mf_node_bytes(at(doc, "d"), "x.d", &v, &fmt, &err), &err,
-	    "x.d", "x.d: '100m' uses a sub-unit suffix (m, u or n), not a "
+	    "x.d",
+	    "x.d: '100m' uses a sub-unit suffix (m, u or n), not a "
 	    "byte size (line 4, column 4)");
 	expect_msg(mf_node_bytes(at(doc, "e"), "x.e", &v, &fmt, &err), &err,
-	    "x.e", "x.e: must be a quantity such as 88Gi, not a boolean "
+	    "x.e",
+	    "x.e: must be a quantity such as 88Gi, not a boolean "
 	    "(line 5, column 4)");
 	expect_msg(mf_node_bytes(at(doc, "f"), "x.f", &v, &fmt, &err), &err,
-	    "x.f", "x.f: '0' is not a positive number of bytes "
+	    "x.f",
+	    "x.f: '0' is not a positive number of bytes "
 	    "(line 6, column 4)");
 	expect_msg(mf_node_bytes(at(doc, "g"), "x.g", &v, &fmt, &err), &err,
-	    "x.g", "x.g: '1.5' is not a whole number of bytes "
+	    "x.g",
+	    "x.g: '1.5' is not a whole number of bytes "
 	    "(line 7, column 4)");
 	assert_int_equal(v, 3);
 	mf_doc_free(doc);
@@ -947,7 +967,8 @@ static void
 test_node_bytes_json(void **state)
 {
 	struct mf_doc *doc = parse_ok("{\"a\": 1e9, \"b\": 94.5e9, "
-	    "\"c\": \"88Gi\", \"d\": 0.5}", MF_DOC_JSON);
+	                              "\"c\": \"88Gi\", \"d\": 0.5}",
+	    MF_DOC_JSON);
 	struct mf_error err;
 	int64_t v = 0;
 
@@ -973,22 +994,26 @@ test_node_map(void **state)
 {
 	static const char *const known[] = { "rank", "targets", NULL };
 	struct mf_doc *doc = parse_ok("lora:\n  rank: 8\n  tragets: all\n"
-	    "list: [1]\n", MF_DOC_YAML);
+	                              "list: [1]\n",
+	    MF_DOC_YAML);
 	struct mf_error err;
 
 	(void)state;
 	assert_int_equal(mf_node_map(at(doc, "lora"), "spec.workload.lora",
-	    known, &err), MF_EINVAL);
+	                     known, &err),
+	    MF_EINVAL);
 	/* The position is the unknown key's, where the typo is. */
 	assert_string_equal(err.field, "spec.workload.lora.tragets");
-	assert_string_equal(err.message, "spec.workload.lora.tragets: unknown "
+	assert_string_equal(err.message,
+	    "spec.workload.lora.tragets: unknown "
 	    "field (line 3, column 3)");
 	assert_int_equal(err.line, 3);
 	/* known NULL: any member. */
-	assert_int_equal(mf_node_map(at(doc, "lora"), "x", NULL, &err),
-	    MF_OK);
+	assert_int_equal(mf_node_map(at(doc, "lora"), "x", NULL, &err), MF_OK);
 	expect_msg(mf_node_map(at(doc, "list"), "spec.workload.lora", known,
-	    &err), &err, "spec.workload.lora", "spec.workload.lora: must be "
+	               &err),
+	    &err, "spec.workload.lora",
+	    "spec.workload.lora: must be "
 	    "a mapping, not a list (line 4, column 7)");
 	mf_doc_free(doc);
 }

@@ -18,16 +18,27 @@
 
 /* Llama 3.1 8B: P = 8,030,261,248 (see test_model.c). */
 static const struct mf_model llama8b = {
-	.hidden = 4096, .layers = 32, .heads = 32, .kv_heads = 8,
-	.head_dim = 128, .intermediate = 14336, .vocab = 128256,
+	.hidden = 4096,
+	.layers = 32,
+	.heads = 32,
+	.kv_heads = 8,
+	.head_dim = 128,
+	.intermediate = 14336,
+	.vocab = 128256,
 	.norms_per_layer = 2,
 };
 
 /* h 64, L 2, a 4, kv 2, d 16, I 128, V 1000, tied: P = 138,048. */
 static const struct mf_model tiny = {
-	.hidden = 64, .layers = 2, .heads = 4, .kv_heads = 2,
-	.head_dim = 16, .intermediate = 128, .vocab = 1000,
-	.tied_embeddings = 1, .norms_per_layer = 2,
+	.hidden = 64,
+	.layers = 2,
+	.heads = 4,
+	.kv_heads = 2,
+	.head_dim = 16,
+	.intermediate = 128,
+	.vocab = 1000,
+	.tied_embeddings = 1,
+	.norms_per_layer = 2,
 };
 
 /*
@@ -36,8 +47,14 @@ static const struct mf_model tiny = {
  * odd, for the figures that round.
  */
 static const struct mf_model micro = {
-	.hidden = 3, .layers = 1, .heads = 1, .kv_heads = 1, .head_dim = 3,
-	.intermediate = 5, .vocab = 7, .tied_embeddings = 1,
+	.hidden = 3,
+	.layers = 1,
+	.heads = 1,
+	.kv_heads = 1,
+	.head_dim = 3,
+	.intermediate = 5,
+	.vocab = 7,
+	.tied_embeddings = 1,
 	.norms_per_layer = 2,
 };
 
@@ -97,7 +114,8 @@ test_est_reference_full(void **state)
 	assert_int_equal(e.bucket[MF_B_GRADIENTS], INT64_C(16060522496));
 	assert_int_equal(e.bucket[MF_B_OPTIMIZER], INT64_C(96363134976));
 	assert_int_equal(tenths(e.bucket[MF_B_GRADIENTS] +
-	    e.bucket[MF_B_OPTIMIZER]), 1124);
+	                     e.bucket[MF_B_OPTIMIZER]),
+	    1124);
 	/* 32 * 4096 * 1 * 4096 * 34 = 18,253,611,008: 18.3 GB. */
 	assert_int_equal(e.bucket[MF_B_ACTIVATIONS], INT64_C(18253611008));
 	assert_int_equal(tenths(e.bucket[MF_B_ACTIVATIONS]), 183);
@@ -284,8 +302,7 @@ test_est_reference_inference(void **state)
 	assert_int_equal(e.bucket[MF_B_KVCACHE], INT64_C(34359738368));
 	assert_int_equal(tenths(e.bucket[MF_B_KVCACHE]), 344);
 	/* Weights 2P; nothing else. */
-	assert_int_equal(e.total, INT64_C(16060522496) +
-	    INT64_C(34359738368));
+	assert_int_equal(e.total, INT64_C(16060522496) + INT64_C(34359738368));
 	assert_int_equal(e.trainable, 0);
 	assert_int_equal(e.bucket[MF_B_ACTIVATIONS], 0);
 	assert_int_equal(e.bucket[MF_B_LOGITS], 0);
@@ -356,8 +373,7 @@ test_est_optimizers(void **state)
 	w.precision = MF_FP16;
 	w.optimizer = MF_ADAMW;
 	assert_int_equal(est(&tiny, &w).bucket[MF_B_WEIGHTS], 2 * 138048);
-	assert_int_equal(est(&tiny, &w).bucket[MF_B_OPTIMIZER],
-	    12 * 138048);
+	assert_int_equal(est(&tiny, &w).bucket[MF_B_OPTIMIZER], 12 * 138048);
 }
 
 static void
@@ -454,8 +470,13 @@ static void
 test_est_head_dim_inference(void **state)
 {
 	struct mf_model m = {
-		.hidden = 96, .layers = 3, .heads = 4, .kv_heads = 2,
-		.head_dim = 32, .intermediate = 256, .vocab = 500,
+		.hidden = 96,
+		.layers = 3,
+		.heads = 4,
+		.kv_heads = 2,
+		.head_dim = 32,
+		.intermediate = 256,
+		.vocab = 500,
 		.norms_per_layer = 2,
 	};
 	struct mf_workload w;
@@ -477,12 +498,15 @@ static void
 test_est_overflow(void **state)
 {
 	struct mf_model big = {
-		.hidden = MF_MODEL_MAX_DIM, .layers = MF_MODEL_MAX_LAYERS,
-		.heads = MF_MODEL_MAX_HEADS, .kv_heads = MF_MODEL_MAX_HEADS,
+		.hidden = MF_MODEL_MAX_DIM,
+		.layers = MF_MODEL_MAX_LAYERS,
+		.heads = MF_MODEL_MAX_HEADS,
+		.kv_heads = MF_MODEL_MAX_HEADS,
 		.head_dim = MF_MODEL_MAX_DIM,
 		.intermediate = MF_MODEL_MAX_DIM,
 		.vocab = MF_MODEL_MAX_VOCAB,
-		.experts = MF_MODEL_MAX_EXPERTS, .norms_per_layer = 2,
+		.experts = MF_MODEL_MAX_EXPERTS,
+		.norms_per_layer = 2,
 	};
 	struct mf_workload w = ref_workload();
 	struct mf_estimate e, before;
@@ -581,10 +605,9 @@ test_bucket_names(void **state)
 	assert_string_equal(mf_bucket_name(MF_B_ACTIVATIONS), "activations");
 	assert_string_equal(mf_bucket_name(MF_B_LOGITS), "logits");
 	assert_string_equal(mf_bucket_name(MF_B_KVCACHE), "kvCache");
-	assert_string_equal(mf_bucket_name(MF_B_SHARDING),
-	    "shardingBuffers");
+	assert_string_equal(mf_bucket_name(MF_B_SHARDING), "shardingBuffers");
 	assert_null(mf_bucket_name(MF_B_COUNT));
-	assert_null(mf_bucket_name((enum mf_bucket)-1));
+	assert_null(mf_bucket_name((enum mf_bucket) - 1));
 }
 
 int

@@ -116,7 +116,7 @@ static int
 server_start(void)
 {
 	char script[4096], line[32], *end;
-	char *argv[] = {"python3", script, "--port", "0", NULL};
+	char *argv[] = { "python3", script, "--port", "0", NULL };
 	posix_spawn_file_actions_t fa;
 	int fd[2];
 	FILE *f;
@@ -334,8 +334,8 @@ test_allowed_hosts(void **state)
 	expect_allowed("https://[::1]/x", MFD_FETCH_DENIED);
 	/* Hosts that merely look alike. */
 	expect_allowed("https://evil.example/x", MFD_FETCH_DENIED);
-	expect_allowed(
-	    "https://models.example.com.evil.example/x", MFD_FETCH_DENIED);
+	expect_allowed("https://models.example.com.evil.example/x",
+	    MFD_FETCH_DENIED);
 	expect_allowed("https://evilmodels.example.com/x", MFD_FETCH_DENIED);
 	expect_allowed("https://sub.models.example.com/x", MFD_FETCH_DENIED);
 	expect_allowed("https://127.0.0.2/x", MFD_FETCH_DENIED);
@@ -354,14 +354,14 @@ test_allowed_messages(void **state)
 	char msg[256];
 
 	(void)state;
-	assert_int_equal(
-	    mfd_fetch_allowed("https://evil.example/x", msg, sizeof(msg)),
+	assert_int_equal(mfd_fetch_allowed("https://evil.example/x", msg,
+	                     sizeof(msg)),
 	    MFD_FETCH_DENIED);
 	assert_string_equal(msg,
 	    "https://evil.example/x: host evil.example "
 	    "is not allowed (--model-host)");
-	assert_int_equal(
-	    mfd_fetch_allowed("http://models.example.com/x", msg, sizeof(msg)),
+	assert_int_equal(mfd_fetch_allowed("http://models.example.com/x", msg,
+	                     sizeof(msg)),
 	    MFD_FETCH_DENIED);
 	assert_string_equal(msg,
 	    "http://models.example.com/x: plain http is "
@@ -373,8 +373,8 @@ test_allowed_messages(void **state)
 	assert_string_equal(msg,
 	    "https://models.example.com:8443/x: port "
 	    "8443 is not allowed for host models.example.com (--model-host)");
-	assert_int_equal(
-	    mfd_fetch_allowed("ftp://models.example.com/x", msg, sizeof(msg)),
+	assert_int_equal(mfd_fetch_allowed("ftp://models.example.com/x", msg,
+	                     sizeof(msg)),
 	    MFD_FETCH_DENIED);
 	assert_string_equal(msg,
 	    "ftp://models.example.com/x: scheme ftp is "
@@ -394,8 +394,8 @@ test_allowed_schemes(void **state)
 	expect_allowed("ftp://models.example.com/x", MFD_FETCH_DENIED);
 	expect_allowed("file:///etc/passwd", MFD_FETCH_DENIED);
 	/* libcurl's URL parser refuses a file:// URL with a host. */
-	expect_allowed(
-	    "file://models.example.com/etc/passwd", MFD_FETCH_BADURL);
+	expect_allowed("file://models.example.com/etc/passwd",
+	    MFD_FETCH_BADURL);
 	expect_allowed("gopher://models.example.com/x", MFD_FETCH_DENIED);
 	expect_allowed("dict://models.example.com/x", MFD_FETCH_DENIED);
 	expect_allowed("wss://models.example.com/x", MFD_FETCH_DENIED);
@@ -425,8 +425,8 @@ test_allowed_bad_urls(void **state)
 	memset(huge, 'a', 9999);
 	memcpy(huge, "https://models.example.com/", 27);
 	huge[9999] = '\0';
-	assert_int_equal(
-	    mfd_fetch_allowed(huge, msg, sizeof(msg)), MFD_FETCH_BADURL);
+	assert_int_equal(mfd_fetch_allowed(huge, msg, sizeof(msg)),
+	    MFD_FETCH_BADURL);
 	/* 120 characters of the URL, then "...". */
 	assert_non_null(strstr(msg, "aaa...: not a URL (longer than"));
 	free(huge);
@@ -439,42 +439,43 @@ test_allowed_userinfo(void **state)
 
 	(void)state;
 	/* The host is what follows '@'. */
-	snprintf(
-	    url, sizeof(url), "http://127.0.0.1:%ld@evil.example/ok", port);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%ld@evil.example/ok",
+	    port);
 	expect_allowed(url, MFD_FETCH_DENIED);
-	expect_allowed(
-	    "https://models.example.com@evil.example/x", MFD_FETCH_DENIED);
-	expect_allowed(
-	    "https://models.example.com:443@evil.example/x", MFD_FETCH_DENIED);
+	expect_allowed("https://models.example.com@evil.example/x",
+	    MFD_FETCH_DENIED);
+	expect_allowed("https://models.example.com:443@evil.example/x",
+	    MFD_FETCH_DENIED);
 	/* An allowed host with credentials is refused, and the password is
 	 * not repeated in the message. */
-	assert_int_equal(
-	    mfd_fetch_allowed(
-	        "https://user:s3cret@models.example.com/x", msg, sizeof(msg)),
+	assert_int_equal(mfd_fetch_allowed("https://"
+	                                   "user:s3cret@models.example.com/x",
+	                     msg, sizeof(msg)),
 	    MFD_FETCH_DENIED);
 	assert_null(strstr(msg, "s3cret"));
 	assert_non_null(strstr(msg, "user name or password"));
-	assert_int_equal(
-	    mfd_fetch_allowed("https://me:pw@evil.example/x", msg, sizeof(msg)),
+	assert_int_equal(mfd_fetch_allowed("https://me:pw@evil.example/x", msg,
+	                     sizeof(msg)),
 	    MFD_FETCH_DENIED);
 	assert_null(strstr(msg, "pw@"));
 	assert_non_null(strstr(msg, "host evil.example is not allowed"));
 	/* The host checked is the host libcurl would connect to: here
 	 * models.example.com, with a user name, so refused. */
-	expect_allowed(
-	    "https://evil.example\\@models.example.com/x", MFD_FETCH_DENIED);
+	expect_allowed("https://evil.example\\@models.example.com/x",
+	    MFD_FETCH_DENIED);
 	/* An encoded '@' is no separator and no host character. */
-	expect_allowed(
-	    "https://models.example.com%40evil.example/x", MFD_FETCH_BADURL);
+	expect_allowed("https://models.example.com%40evil.example/x",
+	    MFD_FETCH_BADURL);
 }
 
 static void
 test_init_bad_entries(void **state)
 {
-	static const char *const bad[] = {"", "ftp://models.example.com",
-	    "https://models.example.com/path", "https://u@models.example.com",
-	    "models.example.com?q", "http://", "models.example.com:0",
-	    "models.example.com:99999", "bad host"};
+	static const char *const bad[] = { "", "ftp://models.example.com",
+		"https://models.example.com/path",
+		"https://u@models.example.com", "models.example.com?q",
+		"http://", "models.example.com:0", "models.example.com:99999",
+		"bad host" };
 	const char *one[1];
 	size_t i;
 
@@ -873,33 +874,33 @@ test_fini_cancels_transfers(void **state)
 int
 main(void)
 {
-	static const char *const proxies[] = {"http_proxy", "HTTP_PROXY",
-	    "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY", "no_proxy",
-	    "NO_PROXY"};
+	static const char *const proxies[] = { "http_proxy", "HTTP_PROXY",
+		"https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY",
+		"no_proxy", "NO_PROXY" };
 	const struct CMUnitTest tests[] = {
-	    T(test_allowed_hosts),
-	    T(test_allowed_messages),
-	    T(test_allowed_schemes),
-	    T(test_allowed_bad_urls),
-	    T(test_allowed_userinfo),
-	    T(test_init_bad_entries),
-	    T(test_fetch_ok),
-	    T(test_fetch_not_json),
-	    T(test_fetch_http_404),
-	    T(test_fetch_too_big),
-	    T(test_fetch_exactly_the_cap),
-	    T(test_fetch_truncated),
-	    T(test_fetch_refused_connection),
-	    T(test_fetch_denied_at_once),
-	    T(test_redirect_same_host),
-	    T(test_redirect_not_allowed),
-	    T(test_redirect_limit),
-	    T(test_cache_second_fetch_is_cached),
-	    T(test_cache_skips_failures),
-	    T(test_cache_evicts_oldest),
-	    T(test_fetch_slow_does_not_block),
-	    T(test_fetch_many_at_once),
-	    T(test_fini_cancels_transfers),
+		T(test_allowed_hosts),
+		T(test_allowed_messages),
+		T(test_allowed_schemes),
+		T(test_allowed_bad_urls),
+		T(test_allowed_userinfo),
+		T(test_init_bad_entries),
+		T(test_fetch_ok),
+		T(test_fetch_not_json),
+		T(test_fetch_http_404),
+		T(test_fetch_too_big),
+		T(test_fetch_exactly_the_cap),
+		T(test_fetch_truncated),
+		T(test_fetch_refused_connection),
+		T(test_fetch_denied_at_once),
+		T(test_redirect_same_host),
+		T(test_redirect_not_allowed),
+		T(test_redirect_limit),
+		T(test_cache_second_fetch_is_cached),
+		T(test_cache_skips_failures),
+		T(test_cache_evicts_oldest),
+		T(test_fetch_slow_does_not_block),
+		T(test_fetch_many_at_once),
+		T(test_fini_cancels_transfers),
 	};
 	char path[4096];
 	size_t i;
@@ -907,8 +908,8 @@ main(void)
 
 	for (i = 0; i < sizeof(proxies) / sizeof(proxies[0]); i++)
 		unsetenv(proxies[i]);
-	mfd_log_init(
-	    0, getenv("FETCH_VERBOSE") != NULL ? MFD_DEBUG : MFD_ERROR, 0);
+	mfd_log_init(0, getenv("FETCH_VERBOSE") != NULL ? MFD_DEBUG : MFD_ERROR,
+	    0);
 	snprintf(path, sizeof(path), "%s/tests/data/fetch/ok.json", top());
 	ok_body = slurp(path, &ok_len);
 	closed_port = free_port();

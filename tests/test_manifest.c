@@ -64,7 +64,7 @@ setup(void **state)
 
 	(void)state;
 	if (mf_models_load(top_path(path, sizeof(path), "catalog/models"), &m,
-	    &err) != MF_OK) {
+	        &err) != MF_OK) {
 		print_message("models: %s\n", err.message);
 		return -1;
 	}
@@ -187,8 +187,9 @@ check_full(const struct mf_job *job)
 	assert_true(job->max_hourly_price == 20.5);
 	assert_true(job->max_cost == 500);
 	assert_true(job->deadline_hours == 24);
-	assert_int_equal(job->allowed_fixes, MF_FIXBIT(MF_FIX_CHECKPOINTING) |
-	    MF_FIXBIT(MF_FIX_ADAM8BIT) | MF_FIXBIT(MF_FIX_FSDP));
+	assert_int_equal(job->allowed_fixes,
+	    MF_FIXBIT(MF_FIX_CHECKPOINTING) | MF_FIXBIT(MF_FIX_ADAM8BIT) |
+	        MF_FIXBIT(MF_FIX_FSDP));
 }
 
 static void
@@ -335,13 +336,15 @@ test_read_sharding_sets_count(void **state)
 
 	(void)state;
 	read_ok(MSPEC "  workload:\n    sequenceLength: 4096\n"
-	    "    sharding: {gpus: 4}\n", &doc, &job);
+	              "    sharding: {gpus: 4}\n",
+	    &doc, &job);
 	assert_int_equal(job.work.shard_gpus, 4);
 	assert_int_equal(job.count, 4);
 	assert_true(job.count_given);
 	mf_doc_free(doc);
 	/* count and sharding.gpus agree. */
-	read_ok(MSPEC "  workload:\n    sequenceLength: 4096\n"
+	read_ok(MSPEC
+	    "  workload:\n    sequenceLength: 4096\n"
 	    "    sharding: {gpus: 4}\n  resources:\n    gpu:\n      count: 4\n",
 	    &doc, &job);
 	assert_int_equal(job.count, 4);
@@ -368,8 +371,10 @@ test_read_min_memory_forms(void **state)
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		snprintf(text, sizeof(text), HDR "spec:\n  resources:\n"
-		    "    gpu:\n      minMemory: %s\n", cases[i].text);
+		snprintf(text, sizeof(text),
+		    HDR "spec:\n  resources:\n"
+		        "    gpu:\n      minMemory: %s\n",
+		    cases[i].text);
 		read_ok(text, &doc, &job);
 		assert_int_equal(job.min_memory, cases[i].bytes);
 		mf_doc_free(doc);
@@ -385,9 +390,10 @@ test_read_metadata_extras(void **state)
 
 	(void)state;
 	read_ok("apiVersion: memfloor.dev/v1\nkind: Job\nmetadata:\n"
-	    "  name: t\n  namespace: ml\n  labels: {a: b}\n"
-	    "  annotations: {c: d}\nspec:\n  resources:\n    gpu:\n"
-	    "      minMemory: 1Gi\n", &doc, &job);
+	        "  name: t\n  namespace: ml\n  labels: {a: b}\n"
+	        "  annotations: {c: d}\nspec:\n  resources:\n    gpu:\n"
+	        "      minMemory: 1Gi\n",
+	    &doc, &job);
 	assert_string_equal(job.name, "t");
 	mf_doc_free(doc);
 }
@@ -399,23 +405,27 @@ test_read_spec_only(void **state)
 {
 	const char *good = "resources:\n  gpu:\n    minMemory: 16Gi\n";
 	const char *bad = "resources:\n  gpu:\n    minMemory: 16Gi\n"
-	    "workload:\n  atention: eager\n";
+	                  "workload:\n  atention: eager\n";
 	struct mf_doc *doc = NULL;
 	struct mf_job job;
 	struct mf_error err;
 
 	(void)state;
 	assert_int_equal(mf_doc_parse(good, strlen(good), MF_DOC_YAML, &doc,
-	    &err), MF_OK);
+	                     &err),
+	    MF_OK);
 	assert_int_equal(mf_job_read_spec(mf_doc_root(doc), "spec", "pod-x",
-	    models, &job, &err), MF_OK);
+	                     models, &job, &err),
+	    MF_OK);
 	assert_string_equal(job.name, "pod-x");
 	assert_int_equal(job.min_memory, 16 * GIB);
 	mf_doc_free(doc);
 	assert_int_equal(mf_doc_parse(bad, strlen(bad), MF_DOC_YAML, &doc,
-	    &err), MF_OK);
-	assert_int_equal(mf_job_read_spec(mf_doc_root(doc),
-	    "memfloor.dev/spec", "pod-x", models, &job, &err), MF_EINVAL);
+	                     &err),
+	    MF_OK);
+	assert_int_equal(mf_job_read_spec(mf_doc_root(doc), "memfloor.dev/spec",
+	                     "pod-x", models, &job, &err),
+	    MF_EINVAL);
 	assert_string_equal(err.field, "memfloor.dev/spec.workload.atention");
 	assert_int_equal(err.line, 5);
 	mf_doc_free(doc);
@@ -432,16 +442,17 @@ test_err_unknown_fields(void **state)
 	expect_err(SPEC "  workload:\n    microbatch: 2\n",
 	    "spec.workload.microbatch", 10, "unknown field");
 	expect_err(SPEC "  workload:\n    lora:\n      rank: 8\n"
-	    "      target: attention\n", "spec.workload.lora.target", 12,
-	    "unknown field");
-	expect_err(SPEC "  limits:\n    maxPrice: 3\n",
-	    "spec.limits.maxPrice", 10, "unknown field");
+	                "      target: attention\n",
+	    "spec.workload.lora.target", 12, "unknown field");
+	expect_err(SPEC "  limits:\n    maxPrice: 3\n", "spec.limits.maxPrice",
+	    10, "unknown field");
 	expect_err(SPEC "  duration:\n    hours: 3\n", "spec.duration.hours",
 	    10, "unknown field");
 	expect_err(SPEC "  workload:\n    sharding: {gpus: 2, mode: full}\n",
 	    "spec.workload.sharding.mode", 10, "unknown field");
 	expect_err(HDR "spec:\n  resources:\n    gpu:\n      minMemory: 1Gi\n"
-	    "      memory: 1Gi\n", "spec.resources.gpu.memory", 9, "unknown");
+	               "      memory: 1Gi\n",
+	    "spec.resources.gpu.memory", 9, "unknown");
 	expect_err(HDR "spec:\n  resources:\n    cpu: 1\n",
 	    "spec.resources.cpu", 7, "unknown field");
 	expect_err(MSPEC "    revision: main\n", "spec.model.revision", 8,
@@ -483,25 +494,27 @@ test_err_types(void **state)
 	expect_err(SPEC "  allowedFixes: checkpointing\n", "spec.allowedFixes",
 	    9, "must be a list");
 	expect_err(SPEC "  limits:\n    maxCost: \"500\"\n  duration:\n"
-	    "    referenceHours: 1\n", "spec.limits.maxCost", 10,
-	    "must be a number, not a string");
+	                "    referenceHours: 1\n",
+	    "spec.limits.maxCost", 10, "must be a number, not a string");
 	expect_err(SPEC "  workload:\n    attention: 3\n",
 	    "spec.workload.attention", 10, "must be a string, not a number");
 	expect_err(SPEC "  workload:\n    method: dora\n",
-	    "spec.workload.method", 10, "'dora' is not one of full, lora, "
+	    "spec.workload.method", 10,
+	    "'dora' is not one of full, lora, "
 	    "qlora");
 	expect_err(SPEC "  workload:\n    kvCacheDtype: int4\n",
 	    "spec.workload.kvCacheDtype", 10, "not one of bf16, fp16, fp8");
 	expect_err(SPEC "  workload:\n    lora: {targets: mlp}\n",
-	    "spec.workload.lora.targets", 10, "not one of all-linear, "
+	    "spec.workload.lora.targets", 10,
+	    "not one of all-linear, "
 	    "attention");
 	expect_err(HDR "spec: [1]\n", "spec", 5, "must be a mapping");
 	expect_err(MSPEC "  workload:\n    sequenceLength: 4096\n"
-	    "    sharding: 2\n", "spec.workload.sharding", 10,
-	    "must be a mapping");
+	                 "    sharding: 2\n",
+	    "spec.workload.sharding", 10, "must be a mapping");
 	expect_err("apiVersion: memfloor.dev/v1\nkind: Job\nmetadata:\n"
-	    "  name: 12\nspec: {}\n", "metadata.name", 4,
-	    "must be a string, not a number");
+	           "  name: 12\nspec: {}\n",
+	    "metadata.name", 4, "must be a string, not a number");
 }
 
 /* Counts and sizes out of their bounds. */
@@ -531,8 +544,8 @@ test_err_bounds(void **state)
 	expect_err(SPEC "  limits:\n    maxHourlyPrice: -1\n",
 	    "spec.limits.maxHourlyPrice", 10, "out of range");
 	expect_err(SPEC "  limits:\n    maxCost: .inf\n  duration:\n"
-	    "    referenceHours: 1\n", "spec.limits.maxCost", 10,
-	    "not a finite number");
+	                "    referenceHours: 1\n",
+	    "spec.limits.maxCost", 10, "not a finite number");
 }
 
 /*
@@ -549,9 +562,12 @@ test_err_quantity(void **state)
 
 	(void)state;
 	assert_int_equal(read_job(HDR "spec:\n  resources:\n    gpu:\n"
-	    "      minMemory: 88Gx\n", &doc, &job, &err), MF_EINVAL);
+	                              "      minMemory: 88Gx\n",
+	                     &doc, &job, &err),
+	    MF_EINVAL);
 	assert_string_equal(err.field, "spec.resources.gpu.minMemory");
-	assert_string_equal(err.message, "spec.resources.gpu.minMemory: "
+	assert_string_equal(err.message,
+	    "spec.resources.gpu.minMemory: "
 	    "'88Gx' is not a quantity (line 8, column 18)");
 	assert_int_equal(err.line, 8);
 	assert_int_equal(err.column, 18);
@@ -561,8 +577,8 @@ test_err_quantity(void **state)
 	expect_err(HDR "spec:\n  resources:\n    gpu:\n      minMemory: 0\n",
 	    "spec.resources.gpu.minMemory", 8, "not a positive");
 	expect_err(HDR "spec:\n  resources:\n    gpu:\n"
-	    "      minMemory: 88 Gi\n", "spec.resources.gpu.minMemory", 8,
-	    "not a quantity");
+	               "      minMemory: 88 Gi\n",
+	    "spec.resources.gpu.minMemory", 8, "not a quantity");
 	expect_err(HDR "spec:\n  resources:\n    gpu:\n      minMemory: 9Ei\n",
 	    "spec.resources.gpu.minMemory", 8, "2^63");
 }
@@ -577,21 +593,25 @@ test_err_json(void **state)
 
 	(void)state;
 	assert_int_equal(read_job("{\"apiVersion\": \"memfloor.dev/v1\", "
-	    "\"kind\": \"Job\", \"metadata\": {\"name\": \"j\"}, \"spec\": "
-	    "{\"resources\": {\"gpu\": {\"minMemory\": \"88Gx\"}}}}", &doc,
-	    &job, &err), MF_EINVAL);
+	                          "\"kind\": \"Job\", \"metadata\": {\"name\": "
+	                          "\"j\"}, \"spec\": "
+	                          "{\"resources\": {\"gpu\": {\"minMemory\": "
+	                          "\"88Gx\"}}}}",
+	                     &doc, &job, &err),
+	    MF_EINVAL);
 	assert_string_equal(err.field, "spec.resources.gpu.minMemory");
-	assert_string_equal(err.message, "spec.resources.gpu.minMemory: "
+	assert_string_equal(err.message,
+	    "spec.resources.gpu.minMemory: "
 	    "'88Gx' is not a quantity");
 	assert_int_equal(err.line, 0);
 	mf_doc_free(doc);
 	expect_err("{\"apiVersion\": \"memfloor.dev/v1\", \"kind\": \"Job\", "
-	    "\"metadata\": {\"name\": \"j\"}, \"spec\": {\"resources\": "
-	    "{\"gpu\": {\"minMemory\": \"1Gi\", \"count\": 1.5}}}}",
+	           "\"metadata\": {\"name\": \"j\"}, \"spec\": {\"resources\": "
+	           "{\"gpu\": {\"minMemory\": \"1Gi\", \"count\": 1.5}}}}",
 	    "spec.resources.gpu.count", 0, "whole number");
 	expect_err("{\"apiVersion\": \"memfloor.dev/v1\", \"kind\": \"Job\", "
-	    "\"metadata\": {\"name\": \"j\"}, \"spec\": {\"resources\": "
-	    "{\"gpu\": {\"minMemory\": \"1Gi\"}}, \"wokload\": {}}}",
+	           "\"metadata\": {\"name\": \"j\"}, \"spec\": {\"resources\": "
+	           "{\"gpu\": {\"minMemory\": \"1Gi\"}}, \"wokload\": {}}}",
 	    "spec.wokload", 0, "unknown field");
 }
 
@@ -600,19 +620,24 @@ test_err_header(void **state)
 {
 	(void)state;
 	expect_err("apiVersion: memfloor.dev/v2\nkind: Job\nmetadata:\n"
-	    "  name: t\nspec: {}\n", "apiVersion", 1, "memfloor.dev/v1");
+	           "  name: t\nspec: {}\n",
+	    "apiVersion", 1, "memfloor.dev/v1");
 	expect_err("apiVersion: memfloor.dev/v1\nkind: Pod\nmetadata:\n"
-	    "  name: t\nspec: {}\n", "kind", 2, "'Pod' is not 'Job'");
+	           "  name: t\nspec: {}\n",
+	    "kind", 2, "'Pod' is not 'Job'");
 	expect_err("kind: Job\nmetadata:\n  name: t\nspec: {}\n", "apiVersion",
 	    -1, "required");
 	expect_err("apiVersion: memfloor.dev/v1\nmetadata:\n  name: t\n"
-	    "spec: {}\n", "kind", -1, "required");
+	           "spec: {}\n",
+	    "kind", -1, "required");
 	expect_err("apiVersion: memfloor.dev/v1\nkind: Job\nspec: {}\n",
 	    "metadata.name", -1, "required");
 	expect_err("apiVersion: memfloor.dev/v1\nkind: Job\nmetadata:\n"
-	    "  namespace: x\nspec: {}\n", "metadata.name", -1, "required");
+	           "  namespace: x\nspec: {}\n",
+	    "metadata.name", -1, "required");
 	expect_err("apiVersion: memfloor.dev/v1\nkind: Job\nmetadata:\n"
-	    "  name: \"\"\nspec: {}\n", "metadata.name", 4, "1 to 253");
+	           "  name: \"\"\nspec: {}\n",
+	    "metadata.name", 4, "1 to 253");
 	expect_err(HDR, "spec", -1, "required");
 	expect_err("apiVersion: 1\nkind: Job\nmetadata:\n  name: t\n",
 	    "apiVersion", 1, "must be a string");
@@ -640,15 +665,17 @@ test_err_model(void **state)
 {
 	(void)state;
 	expect_err(HDR "spec:\n  model:\n    name: meta-llama/Llama-3.1-8B\n"
-	    "    configUrl: https://h/c.json\n  workload:\n"
-	    "    sequenceLength: 1\n", "spec.model", 7, "exactly one of");
+	               "    configUrl: https://h/c.json\n  workload:\n"
+	               "    sequenceLength: 1\n",
+	    "spec.model", 7, "exactly one of");
 	expect_err(HDR "spec:\n  model:\n    config: {hidden_size: 8}\n"
-	    "    configUrl: https://h/c.json\n", "spec.model", -1,
-	    "exactly one of");
+	               "    configUrl: https://h/c.json\n",
+	    "spec.model", -1, "exactly one of");
 	expect_err(HDR "spec:\n  model: {}\n", "spec.model", -1,
 	    "exactly one of");
 	expect_err(HDR "spec:\n  model:\n    name: meta-llama/Llama-9-8B\n"
-	    "  workload:\n    sequenceLength: 1\n", "spec.model.name", 7,
+	               "  workload:\n    sequenceLength: 1\n",
+	    "spec.model.name", 7,
 	    "'meta-llama/Llama-9-8B' is not a shipped model");
 	expect_err(HDR "spec:\n  model:\n    name: 8\n", "spec.model.name", 7,
 	    "must be a string");
@@ -657,7 +684,7 @@ test_err_model(void **state)
 	/* An inline config is read by the model module: its errors carry
 	 * the path below spec.model.config. */
 	expect_err(HDR "spec:\n  model:\n    config:\n      hidden_size: 4096\n"
-	    "  workload:\n    sequenceLength: 1\n",
+	               "  workload:\n    sequenceLength: 1\n",
 	    "spec.model.config.num_hidden_layers", -1, "missing");
 }
 
@@ -672,7 +699,8 @@ test_err_no_registry(void **state)
 
 	(void)state;
 	assert_int_equal(mf_doc_parse(text, strlen(text), MF_DOC_YAML, &doc,
-	    &err), MF_OK);
+	                     &err),
+	    MF_OK);
 	assert_int_equal(mf_job_read(mf_doc_root(doc), NULL, &job, &err),
 	    MF_EINVAL);
 	assert_string_equal(err.field, "spec.model.name");
@@ -688,8 +716,8 @@ test_err_allowed_fixes(void **state)
 	    "spec.allowedFixes[1]", 9, "'fsdq' is not a fix");
 	expect_err(SPEC "  allowedFixes:\n    - sdpa\n    - 3\n",
 	    "spec.allowedFixes[1]", 11, "is not a fix");
-	expect_err(SPEC "  allowedFixes: [[lora]]\n", "spec.allowedFixes[0]",
-	    9, "is not a fix");
+	expect_err(SPEC "  allowedFixes: [[lora]]\n", "spec.allowedFixes[0]", 9,
+	    "is not a fix");
 }
 
 /* Every fix id is accepted; a repeat is harmless. */
@@ -701,7 +729,8 @@ test_read_all_fixes(void **state)
 
 	(void)state;
 	read_ok(SPEC "  allowedFixes: [sdpa, microbatch, autocast, "
-	    "checkpointing, adam8bit, lora, qlora, fsdp, sdpa]\n", &doc, &job);
+	             "checkpointing, adam8bit, lora, qlora, fsdp, sdpa]\n",
+	    &doc, &job);
 	assert_int_equal(job.allowed_fixes, (1u << MF_FIX_COUNT) - 1);
 	mf_doc_free(doc);
 	read_ok(SPEC "  allowedFixes: []\n", &doc, &job);
@@ -727,7 +756,8 @@ test_err_limits_need_hours(void **state)
 	mf_doc_free(doc);
 	/* Zero is a limit, not "no limit". */
 	read_ok(SPEC "  limits:\n    maxCost: 0\n  duration:\n"
-	    "    referenceHours: 2\n", &doc, &job);
+	             "    referenceHours: 2\n",
+	    &doc, &job);
 	assert_true(job.max_cost == 0);
 	mf_doc_free(doc);
 }
@@ -738,21 +768,23 @@ test_err_sharding(void **state)
 {
 	(void)state;
 	expect_err(MSPEC "  workload:\n    method: lora\n"
-	    "    sequenceLength: 4096\n    sharding: {gpus: 2}\n",
+	                 "    sequenceLength: 4096\n    sharding: {gpus: 2}\n",
 	    "spec.workload.sharding", -1, "full fine-tuning");
 	expect_err(MSPEC "  workload:\n    method: qlora\n"
-	    "    sequenceLength: 4096\n    sharding: {gpus: 2}\n",
+	                 "    sequenceLength: 4096\n    sharding: {gpus: 2}\n",
 	    "spec.workload.sharding", -1, "full fine-tuning");
 	expect_err(MSPEC "  workload:\n    kind: inference\n"
-	    "    contextLength: 4096\n    sharding: {gpus: 2}\n",
+	                 "    contextLength: 4096\n    sharding: {gpus: 2}\n",
 	    "spec.workload.sharding", -1, "full fine-tuning");
-	expect_err(MSPEC "  resources:\n    gpu:\n      count: 4\n"
+	expect_err(MSPEC
+	    "  resources:\n    gpu:\n      count: 4\n"
 	    "  workload:\n    sequenceLength: 4096\n    sharding: {gpus: 8}\n",
-	    "spec.resources.gpu.count", -1, "is 4 but workload.sharding.gpus "
+	    "spec.resources.gpu.count", -1,
+	    "is 4 but workload.sharding.gpus "
 	    "is 8");
 	expect_err(MSPEC "  workload:\n    sequenceLength: 4096\n"
-	    "    sharding: {}\n", "spec.workload.sharding.gpus", -1,
-	    "required");
+	                 "    sharding: {}\n",
+	    "spec.workload.sharding.gpus", -1, "required");
 }
 
 /* A model needs its lengths; a floor alone needs none. */
@@ -765,8 +797,8 @@ test_err_model_lengths(void **state)
 	expect_err(MSPEC "  workload:\n    method: qlora\n",
 	    "spec.workload.sequenceLength", -1, "required");
 	expect_err(MSPEC "  workload:\n    kind: inference\n"
-	    "    concurrency: 8\n", "spec.workload.contextLength", -1,
-	    "required for inference");
+	                 "    concurrency: 8\n",
+	    "spec.workload.contextLength", -1, "required for inference");
 	expect_err(HDR "spec:\n  workload:\n    sequenceLength: 4096\n",
 	    "spec.resources.gpu.minMemory", -1, "required when no model");
 	expect_err(HDR "spec: {}\n", "spec.resources.gpu.minMemory", -1,

@@ -25,17 +25,30 @@
 
 /* Llama 3.1 8B as its config.json gives it. */
 static const struct mf_model llama8b = {
-	.hidden = 4096, .layers = 32, .heads = 32, .kv_heads = 8,
-	.head_dim = 128, .intermediate = 14336, .vocab = 128256,
-	.experts = 0, .tied_embeddings = 0, .qkv_bias = 0,
+	.hidden = 4096,
+	.layers = 32,
+	.heads = 32,
+	.kv_heads = 8,
+	.head_dim = 128,
+	.intermediate = 14336,
+	.vocab = 128256,
+	.experts = 0,
+	.tied_embeddings = 0,
+	.qkv_bias = 0,
 	.norms_per_layer = 2,
 };
 
 /* h 64, L 2, a 4, kv 2, d 16, I 128, V 1000, tied. */
 static const struct mf_model tiny = {
-	.hidden = 64, .layers = 2, .heads = 4, .kv_heads = 2,
-	.head_dim = 16, .intermediate = 128, .vocab = 1000,
-	.tied_embeddings = 1, .norms_per_layer = 2,
+	.hidden = 64,
+	.layers = 2,
+	.heads = 4,
+	.kv_heads = 2,
+	.head_dim = 16,
+	.intermediate = 128,
+	.vocab = 1000,
+	.tied_embeddings = 1,
+	.norms_per_layer = 2,
 };
 
 static void
@@ -73,8 +86,13 @@ static void
 test_params_head_dim(void **state)
 {
 	struct mf_model m = {
-		.hidden = 96, .layers = 3, .heads = 4, .kv_heads = 2,
-		.head_dim = 32, .intermediate = 256, .vocab = 500,
+		.hidden = 96,
+		.layers = 3,
+		.heads = 4,
+		.kv_heads = 2,
+		.head_dim = 32,
+		.intermediate = 256,
+		.vocab = 500,
 		.norms_per_layer = 2,
 	};
 
@@ -96,9 +114,15 @@ static void
 test_params_moe_small(void **state)
 {
 	struct mf_model m = {
-		.hidden = 32, .layers = 2, .heads = 4, .kv_heads = 4,
-		.head_dim = 8, .intermediate = 64, .vocab = 100,
-		.experts = 4, .norms_per_layer = 2,
+		.hidden = 32,
+		.layers = 2,
+		.heads = 4,
+		.kv_heads = 4,
+		.head_dim = 8,
+		.intermediate = 64,
+		.vocab = 100,
+		.experts = 4,
+		.norms_per_layer = 2,
 	};
 
 	(void)state;
@@ -118,8 +142,7 @@ test_params_moe_small(void **state)
 	assert_int_equal(mf_model_lora_params(&m, 8, MF_LORA_ALL_LINEAR),
 	    23104);
 	/* Attention only: 256 * 2 * 8 = 4,096. */
-	assert_int_equal(mf_model_lora_params(&m, 8, MF_LORA_ATTENTION),
-	    4096);
+	assert_int_equal(mf_model_lora_params(&m, 8, MF_LORA_ATTENTION), 4096);
 }
 
 static void
@@ -155,15 +178,15 @@ test_lora_llama8b(void **state)
 	 * each; o 131,072; gate, up 16*(4096+14336) = 294,912 each; down
 	 * 294,912.  Per layer 1,310,720; 32 layers 41,943,040 (design 5).
 	 */
-	assert_int_equal(mf_model_lora_params(&llama8b, 16,
-	    MF_LORA_ALL_LINEAR), 41943040);
+	assert_int_equal(mf_model_lora_params(&llama8b, 16, MF_LORA_ALL_LINEAR),
+	    41943040);
 	/* q k v o only: 425,984 per layer, 13,631,488 in all. */
-	assert_int_equal(mf_model_lora_params(&llama8b, 16,
-	    MF_LORA_ATTENTION), 13631488);
-	assert_int_equal(mf_model_lora_params(&llama8b, 0,
-	    MF_LORA_ALL_LINEAR), 0);
-	assert_int_equal(mf_model_lora_params(&llama8b, -1,
-	    MF_LORA_ALL_LINEAR), -1);
+	assert_int_equal(mf_model_lora_params(&llama8b, 16, MF_LORA_ATTENTION),
+	    13631488);
+	assert_int_equal(mf_model_lora_params(&llama8b, 0, MF_LORA_ALL_LINEAR),
+	    0);
+	assert_int_equal(mf_model_lora_params(&llama8b, -1, MF_LORA_ALL_LINEAR),
+	    -1);
 }
 
 static void
@@ -179,19 +202,23 @@ static void
 test_params_overflow(void **state)
 {
 	struct mf_model m = {
-		.hidden = MF_MODEL_MAX_DIM, .layers = MF_MODEL_MAX_LAYERS,
-		.heads = MF_MODEL_MAX_HEADS, .kv_heads = MF_MODEL_MAX_HEADS,
+		.hidden = MF_MODEL_MAX_DIM,
+		.layers = MF_MODEL_MAX_LAYERS,
+		.heads = MF_MODEL_MAX_HEADS,
+		.kv_heads = MF_MODEL_MAX_HEADS,
 		.head_dim = MF_MODEL_MAX_DIM,
 		.intermediate = MF_MODEL_MAX_DIM,
 		.vocab = MF_MODEL_MAX_VOCAB,
-		.experts = MF_MODEL_MAX_EXPERTS, .norms_per_layer = 2,
+		.experts = MF_MODEL_MAX_EXPERTS,
+		.norms_per_layer = 2,
 	};
 
 	(void)state;
 	/* q alone is 2^20 * 2^12 * 2^20 = 2^52 per layer; 2^12 layers. */
 	assert_int_equal(mf_model_params(&m), -1);
 	assert_int_equal(mf_model_lora_params(&m, INT64_C(1) << 40,
-	    MF_LORA_ALL_LINEAR), -1);
+	                     MF_LORA_ALL_LINEAR),
+	    -1);
 	m.hidden = -1;
 	assert_int_equal(mf_model_layer_params(&m), -1);
 }
@@ -238,12 +265,12 @@ tiny_json(const char *skip, const char *extra)
 		if (skip != NULL &&
 		    strncmp(tiny_fields[i], skip, strlen(skip)) == 0)
 			continue;
-		used += (size_t)snprintf(buf + used, sizeof(buf) - used,
-		    "%s%s", used > 1 ? ", " : "", tiny_fields[i]);
+		used += (size_t)snprintf(buf + used, sizeof(buf) - used, "%s%s",
+		    used > 1 ? ", " : "", tiny_fields[i]);
 	}
 	if (extra != NULL)
-		used += (size_t)snprintf(buf + used, sizeof(buf) - used,
-		    ", %s", extra);
+		used += (size_t)snprintf(buf + used, sizeof(buf) - used, ", %s",
+		    extra);
 	snprintf(buf + used, sizeof(buf) - used, "}");
 	return buf;
 }
@@ -277,7 +304,8 @@ test_read_defaults(void **state)
 {
 	struct mf_error err;
 	struct mf_model m;
-	const char *cfg = "{\"hidden_size\": 64, \"num_hidden_layers\": 2, "
+	const char *cfg =
+	    "{\"hidden_size\": 64, \"num_hidden_layers\": 2, "
 	    "\"num_attention_heads\": 4, \"intermediate_size\": 128, "
 	    "\"vocab_size\": 1000, \"head_dim\": null, "
 	    "\"num_local_experts\": null, \"tie_word_embeddings\": null}";
@@ -299,7 +327,8 @@ test_read_yaml(void **state)
 {
 	struct mf_error err;
 	struct mf_model m;
-	const char *cfg = "hidden_size: 32\nnum_hidden_layers: 2\n"
+	const char *cfg =
+	    "hidden_size: 32\nnum_hidden_layers: 2\n"
 	    "num_attention_heads: 4\nintermediate_size: 64\n"
 	    "vocab_size: 100\nnum_local_experts: 4\nmodel_type: mixtral\n";
 
@@ -313,14 +342,15 @@ test_read_yaml(void **state)
 }
 
 struct arch_case {
-	const char *type;  /* model_type, or NULL for none */
-	const char *tie;   /* tie_word_embeddings, or NULL for none */
+	const char *type; /* model_type, or NULL for none */
+	const char *tie;  /* tie_word_embeddings, or NULL for none */
 	int tied;
 	int qkv_bias;
 	int norms;
 };
 
-#define TINY_DIMS "\"hidden_size\": 64, \"num_hidden_layers\": 2, " \
+#define TINY_DIMS \
+	"\"hidden_size\": 64, \"num_hidden_layers\": 2, " \
 	"\"num_attention_heads\": 4, \"num_key_value_heads\": 2, " \
 	"\"intermediate_size\": 128, \"vocab_size\": 1000"
 
@@ -377,9 +407,9 @@ test_read_arch_defaults(void **state)
 }
 
 struct bad_case {
-	const char *skip;   /* template field left out */
-	const char *extra;  /* field added */
-	const char *field;  /* expected mf_error.field */
+	const char *skip;  /* template field left out */
+	const char *extra; /* field added */
+	const char *field; /* expected mf_error.field */
 };
 
 static void
@@ -443,12 +473,13 @@ test_read_rejects(void **state)
 		m = before;
 		memset(&err, 0, sizeof(err));
 		if (read_text(tiny_json(cases[i].skip, cases[i].extra), &m,
-		    &err) != MF_EINVAL || strcmp(err.field,
-		    cases[i].field) != 0 || strncmp(err.message,
-		    cases[i].field, strlen(cases[i].field)) != 0) {
+		        &err) != MF_EINVAL ||
+		    strcmp(err.field, cases[i].field) != 0 ||
+		    strncmp(err.message, cases[i].field,
+		        strlen(cases[i].field)) != 0) {
 			print_error("%s: field '%s' message '%s'\n",
-			    tiny_json(cases[i].skip, cases[i].extra),
-			    err.field, err.message);
+			    tiny_json(cases[i].skip, cases[i].extra), err.field,
+			    err.message);
 			fail();
 		}
 		assert_memory_equal(&m, &before, sizeof(m));
@@ -461,7 +492,8 @@ test_read_hidden_not_divisible(void **state)
 	struct mf_error err;
 	struct mf_model m;
 	/* 100 / 8 heads is not whole; kv 8 divides heads 8. */
-#define UNEVEN "{\"hidden_size\": 100, \"num_hidden_layers\": 2, " \
+#define UNEVEN \
+	"{\"hidden_size\": 100, \"num_hidden_layers\": 2, " \
 	"\"num_attention_heads\": 8, \"intermediate_size\": 128, " \
 	"\"vocab_size\": 1000"
 
@@ -480,8 +512,8 @@ test_read_yaml_position(void **state)
 	struct mf_error err;
 	struct mf_model m;
 	const char *cfg = "hidden_size: 64\nnum_hidden_layers: 2\n"
-	    "num_attention_heads: 4\nintermediate_size: big\n"
-	    "vocab_size: 100\n";
+	                  "num_attention_heads: 4\nintermediate_size: big\n"
+	                  "vocab_size: 100\n";
 
 	(void)state;
 	assert_int_equal(read_text(cfg, &m, &err), MF_EINVAL);
@@ -501,12 +533,10 @@ test_read_not_a_mapping(void **state)
 	assert_string_equal(err.field, CFG_PATH);
 	assert_non_null(strstr(err.message, "mapping"));
 	assert_int_equal(read_text("\"llama\"", &m, &err), MF_EINVAL);
-	assert_int_equal(mf_model_read(NULL, CFG_PATH, &m, &err),
-	    MF_EINVAL);
+	assert_int_equal(mf_model_read(NULL, CFG_PATH, &m, &err), MF_EINVAL);
 	assert_string_equal(err.field, CFG_PATH);
 	/* err may be NULL. */
-	assert_int_equal(mf_model_read(NULL, CFG_PATH, &m, NULL),
-	    MF_EINVAL);
+	assert_int_equal(mf_model_read(NULL, CFG_PATH, &m, NULL), MF_EINVAL);
 }
 
 static void
@@ -515,7 +545,8 @@ test_read_too_large(void **state)
 	struct mf_error err;
 	struct mf_model m;
 	/* Every field at its cap: q alone is 2^52 per layer, 2^12 layers. */
-	const char *cfg = "{\"hidden_size\": 1048576, "
+	const char *cfg =
+	    "{\"hidden_size\": 1048576, "
 	    "\"num_hidden_layers\": 4096, \"num_attention_heads\": 4096, "
 	    "\"head_dim\": 1048576, \"intermediate_size\": 1048576, "
 	    "\"vocab_size\": 16777216, \"num_local_experts\": 1024}";
@@ -687,8 +718,8 @@ test_models_load_tree(void **state)
 	assert_string_equal(mf_models_name(models, 0), "a-org/m");
 	assert_string_equal(mf_models_name(models, 1), "b-org/alpha");
 	assert_string_equal(mf_models_name(models, 2), "b-org/zeta");
-	assert_int_equal(mf_model_params(mf_models_find(models,
-	    "b-org/zeta")), 138048);
+	assert_int_equal(mf_model_params(mf_models_find(models, "b-org/zeta")),
+	    138048);
 	mf_models_free(models);
 	rm_tree(dir);
 }
@@ -716,8 +747,8 @@ test_models_load_missing_dir(void **state)
 	struct mf_error err;
 
 	(void)state;
-	assert_int_equal(mf_models_load("/nonexistent/models", &models,
-	    &err), MF_ENOTFOUND);
+	assert_int_equal(mf_models_load("/nonexistent/models", &models, &err),
+	    MF_ENOTFOUND);
 	assert_non_null(strstr(err.message, "/nonexistent/models"));
 	assert_ptr_equal(models, (struct mf_models *)&models);
 }

@@ -78,10 +78,9 @@ check_text(const char *text, const struct want *w, struct mf_oom *out)
  *   179.00 KiB = 179 * 1024 = 183296 (the "cached" figure)
  * Cause: tried 17179869184 > total 12809739960 -> capacity.
  */
-static const struct want want_13751 = {
-	17179869184, 12809739960, 7870527570, 4294967296, 183296, NOPE, NOPE,
-	NOPE, NOPE, 0, MF_OOM_V1_0, MF_OOM_CUDA, MF_OOM_CAPACITY
-};
+static const struct want want_13751 = { 17179869184, 12809739960, 7870527570,
+	4294967296, 183296, NOPE, NOPE, NOPE, NOPE, 0, MF_OOM_V1_0, MF_OOM_CUDA,
+	MF_OOM_CAPACITY };
 
 /*
  * pytorch#35901, 1.4 format, no hint:
@@ -96,10 +95,9 @@ static const struct want want_13751 = {
  *   25% of total (6348498534.5); ru 12315818722 >= tried and >= 5% of
  *   total (1269699706.9) -> fragmentation.
  */
-static const struct want want_35901 = {
-	11639361372, 25393994138, 11016591114, 1138166333, 12315818722, NOPE,
-	NOPE, NOPE, NOPE, 0, MF_OOM_V1_4, MF_OOM_CUDA, MF_OOM_FRAGMENTATION
-};
+static const struct want want_35901 = { 11639361372, 25393994138, 11016591114,
+	1138166333, 12315818722, NOPE, NOPE, NOPE, NOPE, 0, MF_OOM_V1_4,
+	MF_OOM_CUDA, MF_OOM_FRAGMENTATION };
 
 /*
  * pytorch#111363, 2.1 ("capacty"), after a wrapper's exception name:
@@ -112,11 +110,9 @@ static const struct want want_35901 = {
  * Cause: free 40898826076 >= tried 67108864 -> limit (the reporter had set
  * a per-process memory fraction).
  */
-static const struct want want_111363 = {
-	67108864, 84986665370, 40898826076, 41983305318, 448224297,
-	44087839293, NOPE, NOPE, NOPE, 0, MF_OOM_V2_1, MF_OOM_CUDA,
-	MF_OOM_LIMIT
-};
+static const struct want want_111363 = { 67108864, 84986665370, 40898826076,
+	41983305318, 448224297, 44087839293, NOPE, NOPE, NOPE, 0, MF_OOM_V2_1,
+	MF_OOM_CUDA, MF_OOM_LIMIT };
 
 /*
  * pytorch#16417 (2024 comment), 2.2+:
@@ -130,10 +126,9 @@ static const struct want want_111363 = {
  *   204336005) = 589373112 < 25%; ru 204336005 >= tried but < 5% of total
  *   (1269699706.9) -> capacity.
  */
-static const struct want want_16417 = {
-	23068672, 25393994138, 11597251, 24588687770, 204336005, 25340307046,
-	NOPE, NOPE, NOPE, 0, MF_OOM_V2_2, MF_OOM_CUDA, MF_OOM_CAPACITY
-};
+static const struct want want_16417 = { 23068672, 25393994138, 11597251,
+	24588687770, 204336005, 25340307046, NOPE, NOPE, NOPE, 0, MF_OOM_V2_2,
+	MF_OOM_CUDA, MF_OOM_CAPACITY };
 
 struct known {
 	const char *source; /* appears in the block's comment lines */
@@ -141,10 +136,10 @@ struct known {
 };
 
 static const struct known known[] = {
-	{"#13751", &want_13751},
-	{"#35901", &want_35901},
-	{"#111363", &want_111363},
-	{"#16417", &want_16417},
+	{ "#13751", &want_13751 },
+	{ "#35901", &want_35901 },
+	{ "#111363", &want_111363 },
+	{ "#16417", &want_16417 },
 };
 
 /* The whole file, NUL-terminated, for the caller to free; NULL on error. */
@@ -323,11 +318,9 @@ static const char msg_99699[] =
 static void
 test_parse_v2_1_wrapped_with_processes(void **state)
 {
-	static const struct want w = {
-		144703488, 17072495002, 8849981, 15161234555, 430346076,
-		16449724744, 605028352, NOPE, NOPE, 0, MF_OOM_V2_1,
-		MF_OOM_CUDA, MF_OOM_CAPACITY
-	};
+	static const struct want w = { 144703488, 17072495002, 8849981,
+		15161234555, 430346076, 16449724744, 605028352, NOPE, NOPE, 0,
+		MF_OOM_V2_1, MF_OOM_CUDA, MF_OOM_CAPACITY };
 	struct mf_oom o;
 
 	(void)state;
@@ -360,11 +353,9 @@ static const char msg_v14_allowed[] =
 static void
 test_parse_v1_4_allowed_and_hint(void **state)
 {
-	static const struct want w = {
-		20971520, 12627203850, 7312181821, 4960687227, 128849019, NOPE,
-		NOPE, 5121748500, NOPE, 0, MF_OOM_V1_4, MF_OOM_CUDA,
-		MF_OOM_LIMIT
-	};
+	static const struct want w = { 20971520, 12627203850, 7312181821,
+		4960687227, 128849019, NOPE, NOPE, 5121748500, NOPE, 0,
+		MF_OOM_V1_4, MF_OOM_CUDA, MF_OOM_LIMIT };
 	struct mf_oom o;
 
 	(void)state;
@@ -391,10 +382,9 @@ static const char msg_v14_hint[] =
 static void
 test_parse_v1_4_hint_zero_free(void **state)
 {
-	static const struct want w = {
-		11521249772, 8589934592, 0, 18468359373, 2093796557, NOPE,
-		NOPE, NOPE, NOPE, 0, MF_OOM_V1_4, MF_OOM_CUDA, MF_OOM_CAPACITY
-	};
+	static const struct want w = { 11521249772, 8589934592, 0, 18468359373,
+		2093796557, NOPE, NOPE, NOPE, NOPE, 0, MF_OOM_V1_4, MF_OOM_CUDA,
+		MF_OOM_CAPACITY };
 	struct mf_oom o;
 
 	(void)state;
@@ -423,11 +413,9 @@ static const char msg_v14_other[] =
 static void
 test_parse_v1_4_crlf_other_process(void **state)
 {
-	static const struct want w = {
-		536870912, 11553462026, 327742915, 2254857830, 268435456, NOPE,
-		NOPE, NOPE, NOPE, 0, MF_OOM_V1_4, MF_OOM_CUDA,
-		MF_OOM_OTHER_PROCESS
-	};
+	static const struct want w = { 536870912, 11553462026, 327742915,
+		2254857830, 268435456, NOPE, NOPE, NOPE, NOPE, 0, MF_OOM_V1_4,
+		MF_OOM_CUDA, MF_OOM_OTHER_PROCESS };
 	struct mf_oom o;
 
 	(void)state;
@@ -454,10 +442,9 @@ static const char msg_v10_wrapped[] =
 static void
 test_parse_v1_0_log_prefix_tabs(void **state)
 {
-	static const struct want w = {
-		2621440, 11725260718, 1635779, 11038065951, 17857249, NOPE,
-		NOPE, NOPE, NOPE, 3, MF_OOM_V1_0, MF_OOM_CUDA, MF_OOM_CAPACITY
-	};
+	static const struct want w = { 2621440, 11725260718, 1635779,
+		11038065951, 17857249, NOPE, NOPE, NOPE, NOPE, 3, MF_OOM_V1_0,
+		MF_OOM_CUDA, MF_OOM_CAPACITY };
 	struct mf_oom o;
 
 	(void)state;
@@ -488,11 +475,9 @@ static const char msg_v21_container[] =
 static void
 test_parse_v2_1_single_process_is_this_one(void **state)
 {
-	static const struct want w = {
-		2093796557, 25436943811, 1610612736, 21163451351, 2330019758,
-		23815593656, 23815593656, NOPE, NOPE, 0, MF_OOM_V2_1,
-		MF_OOM_CUDA, MF_OOM_FRAGMENTATION
-	};
+	static const struct want w = { 2093796557, 25436943811, 1610612736,
+		21163451351, 2330019758, 23815593656, 23815593656, NOPE, NOPE,
+		0, MF_OOM_V2_1, MF_OOM_CUDA, MF_OOM_FRAGMENTATION };
 	struct mf_oom o;
 
 	(void)state;
@@ -529,11 +514,9 @@ static const char msg_v22_other[] =
 static void
 test_parse_v2_2_other_process(void **state)
 {
-	static const struct want w = {
-		2147483648, 85029615043, 1342177280, 37688338022, 1299227607,
-		40587440947, 43078521979, NOPE, NOPE, 1, MF_OOM_V2_2,
-		MF_OOM_CUDA, MF_OOM_OTHER_PROCESS
-	};
+	static const struct want w = { 2147483648, 85029615043, 1342177280,
+		37688338022, 1299227607, 40587440947, 43078521979, NOPE, NOPE,
+		1, MF_OOM_V2_2, MF_OOM_CUDA, MF_OOM_OTHER_PROCESS };
 	struct mf_oom o;
 
 	(void)state;
@@ -571,11 +554,9 @@ static const char msg_v22_pools[] =
 static void
 test_parse_v2_2_private_pools_fragmentation(void **state)
 {
-	static const struct want w = {
-		4294967296, 42283953029, 3350074491, 27380416512, 10952166605,
-		38923141120, NOPE, NOPE, 1073741824, 0, MF_OOM_V2_2,
-		MF_OOM_CUDA, MF_OOM_FRAGMENTATION
-	};
+	static const struct want w = { 4294967296, 42283953029, 3350074491,
+		27380416512, 10952166605, 38923141120, NOPE, NOPE, 1073741824,
+		0, MF_OOM_V2_2, MF_OOM_CUDA, MF_OOM_FRAGMENTATION };
 	struct mf_oom o;
 
 	(void)state;
@@ -610,11 +591,9 @@ static const char msg_hip_allowed[] =
 static void
 test_parse_hip_allowed_private_pools(void **state)
 {
-	static const struct want w = {
-		2097152, 309216170476, 296202419569, 1066412278, 57661194,
-		NOPE, NOPE, 1127428915, 17825792, 0, MF_OOM_V2_2, MF_OOM_HIP,
-		MF_OOM_LIMIT
-	};
+	static const struct want w = { 2097152, 309216170476, 296202419569,
+		1066412278, 57661194, NOPE, NOPE, 1127428915, 17825792, 0,
+		MF_OOM_V2_2, MF_OOM_HIP, MF_OOM_LIMIT };
 	struct mf_oom o;
 
 	(void)state;
@@ -638,10 +617,9 @@ static const char msg_v22_bytes[] =
 static void
 test_parse_v2_2_no_process_bytes_unit(void **state)
 {
-	static const struct want w = {
-		20971520, 8364448809, 0, 7945689498, 512, NOPE, NOPE, NOPE,
-		NOPE, 0, MF_OOM_V2_2, MF_OOM_CUDA, MF_OOM_CAPACITY
-	};
+	static const struct want w = { 20971520, 8364448809, 0, 7945689498, 512,
+		NOPE, NOPE, NOPE, NOPE, 0, MF_OOM_V2_2, MF_OOM_CUDA,
+		MF_OOM_CAPACITY };
 	struct mf_oom o;
 
 	(void)state;
@@ -664,10 +642,9 @@ static const char msg_huge[] =
 static void
 test_parse_gib_above_tib(void **state)
 {
-	static const struct want w = {
-		4398046511104, 33640331346, 33232309453, 0, 0, NOPE, NOPE,
-		NOPE, NOPE, 0, MF_OOM_V2_2, MF_OOM_CUDA, MF_OOM_CAPACITY
-	};
+	static const struct want w = { 4398046511104, 33640331346, 33232309453,
+		0, 0, NOPE, NOPE, NOPE, NOPE, 0, MF_OOM_V2_2, MF_OOM_CUDA,
+		MF_OOM_CAPACITY };
 	struct mf_oom o;
 
 	(void)state;
@@ -698,11 +675,9 @@ static const char msg_v21_neither[] =
 static void
 test_parse_v2_1_no_process_clause(void **state)
 {
-	static const struct want w = {
-		268435456, 15837691904, 210826691, 14935748772, 432380314,
-		NOPE, NOPE, NOPE, NOPE, 0, MF_OOM_V2_1, MF_OOM_CUDA,
-		MF_OOM_CAPACITY
-	};
+	static const struct want w = { 268435456, 15837691904, 210826691,
+		14935748772, 432380314, NOPE, NOPE, NOPE, NOPE, 0, MF_OOM_V2_1,
+		MF_OOM_CUDA, MF_OOM_CAPACITY };
 	struct mf_oom o;
 
 	(void)state;
@@ -734,11 +709,9 @@ static const char msg_v21_allowed[] =
 static void
 test_parse_v2_1_allowed(void **state)
 {
-	static const struct want w = {
-		1610612736, 42294690447, 19134079304, 20315195310,
-		2007897211, 23139136307, NOPE, 21152713933, NOPE, 2,
-		MF_OOM_V2_1, MF_OOM_CUDA, MF_OOM_LIMIT
-	};
+	static const struct want w = { 1610612736, 42294690447, 19134079304,
+		20315195310, 2007897211, 23139136307, NOPE, 21152713933, NOPE,
+		2, MF_OOM_V2_1, MF_OOM_CUDA, MF_OOM_LIMIT };
 	struct mf_oom o;
 
 	(void)state;
@@ -773,11 +746,9 @@ static const char msg_v21_pools[] =
 static void
 test_parse_v2_1_private_pools(void **state)
 {
-	static const struct want w = {
-		1342177280, 25383256719, 1084479242, 11897059410, 1921997865,
-		14388140442, 9792525435, NOPE, 2147483648, 0, MF_OOM_V2_1,
-		MF_OOM_CUDA, MF_OOM_OTHER_PROCESS
-	};
+	static const struct want w = { 1342177280, 25383256719, 1084479242,
+		11897059410, 1921997865, 14388140442, 9792525435, NOPE,
+		2147483648, 0, MF_OOM_V2_1, MF_OOM_CUDA, MF_OOM_OTHER_PROCESS };
 	struct mf_oom o;
 
 	(void)state;
@@ -813,10 +784,9 @@ static const char msg_v21_wsl[] =
 static void
 test_parse_process_unknown(void **state)
 {
-	static const struct want w = {
-		20971520, 8589934592, 0, 7580617277, 141840876, NOPE, NOPE,
-		NOPE, NOPE, 0, MF_OOM_V2_1, MF_OOM_CUDA, MF_OOM_CAPACITY
-	};
+	static const struct want w = { 20971520, 8589934592, 0, 7580617277,
+		141840876, NOPE, NOPE, NOPE, NOPE, 0, MF_OOM_V2_1, MF_OOM_CUDA,
+		MF_OOM_CAPACITY };
 	struct mf_oom o;
 
 	(void)state;
@@ -849,11 +819,9 @@ static const char msg_v22_wsl_allowed[] =
 static void
 test_parse_processes_unknown_allowed(void **state)
 {
-	static const struct want w = {
-		3221225472, 12874164470, 10103910564, 1739461755, 20971520,
-		NOPE, NOPE, 5153960755, NOPE, 0, MF_OOM_V2_2, MF_OOM_CUDA,
-		MF_OOM_LIMIT
-	};
+	static const struct want w = { 3221225472, 12874164470, 10103910564,
+		1739461755, 20971520, NOPE, NOPE, 5153960755, NOPE, 0,
+		MF_OOM_V2_2, MF_OOM_CUDA, MF_OOM_LIMIT };
 	struct mf_oom o;
 	json_t *j, *p;
 
@@ -884,10 +852,12 @@ tried_bytes(const char *fig, int64_t *out)
 	struct mf_error err;
 	enum mf_rc rc;
 
-	snprintf(text, sizeof(text), "CUDA out of memory. Tried to allocate "
+	snprintf(text, sizeof(text),
+	    "CUDA out of memory. Tried to allocate "
 	    "%s. GPU 0 has a total capacity of 1.00 GiB of which 0 bytes is "
 	    "free. Of the allocated memory 0 bytes is allocated by PyTorch, "
-	    "and 0 bytes is reserved by PyTorch but unallocated.", fig);
+	    "and 0 bytes is reserved by PyTorch but unallocated.",
+	    fig);
 	rc = mf_oom_parse(text, strlen(text), &o, &err);
 	if (rc == MF_OK)
 		*out = o.tried;
@@ -918,8 +888,7 @@ test_parse_sizes_near_max(void **state)
 	/* One byte, one hundredth of a KiB or MiB above 2^60. */
 	assert_int_equal(tried_bytes("1152921504606846977 bytes", &b),
 	    MF_ERANGE);
-	assert_int_equal(tried_bytes("1125899906842624.01 KiB", &b),
-	    MF_ERANGE);
+	assert_int_equal(tried_bytes("1125899906842624.01 KiB", &b), MF_ERANGE);
 	assert_int_equal(tried_bytes("1099511627776.01 MiB", &b), MF_ERANGE);
 	/* Far above: the whole part alone is out of range. */
 	assert_int_equal(tried_bytes("2147483648.00 GiB", &b), MF_ERANGE);
@@ -945,7 +914,8 @@ cause_of(int tried, int total, int free_, int alloc, int ru)
 	struct mf_oom o;
 	struct mf_error err;
 
-	snprintf(text, sizeof(text), "CUDA out of memory. Tried to allocate "
+	snprintf(text, sizeof(text),
+	    "CUDA out of memory. Tried to allocate "
 	    "%d bytes. GPU 0 has a total capacity of %d bytes of which %d "
 	    "bytes is free. Of the allocated memory %d bytes is allocated by "
 	    "PyTorch, and %d bytes is reserved by PyTorch but unallocated.",
@@ -968,16 +938,14 @@ test_cause_rule_edges(void **state)
 	assert_int_equal(cause_of(100, 1000, 100, 0, 0), MF_OOM_LIMIT);
 	assert_int_equal(cause_of(100, 1000, 99, 901, 0), MF_OOM_CAPACITY);
 	/* Rule 3: outside = 1000 - 50 - 700 = 250 = 25% exactly. */
-	assert_int_equal(cause_of(100, 1000, 50, 700, 0),
-	    MF_OOM_OTHER_PROCESS);
+	assert_int_equal(cause_of(100, 1000, 50, 700, 0), MF_OOM_OTHER_PROCESS);
 	/* 1000 - 50 - 701 = 249: under 25%, ru 0 -> capacity. */
 	assert_int_equal(cause_of(100, 1000, 50, 701, 0), MF_OOM_CAPACITY);
 	/* Rule 3 before rule 4: outside 250 and ru 100 >= tried, >= 5%. */
 	assert_int_equal(cause_of(100, 1000, 50, 600, 100),
 	    MF_OOM_OTHER_PROCESS);
 	/* Rule 4: outside = 1000 - 0 - 800 = 200; ru 50 = tried = 5%. */
-	assert_int_equal(cause_of(50, 1000, 0, 750, 50),
-	    MF_OOM_FRAGMENTATION);
+	assert_int_equal(cause_of(50, 1000, 0, 750, 50), MF_OOM_FRAGMENTATION);
 	/* ru 49 >= tried 49 but under 5% of 1000 -> capacity. */
 	assert_int_equal(cause_of(49, 1000, 0, 752, 49), MF_OOM_CAPACITY);
 	/* ru 60 >= 5% but under tried 61 -> capacity. */
@@ -1015,19 +983,28 @@ test_parse_no_message_is_einval(void **state)
 	assert_int_equal(parse_err("", &err), MF_EINVAL);
 	assert_non_null(strstr(err.message, "no PyTorch out-of-memory"));
 	assert_int_equal(parse_err("Traceback (most recent call last):\n"
-	    "ValueError: bad shape\n", &err), MF_EINVAL);
+	                           "ValueError: bad shape\n",
+	                     &err),
+	    MF_EINVAL);
 	assert_non_null(strstr(err.message, "no PyTorch out-of-memory"));
 	/* Old or foreign messages without figures say what is missing. */
 	assert_int_equal(parse_err("RuntimeError: cuda runtime error (2) : "
-	    "out of memory at /pytorch/aten/src/THC/THCCachingAllocator.cpp:"
-	    "510", &err), MF_EINVAL);
+	                           "out of memory at "
+	                           "/pytorch/aten/src/THC/"
+	                           "THCCachingAllocator.cpp:"
+	                           "510",
+	                     &err),
+	    MF_EINVAL);
 	assert_non_null(strstr(err.message, "no PyTorch message with"));
 	assert_int_equal(parse_err("RuntimeError: CUDA error: out of memory",
-	    &err), MF_EINVAL);
+	                     &err),
+	    MF_EINVAL);
 	/* Other backends' messages are not taken. */
 	assert_int_equal(parse_err("MPS backend out of memory (MPS allocated: "
-	    "1.00 GiB, other allocations: 0 bytes, max allowed: 9.07 GiB).",
-	    &err), MF_EINVAL);
+	                           "1.00 GiB, other allocations: 0 bytes, max "
+	                           "allowed: 9.07 GiB).",
+	                     &err),
+	    MF_EINVAL);
 	assert_int_equal(mf_oom_parse(NULL, 0, &o, &err), MF_EINVAL);
 	assert_int_equal(mf_oom_parse("x", 1, NULL, &err), MF_EINVAL);
 	/* err may be NULL. */
@@ -1041,9 +1018,13 @@ test_parse_malformed_names_place(void **state)
 
 	(void)state;
 	assert_int_equal(parse_err("line one\nline two\n"
-	    "RuntimeError: CUDA out of memory. Tried to allocate 16.00 GiB "
-	    "(GPU 0; 11.93 GiB totl capacity; 4.00 GiB already allocated; 7.33 "
-	    "GiB free; 179.00 KiB cached)", &err), MF_EINVAL);
+	                           "RuntimeError: CUDA out of memory. Tried to "
+	                           "allocate 16.00 GiB "
+	                           "(GPU 0; 11.93 GiB totl capacity; 4.00 GiB "
+	                           "already allocated; 7.33 "
+	                           "GiB free; 179.00 KiB cached)",
+	                     &err),
+	    MF_EINVAL);
 	assert_non_null(strstr(err.message, "expected 'total capacity;'"));
 	assert_non_null(strstr(err.message, "found 'totl capacity;"));
 	/*
@@ -1055,17 +1036,29 @@ test_parse_malformed_names_place(void **state)
 	assert_int_equal(err.column, 81);
 	/* Three decimals are not format_size(). */
 	assert_int_equal(parse_err("CUDA out of memory. Tried to allocate "
-	    "7.333 GiB (GPU 0; 11.93 GiB total capacity; 4.00 GiB already "
-	    "allocated; 7.33 GiB free; 179.00 KiB cached)", &err), MF_EINVAL);
+	                           "7.333 GiB (GPU 0; 11.93 GiB total "
+	                           "capacity; 4.00 GiB already "
+	                           "allocated; 7.33 GiB free; 179.00 KiB "
+	                           "cached)",
+	                     &err),
+	    MF_EINVAL);
 	/* Nor is a unit it never prints. */
 	assert_int_equal(parse_err("CUDA out of memory. Tried to allocate "
-	    "1.00 TiB (GPU 0; 11.93 GiB total capacity; 4.00 GiB already "
-	    "allocated; 7.33 GiB free; 179.00 KiB cached)", &err), MF_EINVAL);
+	                           "1.00 TiB (GPU 0; 11.93 GiB total capacity; "
+	                           "4.00 GiB already "
+	                           "allocated; 7.33 GiB free; 179.00 KiB "
+	                           "cached)",
+	                     &err),
+	    MF_EINVAL);
 	assert_non_null(strstr(err.message, "a unit"));
 	/* "bytes" only after a whole number. */
 	assert_int_equal(parse_err("CUDA out of memory. Tried to allocate "
-	    "1.50 bytes (GPU 0; 11.93 GiB total capacity; 4.00 GiB already "
-	    "allocated; 7.33 GiB free; 179.00 KiB cached)", &err), MF_EINVAL);
+	                           "1.50 bytes (GPU 0; 11.93 GiB total "
+	                           "capacity; 4.00 GiB already "
+	                           "allocated; 7.33 GiB free; 179.00 KiB "
+	                           "cached)",
+	                     &err),
+	    MF_EINVAL);
 }
 
 static void
@@ -1075,19 +1068,30 @@ test_parse_figure_too_large_is_erange(void **state)
 
 	(void)state;
 	/* 2^60 bytes = 1073741824 GiB; one more hundredth is too much. */
+	assert_int_equal(
+	    parse_err(
+	        "CUDA out of memory. Tried to allocate "
+	        "1073741824.01 GiB. GPU 0 has a total capacity of 1.00 GiB of "
+	        "which 0 bytes is free. Of the allocated memory 0 bytes is "
+	        "allocated by PyTorch, and 0 bytes is reserved by PyTorch but "
+	        "unallocated.",
+	        &err),
+	    MF_ERANGE);
 	assert_int_equal(parse_err("CUDA out of memory. Tried to allocate "
-	    "1073741824.01 GiB. GPU 0 has a total capacity of 1.00 GiB of "
-	    "which 0 bytes is free. Of the allocated memory 0 bytes is "
-	    "allocated by PyTorch, and 0 bytes is reserved by PyTorch but "
-	    "unallocated.", &err), MF_ERANGE);
-	assert_int_equal(parse_err("CUDA out of memory. Tried to allocate "
-	    "99999999999999999999999.00 GiB. GPU 0 has a total capacity of "
-	    "1.00 GiB", &err), MF_ERANGE);
-	assert_int_equal(parse_err("CUDA out of memory. Tried to allocate "
-	    "1073741824.00 GiB. GPU 0 has a total capacity of 1.00 GiB of "
-	    "which 0 bytes is free. Of the allocated memory 0 bytes is "
-	    "allocated by PyTorch, and 0 bytes is reserved by PyTorch but "
-	    "unallocated.", &err), MF_OK);
+	                           "99999999999999999999999.00 GiB. GPU 0 has "
+	                           "a total capacity of "
+	                           "1.00 GiB",
+	                     &err),
+	    MF_ERANGE);
+	assert_int_equal(
+	    parse_err(
+	        "CUDA out of memory. Tried to allocate "
+	        "1073741824.00 GiB. GPU 0 has a total capacity of 1.00 GiB of "
+	        "which 0 bytes is free. Of the allocated memory 0 bytes is "
+	        "allocated by PyTorch, and 0 bytes is reserved by PyTorch but "
+	        "unallocated.",
+	        &err),
+	    MF_OK);
 }
 
 /*
@@ -1147,7 +1151,8 @@ test_parse_first_complete_message_wins(void **state)
 
 	(void)state;
 	/* A cut-off message, then a whole one: the whole one is read. */
-	snprintf(text, sizeof(text), "retrying after: CUDA out of memory. "
+	snprintf(text, sizeof(text),
+	    "retrying after: CUDA out of memory. "
 	    "Tried to allocate 1.00 GiB. GPU 0 has a total\n%s\n%s",
 	    msg_v22_bytes, msg_v22_other);
 	assert_int_equal(mf_oom_parse(text, strlen(text), &o, &err), MF_OK);
@@ -1181,14 +1186,16 @@ test_parse_many_processes(void **state)
 	int i;
 
 	(void)state;
-	n = (size_t)snprintf(text, sizeof(text), "CUDA out of memory. Tried "
+	n = (size_t)snprintf(text, sizeof(text),
+	    "CUDA out of memory. Tried "
 	    "to allocate 2.00 MiB. GPU 0 has a total capacity of 1.00 GiB of "
 	    "which 1.00 MiB is free.");
 	/* 20 processes of 10.00 MiB: 16 kept, all 20 summed. */
 	for (i = 0; i < 20; i++)
 		n += (size_t)snprintf(text + n, sizeof(text) - n,
 		    " Process %d has 10.00 MiB memory in use.", 100 + i);
-	snprintf(text + n, sizeof(text) - n, " Of the allocated memory 1.00 "
+	snprintf(text + n, sizeof(text) - n,
+	    " Of the allocated memory 1.00 "
 	    "MiB is allocated by PyTorch, and 0 bytes is reserved by PyTorch "
 	    "but unallocated.");
 	assert_int_equal(mf_oom_parse(text, strlen(text), &o, &err), MF_OK);
@@ -1248,7 +1255,7 @@ advice_has(json_t *j, const char *needle)
 
 	assert_true(json_is_array(a));
 	assert_true(json_array_size(a) > 0);
-	json_array_foreach(a, i, v) {
+	json_array_foreach (a, i, v) {
 		assert_true(json_is_string(v));
 		if (strstr(json_string_value(v), needle) != NULL)
 			found = 1;
@@ -1280,19 +1287,26 @@ test_json_figures_and_nulls(void **state)
 	    85029615043);
 	assert_int_equal(json_integer_value(json_object_get(j, "freeBytes")),
 	    1342177280);
-	assert_int_equal(json_integer_value(json_object_get(j,
-	    "allocatedBytes")), 37688338022);
-	assert_int_equal(json_integer_value(json_object_get(j,
-	    "reservedUnallocatedBytes")), 1299227607);
-	assert_int_equal(json_integer_value(json_object_get(j,
-	    "processBytes")), 40587440947);
-	assert_int_equal(json_integer_value(json_object_get(j,
-	    "otherProcessBytes")), 43078521979);
+	assert_int_equal(json_integer_value(
+	                     json_object_get(j, "allocatedBytes")),
+	    37688338022);
+	assert_int_equal(json_integer_value(
+	                     json_object_get(j, "reservedUnallocatedBytes")),
+	    1299227607);
+	assert_int_equal(json_integer_value(json_object_get(j, "processBytes")),
+	    40587440947);
+	assert_int_equal(json_integer_value(
+	                     json_object_get(j, "otherProcessBytes")),
+	    43078521979);
 	assert_true(json_is_null(json_object_get(j, "allowedBytes")));
 	assert_true(json_is_null(json_object_get(j, "privatePoolBytes")));
 	assert_int_equal(json_integer_value(json_object_get(j, "gpu")), 1);
-	assert_int_equal(json_integer_value(json_object_get(json_array_get(
-	    json_object_get(j, "processes"), 0), "pid")), 3121);
+	assert_int_equal(json_integer_value(
+	                     json_object_get(json_array_get(json_object_get(j,
+	                                                        "processes"),
+	                                         0),
+	                         "pid")),
+	    3121);
 	assert_string_equal(json_string_value(json_object_get(j, "format")),
 	    "2.2");
 	assert_string_equal(json_string_value(json_object_get(j, "backend")),
@@ -1306,8 +1320,9 @@ test_json_figures_and_nulls(void **state)
 	assert_true(json_is_null(json_object_get(j, "processBytes")));
 	assert_true(json_is_null(json_object_get(j, "otherProcessBytes")));
 	assert_int_equal(json_array_size(json_object_get(j, "processes")), 0);
-	assert_int_equal(json_integer_value(json_object_get(j,
-	    "reservedUnallocatedBytes")), 17857249);
+	assert_int_equal(json_integer_value(
+	                     json_object_get(j, "reservedUnallocatedBytes")),
+	    17857249);
 	assert_string_equal(json_string_value(json_object_get(j, "format")),
 	    "1.0");
 	json_decref(j);
@@ -1329,7 +1344,8 @@ test_json_advice_per_cause(void **state)
 	j = json_of(msg_v22_pools); /* fragmentation */
 	assert_string_equal(json_string_value(json_object_get(j, "cause")),
 	    "fragmentation");
-	assert_true(advice_has(j, "PYTORCH_ALLOC_CONF=expandable_segments:"
+	assert_true(advice_has(j,
+	    "PYTORCH_ALLOC_CONF=expandable_segments:"
 	    "True"));
 	assert_true(advice_has(j, "PYTORCH_CUDA_ALLOC_CONF"));
 	assert_true(advice_has(j, "max_split_size_mb"));
@@ -1352,7 +1368,8 @@ test_json_advice_per_cause(void **state)
 	j = json_of(msg_v14_allowed); /* limit, fraction printed */
 	assert_string_equal(json_string_value(json_object_get(j, "cause")),
 	    "limit");
-	assert_true(advice_has(j, "torch.cuda.set_per_process_memory_"
+	assert_true(advice_has(j,
+	    "torch.cuda.set_per_process_memory_"
 	    "fraction()"));
 	assert_true(advice_has(j, "4.77 GiB"));
 	assert_true(advice_has(j, "MPS"));
@@ -1374,10 +1391,22 @@ test_json_advice_per_cause(void **state)
 
 /* Every message in this file, for the checks that hold for all of them. */
 static const char *const all_msgs[] = {
-	msg_99699, msg_v14_allowed, msg_v14_hint, msg_v14_other,
-	msg_v10_wrapped, msg_v21_container, msg_v22_other, msg_v22_pools,
-	msg_hip_allowed, msg_v22_bytes, msg_huge, msg_v21_neither,
-	msg_v21_allowed, msg_v21_pools, msg_v21_wsl, msg_v22_wsl_allowed,
+	msg_99699,
+	msg_v14_allowed,
+	msg_v14_hint,
+	msg_v14_other,
+	msg_v10_wrapped,
+	msg_v21_container,
+	msg_v22_other,
+	msg_v22_pools,
+	msg_hip_allowed,
+	msg_v22_bytes,
+	msg_huge,
+	msg_v21_neither,
+	msg_v21_allowed,
+	msg_v21_pools,
+	msg_v21_wsl,
+	msg_v22_wsl_allowed,
 };
 
 /* One message's diagnosis: JSON and text, nowhere torch.cuda.empty_cache. */
@@ -1410,7 +1439,7 @@ test_advice_never_empty_cache(void **state)
 {
 	char *text = read_messages(), *p, *next;
 	size_t i;
-	int causes[4] = {0, 0, 0, 0}, blocks = 0;
+	int causes[4] = { 0, 0, 0, 0 }, blocks = 0;
 	struct mf_oom o;
 	struct mf_error err;
 
@@ -1418,7 +1447,8 @@ test_advice_never_empty_cache(void **state)
 	for (i = 0; i < sizeof(all_msgs) / sizeof(all_msgs[0]); i++) {
 		check_never_empty_cache(all_msgs[i]);
 		assert_int_equal(mf_oom_parse(all_msgs[i], strlen(all_msgs[i]),
-		    &o, &err), MF_OK);
+		                     &o, &err),
+		    MF_OK);
 		causes[o.cause]++;
 	}
 	/* Every cause is among them. */
@@ -1444,11 +1474,22 @@ static void
 test_json_keys_exact(void **state)
 {
 	static const char *const keys[] = {
-		"triedBytes", "totalBytes", "freeBytes", "allocatedBytes",
-		"reservedUnallocatedBytes", "processBytes",
-		"otherProcessBytes", "allowedBytes", "privatePoolBytes",
-		"processes", "gpu", "backend", "format", "cause",
-		"explanation", "advice",
+		"triedBytes",
+		"totalBytes",
+		"freeBytes",
+		"allocatedBytes",
+		"reservedUnallocatedBytes",
+		"processBytes",
+		"otherProcessBytes",
+		"allowedBytes",
+		"privatePoolBytes",
+		"processes",
+		"gpu",
+		"backend",
+		"format",
+		"cause",
+		"explanation",
+		"advice",
 	};
 	json_t *j;
 	size_t i;
@@ -1484,11 +1525,14 @@ check_example(const char *name)
 	if (text == NULL)
 		fail_msg("cannot read %s (set MF_TOP)", path);
 	assert_int_equal(strncmp(text, "# POST /v1/diagnose\n",
-	    strlen("# POST /v1/diagnose\n")), 0);
+	                     strlen("# POST /v1/diagnose\n")),
+	    0);
 	expect = strstr(text, "\n# expect: ");
 	assert_non_null(expect);
-	if (sscanf(expect, "\n# expect: status=200 cause=%31s triedBytes=%lld "
-	    "totalBytes=%lld", cause, &tried, &total) != 3)
+	if (sscanf(expect,
+	        "\n# expect: status=200 cause=%31s triedBytes=%lld "
+	        "totalBytes=%lld",
+	        cause, &tried, &total) != 3)
 		fail_msg("%s: bad expect line", name);
 	if (mf_oom_parse(text, strlen(text), &o, &err) != MF_OK)
 		fail_msg("%s: %s", name, err.message);
@@ -1537,8 +1581,9 @@ test_json_allocation_failure(void **state)
 	int n;
 
 	(void)state;
-	assert_int_equal(mf_oom_parse(msg_v22_other, strlen(msg_v22_other),
-	    &o, &err), MF_OK);
+	assert_int_equal(mf_oom_parse(msg_v22_other, strlen(msg_v22_other), &o,
+	                     &err),
+	    MF_OK);
 	json_set_alloc_funcs(failing_malloc, free);
 	for (n = 0; n < 1000; n++) {
 		budget = n;
@@ -1562,8 +1607,9 @@ test_text_report_snprintf_contract(void **state)
 	int need;
 
 	(void)state;
-	assert_int_equal(mf_oom_parse(msg_v22_pools, strlen(msg_v22_pools),
-	    &o, &err), MF_OK);
+	assert_int_equal(mf_oom_parse(msg_v22_pools, strlen(msg_v22_pools), &o,
+	                     &err),
+	    MF_OK);
 	need = mf_oom_text(&o, NULL, 0);
 	assert_true(need > 0 && (size_t)need < sizeof(big));
 	assert_int_equal(mf_oom_text(&o, big, sizeof(big)), need);

@@ -53,11 +53,11 @@
 #define BIT(f) MF_FIXBIT(MF_FIX_##f)
 
 /* The reference figures above. */
-#define NEED_FULL     INT64_C(148839137280)
-#define NEED_CKPT     INT64_C(131659268096)
-#define NEED_8BIT     INT64_C(83477700608)
-#define NEED_LORA     INT64_C(19906699264)
-#define NEED_QLORA    INT64_C(7861307392)
+#define NEED_FULL INT64_C(148839137280)
+#define NEED_CKPT INT64_C(131659268096)
+#define NEED_8BIT INT64_C(83477700608)
+#define NEED_LORA INT64_C(19906699264)
+#define NEED_QLORA INT64_C(7861307392)
 
 static struct mf_models *models;
 static struct mf_catalog *shipped;
@@ -84,9 +84,9 @@ setup(void **state)
 
 	(void)state;
 	if (mf_models_load(top_path(path, sizeof(path), "catalog/models"),
-	    &models, &err) != MF_OK ||
+	        &models, &err) != MF_OK ||
 	    mf_cat_load(top_path(path, sizeof(path), "catalog/gpus.yaml"),
-	    &shipped, &err) != MF_OK) {
+	        &shipped, &err) != MF_OK) {
 		print_message("setup: %s\n", err.message);
 		return -1;
 	}
@@ -102,7 +102,8 @@ teardown(void **state)
 	return 0;
 }
 
-#define JOB "apiVersion: memfloor.dev/v1\nkind: Job\nmetadata:\n  name: t\n" \
+#define JOB \
+	"apiVersion: memfloor.dev/v1\nkind: Job\nmetadata:\n  name: t\n" \
 	"spec:\n"
 #define LLAMA "  model:\n    name: meta-llama/Llama-3.1-8B\n"
 #define WL(lines) "  workload:\n    sequenceLength: 4096\n" lines
@@ -165,14 +166,15 @@ near_at(double got, double want, const char *file, int line)
 }
 
 static void
-expect_placement(const struct mf_placement *p, const char *gpu,
-    int64_t count, unsigned fixes)
+expect_placement(const struct mf_placement *p, const char *gpu, int64_t count,
+    unsigned fixes)
 {
 	if (strcmp(p->gpu->name, gpu) != 0 || p->count != count ||
 	    p->fixes != fixes)
 		fail_msg("placement %s x%lld fixes %#x, want %s x%lld "
-		    "fixes %#x", p->gpu->name, (long long)p->count, p->fixes,
-		    gpu, (long long)count, fixes);
+		         "fixes %#x",
+		    p->gpu->name, (long long)p->count, p->fixes, gpu,
+		    (long long)count, fixes);
 }
 
 static int
@@ -197,8 +199,9 @@ has_warning(const struct mf_decision *d, const char *part)
  *   fast        80G  $2.00  1.0    -> 2.00
  *   mid         96G  $1.50  0.5    -> 3.00
  */
-#define CAT_RANK CAT_HDR GPU("slow-cheap", "48G", "1.00", "0.25") \
-	GPU("fast", "80G", "2.00", "1.0") GPU("mid", "96G", "1.50", "0.5")
+#define CAT_RANK \
+	CAT_HDR GPU("slow-cheap", "48G", "1.00", "0.25") \
+	    GPU("fast", "80G", "2.00", "1.0") GPU("mid", "96G", "1.50", "0.5")
 
 /* --- minMemory only --- */
 
@@ -270,8 +273,8 @@ test_floor_no_hours(void **state)
 static void
 test_floor_boundary(void **state)
 {
-	struct mf_catalog *cat = cat_parse(CAT_HDR
-	    GPU("only", "48G", "1.00", "1.0"));
+	struct mf_catalog *cat =
+	    cat_parse(CAT_HDR GPU("only", "48G", "1.00", "1.0"));
 	struct mf_catalog *rank = cat_parse(CAT_RANK);
 	struct mf_decision d;
 	struct fx f;
@@ -338,7 +341,8 @@ test_floor_count(void **state)
 	struct fx f;
 
 	(void)state;
-	job_load(&f, "  resources:\n    gpu:\n      minMemory: 40Gi\n"
+	job_load(&f,
+	    "  resources:\n    gpu:\n      minMemory: 40Gi\n"
 	    "      count: 2\n" HOURS(12));
 	place(&f, cat, &d);
 	expect_placement(&d.placement, "fast", 2, 0);
@@ -349,7 +353,8 @@ test_floor_count(void **state)
 	near(d.alt[0].cost_per_ref_hour, 3.333333333);
 	near(d.alt[1].cost_per_ref_hour, 4.444444444);
 	job_free(&f);
-	job_load(&f, "  resources:\n    gpu:\n      minMemory: 40Gi\n"
+	job_load(&f,
+	    "  resources:\n    gpu:\n      minMemory: 40Gi\n"
 	    "      count: 4\n" HOURS(12));
 	place(&f, cat, &d);
 	expect_placement(&d.placement, "fast", 4, 0);
@@ -371,7 +376,8 @@ test_floor_count_past_max(void **state)
 	struct fx f;
 
 	(void)state;
-	job_load(&f, "  resources:\n    gpu:\n      minMemory: 40Gi\n"
+	job_load(&f,
+	    "  resources:\n    gpu:\n      minMemory: 40Gi\n"
 	    "      count: 9\n");
 	place(&f, cat, &d);
 	job_free(&f);
@@ -389,8 +395,8 @@ test_floor_count_past_max(void **state)
 static void
 test_tie_name(void **state)
 {
-	struct mf_catalog *cat = cat_parse(CAT_HDR
-	    GPU("zeta", "80G", "2.0", "1.0") GPU("alpha", "80G", "2.0", "1.0"));
+	struct mf_catalog *cat = cat_parse(CAT_HDR GPU("zeta", "80G", "2.0",
+	    "1.0") GPU("alpha", "80G", "2.0", "1.0"));
 	struct mf_decision d;
 	struct fx f;
 
@@ -411,9 +417,8 @@ test_tie_name(void **state)
 static void
 test_tie_spare(void **state)
 {
-	struct mf_catalog *cat = cat_parse(CAT_HDR
-	    GPU("a-small", "48G", "1.00", "0.5") GPU("z-big", "96G", "2.00",
-	    "1.0"));
+	struct mf_catalog *cat = cat_parse(CAT_HDR GPU("a-small", "48G", "1.00",
+	    "0.5") GPU("z-big", "96G", "2.00", "1.0"));
 	struct mf_decision d;
 	struct fx f;
 
@@ -438,15 +443,14 @@ test_tie_spare(void **state)
 static void
 test_tie_fewer_fixes(void **state)
 {
-	struct mf_catalog *cat = cat_parse(CAT_HDR
-	    GPU("a-96", "96G", "1.0", "0.5") GPU("z-150", "150G", "2.0",
-	    "1.0"));
+	struct mf_catalog *cat = cat_parse(CAT_HDR GPU("a-96", "96G", "1.0",
+	    "0.5") GPU("z-150", "150G", "2.0", "1.0"));
 	struct mf_decision d;
 	struct fx f;
 
 	(void)state;
-	job_load(&f, LLAMA WL("    gradientCheckpointing: true\n")
-	    FIXES("adam8bit"));
+	job_load(&f,
+	    LLAMA WL("    gradientCheckpointing: true\n") FIXES("adam8bit"));
 	place(&f, cat, &d);
 	expect_placement(&d.placement, "z-150", 1, 0);
 	assert_int_equal(d.placement.need, NEED_CKPT);
@@ -472,10 +476,11 @@ test_tie_fewer_fixes(void **state)
 static void
 test_tie_fewer_gpus(void **state)
 {
-	struct mf_catalog *cat = cat_parse("apiVersion: memfloor.dev/v1\n"
-	    "kind: GpuCatalog\nmultiGpuEfficiency: 1\ngpus:\n"
-	    GPU("a-narrow", "80022675456", "2.0", "1.0") "    maxCount: 4\n"
-	    GPU("z-wide", "128204242944", "2.0", "1.0") "    maxCount: 2\n");
+	struct mf_catalog *cat = cat_parse(
+	    "apiVersion: memfloor.dev/v1\n"
+	    "kind: GpuCatalog\nmultiGpuEfficiency: 1\ngpus:\n" GPU("a-narrow",
+	        "80022675456", "2.0", "1.0") "    maxCount: 4\n" GPU("z-wide",
+	        "128204242944", "2.0", "1.0") "    maxCount: 2\n");
 	struct mf_decision d;
 	struct fx f;
 
@@ -504,16 +509,16 @@ test_limit_hourly_price(void **state)
 	struct fx f;
 
 	(void)state;
-	job_load(&f, FLOOR("40Gi") HOURS(12)
-	    "  limits:\n    maxHourlyPrice: 1.6\n");
+	job_load(&f,
+	    FLOOR("40Gi") HOURS(12) "  limits:\n    maxHourlyPrice: 1.6\n");
 	place(&f, cat, &d);
 	expect_placement(&d.placement, "mid", 1, 0);
 	near(d.placement.cost, 36);
 	assert_int_equal(d.nalt, 1);
 	job_free(&f);
 	/* $0.50/h rules out every card: the limit is named. */
-	job_load(&f, FLOOR("40Gi") HOURS(12)
-	    "  limits:\n    maxHourlyPrice: 0.5\n");
+	job_load(&f,
+	    FLOOR("40Gi") HOURS(12) "  limits:\n    maxHourlyPrice: 0.5\n");
 	place(&f, cat, &d);
 	assert_false(d.admitted);
 	assert_int_equal(d.limit, MF_LIMIT_HOURLY_PRICE);
@@ -538,9 +543,10 @@ test_limit_hourly_price_count(void **state)
 	struct fx f;
 
 	(void)state;
-	job_load(&f, "  resources:\n    gpu:\n      minMemory: 40Gi\n"
-	    "      count: 2\n" HOURS(12)
-	    "  limits:\n    maxHourlyPrice: 3.5\n");
+	job_load(&f,
+	    "  resources:\n    gpu:\n      minMemory: 40Gi\n"
+	    "      count: 2\n" HOURS(
+	        12) "  limits:\n    maxHourlyPrice: 3.5\n");
 	place(&f, cat, &d);
 	expect_placement(&d.placement, "mid", 2, 0);
 	near(d.placement.hourly_price, 3.0);
@@ -590,28 +596,30 @@ test_limit_deadline(void **state)
 	struct fx f;
 
 	(void)state;
-	job_load(&f, FLOOR("40Gi") HOURS(12)
-	    "  limits:\n    deadlineHours: 20\n");
+	job_load(&f,
+	    FLOOR("40Gi") HOURS(12) "  limits:\n    deadlineHours: 20\n");
 	place(&f, cat, &d);
 	expect_placement(&d.placement, "fast", 1, 0);
 	assert_int_equal(d.nalt, 0);
 	job_free(&f);
-	job_load(&f, FLOOR("40Gi") HOURS(12)
-	    "  limits:\n    deadlineHours: 30\n    maxHourlyPrice: 1.6\n");
+	job_load(&f,
+	    FLOOR("40Gi") HOURS(12) "  limits:\n    deadlineHours: 30\n    "
+	                            "maxHourlyPrice: 1.6\n");
 	place(&f, cat, &d);
 	expect_placement(&d.placement, "mid", 1, 0);
 	near(d.placement.hours, 24);
 	job_free(&f);
-	job_load(&f, FLOOR("40Gi") HOURS(12)
-	    "  limits:\n    deadlineHours: 10\n");
+	job_load(&f,
+	    FLOOR("40Gi") HOURS(12) "  limits:\n    deadlineHours: 10\n");
 	place(&f, cat, &d);
 	assert_false(d.admitted);
 	assert_int_equal(d.limit, MF_LIMIT_DEADLINE);
 	assert_string_equal(mf_limit_name(d.limit), "limits.deadlineHours");
 	assert_non_null(strstr(d.reason, "limits.deadlineHours"));
 	job_free(&f);
-	job_load(&f, FLOOR("40Gi") HOURS(12)
-	    "  limits:\n    deadlineHours: 20\n    maxHourlyPrice: 1.6\n");
+	job_load(&f,
+	    FLOOR("40Gi") HOURS(12) "  limits:\n    deadlineHours: 20\n    "
+	                            "maxHourlyPrice: 1.6\n");
 	place(&f, cat, &d);
 	assert_false(d.admitted);
 	assert_int_equal(d.limit, MF_LIMIT_HOURLY_PRICE);
@@ -650,11 +658,14 @@ test_model_smallest_fit_row(void **state)
 {
 	(void)state;
 	smallest_row(LLAMA WL("    method: qlora\n"
-	    "    gradientCheckpointing: true\n"), NEED_QLORA, "RTX-A4000");
+	                      "    gradientCheckpointing: true\n"),
+	    NEED_QLORA, "RTX-A4000");
 	smallest_row(LLAMA WL("    method: lora\n"
-	    "    gradientCheckpointing: true\n"), NEED_LORA, "RTX-3090");
+	                      "    gradientCheckpointing: true\n"),
+	    NEED_LORA, "RTX-3090");
 	smallest_row(LLAMA WL("    optimizer: adam8bit\n"
-	    "    gradientCheckpointing: true\n"), NEED_8BIT, "RTX-PRO-6000");
+	                      "    gradientCheckpointing: true\n"),
+	    NEED_8BIT, "RTX-PRO-6000");
 	smallest_row(LLAMA WL("    gradientCheckpointing: true\n"), NEED_CKPT,
 	    "B200");
 }
@@ -673,8 +684,9 @@ test_model_8bit_floor(void **state)
 	struct fx f;
 
 	(void)state;
-	job_load(&f, LLAMA WL("    optimizer: adam8bit\n"
-	    "    gradientCheckpointing: true\n"));
+	job_load(&f,
+	    LLAMA WL("    optimizer: adam8bit\n"
+	             "    gradientCheckpointing: true\n"));
 	place(&f, shipped, &d);
 	assert_int_equal(d.floor, 87 * GIB);
 	assert_int_equal(d.floor, INT64_C(93415538688));
@@ -700,8 +712,9 @@ test_model_qlora_cheapest(void **state)
 	struct fx f;
 
 	(void)state;
-	job_load(&f, LLAMA WL("    method: qlora\n"
-	    "    gradientCheckpointing: true\n") HOURS(12));
+	job_load(&f,
+	    LLAMA WL("    method: qlora\n"
+	             "    gradientCheckpointing: true\n") HOURS(12));
 	place(&f, shipped, &d);
 	expect_placement(&d.placement, "RTX-A4000", 1, 0);
 	near(d.placement.hours, 12 / 0.0775);
@@ -728,8 +741,9 @@ test_model_inference(void **state)
 	struct fx f;
 
 	(void)state;
-	job_load(&f, LLAMA "  workload:\n    kind: inference\n"
-	    "    concurrency: 32\n    contextLength: 8192\n");
+	job_load(&f,
+	    LLAMA "  workload:\n    kind: inference\n"
+	          "    concurrency: 32\n    contextLength: 8192\n");
 	place(&f, shipped, &d);
 	assert_true(d.admitted);
 	assert_int_equal(d.need, INT64_C(50420260864));
@@ -748,15 +762,16 @@ test_model_inference(void **state)
 static void
 test_model_inference_rejected(void **state)
 {
-	struct mf_catalog *cat = cat_parse(CAT_HDR
-	    GPU("L40S", "48G", "1.00", "0.5"));
+	struct mf_catalog *cat =
+	    cat_parse(CAT_HDR GPU("L40S", "48G", "1.00", "0.5"));
 	struct mf_decision d;
 	struct fx f;
 
 	(void)state;
-	job_load(&f, LLAMA "  workload:\n    kind: inference\n"
-	    "    concurrency: 32\n    contextLength: 8192\n"
-	    FIXES("checkpointing, adam8bit, lora, qlora, fsdp"));
+	job_load(&f,
+	    LLAMA "  workload:\n    kind: inference\n"
+	          "    concurrency: 32\n    contextLength: 8192\n" FIXES(
+	              "checkpointing, adam8bit, lora, qlora, fsdp"));
 	place(&f, cat, &d);
 	assert_false(d.admitted);
 	assert_int_equal(d.nfixes, 0);
@@ -768,9 +783,10 @@ test_model_inference_rejected(void **state)
 	 * 66,480,783,360; autocast brings it back to 50,420,260,864, still
 	 * more than 43.2 usable.
 	 */
-	job_load(&f, LLAMA "  workload:\n    kind: inference\n"
-	    "    precision: fp32\n    concurrency: 32\n"
-	    "    contextLength: 8192\n");
+	job_load(&f,
+	    LLAMA "  workload:\n    kind: inference\n"
+	          "    precision: fp32\n    concurrency: 32\n"
+	          "    contextLength: 8192\n");
 	place(&f, cat, &d);
 	assert_false(d.admitted);
 	assert_int_equal(d.need, INT64_C(66480783360));
@@ -792,10 +808,11 @@ test_model_inference_rejected(void **state)
  *   L40S       48G $1.00 0.5  -> 2.00
  *   RTX-3090   24G $0.25 0.1  -> 2.50
  */
-#define CAT_80 CAT_HDR GPU("H100", "80G", "3.00", "1.0") \
-	GPU("A100-80GB", "80G", "1.50", "0.4") \
-	GPU("L40S", "48G", "1.00", "0.5") \
-	GPU("RTX-3090", "24G", "0.25", "0.1")
+#define CAT_80 \
+	CAT_HDR GPU("H100", "80G", "3.00", "1.0") \
+	    GPU("A100-80GB", "80G", "1.50", "0.4") \
+	        GPU("L40S", "48G", "1.00", "0.5") \
+	            GPU("RTX-3090", "24G", "0.25", "0.1")
 
 static void
 expect_fix(const struct mf_fix_option *e, enum mf_fix fix, unsigned fixes,
@@ -914,8 +931,8 @@ test_key_case_admitted(void **state)
 	struct fx f;
 
 	(void)state;
-	job_load(&f, LLAMA WL("") HOURS(10)
-	    FIXES("checkpointing, adam8bit, fsdp"));
+	job_load(&f,
+	    LLAMA WL("") HOURS(10) FIXES("checkpointing, adam8bit, fsdp"));
 	place(&f, cat, &d);
 	assert_true(d.admitted);
 	expect_placement(&d.placement, "L40S", 4, a8f);
@@ -936,8 +953,7 @@ test_key_case_admitted(void **state)
 	near(d.alt[0].cost_per_ref_hour, 3.0 / 0.9);
 	expect_placement(&d.alt[1], "A100-80GB", 2, a8f);
 	near(d.alt[1].cost_per_ref_hour, 3.75 / 0.9);
-	expect_placement(&d.alt[2], "RTX-3090", 5,
-	    BIT(CHECKPOINTING) | a8f);
+	expect_placement(&d.alt[2], "RTX-3090", 5, BIT(CHECKPOINTING) | a8f);
 	assert_int_equal(d.alt[2].need, INT64_C(20108058626));
 	near(d.alt[2].cost_per_ref_hour, 4.310417925);
 	assert_int_equal(d.nwarn, 0);
@@ -985,8 +1001,9 @@ test_count_pins_fsdp(void **state)
 	struct fx f;
 
 	(void)state;
-	job_load(&f, LLAMA "  resources:\n    gpu:\n      count: 2\n"
-	    WL("") HOURS(10) FIXES("checkpointing, fsdp"));
+	job_load(&f,
+	    LLAMA "  resources:\n    gpu:\n      count: 2\n" WL("") HOURS(10)
+	        FIXES("checkpointing, fsdp"));
 	place(&f, cat, &d);
 	expect_placement(&d.placement, "H100", 2,
 	    BIT(CHECKPOINTING) | BIT(FSDP));
@@ -1050,21 +1067,21 @@ test_fixes_cumulative(void **state)
 {
 	struct mf_catalog *cat = cat_parse(CAT_80);
 	unsigned c1 = BIT(SDPA), c2 = c1 | BIT(MICROBATCH),
-	    c3 = c2 | BIT(AUTOCAST), c4 = c3 | BIT(CHECKPOINTING);
+	         c3 = c2 | BIT(AUTOCAST), c4 = c3 | BIT(CHECKPOINTING);
 	struct mf_decision d;
 	struct fx f;
 
 	(void)state;
-	job_load(&f, LLAMA WL("    precision: fp32\n    attention: eager\n"
-	    "    microBatch: 8\n"));
+	job_load(&f,
+	    LLAMA WL("    precision: fp32\n    attention: eager\n"
+	             "    microBatch: 8\n"));
 	place(&f, cat, &d);
 	assert_false(d.admitted);
 	assert_int_equal(d.need, INT64_C(1811742261248));
 	assert_int_equal(d.nfixes, 8);
-	expect_fix(&d.fixes[0], MF_FIX_SDPA, c1, 1, INT64_C(437352726528),
-	    453);
-	expect_fix(&d.fixes[1], MF_FIX_MICROBATCH, c2, 1,
-	    INT64_C(167092748288), 173);
+	expect_fix(&d.fixes[0], MF_FIX_SDPA, c1, 1, INT64_C(437352726528), 453);
+	expect_fix(&d.fixes[1], MF_FIX_MICROBATCH, c2, 1, INT64_C(167092748288),
+	    173);
 	expect_fix(&d.fixes[2], MF_FIX_AUTOCAST, c3, 1, NEED_FULL, 155);
 	expect_fix(&d.fixes[3], MF_FIX_CHECKPOINTING, c4, 1, NEED_CKPT, 137);
 	expect_fix(&d.fixes[4], MF_FIX_ADAM8BIT, c4 | BIT(ADAM8BIT), 1,
@@ -1095,8 +1112,8 @@ test_fixes_cumulative(void **state)
 static void
 test_fixes_applicable_only(void **state)
 {
-	struct mf_catalog *cat = cat_parse(CAT_HDR
-	    GPU("small16", "16G", "0.20", "0.1"));
+	struct mf_catalog *cat =
+	    cat_parse(CAT_HDR GPU("small16", "16G", "0.20", "0.1"));
 	struct mf_decision d;
 	struct fx f;
 
@@ -1109,8 +1126,8 @@ test_fixes_applicable_only(void **state)
 	    87);
 	expect_fix(&d.fixes[1], MF_FIX_LORA, BIT(LORA), 1, NEED_LORA, 21);
 	expect_fix(&d.fixes[2], MF_FIX_QLORA, BIT(QLORA), 1, NEED_QLORA, 9);
-	expect_fix(&d.fixes[3], MF_FIX_FSDP, BIT(FSDP), 8,
-	    INT64_C(20108058624), 21);
+	expect_fix(&d.fixes[3], MF_FIX_FSDP, BIT(FSDP), 8, INT64_C(20108058624),
+	    21);
 	assert_false(d.fixes[0].placed);
 	assert_false(d.fixes[1].placed);
 	assert_true(d.fixes[2].placed);
@@ -1129,16 +1146,17 @@ test_fixes_applicable_only(void **state)
 static void
 test_fix_sets_exclusive(void **state)
 {
-	struct mf_catalog *cat = cat_parse(CAT_HDR
-	    GPU("small16", "16G", "0.20", "0.1"));
-	struct mf_catalog *c24 = cat_parse(CAT_HDR
-	    GPU("small24", "24G", "0.20", "0.1"));
+	struct mf_catalog *cat =
+	    cat_parse(CAT_HDR GPU("small16", "16G", "0.20", "0.1"));
+	struct mf_catalog *c24 =
+	    cat_parse(CAT_HDR GPU("small24", "24G", "0.20", "0.1"));
 	struct mf_decision d;
 	struct fx f;
 
 	(void)state;
-	job_load(&f, LLAMA WL("    gradientCheckpointing: true\n")
-	    FIXES("lora, qlora, fsdp"));
+	job_load(&f,
+	    LLAMA WL("    gradientCheckpointing: true\n")
+	        FIXES("lora, qlora, fsdp"));
 	place(&f, cat, &d);
 	assert_true(d.admitted);
 	expect_placement(&d.placement, "small16", 1, BIT(QLORA));
@@ -1154,8 +1172,8 @@ test_fix_sets_exclusive(void **state)
 	place(&f, c24, &d);
 	expect_placement(&d.placement, "small24", 1, BIT(QLORA));
 	job_free(&f);
-	job_load(&f, LLAMA WL("    gradientCheckpointing: true\n")
-	    FIXES("lora, fsdp"));
+	job_load(&f,
+	    LLAMA WL("    gradientCheckpointing: true\n") FIXES("lora, fsdp"));
 	place(&f, c24, &d);
 	expect_placement(&d.placement, "small24", 1, BIT(LORA));
 	assert_int_equal(d.placement.need, NEED_LORA);
@@ -1168,8 +1186,8 @@ test_fix_sets_exclusive(void **state)
 static void
 test_fsdp_full_only(void **state)
 {
-	struct mf_catalog *cat = cat_parse(CAT_HDR
-	    GPU("small16", "16G", "0.20", "0.1"));
+	struct mf_catalog *cat =
+	    cat_parse(CAT_HDR GPU("small16", "16G", "0.20", "0.1"));
 	struct mf_decision d;
 	struct fx f;
 
@@ -1199,8 +1217,8 @@ test_key_case_limits(void **state)
 	struct fx f;
 
 	(void)state;
-	job_load(&f, LLAMA WL("") HOURS(10)
-	    "  limits:\n    maxHourlyPrice: 5\n");
+	job_load(&f,
+	    LLAMA WL("") HOURS(10) "  limits:\n    maxHourlyPrice: 5\n");
 	place(&f, cat, &d);
 	assert_false(d.admitted);
 	assert_int_equal(d.limit, MF_LIMIT_NONE);
@@ -1231,15 +1249,17 @@ test_key_case_limits(void **state)
 static void
 test_many_options(void **state)
 {
-	struct mf_catalog *cat = cat_parse(CAT_HDR
-	    GPU("huge", "2100G", "1", "1") "    maxCount: 256\n");
+	struct mf_catalog *cat = cat_parse(
+	    CAT_HDR GPU("huge", "2100G", "1", "1") "    maxCount: 256\n");
 	struct mf_decision d;
 	struct fx f;
 
 	(void)state;
-	job_load(&f, LLAMA WL("    precision: fp32\n    attention: eager\n"
-	    "    microBatch: 8\n") FIXES("sdpa, microbatch, autocast, "
-	    "checkpointing, adam8bit, lora, qlora, fsdp"));
+	job_load(&f,
+	    LLAMA WL("    precision: fp32\n    attention: eager\n"
+	             "    microBatch: 8\n")
+	        FIXES("sdpa, microbatch, autocast, "
+	              "checkpointing, adam8bit, lora, qlora, fsdp"));
 	place(&f, cat, &d);
 	job_free(&f);
 	assert_true(d.admitted);
@@ -1268,8 +1288,9 @@ test_floor_excludes_model_job(void **state)
 	struct fx f;
 
 	(void)state;
-	job_load(&f, LLAMA FLOOR("200Gi") WL("    method: qlora\n"
-	    "    gradientCheckpointing: true\n"));
+	job_load(&f,
+	    LLAMA FLOOR("200Gi") WL("    method: qlora\n"
+	                            "    gradientCheckpointing: true\n"));
 	place(&f, shipped, &d);
 	job_free(&f);
 	assert_false(d.admitted);
@@ -1293,7 +1314,8 @@ test_overflow(void **state)
 
 	(void)state;
 	memset(&err, 0, sizeof(err));
-	job_load(&f, "  model:\n    name: meta-llama/Llama-3.1-70B\n"
+	job_load(&f,
+	    "  model:\n    name: meta-llama/Llama-3.1-70B\n"
 	    "  workload:\n    sequenceLength: 2097152\n    microBatch: 4096\n"
 	    "    attention: eager\n");
 	assert_int_equal(mf_place(&f.job, shipped, &d, &err), MF_ERANGE);
@@ -1314,30 +1336,36 @@ test_warn_workload(void **state)
 	struct fx f;
 
 	(void)state;
-	job_load(&f, LLAMA WL("    method: qlora\n"
-	    "    gradientCheckpointing: true\n    attention: eager\n"));
+	job_load(&f,
+	    LLAMA WL(
+	        "    method: qlora\n"
+	        "    gradientCheckpointing: true\n    attention: eager\n"));
 	place(&f, shipped, &d);
 	assert_true(d.admitted);
 	assert_int_equal(d.nwarn, 1);
 	assert_true(has_warning(&d, "eager"));
 	job_free(&f);
-	job_load(&f, LLAMA WL("    method: qlora\n"
-	    "    gradientCheckpointing: true\n    precision: fp32\n"));
+	job_load(&f,
+	    LLAMA WL("    method: qlora\n"
+	             "    gradientCheckpointing: true\n    precision: fp32\n"));
 	place(&f, shipped, &d);
 	assert_true(d.admitted);
 	assert_int_equal(d.nwarn, 1);
 	assert_true(has_warning(&d, "fp32"));
 	job_free(&f);
-	job_load(&f, LLAMA WL("    method: qlora\n"
-	    "    gradientCheckpointing: true\n    microBatch: 2\n"));
+	job_load(&f,
+	    LLAMA WL("    method: qlora\n"
+	             "    gradientCheckpointing: true\n    microBatch: 2\n"));
 	place(&f, shipped, &d);
 	assert_true(d.admitted);
 	assert_int_equal(d.nwarn, 1);
 	assert_true(has_warning(&d, "microBatch 2"));
 	job_free(&f);
 	/* flash attention, bf16, b 1: nothing to say. */
-	job_load(&f, LLAMA WL("    method: qlora\n"
-	    "    gradientCheckpointing: true\n    attention: flash\n"));
+	job_load(&f,
+	    LLAMA WL(
+	        "    method: qlora\n"
+	        "    gradientCheckpointing: true\n    attention: flash\n"));
 	place(&f, shipped, &d);
 	assert_int_equal(d.nwarn, 0);
 	job_free(&f);
@@ -1350,15 +1378,17 @@ test_warn_workload(void **state)
 static void
 test_warn_spare(void **state)
 {
-	struct mf_catalog *cat = cat_parse("apiVersion: memfloor.dev/v1\n"
-	    "kind: GpuCatalog\nheadroom: 0.05\ngpus:\n"
-	    GPU("tight", "90G", "1.0", "1.0"));
+	struct mf_catalog *cat =
+	    cat_parse("apiVersion: memfloor.dev/v1\n"
+	              "kind: GpuCatalog\nheadroom: 0.05\ngpus:\n" GPU("tight",
+	                  "90G", "1.0", "1.0"));
 	struct mf_decision d;
 	struct fx f;
 
 	(void)state;
-	job_load(&f, LLAMA WL("    optimizer: adam8bit\n"
-	    "    gradientCheckpointing: true\n"));
+	job_load(&f,
+	    LLAMA WL("    optimizer: adam8bit\n"
+	             "    gradientCheckpointing: true\n"));
 	place(&f, cat, &d);
 	assert_true(d.admitted);
 	near(d.placement.spare, 0.072469993);
@@ -1383,8 +1413,9 @@ test_warn_floor_below_need(void **state)
 	struct fx f;
 
 	(void)state;
-	job_load(&f, LLAMA FLOOR("16Gi") WL("    optimizer: adam8bit\n"
-	    "    gradientCheckpointing: true\n"));
+	job_load(&f,
+	    LLAMA FLOOR("16Gi") WL("    optimizer: adam8bit\n"
+	                           "    gradientCheckpointing: true\n"));
 	place(&f, shipped, &d);
 	assert_true(d.admitted);
 	assert_true(d.from_model);
@@ -1395,8 +1426,9 @@ test_warn_floor_below_need(void **state)
 	assert_true(has_warning(&d, "16Gi"));
 	assert_true(has_warning(&d, "87Gi"));
 	job_free(&f);
-	job_load(&f, LLAMA FLOOR("100Gi") WL("    optimizer: adam8bit\n"
-	    "    gradientCheckpointing: true\n"));
+	job_load(&f,
+	    LLAMA FLOOR("100Gi") WL("    optimizer: adam8bit\n"
+	                            "    gradientCheckpointing: true\n"));
 	place(&f, shipped, &d);
 	assert_int_equal(d.floor, 100 * GIB);
 	assert_int_equal(d.nwarn, 0);
@@ -1444,9 +1476,9 @@ test_floor_for(void **state)
 static void
 test_smallest_fit(void **state)
 {
-	struct mf_catalog *cat = cat_parse(CAT_HDR
-	    GPU("b", "24G", "0.5", "1") GPU("a", "24G", "0.5", "1")
-	    GPU("c", "24G", "0.4", "1") GPU("big", "48G", "0.1", "1"));
+	struct mf_catalog *cat = cat_parse(
+	    CAT_HDR GPU("b", "24G", "0.5", "1") GPU("a", "24G", "0.5", "1")
+	        GPU("c", "24G", "0.4", "1") GPU("big", "48G", "0.1", "1"));
 
 	(void)state;
 	/* 21.6e9 usable on the 24G cards: c is the cheapest. */
@@ -1456,8 +1488,8 @@ test_smallest_fit(void **state)
 	    "big");
 	assert_null(mf_smallest_fit(cat, INT64_C(43200000001)));
 	mf_cat_unref(cat);
-	cat = cat_parse(CAT_HDR GPU("b", "24G", "0.5", "1")
-	    GPU("a", "24G", "0.5", "1"));
+	cat = cat_parse(
+	    CAT_HDR GPU("b", "24G", "0.5", "1") GPU("a", "24G", "0.5", "1"));
 	assert_string_equal(mf_smallest_fit(cat, 1)->name, "a");
 	mf_cat_unref(cat);
 }

@@ -57,7 +57,7 @@ check_ok(const struct ok_case *c, size_t n)
 
 	for (i = 0; i < n; i++) {
 		int64_t bytes = -1;
-		enum mf_qty_format format = (enum mf_qty_format)-1;
+		enum mf_qty_format format = (enum mf_qty_format) - 1;
 		enum mf_qty_err err;
 
 		err = mf_qty_parse_bytes(c[i].in, strlen(c[i].in), &bytes,
@@ -65,8 +65,8 @@ check_ok(const struct ok_case *c, size_t n)
 		if (err != MF_QTY_OK || bytes != c[i].bytes ||
 		    format != c[i].format) {
 			print_error("'%s': err %d bytes %lld format %d, want "
-			    "%lld format %d\n", c[i].in, (int)err,
-			    (long long)bytes, (int)format,
+			            "%lld format %d\n",
+			    c[i].in, (int)err, (long long)bytes, (int)format,
 			    (long long)c[i].bytes, (int)c[i].format);
 			fail();
 		}
@@ -277,7 +277,8 @@ test_parse_limits(void **state)
 		{ "9007199254740991Ki", INT64_MAX - 1023, MF_QTY_BINARY },
 		{ "1e18", E, MF_QTY_EXPONENT },
 		{ "0000000000000000000000000000000"
-		  "000000000000000000000000000001", 1, MF_QTY_DECIMAL },
+		  "000000000000000000000000000001",
+		    1, MF_QTY_DECIMAL },
 	};
 
 	(void)state;
@@ -328,7 +329,7 @@ test_parse_fraction(void **state)
 		{ "0.5e-1", MF_QTY_FRACTION },
 		{ "1E-3", MF_QTY_FRACTION },
 		{ "1.1E-9", MF_QTY_FRACTION },
-		{ "25E-1", MF_QTY_FRACTION },  /* 2.5 */
+		{ "25E-1", MF_QTY_FRACTION },   /* 2.5 */
 		{ "1500e-3", MF_QTY_FRACTION }, /* 1.5 */
 		{ ".001", MF_QTY_FRACTION },
 		{ ".0001k", MF_QTY_FRACTION }, /* 0.1 */
@@ -463,7 +464,8 @@ test_parse_syntax(void **state)
 		{ "1kk", MF_QTY_SYNTAX },
 		/* 65 characters: past the length cap */
 		{ "00000000000000000000000000000000"
-		  "000000000000000000000000000000001", MF_QTY_SYNTAX },
+		  "000000000000000000000000000000001",
+		    MF_QTY_SYNTAX },
 	};
 
 	(void)state;
@@ -475,7 +477,7 @@ test_parse_length_bounds(void **state)
 {
 	/* 64 characters: the longest accepted text */
 	static const char at_cap[] = "00000000000000000000000000000000"
-				     "00000000000000000000000000000001";
+	                             "00000000000000000000000000000001";
 	int64_t bytes = 0;
 
 	(void)state;
@@ -497,8 +499,7 @@ test_parse_empty(void **state)
 	int64_t bytes = 7;
 
 	(void)state;
-	assert_int_equal(mf_qty_parse_bytes("", 0, &bytes, NULL),
-	    MF_QTY_EMPTY);
+	assert_int_equal(mf_qty_parse_bytes("", 0, &bytes, NULL), MF_QTY_EMPTY);
 	assert_int_equal(mf_qty_parse_bytes("1Gi", 0, &bytes, NULL),
 	    MF_QTY_EMPTY);
 	assert_int_equal(mf_qty_parse_bytes(NULL, 0, &bytes, NULL),
@@ -512,8 +513,7 @@ test_parse_format_optional(void **state)
 	int64_t bytes = 0;
 
 	(void)state;
-	assert_int_equal(mf_qty_parse_bytes("2Ki", 3, &bytes, NULL),
-	    MF_QTY_OK);
+	assert_int_equal(mf_qty_parse_bytes("2Ki", 3, &bytes, NULL), MF_QTY_OK);
 	assert_int_equal(bytes, 2048);
 }
 
@@ -634,13 +634,15 @@ test_format_truncates(void **state)
 	memset(buf, 'x', sizeof(buf));
 	/* "94500M" needs 6 characters */
 	assert_int_equal(mf_qty_format(INT64_C(94500000000), MF_QTY_DECIMAL,
-	    buf, sizeof(buf)), 6);
+	                     buf, sizeof(buf)),
+	    6);
 	assert_string_equal(buf, "945");
 	assert_int_equal(mf_qty_format(88 * GI, MF_QTY_BINARY, buf, 1), 4);
 	assert_string_equal(buf, "");
 	assert_int_equal(mf_qty_format(88 * GI, MF_QTY_BINARY, NULL, 0), 4);
 	assert_int_equal(mf_qty_format(88 * GI, MF_QTY_BINARY, buf,
-	    sizeof(buf)), 4);
+	                     sizeof(buf)),
+	    4);
 	assert_string_equal(buf, "88G");
 }
 
@@ -649,8 +651,8 @@ test_format_fits_strmax(void **state)
 {
 	static const int64_t v[] = { INT64_MAX, INT64_MIN, INT64_MIN + 1,
 		INT64_MAX - 1023, 1 };
-	static const enum mf_qty_format f[] = { MF_QTY_BINARY,
-		MF_QTY_DECIMAL, MF_QTY_EXPONENT };
+	static const enum mf_qty_format f[] = { MF_QTY_BINARY, MF_QTY_DECIMAL,
+		MF_QTY_EXPONENT };
 	char buf[MF_QTY_STRMAX];
 	size_t i, j;
 
@@ -658,7 +660,7 @@ test_format_fits_strmax(void **state)
 	for (i = 0; i < NELEM(v); i++)
 		for (j = 0; j < NELEM(f); j++)
 			assert_true(mf_qty_format(v[i], f[j], buf,
-			    sizeof(buf)) < MF_QTY_STRMAX);
+			                sizeof(buf)) < MF_QTY_STRMAX);
 }
 
 static void
@@ -692,7 +694,8 @@ test_format_parse_emit(void **state)
 		int64_t bytes;
 
 		assert_int_equal(mf_qty_parse_bytes(c[i].in, strlen(c[i].in),
-		    &bytes, &format), MF_QTY_OK);
+		                     &bytes, &format),
+		    MF_QTY_OK);
 		mf_qty_format(bytes, format, buf, sizeof(buf));
 		assert_string_equal(buf, c[i].out);
 	}

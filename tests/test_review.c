@@ -96,8 +96,8 @@ static json_t *
 annotations(json_t *review)
 {
 	json_t *a = json_object_get(
-	    json_object_get(
-	        json_object_get(json_object_get(review, "request"), "object"),
+	    json_object_get(json_object_get(json_object_get(review, "request"),
+	                        "object"),
 	        "metadata"),
 	    "annotations");
 
@@ -108,8 +108,8 @@ annotations(json_t *review)
 static void
 annotate(json_t *review, const char *key, const char *value)
 {
-	assert_int_equal(
-	    json_object_set_new(annotations(review), key, json_string(value)),
+	assert_int_equal(json_object_set_new(annotations(review), key,
+	                     json_string(value)),
 	    0);
 }
 
@@ -117,7 +117,7 @@ annotate(json_t *review, const char *key, const char *value)
 static json_t *
 send_text(const char *text, size_t len, struct mf_answer *ans)
 {
-	struct mf_api api = {.cat = cat, .models = models};
+	struct mf_api api = { .cat = cat, .models = models };
 	json_error_t jerr;
 	json_t *j;
 
@@ -143,14 +143,14 @@ send_review(json_t *review, struct mf_answer *ans)
 	assert_int_equal(ans->kind, MF_ANS_OK);
 	assert_string_equal(json_string_value(json_object_get(j, "apiVersion")),
 	    "admission.k8s.io/v1");
-	assert_string_equal(
-	    json_string_value(json_object_get(j, "kind")), "AdmissionReview");
+	assert_string_equal(json_string_value(json_object_get(j, "kind")),
+	    "AdmissionReview");
 	resp = json_object_get(j, "response");
 	assert_non_null(resp);
 	uid = json_string_value(
 	    json_object_get(json_object_get(review, "request"), "uid"));
-	assert_string_equal(
-	    json_string_value(json_object_get(resp, "uid")), uid);
+	assert_string_equal(json_string_value(json_object_get(resp, "uid")),
+	    uid);
 	return j;
 }
 
@@ -206,8 +206,9 @@ patch_of(json_t *answer, char **raw)
 	char *text;
 
 	assert_true(json_is_true(json_object_get(resp, "allowed")));
-	assert_string_equal(
-	    json_string_value(json_object_get(resp, "patchType")), "JSONPatch");
+	assert_string_equal(json_string_value(
+	                        json_object_get(resp, "patchType")),
+	    "JSONPatch");
 	text = b64_decode(json_string_value(json_object_get(resp, "patch")));
 	patch = json_loads(text, 0, &jerr);
 	assert_non_null(patch);
@@ -362,8 +363,8 @@ test_review_passthrough_subresource(void **state)
 	(void)state;
 	json_object_set_new(json_object_get(rv, "request"), "subResource",
 	    json_string("status"));
-	json_object_set_new(
-	    json_object_get(rv, "request"), "operation", json_string("UPDATE"));
+	json_object_set_new(json_object_get(rv, "request"), "operation",
+	    json_string("UPDATE"));
 	a = send_review(rv, &ans);
 	expect_unchanged(a);
 	json_decref(a);
@@ -416,8 +417,8 @@ test_review_pod_creates_node_selector(void **state)
 	    "\"B200 x 1\"");
 	expect_op(patch, "replace",
 	    "/metadata/annotations/memfloor.dev~1min-memory", "\"88Gi\"");
-	assert_null(find_op(
-	    patch, "/metadata/annotations/memfloor.dev~1estimated-cost"));
+	assert_null(find_op(patch,
+	    "/metadata/annotations/memfloor.dev~1estimated-cost"));
 	assert_int_equal(ans.verdict, MF_VERDICT_ADMITTED);
 	assert_string_equal(ans.job, "echo-pod");
 	json_decref(patch);
@@ -456,8 +457,8 @@ test_review_pod_adds_selector_key(void **state)
 	    "{\"limits\": {\"nvidia.com/gpu\": \"1\"}}");
 	assert_null(find_op(patch, "/spec/containers/3/resources"));
 	assert_null(find_op(patch, "/spec/containers/3/resources/limits"));
-	assert_null(find_op(
-	    patch, "/spec/containers/3/resources/limits/nvidia.com~1gpu"));
+	assert_null(find_op(patch,
+	    "/spec/containers/3/resources/limits/nvidia.com~1gpu"));
 	expect_op(patch, "add", "/metadata/annotations/memfloor.dev~1placement",
 	    "\"RTX-A4000 x 1\"");
 	expect_op(patch, "replace",
@@ -604,8 +605,8 @@ test_review_dry_run_same(void **state)
 
 	(void)state;
 	a = send_review(rv, &ans);
-	json_object_set_new(
-	    json_object_get(rv, "request"), "dryRun", json_true());
+	json_object_set_new(json_object_get(rv, "request"), "dryRun",
+	    json_true());
 	b = send_review(rv, &ans2);
 	assert_true(json_equal(a, b));
 	json_decref(a);
@@ -634,8 +635,9 @@ test_review_pointer_escapes(void **state)
 	struct mf_error err;
 
 	(void)state;
-	assert_int_equal(
-	    mf_cat_parse(text, sizeof(text) - 1, "t.yaml", &own, &err), MF_OK);
+	assert_int_equal(mf_cat_parse(text, sizeof(text) - 1, "t.yaml", &own,
+	                     &err),
+	    MF_OK);
 	free(own->gpus[0].labels[0].key);
 	own->gpus[0].labels[0].key = strdup("example.com/a~b/~1");
 	assert_non_null(own->gpus[0].labels[0].key);
@@ -643,8 +645,8 @@ test_review_pointer_escapes(void **state)
 	a = send_review(rv, &ans);
 	cat = shipped;
 	patch = patch_of(a, NULL);
-	expect_op(
-	    patch, "add", "/spec/nodeSelector/example.com~1a~0b~1~01", "\"v\"");
+	expect_op(patch, "add", "/spec/nodeSelector/example.com~1a~0b~1~01",
+	    "\"v\"");
 	json_decref(patch);
 	json_decref(a);
 	json_decref(rv);
@@ -667,11 +669,12 @@ test_review_long_warning_cut(void **state)
 	old[300] = '\0';
 	for (int i = 10; i < 300; i += 11)
 		old[i] = ' ';
-	sel = json_object_get(
-	    json_object_get(
-	        json_object_get(json_object_get(rv, "request"), "object"),
-	        "spec"),
-	    "nodeSelector");
+	sel =
+	    json_object_get(json_object_get(json_object_get(json_object_get(rv,
+	                                                        "request"),
+	                                        "object"),
+	                        "spec"),
+	        "nodeSelector");
 	json_object_set_new(sel, "nvidia.com/gpu.product", json_string(old));
 	a = send_review(rv, &ans);
 	patch = patch_of(a, NULL);
@@ -859,13 +862,13 @@ test_review_bad_spec_variants_denied_400(void **state)
 		const char *spec;
 		const char *part;
 	} cases[] = {
-	    {"model: [unclosed", "annotation memfloor.dev/spec: "},
-	    {"", "annotation memfloor.dev/spec: spec: must be a mapping"},
-	    {"model: {configUrl: https://h/c.json}\nworkload: "
-	     "{sequenceLength: 1}",
-	        "spec.model.configUrl"},
-	    {"model: {name: nobody/none}", "spec.model.name"},
-	    {"a: &x 1\nb: *x", "annotation memfloor.dev/spec: "},
+		{ "model: [unclosed", "annotation memfloor.dev/spec: " },
+		{ "", "annotation memfloor.dev/spec: spec: must be a mapping" },
+		{ "model: {configUrl: https://h/c.json}\nworkload: "
+		  "{sequenceLength: 1}",
+		    "spec.model.configUrl" },
+		{ "model: {name: nobody/none}", "spec.model.name" },
+		{ "a: &x 1\nb: *x", "annotation memfloor.dev/spec: " },
 	};
 	struct mf_answer ans;
 	const char *msg;
@@ -895,8 +898,8 @@ test_review_annotation_not_string_denied_400(void **state)
 	const char *msg;
 
 	(void)state;
-	json_object_set_new(
-	    annotations(rv), "memfloor.dev/min-memory", json_integer(5));
+	json_object_set_new(annotations(rv), "memfloor.dev/min-memory",
+	    json_integer(5));
 	a = send_review(rv, &ans);
 	assert_int_equal(denial(a, &msg), 400);
 	assert_string_equal(msg,
@@ -943,14 +946,15 @@ expect_invalid(const char *text, const char *field, const char *part)
 		print_error("%s\n", e);
 	assert_non_null(strstr(e, part));
 	if (field != NULL)
-		assert_string_equal(
-		    json_string_value(json_object_get(j, "field")), field);
+		assert_string_equal(json_string_value(
+		                        json_object_get(j, "field")),
+		    field);
 	json_decref(j);
 	mf_answer_free(&ans);
 }
 
-#define HEAD                                                                   \
-	"\"apiVersion\":\"admission.k8s.io/v1\","                              \
+#define HEAD \
+	"\"apiVersion\":\"admission.k8s.io/v1\"," \
 	"\"kind\":\"AdmissionReview\""
 
 static void
@@ -963,9 +967,9 @@ test_review_malformed_invalid(void **state)
 	expect_invalid("[]", NULL, "JSON object");
 	expect_invalid("{\"kind\":\"AdmissionReview\",\"request\":{}}",
 	    "apiVersion", "is required");
-	expect_invalid(
-	    "{\"apiVersion\":\"admission.k8s.io/v1beta1\","
-	    "\"kind\":\"AdmissionReview\",\"request\":{\"uid\":\"u\"}}",
+	expect_invalid("{\"apiVersion\":\"admission.k8s.io/v1beta1\","
+	               "\"kind\":\"AdmissionReview\",\"request\":{\"uid\":"
+	               "\"u\"}}",
 	    "apiVersion",
 	    "'admission.k8s.io/v1beta1' is not "
 	    "'admission.k8s.io/v1'");
@@ -976,10 +980,10 @@ test_review_malformed_invalid(void **state)
 	expect_invalid("{" HEAD ",\"request\":[]}", "request", "an object");
 	expect_invalid("{" HEAD ",\"request\":{\"operation\":\"CREATE\"}}",
 	    "request.uid", "is required");
-	expect_invalid(
-	    "{" HEAD ",\"request\":{\"uid\":7}}", "request.uid", "a string");
-	expect_invalid(
-	    "{" HEAD ",\"request\":{\"uid\":\"\"}}", "request.uid", "empty");
+	expect_invalid("{" HEAD ",\"request\":{\"uid\":7}}", "request.uid",
+	    "a string");
+	expect_invalid("{" HEAD ",\"request\":{\"uid\":\"\"}}", "request.uid",
+	    "empty");
 	expect_invalid("{" HEAD ",\"request\":{\"uid\":\"u\"}}",
 	    "request.operation", "is required");
 	expect_invalid("{" HEAD ",\"request\":{\"uid\":\"u\","
@@ -1002,15 +1006,15 @@ test_review_response_sample_invalid(void **state)
 	json_t *j;
 
 	(void)state;
-	f = fopen(
-	    top_path(path, sizeof(path), DATA "response-allow.json"), "rb");
+	f = fopen(top_path(path, sizeof(path), DATA "response-allow.json"),
+	    "rb");
 	assert_non_null(f);
 	n = fread(buf, 1, sizeof(buf), f);
 	fclose(f);
 	j = send_text(buf, n, &ans);
 	assert_int_equal(ans.kind, MF_ANS_INVALID);
-	assert_string_equal(
-	    json_string_value(json_object_get(j, "field")), "request");
+	assert_string_equal(json_string_value(json_object_get(j, "field")),
+	    "request");
 	json_decref(j);
 	mf_answer_free(&ans);
 }
@@ -1056,7 +1060,7 @@ test_review_alloc_failures(void **state)
 {
 	json_t *rv = load(DATA "pod-selector.json");
 	char *text = json_dumps(rv, 0);
-	struct mf_api api = {.cat = cat, .models = models};
+	struct mf_api api = { .cat = cat, .models = models };
 	struct mf_answer ans;
 	int done = 0;
 
@@ -1089,33 +1093,33 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_review_passthrough_without_annotations),
-	    cmocka_unit_test(test_review_passthrough_other_kind),
-	    cmocka_unit_test(test_review_passthrough_delete),
-	    cmocka_unit_test(test_review_passthrough_subresource),
-	    cmocka_unit_test(test_review_passthrough_deployment),
-	    cmocka_unit_test(test_review_pod_creates_node_selector),
-	    cmocka_unit_test(test_review_pod_adds_selector_key),
-	    cmocka_unit_test(test_review_job_patches_template),
-	    cmocka_unit_test(test_review_job_count_from_spec),
-	    cmocka_unit_test(test_review_spec_floor_wins),
-	    cmocka_unit_test(test_review_annotations_replace_and_remove),
-	    cmocka_unit_test(test_review_dry_run_same),
-	    cmocka_unit_test(test_review_pointer_escapes),
-	    cmocka_unit_test(test_review_long_warning_cut),
-	    cmocka_unit_test(test_review_denied_too_big),
-	    cmocka_unit_test(test_review_denied_with_fix),
-	    cmocka_unit_test(test_review_fsdp_applied_by_admission),
-	    cmocka_unit_test(test_review_denied_fsdp_message),
-	    cmocka_unit_test(test_review_bad_quantity_denied_400),
-	    cmocka_unit_test(test_review_bad_spec_denied_400),
-	    cmocka_unit_test(test_review_bad_spec_variants_denied_400),
-	    cmocka_unit_test(test_review_annotation_not_string_denied_400),
-	    cmocka_unit_test(test_review_job_without_pod_spec_denied_400),
-	    cmocka_unit_test(test_review_malformed_invalid),
-	    cmocka_unit_test(test_review_response_sample_invalid),
-	    cmocka_unit_test(test_review_trailing_junk_invalid),
-	    cmocka_unit_test(test_review_alloc_failures),
+		cmocka_unit_test(test_review_passthrough_without_annotations),
+		cmocka_unit_test(test_review_passthrough_other_kind),
+		cmocka_unit_test(test_review_passthrough_delete),
+		cmocka_unit_test(test_review_passthrough_subresource),
+		cmocka_unit_test(test_review_passthrough_deployment),
+		cmocka_unit_test(test_review_pod_creates_node_selector),
+		cmocka_unit_test(test_review_pod_adds_selector_key),
+		cmocka_unit_test(test_review_job_patches_template),
+		cmocka_unit_test(test_review_job_count_from_spec),
+		cmocka_unit_test(test_review_spec_floor_wins),
+		cmocka_unit_test(test_review_annotations_replace_and_remove),
+		cmocka_unit_test(test_review_dry_run_same),
+		cmocka_unit_test(test_review_pointer_escapes),
+		cmocka_unit_test(test_review_long_warning_cut),
+		cmocka_unit_test(test_review_denied_too_big),
+		cmocka_unit_test(test_review_denied_with_fix),
+		cmocka_unit_test(test_review_fsdp_applied_by_admission),
+		cmocka_unit_test(test_review_denied_fsdp_message),
+		cmocka_unit_test(test_review_bad_quantity_denied_400),
+		cmocka_unit_test(test_review_bad_spec_denied_400),
+		cmocka_unit_test(test_review_bad_spec_variants_denied_400),
+		cmocka_unit_test(test_review_annotation_not_string_denied_400),
+		cmocka_unit_test(test_review_job_without_pod_spec_denied_400),
+		cmocka_unit_test(test_review_malformed_invalid),
+		cmocka_unit_test(test_review_response_sample_invalid),
+		cmocka_unit_test(test_review_trailing_junk_invalid),
+		cmocka_unit_test(test_review_alloc_failures),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
