@@ -47,6 +47,7 @@ DEPSTAMP   = $(BUILD)/.deps
 
 .PHONY: all deps run test unit integration sanitize lint bench fuzz install clean tsan FORCE
 .DELETE_ON_ERROR:
+.SECONDARY:
 
 PROGRAMS   = $(BUILD)/memfloord $(if $(CLI_OBJ),$(BUILD)/memfloor)
 

@@ -67,8 +67,8 @@ LUA
 	echo "$rps $p50 $p99 $errs"
 }
 
-printf '%-24s %5s %12s %9s %9s %12s %9s %9s %7s\n' manifest conns \
-    memfloord p50 p99 nginx p50 p99 ratio
+printf '%-24s %6s %5s %12s %9s %9s %12s %9s %9s %7s\n' manifest bytes \
+    conns memfloord p50 p99 nginx p50 p99 ratio
 for manifest in min-memory-88Gi llama-8b-8bit-admit; do
 	body="$top/examples/$manifest.yaml"
 	size=$(curl -s --data-binary @"$body" -H 'Content-Type: application/yaml' \
@@ -103,13 +103,14 @@ NGINX
 		set -- $(run_wrk "http://127.0.0.1:$nport/v1/admit" "$body" "$c")
 		nrps=$1 np50=$2 np99=$3
 		ratio=$(python3 -c "print('%.2f' % ($mrps / $nrps))")
-		printf '%-24s %5s %12s %9s %9s %12s %9s %9s %7s\n' "$manifest" \
-		    "$c" "$mrps" "$mp50" "$mp99" "$nrps" "$np50" "$np99" "$ratio"
+		printf '%-24s %6s %5s %12s %9s %9s %12s %9s %9s %7s\n' \
+		    "$manifest" "$size" "$c" "$mrps" "$mp50" "$mp99" "$nrps" \
+		    "$np50" "$np99" "$ratio"
 	done
 	kill "$(cat "$work/nginx.pid")"
 	sleep 0.2
 done
 echo
-echo "answer size ${size} bytes; wrk -t $threads, ${secs} s per run; $(nproc) cores"
+echo "bytes: the answer's size, served by both; wrk -t $threads, ${secs} s per run; $(nproc) cores"
 echo
 "${BENCH_PLACE:-$top/build/bench_place}"
