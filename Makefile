@@ -14,6 +14,8 @@ TESTPKGS = cmocka
 DEBS     = libmicrohttpd-dev libyaml-dev libjansson-dev libcurl4-openssl-dev \
            libgnutls28-dev
 TESTDEBS = libcmocka-dev
+# Programs the tests run, as command:package.
+TOOLS    = python3:python3 curl:curl openssl:openssl
 
 WARN = -std=c11 -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes \
        -Wmissing-prototypes -Wformat=2 -Wvla
@@ -62,6 +64,9 @@ $(DEPSTAMP):
 	  pkg-config --exists $$p 2>/dev/null || missing="$$missing $$1"; shift; \
 	done; \
 	command -v pkg-config >/dev/null || missing="pkg-config $$missing"; \
+	for t in $(TOOLS); do \
+	  command -v $${t%%:*} >/dev/null || missing="$$missing $${t#*:}"; \
+	done; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	    echo "deps: installing$$missing"; \
@@ -122,10 +127,12 @@ integration: all $(INTEG)
 	@set -e; for t in $(SCRIPTS); do \
 	  echo "== $$t"; $(TESTENV) timeout 300 sh $$t; done
 
-# The whole suite, again under ASan+UBSan, a short fuzz pass, the lint.
+# The whole suite, again under ASan+UBSan, a short fuzz pass, the
+# integration tests against a ThreadSanitizer daemon, the lint.
 test: unit integration
 	$(MAKE) --no-print-directory sanitize
 	$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=5
+	$(MAKE) --no-print-directory tsan
 	$(MAKE) --no-print-directory lint
 
 sanitize:
@@ -133,7 +140,8 @@ sanitize:
 	  SAN="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
 	  unit integration
 
-# The integration tests against a ThreadSanitizer build (about a minute).
+# The integration tests against a ThreadSanitizer build (about a minute;
+# clang comes with the fuzz target's dependencies).
 tsan:
 	sh tests/tsan.sh
 
