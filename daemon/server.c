@@ -581,6 +581,9 @@ on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	atomic_fetch_sub(&in_flight, 1);
 }
 
+static void on_mhd_log(void *cls, const char *fmt, va_list ap)
+    __attribute__((format(printf, 2, 0)));
+
 static void
 on_mhd_log(void *cls, const char *fmt, va_list ap)
 {
