@@ -133,9 +133,20 @@ mfd_state_fini(void)
  * Kubernetes swaps the ..data symlink of a ConfigMap volume.  Both show
  * up as events in the directory, never on the old inode, so the directory
  * is watched.  Events come in bursts: wait until the directory has been
- * quiet for a moment, then reload once.
+ * quiet for a moment (or busy for a second), then reload once.
  */
 #define QUIET_MS 100
+#define BUSY_MS 1000
+
+static long
+since_ms(const struct timespec *t0)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (t.tv_sec - t0->tv_sec) * 1000 +
+	    (t.tv_nsec - t0->tv_nsec) / 1000000;
+}
 
 static int
 wait_readable(int fd, int ms)
@@ -173,13 +184,17 @@ watch_loop(void *arg)
 	int fd = *(int *)arg;
 	char events[4096]
 	    __attribute__((aligned(__alignof__(struct inotify_event))));
+	struct timespec t0;
 
 	free(arg);
 	for (;;) {
 		if (wait_readable(fd, -1) < 0 && errno != EINTR)
 			break;
-		/* Drain the burst. */
-		while (wait_readable(fd, QUIET_MS) > 0)
+		/* Drain the burst, but reload at least every BUSY_MS while a
+		 * writer keeps the directory busy. */
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		while (
+		    since_ms(&t0) < BUSY_MS && wait_readable(fd, QUIET_MS) > 0)
 			if (read(fd, events, sizeof(events)) < 0 &&
 			    errno != EINTR && errno != EAGAIN)
 				return NULL;
