@@ -129,14 +129,7 @@ answer_jtext(struct mf_answer *ans, enum mf_answer_kind kind, char *text,
 static enum mf_answer_kind
 kind_of(enum mf_rc rc)
 {
-	switch (rc) {
-	case MF_ENOMEM:
-		return MF_ANS_INTERNAL;
-	case MF_ETOOBIG:
-		return MF_ANS_INVALID;
-	default:
-		return MF_ANS_INVALID;
-	}
+	return rc == MF_ENOMEM ? MF_ANS_INTERNAL : MF_ANS_INVALID;
 }
 
 void

@@ -37,21 +37,8 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
-results=$tmp/results
-: >"$results"
-
-pass() { echo "ok - $*" | tee -a "$results"; }
-fail() { echo "FAIL - $*" | tee -a "$results"; }
+. "$top/tests/lib/check.sh"
 skip() { echo "skip - $*"; }
-
-# is NAME GOT WANT
-is() {
-	if [ "$2" = "$3" ]; then
-		pass "$1"
-	else
-		fail "$1: got '$2', expected '$3'"
-	fi
-}
 
 # has NAME FILE PATTERN: FILE has a line matching the extended regex.
 has() {
@@ -71,12 +58,6 @@ empty() {
 	fi
 }
 
-summary() {
-	np=$(grep -c '^ok - ' "$results" || true)
-	nf=$(grep -c '^FAIL - ' "$results" || true)
-	echo "$np passed, $nf failed"
-	[ "$nf" -eq 0 ]
-}
 
 # mf ARGS...: the command line with a timeout, stdin from $in (default
 # /dev/null); stdout in $out, stderr in $err, exit status in $rc.
@@ -348,26 +329,6 @@ is "--help exits 0" "$rc" 0
 has "--help: usage on stdout" "$out" '^usage: memfloor'
 
 # --- submit ---------------------------------------------------------------------
-# start_daemon LOG ARGS...: $daemon_bin on a free loopback port; sets $pid
-# and $port (empty when it did not start).
-start_daemon() {
-	log=$1
-	shift
-	"$daemon_bin" -d -l 127.0.0.1:0 -f catalog/gpus.yaml \
-	    -m catalog/models "$@" >"$log" 2>&1 &
-	pid=$!
-	port=""
-	i=0
-	while [ $i -lt 100 ]; do
-		port=$(sed -n 's/.*listening on .* port \([0-9][0-9]*\).*/\1/p' \
-		    "$log" | head -n 1)
-		[ -n "$port" ] && break
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.1
-		i=$((i + 1))
-	done
-}
-
 if [ ! -x "$daemon_bin" ]; then
 	fail "memfloord not found at $daemon_bin (set MEMFLOORD)"
 	summary

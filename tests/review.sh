@@ -34,18 +34,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
-results=$tmp/results
-: >"$results"
-
-pass() { echo "ok - $*" | tee -a "$results"; }
-fail() { echo "FAIL - $*" | tee -a "$results"; }
-
-summary() {
-	np=$(grep -c '^ok - ' "$results" || true)
-	nf=$(grep -c '^FAIL - ' "$results" || true)
-	echo "$np passed, $nf failed"
-	[ "$nf" -eq 0 ]
-}
+. "$top/tests/lib/check.sh"
 
 # --- python3 with jsonpatch -------------------------------------------------
 find_python() {
@@ -198,20 +187,8 @@ if [ ! -x "$daemon_bin" ]; then
 	summary
 	exit 1
 fi
-: >"$tmp/daemon.log"
-"$daemon_bin" -d -l 127.0.0.1:0 -f catalog/gpus.yaml -m catalog/models \
-    >"$tmp/daemon.log" 2>&1 &
-daemon=$!
-port=""
-i=0
-while [ $i -lt 100 ] && [ -z "$port" ]; do
-	port=$(sed -n 's/.*listening on .* port \([0-9][0-9]*\).*/\1/p' \
-	    "$tmp/daemon.log" | head -n 1)
-	[ -n "$port" ] && break
-	kill -0 "$daemon" 2>/dev/null || break
-	sleep 0.1
-	i=$((i + 1))
-done
+start_daemon "$tmp/daemon.log"
+daemon=$pid
 if [ -z "$port" ]; then
 	fail "memfloord did not start: $(cat "$tmp/daemon.log")"
 	summary

@@ -36,27 +36,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
-results=$tmp/results
-: >"$results"
-
-pass() { echo "ok - $*" | tee -a "$results"; }
-fail() { echo "FAIL - $*" | tee -a "$results"; }
-
-# is NAME GOT WANT
-is() {
-	if [ "$2" = "$3" ]; then
-		pass "$1"
-	else
-		fail "$1: got '$2', expected '$3'"
-	fi
-}
-
-summary() {
-	np=$(grep -c '^ok - ' "$results" || true)
-	nf=$(grep -c '^FAIL - ' "$results" || true)
-	echo "$np passed, $nf failed"
-	[ "$nf" -eq 0 ]
-}
+. "$top/tests/lib/check.sh"
 
 for tool in openssl curl; do
 	if ! command -v $tool >/dev/null 2>&1; then
@@ -103,21 +83,9 @@ install_pair() {
 install_pair "$tmp/cert1.pem" "$tmp/key1.pem"
 
 # --- the daemon ---------------------------------------------------------------
-: >"$tmp/daemon.log"
-"$daemon_bin" -d -l 127.0.0.1:0 -f catalog/gpus.yaml -m catalog/models \
-    --tls-cert "$tmp/tls.crt" --tls-key "$tmp/tls.key" \
-    >"$tmp/daemon.log" 2>&1 &
-daemon=$!
-port=""
-i=0
-while [ $i -lt 100 ]; do
-	port=$(sed -n 's/.*listening on .* port \([0-9][0-9]*\).*/\1/p' \
-	    "$tmp/daemon.log" | head -n 1)
-	[ -n "$port" ] && break
-	kill -0 "$daemon" 2>/dev/null || break
-	sleep 0.1
-	i=$((i + 1))
-done
+start_daemon "$tmp/daemon.log" --tls-cert "$tmp/tls.crt" \
+    --tls-key "$tmp/tls.key"
+daemon=$pid
 if [ -z "$port" ]; then
 	fail "memfloord did not start: $(cat "$tmp/daemon.log")"
 	summary

@@ -1,0 +1,50 @@
+# shellcheck shell=sh disable=SC2154
+# check.sh: what the shell tests share, sourced after $tmp (a scratch
+# directory) and $daemon_bin (the memfloord to test) are set.
+#
+# pass/fail record one check; is/has compare; summary prints "N passed,
+# M failed" and fails when a check did; start_daemon runs memfloord on a
+# free loopback port.
+
+results=$tmp/results
+: >"$results"
+
+pass() { echo "ok - $*" | tee -a "$results"; }
+fail() { echo "FAIL - $*" | tee -a "$results"; }
+
+# is NAME GOT WANT
+is() {
+	if [ "$2" = "$3" ]; then
+		pass "$1"
+	else
+		fail "$1: got '$2', expected '$3'"
+	fi
+}
+
+summary() {
+	np=$(grep -c '^ok - ' "$results" || true)
+	nf=$(grep -c '^FAIL - ' "$results" || true)
+	echo "$np passed, $nf failed"
+	[ "$nf" -eq 0 ]
+}
+
+# start_daemon LOG ARGS...: $daemon_bin with the shipped catalogue and
+# models on a free loopback port; sets $pid, and $port (empty when it did
+# not start within 10 s).
+start_daemon() {
+	log=$1
+	shift
+	"$daemon_bin" -d -l 127.0.0.1:0 -f catalog/gpus.yaml \
+	    -m catalog/models "$@" >"$log" 2>&1 &
+	pid=$!
+	port=""
+	i=0
+	while [ $i -lt 100 ]; do
+		port=$(sed -n 's/.*listening on .* port \([0-9][0-9]*\).*/\1/p' \
+		    "$log" | head -n 1)
+		[ -n "$port" ] && break
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+		i=$((i + 1))
+	done
+}
