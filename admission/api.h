@@ -51,6 +51,14 @@ struct mf_api {
 };
 
 /*
+ * The shape of every call that answers a request body; the daemon's routes
+ * and the command line pick one of these.
+ */
+typedef void (*mf_api_call)(const struct mf_api *api, const char *body,
+    size_t len, enum mf_doc_format fmt, enum mf_output out,
+    struct mf_answer *ans);
+
+/*
  * Each call fills *ans completely, even on bad input or allocation failure
  * (then with a fixed body); release it with mf_answer_free.  fmt says how
  * to read the body (MF_DOC_AUTO sniffs JSON by its first byte).

@@ -858,8 +858,10 @@ respond(struct review *rv, struct mf_answer *ans)
 
 void
 mf_api_review(const struct mf_api *api, const char *body, size_t len,
-    struct mf_answer *ans)
+    enum mf_doc_format fmt, enum mf_output out, struct mf_answer *ans)
 {
+	(void)fmt;
+	(void)out;
 	struct review rv;
 	struct mf_error err;
 	json_error_t jerr;

@@ -52,9 +52,11 @@
  * admission.k8s.io/v1 AdmissionReview with a request and a uid;
  * MF_ANS_INTERNAL when memory ran out.  ans->job is the object's name
  * (metadata.name, else generateName, else request.name) and ans->verdict
- * is set when admission ran.  Release with mf_answer_free.
+ * is set when admission ran.  Release with mf_answer_free.  fmt and out
+ * are there for the mf_api_call shape and ignored: an AdmissionReview is
+ * JSON both ways.
  */
 void mf_api_review(const struct mf_api *api, const char *body, size_t len,
-    struct mf_answer *ans);
+    enum mf_doc_format fmt, enum mf_output out, struct mf_answer *ans);
 
 #endif

@@ -143,12 +143,9 @@ exit_for(enum mf_answer_kind kind)
 	}
 }
 
-typedef void (*api_fn)(const struct mf_api *, const char *, size_t,
-    enum mf_doc_format, enum mf_output, struct mf_answer *);
-
 /* estimate, admit, diagnose: load what the call needs, run it, print. */
 static int
-offline(api_fn fn, const struct opts *o)
+offline(mf_api_call fn, const struct opts *o)
 {
 	struct mf_catalog *cat = NULL;
 	struct mf_models *models = NULL;

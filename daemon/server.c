@@ -46,6 +46,7 @@ struct route {
 	enum mfd_route id;
 	enum body body; /* BODY_NONE: GET, else POST with this body */
 	handler_fn fn;
+	mf_api_call call; /* what do_body runs for a POST route */
 };
 
 struct request {
@@ -95,43 +96,15 @@ api_end(struct mf_api *api)
 	mf_cat_unref((struct mf_catalog *)api->cat);
 }
 
+/* POST routes: the route's library call on the body, with the catalogue
+ * in service held for the call. */
 static void
-do_admit(struct request *r, struct MHD_Connection *c, struct mf_answer *ans)
+do_body(struct request *r, struct MHD_Connection *c, struct mf_answer *ans)
 {
 	struct mf_api api = api_begin(r);
 
 	(void)c;
-	mf_api_admit(&api, r->body.data, r->body.len, r->fmt, r->out, ans);
-	api_end(&api);
-}
-
-static void
-do_estimate(struct request *r, struct MHD_Connection *c, struct mf_answer *ans)
-{
-	struct mf_api api = api_begin(r);
-
-	(void)c;
-	mf_api_estimate(&api, r->body.data, r->body.len, r->fmt, r->out, ans);
-	api_end(&api);
-}
-
-static void
-do_diagnose(struct request *r, struct MHD_Connection *c, struct mf_answer *ans)
-{
-	struct mf_api api = api_begin(r);
-
-	(void)c;
-	mf_api_diagnose(&api, r->body.data, r->body.len, r->fmt, r->out, ans);
-	api_end(&api);
-}
-
-static void
-do_review(struct request *r, struct MHD_Connection *c, struct mf_answer *ans)
-{
-	struct mf_api api = api_begin(r);
-
-	(void)c;
-	mf_api_review(&api, r->body.data, r->body.len, ans);
+	r->route->call(&api, r->body.data, r->body.len, r->fmt, r->out, ans);
 	api_end(&api);
 }
 
@@ -207,15 +180,17 @@ do_metrics(struct request *r, struct MHD_Connection *c, struct mf_answer *ans)
 }
 
 static const struct route routes[] = {
-	{ "/v1/admit", MFD_R_ADMIT, BODY_MANIFEST, do_admit },
-	{ "/v1/estimate", MFD_R_ESTIMATE, BODY_MANIFEST, do_estimate },
-	{ "/v1/diagnose", MFD_R_DIAGNOSE, BODY_TEXT, do_diagnose },
-	{ "/v1/admission-review", MFD_R_REVIEW, BODY_REVIEW, do_review },
-	{ "/v1/catalog", MFD_R_CATALOG, BODY_NONE, do_catalog },
-	{ "/v1/models", MFD_R_MODELS, BODY_NONE, do_models },
-	{ "/healthz", MFD_R_HEALTHZ, BODY_NONE, do_healthz },
-	{ "/readyz", MFD_R_READYZ, BODY_NONE, do_readyz },
-	{ "/metrics", MFD_R_METRICS, BODY_NONE, do_metrics },
+	{ "/v1/admit", MFD_R_ADMIT, BODY_MANIFEST, do_body, mf_api_admit },
+	{ "/v1/estimate", MFD_R_ESTIMATE, BODY_MANIFEST, do_body,
+	    mf_api_estimate },
+	{ "/v1/diagnose", MFD_R_DIAGNOSE, BODY_TEXT, do_body, mf_api_diagnose },
+	{ "/v1/admission-review", MFD_R_REVIEW, BODY_REVIEW, do_body,
+	    mf_api_review },
+	{ "/v1/catalog", MFD_R_CATALOG, BODY_NONE, do_catalog, NULL },
+	{ "/v1/models", MFD_R_MODELS, BODY_NONE, do_models, NULL },
+	{ "/healthz", MFD_R_HEALTHZ, BODY_NONE, do_healthz, NULL },
+	{ "/readyz", MFD_R_READYZ, BODY_NONE, do_readyz, NULL },
+	{ "/metrics", MFD_R_METRICS, BODY_NONE, do_metrics, NULL },
 };
 
 /* --- negotiation ----------------------------------------------------- */

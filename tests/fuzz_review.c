@@ -233,9 +233,11 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		body = wrap(data[0], (const char *)data + 1, size - 1);
 		if (body == NULL)
 			return 0;
-		mf_api_review(&api, body, strlen(body), &ans);
+		mf_api_review(&api, body, strlen(body), MF_DOC_JSON,
+		    MF_OUT_JSON, &ans);
 	} else {
-		mf_api_review(&api, (const char *)data, size, &ans);
+		mf_api_review(&api, (const char *)data, size, MF_DOC_JSON,
+		    MF_OUT_JSON, &ans);
 	}
 	check(&ans);
 	mf_answer_free(&ans);

@@ -121,7 +121,7 @@ send_text(const char *text, size_t len, struct mf_answer *ans)
 	json_error_t jerr;
 	json_t *j;
 
-	mf_api_review(&api, text, len, ans);
+	mf_api_review(&api, text, len, MF_DOC_JSON, MF_OUT_JSON, ans);
 	assert_non_null(ans->body);
 	assert_string_equal(ans->content_type, "application/json");
 	j = json_loadb(ans->body, ans->len, 0, &jerr);
@@ -1070,7 +1070,8 @@ test_review_alloc_failures(void **state)
 	for (long n = 0; !done && n < 100000; n++) {
 		alloc_budget = n;
 		json_set_alloc_funcs(tight_malloc, free);
-		mf_api_review(&api, text, strlen(text), &ans);
+		mf_api_review(&api, text, strlen(text), MF_DOC_JSON,
+		    MF_OUT_JSON, &ans);
 		json_set_alloc_funcs(malloc, free);
 		alloc_budget = -1;
 		assert_non_null(ans.body);
