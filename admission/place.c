@@ -263,15 +263,6 @@ keep_top(struct mf_placement *top, size_t *n, size_t max,
 	top[i] = *p;
 }
 
-static enum mf_rc
-need_of(const struct mf_job *job, unsigned fixes, int64_t count,
-    struct mf_workload *w, struct mf_estimate *est)
-{
-	*w = job->work;
-	mf_fix_apply(w, fixes, count);
-	return mf_est_compute(&job->model, w, est);
-}
-
 static double
 cost_factor(const struct search *s, double tf, int64_t count)
 {
@@ -346,31 +337,53 @@ max_count(const struct mf_catalog *cat)
 	return m;
 }
 
+/*
+ * The GPU counts a fix set may run on: the job's own, or with fsdp (and no
+ * count asked for) 2 up to the largest maxCount in the catalogue.
+ */
+static void
+counts(const struct search *s, unsigned fixes, int64_t *lo, int64_t *hi)
+{
+	*lo = *hi = s->job->count;
+	if ((fixes & MF_FIXBIT(MF_FIX_FSDP)) && !s->job->count_given) {
+		*lo = 2;
+		*hi = max_count(s->cat) < 2 ? 2 : max_count(s->cat);
+	}
+}
+
+/* The job with fixes applied on count GPUs; MF_ERANGE on overflow. */
+static enum mf_rc
+make_option(const struct search *s, unsigned fixes, int64_t count,
+    struct option *o)
+{
+	struct mf_workload w = s->job->work;
+	struct mf_estimate est;
+
+	mf_fix_apply(&w, fixes, count);
+	if (mf_est_compute(&s->job->model, &w, &est) != MF_OK)
+		return MF_ERANGE;
+	o->fixes = fixes;
+	o->count = count;
+	o->need = est.per_gpu;
+	o->time_factor = time_factor(s->cat, fixes);
+	o->k = cost_factor(s, o->time_factor, count);
+	return MF_OK;
+}
+
 /* Options for one fix set: one per GPU count it may run on. */
 static enum mf_rc
 add_fixset(struct search *s, unsigned fixes, struct mf_error *err)
 {
-	const struct mf_job *job = s->job;
-	int64_t lo = job->count, hi = job->count;
-	struct mf_workload w;
-	struct mf_estimate est;
 	struct option o;
+	int64_t lo, hi;
 
-	if ((fixes & MF_FIXBIT(MF_FIX_FSDP)) && !job->count_given) {
-		lo = 2;
-		hi = max_count(s->cat);
-	}
+	counts(s, fixes, &lo, &hi);
 	for (int64_t c = lo; c <= hi; c++) {
-		if (need_of(job, fixes, c, &w, &est) != MF_OK)
+		if (make_option(s, fixes, c, &o) != MF_OK)
 			return mf_error_set(err, MF_ERANGE, "spec.workload", 0,
 			    0,
 			    "the memory figures of this job overflow 63 "
 			    "bits");
-		o.fixes = fixes;
-		o.count = c;
-		o.need = est.per_gpu;
-		o.time_factor = time_factor(s->cat, fixes);
-		o.k = cost_factor(s, o.time_factor, c);
 		if (add_option(s, &o) != MF_OK)
 			return mf_error_set(err, MF_ENOMEM, NULL, 0, 0,
 			    "out of memory listing placements");
@@ -483,28 +496,17 @@ static enum mf_rc
 fix_entry(struct search *s, enum mf_fix fix, unsigned fixes,
     struct mf_fix_option *e)
 {
-	const struct mf_job *job = s->job;
-	int64_t lo = job->count, hi = job->count;
-	struct mf_workload w;
-	struct mf_estimate est;
-	struct option o = { fixes, job->count, 0, time_factor(s->cat, fixes),
-		0 };
+	struct option o = { 0 }; /* counts() gives lo <= hi: the loop sets it */
+	int64_t c, lo, hi;
 
-	if (fix == MF_FIX_FSDP && !job->count_given) {
-		lo = 2;
-		hi = max_count(s->cat) < 2 ? 2 : max_count(s->cat);
-	}
 	/* fsdp: the fewest GPUs that fit, else the most there are. */
-	for (o.count = lo; o.count <= hi; o.count++) {
-		if (need_of(job, fixes, o.count, &w, &est) != MF_OK)
+	counts(s, fixes, &lo, &hi);
+	for (c = lo; c <= hi; c++) {
+		if (make_option(s, fixes, c, &o) != MF_OK)
 			return MF_ERANGE;
-		o.need = est.per_gpu;
-		o.k = cost_factor(s, o.time_factor, o.count);
 		if (fits_anywhere(s, &o))
 			break;
 	}
-	if (o.count > hi)
-		o.count = hi;
 	e->fix = fix;
 	e->fixes = fixes;
 	e->gpus = o.count;
