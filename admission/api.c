@@ -195,7 +195,7 @@ read_job(const struct mf_api *api, const char *body, size_t len,
 	memset(&err, 0, sizeof(err));
 	rc = mf_doc_parse(body, len, fmt, &doc, &err);
 	if (rc == MF_OK)
-		rc = mf_job_read(mf_doc_root(doc), api->models, job, &err);
+		rc = mf_job_read(mf_doc_root(doc), "", api->models, job, &err);
 	if (rc == MF_OK && job->model_source == MF_MODEL_URL) {
 		if (api->config == NULL ||
 		    strcmp(api->config_url, job->config_url) != 0) {
@@ -333,23 +333,6 @@ mf_api_models(const struct mf_api *api, enum mf_output out,
 		answer_jtext(ans, MF_ANS_OK, mf_json_models(api->models), out);
 }
 
-/* Name a field of the job from the body's root: "job.spec...". */
-static void
-under_job(struct mf_error *err)
-{
-	struct mf_error e = *err;
-	const char *text = e.message;
-	size_t n = strlen(e.field);
-
-	/* The message starts with the field it names; keep what follows. */
-	if (n > 0 && strncmp(text, e.field, n) == 0 && text[n] == ':')
-		text += n + 2;
-	snprintf(err->field, sizeof(err->field), "job%s%.120s", n ? "." : "",
-	    e.field);
-	snprintf(err->message, sizeof(err->message), "%s: %.190s", err->field,
-	    text);
-}
-
 /* The JSON form of a diagnose body: message and, optionally, a job. */
 static enum mf_rc
 read_diagnose(const struct mf_api *api, const char *body, size_t len,
@@ -375,11 +358,8 @@ read_diagnose(const struct mf_api *api, const char *body, size_t len,
 	*msglen = n->len;
 	n = mf_node_get(root, "job");
 	*has_job = n != NULL;
-	if (rc == MF_OK && n != NULL) {
-		rc = mf_job_read(n, api->models, job, err);
-		if (rc != MF_OK)
-			under_job(err);
-	}
+	if (rc == MF_OK && n != NULL)
+		rc = mf_job_read(n, "job", api->models, job, err);
 	if (rc == MF_OK && *has_job && job->model_source == MF_MODEL_URL)
 		rc = mf_error_set(err, MF_EINVAL, "job.spec.model.configUrl", 0,
 		    0,

@@ -411,7 +411,8 @@ mf_job_read_spec(const struct mf_node *spec, const char *path, const char *name,
 }
 
 static enum mf_rc
-read_header(const struct mf_node *root, const char **name, struct mf_error *err)
+read_header(const struct mf_node *root, const char *path, const char **name,
+    struct mf_error *err)
 {
 	static const char *const known[] = { "apiVersion", "kind", "metadata",
 		"spec", NULL };
@@ -420,55 +421,57 @@ read_header(const struct mf_node *root, const char **name, struct mf_error *err)
 	const char *want[][2] = { { "apiVersion", "memfloor.dev/v1" },
 		{ "kind", "Job" } };
 	const struct mf_node *n, *meta;
+	char p[PATHMAX], m[PATHMAX];
 	const char *s;
 	enum mf_rc rc;
 
-	rc = mf_node_map(root, "", known, err);
+	rc = mf_node_map(root, path, known, err);
 	for (size_t i = 0; rc == MF_OK && i < 2; i++) {
-		n = mf_node_get(root, want[i][0]);
+		n = member(root, path, want[i][0], p);
 		if (n == NULL)
-			return mf_error_set(err, MF_EINVAL, want[i][0],
-			    root->line, root->column, "is required ('%s')",
-			    want[i][1]);
-		rc = mf_node_str(n, want[i][0], &s, err);
+			return mf_error_set(err, MF_EINVAL, p, root->line,
+			    root->column, "is required ('%s')", want[i][1]);
+		rc = mf_node_str(n, p, &s, err);
 		if (rc == MF_OK && strcmp(s, want[i][1]) != 0)
-			return mf_error_set(err, MF_EINVAL, want[i][0], n->line,
+			return mf_error_set(err, MF_EINVAL, p, n->line,
 			    n->column, "'%.40s' is not '%s'", s, want[i][1]);
 	}
 	if (rc != MF_OK)
 		return rc;
-	meta = mf_node_get(root, "metadata");
+	meta = member(root, path, "metadata", m);
+	mf_path(p, sizeof(p), m, "name");
 	if (meta == NULL)
-		return mf_error_set(err, MF_EINVAL, "metadata.name", root->line,
-		    root->column, "is required");
-	rc = mf_node_map(meta, "metadata", meta_known, err);
+		return mf_error_set(err, MF_EINVAL, p, root->line, root->column,
+		    "is required");
+	rc = mf_node_map(meta, m, meta_known, err);
 	if (rc != MF_OK)
 		return rc;
 	n = mf_node_get(meta, "name");
 	if (n == NULL)
-		return mf_error_set(err, MF_EINVAL, "metadata.name", meta->line,
-		    meta->column, "is required");
-	rc = mf_node_str(n, "metadata.name", name, err);
+		return mf_error_set(err, MF_EINVAL, p, meta->line, meta->column,
+		    "is required");
+	rc = mf_node_str(n, p, name, err);
 	if (rc == MF_OK && (n->len == 0 || n->len > 253))
-		return mf_error_set(err, MF_EINVAL, "metadata.name", n->line,
-		    n->column, "must be 1 to 253 characters");
+		return mf_error_set(err, MF_EINVAL, p, n->line, n->column,
+		    "must be 1 to 253 characters");
 	return rc;
 }
 
 enum mf_rc
-mf_job_read(const struct mf_node *root, const struct mf_models *models,
-    struct mf_job *job, struct mf_error *err)
+mf_job_read(const struct mf_node *root, const char *path,
+    const struct mf_models *models, struct mf_job *job, struct mf_error *err)
 {
 	const struct mf_node *spec;
 	const char *name = NULL;
+	char p[PATHMAX];
 	enum mf_rc rc;
 
-	rc = read_header(root, &name, err);
+	rc = read_header(root, path, &name, err);
 	if (rc != MF_OK)
 		return rc;
-	spec = mf_node_get(root, "spec");
+	spec = member(root, path, "spec", p);
 	if (spec == NULL)
-		return mf_error_set(err, MF_EINVAL, "spec", root->line,
-		    root->column, "is required");
-	return mf_job_read_spec(spec, "spec", name, models, job, err);
+		return mf_error_set(err, MF_EINVAL, p, root->line, root->column,
+		    "is required");
+	return mf_job_read_spec(spec, p, name, models, job, err);
 }

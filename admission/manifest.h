@@ -52,11 +52,13 @@ struct mf_job {
 
 /*
  * Read a whole manifest (apiVersion memfloor.dev/v1, kind Job, metadata,
- * spec) from root.  models resolves spec.model.name and may be NULL (then
- * a named model is an error).  Strings in *job borrow from the document,
- * which must outlive the job.  *job is untouched on error.
+ * spec) from root.  path is where root sits in the body, for errors: ""
+ * for a whole body, "job" for the job inside a diagnose request.  models
+ * resolves spec.model.name and may be NULL (then a named model is an
+ * error).  Strings in *job borrow from the document, which must outlive
+ * the job.  *job is untouched on error.
  */
-enum mf_rc mf_job_read(const struct mf_node *root,
+enum mf_rc mf_job_read(const struct mf_node *root, const char *path,
     const struct mf_models *models, struct mf_job *job, struct mf_error *err);
 
 /*

@@ -70,7 +70,7 @@ read_job(const char *text, const struct mf_models *models, struct mf_doc **doc,
 	struct mf_error err;
 
 	if (mf_doc_parse(text, strlen(text), MF_DOC_YAML, doc, &err) != MF_OK ||
-	    mf_job_read(mf_doc_root(*doc), models, job, &err) != MF_OK) {
+	    mf_job_read(mf_doc_root(*doc), "", models, job, &err) != MF_OK) {
 		fprintf(stderr, "bench: job: %s\n", err.message);
 		exit(1);
 	}

@@ -176,7 +176,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	}
 	err.message[0] = '\0';
-	if (mf_job_read(mf_doc_root(doc), models, &job, &err) != MF_OK) {
+	if (mf_job_read(mf_doc_root(doc), "", models, &job, &err) != MF_OK) {
 		check(err.message[0] != '\0');
 	} else {
 		check_job(&job);

@@ -94,7 +94,7 @@ read_job(const char *text, struct mf_doc **doc, struct mf_job *job,
 		print_message("parse: %s\n", err->message);
 		return rc;
 	}
-	return mf_job_read(mf_doc_root(*doc), models, job, err);
+	return mf_job_read(mf_doc_root(*doc), "", models, job, err);
 }
 
 static void
@@ -701,7 +701,7 @@ test_err_no_registry(void **state)
 	assert_int_equal(mf_doc_parse(text, strlen(text), MF_DOC_YAML, &doc,
 	                     &err),
 	    MF_OK);
-	assert_int_equal(mf_job_read(mf_doc_root(doc), NULL, &job, &err),
+	assert_int_equal(mf_job_read(mf_doc_root(doc), "", NULL, &job, &err),
 	    MF_EINVAL);
 	assert_string_equal(err.field, "spec.model.name");
 	mf_doc_free(doc);

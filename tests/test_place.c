@@ -122,7 +122,8 @@ job_load(struct fx *f, const char *spec)
 	snprintf(text, sizeof(text), JOB "%s", spec);
 	rc = mf_doc_parse(text, strlen(text), MF_DOC_YAML, &f->doc, &err);
 	if (rc == MF_OK)
-		rc = mf_job_read(mf_doc_root(f->doc), models, &f->job, &err);
+		rc =
+		    mf_job_read(mf_doc_root(f->doc), "", models, &f->job, &err);
 	if (rc != MF_OK)
 		fail_msg("manifest: %s\n%s", err.message, text);
 }
