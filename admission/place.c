@@ -198,7 +198,7 @@ candidate(const struct search *s, const struct mf_gpu *g,
 	p->need = o->need;
 	p->spare = (double)(g->memory - o->need) / (double)g->memory;
 	p->hourly_price = g->hourly_price * (double)o->count;
-	p->cost = o->k * g->hourly_price / g->throughput;
+	p->cost = o->k * mf_cat_unit_cost(g);
 	p->hours = o->k / (g->throughput * (double)o->count);
 	p->cost_per_ref_hour = p->cost / s->ref_hours;
 }

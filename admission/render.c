@@ -401,8 +401,7 @@ gpu_json(struct mf_jw *w, const struct mf_catalog *cat, const struct mf_gpu *g)
 	mf_jw_num(w, "hourlyPrice", g->hourly_price, 6);
 	mf_jw_num(w, "relativeThroughput", g->throughput, 6);
 	mf_jw_int(w, "maxCount", g->max_count);
-	mf_jw_num(w, "costPerReferenceHour", g->hourly_price / g->throughput,
-	    4);
+	mf_jw_num(w, "costPerReferenceHour", mf_cat_unit_cost(g), 4);
 	labels(w, g);
 	mf_jw_close(w, '}');
 }
@@ -412,8 +411,7 @@ by_cost(const void *a, const void *b)
 {
 	const struct mf_gpu *x = *(const struct mf_gpu *const *)a;
 	const struct mf_gpu *y = *(const struct mf_gpu *const *)b;
-	double cx = x->hourly_price / x->throughput;
-	double cy = y->hourly_price / y->throughput;
+	double cx = mf_cat_unit_cost(x), cy = mf_cat_unit_cost(y);
 
 	if (cx != cy)
 		return cx < cy ? -1 : 1;
@@ -691,7 +689,7 @@ mf_text_catalog(const struct mf_catalog *cat, int64_t min_memory)
 		mf_buf_printf(&b, "%-14s %8.1f %8.3f %10.3f %6lld %10.3f\n",
 		    v[i]->name, gb(v[i]->memory), v[i]->hourly_price,
 		    v[i]->throughput, (long long)v[i]->max_count,
-		    v[i]->hourly_price / v[i]->throughput);
+		    mf_cat_unit_cost(v[i]));
 	free(v);
 	if (b.rc != MF_OK) {
 		mf_buf_free(&b);

@@ -796,6 +796,12 @@ mf_cat_find(const struct mf_catalog *cat, const char *name)
  * memory x keep / 10^9 = q keep + r keep / 10^9, where q keep <= memory
  * and r keep < 10^18: neither overflows 63 bits.
  */
+double
+mf_cat_unit_cost(const struct mf_gpu *gpu)
+{
+	return gpu->hourly_price / gpu->throughput;
+}
+
 int64_t
 mf_cat_usable(const struct mf_catalog *cat, const struct mf_gpu *gpu)
 {

@@ -68,6 +68,9 @@ void mf_cat_unref(struct mf_catalog *cat);
 /* The GPU of that name, or NULL. */
 const struct mf_gpu *
 mf_cat_find(const struct mf_catalog *cat, const char *name);
+/* Dollars per reference hour on one card: hourlyPrice / relativeThroughput,
+ * the cost of a one-GPU job per hour it takes on the reference GPU. */
+double mf_cat_unit_cost(const struct mf_gpu *gpu);
 /* Usable bytes of a card: memory x (1 - headroom), rounded down. */
 int64_t mf_cat_usable(const struct mf_catalog *cat, const struct mf_gpu *gpu);
 
