@@ -29,32 +29,9 @@
 #include "../admission/model.h"
 #include "../admission/review.h"
 #include "../catalog/catalog.h"
+#include "fuzz.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-static struct mf_catalog *cat;
-static struct mf_models *models;
-
-static void
-load_once(void)
-{
-	const char *top = getenv("MF_TOP");
-	struct mf_error err;
-	char path[512];
-
-	if (cat != NULL)
-		return;
-	snprintf(path, sizeof(path), "%s/catalog/gpus.yaml", top ? top : ".");
-	if (mf_cat_load(path, &cat, &err) != MF_OK) {
-		fprintf(stderr, "%s\n", err.message);
-		abort();
-	}
-	snprintf(path, sizeof(path), "%s/catalog/models", top ? top : ".");
-	if (mf_models_load(path, &models, &err) != MF_OK) {
-		fprintf(stderr, "%s\n", err.message);
-		abort();
-	}
-}
 
 static int
 b64(int c)

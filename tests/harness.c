@@ -858,8 +858,8 @@ it_json(const struct it_response *r)
 
 /* --- raw sockets ----------------------------------------------------- */
 
-static int
-connect_port(int port)
+int
+it_connect(int port)
 {
 	struct sockaddr_in sa;
 	int fd;
@@ -881,7 +881,7 @@ connect_port(int port)
 int
 it_can_connect(int port)
 {
-	int fd = connect_port(port);
+	int fd = it_connect(port);
 
 	if (fd < 0)
 		return 0;
@@ -927,7 +927,7 @@ it_raw(const struct it_daemon *d, const char *data, size_t len, int timeout_ms)
 	int fd;
 
 	init();
-	fd = connect_port(d->port);
+	fd = it_connect(d->port);
 	if (fd < 0)
 		return NULL;
 	while (len > 0) {

@@ -111,6 +111,8 @@ json_t *it_json(const struct it_response *r);
  */
 char *
 it_raw(const struct it_daemon *d, const char *data, size_t len, int timeout_ms);
+/* A TCP connection to 127.0.0.1:port, or -1. */
+int it_connect(int port);
 /* Whether a TCP connection to the daemon's port is accepted. */
 int it_can_connect(int port);
 

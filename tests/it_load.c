@@ -512,25 +512,6 @@ test_reload_storm(void **state)
 
 #define IDLE 1000
 
-static int
-connect_to(int port)
-{
-	struct sockaddr_in sa;
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-
-	if (fd < 0)
-		return -1;
-	memset(&sa, 0, sizeof(sa));
-	sa.sin_family = AF_INET;
-	sa.sin_port = htons((uint16_t)port);
-	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
-		close(fd);
-		return -1;
-	}
-	return fd;
-}
-
 static void
 send_all(int fd, const char *p, size_t n)
 {
@@ -597,7 +578,7 @@ test_idle_connections(void **state)
 	d = start(cat, "2");
 	/* Half send nothing, half a request line that never ends. */
 	for (int i = 0; i < IDLE; i++) {
-		fds[i] = connect_to(it_daemon_port(d));
+		fds[i] = it_connect(it_daemon_port(d));
 		assert_true(fds[i] >= 0);
 		if (i % 2 == 1)
 			send_all(fds[i], "GET /heal", 9);
@@ -635,7 +616,7 @@ vanish(int port, int chunked, int reset)
 	    "Content-Type: application/yaml\r\n";
 	char body[100];
 	struct linger lg = { 1, 0 };
-	int fd = connect_to(port);
+	int fd = it_connect(port);
 
 	if (fd < 0)
 		return;
