@@ -15,31 +15,7 @@
 #include <cmocka.h>
 
 #include "estimate.h"
-
-/* Llama 3.1 8B: P = 8,030,261,248 (see test_model.c). */
-static const struct mf_model llama8b = {
-	.hidden = 4096,
-	.layers = 32,
-	.heads = 32,
-	.kv_heads = 8,
-	.head_dim = 128,
-	.intermediate = 14336,
-	.vocab = 128256,
-	.norms_per_layer = 2,
-};
-
-/* h 64, L 2, a 4, kv 2, d 16, I 128, V 1000, tied: P = 138,048. */
-static const struct mf_model tiny = {
-	.hidden = 64,
-	.layers = 2,
-	.heads = 4,
-	.kv_heads = 2,
-	.head_dim = 16,
-	.intermediate = 128,
-	.vocab = 1000,
-	.tied_embeddings = 1,
-	.norms_per_layer = 2,
-};
+#include "models.h"
 
 /*
  * h 3, L 1, a 1, kv 1, d 3, I 5, V 7, tied: embeddings 21; attention

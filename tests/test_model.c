@@ -19,37 +19,10 @@
 #include <cmocka.h>
 
 #include "model.h"
+#include "models.h"
 
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))
 #define CFG_PATH "spec.model.config"
-
-/* Llama 3.1 8B as its config.json gives it. */
-static const struct mf_model llama8b = {
-	.hidden = 4096,
-	.layers = 32,
-	.heads = 32,
-	.kv_heads = 8,
-	.head_dim = 128,
-	.intermediate = 14336,
-	.vocab = 128256,
-	.experts = 0,
-	.tied_embeddings = 0,
-	.qkv_bias = 0,
-	.norms_per_layer = 2,
-};
-
-/* h 64, L 2, a 4, kv 2, d 16, I 128, V 1000, tied. */
-static const struct mf_model tiny = {
-	.hidden = 64,
-	.layers = 2,
-	.heads = 4,
-	.kv_heads = 2,
-	.head_dim = 16,
-	.intermediate = 128,
-	.vocab = 1000,
-	.tied_embeddings = 1,
-	.norms_per_layer = 2,
-};
 
 static void
 test_params_llama8b(void **state)
