@@ -16,6 +16,7 @@
 #include <yaml.h>
 
 #include "qty.h"
+#include "yfast.h"
 
 #define ARENA_BLOCK 8192
 
@@ -65,17 +66,25 @@ arena_strndup(struct mf_doc *doc, const char *s, size_t len)
 	return p;
 }
 
-void
-mf_doc_free(struct mf_doc *doc)
+/* Back to an empty document. */
+static void
+doc_clear(struct mf_doc *doc)
 {
 	struct block *b, *next;
 
-	if (doc == NULL)
-		return;
 	for (b = doc->blocks; b != NULL; b = next) {
 		next = b->next;
 		free(b);
 	}
+	memset(doc, 0, sizeof(*doc));
+}
+
+void
+mf_doc_free(struct mf_doc *doc)
+{
+	if (doc == NULL)
+		return;
+	doc_clear(doc);
 	free(doc);
 }
 
@@ -125,6 +134,8 @@ is_number(const char *s)
 
 	if (*p == '+' || *p == '-')
 		p++;
+	if (*p != '.' && (*p < '0' || *p > '9'))
+		return 0;
 	if (strcmp(p, ".inf") == 0 || strcmp(p, ".Inf") == 0 ||
 	    strcmp(p, ".INF") == 0)
 		return 1;
@@ -159,6 +170,9 @@ resolve_plain(const char *s)
 	static const char *const bools[] = { "true", "True", "TRUE", "false",
 		"False", "FALSE" };
 
+	/* Most values are words that none of these can be. */
+	if (strchr("~nNtTfF", s[0]) == NULL)
+		return is_number(s) ? MF_NODE_NUM : MF_NODE_STR;
 	for (size_t i = 0; i < sizeof(nulls) / sizeof(nulls[0]); i++)
 		if (strcmp(s, nulls[i]) == 0)
 			return MF_NODE_NULL;
@@ -247,24 +261,24 @@ yscalar(struct yparse *p, const yaml_event_t *ev)
 {
 	const char *text = (const char *)ev->data.scalar.value;
 	size_t len = ev->data.scalar.length;
-	enum mf_node_type type = MF_NODE_STR;
 	struct mf_node *n;
 	int line, column;
 
 	if (memchr(text, '\0', len) != NULL)
 		return yerr(p, MF_EINVAL, &ev->start_mark,
 		    "a NUL character is not allowed in a value");
-	if (ev->data.scalar.plain_implicit &&
-	    ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE)
-		type = resolve_plain(text);
 	line = ypos(&ev->start_mark, &column);
-	n = new_node(p->doc, type, line, column);
+	n = new_node(p->doc, MF_NODE_STR, line, column);
 	if (n == NULL)
 		goto fail;
 	n->text = arena_strndup(p->doc, text, len);
 	if (n->text == NULL)
 		goto fail;
 	n->len = len;
+	/* The event's value need not end in a NUL (mf_yfast's do not). */
+	if (ev->data.scalar.plain_implicit &&
+	    ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE)
+		n->type = resolve_plain(n->text);
 	return place(p, n, ev);
 fail:
 	if (p->doc->nodes >= MF_DOC_MAX_NODES)
@@ -329,16 +343,32 @@ yevent(struct yparse *p, const yaml_event_t *ev)
 	}
 }
 
+static int
+fast_event(void *p, const yaml_event_t *ev)
+{
+	return yevent(p, ev) != MF_OK;
+}
+
+/*
+ * Most documents are in the part of YAML that mf_yfast reads, many times
+ * faster than libyaml.  The rest, and every error, is libyaml's to read
+ * and report, from the start.
+ */
 static enum mf_rc
 parse_yaml(struct mf_doc *doc, const char *buf, size_t len,
     struct mf_error *err)
 {
-	struct yparse p = { .doc = doc, .err = err };
+	struct mf_error ignored;
+	struct yparse p = { .doc = doc, .err = &ignored };
 	yaml_parser_t parser;
 	yaml_event_t ev;
 	enum mf_rc rc = MF_OK;
 	int end = 0;
 
+	if (mf_yfast(buf, len, fast_event, &p) == 0)
+		return MF_OK;
+	doc_clear(doc);
+	p = (struct yparse){ .doc = doc, .err = err };
 	if (!yaml_parser_initialize(&parser))
 		return mf_error_set(err, MF_ENOMEM, NULL, 0, 0,
 		    "out of memory");
