@@ -1,32 +1,53 @@
+#include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <syslog.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "memfloord.h"
 
+/*
+ * Request lines wait in buf, written out with one write(2) when the next
+ * would not fit or FLUSH_MS after the first went in, as nginx's
+ * access_log buffer= flush=: a write of its own per request was a third
+ * of the daemon's system calls.  Every other line flushes buf first and
+ * goes out at once, so lines keep their order and errors are not late.
+ */
+#define BUF_SIZE (64 * 1024)
+#define FLUSH_MS 100
+
+enum sink { SINK_STDERR, SINK_SYSLOG, SINK_NONE };
+
 static int json_lines;
 static enum mfd_level max_level = MFD_INFO;
-static int to_syslog;
+static atomic_int sink;
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t wake; /* buf is no longer empty, or stopping */
+static pthread_t flusher;
+static int buffering, stopping; /* these and buf: under lock */
+static char buf[BUF_SIZE];
+static size_t used;
 
 static const char *const level_names[] = { "error", "warn", "info", "debug" };
 
 void
-mfd_log_init(int json, enum mfd_level level, int use_syslog)
+mfd_log_init(int json, enum mfd_level level)
 {
 	json_lines = json;
 	max_level = level;
-	to_syslog = use_syslog;
-	if (to_syslog)
-		openlog("memfloord", LOG_PID | LOG_NDELAY, LOG_DAEMON);
 }
 
 int
 mfd_log_enabled(enum mfd_level level)
 {
-	return level <= max_level;
+	return level <= max_level && atomic_load(&sink) != SINK_NONE;
 }
 
 /* Escape s into out for a JSON string or a quoted text field. */
@@ -50,41 +71,215 @@ escape(const char *s, char *out, size_t size)
 	out[o] = '\0';
 }
 
+/* Short writes and EINTR go on; an error drops the rest: nowhere to say. */
 static void
-emit(enum mfd_level level, const char *line)
+write_all(const char *p, size_t n)
 {
-	static const int prio[] = { LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG };
-	char when[32], out[2300];
+	ssize_t w;
+
+	while (n > 0) {
+		w = write(STDERR_FILENO, p, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return;
+		p += w;
+		n -= (size_t)w;
+	}
+}
+
+static void
+flush_locked(void)
+{
+	write_all(buf, used);
+	used = 0;
+}
+
+static void *
+flush_loop(void *arg)
+{
+	struct timespec due;
+	int rc;
+
+	(void)arg;
+	pthread_mutex_lock(&lock);
+	while (!stopping) {
+		/* Idle, it sleeps until a line comes: no wakeups. */
+		if (used == 0) {
+			pthread_cond_wait(&wake, &lock);
+			continue;
+		}
+		clock_gettime(CLOCK_MONOTONIC, &due);
+		due.tv_nsec += FLUSH_MS * 1000000L;
+		if (due.tv_nsec >= 1000000000L) {
+			due.tv_sec++;
+			due.tv_nsec -= 1000000000L;
+		}
+		/* A wakeup before due is a new line or a flush by a writer. */
+		rc = 0;
+		while (!stopping && used > 0 && rc == 0)
+			rc = pthread_cond_timedwait(&wake, &lock, &due);
+		flush_locked();
+	}
+	flush_locked();
+	pthread_mutex_unlock(&lock);
+	return NULL;
+}
+
+int
+mfd_log_buffer(void)
+{
+	pthread_condattr_t attr;
+	int rc;
+
+	if (buffering)
+		return 0;
+	pthread_condattr_init(&attr);
+	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	pthread_cond_init(&wake, &attr);
+	pthread_condattr_destroy(&attr);
+	rc = pthread_create(&flusher, NULL, flush_loop, NULL);
+	if (rc != 0) {
+		pthread_cond_destroy(&wake);
+		return -1;
+	}
+	pthread_mutex_lock(&lock);
+	buffering = 1;
+	pthread_mutex_unlock(&lock);
+	return 0;
+}
+
+void
+mfd_log_fini(void)
+{
+	int started;
+
+	pthread_mutex_lock(&lock);
+	started = buffering;
+	buffering = 0;
+	stopping = 1;
+	if (started)
+		pthread_cond_signal(&wake);
+	pthread_mutex_unlock(&lock);
+	if (!started)
+		return;
+	/* It writes out what is left before it returns. */
+	pthread_join(flusher, NULL);
+	pthread_cond_destroy(&wake);
+	stopping = 0;
+}
+
+/*
+ * Whether a syslog daemon listens on /dev/log, tried as glibc's syslog(3)
+ * connects.  Without one, glibc tries again for every line: socket,
+ * connect, close and getpid under its lock, four calls a request.
+ */
+static int
+syslog_listens(void)
+{
+	static const int types[] = { SOCK_DGRAM, SOCK_STREAM };
+	struct sockaddr_un sun;
+	int fd, ok;
+
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	memcpy(sun.sun_path, "/dev/log", sizeof("/dev/log"));
+	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+		fd = socket(AF_UNIX, types[i], 0);
+		if (fd < 0)
+			continue;
+		ok = connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == 0;
+		close(fd);
+		if (ok)
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * Without a syslog socket the lines are dropped, said once on stderr
+ * while it is still there: a detached daemon has nowhere else to write.
+ * The socket is not looked for again: syslog daemons start before the
+ * services that log to them, so one missing now is not coming.
+ */
+void
+mfd_log_syslog(void)
+{
+	int listens = syslog_listens();
+
+	if (!listens)
+		mfd_log(MFD_WARN,
+		    "no syslog socket at /dev/log: log lines are dropped "
+		    "from now on; run with -d to log to stderr");
+	else
+		openlog("memfloord", LOG_PID | LOG_NDELAY, LOG_DAEMON);
+	/* Under lock, so no request line is left in buf for stderr. */
+	pthread_mutex_lock(&lock);
+	flush_locked();
+	atomic_store(&sink, listens ? SINK_SYSLOG : SINK_NONE);
+	pthread_mutex_unlock(&lock);
+}
+
+/* The line with its time and level, cut to size - 1 bytes; its length. */
+static size_t
+format(enum mfd_level level, const char *line, char *out, size_t size)
+{
+	char when[32];
 	struct timespec ts;
 	struct tm tm;
 	int n;
 
-	if (to_syslog) {
-		syslog(prio[level], "%s", line);
-		return;
-	}
 	clock_gettime(CLOCK_REALTIME, &ts);
 	gmtime_r(&ts.tv_sec, &tm);
 	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);
 	if (json_lines)
-		n = snprintf(out, sizeof(out),
+		n = snprintf(out, size,
 		    "{\"ts\":\"%s.%03ldZ\",\"level\":\"%s\",%s}\n", when,
 		    ts.tv_nsec / 1000000, level_names[level], line);
 	else
-		n = snprintf(out, sizeof(out), "%s.%03ldZ %s %s\n", when,
+		n = snprintf(out, size, "%s.%03ldZ %s %s\n", when,
 		    ts.tv_nsec / 1000000, level_names[level], line);
 	if (n < 0)
-		return;
-	if ((size_t)n >= sizeof(out)) {
-		n = sizeof(out) - 1;
+		return 0;
+	if ((size_t)n >= size) {
+		n = (int)size - 1;
 		out[n - 1] = '\n';
 	}
-	/*
-	 * One write(2) a line, not stdio: stderr's lock made request threads
-	 * queue behind each other, and a single write keeps lines whole.
-	 */
-	if (write(STDERR_FILENO, out, (size_t)n) < 0)
+	return (size_t)n;
+}
+
+/*
+ * Not stdio: stderr's lock made request threads queue behind each other
+ * for a write(2) each; here a request line costs them a memcpy.  A write
+ * holds whole lines, so lines from threads never interleave.
+ */
+static void
+emit(enum mfd_level level, const char *line, int request)
+{
+	static const int prio[] = { LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG };
+	char out[2300];
+	size_t n;
+	int s = atomic_load(&sink);
+
+	if (s == SINK_SYSLOG)
+		syslog(prio[level], "%s", line);
+	if (s != SINK_STDERR)
 		return;
+	n = format(level, line, out, sizeof(out));
+	pthread_mutex_lock(&lock);
+	/* sink is read again: mfd_log_syslog may have flushed buf since. */
+	if (request && buffering && atomic_load(&sink) == SINK_STDERR) {
+		if (used + n > sizeof(buf))
+			flush_locked();
+		if (used == 0)
+			pthread_cond_signal(&wake);
+		memcpy(buf + used, out, n);
+		used += n;
+	} else {
+		flush_locked();
+		write_all(out, n);
+	}
+	pthread_mutex_unlock(&lock);
 }
 
 void
@@ -99,12 +294,12 @@ mfd_log(enum mfd_level level, const char *fmt, ...)
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	if (!json_lines) {
-		emit(level, msg);
+		emit(level, msg, 0);
 		return;
 	}
 	escape(msg, esc, sizeof(esc));
 	snprintf(line, sizeof(line), "\"msg\":\"%s\"", esc);
-	emit(level, line);
+	emit(level, line, 0);
 }
 
 void
@@ -128,5 +323,5 @@ mfd_log_request(const char *method, const char *path, int status, long usec,
 		    "request method=%s path=\"%s\" "
 		    "status=%d us=%ld job=\"%s\" decision=%s",
 		    method, p, status, usec, j, decision);
-	emit(MFD_INFO, line);
+	emit(MFD_INFO, line, 1);
 }

@@ -191,7 +191,7 @@ detach(void)
 
 /* Tell the waiting parent how start-up went; from now on, log to syslog. */
 static void
-detached(int fd, int ok, const struct mfd_config *cfg)
+detached(int fd, int ok)
 {
 	char c = ok ? '0' : '1';
 	int null;
@@ -199,8 +199,7 @@ detached(int fd, int ok, const struct mfd_config *cfg)
 	if (fd < 0)
 		return;
 	if (ok) {
-		mfd_log_init(cfg->log_json, cfg->verbose ? MFD_DEBUG : MFD_INFO,
-		    1);
+		mfd_log_syslog();
 		null = open("/dev/null", O_RDWR);
 		if (null >= 0) {
 			dup2(null, STDIN_FILENO);
@@ -280,7 +279,7 @@ main(int argc, char **argv)
 	defaults(&cfg);
 	if (parse_args(argc, argv, &cfg) != 0)
 		return 2;
-	mfd_log_init(cfg.log_json, cfg.verbose ? MFD_DEBUG : MFD_INFO, 0);
+	mfd_log_init(cfg.log_json, cfg.verbose ? MFD_DEBUG : MFD_INFO);
 	memset(&err, 0, sizeof(err));
 	if (mfd_state_init(&cfg, &err) != MF_OK) {
 		fprintf(stderr, "%s\n", err.message);
@@ -301,10 +300,15 @@ main(int argc, char **argv)
 	sigaddset(&set, SIGINT);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	raise_fd_limit();
+	if (mfd_log_buffer() != 0)
+		mfd_log(MFD_WARN,
+		    "cannot start the log flusher; "
+		    "writing request lines one by one");
 	rc = start(&cfg);
-	detached(notify, rc == 0, &cfg);
+	detached(notify, rc == 0);
 	if (rc == 0)
 		wait_signals(&set);
+	mfd_log_fini();
 out:
 	curl_global_cleanup();
 	mfd_state_fini();

@@ -35,7 +35,23 @@ struct mfd_config {
 
 enum mfd_level { MFD_ERROR, MFD_WARN, MFD_INFO, MFD_DEBUG };
 
-void mfd_log_init(int json, enum mfd_level level, int use_syslog);
+/* Log to stderr, a write(2) a line; before any thread starts. */
+void mfd_log_init(int json, enum mfd_level level);
+/*
+ * From now on, request lines wait in a buffer, written out when it is
+ * full or at most 100 ms after its first line; any other line writes it
+ * out first.  Starts a thread: call after fork(2), with signals blocked.
+ * -1 if the thread cannot start; lines are then written one by one.
+ */
+int mfd_log_buffer(void);
+/* Flush and stop buffering (a no-op if it never started). */
+void mfd_log_fini(void);
+/*
+ * Log to syslog from now on; call while stderr is still open.  Without a
+ * syslog socket at /dev/log it says so on stderr and drops every later
+ * line (mfd_log_enabled is then false).
+ */
+void mfd_log_syslog(void);
 int mfd_log_enabled(enum mfd_level level);
 void mfd_log(enum mfd_level level, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

@@ -379,14 +379,40 @@ is "submit: configUrl on a host not allowed (400) exits 2" "$rc" 2
 has "submit: the daemon names spec.model.configUrl" "$err" \
     '"field":"spec\.model\.configUrl"'
 
-has "the daemon logged the submitted job" "$tmp/daemon.log" \
+if wait_log "$tmp/daemon.log" \
     'path="/v1/admit" status=200 .*job="llama-8b-full" decision=admitted'
+then
+	pass "the daemon logged the submitted job"
+else
+	fail "the daemon did not log the submitted job: $(tail -n 3 \
+	    "$tmp/daemon.log")"
+fi
 
+# Request lines wait in a buffer (daemon/log.c): each is written within
+# about 100 ms, and SIGTERM writes out the ones still waiting.
+curl -s -o /dev/null "$url/log-probe" || true
+if wait_log "$tmp/daemon.log" 'path="/log-probe" status=404' 1 10; then
+	pass "a request line is logged within a second"
+else
+	fail "no request line within a second: $(tail -n 3 "$tmp/daemon.log")"
+fi
+nreq=50
+urls=""
+i=0
+while [ $i -lt $nreq ]; do
+	i=$((i + 1))
+	urls="$urls $url/drain-$i"
+done
+# shellcheck disable=SC2086 # urls is a list
+curl -s $urls >/dev/null 2>&1 || true
 kill -TERM "$daemon"
 drc=0
 wait "$daemon" || drc=$?
 daemon=""
 is "memfloord: SIGTERM exits 0" "$drc" 0
+is "SIGTERM: all $nreq request lines just before it are logged" \
+    "$(grep -Ec 'path="/drain-[0-9]+" status=404' "$tmp/daemon.log" ||
+    true)" "$nreq"
 
 mf submit "$ok_job" --server "$url" -o json
 is "submit: a closed port exits 3" "$rc" 3

@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-static const char *
+static inline const char *
 top(void)
 {
 	const char *t = getenv("MF_TOP");
@@ -16,7 +16,7 @@ top(void)
 	return t != NULL && t[0] != '\0' ? t : ".";
 }
 
-static char *
+static inline char *
 top_path(char *buf, size_t size, const char *rel)
 {
 	snprintf(buf, size, "%s/%s", top(), rel);
@@ -24,7 +24,7 @@ top_path(char *buf, size_t size, const char *rel)
 }
 
 /* The whole file at path, NUL-terminated, or NULL; the caller frees it. */
-static char *
+static inline char *
 slurp(const char *path, size_t *len)
 {
 	FILE *f = fopen(path, "rb");

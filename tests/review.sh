@@ -351,9 +351,9 @@ bad "review without uid: HTTP 400" request.uid \
 bad "not JSON: HTTP 400" None 'kind: AdmissionReview'
 
 # The daemon must still be serving, and must have logged the decisions.
-if kill -0 "$daemon" 2>/dev/null &&
-    grep -q 'path="/v1/admission-review" status=200 .*job="llama-8b-lora" decision=admitted' \
-    "$tmp/daemon.log"; then
+if kill -0 "$daemon" 2>/dev/null && wait_log "$tmp/daemon.log" \
+    'path="/v1/admission-review" status=200 .*job="llama-8b-lora" decision=admitted'
+then
 	pass "daemon alive, request log names the job and decision"
 else
 	fail "daemon log: $(tail -n 5 "$tmp/daemon.log")"

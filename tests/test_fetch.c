@@ -25,6 +25,7 @@
 
 #include "../daemon/fetch.h"
 #include "../daemon/memfloord.h"
+#include "files.h"
 
 extern char **environ;
 
@@ -57,39 +58,6 @@ now_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static const char *
-top(void)
-{
-	const char *t = getenv("MF_TOP");
-
-	return t != NULL && *t != '\0' ? t : ".";
-}
-
-static char *
-slurp(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	char *buf;
-	long n;
-
-	if (f == NULL)
-		return NULL;
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	rewind(f);
-	buf = malloc((size_t)n + 1);
-	if (buf != NULL && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-		free(buf);
-		buf = NULL;
-	}
-	fclose(f);
-	if (buf != NULL) {
-		buf[n] = '\0';
-		*len = (size_t)n;
-	}
-	return buf;
 }
 
 /* A loopback port with nothing listening on it. */
@@ -908,8 +876,8 @@ main(void)
 
 	for (i = 0; i < sizeof(proxies) / sizeof(proxies[0]); i++)
 		unsetenv(proxies[i]);
-	mfd_log_init(0, getenv("FETCH_VERBOSE") != NULL ? MFD_DEBUG : MFD_ERROR,
-	    0);
+	mfd_log_init(0,
+	    getenv("FETCH_VERBOSE") != NULL ? MFD_DEBUG : MFD_ERROR);
 	snprintf(path, sizeof(path), "%s/tests/data/fetch/ok.json", top());
 	ok_body = slurp(path, &ok_len);
 	closed_port = free_port();

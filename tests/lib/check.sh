@@ -48,3 +48,15 @@ start_daemon() {
 		i=$((i + 1))
 	done
 }
+
+# wait_log FILE PATTERN [N] [TENTHS]: FILE has N (default 1) lines matching
+# the extended regex within TENTHS tenths of a second (default 50).  The
+# daemon writes request lines out up to 100 ms after the request.
+wait_log() {
+	w=0
+	while [ "$(grep -Ec -- "$2" "$1" || true)" -lt "${3:-1}" ]; do
+		[ $w -ge "${4:-50}" ] && return 1
+		sleep 0.1
+		w=$((w + 1))
+	done
+}
