@@ -18,6 +18,7 @@
 
 #include "catalog.h"
 #include "qty.h"
+#include "files.h"
 
 #define GB 1000000000LL
 
@@ -26,15 +27,6 @@
 #define GPU_A \
 	"  - name: A\n    memory: 16G\n    hourlyPrice: 0.5\n" \
 	"    relativeThroughput: 1\n"
-
-static char *
-top_path(char *buf, size_t size, const char *rel)
-{
-	const char *top = getenv("MF_TOP");
-
-	snprintf(buf, size, "%s/%s", top != NULL ? top : ".", rel);
-	return buf;
-}
 
 static struct mf_catalog *
 parse_ok(const char *text)

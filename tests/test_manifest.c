@@ -18,40 +18,21 @@
 #include "../admission/manifest.h"
 #include "../admission/model.h"
 #include "../admission/qty.h"
+#include "files.h"
 
 #define GIB (INT64_C(1) << 30)
 
 static const struct mf_models *models;
 
+/* A fixture under the top of the tree, whole; the caller frees it. */
 static char *
-top_path(char *buf, size_t size, const char *rel)
-{
-	const char *top = getenv("MF_TOP");
-
-	snprintf(buf, size, "%s/%s", top != NULL ? top : ".", rel);
-	return buf;
-}
-
-/* The whole file rel, NUL-terminated; the caller frees it. */
-static char *
-slurp(const char *rel)
+fixture(const char *rel)
 {
 	char path[512], *buf;
-	FILE *f;
-	long n;
 
-	f = fopen(top_path(path, sizeof(path), rel), "rb");
-	if (f == NULL)
-		fail_msg("cannot open %s", path);
-	assert_int_equal(fseek(f, 0, SEEK_END), 0);
-	n = ftell(f);
-	assert_true(n >= 0);
-	rewind(f);
-	buf = malloc((size_t)n + 1);
-	assert_non_null(buf);
-	assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
-	buf[n] = '\0';
-	fclose(f);
+	buf = slurp(top_path(path, sizeof(path), rel), NULL);
+	if (buf == NULL)
+		fail_msg("cannot read %s", path);
 	return buf;
 }
 
@@ -195,7 +176,7 @@ check_full(const struct mf_job *job)
 static void
 test_read_full_yaml(void **state)
 {
-	char *text = slurp("tests/data/unit/job-full.yaml");
+	char *text = fixture("tests/data/unit/job-full.yaml");
 	struct mf_doc *doc = NULL;
 	struct mf_job job;
 
@@ -209,7 +190,7 @@ test_read_full_yaml(void **state)
 static void
 test_read_full_json(void **state)
 {
-	char *text = slurp("tests/data/unit/job-full.json");
+	char *text = fixture("tests/data/unit/job-full.json");
 	struct mf_doc *doc = NULL;
 	struct mf_job job;
 
@@ -226,7 +207,7 @@ test_read_full_json(void **state)
 static void
 test_read_defaults(void **state)
 {
-	char *text = slurp("tests/data/unit/job-minimal.yaml");
+	char *text = fixture("tests/data/unit/job-minimal.yaml");
 	struct mf_doc *doc = NULL;
 	struct mf_job job;
 	const struct mf_workload *w = &job.work;
@@ -268,7 +249,7 @@ test_read_defaults(void **state)
 static void
 test_read_inline_config(void **state)
 {
-	char *text = slurp("tests/data/unit/job-inline.yaml");
+	char *text = fixture("tests/data/unit/job-inline.yaml");
 	struct mf_doc *doc = NULL;
 	struct mf_job job;
 
@@ -294,7 +275,7 @@ test_read_inline_config(void **state)
 static void
 test_read_inference(void **state)
 {
-	char *text = slurp("tests/data/unit/job-inference.yaml");
+	char *text = fixture("tests/data/unit/job-inference.yaml");
 	struct mf_doc *doc = NULL;
 	struct mf_job job;
 
@@ -313,7 +294,7 @@ test_read_inference(void **state)
 static void
 test_read_config_url(void **state)
 {
-	char *text = slurp("tests/data/unit/job-url.json");
+	char *text = fixture("tests/data/unit/job-url.json");
 	struct mf_doc *doc = NULL;
 	struct mf_job job;
 

@@ -20,6 +20,7 @@
 
 #include "model.h"
 #include "models.h"
+#include "files.h"
 
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))
 #define CFG_PATH "spec.model.config"
@@ -531,14 +532,6 @@ test_read_too_large(void **state)
 }
 
 /* --- the registry ---------------------------------------------------- */
-
-static const char *
-top(void)
-{
-	const char *t = getenv("MF_TOP");
-
-	return t != NULL && t[0] != '\0' ? t : ".";
-}
 
 struct published {
 	const char *name;
