@@ -227,6 +227,17 @@ evaluate(struct scan *sc, int64_t *out)
 	/* The value is at least 10^(ndig - 1 + e10): more than 2^63 - 1. */
 	if (sc->ndig - 1 + sc->e10 > U64DIGITS - 1)
 		return MF_QTY_RANGE;
+	/* A whole number below 10^18 times 2^e2: 64 bits are enough. */
+	if (sc->e10 >= 0 && sc->ndig + sc->e10 <= 18) {
+		for (i = 0; i < sc->ndig; i++)
+			v = v * 10 + sc->dig[i];
+		for (i = 0; i < sc->e10; i++)
+			v *= 10;
+		if (v > (uint64_t)INT64_MAX >> sc->e2)
+			return MF_QTY_RANGE;
+		*out = (int64_t)(v << sc->e2);
+		return MF_QTY_OK;
+	}
 	apply_binary(sc);
 	err = whole_part(sc, &v);
 	if (err != MF_QTY_OK)
