@@ -451,6 +451,23 @@ fetch_first(struct MHD_Connection *c, struct request *r, struct mf_answer *ans)
 	return MHD_YES;
 }
 
+/*
+ * Whether a body over the limit is read and dropped before the 413.  A
+ * client that sends its body without waiting for 100 Continue would not
+ * read an answer sent mid-body: closing on unread data resets the
+ * connection.  So up to DROP_MAX bytes are drained first, as they are for
+ * a chunked body; a client that waits is answered at once.
+ */
+static int
+drains(struct MHD_Connection *c)
+{
+	const char *expect = header(c, MHD_HTTP_HEADER_EXPECT);
+	const char *len = header(c, MHD_HTTP_HEADER_CONTENT_LENGTH);
+
+	return (expect == NULL || strcasecmp(expect, "100-continue") != 0) &&
+	    len != NULL && strtoull(len, NULL, 10) <= DROP_MAX;
+}
+
 static struct request *
 begin(struct MHD_Connection *c, const char *url, const char *method)
 {
@@ -485,6 +502,10 @@ on_request(void *cls, struct MHD_Connection *c, const char *url,
 		if (r == NULL)
 			return MHD_NO;
 		status = early_status(c, r, method, &why);
+		if (status == MHD_HTTP_CONTENT_TOO_LARGE && drains(c)) {
+			r->early = status;
+			return MHD_YES;
+		}
 		if (status != 0)
 			return send_error(c, r, status, NULL, why);
 		return MHD_YES;
