@@ -88,3 +88,13 @@ mf_buf_free(struct mf_buf *b)
 	b->data = NULL;
 	b->len = b->cap = 0;
 }
+
+char *
+mf_digits(uint64_t v, char *end)
+{
+	do {
+		*--end = (char)('0' + v % 10);
+		v /= 10;
+	} while (v != 0);
+	return end;
+}

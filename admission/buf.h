@@ -5,6 +5,7 @@
 #define MF_BUF_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "err.h"
 
@@ -24,5 +25,9 @@ enum mf_rc mf_buf_printf(struct mf_buf *b, const char *fmt, ...)
 /* Hand the text to the caller (free() it); the buffer is left empty. */
 char *mf_buf_take(struct mf_buf *b);
 void mf_buf_free(struct mf_buf *b);
+
+/* The decimal digits of v, written so they end just before end; returns
+ * where they start.  Numbers are written often enough to skip printf. */
+char *mf_digits(uint64_t v, char *end);
 
 #endif

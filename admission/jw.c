@@ -159,17 +159,6 @@ mf_jw_str(struct mf_jw *w, const char *key, const char *s)
 		quoted(w, s);
 }
 
-/* Digits of v (>= 0) into the end of buf; returns the first digit. */
-static char *
-digits(uint64_t v, char *end)
-{
-	do {
-		*--end = (char)('0' + v % 10);
-		v /= 10;
-	} while (v != 0);
-	return end;
-}
-
 void
 mf_jw_int(struct mf_jw *w, const char *key, int64_t v)
 {
@@ -177,7 +166,7 @@ mf_jw_int(struct mf_jw *w, const char *key, int64_t v)
 	uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
 
 	member(w, key);
-	p = digits(u, buf + sizeof(buf));
+	p = mf_digits(u, buf + sizeof(buf));
 	if (v < 0)
 		*--p = '-';
 	put(w, p, (size_t)(buf + sizeof(buf) - p));
@@ -211,7 +200,7 @@ mf_jw_num(struct mf_jw *w, const char *key, double v, int decimals)
 	for (int i = 0; i < (d > 0 ? d : 1); i++, frac /= 10)
 		*--p = (char)('0' + frac % 10);
 	*--p = '.';
-	p = digits(whole, p);
+	p = mf_digits(whole, p);
 	if (v < 0 && units != 0)
 		*--p = '-';
 	put(w, p, (size_t)(end - p));

@@ -23,10 +23,10 @@
  */
 #include "qty.h"
 
-#include <inttypes.h>
 #include <stdbool.h>
-#include <stdio.h>
 #include <string.h>
+
+#include "buf.h"
 
 /* No byte size needs more text than this; longer input is not a quantity. */
 #define MAXLEN 64
@@ -330,48 +330,42 @@ split_binary(uint64_t *m)
  * Zero prints "0" and a negative value is a '-' before the text of its
  * magnitude, as Kubernetes prints them; a binary magnitude below 1Ki prints
  * in the decimal family (Kubernetes does the same).  An unknown family
- * prints as an exponent, Kubernetes' fallback.
+ * prints as an exponent, Kubernetes' fallback.  The text is written from
+ * its end: suffix, then mantissa, then sign.
  */
-static int
-render(int64_t bytes, enum mf_qty_format format, char *tmp, size_t size)
-{
-	const char *sign = bytes < 0 ? "-" : "";
-	uint64_t m = bytes < 0 ? 0 - (uint64_t)bytes : (uint64_t)bytes;
-	int e;
-
-	if (m == 0)
-		return snprintf(tmp, size, "0");
-	if (format == MF_QTY_BINARY && m < 1024)
-		format = MF_QTY_DECIMAL;
-	if (format == MF_QTY_BINARY) {
-		e = split_binary(&m);
-		return snprintf(tmp, size, "%s%" PRIu64 "%s", sign, m,
-		    bin_suffix[e]);
-	}
-	e = split_decimal(&m);
-	if (format == MF_QTY_DECIMAL)
-		return snprintf(tmp, size, "%s%" PRIu64 "%s", sign, m,
-		    dec_suffix[e / 3]);
-	if (e == 0)
-		return snprintf(tmp, size, "%s%" PRIu64, sign, m);
-	return snprintf(tmp, size, "%s%" PRIu64 "e%d", sign, m, e);
-}
-
 size_t
 mf_qty_format(int64_t bytes, enum mf_qty_format format, char *buf, size_t size)
 {
-	char tmp[MF_QTY_STRMAX];
-	int n;
+	char tmp[MF_QTY_STRMAX], *end = tmp + sizeof(tmp), *p = end;
+	uint64_t m = bytes < 0 ? 0 - (uint64_t)bytes : (uint64_t)bytes;
+	const char *suffix = "";
 	size_t len, copy;
+	int e;
 
-	n = render(bytes, format, tmp, sizeof(tmp));
-	len = n < 0 ? 0 : (size_t)n;
-	if (len >= sizeof(tmp))
-		len = sizeof(tmp) - 1;
+	if (format == MF_QTY_BINARY && m < 1024)
+		format = MF_QTY_DECIMAL;
+	if (m != 0 && format == MF_QTY_BINARY) {
+		suffix = bin_suffix[split_binary(&m)];
+	} else if (m != 0) {
+		e = split_decimal(&m);
+		if (format == MF_QTY_DECIMAL) {
+			suffix = dec_suffix[e / 3];
+		} else if (e != 0) {
+			p = mf_digits((uint64_t)e, p);
+			*--p = 'e';
+		}
+	}
+	len = strlen(suffix);
+	p -= len;
+	memcpy(p, suffix, len);
+	p = mf_digits(m, p);
+	if (bytes < 0)
+		*--p = '-';
+	len = (size_t)(end - p);
 	if (buf == NULL || size == 0)
 		return len;
 	copy = len < size - 1 ? len : size - 1;
-	memcpy(buf, tmp, copy);
+	memcpy(buf, p, copy);
 	buf[copy] = '\0';
 	return len;
 }
