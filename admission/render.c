@@ -259,52 +259,44 @@ mf_render_decision(const struct mf_job *job, const struct mf_decision *d,
 }
 
 /* The formula of a bucket as the reference post writes it. */
-static void
-formula(enum mf_bucket b, const struct mf_workload *w, char *buf, size_t size)
+static const char *
+formula(enum mf_bucket b, const struct mf_workload *w)
 {
-	static const int opt_bytes[2][3] = { { 12, 6, 8 }, { 8, 2, 4 } };
+	static const char *const opt[2][3] = { { "P x 12", "P x 6", "P x 8" },
+		{ "P x 8", "P x 2", "P x 4" } };
 	int fp32 = w->precision == MF_FP32;
-	const char *x2 = fp32 ? " x 2 (fp32)" : "";
 
 	switch (b) {
 	case MF_B_WEIGHTS:
-		snprintf(buf, size, "P x %s",
-		    w->method == MF_QLORA && w->kind == MF_TRAINING ? "0.5" :
-		        fp32                                        ? "4" :
-		                                                      "2");
-		break;
+		if (w->method == MF_QLORA && w->kind == MF_TRAINING)
+			return "P x 0.5";
+		return fp32 ? "P x 4" : "P x 2";
 	case MF_B_GRADIENTS:
-		snprintf(buf, size, "P x %d", fp32 ? 4 : 2);
-		break;
+		return fp32 ? "P x 4" : "P x 2";
 	case MF_B_OPTIMIZER:
-		snprintf(buf, size, "P x %d", opt_bytes[fp32][w->optimizer]);
-		break;
+		return opt[fp32][w->optimizer];
 	case MF_B_ADAPTERS:
-		snprintf(buf, size, "T x %d",
-		    w->optimizer == MF_ADAM8BIT ? 10 : 16);
-		break;
+		return w->optimizer == MF_ADAM8BIT ? "T x 10" : "T x 16";
 	case MF_B_ACTIVATIONS:
 		if (w->checkpointing)
-			snprintf(buf, size, "2 x s x b x h x L%s", x2);
-		else if (w->attention == MF_EAGER)
-			snprintf(buf, size, "L x s x b x h x (34 + 5as/h)%s",
-			    x2);
-		else
-			snprintf(buf, size, "L x s x b x h x 34%s", x2);
-		break;
+			return fp32 ? "2 x s x b x h x L x 2 (fp32)" :
+			              "2 x s x b x h x L";
+		if (w->attention == MF_EAGER)
+			return fp32 ?
+			    "L x s x b x h x (34 + 5as/h) x 2 (fp32)" :
+			    "L x s x b x h x (34 + 5as/h)";
+		return fp32 ? "L x s x b x h x 34 x 2 (fp32)" :
+		              "L x s x b x h x 34";
 	case MF_B_LOGITS:
-		snprintf(buf, size, "s x b x V x 4");
-		break;
+		return "s x b x V x 4";
 	case MF_B_KVCACHE:
-		snprintf(buf, size, "2 x L x kv x d x %d x seqs x ctx",
-		    w->kv_dtype == MF_KV_FP8 ? 1 : 2);
-		break;
+		return w->kv_dtype == MF_KV_FP8 ?
+		    "2 x L x kv x d x 1 x seqs x ctx" :
+		    "2 x L x kv x d x 2 x seqs x ctx";
 	case MF_B_SHARDING:
-		snprintf(buf, size, "2 x layer params x 2");
-		break;
+		return "2 x layer params x 2";
 	default:
-		snprintf(buf, size, "-");
-		break;
+		return "-";
 	}
 }
 
@@ -312,17 +304,14 @@ static void
 buckets(struct mf_jw *w, const struct mf_estimate *e,
     const struct mf_workload *wl)
 {
-	char f[64];
-
 	mf_jw_open(w, "buckets", '[');
 	for (int b = 0; b < MF_B_COUNT; b++) {
 		if (e->bucket[b] == 0)
 			continue;
-		formula((enum mf_bucket)b, wl, f, sizeof(f));
 		mf_jw_open(w, NULL, '{');
 		mf_jw_str(w, "name", mf_bucket_name((enum mf_bucket)b));
 		mf_jw_int(w, "bytes", e->bucket[b]);
-		mf_jw_str(w, "formula", f);
+		mf_jw_str(w, "formula", formula((enum mf_bucket)b, wl));
 		mf_jw_close(w, '}');
 	}
 	mf_jw_close(w, ']');
@@ -636,7 +625,7 @@ mf_text_estimate(const struct mf_job *job, const struct mf_estimate *e,
     const struct mf_catalog *cat)
 {
 	const struct mf_gpu *g = mf_smallest_fit(cat, e->per_gpu);
-	char f[64], q[MF_QTY_STRMAX];
+	char q[MF_QTY_STRMAX];
 	struct mf_buf b;
 
 	mf_buf_init(&b, TEXT_MAX);
@@ -646,9 +635,9 @@ mf_text_estimate(const struct mf_job *job, const struct mf_estimate *e,
 	for (int i = 0; i < MF_B_COUNT; i++) {
 		if (e->bucket[i] == 0)
 			continue;
-		formula((enum mf_bucket)i, &job->work, f, sizeof(f));
 		mf_buf_printf(&b, "%-16s %-36s %8.1f\n",
-		    mf_bucket_name((enum mf_bucket)i), f, gb(e->bucket[i]));
+		    mf_bucket_name((enum mf_bucket)i),
+		    formula((enum mf_bucket)i, &job->work), gb(e->bucket[i]));
 	}
 	mf_buf_printf(&b, "%-16s %-36s %8.1f\n", "total", "", gb(e->total));
 	if (e->per_gpu != e->total)
