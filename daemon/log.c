@@ -224,14 +224,19 @@ mfd_log_syslog(void)
 static size_t
 format(enum mfd_level level, const char *line, char *out, size_t size)
 {
-	char when[32];
+	/* The date and time to the second, made once a second a thread. */
+	static _Thread_local char when[32];
+	static _Thread_local time_t when_sec = -1;
 	struct timespec ts;
 	struct tm tm;
 	int n;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
-	gmtime_r(&ts.tv_sec, &tm);
-	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);
+	if (ts.tv_sec != when_sec) {
+		gmtime_r(&ts.tv_sec, &tm);
+		strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);
+		when_sec = ts.tv_sec;
+	}
 	if (json_lines)
 		n = snprintf(out, size,
 		    "{\"ts\":\"%s.%03ldZ\",\"level\":\"%s\",%s}\n", when,
