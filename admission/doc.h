@@ -3,8 +3,10 @@
  *
  * Manifests, the catalogue and model configs arrive as YAML or JSON; both
  * parse into this tree so one walker reads either and reports the line and
- * column of a bad YAML value.  YAML is read with libyaml's event API:
- * aliases are refused, nesting is capped, duplicate keys are refused.
+ * column of a bad YAML value.  YAML is read as libyaml's events, from
+ * yfast.h's reader when the document is in the block style it reads and
+ * from libyaml otherwise: aliases are refused, nesting is capped,
+ * duplicate keys are refused.
  * Plain YAML scalars resolve by the YAML 1.2 core schema (null, true/false,
  * numbers); quoted scalars are always strings.
  */
