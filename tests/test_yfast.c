@@ -82,7 +82,7 @@ test_shipped_files(void **state)
 {
 	char pattern[512], path[512];
 	glob_t g;
-	size_t len, n = 0;
+	size_t len = 0, n = 0;
 	char *text;
 
 	(void)state;
