@@ -856,6 +856,25 @@ it_json(const struct it_response *r)
 	return r->body ? json_loadb(r->body, r->len, 0, NULL) : NULL;
 }
 
+json_t *
+it_jpath(json_t *j, const char *path)
+{
+	char key[256];
+	const char *p = path;
+
+	while (j != NULL && *p != '\0') {
+		size_t n = strcspn(p, ".");
+
+		snprintf(key, sizeof(key), "%.*s", (int)n, p);
+		if (json_is_array(j))
+			j = json_array_get(j, strtoul(key, NULL, 10));
+		else
+			j = json_object_get(j, key);
+		p += n + (p[n] == '.');
+	}
+	return j;
+}
+
 /* --- raw sockets ----------------------------------------------------- */
 
 int

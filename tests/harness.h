@@ -103,6 +103,9 @@ char *it_response_header(const struct it_response *r, const char *name,
     char *buf, size_t size);
 /* The body as JSON (new reference), or NULL when it is not JSON. */
 json_t *it_json(const struct it_response *r);
+/* The value at a dotted path ("placement.gpu", "alternatives.0.gpu") in
+ * j (borrowed), or NULL. */
+json_t *it_jpath(json_t *j, const char *path);
 
 /*
  * Send raw bytes on a new connection and read until the daemon closes it

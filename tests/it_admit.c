@@ -41,27 +41,6 @@
 
 /* --- checks that say what they saw ----------------------------------- */
 
-static json_t *
-jpath(json_t *j, const char *path)
-{
-	char key[128];
-	const char *p = path;
-
-	while (j != NULL && *p != '\0') {
-		size_t n = strcspn(p, ".");
-
-		snprintf(key, sizeof(key), "%.*s", (int)n, p);
-		if (json_is_array(j))
-			j = json_array_get(j, strtoul(key, NULL, 10));
-		else
-			j = json_object_get(j, key);
-		p += n;
-		if (*p == '.')
-			p++;
-	}
-	return j;
-}
-
 /*
  * bad_*: 0 when the value is as wanted, else say what it is and return 1.
  * CHECK_* fail the test on the spot.
@@ -80,7 +59,7 @@ mismatch(json_t *v, const char *path, const char *want, int line)
 static int
 bad_str(json_t *j, const char *path, const char *want, int line)
 {
-	json_t *v = jpath(j, path);
+	json_t *v = it_jpath(j, path);
 	char w[256];
 
 	if (json_is_string(v) && strcmp(json_string_value(v), want) == 0)
@@ -92,7 +71,7 @@ bad_str(json_t *j, const char *path, const char *want, int line)
 static int
 bad_int(json_t *j, const char *path, long long want, int line)
 {
-	json_t *v = jpath(j, path);
+	json_t *v = it_jpath(j, path);
 	char w[32];
 
 	if (json_is_integer(v) && json_integer_value(v) == want)
@@ -105,7 +84,7 @@ bad_int(json_t *j, const char *path, long long want, int line)
 static int
 bad_num(json_t *j, const char *path, double want, double tol, int line)
 {
-	json_t *v = jpath(j, path);
+	json_t *v = it_jpath(j, path);
 	char w[64];
 
 	if (json_is_number(v) && fabs(json_number_value(v) - want) <= tol)
@@ -117,7 +96,7 @@ bad_num(json_t *j, const char *path, double want, double tol, int line)
 static int
 bad_null(json_t *j, const char *path, int line)
 {
-	json_t *v = jpath(j, path);
+	json_t *v = it_jpath(j, path);
 
 	return json_is_null(v) ? 0 : mismatch(v, path, "null", line);
 }
@@ -125,7 +104,7 @@ bad_null(json_t *j, const char *path, int line)
 static int
 bad_bool(json_t *j, const char *path, int want, int line)
 {
-	json_t *v = jpath(j, path);
+	json_t *v = it_jpath(j, path);
 
 	if (json_is_boolean(v) && json_is_true(v) == want)
 		return 0;
@@ -135,7 +114,7 @@ bad_bool(json_t *j, const char *path, int want, int line)
 static int
 bad_size(json_t *j, const char *path, size_t want, int line)
 {
-	json_t *v = jpath(j, path);
+	json_t *v = it_jpath(j, path);
 	char w[64];
 
 	if (json_is_array(v) && json_array_size(v) == want)
@@ -386,7 +365,7 @@ test_admit_cheapest_to_finish(void **state)
 	/* (141e9 - 94,489,280,512) / 141e9 = 0.329863 */
 	CHECK_NUM(j, "placement.spareFraction", 0.329863, FRAC);
 	CHECK_SIZE(j, "placement.fixes", 0);
-	CHECK_STR(json_object_get(jpath(j, "placement.labels"),
+	CHECK_STR(json_object_get(it_jpath(j, "placement.labels"),
 	              "example.com/card"),
 	    "", "fast");
 	CHECK_ORDER(j, "FAST", "MID", "CHEAPHOUR", "BIG");
@@ -1540,8 +1519,8 @@ valid_answer(const struct it_response *r, char *why, size_t size)
 		return 0;
 	}
 	j = it_json(r);
-	gpu = json_string_value(jpath(j, "placement.gpu"));
-	cost = json_number_value(jpath(j, "placement.cost"));
+	gpu = json_string_value(it_jpath(j, "placement.gpu"));
+	cost = json_number_value(it_jpath(j, "placement.cost"));
 	ok = gpu != NULL &&
 	    ((strcmp(gpu, "FAST") == 0 && fabs(cost - 36.00) < CENT) ||
 	        (strcmp(gpu, "MID") == 0 && fabs(cost - 43.20) < CENT));

@@ -645,25 +645,6 @@ print_log_from(struct it_daemon *d, size_t offset)
 
 /* --- checking an answer ---------------------------------------------- */
 
-static json_t *
-jpath(json_t *j, const char *path)
-{
-	char key[256];
-	const char *p = path;
-
-	while (j != NULL && *p != '\0') {
-		size_t n = strcspn(p, ".");
-
-		snprintf(key, sizeof(key), "%.*s", (int)n, p);
-		if (json_is_array(j))
-			j = json_array_get(j, strtoul(key, NULL, 10));
-		else
-			j = json_object_get(j, key);
-		p += n + (p[n] == '.');
-	}
-	return j;
-}
-
 struct answer {
 	long status; /* 0: closed without an answer */
 	const char *body;
@@ -775,7 +756,7 @@ check_one(const struct hcase *hc, json_t *j, const char *check)
 		return bad(hc, "bad check '%s'", check);
 	snprintf(path, sizeof(path), "%.*s", (int)(eq - check), check);
 	want = json_loads(eq + 1, JSON_DECODE_ANY, NULL);
-	got = jpath(j, path);
+	got = it_jpath(j, path);
 	if (want == NULL)
 		return bad(hc, "check '%s': not JSON after '='", check);
 	if (!json_equal(want, got)) {
