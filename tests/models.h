@@ -32,4 +32,17 @@ static const struct mf_model tiny = {
 	.norms_per_layer = 2,
 };
 
+/* Every dimension at its cap: the arithmetic must report overflow. */
+static const struct mf_model largest = {
+	.hidden = MF_MODEL_MAX_DIM,
+	.layers = MF_MODEL_MAX_LAYERS,
+	.heads = MF_MODEL_MAX_HEADS,
+	.kv_heads = MF_MODEL_MAX_HEADS,
+	.head_dim = MF_MODEL_MAX_DIM,
+	.intermediate = MF_MODEL_MAX_DIM,
+	.vocab = MF_MODEL_MAX_VOCAB,
+	.experts = MF_MODEL_MAX_EXPERTS,
+	.norms_per_layer = 2,
+};
+
 #endif

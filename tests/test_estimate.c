@@ -473,17 +473,7 @@ test_est_head_dim_inference(void **state)
 static void
 test_est_overflow(void **state)
 {
-	struct mf_model big = {
-		.hidden = MF_MODEL_MAX_DIM,
-		.layers = MF_MODEL_MAX_LAYERS,
-		.heads = MF_MODEL_MAX_HEADS,
-		.kv_heads = MF_MODEL_MAX_HEADS,
-		.head_dim = MF_MODEL_MAX_DIM,
-		.intermediate = MF_MODEL_MAX_DIM,
-		.vocab = MF_MODEL_MAX_VOCAB,
-		.experts = MF_MODEL_MAX_EXPERTS,
-		.norms_per_layer = 2,
-	};
+	struct mf_model big = largest;
 	struct mf_workload w = ref_workload();
 	struct mf_estimate e, before;
 

@@ -175,17 +175,7 @@ test_kv_bytes_llama8b(void **state)
 static void
 test_params_overflow(void **state)
 {
-	struct mf_model m = {
-		.hidden = MF_MODEL_MAX_DIM,
-		.layers = MF_MODEL_MAX_LAYERS,
-		.heads = MF_MODEL_MAX_HEADS,
-		.kv_heads = MF_MODEL_MAX_HEADS,
-		.head_dim = MF_MODEL_MAX_DIM,
-		.intermediate = MF_MODEL_MAX_DIM,
-		.vocab = MF_MODEL_MAX_VOCAB,
-		.experts = MF_MODEL_MAX_EXPERTS,
-		.norms_per_layer = 2,
-	};
+	struct mf_model m = largest;
 
 	(void)state;
 	/* q alone is 2^20 * 2^12 * 2^20 = 2^52 per layer; 2^12 layers. */

@@ -48,6 +48,7 @@
 #include "../admission/model.h"
 #include "../admission/place.h"
 #include "../catalog/catalog.h"
+#include "files.h"
 
 #define GIB (INT64_C(1) << 30)
 #define BIT(f) MF_FIXBIT(MF_FIX_##f)
@@ -66,15 +67,6 @@ struct fx {
 	struct mf_doc *doc;
 	struct mf_job job;
 };
-
-static char *
-top_path(char *buf, size_t size, const char *rel)
-{
-	const char *top = getenv("MF_TOP");
-
-	snprintf(buf, size, "%s/%s", top != NULL ? top : ".", rel);
-	return buf;
-}
 
 static int
 setup(void **state)

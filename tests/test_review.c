@@ -34,6 +34,7 @@
 #include "../admission/model.h"
 #include "../admission/review.h"
 #include "../catalog/catalog.h"
+#include "files.h"
 
 #define DATA "tests/data/review/"
 
@@ -41,15 +42,6 @@ static struct mf_catalog *cat;
 static struct mf_models *models;
 
 /* --- helpers ------------------------------------------------------------ */
-
-static char *
-top_path(char *buf, size_t size, const char *rel)
-{
-	const char *top = getenv("MF_TOP");
-
-	snprintf(buf, size, "%s/%s", top != NULL ? top : ".", rel);
-	return buf;
-}
 
 static int
 setup(void **state)
