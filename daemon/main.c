@@ -139,13 +139,11 @@ bad:
 static void
 defaults(struct mfd_config *cfg)
 {
-	long cores = sysconf(_SC_NPROCESSORS_ONLN);
-
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->catalog_path = MF_DATADIR "/gpus.yaml";
 	cfg->models_dir = MF_DATADIR "/models";
 	cfg->listen = "127.0.0.1:8080";
-	cfg->threads = cores > 0 ? (unsigned)cores : 1;
+	cfg->threads = mfd_cpus();
 	cfg->max_body = 1u << 20;
 }
 

@@ -5,6 +5,7 @@
  * mfd_metrics_*: atomic counters and their Prometheus text.
  * mfd_state_*: the catalogue in service, the shipped models, reloads.
  * mfd_server_*: the HTTP server (libmicrohttpd) and its routes.
+ * mfd_cpus: the CPUs the daemon may use, for its default thread count.
  */
 #ifndef MFD_H
 #define MFD_H
@@ -91,6 +92,16 @@ const struct mf_models *mfd_state_models(void);
 enum mf_rc mfd_state_reload(const char *why);
 /* Watch the catalogue's directory and reload on change. */
 int mfd_state_watch(void);
+
+/* CPUs this process may use: its affinity mask, capped by its cgroup's
+ * CPU quota rounded up to whole CPUs; at least 1. */
+unsigned mfd_cpus(void);
+/*
+ * The smallest CPU quota, in whole CPUs rounded up, of the cgroups that
+ * self (a /proc/PID/cgroup file) names, under root (where cgroupfs is
+ * mounted, v2 or v1) and their parents; 0 when none is set or readable.
+ */
+unsigned mfd_cpu_quota(const char *root, const char *self);
 
 /* Check --listen and the TLS files without serving; -1 (logged) if bad. */
 int mfd_server_check(const struct mfd_config *cfg);

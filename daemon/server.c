@@ -662,6 +662,13 @@ mfd_server_start(const struct mfd_config *cfg)
 {
 	unsigned flags = MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG |
 	    MHD_ALLOW_SUSPEND_RESUME;
+	/* One thread is the polling thread alone: a pool of 1 is refused. */
+	struct MHD_OptionItem pool[] = {
+		{ cfg->threads > 1 ? MHD_OPTION_THREAD_POOL_SIZE :
+		                     MHD_OPTION_END,
+		    (intptr_t)cfg->threads, NULL },
+		{ MHD_OPTION_END, 0, NULL },
+	};
 	struct sockaddr_storage ss;
 	socklen_t sslen;
 
@@ -677,9 +684,9 @@ mfd_server_start(const struct mfd_config *cfg)
 		flags |= MHD_USE_TLS;
 	daemon_ = MHD_start_daemon(flags, 0, NULL, NULL, on_request, NULL,
 	    MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL, MHD_OPTION_SOCK_ADDR,
-	    (struct sockaddr *)&ss, MHD_OPTION_THREAD_POOL_SIZE,
-	    (unsigned int)cfg->threads, MHD_OPTION_NOTIFY_COMPLETED,
-	    on_completed, NULL, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)30,
+	    (struct sockaddr *)&ss, MHD_OPTION_ARRAY, pool,
+	    MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
+	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)30,
 	    /* MHD clears this pool for every request: keep it small. */
 	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)8192,
 	    MHD_OPTION_CONNECTION_LIMIT, (unsigned int)8192,
@@ -690,9 +697,9 @@ mfd_server_start(const struct mfd_config *cfg)
 		    strerror(errno));
 		return -1;
 	}
-	mfd_log(MFD_INFO, "listening on %s port %d (%s, %u threads)",
+	mfd_log(MFD_INFO, "listening on %s port %d (%s, %u thread%s)",
 	    cfg->listen, bound_port(), cfg->tls_cert ? "https" : "http",
-	    cfg->threads);
+	    cfg->threads, cfg->threads == 1 ? "" : "s");
 	return 0;
 }
 

@@ -418,6 +418,27 @@ mf submit "$ok_job" --server "$url" -o json
 is "submit: a closed port exits 3" "$rc" 3
 has "submit: a closed port is said on stderr" "$err" "127\.0\.0\.1:$port"
 
+# --- threads ---------------------------------------------------------------------
+# One thread for each CPU the daemon may run on: its affinity mask, not
+# the machine's count.
+if command -v taskset >/dev/null 2>&1; then
+	daemon_wrap="taskset -c 0"
+	start_daemon "$tmp/one.log"
+	daemon_wrap=""
+	daemon=$pid
+	has "memfloord on one CPU: one thread" "$tmp/one.log" \
+	    "listening on .*\(http, 1 thread\)"
+	mf submit "$ok_job" --server "http://127.0.0.1:$port" -o json
+	is "memfloord on one CPU: submit exits 0" "$rc" 0
+	kill -TERM "$daemon"
+	drc=0
+	wait "$daemon" || drc=$?
+	daemon=""
+	is "memfloord on one CPU: SIGTERM exits 0" "$drc" 0
+else
+	skip "taskset not found: the one-CPU thread count is not checked"
+fi
+
 # --- submit over HTTPS ----------------------------------------------------------
 if command -v openssl >/dev/null 2>&1 &&
     timeout 60 openssl req -x509 -newkey ec \
