@@ -49,6 +49,21 @@ mf_buf_add(struct mf_buf *b, const char *data, size_t len)
 	return MF_OK;
 }
 
+char *
+mf_buf_room(struct mf_buf *b, size_t n)
+{
+	if (b->cap - b->len <= n && reserve(b, n) != MF_OK)
+		return NULL;
+	return b->rc == MF_OK ? b->data + b->len : NULL;
+}
+
+void
+mf_buf_done(struct mf_buf *b, char *end)
+{
+	b->len = (size_t)(end - b->data);
+	*end = '\0';
+}
+
 enum mf_rc
 mf_buf_printf(struct mf_buf *b, const char *fmt, ...)
 {

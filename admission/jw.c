@@ -11,22 +11,6 @@ mf_jw_init(struct mf_jw *w, struct mf_buf *b)
 	w->b = b;
 }
 
-/* Appends are most of the writer's work: copy in place when there is
- * room, and leave growth and caps to mf_buf_add. */
-static void
-put(struct mf_jw *w, const char *s, size_t n)
-{
-	struct mf_buf *b = w->b;
-
-	if (b->rc == MF_OK && b->cap - b->len > n) {
-		memcpy(b->data + b->len, s, n);
-		b->len += n;
-		b->data[b->len] = '\0';
-		return;
-	}
-	mf_buf_add(b, s, n);
-}
-
 /* Length of the valid UTF-8 sequence at s (RFC 3629), or 0.  s is
  * NUL-terminated, and a NUL ends the checks before they read past it. */
 static size_t
@@ -53,169 +37,216 @@ utf8_len(const unsigned char *s)
 	return 0;
 }
 
-static void
-quoted(struct mf_jw *w, const char *s)
+/* Bytes quoted() may write for a string of n bytes: \u00XX or \ufffd
+ * for each byte at worst, and the quotes. */
+#define QUOTED_MAX(n) (6 * (n) + 2)
+
+/* Copied as it is: printable ASCII but '"' and '\\'. */
+#define PLAIN(c) ((c)-0x20u < 0x60u && (c) != '"' && (c) != '\\')
+
+/*
+ * Whether any of the eight bytes in x needs more than a copy: a control
+ * character, '"', '\\' or a byte of a UTF-8 sequence.  Once no byte has
+ * its high bit set, no subtraction below borrows from its neighbour.
+ */
+static int
+special8(uint64_t x)
 {
-	static const char hex[] = "0123456789abcdef";
-	const char *run = s;
-	char esc[7];
+	const uint64_t ones = 0x0101010101010101u, high = ones * 0x80;
+	uint64_t q = x ^ (ones * '"'), b = x ^ (ones * '\\');
 
-	put(w, "\"", 1);
-	for (; *s != '\0'; s++) {
-		unsigned char c = (unsigned char)*s;
-		size_t n;
-
-		if (c >= 0x80) {
-			/* Input cut mid-character, or never UTF-8. */
-			n = utf8_len((const unsigned char *)s);
-			if (n > 0) {
-				s += n - 1;
-				continue;
-			}
-			put(w, run, (size_t)(s - run));
-			put(w, "\\ufffd", 6);
-			run = s + 1;
-			continue;
-		}
-		if (c >= 0x20 && c != '"' && c != '\\')
-			continue;
-		put(w, run, (size_t)(s - run));
-		run = s + 1;
-		esc[0] = '\\';
-		if (c == '"' || c == '\\') {
-			esc[1] = (char)c;
-			put(w, esc, 2);
-		} else if (c == '\n') {
-			put(w, "\\n", 2);
-		} else {
-			memcpy(esc + 1, "u00", 3);
-			esc[4] = hex[c >> 4];
-			esc[5] = hex[c & 15];
-			put(w, esc, 6);
-		}
-	}
-	put(w, run, (size_t)(s - run));
-	put(w, "\"", 1);
+	return ((x - ones * 0x20) | (q - ones) | (b - ones) | x) & high ? 1 : 0;
 }
 
-/* The separator and the member name, if any. */
-static void
-member(struct mf_jw *w, const char *key)
+/* s, n bytes before its NUL, as a JSON string at p; returns where it
+ * ends. */
+static char *
+quoted(char *p, const char *s, size_t n)
 {
-	char head[80];
-	size_t n = 0, k;
+	static const char hex[] = "0123456789abcdef";
+	const char *end = s + n;
+	uint64_t x;
 
-	if (w->depth > 0 && w->count[w->depth - 1]++ > 0)
-		head[n++] = ',';
-	if (key == NULL) {
-		put(w, head, n);
-		return;
-	}
-	/* Member names are short ASCII literals: one append for the lot. */
-	for (k = 0; key[k] != '\0'; k++) {
-		unsigned char c = (unsigned char)key[k];
+	*p++ = '"';
+	for (;;) {
+		unsigned char c;
+		size_t u;
 
-		if (c < 0x20 || c >= 0x80 || c == '"' || c == '\\')
+		/* Plain text eight bytes at a time, then byte by byte. */
+		while (end - s >= 8) {
+			memcpy(&x, s, 8);
+			if (special8(x))
+				break;
+			memcpy(p, &x, 8);
+			p += 8;
+			s += 8;
+		}
+		while (s < end && PLAIN((unsigned char)*s))
+			*p++ = *s++;
+		if (s == end)
 			break;
+		c = (unsigned char)*s;
+		if (c >= 0x80) {
+			/* Input cut mid-character, or never UTF-8. */
+			u = utf8_len((const unsigned char *)s);
+			if (u == 0) {
+				memcpy(p, "\\ufffd", 6);
+				p += 6;
+				s++;
+			}
+			while (u-- > 0)
+				*p++ = *s++;
+			continue;
+		}
+		*p++ = '\\';
+		if (c == '"' || c == '\\') {
+			*p++ = (char)c;
+		} else if (c == '\n') {
+			*p++ = 'n';
+		} else {
+			memcpy(p, "u00", 3);
+			p[3] = hex[c >> 4];
+			p[4] = hex[c & 15];
+			p += 5;
+		}
+		s++;
 	}
-	if (key[k] == '\0' && k + 4 < sizeof(head)) {
-		head[n++] = '"';
-		memcpy(head + n, key, k);
-		n += k;
-		head[n++] = '"';
-		head[n++] = ':';
-		put(w, head, n);
-		return;
+	*p++ = '"';
+	return p;
+}
+
+/*
+ * Every member starts here: room for the separator, the name and value
+ * more bytes, with the separator and the name written.  NULL once the
+ * buffer has failed.
+ */
+static char *
+member(struct mf_jw *w, const char *key, size_t value)
+{
+	size_t k = key != NULL ? strlen(key) : 0;
+	char *p = mf_buf_room(w->b, 1 + QUOTED_MAX(k) + 1 + value);
+
+	if (p == NULL)
+		return NULL;
+	if (w->depth > 0 && w->count[w->depth - 1]++ > 0)
+		*p++ = ',';
+	if (key != NULL) {
+		p = quoted(p, key, k);
+		*p++ = ':';
 	}
-	put(w, head, n);
-	quoted(w, key);
-	put(w, ":", 1);
+	return p;
+}
+
+/* The n bytes at s, written at p; returns where they end. */
+static char *
+copy(char *p, const char *s, size_t n)
+{
+	while (n-- > 0)
+		*p++ = *s++;
+	return p;
 }
 
 void
 mf_jw_open(struct mf_jw *w, const char *key, char brace)
 {
-	member(w, key);
-	put(w, &brace, 1);
+	char *p = member(w, key, 1);
+
 	if (w->depth < MF_JW_DEPTH)
 		w->count[w->depth] = 0;
 	w->depth++;
+	if (p == NULL)
+		return;
+	*p++ = brace;
+	mf_buf_done(w->b, p);
 }
 
 void
 mf_jw_close(struct mf_jw *w, char brace)
 {
+	char *p = mf_buf_room(w->b, 1);
+
 	w->depth--;
-	put(w, &brace, 1);
+	if (p == NULL)
+		return;
+	*p++ = brace;
+	mf_buf_done(w->b, p);
 }
 
 void
 mf_jw_str(struct mf_jw *w, const char *key, const char *s)
 {
-	member(w, key);
-	if (s == NULL)
-		put(w, "null", 4);
-	else
-		quoted(w, s);
+	size_t n = s != NULL ? strlen(s) : 0;
+	char *p = member(w, key, s != NULL ? QUOTED_MAX(n) : 4);
+
+	if (p == NULL)
+		return;
+	mf_buf_done(w->b, s != NULL ? quoted(p, s, n) : copy(p, "null", 4));
 }
 
 void
 mf_jw_int(struct mf_jw *w, const char *key, int64_t v)
 {
-	char buf[24], *p;
+	char buf[24], *p, *end = buf + sizeof(buf), *at;
 	uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
 
-	member(w, key);
-	p = mf_digits(u, buf + sizeof(buf));
+	p = mf_digits(u, end);
 	if (v < 0)
 		*--p = '-';
-	put(w, p, (size_t)(buf + sizeof(buf) - p));
+	at = member(w, key, (size_t)(end - p));
+	if (at != NULL)
+		mf_buf_done(w->b, copy(at, p, (size_t)(end - p)));
 }
 
 void
 mf_jw_num(struct mf_jw *w, const char *key, double v, int decimals)
 {
 	static const double scale[] = { 1, 10, 100, 1e3, 1e4, 1e5, 1e6 };
-	char buf[48], *p, *end = buf + sizeof(buf);
+	char buf[48], *p, *end = buf + sizeof(buf), *at;
 	uint64_t units, whole, frac;
 	int d = decimals < 0 ? 0 : decimals > 6 ? 6 : decimals;
 
-	member(w, key);
 	if (!isfinite(v) || fabs(v) * scale[d] > 9e15) {
 		int n =
 		    snprintf(buf, sizeof(buf), "%.17g", isfinite(v) ? v : 0);
 
-		put(w, buf, (size_t)n);
-		return;
+		p = buf;
+		end = buf + n;
+	} else {
+		units = (uint64_t)llround(fabs(v) * scale[d]);
+		whole = units / (uint64_t)scale[d];
+		frac = units % (uint64_t)scale[d];
+		while (d > 1 && frac % 10 == 0) {
+			frac /= 10;
+			d--;
+		}
+		/* At least one decimal, so the number reads as a real. */
+		p = end;
+		for (int i = 0; i < (d > 0 ? d : 1); i++, frac /= 10)
+			*--p = (char)('0' + frac % 10);
+		*--p = '.';
+		p = mf_digits(whole, p);
+		if (v < 0 && units != 0)
+			*--p = '-';
 	}
-	units = (uint64_t)llround(fabs(v) * scale[d]);
-	whole = units / (uint64_t)scale[d];
-	frac = units % (uint64_t)scale[d];
-	while (d > 1 && frac % 10 == 0) {
-		frac /= 10;
-		d--;
-	}
-	/* At least one decimal, so the number reads as a real. */
-	p = end;
-	for (int i = 0; i < (d > 0 ? d : 1); i++, frac /= 10)
-		*--p = (char)('0' + frac % 10);
-	*--p = '.';
-	p = mf_digits(whole, p);
-	if (v < 0 && units != 0)
-		*--p = '-';
-	put(w, p, (size_t)(end - p));
+	at = member(w, key, (size_t)(end - p));
+	if (at != NULL)
+		mf_buf_done(w->b, copy(at, p, (size_t)(end - p)));
 }
 
 void
 mf_jw_bool(struct mf_jw *w, const char *key, int v)
 {
-	member(w, key);
-	put(w, v ? "true" : "false", v ? 4 : 5);
+	char *p = member(w, key, 5);
+
+	if (p != NULL)
+		mf_buf_done(w->b, v ? copy(p, "true", 4) : copy(p, "false", 5));
 }
 
 void
 mf_jw_null(struct mf_jw *w, const char *key)
 {
-	member(w, key);
-	put(w, "null", 4);
+	char *p = member(w, key, 4);
+
+	if (p != NULL)
+		mf_buf_done(w->b, copy(p, "null", 4));
 }

@@ -5,7 +5,9 @@
  * built as a jansson tree and dumped: it allocates nothing but the
  * output buffer and formats numbers without printf.  Every call takes the
  * member name (NULL inside arrays and at the top); a buffer failure is
- * sticky in the mf_buf's rc.
+ * sticky in the mf_buf's rc.  Each write takes room in the buffer for its
+ * worst case (a string escaped at six bytes a byte) and writes in place,
+ * so a write near the buffer's cap may fail although it would have fitted.
  */
 #ifndef MF_JW_H
 #define MF_JW_H

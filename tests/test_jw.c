@@ -1,0 +1,199 @@
+/*
+ * test_jw.c: the JSON writer, checked against exact text and, for strings,
+ * against jansson's reading of what it wrote.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <jansson.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jw.h"
+
+struct out {
+	struct mf_buf b;
+	struct mf_jw w;
+};
+
+static void
+start(struct out *o, size_t max)
+{
+	mf_buf_init(&o->b, max);
+	mf_jw_init(&o->w, &o->b);
+}
+
+/* The text written; the buffer is freed at the next start. */
+static const char *
+text(struct out *o)
+{
+	return o->b.data != NULL ? o->b.data : "";
+}
+
+static void
+test_jw_nesting_and_separators(void **state)
+{
+	struct out o;
+
+	(void)state;
+	start(&o, 1 << 16);
+	mf_jw_open(&o.w, NULL, '{');
+	mf_jw_str(&o.w, "a", "x");
+	mf_jw_int(&o.w, "b", -12);
+	mf_jw_open(&o.w, "c", '[');
+	mf_jw_bool(&o.w, NULL, 1);
+	mf_jw_bool(&o.w, NULL, 0);
+	mf_jw_null(&o.w, NULL);
+	mf_jw_open(&o.w, NULL, '{');
+	mf_jw_close(&o.w, '}');
+	mf_jw_close(&o.w, ']');
+	mf_jw_str(&o.w, "d", NULL);
+	mf_jw_close(&o.w, '}');
+	assert_int_equal(o.b.rc, MF_OK);
+	assert_string_equal(text(&o),
+	    "{\"a\":\"x\",\"b\":-12,\"c\":[true,false,null,{}],\"d\":null}");
+	assert_int_equal(o.b.len, strlen(text(&o)));
+	mf_buf_free(&o.b);
+}
+
+static void
+test_jw_int_limits(void **state)
+{
+	struct out o;
+
+	(void)state;
+	start(&o, 1 << 16);
+	mf_jw_open(&o.w, NULL, '[');
+	mf_jw_int(&o.w, NULL, 0);
+	mf_jw_int(&o.w, NULL, INT64_MAX);
+	mf_jw_int(&o.w, NULL, INT64_MIN);
+	mf_jw_close(&o.w, ']');
+	assert_string_equal(text(&o),
+	    "[0,9223372036854775807,-9223372036854775808]");
+	mf_buf_free(&o.b);
+}
+
+/* Rounded to the places asked, trailing zeros dropped but one kept. */
+static void
+test_jw_num_places(void **state)
+{
+	static const struct {
+		double v;
+		int places;
+		const char *want;
+	} cases[] = {
+		{ 32.4, 2, "32.4" },
+		{ 12.0, 3, "12.0" },
+		{ 0.125, 2, "0.13" }, /* half away from zero */
+		{ -0.125, 2, "-0.13" },
+		{ -0.0001, 2, "0.0" }, /* rounds to zero: no sign */
+		{ 1.23456789, 4, "1.2346" },
+		{ 7, 0, "7.0" },
+		{ 2.5, 9, "2.5" }, /* places capped at 6 */
+		{ 1e300, 2, "1.0000000000000001e+300" },
+		{ NAN, 2, "0" },
+		{ INFINITY, 2, "0" },
+	};
+	struct out o;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		start(&o, 1 << 16);
+		mf_jw_num(&o.w, NULL, cases[i].v, cases[i].places);
+		assert_string_equal(text(&o), cases[i].want);
+		mf_buf_free(&o.b);
+	}
+}
+
+/* Whatever the bytes, the output is JSON and reads back as the input
+ * with every byte that is not valid UTF-8 replaced by U+FFFD. */
+static void
+test_jw_strings_read_back(void **state)
+{
+	static const struct {
+		const char *in, *read_back;
+	} cases[] = {
+		{ "plain", "plain" },
+		{ "q\"b\\s/", "q\"b\\s/" },
+		{ "nl\ntab\tcr\r\x01\x1f", "nl\ntab\tcr\r\x01\x1f" },
+		{ "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80",
+		    "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80" },
+		{ "bad \xff end", "bad \xef\xbf\xbd end" },
+		{ "cut \xe2\x82", "cut \xef\xbf\xbd\xef\xbf\xbd" },
+		{ "overlong \xc0\xaf", "overlong \xef\xbf\xbd\xef\xbf\xbd" },
+		{ "surrogate \xed\xa0\x80",
+		    "surrogate \xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd" },
+	};
+	struct out o;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		json_error_t jerr;
+		json_t *doc;
+
+		start(&o, 1 << 16);
+		mf_jw_open(&o.w, NULL, '{');
+		/* The same bytes as a member name and as a value. */
+		mf_jw_str(&o.w, cases[i].in, cases[i].in);
+		mf_jw_close(&o.w, '}');
+		doc = json_loads(text(&o), 0, &jerr);
+		assert_non_null(doc);
+		assert_string_equal(json_string_value(json_object_get(doc,
+		                        cases[i].read_back)),
+		    cases[i].read_back);
+		json_decref(doc);
+		mf_buf_free(&o.b);
+	}
+}
+
+static void
+test_jw_escapes_exact(void **state)
+{
+	struct out o;
+
+	(void)state;
+	start(&o, 1 << 16);
+	mf_jw_str(&o.w, NULL, "a\"\\\n\x01\x7f");
+	assert_string_equal(text(&o), "\"a\\\"\\\\\\n\\u0001\x7f\"");
+	mf_buf_free(&o.b);
+}
+
+/* Past the cap the writer stops, says so, and keeps what fitted. */
+static void
+test_jw_cap(void **state)
+{
+	char big[600];
+	struct out o;
+
+	(void)state;
+	memset(big, 'x', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	start(&o, 512);
+	mf_jw_open(&o.w, NULL, '[');
+	mf_jw_str(&o.w, NULL, "fits");
+	mf_jw_str(&o.w, NULL, big);
+	mf_jw_int(&o.w, NULL, 1);
+	mf_jw_close(&o.w, ']');
+	assert_int_equal(o.b.rc, MF_ETOOBIG);
+	assert_string_equal(text(&o), "[\"fits\"");
+	mf_buf_free(&o.b);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_jw_nesting_and_separators),
+		cmocka_unit_test(test_jw_int_limits),
+		cmocka_unit_test(test_jw_num_places),
+		cmocka_unit_test(test_jw_strings_read_back),
+		cmocka_unit_test(test_jw_escapes_exact),
+		cmocka_unit_test(test_jw_cap),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
