@@ -2,6 +2,7 @@
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -10,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../admission/buf.h"
 #include "memfloord.h"
 
 /*
@@ -50,25 +52,64 @@ mfd_log_enabled(enum mfd_level level)
 	return level <= max_level && atomic_load(&sink) != SINK_NONE;
 }
 
-/* Escape s into out for a JSON string or a quoted text field. */
-static void
-escape(const char *s, char *out, size_t size)
-{
-	size_t o = 0;
+/*
+ * A line being written into a caller's array; appends past its end are
+ * cut.  end leaves room for the "}\n" that ends a line.
+ */
+struct text {
+	char *p, *end;
+};
 
-	for (; s != NULL && *s != '\0' && o + 7 < size; s++) {
+static void
+add(struct text *t, const char *s, size_t n)
+{
+	if (n > (size_t)(t->end - t->p))
+		n = (size_t)(t->end - t->p);
+	memcpy(t->p, s, n);
+	t->p += n;
+}
+
+static void
+add_str(struct text *t, const char *s)
+{
+	add(t, s, strlen(s));
+}
+
+static void
+add_num(struct text *t, long v)
+{
+	char digits[24], *d = digits + sizeof(digits);
+	unsigned long u = v < 0 ? 0ul - (unsigned long)v : (unsigned long)v;
+
+	d = mf_digits(u, d);
+	if (v < 0)
+		*--d = '-';
+	add(t, d, (size_t)(digits + sizeof(digits) - d));
+}
+
+/* s escaped for a JSON string or a quoted text field, at most max bytes
+ * of it, never half an escape. */
+static void
+add_escaped(struct text *t, const char *s, size_t max)
+{
+	static const char hex[] = "0123456789abcdef";
+	char *stop = t->end - t->p > (ptrdiff_t)max ? t->p + max : t->end;
+
+	for (; s != NULL && *s != '\0' && stop - t->p >= 6; s++) {
 		unsigned char c = (unsigned char)*s;
 
 		if (c == '"' || c == '\\') {
-			out[o++] = '\\';
-			out[o++] = (char)c;
+			*t->p++ = '\\';
+			*t->p++ = (char)c;
 		} else if (c < 0x20 || c == 0x7f) {
-			o += (size_t)snprintf(out + o, size - o, "\\u%04x", c);
+			memcpy(t->p, "\\u00", 4);
+			t->p[4] = hex[c >> 4];
+			t->p[5] = hex[c & 15];
+			t->p += 6;
 		} else {
-			out[o++] = (char)c;
+			*t->p++ = (char)c;
 		}
 	}
-	out[o] = '\0';
 }
 
 /* Short writes and EINTR go on; an error drops the rest: nowhere to say. */
@@ -220,57 +261,65 @@ mfd_log_syslog(void)
 	pthread_mutex_unlock(&lock);
 }
 
-/* The line with its time and level, cut to size - 1 bytes; its length. */
-static size_t
-format(enum mfd_level level, const char *line, char *out, size_t size)
+/* The time and the level, and for JSON the opening of the object. */
+static void
+stamp(struct text *t, enum mfd_level level)
 {
 	/* The date and time to the second, made once a second a thread. */
 	static _Thread_local char when[32];
+	static _Thread_local size_t when_len;
 	static _Thread_local time_t when_sec = -1;
 	struct timespec ts;
 	struct tm tm;
-	int n;
+	char ms[5];
+	long m;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	if (ts.tv_sec != when_sec) {
 		gmtime_r(&ts.tv_sec, &tm);
-		strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);
+		when_len =
+		    strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);
 		when_sec = ts.tv_sec;
 	}
+	m = ts.tv_nsec / 1000000;
+	ms[0] = '.';
+	ms[1] = (char)('0' + m / 100);
+	ms[2] = (char)('0' + m / 10 % 10);
+	ms[3] = (char)('0' + m % 10);
+	ms[4] = 'Z';
 	if (json_lines)
-		n = snprintf(out, size,
-		    "{\"ts\":\"%s.%03ldZ\",\"level\":\"%s\",%s}\n", when,
-		    ts.tv_nsec / 1000000, level_names[level], line);
-	else
-		n = snprintf(out, size, "%s.%03ldZ %s %s\n", when,
-		    ts.tv_nsec / 1000000, level_names[level], line);
-	if (n < 0)
-		return 0;
-	if ((size_t)n >= size) {
-		n = (int)size - 1;
-		out[n - 1] = '\n';
-	}
-	return (size_t)n;
+		add_str(t, "{\"ts\":\"");
+	add(t, when, when_len);
+	add(t, ms, sizeof(ms));
+	add_str(t, json_lines ? "\",\"level\":\"" : " ");
+	add_str(t, level_names[level]);
+	add_str(t, json_lines ? "\"," : " ");
 }
 
 /*
  * Not stdio: stderr's lock made request threads queue behind each other
  * for a write(2) each; here a request line costs them a memcpy.  A write
- * holds whole lines, so lines from threads never interleave.
+ * holds whole lines, so lines from threads never interleave.  The line is
+ * out[0, t->p) with what syslog is sent starting at body.
  */
 static void
-emit(enum mfd_level level, const char *line, int request)
+emit(enum mfd_level level, char *out, const char *body, struct text *t,
+    int request)
 {
 	static const int prio[] = { LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG };
-	char out[2300];
-	size_t n;
 	int s = atomic_load(&sink);
+	size_t n;
 
-	if (s == SINK_SYSLOG)
-		syslog(prio[level], "%s", line);
+	if (s == SINK_SYSLOG) {
+		*t->p = '\0';
+		syslog(prio[level], "%s", body);
+	}
 	if (s != SINK_STDERR)
 		return;
-	n = format(level, line, out, sizeof(out));
+	if (json_lines)
+		*t->p++ = '}';
+	*t->p++ = '\n';
+	n = (size_t)(t->p - out);
 	pthread_mutex_lock(&lock);
 	/* sink is read again: mfd_log_syslog may have flushed buf since. */
 	if (request && buffering && atomic_load(&sink) == SINK_STDERR) {
@@ -290,7 +339,9 @@ emit(enum mfd_level level, const char *line, int request)
 void
 mfd_log(enum mfd_level level, const char *fmt, ...)
 {
-	char msg[1024], esc[2048], line[2100];
+	char msg[1024], out[2300];
+	struct text t = { out, out + sizeof(out) - 2 };
+	const char *body;
 	va_list ap;
 
 	if (!mfd_log_enabled(level))
@@ -298,35 +349,45 @@ mfd_log(enum mfd_level level, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	if (!json_lines) {
-		emit(level, msg, 0);
-		return;
+	stamp(&t, level);
+	body = t.p;
+	if (json_lines) {
+		add_str(&t, "\"msg\":\"");
+		add_escaped(&t, msg, sizeof(out));
+		add_str(&t, "\"");
+	} else {
+		add_str(&t, msg);
 	}
-	escape(msg, esc, sizeof(esc));
-	snprintf(line, sizeof(line), "\"msg\":\"%s\"", esc);
-	emit(level, line, 0);
+	emit(level, out, body, &t, 0);
 }
 
 void
 mfd_log_request(const char *method, const char *path, int status, long usec,
     const char *job, const char *decision)
 {
-	char p[512], j[160], line[800];
+	char out[1024];
+	struct text t = { out, out + sizeof(out) - 2 };
+	const char *body;
+	int j = json_lines;
 
 	if (!mfd_log_enabled(MFD_INFO))
 		return;
-	escape(path, p, sizeof(p));
-	escape(job, j, sizeof(j));
-	if (json_lines)
-		snprintf(line, sizeof(line),
-		    "\"msg\":\"request\",\"method\":"
-		    "\"%s\",\"path\":\"%s\",\"status\":%d,\"us\":%ld,\"job\":"
-		    "\"%s\",\"decision\":\"%s\"",
-		    method, p, status, usec, j, decision);
-	else
-		snprintf(line, sizeof(line),
-		    "request method=%s path=\"%s\" "
-		    "status=%d us=%ld job=\"%s\" decision=%s",
-		    method, p, status, usec, j, decision);
-	emit(MFD_INFO, line, 1);
+	stamp(&t, MFD_INFO);
+	body = t.p;
+	add_str(&t,
+	    j ? "\"msg\":\"request\",\"method\":\"" : "request method=");
+	add_str(&t, method);
+	add_str(&t, j ? "\",\"path\":\"" : " path=\"");
+	add_escaped(&t, path, 500);
+	add_str(&t, j ? "\",\"status\":" : "\" status=");
+	add_num(&t, status);
+	add_str(&t, j ? ",\"us\":" : " us=");
+	add_num(&t, usec);
+	add_str(&t, j ? ",\"job\":\"" : " job=\"");
+	add_escaped(&t, job, 150);
+	add_str(&t, j ? "\",\"decision\":\"" : "\" decision=");
+	add_str(&t, decision);
+	if (j)
+		add_str(&t, "\"");
+	emit(MFD_INFO, out, body, &t, 1);
 }

@@ -439,6 +439,33 @@ else
 	skip "taskset not found: the one-CPU thread count is not checked"
 fi
 
+# --- JSON log lines --------------------------------------------------------------
+# Each line is one JSON object; client strings come back as they were sent.
+start_daemon "$tmp/json.log" --log-format json
+daemon=$pid
+curl -s -o /dev/null "http://127.0.0.1:$port/v1/a%22b%5Cc%01d"
+curl -s -o /dev/null --data-binary @"$ok_job" \
+    -H 'Content-Type: application/yaml' "http://127.0.0.1:$port/v1/admit"
+wait_log "$tmp/json.log" '"decision":"admitted"' || true
+kill -TERM "$daemon"
+wait "$daemon" || true
+daemon=""
+is "--log-format json: every line is a JSON object with ts and level" \
+    "$(python3 -c '
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+print(all(isinstance(l, dict) and "ts" in l and "level" in l for l in lines),
+      sum(l.get("msg") == "request" for l in lines))' "$tmp/json.log")" \
+    "True 2"
+is "--log-format json: a request path comes back as sent" \
+    "$(python3 -c '
+import json, sys
+for l in open(sys.argv[1]):
+    l = json.loads(l)
+    if l.get("status") == 404:
+        print(repr(l["path"]), l["method"], l["job"], l["decision"])
+' "$tmp/json.log")" "'/v1/a\"b\\\\c\\x01d' GET  -"
+
 # --- submit over HTTPS ----------------------------------------------------------
 if command -v openssl >/dev/null 2>&1 &&
     timeout 60 openssl req -x509 -newkey ec \
