@@ -220,7 +220,7 @@ read_job(const struct mf_api *api, const char *body, size_t len,
 static void
 note_job(struct mf_answer *ans, const struct mf_job *job)
 {
-	snprintf(ans->job, sizeof(ans->job), "%s", job->name ? job->name : "");
+	mf_copy(ans->job, sizeof(ans->job), job->name ? job->name : "");
 }
 
 void

@@ -105,6 +105,16 @@ mf_buf_free(struct mf_buf *b)
 }
 
 char *
+mf_copy(char *dst, size_t size, const char *src)
+{
+	size_t n = strnlen(src, size - 1);
+
+	memcpy(dst, src, n);
+	dst[n] = '\0';
+	return dst;
+}
+
+char *
 mf_digits(uint64_t v, char *end)
 {
 	do {

@@ -33,6 +33,10 @@ void mf_buf_done(struct mf_buf *b, char *end);
 char *mf_buf_take(struct mf_buf *b);
 void mf_buf_free(struct mf_buf *b);
 
+/* src into dst, a buffer of size bytes (> 0): cut to fit, always
+ * NUL-terminated.  Returns dst. */
+char *mf_copy(char *dst, size_t size, const char *src);
+
 /* The decimal digits of v, written so they end just before end; returns
  * where they start.  Numbers are written often enough to skip printf. */
 char *mf_digits(uint64_t v, char *end);

@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "buf.h"
+
 const char *
 mf_strerror(enum mf_rc rc)
 {
@@ -39,7 +41,7 @@ mf_error_set(struct mf_error *err, enum mf_rc rc, const char *field, int line,
 	va_start(ap, fmt);
 	vsnprintf(text, sizeof(text), fmt, ap);
 	va_end(ap);
-	snprintf(err->field, sizeof(err->field), "%s", field ? field : "");
+	mf_copy(err->field, sizeof(err->field), field ? field : "");
 	if (err->field[0] != '\0')
 		n = snprintf(err->message, sizeof(err->message), "%s: %s",
 		    err->field, text);

@@ -396,7 +396,7 @@ deny(struct review *rv, int code, const char *message)
 {
 	char text[MF_REVIEW_MESSAGE_MAX + 2];
 
-	snprintf(text, sizeof(text), "%s", message);
+	mf_copy(text, sizeof(text), message);
 	fix_utf8(text);
 	clip(text, MF_REVIEW_MESSAGE_MAX);
 	put(rv, rv->response, "allowed", json_false());
@@ -889,7 +889,7 @@ mf_api_review(const struct mf_api *api, const char *body, size_t len,
 		goto out;
 	}
 	rv.name = object_name(&rv);
-	snprintf(ans->job, sizeof(ans->job), "%s", rv.name ? rv.name : "");
+	mf_copy(ans->job, sizeof(ans->job), rv.name ? rv.name : "");
 	rv.response = json_pack("{s:s}", "uid", rv.uid);
 	rv.patch = json_array();
 	rv.warnings = json_array();

@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../admission/buf.h"
 #include "../admission/doc.h"
 
 #define API_VERSION "memfloor.dev/v1"
@@ -101,7 +102,7 @@ fail(const struct ctx *c, enum mf_rc rc, const char *field, int line,
 		put(err->message, sizeof(err->message), &used, ": ");
 	}
 	put(err->message, sizeof(err->message), &used, text);
-	snprintf(err->field, sizeof(err->field), "%s", field);
+	mf_copy(err->field, sizeof(err->field), field);
 	err->line = line;
 	err->column = column;
 	return rc;

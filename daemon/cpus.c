@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../admission/buf.h"
 #include "memfloord.h"
 
 static FILE *
@@ -126,7 +127,7 @@ mfd_cpu_quota(const char *root, const char *self)
 		group[strcspn(group, "\n")] = '\0';
 		v2 = strncmp(line, "0:", 2) == 0 && *ctl == '\0';
 		if (v2)
-			snprintf(mount, sizeof(mount), "%s", root);
+			mf_copy(mount, sizeof(mount), root);
 		else if (has_cpu(ctl))
 			snprintf(mount, sizeof(mount), "%s/%s", root, ctl);
 		else

@@ -17,6 +17,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "../admission/buf.h"
 #include "fetch.h"
 #include "memfloord.h"
 
@@ -894,7 +895,7 @@ refuse(mfd_fetch_done done, void *arg, enum mfd_fetch_status st,
 {
 	struct mfd_fetch_result res = { st, NULL, 0, "" };
 
-	snprintf(res.message, sizeof(res.message), "%s", message);
+	mf_copy(res.message, sizeof(res.message), message);
 	mfd_log(MFD_INFO, "model config %s", res.message);
 	done(arg, &res);
 }

@@ -323,7 +323,7 @@ send_answer(struct MHD_Connection *c, struct request *r, int status,
 	ret = MHD_queue_response(c, (unsigned)status, resp);
 	MHD_destroy_response(resp);
 	r->status = status;
-	snprintf(r->job, sizeof(r->job), "%s", ans->job);
+	mf_copy(r->job, sizeof(r->job), ans->job);
 	r->verdict = ans->verdict;
 	mf_answer_free(ans);
 	return ret;
@@ -479,8 +479,8 @@ begin(struct MHD_Connection *c, const char *url, const char *method)
 	r->route = find_route(url);
 	r->out = negotiate(c);
 	mf_buf_init(&r->body, max_body + 1);
-	snprintf(r->method, sizeof(r->method), "%s", method);
-	snprintf(r->path, sizeof(r->path), "%s", url);
+	mf_copy(r->method, sizeof(r->method), method);
+	mf_copy(r->path, sizeof(r->path), url);
 	atomic_fetch_add(&in_flight, 1);
 	return r;
 }

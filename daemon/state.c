@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../admission/buf.h"
 #include "memfloord.h"
 
 static pthread_mutex_t swap_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -99,7 +100,7 @@ mfd_state_init(const struct mfd_config *cfg, struct mf_error *err)
 	enum mf_rc rc;
 
 	/* Keep the path as given: a ConfigMap swaps the link's target. */
-	snprintf(catalog_path, sizeof(catalog_path), "%s", cfg->catalog_path);
+	mf_copy(catalog_path, sizeof(catalog_path), cfg->catalog_path);
 	stat(catalog_path, &last_seen);
 	rc = mf_cat_load(catalog_path, &cat, err);
 	if (rc != MF_OK)
@@ -211,7 +212,7 @@ mfd_state_watch(void)
 	pthread_t t;
 	int fd, *arg;
 
-	snprintf(dir, sizeof(dir), "%s", catalog_path);
+	mf_copy(dir, sizeof(dir), catalog_path);
 	slash = strrchr(dir, '/');
 	if (slash == NULL)
 		snprintf(dir, sizeof(dir), ".");
