@@ -58,34 +58,49 @@ special8(uint64_t x)
 	return ((x - ones * 0x20) | (q - ones) | (b - ones) | x) & high ? 1 : 0;
 }
 
-/* s, n bytes before its NUL, as a JSON string at p; returns where it
- * ends. */
+/* Whether the n bytes at s, which has a NUL at s[n], are all plain: a
+ * word at a time, the last word overlapping the one before. */
+static int
+plain(const char *s, size_t n)
+{
+	uint64_t a, b;
+	uint32_t c, d;
+
+	if (n >= 8) {
+		for (size_t i = 0; i + 8 < n; i += 8) {
+			memcpy(&a, s + i, 8);
+			if (special8(a))
+				return 0;
+		}
+		memcpy(&b, s + n - 8, 8);
+		return !special8(b);
+	}
+	if (n >= 4) {
+		memcpy(&c, s, 4);
+		memcpy(&d, s + n - 4, 4);
+		return !special8((uint64_t)c << 32 | d);
+	}
+	for (size_t i = 0; i < n; i++)
+		if (!PLAIN((unsigned char)s[i]))
+			return 0;
+	return 1;
+}
+
+/* The bytes from s to end escaped at p, invalid UTF-8 replaced; returns
+ * where they end. */
 static char *
-quoted(char *p, const char *s, size_t n)
+escaped(char *p, const char *s, const char *end)
 {
 	static const char hex[] = "0123456789abcdef";
-	const char *end = s + n;
-	uint64_t x;
 
-	*p++ = '"';
-	for (;;) {
-		unsigned char c;
+	while (s < end) {
+		unsigned char c = (unsigned char)*s;
 		size_t u;
 
-		/* Plain text eight bytes at a time, then byte by byte. */
-		while (end - s >= 8) {
-			memcpy(&x, s, 8);
-			if (special8(x))
-				break;
-			memcpy(p, &x, 8);
-			p += 8;
-			s += 8;
-		}
-		while (s < end && PLAIN((unsigned char)*s))
+		if (PLAIN(c)) {
 			*p++ = *s++;
-		if (s == end)
-			break;
-		c = (unsigned char)*s;
+			continue;
+		}
 		if (c >= 0x80) {
 			/* Input cut mid-character, or never UTF-8. */
 			u = utf8_len((const unsigned char *)s);
@@ -110,6 +125,21 @@ quoted(char *p, const char *s, size_t n)
 			p += 5;
 		}
 		s++;
+	}
+	return p;
+}
+
+/* s, n bytes before its NUL, as a JSON string at p; returns where it
+ * ends.  Nearly every string needs no escape and is copied whole. */
+static char *
+quoted(char *p, const char *s, size_t n)
+{
+	*p++ = '"';
+	if (plain(s, n)) {
+		memcpy(p, s, n);
+		p += n;
+	} else {
+		p = escaped(p, s, s + n);
 	}
 	*p++ = '"';
 	return p;

@@ -150,6 +150,47 @@ test_jw_strings_read_back(void **state)
 	}
 }
 
+/* A string of every length to 24 with one byte that needs escaping at
+ * each place, or none: the writer checks words of eight and four bytes,
+ * the last overlapping the one before. */
+static void
+test_jw_every_length_and_place(void **state)
+{
+	static const char specials[] = { '"', '\\', '\n', 0x01, 0x1f };
+	char in[32];
+
+	(void)state;
+	for (size_t n = 0; n <= 24; n++) {
+		for (size_t at = 0; at <= n; at++) {
+			for (size_t k = 0; k < sizeof(specials); k++) {
+				struct out o;
+				json_t *doc;
+
+				for (size_t i = 0; i < n; i++)
+					in[i] = (char)('a' + i);
+				if (at < n)
+					in[at] = specials[k];
+				in[n] = '\0';
+				start(&o, 1 << 16);
+				mf_jw_open(&o.w, NULL, '[');
+				mf_jw_str(&o.w, NULL, in);
+				mf_jw_close(&o.w, ']');
+				doc = json_loads(text(&o), 0, NULL);
+				assert_non_null(doc);
+				assert_string_equal(json_string_value(
+				                        json_array_get(doc, 0)),
+				    in);
+				/* Escapes only where there is a special byte.
+				 */
+				assert_int_equal(strchr(text(&o), '\\') != NULL,
+				    at < n);
+				json_decref(doc);
+				mf_buf_free(&o.b);
+			}
+		}
+	}
+}
+
 static void
 test_jw_escapes_exact(void **state)
 {
@@ -191,6 +232,7 @@ main(void)
 		cmocka_unit_test(test_jw_int_limits),
 		cmocka_unit_test(test_jw_num_places),
 		cmocka_unit_test(test_jw_strings_read_back),
+		cmocka_unit_test(test_jw_every_length_and_place),
 		cmocka_unit_test(test_jw_escapes_exact),
 		cmocka_unit_test(test_jw_cap),
 	};
