@@ -8,13 +8,41 @@
 #
 # On a shared machine one run of either can be off by a third, so the two
 # take turns, BENCH_ROUNDS times each, and the medians are printed.
+#
+# wrk and the server under test do not share cores: wrk runs on the first
+# half of the CPUs this script may use, the servers on the rest, each with
+# one worker per core it has (memfloord's default; nginx is told so).
+# Sharing, the scheduler's time slices between load and server set the
+# tail latency of both.  BENCH_PIN=0 lets them share all cores.
 set -eu
 top=${MF_TOP:-$(pwd)}
 daemon=${MEMFLOORD:-$top/build/memfloord}
 secs=${BENCH_SECONDS:-5}
 rounds=${BENCH_ROUNDS:-3}
 conns=${BENCH_CONNECTIONS:-"16 64"}
-threads=${BENCH_THREADS:-2}
+pin=${BENCH_PIN:-1}
+
+# The CPUs this script may use, as a list taskset reads ("0-3,8").
+cpus=$(taskset -cp $$ 2>/dev/null | sed 's/.*: //') || cpus=""
+ncpu=$(nproc)
+[ -n "$cpus" ] && [ "$ncpu" -ge 2 ] || pin=0
+if [ "$pin" = 1 ]; then
+	# Expand the list, then split it: wrk gets the first half.
+	all=$(echo "$cpus" | tr ',' '\n' | while IFS=- read -r a b; do
+		seq "$a" "${b:-$a}"; done)
+	nload=$((ncpu / 2))
+	load_cpus=$(echo "$all" | head -n "$nload" | paste -sd, -)
+	server_cpus=$(echo "$all" | tail -n +"$((nload + 1))" | paste -sd, -)
+	workers=$((ncpu - nload))
+	on_load="taskset -c $load_cpus"
+	on_server="taskset -c $server_cpus"
+else
+	nload=$ncpu
+	workers=$ncpu
+	on_load=""
+	on_server=""
+fi
+threads=${BENCH_THREADS:-$nload}
 
 need() {
 	command -v "$1" >/dev/null 2>&1 && return
@@ -41,7 +69,7 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-"$daemon" -d -l 127.0.0.1:0 -f "$top/catalog/gpus.yaml" \
+$on_server "$daemon" -d -l 127.0.0.1:0 -f "$top/catalog/gpus.yaml" \
     -m "$top/catalog/models" 2>"$work/daemon.log" &
 dpid=$!
 for _ in $(seq 100); do
@@ -62,7 +90,7 @@ wrk.body = f:read("*a")
 f:close()
 wrk.headers["Content-Type"] = "application/yaml"
 LUA
-	wrk -t "$threads" -c "$3" -d "${secs}s" --latency -s "$work/post.lua" "$1" \
+	$on_load wrk -t "$threads" -c "$3" -d "${secs}s" --latency -s "$work/post.lua" "$1" \
 	    >"$work/wrk.out" 2>&1
 	rps=$(awk '/^Requests\/sec/ {print $2}' "$work/wrk.out")
 	p50=$(awk '$1 == "50%" {print $2}' "$work/wrk.out")
@@ -79,7 +107,7 @@ for manifest in min-memory-88Gi llama-8b-8bit-admit; do
 	    -o "$work/answer" -w '%{size_download}' "http://127.0.0.1:$mport/v1/admit")
 	python3 -c "import sys; sys.stdout.write('x' * $size)" >"$work/static"
 	cat >"$work/nginx.conf" <<NGINX
-worker_processes auto;
+worker_processes $workers;
 pid $work/nginx.pid;
 error_log $work/nginx.err;
 events { worker_connections 4096; }
@@ -99,7 +127,7 @@ http {
 	}
 }
 NGINX
-	$nginx -c "$work/nginx.conf" -p "$work" 2>/dev/null
+	$on_server $nginx -c "$work/nginx.conf" -p "$work" 2>/dev/null
 	sleep 0.2
 	for c in $conns; do
 		: >"$work/m.runs"
@@ -138,7 +166,13 @@ PY
 	sleep 0.2
 done
 echo
+if [ "$pin" = 1 ]; then
+	where="wrk on CPU $load_cpus, the servers on CPU $server_cpus"
+else
+	where="wrk and the servers sharing $ncpu CPUs"
+fi
 echo "bytes: the answer's size, served by both; wrk -t $threads, ${secs} s" \
-    "per run; medians of $rounds runs each, taking turns; $(nproc) cores"
+    "per run; medians of $rounds runs each, taking turns; $where," \
+    "$workers server threads or workers"
 echo
 "${BENCH_PLACE:-$top/build/bench_place}"
