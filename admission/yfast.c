@@ -12,6 +12,7 @@
  */
 #include "yfast.h"
 
+#include <stdint.h>
 #include <string.h>
 
 #include "doc.h"
@@ -389,6 +390,45 @@ block_seq(struct yf *y)
 	return close_node(y, YAML_SEQUENCE_END_EVENT);
 }
 
+/*
+ * Whether any of the eight bytes in x is outside printable ASCII and not
+ * a newline: 0x7f and up, or 0x01 to 0x1f once newlines are 0 (x ^ '\n'
+ * leaves every other byte below 0x20 below it).  The two byte-range
+ * tests are the bit hacks "hasmore" and "hasbetween".
+ */
+static int
+unprintable8(uint64_t x)
+{
+	const uint64_t ones = 0x0101010101010101u, low7 = ones * 0x7f;
+	uint64_t t = x ^ (ones * '\n');
+	uint64_t above = (x + ones * (0x7f - 0x7e)) | x;
+	uint64_t between = (ones * (0x7f + 0x20) - (t & low7)) & ~t &
+	    ((t & low7) + ones * 0x7f);
+
+	return ((above | between) & ones * 0x80) != 0;
+}
+
+/* Printable ASCII and newlines only, a word at a time. */
+static int
+printable(const char *buf, size_t len)
+{
+	uint64_t x;
+	size_t i = 0;
+
+	for (; i + 8 <= len; i += 8) {
+		memcpy(&x, buf + i, 8);
+		if (unprintable8(x))
+			return 0;
+	}
+	for (; i < len; i++) {
+		unsigned char c = (unsigned char)buf[i];
+
+		if ((c < 0x20 && c != '\n') || c > 0x7e)
+			return 0;
+	}
+	return 1;
+}
+
 int
 mf_yfast(const char *buf, size_t len, mf_yfast_sink sink, void *ctx)
 {
@@ -398,12 +438,8 @@ mf_yfast(const char *buf, size_t len, mf_yfast_sink sink, void *ctx)
 		.sink = sink,
 		.ctx = ctx };
 
-	for (size_t i = 0; i < len; i++) {
-		unsigned char c = (unsigned char)buf[i];
-
-		if ((c < 0x20 && c != '\n') || c > 0x7e)
-			return GIVE_UP;
-	}
+	if (!printable(buf, len))
+		return GIVE_UP;
 	if (advance(&y) != 0 || y.indent < 0 || is_entry(&y) ||
 	    emit(&y, YAML_DOCUMENT_START_EVENT, y.line, 0, NULL) != 0 ||
 	    block_map(&y, y.pos) != 0)

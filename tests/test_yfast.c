@@ -203,6 +203,39 @@ test_sink_stops(void **state)
 	}
 }
 
+/*
+ * Every byte value at each of sixteen places in a comment, so at every
+ * place in a word of eight: the reader goes on past printable ASCII and
+ * gives up on anything else (the check is made a word at a time).
+ */
+static void
+test_every_byte_everywhere(void **state)
+{
+	static const char head[] = "a: b # ";
+	char doc[64];
+	size_t n = sizeof(head) - 1;
+
+	(void)state;
+	for (int c = 0; c < 256; c++) {
+		if (c == '\n')
+			continue;
+		for (size_t at = 0; at < 16; at++) {
+			struct ytext fast = { 0 };
+			int printable = c >= 0x20 && c <= 0x7e;
+
+			memcpy(doc, head, n);
+			memset(doc + n, 'x', 16);
+			doc[n + at] = (char)c;
+			memcpy(doc + n + 16, "\nd: e\n", 7);
+			if ((mf_yfast(doc, n + 22, ytext_event, &fast) == 0) !=
+			    printable)
+				fail_msg("byte 0x%02x at %zu: %s", c, at,
+				    printable ? "gave up" : "read");
+			free(fast.s);
+		}
+	}
+}
+
 int
 main(void)
 {
@@ -212,6 +245,7 @@ main(void)
 		cmocka_unit_test(test_gives_up),
 		cmocka_unit_test(test_depth),
 		cmocka_unit_test(test_sink_stops),
+		cmocka_unit_test(test_every_byte_everywhere),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
