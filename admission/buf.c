@@ -117,9 +117,30 @@ mf_copy(char *dst, size_t size, const char *src)
 char *
 mf_digits(uint64_t v, char *end)
 {
-	do {
-		*--end = (char)('0' + v % 10);
-		v /= 10;
-	} while (v != 0);
+	/* Two digits a division. */
+	static const char pairs[] = "00010203040506070809"
+	                            "10111213141516171819"
+	                            "20212223242526272829"
+	                            "30313233343536373839"
+	                            "40414243444546474849"
+	                            "50515253545556575859"
+	                            "60616263646566676869"
+	                            "70717273747576777879"
+	                            "80818283848586878889"
+	                            "90919293949596979899";
+
+	while (v >= 100) {
+		const char *d = pairs + 2 * (v % 100);
+
+		v /= 100;
+		*--end = d[1];
+		*--end = d[0];
+	}
+	if (v >= 10) {
+		*--end = pairs[2 * v + 1];
+		*--end = pairs[2 * v];
+	} else {
+		*--end = (char)('0' + v);
+	}
 	return end;
 }

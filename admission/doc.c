@@ -171,8 +171,19 @@ resolve_plain(const char *s)
 		"False", "FALSE" };
 
 	/* Most values are words that none of these can be. */
-	if (strchr("~nNtTfF", s[0]) == NULL)
+	switch (s[0]) {
+	case '\0':
+	case '~':
+	case 'n':
+	case 'N':
+	case 't':
+	case 'T':
+	case 'f':
+	case 'F':
+		break;
+	default:
 		return is_number(s) ? MF_NODE_NUM : MF_NODE_STR;
+	}
 	for (size_t i = 0; i < sizeof(nulls) / sizeof(nulls[0]); i++)
 		if (strcmp(s, nulls[i]) == 0)
 			return MF_NODE_NULL;

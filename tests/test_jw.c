@@ -77,6 +77,33 @@ test_jw_int_limits(void **state)
 	mf_buf_free(&o.b);
 }
 
+/* Digits come two at a time: every value to 10,000 and each side of each
+ * power of ten, against printf. */
+static void
+test_jw_int_digits(void **state)
+{
+	char want[32];
+	int64_t v, p = 1;
+
+	(void)state;
+	for (int i = 0; i <= 10000 + 3 * 18; i++) {
+		struct out o;
+
+		if (i <= 10000) {
+			v = i;
+		} else {
+			if ((i - 10001) % 3 == 0 && p <= INT64_MAX / 10)
+				p *= 10;
+			v = p - 1 + (i - 10001) % 3;
+		}
+		snprintf(want, sizeof(want), "%lld", (long long)v);
+		start(&o, 1 << 16);
+		mf_jw_int(&o.w, NULL, v);
+		assert_string_equal(text(&o), want);
+		mf_buf_free(&o.b);
+	}
+}
+
 /* Rounded to the places asked, trailing zeros dropped but one kept. */
 static void
 test_jw_num_places(void **state)
@@ -230,6 +257,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_jw_nesting_and_separators),
 		cmocka_unit_test(test_jw_int_limits),
+		cmocka_unit_test(test_jw_int_digits),
 		cmocka_unit_test(test_jw_num_places),
 		cmocka_unit_test(test_jw_strings_read_back),
 		cmocka_unit_test(test_jw_every_length_and_place),
