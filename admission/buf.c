@@ -50,18 +50,9 @@ mf_buf_add(struct mf_buf *b, const char *data, size_t len)
 }
 
 char *
-mf_buf_room(struct mf_buf *b, size_t n)
+mf_buf_grow(struct mf_buf *b, size_t n)
 {
-	if (b->cap - b->len <= n && reserve(b, n) != MF_OK)
-		return NULL;
-	return b->rc == MF_OK ? b->data + b->len : NULL;
-}
-
-void
-mf_buf_done(struct mf_buf *b, char *end)
-{
-	b->len = (size_t)(end - b->data);
-	*end = '\0';
+	return reserve(b, n) == MF_OK ? b->data + b->len : NULL;
 }
 
 enum mf_rc

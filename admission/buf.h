@@ -22,13 +22,29 @@ void mf_buf_init(struct mf_buf *b, size_t max);
 enum mf_rc mf_buf_add(struct mf_buf *b, const char *data, size_t len);
 enum mf_rc mf_buf_printf(struct mf_buf *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* Grow b for n more bytes and a NUL; mf_buf_room's slow path. */
+char *mf_buf_grow(struct mf_buf *b, size_t n);
+
 /*
  * Room for n more bytes and a NUL: where they go (data + len), or NULL
  * once the buffer has failed (rc says why).  The caller writes up to n
- * bytes there and calls mf_buf_done with where it stopped.
+ * bytes there and calls mf_buf_done with where it stopped.  Inline: the
+ * JSON writer asks for room for every member.
  */
-char *mf_buf_room(struct mf_buf *b, size_t n);
-void mf_buf_done(struct mf_buf *b, char *end);
+static inline char *
+mf_buf_room(struct mf_buf *b, size_t n)
+{
+	if (b->rc == MF_OK && b->cap - b->len > n)
+		return b->data + b->len;
+	return mf_buf_grow(b, n);
+}
+
+static inline void
+mf_buf_done(struct mf_buf *b, char *end)
+{
+	b->len = (size_t)(end - b->data);
+	*end = '\0';
+}
 /* Hand the text to the caller (free() it); the buffer is left empty. */
 char *mf_buf_take(struct mf_buf *b);
 void mf_buf_free(struct mf_buf *b);
