@@ -45,6 +45,7 @@ mf_buf_done(struct mf_buf *b, char *end)
 	b->len = (size_t)(end - b->data);
 	*end = '\0';
 }
+
 /* Hand the text to the caller (free() it); the buffer is left empty. */
 char *mf_buf_take(struct mf_buf *b);
 void mf_buf_free(struct mf_buf *b);
