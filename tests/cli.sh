@@ -329,18 +329,8 @@ is "--help exits 0" "$rc" 0
 has "--help: usage on stdout" "$out" '^usage: memfloor'
 
 # --- submit ---------------------------------------------------------------------
-if [ ! -x "$daemon_bin" ]; then
-	fail "memfloord not found at $daemon_bin (set MEMFLOORD)"
-	summary
-	exit 1
-fi
-start_daemon "$tmp/daemon.log"
+serve "$tmp/daemon.log"
 daemon=$pid
-if [ -z "$port" ]; then
-	fail "memfloord did not start: $(cat "$tmp/daemon.log")"
-	summary
-	exit 1
-fi
 url=http://127.0.0.1:$port
 
 mf submit "$ok_job" --server "$url" -o json

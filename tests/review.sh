@@ -182,18 +182,8 @@ main()
 EOF
 
 # --- the daemon -------------------------------------------------------------
-if [ ! -x "$daemon_bin" ]; then
-	fail "memfloord not found at $daemon_bin (set MEMFLOORD)"
-	summary
-	exit 1
-fi
-start_daemon "$tmp/daemon.log"
+serve "$tmp/daemon.log"
 daemon=$pid
-if [ -z "$port" ]; then
-	fail "memfloord did not start: $(cat "$tmp/daemon.log")"
-	summary
-	exit 1
-fi
 url=http://127.0.0.1:$port/v1/admission-review
 
 # post FILE: the answer goes to $tmp/answer, the HTTP status to stdout.

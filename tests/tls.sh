@@ -45,12 +45,6 @@ for tool in openssl curl; do
 		exit 1
 	fi
 done
-if [ ! -x "$daemon_bin" ]; then
-	fail "memfloord not found at $daemon_bin (set MEMFLOORD)"
-	summary
-	exit 1
-fi
-
 # --- two throwaway pairs ----------------------------------------------------
 # make_pair N: $tmp/certN.pem and $tmp/keyN.pem, for 127.0.0.1 and localhost.
 make_pair() {
@@ -83,14 +77,8 @@ install_pair() {
 install_pair "$tmp/cert1.pem" "$tmp/key1.pem"
 
 # --- the daemon ---------------------------------------------------------------
-start_daemon "$tmp/daemon.log" --tls-cert "$tmp/tls.crt" \
-    --tls-key "$tmp/tls.key"
+serve "$tmp/daemon.log" --tls-cert "$tmp/tls.crt" --tls-key "$tmp/tls.key"
 daemon=$pid
-if [ -z "$port" ]; then
-	fail "memfloord did not start: $(cat "$tmp/daemon.log")"
-	summary
-	exit 1
-fi
 base=https://127.0.0.1:$port
 
 # get CA PATH: HTTP status of GET PATH trusting only CA (000: no answer).

@@ -4,7 +4,7 @@
 #
 # pass/fail record one check; is/has compare; summary prints "N passed,
 # M failed" and fails when a check did; start_daemon runs memfloord on a
-# free loopback port.
+# free loopback port, serve the same or exits.
 
 results=$tmp/results
 : >"$results"
@@ -49,6 +49,22 @@ start_daemon() {
 		sleep 0.1
 		i=$((i + 1))
 	done
+}
+
+# serve LOG ARGS...: start_daemon, or record why not, print the summary and
+# exit 1 when memfloord is missing or does not start.
+serve() {
+	if [ ! -x "$daemon_bin" ]; then
+		fail "memfloord not found at $daemon_bin (set MEMFLOORD)"
+		summary || true
+		exit 1
+	fi
+	start_daemon "$@"
+	if [ -z "$port" ]; then
+		fail "memfloord did not start: $(cat "$1")"
+		summary || true
+		exit 1
+	fi
 }
 
 # wait_log FILE PATTERN [N] [TENTHS]: FILE has N (default 1) lines matching
