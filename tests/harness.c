@@ -611,6 +611,57 @@ it_daemon_stop(struct it_daemon *d)
 	free(d);
 }
 
+char *
+it_padded(const char *head, size_t len)
+{
+	size_t n = strlen(head);
+	char *p;
+
+	if (len <= n + 2)
+		return NULL;
+	p = malloc(len + 1);
+	if (p == NULL)
+		return NULL;
+	memcpy(p, head, n);
+	p[n] = '#';
+	memset(p + n + 1, 'x', len - n - 2);
+	p[len - 1] = '\n';
+	p[len] = '\0';
+	return p;
+}
+
+int
+it_daemon_reports(struct it_daemon *d)
+{
+	return it_daemon_log_count(d, "runtime error") +
+	    it_daemon_log_count(d, "Sanitizer");
+}
+
+int
+it_daemon_finish(struct it_daemon *d, int timeout_ms)
+{
+	long t0 = it_now_ms();
+	int rc, clean;
+	char *log;
+
+	if (d == NULL)
+		return 0;
+	it_daemon_signal(d, SIGTERM);
+	rc = it_daemon_wait(d, timeout_ms);
+	clean = it_daemon_reports(d) == 0;
+	if (rc != 0 || !clean) {
+		log = it_daemon_log(d);
+		/* Whole: cmocka's messages cut long text. */
+		fprintf(stderr,
+		    "memfloord: exit status %d after %ld ms (-1: still "
+		    "running after %d ms); it logged:\n%s\n",
+		    rc, it_now_ms() - t0, timeout_ms, log);
+		free(log);
+	}
+	it_daemon_stop(d);
+	return rc == 0 && clean ? 0 : -1;
+}
+
 void
 it_cleanup(void)
 {

@@ -57,6 +57,12 @@ int it_write_file(const char *path, const void *data, size_t len);
 char *it_read_file(const char *path, size_t *len);
 /* Copy a file (atomically, as it_write_file). */
 int it_copy_file(const char *from, const char *to);
+/*
+ * head, then a comment of x's ending in a newline, len bytes in all
+ * (malloc'd): a valid document of an exact size.  NULL when len is not
+ * above strlen(head) + 2 or on allocation failure.
+ */
+char *it_padded(const char *head, size_t len);
 /* rm -r; 0 when path is gone. */
 int it_rmtree(const char *path);
 
@@ -86,6 +92,15 @@ int it_daemon_log_wait(struct it_daemon *d, const char *needle, int n,
     int timeout_ms);
 /* SIGKILL when still running, reap, free.  NULL is a no-op. */
 void it_daemon_stop(struct it_daemon *d);
+/* Sanitizer reports ("runtime error", "Sanitizer") in the log so far. */
+int it_daemon_reports(struct it_daemon *d);
+/*
+ * End the daemon the way an operator does, with SIGTERM, then stop it: 0
+ * when it exited 0 within timeout_ms and logged no sanitizer report (an
+ * ASan build checks for leaks as it exits); else -1, with its whole log on
+ * stderr.  NULL is a no-op.
+ */
+int it_daemon_finish(struct it_daemon *d, int timeout_ms);
 
 /*
  * Send q to the daemon and fill r (release with it_response_free, also on

@@ -292,39 +292,11 @@ start_place(void **state)
 	return d == NULL ? -1 : 0;
 }
 
-/*
- * End a daemon the way an operator does, with SIGTERM: it must exit 0 and
- * have logged no sanitizer report (a daemon built with ASan checks for
- * leaks as it exits).  -1 when it did not.  NULL is a no-op.
- */
-static int
-finish(struct it_daemon *d)
-{
-	char *log;
-	int rc, clean;
-
-	if (d == NULL)
-		return 0;
-	it_daemon_signal(d, SIGTERM);
-	rc = it_daemon_wait(d, WAIT_MS);
-	clean = it_daemon_log_count(d, "runtime error") == 0 &&
-	    it_daemon_log_count(d, "Sanitizer") == 0;
-	if (rc != 0 || !clean) {
-		log = it_daemon_log(d);
-		/* Whole: print_error truncates long text. */
-		fprintf(stderr, "memfloord exit status %d; it logged:\n%s\n",
-		    rc, log);
-		free(log);
-	}
-	it_daemon_stop(d);
-	return rc == 0 && clean ? 0 : -1;
-}
-
 /* Teardown of a test or group whose state is its daemon. */
 static int
 stop_place(void **state)
 {
-	int rc = finish(*state);
+	int rc = it_daemon_finish(*state, WAIT_MS);
 
 	*state = NULL;
 	return rc;
@@ -711,26 +683,15 @@ test_http_411(void **state)
 	free(out);
 }
 
-/*
- * A valid 88Gi job padded with comment lines to exactly len bytes
- * (malloc'd).
- */
+/* A valid 88Gi job padded to exactly len bytes (malloc'd). */
 static char *
 padded_job(size_t len)
 {
 	char head[1024], *buf;
-	size_t n;
 
 	job88(head, sizeof(head), NULL, NULL);
-	n = strlen(head);
-	buf = malloc(len + 1);
+	buf = it_padded(head, len);
 	assert_non_null(buf);
-	assert_true(len > n + 2);
-	memcpy(buf, head, n);
-	buf[n] = '#';
-	memset(buf + n + 1, 'x', len - n - 2);
-	buf[len - 1] = '\n';
-	buf[len] = '\0';
 	return buf;
 }
 
@@ -1599,7 +1560,7 @@ teardown_own(void **state)
 
 	(void)state;
 	loop_stop();
-	rc = finish(own);
+	rc = it_daemon_finish(own, WAIT_MS);
 	own = NULL;
 	return rc;
 }

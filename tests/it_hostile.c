@@ -579,35 +579,6 @@ start_daemon(void)
 }
 
 static int
-sanitizer_reports(struct it_daemon *d)
-{
-	return it_daemon_log_count(d, "runtime error") +
-	    it_daemon_log_count(d, "Sanitizer");
-}
-
-/* SIGTERM: it must exit 0 with a clean log.  -1 when it did not. */
-static int
-finish(struct it_daemon *d)
-{
-	int rc, clean;
-	char *log;
-
-	if (d == NULL)
-		return 0;
-	it_daemon_signal(d, SIGTERM);
-	rc = it_daemon_wait(d, WAIT_MS);
-	clean = sanitizer_reports(d) == 0;
-	if (rc != 0 || !clean) {
-		log = it_daemon_log(d);
-		fprintf(stderr, "memfloord exit status %d; it logged:\n%s\n",
-		    rc, log);
-		free(log);
-	}
-	it_daemon_stop(d);
-	return rc == 0 && clean ? 0 : -1;
-}
-
-static int
 group_setup(void **state)
 {
 	static char cat[4096], models[4096];
@@ -621,7 +592,7 @@ group_setup(void **state)
 static int
 group_teardown(void **state)
 {
-	int rc = finish(daemon_);
+	int rc = it_daemon_finish(daemon_, WAIT_MS);
 
 	(void)state;
 	daemon_ = NULL;
@@ -1017,7 +988,7 @@ check_alive(const struct hcase *hc, int reports, size_t logged)
 		    "(status %ld, %s)",
 		    r.status, r.error);
 	it_response_free(&r);
-	if (sanitizer_reports(daemon_) != reports)
+	if (it_daemon_reports(daemon_) != reports)
 		n += bad(hc, "the daemon logged a sanitizer report");
 	if (n == 0)
 		return 0;
@@ -1055,7 +1026,7 @@ run_case(void **state)
 	}
 	if (daemon_ == NULL && start_daemon() != 0)
 		fail_msg("memfloord does not start again");
-	reports = sanitizer_reports(daemon_);
+	reports = it_daemon_reports(daemon_);
 	logged = log_length(daemon_);
 	t0 = it_now_ms();
 	n = exchange(hc);

@@ -146,30 +146,6 @@ want_fds(rlim_t n)
 	assert_int_equal(setrlimit(RLIMIT_NOFILE, &rl), 0);
 }
 
-/* End the daemon with SIGTERM within ms: 0 when it exited 0, cleanly. */
-static int
-finish_within(struct it_daemon *d, int ms)
-{
-	long t0 = it_now_ms();
-	int rc, clean;
-	char *log;
-
-	it_daemon_signal(d, SIGTERM);
-	rc = it_daemon_wait(d, ms);
-	clean = it_daemon_log_count(d, "runtime error") == 0 &&
-	    it_daemon_log_count(d, "Sanitizer") == 0;
-	if (rc != 0 || !clean) {
-		log = it_daemon_log(d);
-		fprintf(stderr,
-		    "memfloord: exit status %d after %ld ms (-1: still "
-		    "running after %d ms); it logged:\n%s\n",
-		    rc, it_now_ms() - t0, ms, log);
-		free(log);
-	}
-	it_daemon_stop(d);
-	return rc == 0 && clean ? 0 : -1;
-}
-
 /* Catalogue A in a fresh directory; its path in buf. */
 static void
 catalog_file(char *buf, size_t size)
@@ -505,7 +481,7 @@ test_reload_storm(void **state)
 	assert_true(ok1 > ok0 && err1 > err0);
 	assert_true(
 	    atomic_load(&s.t.seen_a) > 0 && atomic_load(&s.t.seen_b) > 0);
-	assert_int_equal(finish_within(s.dm, WAIT_MS), 0);
+	assert_int_equal(it_daemon_finish(s.dm, WAIT_MS), 0);
 }
 
 /* --- idle connections ------------------------------------------------ */
@@ -600,7 +576,7 @@ test_idle_connections(void **state)
 		close(fds[i]);
 	tally_check(&t, "beside idle connections", 220);
 	/* Nothing was in flight: the drain is immediate. */
-	assert_int_equal(finish_within(d, 5000), 0);
+	assert_int_equal(it_daemon_finish(d, 5000), 0);
 }
 
 /* --- clients that vanish --------------------------------------------- */
@@ -660,7 +636,7 @@ test_vanishing_clients(void **state)
 	 * Every request that vanished has ended: nothing is in flight, so
 	 * SIGTERM exits at once and not after the 30 s drain.
 	 */
-	assert_int_equal(finish_within(d, 5000), 0);
+	assert_int_equal(it_daemon_finish(d, 5000), 0);
 }
 
 /* --- SIGTERM under load ---------------------------------------------- */
@@ -716,23 +692,6 @@ slow_send(void *arg)
 
 	it_send(s->d, &s->q, &s->r);
 	return NULL;
-}
-
-/* The 88Gi job padded with a comment to len bytes (malloc'd). */
-static char *
-padded(size_t len)
-{
-	size_t n = strlen(job88);
-	char *p = malloc(len + 1);
-
-	assert_non_null(p);
-	assert_true(len > n + 2);
-	memcpy(p, job88, n);
-	p[n] = '#';
-	memset(p + n + 1, 'x', len - n - 2);
-	p[len - 1] = '\n';
-	p[len] = '\0';
-	return p;
 }
 
 static void
@@ -810,7 +769,8 @@ test_sigterm_under_load(void **state)
 	for (int i = 0; i < CLIENTS; i++)
 		assert_int_equal(pthread_create(&th[i], NULL, hammer, &s), 0);
 	it_sleep_ms(500);
-	body = padded(SLOW_LEN);
+	body = it_padded(job88, SLOW_LEN);
+	assert_non_null(body);
 	slow_start(sl, d, body);
 	assert_true(atomic_load(&sl[0].sent) < SLOW_LEN);
 	atomic_store(&s.signalled, 1);
@@ -986,7 +946,7 @@ test_rss_bounded(void **state)
 	assert_true(after - before < RSS_LIMIT_KIB);
 	/* Every request was counted (and the first /metrics itself). */
 	assert_true(n1 - n0 >= RSS_REQUESTS);
-	assert_int_equal(finish_within(d, WAIT_MS), 0);
+	assert_int_equal(it_daemon_finish(d, WAIT_MS), 0);
 }
 
 static char *
