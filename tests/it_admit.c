@@ -34,6 +34,7 @@
 #include <yaml.h>
 
 #include "harness.h"
+#include "models.h"
 
 #define F88GI INT64_C(94489280512) /* 88 x 1,073,741,824 */
 #define MAX_BODY 4096              /* --max-body of the shared daemon */
@@ -1167,20 +1168,6 @@ count_models(const char *dir)
 	closedir(d);
 	return n;
 }
-
-/* The published totals of shared/models/README.md. */
-static const struct {
-	const char *name;
-	int64_t parameters;
-} published[] = {
-	{ "Qwen/Qwen2.5-7B", INT64_C(7615616512) },
-	{ "google/gemma-2-9b", INT64_C(9241705984) },
-	{ "meta-llama/Llama-3.1-70B", INT64_C(70553706496) },
-	{ "meta-llama/Llama-3.1-8B", INT64_C(8030261248) },
-	{ "microsoft/Phi-3-mini-4k-instruct", INT64_C(3821079552) },
-	{ "mistralai/Mistral-7B-v0.1", INT64_C(7241732096) },
-	{ "mistralai/Mixtral-8x7B-v0.1", INT64_C(46702792704) },
-};
 
 static void
 test_models_list(void **state)

@@ -1,9 +1,11 @@
 /*
- * models.h: model shapes written out by hand, shared by the model and
- * estimate tests.
+ * models.h: model shapes written out by hand and the published parameter
+ * totals, shared by the model, estimate and admission tests.
  */
 #ifndef MF_TEST_MODELS_H
 #define MF_TEST_MODELS_H
+
+#include <stdint.h>
 
 #include "model.h"
 
@@ -43,6 +45,34 @@ static const struct mf_model largest = {
 	.vocab = MF_MODEL_MAX_VOCAB,
 	.experts = MF_MODEL_MAX_EXPERTS,
 	.norms_per_layer = 2,
+};
+
+/* head_dim given (32), not hidden / heads (24): P = 428,448, worked out
+ * in test_model.c. */
+static const struct mf_model given_head_dim = {
+	.hidden = 96,
+	.layers = 3,
+	.heads = 4,
+	.kv_heads = 2,
+	.head_dim = 32,
+	.intermediate = 256,
+	.vocab = 500,
+	.norms_per_layer = 2,
+};
+
+/* The published parameter totals of shared/models/README.md, in name
+ * order. */
+static const struct published {
+	const char *name;
+	int64_t parameters;
+} published[] = {
+	{ "Qwen/Qwen2.5-7B", INT64_C(7615616512) },
+	{ "google/gemma-2-9b", INT64_C(9241705984) },
+	{ "meta-llama/Llama-3.1-70B", INT64_C(70553706496) },
+	{ "meta-llama/Llama-3.1-8B", INT64_C(8030261248) },
+	{ "microsoft/Phi-3-mini-4k-instruct", INT64_C(3821079552) },
+	{ "mistralai/Mistral-7B-v0.1", INT64_C(7241732096) },
+	{ "mistralai/Mixtral-8x7B-v0.1", INT64_C(46702792704) },
 };
 
 #endif

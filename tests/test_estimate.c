@@ -445,16 +445,7 @@ test_est_sharding_only_full(void **state)
 static void
 test_est_head_dim_inference(void **state)
 {
-	struct mf_model m = {
-		.hidden = 96,
-		.layers = 3,
-		.heads = 4,
-		.kv_heads = 2,
-		.head_dim = 32,
-		.intermediate = 256,
-		.vocab = 500,
-		.norms_per_layer = 2,
-	};
+	struct mf_model m = given_head_dim;
 	struct mf_workload w;
 	struct mf_estimate e;
 

@@ -59,16 +59,7 @@ test_params_tied_tiny(void **state)
 static void
 test_params_head_dim(void **state)
 {
-	struct mf_model m = {
-		.hidden = 96,
-		.layers = 3,
-		.heads = 4,
-		.kv_heads = 2,
-		.head_dim = 32,
-		.intermediate = 256,
-		.vocab = 500,
-		.norms_per_layer = 2,
-	};
+	struct mf_model m = given_head_dim;
 
 	(void)state;
 	/*
@@ -523,24 +514,9 @@ test_read_too_large(void **state)
 
 /* --- the registry ---------------------------------------------------- */
 
-struct published {
-	const char *name;
-	int64_t params;
-};
-
 static void
 test_models_load_shipped(void **state)
 {
-	/* shared/models/README.md, in name order. */
-	static const struct published want[] = {
-		{ "Qwen/Qwen2.5-7B", INT64_C(7615616512) },
-		{ "google/gemma-2-9b", INT64_C(9241705984) },
-		{ "meta-llama/Llama-3.1-70B", INT64_C(70553706496) },
-		{ "meta-llama/Llama-3.1-8B", INT64_C(8030261248) },
-		{ "microsoft/Phi-3-mini-4k-instruct", INT64_C(3821079552) },
-		{ "mistralai/Mistral-7B-v0.1", INT64_C(7241732096) },
-		{ "mistralai/Mixtral-8x7B-v0.1", INT64_C(46702792704) },
-	};
 	struct mf_models *models = NULL;
 	const struct mf_model *m;
 	struct mf_error err;
@@ -548,25 +524,27 @@ test_models_load_shipped(void **state)
 	size_t i;
 
 	(void)state;
+	/* The shipped models are the published ones, in name order. */
 	snprintf(dir, sizeof(dir), "%s/catalog/models", top());
 	if (mf_models_load(dir, &models, &err) != MF_OK) {
 		print_error("%s\n", err.message);
 		fail();
 	}
-	assert_int_equal(mf_models_count(models), NELEM(want));
-	for (i = 0; i < NELEM(want); i++) {
-		assert_string_equal(mf_models_name(models, i), want[i].name);
-		m = mf_models_find(models, want[i].name);
+	assert_int_equal(mf_models_count(models), NELEM(published));
+	for (i = 0; i < NELEM(published); i++) {
+		assert_string_equal(mf_models_name(models, i),
+		    published[i].name);
+		m = mf_models_find(models, published[i].name);
 		assert_ptr_equal(m, mf_models_at(models, i));
-		if (mf_model_params(m) != want[i].params) {
+		if (mf_model_params(m) != published[i].parameters) {
 			print_error("%s: %lld parameters, published %lld\n",
-			    want[i].name, (long long)mf_model_params(m),
-			    (long long)want[i].params);
+			    published[i].name, (long long)mf_model_params(m),
+			    (long long)published[i].parameters);
 			fail();
 		}
 	}
-	assert_null(mf_models_name(models, NELEM(want)));
-	assert_null(mf_models_at(models, NELEM(want)));
+	assert_null(mf_models_name(models, NELEM(published)));
+	assert_null(mf_models_at(models, NELEM(published)));
 	assert_null(mf_models_find(models, "meta-llama/Llama-3.1-8"));
 	assert_null(mf_models_find(models, "Llama-3.1-8B"));
 	assert_null(mf_models_find(models, NULL));
