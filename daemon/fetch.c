@@ -41,10 +41,7 @@ struct job {
 	CURL *easy;
 	mfd_fetch_done done;
 	void *arg;
-	char *buf; /* the 200 body so far */
-	size_t len, cap;
-	int toobig;
-	int nomem;
+	struct mf_buf body; /* the 200 body so far, at most MFD_FETCH_MAX */
 	int redirects;
 	long long deadline; /* monotonic ms, for all hops together */
 	char errbuf[CURL_ERROR_SIZE];
@@ -546,7 +543,7 @@ job_free(struct job *j)
 	if (j->easy != NULL)
 		curl_easy_cleanup(j->easy);
 	curl_url_cleanup(j->u);
-	free(j->buf);
+	mf_buf_free(&j->body);
 	free(j->url);
 	free(j);
 }
@@ -601,35 +598,15 @@ static size_t
 on_data(char *data, size_t size, size_t n, void *arg)
 {
 	struct job *j = arg;
-	size_t len = size * n, cap;
+	size_t len = size * n;
 	long code = 0;
-	char *p;
 
 	curl_easy_getinfo(j->easy, CURLINFO_RESPONSE_CODE, &code);
 	if (code != 200)
 		return len;
-	if (len > MFD_FETCH_MAX - j->len) {
-		j->toobig = 1;
-		return 0;
-	}
-	if (j->len + len + 1 > j->cap) {
-		cap = j->cap == 0 ? 16384 : j->cap;
-		while (cap < j->len + len + 1)
-			cap *= 2;
-		if (cap > MFD_FETCH_MAX + 1)
-			cap = MFD_FETCH_MAX + 1;
-		p = realloc(j->buf, cap);
-		if (p == NULL) {
-			j->nomem = 1;
-			return 0;
-		}
-		j->buf = p;
-		j->cap = cap;
-	}
-	memcpy(j->buf + j->len, data, len);
-	j->len += len;
-	j->buf[j->len] = '\0';
-	return len;
+	/* Past the cap or out of memory: 0 stops the transfer, and the
+	 * buffer's rc says which. */
+	return mf_buf_add(&j->body, data, len) == MF_OK ? len : 0;
 }
 
 /* CURLOPT_PROTOCOLS_STR came with libcurl 7.85 (Ubuntu 22.04 has 7.81). */
@@ -691,8 +668,8 @@ issue(struct job *j, CURLU *u, enum mfd_fetch_status *st)
 		*st = MFD_FETCH_TIMEOUT;
 		return -1;
 	}
-	j->len = 0;
-	j->toobig = 0;
+	mf_buf_free(&j->body);
+	mf_buf_init(&j->body, MFD_FETCH_MAX + 1);
 	j->errbuf[0] = '\0';
 	if (curl_easy_setopt(j->easy, CURLOPT_TIMEOUT_MS, (long)left) !=
 	        CURLE_OK ||
@@ -797,19 +774,18 @@ outcome(struct job *j, CURLcode rc, struct mfd_fetch_result *res)
 	} else if (code != 0 && code != 200) {
 		res->status = MFD_FETCH_HTTP;
 		say(m, size, j->url, "answered HTTP %ld", code);
-	} else if (rc == CURLE_FILESIZE_EXCEEDED || j->toobig) {
+	} else if (rc == CURLE_FILESIZE_EXCEEDED || j->body.rc == MF_ETOOBIG) {
 		res->status = MFD_FETCH_TOOBIG;
 		say(m, size, j->url, "larger than %u KiB", MFD_FETCH_MAX >> 10);
-	} else if (j->nomem) {
+	} else if (j->body.rc != MF_OK) {
 		say(m, size, j->url, "out of memory");
 	} else if (rc != CURLE_OK) {
 		say(m, size, j->url, "could not fetch: %s",
 		    j->errbuf[0] != '\0' ? j->errbuf : curl_easy_strerror(rc));
 	} else {
 		res->status = MFD_FETCH_OK;
-		res->body = j->buf != NULL ? j->buf : strdup("");
-		res->len = j->len;
-		j->buf = NULL;
+		res->len = j->body.len;
+		res->body = mf_buf_take(&j->body);
 		if (res->body == NULL) {
 			res->status = MFD_FETCH_FAILED;
 			say(m, size, j->url, "out of memory");
