@@ -47,6 +47,7 @@
 #include <cmocka.h>
 #include <jansson.h>
 
+#include "buf.h"
 #include "harness.h"
 
 #define WAIT_MS 10000
@@ -84,30 +85,11 @@ static char models[4096];
 
 /* --- small things ---------------------------------------------------- */
 
-struct text {
-	char *data;
-	size_t len, cap;
-};
-
+/* A curl write callback into a struct mf_buf. */
 static size_t
 on_data(char *p, size_t size, size_t n, void *arg)
 {
-	struct text *t = arg;
-	size_t k = size * n;
-
-	if (t->cap - t->len <= k) {
-		size_t cap = t->cap * 2 + k + 1;
-		char *q = realloc(t->data, cap);
-
-		if (q == NULL)
-			return 0;
-		t->data = q;
-		t->cap = cap;
-	}
-	memcpy(t->data + t->len, p, k);
-	t->len += k;
-	t->data[t->len] = '\0';
-	return k;
+	return mf_buf_add(arg, p, size * n) == MF_OK ? size * n : 0;
 }
 
 static json_t *
@@ -188,7 +170,7 @@ struct client {
 	CURL *c;
 	struct curl_slist *hdrs;
 	int port;
-	struct text body;
+	struct mf_buf body;
 	long status;
 	char error[CURL_ERROR_SIZE];
 };
@@ -197,6 +179,7 @@ static int
 client_init(struct client *k, const struct it_daemon *d)
 {
 	memset(k, 0, sizeof(*k));
+	mf_buf_init(&k->body, 16u << 20);
 	k->port = it_daemon_port(d);
 	k->c = curl_easy_init();
 	k->hdrs = curl_slist_append(NULL, "Content-Type: application/yaml");
@@ -210,7 +193,7 @@ client_free(struct client *k)
 {
 	curl_easy_cleanup(k->c);
 	curl_slist_free_all(k->hdrs);
-	free(k->body.data);
+	mf_buf_free(&k->body);
 }
 
 /* One request on the kept connection; body NULL: a GET.  The status, or
