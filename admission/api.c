@@ -11,6 +11,9 @@
 #include "qty.h"
 #include "render.h"
 
+/* The longest answer in JSON or YAML. */
+#define ANSWER_MAX (16u << 20)
+
 static const char *const content_types[] = {
 	[MF_OUT_JSON] = "application/json",
 	[MF_OUT_YAML] = "application/yaml",
@@ -41,17 +44,6 @@ answer_oom(struct mf_answer *ans)
 	ans->content_type = content_types[MF_OUT_JSON];
 }
 
-/* Text is read in a terminal: no control character from the input may
- * reach it but newline and tab. */
-static void
-scrub(char *text)
-{
-	for (char *p = text; p != NULL && *p != '\0'; p++)
-		if (((unsigned char)*p < 0x20 && *p != '\n' && *p != '\t') ||
-		    *p == 0x7f)
-			*p = '?';
-}
-
 /* Take text (malloc'd, NULL for failure) as the body. */
 static void
 set_body(struct mf_answer *ans, enum mf_answer_kind kind, char *text,
@@ -63,8 +55,10 @@ set_body(struct mf_answer *ans, enum mf_answer_kind kind, char *text,
 		answer_oom(ans);
 		return;
 	}
+	/* Text is read in a terminal: no control character from the
+	 * input may reach it but newline and tab. */
 	if (out == MF_OUT_TEXT)
-		scrub(text);
+		mf_scrub(text);
 	len = strlen(text);
 	/* Every answer ends in a newline, so curl output reads cleanly. */
 	if (len == 0 || text[len - 1] != '\n') {
@@ -92,38 +86,37 @@ mf_answer_text(struct mf_answer *ans, enum mf_answer_kind kind, char *text)
 }
 
 void
-mf_answer_json(struct mf_answer *ans, enum mf_answer_kind kind, json_t *j,
-    enum mf_output out)
+mf_answer_json(struct mf_answer *ans, enum mf_answer_kind kind, json_t *j)
 {
-	char *text;
+	char *text = j != NULL ? json_dumps(j, MF_JSON_FLAGS) : NULL;
 
-	if (j == NULL) {
-		answer_oom(ans);
-		return;
-	}
-	if (out == MF_OUT_YAML)
-		text = mf_yaml_dump(j);
-	else
-		text = json_dumps(j, MF_JSON_FLAGS);
 	json_decref(j);
-	set_body(ans, kind, text,
-	    out == MF_OUT_YAML ? MF_OUT_YAML : MF_OUT_JSON);
+	set_body(ans, kind, text, MF_OUT_JSON);
 }
 
-/* Take JSON text (malloc'd, NULL for failure); YAML is converted. */
-static void
-answer_jtext(struct mf_answer *ans, enum mf_answer_kind kind, char *text,
-    enum mf_output out)
-{
-	json_t *j;
+/* An answer document in the requested form: begin, write, answer. */
+struct doc {
+	struct mf_buf b;
+	struct mf_jw w;
+};
 
-	if (text == NULL || out != MF_OUT_YAML) {
-		set_body(ans, kind, text, MF_OUT_JSON);
-		return;
-	}
-	j = json_loads(text, 0, NULL);
-	free(text);
-	mf_answer_json(ans, kind, j, out);
+static struct mf_jw *
+doc_begin(struct doc *d, enum mf_output out)
+{
+	mf_buf_init(&d->b, ANSWER_MAX);
+	mf_jw_init_form(&d->w, &d->b,
+	    out == MF_OUT_YAML ? MF_JW_YAML : MF_JW_JSON);
+	return &d->w;
+}
+
+/* Take the document as the body (a failure answers 500). */
+static void
+doc_answer(struct doc *d, enum mf_answer_kind kind, enum mf_output out,
+    struct mf_answer *ans)
+{
+	mf_jw_finish(&d->w);
+	set_body(ans, kind, mf_buf_take(&d->b),
+	    out == MF_OUT_YAML ? MF_OUT_YAML : MF_OUT_JSON);
 }
 
 static enum mf_answer_kind
@@ -136,6 +129,8 @@ void
 mf_answer_err(struct mf_answer *ans, enum mf_rc rc, const struct mf_error *err,
     enum mf_output out)
 {
+	struct doc d;
+
 	if (out == MF_OUT_TEXT) {
 		size_t n = strlen(err->message) + 8;
 		char *t = malloc(n);
@@ -145,7 +140,8 @@ mf_answer_err(struct mf_answer *ans, enum mf_rc rc, const struct mf_error *err,
 		set_body(ans, kind_of(rc), t, MF_OUT_TEXT);
 		return;
 	}
-	answer_jtext(ans, kind_of(rc), mf_json_error(err), out);
+	mf_write_error(doc_begin(&d, out), err);
+	doc_answer(&d, kind_of(rc), out, ans);
 }
 
 void
@@ -229,13 +225,14 @@ mf_api_admit(const struct mf_api *api, const char *body, size_t len,
 {
 	struct mf_decision *d;
 	struct mf_error err;
-	struct mf_doc *doc;
+	struct mf_doc *in;
 	struct mf_job job;
+	struct doc doc;
 	enum mf_answer_kind kind;
 
 	memset(ans, 0, sizeof(*ans));
-	doc = read_job(api, body, len, fmt, out, &job, ans);
-	if (doc == NULL)
+	in = read_job(api, body, len, fmt, out, &job, ans);
+	if (in == NULL)
 		return;
 	note_job(ans, &job);
 	d = malloc(sizeof(*d));
@@ -248,15 +245,17 @@ mf_api_admit(const struct mf_api *api, const char *body, size_t len,
 		goto out;
 	}
 	kind = d->admitted ? MF_ANS_OK : MF_ANS_REJECTED;
-	if (out == MF_OUT_TEXT)
+	if (out == MF_OUT_TEXT) {
 		mf_answer_text(ans, kind, mf_text_decision(&job, d));
-	else
-		answer_jtext(ans, kind, mf_json_decision(&job, d, api->cat),
-		    out);
+	} else {
+		mf_write_decision(doc_begin(&doc, out), NULL, &job, d,
+		    api->cat);
+		doc_answer(&doc, kind, out, ans);
+	}
 	ans->verdict = d->admitted ? MF_VERDICT_ADMITTED : MF_VERDICT_REJECTED;
 out:
 	free(d);
-	mf_doc_free(doc);
+	mf_doc_free(in);
 }
 
 void
@@ -267,6 +266,7 @@ mf_api_estimate(const struct mf_api *api, const char *body, size_t len,
 	struct mf_doc *doc;
 	struct mf_job job;
 	struct mf_error err;
+	struct doc d;
 
 	memset(ans, 0, sizeof(*ans));
 	doc = read_job(api, body, len, fmt, out, &job, ans);
@@ -287,8 +287,9 @@ mf_api_estimate(const struct mf_api *api, const char *body, size_t len,
 		mf_answer_text(ans, MF_ANS_OK,
 		    mf_text_estimate(&job, &est, api->cat));
 	} else {
-		answer_jtext(ans, MF_ANS_OK,
-		    mf_json_estimate(&job, &est, api->cat), out);
+		mf_write_estimate(doc_begin(&d, out), NULL, &job, &est,
+		    api->cat);
+		doc_answer(&d, MF_ANS_OK, out, ans);
 	}
 	mf_doc_free(doc);
 }
@@ -300,6 +301,7 @@ mf_api_catalog(const struct mf_api *api, const char *min_memory,
 	enum mf_qty_format f = MF_QTY_BINARY;
 	enum mf_qty_err qe;
 	int64_t floor = 0;
+	struct doc d;
 	char msg[160];
 
 	memset(ans, 0, sizeof(*ans));
@@ -317,20 +319,25 @@ mf_api_catalog(const struct mf_api *api, const char *min_memory,
 	if (out == MF_OUT_TEXT)
 		mf_answer_text(ans, MF_ANS_OK,
 		    mf_text_catalog(api->cat, floor));
-	else
-		answer_jtext(ans, MF_ANS_OK,
-		    mf_json_catalog(api->cat, floor, (int)f), out);
+	else {
+		mf_write_catalog(doc_begin(&d, out), api->cat, floor, (int)f);
+		doc_answer(&d, MF_ANS_OK, out, ans);
+	}
 }
 
 void
 mf_api_models(const struct mf_api *api, enum mf_output out,
     struct mf_answer *ans)
 {
+	struct doc d;
+
 	memset(ans, 0, sizeof(*ans));
-	if (out == MF_OUT_TEXT)
+	if (out == MF_OUT_TEXT) {
 		mf_answer_text(ans, MF_ANS_OK, mf_text_models(api->models));
-	else
-		answer_jtext(ans, MF_ANS_OK, mf_json_models(api->models), out);
+		return;
+	}
+	mf_write_models(doc_begin(&d, out), api->models);
+	doc_answer(&d, MF_ANS_OK, out, ans);
 }
 
 /* The JSON form of a diagnose body: message and, optionally, a job. */
@@ -387,7 +394,7 @@ diagnosis_text(const struct mf_oom *o, const struct mf_job *job,
 {
 	int n = mf_oom_text(o, NULL, 0);
 	char *report = n < 0 ? NULL : malloc((size_t)n + 1);
-	char *decision = NULL, *text;
+	char *decision = NULL;
 	struct mf_buf b;
 
 	if (report == NULL)
@@ -401,9 +408,7 @@ diagnosis_text(const struct mf_oom *o, const struct mf_job *job,
 	    decision ? decision : "");
 	free(report);
 	free(decision);
-	text = b.rc == MF_OK ? mf_buf_take(&b) : NULL;
-	mf_buf_free(&b);
-	return text;
+	return mf_buf_take(&b);
 }
 
 static void
@@ -411,17 +416,20 @@ diagnosis_answer(const struct mf_api *api, const struct mf_oom *o,
     const struct mf_job *job, const struct mf_decision *d, enum mf_output out,
     struct mf_answer *ans)
 {
-	json_t *j;
+	struct mf_jw *w;
+	struct doc doc;
 
 	if (out == MF_OUT_TEXT) {
 		mf_answer_text(ans, MF_ANS_OK, diagnosis_text(o, job, d));
 		return;
 	}
-	j = mf_oom_json(o);
-	if (j != NULL && d != NULL)
-		json_object_set_new(j, "admission",
-		    mf_render_decision(job, d, api->cat));
-	mf_answer_json(ans, MF_ANS_OK, j, out);
+	w = doc_begin(&doc, out);
+	mf_jw_open(w, NULL, '{');
+	mf_oom_write(w, o);
+	if (d != NULL)
+		mf_write_decision(w, "admission", job, d, api->cat);
+	mf_jw_close(w, '}');
+	doc_answer(&doc, MF_ANS_OK, out, ans);
 }
 
 void

@@ -40,7 +40,9 @@ reserve(struct mf_buf *b, size_t more)
 enum mf_rc
 mf_buf_add(struct mf_buf *b, const char *data, size_t len)
 {
-	/* The common case, room to spare, needs no checks beyond this. */
+	/* The common case, room to spare, needs no checks beyond these. */
+	if (b->rc != MF_OK)
+		return b->rc;
 	if (b->cap - b->len <= len && reserve(b, len) != MF_OK)
 		return b->rc;
 	memcpy(b->data + b->len, data, len);
@@ -80,6 +82,10 @@ mf_buf_take(struct mf_buf *b)
 {
 	char *p = b->data;
 
+	if (b->rc != MF_OK) {
+		mf_buf_free(b);
+		return NULL;
+	}
 	if (p == NULL)
 		p = calloc(1, 1);
 	b->data = NULL;
@@ -93,45 +99,4 @@ mf_buf_free(struct mf_buf *b)
 	free(b->data);
 	b->data = NULL;
 	b->len = b->cap = 0;
-}
-
-char *
-mf_copy(char *dst, size_t size, const char *src)
-{
-	size_t n = strnlen(src, size - 1);
-
-	memcpy(dst, src, n);
-	dst[n] = '\0';
-	return dst;
-}
-
-char *
-mf_digits(uint64_t v, char *end)
-{
-	/* Two digits a division. */
-	static const char pairs[] = "00010203040506070809"
-	                            "10111213141516171819"
-	                            "20212223242526272829"
-	                            "30313233343536373839"
-	                            "40414243444546474849"
-	                            "50515253545556575859"
-	                            "60616263646566676869"
-	                            "70717273747576777879"
-	                            "80818283848586878889"
-	                            "90919293949596979899";
-
-	while (v >= 100) {
-		const char *d = pairs + 2 * (v % 100);
-
-		v /= 100;
-		*--end = d[1];
-		*--end = d[0];
-	}
-	if (v >= 10) {
-		*--end = pairs[2 * v + 1];
-		*--end = pairs[2 * v];
-	} else {
-		*--end = (char)('0' + v);
-	}
-	return end;
 }

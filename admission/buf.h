@@ -1,5 +1,9 @@
 /*
  * buf.h: a growing text buffer with a hard cap (after curl's dynbuf).
+ *
+ * The first failure (past the cap, out of memory) is sticky: every later
+ * append does nothing and returns it, so a writer checks rc once, at the
+ * end.
  */
 #ifndef MF_BUF_H
 #define MF_BUF_H
@@ -8,6 +12,7 @@
 #include <stdint.h>
 
 #include "err.h"
+#include "str.h"
 
 struct mf_buf {
 	char *data; /* NUL-terminated once anything was added; owned */
@@ -46,16 +51,12 @@ mf_buf_done(struct mf_buf *b, char *end)
 	*end = '\0';
 }
 
-/* Hand the text to the caller (free() it); the buffer is left empty. */
+/*
+ * Hand the text to the caller (free() it) and leave the buffer empty; an
+ * empty buffer gives "".  After a failure the text is freed and NULL
+ * returned, so a caller needs no check of its own: rc still says why.
+ */
 char *mf_buf_take(struct mf_buf *b);
 void mf_buf_free(struct mf_buf *b);
-
-/* src into dst, a buffer of size bytes (> 0): cut to fit, always
- * NUL-terminated.  Returns dst. */
-char *mf_copy(char *dst, size_t size, const char *src);
-
-/* The decimal digits of v, written so they end just before end; returns
- * where they start.  Numbers are written often enough to skip printf. */
-char *mf_digits(uint64_t v, char *end);
 
 #endif

@@ -1,47 +1,32 @@
 #include "jw.h"
 
+#include <assert.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
+
+#include "str.h"
+
+void
+mf_jw_init_form(struct mf_jw *w, struct mf_buf *b, enum mf_jw_form form)
+{
+	memset(w, 0, sizeof(*w));
+	w->b = b;
+	w->form = form;
+}
 
 void
 mf_jw_init(struct mf_jw *w, struct mf_buf *b)
 {
-	memset(w, 0, sizeof(*w));
-	w->b = b;
-}
-
-/* Length of the valid UTF-8 sequence at s (RFC 3629), or 0.  s is
- * NUL-terminated, and a NUL ends the checks before they read past it. */
-static size_t
-utf8_len(const unsigned char *s)
-{
-	if (s[0] < 0x80)
-		return 1;
-	if (s[0] >= 0xc2 && s[0] <= 0xdf)
-		return (s[1] & 0xc0) == 0x80 ? 2 : 0;
-	if (s[0] >= 0xe0 && s[0] <= 0xef) {
-		if ((s[1] & 0xc0) != 0x80 || (s[2] & 0xc0) != 0x80 ||
-		    (s[0] == 0xe0 && s[1] < 0xa0) ||
-		    (s[0] == 0xed && s[1] > 0x9f))
-			return 0;
-		return 3;
-	}
-	if (s[0] >= 0xf0 && s[0] <= 0xf4) {
-		if ((s[1] & 0xc0) != 0x80 || (s[2] & 0xc0) != 0x80 ||
-		    (s[3] & 0xc0) != 0x80 || (s[0] == 0xf0 && s[1] < 0x90) ||
-		    (s[0] == 0xf4 && s[1] > 0x8f))
-			return 0;
-		return 4;
-	}
-	return 0;
+	mf_jw_init_form(w, b, MF_JW_JSON);
 }
 
 /* Bytes quoted() may write for a string of n bytes: \u00XX or \ufffd
  * for each byte at worst, and the quotes. */
 #define QUOTED_MAX(n) (6 * (n) + 2)
 
-/* Copied as it is: printable ASCII but '"' and '\\'. */
+/* Copied as it is: printable ASCII but '"' and '\\' (JSON keeps DEL). */
 #define PLAIN(c) ((c)-0x20u < 0x60u && (c) != '"' && (c) != '\\')
 
 /*
@@ -86,85 +71,26 @@ plain(const char *s, size_t n)
 	return 1;
 }
 
-/* The bytes from s to end escaped at p, invalid UTF-8 replaced; returns
- * where they end. */
-static char *
-escaped(char *p, const char *s, const char *end)
-{
-	static const char hex[] = "0123456789abcdef";
-
-	while (s < end) {
-		unsigned char c = (unsigned char)*s;
-		size_t u;
-
-		if (PLAIN(c)) {
-			*p++ = *s++;
-			continue;
-		}
-		if (c >= 0x80) {
-			/* Input cut mid-character, or never UTF-8. */
-			u = utf8_len((const unsigned char *)s);
-			if (u == 0) {
-				memcpy(p, "\\ufffd", 6);
-				p += 6;
-				s++;
-			}
-			while (u-- > 0)
-				*p++ = *s++;
-			continue;
-		}
-		*p++ = '\\';
-		if (c == '"' || c == '\\') {
-			*p++ = (char)c;
-		} else if (c == '\n') {
-			*p++ = 'n';
-		} else {
-			memcpy(p, "u00", 3);
-			p[3] = hex[c >> 4];
-			p[4] = hex[c & 15];
-			p += 5;
-		}
-		s++;
-	}
-	return p;
-}
-
-/* s, n bytes before its NUL, as a JSON string at p; returns where it
- * ends.  Nearly every string needs no escape and is copied whole. */
-static char *
-quoted(char *p, const char *s, size_t n)
-{
-	*p++ = '"';
-	if (plain(s, n)) {
-		memcpy(p, s, n);
-		p += n;
-	} else {
-		p = escaped(p, s, s + n);
-	}
-	*p++ = '"';
-	return p;
-}
-
 /*
- * Every member starts here: room for the separator, the name and value
- * more bytes, with the separator and the name written.  NULL once the
- * buffer has failed.
+ * The code point of the valid UTF-8 sequence of u bytes at s when a YAML
+ * reader would not take it as it is in a double-quoted scalar, else 0:
+ * the C1 controls (NEL, U+0085, a line break to YAML 1.1, among them),
+ * the line and paragraph separators, the byte order mark, U+FFFE, U+FFFF.
  */
-static char *
-member(struct mf_jw *w, const char *key, size_t value)
+static unsigned
+yaml_unsafe(const unsigned char *s, size_t u)
 {
-	size_t k = key != NULL ? strlen(key) : 0;
-	char *p = mf_buf_room(w->b, 1 + QUOTED_MAX(k) + 1 + value);
+	unsigned cp;
 
-	if (p == NULL)
-		return NULL;
-	if (w->depth > 0 && w->count[w->depth - 1]++ > 0)
-		*p++ = ',';
-	if (key != NULL) {
-		p = quoted(p, key, k);
-		*p++ = ':';
-	}
-	return p;
+	if (u == 2 && s[0] == 0xc2 && s[1] < 0xa0)
+		return s[1];
+	if (u != 3)
+		return 0;
+	cp = (unsigned)(s[0] & 0x0f) << 12 | (unsigned)(s[1] & 0x3f) << 6 |
+	    (s[2] & 0x3fu);
+	if (cp == 0x2028 || cp == 0x2029 || cp == 0xfeff || cp >= 0xfffe)
+		return cp;
+	return 0;
 }
 
 /* The n bytes at s, written at p; returns where they end. */
@@ -176,29 +102,254 @@ copy(char *p, const char *s, size_t n)
 	return p;
 }
 
+static char *
+uescape(char *p, unsigned cp)
+{
+	static const char hex[] = "0123456789abcdef";
+
+	memcpy(p, "\\u", 2);
+	p[2] = hex[cp >> 12 & 15];
+	p[3] = hex[cp >> 8 & 15];
+	p[4] = hex[cp >> 4 & 15];
+	p[5] = hex[cp & 15];
+	return p + 6;
+}
+
+/* The bytes from s to end escaped at p, invalid UTF-8 replaced; returns
+ * where they end.  yaml also escapes what YAML does not take raw. */
+static char *
+escaped(char *p, const char *s, const char *end, int yaml)
+{
+	while (s < end) {
+		unsigned char c = (unsigned char)*s;
+		size_t u;
+
+		if (PLAIN(c) && !(yaml && c == 0x7f)) {
+			*p++ = *s++;
+			continue;
+		}
+		if (c >= 0x80) {
+			const unsigned char *us = (const unsigned char *)s;
+			unsigned cp;
+
+			/* Input cut mid-character, or never UTF-8: U+FFFD. */
+			u = mf_utf8_len(us);
+			cp = u == 0 ? 0xfffd : yaml ? yaml_unsafe(us, u) : 0;
+			if (cp != 0)
+				p = uescape(p, cp);
+			else
+				p = copy(p, s, u);
+			s += u == 0 ? 1 : u;
+			continue;
+		}
+		if (c == '"' || c == '\\' || c == '\n') {
+			*p++ = '\\';
+			*p++ = c == '\n' ? 'n' : (char)c;
+		} else {
+			p = uescape(p, c);
+		}
+		s++;
+	}
+	return p;
+}
+
+/* s, n bytes before its NUL, as a quoted string at p; returns where it
+ * ends.  Nearly every string needs no escape and is copied whole. */
+static char *
+quoted(const struct mf_jw *w, char *p, const char *s, size_t n)
+{
+	int yaml = w->form == MF_JW_YAML;
+
+	*p++ = '"';
+	if (plain(s, n) && !(yaml && memchr(s, 0x7f, n) != NULL)) {
+		memcpy(p, s, n);
+		p += n;
+	} else {
+		p = escaped(p, s, s + n, yaml);
+	}
+	*p++ = '"';
+	return p;
+}
+
+/* A key that YAML reads back as the same string without quotes. */
+static int
+plain_key(const char *k, size_t n)
+{
+	static const char *const words[] = { "true", "false", "null", "yes",
+		"no", "on", "off" };
+
+	if (!((*k >= 'a' && *k <= 'z') || (*k >= 'A' && *k <= 'Z')))
+		return 0;
+	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+		if (strcasecmp(k, words[i]) == 0)
+			return 0;
+	return strspn(k,
+	           "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	           "0123456789_.-/") == n;
+}
+
+/* --- JSON ---------------------------------------------------------- */
+
+/*
+ * Every JSON member starts here: room for the separator, the name and
+ * value more bytes, with the separator and the name written.  NULL once
+ * the buffer has failed.
+ */
+static char *
+jmember(struct mf_jw *w, const char *key, size_t value)
+{
+	size_t k = key != NULL ? strlen(key) : 0;
+	char *p = mf_buf_room(w->b, 1 + QUOTED_MAX(k) + 1 + value);
+
+	if (p == NULL)
+		return NULL;
+	if (w->depth > 0 && w->count[w->depth - 1]++ > 0)
+		*p++ = ',';
+	if (key != NULL) {
+		p = quoted(w, p, key, k);
+		*p++ = ':';
+	}
+	return p;
+}
+
+/* --- YAML ---------------------------------------------------------- */
+
+/*
+ * A level's first member follows its header: nothing at the document's
+ * top (marked by this indent; its members are at column 0), "key:" (the
+ * member starts a new line) or, for a mapping in a sequence, "-" (the
+ * first member goes on the dash's line).
+ */
+#define YAML_TOP (-1)
+
+/* Room YAML may need beyond JSON's: "---\n", the indent, "- ", "\n". */
+#define YAML_EXTRA(indent) ((size_t)(indent) + 16)
+
+/*
+ * Every YAML member starts here: the document marker once, what ends the
+ * parent's header before its first member, the indent, and "key:" or "-".
+ * *top is set for a value at the document's top, which takes no space
+ * before it.  NULL once the buffer has failed.
+ */
+static char *
+ymember(struct mf_jw *w, const char *key, size_t value, int *top)
+{
+	int d = w->depth, ind = d > 0 ? w->indent[d - 1] : 0, first;
+	size_t k = key != NULL ? strlen(key) : 0;
+	char *p = mf_buf_room(w->b,
+	    YAML_EXTRA(ind < 0 ? 0 : ind) + QUOTED_MAX(k) + 1 + value);
+
+	*top = d == 0;
+	if (p == NULL)
+		return NULL;
+	if (!w->started) {
+		p = copy(p, "---\n", 4);
+		w->started = 1;
+	}
+	if (d == 0)
+		return p;
+	first = w->count[d - 1]++ == 0;
+	if (ind == YAML_TOP) {
+		ind = 0;
+	} else if (first && w->brace[d - 1] == '{' && d >= 2 &&
+	    w->brace[d - 2] == '[') {
+		/* A mapping in a sequence: its first member after "- ". */
+		*p++ = ' ';
+		ind = 0;
+	} else if (first) {
+		*p++ = '\n';
+	}
+	memset(p, ' ', (size_t)ind);
+	p += ind;
+	if (w->brace[d - 1] == '[') {
+		*p++ = '-';
+	} else if (key != NULL && plain_key(key, k)) {
+		p = copy(p, key, k);
+		*p++ = ':';
+	} else {
+		p = quoted(w, p, key != NULL ? key : "", k);
+		*p++ = ':';
+	}
+	return p;
+}
+
+/* --- both ---------------------------------------------------------- */
+
+/* Room for value bytes after the member's name, written; NULL on
+ * failure.  The value follows what is returned; mf_jw_end ends it. */
+static char *
+member(struct mf_jw *w, const char *key, size_t value)
+{
+	int top;
+	char *p;
+
+	if (w->form == MF_JW_JSON)
+		return jmember(w, key, value);
+	p = ymember(w, key, value + 2, &top);
+	if (p != NULL && !top)
+		*p++ = ' ';
+	return p;
+}
+
+/* The member's value ends at p. */
+static void
+end(struct mf_jw *w, char *p)
+{
+	if (w->form == MF_JW_YAML)
+		*p++ = '\n';
+	mf_buf_done(w->b, p);
+}
+
 void
 mf_jw_open(struct mf_jw *w, const char *key, char brace)
 {
-	char *p = member(w, key, 1);
+	int d = w->depth, top = 0;
+	char *p;
 
-	if (w->depth < MF_JW_DEPTH)
-		w->count[w->depth] = 0;
+	assert(d < MF_JW_DEPTH);
+	if (d >= MF_JW_DEPTH) {
+		if (w->b->rc == MF_OK)
+			w->b->rc = MF_EINVAL;
+		w->depth++;
+		return;
+	}
+	p = w->form == MF_JW_JSON ? jmember(w, key, 1) :
+	                            ymember(w, key, 0, &top);
+	w->count[d] = 0;
+	w->brace[d] = brace;
+	/* Members two columns in from their parent's; the top's at 0. */
+	w->indent[d] = d == 0 ?
+	    YAML_TOP :
+	    (w->indent[d - 1] < 0 ? 0 : w->indent[d - 1]) + 2;
 	w->depth++;
 	if (p == NULL)
 		return;
-	*p++ = brace;
+	if (w->form == MF_JW_JSON)
+		*p++ = brace;
 	mf_buf_done(w->b, p);
 }
 
 void
 mf_jw_close(struct mf_jw *w, char brace)
 {
-	char *p = mf_buf_room(w->b, 1);
+	int d = --w->depth;
+	char *p;
 
-	w->depth--;
+	if (d >= MF_JW_DEPTH)
+		return;
+	p = mf_buf_room(w->b, 4);
 	if (p == NULL)
 		return;
-	*p++ = brace;
+	if (w->form == MF_JW_JSON) {
+		*p++ = brace;
+	} else if (w->count[d] == 0) {
+		/* An empty one: "{}" or "[]" where its members would go. */
+		if (w->indent[d] != YAML_TOP)
+			*p++ = ' ';
+		*p++ = brace == '}' ? '{' : '[';
+		*p++ = brace;
+		*p++ = '\n';
+	}
 	mf_buf_done(w->b, p);
 }
 
@@ -208,30 +359,37 @@ mf_jw_str(struct mf_jw *w, const char *key, const char *s)
 	size_t n = s != NULL ? strlen(s) : 0;
 	char *p = member(w, key, s != NULL ? QUOTED_MAX(n) : 4);
 
-	if (p == NULL)
-		return;
-	mf_buf_done(w->b, s != NULL ? quoted(p, s, n) : copy(p, "null", 4));
+	if (p != NULL)
+		end(w, s != NULL ? quoted(w, p, s, n) : copy(p, "null", 4));
+}
+
+/* A number's text, already formatted at [s, e), as a member. */
+static void
+number(struct mf_jw *w, const char *key, const char *s, const char *e)
+{
+	char *at = member(w, key, (size_t)(e - s));
+
+	if (at != NULL)
+		end(w, copy(at, s, (size_t)(e - s)));
 }
 
 void
 mf_jw_int(struct mf_jw *w, const char *key, int64_t v)
 {
-	char buf[24], *p, *end = buf + sizeof(buf), *at;
+	char buf[24], *p, *e = buf + sizeof(buf);
 	uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
 
-	p = mf_digits(u, end);
+	p = mf_digits(u, e);
 	if (v < 0)
 		*--p = '-';
-	at = member(w, key, (size_t)(end - p));
-	if (at != NULL)
-		mf_buf_done(w->b, copy(at, p, (size_t)(end - p)));
+	number(w, key, p, e);
 }
 
 void
 mf_jw_num(struct mf_jw *w, const char *key, double v, int decimals)
 {
 	static const double scale[] = { 1, 10, 100, 1e3, 1e4, 1e5, 1e6 };
-	char buf[48], *p, *end = buf + sizeof(buf), *at;
+	char buf[48], *p, *e = buf + sizeof(buf);
 	uint64_t units, whole, frac;
 	int d = decimals < 0 ? 0 : decimals > 6 ? 6 : decimals;
 
@@ -239,28 +397,25 @@ mf_jw_num(struct mf_jw *w, const char *key, double v, int decimals)
 		int n =
 		    snprintf(buf, sizeof(buf), "%.17g", isfinite(v) ? v : 0);
 
-		p = buf;
-		end = buf + n;
-	} else {
-		units = (uint64_t)llround(fabs(v) * scale[d]);
-		whole = units / (uint64_t)scale[d];
-		frac = units % (uint64_t)scale[d];
-		while (d > 1 && frac % 10 == 0) {
-			frac /= 10;
-			d--;
-		}
-		/* At least one decimal, so the number reads as a real. */
-		p = end;
-		for (int i = 0; i < (d > 0 ? d : 1); i++, frac /= 10)
-			*--p = (char)('0' + frac % 10);
-		*--p = '.';
-		p = mf_digits(whole, p);
-		if (v < 0 && units != 0)
-			*--p = '-';
+		number(w, key, buf, buf + n);
+		return;
 	}
-	at = member(w, key, (size_t)(end - p));
-	if (at != NULL)
-		mf_buf_done(w->b, copy(at, p, (size_t)(end - p)));
+	units = (uint64_t)llround(fabs(v) * scale[d]);
+	whole = units / (uint64_t)scale[d];
+	frac = units % (uint64_t)scale[d];
+	while (d > 1 && frac % 10 == 0) {
+		frac /= 10;
+		d--;
+	}
+	/* At least one decimal, so the number reads as a real. */
+	p = e;
+	for (int i = 0; i < (d > 0 ? d : 1); i++, frac /= 10)
+		*--p = (char)('0' + frac % 10);
+	*--p = '.';
+	p = mf_digits(whole, p);
+	if (v < 0 && units != 0)
+		*--p = '-';
+	number(w, key, p, e);
 }
 
 void
@@ -269,7 +424,7 @@ mf_jw_bool(struct mf_jw *w, const char *key, int v)
 	char *p = member(w, key, 5);
 
 	if (p != NULL)
-		mf_buf_done(w->b, v ? copy(p, "true", 4) : copy(p, "false", 5));
+		end(w, v ? copy(p, "true", 4) : copy(p, "false", 5));
 }
 
 void
@@ -278,5 +433,13 @@ mf_jw_null(struct mf_jw *w, const char *key)
 	char *p = member(w, key, 4);
 
 	if (p != NULL)
-		mf_buf_done(w->b, copy(p, "null", 4));
+		end(w, copy(p, "null", 4));
+}
+
+enum mf_rc
+mf_jw_finish(struct mf_jw *w)
+{
+	if (w->form == MF_JW_JSON)
+		mf_buf_add(w->b, "\n", 1);
+	return w->b->rc;
 }

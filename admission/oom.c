@@ -867,88 +867,47 @@ build_report(const struct mf_oom *o, struct report *r)
 	}
 }
 
-static json_t *
-bytes_json(int64_t b)
+static void
+bytes(struct mf_jw *w, const char *key, int64_t b)
 {
-	return b < 0 ? json_null() : json_integer((json_int_t)b);
+	if (b < 0)
+		mf_jw_null(w, key);
+	else
+		mf_jw_int(w, key, b);
 }
 
-static int
-set(json_t *obj, const char *key, json_t *v)
-{
-	return v == NULL ? -1 : json_object_set_new(obj, key, v);
-}
-
-static json_t *
-procs_json(const struct mf_oom *o)
-{
-	json_t *a = json_array(), *p;
-	int i;
-
-	for (i = 0; a != NULL && i < o->nprocs; i++) {
-		p = json_object();
-		if (p == NULL || json_array_append_new(a, p) < 0 ||
-		    set(p, "pid", json_integer((json_int_t)o->procs[i].pid)) <
-		        0 ||
-		    set(p, "bytes", bytes_json(o->procs[i].bytes)) < 0) {
-			json_decref(a);
-			return NULL;
-		}
-	}
-	return a;
-}
-
-static json_t *
-advice_json(const struct report *r)
-{
-	json_t *a = json_array();
-	int i;
-
-	for (i = 0; a != NULL && i < r->nadvice; i++) {
-		if (json_array_append_new(a, json_string(r->advice[i])) < 0) {
-			json_decref(a);
-			return NULL;
-		}
-	}
-	return a;
-}
-
-json_t *
-mf_oom_json(const struct mf_oom *o)
+void
+mf_oom_write(struct mf_jw *w, const struct mf_oom *o)
 {
 	struct report r;
-	json_t *j;
-	int bad = 0;
 
-	if (o == NULL)
-		return NULL;
-	j = json_object();
-	if (j == NULL)
-		return NULL;
 	build_report(o, &r);
-	bad |= set(j, "triedBytes", bytes_json(o->tried));
-	bad |= set(j, "totalBytes", bytes_json(o->total));
-	bad |= set(j, "freeBytes", bytes_json(o->free));
-	bad |= set(j, "allocatedBytes", bytes_json(o->allocated));
-	bad |= set(j, "reservedUnallocatedBytes",
-	    bytes_json(o->reserved_unallocated));
-	bad |= set(j, "processBytes", bytes_json(o->process));
-	bad |= set(j, "otherProcessBytes", bytes_json(o->others));
-	bad |= set(j, "allowedBytes", bytes_json(o->allowed));
-	bad |= set(j, "privatePoolBytes", bytes_json(o->private_pools));
-	bad |= set(j, "processes", procs_json(o));
-	bad |= set(j, "gpu", o->gpu < 0 ? json_null() : json_integer(o->gpu));
-	bad |= set(j, "backend",
-	    json_string(o->backend == MF_OOM_HIP ? "hip" : "cuda"));
-	bad |= set(j, "format", json_string(mf_oom_format_name(o->format)));
-	bad |= set(j, "cause", json_string(mf_oom_cause_name(o->cause)));
-	bad |= set(j, "explanation", json_string(r.explanation));
-	bad |= set(j, "advice", advice_json(&r));
-	if (bad) {
-		json_decref(j);
-		return NULL;
+	bytes(w, "triedBytes", o->tried);
+	bytes(w, "totalBytes", o->total);
+	bytes(w, "freeBytes", o->free);
+	bytes(w, "allocatedBytes", o->allocated);
+	bytes(w, "reservedUnallocatedBytes", o->reserved_unallocated);
+	bytes(w, "processBytes", o->process);
+	bytes(w, "otherProcessBytes", o->others);
+	bytes(w, "allowedBytes", o->allowed);
+	bytes(w, "privatePoolBytes", o->private_pools);
+	mf_jw_open(w, "processes", '[');
+	for (int i = 0; i < o->nprocs; i++) {
+		mf_jw_open(w, NULL, '{');
+		mf_jw_int(w, "pid", o->procs[i].pid);
+		bytes(w, "bytes", o->procs[i].bytes);
+		mf_jw_close(w, '}');
 	}
-	return j;
+	mf_jw_close(w, ']');
+	bytes(w, "gpu", o->gpu);
+	mf_jw_str(w, "backend", o->backend == MF_OOM_HIP ? "hip" : "cuda");
+	mf_jw_str(w, "format", mf_oom_format_name(o->format));
+	mf_jw_str(w, "cause", mf_oom_cause_name(o->cause));
+	mf_jw_str(w, "explanation", r.explanation);
+	mf_jw_open(w, "advice", '[');
+	for (int i = 0; i < r.nadvice; i++)
+		mf_jw_str(w, NULL, r.advice[i]);
+	mf_jw_close(w, ']');
 }
 
 /* An snprintf-style appender: len counts what the whole text needs. */

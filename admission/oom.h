@@ -37,9 +37,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <jansson.h>
-
 #include "err.h"
+#include "jw.h"
 
 /* "Process P has X memory in use." clauses kept; later ones are summed only. */
 #define MF_OOM_MAX_PROCS 16
@@ -143,16 +142,16 @@ const char *mf_oom_cause_name(enum mf_oom_cause c);
 const char *mf_oom_format_name(enum mf_oom_format f);
 
 /*
- * The diagnosis as a new JSON object (the caller owns the reference):
+ * The diagnosis's members, written into the object w has open:
  * {"triedBytes", "totalBytes", "freeBytes", "allocatedBytes",
  *  "reservedUnallocatedBytes", "processBytes", "otherProcessBytes",
  *  "allowedBytes", "privatePoolBytes" (integers, null when not printed),
  *  "processes": [{"pid", "bytes"}], "gpu" (null when not printed),
  *  "backend" ("cuda" | "hip"), "format", "cause", "explanation" (one
- *  paragraph), "advice" (strings, most useful first)}.
- * NULL when o is NULL or an allocation fails.
+ *  paragraph), "advice" (strings, most useful first)}.  A failure is left
+ * in w's buffer.
  */
-json_t *mf_oom_json(const struct mf_oom *o);
+void mf_oom_write(struct mf_jw *w, const struct mf_oom *o);
 
 /*
  * A short report for a terminal (figures, cause, explanation, advice) in

@@ -4,7 +4,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "buf.h"
 #include "jw.h"
@@ -182,15 +181,11 @@ need(struct mf_jw *w, const struct mf_job *job, const struct mf_decision *d)
 	mf_jw_close(w, '}');
 }
 
-static void
-write_estimate(struct mf_jw *w, const char *key, const struct mf_job *job,
-    const struct mf_estimate *e, const struct mf_catalog *cat);
-
-static void
-write_decision(struct mf_jw *w, const struct mf_job *job,
+void
+mf_write_decision(struct mf_jw *w, const char *key, const struct mf_job *job,
     const struct mf_decision *d, const struct mf_catalog *cat)
 {
-	mf_jw_open(w, NULL, '{');
+	mf_jw_open(w, key, '{');
 	mf_jw_bool(w, "admitted", d->admitted);
 	mf_jw_str(w, "job", job->name ? job->name : "");
 	need(w, job, d);
@@ -217,44 +212,24 @@ write_decision(struct mf_jw *w, const struct mf_job *job,
 		struct mf_job placed = *job;
 
 		placed.work = d->work;
-		write_estimate(w, "estimate", &placed, &d->est, cat);
+		mf_write_estimate(w, "estimate", &placed, &d->est, cat);
 	}
 	mf_jw_close(w, '}');
-}
-
-/* Run a writer into a fresh buffer; the text, or NULL. */
-static char *
-finish(struct mf_buf *b)
-{
-	char *text;
-
-	mf_buf_add(b, "\n", 1);
-	text = b->rc == MF_OK ? mf_buf_take(b) : NULL;
-	mf_buf_free(b);
-	return text;
-}
-
-char *
-mf_json_decision(const struct mf_job *job, const struct mf_decision *d,
-    const struct mf_catalog *cat)
-{
-	struct mf_buf b;
-	struct mf_jw w;
-
-	mf_buf_init(&b, JSON_MAX);
-	mf_jw_init(&w, &b);
-	write_decision(&w, job, d, cat);
-	return finish(&b);
 }
 
 json_t *
 mf_render_decision(const struct mf_job *job, const struct mf_decision *d,
     const struct mf_catalog *cat)
 {
-	char *text = mf_json_decision(job, d, cat);
-	json_t *j = text ? json_loads(text, 0, NULL) : NULL;
+	struct mf_buf b;
+	struct mf_jw w;
+	json_t *j;
 
-	free(text);
+	mf_buf_init(&b, JSON_MAX);
+	mf_jw_init(&w, &b);
+	mf_write_decision(&w, NULL, job, d, cat);
+	j = b.rc == MF_OK ? json_loads(b.data, 0, NULL) : NULL;
+	mf_buf_free(&b);
 	return j;
 }
 
@@ -344,8 +319,8 @@ smallest_fit(struct mf_jw *w, const struct mf_job *job,
 	mf_jw_close(w, '}');
 }
 
-static void
-write_estimate(struct mf_jw *w, const char *key, const struct mf_job *job,
+void
+mf_write_estimate(struct mf_jw *w, const char *key, const struct mf_job *job,
     const struct mf_estimate *e, const struct mf_catalog *cat)
 {
 	const struct mf_workload *wl = &job->work;
@@ -364,19 +339,6 @@ write_estimate(struct mf_jw *w, const char *key, const struct mf_job *job,
 		    mf_model_kv_bytes_per_token(&job->model,
 		        wl->kv_dtype == MF_KV_FP8 ? 1 : 2));
 	mf_jw_close(w, '}');
-}
-
-char *
-mf_json_estimate(const struct mf_job *job, const struct mf_estimate *e,
-    const struct mf_catalog *cat)
-{
-	struct mf_buf b;
-	struct mf_jw w;
-
-	mf_buf_init(&b, JSON_MAX);
-	mf_jw_init(&w, &b);
-	write_estimate(&w, NULL, job, e, cat);
-	return finish(&b);
 }
 
 static void
@@ -425,87 +387,72 @@ fitting(const struct mf_catalog *cat, int64_t min_memory, size_t *n)
 	return v;
 }
 
-char *
-mf_json_catalog(const struct mf_catalog *cat, int64_t min_memory,
-    int min_format)
+void
+mf_write_catalog(struct mf_jw *w, const struct mf_catalog *cat,
+    int64_t min_memory, int min_format)
 {
 	const struct mf_gpu **v;
-	struct mf_buf b;
-	struct mf_jw w;
 	char when[32];
 	struct tm tm;
 	size_t n;
 
 	v = fitting(cat, min_memory, &n);
-	if (v == NULL)
-		return NULL;
+	if (v == NULL) {
+		w->b->rc = MF_ENOMEM;
+		return;
+	}
 	gmtime_r(&cat->loaded_at, &tm);
 	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
-	mf_buf_init(&b, JSON_MAX);
-	mf_jw_init(&w, &b);
-	mf_jw_open(&w, NULL, '{');
-	mf_jw_int(&w, "version", (int64_t)cat->version);
-	mf_jw_str(&w, "loadedAt", when);
-	mf_jw_str(&w, "source", cat->source ? cat->source : "");
-	mf_jw_num(&w, "headroom", cat->headroom, 6);
-	mf_jw_num(&w, "multiGpuEfficiency", cat->multi_gpu_efficiency, 6);
-	mf_jw_open(&w, "timeFactors", '{');
+	mf_jw_open(w, NULL, '{');
+	mf_jw_int(w, "version", (int64_t)cat->version);
+	mf_jw_str(w, "loadedAt", when);
+	mf_jw_str(w, "source", cat->source ? cat->source : "");
+	mf_jw_num(w, "headroom", cat->headroom, 6);
+	mf_jw_num(w, "multiGpuEfficiency", cat->multi_gpu_efficiency, 6);
+	mf_jw_open(w, "timeFactors", '{');
 	for (int f = 0; f < MF_FIX_COUNT; f++)
-		mf_jw_num(&w, mf_fix_name(f), cat->time_factor[f], 6);
-	mf_jw_close(&w, '}');
+		mf_jw_num(w, mf_fix_name(f), cat->time_factor[f], 6);
+	mf_jw_close(w, '}');
 	if (min_memory > 0)
-		quantity(&w, "minMemory", min_memory, min_format);
-	mf_jw_open(&w, "gpus", '[');
+		quantity(w, "minMemory", min_memory, min_format);
+	mf_jw_open(w, "gpus", '[');
 	for (size_t i = 0; i < n; i++)
-		gpu_json(&w, cat, v[i]);
-	mf_jw_close(&w, ']');
-	mf_jw_close(&w, '}');
+		gpu_json(w, cat, v[i]);
+	mf_jw_close(w, ']');
+	mf_jw_close(w, '}');
 	free(v);
-	return finish(&b);
 }
 
-char *
-mf_json_models(const struct mf_models *models)
+void
+mf_write_models(struct mf_jw *w, const struct mf_models *models)
 {
-	struct mf_buf b;
-	struct mf_jw w;
-
-	mf_buf_init(&b, JSON_MAX);
-	mf_jw_init(&w, &b);
-	mf_jw_open(&w, NULL, '{');
-	mf_jw_open(&w, "models", '[');
+	mf_jw_open(w, NULL, '{');
+	mf_jw_open(w, "models", '[');
 	for (size_t i = 0; i < mf_models_count(models); i++) {
-		mf_jw_open(&w, NULL, '{');
-		mf_jw_str(&w, "name", mf_models_name(models, i));
-		mf_jw_int(&w, "parameters",
+		mf_jw_open(w, NULL, '{');
+		mf_jw_str(w, "name", mf_models_name(models, i));
+		mf_jw_int(w, "parameters",
 		    mf_model_params(mf_models_at(models, i)));
-		mf_jw_close(&w, '}');
+		mf_jw_close(w, '}');
 	}
-	mf_jw_close(&w, ']');
-	mf_jw_close(&w, '}');
-	return finish(&b);
+	mf_jw_close(w, ']');
+	mf_jw_close(w, '}');
 }
 
-char *
-mf_json_error(const struct mf_error *err)
+void
+mf_write_error(struct mf_jw *w, const struct mf_error *err)
 {
-	struct mf_buf b;
-	struct mf_jw w;
-
-	mf_buf_init(&b, JSON_MAX);
-	mf_jw_init(&w, &b);
-	mf_jw_open(&w, NULL, '{');
-	mf_jw_str(&w, "error", err->message);
-	mf_jw_str(&w, "field", err->field[0] ? err->field : NULL);
+	mf_jw_open(w, NULL, '{');
+	mf_jw_str(w, "error", err->message);
+	mf_jw_str(w, "field", err->field[0] ? err->field : NULL);
 	if (err->line > 0) {
-		mf_jw_int(&w, "line", err->line);
-		mf_jw_int(&w, "column", err->column);
+		mf_jw_int(w, "line", err->line);
+		mf_jw_int(w, "column", err->column);
 	} else {
-		mf_jw_null(&w, "line");
-		mf_jw_null(&w, "column");
+		mf_jw_null(w, "line");
+		mf_jw_null(w, "column");
 	}
-	mf_jw_close(&w, '}');
-	return finish(&b);
+	mf_jw_close(w, '}');
 }
 
 /* --- text ------------------------------------------------------------ */
@@ -613,10 +560,6 @@ mf_text_decision(const struct mf_job *job, const struct mf_decision *d)
 	for (size_t i = 0; i < d->nwarn; i++)
 		mf_buf_printf(&b, "%swarning: %s\n", i ? "" : "\n",
 		    d->warnings[i]);
-	if (b.rc != MF_OK) {
-		mf_buf_free(&b);
-		return NULL;
-	}
 	return mf_buf_take(&b);
 }
 
@@ -649,10 +592,6 @@ mf_text_estimate(const struct mf_job *job, const struct mf_estimate *e,
 	    "\nminMemory %s (%.0f%% headroom); smallest fit: "
 	    "%s\n",
 	    q, cat->headroom * 100, g ? g->name : "none");
-	if (b.rc != MF_OK) {
-		mf_buf_free(&b);
-		return NULL;
-	}
 	return mf_buf_take(&b);
 }
 
@@ -680,10 +619,6 @@ mf_text_catalog(const struct mf_catalog *cat, int64_t min_memory)
 		    v[i]->throughput, (long long)v[i]->max_count,
 		    mf_cat_unit_cost(v[i]));
 	free(v);
-	if (b.rc != MF_OK) {
-		mf_buf_free(&b);
-		return NULL;
-	}
 	return mf_buf_take(&b);
 }
 
@@ -697,121 +632,5 @@ mf_text_models(const struct mf_models *models)
 	for (size_t i = 0; i < mf_models_count(models); i++)
 		mf_buf_printf(&b, "%-40s %16lld\n", mf_models_name(models, i),
 		    (long long)mf_model_params(mf_models_at(models, i)));
-	if (b.rc != MF_OK) {
-		mf_buf_free(&b);
-		return NULL;
-	}
-	return mf_buf_take(&b);
-}
-
-/* --- YAML ------------------------------------------------------------ */
-
-static void
-yaml_node(struct mf_buf *b, const json_t *j, int indent, int inline_first);
-
-static void
-yaml_scalar(struct mf_buf *b, const json_t *j)
-{
-	char *s = json_dumps(j, JSON_ENCODE_ANY | MF_JSON_FLAGS);
-
-	if (s == NULL) {
-		b->rc = MF_ENOMEM;
-		return;
-	}
-	mf_buf_printf(b, "%s\n", s);
-	free(s);
-}
-
-static int
-is_empty_collection(const json_t *j)
-{
-	return (json_is_object(j) && json_object_size(j) == 0) ||
-	    (json_is_array(j) && json_array_size(j) == 0);
-}
-
-/* A key that YAML reads back as the same string without quotes. */
-static int
-plain_key(const char *k)
-{
-	if (!((*k >= 'a' && *k <= 'z') || (*k >= 'A' && *k <= 'Z')))
-		return 0;
-	if (strcasecmp(k, "true") == 0 || strcasecmp(k, "false") == 0 ||
-	    strcasecmp(k, "null") == 0 || strcasecmp(k, "yes") == 0 ||
-	    strcasecmp(k, "no") == 0 || strcasecmp(k, "on") == 0 ||
-	    strcasecmp(k, "off") == 0)
-		return 0;
-	return strspn(k,
-	           "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-	           "0123456789_.-/") == strlen(k);
-}
-
-/* What follows "key:" or "- ": the value inline, or a nested block. */
-static void
-yaml_after(struct mf_buf *b, const json_t *v, int indent, int in_seq)
-{
-	if (is_empty_collection(v)) {
-		mf_buf_printf(b, " %s\n", json_is_object(v) ? "{}" : "[]");
-	} else if (json_is_object(v) && in_seq) {
-		mf_buf_printf(b, " ");
-		yaml_node(b, v, indent + 2, 1);
-	} else if (json_is_object(v) || json_is_array(v)) {
-		mf_buf_printf(b, "\n");
-		yaml_node(b, v, indent + 2, 0);
-	} else {
-		mf_buf_printf(b, " ");
-		yaml_scalar(b, v);
-	}
-}
-
-/* inline_first: the first line's indent was already written ("- "). */
-static void
-yaml_node(struct mf_buf *b, const json_t *j, int indent, int inline_first)
-{
-	const char *key;
-	json_t *v;
-	size_t i;
-
-	if (json_is_array(j)) {
-		json_array_foreach (j, i, v) {
-			mf_buf_printf(b, "%*s-", indent, "");
-			yaml_after(b, v, indent, 1);
-		}
-		return;
-	}
-	json_object_foreach ((json_t *)j, key, v) {
-		int pad = inline_first ? 0 : indent;
-
-		inline_first = 0;
-		if (plain_key(key)) {
-			mf_buf_printf(b, "%*s%s:", pad, "", key);
-		} else {
-			json_t *k = json_string(key);
-			char *ks = k ? json_dumps(k, JSON_ENCODE_ANY) : NULL;
-
-			mf_buf_printf(b, "%*s%s:", pad, "", ks ? ks : "\"\"");
-			free(ks);
-			json_decref(k);
-		}
-		yaml_after(b, v, indent, 0);
-	}
-}
-
-char *
-mf_yaml_dump(const json_t *j)
-{
-	struct mf_buf b;
-
-	mf_buf_init(&b, TEXT_MAX * 4);
-	mf_buf_printf(&b, "---\n");
-	if (is_empty_collection(j))
-		mf_buf_printf(&b, "%s\n", json_is_object(j) ? "{}" : "[]");
-	else if (json_is_object(j) || json_is_array(j))
-		yaml_node(&b, j, 0, 0);
-	else
-		yaml_scalar(&b, j);
-	if (b.rc != MF_OK) {
-		mf_buf_free(&b);
-		return NULL;
-	}
 	return mf_buf_take(&b);
 }

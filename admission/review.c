@@ -102,50 +102,6 @@ clip(char *s, size_t max)
 	memcpy(s + cut, "...", 4);
 }
 
-/* Length of the valid UTF-8 sequence at s (as jansson checks it), or 0. */
-static size_t
-utf8_seq(const unsigned char *s)
-{
-	size_t n;
-	uint32_t v;
-
-	if (s[0] < 0x80)
-		return 1;
-	if (s[0] < 0xC2 || s[0] > 0xF4)
-		return 0;
-	n = s[0] < 0xE0 ? 2 : s[0] < 0xF0 ? 3 : 4;
-	v = s[0] & (0x7Fu >> n);
-	for (size_t i = 1; i < n; i++) {
-		if ((s[i] & 0xC0) != 0x80)
-			return 0;
-		v = v << 6 | (s[i] & 0x3Fu);
-	}
-	if ((n == 3 && (v < 0x800 || (v >= 0xD800 && v <= 0xDFFF))) ||
-	    (n == 4 && (v < 0x10000 || v > 0x10FFFF)))
-		return 0;
-	return n;
-}
-
-/*
- * Replace every byte that does not start a valid UTF-8 sequence with '?':
- * messages quote input cut at a byte count, and JSON strings must be
- * valid UTF-8.
- */
-static void
-fix_utf8(char *s)
-{
-	unsigned char *p = (unsigned char *)s;
-	size_t n;
-
-	while (*p != '\0') {
-		n = utf8_seq(p);
-		if (n == 0)
-			*p++ = '?';
-		else
-			p += n;
-	}
-}
-
 static void warnf(struct review *rv, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
@@ -160,7 +116,7 @@ warnf(struct review *rv, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(text, sizeof(text), fmt, ap);
 	va_end(ap);
-	fix_utf8(text);
+	mf_utf8_fix(text);
 	clip(text, MF_REVIEW_WARNING_MAX);
 	push(rv, rv->warnings, json_string(text));
 }
@@ -397,7 +353,7 @@ deny(struct review *rv, int code, const char *message)
 	char text[MF_REVIEW_MESSAGE_MAX + 2];
 
 	mf_copy(text, sizeof(text), message);
-	fix_utf8(text);
+	mf_utf8_fix(text);
 	clip(text, MF_REVIEW_MESSAGE_MAX);
 	put(rv, rv->response, "allowed", json_false());
 	put(rv, rv->response, "status",
@@ -833,7 +789,7 @@ out:
 static void
 answer_invalid(struct mf_answer *ans, struct mf_error *err)
 {
-	fix_utf8(err->message);
+	mf_utf8_fix(err->message);
 	mf_answer_err(ans, MF_EINVAL, err, MF_OUT_JSON);
 }
 
@@ -847,12 +803,12 @@ respond(struct review *rv, struct mf_answer *ans)
 	if (json_array_size(rv->warnings) > 0)
 		put(rv, rv->response, "warnings", json_incref(rv->warnings));
 	if (rv->nomem) {
-		mf_answer_json(ans, MF_ANS_INTERNAL, NULL, MF_OUT_JSON);
+		mf_answer_json(ans, MF_ANS_INTERNAL, NULL);
 		return;
 	}
 	review = json_pack("{s:s, s:s, s:O}", "apiVersion", REVIEW_VERSION,
 	    "kind", "AdmissionReview", "response", rv->response);
-	mf_answer_json(ans, MF_ANS_OK, review, MF_OUT_JSON);
+	mf_answer_json(ans, MF_ANS_OK, review);
 	ans->verdict = rv->verdict;
 }
 
@@ -875,7 +831,7 @@ mf_api_review(const struct mf_api *api, const char *body, size_t len,
 	root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
 	if (root == NULL &&
 	    json_error_code(&jerr) == json_error_out_of_memory) {
-		mf_answer_json(ans, MF_ANS_INTERNAL, NULL, MF_OUT_JSON);
+		mf_answer_json(ans, MF_ANS_INTERNAL, NULL);
 		return;
 	}
 	if (root == NULL) {

@@ -14,6 +14,7 @@
 #include <jansson.h>
 
 #include "oom.h"
+#include "readback.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -50,7 +51,7 @@ check_figures(const struct mf_oom *o)
 static void
 check_json(const struct mf_oom *o)
 {
-	json_t *j = mf_oom_json(o);
+	json_t *j = readback_oom(o);
 	const char *cause;
 
 	if (j == NULL)

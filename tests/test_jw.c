@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "doc.h"
 #include "jw.h"
 
 struct out {
@@ -25,6 +26,13 @@ start(struct out *o, size_t max)
 {
 	mf_buf_init(&o->b, max);
 	mf_jw_init(&o->w, &o->b);
+}
+
+static void
+start_yaml(struct out *o)
+{
+	mf_buf_init(&o->b, 1 << 16);
+	mf_jw_init_form(&o->w, &o->b, MF_JW_YAML);
 }
 
 /* The text written; the buffer is freed at the next start. */
@@ -251,6 +259,133 @@ test_jw_cap(void **state)
 	mf_buf_free(&o.b);
 }
 
+/* The layout of the YAML back end: what the JSON above would be, as a
+ * block document with two spaces an indent. */
+static void
+test_jw_yaml_layout(void **state)
+{
+	struct out o;
+
+	(void)state;
+	start_yaml(&o);
+	mf_jw_open(&o.w, NULL, '{');
+	mf_jw_str(&o.w, "a", "x");
+	mf_jw_int(&o.w, "b", -12);
+	mf_jw_open(&o.w, "c", '[');
+	mf_jw_bool(&o.w, NULL, 1);
+	mf_jw_null(&o.w, NULL);
+	mf_jw_open(&o.w, NULL, '{');
+	mf_jw_close(&o.w, '}');
+	mf_jw_open(&o.w, NULL, '{');
+	mf_jw_num(&o.w, "n", 2.5, 2);
+	mf_jw_open(&o.w, "m", '{');
+	mf_jw_str(&o.w, "k", NULL);
+	mf_jw_close(&o.w, '}');
+	mf_jw_open(&o.w, "l", '[');
+	mf_jw_close(&o.w, ']');
+	mf_jw_close(&o.w, '}');
+	mf_jw_open(&o.w, NULL, '[');
+	mf_jw_int(&o.w, NULL, 1);
+	mf_jw_close(&o.w, ']');
+	mf_jw_close(&o.w, ']');
+	mf_jw_str(&o.w, "true", "quoted key");
+	mf_jw_str(&o.w, "nvidia.com/gpu.product", "plain key");
+	mf_jw_str(&o.w, "a b", "quoted key");
+	mf_jw_close(&o.w, '}');
+	assert_int_equal(mf_jw_finish(&o.w), MF_OK);
+	assert_string_equal(text(&o),
+	    "---\n"
+	    "a: \"x\"\n"
+	    "b: -12\n"
+	    "c:\n"
+	    "  - true\n"
+	    "  - null\n"
+	    "  - {}\n"
+	    "  - n: 2.5\n"
+	    "    m:\n"
+	    "      k: null\n"
+	    "    l: []\n"
+	    "  -\n"
+	    "    - 1\n"
+	    "\"true\": \"quoted key\"\n"
+	    "nvidia.com/gpu.product: \"plain key\"\n"
+	    "\"a b\": \"quoted key\"\n");
+	mf_buf_free(&o.b);
+	start_yaml(&o);
+	mf_jw_open(&o.w, NULL, '[');
+	mf_jw_close(&o.w, ']');
+	assert_string_equal(text(&o), "---\n[]\n");
+	mf_buf_free(&o.b);
+}
+
+/*
+ * Whatever the bytes, the YAML reads back (with libyaml, through doc.h) as
+ * the JSON does: invalid UTF-8 as U+FFFD, and what YAML does not take raw
+ * (DEL, C1 controls such as NEL, U+2028, U+2029, U+FEFF, U+FFFE) escaped.
+ */
+static void
+test_jw_yaml_strings_read_back(void **state)
+{
+	static const struct {
+		const char *in, *read_back;
+	} cases[] = {
+		{ "plain", "plain" },
+		{ "q\"b\\s/: #x", "q\"b\\s/: #x" },
+		{ "nl\ntab\tcr\r\x01\x1f", "nl\ntab\tcr\r\x01\x1f" },
+		{ "del\x7f", "del\x7f" },
+		{ "nel\xc2\x85 c1\xc2\x9f nbsp\xc2\xa0",
+		    "nel\xc2\x85 c1\xc2\x9f nbsp\xc2\xa0" },
+		{ "ls\xe2\x80\xa8 ps\xe2\x80\xa9 bom\xef\xbb\xbf",
+		    "ls\xe2\x80\xa8 ps\xe2\x80\xa9 bom\xef\xbb\xbf" },
+		{ "nc\xef\xbf\xbe\xef\xbf\xbf", "nc\xef\xbf\xbe\xef\xbf\xbf" },
+		{ "caf\xc3\xa9 \xf0\x9f\x98\x80",
+		    "caf\xc3\xa9 \xf0\x9f\x98\x80" },
+		{ "bad \xff end", "bad \xef\xbf\xbd end" },
+		{ "cut \xe2\x82", "cut \xef\xbf\xbd\xef\xbf\xbd" },
+	};
+	struct out o;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct mf_doc *doc = NULL;
+		struct mf_error err;
+		const struct mf_node *n;
+
+		start_yaml(&o);
+		mf_jw_open(&o.w, NULL, '{');
+		mf_jw_str(&o.w, cases[i].in, cases[i].in);
+		mf_jw_close(&o.w, '}');
+		assert_int_equal(mf_doc_parse(o.b.data, o.b.len, MF_DOC_YAML,
+		                     &doc, &err),
+		    MF_OK);
+		n = mf_doc_root(doc)->child;
+		assert_non_null(n);
+		assert_string_equal(n->key, cases[i].read_back);
+		assert_int_equal(n->type, MF_NODE_STR);
+		assert_string_equal(n->text, cases[i].read_back);
+		mf_doc_free(doc);
+		mf_buf_free(&o.b);
+	}
+}
+
+/* Nesting deeper than the writer keeps fails the buffer, not memory. */
+static void
+test_jw_depth_checked(void **state)
+{
+	struct out o;
+
+	(void)state;
+	start(&o, 1 << 16);
+	for (int i = 0; i < MF_JW_DEPTH; i++)
+		mf_jw_open(&o.w, NULL, '[');
+	assert_int_equal(o.b.rc, MF_OK);
+	for (int i = 0; i < MF_JW_DEPTH; i++)
+		mf_jw_close(&o.w, ']');
+	assert_int_equal(mf_jw_finish(&o.w), MF_OK);
+	assert_int_equal(o.b.len, 2 * MF_JW_DEPTH + 1);
+	mf_buf_free(&o.b);
+}
+
 int
 main(void)
 {
@@ -263,6 +398,9 @@ main(void)
 		cmocka_unit_test(test_jw_every_length_and_place),
 		cmocka_unit_test(test_jw_escapes_exact),
 		cmocka_unit_test(test_jw_cap),
+		cmocka_unit_test(test_jw_yaml_layout),
+		cmocka_unit_test(test_jw_yaml_strings_read_back),
+		cmocka_unit_test(test_jw_depth_checked),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

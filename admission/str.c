@@ -1,0 +1,98 @@
+#include "str.h"
+
+#include <string.h>
+
+char *
+mf_copy(char *dst, size_t size, const char *src)
+{
+	size_t n = strnlen(src, size - 1);
+
+	memcpy(dst, src, n);
+	dst[n] = '\0';
+	return dst;
+}
+
+char *
+mf_digits(uint64_t v, char *end)
+{
+	/* Two digits a division. */
+	static const char pairs[] = "00010203040506070809"
+	                            "10111213141516171819"
+	                            "20212223242526272829"
+	                            "30313233343536373839"
+	                            "40414243444546474849"
+	                            "50515253545556575859"
+	                            "60616263646566676869"
+	                            "70717273747576777879"
+	                            "80818283848586878889"
+	                            "90919293949596979899";
+
+	while (v >= 100) {
+		const char *d = pairs + 2 * (v % 100);
+
+		v /= 100;
+		*--end = d[1];
+		*--end = d[0];
+	}
+	if (v >= 10) {
+		*--end = pairs[2 * v + 1];
+		*--end = pairs[2 * v];
+	} else {
+		*--end = (char)('0' + v);
+	}
+	return end;
+}
+
+static int
+cont(unsigned char c)
+{
+	return (c & 0xc0) == 0x80;
+}
+
+size_t
+mf_utf8_len(const unsigned char *s)
+{
+	if (s[0] < 0x80)
+		return 1;
+	if (s[0] >= 0xc2 && s[0] <= 0xdf)
+		return cont(s[1]) ? 2 : 0;
+	if (s[0] >= 0xe0 && s[0] <= 0xef) {
+		if (!cont(s[1]) || !cont(s[2]) ||
+		    (s[0] == 0xe0 && s[1] < 0xa0) ||
+		    (s[0] == 0xed && s[1] > 0x9f))
+			return 0;
+		return 3;
+	}
+	if (s[0] >= 0xf0 && s[0] <= 0xf4) {
+		if (!cont(s[1]) || !cont(s[2]) || !cont(s[3]) ||
+		    (s[0] == 0xf0 && s[1] < 0x90) ||
+		    (s[0] == 0xf4 && s[1] > 0x8f))
+			return 0;
+		return 4;
+	}
+	return 0;
+}
+
+void
+mf_utf8_fix(char *s)
+{
+	unsigned char *p = (unsigned char *)s;
+	size_t n;
+
+	while (*p != '\0') {
+		n = mf_utf8_len(p);
+		if (n == 0)
+			*p++ = '?';
+		else
+			p += n;
+	}
+}
+
+void
+mf_scrub(char *s)
+{
+	for (char *p = s; p != NULL && *p != '\0'; p++)
+		if (((unsigned char)*p < 0x20 && *p != '\n' && *p != '\t') ||
+		    *p == 0x7f)
+			*p = '?';
+}

@@ -1,0 +1,34 @@
+/*
+ * str.h: the string helpers every module shares: bounded copies, decimal
+ * digits, UTF-8 checks and the cleaning of text that came from a client.
+ */
+#ifndef MF_STR_H
+#define MF_STR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* src into dst, a buffer of size bytes (> 0): cut to fit, always
+ * NUL-terminated.  Returns dst. */
+char *mf_copy(char *dst, size_t size, const char *src);
+
+/* The decimal digits of v, written so they end just before end; returns
+ * where they start.  Numbers are written often enough to skip printf. */
+char *mf_digits(uint64_t v, char *end);
+
+/*
+ * Length of the valid UTF-8 sequence (RFC 3629: no overlong forms, no
+ * surrogates, nothing past U+10FFFF) at s, or 0.  s is NUL-terminated, and
+ * a NUL ends the checks before they read past it.
+ */
+size_t mf_utf8_len(const unsigned char *s);
+
+/* Replace every byte of s that does not start a valid UTF-8 sequence with
+ * '?', in place: text quoted from input may be cut mid-character. */
+void mf_utf8_fix(char *s);
+
+/* Replace every control character but newline and tab, and DEL, with '?',
+ * in place: text a terminal shows. */
+void mf_scrub(char *s);
+
+#endif

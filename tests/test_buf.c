@@ -1,0 +1,172 @@
+/*
+ * test_buf.c: the growable buffer's contract (buf.h): the cap, the sticky
+ * first failure, and what mf_buf_take hands over.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+
+static void
+test_buf_grows_to_the_cap(void **state)
+{
+	struct mf_buf b;
+	char chunk[100];
+
+	(void)state;
+	memset(chunk, 'x', sizeof(chunk));
+	mf_buf_init(&b, 1000);
+	/* 999 bytes and the NUL fill the cap exactly. */
+	for (int i = 0; i < 9; i++)
+		assert_int_equal(mf_buf_add(&b, chunk, 100), MF_OK);
+	assert_int_equal(mf_buf_add(&b, chunk, 99), MF_OK);
+	assert_int_equal(b.len, 999);
+	assert_int_equal(b.data[999], '\0');
+	assert_true(b.cap <= 1000);
+	assert_int_equal(mf_buf_add(&b, chunk, 1), MF_ETOOBIG);
+	assert_int_equal(b.len, 999);
+	mf_buf_free(&b);
+}
+
+/* After a failure nothing is appended, however small: the fast path
+ * (room to spare) must not write past a failure. */
+static void
+test_buf_failure_is_sticky(void **state)
+{
+	struct mf_buf b;
+	char big[600];
+
+	(void)state;
+	memset(big, 'x', sizeof(big));
+	mf_buf_init(&b, 512);
+	assert_int_equal(mf_buf_add(&b, "abc", 3), MF_OK);
+	assert_int_equal(mf_buf_add(&b, big, sizeof(big)), MF_ETOOBIG);
+	/* There is room for these two in what was allocated. */
+	assert_int_equal(mf_buf_add(&b, "d", 1), MF_ETOOBIG);
+	assert_int_equal(mf_buf_printf(&b, "%d", 5), MF_ETOOBIG);
+	assert_null(mf_buf_room(&b, 1));
+	assert_string_equal(b.data, "abc");
+	assert_int_equal(b.len, 3);
+	assert_int_equal(b.rc, MF_ETOOBIG);
+	mf_buf_free(&b);
+}
+
+static void
+test_buf_printf(void **state)
+{
+	struct mf_buf b;
+
+	(void)state;
+	mf_buf_init(&b, 64);
+	assert_int_equal(mf_buf_printf(&b, "%s-%03d", "a", 7), MF_OK);
+	assert_int_equal(mf_buf_printf(&b, "%c", '!'), MF_OK);
+	assert_string_equal(b.data, "a-007!");
+	assert_int_equal(b.len, 6);
+	/* 64 bytes with the NUL do not fit in a cap of 64. */
+	assert_int_equal(mf_buf_printf(&b, "%058d", 1), MF_ETOOBIG);
+	assert_string_equal(b.data, "a-007!");
+	mf_buf_free(&b);
+}
+
+/* take hands over the text and empties the buffer; an empty buffer gives
+ * ""; after a failure it frees the text and gives NULL. */
+static void
+test_buf_take(void **state)
+{
+	struct mf_buf b;
+	char big[100], *t;
+
+	(void)state;
+	mf_buf_init(&b, 64);
+	t = mf_buf_take(&b);
+	assert_non_null(t);
+	assert_string_equal(t, "");
+	free(t);
+	mf_buf_add(&b, "hello", 5);
+	t = mf_buf_take(&b);
+	assert_string_equal(t, "hello");
+	assert_null(b.data);
+	assert_int_equal(b.len, 0);
+	free(t);
+	memset(big, 'x', sizeof(big));
+	mf_buf_add(&b, "hello", 5);
+	mf_buf_add(&b, big, sizeof(big));
+	assert_null(mf_buf_take(&b));
+	assert_null(b.data);
+	assert_int_equal(b.rc, MF_ETOOBIG);
+	mf_buf_free(&b);
+}
+
+/* room/done write in place, as the JSON writer does. */
+static void
+test_buf_room_and_done(void **state)
+{
+	struct mf_buf b;
+	char *p;
+
+	(void)state;
+	mf_buf_init(&b, 64);
+	p = mf_buf_room(&b, 10);
+	assert_non_null(p);
+	memcpy(p, "0123", 4);
+	mf_buf_done(&b, p + 4);
+	assert_string_equal(b.data, "0123");
+	assert_null(mf_buf_room(&b, 60));
+	assert_int_equal(b.rc, MF_ETOOBIG);
+	mf_buf_free(&b);
+}
+
+static void
+test_str_copy_and_digits(void **state)
+{
+	char d[4], buf[24];
+
+	(void)state;
+	assert_string_equal(mf_copy(d, sizeof(d), "abcdef"), "abc");
+	assert_string_equal(mf_copy(d, sizeof(d), ""), "");
+	buf[23] = '\0';
+	assert_string_equal(mf_digits(0, buf + 23), "0");
+	assert_string_equal(mf_digits(UINT64_MAX, buf + 23),
+	    "18446744073709551615");
+}
+
+static void
+test_str_utf8(void **state)
+{
+	char s[] = "ok \xc3\xa9 \xff \xe2\x82 \xed\xa0\x80 \xf4\x90\x80\x80";
+	char t[] = "a\x01\tb\x7f\n";
+
+	(void)state;
+	assert_int_equal(mf_utf8_len((const unsigned char *)"\xc3\xa9"), 2);
+	assert_int_equal(mf_utf8_len((const unsigned char *)"\xe2\x82\xac"), 3);
+	assert_int_equal(mf_utf8_len((const unsigned char *)"\xf0\x9f\x98\x80"),
+	    4);
+	assert_int_equal(mf_utf8_len((const unsigned char *)"\xc0\xaf"), 0);
+	assert_int_equal(mf_utf8_len((const unsigned char *)"\xe2\x82"), 0);
+	mf_utf8_fix(s);
+	assert_string_equal(s, "ok \xc3\xa9 ? ?? ??? ????");
+	mf_scrub(t);
+	assert_string_equal(t, "a?\tb?\n");
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_buf_grows_to_the_cap),
+		cmocka_unit_test(test_buf_failure_is_sticky),
+		cmocka_unit_test(test_buf_printf),
+		cmocka_unit_test(test_buf_take),
+		cmocka_unit_test(test_buf_room_and_done),
+		cmocka_unit_test(test_str_copy_and_digits),
+		cmocka_unit_test(test_str_utf8),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
