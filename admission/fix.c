@@ -2,28 +2,236 @@
 
 #include <string.h>
 
-static const char *const names[MF_FIX_COUNT] = {
-	"sdpa",
-	"microbatch",
-	"autocast",
-	"checkpointing",
-	"adam8bit",
-	"lora",
-	"qlora",
-	"fsdp",
+#include "estimate.h"
+#include "manifest.h"
+
+static int
+training(const struct mf_workload *w)
+{
+	return w->kind == MF_TRAINING;
+}
+
+static int
+when_sdpa(const struct mf_job *job, const struct mf_workload *w)
+{
+	(void)job;
+	return training(w) && w->attention == MF_EAGER;
+}
+
+static int
+when_microbatch(const struct mf_job *job, const struct mf_workload *w)
+{
+	(void)job;
+	return training(w) && w->micro_batch > 1;
+}
+
+static int
+when_autocast(const struct mf_job *job, const struct mf_workload *w)
+{
+	(void)job;
+	return w->precision == MF_FP32;
+}
+
+static int
+when_checkpointing(const struct mf_job *job, const struct mf_workload *w)
+{
+	(void)job;
+	return training(w) && !w->checkpointing;
+}
+
+static int
+when_adam8bit(const struct mf_job *job, const struct mf_workload *w)
+{
+	(void)job;
+	return training(w) && w->optimizer == MF_ADAMW;
+}
+
+static int
+when_lora(const struct mf_job *job, const struct mf_workload *w)
+{
+	(void)job;
+	return training(w) && w->method == MF_FULL;
+}
+
+static int
+when_qlora(const struct mf_job *job, const struct mf_workload *w)
+{
+	(void)job;
+	return training(w) && w->method != MF_QLORA;
+}
+
+/* Full fine-tuning not yet sharded, on more than one GPU if it asked. */
+static int
+when_fsdp(const struct mf_job *job, const struct mf_workload *w)
+{
+	return training(w) && w->method == MF_FULL && w->shard_gpus <= 1 &&
+	    (!job->count_given || job->count > 1);
+}
+
+static void
+do_sdpa(struct mf_workload *w, int64_t gpus)
+{
+	(void)gpus;
+	w->attention = MF_SDPA;
+}
+
+static void
+do_microbatch(struct mf_workload *w, int64_t gpus)
+{
+	(void)gpus;
+	w->micro_batch = 1;
+}
+
+static void
+do_autocast(struct mf_workload *w, int64_t gpus)
+{
+	(void)gpus;
+	w->precision = MF_BF16;
+}
+
+static void
+do_checkpointing(struct mf_workload *w, int64_t gpus)
+{
+	(void)gpus;
+	w->checkpointing = 1;
+}
+
+static void
+do_adam8bit(struct mf_workload *w, int64_t gpus)
+{
+	(void)gpus;
+	w->optimizer = MF_ADAM8BIT;
+}
+
+static void
+do_lora(struct mf_workload *w, int64_t gpus)
+{
+	(void)gpus;
+	w->method = MF_LORA;
+}
+
+static void
+do_qlora(struct mf_workload *w, int64_t gpus)
+{
+	(void)gpus;
+	w->method = MF_QLORA;
+}
+
+static void
+do_fsdp(struct mf_workload *w, int64_t gpus)
+{
+	w->shard_gpus = gpus;
+}
+
+static const struct fix {
+	struct mf_fix_info info;
+	int (*applies)(const struct mf_job *, const struct mf_workload *);
+	void (*apply)(struct mf_workload *, int64_t);
+} table[MF_FIX_COUNT] = {
+	[MF_FIX_SDPA] = { { "sdpa", "spec.workload.attention", "sdpa",
+	                      MF_FIXV_STRING,
+	                      "AutoModelForCausalLM.from_pretrained(..., attn_implementation=\"sdpa\")",
+	                      0, 1 },
+	    when_sdpa, do_sdpa },
+	[MF_FIX_MICROBATCH] = { { "microbatch", "spec.workload.microBatch", "1",
+	                            MF_FIXV_INT,
+	                            "per_device_train_batch_size=1, gradient_accumulation_steps=<old micro-batch>",
+	                            0, 1 },
+	    when_microbatch, do_microbatch },
+	[MF_FIX_AUTOCAST] = { { "autocast", "spec.workload.precision", "bf16",
+	                          MF_FIXV_STRING,
+	                          "with torch.autocast(\"cuda\", dtype=torch.bfloat16): loss = model(**batch).loss",
+	                          0, 1 },
+	    when_autocast, do_autocast },
+	[MF_FIX_CHECKPOINTING] = { { "checkpointing",
+	                               "spec.workload.gradientCheckpointing",
+	                               "true", MF_FIXV_BOOL,
+	                               "torch.utils.checkpoint.checkpoint(layer, x, use_reentrant=False)",
+	                               0, 1 },
+	    when_checkpointing, do_checkpointing },
+	[MF_FIX_ADAM8BIT] = { { "adam8bit", "spec.workload.optimizer",
+	                          "adam8bit", MF_FIXV_STRING,
+	                          "optimizer = bnb.optim.Adam8bit(model.parameters(), lr=lr)",
+	                          0, 0 },
+	    when_adam8bit, do_adam8bit },
+	[MF_FIX_LORA] = { { "lora", "spec.workload.method", "lora",
+	                      MF_FIXV_STRING,
+	                      "model = peft.get_peft_model(model, LoraConfig(r=16, target_modules=\"all-linear\"))",
+	                      1, 0 },
+	    when_lora, do_lora },
+	[MF_FIX_QLORA] = { { "qlora", "spec.workload.method", "qlora",
+	                       MF_FIXV_STRING,
+	                       "from_pretrained(..., quantization_config=BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type=\"nf4\")), then peft.get_peft_model(model, LoraConfig(r=16, target_modules=\"all-linear\"))",
+	                       1, 0 },
+	    when_qlora, do_qlora },
+	[MF_FIX_FSDP] = { { "fsdp", "spec.workload.sharding.gpus", NULL,
+	                      MF_FIXV_GPUS,
+	                      "for layer in model.model.layers: fully_shard(layer); fully_shard(model)",
+	                      0, 0 },
+	    when_fsdp, do_fsdp },
 };
+
+const struct mf_fix_info *
+mf_fix_info(enum mf_fix f)
+{
+	return (unsigned)f < MF_FIX_COUNT ? &table[f].info : NULL;
+}
 
 const char *
 mf_fix_name(enum mf_fix f)
 {
-	return (unsigned)f < MF_FIX_COUNT ? names[f] : NULL;
+	return (unsigned)f < MF_FIX_COUNT ? table[f].info.id : NULL;
 }
 
 int
 mf_fix_lookup(const char *name)
 {
 	for (int i = 0; i < MF_FIX_COUNT; i++)
-		if (strcmp(names[i], name) == 0)
+		if (strcmp(table[i].info.id, name) == 0)
 			return i;
 	return -1;
+}
+
+char *
+mf_fix_ids(char *buf, size_t size)
+{
+	size_t n = 0;
+
+	buf[0] = '\0';
+	for (int i = 0; i < MF_FIX_COUNT; i++) {
+		const char *id = table[i].info.id;
+		size_t k = strlen(id) + (i > 0 ? 2 : 0);
+
+		if (n + k >= size)
+			break;
+		memcpy(buf + n, ", ", i > 0 ? 2 : 0);
+		memcpy(buf + n + (i > 0 ? 2 : 0), id, strlen(id) + 1);
+		n += k;
+	}
+	return buf;
+}
+
+int
+mf_fix_applies(const struct mf_job *job, const struct mf_workload *w,
+    enum mf_fix fix)
+{
+	return (unsigned)fix < MF_FIX_COUNT && table[fix].applies(job, w);
+}
+
+void
+mf_fix_apply(struct mf_workload *w, unsigned fixes, int64_t gpus)
+{
+	for (int f = 0; f < MF_FIX_COUNT; f++)
+		if (fixes & MF_FIXBIT(f))
+			table[f].apply(w, gpus);
+}
+
+int
+mf_fix_compatible(unsigned fixes)
+{
+	unsigned lora = MF_FIXBIT(MF_FIX_LORA) | MF_FIXBIT(MF_FIX_QLORA);
+
+	if ((fixes & lora) == lora)
+		return 0;
+	return !((fixes & lora) && (fixes & MF_FIXBIT(MF_FIX_FSDP)));
 }

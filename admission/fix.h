@@ -1,9 +1,19 @@
 /*
  * fix.h: the memory fixes of design section 7, in the order the reference
  * post applies them: four cumulative ones, then four alternatives.
+ *
+ * Every fact about a fix lives in one row of fix.c's table: its id, the
+ * manifest field and value it sets, the code change a user makes, whether
+ * it is a modelling decision (it changes what is trained), whether it is
+ * one of the post's cumulative steps, when it applies to a workload and
+ * what it does to one.  Placement, rendering, the manifest reader, the
+ * catalogue and the review all ask the table.
  */
 #ifndef MF_FIX_H
 #define MF_FIX_H
+
+#include <stddef.h>
+#include <stdint.h>
 
 enum mf_fix {
 	MF_FIX_SDPA,          /* eager -> sdpa attention */
@@ -20,9 +30,45 @@ enum mf_fix {
 /* Sets of fixes are unsigned bit masks: bit i is enum mf_fix i. */
 #define MF_FIXBIT(f) (1u << (f))
 
+/* How a fix's manifest value is written. */
+enum mf_fix_value {
+	MF_FIXV_STRING, /* value as it is */
+	MF_FIXV_BOOL,   /* "true" */
+	MF_FIXV_INT,    /* a whole number, as written in value */
+	MF_FIXV_GPUS    /* the GPU count of the placement (value is NULL) */
+};
+
+struct mf_fix_info {
+	const char *id;    /* "sdpa", ... */
+	const char *field; /* the manifest field it sets, dotted */
+	const char *value; /* the value it sets there (see kind) */
+	enum mf_fix_value kind;
+	const char *code; /* the code change a user makes */
+	int modelling;    /* changes what is trained (LoRA, QLoRA) */
+	int cumulative;   /* one of the post's cumulative steps */
+};
+
+/* The row of f; NULL past the end. */
+const struct mf_fix_info *mf_fix_info(enum mf_fix f);
 /* "sdpa", "microbatch", ...; NULL past the end. */
 const char *mf_fix_name(enum mf_fix f);
 /* -1 when name is not a fix id. */
 int mf_fix_lookup(const char *name);
+/* Every id, ", "-separated in table order ("sdpa, microbatch, ...") into
+ * buf of size bytes (MF_FIX_IDS_MAX holds them all); returns buf. */
+#define MF_FIX_IDS_MAX 128
+char *mf_fix_ids(char *buf, size_t size);
+
+struct mf_job;
+struct mf_workload;
+
+/* Whether fix changes anything for the workload w of job. */
+int mf_fix_applies(const struct mf_job *job, const struct mf_workload *w,
+    enum mf_fix fix);
+/* The workload with the fixes of the set applied (fsdp shards over gpus). */
+void mf_fix_apply(struct mf_workload *w, unsigned fixes, int64_t gpus);
+/* Whether the fixes of the set may be applied together: never lora and
+ * qlora, and fsdp only for full fine-tuning. */
+int mf_fix_compatible(unsigned fixes);
 
 #endif

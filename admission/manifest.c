@@ -287,7 +287,7 @@ static enum mf_rc
 read_fixes(struct reader *r, const struct mf_node *list, const char *path)
 {
 	const struct mf_node *n;
-	char p[PATHMAX];
+	char p[PATHMAX], ids[MF_FIX_IDS_MAX];
 	size_t i = 0;
 	int f;
 
@@ -299,11 +299,9 @@ read_fixes(struct reader *r, const struct mf_node *list, const char *path)
 		snprintf(p, sizeof(p), "%s[%zu]", path, i);
 		if (n->type != MF_NODE_STR || (f = mf_fix_lookup(n->text)) < 0)
 			return mf_error_set(r->err, MF_EINVAL, p, n->line,
-			    n->column,
-			    "'%.40s' is not a fix (sdpa, microbatch, "
-			    "autocast, checkpointing, adam8bit, lora, qlora, "
-			    "fsdp)",
-			    n->text ? n->text : "");
+			    n->column, "'%.40s' is not a fix (%s)",
+			    n->text ? n->text : "",
+			    mf_fix_ids(ids, sizeof(ids)));
 		r->job->allowed_fixes |= MF_FIXBIT(f);
 	}
 	return MF_OK;

@@ -63,56 +63,6 @@ mf_limit_name(enum mf_limit limit)
 	}
 }
 
-void
-mf_fix_apply(struct mf_workload *w, unsigned fixes, int64_t gpus)
-{
-	if (fixes & MF_FIXBIT(MF_FIX_SDPA))
-		w->attention = MF_SDPA;
-	if (fixes & MF_FIXBIT(MF_FIX_MICROBATCH))
-		w->micro_batch = 1;
-	if (fixes & MF_FIXBIT(MF_FIX_AUTOCAST))
-		w->precision = MF_BF16;
-	if (fixes & MF_FIXBIT(MF_FIX_CHECKPOINTING))
-		w->checkpointing = 1;
-	if (fixes & MF_FIXBIT(MF_FIX_ADAM8BIT))
-		w->optimizer = MF_ADAM8BIT;
-	if (fixes & MF_FIXBIT(MF_FIX_LORA))
-		w->method = MF_LORA;
-	if (fixes & MF_FIXBIT(MF_FIX_QLORA))
-		w->method = MF_QLORA;
-	if (fixes & MF_FIXBIT(MF_FIX_FSDP))
-		w->shard_gpus = gpus;
-}
-
-int
-mf_fix_applies(const struct mf_job *job, const struct mf_workload *w,
-    enum mf_fix fix)
-{
-	int train = w->kind == MF_TRAINING;
-
-	switch (fix) {
-	case MF_FIX_SDPA:
-		return train && w->attention == MF_EAGER;
-	case MF_FIX_MICROBATCH:
-		return train && w->micro_batch > 1;
-	case MF_FIX_AUTOCAST:
-		return w->precision == MF_FP32;
-	case MF_FIX_CHECKPOINTING:
-		return train && !w->checkpointing;
-	case MF_FIX_ADAM8BIT:
-		return train && w->optimizer == MF_ADAMW;
-	case MF_FIX_LORA:
-		return train && w->method == MF_FULL;
-	case MF_FIX_QLORA:
-		return train && w->method != MF_QLORA;
-	case MF_FIX_FSDP:
-		return train && w->method == MF_FULL && w->shard_gpus <= 1 &&
-		    (!job->count_given || job->count > 1);
-	default:
-		return 0;
-	}
-}
-
 int64_t
 mf_floor_for(int64_t bytes, double headroom)
 {
@@ -391,16 +341,6 @@ add_fixset(struct search *s, unsigned fixes, struct mf_error *err)
 	return MF_OK;
 }
 
-static int
-valid_fixset(unsigned f)
-{
-	unsigned lora = MF_FIXBIT(MF_FIX_LORA) | MF_FIXBIT(MF_FIX_QLORA);
-
-	if ((f & lora) == lora)
-		return 0;
-	return !((f & lora) && (f & MF_FIXBIT(MF_FIX_FSDP)));
-}
-
 static enum mf_rc
 list_options(struct search *s, struct mf_error *err)
 {
@@ -422,7 +362,7 @@ list_options(struct search *s, struct mf_error *err)
 			allowed |= MF_FIXBIT(f);
 	/* Every subset of allowed, the empty set included. */
 	for (unsigned sub = allowed;; sub = (sub - 1) & allowed) {
-		if (valid_fixset(sub))
+		if (mf_fix_compatible(sub))
 			rc = add_fixset(s, sub, err);
 		if (rc != MF_OK || sub == 0)
 			break;
@@ -516,12 +456,6 @@ fix_entry(struct search *s, enum mf_fix fix, unsigned fixes,
 	return MF_OK;
 }
 
-static int
-modelling(enum mf_fix f)
-{
-	return f == MF_FIX_LORA || f == MF_FIX_QLORA;
-}
-
 /* The rejection's fix list, in the post's order (design 7). */
 static enum mf_rc
 list_fixes(struct search *s, struct mf_decision *d)
@@ -536,14 +470,14 @@ list_fixes(struct search *s, struct mf_decision *d)
 	for (f = 0; f < MF_FIX_COUNT && rc == MF_OK; f++) {
 		if (!mf_fix_applies(job, &job->work, (enum mf_fix)f))
 			continue;
-		if (f <= MF_FIX_CHECKPOINTING)
+		if (mf_fix_info((enum mf_fix)f)->cumulative)
 			cum |= MF_FIXBIT(f);
-		rc = fix_entry(s, (enum mf_fix)f,
-		    f <= MF_FIX_CHECKPOINTING ? cum : cum | MF_FIXBIT(f),
+		rc = fix_entry(s, (enum mf_fix)f, cum | MF_FIXBIT(f),
 		    &d->fixes[d->nfixes++]);
 	}
 	for (size_t i = 0; i < d->nfixes && d->suggested < 0; i++)
-		if (d->fixes[i].placed && !modelling(d->fixes[i].fix))
+		if (d->fixes[i].placed &&
+		    !mf_fix_info(d->fixes[i].fix)->modelling)
 			d->suggested = (int)i;
 	for (size_t i = 0; i < d->nfixes && d->suggested < 0; i++)
 		if (d->fixes[i].placed)

@@ -81,11 +81,6 @@ struct mf_decision {
 enum mf_rc mf_place(const struct mf_job *job, const struct mf_catalog *cat,
     struct mf_decision *out, struct mf_error *err);
 
-/* The workload with fixes applied (fsdp shards over gpus). */
-void mf_fix_apply(struct mf_workload *w, unsigned fixes, int64_t gpus);
-/* Whether fix changes anything for the workload w of job. */
-int mf_fix_applies(const struct mf_job *job, const struct mf_workload *w,
-    enum mf_fix fix);
 /* Suggested floor: bytes / (1 - headroom) rounded up to a whole GiB. */
 int64_t mf_floor_for(int64_t bytes, double headroom);
 /* Smallest card (by memory, then price, then name) whose usable memory

@@ -11,45 +11,6 @@
 
 #define TEXT_MAX (4u << 20)
 
-static const struct {
-	const char *manifest; /* dotted field */
-	const char *value;    /* its new value, as YAML */
-	const char *code;
-} changes[MF_FIX_COUNT] = {
-	[MF_FIX_SDPA] = { "spec.workload.attention", "sdpa",
-	    "AutoModelForCausalLM.from_pretrained(..., "
-	    "attn_implementation=\"sdpa\")" },
-	[MF_FIX_MICROBATCH] = { "spec.workload.microBatch", "1",
-	    "per_device_train_batch_size=1, gradient_accumulation_steps="
-	    "<old micro-batch>" },
-	[MF_FIX_AUTOCAST] = { "spec.workload.precision", "bf16",
-	    "with torch.autocast(\"cuda\", dtype=torch.bfloat16): loss = "
-	    "model(**batch).loss" },
-	[MF_FIX_CHECKPOINTING] = { "spec.workload.gradientCheckpointing",
-	    "true",
-	    "torch.utils.checkpoint.checkpoint(layer, x, "
-	    "use_reentrant=False)" },
-	[MF_FIX_ADAM8BIT] = { "spec.workload.optimizer", "adam8bit",
-	    "optimizer = bnb.optim.Adam8bit(model.parameters(), lr=lr)" },
-	[MF_FIX_LORA] = { "spec.workload.method", "lora",
-	    "model = peft.get_peft_model(model, LoraConfig(r=16, "
-	    "target_modules=\"all-linear\"))" },
-	[MF_FIX_QLORA] = { "spec.workload.method", "qlora",
-	    "from_pretrained(..., quantization_config=BitsAndBytesConfig("
-	    "load_in_4bit=True, bnb_4bit_quant_type=\"nf4\")), then "
-	    "peft.get_peft_model(model, LoraConfig(r=16, "
-	    "target_modules=\"all-linear\"))" },
-	[MF_FIX_FSDP] = { "spec.workload.sharding.gpus", NULL,
-	    "for layer in model.model.layers: fully_shard(layer); "
-	    "fully_shard(model)" },
-};
-
-const char *
-mf_fix_code(enum mf_fix fix)
-{
-	return (unsigned)fix < MF_FIX_COUNT ? changes[fix].code : NULL;
-}
-
 #define JSON_MAX (16u << 20)
 
 static void
@@ -112,18 +73,24 @@ manifest_change(struct mf_jw *w, const struct mf_fix_option *e)
 {
 	mf_jw_open(w, "manifestChange", '{');
 	for (int f = 0; f < MF_FIX_COUNT; f++) {
-		const char *v = changes[f].value;
+		const struct mf_fix_info *fi = mf_fix_info(f);
 
 		if (!(e->fixes & MF_FIXBIT(f)))
 			continue;
-		if (v == NULL)
-			mf_jw_int(w, changes[f].manifest, e->gpus);
-		else if (strcmp(v, "true") == 0)
-			mf_jw_bool(w, changes[f].manifest, 1);
-		else if (strcmp(v, "1") == 0)
-			mf_jw_int(w, changes[f].manifest, 1);
-		else
-			mf_jw_str(w, changes[f].manifest, v);
+		switch (fi->kind) {
+		case MF_FIXV_GPUS:
+			mf_jw_int(w, fi->field, e->gpus);
+			break;
+		case MF_FIXV_BOOL:
+			mf_jw_bool(w, fi->field, 1);
+			break;
+		case MF_FIXV_INT:
+			mf_jw_int(w, fi->field, strtoll(fi->value, NULL, 10));
+			break;
+		case MF_FIXV_STRING:
+			mf_jw_str(w, fi->field, fi->value);
+			break;
+		}
 	}
 	mf_jw_close(w, '}');
 }
@@ -134,7 +101,7 @@ code_change(struct mf_jw *w, unsigned fixes)
 	mf_jw_open(w, "codeChange", '[');
 	for (int f = 0; f < MF_FIX_COUNT; f++)
 		if (fixes & MF_FIXBIT(f))
-			mf_jw_str(w, NULL, changes[f].code);
+			mf_jw_str(w, NULL, mf_fix_info(f)->code);
 	mf_jw_close(w, ']');
 }
 
@@ -159,7 +126,7 @@ fix_entries(struct mf_jw *w, const struct mf_job *job,
 		manifest_change(w, e);
 		code_change(w, e->fixes);
 		mf_jw_bool(w, "modellingDecision",
-		    e->fix == MF_FIX_LORA || e->fix == MF_FIX_QLORA);
+		    mf_fix_info(e->fix)->modelling);
 		mf_jw_close(w, '}');
 	}
 	mf_jw_close(w, ']');

@@ -53,7 +53,4 @@ char *mf_text_estimate(const struct mf_job *job, const struct mf_estimate *e,
 char *mf_text_catalog(const struct mf_catalog *cat, int64_t min_memory);
 char *mf_text_models(const struct mf_models *models);
 
-/* The manifest and code changes of a fix, for a job's workload. */
-const char *mf_fix_code(enum mf_fix fix);
-
 #endif

@@ -416,7 +416,7 @@ suggestion_text(struct mf_buf *b, const struct mf_job *job,
 	    (long long)e->placement.count);
 	if (job->reference_hours > 0)
 		mf_buf_printf(b, ", $%.2f to finish", e->placement.cost);
-	if (e->fix == MF_FIX_LORA || e->fix == MF_FIX_QLORA)
+	if (mf_fix_info(e->fix)->modelling)
 		mf_buf_printf(b, " (a modelling decision)");
 }
 

@@ -517,7 +517,7 @@ read_time_factors(const struct ctx *c, const struct mf_node *n,
 {
 	const struct mf_node *child;
 	struct mf_error tmp;
-	char field[128];
+	char field[128], ids[MF_FIX_IDS_MAX];
 	enum mf_rc rc;
 	int fix;
 
@@ -527,10 +527,9 @@ read_time_factors(const struct ctx *c, const struct mf_node *n,
 		mf_path(field, sizeof(field), "timeFactors", child->key);
 		fix = mf_fix_lookup(child->key);
 		if (fix < 0)
-			return fail_at(c, field, child,
-			    "unknown fix (sdpa, "
-			    "microbatch, autocast, checkpointing, adam8bit, "
-			    "lora, qlora or fsdp)");
+			return fail(c, MF_EINVAL, field, child->line,
+			    child->column, "unknown fix (%s)",
+			    mf_fix_ids(ids, sizeof(ids)));
 		rc = read_number(c, child, field, &factor_bound,
 		    &cat->time_factor[fix]);
 		if (rc != MF_OK)
