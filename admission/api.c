@@ -132,11 +132,12 @@ mf_answer_err(struct mf_answer *ans, enum mf_rc rc, const struct mf_error *err,
 	struct doc d;
 
 	if (out == MF_OUT_TEXT) {
-		size_t n = strlen(err->message) + 8;
+		char msg[MF_ERROR_MAX];
+		size_t n = strlen(mf_error_message(err, msg, sizeof(msg))) + 8;
 		char *t = malloc(n);
 
 		if (t != NULL)
-			snprintf(t, n, "error: %s", err->message);
+			snprintf(t, n, "error: %s", msg);
 		set_body(ans, kind_of(rc), t, MF_OUT_TEXT);
 		return;
 	}
@@ -279,9 +280,7 @@ mf_api_estimate(const struct mf_api *api, const char *body, size_t len,
 		    "for an estimate");
 		mf_answer_err(ans, MF_EINVAL, &err, out);
 	} else if (mf_est_compute(&job.model, &job.work, &est) != MF_OK) {
-		mf_error_set(&err, MF_EINVAL, "spec.workload", 0, 0,
-		    "the "
-		    "memory figures of this job overflow 63 bits");
+		mf_est_range_error(&err);
 		mf_answer_err(ans, MF_EINVAL, &err, out);
 	} else if (out == MF_OUT_TEXT) {
 		mf_answer_text(ans, MF_ANS_OK,

@@ -32,25 +32,42 @@ enum mf_rc
 mf_error_set(struct mf_error *err, enum mf_rc rc, const char *field, int line,
     int column, const char *fmt, ...)
 {
-	char text[sizeof(err->message)];
 	va_list ap;
-	int n;
 
 	if (err == NULL)
 		return rc;
 	va_start(ap, fmt);
-	vsnprintf(text, sizeof(text), fmt, ap);
+	vsnprintf(err->text, sizeof(err->text), fmt, ap);
 	va_end(ap);
+	err->file[0] = '\0';
 	mf_copy(err->field, sizeof(err->field), field ? field : "");
-	if (err->field[0] != '\0')
-		n = snprintf(err->message, sizeof(err->message), "%s: %s",
-		    err->field, text);
-	else
-		n = snprintf(err->message, sizeof(err->message), "%s", text);
-	if (line > 0 && n >= 0 && (size_t)n < sizeof(err->message))
-		snprintf(err->message + n, sizeof(err->message) - (size_t)n,
-		    " (line %d, column %d)", line, column);
 	err->line = line;
 	err->column = column;
 	return rc;
+}
+
+enum mf_rc
+mf_error_in_file(struct mf_error *err, enum mf_rc rc, const char *file)
+{
+	if (err != NULL)
+		mf_copy(err->file, sizeof(err->file), file ? file : "");
+	return rc;
+}
+
+char *
+mf_error_message(const struct mf_error *err, char *buf, size_t size)
+{
+	const char *f = err->field, *sep = f[0] != '\0' ? ": " : "";
+
+	if (err->file[0] != '\0' && err->line > 0)
+		snprintf(buf, size, "%s:%d: %s%s%s", err->file, err->line, f,
+		    sep, err->text);
+	else if (err->file[0] != '\0')
+		snprintf(buf, size, "%s: %s%s%s", err->file, f, sep, err->text);
+	else if (err->line > 0)
+		snprintf(buf, size, "%s%s%s (line %d, column %d)", f, sep,
+		    err->text, err->line, err->column);
+	else
+		snprintf(buf, size, "%s%s%s", f, sep, err->text);
+	return buf;
 }

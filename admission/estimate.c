@@ -217,3 +217,10 @@ mf_est_compute(const struct mf_model *m, const struct mf_workload *w,
 	*out = e;
 	return MF_OK;
 }
+
+enum mf_rc
+mf_est_range_error(struct mf_error *err)
+{
+	return mf_error_set(err, MF_ERANGE, "spec.workload", 0, 0,
+	    "the memory figures of this job overflow 63 bits");
+}

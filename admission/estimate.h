@@ -69,4 +69,8 @@ const char *mf_bucket_name(enum mf_bucket b);
 enum mf_rc mf_est_compute(const struct mf_model *m, const struct mf_workload *w,
     struct mf_estimate *out);
 
+/* The input error of a workload whose figures pass 2^63 - 1 (a 400 naming
+ * spec.workload); returns MF_ERANGE. */
+enum mf_rc mf_est_range_error(struct mf_error *err);
+
 #endif

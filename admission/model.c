@@ -331,24 +331,6 @@ mf_models_free(struct mf_models *models)
 	free(models);
 }
 
-/* Prefix err's message with the file it is about. */
-static enum mf_rc
-blame_file(struct mf_error *err, enum mf_rc rc, const char *file)
-{
-	char text[sizeof(err->message)];
-	int n;
-
-	if (err == NULL)
-		return rc;
-	memcpy(text, err->message, sizeof(text));
-	text[sizeof(text) - 1] = '\0';
-	/* A long file name may cut the message short; it still names both. */
-	n = snprintf(err->message, sizeof(err->message), "%s: %s", file, text);
-	if (n < 0)
-		memcpy(err->message, text, sizeof(text));
-	return rc;
-}
-
 static enum mf_rc
 file_error(struct mf_error *err, const char *file, int errnum)
 {
@@ -442,7 +424,7 @@ load_file(struct mf_models *models, const char *file, const char *name,
 	if (rc == MF_OK)
 		rc = add_entry(models, name, &m, err);
 	else
-		blame_file(err, rc, file);
+		mf_error_in_file(err, rc, file);
 	mf_doc_free(doc);
 	free(buf);
 	return rc;

@@ -330,10 +330,7 @@ add_fixset(struct search *s, unsigned fixes, struct mf_error *err)
 	counts(s, fixes, &lo, &hi);
 	for (int64_t c = lo; c <= hi; c++) {
 		if (make_option(s, fixes, c, &o) != MF_OK)
-			return mf_error_set(err, MF_ERANGE, "spec.workload", 0,
-			    0,
-			    "the memory figures of this job overflow 63 "
-			    "bits");
+			return mf_est_range_error(err);
 		if (add_option(s, &o) != MF_OK)
 			return mf_error_set(err, MF_ENOMEM, NULL, 0, 0,
 			    "out of memory listing placements");
@@ -665,9 +662,7 @@ mf_place(const struct mf_job *job, const struct mf_catalog *cat,
 	*out = d;
 	goto out;
 range:
-	mf_error_set(err, rc, "spec.workload", 0, 0,
-	    "the memory figures of "
-	    "this job overflow 63 bits");
+	mf_est_range_error(err);
 out:
 	free(s.opt);
 	return rc;

@@ -409,8 +409,10 @@ mf_write_models(struct mf_jw *w, const struct mf_models *models)
 void
 mf_write_error(struct mf_jw *w, const struct mf_error *err)
 {
+	char msg[MF_ERROR_MAX];
+
 	mf_jw_open(w, NULL, '{');
-	mf_jw_str(w, "error", err->message);
+	mf_jw_str(w, "error", mf_error_message(err, msg, sizeof(msg)));
 	mf_jw_str(w, "field", err->field[0] ? err->field : NULL);
 	if (err->line > 0) {
 		mf_jw_int(w, "line", err->line);

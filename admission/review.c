@@ -369,6 +369,16 @@ deny_annotation(struct review *rv, const char *annotation, const char *what)
 	deny(rv, 400, text);
 }
 
+static void
+deny_error(struct review *rv, const char *annotation,
+    const struct mf_error *err)
+{
+	char msg[MF_ERROR_MAX];
+
+	deny_annotation(rv, annotation,
+	    mf_error_message(err, msg, sizeof(msg)));
+}
+
 /* "key: value, ..." of a fix's manifestChange object. */
 static void
 changes_text(struct mf_buf *b, json_t *changes)
@@ -556,7 +566,7 @@ read_spec_doc(struct review *rv, struct mf_doc **doc)
 	if (rc == MF_ENOMEM)
 		rv->nomem = 1;
 	else if (rc != MF_OK)
-		deny_annotation(rv, ANN_SPEC, err.message);
+		deny_error(rv, ANN_SPEC, &err);
 	return rc == MF_OK ? 0 : -1;
 }
 
@@ -582,8 +592,7 @@ read_job(struct review *rv, struct mf_doc **doc, struct mf_job *job)
 	memset(&err, 0, sizeof(err));
 	if (mf_job_read_spec(spec, "spec", rv->name, rv->api->models, job,
 	        &err) != MF_OK) {
-		deny_annotation(rv, *doc != NULL ? ANN_SPEC : ANN_MIN,
-		    err.message);
+		deny_error(rv, *doc != NULL ? ANN_SPEC : ANN_MIN, &err);
 		return -1;
 	}
 	if (job->model_source == MF_MODEL_URL) {
@@ -769,8 +778,7 @@ admit(struct review *rv)
 	}
 	memset(&err, 0, sizeof(err));
 	if (mf_place(&job, rv->api->cat, d, &err) != MF_OK) {
-		deny_annotation(rv, doc != NULL ? ANN_SPEC : ANN_MIN,
-		    err.message);
+		deny_error(rv, doc != NULL ? ANN_SPEC : ANN_MIN, &err);
 		goto out;
 	}
 	for (size_t i = 0; i < d->nwarn; i++)
@@ -789,7 +797,6 @@ out:
 static void
 answer_invalid(struct mf_answer *ans, struct mf_error *err)
 {
-	mf_utf8_fix(err->message);
 	mf_answer_err(ans, MF_EINVAL, err, MF_OUT_JSON);
 }
 

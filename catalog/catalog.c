@@ -61,51 +61,21 @@ static enum mf_rc
 fail(const struct ctx *c, enum mf_rc rc, const char *field, int line,
     int column, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 
-/* Append s to buf[0..size), truncating; *used stays below size. */
-static void
-put(char *buf, size_t size, size_t *used, const char *s)
-{
-	size_t n = strlen(s);
-
-	if (n > size - 1 - *used)
-		n = size - 1 - *used;
-	memcpy(buf + *used, s, n);
-	*used += n;
-	buf[*used] = '\0';
-}
-
-/* Fill the error as "NAME:LINE: FIELD: problem", leaving out the unknown. */
+/* Fill the error, about this file. */
 static enum mf_rc
 fail(const struct ctx *c, enum mf_rc rc, const char *field, int line,
     int column, const char *fmt, ...)
 {
-	struct mf_error *err = c->err;
-	char text[sizeof(err->message)], num[16];
-	size_t used = 0;
+	char text[sizeof(c->err->text)];
 	va_list ap;
 
-	if (err == NULL)
+	if (c->err == NULL)
 		return rc;
 	va_start(ap, fmt);
 	vsnprintf(text, sizeof(text), fmt, ap);
 	va_end(ap);
-	if (field == NULL)
-		field = "";
-	put(err->message, sizeof(err->message), &used, c->name);
-	if (line > 0) {
-		snprintf(num, sizeof(num), ":%d", line);
-		put(err->message, sizeof(err->message), &used, num);
-	}
-	put(err->message, sizeof(err->message), &used, ": ");
-	if (field[0] != '\0') {
-		put(err->message, sizeof(err->message), &used, field);
-		put(err->message, sizeof(err->message), &used, ": ");
-	}
-	put(err->message, sizeof(err->message), &used, text);
-	mf_copy(err->field, sizeof(err->field), field);
-	err->line = line;
-	err->column = column;
-	return rc;
+	mf_error_set(c->err, rc, field, line, column, "%s", text);
+	return mf_error_in_file(c->err, rc, c->name);
 }
 
 static enum mf_rc
@@ -115,32 +85,11 @@ fail_at(const struct ctx *c, const char *field, const struct mf_node *n,
 	return fail(c, MF_EINVAL, field, n->line, n->column, "%s", what);
 }
 
-/*
- * Re-issue an error filled by the doc.h readers ("FIELD: problem (line L,
- * column C)") in this file's form.
- */
+/* An error the doc.h readers filled, said to be about this file. */
 static enum mf_rc
-relabel(const struct ctx *c, enum mf_rc rc, struct mf_error *in)
+in_file(const struct ctx *c, enum mf_rc rc)
 {
-	char suffix[64];
-	char *p = in->message, *sep;
-	size_t len = strlen(p), flen = strlen(in->field);
-	int n;
-
-	if (in->line > 0) {
-		n = snprintf(suffix, sizeof(suffix), " (line %d, column %d)",
-		    in->line, in->column);
-		if (n > 0 && (size_t)n <= len &&
-		    strcmp(p + len - (size_t)n, suffix) == 0)
-			p[len - (size_t)n] = '\0';
-	}
-	/* The field may have been cut short to fit; the message was not. */
-	if (flen > 0 && strncmp(p, in->field, flen) == 0) {
-		sep = strstr(p + flen, ": ");
-		if (sep != NULL)
-			p = sep + 2;
-	}
-	return fail(c, rc, in->field, in->line, in->column, "%s", p);
+	return mf_error_in_file(c->err, rc, c->name);
 }
 
 static void
@@ -194,11 +143,10 @@ static enum mf_rc
 read_number(const struct ctx *c, const struct mf_node *n, const char *field,
     const struct bound *b, double *out)
 {
-	struct mf_error tmp;
 	double v;
 
-	if (mf_node_double(n, field, -HUGE_VAL, HUGE_VAL, &v, &tmp) != MF_OK)
-		return relabel(c, MF_EINVAL, &tmp);
+	if (mf_node_double(n, field, -HUGE_VAL, HUGE_VAL, &v, c->err) != MF_OK)
+		return in_file(c, MF_EINVAL);
 	if (v < b->lo || v > b->hi || (b->lo_open && v == b->lo) ||
 	    (b->hi_open && v == b->hi))
 		return fail(c, MF_EINVAL, field, n->line, n->column,
@@ -284,7 +232,6 @@ static enum mf_rc
 read_label(const struct ctx *c, const struct mf_node *n, const char *field,
     struct mf_label *label)
 {
-	struct mf_error tmp;
 	const char *value;
 
 	if (!label_key_ok(n->key))
@@ -292,8 +239,8 @@ read_label(const struct ctx *c, const struct mf_node *n, const char *field,
 		    "is not a Kubernetes label key "
 		    "([prefix/]name, name at most 63 characters of "
 		    "[A-Za-z0-9._-])");
-	if (mf_node_str(n, field, &value, &tmp) != MF_OK)
-		return relabel(c, MF_EINVAL, &tmp);
+	if (mf_node_str(n, field, &value, c->err) != MF_OK)
+		return in_file(c, MF_EINVAL);
 	if (!label_part_ok(value, n->len, 1))
 		return fail(c, MF_EINVAL, field, n->line, n->column,
 		    "'%.63s' is not a Kubernetes label value (at most 63 "
@@ -311,12 +258,11 @@ read_labels(const struct ctx *c, const struct mf_node *n, const char *path,
     struct mf_gpu *gpu)
 {
 	const struct mf_node *child;
-	struct mf_error tmp;
 	char field[128];
 	enum mf_rc rc;
 
-	if (mf_node_map(n, path, NULL, &tmp) != MF_OK)
-		return relabel(c, MF_EINVAL, &tmp);
+	if (mf_node_map(n, path, NULL, c->err) != MF_OK)
+		return in_file(c, MF_EINVAL);
 	if (n->len > MF_CAT_MAX_LABELS)
 		return fail(c, MF_EINVAL, path, n->line, n->column,
 		    "%zu labels, more than %d", n->len, MF_CAT_MAX_LABELS);
@@ -340,15 +286,14 @@ read_name(const struct ctx *c, const struct mf_node *map, const char *path,
     struct mf_gpu *gpu)
 {
 	const struct mf_node *n = mf_node_get(map, "name");
-	struct mf_error tmp;
 	const char *name;
 	char field[128];
 
 	mf_path(field, sizeof(field), path, "name");
 	if (n == NULL)
 		return missing(c, field, map);
-	if (mf_node_str(n, field, &name, &tmp) != MF_OK)
-		return relabel(c, MF_EINVAL, &tmp);
+	if (mf_node_str(n, field, &name, c->err) != MF_OK)
+		return in_file(c, MF_EINVAL);
 	if (!gpu_name_ok(name, n->len))
 		return fail(c, MF_EINVAL, field, n->line, n->column,
 		    "'%.64s' is not a GPU name (1 to 63 characters of "
@@ -363,15 +308,14 @@ read_memory(const struct ctx *c, const struct mf_node *map, const char *path,
     struct mf_gpu *gpu)
 {
 	const struct mf_node *n = mf_node_get(map, "memory");
-	struct mf_error tmp;
 	char field[128];
 
 	mf_path(field, sizeof(field), path, "memory");
 	if (n == NULL)
 		return missing(c, field, map);
-	if (mf_node_bytes(n, field, &gpu->memory, &gpu->memory_format, &tmp) !=
-	    MF_OK)
-		return relabel(c, MF_EINVAL, &tmp);
+	if (mf_node_bytes(n, field, &gpu->memory, &gpu->memory_format,
+	        c->err) != MF_OK)
+		return in_file(c, MF_EINVAL);
 	return MF_OK;
 }
 
@@ -394,12 +338,11 @@ read_gpu(const struct ctx *c, const struct mf_node *n, const char *path,
     struct mf_gpu *gpu)
 {
 	const struct mf_node *v;
-	struct mf_error tmp;
 	char field[128];
 	enum mf_rc rc;
 
-	if (mf_node_map(n, path, gpu_keys, &tmp) != MF_OK)
-		return relabel(c, MF_EINVAL, &tmp);
+	if (mf_node_map(n, path, gpu_keys, c->err) != MF_OK)
+		return in_file(c, MF_EINVAL);
 	gpu->line = n->line;
 	gpu->max_count = DEFAULT_MAX_COUNT;
 	rc = read_name(c, n, path, gpu);
@@ -416,9 +359,9 @@ read_gpu(const struct ctx *c, const struct mf_node *n, const char *path,
 	v = mf_node_get(n, "maxCount");
 	mf_path(field, sizeof(field), path, "maxCount");
 	if (v != NULL &&
-	    mf_node_int(v, field, 1, MAX_COUNT_LIMIT, &gpu->max_count, &tmp) !=
-	        MF_OK)
-		return relabel(c, MF_EINVAL, &tmp);
+	    mf_node_int(v, field, 1, MAX_COUNT_LIMIT, &gpu->max_count,
+	        c->err) != MF_OK)
+		return in_file(c, MF_EINVAL);
 	v = mf_node_get(n, "labels");
 	mf_path(field, sizeof(field), path, "labels");
 	return v == NULL ? MF_OK : read_labels(c, v, field, gpu);
@@ -516,13 +459,12 @@ read_time_factors(const struct ctx *c, const struct mf_node *n,
     struct mf_catalog *cat)
 {
 	const struct mf_node *child;
-	struct mf_error tmp;
 	char field[128], ids[MF_FIX_IDS_MAX];
 	enum mf_rc rc;
 	int fix;
 
-	if (mf_node_map(n, "timeFactors", NULL, &tmp) != MF_OK)
-		return relabel(c, MF_EINVAL, &tmp);
+	if (mf_node_map(n, "timeFactors", NULL, c->err) != MF_OK)
+		return in_file(c, MF_EINVAL);
 	for (child = n->child; child != NULL; child = child->next) {
 		mf_path(field, sizeof(field), "timeFactors", child->key);
 		fix = mf_fix_lookup(child->key);
@@ -544,13 +486,12 @@ read_fixed(const struct ctx *c, const struct mf_node *root, const char *key,
     const char *want)
 {
 	const struct mf_node *n = mf_node_get(root, key);
-	struct mf_error tmp;
 	const char *s;
 
 	if (n == NULL)
 		return missing(c, key, root);
-	if (mf_node_str(n, key, &s, &tmp) != MF_OK)
-		return relabel(c, MF_EINVAL, &tmp);
+	if (mf_node_str(n, key, &s, c->err) != MF_OK)
+		return in_file(c, MF_EINVAL);
 	if (strcmp(s, want) != 0)
 		return fail(c, MF_EINVAL, key, n->line, n->column,
 		    "'%.64s' is not %s", s, want);
@@ -562,15 +503,14 @@ read_catalog(const struct ctx *c, const struct mf_node *root,
     struct mf_catalog *cat)
 {
 	const struct mf_node *n;
-	struct mf_error tmp;
 	enum mf_rc rc;
 
 	if (root->type != MF_NODE_MAP)
 		return fail(c, MF_EINVAL, NULL, root->line, root->column,
 		    "a catalogue must be a mapping, not %s",
 		    mf_node_type_name(root->type));
-	if (mf_node_map(root, "", top_keys, &tmp) != MF_OK)
-		return relabel(c, MF_EINVAL, &tmp);
+	if (mf_node_map(root, "", top_keys, c->err) != MF_OK)
+		return in_file(c, MF_EINVAL);
 	rc = read_fixed(c, root, "apiVersion", API_VERSION);
 	if (rc == MF_OK)
 		rc = read_fixed(c, root, "kind", KIND);
@@ -619,7 +559,6 @@ mf_cat_parse(const char *buf, size_t len, const char *name,
 	struct ctx c = { name != NULL ? name : "<memory>", err };
 	struct mf_catalog *cat = NULL;
 	struct mf_doc *doc = NULL;
-	struct mf_error tmp;
 	enum mf_rc rc;
 
 	if (len > MF_CAT_MAX_BYTES)
@@ -627,9 +566,9 @@ mf_cat_parse(const char *buf, size_t len, const char *name,
 		    "%zu bytes, more than "
 		    "the %u a catalogue may hold",
 		    len, MF_CAT_MAX_BYTES);
-	rc = mf_doc_parse(buf != NULL ? buf : "", len, MF_DOC_AUTO, &doc, &tmp);
+	rc = mf_doc_parse(buf != NULL ? buf : "", len, MF_DOC_AUTO, &doc, err);
 	if (rc != MF_OK)
-		return relabel(&c, rc, &tmp);
+		return in_file(&c, rc);
 	cat = cat_new(c.name);
 	if (cat == NULL) {
 		rc = no_memory(&c);

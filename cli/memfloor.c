@@ -151,6 +151,7 @@ offline(mf_api_call fn, const struct opts *o)
 	struct mf_models *models = NULL;
 	struct mf_answer ans;
 	struct mf_error err;
+	char msg[MF_ERROR_MAX];
 	struct mf_api api = { NULL, NULL, NULL, NULL, 0 };
 	char *body = NULL;
 	size_t len = 0;
@@ -158,7 +159,8 @@ offline(mf_api_call fn, const struct opts *o)
 
 	if (mf_cat_load(o->catalog, &cat, &err) != MF_OK ||
 	    mf_models_load(o->models, &models, &err) != MF_OK) {
-		fprintf(stderr, "memfloor: %s\n", err.message);
+		fprintf(stderr, "memfloor: %s\n",
+		    mf_error_message(&err, msg, sizeof(msg)));
 		goto out;
 	}
 	body = slurp(o->file ? o->file : "-", &len);
@@ -192,10 +194,12 @@ catalog_check(const char *path)
 	struct mf_catalog *cat = NULL;
 	struct mf_answer ans;
 	struct mf_error err;
+	char msg[MF_ERROR_MAX];
 	struct mf_api api = { NULL, NULL, NULL, NULL, 0 };
 
 	if (mf_cat_load(path, &cat, &err) != MF_OK) {
-		fprintf(stderr, "%s\n", err.message);
+		fprintf(stderr, "%s\n",
+		    mf_error_message(&err, msg, sizeof(msg)));
 		return EXIT_INPUT;
 	}
 	api.cat = cat;

@@ -271,6 +271,7 @@ main(int argc, char **argv)
 {
 	struct mfd_config cfg;
 	struct mf_error err;
+	char msg[MF_ERROR_MAX];
 	sigset_t set;
 	int notify, rc;
 
@@ -280,7 +281,8 @@ main(int argc, char **argv)
 	mfd_log_init(cfg.log_json, cfg.verbose ? MFD_DEBUG : MFD_INFO);
 	memset(&err, 0, sizeof(err));
 	if (mfd_state_init(&cfg, &err) != MF_OK) {
-		fprintf(stderr, "%s\n", err.message);
+		fprintf(stderr, "%s\n",
+		    mf_error_message(&err, msg, sizeof(msg)));
 		return 1;
 	}
 	curl_global_init(CURL_GLOBAL_DEFAULT);

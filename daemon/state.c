@@ -65,6 +65,7 @@ mfd_state_reload(const char *why)
 {
 	struct mf_catalog *cat = NULL;
 	struct mf_error err;
+	char msg[MF_ERROR_MAX];
 	enum mf_rc rc;
 
 	pthread_mutex_lock(&reload_lock);
@@ -86,7 +87,8 @@ mfd_state_reload(const char *why)
 		mfd_log(MFD_ERROR,
 		    "catalogue reload (%s) failed, keeping "
 		    "version %llu: %s",
-		    why, (unsigned long long)version, err.message);
+		    why, (unsigned long long)version,
+		    mf_error_message(&err, msg, sizeof(msg)));
 	}
 	mfd_metrics_reload(rc == MF_OK);
 	pthread_mutex_unlock(&reload_lock);

@@ -16,6 +16,7 @@
 #include "../admission/manifest.h"
 #include "../admission/place.h"
 #include "../catalog/catalog.h"
+#include "msg.h"
 
 #define NGPUS 10000
 
@@ -56,7 +57,7 @@ generate(void)
 	}
 	if (b.rc != MF_OK ||
 	    mf_cat_parse(b.data, b.len, "generated", &cat, &err) != MF_OK) {
-		fprintf(stderr, "bench: catalogue: %s\n", err.message);
+		fprintf(stderr, "bench: catalogue: %s\n", MSG(&err));
 		exit(1);
 	}
 	mf_buf_free(&b);
@@ -71,7 +72,7 @@ read_job(const char *text, const struct mf_models *models, struct mf_doc **doc,
 
 	if (mf_doc_parse(text, strlen(text), MF_DOC_YAML, doc, &err) != MF_OK ||
 	    mf_job_read(mf_doc_root(*doc), "", models, job, &err) != MF_OK) {
-		fprintf(stderr, "bench: job: %s\n", err.message);
+		fprintf(stderr, "bench: job: %s\n", MSG(&err));
 		exit(1);
 	}
 }
@@ -122,7 +123,7 @@ main(void)
 
 	if (mf_models_load("catalog/models", &models, &err) != MF_OK) {
 		fprintf(stderr, "bench: %s (run from the repo root)\n",
-		    err.message);
+		    MSG(&err));
 		return 1;
 	}
 	cat = generate();

@@ -43,7 +43,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	    MF_OK) {
 		check(cat);
 		mf_cat_unref(cat);
-	} else if (strncmp(err.message, "fuzz:", 5) != 0) {
+	} else if (strcmp(err.file, "fuzz") != 0 || err.text[0] == '\0') {
 		abort();
 	}
 	return 0;

@@ -146,15 +146,15 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct mf_job job;
 
 	load_once();
-	err.message[0] = '\0';
+	err.text[0] = '\0';
 	if (mf_doc_parse((const char *)data, size, MF_DOC_AUTO, &doc, &err) !=
 	    MF_OK) {
-		check(err.message[0] != '\0');
+		check(err.text[0] != '\0');
 		return 0;
 	}
-	err.message[0] = '\0';
+	err.text[0] = '\0';
 	if (mf_job_read(mf_doc_root(doc), "", models, &job, &err) != MF_OK) {
-		check(err.message[0] != '\0');
+		check(err.text[0] != '\0');
 	} else {
 		check_job(&job);
 		if (job.model_source != MF_MODEL_URL)

@@ -101,7 +101,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (rc != MF_OK) {
 		if (rc != MF_EINVAL && rc != MF_ERANGE)
 			abort();
-		if (err.message[0] == '\0')
+		if (err.text[0] == '\0')
 			abort();
 		return 0;
 	}

@@ -19,6 +19,7 @@
 #include "catalog.h"
 #include "qty.h"
 #include "files.h"
+#include "msg.h"
 
 #define GB 1000000000LL
 
@@ -37,7 +38,7 @@ parse_ok(const char *text)
 
 	rc = mf_cat_parse(text, strlen(text), "t.yaml", &cat, &err);
 	if (rc != MF_OK)
-		print_message("unexpected: %s\n", err.message);
+		print_message("unexpected: %s\n", MSG(&err));
 	assert_int_equal(rc, MF_OK);
 	assert_non_null(cat);
 	return cat;
@@ -58,7 +59,7 @@ expect_fail(const char *text, enum mf_rc want, const char *field, int line,
 		mf_cat_unref(cat);
 	assert_int_equal(rc, want);
 	assert_ptr_equal(cat, &sentinel);
-	assert_string_equal(err.message, message);
+	assert_string_equal(MSG(&err), message);
 	assert_string_equal(err.field, field);
 	assert_int_equal(err.line, line);
 }
@@ -98,7 +99,7 @@ load_shipped(void)
 	rc = mf_cat_load(top_path(path, sizeof(path), "catalog/gpus.yaml"),
 	    &cat, &err);
 	if (rc != MF_OK)
-		print_message("%s\n", err.message);
+		print_message("%s\n", MSG(&err));
 	assert_int_equal(rc, MF_OK);
 	return cat;
 }
@@ -409,7 +410,7 @@ test_parse_ten_thousand(void **state)
 	    MF_EINVAL);
 	assert_string_equal(err.field, "gpus[10000].name");
 	assert_int_equal(err.line, 10004);
-	assert_string_equal(err.message,
+	assert_string_equal(MSG(&err),
 	    "big.yaml:10004: gpus[10000].name: "
 	    "'g00007' is already the name of gpus[7] (line 11)");
 	free(buf);
@@ -437,7 +438,7 @@ test_parse_too_many_gpus(void **state)
 	assert_int_equal(mf_cat_parse(buf, used, "huge.yaml", &cat, &err),
 	    MF_ETOOBIG);
 	assert_null(cat);
-	assert_int_equal(strncmp(err.message, "huge.yaml:", 10), 0);
+	assert_int_equal(strncmp(MSG(&err), "huge.yaml:", 10), 0);
 	free(buf);
 }
 
@@ -811,7 +812,7 @@ test_doc_syntax(void **state)
 	assert_null(cat);
 	assert_string_equal(err.field, "");
 	assert_int_equal(err.line, 6);
-	assert_int_equal(strncmp(err.message,
+	assert_int_equal(strncmp(MSG(&err),
 	                     "bad-syntax.yaml:6: not valid "
 	                     "YAML: ",
 	                     35),
@@ -857,7 +858,7 @@ test_parse_too_big(void **state)
 	assert_int_equal(mf_cat_parse(buf, len, "t.yaml", &cat, &err),
 	    MF_ETOOBIG);
 	assert_null(cat);
-	assert_string_equal(err.message,
+	assert_string_equal(MSG(&err),
 	    "t.yaml: 16777217 bytes, more than "
 	    "the 16777216 a catalogue may hold");
 	free(buf);
@@ -875,7 +876,7 @@ test_parse_null_name_and_err(void **state)
 	    MF_EINVAL);
 	assert_int_equal(mf_cat_parse(text, strlen(text), NULL, &cat, &err),
 	    MF_EINVAL);
-	assert_string_equal(err.message,
+	assert_string_equal(MSG(&err),
 	    "<memory>:3: gpus: at least one GPU is required");
 	assert_int_equal(mf_cat_parse(NULL, 0, NULL, &cat, &err), MF_EINVAL);
 	assert_null(cat);
@@ -929,7 +930,7 @@ test_load_bad_fixtures(void **state)
 		                     &cat, &err),
 		    MF_EINVAL);
 		assert_null(cat);
-		assert_string_equal(err.message, bad[i].message);
+		assert_string_equal(MSG(&err), bad[i].message);
 		assert_string_equal(err.field, bad[i].field);
 		assert_int_equal(err.line, bad[i].line);
 	}
@@ -945,7 +946,7 @@ test_load_missing(void **state)
 	assert_int_equal(mf_cat_load("/nonexistent/dir/gpus.yaml", &cat, &err),
 	    MF_ENOTFOUND);
 	assert_null(cat);
-	assert_string_equal(err.message,
+	assert_string_equal(MSG(&err),
 	    "/nonexistent/dir/gpus.yaml: "
 	    "cannot open: No such file or directory");
 	assert_int_equal(err.line, 0);
@@ -961,7 +962,7 @@ test_load_directory(void **state)
 	(void)state;
 	assert_int_equal(mf_cat_load("/", &cat, &err), MF_EIO);
 	assert_null(cat);
-	assert_string_equal(err.message, "/: cannot read: Is a directory");
+	assert_string_equal(MSG(&err), "/: cannot read: Is a directory");
 }
 
 /* Write len bytes: text, then comment lines, to a new temporary file. */
@@ -1009,7 +1010,7 @@ test_load_size_cap(void **state)
 	    "%s: larger than the 16777216 bytes "
 	    "a catalogue may hold",
 	    path);
-	assert_string_equal(err.message, expect);
+	assert_string_equal(MSG(&err), expect);
 	unlink(path);
 }
 

@@ -13,6 +13,7 @@
 
 #include "../admission/doc.h"
 #include "../admission/qty.h"
+#include "msg.h"
 
 static struct mf_doc *
 parse_ok(const char *text, enum mf_doc_format fmt)
@@ -24,7 +25,7 @@ parse_ok(const char *text, enum mf_doc_format fmt)
 	memset(&err, 0, sizeof(err));
 	rc = mf_doc_parse(text, strlen(text), fmt, &doc, &err);
 	if (rc != MF_OK)
-		print_message("unexpected: %s\n", err.message);
+		print_message("unexpected: %s\n", MSG(&err));
 	assert_int_equal(rc, MF_OK);
 	assert_non_null(doc);
 	assert_non_null(mf_doc_root(doc));
@@ -53,8 +54,8 @@ expect_fail(const char *text, size_t len, enum mf_doc_format fmt,
 		assert_int_equal(err.line, line);
 	if (line >= 0 && column >= 0)
 		assert_int_equal(err.column, column);
-	if (strstr(err.message, part) == NULL)
-		fail_msg("message '%s' lacks '%s'", err.message, part);
+	if (strstr(MSG(&err), part) == NULL)
+		fail_msg("message '%s' lacks '%s'", MSG(&err), part);
 }
 
 /* The return code of parsing text; nothing is kept. */
@@ -741,7 +742,7 @@ expect_msg(enum mf_rc rc, const struct mf_error *err, const char *field,
 {
 	assert_int_equal(rc, MF_EINVAL);
 	assert_string_equal(err->field, field);
-	assert_string_equal(err->message, text);
+	assert_string_equal(MSG(err), text);
 }
 
 /*
@@ -1004,7 +1005,7 @@ test_node_map(void **state)
 	    MF_EINVAL);
 	/* The position is the unknown key's, where the typo is. */
 	assert_string_equal(err.field, "spec.workload.lora.tragets");
-	assert_string_equal(err.message,
+	assert_string_equal(MSG(&err),
 	    "spec.workload.lora.tragets: unknown "
 	    "field (line 3, column 3)");
 	assert_int_equal(err.line, 3);

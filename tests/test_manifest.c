@@ -19,6 +19,7 @@
 #include "../admission/model.h"
 #include "../admission/qty.h"
 #include "files.h"
+#include "msg.h"
 
 #define GIB (INT64_C(1) << 30)
 
@@ -46,7 +47,7 @@ setup(void **state)
 	(void)state;
 	if (mf_models_load(top_path(path, sizeof(path), "catalog/models"), &m,
 	        &err) != MF_OK) {
-		print_message("models: %s\n", err.message);
+		print_message("models: %s\n", MSG(&err));
 		return -1;
 	}
 	models = m;
@@ -72,7 +73,7 @@ read_job(const char *text, struct mf_doc **doc, struct mf_job *job,
 	memset(err, 0, sizeof(*err));
 	rc = mf_doc_parse(text, strlen(text), MF_DOC_AUTO, doc, err);
 	if (rc != MF_OK) {
-		print_message("parse: %s\n", err->message);
+		print_message("parse: %s\n", MSG(err));
 		return rc;
 	}
 	return mf_job_read(mf_doc_root(*doc), "", models, job, err);
@@ -86,7 +87,7 @@ read_ok(const char *text, struct mf_doc **doc, struct mf_job *job)
 
 	rc = read_job(text, doc, job, &err);
 	if (rc != MF_OK)
-		print_message("unexpected: %s\n", err.message);
+		print_message("unexpected: %s\n", MSG(&err));
 	assert_int_equal(rc, MF_OK);
 }
 
@@ -110,8 +111,8 @@ expect_err(const char *text, const char *field, int line, const char *part)
 	assert_string_equal(err.field, field);
 	if (line >= 0)
 		assert_int_equal(err.line, line);
-	if (strstr(err.message, part) == NULL)
-		fail_msg("message '%s' lacks '%s'", err.message, part);
+	if (strstr(MSG(&err), part) == NULL)
+		fail_msg("message '%s' lacks '%s'", MSG(&err), part);
 	for (size_t i = 0; i < sizeof(job); i++)
 		if (((unsigned char *)&job)[i] != 0xa5)
 			fail_msg("job written at byte %zu on error", i);
@@ -547,7 +548,7 @@ test_err_quantity(void **state)
 	                     &doc, &job, &err),
 	    MF_EINVAL);
 	assert_string_equal(err.field, "spec.resources.gpu.minMemory");
-	assert_string_equal(err.message,
+	assert_string_equal(MSG(&err),
 	    "spec.resources.gpu.minMemory: "
 	    "'88Gx' is not a quantity (line 8, column 18)");
 	assert_int_equal(err.line, 8);
@@ -581,7 +582,7 @@ test_err_json(void **state)
 	                     &doc, &job, &err),
 	    MF_EINVAL);
 	assert_string_equal(err.field, "spec.resources.gpu.minMemory");
-	assert_string_equal(err.message,
+	assert_string_equal(MSG(&err),
 	    "spec.resources.gpu.minMemory: "
 	    "'88Gx' is not a quantity");
 	assert_int_equal(err.line, 0);
@@ -634,7 +635,7 @@ test_err_root(void **state)
 
 	(void)state;
 	assert_int_equal(read_job("- 1\n", &doc, &job, &err), MF_EINVAL);
-	assert_non_null(strstr(err.message, "mapping"));
+	assert_non_null(strstr(MSG(&err), "mapping"));
 	mf_doc_free(doc);
 	assert_int_equal(read_job("", &doc, &job, &err), MF_EINVAL);
 	mf_doc_free(doc);

@@ -21,6 +21,7 @@
 #include "model.h"
 #include "models.h"
 #include "files.h"
+#include "msg.h"
 
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))
 #define CFG_PATH "spec.model.config"
@@ -430,11 +431,11 @@ test_read_rejects(void **state)
 		if (read_text(tiny_json(cases[i].skip, cases[i].extra), &m,
 		        &err) != MF_EINVAL ||
 		    strcmp(err.field, cases[i].field) != 0 ||
-		    strncmp(err.message, cases[i].field,
+		    strncmp(MSG(&err), cases[i].field,
 		        strlen(cases[i].field)) != 0) {
 			print_error("%s: field '%s' message '%s'\n",
 			    tiny_json(cases[i].skip, cases[i].extra), err.field,
-			    err.message);
+			    MSG(&err));
 			fail();
 		}
 		assert_memory_equal(&m, &before, sizeof(m));
@@ -486,7 +487,7 @@ test_read_not_a_mapping(void **state)
 	(void)state;
 	assert_int_equal(read_text("[1, 2]", &m, &err), MF_EINVAL);
 	assert_string_equal(err.field, CFG_PATH);
-	assert_non_null(strstr(err.message, "mapping"));
+	assert_non_null(strstr(MSG(&err), "mapping"));
 	assert_int_equal(read_text("\"llama\"", &m, &err), MF_EINVAL);
 	assert_int_equal(mf_model_read(NULL, CFG_PATH, &m, &err), MF_EINVAL);
 	assert_string_equal(err.field, CFG_PATH);
@@ -509,7 +510,7 @@ test_read_too_large(void **state)
 	(void)state;
 	assert_int_equal(read_text(cfg, &m, &err), MF_EINVAL);
 	assert_string_equal(err.field, CFG_PATH);
-	assert_non_null(strstr(err.message, "63 bits"));
+	assert_non_null(strstr(MSG(&err), "63 bits"));
 }
 
 /* --- the registry ---------------------------------------------------- */
@@ -527,7 +528,7 @@ test_models_load_shipped(void **state)
 	/* The shipped models are the published ones, in name order. */
 	snprintf(dir, sizeof(dir), "%s/catalog/models", top());
 	if (mf_models_load(dir, &models, &err) != MF_OK) {
-		print_error("%s\n", err.message);
+		print_error("%s\n", MSG(&err));
 		fail();
 	}
 	assert_int_equal(mf_models_count(models), NELEM(published));
@@ -683,7 +684,7 @@ test_models_load_missing_dir(void **state)
 	(void)state;
 	assert_int_equal(mf_models_load("/nonexistent/models", &models, &err),
 	    MF_ENOTFOUND);
-	assert_non_null(strstr(err.message, "/nonexistent/models"));
+	assert_non_null(strstr(MSG(&err), "/nonexistent/models"));
 	assert_ptr_equal(models, (struct mf_models *)&models);
 }
 
@@ -698,9 +699,9 @@ load_fails(const char *dir, enum mf_rc rc, const char *needle1,
 	memset(&err, 0, sizeof(err));
 	assert_int_equal(mf_models_load(dir, &models, &err), rc);
 	assert_null(models);
-	if (strstr(err.message, needle1) == NULL ||
-	    (needle2 != NULL && strstr(err.message, needle2) == NULL)) {
-		print_error("message '%s' lacks '%s' or '%s'\n", err.message,
+	if (strstr(MSG(&err), needle1) == NULL ||
+	    (needle2 != NULL && strstr(MSG(&err), needle2) == NULL)) {
+		print_error("message '%s' lacks '%s' or '%s'\n", MSG(&err),
 		    needle1, needle2 ? needle2 : "");
 		fail();
 	}

@@ -25,6 +25,7 @@
 
 #include "oom.h"
 #include "readback.h"
+#include "msg.h"
 
 #define NOPE (-1)
 
@@ -64,7 +65,7 @@ check_text(const char *text, const struct want *w, struct mf_oom *out)
 	memset(&err, 0, sizeof(err));
 	rc = mf_oom_parse(text, strlen(text), out, &err);
 	if (rc != MF_OK)
-		fail_msg("parse failed: %s\n%s", err.message, text);
+		fail_msg("parse failed: %s\n%s", MSG(&err), text);
 	check_parsed(out, w);
 }
 
@@ -251,7 +252,7 @@ check_block(char *block)
 		return 0;
 	memset(&err, 0, sizeof(err));
 	if (mf_oom_parse(msg, m, &o, &err) != MF_OK)
-		fail_msg("%s\n%s\n%s", notes, msg, err.message);
+		fail_msg("%s\n%s\n%s", notes, msg, MSG(&err));
 	for (i = 0; i < sizeof(known) / sizeof(known[0]); i++) {
 		if (strstr(notes, known[i].source) != NULL) {
 			check_parsed(&o, known[i].want);
@@ -922,7 +923,7 @@ cause_of(int tried, int total, int free_, int alloc, int ru)
 	    "PyTorch, and %d bytes is reserved by PyTorch but unallocated.",
 	    tried, total, free_, alloc, ru);
 	if (mf_oom_parse(text, strlen(text), &o, &err) != MF_OK)
-		fail_msg("%s", err.message);
+		fail_msg("%s", MSG(&err));
 	return o.cause;
 }
 
@@ -982,12 +983,12 @@ test_parse_no_message_is_einval(void **state)
 
 	(void)state;
 	assert_int_equal(parse_err("", &err), MF_EINVAL);
-	assert_non_null(strstr(err.message, "no PyTorch out-of-memory"));
+	assert_non_null(strstr(MSG(&err), "no PyTorch out-of-memory"));
 	assert_int_equal(parse_err("Traceback (most recent call last):\n"
 	                           "ValueError: bad shape\n",
 	                     &err),
 	    MF_EINVAL);
-	assert_non_null(strstr(err.message, "no PyTorch out-of-memory"));
+	assert_non_null(strstr(MSG(&err), "no PyTorch out-of-memory"));
 	/* Old or foreign messages without figures say what is missing. */
 	assert_int_equal(parse_err("RuntimeError: cuda runtime error (2) : "
 	                           "out of memory at "
@@ -996,7 +997,7 @@ test_parse_no_message_is_einval(void **state)
 	                           "510",
 	                     &err),
 	    MF_EINVAL);
-	assert_non_null(strstr(err.message, "no PyTorch message with"));
+	assert_non_null(strstr(MSG(&err), "no PyTorch message with"));
 	assert_int_equal(parse_err("RuntimeError: CUDA error: out of memory",
 	                     &err),
 	    MF_EINVAL);
@@ -1026,8 +1027,8 @@ test_parse_malformed_names_place(void **state)
 	                           "GiB free; 179.00 KiB cached)",
 	                     &err),
 	    MF_EINVAL);
-	assert_non_null(strstr(err.message, "expected 'total capacity;'"));
-	assert_non_null(strstr(err.message, "found 'totl capacity;"));
+	assert_non_null(strstr(MSG(&err), "expected 'total capacity;'"));
+	assert_non_null(strstr(MSG(&err), "found 'totl capacity;"));
 	/*
 	 * "totl" starts at column 81 of line 3: "RuntimeError: " (14) "CUDA
 	 * out of memory. " (20) "Tried to allocate " (18) "16.00 GiB " (10)
@@ -1051,7 +1052,7 @@ test_parse_malformed_names_place(void **state)
 	                           "cached)",
 	                     &err),
 	    MF_EINVAL);
-	assert_non_null(strstr(err.message, "a unit"));
+	assert_non_null(strstr(MSG(&err), "a unit"));
 	/* "bytes" only after a whole number. */
 	assert_int_equal(parse_err("CUDA out of memory. Tried to allocate "
 	                           "1.50 bytes (GPU 0; 11.93 GiB total "
@@ -1126,8 +1127,8 @@ check_prefixes(const char *msg, const char *last)
 			continue;
 		}
 		assert_int_equal(rc, MF_EINVAL);
-		if (i >= anchor && strstr(err.message, "cut off") == NULL)
-			fail_msg("prefix %zu: %s", i, err.message);
+		if (i >= anchor && strstr(MSG(&err), "cut off") == NULL)
+			fail_msg("prefix %zu: %s", i, MSG(&err));
 	}
 }
 
@@ -1240,7 +1241,7 @@ json_of(const char *text)
 	json_t *j;
 
 	if (mf_oom_parse(text, strlen(text), &o, &err) != MF_OK)
-		fail_msg("%s", err.message);
+		fail_msg("%s", MSG(&err));
 	j = readback_oom(&o);
 	assert_non_null(j);
 	return j;
@@ -1419,7 +1420,7 @@ check_never_empty_cache(const char *msg)
 	int need;
 
 	if (mf_oom_parse(msg, strlen(msg), &o, &err) != MF_OK)
-		fail_msg("%s\n%s", err.message, msg);
+		fail_msg("%s\n%s", MSG(&err), msg);
 	j = readback_oom(&o);
 	assert_non_null(j);
 	check_no_empty_cache(j);
@@ -1534,7 +1535,7 @@ check_example(const char *name)
 	        cause, &tried, &total) != 3)
 		fail_msg("%s: bad expect line", name);
 	if (mf_oom_parse(text, strlen(text), &o, &err) != MF_OK)
-		fail_msg("%s: %s", name, err.message);
+		fail_msg("%s: %s", name, MSG(&err));
 	j = readback_oom(&o);
 	assert_non_null(j);
 	assert_string_equal(json_string_value(json_object_get(j, "cause")),

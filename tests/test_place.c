@@ -49,6 +49,7 @@
 #include "../admission/place.h"
 #include "../catalog/catalog.h"
 #include "files.h"
+#include "msg.h"
 
 #define GIB (INT64_C(1) << 30)
 #define BIT(f) MF_FIXBIT(MF_FIX_##f)
@@ -79,7 +80,7 @@ setup(void **state)
 	        &models, &err) != MF_OK ||
 	    mf_cat_load(top_path(path, sizeof(path), "catalog/gpus.yaml"),
 	        &shipped, &err) != MF_OK) {
-		print_message("setup: %s\n", err.message);
+		print_message("setup: %s\n", MSG(&err));
 		return -1;
 	}
 	return 0;
@@ -117,7 +118,7 @@ job_load(struct fx *f, const char *spec)
 		rc =
 		    mf_job_read(mf_doc_root(f->doc), "", models, &f->job, &err);
 	if (rc != MF_OK)
-		fail_msg("manifest: %s\n%s", err.message, text);
+		fail_msg("manifest: %s\n%s", MSG(&err), text);
 }
 
 static void
@@ -133,7 +134,7 @@ cat_parse(const char *text)
 	struct mf_error err;
 
 	if (mf_cat_parse(text, strlen(text), "test", &cat, &err) != MF_OK)
-		fail_msg("catalogue: %s", err.message);
+		fail_msg("catalogue: %s", MSG(&err));
 	return cat;
 }
 
@@ -146,7 +147,7 @@ place(const struct fx *f, const struct mf_catalog *cat, struct mf_decision *d)
 	memset(d, 0xa5, sizeof(*d));
 	rc = mf_place(&f->job, cat, d, &err);
 	if (rc != MF_OK)
-		fail_msg("mf_place: %s", err.message);
+		fail_msg("mf_place: %s", MSG(&err));
 }
 
 #define near(a, b) near_at((a), (b), __FILE__, __LINE__)

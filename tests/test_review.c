@@ -35,6 +35,7 @@
 #include "../admission/review.h"
 #include "../catalog/catalog.h"
 #include "files.h"
+#include "msg.h"
 
 #define DATA "tests/data/review/"
 
@@ -54,7 +55,7 @@ setup(void **state)
 	        &err) != MF_OK ||
 	    mf_models_load(top_path(path, sizeof(path), "catalog/models"),
 	        &models, &err) != MF_OK) {
-		print_error("%s\n", err.message);
+		print_error("%s\n", MSG(&err));
 		return -1;
 	}
 	return 0;
