@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 
 #include "checked.h"
+#include "file.h"
 
 #define MODELS_MAX_FILES 4096
 #define MODEL_MAX_BYTES (256 * 1024)
@@ -345,40 +346,6 @@ nomem(struct mf_error *err, const char *what)
 	    mf_strerror(MF_ENOMEM));
 }
 
-/* Read file into a new buffer; past MODEL_MAX_BYTES is MF_ETOOBIG. */
-static enum mf_rc
-slurp(const char *file, char **buf, size_t *len, struct mf_error *err)
-{
-	enum mf_rc rc = MF_OK;
-	char *b;
-	FILE *f;
-	size_t n = 0;
-
-	f = fopen(file, "rb");
-	if (f == NULL)
-		return file_error(err, file, errno);
-	b = malloc(MODEL_MAX_BYTES + 1);
-	if (b == NULL) {
-		rc = nomem(err, file);
-		goto out;
-	}
-	n = fread(b, 1, MODEL_MAX_BYTES + 1, f);
-	if (ferror(f))
-		rc = file_error(err, file, EIO);
-	else if (n > MODEL_MAX_BYTES)
-		rc = mf_error_set(err, MF_ETOOBIG, NULL, 0, 0,
-		    "%s: larger than %d bytes", file, MODEL_MAX_BYTES);
-out:
-	fclose(f);
-	if (rc != MF_OK) {
-		free(b);
-		return rc;
-	}
-	*buf = b;
-	*len = n;
-	return MF_OK;
-}
-
 static enum mf_rc
 add_entry(struct mf_models *models, const char *name, const struct mf_model *m,
     struct mf_error *err)
@@ -415,7 +382,8 @@ load_file(struct mf_models *models, const char *file, const char *name,
 	size_t len = 0;
 	enum mf_rc rc;
 
-	rc = slurp(file, &buf, &len, err);
+	rc = mf_file_read(file, MODEL_MAX_BYTES, "a model config", &buf, &len,
+	    err);
 	if (rc != MF_OK)
 		return rc;
 	rc = mf_doc_parse(buf, len, MF_DOC_JSON, &doc, err);

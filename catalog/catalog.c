@@ -9,18 +9,15 @@
  */
 #include "catalog.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "../admission/buf.h"
 #include "../admission/doc.h"
+#include "../admission/file.h"
 
 #define API_VERSION "memfloor.dev/v1"
 #define KIND "GpuCatalog"
@@ -585,68 +582,6 @@ out:
 	return rc;
 }
 
-/*
- * Errors about the file itself name it as given; those about its content
- * name it by base name (mf_cat_parse).
- */
-static enum mf_rc
-io_fail(const struct ctx *c, enum mf_rc rc, const char *what, int errnum)
-{
-	char text[128];
-
-	if (strerror_r(errnum, text, sizeof(text)) != 0)
-		snprintf(text, sizeof(text), "error %d", errnum);
-	return fail(c, rc, NULL, 0, 0, "%s: %s", what, text);
-}
-
-static enum mf_rc
-too_big(const struct ctx *c)
-{
-	return fail(c, MF_ETOOBIG, NULL, 0, 0,
-	    "larger than the %u bytes a "
-	    "catalogue may hold",
-	    MF_CAT_MAX_BYTES);
-}
-
-/* Read all of fd into *buf (not NUL-terminated), at most MF_CAT_MAX_BYTES. */
-static enum mf_rc
-read_all(const struct ctx *c, int fd, char **buf, size_t *len)
-{
-	size_t cap = 64 * 1024, used = 0;
-	char *p = malloc(cap), *q;
-	ssize_t n;
-
-	for (;;) {
-		if (p == NULL)
-			return no_memory(c);
-		if (used == cap) {
-			cap *= 2;
-			q = realloc(p, cap);
-			if (q == NULL)
-				free(p);
-			p = q;
-			continue;
-		}
-		n = read(fd, p + used, cap - used);
-		if (n == 0)
-			break;
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			free(p);
-			return io_fail(c, MF_EIO, "cannot read", errno);
-		}
-		used += (size_t)n;
-		if (used > MF_CAT_MAX_BYTES) {
-			free(p);
-			return too_big(c);
-		}
-	}
-	*buf = p;
-	*len = used;
-	return MF_OK;
-}
-
 static const char *
 base_name(const char *path)
 {
@@ -655,27 +590,21 @@ base_name(const char *path)
 	return slash != NULL && slash[1] != '\0' ? slash + 1 : path;
 }
 
+/*
+ * Errors about the file itself name it as given; those about its content
+ * name it by base name (mf_cat_parse).
+ */
 enum mf_rc
 mf_cat_load(const char *path, struct mf_catalog **out, struct mf_error *err)
 {
 	struct ctx c = { path, err };
 	struct mf_catalog *cat;
-	struct stat st;
 	char *buf = NULL, *source;
 	size_t len = 0;
 	enum mf_rc rc;
-	int fd;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return io_fail(&c, errno == ENOENT ? MF_ENOTFOUND : MF_EIO,
-		    "cannot open", errno);
-	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
-	    st.st_size > (off_t)MF_CAT_MAX_BYTES)
-		rc = too_big(&c);
-	else
-		rc = read_all(&c, fd, &buf, &len);
-	close(fd);
+	rc = mf_file_read(path, MF_CAT_MAX_BYTES, "a catalogue", &buf, &len,
+	    err);
 	if (rc != MF_OK)
 		return rc;
 	rc = mf_cat_parse(buf, len, base_name(path), &cat, err);

@@ -16,6 +16,7 @@
 
 #include "../admission/api.h"
 #include "../admission/buf.h"
+#include "../admission/file.h"
 #include "../catalog/catalog.h"
 
 #ifndef MF_DATADIR
@@ -103,28 +104,14 @@ parse_opts(int argc, char **argv, int first, struct opts *o)
 static char *
 slurp(const char *path, size_t *len)
 {
-	FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
-	struct mf_buf b;
-	char chunk[65536];
-	size_t n;
+	char msg[MF_ERROR_MAX], *buf = NULL;
+	struct mf_error err;
 
-	if (f == NULL) {
-		fprintf(stderr, "memfloor: %s: %s\n", path, strerror(errno));
-		return NULL;
-	}
-	mf_buf_init(&b, CLI_INPUT_MAX);
-	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
-		if (mf_buf_add(&b, chunk, n) != MF_OK)
-			break;
-	if (f != stdin)
-		fclose(f);
-	if (b.rc != MF_OK) {
-		fprintf(stderr, "memfloor: %s: %s\n", path, mf_strerror(b.rc));
-		mf_buf_free(&b);
-		return NULL;
-	}
-	*len = b.len;
-	return mf_buf_take(&b);
+	if (mf_file_read(path, CLI_INPUT_MAX, "an input", &buf, len, &err) !=
+	    MF_OK)
+		fprintf(stderr, "memfloor: %s\n",
+		    mf_error_message(&err, msg, sizeof(msg)));
+	return buf;
 }
 
 static int

@@ -1,0 +1,23 @@
+/*
+ * file.h: reading a whole input file into memory, with a cap, for the
+ * catalogue, the model configs and the command line.
+ */
+#ifndef MF_FILE_H
+#define MF_FILE_H
+
+#include <stddef.h>
+
+#include "err.h"
+
+/*
+ * Read path ("-" is standard input) into *buf (malloc'd, NUL-terminated;
+ * *len bytes before the NUL).  what names the file's kind in the error
+ * for one over max bytes ("a catalogue"): "PATH: larger than the MAX bytes
+ * WHAT may hold".  Errors name the file: MF_ENOTFOUND when it does not
+ * exist ("cannot open: ..."), MF_EIO when it cannot be read, MF_ETOOBIG,
+ * MF_ENOMEM.  *buf and *len are untouched on error.
+ */
+enum mf_rc mf_file_read(const char *path, size_t max, const char *what,
+    char **buf, size_t *len, struct mf_error *err);
+
+#endif
