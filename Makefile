@@ -8,6 +8,11 @@ MANDIR  ?= $(PREFIX)/share/man
 BUILD   ?= build
 CC      ?= cc
 
+# The library needs libyaml and jansson; the daemon adds libmicrohttpd,
+# libcurl and GnuTLS; the command line adds libcurl.
+LIBPKGS    = yaml-0.1 jansson
+DAEMONPKGS = libmicrohttpd libcurl gnutls
+CLIPKGS    = libcurl
 PKGS     = libmicrohttpd yaml-0.1 jansson libcurl gnutls
 TESTPKGS = cmocka
 # Debian package for each pkg-config name, in the same order.
@@ -27,9 +32,15 @@ SAN      ?=
 CFLAGS   += $(OPT) $(WARN) $(SAN) -pthread
 CPPFLAGS += -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Iadmission -Icatalog \
             -DMF_DATADIR='"$(DATADIR)"'
-# Expanded when a recipe runs, after the deps stamp exists.
-PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS))
-PKG_LIBS   = $(shell pkg-config --libs $(PKGS))
+# Expanded when a recipe runs, after the deps stamp exists.  Each object
+# is compiled with the flags of the packages its layer may use (MODPKGS).
+MODPKGS     = $(LIBPKGS)
+MOD_CFLAGS  = $(shell pkg-config --cflags $(MODPKGS))
+PKG_CFLAGS  = $(shell pkg-config --cflags $(PKGS))
+PKG_LIBS    = $(shell pkg-config --libs $(PKGS))
+LIB_LIBS    = $(shell pkg-config --libs $(LIBPKGS)) -lm
+DAEMON_LIBS = $(shell pkg-config --libs $(LIBPKGS) $(DAEMONPKGS)) -lm
+CLI_LIBS    = $(shell pkg-config --libs $(LIBPKGS) $(CLIPKGS)) -lm
 TEST_CFLAGS = $(shell pkg-config --cflags $(TESTPKGS))
 TEST_LIBS   = $(shell pkg-config --libs $(TESTPKGS))
 LDLIBS   = $(PKG_LIBS) -lm
@@ -80,9 +91,13 @@ $(DEPSTAMP):
 	fi
 	@mkdir -p $(@D) && touch $@
 
+$(BUILD)/daemon/%.o: MODPKGS = $(LIBPKGS) $(DAEMONPKGS)
+$(BUILD)/cli/%.o: MODPKGS = $(LIBPKGS) $(CLIPKGS)
+$(BUILD)/tests/%.o: MODPKGS = $(PKGS) $(TESTPKGS)
+
 $(BUILD)/%.o: %.c | $(DEPSTAMP)
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(PKG_CFLAGS) $(TEST_CFLAGS) -MMD -MP -c -o $@ $<
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(MOD_CFLAGS) -MMD -MP -c -o $@ $<
 
 # The data directory is compiled in: rebuild what uses it when it changes.
 $(BUILD)/.datadir: FORCE | $(DEPSTAMP)
@@ -97,19 +112,23 @@ $(DLIB): $(DAEMON_OBJ)
 	rm -f $@ && $(AR) rcs $@ $^
 
 $(BUILD)/memfloord: $(BUILD)/daemon/main.o $(DLIB) $(LIB)
-	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) $(CFLAGS) -o $@ $^ $(DAEMON_LIBS)
 
 $(BUILD)/memfloor: $(CLI_OBJ) $(LIB)
-	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) $(CFLAGS) -o $@ $^ $(CLI_LIBS)
 
 $(BUILD)/test_%: $(BUILD)/tests/test_%.o $(DLIB) $(LIB)
-	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS) $(TEST_LIBS)
+	$(CC) $(CFLAGS) -o $@ $^ $(TEST_LDFLAGS) $(LDLIBS) $(TEST_LIBS)
+
+# test_api fails allocations one by one: it counts them itself.
+$(BUILD)/test_api: TEST_LDFLAGS = \
+  -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=strdup,--wrap=free
 
 $(BUILD)/it_%: $(BUILD)/tests/it_%.o $(HARNESS_OBJ) $(DLIB) $(LIB)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS) $(TEST_LIBS)
 
 $(BUILD)/bench_%: $(BUILD)/tests/bench_%.o $(LIB)
-	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) $(CFLAGS) -o $@ $^ $(LIB_LIBS)
 
 run: all
 	$(BUILD)/memfloord -d -f catalog/gpus.yaml -m catalog/models
@@ -150,7 +169,8 @@ bench: all $(BUILD)/bench_place
 
 # libFuzzer harnesses, built with clang against the library's sources.
 # Each runs FUZZ_SECONDS from its seed corpus (tests/corpus/NAME, read
-# only); what it finds lands in build/fuzz/.
+# only, and the test data kept elsewhere: the review samples, the shipped
+# catalogue); what it finds lands in build/fuzz/.
 FUZZ_SECONDS ?= 60
 FUZZ_CC      ?= clang
 FUZZ_FLAGS    = -g -O1 -fsanitize=fuzzer,address,undefined \
@@ -175,6 +195,10 @@ fuzz: $(DEPSTAMP)
 	    $(LIB_SRC) $(filter-out daemon/main.c,$(wildcard daemon/*.c)) \
 	    $(PKG_LIBS) -lm -pthread; \
 	  name=$${f#fuzz_}; mkdir -p build/fuzz/$$name; \
+	  case $$name in \
+	  review) cp tests/data/review/*.json build/fuzz/$$name/ ;; \
+	  catalog) cp catalog/gpus.yaml build/fuzz/$$name/ ;; \
+	  esac; \
 	  build/fuzz/$$f -max_total_time=$(FUZZ_SECONDS) -timeout=10 \
 	    -artifact_prefix=build/fuzz/$$name- build/fuzz/$$name \
 	    tests/corpus/$$name >build/fuzz/$$name.log 2>&1 || \
@@ -188,6 +212,9 @@ lint:
 	clang-format --dry-run --Werror --style=file $(SOURCES)
 	@! grep -nE '\b(sprintf|strcpy|strcat|strtok|atoi|gets)\s*\(' \
 	  $(SOURCES) || { echo "lint: banned call"; exit 1; }
+	@! grep -nE '#include <(microhttpd|curl/|gnutls/)' admission/*.[ch] \
+	  catalog/*.[ch] || { echo "lint: the library includes no HTTP, curl" \
+	  "or TLS header"; exit 1; }
 
 install: all
 	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(BINDIR) $(DESTDIR)$(DATADIR)/models

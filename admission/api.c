@@ -230,6 +230,7 @@ mf_api_admit(const struct mf_api *api, const char *body, size_t len,
 	struct mf_job job;
 	struct doc doc;
 	enum mf_answer_kind kind;
+	enum mf_rc rc;
 
 	memset(ans, 0, sizeof(*ans));
 	in = read_job(api, body, len, fmt, out, &job, ans);
@@ -241,8 +242,9 @@ mf_api_admit(const struct mf_api *api, const char *body, size_t len,
 		answer_oom(ans);
 		goto out;
 	}
-	if (mf_place(&job, api->cat, d, &err) != MF_OK) {
-		mf_answer_err(ans, MF_EINVAL, &err, out);
+	rc = mf_place(&job, api->cat, d, &err);
+	if (rc != MF_OK) {
+		mf_answer_err(ans, rc, &err, out);
 		goto out;
 	}
 	kind = d->admitted ? MF_ANS_OK : MF_ANS_REJECTED;

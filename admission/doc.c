@@ -10,6 +10,7 @@
 #include <inttypes.h>
 #include <jansson.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -497,16 +498,56 @@ from_json(struct mf_doc *doc, json_t *j, int depth, enum mf_rc *rc)
 	return n->text == NULL ? NULL : n;
 }
 
+/*
+ * jansson reports an allocation that failed mid-parse as a syntax error, or
+ * not at all, so its allocations are watched: a parse that ran out of
+ * memory is MF_ENOMEM, never a 400 or a wrong document.  The hooks go in at the
+ * first JSON parse, which memfloord and memfloor do (loading the model configs)
+ * before any other thread starts.
+ */
+static _Thread_local int json_nomem;
+
+static void *
+json_alloc(size_t n)
+{
+	void *p = malloc(n);
+
+	json_nomem |= p == NULL;
+	return p;
+}
+
+static void
+json_free(void *p)
+{
+	free(p);
+}
+
+static void
+json_hooks(void)
+{
+	json_set_alloc_funcs(json_alloc, json_free);
+}
+
 static enum mf_rc
 parse_json(struct mf_doc *doc, const char *buf, size_t len,
     struct mf_error *err)
 {
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
 	enum mf_rc rc = MF_ENOMEM;
 	json_error_t jerr;
 	json_t *j;
 
+	pthread_once(&once, json_hooks);
+	json_nomem = 0;
 	j = json_loadb(buf, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY,
 	    &jerr);
+	/* Where jansson's lexer cannot grow a string it drops the byte and
+	 * goes on: a parse that saw a failed allocation is never trusted. */
+	if (json_nomem) {
+		json_decref(j);
+		return mf_error_set(err, MF_ENOMEM, NULL, 0, 0,
+		    "out of memory");
+	}
 	if (j == NULL)
 		return mf_error_set(err, MF_EINVAL, NULL, jerr.line,
 		    jerr.column, "not valid JSON: %s", jerr.text);
