@@ -68,107 +68,51 @@ when_fsdp(const struct mf_job *job, const struct mf_workload *w)
 	    (!job->count_given || job->count > 1);
 }
 
-static void
-do_sdpa(struct mf_workload *w, int64_t gpus)
-{
-	(void)gpus;
-	w->attention = MF_SDPA;
-}
-
-static void
-do_microbatch(struct mf_workload *w, int64_t gpus)
-{
-	(void)gpus;
-	w->micro_batch = 1;
-}
-
-static void
-do_autocast(struct mf_workload *w, int64_t gpus)
-{
-	(void)gpus;
-	w->precision = MF_BF16;
-}
-
-static void
-do_checkpointing(struct mf_workload *w, int64_t gpus)
-{
-	(void)gpus;
-	w->checkpointing = 1;
-}
-
-static void
-do_adam8bit(struct mf_workload *w, int64_t gpus)
-{
-	(void)gpus;
-	w->optimizer = MF_ADAM8BIT;
-}
-
-static void
-do_lora(struct mf_workload *w, int64_t gpus)
-{
-	(void)gpus;
-	w->method = MF_LORA;
-}
-
-static void
-do_qlora(struct mf_workload *w, int64_t gpus)
-{
-	(void)gpus;
-	w->method = MF_QLORA;
-}
-
-static void
-do_fsdp(struct mf_workload *w, int64_t gpus)
-{
-	w->shard_gpus = gpus;
-}
-
 static const struct fix {
 	struct mf_fix_info info;
 	int (*applies)(const struct mf_job *, const struct mf_workload *);
-	void (*apply)(struct mf_workload *, int64_t);
 } table[MF_FIX_COUNT] = {
 	[MF_FIX_SDPA] = { { "sdpa", "spec.workload.attention", "sdpa",
 	                      MF_FIXV_STRING,
 	                      "AutoModelForCausalLM.from_pretrained(..., attn_implementation=\"sdpa\")",
 	                      0, 1 },
-	    when_sdpa, do_sdpa },
+	    when_sdpa },
 	[MF_FIX_MICROBATCH] = { { "microbatch", "spec.workload.microBatch", "1",
 	                            MF_FIXV_INT,
 	                            "per_device_train_batch_size=1, gradient_accumulation_steps=<old micro-batch>",
 	                            0, 1 },
-	    when_microbatch, do_microbatch },
+	    when_microbatch },
 	[MF_FIX_AUTOCAST] = { { "autocast", "spec.workload.precision", "bf16",
 	                          MF_FIXV_STRING,
 	                          "with torch.autocast(\"cuda\", dtype=torch.bfloat16): loss = model(**batch).loss",
 	                          0, 1 },
-	    when_autocast, do_autocast },
+	    when_autocast },
 	[MF_FIX_CHECKPOINTING] = { { "checkpointing",
 	                               "spec.workload.gradientCheckpointing",
 	                               "true", MF_FIXV_BOOL,
 	                               "torch.utils.checkpoint.checkpoint(layer, x, use_reentrant=False)",
 	                               0, 1 },
-	    when_checkpointing, do_checkpointing },
+	    when_checkpointing },
 	[MF_FIX_ADAM8BIT] = { { "adam8bit", "spec.workload.optimizer",
 	                          "adam8bit", MF_FIXV_STRING,
 	                          "optimizer = bnb.optim.Adam8bit(model.parameters(), lr=lr)",
 	                          0, 0 },
-	    when_adam8bit, do_adam8bit },
+	    when_adam8bit },
 	[MF_FIX_LORA] = { { "lora", "spec.workload.method", "lora",
 	                      MF_FIXV_STRING,
 	                      "model = peft.get_peft_model(model, LoraConfig(r=16, target_modules=\"all-linear\"))",
 	                      1, 0 },
-	    when_lora, do_lora },
+	    when_lora },
 	[MF_FIX_QLORA] = { { "qlora", "spec.workload.method", "qlora",
 	                       MF_FIXV_STRING,
 	                       "from_pretrained(..., quantization_config=BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type=\"nf4\")), then peft.get_peft_model(model, LoraConfig(r=16, target_modules=\"all-linear\"))",
 	                       1, 0 },
-	    when_qlora, do_qlora },
+	    when_qlora },
 	[MF_FIX_FSDP] = { { "fsdp", "spec.workload.sharding.gpus", NULL,
 	                      MF_FIXV_GPUS,
 	                      "for layer in model.model.layers: fully_shard(layer); fully_shard(model)",
 	                      0, 0 },
-	    when_fsdp, do_fsdp },
+	    when_fsdp },
 };
 
 const struct mf_fix_info *
@@ -218,12 +162,46 @@ mf_fix_applies(const struct mf_job *job, const struct mf_workload *w,
 	return (unsigned)fix < MF_FIX_COUNT && table[fix].applies(job, w);
 }
 
+/* What fix f does to a workload: the value of the row's field. */
+static void
+apply(struct mf_workload *w, enum mf_fix f, int64_t gpus)
+{
+	switch (f) {
+	case MF_FIX_SDPA:
+		w->attention = MF_SDPA;
+		break;
+	case MF_FIX_MICROBATCH:
+		w->micro_batch = 1;
+		break;
+	case MF_FIX_AUTOCAST:
+		w->precision = MF_BF16;
+		break;
+	case MF_FIX_CHECKPOINTING:
+		w->checkpointing = 1;
+		break;
+	case MF_FIX_ADAM8BIT:
+		w->optimizer = MF_ADAM8BIT;
+		break;
+	case MF_FIX_LORA:
+		w->method = MF_LORA;
+		break;
+	case MF_FIX_QLORA:
+		w->method = MF_QLORA;
+		break;
+	case MF_FIX_FSDP:
+		w->shard_gpus = gpus;
+		break;
+	case MF_FIX_COUNT:
+		break;
+	}
+}
+
 void
 mf_fix_apply(struct mf_workload *w, unsigned fixes, int64_t gpus)
 {
 	for (int f = 0; f < MF_FIX_COUNT; f++)
 		if (fixes & MF_FIXBIT(f))
-			table[f].apply(w, gpus);
+			apply(w, (enum mf_fix)f, gpus);
 }
 
 int

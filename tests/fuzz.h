@@ -11,6 +11,7 @@
 
 #include "../admission/model.h"
 #include "../catalog/catalog.h"
+#include "msg.h"
 
 static struct mf_models *models;
 static struct mf_catalog *cat;
@@ -26,12 +27,12 @@ load_once(void)
 		return;
 	snprintf(path, sizeof(path), "%s/catalog/models", top ? top : ".");
 	if (mf_models_load(path, &models, &err) != MF_OK) {
-		fprintf(stderr, "%s\n", err.message);
+		fprintf(stderr, "%s\n", MSG(&err));
 		abort();
 	}
 	snprintf(path, sizeof(path), "%s/catalog/gpus.yaml", top ? top : ".");
 	if (mf_cat_load(path, &cat, &err) != MF_OK) {
-		fprintf(stderr, "%s\n", err.message);
+		fprintf(stderr, "%s\n", MSG(&err));
 		abort();
 	}
 }

@@ -5,9 +5,8 @@
  * xxx * 1024^k / 100 rounded to the nearest byte, written below as
  * "7.33 GiB = 733 * 2^30 / 100 = 7870527569.92 -> 7870527570".
  *
- * The real messages in testdata/oom/messages.txt are read from the shared
- * directory: $MF_SHARED (the directory, or the file itself), else
- * ../shared/testdata/oom/messages.txt from the repository root.  The
+ * The real messages of tests/data/oom/messages.txt (a copy of the
+ * project's collection of messages PyTorch printed) and the
  * examples/oom-*.txt requests are read from $MF_TOP, else the current
  * directory.
  */
@@ -23,6 +22,7 @@
 #include <cmocka.h>
 #include <jansson.h>
 
+#include "files.h"
 #include "oom.h"
 #include "readback.h"
 #include "msg.h"
@@ -144,54 +144,17 @@ static const struct known known[] = {
 	{ "#16417", &want_16417 },
 };
 
-/* The whole file, NUL-terminated, for the caller to free; NULL on error. */
-static char *
-read_file(const char *path)
-{
-	FILE *f = fopen(path, "rb");
-	char *buf = NULL;
-	long n = -1;
-
-	if (f == NULL)
-		return NULL;
-	if (fseek(f, 0, SEEK_END) == 0)
-		n = ftell(f);
-	if (n < 0 || fseek(f, 0, SEEK_SET) != 0)
-		goto out;
-	buf = malloc((size_t)n + 1);
-	if (buf == NULL)
-		goto out;
-	if (fread(buf, 1, (size_t)n, f) != (size_t)n) {
-		free(buf);
-		buf = NULL;
-		goto out;
-	}
-	buf[n] = '\0';
-out:
-	fclose(f);
-	return buf;
-}
+/* What PyTorch printed, message by message, with notes (tests/data/oom). */
+#define MESSAGES "tests/data/oom/messages.txt"
 
 static char *
 read_messages(void)
 {
-	const char *env = getenv("MF_SHARED");
-	char path[4096];
-	struct stat st;
-	char *text;
+	char path[4096], *text;
 
-	if (env != NULL && *env != '\0' && stat(env, &st) == 0 &&
-	    S_ISDIR(st.st_mode))
-		snprintf(path, sizeof(path), "%s/testdata/oom/messages.txt",
-		    env);
-	else if (env != NULL && *env != '\0')
-		snprintf(path, sizeof(path), "%s", env);
-	else
-		snprintf(path, sizeof(path),
-		    "../shared/testdata/oom/messages.txt");
-	text = read_file(path);
+	text = slurp(top_path(path, sizeof(path), MESSAGES), NULL);
 	if (text == NULL)
-		fail_msg("cannot read %s (set MF_SHARED)", path);
+		fail_msg("cannot read %s (set MF_TOP)", path);
 	return text;
 }
 
@@ -1512,16 +1475,14 @@ test_json_keys_exact(void **state)
 static void
 check_example(const char *name)
 {
-	const char *top = getenv("MF_TOP");
 	char path[4096], cause[32], *text, *expect;
 	long long tried, total;
 	struct mf_oom o;
 	struct mf_error err;
 	json_t *j;
 
-	snprintf(path, sizeof(path), "%s/examples/%s",
-	    top != NULL && *top != '\0' ? top : ".", name);
-	text = read_file(path);
+	snprintf(path, sizeof(path), "%s/examples/%s", top(), name);
+	text = slurp(path, NULL);
 	if (text == NULL)
 		fail_msg("cannot read %s (set MF_TOP)", path);
 	assert_int_equal(strncmp(text, "# POST /v1/diagnose\n",
