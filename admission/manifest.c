@@ -307,39 +307,41 @@ read_fixes(struct reader *r, const struct mf_node *list, const char *path)
 	return MF_OK;
 }
 
-/* Cross-field rules that no single field can check. */
+/* Cross-field rules that no single field can check; spec may be NULL. */
 static enum mf_rc
 check_spec(struct reader *r, const struct mf_node *spec)
 {
 	struct mf_job *job = r->job;
 	struct mf_workload *w = &job->work;
+	int line = spec != NULL ? spec->line : 0;
+	int column = spec != NULL ? spec->column : 0;
 	char p[PATHMAX];
 
 	if (job->min_memory == 0 && job->model_source == MF_MODEL_NONE)
 		return mf_error_set(r->err, MF_EINVAL,
 		    mf_path(p, sizeof(p), r->base, "resources.gpu.minMemory"),
-		    spec->line, spec->column,
+		    line, column,
 		    "is required when no model is "
 		    "given");
 	if ((job->max_cost >= 0 || job->deadline_hours >= 0) &&
 	    job->reference_hours == 0)
 		return mf_error_set(r->err, MF_EINVAL,
 		    mf_path(p, sizeof(p), r->base, "duration.referenceHours"),
-		    spec->line, spec->column,
+		    line, column,
 		    "is required by limits.maxCost "
 		    "and limits.deadlineHours");
 	if (w->shard_gpus > 1) {
 		if (w->kind != MF_TRAINING || w->method != MF_FULL)
 			return mf_error_set(r->err, MF_EINVAL,
 			    mf_path(p, sizeof(p), r->base, "workload.sharding"),
-			    spec->line, spec->column,
+			    line, column,
 			    "FSDP sharding applies "
 			    "to full fine-tuning only");
 		if (job->count_given && job->count != w->shard_gpus)
 			return mf_error_set(r->err, MF_EINVAL,
 			    mf_path(p, sizeof(p), r->base,
 			        "resources.gpu.count"),
-			    spec->line, spec->column,
+			    line, column,
 			    "is %lld but "
 			    "workload.sharding.gpus is %lld",
 			    (long long)job->count, (long long)w->shard_gpus);
@@ -351,13 +353,13 @@ check_spec(struct reader *r, const struct mf_node *spec)
 	if (w->kind == MF_TRAINING && w->seq_len == 0)
 		return mf_error_set(r->err, MF_EINVAL,
 		    mf_path(p, sizeof(p), r->base, "workload.sequenceLength"),
-		    spec->line, spec->column,
+		    line, column,
 		    "is required for training with "
 		    "a model");
 	if (w->kind == MF_INFERENCE && w->context_len == 0)
 		return mf_error_set(r->err, MF_EINVAL,
 		    mf_path(p, sizeof(p), r->base, "workload.contextLength"),
-		    spec->line, spec->column,
+		    line, column,
 		    "is required for inference "
 		    "with a model");
 	return MF_OK;
@@ -367,8 +369,9 @@ typedef enum mf_rc (
     *section_fn)(struct reader *, const struct mf_node *, const char *);
 
 enum mf_rc
-mf_job_read_spec(const struct mf_node *spec, const char *path, const char *name,
-    const struct mf_models *models, struct mf_job *out, struct mf_error *err)
+mf_job_read_spec_floor(const struct mf_node *spec, const char *path,
+    const char *name, const struct mf_models *models, int64_t floor,
+    int floor_format, struct mf_job *out, struct mf_error *err)
 {
 	static const char *const known[] = { "resources", "model", "workload",
 		"duration", "limits", "allowedFixes", NULL };
@@ -396,16 +399,27 @@ mf_job_read_spec(const struct mf_node *spec, const char *path, const char *name,
 	mf_workload_defaults(&job.work);
 	job.work.seq_len = 0;
 	job.work.context_len = 0;
-	rc = mf_node_map(spec, path, known, err);
+	rc = spec != NULL ? mf_node_map(spec, path, known, err) : MF_OK;
 	for (size_t i = 0;
 	     rc == MF_OK && i < sizeof(sections) / sizeof(sections[0]); i++)
 		if ((n = member(spec, path, sections[i].key, p)) != NULL)
 			rc = sections[i].fn(&r, n, p);
+	if (job.min_memory == 0 && floor > 0) {
+		job.min_memory = floor;
+		job.min_memory_format = floor_format;
+	}
 	if (rc == MF_OK)
 		rc = check_spec(&r, spec);
 	if (rc == MF_OK)
 		*out = job;
 	return rc;
+}
+
+enum mf_rc
+mf_job_read_spec(const struct mf_node *spec, const char *path, const char *name,
+    const struct mf_models *models, struct mf_job *out, struct mf_error *err)
+{
+	return mf_job_read_spec_floor(spec, path, name, models, 0, 0, out, err);
 }
 
 static enum mf_rc

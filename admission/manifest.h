@@ -68,5 +68,14 @@ enum mf_rc mf_job_read(const struct mf_node *root, const char *path,
 enum mf_rc
 mf_job_read_spec(const struct mf_node *spec, const char *path, const char *name,
     const struct mf_models *models, struct mf_job *job, struct mf_error *err);
+/*
+ * The same with a floor given from outside the spec (the annotation
+ * memfloor.dev/min-memory; floor_format is its enum mf_qty_format): it is
+ * the job's minMemory unless the spec sets its own.  spec may be NULL, an
+ * empty spec.
+ */
+enum mf_rc mf_job_read_spec_floor(const struct mf_node *spec, const char *path,
+    const char *name, const struct mf_models *models, int64_t floor,
+    int floor_format, struct mf_job *job, struct mf_error *err);
 
 #endif

@@ -23,7 +23,6 @@
 #define POINTER_MAX (64u << 10) /* one JSON Pointer, escaped */
 #define MESSAGE_BUF (8u << 10)  /* a denial message before it is cut */
 #define MAX_WARNINGS 16         /* in one response */
-#define GRAFT_MAX 8             /* members of a mapping copied by a graft */
 
 enum target { TARGET_NONE, TARGET_POD, TARGET_JOB };
 
@@ -451,78 +450,12 @@ deny_rejection(struct review *rv, const struct mf_job *job,
 
 /* --- the job from the annotations -------------------------------------- */
 
-/* Copies that lay the min-memory annotation into a spec's node tree. */
-struct graft {
-	struct mf_node spec, res, gpu, qty;
-	struct mf_node kids[3][GRAFT_MAX];
-};
-
-/*
- * A copy of map (NULL: an empty one) named key, with member in place of
- * the child of the same key or appended.  NULL when map is no mapping or
- * too big to copy: the spec reader then refuses it as it stands.
- */
-static struct mf_node *
-with_member(struct mf_node *copy, struct mf_node *kids,
-    const struct mf_node *map, const char *key, const struct mf_node *member)
-{
-	const struct mf_node *c;
-	size_t n = 0;
-	int found = 0;
-
-	if (map != NULL && (map->type != MF_NODE_MAP || map->len >= GRAFT_MAX))
-		return NULL;
-	memset(copy, 0, sizeof(*copy));
-	if (map != NULL)
-		*copy = *map;
-	copy->type = MF_NODE_MAP;
-	copy->key = key;
-	for (c = map != NULL ? map->child : NULL; c != NULL; c = c->next) {
-		found |= strcmp(c->key, member->key) == 0;
-		kids[n++] = strcmp(c->key, member->key) == 0 ? *member : *c;
-	}
-	if (!found)
-		kids[n++] = *member;
-	for (size_t i = 0; i < n; i++)
-		kids[i].next = i + 1 < n ? &kids[i + 1] : NULL;
-	copy->child = &kids[0];
-	copy->len = n;
-	return copy;
-}
-
-/* spec (NULL: none) with resources.gpu.minMemory set to qty. */
-static const struct mf_node *
-graft_floor(struct graft *g, const struct mf_node *spec, const char *qty)
-{
-	const struct mf_node *res = mf_node_get(spec, "resources");
-	const struct mf_node *gpu = mf_node_get(res, "gpu");
-	struct mf_node *n;
-
-	memset(&g->qty, 0, sizeof(g->qty));
-	g->qty.type = MF_NODE_STR;
-	g->qty.key = "minMemory";
-	g->qty.text = qty;
-	g->qty.len = strlen(qty);
-	n = with_member(&g->gpu, g->kids[0], gpu, "gpu", &g->qty);
-	if (n != NULL)
-		n = with_member(&g->res, g->kids[1], res, "resources", n);
-	if (n != NULL)
-		n = with_member(&g->spec, g->kids[2], spec, NULL, n);
-	return n != NULL ? n : spec;
-}
-
-static int
-spec_sets_floor(const struct mf_node *spec)
-{
-	return mf_node_get(mf_node_get(mf_node_get(spec, "resources"), "gpu"),
-	           "minMemory") != NULL;
-}
-
 /* Check the min-memory annotation; *text stays NULL when it is absent. */
 static int
-read_min(struct review *rv, const char **text, int64_t *bytes)
+read_min(struct review *rv, const char **text, int64_t *bytes, int *format)
 {
 	const json_t *v = json_object_get(rv->annotations, ANN_MIN);
+	enum mf_qty_format f;
 	enum mf_qty_err qe;
 	char why[160];
 
@@ -534,13 +467,14 @@ read_min(struct review *rv, const char **text, int64_t *bytes)
 		return -1;
 	}
 	qe = mf_qty_parse_bytes(json_string_value(v), json_string_length(v),
-	    bytes, NULL);
+	    bytes, &f);
 	if (qe != MF_QTY_OK) {
 		snprintf(why, sizeof(why), "'%.40s' %s", json_string_value(v),
 		    mf_qty_strerror(qe));
 		deny_annotation(rv, ANN_MIN, why);
 		return -1;
 	}
+	*format = (int)f;
 	*text = json_string_value(v);
 	return 0;
 }
@@ -581,17 +515,16 @@ read_job(struct review *rv, struct mf_doc **doc, struct mf_job *job)
 	const struct mf_node *spec;
 	const char *min;
 	struct mf_error err;
-	struct graft g;
 	int64_t min_bytes = 0;
+	int min_format = 0;
 
-	if (read_min(rv, &min, &min_bytes) != 0 || read_spec_doc(rv, doc) != 0)
+	if (read_min(rv, &min, &min_bytes, &min_format) != 0 ||
+	    read_spec_doc(rv, doc) != 0)
 		return -1;
 	spec = *doc != NULL ? mf_doc_root(*doc) : NULL;
-	if (min != NULL && !spec_sets_floor(spec))
-		spec = graft_floor(&g, spec, min);
 	memset(&err, 0, sizeof(err));
-	if (mf_job_read_spec(spec, "spec", rv->name, rv->api->models, job,
-	        &err) != MF_OK) {
+	if (mf_job_read_spec_floor(spec, "spec", rv->name, rv->api->models,
+	        min_bytes, min_format, job, &err) != MF_OK) {
 		deny_error(rv, *doc != NULL ? ANN_SPEC : ANN_MIN, &err);
 		return -1;
 	}

@@ -413,6 +413,50 @@ test_read_spec_only(void **state)
 	mf_doc_free(doc);
 }
 
+/* A floor from outside the spec (the min-memory annotation): the job's
+ * minMemory, with no spec at all or with a model; a spec's own wins. */
+static void
+test_read_spec_with_floor(void **state)
+{
+	const char *own = "resources:\n  gpu:\n    minMemory: 16Gi\n";
+	const char *model = "model:\n  name: meta-llama/Llama-3.1-8B\n"
+	                    "workload:\n  sequenceLength: 4096\n";
+	struct mf_doc *doc = NULL;
+	struct mf_job job;
+	struct mf_error err;
+
+	(void)state;
+	assert_int_equal(mf_job_read_spec_floor(NULL, "spec", "pod-x", models,
+	                     88 * GIB, MF_QTY_BINARY, &job, &err),
+	    MF_OK);
+	assert_int_equal(job.min_memory, 88 * GIB);
+	assert_int_equal(job.model_source, MF_MODEL_NONE);
+	/* Neither a floor nor a model: the floor is still required. */
+	assert_int_equal(mf_job_read_spec_floor(NULL, "spec", "pod-x", models,
+	                     0, 0, &job, &err),
+	    MF_EINVAL);
+	assert_string_equal(err.field, "spec.resources.gpu.minMemory");
+	assert_int_equal(mf_doc_parse(own, strlen(own), MF_DOC_YAML, &doc,
+	                     &err),
+	    MF_OK);
+	assert_int_equal(mf_job_read_spec_floor(mf_doc_root(doc), "spec",
+	                     "pod-x", models, 88 * GIB, MF_QTY_BINARY, &job,
+	                     &err),
+	    MF_OK);
+	assert_int_equal(job.min_memory, 16 * GIB);
+	mf_doc_free(doc);
+	assert_int_equal(mf_doc_parse(model, strlen(model), MF_DOC_YAML, &doc,
+	                     &err),
+	    MF_OK);
+	assert_int_equal(mf_job_read_spec_floor(mf_doc_root(doc), "spec",
+	                     "pod-x", models, 88 * GIB, MF_QTY_BINARY, &job,
+	                     &err),
+	    MF_OK);
+	assert_int_equal(job.min_memory, 88 * GIB);
+	assert_int_equal(job.model_source, MF_MODEL_NAMED);
+	mf_doc_free(doc);
+}
+
 /* --- errors --- */
 
 /* An unknown member at any level names its full path. */
@@ -801,6 +845,7 @@ main(void)
 		cmocka_unit_test(test_read_min_memory_forms),
 		cmocka_unit_test(test_read_metadata_extras),
 		cmocka_unit_test(test_read_spec_only),
+		cmocka_unit_test(test_read_spec_with_floor),
 		cmocka_unit_test(test_read_all_fixes),
 		cmocka_unit_test(test_err_unknown_fields),
 		cmocka_unit_test(test_err_unknown_field_line),
