@@ -11,6 +11,9 @@
 #include "qty.h"
 #include "render.h"
 
+/* jansson's dump flags for the answers built as jansson values. */
+#define MF_JSON_FLAGS (JSON_COMPACT | JSON_REAL_PRECISION(10))
+
 /* The longest answer in JSON or YAML. */
 #define ANSWER_MAX (16u << 20)
 

@@ -1,5 +1,6 @@
 #include "fix.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "estimate.h"
@@ -152,6 +153,20 @@ mf_fix_ids(char *buf, size_t size)
 		memcpy(buf + n + (i > 0 ? 2 : 0), id, strlen(id) + 1);
 		n += k;
 	}
+	return buf;
+}
+
+char *
+mf_fix_value_text(enum mf_fix f, int64_t gpus, char *buf, size_t size)
+{
+	const struct mf_fix_info *fi = mf_fix_info(f);
+
+	if (fi == NULL)
+		snprintf(buf, size, "?");
+	else if (fi->kind == MF_FIXV_GPUS)
+		snprintf(buf, size, "%lld", (long long)gpus);
+	else
+		snprintf(buf, size, "%s", fi->value);
 	return buf;
 }
 

@@ -59,6 +59,10 @@ int mf_fix_lookup(const char *name);
 #define MF_FIX_IDS_MAX 128
 char *mf_fix_ids(char *buf, size_t size);
 
+/* The value a fix sets, as the manifest spells it ("true", "adam8bit",
+ * "2" for fsdp over 2 GPUs), into buf of size bytes; returns buf. */
+char *mf_fix_value_text(enum mf_fix f, int64_t gpus, char *buf, size_t size);
+
 struct mf_job;
 struct mf_workload;
 

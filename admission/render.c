@@ -184,22 +184,6 @@ mf_write_decision(struct mf_jw *w, const char *key, const struct mf_job *job,
 	mf_jw_close(w, '}');
 }
 
-json_t *
-mf_render_decision(const struct mf_job *job, const struct mf_decision *d,
-    const struct mf_catalog *cat)
-{
-	struct mf_buf b;
-	struct mf_jw w;
-	json_t *j;
-
-	mf_buf_init(&b, JSON_MAX);
-	mf_jw_init(&w, &b);
-	mf_write_decision(&w, NULL, job, d, cat);
-	j = b.rc == MF_OK ? json_loads(b.data, 0, NULL) : NULL;
-	mf_buf_free(&b);
-	return j;
-}
-
 /* The formula of a bucket as the reference post writes it. */
 static const char *
 formula(enum mf_bucket b, const struct mf_workload *w)

@@ -7,7 +7,6 @@
 #ifndef MF_RENDER_H
 #define MF_RENDER_H
 
-#include <jansson.h>
 #include <stdint.h>
 
 #include "../catalog/catalog.h"
@@ -17,9 +16,6 @@
 #include "manifest.h"
 #include "model.h"
 #include "place.h"
-
-/* jansson dump flags for answers built as jansson values. */
-#define MF_JSON_FLAGS (JSON_COMPACT | JSON_REAL_PRECISION(10))
 
 /*
  * The design 8 shapes, written into w (JSON or YAML).  key names the value
@@ -40,11 +36,6 @@ void mf_write_catalog(struct mf_jw *w, const struct mf_catalog *cat,
 void mf_write_models(struct mf_jw *w, const struct mf_models *models);
 /* {"error", "field", "line", "column"} of design 8. */
 void mf_write_error(struct mf_jw *w, const struct mf_error *err);
-/* The decision as a new jansson value, for the review's denial message;
- * NULL when an allocation failed. */
-json_t *mf_render_decision(const struct mf_job *job,
-    const struct mf_decision *d, const struct mf_catalog *cat);
-
 /* Text tables a person reads in a terminal; malloc'd, NULL when an
  * allocation failed. */
 char *mf_text_decision(const struct mf_job *job, const struct mf_decision *d);

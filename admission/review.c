@@ -378,23 +378,18 @@ deny_error(struct review *rv, const char *annotation,
 	    mf_error_message(err, msg, sizeof(msg)));
 }
 
-/* "key: value, ..." of a fix's manifestChange object. */
+/* "field: value, ..." of what the fixes of e set in the manifest. */
 static void
-changes_text(struct mf_buf *b, json_t *changes)
+changes_text(struct mf_buf *b, const struct mf_fix_option *e)
 {
-	const char *key, *sep = "";
-	json_t *v;
-	char *s;
+	const char *sep = "";
+	char v[32];
 
-	json_object_foreach (changes, key, v) {
-		if (json_is_string(v)) {
-			mf_buf_printf(b, "%s%s: %s", sep, key,
-			    json_string_value(v));
-		} else {
-			s = json_dumps(v, JSON_ENCODE_ANY);
-			mf_buf_printf(b, "%s%s: %s", sep, key, s ? s : "?");
-			free(s);
-		}
+	for (int f = 0; f < MF_FIX_COUNT; f++) {
+		if (!(e->fixes & MF_FIXBIT(f)))
+			continue;
+		mf_buf_printf(b, "%s%s: %s", sep, mf_fix_info(f)->field,
+		    mf_fix_value_text(f, e->gpus, v, sizeof(v)));
 		sep = ", ";
 	}
 }
@@ -402,10 +397,9 @@ changes_text(struct mf_buf *b, json_t *changes)
 /* "; suggested fix: fsdp over 2 GPUs (spec...: 2), placement H100 x2" */
 static void
 suggestion_text(struct mf_buf *b, const struct mf_job *job,
-    const struct mf_decision *d, const json_t *decision)
+    const struct mf_decision *d)
 {
 	const struct mf_fix_option *e;
-	json_t *entry;
 
 	if (d->suggested < 0) {
 		if (d->from_model)
@@ -413,14 +407,12 @@ suggestion_text(struct mf_buf *b, const struct mf_job *job,
 		return;
 	}
 	e = &d->fixes[d->suggested];
-	entry = json_array_get(json_object_get(decision, "fixes"),
-	    (size_t)d->suggested);
 	if (e->fix == MF_FIX_FSDP)
 		mf_buf_printf(b, "; suggested fix: fsdp over %lld GPUs (",
 		    (long long)e->gpus);
 	else
 		mf_buf_printf(b, "; suggested fix: %s (", mf_fix_name(e->fix));
-	changes_text(b, json_object_get(entry, "manifestChange"));
+	changes_text(b, e);
 	mf_buf_printf(b, "), placement %s x%lld", e->placement.gpu->name,
 	    (long long)e->placement.count);
 	if (job->reference_hours > 0)
@@ -433,14 +425,12 @@ static void
 deny_rejection(struct review *rv, const struct mf_job *job,
     const struct mf_decision *d)
 {
-	json_t *decision = mf_render_decision(job, d, rv->api->cat);
 	struct mf_buf b;
 
 	mf_buf_init(&b, MESSAGE_BUF);
 	mf_buf_printf(&b, "%s", d->reason);
-	suggestion_text(&b, job, d, decision);
-	json_decref(decision);
-	if (decision == NULL || b.rc == MF_ENOMEM)
+	suggestion_text(&b, job, d);
+	if (b.rc == MF_ENOMEM)
 		rv->nomem = 1;
 	else
 		deny(rv, 403, b.data);
