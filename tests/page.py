@@ -48,10 +48,11 @@ def check(name, got, want):
 
 # --- the API, asked directly ------------------------------------------------
 
-def api(path, body=None):
-    data = None if body is None else json.dumps(body).encode()
+def api(path, body=None, ctype="application/json"):
+    data = body if isinstance(body, (bytes, type(None))) else \
+        json.dumps(body).encode()
     req = urllib.request.Request(BASE + path, data=data, headers={
-        "Content-Type": "application/json", "Accept": "application/json"})
+        "Content-Type": ctype, "Accept": "application/json"})
     try:
         with urllib.request.urlopen(req, timeout=10) as r:
             return r.status, json.load(r)
@@ -316,12 +317,17 @@ def same_figures(pg, name, decision, estimate):
           [b["formula"] for b in estimate["buckets"]])
 
 
-def sent_manifest(pg, since):
-    """The manifest of the page's last POST /v1/admit after request SINCE."""
+def sent_body(pg, since):
+    """The body of the page's last POST /v1/admit after request SINCE."""
     posts = [r for r in pg.requests[since:]
              if r[0] == "POST" and urllib.parse.urlsplit(r[1]).path
              == "/v1/admit"]
-    return json.loads(posts[-1][2]) if posts else None
+    return posts[-1][2] if posts else None
+
+
+def sent_manifest(pg, since):
+    body = sent_body(pg, since)
+    return json.loads(body) if body is not None else None
 
 
 def other_estimator(pg, name, manifest, main):
@@ -501,7 +507,47 @@ def run(pg):
     check("injection: no element made of it", pg.js(
         "document.querySelectorAll('#results img, #results b').length"), 0)
 
-    # 6. Every request stayed on the origin; no script error; the only
+    # 6. A pasted config.json, sent as spec.model.config.
+    with open("catalog/models/meta-llama/Llama-3.1-8B.json") as f:
+        cfg = f.read()
+    n0 = len(pg.requests)
+    pg.open("/?config=" + urllib.parse.quote(cfg) + "&sequenceLength=2048")
+    m = {"apiVersion": "memfloor.dev/v1", "kind": "Job",
+         "metadata": {"name": "my-job"},
+         "spec": {"model": {"config": json.loads(cfg)},
+                  "workload": {"sequenceLength": 2048}}}
+    check("config: the page sent the config inline", sent_manifest(pg, n0),
+          m)
+    _, d = api("/v1/admit", m)
+    _, e = api("/v1/estimate", m)
+    same_figures(pg, "config", d, e)
+
+    # 7. A pasted YAML manifest goes as it is; a floor needs no estimate.
+    with open("examples/min-memory-88Gi.yaml") as f:
+        text = f.read()
+    n0 = len(pg.requests)
+    pg.open("/?manifest=" + urllib.parse.quote(text))
+    check("manifest: the page sent the YAML as pasted", sent_body(pg, n0),
+          text)
+    _, d = api("/v1/admit", text.encode(), "application/yaml")
+    check("manifest: admitted, floor and placement as the API says",
+          [pg.mf("admitted"), pg.mf("minMemory"), pg.mf("placement-gpu"),
+           pg.mf("minMemoryBytes")[0]],
+          [["yes"] * 2, [d["minMemory"]] * 2, [d["placement"]["gpu"]] * 2,
+           str(d["need"]["minMemoryBytes"])])
+    check("manifest: no chart without a model",
+          pg.js("document.querySelectorAll('[data-mf^=bucket-]').length"), 0)
+    bad = text.replace("88Gi", "88Gx")
+    pg.open("/?manifest=" + urllib.parse.quote(bad))
+    st, err = api("/v1/admit", bad.encode(), "application/yaml")
+    check("the API names the bad quantity's line", [st, err.get("field"),
+          err.get("line") is not None], [400, "spec.resources.gpu.minMemory",
+                                         True])
+    check("manifest: the error, with its line, beside the manifest",
+          pg.js("document.getElementById('err-manifest').textContent"),
+          err["error"])
+
+    # 8. Every request stayed on the origin; no script error; the only
     # errors logged are the API's own non-2xx answers (a rejection is 403).
     pg.drain()
     off = [u for _, u, _ in pg.requests
