@@ -375,6 +375,8 @@ def run(pg):
     check("link: catalogue version", pg.mf("catalog-version"),
           [str(cat["version"])] * 2)
     yaml = pg.js("document.getElementById('yaml').textContent")
+    check("link: the YAML shown gets the same decision",
+          api("/v1/admit", yaml.encode(), "application/yaml"), (st, d))
     for line in ("name: meta-llama/Llama-3.1-8B", "optimizer: adam8bit",
                  "gradientCheckpointing: true", "sequenceLength: 4096",
                  "referenceHours: 12"):
@@ -521,6 +523,19 @@ def run(pg):
     _, d = api("/v1/admit", m)
     _, e = api("/v1/estimate", m)
     same_figures(pg, "config", d, e)
+    yaml = pg.js("document.getElementById('yaml').textContent")
+    check("config: the YAML shown gets the same decision",
+          api("/v1/admit", yaml.encode(), "application/yaml")[1], d)
+    # Switching to a pasted manifest starts from the one shown.
+    pg.js("document.getElementById('src-manifest').focus()")
+    n0 = len(pg.requests)
+    pg.key(" ", "Space", 32, text=" ")
+    pg.settle()
+    check("config: switched to the manifest, the YAML shown is sent",
+          [pg.js("document.getElementById('manifest').value"),
+           sent_body(pg, n0)], [yaml, yaml])
+    check("config: and gets the same decision", pg.mf("perGpuBytes"),
+          [str(d["need"]["perGpuBytes"]), gb(d["need"]["perGpuBytes"])])
 
     # 7. A pasted YAML manifest goes as it is; a floor needs no estimate.
     with open("examples/min-memory-88Gi.yaml") as f:

@@ -745,7 +745,14 @@ async function start() {
     showApplicable();
     schedule(e.target.tagName === "TEXTAREA" || e.target.type === "text" ? 300 : 0);
   });
-  form.addEventListener("change", () => { showApplicable(); schedule(0); });
+  form.addEventListener("change", (e) => {
+    // A manifest to edit starts as the one the controls built.
+    if (e.target.name === "source" && e.target.value === "manifest" &&
+        !$("manifest").value.trim())
+      $("manifest").value = $("yaml").textContent;
+    showApplicable();
+    schedule(0);
+  });
   form.addEventListener("submit", (e) => { e.preventDefault(); schedule(0); });
   for (const b of document.querySelectorAll("button[data-label]")) {
     b.addEventListener("click", () => copy(b.id === "copy-link" ? $("link") : $("yaml"), b));
