@@ -502,8 +502,9 @@ function renderNeed(d, est, other) {
       est.estimator || "the daemon's default")]);
     if (est.parameters !== undefined)
       rows.push(["Parameters", figure("parameters", est.parameters,
-        est.parameters.toLocaleString("en-US") + " (" +
-        est.trainableParameters.toLocaleString("en-US") + " trained)")]);
+        est.parameters.toLocaleString("en-US") +
+        (est.trainableParameters > 0 && est.trainableParameters !== est.parameters
+          ? " (" + est.trainableParameters.toLocaleString("en-US") + " trained)" : ""))]);
   }
   if (other && other.answer.status === 200 && est &&
       other.answer.json.estimator === other.name &&
@@ -556,10 +557,15 @@ function renderChart(est) {
   box.append(s);
 }
 
+// A table; on a phone its rows stack, each cell named by its column
+// (data-label, shown by the style sheet).
 function table(head, rows) {
+  for (const r of rows)
+    if (r.cells.length === head.cols.length)
+      [...r.cells].forEach((c, i) => { if (head.cols[i]) c.dataset.label = head.cols[i]; });
   return el("div", { class: "scroll", tabindex: "0", role: "region",
     "aria-label": head.caption },
-  el("table", {}, el("caption", { text: head.caption }),
+  el("table", { class: "stack" }, el("caption", { text: head.caption }),
     el("thead", {}, el("tr", {}, ...head.cols.map((c) => el("th", { scope: "col", text: c })))),
     el("tbody", {}, ...rows)));
 }
