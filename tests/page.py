@@ -91,7 +91,7 @@ class Browser:
 
         self.profile = tempfile.mkdtemp(prefix="mf-page-chromium.")
         args = [CHROMIUM, "--headless=new", "--remote-debugging-pipe",
-                "--disable-gpu", "--no-first-run", "--no-default-browser-check",
+                "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run", "--no-default-browser-check",
                 "--disable-extensions", "--disable-background-networking",
                 "--disable-component-update", "--disable-sync",
                 "--user-data-dir=" + self.profile, "about:blank"]

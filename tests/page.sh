@@ -103,6 +103,18 @@ is "page.css is CSS" "$(headers /page.css |
     sed -n 's/^content-type: //p')" "text/css; charset=utf-8"
 is "page.js has the CSP too" "$(headers /page.js |
     sed -n 's/^content-security-policy: //p')" "$csp"
+h=$(curl -sS --max-time 10 -D - -o /dev/null -X POST --data x "$base/" \
+    2>/dev/null | tr -d '\r')
+is "POST / is 405, GET and HEAD allowed" "$(echo "$h" | head -n 1 |
+    cut -d' ' -f2) $(echo "$h" | sed -n 's/^[Aa]llow: //p')" "405 GET, HEAD"
+is "HEAD / is 200" "$(curl -sS --max-time 10 -I -o /dev/null \
+    -w '%{http_code}' "$base/" 2>/dev/null)" 200
+if curl -sS --max-time 10 "$base/metrics" 2>/dev/null |
+    grep -qE '^memfloor_requests_total\{route="/",code="200"\} [1-9]'; then
+	pass "/metrics counts the page's requests under route \"/\""
+else
+	fail "/metrics has no route=\"/\" count"
+fi
 # The page served is the page in the source tree, byte for byte.
 for f in index.html:/ page.js:/page.js page.css:/page.css; do
 	if curl -sS --max-time 10 "$base${f#*:}" 2>/dev/null |

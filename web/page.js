@@ -430,12 +430,16 @@ function fieldFor(path, s) {
   if (path === "spec.model" || path.startsWith("spec.model.config"))
     return s.source === "config" ? "config" : "model";
   if (path.startsWith("spec.model")) return "model";
+  // The control of the field or of the nearest field above it; for an
+  // object of its own (spec.workload.lora), its first control.
   let best = null;
   for (const f of FIELDS) {
     if (path === f.path || path.startsWith(f.path + ".") ||
-        path.startsWith(f.path + "[") || f.path.startsWith(path + "."))
+        path.startsWith(f.path + "["))
       if (!best || f.path.length > best.path.length) best = f;
   }
+  if (!best && path.split(".").length >= 3)
+    best = FIELDS.find((f) => f.path.startsWith(path + "."));
   return best ? "f-" + best.q.replace(".", "-") : null;
 }
 
