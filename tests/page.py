@@ -498,6 +498,17 @@ def run(pg):
         "document.getElementById('f-sequenceLength')"
         ".getAttribute('aria-invalid')]"), [err["error"], "true"])
 
+    pg.open("/?model=meta-llama/Llama-3.1-8B&sequenceLength=4096"
+            "&precision=fp64")
+    st, err = api("/v1/admit", job({"sequenceLength": 4096,
+                                    "precision": "fp64"}))
+    check("the API refuses precision fp64 with 400",
+          [st, err.get("field")], [400, "spec.workload.precision"])
+    check("error: shown beside the precision", pg.js(
+        "[document.getElementById('err-f-precision').textContent, "
+        "document.getElementById('f-precision').value]"),
+          [err["error"], "fp64"])
+
     # 5. Text from a request stays text.
     name = '<img src=x onerror="window.__mf=1"><b>x</b>'
     pg.open("/?model=meta-llama/Llama-3.1-8B&sequenceLength=4096&name=" +

@@ -15,7 +15,7 @@ const INFERENCE = (s) => s.kind === "inference";
 const ADAPTERS = (s) => TRAINING(s) && s.method !== "full";
 const FIELDS = [
   { q: "name", path: "metadata.name", type: "text", def: "my-job",
-    group: "job", label: "Job name", hint: "metadata.name", keep: true },
+    group: "job", label: "Job name", hint: "metadata.name" },
   { q: "kind", path: "spec.workload.kind", type: "select", group: "workload",
     options: ["training", "inference"], def: "training", label: "Kind" },
   { q: "method", path: "spec.workload.method", type: "select",
@@ -185,6 +185,10 @@ function setControl(f, v) {
   } else if (f.type === "checkbox") {
     c.checked = v === true || v === "true";
   } else {
+    // A value a link brings that the page does not list is kept, for the
+    // API to judge (and name in its error).
+    if (f.type === "select" && !f.options.includes(String(v)))
+      c.append(el("option", { value: String(v), text: String(v) }));
     c.value = String(v);
   }
 }
@@ -248,13 +252,10 @@ function manifest(s) {
     }
     put(m, "spec.model.config", cfg);
   }
+  put(m, "metadata.name", s.name || FIELDS[0].def); // required
   for (const f of FIELDS) {
-    if (!applies(f, s) && f.q !== "name") continue;
+    if (!applies(f, s) || f.q === "name") continue;
     const v = s[f.q];
-    if (f.q === "name") {
-      put(m, f.path, v || f.def);
-      continue;
-    }
     if (isDefault(f, v) && !(f.keep && v !== "")) continue;
     put(m, f.path, typed(f, v));
   }
@@ -270,9 +271,9 @@ function link(s) {
   else if (s.source === "manifest") p.set("manifest", $("manifest").value);
   if (s.estimator) p.set("estimator", s.estimator);
   for (const f of FIELDS) {
-    if (!applies(f, s) && !(f.q === "name" && s.source !== "manifest")) continue;
+    if (!applies(f, s)) continue;
     const v = s[f.q];
-    if (isDefault(f, v) && !(f.keep && v !== "" && f.q !== "name")) continue;
+    if (isDefault(f, v) && !(f.keep && v !== "")) continue;
     p.set(f.q, f.type === "fixes" ? v.join(",") : String(v));
   }
   const q = p.toString().replace(/%2F/g, "/").replace(/%2C/g, ",");
@@ -300,8 +301,7 @@ function showApplicable() {
   const s = state();
   for (const f of FIELDS) {
     if (f.type === "fixes") continue;
-    const on = f.q === "name" ? s.source !== "manifest" : applies(f, s);
-    $("w-f-" + f.q.replace(".", "-")).hidden = !on;
+    $("w-f-" + f.q.replace(".", "-")).hidden = !applies(f, s);
   }
   $("w-model").hidden = s.source !== "model";
   $("w-config").hidden = s.source !== "config";
