@@ -16,6 +16,8 @@ import fcntl
 import json
 import os
 import queue
+import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -98,7 +100,9 @@ class Browser:
         if os.getuid() == 0:
             args.insert(1, "--no-sandbox")
         self.log = open(os.path.join(OUT, "page-chromium.log"), "w")
+        # A session of its own: close() ends the browser's helpers too.
         self.proc = subprocess.Popen(args, preexec_fn=child, close_fds=False,
+                                     start_new_session=True,
                                      stdin=subprocess.DEVNULL,
                                      stdout=self.log, stderr=self.log)
         for fd in ends:
@@ -163,7 +167,11 @@ class Browser:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
-        subprocess.run(["rm", "-rf", self.profile])
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        shutil.rmtree(self.profile, ignore_errors=True)
 
 
 class Page:
@@ -599,6 +607,8 @@ def run(pg):
 
 
 def main():
+    # timeout(1) sends SIGTERM: end the browser on the way out.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     try:
         b = Browser()
         b.send("Browser.getVersion", session=False, timeout=30)
