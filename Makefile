@@ -103,6 +103,8 @@ $(BUILD)/%.o: %.c | $(DEPSTAMP)
 $(BUILD)/.datadir: FORCE | $(DEPSTAMP)
 	@echo '$(DATADIR)' | cmp -s - $@ || echo '$(DATADIR)' > $@
 $(BUILD)/daemon/main.o $(BUILD)/cli/memfloor.o: $(BUILD)/.datadir
+# The page's files are assembled into page.o (.incbin).
+$(BUILD)/daemon/page.o: $(wildcard web/*)
 FORCE:
 
 $(LIB): $(LIB_OBJ)

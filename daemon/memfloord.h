@@ -6,6 +6,7 @@
  * mfd_state_*: the catalogue in service, the shipped models, reloads.
  * mfd_server_*: the HTTP server (libmicrohttpd) and its routes.
  * mfd_cpus: the CPUs the daemon may use, for its default thread count.
+ * mfd_page: the web page, compiled in.
  */
 #ifndef MFD_H
 #define MFD_H
@@ -70,6 +71,7 @@ enum mfd_route {
 	MFD_R_HEALTHZ,
 	MFD_R_READYZ,
 	MFD_R_METRICS,
+	MFD_R_PAGE,
 	MFD_R_OTHER,
 	MFD_R_COUNT
 };
@@ -102,6 +104,13 @@ unsigned mfd_cpus(void);
  * mounted, v2 or v1) and their parents; 0 when none is set or readable.
  */
 unsigned mfd_cpu_quota(const char *root, const char *self);
+
+struct MHD_Response;
+/* The page's file at path (/, /page.js or /page.css) as a malloc'd body. */
+void mfd_page(const char *path, struct mf_answer *ans);
+/* The headers every answer of the page's routes carries: the
+ * Content-Security-Policy that keeps every request on the origin. */
+void mfd_page_headers(struct MHD_Response *resp);
 
 /* Check --listen and the TLS files without serving; -1 (logged) if bad. */
 int mfd_server_check(const struct mfd_config *cfg);

@@ -30,6 +30,7 @@ static const char *const routes[MFD_R_COUNT] = {
 	"/healthz",
 	"/readyz",
 	"/metrics",
+	"/",
 	"other",
 };
 

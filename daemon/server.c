@@ -179,6 +179,13 @@ do_metrics(struct request *r, struct MHD_Connection *c, struct mf_answer *ans)
 	mf_cat_unref(cat);
 }
 
+static void
+do_page(struct request *r, struct MHD_Connection *c, struct mf_answer *ans)
+{
+	(void)c;
+	mfd_page(r->path, ans);
+}
+
 static const struct route routes[] = {
 	{ "/v1/admit", MFD_R_ADMIT, BODY_MANIFEST, do_body, mf_api_admit },
 	{ "/v1/estimate", MFD_R_ESTIMATE, BODY_MANIFEST, do_body,
@@ -191,6 +198,9 @@ static const struct route routes[] = {
 	{ "/healthz", MFD_R_HEALTHZ, BODY_NONE, do_healthz, NULL },
 	{ "/readyz", MFD_R_READYZ, BODY_NONE, do_readyz, NULL },
 	{ "/metrics", MFD_R_METRICS, BODY_NONE, do_metrics, NULL },
+	{ "/", MFD_R_PAGE, BODY_NONE, do_page, NULL },
+	{ "/page.js", MFD_R_PAGE, BODY_NONE, do_page, NULL },
+	{ "/page.css", MFD_R_PAGE, BODY_NONE, do_page, NULL },
 };
 
 /* --- negotiation ----------------------------------------------------- */
@@ -317,6 +327,8 @@ send_answer(struct MHD_Connection *c, struct request *r, int status,
 	}
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
 	    ans->content_type);
+	if (r->route != NULL && r->route->id == MFD_R_PAGE)
+		mfd_page_headers(resp);
 	if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW,
 		    r->route->body == BODY_NONE ? "GET, HEAD" : "POST");

@@ -1,0 +1,629 @@
+"""page.py BASE_URL CHROMIUM OUTDIR: memfloord's web page in a real browser.
+
+Starts CHROMIUM headless and drives it through the DevTools protocol over
+--remote-debugging-pipe (JSON messages ended by a NUL byte, written to the
+browser's fd 3 and read from its fd 4).  Every figure the page must show is
+asked of the daemon's API here too, with the same manifest, and compared
+with the page's data-mf elements (data-value holds the API's figure; the
+text is what a person reads).  Saves OUTDIR/page-desktop.png,
+page-phone.png and page-reject.png.
+
+Prints one "ok - " or "FAIL - " line per check; exits 1 when a check
+failed, 2 when the browser could not be driven at all.
+"""
+import base64
+import fcntl
+import json
+import os
+import queue
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+
+BASE, CHROMIUM, OUT = sys.argv[1], sys.argv[2], sys.argv[3]
+failed = 0
+
+
+def ok(name):
+    print("ok - " + name, flush=True)
+
+
+def fail(name, why):
+    global failed
+    failed += 1
+    print("FAIL - %s: %s" % (name, why), flush=True)
+
+
+def check(name, got, want):
+    if got == want:
+        ok(name)
+    else:
+        fail(name, "got %r, expected %r" % (got, want))
+
+
+# --- the API, asked directly ------------------------------------------------
+
+def api(path, body=None, ctype="application/json"):
+    data = body if isinstance(body, (bytes, type(None))) else \
+        json.dumps(body).encode()
+    req = urllib.request.Request(BASE + path, data=data, headers={
+        "Content-Type": ctype, "Accept": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return r.status, json.load(r)
+    except urllib.error.HTTPError as e:
+        return e.code, json.load(e)
+
+
+def job(workload, model="meta-llama/Llama-3.1-8B", name="my-job", **spec):
+    """The manifest the page builds for a link: the defaults it leaves out
+    are left out here too."""
+    s = {"model": {"name": model}, "workload": workload}
+    s.update(spec)
+    return {"apiVersion": "memfloor.dev/v1", "kind": "Job",
+            "metadata": {"name": name}, "spec": s}
+
+
+def gb(b):
+    return "%.1f GB" % (b / 1e9)
+
+
+# --- the browser ------------------------------------------------------------
+
+class Browser:
+    def __init__(self):
+        to_b_r, to_b_w = os.pipe()
+        from_b_r, from_b_w = os.pipe()
+        # Out of the way of 3 and 4, which os.pipe may have handed out.
+        ends = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10)
+                for fd in (to_b_r, from_b_w)]
+        for fd in (to_b_r, from_b_w):
+            os.close(fd)
+
+        def child():
+            os.dup2(ends[0], 3)
+            os.dup2(ends[1], 4)
+
+        self.profile = tempfile.mkdtemp(prefix="mf-page-chromium.")
+        args = [CHROMIUM, "--headless=new", "--remote-debugging-pipe",
+                "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run", "--no-default-browser-check",
+                "--disable-extensions", "--disable-background-networking",
+                "--disable-component-update", "--disable-sync",
+                "--user-data-dir=" + self.profile, "about:blank"]
+        if os.getuid() == 0:
+            args.insert(1, "--no-sandbox")
+        self.log = open(os.path.join(OUT, "page-chromium.log"), "w")
+        # A session of its own: close() ends the browser's helpers too.
+        self.proc = subprocess.Popen(args, preexec_fn=child, close_fds=False,
+                                     start_new_session=True,
+                                     stdin=subprocess.DEVNULL,
+                                     stdout=self.log, stderr=self.log)
+        for fd in ends:
+            os.close(fd)
+        self.w = os.fdopen(to_b_w, "wb", buffering=0)
+        self.r = os.fdopen(from_b_r, "rb", buffering=0)
+        self.next_id = 0
+        self.replies = {}
+        self.events = queue.Queue()
+        self.cond = threading.Condition()
+        threading.Thread(target=self.reader, daemon=True).start()
+        self.session = None
+
+    def reader(self):
+        buf = b""
+        while True:
+            chunk = self.r.read(65536)
+            if not chunk:
+                with self.cond:
+                    self.replies[None] = True
+                    self.cond.notify_all()
+                return
+            buf += chunk
+            while b"\0" in buf:
+                msg, buf = buf.split(b"\0", 1)
+                m = json.loads(msg)
+                if "id" in m:
+                    with self.cond:
+                        self.replies[m["id"]] = m
+                        self.cond.notify_all()
+                else:
+                    self.events.put(m)
+
+    def send(self, method, params=None, session=True, timeout=30):
+        self.next_id += 1
+        i = self.next_id
+        m = {"id": i, "method": method, "params": params or {}}
+        if session and self.session:
+            m["sessionId"] = self.session
+        self.w.write(json.dumps(m).encode() + b"\0")
+        deadline = time.time() + timeout
+        with self.cond:
+            while i not in self.replies:
+                if None in self.replies:
+                    raise RuntimeError("chromium closed the pipe")
+                left = deadline - time.time()
+                if left <= 0:
+                    raise RuntimeError(method + ": no answer")
+                self.cond.wait(left)
+            m = self.replies.pop(i)
+        if "error" in m:
+            raise RuntimeError("%s: %s" % (method, m["error"]))
+        return m["result"]
+
+    def close(self):
+        try:
+            self.send("Browser.close", session=False, timeout=5)
+        except RuntimeError:
+            pass
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        shutil.rmtree(self.profile, ignore_errors=True)
+
+
+class Page:
+    """One tab, with what it logged and requested kept."""
+
+    def __init__(self, b):
+        self.b = b
+        t = b.send("Target.createTarget", {"url": "about:blank"},
+                   session=False)
+        b.session = b.send("Target.attachToTarget", {
+            "targetId": t["targetId"], "flatten": True},
+            session=False)["sessionId"]
+        for d in ("Page", "Runtime", "Log", "Network"):
+            b.send(d + ".enable")
+        self.console = []    # (where, text): script errors and the like
+        self.network = []    # (url, status) of every response
+        self.failures = []   # (url, text) of requests that failed
+        self.requests = []   # (method, url, postData)
+        self.loaded = False
+
+    def drain(self):
+        while True:
+            try:
+                m = self.b.events.get_nowait()
+            except queue.Empty:
+                return
+            self.event(m["method"], m.get("params", {}))
+
+    def event(self, method, p):
+        if method == "Runtime.exceptionThrown":
+            d = p["exceptionDetails"]
+            text = d.get("exception", {}).get("description") or d["text"]
+            self.console.append(("exception", text))
+        elif method == "Runtime.consoleAPICalled" and p["type"] in (
+                "error", "assert", "warning"):
+            text = " ".join(str(a.get("value", a.get("description", "")))
+                            for a in p["args"])
+            self.console.append(("console." + p["type"], text))
+        elif method == "Log.entryAdded":
+            e = p["entry"]
+            if e["level"] in ("error", "warning"):
+                self.console.append((e["source"] + " " + e["level"],
+                                     e["text"] + " " + e.get("url", "")))
+        elif method == "Network.requestWillBeSent":
+            r = p["request"]
+            self.requests.append((r["method"], r["url"],
+                                  r.get("postData")))
+        elif method == "Network.responseReceived":
+            self.network.append((p["response"]["url"],
+                                 p["response"]["status"]))
+        elif method == "Network.loadingFailed":
+            self.failures.append((p.get("requestId"), p["errorText"]))
+        elif method == "Page.loadEventFired":
+            self.loaded = True
+
+    def js(self, expr):
+        r = self.b.send("Runtime.evaluate", {
+            "expression": expr, "returnByValue": True, "awaitPromise": True})
+        if "exceptionDetails" in r:
+            raise RuntimeError("%s: %s" % (expr, r["exceptionDetails"]))
+        return r["result"].get("value")
+
+    def settle(self, timeout=15):
+        """Wait until the page has put its answers up."""
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            self.drain()
+            try:
+                if self.loaded and self.js(
+                        "document.body && document.body.dataset.state") \
+                        == "ready":
+                    time.sleep(0.05)
+                    self.drain()
+                    if self.js("document.body.dataset.state") == "ready":
+                        return True
+            except RuntimeError:
+                pass
+            time.sleep(0.05)
+        raise RuntimeError("the page did not settle: state %r" % self.js(
+            "document.body && document.body.dataset.state"))
+
+    def open(self, path):
+        self.loaded = False
+        self.b.send("Page.navigate", {"url": BASE + path})
+        self.settle()
+
+    def mf(self, name):
+        """[value, text] of the data-mf element NAME, or None."""
+        return self.js("(() => { const e = document.querySelector("
+                       "'[data-mf=\"%s\"]'); return e ? [e.getAttribute("
+                       "'data-value'), e.textContent] : null; })()" % name)
+
+    def key(self, key, code, vk, text=None, modifiers=0, commands=None):
+        for t in ("keyDown", "keyUp"):
+            p = {"type": t, "key": key, "code": code,
+                 "windowsVirtualKeyCode": vk, "modifiers": modifiers}
+            if text and t == "keyDown":
+                p["text"] = text
+            if commands and t == "keyDown":
+                p["commands"] = commands
+            self.b.send("Input.dispatchKeyEvent", p)
+
+    def tab_to(self, elem_id, most=80):
+        """Press Tab until the element with id ELEM_ID has the focus."""
+        for _ in range(most):
+            self.key("Tab", "Tab", 9)
+            if self.js("document.activeElement && "
+                       "document.activeElement.id") == elem_id:
+                return True
+        return False
+
+    def size(self, width, height, mobile):
+        self.b.send("Emulation.setDeviceMetricsOverride", {
+            "width": width, "height": height, "deviceScaleFactor": 1,
+            "mobile": mobile})
+
+    def screenshot(self, name):
+        m = self.b.send("Page.getLayoutMetrics")["cssContentSize"]
+        shot = self.b.send("Page.captureScreenshot", {
+            "format": "png", "captureBeyondViewport": True,
+            "clip": {"x": 0, "y": 0, "width": m["width"],
+                     "height": m["height"], "scale": 1}})
+        path = os.path.join(OUT, name)
+        with open(path, "wb") as f:
+            f.write(base64.b64decode(shot["data"]))
+        return path
+
+
+# --- the checks -------------------------------------------------------------
+
+def same_figures(pg, name, decision, estimate):
+    """The page's figures are the API's for the same manifest."""
+    check(name + ": admitted", pg.mf("admitted"),
+          ["yes" if decision["admitted"] else "no"] * 2)
+    check(name + ": minMemory", pg.mf("minMemory"), [decision["minMemory"]] * 2)
+    need = decision["need"]["perGpuBytes"]
+    check(name + ": per-GPU need", pg.mf("perGpuBytes"), [str(need), gb(need)])
+    if decision["admitted"]:
+        p = decision["placement"]
+        check(name + ": placement", [pg.mf("placement-gpu"),
+                                     pg.mf("placement-count")],
+              [[p["gpu"]] * 2, [str(p["count"])] * 2])
+    shown = pg.js("[...document.querySelectorAll('[data-mf^=bucket-]')]"
+                  ".map(e => [e.dataset.mf, e.dataset.value, e.textContent])")
+    want = [["bucket-" + b["name"], str(b["bytes"]), gb(b["bytes"])]
+            for b in estimate["buckets"]]
+    check(name + ": buckets", shown, want)
+    formulas = pg.js("[...document.querySelectorAll('.chart .formula')]"
+                     ".map(e => e.textContent)")
+    check(name + ": bucket formulas", formulas,
+          [b["formula"] for b in estimate["buckets"]])
+
+
+def sent_body(pg, since):
+    """The body of the page's last POST /v1/admit after request SINCE."""
+    posts = [r for r in pg.requests[since:]
+             if r[0] == "POST" and urllib.parse.urlsplit(r[1]).path
+             == "/v1/admit"]
+    return posts[-1][2] if posts else None
+
+
+def sent_manifest(pg, since):
+    body = sent_body(pg, since)
+    return json.loads(body) if body is not None else None
+
+
+def other_estimator(pg, name, manifest, main):
+    """The other estimator's total is shown exactly when the API has one
+    that differs (today ?estimator= may not exist: then nothing shows)."""
+    other = "post" if main.get("estimator", "pytorch") != "post" else "pytorch"
+    st, ans = api("/v1/estimate?estimator=" + other, manifest)
+    shown = pg.mf("other-perGpuBytes")
+    if st == 200 and ans.get("estimator") == other and \
+            ans["perGpuBytes"] != main["perGpuBytes"]:
+        check(name + ": %s estimator's need beside it" % other, shown,
+              [str(ans["perGpuBytes"]), gb(ans["perGpuBytes"])])
+    else:
+        check(name + ": no other estimator's need (the API has none that "
+              "differs)", shown, None)
+
+
+def run(pg):
+    # 1. A shared link: Llama 3.1 8B, checkpointing, 8-bit Adam.
+    link = ("/?model=meta-llama/Llama-3.1-8B&sequenceLength=4096"
+            "&gradientCheckpointing=true&optimizer=adam8bit&referenceHours=12")
+    wl = {"sequenceLength": 4096, "gradientCheckpointing": True,
+          "optimizer": "adam8bit"}
+    m = job(wl, duration={"referenceHours": 12})
+    pg.size(1280, 900, False)
+    n0 = len(pg.requests)
+    pg.open(link)
+    st, d = api("/v1/admit", m)
+    st_e, e = api("/v1/estimate", m)
+    check("the API admits the link's job", [st, st_e], [200, 200])
+    check("link: the page sent the link's manifest", sent_manifest(pg, n0), m)
+    same_figures(pg, "link", d, e)
+    other_estimator(pg, "link", m, e)
+    p = d["placement"]
+    check("link: placement cost", pg.mf("placement-cost"),
+          [str(p["cost"]), "$%.2f" % p["cost"]])
+    rows = pg.js("[...document.querySelectorAll('#placement tbody tr')]"
+                 ".map(r => r.cells[0].textContent)")
+    check("link: placement and alternatives, in the API's order", rows,
+          [p["gpu"]] + [a["gpu"] for a in d["alternatives"]])
+    _, cat = api("/v1/catalog")
+    check("link: the catalogue in service",
+          pg.js("[...document.querySelectorAll('#catalog tbody th')]"
+                ".map(c => c.textContent)"), [g["name"] for g in cat["gpus"]])
+    check("link: catalogue version", pg.mf("catalog-version"),
+          [str(cat["version"])] * 2)
+    yaml = pg.js("document.getElementById('yaml').textContent")
+    check("link: the YAML shown gets the same decision",
+          api("/v1/admit", yaml.encode(), "application/yaml"), (st, d))
+    for line in ("name: meta-llama/Llama-3.1-8B", "optimizer: adam8bit",
+                 "gradientCheckpointing: true", "sequenceLength: 4096",
+                 "referenceHours: 12"):
+        if line not in yaml:
+            fail("link: the manifest shown", "no %r in %r" % (line, yaml))
+            break
+    else:
+        ok("link: the manifest shown has the link's fields")
+    unlabelled = pg.js(
+        "[...document.querySelectorAll('input, select, textarea, button')]"
+        ".filter(c => !(c.labels && c.labels.length) && !c.getAttribute("
+        "'aria-label') && !c.textContent.trim()).map(c => c.id || c.outerHTML)")
+    check("every control has a label", unlabelled, [])
+    print("# " + pg.screenshot("page-desktop.png"))
+    pg.size(390, 844, True)
+    time.sleep(0.3)
+    check("phone width: nothing wider than the screen",
+          pg.js("document.documentElement.scrollWidth <= innerWidth"), True)
+    print("# " + pg.screenshot("page-phone.png"))
+    pg.size(1280, 900, False)
+
+    # 2. With the keyboard alone: Tab to the checkbox and press Space, then
+    # Tab to the micro-batch and type; the figures follow each change.
+    pg.js("document.activeElement && document.activeElement.blur()")
+    if not pg.tab_to("f-gradientCheckpointing"):
+        fail("keyboard: Tab reaches gradient checkpointing", "it did not")
+        return
+    ok("keyboard: Tab reaches gradient checkpointing")
+    n0 = len(pg.requests)
+    pg.key(" ", "Space", 32, text=" ")
+    pg.settle()
+    wl2 = dict(wl)
+    del wl2["gradientCheckpointing"]
+    m2 = job(wl2, duration={"referenceHours": 12})
+    check("space: the page sent the job without checkpointing",
+          sent_manifest(pg, n0), m2)
+    _, d2 = api("/v1/admit", m2)
+    _, e2 = api("/v1/estimate", m2)
+    if d2["need"]["perGpuBytes"] == d["need"]["perGpuBytes"]:
+        fail("space: the API's need changed", "it did not")
+    same_figures(pg, "space", d2, e2)
+    check("space: the address is the new view",
+          "gradientCheckpointing" in pg.js("location.search"), False)
+    if not pg.tab_to("f-microBatch"):
+        fail("keyboard: Tab reaches the micro-batch", "it did not")
+        return
+    n0 = len(pg.requests)
+    pg.key("a", "KeyA", 65, modifiers=2,      # Ctrl+A, then type over it
+           commands=["selectAll"])
+    pg.b.send("Input.insertText", {"text": "4"})
+    pg.settle()
+    wl3 = dict(wl2, microBatch=4)
+    m3 = job(wl3, duration={"referenceHours": 12})
+    check("typed: the page sent micro-batch 4", sent_manifest(pg, n0), m3)
+    _, d3 = api("/v1/admit", m3)
+    _, e3 = api("/v1/estimate", m3)
+    same_figures(pg, "typed", d3, e3)
+    check("typed: the link carries it",
+          "microBatch=4" in pg.js("location.search"), True)
+
+    # 3. A rejecting link: Llama 3.1 70B, full fine-tune with AdamW.
+    n0 = len(pg.requests)
+    pg.open("/?model=meta-llama/Llama-3.1-70B&sequenceLength=4096"
+            "&referenceHours=100")
+    m = job({"sequenceLength": 4096}, model="meta-llama/Llama-3.1-70B",
+            duration={"referenceHours": 100})
+    st, d = api("/v1/admit", m)
+    _, e = api("/v1/estimate", m)
+    check("the API rejects the 70B job with 403", st, 403)
+    check("reject: the page sent the link's manifest", sent_manifest(pg, n0),
+          m)
+    same_figures(pg, "reject", d, e)
+    check("reject: reason", pg.mf("reason"), [d["reason"]] * 2)
+    check("reject: suggested fix", pg.mf("suggested"), [d["suggested"]] * 2)
+    sug = [f for f in d["fixes"] if f["fix"] == d["suggested"]][0]
+    row = pg.js("(() => { const r = document.querySelector("
+                "'#rejection tr.suggested'); return r ? [r.dataset.fix, "
+                "r.cells[3].textContent, r.cells[6].textContent, "
+                "r.nextElementSibling.querySelector('[data-part=manifest]')"
+                ".textContent] : null; })()")
+    pl = sug["placement"]
+    check("reject: the suggested row, its card, cost and manifest change",
+          row, [sug["fix"], "%s × %d" % (pl["gpu"], pl["count"]),
+                "$%.2f" % pl["cost"],
+                "\n".join("%s: %s" % (k, json.dumps(v))
+                          for k, v in sug["manifestChange"].items())])
+    codes = pg.js("[...document.querySelectorAll('#rejection "
+                  "[data-part=code]')].map(e => e.textContent)")
+    check("reject: each fix's code change", codes,
+          ["\n".join(f["codeChange"]) for f in d["fixes"]])
+    check("reject: one row a fix, in the API's order",
+          pg.js("[...document.querySelectorAll('#rejection tbody tr[data-fix]')]"
+                ".map(r => r.dataset.fix)"), [f["fix"] for f in d["fixes"]])
+    print("# " + pg.screenshot("page-reject.png"))
+    # Apply the suggested fix, from the keyboard: its manifest change lands
+    # in the controls and the job is admitted where the fix said.
+    pg.js("document.querySelector('#rejection tr.suggested button').focus()")
+    n0 = len(pg.requests)
+    pg.key("Enter", "Enter", 13, text="\r")
+    pg.settle()
+    sent = sent_manifest(pg, n0)
+    st, d = api("/v1/admit", sent) if sent else (None, None)
+    check("apply: the API admits the fixed job", st, 200)
+    if d:
+        check("apply: the page shows it admitted on the fix's card",
+              [pg.mf("admitted"), pg.mf("placement-gpu"),
+               pg.mf("placement-count")],
+              [["yes"] * 2, [pl["gpu"]] * 2, [str(pl["count"])] * 2])
+        check("apply: on the card the API places it", pl["gpu"],
+              d["placement"]["gpu"])
+
+    # 4. An error next to the field it names.
+    pg.open("/?model=meta-llama/Llama-3.1-8B&sequenceLength=0")
+    st, err = api("/v1/admit", job({"sequenceLength": 0}))
+    check("the API refuses sequenceLength 0 with 400",
+          [st, err.get("field")], [400, "spec.workload.sequenceLength"])
+    check("error: shown beside the sequence length", pg.js(
+        "[document.getElementById('err-f-sequenceLength').textContent, "
+        "document.getElementById('f-sequenceLength')"
+        ".getAttribute('aria-invalid')]"), [err["error"], "true"])
+
+    pg.open("/?model=meta-llama/Llama-3.1-8B&sequenceLength=4096"
+            "&precision=fp64")
+    st, err = api("/v1/admit", job({"sequenceLength": 4096,
+                                    "precision": "fp64"}))
+    check("the API refuses precision fp64 with 400",
+          [st, err.get("field")], [400, "spec.workload.precision"])
+    check("error: shown beside the precision", pg.js(
+        "[document.getElementById('err-f-precision').textContent, "
+        "document.getElementById('f-precision').value]"),
+          [err["error"], "fp64"])
+
+    # 5. Text from a request stays text.
+    name = '<img src=x onerror="window.__mf=1"><b>x</b>'
+    pg.open("/?model=meta-llama/Llama-3.1-8B&sequenceLength=4096&name=" +
+            urllib.parse.quote(name))
+    _, d = api("/v1/admit", job({"sequenceLength": 4096}, name=name))
+    check("injection: the API answers with the name", d.get("job"), name)
+    check("injection: the page shows the name as text", pg.mf("job"),
+          [name, name])
+    check("injection: no element made of it", pg.js(
+        "document.querySelectorAll('#results img, #results b').length"), 0)
+
+    # 6. A pasted config.json, sent as spec.model.config.
+    with open("catalog/models/meta-llama/Llama-3.1-8B.json") as f:
+        cfg = f.read()
+    n0 = len(pg.requests)
+    pg.open("/?config=" + urllib.parse.quote(cfg) + "&sequenceLength=2048")
+    m = {"apiVersion": "memfloor.dev/v1", "kind": "Job",
+         "metadata": {"name": "my-job"},
+         "spec": {"model": {"config": json.loads(cfg)},
+                  "workload": {"sequenceLength": 2048}}}
+    check("config: the page sent the config inline", sent_manifest(pg, n0),
+          m)
+    _, d = api("/v1/admit", m)
+    _, e = api("/v1/estimate", m)
+    same_figures(pg, "config", d, e)
+    yaml = pg.js("document.getElementById('yaml').textContent")
+    check("config: the YAML shown gets the same decision",
+          api("/v1/admit", yaml.encode(), "application/yaml")[1], d)
+    # Switching to a pasted manifest starts from the one shown.
+    pg.js("document.getElementById('src-manifest').focus()")
+    n0 = len(pg.requests)
+    pg.key(" ", "Space", 32, text=" ")
+    pg.settle()
+    check("config: switched to the manifest, the YAML shown is sent",
+          [pg.js("document.getElementById('manifest').value"),
+           sent_body(pg, n0)], [yaml, yaml])
+    check("config: and gets the same decision", pg.mf("perGpuBytes"),
+          [str(d["need"]["perGpuBytes"]), gb(d["need"]["perGpuBytes"])])
+
+    # 7. A pasted YAML manifest goes as it is; a floor needs no estimate.
+    with open("examples/min-memory-88Gi.yaml") as f:
+        text = f.read()
+    n0 = len(pg.requests)
+    pg.open("/?manifest=" + urllib.parse.quote(text))
+    check("manifest: the page sent the YAML as pasted", sent_body(pg, n0),
+          text)
+    _, d = api("/v1/admit", text.encode(), "application/yaml")
+    check("manifest: admitted, floor and placement as the API says",
+          [pg.mf("admitted"), pg.mf("minMemory"), pg.mf("placement-gpu"),
+           pg.mf("minMemoryBytes")[0]],
+          [["yes"] * 2, [d["minMemory"]] * 2, [d["placement"]["gpu"]] * 2,
+           str(d["need"]["minMemoryBytes"])])
+    check("manifest: no chart without a model",
+          pg.js("document.querySelectorAll('[data-mf^=bucket-]').length"), 0)
+    bad = text.replace("88Gi", "88Gx")
+    pg.open("/?manifest=" + urllib.parse.quote(bad))
+    st, err = api("/v1/admit", bad.encode(), "application/yaml")
+    check("the API names the bad quantity's line", [st, err.get("field"),
+          err.get("line") is not None], [400, "spec.resources.gpu.minMemory",
+                                         True])
+    check("manifest: the error, with its line, beside the manifest",
+          pg.js("document.getElementById('err-manifest').textContent"),
+          err["error"])
+
+    # 8. Every request stayed on the origin; no script error; the only
+    # errors logged are the API's own non-2xx answers (a rejection is 403).
+    pg.drain()
+    off = [u for _, u, _ in pg.requests
+           if not u.startswith(BASE + "/") and not u.startswith("data:")
+           and u != "about:blank"]
+    check("every request went to memfloord", off, [])
+    api_errors = {u for u, s in pg.network
+                  if s >= 400 and urllib.parse.urlsplit(u).path
+                  in ("/v1/admit", "/v1/estimate")}
+    other = [s for u, s in pg.network if s >= 400 and u not in api_errors]
+    check("no answer but the API's was an error", other, [])
+    bad, told = [], 0
+    for where, text in pg.console:
+        if where == "network error" and any(u in text for u in api_errors):
+            told += 1
+            continue
+        bad.append("%s: %s" % (where, text))
+    # The log is read: the 403 of the rejection and the 400s are in it.
+    check("the API's non-2xx answers were logged and told apart",
+          told > 0 and any(s == 403 for _, s in pg.network), True)
+    check("no console error or warning but the API's answers", bad, [])
+    check("no request failed", pg.failures, [])
+
+
+def main():
+    # timeout(1) sends SIGTERM: end the browser on the way out.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    try:
+        b = Browser()
+        b.send("Browser.getVersion", session=False, timeout=30)
+    except (OSError, RuntimeError) as e:
+        print("FAIL - chromium did not start: %s (see %s)" % (
+            e, os.path.join(OUT, "page-chromium.log")))
+        sys.exit(2)
+    try:
+        pg = Page(b)
+        run(pg)
+    except RuntimeError as e:
+        fail("driving the page", str(e))
+    finally:
+        b.close()
+    sys.exit(1 if failed else 0)
+
+
+main()
