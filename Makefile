@@ -170,9 +170,10 @@ bench: all $(BUILD)/bench_place
 	$(TESTENV) BENCH_PLACE=$(abspath $(BUILD)/bench_place) sh tests/bench.sh
 
 # libFuzzer harnesses, built with clang against the library's sources.
-# Each runs FUZZ_SECONDS from its seed corpus (tests/corpus/NAME, read
-# only, and the test data kept elsewhere: the review samples, the shipped
-# catalogue); what it finds lands in build/fuzz/.
+# Each runs FUZZ_SECONDS from its seed corpus: tests/corpus/NAME (read
+# only) and the inputs the tree already holds (examples, test data, the
+# shipped catalogue and models), copied in rather than kept twice; what it
+# finds lands in build/fuzz/.
 FUZZ_SECONDS ?= 60
 FUZZ_CC      ?= clang
 FUZZ_FLAGS    = -g -O1 -fsanitize=fuzzer,address,undefined \
@@ -198,9 +199,17 @@ fuzz: $(DEPSTAMP)
 	    $(PKG_LIBS) -lm -pthread; \
 	  name=$${f#fuzz_}; mkdir -p build/fuzz/$$name; \
 	  case $$name in \
-	  review) cp tests/data/review/*.json build/fuzz/$$name/ ;; \
-	  catalog) cp catalog/gpus.yaml build/fuzz/$$name/ ;; \
+	  catalog) seeds="tests/data/catalog/* catalog/gpus.yaml" ;; \
+	  manifest) seeds="examples/*.yaml tests/data/unit/*" ;; \
+	  model) seeds="catalog/models/*/*.json tests/data/fetch/*" ;; \
+	  oom) seeds="examples/*.txt" ;; \
+	  review) seeds="tests/data/review/* examples/*.json" ;; \
+	  yaml) seeds="examples/*.yaml tests/data/unit/*.yaml \
+	    tests/data/catalog/*.yaml catalog/gpus.yaml \
+	    tests/corpus/manifest/*.yaml tests/corpus/catalog/*.yaml" ;; \
+	  *) seeds="" ;; \
 	  esac; \
+	  for s in $$seeds; do cp "$$s" build/fuzz/$$name/; done; \
 	  build/fuzz/$$f -max_total_time=$(FUZZ_SECONDS) -timeout=10 \
 	    -artifact_prefix=build/fuzz/$$name- build/fuzz/$$name \
 	    tests/corpus/$$name >build/fuzz/$$name.log 2>&1 || \
