@@ -25,6 +25,8 @@ local settings = {
 }
 
 local PREFIX = "memfloor: "
+-- Whether the job being checked is a submission, whose user gets refusals.
+local user_msg = true
 
 local function script_dir()
 	local src = debug.getinfo(1, "S").source or ""
@@ -149,7 +151,9 @@ local function refuse(job_desc, text, t, floor)
 	end
 	slurm.log_info("%sjob %s of uid %s refused: %s", PREFIX,
 	    tostring(job_desc.name), tostring(job_desc.user_id), text)
-	slurm.log_user("%s", msg)
+	if user_msg then
+		slurm.log_user("%s", msg)
+	end
 	return slurm.ERROR
 end
 
@@ -169,20 +173,24 @@ local function untyped_memory(t, partition)
 	return least_in or least
 end
 
-local function check(job_desc)
-	local text, from = floor_of(job_desc)
+-- job reads the job's fields; the AdminComment is written to out, the
+-- job_desc of a submission (nil for an update: Slurm 22.05 lets neither a
+-- user's update change it nor job_modify send the user a message).
+local function check(job, out)
+	user_msg = out ~= nil
+	local text, from = floor_of(job)
 	if text == nil then
 		return slurm.SUCCESS
 	end
 	local floor = bytes(text)
 	if floor == nil then
-		return refuse(job_desc, string.format("%s: '%s' is not a byte "
+		return refuse(job, string.format("%s: '%s' is not a byte "
 		    .. "quantity such as 88Gi", from, text))
 	end
 	local t, err = load_table()
 	if t == nil then
 		slurm.log_error("%s%s", PREFIX, err)
-		return refuse(job_desc, string.format("%s=%s cannot be checked: "
+		return refuse(job, string.format("%s=%s cannot be checked: "
 		    .. "the controller has no memfloor table (the site runs "
 		    .. "memfloor catalog slurm)", from, text))
 	end
@@ -192,9 +200,9 @@ local function check(job_desc)
 			by_type[e.type] = e
 		end
 	end
-	local reqs = gpu_requests(job_desc)
+	local reqs = gpu_requests(job)
 	if #reqs == 0 then
-		return refuse(job_desc, string.format("%s=%s but the job asks "
+		return refuse(job, string.format("%s=%s but the job asks "
 		    .. "for no GPU", from, text), t, floor)
 	end
 	local seen = {}
@@ -203,19 +211,19 @@ local function check(job_desc)
 		if r.type ~= nil then
 			e = by_type[r.type]
 			if e == nil then
-				return refuse(job_desc, string.format("%s=%s: %s "
+				return refuse(job, string.format("%s=%s: %s "
 				    .. "is of a GPU type memfloor's table does "
 				    .. "not know", from, text, r.text), t, floor)
 			end
 		else
-			e = untyped_memory(t, job_desc.partition)
+			e = untyped_memory(t, job.partition)
 		end
 		if e == nil then
-			return refuse(job_desc, string.format("%s=%s cannot be "
+			return refuse(job, string.format("%s=%s cannot be "
 			    .. "checked: memfloor's table is empty", from, text))
 		end
 		if e.memory < floor then
-			return refuse(job_desc, string.format("%s=%s: %s may "
+			return refuse(job, string.format("%s=%s: %s may "
 			    .. "run on %s (%s), less than the floor", from, text,
 			    r.text, e.gpu, e.memoryText or tostring(e.memory)),
 			    t, floor)
@@ -225,29 +233,51 @@ local function check(job_desc)
 	end
 	local note = string.format("memfloor: min-memory=%s holds: %s", text,
 	    table.concat(seen, ", "))
-	if job_desc.admin_comment ~= nil and job_desc.admin_comment ~= "" then
-		note = job_desc.admin_comment .. "; " .. note
+	local old = job.admin_comment
+	if old ~= nil and old ~= "" then
+		old = string.gsub(old, ";? ?memfloor: min%-memory=.*$", "")
 	end
-	job_desc.admin_comment = note
+	if old ~= nil and old ~= "" then
+		note = old .. "; " .. note
+	end
+	if out ~= nil then
+		out.admin_comment = note
+	end
 	return slurm.SUCCESS
 end
 
-function slurm_job_submit(job_desc, part_list, submit_uid)
-	local ok, rc = pcall(check, job_desc)
+local function guarded(job, out)
+	local ok, rc = pcall(check, job, out)
 	if ok then
 		return rc
 	end
 	-- A fault in this script must not let a floor through unchecked,
 	-- nor stop a job that states none.
 	slurm.log_error("%sjob_submit.lua failed: %s", PREFIX, tostring(rc))
-	if floor_of(job_desc) ~= nil then
-		slurm.log_user("%sthe floor could not be checked: %s", PREFIX,
-		    tostring(rc))
+	local fok, floor = pcall(floor_of, job)
+	if not fok or floor ~= nil then
+		if out ~= nil then
+			slurm.log_user("%sthe floor could not be checked: %s",
+			    PREFIX, tostring(rc))
+		end
 		return slurm.ERROR
 	end
 	return slurm.SUCCESS
 end
 
+function slurm_job_submit(job_desc, part_list, submit_uid)
+	return guarded(job_desc, job_desc)
+end
+
+-- scontrol update: the job as it would be, the update's fields over the
+-- job's, so that a gres changed after submission is checked too.
 function slurm_job_modify(job_desc, job_rec, part_list, modify_uid)
-	return slurm.SUCCESS
+	local job = setmetatable({}, { __index = function(_, key)
+		local v = job_desc[key]
+		if v == nil then
+			v = job_rec[key]
+		end
+		return v
+	end })
+	return guarded(job, nil)
 end

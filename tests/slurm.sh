@@ -410,6 +410,18 @@ sub fits -- --comment=memfloor:min-memory=40Gi --gres=gpu:h100:1 plain.sh
 is "bypass, a type that holds the floor: accepted" "$rc" 0
 has "bypass, accepted: AdminComment" "$(scontrol show job "$job" >"$tmp/job"; echo "$tmp/job")" \
     'AdminComment=memfloor: min-memory=40Gi holds: gpu:h100:1 on H100 80G'
+# scontrol update of a held job is checked too.
+upd() {
+	rc=0
+	timeout 30 runuser -u nobody -- env SLURM_CONF="$D/slurm.conf" \
+	    scontrol update jobid="$job" "$@" >"$out" 2>"$err" || rc=$?
+}
+upd TresPerNode=gres:gpu:a4000:1
+is "scontrol update to too small a type: refused" "$rc:$(show TresPerNode)" "1:gres:gpu:h100:1"
+upd TresPerNode=gres:gpu:b200:1
+is "scontrol update to a type that holds it: done" "$rc:$(show TresPerNode)" "0:gres:gpu:b200:1"
+has "scontrol update: the refusal is in slurmctld's log" "$D/slurmctld.log" \
+    'memfloor: job fits of uid 65534 refused: comment memfloor:min-memory=40Gi: gpu:a4000:1 may run on RTX-A4000'
 sub plain2 -- --gres=gpu:a4000:1 plain.sh
 is "bypass, no floor: accepted as written" "$rc:$(show TresPerNode)" "0:gres:gpu:a4000:1"
 unset SUB_CONF
