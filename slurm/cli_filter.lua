@@ -137,7 +137,11 @@ local function request_body(options, want, cjson)
 	local _, count = split_gres(options["gres"])
 	local name = options["job-name"]
 	if name == nil or name == "" then
-		name = options["type"] or "slurm-job"
+		-- sbatch's default: the script's base name.
+		local ok, argv = pcall(function() return options.argv end)
+		local script = ok and type(argv) == "table" and argv[1] or nil
+		name = script and string.match(script, "([^/]+)$")
+		    or options["type"] or "slurm-job"
 	end
 	local job = {
 		apiVersion = "memfloor.dev/v1",

@@ -290,6 +290,7 @@ done
 url=http://127.0.0.1:$port
 
 # sub NAME [ENV=V...] -- SBATCH-ARGS...: sbatch as nobody, held, from $D,
+# named NAME (sbatch's default name for an empty NAME),
 # with MEMFLOOR_URL set; stdout in $out, stderr in $err, status in $rc,
 # the job id in $job (empty when none).  SUB_CONF picks another SLURM_CONF.
 out=$tmp/out
@@ -307,7 +308,7 @@ sub() {
 	# shellcheck disable=SC2086 # envs is a list of words
 	(cd "$D" && timeout 60 runuser -u nobody -- env \
 	    SLURM_CONF="${SUB_CONF:-$D/slurm.conf}" MEMFLOOR_URL="$url" $envs \
-	    sbatch --hold --parsable -J "$name" -o /dev/null "$@") \
+	    sbatch --hold --parsable ${name:+-J "$name"} -o /dev/null "$@") \
 	    >"$out" 2>"$err" || rc=$?
 	job=$(sed -n 's/^\([0-9][0-9]*\).*/\1/p' "$out")
 }
@@ -326,10 +327,10 @@ chmod a+r "$D"/*.sh "$D"/*.yaml
 
 # A floor in the script's #SBATCH --comment: the cheapest card that holds
 # 20Gi is the H100 (per reference hour 2.00 against the B200's 2.42).
-sub floor20 -- floor20.sh
+sub "" -- floor20.sh
 is "#SBATCH floor: sbatch exit status" "$rc" 0
 has "#SBATCH floor: one decision line on stderr" "$err" \
-    '^memfloor: floor20: H100 x1, \$2\.0000 per reference hour; gres gpu:h100:1, partition gpu, need 20Gi$'
+    '^memfloor: floor20.sh: H100 x1, \$2\.0000 per reference hour; gres gpu:h100:1, partition gpu, need 20Gi$'
 is "#SBATCH floor: TresPerNode is the type memfloor chose" "$(show TresPerNode)" "gres:gpu:h100:1"
 is "#SBATCH floor: Partition" "$(show Partition)" "gpu"
 is "#SBATCH floor: the comment keeps the floor" "$(show Comment)" "memfloor:min-memory=20Gi"
