@@ -275,6 +275,7 @@ done
 pass "slurm: munged, slurmctld and slurmd are up, the node is idle"
 
 mlog=$tmp/memfloord.log
+: >"$mlog"
 "$daemon_bin" -d -l 127.0.0.1:0 -f "$cat" -m catalog/models >"$mlog" 2>&1 &
 mpid=$!
 started="$mpid $started"
@@ -372,6 +373,15 @@ sub badqty -- --comment=memfloor:min-memory=88Gx plain.sh
 is "a bad floor: refused" "$rc" 1
 has "a bad floor: memfloord's error names the field" "$err" \
     "^memfloor: spec\.resources\.gpu\.minMemory: '88Gx' is not a quantity"
+
+sub gpus MEMFLOOR_MIN_MEMORY=20Gi -- --gpus=1 plain.sh
+is "a floor with --gpus: refused" "$rc" 1
+has "a floor with --gpus: says to use --gres" "$err" \
+    '^memfloor: --gpus=1: memfloor asks for the GPUs with --gres; drop --gpus'
+curl -s "$url/v1/catalog" >"$tmp/catalog.json" || true
+is "GET /v1/catalog: each card's mapping" \
+    "$(jget "$tmp/catalog.json" gpus.0.slurm gpus.2.slurm | tr '\n' ' ')" \
+    '{"gres": "gpu:a4000"} {"constraint": "hbm3e", "gres": "gpu:b200", "partition": "big"} '
 
 # A job that states nothing keeps its gres; memfloord is not asked.
 a=$(admits)
