@@ -103,6 +103,11 @@ has "catalog slurm: b200 with its partition and constraint" "$table" \
     'gpu = "B200", memory = 180000000000, .*type = "b200", partition = "big", constraint = "hbm3e"'
 hasnt "catalog slurm: no entry for a card without a mapping" "$table" L40S
 rc=0
+"$cli" catalog slurm catalog/gpus.yaml >"$tmp/out" 2>"$tmp/err" || rc=$?
+is "catalog slurm: a catalogue without mappings gives an empty table" \
+    "$rc:$(grep -v '^--' "$tmp/out" | tr '\n' ' ')" "0:return { } "
+has "catalog slurm: and says so" "$tmp/err" 'no GPU has a slurm mapping; the table is empty$'
+rc=0
 "$cli" catalog slurm tests/data/catalog/bad-slurm-shared.yaml >"$tmp/out" 2>"$tmp/err" || rc=$?
 is "catalog slurm: a bad catalogue is exit 2" "$rc" 2
 has "catalog slurm: the error names the field" "$tmp/err" \
