@@ -242,6 +242,27 @@ local function record_floor(options, qty)
 	options["comment"] = comment .. "memfloor:min-memory=" .. qty
 end
 
+local units = { [""] = 1, k = 1e3, M = 1e6, G = 1e9, T = 1e12, P = 1e15,
+	E = 1e18, Ki = 2 ^ 10, Mi = 2 ^ 20, Gi = 2 ^ 30, Ti = 2 ^ 40,
+	Pi = 2 ^ 50, Ei = 2 ^ 60 }
+
+-- The floor to record for the controller: the decision's minMemory, or
+-- the placed card's memory when that is less.  A derived need's floor is
+-- rounded up to a whole GiB and may be above the card that holds the need
+-- (71.9 GB fits 72 GB usable of 80G, but the floor is 75Gi); a card with
+-- at least the recorded memory holds the job either way.
+local function floor_to_record(d, p)
+	local n, unit = string.match(tostring(d.minMemory),
+	    "^(%d+%.?%d*)(%a*)$")
+	local bytes = n ~= nil and units[unit] ~= nil
+	    and tonumber(n) * units[unit] or nil
+	if bytes ~= nil and (type(p.memoryBytes) ~= "number"
+	    or bytes <= p.memoryBytes) then
+		return d.minMemory
+	end
+	return string.format("%.0f", p.memoryBytes)
+end
+
 local function list(t, sep)
 	local out = {}
 	for _, v in ipairs(type(t) == "table" and t or {}) do
@@ -357,7 +378,7 @@ local function pre_submit(options)
 		return slurm.ERROR
 	end
 	apply(options, p, d)
-	record_floor(options, d.minMemory)
+	record_floor(options, floor_to_record(d, p))
 	return slurm.SUCCESS
 end
 

@@ -366,6 +366,26 @@ is "MEMFLOOR_JOB: sbatch exit status" "$rc" 0
 is "MEMFLOOR_JOB: the manifest's floor places it" "$(show TresPerNode)" "gres:gpu:h100:1"
 has "MEMFLOOR_JOB: the decision names the manifest's job" "$err" '^memfloor: floor-40: H100 x1'
 
+# A derived need whose floor, rounded up to a GiB, is above the card that
+# holds it: 71.9 GB fits the H100's 72 GB usable, but the floor in effect is
+# 75Gi (80.5 GB).  The comment gets the card's memory, so that
+# job_submit.lua does not refuse the placement.
+cat >"$D/infer.yaml" <<'EOF2'
+apiVersion: memfloor.dev/v1
+kind: Job
+metadata: {name: infer}
+spec:
+  model: {name: meta-llama/Llama-3.1-8B}
+  workload: {kind: inference, concurrency: 52, contextLength: 8192}
+EOF2
+chmod a+r "$D/infer.yaml"
+sub "" MEMFLOOR_JOB=infer.yaml -- plain.sh
+is "rounded floor above the card: sbatch exit status" "$rc" 0
+has "rounded floor above the card: placed on the H100" "$err" \
+    '^memfloor: infer: H100 x1, .*; gres gpu:h100:1, partition gpu, need 75Gi$'
+is "rounded floor above the card: the comment has the card's memory" \
+    "$(show Comment)" "memfloor:min-memory=80000000000"
+
 # Too big for every card: refused, with the suggested fix, and no job.
 n=$(squeue -h | wc -l)
 sub too-big MEMFLOOR_JOB=too-big.yaml -- plain.sh
