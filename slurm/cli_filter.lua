@@ -392,7 +392,10 @@ function slurm_cli_pre_submit(options, offset)
 		return rc
 	end
 	-- A fault in this script is treated as memfloord failing.
-	local want = stated(options) or {}
+	local sok, want = pcall(stated, options)
+	if not sok or want == nil then
+		want = {}
+	end
 	return unreachable(options, want, setting("url", "MEMFLOOR_URL"),
 	    "cli_filter.lua failed: " .. tostring(rc))
 end
