@@ -233,6 +233,8 @@ install: all
 	install -m 755 $(BUILD)/memfloor $(DESTDIR)$(BINDIR)/memfloor
 	install -m 644 catalog/gpus.yaml $(DESTDIR)$(DATADIR)/gpus.yaml
 	cp -R catalog/models/. $(DESTDIR)$(DATADIR)/models/
+	install -d $(DESTDIR)$(DATADIR)/slurm
+	install -m 644 slurm/cli_filter.lua slurm/job_submit.lua $(DESTDIR)$(DATADIR)/slurm/
 	@for m in man/*.[0-9]; do [ -e "$$m" ] || continue; s=$${m##*.}; \
 	  install -d $(DESTDIR)$(MANDIR)/man$$s; \
 	  install -m 644 $$m $(DESTDIR)$(MANDIR)/man$$s/; done

@@ -42,6 +42,34 @@ labels(struct mf_jw *w, const struct mf_gpu *g)
 }
 
 /* Hours and cost are null when the job has no referenceHours. */
+/*
+ * A card's slurm mapping, absent when it has none.  With count > 0 it is
+ * the request for a placement: the gres gets the count appended
+ * ("gpu:h100:2").
+ */
+static void
+slurm_map(struct mf_jw *w, const struct mf_gpu *g, int64_t count)
+{
+	const struct mf_slurm *s = &g->slurm;
+	char gres[96];
+
+	if (!mf_cat_has_slurm(g))
+		return;
+	mf_jw_open(w, "slurm", '{');
+	if (s->gres != NULL && count > 0) {
+		snprintf(gres, sizeof(gres), "%s:%lld", s->gres,
+		    (long long)count);
+		mf_jw_str(w, "gres", gres);
+	} else if (s->gres != NULL) {
+		mf_jw_str(w, "gres", s->gres);
+	}
+	if (s->partition != NULL)
+		mf_jw_str(w, "partition", s->partition);
+	if (s->constraint != NULL)
+		mf_jw_str(w, "constraint", s->constraint);
+	mf_jw_close(w, '}');
+}
+
 static void
 placement(struct mf_jw *w, const char *key, const struct mf_job *job,
     const struct mf_placement *p)
@@ -65,6 +93,7 @@ placement(struct mf_jw *w, const char *key, const struct mf_job *job,
 	mf_jw_num(w, "costPerReferenceHour", p->cost_per_ref_hour, 4);
 	fix_list(w, "fixes", p->fixes);
 	labels(w, p->gpu);
+	slurm_map(w, p->gpu, p->count);
 	mf_jw_close(w, '}');
 }
 
@@ -305,6 +334,7 @@ gpu_json(struct mf_jw *w, const struct mf_catalog *cat, const struct mf_gpu *g)
 	mf_jw_int(w, "maxCount", g->max_count);
 	mf_jw_num(w, "costPerReferenceHour", mf_cat_unit_cost(g), 4);
 	labels(w, g);
+	slurm_map(w, g, 0);
 	mf_jw_close(w, '}');
 }
 

@@ -29,6 +29,8 @@
 #define DEFAULT_CHECKPOINTING 1.35
 #define DEFAULT_MAX_COUNT 8
 #define MAX_COUNT_LIMIT 1024
+#define SLURM_NAME_MAX 63 /* a gres type or a partition name */
+#define SLURM_CONSTRAINT_MAX 255
 
 /* A closed or open interval for a number field, and how to print it. */
 struct bound {
@@ -46,7 +48,9 @@ static const struct bound throughput_bound = { 0, 1000, 1, 0, "(0, 1000]" };
 static const char *const top_keys[] = { "apiVersion", "kind", "headroom",
 	"multiGpuEfficiency", "timeFactors", "gpus", NULL };
 static const char *const gpu_keys[] = { "name", "memory", "hourlyPrice",
-	"relativeThroughput", "maxCount", "labels", NULL };
+	"relativeThroughput", "maxCount", "labels", "slurm", NULL };
+static const char *const slurm_keys[] = { "gres", "partition", "constraint",
+	NULL };
 
 /* What every check needs to report a problem. */
 struct ctx {
@@ -97,6 +101,9 @@ gpu_clear(struct mf_gpu *gpu)
 		free(gpu->labels[i].value);
 	}
 	free(gpu->labels);
+	free(gpu->slurm.gres);
+	free(gpu->slurm.partition);
+	free(gpu->slurm.constraint);
 	free(gpu->name);
 }
 
@@ -278,6 +285,97 @@ read_labels(const struct ctx *c, const struct mf_node *n, const char *path,
 	return MF_OK;
 }
 
+/*
+ * A Slurm name (a gres type, a partition): 1 to 63 characters of
+ * [A-Za-z0-9._-], so that none of Slurm's separators (: , = space) can
+ * split it.
+ */
+static int
+slurm_name_ok(const char *s, size_t len)
+{
+	return gpu_name_ok(s, len) && len <= SLURM_NAME_MAX;
+}
+
+/* "gpu:TYPE". */
+static int
+gres_ok(const char *s, size_t len)
+{
+	return len > 4 && strncmp(s, "gpu:", 4) == 0 &&
+	    slurm_name_ok(s + 4, len - 4);
+}
+
+/* Features of [A-Za-z0-9._-] joined by & or |, at most 255 characters. */
+static int
+constraint_ok(const char *s, size_t len)
+{
+	size_t start = 0;
+
+	if (len == 0 || len > SLURM_CONSTRAINT_MAX)
+		return 0;
+	for (size_t i = 0; i <= len; i++) {
+		if (i < len && s[i] != '&' && s[i] != '|') {
+			if (!is_alnum(s[i]) && s[i] != '.' && s[i] != '_' &&
+			    s[i] != '-')
+				return 0;
+			continue;
+		}
+		if (i == start)
+			return 0;
+		start = i + 1;
+	}
+	return 1;
+}
+
+/* One string field of a slurm mapping, checked by ok. */
+static enum mf_rc
+read_slurm_str(const struct ctx *c, const struct mf_node *map, const char *path,
+    const char *key, int (*ok)(const char *, size_t), const char *form,
+    char **out)
+{
+	const struct mf_node *n = mf_node_get(map, key);
+	const char *s;
+	char field[128];
+
+	if (n == NULL)
+		return MF_OK;
+	mf_path(field, sizeof(field), path, key);
+	if (mf_node_str(n, field, &s, c->err) != MF_OK)
+		return in_file(c, MF_EINVAL);
+	if (strlen(s) != n->len || !ok(s, n->len))
+		return fail(c, MF_EINVAL, field, n->line, n->column,
+		    "'%.72s' is not %s", s, form);
+	*out = dup_str(s);
+	return *out == NULL ? no_memory(c) : MF_OK;
+}
+
+static enum mf_rc
+read_slurm(const struct ctx *c, const struct mf_node *n, const char *path,
+    struct mf_gpu *gpu)
+{
+	enum mf_rc rc;
+
+	if (mf_node_map(n, path, slurm_keys, c->err) != MF_OK)
+		return in_file(c, MF_EINVAL);
+	if (n->len == 0)
+		return fail_at(c, path, n,
+		    "names none of gres, partition and constraint");
+	rc = read_slurm_str(c, n, path, "gres", gres_ok,
+	    "a Slurm GPU gres (gpu:TYPE, TYPE 1 to 63 characters of "
+	    "[A-Za-z0-9._-])",
+	    &gpu->slurm.gres);
+	if (rc == MF_OK)
+		rc = read_slurm_str(c, n, path, "partition", slurm_name_ok,
+		    "a Slurm partition name (1 to 63 characters of "
+		    "[A-Za-z0-9._-])",
+		    &gpu->slurm.partition);
+	if (rc == MF_OK)
+		rc = read_slurm_str(c, n, path, "constraint", constraint_ok,
+		    "a Slurm constraint (features of [A-Za-z0-9._-] joined "
+		    "by & or |, at most 255 characters)",
+		    &gpu->slurm.constraint);
+	return rc;
+}
+
 static enum mf_rc
 read_name(const struct ctx *c, const struct mf_node *map, const char *path,
     struct mf_gpu *gpu)
@@ -361,7 +459,14 @@ read_gpu(const struct ctx *c, const struct mf_node *n, const char *path,
 		return in_file(c, MF_EINVAL);
 	v = mf_node_get(n, "labels");
 	mf_path(field, sizeof(field), path, "labels");
-	return v == NULL ? MF_OK : read_labels(c, v, field, gpu);
+	if (v != NULL) {
+		rc = read_labels(c, v, field, gpu);
+		if (rc != MF_OK)
+			return rc;
+	}
+	v = mf_node_get(n, "slurm");
+	mf_path(field, sizeof(field), path, "slurm");
+	return v == NULL ? MF_OK : read_slurm(c, v, field, gpu);
 }
 
 /* Sort key for the duplicate-name check: by name, then file order. */
@@ -421,6 +526,66 @@ check_unique(const struct ctx *c, const struct mf_catalog *cat,
 	    (size_t)(first - cat->gpus), first->line);
 }
 
+/* Sort key for the shared-gres check: by gres, then file order. */
+static int
+by_gres(const void *a, const void *b)
+{
+	const struct mf_gpu *x = *(const struct mf_gpu *const *)a;
+	const struct mf_gpu *y = *(const struct mf_gpu *const *)b;
+	int d = strcmp(x->slurm.gres, y->slurm.gres);
+
+	if (d != 0)
+		return d;
+	return (x > y) - (x < y);
+}
+
+/*
+ * Slurm cannot tell apart two cards of one gres type, so GPUs that share
+ * a gres must have the same memory: job_submit.lua checks a floor against
+ * the memory of the type.  Reports the first entry in file order whose
+ * memory differs from the first entry of its gres.
+ */
+static enum mf_rc
+check_gres(const struct ctx *c, const struct mf_catalog *cat,
+    const struct mf_node *seq)
+{
+	const struct mf_gpu **sorted, *bad = NULL, *first = NULL, *head = NULL;
+	const struct mf_node *n;
+	char field[128];
+	size_t i, k, m = 0;
+
+	sorted = malloc(cat->ngpus * sizeof(*sorted));
+	if (sorted == NULL)
+		return no_memory(c);
+	for (i = 0; i < cat->ngpus; i++)
+		if (cat->gpus[i].slurm.gres != NULL)
+			sorted[m++] = &cat->gpus[i];
+	qsort(sorted, m, sizeof(*sorted), by_gres);
+	for (i = 0; i < m; i++) {
+		if (i == 0 ||
+		    strcmp(sorted[i - 1]->slurm.gres, sorted[i]->slurm.gres) !=
+		        0)
+			head = sorted[i];
+		else if (sorted[i]->memory != head->memory &&
+		    (bad == NULL || sorted[i] < bad)) {
+			bad = sorted[i];
+			first = head;
+		}
+	}
+	free((void *)sorted);
+	if (bad == NULL)
+		return MF_OK;
+	i = (size_t)(bad - cat->gpus);
+	for (n = seq->child, k = 0; k < i; k++)
+		n = n->next;
+	n = mf_node_get(mf_node_get(n, "slurm"), "gres");
+	snprintf(field, sizeof(field), "gpus[%zu].slurm.gres", i);
+	return fail(c, MF_EINVAL, field, n->line, n->column,
+	    "'%s' is also the gres of gpus[%zu] (line %d), whose memory "
+	    "differs: Slurm could give either card",
+	    bad->slurm.gres, (size_t)(first - cat->gpus), first->line);
+}
+
 static enum mf_rc
 read_gpus(const struct ctx *c, const struct mf_node *root,
     struct mf_catalog *cat)
@@ -448,7 +613,8 @@ read_gpus(const struct ctx *c, const struct mf_node *root,
 		if (rc != MF_OK)
 			return rc;
 	}
-	return check_unique(c, cat, seq);
+	rc = check_unique(c, cat, seq);
+	return rc == MF_OK ? check_gres(c, cat, seq) : rc;
 }
 
 static enum mf_rc
@@ -653,6 +819,22 @@ mf_cat_find(const struct mf_catalog *cat, const char *name)
 		if (strcmp(cat->gpus[i].name, name) == 0)
 			return &cat->gpus[i];
 	return NULL;
+}
+
+int
+mf_cat_has_slurm(const struct mf_gpu *gpu)
+{
+	return gpu != NULL &&
+	    (gpu->slurm.gres != NULL || gpu->slurm.partition != NULL ||
+	        gpu->slurm.constraint != NULL);
+}
+
+const char *
+mf_cat_gres_type(const struct mf_gpu *gpu)
+{
+	if (gpu == NULL || gpu->slurm.gres == NULL)
+		return NULL;
+	return gpu->slurm.gres + 4; /* after "gpu:", checked on load */
 }
 
 /*

@@ -25,6 +25,18 @@ struct mf_label {
 	char *value;
 };
 
+/*
+ * How a Slurm job asks for a GPU of this type (design section 16); each
+ * field NULL when the catalogue does not set it, all NULL for a GPU
+ * without a slurm mapping.  gres is "gpu:TYPE"; partition is one
+ * partition name; constraint is features joined by & or |.
+ */
+struct mf_slurm {
+	char *gres;
+	char *partition;
+	char *constraint;
+};
+
 struct mf_gpu {
 	char *name;
 	int64_t memory;      /* bytes per GPU */
@@ -34,6 +46,7 @@ struct mf_gpu {
 	int64_t max_count;   /* most GPUs of this type one job may get, >= 1 */
 	size_t nlabels;
 	struct mf_label *labels;
+	struct mf_slurm slurm;
 	int line; /* where the entry starts in the file */
 };
 
@@ -68,6 +81,10 @@ void mf_cat_unref(struct mf_catalog *cat);
 /* The GPU of that name, or NULL. */
 const struct mf_gpu *
 mf_cat_find(const struct mf_catalog *cat, const char *name);
+/* Whether the GPU has a slurm mapping. */
+int mf_cat_has_slurm(const struct mf_gpu *gpu);
+/* The TYPE of the GPU's "gpu:TYPE" gres, or NULL without one. */
+const char *mf_cat_gres_type(const struct mf_gpu *gpu);
 /* Dollars per reference hour on one card: hourlyPrice / relativeThroughput,
  * the cost of a one-GPU job per hour it takes on the reference GPU. */
 double mf_cat_unit_cost(const struct mf_gpu *gpu);

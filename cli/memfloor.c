@@ -17,6 +17,7 @@
 #include "../admission/api.h"
 #include "../admission/buf.h"
 #include "../admission/file.h"
+#include "../admission/qty.h"
 #include "../catalog/catalog.h"
 
 #ifndef MF_DATADIR
@@ -47,6 +48,7 @@ usage(FILE *f)
 	    "       memfloor diagnose [FILE|-] [-f catalog] [-m models] "
 	    "[-o table|json|yaml]\n"
 	    "       memfloor catalog check FILE\n"
+	    "       memfloor catalog slurm FILE\n"
 	    "       memfloor submit FILE [--server URL] [--cacert FILE] "
 	    "[-o table|json|yaml]\n");
 }
@@ -197,6 +199,88 @@ catalog_check(const char *path)
 	return EXIT_ADMITTED;
 }
 
+/* Cheapest per reference hour first; file order among equals. */
+static int
+by_unit_cost(const void *a, const void *b)
+{
+	const struct mf_gpu *x = *(const struct mf_gpu *const *)a;
+	const struct mf_gpu *y = *(const struct mf_gpu *const *)b;
+	double dx = mf_cat_unit_cost(x), dy = mf_cat_unit_cost(y);
+
+	if (dx != dy)
+		return dx < dy ? -1 : 1;
+	return (x > y) - (x < y);
+}
+
+/* One entry of the table; names and types were checked on load. */
+static void
+slurm_entry(FILE *f, const struct mf_gpu *g)
+{
+	char q[MF_QTY_STRMAX];
+
+	mf_qty_format(g->memory, (enum mf_qty_format)g->memory_format, q,
+	    sizeof(q));
+	fprintf(f, "\t{ gpu = \"%s\", memory = %lld, memoryText = \"%s\"",
+	    g->name, (long long)g->memory, q);
+	if (g->slurm.gres != NULL)
+		fprintf(f, ", type = \"%s\"", mf_cat_gres_type(g));
+	if (g->slurm.partition != NULL)
+		fprintf(f, ", partition = \"%s\"", g->slurm.partition);
+	if (g->slurm.constraint != NULL)
+		fprintf(f, ", constraint = \"%s\"", g->slurm.constraint);
+	fprintf(f, " },\n");
+}
+
+/*
+ * The Lua table slurm/job_submit.lua loads: every GPU with a slurm
+ * mapping, cheapest per reference hour first, so that the two never
+ * drift from the catalogue.
+ */
+static int
+catalog_slurm(const char *path)
+{
+	const struct mf_gpu **gpus;
+	struct mf_catalog *cat = NULL;
+	struct mf_error err;
+	char msg[MF_ERROR_MAX];
+	size_t n = 0;
+
+	if (mf_cat_load(path, &cat, &err) != MF_OK) {
+		fprintf(stderr, "%s\n",
+		    mf_error_message(&err, msg, sizeof(msg)));
+		return EXIT_INPUT;
+	}
+	gpus = malloc(cat->ngpus * sizeof(*gpus));
+	if (gpus == NULL) {
+		fprintf(stderr, "memfloor: out of memory\n");
+		mf_cat_unref(cat);
+		return EXIT_UNREACHABLE;
+	}
+	for (size_t i = 0; i < cat->ngpus; i++)
+		if (mf_cat_has_slurm(&cat->gpus[i]))
+			gpus[n++] = &cat->gpus[i];
+	if (n == 0)
+		fprintf(stderr,
+		    "memfloor: %s: no GPU has a slurm mapping; the table is "
+		    "empty\n",
+		    path);
+	qsort(gpus, n, sizeof(*gpus), by_unit_cost);
+	printf("-- memfloor's GPU table for slurm/job_submit.lua, made by "
+	       "`memfloor catalog slurm`\n-- from ");
+	for (const char *p = path; *p != '\0'; p++)
+		putchar((unsigned char)*p < 0x20 || *p == 0x7f ? '?' : *p);
+	printf(": do not edit, make it again when the catalogue changes.\n"
+	       "-- Cheapest per reference hour first; memory in bytes per "
+	       "GPU.\nreturn {\n");
+	for (size_t i = 0; i < n; i++)
+		slurm_entry(stdout, gpus[i]);
+	printf("}\n");
+	free((void *)gpus);
+	mf_cat_unref(cat);
+	return fflush(stdout) == 0 && !ferror(stdout) ? EXIT_ADMITTED :
+	                                                EXIT_UNREACHABLE;
+}
+
 static size_t
 collect(char *data, size_t size, size_t n, void *arg)
 {
@@ -283,11 +367,12 @@ main(int argc, char **argv)
 		return 0;
 	}
 	if (strcmp(argv[1], "catalog") == 0) {
-		if (argc != 4 || strcmp(argv[2], "check") != 0) {
-			usage(stderr);
-			return EXIT_INPUT;
-		}
-		return catalog_check(argv[3]);
+		if (argc == 4 && strcmp(argv[2], "check") == 0)
+			return catalog_check(argv[3]);
+		if (argc == 4 && strcmp(argv[2], "slurm") == 0)
+			return catalog_slurm(argv[3]);
+		usage(stderr);
+		return EXIT_INPUT;
 	}
 	if (parse_opts(argc, argv, 2, &o) != 0) {
 		usage(stderr);

@@ -795,6 +795,175 @@ test_gpu_labels(void **state)
 	    "t.yaml:9: gpus[0].labels: 65 labels, more than 64");
 }
 
+static void
+test_gpu_slurm(void **state)
+{
+	struct mf_catalog *cat;
+	char buf[1024];
+
+	(void)state;
+	cat = parse_ok(gpu_doc("name: A", "memory: 1G", "hourlyPrice: 1",
+	    "relativeThroughput: 1",
+	    "slurm: {gres: gpu:h100_80g, partition: gpu-a.1, "
+	    "constraint: 'h100&ib|roce'}",
+	    NULL));
+	assert_true(mf_cat_has_slurm(&cat->gpus[0]));
+	assert_string_equal(cat->gpus[0].slurm.gres, "gpu:h100_80g");
+	assert_string_equal(mf_cat_gres_type(&cat->gpus[0]), "h100_80g");
+	assert_string_equal(cat->gpus[0].slurm.partition, "gpu-a.1");
+	assert_string_equal(cat->gpus[0].slurm.constraint, "h100&ib|roce");
+	mf_cat_unref(cat);
+
+	/* Each field alone; none at all is no mapping. */
+	cat = parse_ok(gpu_doc("name: A", "memory: 1G", "hourlyPrice: 1",
+	    "relativeThroughput: 1", "slurm: {partition: big}", NULL));
+	assert_true(mf_cat_has_slurm(&cat->gpus[0]));
+	assert_null(cat->gpus[0].slurm.gres);
+	assert_null(mf_cat_gres_type(&cat->gpus[0]));
+	assert_null(cat->gpus[0].slurm.constraint);
+	mf_cat_unref(cat);
+	cat = parse_ok(gpu_doc("name: A", "memory: 1G", "hourlyPrice: 1",
+	    "relativeThroughput: 1", NULL));
+	assert_false(mf_cat_has_slurm(&cat->gpus[0]));
+	assert_null(mf_cat_gres_type(&cat->gpus[0]));
+	mf_cat_unref(cat);
+
+	expect_fail(gpu_doc("name: A", "memory: 1G", "hourlyPrice: 1",
+	                "relativeThroughput: 1", "slurm: gpu:h100", NULL),
+	    MF_EINVAL, "gpus[0].slurm", 8,
+	    "t.yaml:8: gpus[0].slurm: must be a mapping, not a string");
+	expect_fail(gpu_doc("name: A", "memory: 1G", "hourlyPrice: 1",
+	                "relativeThroughput: 1", "slurm: {}", NULL),
+	    MF_EINVAL, "gpus[0].slurm", 8,
+	    "t.yaml:8: gpus[0].slurm: names none of gres, partition and "
+	    "constraint");
+	expect_fail(gpu_doc("name: A", "memory: 1G", "hourlyPrice: 1",
+	                "relativeThroughput: 1", "slurm: {gres: gpu:a, qos: x}",
+	                NULL),
+	    MF_EINVAL, "gpus[0].slurm.qos", 8,
+	    "t.yaml:8: gpus[0].slurm.qos: unknown field");
+	expect_fail(gpu_doc("name: A", "memory: 1G", "hourlyPrice: 1",
+	                "relativeThroughput: 1", "slurm: {gres: 7}", NULL),
+	    MF_EINVAL, "gpus[0].slurm.gres", 8,
+	    "t.yaml:8: gpus[0].slurm.gres: must be a string, not a number");
+
+	static const char *const bad_gres[] = { "h100", "gpu:", "gpu:h100:2",
+		"gpu:h 100", "gpu:h100,nvme", "gres:gpu:h100", "GPU:h100",
+		"gpu:h100=1",
+		"gpu:"
+		"a123456789b123456789c123456789d123456789e123456789f123456789"
+		"xyzw",
+		NULL };
+	for (int i = 0; bad_gres[i] != NULL; i++) {
+		char want[512];
+
+		snprintf(buf, sizeof(buf), "slurm: {gres: '%s'}", bad_gres[i]);
+		snprintf(want, sizeof(want),
+		    "t.yaml:8: gpus[0].slurm.gres: '%s' is not a Slurm GPU "
+		    "gres (gpu:TYPE, TYPE 1 to 63 characters of "
+		    "[A-Za-z0-9._-])",
+		    bad_gres[i]);
+		expect_fail(gpu_doc("name: A", "memory: 1G", "hourlyPrice: 1",
+		                "relativeThroughput: 1", buf, NULL),
+		    MF_EINVAL, "gpus[0].slurm.gres", 8, want);
+	}
+	/* 63 characters of type is the most. */
+	cat = parse_ok(gpu_doc("name: A", "memory: 1G", "hourlyPrice: 1",
+	    "relativeThroughput: 1",
+	    "slurm: {gres: gpu:a123456789b123456789c123456789d123456789"
+	    "e123456789f123456789xyz}",
+	    NULL));
+	assert_int_equal(strlen(mf_cat_gres_type(&cat->gpus[0])), 63);
+	mf_cat_unref(cat);
+
+	static const char *const bad_partition[] = { "gpu,big", "gpu big",
+		"a:b", "", "p=1", NULL };
+	for (int i = 0; bad_partition[i] != NULL; i++) {
+		char want[512];
+
+		snprintf(buf, sizeof(buf), "slurm: {partition: '%s'}",
+		    bad_partition[i]);
+		snprintf(want, sizeof(want),
+		    "t.yaml:8: gpus[0].slurm.partition: '%s' is not a Slurm "
+		    "partition name (1 to 63 characters of [A-Za-z0-9._-])",
+		    bad_partition[i]);
+		expect_fail(gpu_doc("name: A", "memory: 1G", "hourlyPrice: 1",
+		                "relativeThroughput: 1", buf, NULL),
+		    MF_EINVAL, "gpus[0].slurm.partition", 8, want);
+	}
+
+	static const char *const bad_constraint[] = { "&h100", "h100|", "a&&b",
+		"a b", "[a*2]", "a,b", "!a", "", NULL };
+	for (int i = 0; bad_constraint[i] != NULL; i++) {
+		char want[512];
+
+		snprintf(buf, sizeof(buf), "slurm: {constraint: '%s'}",
+		    bad_constraint[i]);
+		snprintf(want, sizeof(want),
+		    "t.yaml:8: gpus[0].slurm.constraint: '%s' is not a Slurm "
+		    "constraint (features of [A-Za-z0-9._-] joined by & or |, "
+		    "at most 255 characters)",
+		    bad_constraint[i]);
+		expect_fail(gpu_doc("name: A", "memory: 1G", "hourlyPrice: 1",
+		                "relativeThroughput: 1", buf, NULL),
+		    MF_EINVAL, "gpus[0].slurm.constraint", 8, want);
+	}
+	/* 255 characters is the most, 256 too many. */
+	memset(buf, 0, sizeof(buf));
+	memcpy(buf, "slurm: {constraint: ", 20);
+	memset(buf + 20, 'f', 255);
+	memcpy(buf + 275, "}", 1);
+	cat = parse_ok(gpu_doc("name: A", "memory: 1G", "hourlyPrice: 1",
+	    "relativeThroughput: 1", buf, NULL));
+	assert_int_equal(strlen(cat->gpus[0].slurm.constraint), 255);
+	mf_cat_unref(cat);
+	memset(buf + 20, 'f', 256);
+	memcpy(buf + 276, "}", 1);
+	{
+		struct mf_catalog *none = NULL;
+		struct mf_error err;
+		const char *doc = gpu_doc("name: A", "memory: 1G",
+		    "hourlyPrice: 1", "relativeThroughput: 1", buf, NULL);
+
+		assert_int_equal(mf_cat_parse(doc, strlen(doc), "t.yaml", &none,
+		                     &err),
+		    MF_EINVAL);
+		assert_string_equal(err.field, "gpus[0].slurm.constraint");
+	}
+}
+
+/* Cards that share a gres type must have the same memory. */
+static void
+test_gpu_slurm_shared_gres(void **state)
+{
+	struct mf_catalog *cat;
+
+	(void)state;
+	cat = parse_ok(HDR "gpus:\n"
+	                   "  - {name: L4, memory: 24G, hourlyPrice: 0.8, "
+	                   "relativeThroughput: 0.1, slurm: {gres: gpu:l4}}\n"
+	                   "  - {name: L4-spot, memory: 24G, hourlyPrice: 0.3, "
+	                   "relativeThroughput: 0.1, slurm: {gres: gpu:l4, "
+	                   "partition: spot}}\n");
+	assert_int_equal(cat->ngpus, 2);
+	mf_cat_unref(cat);
+	expect_fail(HDR "gpus:\n"
+	                "  - {name: A, memory: 40G, hourlyPrice: 1, "
+	                "relativeThroughput: 1, slurm: {gres: gpu:a100}}\n"
+	                "  - {name: B, memory: 80G, hourlyPrice: 1, "
+	                "relativeThroughput: 1, slurm: {gres: gpu:b}}\n"
+	                "  - {name: C, memory: 40G, hourlyPrice: 1, "
+	                "relativeThroughput: 1, slurm: {gres: gpu:a100}}\n"
+	                "  - {name: D, memory: 80G, hourlyPrice: 1,\n"
+	                "     relativeThroughput: 1, slurm: {gres: gpu:a100}}\n"
+	                "  - {name: E, memory: 81G, hourlyPrice: 1, "
+	                "relativeThroughput: 1, slurm: {gres: gpu:b}}\n",
+	    MF_EINVAL, "gpus[3].slurm.gres", 8,
+	    "t.yaml:8: gpus[3].slurm.gres: 'gpu:a100' is also the gres of "
+	    "gpus[0] (line 4), whose memory differs: Slurm could give either "
+	    "card");
+}
+
 /* --- the document ---------------------------------------------------- */
 
 static void
@@ -913,6 +1082,14 @@ test_load_bad_fixtures(void **state)
 		    "bad-label.yaml:9: gpus[0].labels.nvidia.com/gpu.product: "
 		    "'NVIDIA GeForce RTX 3090' is not a Kubernetes label value "
 		    "(at most 63 characters of [A-Za-z0-9._-])" },
+		{ "bad-slurm-gres.yaml", "gpus[0].slurm.gres", 9,
+		    "bad-slurm-gres.yaml:9: gpus[0].slurm.gres: 'gpu:h100:2' "
+		    "is not a Slurm GPU gres (gpu:TYPE, TYPE 1 to 63 "
+		    "characters of [A-Za-z0-9._-])" },
+		{ "bad-slurm-shared.yaml", "gpus[2].slurm.gres", 19,
+		    "bad-slurm-shared.yaml:19: gpus[2].slurm.gres: 'gpu:a100' "
+		    "is also the gres of gpus[0] (line 4), whose memory "
+		    "differs: Slurm could give either card" },
 		{ "bad-headroom.yaml", "headroom", 3,
 		    "bad-headroom.yaml:3: headroom: must be a number, not a "
 		    "string" },
@@ -1150,6 +1327,8 @@ main(void)
 		cmocka_unit_test(test_gpu_throughput),
 		cmocka_unit_test(test_gpu_max_count),
 		cmocka_unit_test(test_gpu_labels),
+		cmocka_unit_test(test_gpu_slurm),
+		cmocka_unit_test(test_gpu_slurm_shared_gres),
 		cmocka_unit_test(test_doc_syntax),
 		cmocka_unit_test(test_doc_alias_refused),
 		cmocka_unit_test(test_doc_duplicate_key),
