@@ -837,6 +837,12 @@ mf_cat_gres_type(const struct mf_gpu *gpu)
 	return gpu->slurm.gres + 4; /* after "gpu:", checked on load */
 }
 
+double
+mf_cat_unit_cost(const struct mf_gpu *gpu)
+{
+	return gpu->hourly_price / gpu->throughput;
+}
+
 /*
  * memory x (1 - headroom), rounded down, in integer arithmetic.  headroom
  * is taken as the decimal the operator wrote, to nine places: the double
@@ -846,12 +852,6 @@ mf_cat_gres_type(const struct mf_gpu *gpu)
  * memory x keep / 10^9 = q keep + r keep / 10^9, where q keep <= memory
  * and r keep < 10^18: neither overflows 63 bits.
  */
-double
-mf_cat_unit_cost(const struct mf_gpu *gpu)
-{
-	return gpu->hourly_price / gpu->throughput;
-}
-
 int64_t
 mf_cat_usable(const struct mf_catalog *cat, const struct mf_gpu *gpu)
 {
