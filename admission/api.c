@@ -136,6 +136,7 @@ void
 mf_answer_err(struct mf_answer *ans, enum mf_rc rc, const struct mf_error *err,
     enum mf_output out)
 {
+	mf_copy(ans->field, sizeof(ans->field), err->field);
 	if (out == MF_OUT_TEXT) {
 		size_t n = strlen(err->message) + 8;
 		char *t = malloc(n);

@@ -11,11 +11,17 @@ mf_jw_init(struct mf_jw *w, struct mf_buf *b)
 	w->b = b;
 }
 
-/* Length of the valid UTF-8 sequence at s (RFC 3629), or 0.  s is
- * NUL-terminated, and a NUL ends the checks before they read past it. */
 static size_t
 utf8_len(const unsigned char *s)
 {
+	return mf_jw_utf8_len((const char *)s);
+}
+
+size_t
+mf_jw_utf8_len(const char *str)
+{
+	const unsigned char *s = (const unsigned char *)str;
+
 	if (s[0] < 0x80)
 		return 1;
 	if (s[0] >= 0xc2 && s[0] <= 0xdf)

@@ -25,6 +25,10 @@ struct mf_jw {
 };
 
 void mf_jw_init(struct mf_jw *w, struct mf_buf *b);
+/* Length of the valid UTF-8 sequence (RFC 3629) at s, or 0 when it is
+ * not one.  s is NUL-terminated; a NUL ends the checks before they read
+ * past it. */
+size_t mf_jw_utf8_len(const char *s);
 /* '{' or '[' */
 void mf_jw_open(struct mf_jw *w, const char *key, char brace);
 void mf_jw_close(struct mf_jw *w, char brace);

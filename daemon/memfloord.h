@@ -28,6 +28,9 @@ struct mfd_config {
 	size_t nmodel_hosts;
 	unsigned threads;
 	size_t max_body;
+	size_t max_body_memory;   /* bodies being received, all connections */
+	unsigned request_timeout; /* seconds from a request's start */
+	unsigned max_conns_per_ip;
 	int foreground;
 	int check_only;
 	int verbose;
@@ -56,9 +59,10 @@ void mfd_log_syslog(void);
 int mfd_log_enabled(enum mfd_level level);
 void mfd_log(enum mfd_level level, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-/* One line per request; client strings are escaped here. */
+/* One line per request; client strings are escaped here.  field: the
+ * field an error answer names, or "" (then not written). */
 void mfd_log_request(const char *method, const char *path, int status,
-    long usec, const char *job, const char *decision);
+    long usec, const char *job, const char *decision, const char *field);
 
 enum mfd_route {
 	MFD_R_ADMIT,

@@ -436,25 +436,45 @@ daemon=$pid
 curl -s -o /dev/null "http://127.0.0.1:$port/v1/a%22b%5Cc%01d"
 curl -s -o /dev/null --data-binary @"$ok_job" \
     -H 'Content-Type: application/yaml' "http://127.0.0.1:$port/v1/admit"
-wait_log "$tmp/json.log" '"decision":"admitted"' || true
+# A path that is not UTF-8; names of 62 ASCII bytes and a euro sign, and of
+# 253 bytes (the longest the manifest takes); a 400 naming its field.
+curl -s -o /dev/null "http://127.0.0.1:$port/v1/%ff%e2%82x"
+euro=$(printf 'e%.0s' $(seq 62))€
+long=$(printf 'l%.0s' $(seq 253))
+for name in "$euro" "$long"; do
+	sed "s/name: llama-8b-full/name: $name/" "$ok_job" >"$tmp/named.yaml"
+	curl -s -o /dev/null --data-binary @"$tmp/named.yaml" \
+	    -H 'Content-Type: application/yaml' \
+	    "http://127.0.0.1:$port/v1/admit"
+done
+sed 's/minMemory: 88Gi/minMemory: 88Gx/' "$ok_job" >"$tmp/bad.yaml"
+curl -s -o /dev/null --data-binary @"$tmp/bad.yaml" \
+    -H 'Content-Type: application/yaml' "http://127.0.0.1:$port/v1/admit"
+wait_log "$tmp/json.log" '"status":400' || true
 kill -TERM "$daemon"
 wait "$daemon" || true
 daemon=""
 is "--log-format json: every line is a JSON object with ts and level" \
     "$(python3 -c '
 import json, sys
-lines = [json.loads(l) for l in open(sys.argv[1])]
+lines = [json.loads(l) for l in open(sys.argv[1], "rb")]
 print(all(isinstance(l, dict) and "ts" in l and "level" in l for l in lines),
       sum(l.get("msg") == "request" for l in lines))' "$tmp/json.log")" \
-    "True 2"
-is "--log-format json: a request path comes back as sent" \
+    "True 6"
+is "--log-format json: bytes that are not UTF-8 are replaced, names kept whole" \
     "$(python3 -c '
 import json, sys
-for l in open(sys.argv[1]):
+got = {}
+for l in open(sys.argv[1], "rb"):
     l = json.loads(l)
-    if l.get("status") == 404:
-        print(repr(l["path"]), l["method"], l["job"], l["decision"])
-' "$tmp/json.log")" "'/v1/a\"b\\\\c\\x01d' GET  -"
+    if l.get("msg") == "request":
+        got.setdefault(l["status"], []).append(l)
+bad = [l["path"] for l in got.get(404, []) if l["path"].startswith("/v1/\ufffd")]
+names = [l["job"] for l in got.get(200, [])]
+print(bad == ["/v1/\ufffd\ufffd\ufffdx"], "e" * 62 + "\u20ac" in names,
+      "l" * 253 in names,
+      [l.get("field") for l in got.get(400, [])])
+' "$tmp/json.log")" "True True True ['spec.resources.gpu.minMemory']"
 
 # --- submit over HTTPS ----------------------------------------------------------
 if command -v openssl >/dev/null 2>&1 &&

@@ -1,0 +1,378 @@
+/*
+ * it_attack.c: one client tries to take memfloord out of service while
+ * the kubelet's probes must go on answering.  Loopback only, bounded in
+ * count and in time (about 20 s), and it stops by itself.
+ *
+ * Each attacker has a loopback address of its own, as clients in a
+ * cluster do; the probes come from another (127.0.0.2), as the kubelet's
+ * do from the node:
+ *   127.0.0.1  8,300 connections that each send a request line and one
+ *              header, then nothing (past the daemon's 8,192 connections);
+ *   127.0.0.3  280 connections that each send 0.94 MiB of a 1 MiB body,
+ *              then nothing (280 x 0.94 MiB is past the 256Mi of the
+ *              Deployment);
+ *   127.0.0.4  one connection that sends a byte a second, never idle long
+ *              enough for the idle timeout.
+ * GET /healthz and /readyz must answer within PROBE_MS every time, the
+ * daemon's peak resident set must stay under the Deployment's limit, the
+ * trickling connection and the stalled bodies must be closed by the
+ * request deadline, and a whole body sent from 127.0.0.5 while the
+ * stalled ones hold the body-memory budget must be answered 503 with
+ * Retry-After.  The figures are printed so that a change shows.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "harness.h"
+
+#define EXHAUST_CONNS 8300
+#define BODY_CONNS 280
+#define BODY_LEN (1u << 20)
+#define BODY_SENT (BODY_LEN / 100 * 94)
+#define PROBE_MS 100
+#define ATTACK_MS 14000
+#define LIMIT_KIB (256 * 1024) /* the Deployment's memory limit */
+
+static struct it_daemon *daemon_;
+
+/* A connection from loopback address src (host order) to the daemon;
+ * non-blocking once connected.  -1 when it could not be made. */
+static int
+connect_from(uint32_t src, int port)
+{
+	struct sockaddr_in sa;
+	struct timeval tv = { 1, 0 };
+	int fd, one = 1;
+
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -1;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	memset(&sa, 0, sizeof(sa));
+	sa.sin_family = AF_INET;
+	sa.sin_addr.s_addr = htonl(src);
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0)
+		goto fail;
+	sa.sin_port = htons((uint16_t)port);
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0)
+		goto fail;
+	return fd;
+fail:
+	close(fd);
+	return -1;
+}
+
+static void
+send_some(int fd, const char *p, size_t n)
+{
+	while (n > 0) {
+		ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return;
+		p += w;
+		n -= (size_t)w;
+	}
+}
+
+/* Whether the peer has closed fd (or sent something); what it sent is
+ * appended to got (size bytes, NUL-terminated) when got is not NULL. */
+static int
+peer_spoke(int fd, char *got, size_t size)
+{
+	struct pollfd pfd = { fd, POLLIN, 0 };
+	char chunk[4096];
+	size_t used = got ? strlen(got) : 0;
+	ssize_t n;
+
+	if (poll(&pfd, 1, 0) <= 0)
+		return 0;
+	n = recv(fd, chunk, sizeof(chunk), MSG_DONTWAIT);
+	if (n > 0 && got != NULL && used + 1 < size) {
+		size_t k =
+		    (size_t)n < size - used - 1 ? (size_t)n : size - used - 1;
+
+		memcpy(got + used, chunk, k);
+		got[used + k] = '\0';
+	}
+	return 1;
+}
+
+/* --- the probes ------------------------------------------------------ */
+
+struct probes {
+	int port;
+	atomic_int stop;
+	long worst_ms;
+	int sent, failed;
+	char failure[256];
+};
+
+static long
+probe_once(int port, const char *path, char *why, size_t size)
+{
+	char req[128], resp[512];
+	long t0 = it_now_ms(), until = t0 + 2000;
+	size_t used = 0;
+	int fd;
+
+	snprintf(req, sizeof(req),
+	    "GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", path);
+	fd = connect_from(0x7f000002, port);
+	if (fd < 0) {
+		snprintf(why, size, "%s: cannot connect: %s", path,
+		    strerror(errno));
+		return -1;
+	}
+	send_some(fd, req, strlen(req));
+	while (it_now_ms() < until && used + 1 < sizeof(resp)) {
+		struct pollfd pfd = { fd, POLLIN, 0 };
+		ssize_t n;
+
+		if (poll(&pfd, 1, 100) <= 0)
+			continue;
+		n = recv(fd, resp + used, sizeof(resp) - 1 - used, 0);
+		if (n <= 0)
+			break;
+		used += (size_t)n;
+	}
+	close(fd);
+	resp[used] = '\0';
+	if (strncmp(resp, "HTTP/1.1 200 ", 13) != 0) {
+		snprintf(why, size, "%s: answered '%.60s' after %ld ms", path,
+		    resp, it_now_ms() - t0);
+		return -1;
+	}
+	return it_now_ms() - t0;
+}
+
+static void *
+probe_loop(void *arg)
+{
+	struct probes *p = arg;
+	char why[256];
+
+	while (!atomic_load(&p->stop)) {
+		const char *path = p->sent % 2 ? "/readyz" : "/healthz";
+		long ms = probe_once(p->port, path, why, sizeof(why));
+
+		p->sent++;
+		if (ms < 0 || ms >= PROBE_MS) {
+			if (p->failed++ == 0)
+				snprintf(p->failure, sizeof(p->failure), "%s",
+				    ms < 0 ? why : "slow");
+		}
+		if (ms > p->worst_ms)
+			p->worst_ms = ms;
+		it_sleep_ms(50);
+	}
+	return NULL;
+}
+
+static long
+daemon_kib(const char *key)
+{
+	char path[64], *status, *p;
+	long kib = -1;
+
+	snprintf(path, sizeof(path), "/proc/%d/status",
+	    (int)it_daemon_pid(daemon_));
+	status = it_read_file(path, NULL);
+	p = status ? strstr(status, key) : NULL;
+	if (p != NULL)
+		kib = strtol(p + strlen(key), NULL, 10);
+	free(status);
+	return kib;
+}
+
+/* A whole body of BODY_LEN from 127.0.0.5; the answer's first bytes. */
+static void
+whole_body(int port, const char *pad, char *got, size_t size)
+{
+	char head[256];
+	long until = it_now_ms() + 5000;
+	int fd = connect_from(0x7f000005, port);
+
+	got[0] = '\0';
+	if (fd < 0)
+		return;
+	snprintf(head, sizeof(head),
+	    "POST /v1/admit HTTP/1.1\r\nHost: x\r\n"
+	    "Content-Type: application/yaml\r\nContent-Length: %u\r\n\r\n",
+	    BODY_LEN);
+	send_some(fd, head, strlen(head));
+	send_some(fd, pad, BODY_LEN);
+	while (it_now_ms() < until && strstr(got, "\r\n\r\n") == NULL) {
+		peer_spoke(fd, got, size);
+		it_sleep_ms(20);
+	}
+	close(fd);
+}
+
+/* --- the attackers --------------------------------------------------- */
+
+static int
+open_stalled(int port, int *fds)
+{
+	static const char head[] = "POST /v1/admit HTTP/1.1\r\nHost: x\r\n";
+	int n = 0;
+
+	for (int i = 0; i < EXHAUST_CONNS; i++) {
+		fds[i] = connect_from(INADDR_LOOPBACK, port);
+		if (fds[i] < 0)
+			continue;
+		send_some(fds[i], head, sizeof(head) - 1);
+		n++;
+	}
+	return n;
+}
+
+static int
+open_bodies(int port, int *fds, const char *pad)
+{
+	char head[256];
+	int n = 0;
+
+	snprintf(head, sizeof(head),
+	    "POST /v1/admit HTTP/1.1\r\nHost: x\r\n"
+	    "Content-Type: application/yaml\r\nContent-Length: %u\r\n\r\n",
+	    BODY_LEN);
+	for (int i = 0; i < BODY_CONNS; i++) {
+		struct timeval tv = { 0, 200000 };
+
+		fds[i] = connect_from(0x7f000003, port);
+		if (fds[i] < 0)
+			continue;
+		/* A daemon that stops reading must not stall the test. */
+		setsockopt(fds[i], SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+		send_some(fds[i], head, strlen(head));
+		send_some(fds[i], pad, BODY_SENT);
+		n++;
+	}
+	return n;
+}
+
+static void
+test_attack(void **state)
+{
+	static int stalled[EXHAUST_CONNS], bodies[BODY_CONNS];
+	struct probes pr;
+	pthread_t prober;
+	long t0, before_ms, closed_ms = -1, rss0, hwm;
+	int trickle, nstalled, nbodies, nclosed = 0, nbodies_closed = 0;
+	char *pad, why[256], busy[512];
+
+	(void)state;
+	memset(&pr, 0, sizeof(pr));
+	pr.port = it_daemon_port(daemon_);
+	before_ms = probe_once(pr.port, "/healthz", why, sizeof(why));
+	assert_true(before_ms >= 0);
+	rss0 = daemon_kib("VmRSS:");
+	pad = malloc(BODY_LEN);
+	assert_non_null(pad);
+	memset(pad, '#', BODY_LEN);
+	assert_int_equal(pthread_create(&prober, NULL, probe_loop, &pr), 0);
+
+	t0 = it_now_ms();
+	trickle = connect_from(0x7f000004, pr.port);
+	assert_true(trickle >= 0);
+	nbodies = open_bodies(pr.port, bodies, pad);
+	nstalled = open_stalled(pr.port, stalled);
+	whole_body(pr.port, pad, busy, sizeof(busy));
+	while (it_now_ms() - t0 < ATTACK_MS) {
+		if (closed_ms < 0) {
+			if (peer_spoke(trickle, NULL, 0))
+				closed_ms = it_now_ms() - t0;
+			else
+				send_some(trickle, "G", 1);
+		}
+		it_sleep_ms(1000);
+	}
+	hwm = daemon_kib("VmHWM:");
+	atomic_store(&pr.stop, 1);
+	pthread_join(prober, NULL);
+	for (int i = 0; i < BODY_CONNS; i++)
+		if (bodies[i] >= 0) {
+			nbodies_closed += peer_spoke(bodies[i], NULL, 0);
+			close(bodies[i]);
+		}
+	for (int i = 0; i < EXHAUST_CONNS; i++)
+		if (stalled[i] >= 0) {
+			nclosed += peer_spoke(stalled[i], NULL, 0);
+			close(stalled[i]);
+		}
+	close(trickle);
+	free(pad);
+	printf("attack: %d stalled connections (%d closed by the daemon), "
+	       "%d slow bodies (%d closed), trickle closed after %ld ms\n",
+	    nstalled, nclosed, nbodies, nbodies_closed, closed_ms);
+	printf("attack: a whole body meanwhile: %.*s\n",
+	    (int)strcspn(busy, "\r"), busy);
+	printf("attack: /healthz %ld ms before; %d probes, %d failed or "
+	       "slower than %d ms, worst %ld ms%s%s\n",
+	    before_ms, pr.sent, pr.failed, PROBE_MS, pr.worst_ms,
+	    pr.failed ? ": " : "", pr.failure);
+	printf("attack: RSS %ld KiB before, peak %ld KiB\n", rss0, hwm);
+	assert_int_equal(pr.failed, 0);
+	assert_true(hwm > 0 && hwm < LIMIT_KIB);
+	assert_true(closed_ms > 0 && closed_ms <= 13000);
+	assert_int_equal(nclosed, nstalled);
+	assert_int_equal(nbodies_closed, nbodies);
+	assert_true(strncmp(busy, "HTTP/1.1 503 ", 13) == 0);
+	assert_non_null(strstr(busy, "Retry-After: "));
+}
+
+static int
+setup(void **state)
+{
+	char cat[4096], models[4096];
+
+	(void)state;
+	daemon_ = it_daemon_start((const char *const[]){ "-f",
+	    it_path(cat, sizeof(cat), "catalog/gpus.yaml"), "-m",
+	    it_path(models, sizeof(models), "catalog/models"), NULL });
+	return daemon_ == NULL ? -1 : 0;
+}
+
+static int
+teardown(void **state)
+{
+	int rc;
+
+	(void)state;
+	rc = it_daemon_finish(daemon_, 40000);
+	daemon_ = NULL;
+	return rc;
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_attack, setup, teardown),
+	};
+	int rc = cmocka_run_group_tests(tests, NULL, NULL);
+
+	it_cleanup();
+	return rc;
+}
