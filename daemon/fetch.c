@@ -518,6 +518,13 @@ cache_clear(void)
 	pthread_mutex_unlock(&cache_lock);
 }
 
+void
+mfd_fetch_keep(const char *url, const char *body, size_t len)
+{
+	if (url != NULL && body != NULL)
+		cache_put(url, body, len);
+}
+
 int
 mfd_fetch_cached(const char *url, struct mfd_fetch_result *res)
 {
@@ -568,9 +575,12 @@ complete(struct job *j, struct mfd_fetch_result *res, int from_cache)
 {
 	char u[SHOWN_URL + 4];
 
+	/* Kept in the cache only once the caller has read it as a config
+	 * (mfd_fetch_keep): a body that is not one is fetched again. */
+	mfd_metrics_fetch(res->status != MFD_FETCH_OK ? MFD_FETCHED_ERROR :
+	        from_cache                            ? MFD_FETCHED_CACHE :
+	                                                MFD_FETCHED_NEW);
 	if (res->status == MFD_FETCH_OK) {
-		if (!from_cache)
-			cache_put(j->url, res->body, res->len);
 		show(u, j->url, SHOWN_URL);
 		mfd_log(MFD_INFO, "model config %s: %zu bytes%s", u, res->len,
 		    from_cache ? " (cached)" : "");

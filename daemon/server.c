@@ -448,6 +448,22 @@ on_fetched(void *arg, struct mfd_fetch_result *res)
 }
 
 /*
+ * A config fetched for this request goes into the cache once it was read
+ * as one: a body that is not JSON, or a config missing fields, is
+ * fetched again next time (the host may be fixed by then).
+ */
+static void
+keep_config(const struct request *r, const struct mf_answer *ans)
+{
+	static const char field[] = "spec.model.configUrl";
+
+	if (r->fetched && r->fetch.status == MFD_FETCH_OK &&
+	    ans->kind != MF_ANS_UPSTREAM &&
+	    strncmp(ans->field, field, sizeof(field) - 1) != 0)
+		mfd_fetch_keep(r->fetch_url, r->fetch.body, r->fetch.len);
+}
+
+/*
  * The job's config is at a URL: answer from the cache, or park the
  * connection until the fetcher is done; MHD calls on_request again then.
  */
@@ -464,6 +480,7 @@ fetch_first(struct MHD_Connection *c, struct request *r, struct mf_answer *ans)
 		return send_error(c, r, MHD_HTTP_BAD_REQUEST,
 		    "spec.model.configUrl", why);
 	if (mfd_fetch_cached(r->fetch_url, &r->fetch)) {
+		mfd_metrics_fetch(MFD_FETCHED_CACHE);
 		r->fetched = 1;
 		r->route->fn(r, c, &again);
 		return send_answer(c, r, http_status(again.kind), &again);
@@ -625,6 +642,7 @@ on_request(void *cls, struct MHD_Connection *c, const char *url,
 	r->route->fn(r, c, &ans);
 	if (ans.kind == MF_ANS_FETCH && !r->fetched)
 		return fetch_first(c, r, &ans);
+	keep_config(r, &ans);
 	status = r->early != 0 ? r->early : http_status(ans.kind);
 	return send_answer(c, r, status, &ans);
 }
@@ -684,9 +702,13 @@ on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
 	}
 	fd = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
 	peer = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-	if (fd != NULL)
-		*socket_context = mfd_guard_open(fd->connect_fd,
-		    peer ? peer->client_addr : NULL);
+	if (fd == NULL)
+		return;
+	*socket_context =
+	    mfd_guard_open(fd->connect_fd, peer ? peer->client_addr : NULL);
+	/* A connection without a deadline is not served. */
+	if (*socket_context == NULL)
+		shutdown(fd->connect_fd, SHUT_RDWR);
 }
 
 /* The request line is in: a later request's deadline starts now. */
@@ -853,6 +875,9 @@ mfd_server_start(const struct mfd_config *cfg)
 		    strerror(errno));
 		return -1;
 	}
+	if (mfd_tls_watch() != 0)
+		mfd_log(MFD_WARN, "cannot watch %s; reload it with SIGHUP",
+		    cfg->tls_cert);
 	mfd_log(MFD_INFO, "listening on %s port %d (%s, %u thread%s)",
 	    cfg->listen, bound_port(), cfg->tls_cert ? "https" : "http",
 	    cfg->threads, cfg->threads == 1 ? "" : "s");

@@ -150,6 +150,19 @@ if { [ "$code" = 502 ] || [ "$code" = 400 ]; } && says "$srv/notjson" &&
 else
 	bad "configUrl /notjson: got $code, want 502 or 400 naming JSON"
 fi
+# Neither it nor a config missing fields is cached: each is fetched again.
+post /v1/estimate "$tmp/job.yaml"
+job "$srv/partial"
+post /v1/estimate "$tmp/job.yaml"
+pcode=$code
+post /v1/estimate "$tmp/job.yaml"
+hits=$(curl -sS -m 5 "$srv/hits?path=/notjson" || :)
+phits=$(curl -sS -m 5 "$srv/hits?path=/partial" || :)
+if [ "$hits" = 2 ] && [ "$phits" = 2 ] && [ "$pcode" = 400 ]; then
+	ok "a body that is not a config is not cached: fetched again"
+else
+	bad "/notjson fetched $hits times, /partial ($pcode) $phits, want 2"
+fi
 
 # --- the policy ----------------------------------------------------------
 

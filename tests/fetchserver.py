@@ -148,6 +148,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.truncated()
         elif p == "/notjson":
             self.send(200, b"this is not JSON\n", "text/plain")
+        elif p == "/partial":
+            self.send(200, b'{"hidden_size": 4096}')
         else:
             self.send(404, b'{"error": "not found"}')
 
