@@ -759,7 +759,23 @@ on_mhd_log(void *cls, const char *fmt, va_list ap)
 		mfd_log(MFD_WARN, "http: %s", msg);
 }
 
-/* "127.0.0.1:8080", "[::1]:8080", ":8080" (all IPv4 addresses). */
+/*
+ * "127.0.0.1:8080" and "0.0.0.0:8080" (IPv4), "[::1]:8080" and "[::]:8080"
+ * (IPv6 only), ":8080": every address of both families, one socket for
+ * IPv6 that takes IPv4 too (a Kubernetes cluster may be IPv4, IPv6 or
+ * dual-stack), or IPv4 alone on a host without IPv6.
+ */
+static int
+ipv6_works(void)
+{
+	int fd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return 0;
+	close(fd);
+	return 1;
+}
+
 static int
 parse_listen(const char *s, struct sockaddr_storage *ss, socklen_t *len)
 {
@@ -785,6 +801,13 @@ parse_listen(const char *s, struct sockaddr_storage *ss, socklen_t *len)
 		*len = sizeof(*in6);
 		return inet_pton(AF_INET6, host + 1, &in6->sin6_addr) == 1 ? 0 :
 		                                                             -1;
+	}
+	if (host[0] == '\0' && ipv6_works()) {
+		in6->sin6_family = AF_INET6;
+		in6->sin6_port = htons((uint16_t)port);
+		in6->sin6_addr = in6addr_any;
+		*len = sizeof(*in6);
+		return 0;
 	}
 	in4->sin_family = AF_INET;
 	in4->sin_port = htons((uint16_t)port);
@@ -844,7 +867,8 @@ mfd_server_start(const struct mfd_config *cfg)
 		return -1;
 	parse_listen(cfg->listen, &ss, &sslen);
 	if (ss.ss_family == AF_INET6)
-		flags |= MHD_USE_IPv6;
+		flags |=
+		    cfg->listen[0] == ':' ? MHD_USE_DUAL_STACK : MHD_USE_IPv6;
 	max_body = cfg->max_body;
 	if (cfg->tls_cert != NULL && mfd_tls_init(cfg) != 0)
 		return -1;
