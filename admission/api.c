@@ -279,7 +279,9 @@ mf_api_estimate(const struct mf_api *api, const char *body, size_t len,
 		    "is required "
 		    "for an estimate");
 		mf_answer_err(ans, MF_EINVAL, &err, out);
-	} else if (mf_est_compute(&job.model, &job.work, &est) != MF_OK) {
+	} else if (mf_est_compute(&job.model, &job.work, &est) != MF_OK ||
+	    (api->cat != NULL &&
+	        mf_floor_for(est.per_gpu, api->cat->headroom) < 0)) {
 		mf_error_set(&err, MF_EINVAL, "spec.workload", 0, 0,
 		    "the "
 		    "memory figures of this job overflow 63 bits");

@@ -118,8 +118,11 @@ mf_floor_for(int64_t bytes, double headroom)
 {
 	double gib = ceil((double)bytes / (1.0 - headroom) / (double)GIB);
 
-	return gib >= (double)(INT64_MAX / GIB) ? INT64_MAX / GIB * GIB :
-	                                          (int64_t)gib * GIB;
+	/* Design 2: a byte size fits in 63 bits; a floor past it is no
+	 * quantity at all, not the largest one. */
+	if (bytes < 0 || !(gib <= (double)(INT64_MAX / GIB)))
+		return -1;
+	return (int64_t)gib * GIB;
 }
 
 const struct mf_gpu *
@@ -512,6 +515,8 @@ fix_entry(struct search *s, enum mf_fix fix, unsigned fixes,
 	e->gpus = o.count;
 	e->need = o.need;
 	e->min_memory = mf_floor_for(o.need, s->cat->headroom);
+	if (e->min_memory < 0)
+		return MF_ERANGE;
 	e->placed = cheapest_with(s, &o, &e->placement);
 	return MF_OK;
 }
@@ -662,7 +667,7 @@ add_warnings(struct mf_decision *d)
 }
 
 /* The floor in effect: the user's, unless the derived need is above it. */
-static void
+static enum mf_rc
 set_floor(const struct search *s, struct mf_decision *d)
 {
 	const struct mf_job *job = s->job;
@@ -673,14 +678,17 @@ set_floor(const struct search *s, struct mf_decision *d)
 	d->floor_format = job->min_memory_format;
 	if (!d->from_model ||
 	    (job->min_memory > 0 && (double)d->need <= usable))
-		return;
+		return MF_OK;
 	d->floor = mf_floor_for(d->need, s->cat->headroom);
 	d->floor_format = MF_QTY_BINARY;
+	if (d->floor < 0)
+		return MF_ERANGE;
 	if (job->min_memory == 0)
-		return;
+		return MF_OK;
 	mf_qty_format(job->min_memory, job->min_memory_format, u, sizeof(u));
 	mf_qty_format(d->floor, MF_QTY_BINARY, q, sizeof(q));
 	warn(d, "minMemory %s is below what the model needs; using %s", u, q);
+	return MF_OK;
 }
 
 static enum mf_rc
@@ -721,7 +729,9 @@ mf_place(const struct mf_job *job, const struct mf_catalog *cat,
 	rc = describe(&s, &d);
 	if (rc != MF_OK)
 		goto range;
-	set_floor(&s, &d);
+	rc = set_floor(&s, &d);
+	if (rc != MF_OK)
+		goto range;
 	if (!d.admitted) {
 		explain_rejection(&s, &d);
 		if (d.from_model && (rc = list_fixes(&s, &d)) != MF_OK)

@@ -86,7 +86,8 @@ void mf_fix_apply(struct mf_workload *w, unsigned fixes, int64_t gpus);
 /* Whether fix changes anything for the workload w of job. */
 int mf_fix_applies(const struct mf_job *job, const struct mf_workload *w,
     enum mf_fix fix);
-/* Suggested floor: bytes / (1 - headroom) rounded up to a whole GiB. */
+/* Suggested floor: bytes / (1 - headroom) rounded up to a whole GiB; -1
+ * when that does not fit in 63 bits (or bytes is negative). */
 int64_t mf_floor_for(int64_t bytes, double headroom);
 /* Smallest card (by memory, then price, then name) whose usable memory
  * holds bytes; NULL when none. */

@@ -1453,7 +1453,9 @@ test_warn_not_on_rejection(void **state)
 
 /*
  * mf_floor_for: 83,477,700,608 / 0.9 / 2^30 = 86.38 -> 87Gi; a whole GiB
- * stays (2^30 with no headroom), one byte more rounds up.
+ * stays (2^30 with no headroom), one byte more rounds up.  A need under
+ * 2^63 whose floor after headroom is past it has no floor (-1), not the
+ * largest one: 8,845,069,819,555,348,480 / 0.9 > 2^63.
  */
 static void
 test_floor_for(void **state)
@@ -1463,6 +1465,9 @@ test_floor_for(void **state)
 	assert_int_equal(mf_floor_for(GIB, 0), GIB);
 	assert_int_equal(mf_floor_for(GIB + 1, 0), 2 * GIB);
 	assert_int_equal(mf_floor_for(NEED_FULL, 0.10), 155 * GIB);
+	assert_int_equal(mf_floor_for(INT64_C(8845069819555348480), 0.10), -1);
+	assert_int_equal(mf_floor_for(INT64_MAX, 0), -1);
+	assert_int_equal(mf_floor_for(-1, 0.10), -1);
 }
 
 /* Smallest by memory, then price, then name; NULL when nothing holds it. */
