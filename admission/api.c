@@ -377,6 +377,12 @@ raise_floor(struct mf_job *job, const struct mf_oom *o)
 {
 	int64_t gib = INT64_C(1) << 30;
 	int64_t above = (o->total / gib + 1) * gib;
+	/* An allocation larger than the whole card needs a card that holds
+	 * it, not merely one a GiB larger (figures are at most 2^60). */
+	int64_t tried = (o->tried + gib - 1) / gib * gib;
+
+	if (tried > above)
+		above = tried;
 
 	if (job->min_memory < above) {
 		job->min_memory = above;
