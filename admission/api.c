@@ -319,7 +319,7 @@ mf_api_catalog(const struct mf_api *api, const char *min_memory,
 	}
 	if (out == MF_OUT_TEXT)
 		mf_answer_text(ans, MF_ANS_OK,
-		    mf_text_catalog(api->cat, floor));
+		    mf_text_catalog(api->cat, floor, (int)f));
 	else
 		answer_jtext(ans, MF_ANS_OK,
 		    mf_json_catalog(api->cat, floor, (int)f), out);

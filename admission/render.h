@@ -41,7 +41,8 @@ json_t *mf_render_decision(const struct mf_job *job,
 char *mf_text_decision(const struct mf_job *job, const struct mf_decision *d);
 char *mf_text_estimate(const struct mf_job *job, const struct mf_estimate *e,
     const struct mf_catalog *cat);
-char *mf_text_catalog(const struct mf_catalog *cat, int64_t min_memory);
+char *mf_text_catalog(const struct mf_catalog *cat, int64_t min_memory,
+    int min_format);
 char *mf_text_models(const struct mf_models *models);
 
 /* Any JSON value as a YAML document (block style, strings quoted). */

@@ -67,6 +67,7 @@ struct request {
 	int status;
 	char job[254];
 	char field[128]; /* the error's, for the log */
+	char why[256];   /* an early answer's message, when made up */
 	enum mf_verdict verdict;
 	char method[8];
 	char path[256];
@@ -78,6 +79,8 @@ struct request {
 };
 
 static struct MHD_Daemon *daemon_;
+/* on_uri's mark for a request line with %00 in it (see there). */
+static char nul_in_uri;
 static size_t max_body;
 static atomic_int in_flight;
 static atomic_int draining;
@@ -364,6 +367,74 @@ find_route(const char *url)
 	return NULL;
 }
 
+/*
+ * The query parameters each route takes, case and all; any other is a 400,
+ * so a typo (?minmemory=) is never silently ignored.
+ */
+#define MAX_PARAMS 3
+static const char *const known_params[MFD_R_COUNT][MAX_PARAMS] = {
+	[MFD_R_ADMIT] = { "estimator" },
+	[MFD_R_ESTIMATE] = { "estimator" },
+	/* The API server adds ?timeout=5s to every webhook call. */
+	[MFD_R_REVIEW] = { "timeout" },
+	[MFD_R_CATALOG] = { "minMemory" },
+};
+
+struct params {
+	enum mfd_route route;
+	const char *unknown, *twice;
+	unsigned seen; /* bit i: known_params[route][i] was given */
+	char why[256];
+};
+
+static enum MHD_Result
+check_param(void *cls, enum MHD_ValueKind kind, const char *key,
+    const char *value)
+{
+	struct params *p = cls;
+	const char *const *k = known_params[p->route];
+
+	(void)kind;
+	(void)value;
+	for (int i = 0; i < MAX_PARAMS && k[i] != NULL; i++) {
+		if (strcmp(key, k[i]) != 0)
+			continue;
+		if (p->seen & (1u << i))
+			p->twice = k[i];
+		p->seen |= 1u << i;
+		return p->twice != NULL ? MHD_NO : MHD_YES;
+	}
+	p->unknown = key;
+	return MHD_NO;
+}
+
+/* NULL when every query parameter is one the route takes, once. */
+static const char *
+bad_params(struct MHD_Connection *c, const struct route *rt, char *why,
+    size_t size)
+{
+	struct params p = { rt->id, NULL, NULL, 0, "" };
+	const char *const *k = known_params[rt->id];
+	size_t n = 0;
+	char takes[128];
+
+	MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, check_param, &p);
+	if (p.twice != NULL) {
+		snprintf(why, size, "query parameter %s is given twice",
+		    p.twice);
+		return why;
+	}
+	if (p.unknown == NULL)
+		return NULL;
+	takes[0] = '\0';
+	for (int i = 0; i < MAX_PARAMS && k[i] != NULL; i++)
+		n += (size_t)snprintf(takes + n, sizeof(takes) - n, "%s%s",
+		    i ? ", " : "", k[i]);
+	snprintf(why, size, "unknown query parameter '%.60s': %s takes %s",
+	    p.unknown, rt->path, n ? takes : "none");
+	return why;
+}
+
 static enum MHD_Result
 count_lengths(void *cls, enum MHD_ValueKind kind, const char *key,
     const char *value)
@@ -400,6 +471,8 @@ early_status(struct MHD_Connection *c, struct request *r, const char *method,
 	        strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0 :
 	        strcmp(method, "POST") != 0)
 		return *why = "method not allowed", MHD_HTTP_METHOD_NOT_ALLOWED;
+	if ((*why = bad_params(c, rt, r->why, sizeof(r->why))) != NULL)
+		return MHD_HTTP_BAD_REQUEST;
 	if (rt->body == BODY_NONE)
 		return 0;
 	/* RFC 9112 6.3: two lengths, or a length and chunked, frame the
@@ -598,10 +671,15 @@ on_request(void *cls, struct MHD_Connection *c, const char *url,
 
 	(void)cls;
 	(void)version;
-	if (r == NULL) {
+	if (r == NULL || (void *)r == &nul_in_uri) {
+		int nul = r != NULL;
+
 		r = *con_cls = begin(c, url, method);
 		if (r == NULL)
 			return MHD_NO;
+		if (nul)
+			return send_error(c, r, MHD_HTTP_BAD_REQUEST, NULL,
+			    "the path or query holds %00 (a NUL byte)");
 		status = early_status(c, r, method, &why);
 		if (status == 0 && r->route->body != BODY_NONE &&
 		    body_room(r, content_length(c)) != 0)
@@ -667,7 +745,7 @@ on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 
 	(void)cls;
 	(void)c;
-	if (r == NULL)
+	if (r == NULL || (void *)r == &nul_in_uri)
 		return;
 	us = usec_since(&r->start);
 	if (r->status == 0)
@@ -711,14 +789,17 @@ on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
 		shutdown(fd->connect_fd, SHUT_RDWR);
 }
 
-/* The request line is in: a later request's deadline starts now. */
+/*
+ * The request line is in: a later request's deadline starts now.  The URI
+ * is still escaped here: %00 would be unescaped to a NUL that cuts the
+ * path or a value short, so it is marked for on_request to refuse.
+ */
 static void *
 on_uri(void *cls, const char *uri, struct MHD_Connection *c)
 {
 	(void)cls;
-	(void)uri;
 	mfd_guard_begin(conn_guard(c));
-	return NULL;
+	return strstr(uri, "%00") != NULL ? &nul_in_uri : NULL;
 }
 
 static void on_mhd_log(void *cls, const char *fmt, va_list ap)

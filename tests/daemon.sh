@@ -78,6 +78,19 @@ else
 fi
 stop
 
+# --- the catalogue in text says what a floor left out -------------------------
+start_daemon "$tmp/cat.log"
+curl -s -m 5 -H 'Accept: text/plain' \
+    "http://127.0.0.1:$port/v1/catalog?minMemory=88Gi" >"$tmp/cat.txt"
+rows=$(grep -c '^[A-Z0-9][A-Za-z0-9-]* *[0-9][0-9.]* ' "$tmp/cat.txt" || true)
+if grep -q "^$rows of them with at least 88Gi of memory (minMemory)" "$tmp/cat.txt" &&
+    [ "$rows" -gt 0 ]; then
+	pass "?minMemory=88Gi in text: '$rows of them with at least 88Gi', $rows rows"
+else
+	fail "?minMemory=88Gi in text, $rows rows: $(head -n 3 "$tmp/cat.txt")"
+fi
+stop
+
 # --- connections closed at the deadline are logged, a line a second ----------
 start_daemon "$tmp/dl.log" --request-timeout 1
 closed=$(python3 - "$port" <<'PYEOF'

@@ -35,6 +35,7 @@ summary() {
 start_daemon() {
 	log=$1
 	shift
+	: >"$log" # before the daemon's own redirection, which runs async
 	# shellcheck disable=SC2086 # daemon_wrap is a command line
 	${daemon_wrap:-} "$daemon_bin" -d -l 127.0.0.1:0 -f catalog/gpus.yaml \
 	    -m catalog/models "$@" >"$log" 2>&1 &
