@@ -577,24 +577,65 @@ gb(int64_t bytes)
 	return (double)bytes / 1e9;
 }
 
+/* Dollars to the cent, or to three figures below a cent: a cost of
+ * $0.004 against a limit of $0.001 must not read "$0.00". */
+static void
+dollars(char *buf, size_t size, double v)
+{
+	if (v > 0 && v < 0.01)
+		snprintf(buf, size, "$%.3g", v);
+	else
+		snprintf(buf, size, "$%.2f", v);
+}
+
+/* "limits.maxCost $500.00 rules out every fitting placement: ..." */
+static void
+explain_limit(const struct search *s, struct mf_decision *d)
+{
+	const struct mf_job *job = s->job;
+	const struct mf_placement *p = &s->cheapest_fit;
+	char limit[48], hourly[32], cost[32];
+
+	d->limit = violated(job, p);
+	switch (d->limit) {
+	case MF_LIMIT_HOURLY_PRICE:
+		dollars(hourly, sizeof(hourly), job->max_hourly_price);
+		snprintf(limit, sizeof(limit), "%s per hour", hourly);
+		break;
+	case MF_LIMIT_COST:
+		dollars(limit, sizeof(limit), job->max_cost);
+		break;
+	default:
+		snprintf(limit, sizeof(limit), "%g hours", job->deadline_hours);
+		break;
+	}
+	dollars(hourly, sizeof(hourly), p->hourly_price);
+	if (job->reference_hours <= 0) {
+		snprintf(d->reason, sizeof(d->reason),
+		    "%s %s rules out every fitting placement: the cheapest, "
+		    "%s x%lld, costs %s per hour",
+		    mf_limit_name(d->limit), limit, p->gpu->name,
+		    (long long)p->count, hourly);
+		return;
+	}
+	dollars(cost, sizeof(cost), p->cost);
+	snprintf(d->reason, sizeof(d->reason),
+	    "%s %s rules out every fitting placement: the cheapest, %s x%lld, "
+	    "costs %s per hour, %s in all and takes %.1f hours",
+	    mf_limit_name(d->limit), limit, p->gpu->name, (long long)p->count,
+	    hourly, cost, p->hours);
+}
+
 static void
 explain_rejection(const struct search *s, struct mf_decision *d)
 {
 	const struct mf_job *job = s->job;
 	const struct mf_gpu *big = largest_card(s);
-	char q[MF_QTY_STRMAX], m[MF_QTY_STRMAX];
+	char q[MF_QTY_STRMAX];
 	int b = 0;
 
 	if (s->have_fit) {
-		const struct mf_placement *p = &s->cheapest_fit;
-
-		d->limit = violated(job, p);
-		snprintf(d->reason, sizeof(d->reason),
-		    "%s rules out every "
-		    "fitting placement: the cheapest, %s x%lld, costs $%.2f "
-		    "per hour, $%.2f in all and takes %.1f hours",
-		    mf_limit_name(d->limit), p->gpu->name, (long long)p->count,
-		    p->hourly_price, p->cost, p->hours);
+		explain_limit(s, d);
 		return;
 	}
 	if (big == NULL) {
@@ -604,14 +645,14 @@ explain_rejection(const struct search *s, struct mf_decision *d)
 		    (long long)job->count);
 		return;
 	}
-	mf_qty_format(big->memory, big->memory_format, m, sizeof(m));
 	if (!d->from_model || job->min_memory > big->memory) {
+		/* Both sides in GB: 179Gi against 180G reads as 179 > 180. */
 		mf_qty_format(job->min_memory, job->min_memory_format, q,
 		    sizeof(q));
 		snprintf(d->reason, sizeof(d->reason),
-		    "minMemory %s is more "
-		    "than the largest card in the catalogue, %s (%s)",
-		    q, big->name, m);
+		    "minMemory %s (%.1f GB) is more than the largest card in "
+		    "the catalogue, %s (%.1f GB)",
+		    q, gb(job->min_memory), big->name, gb(big->memory));
 		return;
 	}
 	for (int i = 1; i < MF_B_COUNT; i++)
