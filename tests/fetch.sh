@@ -140,6 +140,13 @@ estimate /truncated 502 "$srv/truncated: could not fetch"
 estimate /redirect-away 502 \
     "redirected to http://127.0.0.2:$sport/ok which is not allowed"
 estimate /redirect-loop 502 "redirected more than 3 times"
+estimate /redirect-creds 502 \
+    "redirected to http://127.0.0.2:$sport/ok which is not allowed"
+if grep -q 'secret' "$tmp/d.err"; then
+	bad "a redirect's password reached the log: $(grep secret "$tmp/d.err")"
+else
+	ok "a redirect's user name and password stay out of the log"
+fi
 
 # A body that is not JSON is fetched fine, then refused as a config.
 job "$srv/notjson"

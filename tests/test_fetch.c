@@ -635,6 +635,12 @@ test_redirect_not_allowed(void **state)
 	    port);
 	expect_message(&w, "/redirect-away", what);
 	waiter_fini(&w);
+	/* The target's user name and password are not repeated. */
+	fetch(&w, "/redirect-creds");
+	assert_int_equal(w.res.status, MFD_FETCH_REDIRECT);
+	expect_message(&w, "/redirect-creds", what);
+	assert_null(strstr(w.res.message, "secret"));
+	waiter_fini(&w);
 	fetch(&w, "/redirect-port");
 	assert_int_equal(w.res.status, MFD_FETCH_REDIRECT);
 	expect_message(&w, "/redirect-port",
