@@ -6,6 +6,7 @@
  * could not be reached or failed.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,7 @@
 #include "../admission/api.h"
 #include "../admission/buf.h"
 #include "../catalog/catalog.h"
+#include "../catalog/datadir.h"
 
 #ifndef MF_DATADIR
 #define MF_DATADIR "/usr/local/share/memfloor"
@@ -50,22 +52,49 @@ usage(FILE *f)
 	    "[-o table|json|yaml]\n");
 }
 
-/* The shipped data: installed, else the source tree we run from. */
+/*
+ * The shipped catalogue or models where -f or -m names none (the rule is
+ * in catalog/datadir.h); NULL, said, when they are nowhere.
+ */
 static const char *
-shipped(const char *installed, const char *in_tree)
+shipped(const char *name, const char *flag)
 {
-	struct stat st;
+	static char found[2][PATH_MAX + 64];
+	char tried[2 * PATH_MAX + 160];
+	char *buf = found[strcmp(name, "models") == 0];
+	const char *p =
+	    mf_data_find(name, buf, sizeof(found[0]), tried, sizeof(tried));
 
-	if (stat(installed, &st) != 0 && stat(in_tree, &st) == 0)
-		return in_tree;
-	return installed;
+	if (p == NULL)
+		fprintf(stderr,
+		    "memfloor: no %s: looked for %s; name one with %s\n", name,
+		    tried, flag);
+	return p;
+}
+
+static int
+takes_value(const char *opt)
+{
+	static const char *const valued[] = { "-o", "-f", "-m", "--server",
+		"--cacert" };
+
+	for (size_t i = 0; i < sizeof(valued) / sizeof(valued[0]); i++)
+		if (strcmp(opt, valued[i]) == 0)
+			return 1;
+	return 0;
+}
+
+/* Says what was wrong before the usage is printed: -1. */
+static int
+bad_opt(const char *what, const char *arg)
+{
+	fprintf(stderr, "memfloor: %s '%s'\n", what, arg);
+	return -1;
 }
 
 static int
 parse_opts(int argc, char **argv, int first, struct opts *o)
 {
-	o->catalog = shipped(MF_DATADIR "/gpus.yaml", "catalog/gpus.yaml");
-	o->models = shipped(MF_DATADIR "/models", "catalog/models");
 	o->server = "http://127.0.0.1:8080";
 	o->out = isatty(STDOUT_FILENO) ? MF_OUT_TEXT : MF_OUT_JSON;
 	for (int i = first; i < argc; i++) {
@@ -79,7 +108,8 @@ parse_opts(int argc, char **argv, int first, struct opts *o)
 			else if (strcmp(v, "yaml") == 0)
 				o->out = MF_OUT_YAML;
 			else
-				return -1;
+				return bad_opt(
+				    "-o takes table, json or yaml, not", v);
 		} else if (strcmp(a, "-f") == 0 && v != NULL) {
 			o->catalog = v;
 		} else if (strcmp(a, "-m") == 0 && v != NULL) {
@@ -91,8 +121,15 @@ parse_opts(int argc, char **argv, int first, struct opts *o)
 		} else if (o->file == NULL && (a[0] != '-' || a[1] == '\0')) {
 			o->file = a;
 			continue;
-		} else {
+		} else if (a[0] != '-' || a[1] == '\0') {
+			fprintf(stderr,
+			    "memfloor: one FILE only: '%s', then '%s'\n",
+			    o->file, a);
 			return -1;
+		} else if (v == NULL && takes_value(a)) {
+			return bad_opt("a value must follow", a);
+		} else {
+			return bad_opt("unknown option", a);
 		}
 		i++;
 	}
@@ -145,7 +182,7 @@ exit_for(enum mf_answer_kind kind)
 
 /* estimate, admit, diagnose: load what the call needs, run it, print. */
 static int
-offline(mf_api_call fn, const struct opts *o)
+offline(mf_api_call fn, struct opts *o)
 {
 	struct mf_catalog *cat = NULL;
 	struct mf_models *models = NULL;
@@ -156,11 +193,23 @@ offline(mf_api_call fn, const struct opts *o)
 	size_t len = 0;
 	int rc = EXIT_INPUT;
 
+	if ((o->catalog == NULL &&
+	        (o->catalog = shipped("gpus.yaml", "-f")) == NULL) ||
+	    (o->models == NULL &&
+	        (o->models = shipped("models", "-m")) == NULL))
+		goto out;
 	if (mf_cat_load(o->catalog, &cat, &err) != MF_OK ||
 	    mf_models_load(o->models, &models, &err) != MF_OK) {
 		fprintf(stderr, "memfloor: %s\n", err.message);
 		goto out;
 	}
+	/* A person at a terminal who gave no FILE would wait, not knowing
+	 * that memfloor is reading what they type. */
+	if ((o->file == NULL || strcmp(o->file, "-") == 0) &&
+	    isatty(STDIN_FILENO))
+		fprintf(stderr,
+		    "memfloor: reading from standard input (end with "
+		    "Ctrl-D; give a FILE to read that instead)\n");
 	body = slurp(o->file ? o->file : "-", &len);
 	if (body == NULL)
 		goto out;
@@ -293,6 +342,8 @@ main(int argc, char **argv)
 	}
 	if (strcmp(argv[1], "catalog") == 0) {
 		if (argc != 4 || strcmp(argv[2], "check") != 0) {
+			fprintf(stderr,
+			    "memfloor: catalog takes: check FILE\n");
 			usage(stderr);
 			return EXIT_INPUT;
 		}
@@ -314,6 +365,7 @@ main(int argc, char **argv)
 		curl_global_cleanup();
 		return rc;
 	}
+	fprintf(stderr, "memfloor: unknown command '%s'\n", argv[1]);
 	usage(stderr);
 	return EXIT_INPUT;
 }

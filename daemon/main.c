@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -18,12 +19,9 @@
 
 #include <curl/curl.h>
 
+#include "../catalog/datadir.h"
 #include "fetch.h"
 #include "memfloord.h"
-
-#ifndef MF_DATADIR
-#define MF_DATADIR "/usr/local/share/memfloor"
-#endif
 
 static void
 usage(FILE *f)
@@ -72,6 +70,37 @@ body_memory_fits(const struct mfd_config *cfg)
 	    "%zu\n",
 	    cfg->max_body_memory, cfg->max_body);
 	return -1;
+}
+
+/*
+ * The shipped catalogue and models where -f and -m name none (the rule is
+ * in catalog/datadir.h); -1, said, when they are nowhere.
+ */
+static int
+find_data(struct mfd_config *cfg)
+{
+	static char cat[PATH_MAX + 64], models[PATH_MAX + 64];
+	char tried[2 * PATH_MAX + 160];
+
+	if (cfg->catalog_path == NULL &&
+	    (cfg->catalog_path = mf_data_find("gpus.yaml", cat, sizeof(cat),
+	         tried, sizeof(tried))) == NULL) {
+		fprintf(stderr,
+		    "memfloord: no catalogue: looked for %s; name one with "
+		    "-f FILE\n",
+		    tried);
+		return -1;
+	}
+	if (cfg->models_dir == NULL &&
+	    (cfg->models_dir = mf_data_find("models", models, sizeof(models),
+	         tried, sizeof(tried))) == NULL) {
+		fprintf(stderr,
+		    "memfloord: no model configs: looked for %s; name a "
+		    "directory with -m DIR\n",
+		    tried);
+		return -1;
+	}
+	return 0;
 }
 
 static int
@@ -203,8 +232,6 @@ static void
 defaults(struct mfd_config *cfg)
 {
 	memset(cfg, 0, sizeof(*cfg));
-	cfg->catalog_path = MF_DATADIR "/gpus.yaml";
-	cfg->models_dir = MF_DATADIR "/models";
 	cfg->listen = "127.0.0.1:8080";
 	cfg->threads = mfd_cpus();
 	cfg->max_body = 1u << 20;
@@ -344,6 +371,8 @@ main(int argc, char **argv)
 	defaults(&cfg);
 	if (parse_args(argc, argv, &cfg) != 0)
 		return 2;
+	if (find_data(&cfg) != 0)
+		return 1;
 	mfd_log_init(cfg.log_json, cfg.verbose ? MFD_DEBUG : MFD_INFO);
 	memset(&err, 0, sizeof(err));
 	if (mfd_state_init(&cfg, &err) != MF_OK) {

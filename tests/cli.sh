@@ -227,6 +227,11 @@ yaml_is_json "admit -o yaml: the rejection parses as the JSON one" "$out" \
 off admit "$ok_job" -o xml
 is "admit -o xml exits 2" "$rc" 2
 has "admit -o xml: usage on stderr" "$err" '^usage: memfloor'
+has "admit -o xml: says what -o takes" "$err" \
+    "^memfloor: -o takes table, json or yaml, not 'xml'$"
+mf admit "$ok_job" "$no_job"
+is "admit with two FILEs exits 2" "$rc" 2
+has "admit with two FILEs: says so" "$err" "^memfloor: one FILE only: "
 
 # --- estimate -------------------------------------------------------------------
 off estimate "$est_job" -o json
@@ -322,8 +327,63 @@ is "no command exits 2" "$rc" 2
 has "no command: usage on stderr" "$err" '^usage: memfloor'
 mf frobnicate "$ok_job"
 is "an unknown command exits 2" "$rc" 2
+has "an unknown command is named" "$err" "^memfloor: unknown command 'frobnicate'$"
 mf admit "$ok_job" --bogus
 is "an unknown option exits 2" "$rc" 2
+has "an unknown option is named" "$err" "^memfloor: unknown option '--bogus'$"
+
+# --- the shipped data, wherever memfloor is started from ----------------------
+# One rule for both programs: the executable's source tree, then the
+# installed data; the error says where it looked.
+abs_cli=$(cd "$(dirname "$cli")" && pwd)/$(basename "$cli")
+abs_d=$(cd "$(dirname "$daemon_bin")" && pwd)/$(basename "$daemon_bin")
+abs_job=$(pwd)/$ok_job
+(cd "$tmp" && timeout 60 "$abs_cli" admit "$abs_job" -o json >"$out" 2>"$err") &&
+    rc=0 || rc=$?
+is "admit from another directory, no -f: the source tree's catalogue" "$rc" 0
+rc=0
+(cd "$tmp" && timeout 60 "$abs_d" -n >"$out" 2>"$err") || rc=$?
+is "memfloord -n from another directory, no -f: configuration OK" \
+    "$rc $(cat "$out")" "0 configuration OK"
+if [ ! -e /usr/local/share/memfloor ] && [ ! -e "$tmp/catalog" ]; then
+	mkdir "$tmp/bin"
+	cp "$abs_cli" "$abs_d" "$tmp/bin/"
+	rc=0
+	"$tmp/bin/$(basename "$abs_cli")" admit "$abs_job" >"$out" 2>"$err" ||
+	    rc=$?
+	has "memfloor with no data anywhere: says where it looked" "$err" \
+	    "^memfloor: no gpus.yaml: looked for $tmp/catalog/gpus.yaml or .*/gpus.yaml; name one with -f$"
+	rc=0
+	"$tmp/bin/$(basename "$abs_d")" -n >"$out" 2>"$err" || rc=$?
+	has "memfloord with no data anywhere: says where it looked" "$err" \
+	    "^memfloord: no catalogue: looked for $tmp/catalog/gpus.yaml or .*/gpus.yaml; name one with -f FILE$"
+	rm -r "$tmp/bin"
+else
+	pass "data installed here: the nowhere-found error is not tried"
+fi
+
+# --- standard input at a terminal ----------------------------------------------
+if python3 -c 'import pty' 2>/dev/null; then
+	said=$(python3 - "$abs_cli" <<'PYEOF'
+import os, pty, subprocess, sys
+master, slave = pty.openpty()
+p = subprocess.Popen([sys.argv[1], "estimate"], stdin=slave,
+                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+os.close(slave)
+os.write(master, b"\x04")
+try:
+    _, err = p.communicate(timeout=20)
+except subprocess.TimeoutExpired:
+    p.kill()
+    _, err = p.communicate()
+print(err.decode(errors="replace").splitlines()[0] if err else "")
+PYEOF
+)
+	is "estimate without FILE at a terminal: says it reads standard input" \
+	    "$said" "memfloor: reading from standard input (end with Ctrl-D; give a FILE to read that instead)"
+else
+	pass "no python3 pty: the terminal note is not tried"
+fi
 mf --help
 is "--help exits 0" "$rc" 0
 has "--help: usage on stdout" "$out" '^usage: memfloor'
