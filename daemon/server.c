@@ -972,7 +972,7 @@ mfd_server_start(const struct mfd_config *cfg)
 	    /* MHD clears this pool for every request: keep it small. */
 	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)8192,
 	    MHD_OPTION_CONNECTION_LIMIT, (unsigned int)8192,
-	    MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned int)1024,
+	    MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned int)4096,
 	    MHD_OPTION_ARRAY, mfd_tls_options(), MHD_OPTION_END);
 	if (daemon_ == NULL) {
 		mfd_guard_stop();
