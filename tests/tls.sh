@@ -234,7 +234,7 @@ if [ -n "$held" ] && [ "$held" -gt 1 ]; then
 else
 	fail "just after five reloads, '$held' certificates are held"
 fi
-sleep 2.5
+sleep 3
 get "$tmp/cert2.pem" /healthz >/dev/null
 is "once no handshake can use them, replaced certificates are freed" \
     "$(metric memfloor_tls_certificate_generations)" 1
