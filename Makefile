@@ -102,7 +102,7 @@ $(BUILD)/%.o: %.c | $(DEPSTAMP)
 # The data directory is compiled in: rebuild what uses it when it changes.
 $(BUILD)/.datadir: FORCE | $(DEPSTAMP)
 	@echo '$(DATADIR)' | cmp -s - $@ || echo '$(DATADIR)' > $@
-$(BUILD)/daemon/main.o $(BUILD)/cli/memfloor.o: $(BUILD)/.datadir
+$(BUILD)/daemon/main.o $(BUILD)/cli/memfloor.o $(BUILD)/catalog/datadir.o: $(BUILD)/.datadir
 # The page's files are assembled into page.o (.incbin).
 $(BUILD)/daemon/page.o: $(wildcard web/*)
 FORCE:

@@ -134,6 +134,7 @@ mf_answer_err(struct mf_answer *ans, enum mf_rc rc, const struct mf_error *err,
 {
 	struct doc d;
 
+	mf_copy(ans->field, sizeof(ans->field), err->field);
 	if (out == MF_OUT_TEXT) {
 		char msg[MF_ERROR_MAX];
 		size_t n = strlen(mf_error_message(err, msg, sizeof(msg))) + 8;
@@ -284,7 +285,9 @@ mf_api_estimate(const struct mf_api *api, const char *body, size_t len,
 		    "is required "
 		    "for an estimate");
 		mf_answer_err(ans, MF_EINVAL, &err, out);
-	} else if (mf_est_compute(&job.model, &job.work, &est) != MF_OK) {
+	} else if (mf_est_compute(&job.model, &job.work, &est) != MF_OK ||
+	    (api->cat != NULL &&
+	        mf_floor_for(est.per_gpu, api->cat->headroom) < 0)) {
 		mf_est_range_error(&err);
 		mf_answer_err(ans, MF_EINVAL, &err, out);
 	} else if (out == MF_OUT_TEXT) {
@@ -322,7 +325,7 @@ mf_api_catalog(const struct mf_api *api, const char *min_memory,
 	}
 	if (out == MF_OUT_TEXT)
 		mf_answer_text(ans, MF_ANS_OK,
-		    mf_text_catalog(api->cat, floor));
+		    mf_text_catalog(api->cat, floor, (int)f));
 	else {
 		mf_write_catalog(doc_begin(&d, out), api->cat, floor, (int)f);
 		doc_answer(&d, MF_ANS_OK, out, ans);
@@ -385,6 +388,12 @@ raise_floor(struct mf_job *job, const struct mf_oom *o)
 {
 	int64_t gib = INT64_C(1) << 30;
 	int64_t above = (o->total / gib + 1) * gib;
+	/* An allocation larger than the whole card needs a card that holds
+	 * it, not merely one a GiB larger (figures are at most 2^60). */
+	int64_t tried = (o->tried + gib - 1) / gib * gib;
+
+	if (tried > above)
+		above = tried;
 
 	if (job->min_memory < above) {
 		job->min_memory = above;

@@ -36,7 +36,8 @@ struct mf_answer {
 	char *body; /* owned, NUL-terminated */
 	size_t len;
 	const char *content_type; /* static string */
-	char job[64];             /* job name for the request log, or "" */
+	char job[254];   /* job name (253 bytes at most) for the log, or "" */
+	char field[128]; /* an error's field for the log, or "" */
 	enum mf_verdict verdict;
 	char *fetch_url; /* MF_ANS_FETCH: owned */
 };

@@ -297,6 +297,14 @@ read_fixes(struct reader *r, const struct mf_node *list, const char *path)
 		    mf_node_type_name(list->type));
 	for (n = list->child; n != NULL; n = n->next, i++) {
 		snprintf(p, sizeof(p), "%s[%zu]", path, i);
+		/* A list, a mapping or null has no text to quote: name it. */
+		if (n->type == MF_NODE_SEQ || n->type == MF_NODE_MAP ||
+		    n->type == MF_NODE_NULL)
+			return mf_error_set(r->err, MF_EINVAL, p, n->line,
+			    n->column,
+			    "is %s, not a fix (sdpa, microbatch, autocast, "
+			    "checkpointing, adam8bit, lora, qlora, fsdp)",
+			    mf_node_type_name(n->type));
 		if (n->type != MF_NODE_STR || (f = mf_fix_lookup(n->text)) < 0)
 			return mf_error_set(r->err, MF_EINVAL, p, n->line,
 			    n->column, "'%.40s' is not a fix (%s)",

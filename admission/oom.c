@@ -590,8 +590,8 @@ mf_oom_parse(const char *text, size_t len, struct mf_oom *out,
     struct mf_error *err)
 {
 	struct cur c;
-	struct mf_oom o;
-	bool seen = false;
+	struct mf_oom o, last;
+	bool seen = false, found = false;
 	size_t i;
 
 	if (out == NULL || (text == NULL && len > 0))
@@ -600,6 +600,8 @@ mf_oom_parse(const char *text, size_t len, struct mf_oom *out,
 	memset(&c, 0, sizeof(c));
 	c.s = text;
 	c.len = len;
+	/* A log may hold several messages (a retry at a smaller batch, one
+	 * per rank): the last whole one is what ended the run. */
 	for (i = 0; i < len; i++) {
 		if (text[i] != 'C' && text[i] != 'H')
 			continue;
@@ -609,11 +611,15 @@ mf_oom_parse(const char *text, size_t len, struct mf_oom *out,
 		seen = true;
 		if (parse_message(&c, &o)) {
 			o.cause = decide(&o);
-			*out = o;
-			return MF_OK;
+			last = o;
+			found = true;
+			i = c.pos - 1;
 		}
 	}
-	return fail(&c, seen, err);
+	if (!found)
+		return fail(&c, seen, err);
+	*out = last;
+	return MF_OK;
 }
 
 const char *

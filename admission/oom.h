@@ -109,7 +109,7 @@ struct mf_oom {
 };
 
 /*
- * Find the first complete out-of-memory message in text[0..len) (text need
+ * Find the last complete out-of-memory message in text[0..len) (text need
  * not be NUL-terminated; it may be NULL when len is 0), fill *out and
  * decide the cause:
  *

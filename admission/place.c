@@ -68,8 +68,11 @@ mf_floor_for(int64_t bytes, double headroom)
 {
 	double gib = ceil((double)bytes / (1.0 - headroom) / (double)GIB);
 
-	return gib >= (double)(INT64_MAX / GIB) ? INT64_MAX / GIB * GIB :
-	                                          (int64_t)gib * GIB;
+	/* Design 2: a byte size fits in 63 bits; a floor past it is no
+	 * quantity at all, not the largest one. */
+	if (bytes < 0 || !(gib <= (double)(INT64_MAX / GIB)))
+		return -1;
+	return (int64_t)gib * GIB;
 }
 
 const struct mf_gpu *
@@ -449,6 +452,8 @@ fix_entry(struct search *s, enum mf_fix fix, unsigned fixes,
 	e->gpus = o.count;
 	e->need = o.need;
 	e->min_memory = mf_floor_for(o.need, s->cat->headroom);
+	if (e->min_memory < 0)
+		return MF_ERANGE;
 	e->placed = cheapest_with(s, &o, &e->placement);
 	return MF_OK;
 }
@@ -503,24 +508,65 @@ gb(int64_t bytes)
 	return (double)bytes / 1e9;
 }
 
+/* Dollars to the cent, or to three figures below a cent: a cost of
+ * $0.004 against a limit of $0.001 must not read "$0.00". */
+static void
+dollars(char *buf, size_t size, double v)
+{
+	if (v > 0 && v < 0.01)
+		snprintf(buf, size, "$%.3g", v);
+	else
+		snprintf(buf, size, "$%.2f", v);
+}
+
+/* "limits.maxCost $500.00 rules out every fitting placement: ..." */
+static void
+explain_limit(const struct search *s, struct mf_decision *d)
+{
+	const struct mf_job *job = s->job;
+	const struct mf_placement *p = &s->cheapest_fit;
+	char limit[48], hourly[32], cost[32];
+
+	d->limit = violated(job, p);
+	switch (d->limit) {
+	case MF_LIMIT_HOURLY_PRICE:
+		dollars(hourly, sizeof(hourly), job->max_hourly_price);
+		snprintf(limit, sizeof(limit), "%s per hour", hourly);
+		break;
+	case MF_LIMIT_COST:
+		dollars(limit, sizeof(limit), job->max_cost);
+		break;
+	default:
+		snprintf(limit, sizeof(limit), "%g hours", job->deadline_hours);
+		break;
+	}
+	dollars(hourly, sizeof(hourly), p->hourly_price);
+	if (job->reference_hours <= 0) {
+		snprintf(d->reason, sizeof(d->reason),
+		    "%s %s rules out every fitting placement: the cheapest, "
+		    "%s x%lld, costs %s per hour",
+		    mf_limit_name(d->limit), limit, p->gpu->name,
+		    (long long)p->count, hourly);
+		return;
+	}
+	dollars(cost, sizeof(cost), p->cost);
+	snprintf(d->reason, sizeof(d->reason),
+	    "%s %s rules out every fitting placement: the cheapest, %s x%lld, "
+	    "costs %s per hour, %s in all and takes %.1f hours",
+	    mf_limit_name(d->limit), limit, p->gpu->name, (long long)p->count,
+	    hourly, cost, p->hours);
+}
+
 static void
 explain_rejection(const struct search *s, struct mf_decision *d)
 {
 	const struct mf_job *job = s->job;
 	const struct mf_gpu *big = largest_card(s);
-	char q[MF_QTY_STRMAX], m[MF_QTY_STRMAX];
+	char q[MF_QTY_STRMAX];
 	int b = 0;
 
 	if (s->have_fit) {
-		const struct mf_placement *p = &s->cheapest_fit;
-
-		d->limit = violated(job, p);
-		snprintf(d->reason, sizeof(d->reason),
-		    "%s rules out every "
-		    "fitting placement: the cheapest, %s x%lld, costs $%.2f "
-		    "per hour, $%.2f in all and takes %.1f hours",
-		    mf_limit_name(d->limit), p->gpu->name, (long long)p->count,
-		    p->hourly_price, p->cost, p->hours);
+		explain_limit(s, d);
 		return;
 	}
 	if (big == NULL) {
@@ -530,14 +576,14 @@ explain_rejection(const struct search *s, struct mf_decision *d)
 		    (long long)job->count);
 		return;
 	}
-	mf_qty_format(big->memory, big->memory_format, m, sizeof(m));
 	if (!d->from_model || job->min_memory > big->memory) {
+		/* Both sides in GB: 179Gi against 180G reads as 179 > 180. */
 		mf_qty_format(job->min_memory, job->min_memory_format, q,
 		    sizeof(q));
 		snprintf(d->reason, sizeof(d->reason),
-		    "minMemory %s is more "
-		    "than the largest card in the catalogue, %s (%s)",
-		    q, big->name, m);
+		    "minMemory %s (%.1f GB) is more than the largest card in "
+		    "the catalogue, %s (%.1f GB)",
+		    q, gb(job->min_memory), big->name, gb(big->memory));
 		return;
 	}
 	for (int i = 1; i < MF_B_COUNT; i++)
@@ -593,7 +639,7 @@ add_warnings(struct mf_decision *d)
 }
 
 /* The floor in effect: the user's, unless the derived need is above it. */
-static void
+static enum mf_rc
 set_floor(const struct search *s, struct mf_decision *d)
 {
 	const struct mf_job *job = s->job;
@@ -604,14 +650,17 @@ set_floor(const struct search *s, struct mf_decision *d)
 	d->floor_format = job->min_memory_format;
 	if (!d->from_model ||
 	    (job->min_memory > 0 && (double)d->need <= usable))
-		return;
+		return MF_OK;
 	d->floor = mf_floor_for(d->need, s->cat->headroom);
 	d->floor_format = MF_QTY_BINARY;
+	if (d->floor < 0)
+		return MF_ERANGE;
 	if (job->min_memory == 0)
-		return;
+		return MF_OK;
 	mf_qty_format(job->min_memory, job->min_memory_format, u, sizeof(u));
 	mf_qty_format(d->floor, MF_QTY_BINARY, q, sizeof(q));
 	warn(d, "minMemory %s is below what the model needs; using %s", u, q);
+	return MF_OK;
 }
 
 static enum mf_rc
@@ -652,7 +701,9 @@ mf_place(const struct mf_job *job, const struct mf_catalog *cat,
 	rc = describe(&s, &d);
 	if (rc != MF_OK)
 		goto range;
-	set_floor(&s, &d);
+	rc = set_floor(&s, &d);
+	if (rc != MF_OK)
+		goto range;
 	if (!d.admitted) {
 		explain_rejection(&s, &d);
 		if (d.from_model && (rc = list_fixes(&s, &d)) != MF_OK)

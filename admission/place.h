@@ -81,7 +81,8 @@ struct mf_decision {
 enum mf_rc mf_place(const struct mf_job *job, const struct mf_catalog *cat,
     struct mf_decision *out, struct mf_error *err);
 
-/* Suggested floor: bytes / (1 - headroom) rounded up to a whole GiB. */
+/* Suggested floor: bytes / (1 - headroom) rounded up to a whole GiB; -1
+ * when that does not fit in 63 bits (or bytes is negative). */
 int64_t mf_floor_for(int64_t bytes, double headroom);
 /* Smallest card (by memory, then price, then name) whose usable memory
  * holds bytes; NULL when none. */

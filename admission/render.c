@@ -579,9 +579,11 @@ mf_text_estimate(const struct mf_job *job, const struct mf_estimate *e,
 }
 
 char *
-mf_text_catalog(const struct mf_catalog *cat, int64_t min_memory)
+mf_text_catalog(const struct mf_catalog *cat, int64_t min_memory,
+    int min_format)
 {
 	const struct mf_gpu **v;
+	char q[MF_QTY_STRMAX];
 	struct mf_buf b;
 	size_t n;
 
@@ -594,6 +596,15 @@ mf_text_catalog(const struct mf_catalog *cat, int64_t min_memory)
 	if (cat->version > 0)
 		mf_buf_printf(&b, ", version %llu",
 		    (unsigned long long)cat->version);
+	/* Say what was left out, so the count above the rows adds up. */
+	if (min_memory > 0) {
+		mf_qty_format(min_memory, (enum mf_qty_format)min_format, q,
+		    sizeof(q));
+		mf_buf_printf(&b,
+		    "\n%zu of them with at least %s of memory (minMemory), "
+		    "cheapest per reference hour first",
+		    n, q);
+	}
 	mf_buf_printf(&b, "\n\n%-14s %8s %8s %10s %6s %10s\n", "GPU", "GB",
 	    "$/HOUR", "THROUGHPUT", "MAX", "$/REF-H");
 	for (size_t i = 0; i < n; i++)

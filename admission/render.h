@@ -41,7 +41,8 @@ void mf_write_error(struct mf_jw *w, const struct mf_error *err);
 char *mf_text_decision(const struct mf_job *job, const struct mf_decision *d);
 char *mf_text_estimate(const struct mf_job *job, const struct mf_estimate *e,
     const struct mf_catalog *cat);
-char *mf_text_catalog(const struct mf_catalog *cat, int64_t min_memory);
+char *mf_text_catalog(const struct mf_catalog *cat, int64_t min_memory,
+    int min_format);
 char *mf_text_models(const struct mf_models *models);
 
 #endif

@@ -6,6 +6,7 @@
  * could not be reached or failed.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,7 @@
 #include "../admission/file.h"
 #include "../admission/qty.h"
 #include "../catalog/catalog.h"
+#include "../catalog/datadir.h"
 
 #ifndef MF_DATADIR
 #define MF_DATADIR "/usr/local/share/memfloor"
@@ -53,22 +55,49 @@ usage(FILE *f)
 	    "[-o table|json|yaml]\n");
 }
 
-/* The shipped data: installed, else the source tree we run from. */
+/*
+ * The shipped catalogue or models where -f or -m names none (the rule is
+ * in catalog/datadir.h); NULL, said, when they are nowhere.
+ */
 static const char *
-shipped(const char *installed, const char *in_tree)
+shipped(const char *name, const char *flag)
 {
-	struct stat st;
+	static char found[2][PATH_MAX + 64];
+	char tried[2 * PATH_MAX + 160];
+	char *buf = found[strcmp(name, "models") == 0];
+	const char *p =
+	    mf_data_find(name, buf, sizeof(found[0]), tried, sizeof(tried));
 
-	if (stat(installed, &st) != 0 && stat(in_tree, &st) == 0)
-		return in_tree;
-	return installed;
+	if (p == NULL)
+		fprintf(stderr,
+		    "memfloor: no %s: looked for %s; name one with %s\n", name,
+		    tried, flag);
+	return p;
+}
+
+static int
+takes_value(const char *opt)
+{
+	static const char *const valued[] = { "-o", "-f", "-m", "--server",
+		"--cacert" };
+
+	for (size_t i = 0; i < sizeof(valued) / sizeof(valued[0]); i++)
+		if (strcmp(opt, valued[i]) == 0)
+			return 1;
+	return 0;
+}
+
+/* Says what was wrong before the usage is printed: -1. */
+static int
+bad_opt(const char *what, const char *arg)
+{
+	fprintf(stderr, "memfloor: %s '%s'\n", what, arg);
+	return -1;
 }
 
 static int
 parse_opts(int argc, char **argv, int first, struct opts *o)
 {
-	o->catalog = shipped(MF_DATADIR "/gpus.yaml", "catalog/gpus.yaml");
-	o->models = shipped(MF_DATADIR "/models", "catalog/models");
 	o->server = "http://127.0.0.1:8080";
 	o->out = isatty(STDOUT_FILENO) ? MF_OUT_TEXT : MF_OUT_JSON;
 	for (int i = first; i < argc; i++) {
@@ -82,7 +111,8 @@ parse_opts(int argc, char **argv, int first, struct opts *o)
 			else if (strcmp(v, "yaml") == 0)
 				o->out = MF_OUT_YAML;
 			else
-				return -1;
+				return bad_opt(
+				    "-o takes table, json or yaml, not", v);
 		} else if (strcmp(a, "-f") == 0 && v != NULL) {
 			o->catalog = v;
 		} else if (strcmp(a, "-m") == 0 && v != NULL) {
@@ -94,8 +124,15 @@ parse_opts(int argc, char **argv, int first, struct opts *o)
 		} else if (o->file == NULL && (a[0] != '-' || a[1] == '\0')) {
 			o->file = a;
 			continue;
-		} else {
+		} else if (a[0] != '-' || a[1] == '\0') {
+			fprintf(stderr,
+			    "memfloor: one FILE only: '%s', then '%s'\n",
+			    o->file, a);
 			return -1;
+		} else if (v == NULL && takes_value(a)) {
+			return bad_opt("a value must follow", a);
+		} else {
+			return bad_opt("unknown option", a);
 		}
 		i++;
 	}
@@ -134,7 +171,7 @@ exit_for(enum mf_answer_kind kind)
 
 /* estimate, admit, diagnose: load what the call needs, run it, print. */
 static int
-offline(mf_api_call fn, const struct opts *o)
+offline(mf_api_call fn, struct opts *o)
 {
 	struct mf_catalog *cat = NULL;
 	struct mf_models *models = NULL;
@@ -146,12 +183,24 @@ offline(mf_api_call fn, const struct opts *o)
 	size_t len = 0;
 	int rc = EXIT_INPUT;
 
+	if ((o->catalog == NULL &&
+	        (o->catalog = shipped("gpus.yaml", "-f")) == NULL) ||
+	    (o->models == NULL &&
+	        (o->models = shipped("models", "-m")) == NULL))
+		goto out;
 	if (mf_cat_load(o->catalog, &cat, &err) != MF_OK ||
 	    mf_models_load(o->models, &models, &err) != MF_OK) {
 		fprintf(stderr, "memfloor: %s\n",
 		    mf_error_message(&err, msg, sizeof(msg)));
 		goto out;
 	}
+	/* A person at a terminal who gave no FILE would wait, not knowing
+	 * that memfloor is reading what they type. */
+	if ((o->file == NULL || strcmp(o->file, "-") == 0) &&
+	    isatty(STDIN_FILENO))
+		fprintf(stderr,
+		    "memfloor: reading from standard input (end with "
+		    "Ctrl-D; give a FILE to read that instead)\n");
 	body = slurp(o->file ? o->file : "-", &len);
 	if (body == NULL)
 		goto out;
@@ -371,6 +420,8 @@ main(int argc, char **argv)
 			return catalog_check(argv[3]);
 		if (argc == 4 && strcmp(argv[2], "slurm") == 0)
 			return catalog_slurm(argv[3]);
+		fprintf(stderr,
+		    "memfloor: catalog takes: check FILE, slurm FILE\n");
 		usage(stderr);
 		return EXIT_INPUT;
 	}
@@ -390,6 +441,7 @@ main(int argc, char **argv)
 		curl_global_cleanup();
 		return rc;
 	}
+	fprintf(stderr, "memfloor: unknown command '%s'\n", argv[1]);
 	usage(stderr);
 	return EXIT_INPUT;
 }

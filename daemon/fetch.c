@@ -87,18 +87,44 @@ now_ms(void)
 }
 
 /*
+ * Where the user name and password of a URL in s end (after the last '@'
+ * of its authority), or NULL when it has none; a redirect's Location is
+ * quoted too, before it is parsed.
+ */
+static const char *
+after_userinfo(const char *s)
+{
+	const char *auth = strstr(s, "://"), *at = NULL;
+
+	if (auth == NULL)
+		return NULL;
+	for (auth += 3; *auth != '\0' && strchr("/?#", *auth) == NULL; auth++)
+		if (*auth == '@')
+			at = auth;
+	return at != NULL ? at + 1 : NULL;
+}
+
+/*
  * Copy s for a message or a log line: at most max characters, anything but
  * printable ASCII shown as '?' (the text ends up in JSON and in logs), "..."
- * where it was cut.  out has room for max + 4 bytes.
+ * where it was cut, and never a URL's user name or password.  out has room
+ * for max + 4 bytes.
  */
 static void
 show(char *out, const char *s, size_t max)
 {
-	size_t i;
+	const char *cred = after_userinfo(s), *end;
+	size_t i = 0;
 
-	for (i = 0; s[i] != '\0' && i < max; i++)
-		out[i] = s[i] >= 0x20 && s[i] < 0x7f ? s[i] : '?';
-	if (s[i] != '\0') {
+	if (cred != NULL) {
+		/* "https://user:pw@host/x" is quoted "https://host/x". */
+		for (end = strstr(s, "://") + 3; s < end && i < max; s++)
+			out[i++] = *s >= 0x20 && *s < 0x7f ? *s : '?';
+		s = cred;
+	}
+	for (; *s != '\0' && i < max; s++)
+		out[i++] = *s >= 0x20 && *s < 0x7f ? *s : '?';
+	if (*s != '\0') {
 		memcpy(out + i, "...", 3);
 		i += 3;
 	}
@@ -518,6 +544,13 @@ cache_clear(void)
 	pthread_mutex_unlock(&cache_lock);
 }
 
+void
+mfd_fetch_keep(const char *url, const char *body, size_t len)
+{
+	if (url != NULL && body != NULL)
+		cache_put(url, body, len);
+}
+
 int
 mfd_fetch_cached(const char *url, struct mfd_fetch_result *res)
 {
@@ -568,9 +601,12 @@ complete(struct job *j, struct mfd_fetch_result *res, int from_cache)
 {
 	char u[SHOWN_URL + 4];
 
+	/* Kept in the cache only once the caller has read it as a config
+	 * (mfd_fetch_keep): a body that is not one is fetched again. */
+	mfd_metrics_fetch(res->status != MFD_FETCH_OK ? MFD_FETCHED_ERROR :
+	        from_cache                            ? MFD_FETCHED_CACHE :
+	                                                MFD_FETCHED_NEW);
 	if (res->status == MFD_FETCH_OK) {
-		if (!from_cache)
-			cache_put(j->url, res->body, res->len);
 		show(u, j->url, SHOWN_URL);
 		mfd_log(MFD_INFO, "model config %s: %zu bytes%s", u, res->len,
 		    from_cache ? " (cached)" : "");

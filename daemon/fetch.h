@@ -10,7 +10,8 @@
  * MFD_FETCH_TIMEOUT_MS (redirects included); a redirect is followed only
  * to an allowed host, at most MFD_FETCH_MAX_REDIRECTS times.  Successful
  * bodies are cached by URL (MFD_FETCH_CACHE entries, oldest evicted, kept
- * MFD_FETCH_TTL seconds); failures are not cached.
+ * MFD_FETCH_TTL seconds) once the caller has read them as a config and
+ * said so with mfd_fetch_keep; failures are not cached.
  */
 #ifndef MFD_FETCH_H
 #define MFD_FETCH_H
@@ -52,6 +53,8 @@ void mfd_fetch_fini(void);
 /* MFD_FETCH_OK when url may be fetched, else DENIED or BADURL and why. */
 enum mfd_fetch_status
 mfd_fetch_allowed(const char *url, char *message, size_t size);
+/* Cache a body fetched for url that was read as a config (copied). */
+void mfd_fetch_keep(const char *url, const char *body, size_t len);
 /* 1 and a copy of the cached body in *res (status OK), or 0. */
 int mfd_fetch_cached(const char *url, struct mfd_fetch_result *res);
 /*

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "../admission/buf.h"
+#include "../admission/str.h"
 #include "memfloord.h"
 
 /*
@@ -88,7 +89,8 @@ add_num(struct text *t, long v)
 }
 
 /* s escaped for a JSON string or a quoted text field, at most max bytes
- * of it, never half an escape. */
+ * of it, never half an escape nor half a character; bytes that are not
+ * UTF-8 become U+FFFD, as in the answers. */
 static void
 add_escaped(struct text *t, const char *s, size_t max)
 {
@@ -97,8 +99,17 @@ add_escaped(struct text *t, const char *s, size_t max)
 
 	for (; s != NULL && *s != '\0' && stop - t->p >= 6; s++) {
 		unsigned char c = (unsigned char)*s;
+		size_t u =
+		    c >= 0x80 ? mf_utf8_len((const unsigned char *)s) : 1;
 
-		if (c == '"' || c == '\\') {
+		if (u == 0) {
+			memcpy(t->p, "\xef\xbf\xbd", 3);
+			t->p += 3;
+		} else if (u > 1) {
+			memcpy(t->p, s, u);
+			t->p += u;
+			s += u - 1;
+		} else if (c == '"' || c == '\\') {
 			*t->p++ = '\\';
 			*t->p++ = (char)c;
 		} else if (c < 0x20 || c == 0x7f) {
@@ -363,9 +374,9 @@ mfd_log(enum mfd_level level, const char *fmt, ...)
 
 void
 mfd_log_request(const char *method, const char *path, int status, long usec,
-    const char *job, const char *decision)
+    const char *job, const char *decision, const char *field)
 {
-	char out[1024];
+	char out[4096];
 	struct text t = { out, out + sizeof(out) - 2 };
 	const char *body;
 	int j = json_lines;
@@ -384,10 +395,16 @@ mfd_log_request(const char *method, const char *path, int status, long usec,
 	add_str(&t, j ? ",\"us\":" : " us=");
 	add_num(&t, usec);
 	add_str(&t, j ? ",\"job\":\"" : " job=\"");
-	add_escaped(&t, job, 150);
+	/* Every byte of a name the manifest accepts (253), escaped. */
+	add_escaped(&t, job, 253 * 6);
 	add_str(&t, j ? "\",\"decision\":\"" : "\" decision=");
 	add_str(&t, decision);
 	if (j)
 		add_str(&t, "\"");
+	if (field != NULL && field[0] != '\0') {
+		add_str(&t, j ? ",\"field\":\"" : " field=\"");
+		add_escaped(&t, field, 400);
+		add_str(&t, "\"");
+	}
 	emit(MFD_INFO, out, body, &t, 1);
 }

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -18,12 +19,9 @@
 
 #include <curl/curl.h>
 
+#include "../catalog/datadir.h"
 #include "fetch.h"
 #include "memfloord.h"
-
-#ifndef MF_DATADIR
-#define MF_DATADIR "/usr/local/share/memfloor"
-#endif
 
 static void
 usage(FILE *f)
@@ -33,7 +31,9 @@ usage(FILE *f)
 	    "[-l ADDR:PORT]\n"
 	    "                 [--threads N] [--max-body BYTES] "
 	    "[--tls-cert FILE --tls-key FILE]\n"
-	    "                 [--model-host HOST] [--log-format text|json]\n");
+	    "                 [--model-host HOST] [--log-format text|json]\n"
+	    "                 [--request-timeout SECONDS] "
+	    "[--max-conns-per-ip N] [--max-body-memory BYTES]\n");
 }
 
 static int
@@ -50,10 +50,73 @@ parse_size(const char *s, size_t min, size_t max, size_t *out)
 	return 0;
 }
 
+static const char *
+option_name(const struct option *opts, int ch)
+{
+	for (; opts->name != NULL; opts++)
+		if (opts->val == ch)
+			return opts->name;
+	return "?";
+}
+
+/* A budget smaller than one body would refuse every body at the limit. */
+static int
+body_memory_fits(const struct mfd_config *cfg)
+{
+	if (cfg->max_body_memory > cfg->max_body)
+		return 0;
+	fprintf(stderr,
+	    "memfloord: --max-body-memory %zu must be more than --max-body "
+	    "%zu\n",
+	    cfg->max_body_memory, cfg->max_body);
+	return -1;
+}
+
+/*
+ * The shipped catalogue and models where -f and -m name none (the rule is
+ * in catalog/datadir.h); -1, said, when they are nowhere.
+ */
+static int
+find_data(struct mfd_config *cfg)
+{
+	static char cat[PATH_MAX + 64], models[PATH_MAX + 64];
+	char tried[2 * PATH_MAX + 160];
+
+	if (cfg->catalog_path == NULL &&
+	    (cfg->catalog_path = mf_data_find("gpus.yaml", cat, sizeof(cat),
+	         tried, sizeof(tried))) == NULL) {
+		fprintf(stderr,
+		    "memfloord: no catalogue: looked for %s; name one with "
+		    "-f FILE\n",
+		    tried);
+		return -1;
+	}
+	if (cfg->models_dir == NULL &&
+	    (cfg->models_dir = mf_data_find("models", models, sizeof(models),
+	         tried, sizeof(tried))) == NULL) {
+		fprintf(stderr,
+		    "memfloord: no model configs: looked for %s; name a "
+		    "directory with -m DIR\n",
+		    tried);
+		return -1;
+	}
+	return 0;
+}
+
 static int
 parse_args(int argc, char **argv, struct mfd_config *cfg)
 {
-	enum { O_THREADS = 256, O_MAXBODY, O_CERT, O_KEY, O_HOST, O_LOGFMT };
+	enum {
+		O_THREADS = 256,
+		O_MAXBODY,
+		O_CERT,
+		O_KEY,
+		O_HOST,
+		O_LOGFMT,
+		O_TIMEOUT,
+		O_PERIP,
+		O_BODYMEM
+	};
 	static const struct option longopts[] = {
 		{ "catalog", required_argument, NULL, 'f' },
 		{ "models", required_argument, NULL, 'm' },
@@ -64,9 +127,13 @@ parse_args(int argc, char **argv, struct mfd_config *cfg)
 		{ "tls-key", required_argument, NULL, O_KEY },
 		{ "model-host", required_argument, NULL, O_HOST },
 		{ "log-format", required_argument, NULL, O_LOGFMT },
+		{ "request-timeout", required_argument, NULL, O_TIMEOUT },
+		{ "max-conns-per-ip", required_argument, NULL, O_PERIP },
+		{ "max-body-memory", required_argument, NULL, O_BODYMEM },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
+	const char *takes = NULL;
 	size_t n;
 	int ch;
 
@@ -92,12 +159,34 @@ parse_args(int argc, char **argv, struct mfd_config *cfg)
 			cfg->listen = optarg;
 			break;
 		case O_THREADS:
+			takes = "a number of threads from 1 to 1024";
 			if (parse_size(optarg, 1, 1024, &n) != 0)
 				goto bad;
 			cfg->threads = (unsigned)n;
 			break;
 		case O_MAXBODY:
+			takes =
+			    "a size in bytes from 1024 to 1073741824 (1 GiB)";
 			if (parse_size(optarg, 1024, 1u << 30, &cfg->max_body))
+				goto bad;
+			break;
+		case O_TIMEOUT:
+			takes = "a number of seconds from 1 to 3600";
+			if (parse_size(optarg, 1, 3600, &n) != 0)
+				goto bad;
+			cfg->request_timeout = (unsigned)n;
+			break;
+		case O_PERIP:
+			takes = "a number of connections from 1 to 8192";
+			if (parse_size(optarg, 1, 8192, &n) != 0)
+				goto bad;
+			cfg->max_conns_per_ip = (unsigned)n;
+			break;
+		case O_BODYMEM:
+			takes =
+			    "a size in bytes from 1024 to 68719476736 (64 GiB)";
+			if (parse_size(optarg, 1024, (size_t)64 << 30,
+			        &cfg->max_body_memory))
 				goto bad;
 			break;
 		case O_CERT:
@@ -107,11 +196,13 @@ parse_args(int argc, char **argv, struct mfd_config *cfg)
 			cfg->tls_key = optarg;
 			break;
 		case O_HOST:
+			takes = "at most 32 hosts";
 			if (cfg->nmodel_hosts == MFD_MAX_MODEL_HOSTS)
 				goto bad;
 			cfg->model_hosts[cfg->nmodel_hosts++] = optarg;
 			break;
 		case O_LOGFMT:
+			takes = "text or json";
 			if (strcmp(optarg, "json") != 0 &&
 			    strcmp(optarg, "text") != 0)
 				goto bad;
@@ -126,12 +217,13 @@ parse_args(int argc, char **argv, struct mfd_config *cfg)
 		}
 	}
 	if (optind == argc)
-		return 0;
+		return body_memory_fits(cfg);
 	fprintf(stderr, "memfloord: unexpected argument '%s'\n", argv[optind]);
 	usage(stderr);
 	return -1;
 bad:
-	fprintf(stderr, "memfloord: bad value '%s'\n", optarg);
+	fprintf(stderr, "memfloord: --%s '%s': takes %s\n",
+	    option_name(longopts, ch), optarg, takes);
 	usage(stderr);
 	return -1;
 }
@@ -140,11 +232,13 @@ static void
 defaults(struct mfd_config *cfg)
 {
 	memset(cfg, 0, sizeof(*cfg));
-	cfg->catalog_path = MF_DATADIR "/gpus.yaml";
-	cfg->models_dir = MF_DATADIR "/models";
 	cfg->listen = "127.0.0.1:8080";
 	cfg->threads = mfd_cpus();
 	cfg->max_body = 1u << 20;
+	/* See the README (The daemon) for how these were chosen. */
+	cfg->request_timeout = 10;
+	cfg->max_conns_per_ip = 1024;
+	cfg->max_body_memory = 64u << 20;
 }
 
 /* Room for many idle keep-alive connections. */
@@ -278,6 +372,8 @@ main(int argc, char **argv)
 	defaults(&cfg);
 	if (parse_args(argc, argv, &cfg) != 0)
 		return 2;
+	if (find_data(&cfg) != 0)
+		return 1;
 	mfd_log_init(cfg.log_json, cfg.verbose ? MFD_DEBUG : MFD_INFO);
 	memset(&err, 0, sizeof(err));
 	if (mfd_state_init(&cfg, &err) != MF_OK) {

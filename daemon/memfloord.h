@@ -13,6 +13,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 #include "../admission/api.h"
 #include "../catalog/catalog.h"
@@ -29,6 +30,9 @@ struct mfd_config {
 	size_t nmodel_hosts;
 	unsigned threads;
 	size_t max_body;
+	size_t max_body_memory;   /* bodies being received, all connections */
+	unsigned request_timeout; /* seconds from a request's start */
+	unsigned max_conns_per_ip;
 	int foreground;
 	int check_only;
 	int verbose;
@@ -57,9 +61,10 @@ void mfd_log_syslog(void);
 int mfd_log_enabled(enum mfd_level level);
 void mfd_log(enum mfd_level level, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-/* One line per request; client strings are escaped here. */
+/* One line per request; client strings are escaped here.  field: the
+ * field an error answer names, or "" (then not written). */
 void mfd_log_request(const char *method, const char *path, int status,
-    long usec, const char *job, const char *decision);
+    long usec, const char *job, const char *decision, const char *field);
 
 enum mfd_route {
 	MFD_R_ADMIT,
@@ -79,7 +84,16 @@ enum mfd_route {
 const char *mfd_route_path(enum mfd_route r);
 void mfd_metrics_request(enum mfd_route r, int status, long usec);
 void mfd_metrics_admission(enum mf_verdict v);
+/* A load of the catalogue file: counted, and the file-invalid gauge set. */
 void mfd_metrics_reload(int ok);
+void mfd_metrics_tls_reload(int ok);
+enum mfd_fetch_outcome {
+	MFD_FETCHED_NEW,
+	MFD_FETCHED_CACHE,
+	MFD_FETCHED_ERROR,
+	MFD_FETCHED_N
+};
+void mfd_metrics_fetch(enum mfd_fetch_outcome o);
 /* Prometheus text; malloc'd, NULL on allocation failure. */
 char *mfd_metrics_render(uint64_t catalog_version, size_t catalog_gpus);
 
@@ -94,6 +108,18 @@ const struct mf_models *mfd_state_models(void);
 enum mf_rc mfd_state_reload(const char *why);
 /* Watch the catalogue's directory and reload on change. */
 int mfd_state_watch(void);
+
+/*
+ * Watch the directories of paths (a ConfigMap or Secret volume swaps a
+ * symlink there; editors rename over the file) and call settled(arg) on
+ * a thread of its own once a burst of changes has settled.  -1 when the
+ * directories cannot be watched.
+ */
+int mfd_watch(const char *const *paths, size_t n, void (*settled)(void *),
+    void *arg);
+/* Whether path (through symlinks) is no longer the file seen was stat'd
+ * from; 0 while it is missing (a swap in progress). */
+int mfd_file_changed(const char *path, const struct stat *seen);
 
 /* CPUs this process may use: its affinity mask, capped by its cgroup's
  * CPU quota rounded up to whole CPUs; at least 1. */

@@ -3,22 +3,31 @@
 
 #include "../admission/buf.h"
 #include "memfloord.h"
+#include "tls.h"
 
-static const int codes[] = { 200, 400, 403, 404, 405, 411, 413, 415, 500, 502,
-	503 };
+static const int codes[] = { 200, 400, 403, 404, 405, 411, 413, 415, 499, 500,
+	501, 502, 503 };
 #define NCODES (sizeof(codes) / sizeof(codes[0]))
 #define CODE_OTHER NCODES
 
-/* Upper bounds of the duration histogram, in microseconds. */
+/* Upper bounds of the duration histogram, in microseconds: past a second
+ * for configUrl fetches (5 s) and the request deadline (10 s). */
 static const long bounds[] = { 100, 250, 500, 1000, 2500, 5000, 10000, 25000,
-	100000, 1000000 };
+	100000, 250000, 1000000, 2500000, 5000000, 10000000, 30000000 };
 #define NBOUNDS (sizeof(bounds) / sizeof(bounds[0]))
 
 static atomic_ulong requests[MFD_R_COUNT][NCODES + 1];
-static atomic_ulong hist[NBOUNDS + 1]; /* per bucket, not cumulative */
-static atomic_ulong hist_sum_us;
+/* per route and bucket, not cumulative */
+static atomic_ulong hist[MFD_R_COUNT][NBOUNDS + 1];
+static atomic_ulong hist_sum_us[MFD_R_COUNT];
 static atomic_ulong admissions[2];
 static atomic_ulong reloads[2];
+static atomic_int catalog_invalid; /* the last load of the file failed */
+static atomic_ulong tls_reloads[2];
+static atomic_ulong fetches[MFD_FETCHED_N];
+
+static const char *const fetch_results[MFD_FETCHED_N] = { "ok", "cached",
+	"error" };
 
 static const char *const routes[MFD_R_COUNT] = {
 	"/v1/admit",
@@ -51,8 +60,8 @@ mfd_metrics_request(enum mfd_route r, int status, long usec)
 	atomic_fetch_add_explicit(&requests[r][c], 1, memory_order_relaxed);
 	while (b < NBOUNDS && usec > bounds[b])
 		b++;
-	atomic_fetch_add_explicit(&hist[b], 1, memory_order_relaxed);
-	atomic_fetch_add_explicit(&hist_sum_us, (unsigned long)usec,
+	atomic_fetch_add_explicit(&hist[r][b], 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&hist_sum_us[r], (unsigned long)usec,
 	    memory_order_relaxed);
 }
 
@@ -68,6 +77,20 @@ void
 mfd_metrics_reload(int ok)
 {
 	atomic_fetch_add_explicit(&reloads[ok != 0], 1, memory_order_relaxed);
+	atomic_store(&catalog_invalid, ok == 0);
+}
+
+void
+mfd_metrics_tls_reload(int ok)
+{
+	atomic_fetch_add_explicit(&tls_reloads[ok != 0], 1,
+	    memory_order_relaxed);
+}
+
+void
+mfd_metrics_fetch(enum mfd_fetch_outcome o)
+{
+	atomic_fetch_add_explicit(&fetches[o], 1, memory_order_relaxed);
 }
 
 static void
@@ -96,27 +119,66 @@ render_requests(struct mf_buf *b)
 }
 
 static void
-render_histogram(struct mf_buf *b)
+render_route_histogram(struct mf_buf *b, int r)
 {
 	unsigned long cum = 0;
 
+	for (size_t i = 0; i < NBOUNDS; i++) {
+		cum += atomic_load(&hist[r][i]);
+		mf_buf_printf(b,
+		    "memfloor_request_duration_seconds_bucket{route=\"%s\","
+		    "le=\"%g\"} %lu\n",
+		    routes[r], (double)bounds[i] / 1e6, cum);
+	}
+	cum += atomic_load(&hist[r][NBOUNDS]);
+	mf_buf_printf(b,
+	    "memfloor_request_duration_seconds_bucket{route=\"%s\","
+	    "le=\"+Inf\"} %lu\n"
+	    "memfloor_request_duration_seconds_sum{route=\"%s\"} %.6f\n"
+	    "memfloor_request_duration_seconds_count{route=\"%s\"} %lu\n",
+	    routes[r], cum, routes[r],
+	    (double)atomic_load(&hist_sum_us[r]) / 1e6, routes[r], cum);
+}
+
+static void
+render_histogram(struct mf_buf *b)
+{
 	mf_buf_printf(b,
 	    "# HELP memfloor_request_duration_seconds Time from "
-	    "request to response.\n# TYPE memfloor_request_duration_seconds "
-	    "histogram\n");
-	for (size_t i = 0; i < NBOUNDS; i++) {
-		cum += atomic_load(&hist[i]);
-		mf_buf_printf(b,
-		    "memfloor_request_duration_seconds_bucket{le="
-		    "\"%g\"} %lu\n",
-		    (double)bounds[i] / 1e6, cum);
-	}
-	cum += atomic_load(&hist[NBOUNDS]);
+	    "request to response, by route.\n# TYPE "
+	    "memfloor_request_duration_seconds histogram\n");
+	for (int r = 0; r < MFD_R_COUNT; r++)
+		render_route_histogram(b, r);
+}
+
+static void
+render_daemon(struct mf_buf *b)
+{
 	mf_buf_printf(b,
-	    "memfloor_request_duration_seconds_bucket{le=\"+Inf\"} "
-	    "%lu\nmemfloor_request_duration_seconds_sum %.6f\n"
-	    "memfloor_request_duration_seconds_count %lu\n",
-	    cum, (double)atomic_load(&hist_sum_us) / 1e6, cum);
+	    "# HELP memfloor_catalog_file_invalid 1 while the catalogue "
+	    "file on disk failed its last load (the previous one is in "
+	    "service).\n# TYPE memfloor_catalog_file_invalid gauge\n"
+	    "memfloor_catalog_file_invalid %d\n",
+	    atomic_load(&catalog_invalid));
+	mf_buf_printf(b,
+	    "# HELP memfloor_tls_reloads_total TLS certificate reloads by "
+	    "result.\n# TYPE memfloor_tls_reloads_total counter\n"
+	    "memfloor_tls_reloads_total{result=\"ok\"} %lu\n"
+	    "memfloor_tls_reloads_total{result=\"error\"} %lu\n"
+	    "# HELP memfloor_tls_certificate_generations Certificates held: "
+	    "the one in service and those a handshake may still read.\n"
+	    "# TYPE memfloor_tls_certificate_generations gauge\n"
+	    "memfloor_tls_certificate_generations %zu\n",
+	    atomic_load(&tls_reloads[1]), atomic_load(&tls_reloads[0]),
+	    mfd_tls_generations());
+	mf_buf_printf(b,
+	    "# HELP memfloor_config_fetches_total spec.model.configUrl "
+	    "configs by where they came from: fetched, from the cache, or "
+	    "an error.\n# TYPE memfloor_config_fetches_total counter\n");
+	for (int i = 0; i < MFD_FETCHED_N; i++)
+		mf_buf_printf(b,
+		    "memfloor_config_fetches_total{result=\"%s\"} %lu\n",
+		    fetch_results[i], atomic_load(&fetches[i]));
 }
 
 char *
@@ -127,6 +189,7 @@ mfd_metrics_render(uint64_t catalog_version, size_t catalog_gpus)
 	mf_buf_init(&b, 1u << 20);
 	render_requests(&b);
 	render_histogram(&b);
+	render_daemon(&b);
 	mf_buf_printf(&b,
 	    "# HELP memfloor_admissions_total Admission decisions."
 	    "\n# TYPE memfloor_admissions_total counter\n"

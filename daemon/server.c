@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +28,7 @@
 #include "../admission/buf.h"
 #include "../admission/review.h"
 #include "fetch.h"
+#include "guard.h"
 #include "memfloord.h"
 #include "tls.h"
 
@@ -34,6 +36,9 @@
  * closed instead. */
 #define DROP_MAX (64u << 20)
 #define DRAIN_SECONDS 30
+#define IDLE_SECONDS 30
+/* Seconds a client refused for the body budget is told to wait. */
+#define RETRY_AFTER "1"
 
 enum body { BODY_NONE, BODY_MANIFEST, BODY_TEXT, BODY_REVIEW };
 
@@ -57,8 +62,12 @@ struct request {
 	enum mf_doc_format fmt;
 	int early; /* status decided before the body ended, or 0 */
 	size_t dropped;
+	size_t charged; /* bytes of the body budget this body holds */
+	struct mfd_conn *guard;
 	int status;
-	char job[64];
+	char job[254];
+	char field[128]; /* the error's, for the log */
+	char why[256];   /* an early answer's message, when made up */
 	enum mf_verdict verdict;
 	char method[8];
 	char path[256];
@@ -70,6 +79,8 @@ struct request {
 };
 
 static struct MHD_Daemon *daemon_;
+/* on_uri's mark for a request line with %00 in it (see there). */
+static char nul_in_uri;
 static size_t max_body;
 static atomic_int in_flight;
 static atomic_int draining;
@@ -332,10 +343,18 @@ send_answer(struct MHD_Connection *c, struct request *r, int status,
 	if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW,
 		    r->route->body == BODY_NONE ? "GET, HEAD" : "POST");
+	if (status == MHD_HTTP_SERVICE_UNAVAILABLE && r->early == status)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER,
+		    RETRY_AFTER);
+	/* A body whose framing is not known cannot be skipped. */
+	if (status == MHD_HTTP_NOT_IMPLEMENTED)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION,
+		    "close");
 	ret = MHD_queue_response(c, (unsigned)status, resp);
 	MHD_destroy_response(resp);
 	r->status = status;
 	mf_copy(r->job, sizeof(r->job), ans->job);
+	mf_copy(r->field, sizeof(r->field), ans->field);
 	r->verdict = ans->verdict;
 	mf_answer_free(ans);
 	return ret;
@@ -360,6 +379,77 @@ find_route(const char *url)
 	return NULL;
 }
 
+/*
+ * The query parameters each route takes, case and all; any other is a 400,
+ * so a typo (?minmemory=) is never silently ignored.
+ */
+#define MAX_PARAMS 3
+static const char *const known_params[MFD_R_COUNT][MAX_PARAMS] = {
+	[MFD_R_ADMIT] = { "estimator" },
+	[MFD_R_ESTIMATE] = { "estimator" },
+	/* The API server adds ?timeout=5s to every webhook call. */
+	[MFD_R_REVIEW] = { "timeout" },
+	[MFD_R_CATALOG] = { "minMemory" },
+};
+
+struct params {
+	enum mfd_route route;
+	const char *unknown, *twice;
+	unsigned seen; /* bit i: known_params[route][i] was given */
+	char why[256];
+};
+
+static enum MHD_Result
+check_param(void *cls, enum MHD_ValueKind kind, const char *key,
+    const char *value)
+{
+	struct params *p = cls;
+	const char *const *k = known_params[p->route];
+
+	(void)kind;
+	(void)value;
+	for (int i = 0; i < MAX_PARAMS && k[i] != NULL; i++) {
+		if (strcmp(key, k[i]) != 0)
+			continue;
+		if (p->seen & (1u << i))
+			p->twice = k[i];
+		p->seen |= 1u << i;
+		return p->twice != NULL ? MHD_NO : MHD_YES;
+	}
+	p->unknown = key;
+	return MHD_NO;
+}
+
+/* NULL when every query parameter is one the route takes, once. */
+static const char *
+bad_params(struct MHD_Connection *c, const struct route *rt, char *why,
+    size_t size)
+{
+	struct params p = { rt->id, NULL, NULL, 0, "" };
+	const char *const *k = known_params[rt->id];
+	size_t n = 0;
+	char takes[128];
+
+	/* The page's query string is its view, read by its script. */
+	if (rt->id == MFD_R_PAGE)
+		return NULL;
+	MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, check_param, &p);
+	if (p.twice != NULL) {
+		snprintf(why, size, "query parameter %s is given twice",
+		    p.twice);
+		return why;
+	}
+	if (p.unknown == NULL)
+		return NULL;
+	takes[0] = '\0';
+	for (int i = 0; i < MAX_PARAMS && k[i] != NULL; i++)
+		n += (size_t)snprintf(takes + n, sizeof(takes) - n, "%s%s",
+		    i ? ", " : "", k[i]);
+	snprintf(why, size, "unknown query parameter '%.60s': %s takes %s",
+	    p.unknown, rt->path, n ? takes : "none");
+	return why;
+}
+
 static enum MHD_Result
 count_lengths(void *cls, enum MHD_ValueKind kind, const char *key,
     const char *value)
@@ -373,7 +463,7 @@ count_lengths(void *cls, enum MHD_ValueKind kind, const char *key,
 	return MHD_YES;
 }
 
-/* Checks that need only the headers: 404, 405, 411, 413, 415. */
+/* Checks that need only the headers: 404, 405, 411, 413, 415, 501. */
 static int
 early_status(struct MHD_Connection *c, struct request *r, const char *method,
     const char **why)
@@ -382,16 +472,24 @@ early_status(struct MHD_Connection *c, struct request *r, const char *method,
 	const char *len, *te;
 	int fmt, lengths = 0;
 
+	len = header(c, MHD_HTTP_HEADER_CONTENT_LENGTH);
+	te = header(c, MHD_HTTP_HEADER_TRANSFER_ENCODING);
+	/* libmicrohttpd reads only "chunked"; any other coding would leave
+	 * it waiting for a body it cannot delimit (RFC 9112 6.1: 501). */
+	if (te != NULL && strcasecmp(te, "chunked") != 0)
+		return *why = "Transfer-Encoding must be chunked (no other "
+		              "transfer coding is supported)",
+		       MHD_HTTP_NOT_IMPLEMENTED;
 	if (rt == NULL)
 		return *why = "no such endpoint", MHD_HTTP_NOT_FOUND;
 	if (rt->body == BODY_NONE ?
 	        strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0 :
 	        strcmp(method, "POST") != 0)
 		return *why = "method not allowed", MHD_HTTP_METHOD_NOT_ALLOWED;
+	if ((*why = bad_params(c, rt, r->why, sizeof(r->why))) != NULL)
+		return MHD_HTTP_BAD_REQUEST;
 	if (rt->body == BODY_NONE)
 		return 0;
-	len = header(c, MHD_HTTP_HEADER_CONTENT_LENGTH);
-	te = header(c, MHD_HTTP_HEADER_TRANSFER_ENCODING);
 	/* RFC 9112 6.3: two lengths, or a length and chunked, frame the
 	 * body two ways; a proxy may read the other one (smuggling). */
 	MHD_get_connection_values(c, MHD_HEADER_KIND, count_lengths, &lengths);
@@ -433,7 +531,24 @@ on_fetched(void *arg, struct mfd_fetch_result *res)
 
 	r->fetch = *res;
 	r->fetched = 1;
+	mfd_guard_suspend(r->guard, 0);
 	MHD_resume_connection(r->conn);
+}
+
+/*
+ * A config fetched for this request goes into the cache once it was read
+ * as one: a body that is not JSON, or a config missing fields, is
+ * fetched again next time (the host may be fixed by then).
+ */
+static void
+keep_config(const struct request *r, const struct mf_answer *ans)
+{
+	static const char field[] = "spec.model.configUrl";
+
+	if (r->fetched && r->fetch.status == MFD_FETCH_OK &&
+	    ans->kind != MF_ANS_UPSTREAM &&
+	    strncmp(ans->field, field, sizeof(field) - 1) != 0)
+		mfd_fetch_keep(r->fetch_url, r->fetch.body, r->fetch.len);
 }
 
 /*
@@ -453,14 +568,42 @@ fetch_first(struct MHD_Connection *c, struct request *r, struct mf_answer *ans)
 		return send_error(c, r, MHD_HTTP_BAD_REQUEST,
 		    "spec.model.configUrl", why);
 	if (mfd_fetch_cached(r->fetch_url, &r->fetch)) {
+		mfd_metrics_fetch(MFD_FETCHED_CACHE);
 		r->fetched = 1;
 		r->route->fn(r, c, &again);
 		return send_answer(c, r, http_status(again.kind), &again);
 	}
 	r->conn = c;
+	mfd_guard_suspend(r->guard, 1);
 	MHD_suspend_connection(c);
 	mfd_fetch_start(r->fetch_url, on_fetched, r);
 	return MHD_YES;
+}
+
+#define BUSY_MESSAGE \
+	"the server is receiving as many request bodies as its memory " \
+	"allows (--max-body-memory); try again shortly"
+
+static const char *
+early_message(int status)
+{
+	switch (status) {
+	case MHD_HTTP_CONTENT_TOO_LARGE:
+		return "body over the size limit";
+	case MHD_HTTP_SERVICE_UNAVAILABLE:
+		return BUSY_MESSAGE;
+	default:
+		return "out of memory";
+	}
+}
+
+/* The declared length of the body; 0 when chunked (it grows as read). */
+static size_t
+content_length(struct MHD_Connection *c)
+{
+	const char *len = header(c, MHD_HTTP_HEADER_CONTENT_LENGTH);
+
+	return len != NULL ? (size_t)strtoull(len, NULL, 10) : 0;
 }
 
 /*
@@ -480,6 +623,39 @@ drains(struct MHD_Connection *c)
 	    len != NULL && strtoull(len, NULL, 10) <= DROP_MAX;
 }
 
+/*
+ * Room for n more bytes of body within the budget of all bodies being
+ * received (--max-body-memory): what mf_buf may allocate for them, at
+ * most twice what it then holds, is taken first and trued up after.  -1
+ * when the budget has no room: the client is answered 503.
+ */
+static int
+body_room(struct request *r, size_t n)
+{
+	size_t need = r->body.len + n + 1, old = r->body.cap, worst;
+
+	if (need <= old || r->body.rc != MF_OK || need > r->body.max)
+		return 0; /* no growth, or mf_buf_add refuses it */
+	worst = need > r->body.max / 2 ? r->body.max : 2 * need;
+	if (worst < 256)
+		worst = 256;
+	if (mfd_guard_body_take(worst - old) != 0)
+		return -1;
+	mf_buf_room(&r->body, n);
+	mfd_guard_body_give(worst - r->body.cap);
+	r->charged += r->body.cap - old;
+	return 0;
+}
+
+static struct mfd_conn *
+conn_guard(struct MHD_Connection *c)
+{
+	const union MHD_ConnectionInfo *info;
+
+	info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	return info ? info->socket_context : NULL;
+}
+
 static struct request *
 begin(struct MHD_Connection *c, const char *url, const char *method)
 {
@@ -493,6 +669,7 @@ begin(struct MHD_Connection *c, const char *url, const char *method)
 	mf_buf_init(&r->body, max_body + 1);
 	mf_copy(r->method, sizeof(r->method), method);
 	mf_copy(r->path, sizeof(r->path), url);
+	r->guard = conn_guard(c);
 	atomic_fetch_add(&in_flight, 1);
 	return r;
 }
@@ -509,20 +686,34 @@ on_request(void *cls, struct MHD_Connection *c, const char *url,
 
 	(void)cls;
 	(void)version;
-	if (r == NULL) {
+	if (r == NULL || (void *)r == &nul_in_uri) {
+		int nul = r != NULL;
+
 		r = *con_cls = begin(c, url, method);
 		if (r == NULL)
 			return MHD_NO;
+		if (nul)
+			return send_error(c, r, MHD_HTTP_BAD_REQUEST, NULL,
+			    "the path or query holds %00 (a NUL byte)");
 		status = early_status(c, r, method, &why);
-		if (status == MHD_HTTP_CONTENT_TOO_LARGE && drains(c)) {
+		if (status == 0 && r->route->body != BODY_NONE &&
+		    body_room(r, content_length(c)) != 0)
+			status = MHD_HTTP_SERVICE_UNAVAILABLE;
+		if ((status == MHD_HTTP_CONTENT_TOO_LARGE ||
+		        status == MHD_HTTP_SERVICE_UNAVAILABLE) &&
+		    drains(c)) {
 			r->early = status;
 			return MHD_YES;
 		}
+		r->early = status == MHD_HTTP_SERVICE_UNAVAILABLE ? status : 0;
 		if (status != 0)
-			return send_error(c, r, status, NULL, why);
+			return send_error(c, r, status, NULL,
+			    why ? why : BUSY_MESSAGE);
 		return MHD_YES;
 	}
 	if (*size > 0) {
+		if (r->early == 0 && body_room(r, *size) != 0)
+			r->early = MHD_HTTP_SERVICE_UNAVAILABLE;
 		if (r->early == 0 && mf_buf_add(&r->body, data, *size) != MF_OK)
 			r->early = r->body.rc == MF_ETOOBIG ?
 			    MHD_HTTP_CONTENT_TOO_LARGE :
@@ -534,9 +725,7 @@ on_request(void *cls, struct MHD_Connection *c, const char *url,
 	}
 	if (r->early != 0)
 		return send_error(c, r, r->early, NULL,
-		    r->early == MHD_HTTP_CONTENT_TOO_LARGE ?
-		        "body over the size limit" :
-		        "out of memory");
+		    early_message(r->early));
 	if (r->route->body != BODY_NONE && r->body.data == NULL)
 		return send_error(c, r, MHD_HTTP_BAD_REQUEST, NULL,
 		    "the body is empty");
@@ -546,6 +735,7 @@ on_request(void *cls, struct MHD_Connection *c, const char *url,
 	r->route->fn(r, c, &ans);
 	if (ans.kind == MF_ANS_FETCH && !r->fetched)
 		return fetch_first(c, r, &ans);
+	keep_config(r, &ans);
 	status = r->early != 0 ? r->early : http_status(ans.kind);
 	return send_answer(c, r, status, &ans);
 }
@@ -570,18 +760,20 @@ on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 
 	(void)cls;
 	(void)c;
-	if (r == NULL)
+	if (r == NULL || (void *)r == &nul_in_uri)
 		return;
 	us = usec_since(&r->start);
 	if (r->status == 0)
 		r->status =
 		    toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? 200 : 499;
 	mfd_log_request(r->method, r->path, r->status, us, r->job,
-	    verdicts[r->verdict]);
+	    verdicts[r->verdict], r->field);
 	mfd_metrics_request(r->route ? r->route->id : MFD_R_OTHER, r->status,
 	    us);
 	mfd_metrics_admission(r->verdict);
+	mfd_guard_end(r->guard, toe == MHD_REQUEST_TERMINATED_COMPLETED_OK);
 	mf_buf_free(&r->body);
+	mfd_guard_body_give(r->charged);
 	free(r->fetch_url);
 	free(r->fetch.body);
 	free(r);
@@ -589,21 +781,97 @@ on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	atomic_fetch_sub(&in_flight, 1);
 }
 
+static void
+on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+    enum MHD_ConnectionNotificationCode code)
+{
+	const union MHD_ConnectionInfo *fd, *peer;
+
+	(void)cls;
+	if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+		mfd_guard_close(*socket_context);
+		*socket_context = NULL;
+		return;
+	}
+	fd = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+	peer = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	if (fd == NULL)
+		return;
+	*socket_context =
+	    mfd_guard_open(fd->connect_fd, peer ? peer->client_addr : NULL);
+	/* A connection without a deadline is not served. */
+	if (*socket_context == NULL)
+		shutdown(fd->connect_fd, SHUT_RDWR);
+}
+
+/*
+ * The request line is in: a later request's deadline starts now.  The URI
+ * is still escaped here: %00 would be unescaped to a NUL that cuts the
+ * path or a value short, so it is marked for on_request to refuse.
+ */
+static void *
+on_uri(void *cls, const char *uri, struct MHD_Connection *c)
+{
+	(void)cls;
+	mfd_guard_begin(conn_guard(c));
+	return strstr(uri, "%00") != NULL ? &nul_in_uri : NULL;
+}
+
 static void on_mhd_log(void *cls, const char *fmt, va_list ap)
     __attribute__((format(printf, 2, 0)));
 
+/*
+ * libmicrohttpd's own lines, one a second at most: a client refused at
+ * the connection caps is one line each, and a flood of them is itself
+ * a way to fill the disk.
+ */
 static void
 on_mhd_log(void *cls, const char *fmt, va_list ap)
 {
+	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	static time_t last;
+	static unsigned long unsaid;
+	unsigned long n;
 	char msg[512];
+	time_t now = time(NULL);
 
 	(void)cls;
+	pthread_mutex_lock(&lock);
+	if (now == last) {
+		unsaid++;
+		pthread_mutex_unlock(&lock);
+		return;
+	}
+	last = now;
+	n = unsaid;
+	unsaid = 0;
+	pthread_mutex_unlock(&lock);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	msg[strcspn(msg, "\n")] = '\0';
-	mfd_log(MFD_WARN, "http: %s", msg);
+	if (n > 0)
+		mfd_log(MFD_WARN, "http: %s (and %lu more lines like it)", msg,
+		    n);
+	else
+		mfd_log(MFD_WARN, "http: %s", msg);
 }
 
-/* "127.0.0.1:8080", "[::1]:8080", ":8080" (all IPv4 addresses). */
+/*
+ * "127.0.0.1:8080" and "0.0.0.0:8080" (IPv4), "[::1]:8080" and "[::]:8080"
+ * (IPv6 only), ":8080": every address of both families, one socket for
+ * IPv6 that takes IPv4 too (a Kubernetes cluster may be IPv4, IPv6 or
+ * dual-stack), or IPv4 alone on a host without IPv6.
+ */
+static int
+ipv6_works(void)
+{
+	int fd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return 0;
+	close(fd);
+	return 1;
+}
+
 static int
 parse_listen(const char *s, struct sockaddr_storage *ss, socklen_t *len)
 {
@@ -629,6 +897,13 @@ parse_listen(const char *s, struct sockaddr_storage *ss, socklen_t *len)
 		*len = sizeof(*in6);
 		return inet_pton(AF_INET6, host + 1, &in6->sin6_addr) == 1 ? 0 :
 		                                                             -1;
+	}
+	if (host[0] == '\0' && ipv6_works()) {
+		in6->sin6_family = AF_INET6;
+		in6->sin6_port = htons((uint16_t)port);
+		in6->sin6_addr = in6addr_any;
+		*len = sizeof(*in6);
+		return 0;
 	}
 	in4->sin_family = AF_INET;
 	in4->sin_port = htons((uint16_t)port);
@@ -688,27 +963,41 @@ mfd_server_start(const struct mfd_config *cfg)
 		return -1;
 	parse_listen(cfg->listen, &ss, &sslen);
 	if (ss.ss_family == AF_INET6)
-		flags |= MHD_USE_IPv6;
+		flags |=
+		    cfg->listen[0] == ':' ? MHD_USE_DUAL_STACK : MHD_USE_IPv6;
 	max_body = cfg->max_body;
 	if (cfg->tls_cert != NULL && mfd_tls_init(cfg) != 0)
 		return -1;
+	if (mfd_guard_start(cfg->request_timeout, IDLE_SECONDS,
+	        cfg->max_body_memory) != 0) {
+		mfd_log(MFD_ERROR, "cannot start the request deadline thread");
+		return -1;
+	}
 	if (cfg->tls_cert != NULL)
 		flags |= MHD_USE_TLS;
 	daemon_ = MHD_start_daemon(flags, 0, NULL, NULL, on_request, NULL,
 	    MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL, MHD_OPTION_SOCK_ADDR,
 	    (struct sockaddr *)&ss, MHD_OPTION_ARRAY, pool,
 	    MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
-	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)30,
+	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)IDLE_SECONDS,
+	    MHD_OPTION_NOTIFY_CONNECTION, on_connection, NULL,
+	    MHD_OPTION_URI_LOG_CALLBACK, on_uri, NULL,
+	    MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+	    (unsigned int)cfg->max_conns_per_ip,
 	    /* MHD clears this pool for every request: keep it small. */
 	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)8192,
 	    MHD_OPTION_CONNECTION_LIMIT, (unsigned int)8192,
-	    MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned int)1024,
+	    MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned int)4096,
 	    MHD_OPTION_ARRAY, mfd_tls_options(), MHD_OPTION_END);
 	if (daemon_ == NULL) {
+		mfd_guard_stop();
 		mfd_log(MFD_ERROR, "cannot listen on %s: %s", cfg->listen,
 		    strerror(errno));
 		return -1;
 	}
+	if (mfd_tls_watch() != 0)
+		mfd_log(MFD_WARN, "cannot watch %s; reload it with SIGHUP",
+		    cfg->tls_cert);
 	mfd_log(MFD_INFO, "listening on %s port %d (%s, %u thread%s)",
 	    cfg->listen, bound_port(), cfg->tls_cert ? "https" : "http",
 	    cfg->threads, cfg->threads == 1 ? "" : "s");
@@ -730,6 +1019,7 @@ mfd_server_stop(void)
 		nanosleep(&tick, NULL);
 	MHD_stop_daemon(daemon_);
 	daemon_ = NULL;
+	mfd_guard_stop();
 	mfd_tls_fini();
 }
 

@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -131,116 +130,24 @@ mfd_state_fini(void)
 	models = NULL;
 }
 
-/*
- * The watcher.  Editors write a new file and rename it over the old one;
- * Kubernetes swaps the ..data symlink of a ConfigMap volume.  Both show
- * up as events in the directory, never on the old inode, so the directory
- * is watched.  Events come in bursts: wait until the directory has been
- * quiet for a moment (or busy for a second), then reload once.
- */
-#define QUIET_MS 100
-#define BUSY_MS 1000
-
-static long
-since_ms(const struct timespec *t0)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (t.tv_sec - t0->tv_sec) * 1000 +
-	    (t.tv_nsec - t0->tv_nsec) / 1000000;
-}
-
-static int
-wait_readable(int fd, int ms)
-{
-	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
-	fd_set set;
-
-	FD_ZERO(&set);
-	FD_SET(fd, &set);
-	return pselect(fd + 1, &set, NULL, NULL, ms < 0 ? NULL : &ts, NULL);
-}
-
 /* Whether the file (through any symlinks) differs from the last load. */
-static int
-changed(void)
+static void
+settled(void *arg)
 {
-	struct stat st;
 	int differs;
 
-	if (stat(catalog_path, &st) != 0)
-		return 0; /* gone for now: a swap in progress */
+	(void)arg;
 	pthread_mutex_lock(&reload_lock);
-	differs = st.st_dev != last_seen.st_dev ||
-	    st.st_ino != last_seen.st_ino || st.st_size != last_seen.st_size ||
-	    st.st_mtim.tv_sec != last_seen.st_mtim.tv_sec ||
-	    st.st_mtim.tv_nsec != last_seen.st_mtim.tv_nsec ||
-	    st.st_ctim.tv_nsec != last_seen.st_ctim.tv_nsec;
+	differs = mfd_file_changed(catalog_path, &last_seen);
 	pthread_mutex_unlock(&reload_lock);
-	return differs;
-}
-
-static void *
-watch_loop(void *arg)
-{
-	int fd = *(int *)arg;
-	char events[4096]
-	    __attribute__((aligned(__alignof__(struct inotify_event))));
-	struct timespec t0;
-
-	free(arg);
-	for (;;) {
-		if (wait_readable(fd, -1) < 0 && errno != EINTR)
-			break;
-		/* Drain the burst, but reload at least every BUSY_MS while a
-		 * writer keeps the directory busy. */
-		clock_gettime(CLOCK_MONOTONIC, &t0);
-		while (
-		    since_ms(&t0) < BUSY_MS && wait_readable(fd, QUIET_MS) > 0)
-			if (read(fd, events, sizeof(events)) < 0 &&
-			    errno != EINTR && errno != EAGAIN)
-				return NULL;
-		if (changed())
-			mfd_state_reload("file changed");
-	}
-	return NULL;
+	if (differs)
+		mfd_state_reload("file changed");
 }
 
 int
 mfd_state_watch(void)
 {
-	char dir[PATH_MAX], *slash;
-	pthread_t t;
-	int fd, *arg;
+	const char *paths[] = { catalog_path };
 
-	mf_copy(dir, sizeof(dir), catalog_path);
-	slash = strrchr(dir, '/');
-	if (slash == NULL)
-		snprintf(dir, sizeof(dir), ".");
-	else if (slash == dir)
-		dir[1] = '\0';
-	else
-		*slash = '\0';
-	fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
-	if (fd < 0)
-		return -1;
-	if (inotify_add_watch(fd, dir,
-	        IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE | IN_DELETE |
-	            IN_ATTRIB) < 0)
-		goto fail;
-	arg = malloc(sizeof(*arg));
-	if (arg == NULL)
-		goto fail;
-	*arg = fd;
-	if (pthread_create(&t, NULL, watch_loop, arg) != 0) {
-		free(arg);
-		goto fail;
-	}
-	pthread_detach(t);
-	mfd_log(MFD_DEBUG, "watching %s for catalogue changes", dir);
-	return 0;
-fail:
-	close(fd);
-	return -1;
+	return mfd_watch(paths, 1, settled, NULL);
 }

@@ -5,24 +5,31 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 
 #define MAX_CHAIN 8
 
 /*
- * One loaded pair.  A generation replaced by a reload is kept until exit:
- * a handshake that began with it may still be reading it, and reloads are
- * rare (a rotation every few weeks), so the cost is a few kilobytes each.
+ * One loaded pair.  A generation replaced by a reload may still be read
+ * by a handshake that began with it, and every handshake ends within its
+ * connection's request deadline (the guard closes it then): so a
+ * generation is freed once it has been out of service for longer than
+ * that deadline, the next time a handshake or a reload comes by.
  */
 struct gen {
 	gnutls_pcert_st chain[MAX_CHAIN];
 	unsigned nchain;
 	gnutls_privkey_t key;
-	struct gen *prev;
+	struct gen *prev; /* older generations, newest first */
+	long retired;     /* monotonic ms, once replaced */
 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static struct gen *current;
+static struct gen *current; /* and the list it heads: under lock */
 static const char *cert_path, *key_path;
+static long grace;                      /* ms */
+static struct stat cert_seen, key_seen; /* as of the last load */
 static struct MHD_OptionItem options[2] = {
 	{ MHD_OPTION_END, 0, NULL },
 	{ MHD_OPTION_END, 0, NULL },
@@ -37,6 +44,43 @@ gen_free(struct gen *g)
 		gnutls_pcert_deinit(&g->chain[i]);
 	gnutls_privkey_deinit(g->key);
 	free(g);
+}
+
+static long
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Free the generations no handshake can still be reading; under lock. */
+static void
+sweep_locked(void)
+{
+	struct gen **p = &current->prev, *g;
+	long t = now_ms();
+
+	while ((g = *p) != NULL) {
+		if (t - g->retired <= grace) {
+			p = &g->prev;
+			continue;
+		}
+		*p = g->prev;
+		gen_free(g);
+	}
+}
+
+/* The file's bytes, wiped before they are freed: a key's copy in memory
+ * should not outlive its use. */
+static void
+wipe(gnutls_datum_t *d)
+{
+	if (d->data != NULL)
+		gnutls_memset(d->data, 0, d->size);
+	gnutls_free(d->data);
+	d->data = NULL;
 }
 
 /* Whether key signs what the chain's first certificate verifies. */
@@ -71,6 +115,8 @@ load(void)
 		goto fail;
 	g->nchain = MAX_CHAIN;
 	what = "cannot read the certificate";
+	stat(cert_path, &cert_seen);
+	stat(key_path, &key_seen);
 	if (gnutls_load_file(cert_path, &cert) < 0)
 		goto fail;
 	what = "cannot read the key";
@@ -92,12 +138,12 @@ load(void)
 	if (!pair_matches(g))
 		goto fail;
 	gnutls_free(cert.data);
-	gnutls_free(key.data);
+	wipe(&key);
 	return g;
 fail:
 	mfd_log(MFD_ERROR, "tls: %s, %s: %s", cert_path, key_path, what);
 	gnutls_free(cert.data);
-	gnutls_free(key.data);
+	wipe(&key);
 	gen_free(g);
 	return NULL;
 }
@@ -116,6 +162,8 @@ retrieve(gnutls_session_t session, const gnutls_datum_t *req_ca_dn, int nreqs,
 	*pcert = current->chain;
 	*pcert_length = current->nchain;
 	*pkey = current->key;
+	if (current->prev != NULL)
+		sweep_locked();
 	pthread_mutex_unlock(&lock);
 	return 0;
 }
@@ -129,6 +177,8 @@ mfd_tls_init(const struct mfd_config *cfg)
 	}
 	cert_path = cfg->tls_cert;
 	key_path = cfg->tls_key;
+	/* A handshake's longest life, and a tick of the guard. */
+	grace = ((long)cfg->request_timeout + 1) * 1000;
 	current = load();
 	if (current == NULL)
 		return -1;
@@ -146,26 +196,66 @@ mfd_tls_options(void)
 	return options;
 }
 
+static pthread_mutex_t reload_lock = PTHREAD_MUTEX_INITIALIZER;
+
 int
 mfd_tls_reload(void)
 {
 	struct gen *g;
+	int serving;
 
-	if (current == NULL)
+	pthread_mutex_lock(&reload_lock);
+	pthread_mutex_lock(&lock);
+	serving = current != NULL;
+	pthread_mutex_unlock(&lock);
+	if (!serving) {
+		pthread_mutex_unlock(&reload_lock);
 		return 0;
+	}
 	g = load();
+	mfd_metrics_tls_reload(g != NULL);
 	if (g == NULL) {
+		pthread_mutex_unlock(&reload_lock);
 		mfd_log(MFD_ERROR,
 		    "tls: reload failed, keeping the "
 		    "certificate in service");
 		return -1;
 	}
 	pthread_mutex_lock(&lock);
+	current->retired = now_ms();
 	g->prev = current;
 	current = g;
+	sweep_locked();
 	pthread_mutex_unlock(&lock);
+	pthread_mutex_unlock(&reload_lock);
 	mfd_log(MFD_INFO, "tls: certificate reloaded from %s", cert_path);
 	return 0;
+}
+
+/* The watcher's callback: reload when either file is no longer the one
+ * loaded (a Secret volume swaps both at once). */
+static void
+settled(void *arg)
+{
+	int differs;
+
+	(void)arg;
+	pthread_mutex_lock(&reload_lock);
+	differs = mfd_file_changed(cert_path, &cert_seen) ||
+	    mfd_file_changed(key_path, &key_seen);
+	pthread_mutex_unlock(&reload_lock);
+	if (differs)
+		mfd_tls_reload();
+}
+
+int
+mfd_tls_watch(void)
+{
+	const char *paths[] = { cert_path, key_path };
+
+	if (current == NULL)
+		return 0;
+	return mfd_watch(paths, 2, settled, NULL);
 }
 
 void
@@ -173,9 +263,25 @@ mfd_tls_fini(void)
 {
 	struct gen *g, *prev;
 
+	pthread_mutex_lock(&reload_lock);
+	pthread_mutex_lock(&lock);
 	for (g = current; g != NULL; g = prev) {
 		prev = g->prev;
 		gen_free(g);
 	}
 	current = NULL;
+	pthread_mutex_unlock(&lock);
+	pthread_mutex_unlock(&reload_lock);
+}
+
+size_t
+mfd_tls_generations(void)
+{
+	size_t n = 0;
+
+	pthread_mutex_lock(&lock);
+	for (const struct gen *g = current; g != NULL; g = g->prev)
+		n++;
+	pthread_mutex_unlock(&lock);
+	return n;
 }

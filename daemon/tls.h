@@ -18,6 +18,12 @@ int mfd_tls_init(const struct mfd_config *cfg);
 struct MHD_OptionItem *mfd_tls_options(void);
 /* Re-read both files; a bad pair keeps the one in service (logged). */
 int mfd_tls_reload(void);
+/* Reload when the files change (their directories are watched); -1 when
+ * they cannot be watched.  A no-op without TLS. */
+int mfd_tls_watch(void);
+/* Generations loaded: the one in service and those a handshake may still
+ * read. */
+size_t mfd_tls_generations(void);
 void mfd_tls_fini(void);
 
 #endif

@@ -227,6 +227,11 @@ yaml_is_json "admit -o yaml: the rejection parses as the JSON one" "$out" \
 off admit "$ok_job" -o xml
 is "admit -o xml exits 2" "$rc" 2
 has "admit -o xml: usage on stderr" "$err" '^usage: memfloor'
+has "admit -o xml: says what -o takes" "$err" \
+    "^memfloor: -o takes table, json or yaml, not 'xml'$"
+mf admit "$ok_job" "$no_job"
+is "admit with two FILEs exits 2" "$rc" 2
+has "admit with two FILEs: says so" "$err" "^memfloor: one FILE only: "
 
 # --- estimate -------------------------------------------------------------------
 off estimate "$est_job" -o json
@@ -322,8 +327,63 @@ is "no command exits 2" "$rc" 2
 has "no command: usage on stderr" "$err" '^usage: memfloor'
 mf frobnicate "$ok_job"
 is "an unknown command exits 2" "$rc" 2
+has "an unknown command is named" "$err" "^memfloor: unknown command 'frobnicate'$"
 mf admit "$ok_job" --bogus
 is "an unknown option exits 2" "$rc" 2
+has "an unknown option is named" "$err" "^memfloor: unknown option '--bogus'$"
+
+# --- the shipped data, wherever memfloor is started from ----------------------
+# One rule for both programs: the executable's source tree, then the
+# installed data; the error says where it looked.
+abs_cli=$(cd "$(dirname "$cli")" && pwd)/$(basename "$cli")
+abs_d=$(cd "$(dirname "$daemon_bin")" && pwd)/$(basename "$daemon_bin")
+abs_job=$(pwd)/$ok_job
+(cd "$tmp" && timeout 60 "$abs_cli" admit "$abs_job" -o json >"$out" 2>"$err") &&
+    rc=0 || rc=$?
+is "admit from another directory, no -f: the source tree's catalogue" "$rc" 0
+rc=0
+(cd "$tmp" && timeout 60 "$abs_d" -n >"$out" 2>"$err") || rc=$?
+is "memfloord -n from another directory, no -f: configuration OK" \
+    "$rc $(cat "$out")" "0 configuration OK"
+if [ ! -e /usr/local/share/memfloor ] && [ ! -e "$tmp/catalog" ]; then
+	mkdir "$tmp/bin"
+	cp "$abs_cli" "$abs_d" "$tmp/bin/"
+	rc=0
+	"$tmp/bin/$(basename "$abs_cli")" admit "$abs_job" >"$out" 2>"$err" ||
+	    rc=$?
+	has "memfloor with no data anywhere: says where it looked" "$err" \
+	    "^memfloor: no gpus.yaml: looked for $tmp/catalog/gpus.yaml or .*/gpus.yaml; name one with -f$"
+	rc=0
+	"$tmp/bin/$(basename "$abs_d")" -n >"$out" 2>"$err" || rc=$?
+	has "memfloord with no data anywhere: says where it looked" "$err" \
+	    "^memfloord: no catalogue: looked for $tmp/catalog/gpus.yaml or .*/gpus.yaml; name one with -f FILE$"
+	rm -r "$tmp/bin"
+else
+	pass "data installed here: the nowhere-found error is not tried"
+fi
+
+# --- standard input at a terminal ----------------------------------------------
+if python3 -c 'import pty' 2>/dev/null; then
+	said=$(python3 - "$abs_cli" <<'PYEOF'
+import os, pty, subprocess, sys
+master, slave = pty.openpty()
+p = subprocess.Popen([sys.argv[1], "estimate"], stdin=slave,
+                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+os.close(slave)
+os.write(master, b"\x04")
+try:
+    _, err = p.communicate(timeout=20)
+except subprocess.TimeoutExpired:
+    p.kill()
+    _, err = p.communicate()
+print(err.decode(errors="replace").splitlines()[0] if err else "")
+PYEOF
+)
+	is "estimate without FILE at a terminal: says it reads standard input" \
+	    "$said" "memfloor: reading from standard input (end with Ctrl-D; give a FILE to read that instead)"
+else
+	pass "no python3 pty: the terminal note is not tried"
+fi
 mf --help
 is "--help exits 0" "$rc" 0
 has "--help: usage on stdout" "$out" '^usage: memfloor'
@@ -436,25 +496,45 @@ daemon=$pid
 curl -s -o /dev/null "http://127.0.0.1:$port/v1/a%22b%5Cc%01d"
 curl -s -o /dev/null --data-binary @"$ok_job" \
     -H 'Content-Type: application/yaml' "http://127.0.0.1:$port/v1/admit"
-wait_log "$tmp/json.log" '"decision":"admitted"' || true
+# A path that is not UTF-8; names of 62 ASCII bytes and a euro sign, and of
+# 253 bytes (the longest the manifest takes); a 400 naming its field.
+curl -s -o /dev/null "http://127.0.0.1:$port/v1/%ff%e2%82x"
+euro=$(printf 'e%.0s' $(seq 62))€
+long=$(printf 'l%.0s' $(seq 253))
+for name in "$euro" "$long"; do
+	sed "s/name: llama-8b-full/name: $name/" "$ok_job" >"$tmp/named.yaml"
+	curl -s -o /dev/null --data-binary @"$tmp/named.yaml" \
+	    -H 'Content-Type: application/yaml' \
+	    "http://127.0.0.1:$port/v1/admit"
+done
+sed 's/minMemory: 88Gi/minMemory: 88Gx/' "$ok_job" >"$tmp/bad.yaml"
+curl -s -o /dev/null --data-binary @"$tmp/bad.yaml" \
+    -H 'Content-Type: application/yaml' "http://127.0.0.1:$port/v1/admit"
+wait_log "$tmp/json.log" '"status":400' || true
 kill -TERM "$daemon"
 wait "$daemon" || true
 daemon=""
 is "--log-format json: every line is a JSON object with ts and level" \
     "$(python3 -c '
 import json, sys
-lines = [json.loads(l) for l in open(sys.argv[1])]
+lines = [json.loads(l) for l in open(sys.argv[1], "rb")]
 print(all(isinstance(l, dict) and "ts" in l and "level" in l for l in lines),
       sum(l.get("msg") == "request" for l in lines))' "$tmp/json.log")" \
-    "True 2"
-is "--log-format json: a request path comes back as sent" \
+    "True 6"
+is "--log-format json: bytes that are not UTF-8 are replaced, names kept whole" \
     "$(python3 -c '
 import json, sys
-for l in open(sys.argv[1]):
+got = {}
+for l in open(sys.argv[1], "rb"):
     l = json.loads(l)
-    if l.get("status") == 404:
-        print(repr(l["path"]), l["method"], l["job"], l["decision"])
-' "$tmp/json.log")" "'/v1/a\"b\\\\c\\x01d' GET  -"
+    if l.get("msg") == "request":
+        got.setdefault(l["status"], []).append(l)
+bad = [l["path"] for l in got.get(404, []) if l["path"].startswith("/v1/\ufffd")]
+names = [l["job"] for l in got.get(200, [])]
+print(bad == ["/v1/\ufffd\ufffd\ufffdx"], "e" * 62 + "\u20ac" in names,
+      "l" * 253 in names,
+      [l.get("field") for l in got.get(400, [])])
+' "$tmp/json.log")" "True True True ['spec.resources.gpu.minMemory']"
 
 # --- submit over HTTPS ----------------------------------------------------------
 if command -v openssl >/dev/null 2>&1 &&

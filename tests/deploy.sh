@@ -500,7 +500,7 @@ def check_deployment(objs, dep):
     argv = (c.get("command") or [])[1:] + (c.get("args") or [])
     opts, errs = parse_args(argv)
     check(name + ": every argument is a memfloord flag", not errs, errs)
-    want = {"-d": True, "-l": "0.0.0.0:8443", "--tls-cert": "/tls/tls.crt",
+    want = {"-d": True, "-l": ":8443", "--tls-cert": "/tls/tls.crt",
             "--tls-key": "/tls/tls.key", "-f": "/etc/memfloor/gpus.yaml",
             "-m": "/usr/share/memfloor/models", "--log-format": "json"}
     for k, v in want.items():
@@ -615,6 +615,52 @@ def check_pdb(pdb, dep, plabels):
           and spec.get("selector"))
     check(name + ": leaves room to drain (minAvailable < replicas)",
           spec.get("minAvailable", 0) < dep["spec"].get("replicas", 1))
+
+
+def check_priority(pc, dep):
+    name = "PriorityClass memfloor-webhook"
+    pod = dep["spec"]["template"]["spec"]
+    check("Deployment memfloor: priorityClassName memfloor-webhook",
+          pod.get("priorityClassName") == "memfloor-webhook",
+          pod.get("priorityClassName"))
+    if pc is None:
+        return
+    v = pc.get("value")
+    check(name + ": above workloads, below the system classes",
+          isinstance(v, int) and 0 < v < 1000000000, v)
+    check(name + ": not the cluster's default", not pc.get("globalDefault"))
+
+
+def check_network_policy(d, dep, plabels):
+    name = "NetworkPolicy memfloor (component network-policy)"
+    objs = build(d, [], component=True)
+    nps = [o for o in objs if o.get("kind") == "NetworkPolicy"]
+    check(name + ": present", len(nps) == 1, len(nps))
+    if len(nps) != 1:
+        return
+    spec = nps[0]["spec"]
+    c = dep["spec"]["template"]["spec"]["containers"][0]
+    check(name + ": namespace memfloor",
+          nps[0]["metadata"].get("namespace") == "memfloor")
+    check(name + ": selects the Deployment's pods",
+          selector_matches(spec.get("podSelector"), plabels)
+          and spec.get("podSelector"))
+    check(name + ": restricts ingress", spec.get("policyTypes") == ["Ingress"],
+          spec.get("policyTypes"))
+    rules = spec.get("ingress") or []
+    ports = [port_number(c, p.get("port")) for r in rules
+             for p in r.get("ports") or []]
+    check(name + ": every rule is for port 8443 only",
+          rules and all(r.get("ports") for r in rules)
+          and set(ports) == {8443}, ports)
+    froms = [f for r in rules for f in r.get("from") or []]
+    check(name + ": every rule names its sources", rules and all(
+        r.get("from") for r in rules), rules)
+    check(name + ": the API server by address (ipBlock)",
+          any("ipBlock" in f for f in froms))
+    scrapers = [f for f in froms if "namespaceSelector" in f]
+    check(name + ": the metrics scraper by namespace and pod labels",
+          len(scrapers) == 1 and scrapers[0].get("podSelector"), scrapers)
 
 
 def sample_objects():
@@ -783,7 +829,8 @@ def cmd_check(rendered, top):
         check("Namespace memfloor: enforces the restricted Pod Security "
               "Standard", (nsobj["metadata"].get("labels") or {}).get(
                   "pod-security.kubernetes.io/enforce") == "restricted")
-    cluster_scoped = {"Namespace", "MutatingWebhookConfiguration"}
+    cluster_scoped = {"Namespace", "MutatingWebhookConfiguration",
+                      "PriorityClass"}
     stray = ["%s/%s" % (o["kind"], o["metadata"]["name"]) for o in objs
              if o["kind"] not in cluster_scoped
              and o["metadata"].get("namespace") != "memfloor"]
@@ -794,6 +841,9 @@ def cmd_check(rendered, top):
     plabels, cm = check_deployment(objs, dep)
     check_service(svc, dep, plabels)
     check_pdb(pdb, dep, plabels)
+    check_priority(one("PriorityClass", "memfloor-webhook"), dep)
+    check_network_policy(os.path.join(top, "deploy", "network-policy"),
+                         dep, plabels)
     check_webhook(objs, whc, svc, dep)
     if cm is not None:
         with open(os.path.join(top, "deploy", "gpus.yaml"),

@@ -140,6 +140,13 @@ estimate /truncated 502 "$srv/truncated: could not fetch"
 estimate /redirect-away 502 \
     "redirected to http://127.0.0.2:$sport/ok which is not allowed"
 estimate /redirect-loop 502 "redirected more than 3 times"
+estimate /redirect-creds 502 \
+    "redirected to http://127.0.0.2:$sport/ok which is not allowed"
+if grep -q 'secret' "$tmp/d.err"; then
+	bad "a redirect's password reached the log: $(grep secret "$tmp/d.err")"
+else
+	ok "a redirect's user name and password stay out of the log"
+fi
 
 # A body that is not JSON is fetched fine, then refused as a config.
 job "$srv/notjson"
@@ -149,6 +156,19 @@ if { [ "$code" = 502 ] || [ "$code" = 400 ]; } && says "$srv/notjson" &&
 	ok "configUrl /notjson: $code, the error says it is not JSON"
 else
 	bad "configUrl /notjson: got $code, want 502 or 400 naming JSON"
+fi
+# Neither it nor a config missing fields is cached: each is fetched again.
+post /v1/estimate "$tmp/job.yaml"
+job "$srv/partial"
+post /v1/estimate "$tmp/job.yaml"
+pcode=$code
+post /v1/estimate "$tmp/job.yaml"
+hits=$(curl -sS -m 5 "$srv/hits?path=/notjson" || :)
+phits=$(curl -sS -m 5 "$srv/hits?path=/partial" || :)
+if [ "$hits" = 2 ] && [ "$phits" = 2 ] && [ "$pcode" = 400 ]; then
+	ok "a body that is not a config is not cached: fetched again"
+else
+	bad "/notjson fetched $hits times, /partial ($pcode) $phits, want 2"
 fi
 
 # --- the policy ----------------------------------------------------------

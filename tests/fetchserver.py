@@ -17,6 +17,7 @@ first line of stdout, and serves:
   /big-404        HTTP 404 with a 300 KiB body
   /redirect-ok    302 to /ok on this host
   /redirect-away  302 to http://127.0.0.2:PORT/ok (another host)
+  /redirect-creds 302 to http://user:secret@127.0.0.2:PORT/ok
   /redirect-port  302 to http://127.0.0.1:1/ok (another port)
   /redirect-https 302 to https://evil.invalid/ok
   /redirect-loop  302 to itself
@@ -135,6 +136,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.redirect("/ok")
         elif p == "/redirect-away":
             self.redirect("http://127.0.0.2:%d/ok" % port)
+        elif p == "/redirect-creds":
+            self.redirect("http://user:secret@127.0.0.2:%d/ok" % port)
         elif p == "/redirect-port":
             self.redirect("http://127.0.0.1:1/ok")
         elif p == "/redirect-https":
@@ -148,6 +151,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.truncated()
         elif p == "/notjson":
             self.send(200, b"this is not JSON\n", "text/plain")
+        elif p == "/partial":
+            self.send(200, b'{"hidden_size": 4096}')
         else:
             self.send(404, b'{"error": "not found"}')
 

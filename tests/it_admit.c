@@ -1315,7 +1315,14 @@ test_metrics_counts(void **state)
 	it_request(*state, "GET", "/metrics", NULL, 0, NULL, &r);
 	assert_int_equal(strncmp(r.content_type, "text/plain", 10), 0);
 	CHECK_HAS(r.body, "# TYPE memfloor_requests_total counter");
-	CHECK_HAS(r.body, "memfloor_request_duration_seconds_bucket");
+	/* Durations by route, with buckets up to the request deadline. */
+	CHECK_HAS(r.body,
+	    "memfloor_request_duration_seconds_bucket{route=\"/healthz\","
+	    "le=\"10\"}");
+	CHECK_HAS(r.body,
+	    "memfloor_request_duration_seconds_count{route=\"/v1/admit\"}");
+	CHECK_HAS(r.body, "memfloor_config_fetches_total{result=\"cached\"}");
+	CHECK_HAS(r.body, "memfloor_tls_reloads_total{result=\"ok\"}");
 	it_response_free(&r);
 }
 
@@ -1649,8 +1656,12 @@ test_reload_file(void **state)
 	wait_metric(own, RELOAD_OK, 1, __LINE__);
 
 	/* (b) an invalid one: counted, logged, the old one stays. */
+	assert_true(fabs(metric(own, "memfloor_catalog_file_invalid")) < 0.5);
 	assert_int_equal(it_copy_file(bad, path), 0);
 	wait_metric(own, RELOAD_ERRORS, 1, __LINE__);
+	/* And the gauge says the file on disk is the bad one. */
+	assert_true(
+	    fabs(metric(own, "memfloor_catalog_file_invalid") - 1) < 0.5);
 	assert_int_equal(catalog_version(own), 2);
 	check_placed(own, "MID", 43.20, __LINE__);
 	/* The log names the file and line of the problem. */
@@ -1665,6 +1676,7 @@ test_reload_file(void **state)
 	/* Valid again, then SIGHUP with nothing changed: a new version. */
 	assert_int_equal(it_copy_file(a, path), 0);
 	wait_version(own, 3, __LINE__);
+	assert_true(fabs(metric(own, "memfloor_catalog_file_invalid")) < 0.5);
 	check_placed(own, "FAST", 36.00, __LINE__);
 	assert_int_equal(it_daemon_signal(own, SIGHUP), 0);
 	wait_version(own, 4, __LINE__);

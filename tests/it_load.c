@@ -150,16 +150,25 @@ start(const char *catalog, const char *threads)
 	return d;
 }
 
+/* The sum of the samples of name, whatever their labels; -1 if none. */
 static double
 metric(const struct it_daemon *d, const char *name)
 {
 	struct it_response r;
-	const char *p;
+	size_t n = strlen(name);
 	double v = -1;
 
-	if (it_request(d, "GET", "/metrics", NULL, 0, NULL, &r) == 0 &&
-	    (p = strstr(r.body, name)) != NULL)
-		v = strtod(p + strlen(name), NULL);
+	if (it_request(d, "GET", "/metrics", NULL, 0, NULL, &r) == 0)
+		for (const char *p = r.body; p != NULL && *p != '\0';
+		     p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+			const char *end = p + strcspn(p, "\n");
+			const char *sp = memchr(p, ' ', (size_t)(end - p));
+
+			if (strncmp(p, name, n) != 0 ||
+			    (p[n] != ' ' && p[n] != '{') || sp == NULL)
+				continue;
+			v = (v < 0 ? 0 : v) + strtod(sp + 1, NULL);
+		}
 	it_response_free(&r);
 	return v;
 }

@@ -299,7 +299,7 @@ fi
 review "denied: floor over the largest card" \
     $data/pod-too-big.json 200 \
     denied $data/pod-too-big.json "$tmp/answer" 403 \
-    "minMemory 200G is more than the largest card in the catalogue, B200"
+    "minMemory 200G (200.0 GB) is more than the largest card in the catalogue, B200 (180.0 GB)"
 review "denied: suggested fix in the message" \
     $data/pod-eager.json 200 \
     denied $data/pod-eager.json "$tmp/answer" 403 \

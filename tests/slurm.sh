@@ -399,7 +399,7 @@ is "too big: no job was made" "$(squeue -h | wc -l)" "$n"
 sub floor500 -- --comment=memfloor:min-memory=500Gi plain.sh
 is "a floor above every card: refused" "$rc" 1
 has "a floor above every card: the reason" "$err" \
-    '^memfloor: floor500 rejected: minMemory 500Gi is more than the largest card in the catalogue, B200 \(180G\)$'
+    '^memfloor: floor500 rejected: minMemory 500Gi \(536.9 GB\) is more than the largest card in the catalogue, B200 \(180.0 GB\)$'
 has "a floor above every card: no fix to suggest" "$err" '^memfloor: no fix in the catalogue makes it fit$'
 sub both MEMFLOOR_MIN_MEMORY=1Gi MEMFLOOR_JOB=floor40.yaml -- plain.sh
 is "a floor and a manifest together: refused" "$rc" 1

@@ -635,6 +635,12 @@ test_redirect_not_allowed(void **state)
 	    port);
 	expect_message(&w, "/redirect-away", what);
 	waiter_fini(&w);
+	/* The target's user name and password are not repeated. */
+	fetch(&w, "/redirect-creds");
+	assert_int_equal(w.res.status, MFD_FETCH_REDIRECT);
+	expect_message(&w, "/redirect-creds", what);
+	assert_null(strstr(w.res.message, "secret"));
+	waiter_fini(&w);
 	fetch(&w, "/redirect-port");
 	assert_int_equal(w.res.status, MFD_FETCH_REDIRECT);
 	expect_message(&w, "/redirect-port",
@@ -684,6 +690,9 @@ test_cache_second_fetch_is_cached(void **state)
 	assert_int_equal(mfd_fetch_cached(url, &res), 0);
 	fetch(&w, "/counted");
 	assert_int_equal(w.res.status, MFD_FETCH_OK);
+	/* Not cached until the caller has read it as a config. */
+	assert_int_equal(mfd_fetch_cached(url, &res), 0);
+	mfd_fetch_keep(url, w.res.body, w.res.len);
 	waiter_fini(&w);
 	fetch(&w, "/counted");
 	assert_int_equal(w.res.status, MFD_FETCH_OK);
@@ -719,6 +728,7 @@ test_cache_skips_failures(void **state)
 	assert_int_equal(res.len, (size_t)0x5a5a5a5a5a5a5a5aULL);
 	fetch(&w, "/flaky");
 	assert_int_equal(w.res.status, MFD_FETCH_OK);
+	mfd_fetch_keep(url, w.res.body, w.res.len);
 	waiter_fini(&w);
 	fetch(&w, "/flaky");
 	assert_int_equal(w.res.status, MFD_FETCH_OK);
@@ -741,6 +751,8 @@ test_cache_evicts_oldest(void **state)
 		snprintf(path, sizeof(path), "/ok?evict=%d", i);
 		fetch(&w, path);
 		assert_int_equal(w.res.status, MFD_FETCH_OK);
+		url_of(url, sizeof(url), path);
+		mfd_fetch_keep(url, w.res.body, w.res.len);
 		waiter_fini(&w);
 	}
 	url_of(url, sizeof(url), "/ok?evict=0");

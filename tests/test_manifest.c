@@ -742,8 +742,11 @@ test_err_allowed_fixes(void **state)
 	    "spec.allowedFixes[1]", 9, "'fsdq' is not a fix");
 	expect_err(SPEC "  allowedFixes:\n    - sdpa\n    - 3\n",
 	    "spec.allowedFixes[1]", 11, "is not a fix");
+	/* What was given is named: a list has no text to quote. */
 	expect_err(SPEC "  allowedFixes: [[lora]]\n", "spec.allowedFixes[0]", 9,
-	    "is not a fix");
+	    "is a list, not a fix");
+	expect_err(SPEC "  allowedFixes: [{lora: 1}]\n", "spec.allowedFixes[0]",
+	    9, "is a mapping, not a fix");
 }
 
 /* Every fix id is accepted; a repeat is harmless. */

@@ -1108,18 +1108,25 @@ test_parse_truncated_never_partial(void **state)
 }
 
 static void
-test_parse_first_complete_message_wins(void **state)
+test_parse_last_complete_message_wins(void **state)
 {
 	char text[4096];
 	struct mf_oom o;
 	struct mf_error err;
 
 	(void)state;
-	/* A cut-off message, then a whole one: the whole one is read. */
+	/* A cut-off message, then two whole ones: the last ended the run. */
 	snprintf(text, sizeof(text),
 	    "retrying after: CUDA out of memory. "
 	    "Tried to allocate 1.00 GiB. GPU 0 has a total\n%s\n%s",
 	    msg_v22_bytes, msg_v22_other);
+	assert_int_equal(mf_oom_parse(text, strlen(text), &o, &err), MF_OK);
+	assert_int_equal(o.tried, 2147483648);
+	assert_int_equal(o.cause, MF_OOM_OTHER_PROCESS);
+	/* The other way round; a cut-off one after them does not count. */
+	snprintf(text, sizeof(text),
+	    "%s\n%s\nCUDA out of memory. Tried to allocate 1.00 GiB. GPU 0",
+	    msg_v22_other, msg_v22_bytes);
 	assert_int_equal(mf_oom_parse(text, strlen(text), &o, &err), MF_OK);
 	assert_int_equal(o.tried, 20971520);
 	assert_int_equal(o.cause, MF_OOM_CAPACITY);
@@ -1610,7 +1617,7 @@ main(void)
 		cmocka_unit_test(test_parse_malformed_names_place),
 		cmocka_unit_test(test_parse_figure_too_large_is_erange),
 		cmocka_unit_test(test_parse_truncated_never_partial),
-		cmocka_unit_test(test_parse_first_complete_message_wins),
+		cmocka_unit_test(test_parse_last_complete_message_wins),
 		cmocka_unit_test(test_parse_not_nul_terminated),
 		cmocka_unit_test(test_parse_many_processes),
 		cmocka_unit_test(test_names),

@@ -524,6 +524,52 @@ test_limit_hourly_price(void **state)
 }
 
 /*
+ * A rejection for a limit quotes the limit, and money under a cent is not
+ * "$0.00".  referenceHours 0.001: fast 0.001 h x $2.00 = $0.002, mid
+ * 0.002 h x $1.50 = $0.003, slow 0.004 h x $1.00 = $0.004; maxCost 0.001
+ * rules out all three, fast the cheapest.
+ */
+static void
+test_limit_reason_quotes_limit(void **state)
+{
+	struct mf_catalog *cat = cat_parse(CAT_RANK);
+	struct mf_decision d;
+	struct fx f;
+
+	(void)state;
+	job_load(&f,
+	    FLOOR("40Gi") HOURS(0.001) "  limits:\n    maxCost: 0.001\n");
+	place(&f, cat, &d);
+	assert_false(d.admitted);
+	assert_int_equal(d.limit, MF_LIMIT_COST);
+	assert_string_equal(d.reason,
+	    "limits.maxCost $0.001 rules out every fitting placement: the "
+	    "cheapest, fast x1, costs $2.00 per hour, $0.002 in all and takes "
+	    "0.0 hours");
+	job_free(&f);
+	job_load(&f,
+	    FLOOR("40Gi") HOURS(12) "  limits:\n    maxHourlyPrice: 0.5\n");
+	place(&f, cat, &d);
+	assert_non_null(
+	    strstr(d.reason, "limits.maxHourlyPrice $0.50 per hour rules out"));
+	job_free(&f);
+	job_load(&f,
+	    FLOOR("40Gi") HOURS(12) "  limits:\n    deadlineHours: 10\n");
+	place(&f, cat, &d);
+	assert_non_null(
+	    strstr(d.reason, "limits.deadlineHours 10 hours rules"));
+	job_free(&f);
+	/* A floor past every card: both sides in GB. */
+	job_load(&f, FLOOR("179Gi"));
+	place(&f, cat, &d);
+	assert_string_equal(d.reason,
+	    "minMemory 179Gi (192.2 GB) is more than the largest card in the "
+	    "catalogue, mid (96.0 GB)");
+	job_free(&f);
+	mf_cat_unref(cat);
+}
+
+/*
  * maxHourlyPrice is on price x count.  count 2, limit 3.5: fast x2 costs
  * $4.00/h (out), mid x2 $3.00/h, slow x2 $2.00/h.  mid x2: hours
  * 12 / (0.5 x 2 x 0.9) = 13.333, cost 13.333 x 3.00 = 40; slow x2: 12 /
@@ -1454,7 +1500,9 @@ test_warn_not_on_rejection(void **state)
 
 /*
  * mf_floor_for: 83,477,700,608 / 0.9 / 2^30 = 86.38 -> 87Gi; a whole GiB
- * stays (2^30 with no headroom), one byte more rounds up.
+ * stays (2^30 with no headroom), one byte more rounds up.  A need under
+ * 2^63 whose floor after headroom is past it has no floor (-1), not the
+ * largest one: 8,845,069,819,555,348,480 / 0.9 > 2^63.
  */
 static void
 test_floor_for(void **state)
@@ -1464,6 +1512,9 @@ test_floor_for(void **state)
 	assert_int_equal(mf_floor_for(GIB, 0), GIB);
 	assert_int_equal(mf_floor_for(GIB + 1, 0), 2 * GIB);
 	assert_int_equal(mf_floor_for(NEED_FULL, 0.10), 155 * GIB);
+	assert_int_equal(mf_floor_for(INT64_C(8845069819555348480), 0.10), -1);
+	assert_int_equal(mf_floor_for(INT64_MAX, 0), -1);
+	assert_int_equal(mf_floor_for(-1, 0.10), -1);
 }
 
 /* Smallest by memory, then price, then name; NULL when nothing holds it. */
@@ -1515,6 +1566,7 @@ main(void)
 		cmocka_unit_test(test_tie_fewer_fixes),
 		cmocka_unit_test(test_tie_fewer_gpus),
 		cmocka_unit_test(test_limit_hourly_price),
+		cmocka_unit_test(test_limit_reason_quotes_limit),
 		cmocka_unit_test(test_limit_hourly_price_count),
 		cmocka_unit_test(test_limit_cost),
 		cmocka_unit_test(test_limit_deadline),

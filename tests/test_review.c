@@ -699,7 +699,7 @@ test_review_denied_too_big(void **state)
 	a = send_review(rv, &ans);
 	assert_int_equal(denial(a, &msg), 403);
 	assert_non_null(strstr(msg, "200G"));
-	assert_non_null(strstr(msg, "B200 (180G)"));
+	assert_non_null(strstr(msg, "B200 (180.0 GB)"));
 	assert_int_equal(ans.kind, MF_ANS_OK);
 	assert_int_equal(ans.verdict, MF_VERDICT_REJECTED);
 	json_decref(a);

@@ -1,16 +1,18 @@
 #!/bin/sh
-# tests/tls.sh: memfloord over HTTPS and the certificate swap on SIGHUP.
+# tests/tls.sh: memfloord over HTTPS and the certificate swap.
 #
 # Makes two throwaway self-signed pairs with openssl, starts $MEMFLOORD
 # (default build/memfloord) with --tls-cert/--tls-key on a free loopback
 # port, talks HTTPS with curl --cacert (also an AdmissionReview, the
 # webhook's real traffic), then replaces the files with the second pair
-# the way a Secret volume is updated and sends SIGHUP: the new certificate
-# must be served (its SHA-256 fingerprint, read with openssl s_client, and
-# curl trusting only the new one) with no failed request in a loop that
-# runs through the swap.  A bad pair on reload (a key that does not match,
-# then a file that is no certificate) must keep the pair in service and
-# say so in the log.
+# the way a Secret volume is updated (a new ..data symlink), with no
+# SIGHUP: the new certificate must be served (its SHA-256 fingerprint,
+# read with openssl s_client, and curl trusting only the new one) with no
+# failed request in a loop that runs through the swap.  SIGHUP reloads
+# too.  A bad pair on reload (a key that does not match, then a file that
+# is no certificate) must keep the pair in service and say so in the log.
+# Certificates replaced by many reloads are freed once no handshake can be
+# using them: the metrics then count one generation.
 #
 # Run from the repository root (or set MF_TOP).  Needs openssl and curl.
 # Prints one line per check and "N passed, M failed"; exits non-zero when a
@@ -66,18 +68,29 @@ fp1=$(fingerprint "$tmp/cert1.pem")
 fp2=$(fingerprint "$tmp/cert2.pem")
 cat "$tmp/cert1.pem" "$tmp/cert2.pem" >"$tmp/both.pem"
 
-# install CERT KEY: replace the served files by rename, as the kubelet
-# swaps a Secret volume, so the daemon never reads half a file.
+# install CERT KEY: the served files as the kubelet lays out a Secret
+# volume: tls.crt and tls.key link into ..data, a link to this version's
+# directory; an update writes a new directory and renames a new ..data link
+# over the old one, so both files change at once.
+vol=$tmp/secret
+mkdir "$vol"
+version=0
 install_pair() {
-	cp "$1" "$tmp/tls.crt.new"
-	cp "$2" "$tmp/tls.key.new"
-	mv "$tmp/tls.crt.new" "$tmp/tls.crt"
-	mv "$tmp/tls.key.new" "$tmp/tls.key"
+	version=$((version + 1))
+	mkdir "$vol/..v$version"
+	cp "$1" "$vol/..v$version/tls.crt"
+	cp "$2" "$vol/..v$version/tls.key"
+	ln -s "..v$version" "$vol/..data_tmp"
+	mv -T "$vol/..data_tmp" "$vol/..data"
+	[ -e "$vol/tls.crt" ] || ln -s ..data/tls.crt "$vol/tls.crt"
+	[ -e "$vol/tls.key" ] || ln -s ..data/tls.key "$vol/tls.key"
 }
 install_pair "$tmp/cert1.pem" "$tmp/key1.pem"
 
 # --- the daemon ---------------------------------------------------------------
-serve "$tmp/daemon.log" --tls-cert "$tmp/tls.crt" --tls-key "$tmp/tls.key"
+# A 1 s request deadline: a replaced certificate is freed 2 s after.
+serve "$tmp/daemon.log" --tls-cert "$vol/tls.crt" --tls-key "$vol/tls.key" \
+    --request-timeout 1
 daemon=$pid
 base=https://127.0.0.1:$port
 
@@ -144,11 +157,10 @@ loop=$!
 sleep 1
 reloads=$(log_count 'certificate reloaded')
 install_pair "$tmp/cert2.pem" "$tmp/key2.pem"
-kill -HUP "$daemon"
 if wait_served "$fp2"; then
-	pass "SIGHUP: the second certificate is served"
+	pass "a Secret volume update: the second certificate is served"
 else
-	fail "SIGHUP: still serving $(served)"
+	fail "a Secret volume update: still serving $(served)"
 fi
 sleep 1
 touch "$tmp/stop"
@@ -166,6 +178,15 @@ is "the log says the certificate was reloaded" \
     "$(log_count 'certificate reloaded')" $((reloads + 1))
 is "HTTPS with the second CA" "$(get "$tmp/cert2.pem" /healthz)" 200
 is "the first CA no longer verifies" "$(get "$tmp/cert1.pem" /healthz)" 000
+kill -HUP "$daemon"
+n=0
+while [ $n -lt 50 ] && [ "$(log_count 'certificate reloaded')" -le $((reloads + 1)) ]
+do
+	sleep 0.1
+	n=$((n + 1))
+done
+is "SIGHUP reloads the certificate too" \
+    "$(log_count 'certificate reloaded')" $((reloads + 2))
 
 # --- bad pairs keep the one in service ------------------------------------------
 # bad_reload NAME CERT KEY
@@ -196,6 +217,33 @@ bad_reload() {
 bad_reload "mismatched key" "$tmp/cert1.pem" "$tmp/key2.pem"
 printf 'not a certificate\n' >"$tmp/junk.pem"
 bad_reload "junk certificate" "$tmp/junk.pem" "$tmp/key2.pem"
+
+# --- replaced certificates are freed ---------------------------------------------
+install_pair "$tmp/cert2.pem" "$tmp/key2.pem"
+for i in 1 2 3 4 5; do
+	kill -HUP "$daemon"
+	sleep 0.2
+done
+metric() {
+	curl -sS --max-time 10 --cacert "$tmp/cert2.pem" "$base/metrics" \
+	    2>/dev/null | sed -n "s/^$1 //p"
+}
+held=$(metric memfloor_tls_certificate_generations)
+if [ -n "$held" ] && [ "$held" -gt 1 ]; then
+	pass "just after the reloads, $held certificates are held"
+else
+	fail "just after five reloads, '$held' certificates are held"
+fi
+sleep 3
+get "$tmp/cert2.pem" /healthz >/dev/null
+is "once no handshake can use them, replaced certificates are freed" \
+    "$(metric memfloor_tls_certificate_generations)" 1
+if [ "$(metric 'memfloor_tls_reloads_total{result="ok"}')" -ge 7 ] &&
+    [ "$(metric 'memfloor_tls_reloads_total{result="error"}')" -ge 2 ]; then
+	pass "the metrics count TLS reloads by result"
+else
+	fail "memfloor_tls_reloads_total: $(metric 'memfloor_tls_reloads_total{result="ok"}')"
+fi
 
 if kill -0 "$daemon" 2>/dev/null; then
 	pass "daemon still running"
