@@ -9,6 +9,7 @@
 #include "buf.h"
 #include "doc.h"
 #include "manifest.h"
+#include "patch.h"
 #include "place.h"
 #include "qty.h"
 #include "render.h"
@@ -18,12 +19,16 @@
 #define ANN_SPEC "memfloor.dev/spec"
 #define ANN_PLACEMENT "memfloor.dev/placement"
 #define ANN_COST "memfloor.dev/estimated-cost"
+#define ANN_CONTAINER "memfloor.dev/container"
+#define GPU_MEMORY_LABEL "nvidia.com/gpu.memory"
+#define REQUIRED "requiredDuringSchedulingIgnoredDuringExecution"
+#define PREFERRED "preferredDuringSchedulingIgnoredDuringExecution"
 #define GPU_RESOURCE "nvidia.com/gpu"
 
-#define POINTER_MAX (64u << 10) /* one JSON Pointer, escaped */
-#define MESSAGE_BUF (8u << 10)  /* a denial message before it is cut */
-#define MAX_WARNINGS 16         /* in one response */
-#define GRAFT_MAX 8             /* members of a mapping copied by a graft */
+#define PATCH_MAX (1u << 20)   /* the patch text, before base64 */
+#define MESSAGE_BUF (8u << 10) /* a denial message before it is cut */
+#define MAX_WARNINGS 16        /* in one response */
+#define GRAFT_MAX 8            /* members of a mapping copied by a graft */
 
 enum target { TARGET_NONE, TARGET_POD, TARGET_JOB };
 
@@ -33,15 +38,15 @@ struct review {
 	const char *uid;
 	const char *operation;
 	json_t *request;
-	json_t *object;       /* NULL when absent or null */
-	json_t *annotations;  /* the object's, when it opted in */
-	json_t *pod;          /* the pod spec */
-	const char *pod_path; /* its JSON Pointer */
-	const char *name;     /* for the decision and the log; may be NULL */
-	json_t *response;     /* owned: the AdmissionReview's response */
-	json_t *patch;        /* owned */
-	json_t *warnings;     /* owned */
-	int nomem;            /* an allocation failed: answer 500 */
+	json_t *object;        /* NULL when absent or null */
+	json_t *annotations;   /* the object's, when it opted in */
+	json_t *pod;           /* the pod spec */
+	const char *pod_path;  /* its JSON Pointer */
+	const char *name;      /* for the decision and the log; may be NULL */
+	json_t *response;      /* owned: the AdmissionReview's response */
+	struct mf_patch patch; /* owned */
+	json_t *warnings;      /* owned */
+	int nomem;             /* an allocation failed: answer 500 */
 	enum mf_verdict verdict;
 };
 
@@ -189,51 +194,6 @@ base64(const char *s, size_t n)
 	}
 	*o = '\0';
 	return out;
-}
-
-/* base + "/" + key escaped as RFC 6901 says (~ as ~0, / as ~1). */
-static char *
-pointer(const char *base, const char *key)
-{
-	struct mf_buf b;
-	char *s = NULL;
-	size_t n;
-
-	mf_buf_init(&b, POINTER_MAX);
-	mf_buf_printf(&b, "%s/", base);
-	while (*key != '\0') {
-		n = strcspn(key, "~/");
-		mf_buf_add(&b, key, n);
-		key += n;
-		if (*key != '\0')
-			mf_buf_add(&b, *key++ == '~' ? "~0" : "~1", 2);
-	}
-	if (b.rc == MF_OK)
-		s = mf_buf_take(&b);
-	mf_buf_free(&b);
-	return s;
-}
-
-/*
- * Append {"op", "path": base/key (or base when key is NULL), "value"}
- * (value stolen; NULL only for "remove").
- */
-static void
-op(struct review *rv, const char *verb, const char *base, const char *key,
-    json_t *value)
-{
-	char *path = key != NULL ? pointer(base, key) : NULL;
-	json_t *o = NULL;
-
-	if (key == NULL || path != NULL)
-		o = json_pack("{s:s, s:s}", "op", verb, "path",
-		    key != NULL ? path : base);
-	free(path);
-	if (value != NULL)
-		put(rv, o, "value", value);
-	else if (strcmp(verb, "remove") != 0)
-		rv->nomem = 1;
-	push(rv, rv->patch, o);
 }
 
 /* --- the envelope ------------------------------------------------------ */
@@ -659,10 +619,199 @@ find_pod(struct review *rv)
 	return json_is_object(spec) ? spec : NULL;
 }
 
+/* A container's name for messages. */
+static const char *
+container_name(const json_t *c)
+{
+	const char *name = str_at(c, "name");
+
+	return name != NULL && name[0] != '\0' ? name : "?";
+}
+
+/* --- which container gets the GPUs (design 18) ------------------------- */
+
+/* What a container asks of nvidia.com/gpu in resources.requests or
+ * resources.limits. */
+struct gpu_ask {
+	int set;       /* the key is there */
+	int64_t n;     /* whole GPUs, or -1 when it is no whole number */
+	char text[32]; /* as written, for messages */
+};
+
+static void
+read_ask(const json_t *c, const char *what, struct gpu_ask *a)
+{
+	const json_t *v =
+	    json_object_get(json_object_get(json_object_get(c, "resources"),
+	                        what),
+	        GPU_RESOURCE);
+	const char *s;
+	size_t len;
+
+	memset(a, 0, sizeof(*a));
+	a->n = -1;
+	if (v == NULL)
+		return;
+	a->set = 1;
+	if (json_is_integer(v)) {
+		a->n = json_integer_value(v) >= 0 ? json_integer_value(v) : -1;
+		snprintf(a->text, sizeof(a->text), "%lld",
+		    (long long)json_integer_value(v));
+		return;
+	}
+	s = json_is_string(v) ? json_string_value(v) : "?";
+	mf_copy(a->text, sizeof(a->text), s);
+	len = strlen(s);
+	if (!json_is_string(v) || len == 0 || len > 9 ||
+	    strspn(s, "0123456789") != len)
+		return;
+	a->n = strtoll(s, NULL, 10);
+}
+
+/*
+ * The index in containers of the container that gets the GPUs: the one
+ * the annotation memfloor.dev/container names, else the first.  -1 after
+ * denying the review.
+ */
+static long
+gpu_container(struct review *rv, const json_t *cs)
+{
+	const json_t *v = json_object_get(rv->annotations, ANN_CONTAINER);
+	const json_t *inits = json_object_get(rv->pod, "initContainers"), *c;
+	char why[200];
+	size_t i;
+
+	if (json_array_size(cs) == 0) {
+		snprintf(why, sizeof(why),
+		    "the pod spec at %s has no containers", rv->pod_path);
+		deny(rv, 400, why);
+		return -1;
+	}
+	if (v == NULL)
+		return 0;
+	if (!json_is_string(v)) {
+		deny_annotation(rv, ANN_CONTAINER, "must be a string");
+		return -1;
+	}
+	json_array_foreach (cs, i, c)
+		if (streq(str_at(c, "name"), json_string_value(v)))
+			return (long)i;
+	json_array_foreach (inits, i, c)
+		if (streq(str_at(c, "name"), json_string_value(v))) {
+			snprintf(why, sizeof(why),
+			    "'%.63s' is an init container; GPUs go only to a "
+			    "container of the pod's containers",
+			    json_string_value(v));
+			deny_annotation(rv, ANN_CONTAINER, why);
+			return -1;
+		}
+	snprintf(why, sizeof(why), "no container of the pod is named '%.63s'",
+	    json_string_value(v));
+	deny_annotation(rv, ANN_CONTAINER, why);
+	return -1;
+}
+
+/*
+ * Deny when an entry of list (containers, or initContainers when init)
+ * asks for GPUs the placement does not give it: count to the entry at
+ * target, none to any other.  0 when every entry agrees.
+ */
+static int
+check_asks(struct review *rv, const json_t *list, int init, long target,
+    const struct mf_placement *p, const char *gpu_name)
+{
+	static const char *const what[] = { "requests", "limits" };
+	char text[MF_REVIEW_MESSAGE_MAX + 2];
+	struct gpu_ask a;
+	const json_t *c;
+	int64_t want;
+	size_t i;
+
+	json_array_foreach (list, i, c) {
+		want = (long)i == target ? p->count : 0;
+		for (size_t k = 0; k < 2; k++) {
+			read_ask(c, what[k], &a);
+			if (!a.set || a.n == want)
+				continue;
+			if ((long)i == target)
+				snprintf(text, sizeof(text),
+				    "container %s: resources.%s %s is %s, but "
+				    "the placement is %s x %lld; leave it out "
+				    "or set resources.gpu.count: %s in %s",
+				    container_name(c), what[k], GPU_RESOURCE,
+				    a.text, p->gpu->name, (long long)p->count,
+				    a.text, ANN_SPEC);
+			else
+				snprintf(text, sizeof(text),
+				    "%s %s: resources.%s %s is %s, but GPUs go "
+				    "only to container %s (annotation %s "
+				    "chooses it)",
+				    init ? "init container" : "container",
+				    container_name(c), what[k], GPU_RESOURCE,
+				    a.text, gpu_name, ANN_CONTAINER);
+			deny(rv, 400, text);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* {"nvidia.com/gpu": n} as member key of w's object. */
+static void
+write_gpu_map(struct mf_jw *w, const char *key, const char *n)
+{
+	mf_jw_open(w, key, '{');
+	mf_jw_str(w, GPU_RESOURCE, n);
+	mf_jw_close(w, '}');
+}
+
+/* The GPU container's requests and limits of nvidia.com/gpu, both count
+ * (check_asks has made sure that those it sets already agree). */
+static void
+patch_gpus(struct review *rv, const json_t *c, long i, int64_t count)
+{
+	static const char *const what[] = { "limits", "requests" };
+	const json_t *res = json_object_get(c, "resources"), *m;
+	struct mf_patch *pt = &rv->patch;
+	char base[96], n[24];
+
+	snprintf(n, sizeof(n), "%lld", (long long)count);
+	snprintf(base, sizeof(base), "%s/containers/%ld/resources",
+	    rv->pod_path, i);
+	if (!json_is_object(res)) {
+		mf_patch_begin(pt, "add", base, NULL);
+		mf_jw_open(&pt->w, "value", '{');
+		for (size_t k = 0; k < 2; k++)
+			write_gpu_map(&pt->w, what[k], n);
+		mf_jw_close(&pt->w, '}');
+		mf_patch_end(pt);
+		return;
+	}
+	for (size_t k = 0; k < 2; k++) {
+		m = json_object_get(res, what[k]);
+		if (json_is_object(m) &&
+		    json_object_get(m, GPU_RESOURCE) != NULL)
+			continue;
+		if (json_is_object(m)) {
+			char at[112];
+
+			snprintf(at, sizeof(at), "%s/%s", base, what[k]);
+			mf_patch_str(pt, "add", at, GPU_RESOURCE, n);
+			continue;
+		}
+		mf_patch_begin(pt, "add", base, what[k]);
+		write_gpu_map(&pt->w, "value", n);
+		mf_patch_end(pt);
+	}
+}
+
+/* --- node selection: product (design 11) -------------------------------- */
+
 static void
 patch_selector(struct review *rv, const struct mf_gpu *gpu)
 {
-	json_t *sel = json_object_get(rv->pod, "nodeSelector"), *all;
+	json_t *sel = json_object_get(rv->pod, "nodeSelector");
+	struct mf_patch *pt = &rv->patch;
 	const struct mf_label *l;
 	const char *old;
 	char base[64];
@@ -671,11 +820,13 @@ patch_selector(struct review *rv, const struct mf_gpu *gpu)
 	if (gpu->nlabels == 0)
 		return;
 	if (!json_is_object(sel)) {
-		all = json_object();
+		mf_patch_begin(pt, "add", base, NULL);
+		mf_jw_open(&pt->w, "value", '{');
 		for (size_t i = 0; i < gpu->nlabels; i++)
-			put(rv, all, gpu->labels[i].key,
-			    json_string(gpu->labels[i].value));
-		op(rv, "add", base, NULL, all);
+			mf_jw_str(&pt->w, gpu->labels[i].key,
+			    gpu->labels[i].value);
+		mf_jw_close(&pt->w, '}');
+		mf_patch_end(pt);
 		return;
 	}
 	for (size_t i = 0; i < gpu->nlabels; i++) {
@@ -684,60 +835,340 @@ patch_selector(struct review *rv, const struct mf_gpu *gpu)
 		if (old != NULL && strcmp(old, l->value) != 0)
 			warnf(rv, "nodeSelector %s: %s replaced by %s", l->key,
 			    old, l->value);
-		op(rv, "add", base, l->key, json_string(l->value));
+		mf_patch_str(pt, "add", base, l->key, l->value);
 	}
 }
 
-/* A container's own GPU limit, when it differs from count. */
-static void
-check_limit(struct review *rv, const json_t *c, const json_t *v,
-    const char *count)
-{
-	const char *name = str_at(c, "name");
-	char have[32];
+/* --- node selection: memory (design 18) --------------------------------- */
 
-	if (json_is_string(v))
-		snprintf(have, sizeof(have), "%s", json_string_value(v));
-	else if (json_is_integer(v))
-		snprintf(have, sizeof(have), "%lld",
-		    (long long)json_integer_value(v));
-	else
-		snprintf(have, sizeof(have), "?");
-	if (strcmp(have, count) != 0)
-		warnf(rv, "container %s keeps %s %s; the placement has %s",
-		    name != NULL ? name : "?", GPU_RESOURCE, have, count);
+/*
+ * The cards the pod may land on, cheapest first: the placement, then
+ * (select: memory) each alternative with the same GPU count, since the
+ * patched pod asks for that many wherever it runs.  Returns how many.
+ */
+static size_t
+placed_cards(const struct mf_decision *d, int memory, const struct mf_gpu **out)
+{
+	size_t n = 0;
+
+	out[n++] = d->placement.gpu;
+	for (size_t i = 0; memory && i < d->nalt; i++)
+		if (d->alt[i].count == d->placement.count)
+			out[n++] = d->alt[i].gpu;
+	return n;
 }
 
-/* Every container without its own GPU limit gets one of count. */
+/* {"key": nvidia.com/gpu.memory, "operator": "Gt", "values": [gt]} */
 static void
-patch_limits(struct review *rv, int64_t count)
+write_memory_expr(struct mf_jw *w, const char *key, const char *gt)
 {
-	json_t *cs = json_object_get(rv->pod, "containers"), *c, *res, *lim;
-	char base[96], limits[112], n[24];
+	mf_jw_open(w, key, '{');
+	mf_jw_str(w, "key", GPU_MEMORY_LABEL);
+	mf_jw_str(w, "operator", "Gt");
+	mf_jw_open(w, "values", '[');
+	mf_jw_str(w, NULL, gt);
+	mf_jw_close(w, ']');
+	mf_jw_close(w, '}');
+}
+
+/* {"matchExpressions": [the memory expression]} */
+static void
+write_memory_term(struct mf_jw *w, const char *key, const char *gt)
+{
+	mf_jw_open(w, key, '{');
+	mf_jw_open(w, "matchExpressions", '[');
+	write_memory_expr(w, NULL, gt);
+	mf_jw_close(w, ']');
+	mf_jw_close(w, '}');
+}
+
+/* {"nodeSelectorTerms": [the memory term]} */
+static void
+write_required(struct mf_jw *w, const char *key, const char *gt)
+{
+	mf_jw_open(w, key, '{');
+	mf_jw_open(w, "nodeSelectorTerms", '[');
+	write_memory_term(w, NULL, gt);
+	mf_jw_close(w, ']');
+	mf_jw_close(w, '}');
+}
+
+/* Weight of the i-th card's preferred term: 100, 90, ... (at most nine
+ * cards, so never below 20; the scheduler takes weights 1 to 100). */
+static int
+pref_weight(size_t i)
+{
+	return 100 - 10 * (int)i;
+}
+
+/* {"weight": w, "preference": {"matchExpressions": [labels In]}} */
+static void
+write_pref_term(struct mf_jw *w, const char *key, const struct mf_gpu *gpu,
+    int weight)
+{
+	mf_jw_open(w, key, '{');
+	mf_jw_int(w, "weight", weight);
+	mf_jw_open(w, "preference", '{');
+	mf_jw_open(w, "matchExpressions", '[');
+	for (size_t i = 0; i < gpu->nlabels; i++) {
+		mf_jw_open(w, NULL, '{');
+		mf_jw_str(w, "key", gpu->labels[i].key);
+		mf_jw_str(w, "operator", "In");
+		mf_jw_open(w, "values", '[');
+		mf_jw_str(w, NULL, gpu->labels[i].value);
+		mf_jw_close(w, ']');
+		mf_jw_close(w, '}');
+	}
+	mf_jw_close(w, ']');
+	mf_jw_close(w, '}');
+	mf_jw_close(w, '}');
+}
+
+/* Cards, in order, without labels to prefer them by are left out. */
+static void
+write_preferred(struct mf_jw *w, const char *key,
+    const struct mf_gpu *const *cards, size_t n)
+{
+	mf_jw_open(w, key, '[');
+	for (size_t i = 0; i < n; i++)
+		if (cards[i]->nlabels > 0)
+			write_pref_term(w, NULL, cards[i], pref_weight(i));
+	mf_jw_close(w, ']');
+}
+
+/* Into an existing list of preferred terms: one add at its end each. */
+static void
+append_preferred(struct review *rv, const char *base,
+    const struct mf_gpu *const *cards, size_t n)
+{
+	char at[192];
+
+	snprintf(at, sizeof(at), "%s/%s/-", base, PREFERRED);
+	for (size_t i = 0; i < n; i++) {
+		if (cards[i]->nlabels == 0)
+			continue;
+		mf_patch_begin(&rv->patch, "add", at, NULL);
+		write_pref_term(&rv->patch.w, "value", cards[i],
+		    pref_weight(i));
+		mf_patch_end(&rv->patch);
+	}
+}
+
+/*
+ * The memory expression ANDed into every required term the pod has (terms
+ * are ORed, so each must carry it), or one term when it has none.
+ */
+static void
+merge_required(struct review *rv, const char *base, const json_t *na,
+    const char *gt)
+{
+	const json_t *req = json_object_get(na, REQUIRED);
+	const json_t *terms = json_object_get(req, "nodeSelectorTerms"), *t;
+	struct mf_patch *pt = &rv->patch;
+	char at[256];
 	size_t i;
 
-	snprintf(n, sizeof(n), "%lld", (long long)count);
-	json_array_foreach (cs, i, c) {
-		if (!json_is_object(c))
-			continue;
-		res = json_object_get(c, "resources");
-		lim = json_object_get(res, "limits");
-		snprintf(base, sizeof(base), "%s/containers/%zu/resources",
-		    rv->pod_path, i);
-		snprintf(limits, sizeof(limits), "%s/limits", base);
-		if (!json_is_object(res))
-			op(rv, "add", base, NULL,
-			    json_pack("{s:{s:s}}", "limits", GPU_RESOURCE, n));
-		else if (!json_is_object(lim))
-			op(rv, "add", limits, NULL,
-			    json_pack("{s:s}", GPU_RESOURCE, n));
-		else if (json_object_get(lim, GPU_RESOURCE) == NULL)
-			op(rv, "add", limits, GPU_RESOURCE, json_string(n));
-		else
-			check_limit(rv, c, json_object_get(lim, GPU_RESOURCE),
-			    n);
+	if (!json_is_object(req)) {
+		mf_patch_begin(pt, "add", base, REQUIRED);
+		write_required(&pt->w, "value", gt);
+		mf_patch_end(pt);
+		return;
+	}
+	snprintf(at, sizeof(at), "%s/%s/nodeSelectorTerms", base, REQUIRED);
+	if (!json_is_array(terms) || json_array_size(terms) == 0) {
+		mf_patch_begin(pt, "add", at,
+		    json_is_array(terms) ? "-" : NULL);
+		if (json_is_array(terms))
+			write_memory_term(&pt->w, "value", gt);
+		else {
+			mf_jw_open(&pt->w, "value", '[');
+			write_memory_term(&pt->w, NULL, gt);
+			mf_jw_close(&pt->w, ']');
+		}
+		mf_patch_end(pt);
+		return;
+	}
+	json_array_foreach (terms, i, t) {
+		char term[320];
+
+		if (!json_is_object(t))
+			continue; /* the API server refuses the pod anyway */
+		snprintf(term, sizeof(term), "%s/%zu/matchExpressions", at, i);
+		if (json_is_array(json_object_get(t, "matchExpressions"))) {
+			mf_patch_begin(pt, "add", term, "-");
+			write_memory_expr(&pt->w, "value", gt);
+		} else {
+			mf_patch_begin(pt, "add", term, NULL);
+			mf_jw_open(&pt->w, "value", '[');
+			write_memory_expr(&pt->w, NULL, gt);
+			mf_jw_close(&pt->w, ']');
+		}
+		mf_patch_end(pt);
 	}
 }
+
+/*
+ * select: memory.  GPU Feature Discovery labels a node's GPU memory in
+ * MiB, so a floor of F bytes wants a label of at least ceil(F / 2^20):
+ * "Gt ceil(F / 2^20) - 1".
+ */
+static void
+patch_affinity(struct review *rv, int64_t floor,
+    const struct mf_gpu *const *cards, size_t n)
+{
+	const json_t *aff = json_object_get(rv->pod, "affinity");
+	const json_t *na = json_object_get(aff, "nodeAffinity");
+	struct mf_patch *pt = &rv->patch;
+	char base[96], gt[24];
+	int64_t mib = floor / (1 << 20) + (floor % (1 << 20) != 0);
+
+	snprintf(gt, sizeof(gt), "%lld", (long long)(mib - 1));
+	snprintf(base, sizeof(base), "%s/affinity", rv->pod_path);
+	if (!json_is_object(aff) || !json_is_object(na)) {
+		mf_patch_begin(pt, "add", base,
+		    json_is_object(aff) ? "nodeAffinity" : NULL);
+		mf_jw_open(&pt->w, "value", '{');
+		if (!json_is_object(aff))
+			mf_jw_open(&pt->w, "nodeAffinity", '{');
+		write_required(&pt->w, REQUIRED, gt);
+		write_preferred(&pt->w, PREFERRED, cards, n);
+		if (!json_is_object(aff))
+			mf_jw_close(&pt->w, '}');
+		mf_jw_close(&pt->w, '}');
+		mf_patch_end(pt);
+		return;
+	}
+	mf_copy(base + strlen(base), sizeof(base) - strlen(base),
+	    "/nodeAffinity");
+	merge_required(rv, base, na, gt);
+	if (json_is_array(json_object_get(na, PREFERRED))) {
+		append_preferred(rv, base, cards, n);
+		return;
+	}
+	mf_patch_begin(pt, "add", base, PREFERRED);
+	write_preferred(&pt->w, "value", cards, n);
+	mf_patch_end(pt);
+}
+
+/* --- cards the pod's own constraints rule out ---------------------------- */
+
+/* v as a whole number into *out; 0 when it is none. */
+static int
+whole(const char *v, long long *out)
+{
+	char *end;
+
+	if (v == NULL || v[0] == '\0')
+		return 0;
+	*out = strtoll(v, &end, 10);
+	return *end == '\0';
+}
+
+/*
+ * Whether a node with the card's labels may satisfy one matchExpression.
+ * A key the card's labels do not name may still be on the node, so it
+ * may; an operator this code does not know is left to the API server.
+ */
+static int
+expr_admits(const json_t *e, const struct mf_gpu *gpu)
+{
+	const char *key = str_at(e, "key"), *op = str_at(e, "operator");
+	const json_t *vals = json_object_get(e, "values"), *v;
+	const char *have = NULL;
+	long long a, b;
+	int found = 0;
+	size_t i;
+
+	for (i = 0; key != NULL && i < gpu->nlabels; i++)
+		if (strcmp(gpu->labels[i].key, key) == 0)
+			have = gpu->labels[i].value;
+	if (have == NULL || op == NULL)
+		return 1;
+	if (strcmp(op, "DoesNotExist") == 0)
+		return 0;
+	if (strcmp(op, "Gt") == 0 || strcmp(op, "Lt") == 0) {
+		if (!whole(have, &a) ||
+		    !whole(json_string_value(json_array_get(vals, 0)), &b))
+			return 0;
+		return op[0] == 'G' ? a > b : a < b;
+	}
+	json_array_foreach (vals, i, v)
+		found |= streq(json_string_value(v), have);
+	if (strcmp(op, "In") == 0)
+		return found;
+	if (strcmp(op, "NotIn") == 0)
+		return !found;
+	return 1;
+}
+
+static int
+term_admits(const json_t *t, const struct mf_gpu *gpu)
+{
+	const json_t *e;
+	size_t i;
+
+	json_array_foreach (json_object_get(t, "matchExpressions"), i, e)
+		if (!expr_admits(e, gpu))
+			return 0;
+	return 1;
+}
+
+/* Whether the pod's required node affinity (and, when selector is set,
+ * its own nodeSelector) leaves the card's nodes a way in. */
+static int
+card_admitted(const struct review *rv, const struct mf_gpu *gpu, int selector)
+{
+	const json_t *sel = json_object_get(rv->pod, "nodeSelector");
+	const json_t *terms, *t;
+	const char *v;
+	size_t i;
+
+	for (i = 0; selector && i < gpu->nlabels; i++) {
+		v = str_at(sel, gpu->labels[i].key);
+		if (v != NULL && strcmp(v, gpu->labels[i].value) != 0)
+			return 0;
+	}
+	terms = json_object_get(
+	    json_object_get(json_object_get(json_object_get(rv->pod,
+	                                        "affinity"),
+	                        "nodeAffinity"),
+	        REQUIRED),
+	    "nodeSelectorTerms");
+	if (json_array_size(terms) == 0)
+		return 1;
+	json_array_foreach (terms, i, t)
+		if (json_is_object(t) && term_admits(t, gpu))
+			return 1;
+	return 0;
+}
+
+/*
+ * Warn when the pod's own constraints exclude every card placed: it would
+ * wait for nodes memfloor did not choose.  The product selector replaces
+ * the pod's selector keys itself (with a warning each), so only the
+ * memory selection, which keeps them, checks the nodeSelector.
+ */
+static void
+check_excluded(struct review *rv, const struct mf_gpu *const *cards, size_t n,
+    int memory)
+{
+	char names[MF_REVIEW_WARNING_MAX + 1] = "";
+	size_t used = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (card_admitted(rv, cards[i], memory))
+			return;
+	for (size_t i = 0; i < n && used + 1 < sizeof(names); i++)
+		used += (size_t)snprintf(names + used, sizeof(names) - used,
+		    "%s%s", i > 0 ? ", " : "", cards[i]->name);
+	warnf(rv,
+	    "the pod's required node affinity%s excludes every card "
+	    "placed: %s",
+	    memory ? " or nodeSelector" : "", names);
+}
+
+/* --- the answer's patch ----------------------------------------------------
+ */
 
 /* Add the annotation, or replace it; value NULL removes it. */
 static void
@@ -747,11 +1178,49 @@ patch_annotation(struct review *rv, const char *key, const char *value)
 
 	if (value == NULL) {
 		if (has)
-			op(rv, "remove", "/metadata/annotations", key, NULL);
+			mf_patch_str(&rv->patch, "remove",
+			    "/metadata/annotations", key, NULL);
 		return;
 	}
-	op(rv, has ? "replace" : "add", "/metadata/annotations", key,
-	    json_string(value));
+	mf_patch_str(&rv->patch, has ? "replace" : "add",
+	    "/metadata/annotations", key, value);
+}
+
+/* Which container gets the GPUs, checked against what every container
+ * asks for; -1 after denying the review. */
+static long
+place_gpus(struct review *rv, const struct mf_placement *p)
+{
+	const json_t *cs = json_object_get(rv->pod, "containers");
+	long target = gpu_container(rv, cs);
+	const char *name;
+
+	if (target < 0)
+		return -1;
+	name = container_name(json_array_get(cs, (size_t)target));
+	if (check_asks(rv, cs, 0, target, p, name) != 0 ||
+	    check_asks(rv, json_object_get(rv->pod, "initContainers"), 1, -1, p,
+	        name) != 0)
+		return -1;
+	return target;
+}
+
+static void
+answer_patch(struct review *rv)
+{
+	const char *text;
+	char *b64 = NULL;
+	size_t len = 0;
+
+	text = mf_patch_text(&rv->patch, &len);
+	if (text != NULL)
+		b64 = base64(text, len);
+	if (b64 == NULL)
+		rv->nomem = 1;
+	put(rv, rv->response, "allowed", json_true());
+	put(rv, rv->response, "patchType", json_string("JSONPatch"));
+	put(rv, rv->response, "patch", json_string(b64 != NULL ? b64 : ""));
+	free(b64);
 }
 
 static void
@@ -759,12 +1228,26 @@ allow_placed(struct review *rv, const struct mf_job *job,
     const struct mf_decision *d)
 {
 	const struct mf_placement *p = &d->placement;
+	const struct mf_gpu *cards[1 + MF_MAX_ALTERNATIVES];
+	int memory = rv->api->cat->k8s_select == MF_K8S_SELECT_MEMORY;
 	/* A GPU name is at most 63 characters; "%.2f" of any double fits. */
 	char placement[128], floor[MF_QTY_STRMAX], cost[512];
-	char *json = NULL, *b64 = NULL;
+	long target;
+	size_t n;
 
-	patch_selector(rv, p->gpu);
-	patch_limits(rv, p->count);
+	target = place_gpus(rv, p);
+	if (target < 0)
+		return;
+	n = placed_cards(d, memory, cards);
+	check_excluded(rv, cards, n, memory);
+	if (memory)
+		patch_affinity(rv, d->floor, cards, n);
+	else
+		patch_selector(rv, p->gpu);
+	patch_gpus(rv,
+	    json_array_get(json_object_get(rv->pod, "containers"),
+	        (size_t)target),
+	    target, p->count);
 	snprintf(placement, sizeof(placement), "%s x %lld", p->gpu->name,
 	    (long long)p->count);
 	patch_annotation(rv, ANN_PLACEMENT, placement);
@@ -773,17 +1256,7 @@ allow_placed(struct review *rv, const struct mf_job *job,
 	patch_annotation(rv, ANN_MIN, floor);
 	snprintf(cost, sizeof(cost), "%.2f", p->cost);
 	patch_annotation(rv, ANN_COST, job->reference_hours > 0 ? cost : NULL);
-	if (!rv->nomem)
-		json = json_dumps(rv->patch, JSON_COMPACT);
-	if (json != NULL)
-		b64 = base64(json, strlen(json));
-	if (b64 == NULL)
-		rv->nomem = 1;
-	put(rv, rv->response, "allowed", json_true());
-	put(rv, rv->response, "patchType", json_string("JSONPatch"));
-	put(rv, rv->response, "patch", json_string(b64 != NULL ? b64 : ""));
-	free(json);
-	free(b64);
+	answer_patch(rv);
 	rv->verdict = MF_VERDICT_ADMITTED;
 }
 
@@ -891,16 +1364,16 @@ mf_api_review(const struct mf_api *api, const char *body, size_t len,
 	rv.name = object_name(&rv);
 	mf_copy(ans->job, sizeof(ans->job), rv.name ? rv.name : "");
 	rv.response = json_pack("{s:s}", "uid", rv.uid);
-	rv.patch = json_array();
+	mf_patch_init(&rv.patch, PATCH_MAX);
 	rv.warnings = json_array();
-	if (rv.response == NULL || rv.patch == NULL || rv.warnings == NULL)
+	if (rv.response == NULL || rv.warnings == NULL)
 		rv.nomem = 1;
 	else if (opted_in(&rv))
 		admit(&rv);
 	respond(&rv, ans);
 out:
 	json_decref(rv.response);
-	json_decref(rv.patch);
+	mf_patch_free(&rv.patch);
 	json_decref(rv.warnings);
 	json_decref(root);
 }

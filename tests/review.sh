@@ -215,34 +215,41 @@ sel=/spec/nodeSelector/nvidia.com~1gpu.product
 tsel=/spec/template/spec/nodeSelector/nvidia.com~1gpu.product
 ann=/metadata/annotations/memfloor.dev~1
 gpu=resources/limits/nvidia.com~1gpu
+req=resources/requests/nvidia.com~1gpu
 
 # 88Gi: the B200 is the cheapest card per reference hour that holds it.
 review "pod without nodeSelector: created, limits added" \
     $data/pod-min-memory.json 200 \
     patched $data/pod-min-memory.json "$tmp/answer" \
     "$sel=\"NVIDIA-B200\"" "/spec/containers/0/$gpu=\"1\"" \
-    "${ann}placement=\"B200 x 1\"" "${ann}min-memory=\"88Gi\"" \
+    "/spec/containers/0/$req=\"1\"" "${ann}placement=\"B200 x 1\"" "${ann}min-memory=\"88Gi\"" \
     "${ann}estimated-cost=-" "/metadata/labels/app=\"echo-server\""
 
-# 12Gi: the RTX-A4000 (16G) is cheapest; the pod's own selector and the
-# pinned container stay.
-review "pod with nodeSelector: key added, every container limited" \
+# 12Gi: the RTX-A4000 (16G) is cheapest; the pod's own selector stays.
+# Only the first container gets the GPU (design 18): not the sidecar, not
+# the container without resources, and the one pinning "0" keeps it.
+review "pod with nodeSelector: key added, the first container alone limited" \
     $data/pod-selector.json 200 \
     patched $data/pod-selector.json "$tmp/answer" \
     "$sel=\"NVIDIA-RTX-A4000\"" \
     "/spec/nodeSelector/kubernetes.io~1os=\"linux\"" \
-    "/spec/containers/0/$gpu=\"1\"" "/spec/containers/1/$gpu=\"1\"" \
+    "/spec/containers/0/$gpu=\"1\"" "/spec/containers/0/$req=\"1\"" \
+    "/spec/containers/1/$gpu=-" "/spec/containers/1/$req=-" \
     "/spec/containers/1/resources/limits/cpu=\"500m\"" \
-    "/spec/containers/2/$gpu=\"1\"" "/spec/containers/3/$gpu=\"1\"" \
+    "/spec/containers/2/resources=-" "/spec/containers/3/$gpu=\"0\"" \
+    "/spec/containers/3/$req=-" \
     "${ann}placement=\"RTX-A4000 x 1\"" "${ann}min-memory=\"12Gi\""
 
-# Floor from the annotation, count 2 from the spec: B200 x 2.
-review "job: template patched, count 2" \
+# Floor from the annotation, count 2 from the spec: B200 x 2.  The train
+# container requests 2 GPUs with no limit: its limit becomes 2.
+review "job: template patched, count 2, requests equal limits" \
     $data/job-count.json 200 \
     patched $data/job-count.json "$tmp/answer" \
     "$tsel=\"NVIDIA-B200\"" \
     "/spec/template/spec/containers/0/$gpu=\"2\"" \
-    "/spec/template/spec/containers/1/$gpu=\"1\"" \
+    "/spec/template/spec/containers/0/$req=\"2\"" \
+    "/spec/template/spec/containers/1/$gpu=-" \
+    "/spec/template/spec/containers/1/resources/limits/cpu=\"100m\"" \
     "/spec/template/spec/containers/0/resources/limits/memory=\"64Gi\"" \
     "${ann}placement=\"B200 x 2\"" "${ann}min-memory=\"88Gi\""
 
@@ -252,6 +259,7 @@ review "example job: patched" \
     patched examples/k8s-admissionreview.json "$tmp/answer" \
     "$tsel=\"NVIDIA-B200\"" \
     "/spec/template/spec/containers/0/$gpu=\"1\"" \
+    "/spec/template/spec/containers/0/$req=\"1\"" \
     "${ann}placement=\"B200 x 1\"" "${ann}min-memory=\"21Gi\"" \
     "${ann}estimated-cost=\"29.02\""
 review "example job: the answer in examples/" \

@@ -225,6 +225,19 @@ find_op(json_t *patch, const char *path)
 	return NULL;
 }
 
+/* How many ops of the patch have a path that starts with prefix. */
+static size_t
+ops_under(json_t *patch, const char *prefix)
+{
+	size_t i, n = 0;
+	json_t *o;
+
+	json_array_foreach (patch, i, o)
+		n += strncmp(json_string_value(json_object_get(o, "path")),
+		         prefix, strlen(prefix)) == 0;
+	return n;
+}
+
 /* The patch has exactly one op at path: verb with value (JSON text). */
 static void
 expect_op(json_t *patch, const char *verb, const char *path, const char *value)
@@ -388,7 +401,7 @@ test_review_passthrough_deployment(void **state)
  * min-memory 88Gi = 94,489,280,512 bytes: RTX-PRO-6000 (96G), H200 and
  * B200 hold it; the B200 is cheapest per reference hour (2.419).  The pod
  * has no nodeSelector: one add of the whole map.  Its container has
- * "resources": {} and so gets a limits object.  The annotation exists, so
+ * "resources": {} and so gets a limits and a requests object, equal.  The annotation exists, so
  * min-memory is replaced; no referenceHours, so no cost.
  */
 static void
@@ -400,10 +413,12 @@ test_review_pod_creates_node_selector(void **state)
 	(void)state;
 	a = send_review(rv, &ans);
 	patch = patch_of(a, NULL);
-	assert_int_equal(json_array_size(patch), 4);
+	assert_int_equal(json_array_size(patch), 5);
 	expect_op(patch, "add", "/spec/nodeSelector",
 	    "{\"nvidia.com/gpu.product\": \"NVIDIA-B200\"}");
 	expect_op(patch, "add", "/spec/containers/0/resources/limits",
+	    "{\"nvidia.com/gpu\": \"1\"}");
+	expect_op(patch, "add", "/spec/containers/0/resources/requests",
 	    "{\"nvidia.com/gpu\": \"1\"}");
 	expect_op(patch, "add", "/metadata/annotations/memfloor.dev~1placement",
 	    "\"B200 x 1\"");
@@ -422,9 +437,10 @@ test_review_pod_creates_node_selector(void **state)
 /*
  * min-memory 12Gi = 12,884,901,888 bytes fits the RTX-A4000 (16G), the
  * cheapest per reference hour (2.232).  The pod's nodeSelector exists: the
- * label is added as a key, '/' escaped as ~1.  Containers: resources {}
- * (add limits), limits without a GPU (add the key), no resources at all
- * (add resources), and one with its own nvidia.com/gpu (left alone).
+ * label is added as a key, '/' escaped as ~1.  Only the first container
+ * gets the GPU (design 18), requests and limits alike; the sidecar with
+ * its own limits, the one without resources and the one that pins
+ * nvidia.com/gpu "0" get nothing.
  */
 static void
 test_review_pod_adds_selector_key(void **state)
@@ -443,20 +459,20 @@ test_review_pod_adds_selector_key(void **state)
 	assert_null(find_op(patch, "/spec/nodeSelector"));
 	expect_op(patch, "add", "/spec/containers/0/resources/limits",
 	    "{\"nvidia.com/gpu\": \"1\"}");
-	expect_op(patch, "add",
-	    "/spec/containers/1/resources/limits/nvidia.com~1gpu", "\"1\"");
-	expect_op(patch, "add", "/spec/containers/2/resources",
-	    "{\"limits\": {\"nvidia.com/gpu\": \"1\"}}");
-	assert_null(find_op(patch, "/spec/containers/3/resources"));
-	assert_null(find_op(patch, "/spec/containers/3/resources/limits"));
-	assert_null(find_op(patch,
-	    "/spec/containers/3/resources/limits/nvidia.com~1gpu"));
+	expect_op(patch, "add", "/spec/containers/0/resources/requests",
+	    "{\"nvidia.com/gpu\": \"1\"}");
+	for (int i = 1; i <= 3; i++) {
+		char at[32];
+
+		snprintf(at, sizeof(at), "/spec/containers/%d/", i);
+		assert_int_equal(ops_under(patch, at), 0);
+	}
 	expect_op(patch, "add", "/metadata/annotations/memfloor.dev~1placement",
 	    "\"RTX-A4000 x 1\"");
 	expect_op(patch, "replace",
 	    "/metadata/annotations/memfloor.dev~1min-memory", "\"12Gi\"");
-	/* 1 selector key + 3 containers + 2 annotations */
-	assert_int_equal(json_array_size(patch), 6);
+	/* 1 selector key + limits and requests + 2 annotations */
+	assert_int_equal(json_array_size(patch), 5);
 	assert_null(json_object_get(response(a), "warnings"));
 	free(raw);
 	json_decref(patch);
@@ -488,13 +504,17 @@ test_review_job_patches_template(void **state)
 	expect_op(patch, "add",
 	    "/spec/template/spec/containers/0/resources/limits/nvidia.com~1gpu",
 	    "\"1\"");
+	expect_op(patch, "add",
+	    "/spec/template/spec/containers/0/resources/requests/"
+	    "nvidia.com~1gpu",
+	    "\"1\"");
 	expect_op(patch, "add", "/metadata/annotations/memfloor.dev~1placement",
 	    "\"B200 x 1\"");
 	expect_op(patch, "add",
 	    "/metadata/annotations/memfloor.dev~1min-memory", "\"21Gi\"");
 	expect_op(patch, "add",
 	    "/metadata/annotations/memfloor.dev~1estimated-cost", "\"29.02\"");
-	assert_int_equal(json_array_size(patch), 5);
+	assert_int_equal(json_array_size(patch), 6);
 	assert_string_equal(ans.job, "llama-8b-lora");
 	assert_int_equal(ans.verdict, MF_VERDICT_ADMITTED);
 	json_decref(patch);
@@ -507,7 +527,8 @@ test_review_job_patches_template(void **state)
  * Both annotations: the floor 88Gi comes from min-memory, the count 2 from
  * the spec.  Per reference hour over 2 GPUs (speed x 2 x 0.9): B200
  * 2 x 5.50 / (2.274 x 1.8) = 2.687, RTX-PRO-6000 2.947, H200 3.889: B200 x 2.
- * The container that pins nvidia.com/gpu 1 keeps it, with a warning.
+ * The train container requests nvidia.com/gpu 2 with no limit: its limit
+ * becomes 2 as well (not 1), and the logger container gets nothing.
  */
 static void
 test_review_job_count_from_spec(void **state)
@@ -524,14 +545,18 @@ test_review_job_count_from_spec(void **state)
 	    "/spec/template/spec/containers/0/resources/limits/nvidia.com~1gpu",
 	    "\"2\"");
 	assert_null(find_op(patch,
+	    "/spec/template/spec/containers/0/"
+	    "resources/requests/nvidia.com~1gpu"));
+	assert_null(find_op(patch,
 	    "/spec/template/spec/containers/1/"
 	    "resources/limits/nvidia.com~1gpu"));
 	expect_op(patch, "add", "/metadata/annotations/memfloor.dev~1placement",
 	    "\"B200 x 2\"");
 	expect_op(patch, "replace",
 	    "/metadata/annotations/memfloor.dev~1min-memory", "\"88Gi\"");
-	assert_true(has_warning(a, "container logger"));
-	expect_warnings_short(a);
+	/* selector, one limit, two annotations */
+	assert_int_equal(json_array_size(patch), 4);
+	assert_null(json_object_get(response(a), "warnings"));
 	/* metadata.name is absent: generateName names the job */
 	assert_string_equal(ans.job, "train-");
 	json_decref(patch);
