@@ -6,9 +6,11 @@
  * '{' or blank space is the whole request body; any other input is a first
  * byte choosing where the rest goes in an annotated Pod review (bit 0: the
  * memfloor.dev/spec annotation or memfloor.dev/min-memory; bit 1: a Job
- * instead of a Pod; bit 2: a nodeSelector already set), so the annotation
- * readers and the patch builder are reached without valid JSON around
- * them.
+ * instead of a Pod; bit 2: a nodeSelector already set; bit 3: the
+ * catalogue selects by memory; bit 4: a required node affinity and a
+ * sidecar init container already set), so the annotation readers and the
+ * patch builder are reached without valid JSON around them.  A whole body
+ * is answered twice, with kubernetes.select product and memory.
  *
  * Every answer is JSON.  A 200 is an admission.k8s.io/v1 AdmissionReview
  * whose response has a uid and allowed; a denial has status.code 400 or
@@ -178,6 +180,26 @@ wrap(unsigned mode, const char *text, size_t len)
 		json_object_set_new(o, "spec",
 		    json_pack("{s:{s:O}}", "template", "spec", spec));
 	}
+	if (mode & 16) {
+		json_t *o = json_object_get(json_object_get(r, "request"),
+		           "object"),
+		       *spec = json_object_get(o, "spec");
+
+		if (mode & 2)
+			spec =
+			    json_object_get(json_object_get(spec, "template"),
+			        "spec");
+		json_object_set_new(spec, "affinity",
+		    json_pack("{s:{s:{s:[{s:[{s:s, s:s, s:[s]}]}]}}}",
+		        "nodeAffinity",
+		        "requiredDuringSchedulingIgnoredDuringExecution",
+		        "nodeSelectorTerms", "matchExpressions", "key",
+		        "nvidia.com/gpu.product", "operator", "NotIn", "values",
+		        "NVIDIA-B200"));
+		json_object_set_new(spec, "initContainers",
+		    json_pack("[{s:s, s:s}]", "name", "side", "restartPolicy",
+		        "Always"));
+	}
 	if (mode & 4) {
 		json_t *o =
 		    json_object_get(json_object_get(r, "request"), "object");
@@ -198,11 +220,15 @@ wrap(unsigned mode, const char *text, size_t len)
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+	static struct mf_catalog by_memory;
 	struct mf_api api;
 	struct mf_answer ans;
 	char *body = NULL;
 
 	load_once();
+	/* The same cards, borrowed, selected by memory. */
+	by_memory = *cat;
+	by_memory.k8s_select = MF_K8S_SELECT_MEMORY;
 	memset(&api, 0, sizeof(api));
 	api.cat = cat;
 	api.models = models;
@@ -210,14 +236,21 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		body = wrap(data[0], (const char *)data + 1, size - 1);
 		if (body == NULL)
 			return 0;
+		if (data[0] & 8)
+			api.cat = &by_memory;
 		mf_api_review(&api, body, strlen(body), MF_DOC_JSON,
 		    MF_OUT_JSON, &ans);
-	} else {
+		check(&ans);
+		mf_answer_free(&ans);
+		free(body);
+		return 0;
+	}
+	for (int i = 0; i < 2; i++) {
+		api.cat = i == 0 ? cat : &by_memory;
 		mf_api_review(&api, (const char *)data, size, MF_DOC_JSON,
 		    MF_OUT_JSON, &ans);
+		check(&ans);
+		mf_answer_free(&ans);
 	}
-	check(&ans);
-	mf_answer_free(&ans);
-	free(body);
 	return 0;
 }
