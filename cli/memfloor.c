@@ -17,6 +17,7 @@
 #include "../admission/api.h"
 #include "../admission/buf.h"
 #include "../catalog/catalog.h"
+#include "../catalog/kueue.h"
 
 #ifndef MF_DATADIR
 #define MF_DATADIR "/usr/local/share/memfloor"
@@ -46,6 +47,7 @@ usage(FILE *f)
 	    "       memfloor diagnose [FILE|-] [-f catalog] [-m models] "
 	    "[-o table|json|yaml]\n"
 	    "       memfloor catalog check FILE\n"
+	    "       memfloor catalog kueue FILE\n"
 	    "       memfloor submit FILE [--server URL] [--cacert FILE] "
 	    "[-o table|json|yaml]\n");
 }
@@ -206,6 +208,32 @@ catalog_check(const char *path)
 	return EXIT_ADMITTED;
 }
 
+/* The catalogue's GPU types as Kueue ResourceFlavors, on stdout. */
+static int
+catalog_kueue(const char *path)
+{
+	struct mf_catalog *cat = NULL;
+	struct mf_error err;
+	struct mf_buf out;
+	enum mf_rc rc;
+
+	if (mf_cat_load(path, &cat, &err) != MF_OK) {
+		fprintf(stderr, "%s\n", err.message);
+		return EXIT_INPUT;
+	}
+	mf_buf_init(&out, MF_CAT_MAX_BYTES);
+	rc = mf_kueue_flavors(cat, &out, &err);
+	if (rc == MF_OK)
+		fwrite(out.data, 1, out.len, stdout);
+	else if (rc == MF_EINVAL)
+		fprintf(stderr, "%s\n", err.message);
+	else
+		fprintf(stderr, "memfloor: %s\n", mf_strerror(rc));
+	mf_buf_free(&out);
+	mf_cat_unref(cat);
+	return rc == MF_OK ? EXIT_ADMITTED : EXIT_INPUT;
+}
+
 static size_t
 collect(char *data, size_t size, size_t n, void *arg)
 {
@@ -292,6 +320,8 @@ main(int argc, char **argv)
 		return 0;
 	}
 	if (strcmp(argv[1], "catalog") == 0) {
+		if (argc == 4 && strcmp(argv[2], "kueue") == 0)
+			return catalog_kueue(argv[3]);
 		if (argc != 4 || strcmp(argv[2], "check") != 0) {
 			usage(stderr);
 			return EXIT_INPUT;
