@@ -38,8 +38,7 @@ read_or_die(const char *path, size_t *len)
 
 /* Each call answers body n times; the seconds per call. */
 static double
-run(const struct mf_api *api, const char *body, size_t len, long n,
-    int review)
+run(const struct mf_api *api, const char *body, size_t len, long n, int review)
 {
 	struct mf_answer ans;
 	double t0 = now();

@@ -896,7 +896,7 @@ test_review_other_container_gpu_denied(void **state)
 	    "container pinned: resources.limits nvidia.com/gpu is 1, but GPUs "
 	    "go only to container echo-server (annotation "
 	    "memfloor.dev/container chooses it)");
-	send_review(rv, &ans);
+	json_decref(send_review(rv, &ans));
 	assert_int_equal(ans.verdict, MF_VERDICT_NONE);
 	mf_answer_free(&ans);
 	json_decref(rv);
