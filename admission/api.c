@@ -110,9 +110,8 @@ mf_answer_json(struct mf_answer *ans, enum mf_answer_kind kind, json_t *j,
 	    out == MF_OUT_YAML ? MF_OUT_YAML : MF_OUT_JSON);
 }
 
-/* Take JSON text (malloc'd, NULL for failure); YAML is converted. */
-static void
-answer_jtext(struct mf_answer *ans, enum mf_answer_kind kind, char *text,
+void
+mf_answer_jtext(struct mf_answer *ans, enum mf_answer_kind kind, char *text,
     enum mf_output out)
 {
 	json_t *j;
@@ -145,7 +144,7 @@ mf_answer_err(struct mf_answer *ans, enum mf_rc rc, const struct mf_error *err,
 		set_body(ans, kind_of(rc), t, MF_OUT_TEXT);
 		return;
 	}
-	answer_jtext(ans, kind_of(rc), mf_json_error(err), out);
+	mf_answer_jtext(ans, kind_of(rc), mf_json_error(err), out);
 }
 
 void
@@ -251,7 +250,7 @@ mf_api_admit(const struct mf_api *api, const char *body, size_t len,
 	if (out == MF_OUT_TEXT)
 		mf_answer_text(ans, kind, mf_text_decision(&job, d));
 	else
-		answer_jtext(ans, kind, mf_json_decision(&job, d, api->cat),
+		mf_answer_jtext(ans, kind, mf_json_decision(&job, d, api->cat),
 		    out);
 	ans->verdict = d->admitted ? MF_VERDICT_ADMITTED : MF_VERDICT_REJECTED;
 out:
@@ -287,7 +286,7 @@ mf_api_estimate(const struct mf_api *api, const char *body, size_t len,
 		mf_answer_text(ans, MF_ANS_OK,
 		    mf_text_estimate(&job, &est, api->cat));
 	} else {
-		answer_jtext(ans, MF_ANS_OK,
+		mf_answer_jtext(ans, MF_ANS_OK,
 		    mf_json_estimate(&job, &est, api->cat), out);
 	}
 	mf_doc_free(doc);
@@ -318,7 +317,7 @@ mf_api_catalog(const struct mf_api *api, const char *min_memory,
 		mf_answer_text(ans, MF_ANS_OK,
 		    mf_text_catalog(api->cat, floor));
 	else
-		answer_jtext(ans, MF_ANS_OK,
+		mf_answer_jtext(ans, MF_ANS_OK,
 		    mf_json_catalog(api->cat, floor, (int)f), out);
 }
 
@@ -330,7 +329,8 @@ mf_api_models(const struct mf_api *api, enum mf_output out,
 	if (out == MF_OUT_TEXT)
 		mf_answer_text(ans, MF_ANS_OK, mf_text_models(api->models));
 	else
-		answer_jtext(ans, MF_ANS_OK, mf_json_models(api->models), out);
+		mf_answer_jtext(ans, MF_ANS_OK, mf_json_models(api->models),
+		    out);
 }
 
 /* The JSON form of a diagnose body: message and, optionally, a job. */

@@ -92,5 +92,9 @@ void mf_answer_err(struct mf_answer *ans, enum mf_rc rc,
     const struct mf_error *err, enum mf_output out);
 void
 mf_answer_text(struct mf_answer *ans, enum mf_answer_kind kind, char *text);
+/* Take JSON text (malloc'd; NULL for failure, then the 500 body); for
+ * MF_OUT_YAML it is converted. */
+void mf_answer_jtext(struct mf_answer *ans, enum mf_answer_kind kind,
+    char *text, enum mf_output out);
 
 #endif

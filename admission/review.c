@@ -1,13 +1,17 @@
 #include "review.h"
 
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
+
 #include "buf.h"
 #include "doc.h"
+#include "jw.h"
 #include "manifest.h"
 #include "patch.h"
 #include "place.h"
@@ -25,10 +29,11 @@
 #define PREFERRED "preferredDuringSchedulingIgnoredDuringExecution"
 #define GPU_RESOURCE "nvidia.com/gpu"
 
-#define PATCH_MAX (1u << 20)   /* the patch text, before base64 */
-#define MESSAGE_BUF (8u << 10) /* a denial message before it is cut */
-#define MAX_WARNINGS 16        /* in one response */
-#define GRAFT_MAX 8            /* members of a mapping copied by a graft */
+#define PATCH_MAX (1u << 20)    /* the patch text, before base64 */
+#define RESPONSE_MAX (2u << 20) /* the answer, with the patch in base64 */
+#define MESSAGE_BUF (8u << 10)  /* a denial message before it is cut */
+#define MAX_WARNINGS 16         /* in one response */
+#define GRAFT_MAX 8             /* members of a mapping copied by a graft */
 
 enum target { TARGET_NONE, TARGET_POD, TARGET_JOB };
 
@@ -37,49 +42,84 @@ struct review {
 	const struct mf_api *api;
 	const char *uid;
 	const char *operation;
-	json_t *request;
-	json_t *object;        /* NULL when absent or null */
-	json_t *annotations;   /* the object's, when it opted in */
-	json_t *pod;           /* the pod spec */
-	const char *pod_path;  /* its JSON Pointer */
+	const struct mf_node *request;
+	const struct mf_node *object;      /* NULL when absent or null */
+	const struct mf_node *annotations; /* the object's, when it opted in */
+	const struct mf_node *pod;         /* the pod spec */
+	const char *pod_path;              /* its JSON Pointer */
 	const char *name;      /* for the decision and the log; may be NULL */
-	json_t *response;      /* owned: the AdmissionReview's response */
 	struct mf_patch patch; /* owned */
-	json_t *warnings;      /* owned */
-	int nomem;             /* an allocation failed: answer 500 */
+	char *patch64;         /* owned: the patch in base64, once allowed */
+	int denied;            /* status.code and message are set */
+	int code;
+	size_t nwarn;
+	int nomem; /* an allocation failed: answer 500 */
 	enum mf_verdict verdict;
+	/* Last: not zeroed (see mf_api_review). */
+	char message[MF_REVIEW_MESSAGE_MAX + 1];
+	char warnings[MAX_WARNINGS][MF_REVIEW_WARNING_MAX + 1];
 };
 
 /* --- small helpers ---------------------------------------------------- */
 
-static const char *
-str_at(const json_t *o, const char *key)
+/* The request is read as a doc.h tree; these say what kind a node is
+ * (NULL is none of them). */
+static int
+is_map(const struct mf_node *n)
 {
-	return json_string_value(json_object_get(o, key));
+	return n != NULL && n->type == MF_NODE_MAP;
 }
+
+static int
+is_seq(const struct mf_node *n)
+{
+	return n != NULL && n->type == MF_NODE_SEQ;
+}
+
+static int
+is_str(const struct mf_node *n)
+{
+	return n != NULL && n->type == MF_NODE_STR;
+}
+
+static const char *
+str_of(const struct mf_node *n)
+{
+	return is_str(n) ? n->text : NULL;
+}
+
+static const char *
+str_at(const struct mf_node *o, const char *key)
+{
+	return str_of(mf_node_get(o, key));
+}
+
+static size_t
+seq_len(const struct mf_node *n)
+{
+	return is_seq(n) ? n->len : 0;
+}
+
+/* The i-th element of a list, or NULL. */
+static const struct mf_node *
+seq_at(const struct mf_node *n, size_t i)
+{
+	const struct mf_node *c = is_seq(n) ? n->child : NULL;
+
+	while (c != NULL && i-- > 0)
+		c = c->next;
+	return c;
+}
+
+/* Every element c of the list n (none when n is no list), i counting. */
+#define EACH(n, i, c) \
+	for ((i) = 0, (c) = is_seq(n) ? (n)->child : NULL; (c) != NULL; \
+	     (c) = (c)->next, (i)++)
 
 static int
 streq(const char *a, const char *b)
 {
 	return a != NULL && b != NULL && strcmp(a, b) == 0;
-}
-
-/*
- * Set key of o to v, noting a failed allocation (NULL o or v).  jansson's
- * *_new calls steal v even when they fail.
- */
-static void
-put(struct review *rv, json_t *o, const char *key, json_t *v)
-{
-	if (json_object_set_new(o, key, v) != 0)
-		rv->nomem = 1;
-}
-
-static void
-push(struct review *rv, json_t *a, json_t *v)
-{
-	if (json_array_append_new(a, v) != 0)
-		rv->nomem = 1;
 }
 
 /*
@@ -160,14 +200,14 @@ warnf(struct review *rv, const char *fmt, ...)
 	char text[256];
 	va_list ap;
 
-	if (json_array_size(rv->warnings) >= MAX_WARNINGS)
+	if (rv->nwarn >= MAX_WARNINGS)
 		return;
 	va_start(ap, fmt);
 	vsnprintf(text, sizeof(text), fmt, ap);
 	va_end(ap);
 	fix_utf8(text);
 	clip(text, MF_REVIEW_WARNING_MAX);
-	push(rv, rv->warnings, json_string(text));
+	mf_copy(rv->warnings[rv->nwarn++], sizeof(rv->warnings[0]), text);
 }
 
 static char *
@@ -199,22 +239,22 @@ base64(const char *s, size_t n)
 /* --- the envelope ------------------------------------------------------ */
 
 static enum mf_rc
-need_string(const json_t *o, const char *key, const char *path,
+need_string(const struct mf_node *o, const char *key, const char *path,
     const char **out, struct mf_error *err)
 {
-	const json_t *v = json_object_get(o, key);
+	const struct mf_node *v = mf_node_get(o, key);
 
-	if (v == NULL || json_is_null(v))
+	if (v == NULL || v->type == MF_NODE_NULL)
 		return mf_error_set(err, MF_EINVAL, path, 0, 0, "is required");
-	if (!json_is_string(v))
+	if (!is_str(v))
 		return mf_error_set(err, MF_EINVAL, path, 0, 0,
 		    "must be a string");
-	*out = json_string_value(v);
+	*out = v->text;
 	return MF_OK;
 }
 
 static enum mf_rc
-check_header(const json_t *root, struct mf_error *err)
+check_header(const struct mf_node *root, struct mf_error *err)
 {
 	static const char *const want[][2] = {
 		{ "apiVersion", REVIEW_VERSION },
@@ -222,7 +262,7 @@ check_header(const json_t *root, struct mf_error *err)
 	};
 	const char *s;
 
-	if (!json_is_object(root))
+	if (!is_map(root))
 		return mf_error_set(err, MF_EINVAL, NULL, 0, 0,
 		    "an AdmissionReview must be a JSON object");
 	for (size_t i = 0; i < 2; i++) {
@@ -241,17 +281,18 @@ check_header(const json_t *root, struct mf_error *err)
 
 /* The request's fields that every review needs. */
 static enum mf_rc
-read_envelope(json_t *root, struct review *rv, struct mf_error *err)
+read_envelope(const struct mf_node *root, struct review *rv,
+    struct mf_error *err)
 {
-	json_t *req, *obj;
+	const struct mf_node *req, *obj;
 
 	if (check_header(root, err) != MF_OK)
 		return MF_EINVAL;
-	req = json_object_get(root, "request");
-	if (req == NULL || json_is_null(req))
+	req = mf_node_get(root, "request");
+	if (req == NULL || req->type == MF_NODE_NULL)
 		return mf_error_set(err, MF_EINVAL, "request", 0, 0,
 		    "is required");
-	if (!json_is_object(req))
+	if (!is_map(req))
 		return mf_error_set(err, MF_EINVAL, "request", 0, 0,
 		    "must be an object");
 	if (need_string(req, "uid", "request.uid", &rv->uid, err) != MF_OK)
@@ -262,12 +303,12 @@ read_envelope(json_t *root, struct review *rv, struct mf_error *err)
 	if (need_string(req, "operation", "request.operation", &rv->operation,
 	        err) != MF_OK)
 		return MF_EINVAL;
-	obj = json_object_get(req, "object");
-	if (obj != NULL && !json_is_null(obj) && !json_is_object(obj))
+	obj = mf_node_get(req, "object");
+	if (obj != NULL && obj->type != MF_NODE_NULL && !is_map(obj))
 		return mf_error_set(err, MF_EINVAL, "request.object", 0, 0,
 		    "must be an object");
 	rv->request = req;
-	rv->object = json_is_object(obj) ? obj : NULL;
+	rv->object = is_map(obj) ? obj : NULL;
 	if (rv->object == NULL &&
 	    (streq(rv->operation, "CREATE") || streq(rv->operation, "UPDATE")))
 		return mf_error_set(err, MF_EINVAL, "request.object", 0, 0,
@@ -279,11 +320,11 @@ read_envelope(json_t *root, struct review *rv, struct mf_error *err)
 static enum target
 target_of(const struct review *rv)
 {
-	const json_t *k = json_object_get(rv->request, "kind");
+	const struct mf_node *k = mf_node_get(rv->request, "kind");
 	const char *group = "", *version, *kind, *api, *slash;
 	size_t glen = 0;
 
-	if (json_is_object(k)) {
+	if (is_map(k)) {
 		group = str_at(k, "group") ? str_at(k, "group") : "";
 		glen = strlen(group);
 		version = str_at(k, "version");
@@ -316,7 +357,7 @@ static int
 opted_in(struct review *rv)
 {
 	const char *sub = str_at(rv->request, "subResource");
-	json_t *meta, *ann;
+	const struct mf_node *meta, *ann;
 
 	if (!streq(rv->operation, "CREATE") && !streq(rv->operation, "UPDATE"))
 		return 0;
@@ -324,11 +365,11 @@ opted_in(struct review *rv)
 		return 0;
 	if (target_of(rv) == TARGET_NONE)
 		return 0;
-	meta = json_object_get(rv->object, "metadata");
-	ann = json_object_get(meta, "annotations");
-	if (!json_is_object(ann) ||
-	    (json_object_get(ann, ANN_MIN) == NULL &&
-	        json_object_get(ann, ANN_SPEC) == NULL))
+	meta = mf_node_get(rv->object, "metadata");
+	ann = mf_node_get(meta, "annotations");
+	if (!is_map(ann) ||
+	    (mf_node_get(ann, ANN_MIN) == NULL &&
+	        mf_node_get(ann, ANN_SPEC) == NULL))
 		return 0;
 	rv->annotations = ann;
 	return 1;
@@ -337,7 +378,7 @@ opted_in(struct review *rv)
 static const char *
 object_name(const struct review *rv)
 {
-	const json_t *meta = json_object_get(rv->object, "metadata");
+	const struct mf_node *meta = mf_node_get(rv->object, "metadata");
 	const char *keys[] = { "name", "generateName" }, *s;
 
 	for (size_t i = 0; i < 2; i++) {
@@ -359,9 +400,9 @@ deny(struct review *rv, int code, const char *message)
 	mf_copy(text, sizeof(text), message);
 	fix_utf8(text);
 	clip(text, MF_REVIEW_MESSAGE_MAX);
-	put(rv, rv->response, "allowed", json_false());
-	put(rv, rv->response, "status",
-	    json_pack("{s:i, s:s}", "code", code, "message", text));
+	rv->denied = 1;
+	rv->code = code;
+	mf_copy(rv->message, sizeof(rv->message), text);
 }
 
 static void
@@ -516,26 +557,25 @@ spec_sets_floor(const struct mf_node *spec)
 static int
 read_min(struct review *rv, const char **text, int64_t *bytes)
 {
-	const json_t *v = json_object_get(rv->annotations, ANN_MIN);
+	const struct mf_node *v = mf_node_get(rv->annotations, ANN_MIN);
 	enum mf_qty_err qe;
 	char why[160];
 
 	*text = NULL;
 	if (v == NULL)
 		return 0;
-	if (!json_is_string(v)) {
+	if (!is_str(v)) {
 		deny_annotation(rv, ANN_MIN, "must be a string");
 		return -1;
 	}
-	qe = mf_qty_parse_bytes(json_string_value(v), json_string_length(v),
-	    bytes, NULL);
+	qe = mf_qty_parse_bytes(v->text, v->len, bytes, NULL);
 	if (qe != MF_QTY_OK) {
-		snprintf(why, sizeof(why), "'%.40s' %s", json_string_value(v),
+		snprintf(why, sizeof(why), "'%.40s' %s", v->text,
 		    mf_qty_strerror(qe));
 		deny_annotation(rv, ANN_MIN, why);
 		return -1;
 	}
-	*text = json_string_value(v);
+	*text = v->text;
 	return 0;
 }
 
@@ -543,20 +583,19 @@ read_min(struct review *rv, const char **text, int64_t *bytes)
 static int
 read_spec_doc(struct review *rv, struct mf_doc **doc)
 {
-	const json_t *v = json_object_get(rv->annotations, ANN_SPEC);
+	const struct mf_node *v = mf_node_get(rv->annotations, ANN_SPEC);
 	struct mf_error err;
 	enum mf_rc rc;
 
 	*doc = NULL;
 	if (v == NULL)
 		return 0;
-	if (!json_is_string(v)) {
+	if (!is_str(v)) {
 		deny_annotation(rv, ANN_SPEC, "must be a string");
 		return -1;
 	}
 	memset(&err, 0, sizeof(err));
-	rc = mf_doc_parse(json_string_value(v), json_string_length(v),
-	    MF_DOC_AUTO, doc, &err);
+	rc = mf_doc_parse(v->text, v->len, MF_DOC_AUTO, doc, &err);
 	if (rc == MF_ENOMEM)
 		rv->nomem = 1;
 	else if (rc != MF_OK)
@@ -605,23 +644,23 @@ read_job(struct review *rv, struct mf_doc **doc, struct mf_job *job)
 /* --- the patch ---------------------------------------------------------- */
 
 /* The pod spec and its pointer; NULL when the object has none. */
-static json_t *
+static const struct mf_node *
 find_pod(struct review *rv)
 {
-	json_t *spec = json_object_get(rv->object, "spec");
+	const struct mf_node *spec = mf_node_get(rv->object, "spec");
 
 	if (target_of(rv) == TARGET_POD) {
 		rv->pod_path = "/spec";
-		return json_is_object(spec) ? spec : NULL;
+		return is_map(spec) ? spec : NULL;
 	}
 	rv->pod_path = "/spec/template/spec";
-	spec = json_object_get(json_object_get(spec, "template"), "spec");
-	return json_is_object(spec) ? spec : NULL;
+	spec = mf_node_get(mf_node_get(spec, "template"), "spec");
+	return is_map(spec) ? spec : NULL;
 }
 
 /* A container's name for messages. */
 static const char *
-container_name(const json_t *c)
+container_name(const struct mf_node *c)
 {
 	const char *name = str_at(c, "name");
 
@@ -639,13 +678,11 @@ struct gpu_ask {
 };
 
 static void
-read_ask(const json_t *c, const char *what, struct gpu_ask *a)
+read_ask(const struct mf_node *c, const char *what, struct gpu_ask *a)
 {
-	const json_t *v =
-	    json_object_get(json_object_get(json_object_get(c, "resources"),
-	                        what),
+	const struct mf_node *v =
+	    mf_node_get(mf_node_get(mf_node_get(c, "resources"), what),
 	        GPU_RESOURCE);
-	const char *s;
 	size_t len;
 
 	memset(a, 0, sizeof(*a));
@@ -653,19 +690,16 @@ read_ask(const json_t *c, const char *what, struct gpu_ask *a)
 	if (v == NULL)
 		return;
 	a->set = 1;
-	if (json_is_integer(v)) {
-		a->n = json_integer_value(v) >= 0 ? json_integer_value(v) : -1;
-		snprintf(a->text, sizeof(a->text), "%lld",
-		    (long long)json_integer_value(v));
+	/* A string quantity, or a number as doc.h writes it ("%lld"). */
+	if (!is_str(v) && v->type != MF_NODE_NUM) {
+		mf_copy(a->text, sizeof(a->text), "?");
 		return;
 	}
-	s = json_is_string(v) ? json_string_value(v) : "?";
-	mf_copy(a->text, sizeof(a->text), s);
-	len = strlen(s);
-	if (!json_is_string(v) || len == 0 || len > 9 ||
-	    strspn(s, "0123456789") != len)
+	mf_copy(a->text, sizeof(a->text), v->text);
+	len = v->len;
+	if (len == 0 || len > 9 || strspn(v->text, "0123456789") != len)
 		return;
-	a->n = strtoll(s, NULL, 10);
+	a->n = strtoll(v->text, NULL, 10);
 }
 
 /*
@@ -674,14 +708,15 @@ read_ask(const json_t *c, const char *what, struct gpu_ask *a)
  * denying the review.
  */
 static long
-gpu_container(struct review *rv, const json_t *cs)
+gpu_container(struct review *rv, const struct mf_node *cs)
 {
-	const json_t *v = json_object_get(rv->annotations, ANN_CONTAINER);
-	const json_t *inits = json_object_get(rv->pod, "initContainers"), *c;
+	const struct mf_node *v = mf_node_get(rv->annotations, ANN_CONTAINER);
+	const struct mf_node *inits = mf_node_get(rv->pod, "initContainers"),
+	                     *c;
 	char why[200];
 	size_t i;
 
-	if (json_array_size(cs) == 0) {
+	if (seq_len(cs) == 0) {
 		snprintf(why, sizeof(why),
 		    "the pod spec at %s has no containers", rv->pod_path);
 		deny(rv, 400, why);
@@ -689,24 +724,24 @@ gpu_container(struct review *rv, const json_t *cs)
 	}
 	if (v == NULL)
 		return 0;
-	if (!json_is_string(v)) {
+	if (!is_str(v)) {
 		deny_annotation(rv, ANN_CONTAINER, "must be a string");
 		return -1;
 	}
-	json_array_foreach (cs, i, c)
-		if (streq(str_at(c, "name"), json_string_value(v)))
-			return (long)i;
-	json_array_foreach (inits, i, c)
-		if (streq(str_at(c, "name"), json_string_value(v))) {
-			snprintf(why, sizeof(why),
-			    "'%.63s' is an init container; GPUs go only to a "
-			    "container of the pod's containers",
-			    json_string_value(v));
-			deny_annotation(rv, ANN_CONTAINER, why);
-			return -1;
-		}
+	EACH(cs, i, c)
+	if (streq(str_at(c, "name"), str_of(v)))
+		return (long)i;
+	EACH(inits, i, c)
+	if (streq(str_at(c, "name"), str_of(v))) {
+		snprintf(why, sizeof(why),
+		    "'%.63s' is an init container; GPUs go only to a "
+		    "container of the pod's containers",
+		    str_of(v));
+		deny_annotation(rv, ANN_CONTAINER, why);
+		return -1;
+	}
 	snprintf(why, sizeof(why), "no container of the pod is named '%.63s'",
-	    json_string_value(v));
+	    str_of(v));
 	deny_annotation(rv, ANN_CONTAINER, why);
 	return -1;
 }
@@ -717,17 +752,18 @@ gpu_container(struct review *rv, const json_t *cs)
  * target, none to any other.  0 when every entry agrees.
  */
 static int
-check_asks(struct review *rv, const json_t *list, int init, long target,
+check_asks(struct review *rv, const struct mf_node *list, int init, long target,
     const struct mf_placement *p, const char *gpu_name)
 {
 	static const char *const what[] = { "requests", "limits" };
 	char text[MF_REVIEW_MESSAGE_MAX + 2];
 	struct gpu_ask a;
-	const json_t *c;
+	const struct mf_node *c;
 	int64_t want;
 	size_t i;
 
-	json_array_foreach (list, i, c) {
+	EACH(list, i, c)
+	{
 		want = (long)i == target ? p->count : 0;
 		for (size_t k = 0; k < 2; k++) {
 			read_ask(c, what[k], &a);
@@ -768,17 +804,17 @@ write_gpu_map(struct mf_jw *w, const char *key, const char *n)
 /* The GPU container's requests and limits of nvidia.com/gpu, both count
  * (check_asks has made sure that those it sets already agree). */
 static void
-patch_gpus(struct review *rv, const json_t *c, long i, int64_t count)
+patch_gpus(struct review *rv, const struct mf_node *c, long i, int64_t count)
 {
 	static const char *const what[] = { "limits", "requests" };
-	const json_t *res = json_object_get(c, "resources"), *m;
+	const struct mf_node *res = mf_node_get(c, "resources"), *m;
 	struct mf_patch *pt = &rv->patch;
 	char base[96], n[24];
 
 	snprintf(n, sizeof(n), "%lld", (long long)count);
 	snprintf(base, sizeof(base), "%s/containers/%ld/resources",
 	    rv->pod_path, i);
-	if (!json_is_object(res)) {
+	if (!is_map(res)) {
 		mf_patch_begin(pt, "add", base, NULL);
 		mf_jw_open(&pt->w, "value", '{');
 		for (size_t k = 0; k < 2; k++)
@@ -788,11 +824,10 @@ patch_gpus(struct review *rv, const json_t *c, long i, int64_t count)
 		return;
 	}
 	for (size_t k = 0; k < 2; k++) {
-		m = json_object_get(res, what[k]);
-		if (json_is_object(m) &&
-		    json_object_get(m, GPU_RESOURCE) != NULL)
+		m = mf_node_get(res, what[k]);
+		if (is_map(m) && mf_node_get(m, GPU_RESOURCE) != NULL)
 			continue;
-		if (json_is_object(m)) {
+		if (is_map(m)) {
 			char at[112];
 
 			snprintf(at, sizeof(at), "%s/%s", base, what[k]);
@@ -810,7 +845,7 @@ patch_gpus(struct review *rv, const json_t *c, long i, int64_t count)
 static void
 patch_selector(struct review *rv, const struct mf_gpu *gpu)
 {
-	json_t *sel = json_object_get(rv->pod, "nodeSelector");
+	const struct mf_node *sel = mf_node_get(rv->pod, "nodeSelector");
 	struct mf_patch *pt = &rv->patch;
 	const struct mf_label *l;
 	const char *old;
@@ -819,7 +854,7 @@ patch_selector(struct review *rv, const struct mf_gpu *gpu)
 	snprintf(base, sizeof(base), "%s/nodeSelector", rv->pod_path);
 	if (gpu->nlabels == 0)
 		return;
-	if (!json_is_object(sel)) {
+	if (!is_map(sel)) {
 		mf_patch_begin(pt, "add", base, NULL);
 		mf_jw_open(&pt->w, "value", '{');
 		for (size_t i = 0; i < gpu->nlabels; i++)
@@ -959,26 +994,25 @@ append_preferred(struct review *rv, const char *base,
  * are ORed, so each must carry it), or one term when it has none.
  */
 static void
-merge_required(struct review *rv, const char *base, const json_t *na,
+merge_required(struct review *rv, const char *base, const struct mf_node *na,
     const char *gt)
 {
-	const json_t *req = json_object_get(na, REQUIRED);
-	const json_t *terms = json_object_get(req, "nodeSelectorTerms"), *t;
+	const struct mf_node *req = mf_node_get(na, REQUIRED);
+	const struct mf_node *terms = mf_node_get(req, "nodeSelectorTerms"), *t;
 	struct mf_patch *pt = &rv->patch;
 	char at[256];
 	size_t i;
 
-	if (!json_is_object(req)) {
+	if (!is_map(req)) {
 		mf_patch_begin(pt, "add", base, REQUIRED);
 		write_required(&pt->w, "value", gt);
 		mf_patch_end(pt);
 		return;
 	}
 	snprintf(at, sizeof(at), "%s/%s/nodeSelectorTerms", base, REQUIRED);
-	if (!json_is_array(terms) || json_array_size(terms) == 0) {
-		mf_patch_begin(pt, "add", at,
-		    json_is_array(terms) ? "-" : NULL);
-		if (json_is_array(terms))
+	if (!is_seq(terms) || seq_len(terms) == 0) {
+		mf_patch_begin(pt, "add", at, is_seq(terms) ? "-" : NULL);
+		if (is_seq(terms))
 			write_memory_term(&pt->w, "value", gt);
 		else {
 			mf_jw_open(&pt->w, "value", '[');
@@ -988,13 +1022,14 @@ merge_required(struct review *rv, const char *base, const json_t *na,
 		mf_patch_end(pt);
 		return;
 	}
-	json_array_foreach (terms, i, t) {
+	EACH(terms, i, t)
+	{
 		char term[320];
 
-		if (!json_is_object(t))
+		if (!is_map(t))
 			continue; /* the API server refuses the pod anyway */
 		snprintf(term, sizeof(term), "%s/%zu/matchExpressions", at, i);
-		if (json_is_array(json_object_get(t, "matchExpressions"))) {
+		if (is_seq(mf_node_get(t, "matchExpressions"))) {
 			mf_patch_begin(pt, "add", term, "-");
 			write_memory_expr(&pt->w, "value", gt);
 		} else {
@@ -1016,23 +1051,23 @@ static void
 patch_affinity(struct review *rv, int64_t floor,
     const struct mf_gpu *const *cards, size_t n)
 {
-	const json_t *aff = json_object_get(rv->pod, "affinity");
-	const json_t *na = json_object_get(aff, "nodeAffinity");
+	const struct mf_node *aff = mf_node_get(rv->pod, "affinity");
+	const struct mf_node *na = mf_node_get(aff, "nodeAffinity");
 	struct mf_patch *pt = &rv->patch;
 	char base[96], gt[24];
 	int64_t mib = floor / (1 << 20) + (floor % (1 << 20) != 0);
 
 	snprintf(gt, sizeof(gt), "%lld", (long long)(mib - 1));
 	snprintf(base, sizeof(base), "%s/affinity", rv->pod_path);
-	if (!json_is_object(aff) || !json_is_object(na)) {
+	if (!is_map(aff) || !is_map(na)) {
 		mf_patch_begin(pt, "add", base,
-		    json_is_object(aff) ? "nodeAffinity" : NULL);
+		    is_map(aff) ? "nodeAffinity" : NULL);
 		mf_jw_open(&pt->w, "value", '{');
-		if (!json_is_object(aff))
+		if (!is_map(aff))
 			mf_jw_open(&pt->w, "nodeAffinity", '{');
 		write_required(&pt->w, REQUIRED, gt);
 		write_preferred(&pt->w, PREFERRED, cards, n);
-		if (!json_is_object(aff))
+		if (!is_map(aff))
 			mf_jw_close(&pt->w, '}');
 		mf_jw_close(&pt->w, '}');
 		mf_patch_end(pt);
@@ -1041,7 +1076,7 @@ patch_affinity(struct review *rv, int64_t floor,
 	mf_copy(base + strlen(base), sizeof(base) - strlen(base),
 	    "/nodeAffinity");
 	merge_required(rv, base, na, gt);
-	if (json_is_array(json_object_get(na, PREFERRED))) {
+	if (is_seq(mf_node_get(na, PREFERRED))) {
 		append_preferred(rv, base, cards, n);
 		return;
 	}
@@ -1070,10 +1105,10 @@ whole(const char *v, long long *out)
  * may; an operator this code does not know is left to the API server.
  */
 static int
-expr_admits(const json_t *e, const struct mf_gpu *gpu)
+expr_admits(const struct mf_node *e, const struct mf_gpu *gpu)
 {
 	const char *key = str_at(e, "key"), *op = str_at(e, "operator");
-	const json_t *vals = json_object_get(e, "values"), *v;
+	const struct mf_node *vals = mf_node_get(e, "values"), *v;
 	const char *have = NULL;
 	long long a, b;
 	int found = 0;
@@ -1087,13 +1122,12 @@ expr_admits(const json_t *e, const struct mf_gpu *gpu)
 	if (strcmp(op, "DoesNotExist") == 0)
 		return 0;
 	if (strcmp(op, "Gt") == 0 || strcmp(op, "Lt") == 0) {
-		if (!whole(have, &a) ||
-		    !whole(json_string_value(json_array_get(vals, 0)), &b))
+		if (!whole(have, &a) || !whole(str_of(seq_at(vals, 0)), &b))
 			return 0;
 		return op[0] == 'G' ? a > b : a < b;
 	}
-	json_array_foreach (vals, i, v)
-		found |= streq(json_string_value(v), have);
+	EACH(vals, i, v)
+	found |= streq(str_of(v), have);
 	if (strcmp(op, "In") == 0)
 		return found;
 	if (strcmp(op, "NotIn") == 0)
@@ -1102,14 +1136,14 @@ expr_admits(const json_t *e, const struct mf_gpu *gpu)
 }
 
 static int
-term_admits(const json_t *t, const struct mf_gpu *gpu)
+term_admits(const struct mf_node *t, const struct mf_gpu *gpu)
 {
-	const json_t *e;
+	const struct mf_node *e;
 	size_t i;
 
-	json_array_foreach (json_object_get(t, "matchExpressions"), i, e)
-		if (!expr_admits(e, gpu))
-			return 0;
+	EACH(mf_node_get(t, "matchExpressions"), i, e)
+	if (!expr_admits(e, gpu))
+		return 0;
 	return 1;
 }
 
@@ -1118,8 +1152,8 @@ term_admits(const json_t *t, const struct mf_gpu *gpu)
 static int
 card_admitted(const struct review *rv, const struct mf_gpu *gpu, int selector)
 {
-	const json_t *sel = json_object_get(rv->pod, "nodeSelector");
-	const json_t *terms, *t;
+	const struct mf_node *sel = mf_node_get(rv->pod, "nodeSelector");
+	const struct mf_node *terms, *t;
 	const char *v;
 	size_t i;
 
@@ -1128,17 +1162,16 @@ card_admitted(const struct review *rv, const struct mf_gpu *gpu, int selector)
 		if (v != NULL && strcmp(v, gpu->labels[i].value) != 0)
 			return 0;
 	}
-	terms = json_object_get(
-	    json_object_get(json_object_get(json_object_get(rv->pod,
-	                                        "affinity"),
-	                        "nodeAffinity"),
-	        REQUIRED),
+	terms = mf_node_get(mf_node_get(mf_node_get(mf_node_get(rv->pod,
+	                                                "affinity"),
+	                                    "nodeAffinity"),
+	                        REQUIRED),
 	    "nodeSelectorTerms");
-	if (json_array_size(terms) == 0)
+	if (seq_len(terms) == 0)
 		return 1;
-	json_array_foreach (terms, i, t)
-		if (json_is_object(t) && term_admits(t, gpu))
-			return 1;
+	EACH(terms, i, t)
+	if (is_map(t) && term_admits(t, gpu))
+		return 1;
 	return 0;
 }
 
@@ -1174,7 +1207,7 @@ check_excluded(struct review *rv, const struct mf_gpu *const *cards, size_t n,
 static void
 patch_annotation(struct review *rv, const char *key, const char *value)
 {
-	int has = json_object_get(rv->annotations, key) != NULL;
+	int has = mf_node_get(rv->annotations, key) != NULL;
 
 	if (value == NULL) {
 		if (has)
@@ -1191,15 +1224,15 @@ patch_annotation(struct review *rv, const char *key, const char *value)
 static long
 place_gpus(struct review *rv, const struct mf_placement *p)
 {
-	const json_t *cs = json_object_get(rv->pod, "containers");
+	const struct mf_node *cs = mf_node_get(rv->pod, "containers");
 	long target = gpu_container(rv, cs);
 	const char *name;
 
 	if (target < 0)
 		return -1;
-	name = container_name(json_array_get(cs, (size_t)target));
+	name = container_name(seq_at(cs, (size_t)target));
 	if (check_asks(rv, cs, 0, target, p, name) != 0 ||
-	    check_asks(rv, json_object_get(rv->pod, "initContainers"), 1, -1, p,
+	    check_asks(rv, mf_node_get(rv->pod, "initContainers"), 1, -1, p,
 	        name) != 0)
 		return -1;
 	return target;
@@ -1209,18 +1242,13 @@ static void
 answer_patch(struct review *rv)
 {
 	const char *text;
-	char *b64 = NULL;
 	size_t len = 0;
 
 	text = mf_patch_text(&rv->patch, &len);
 	if (text != NULL)
-		b64 = base64(text, len);
-	if (b64 == NULL)
+		rv->patch64 = base64(text, len);
+	if (rv->patch64 == NULL)
 		rv->nomem = 1;
-	put(rv, rv->response, "allowed", json_true());
-	put(rv, rv->response, "patchType", json_string("JSONPatch"));
-	put(rv, rv->response, "patch", json_string(b64 != NULL ? b64 : ""));
-	free(b64);
 }
 
 static void
@@ -1245,9 +1273,8 @@ allow_placed(struct review *rv, const struct mf_job *job,
 	else
 		patch_selector(rv, p->gpu);
 	patch_gpus(rv,
-	    json_array_get(json_object_get(rv->pod, "containers"),
-	        (size_t)target),
-	    target, p->count);
+	    seq_at(mf_node_get(rv->pod, "containers"), (size_t)target), target,
+	    p->count);
 	snprintf(placement, sizeof(placement), "%s x %lld", p->gpu->name,
 	    (long long)p->count);
 	patch_annotation(rv, ANN_PLACEMENT, placement);
@@ -1310,23 +1337,82 @@ answer_invalid(struct mf_answer *ans, struct mf_error *err)
 	mf_answer_err(ans, MF_EINVAL, err, MF_OUT_JSON);
 }
 
+/*
+ * The AdmissionReview answer, written straight into the buffer:
+ * {"apiVersion", "kind", "response": {"uid", "allowed", "patchType" and
+ * "patch" or "status", "warnings"}}.
+ */
 static void
 respond(struct review *rv, struct mf_answer *ans)
 {
-	json_t *review;
+	struct mf_buf b;
+	struct mf_jw w;
 
-	if (json_object_get(rv->response, "allowed") == NULL)
-		put(rv, rv->response, "allowed", json_true());
-	if (json_array_size(rv->warnings) > 0)
-		put(rv, rv->response, "warnings", json_incref(rv->warnings));
 	if (rv->nomem) {
-		mf_answer_json(ans, MF_ANS_INTERNAL, NULL, MF_OUT_JSON);
+		mf_answer_jtext(ans, MF_ANS_INTERNAL, NULL, MF_OUT_JSON);
 		return;
 	}
-	review = json_pack("{s:s, s:s, s:O}", "apiVersion", REVIEW_VERSION,
-	    "kind", "AdmissionReview", "response", rv->response);
-	mf_answer_json(ans, MF_ANS_OK, review, MF_OUT_JSON);
+	mf_buf_init(&b, RESPONSE_MAX);
+	mf_jw_init(&w, &b);
+	mf_jw_open(&w, NULL, '{');
+	mf_jw_str(&w, "apiVersion", REVIEW_VERSION);
+	mf_jw_str(&w, "kind", "AdmissionReview");
+	mf_jw_open(&w, "response", '{');
+	mf_jw_str(&w, "uid", rv->uid);
+	mf_jw_bool(&w, "allowed", !rv->denied);
+	if (rv->denied) {
+		mf_jw_open(&w, "status", '{');
+		mf_jw_int(&w, "code", rv->code);
+		mf_jw_str(&w, "message", rv->message);
+		mf_jw_close(&w, '}');
+	} else if (rv->patch64 != NULL) {
+		mf_jw_str(&w, "patchType", "JSONPatch");
+		mf_jw_str(&w, "patch", rv->patch64);
+	}
+	if (rv->nwarn > 0) {
+		mf_jw_open(&w, "warnings", '[');
+		for (size_t i = 0; i < rv->nwarn; i++)
+			mf_jw_str(&w, NULL, rv->warnings[i]);
+		mf_jw_close(&w, ']');
+	}
+	mf_jw_close(&w, '}');
+	mf_jw_close(&w, '}');
+	if (b.rc != MF_OK) {
+		mf_buf_free(&b);
+		mf_answer_jtext(ans, MF_ANS_INTERNAL, NULL, MF_OUT_JSON);
+		return;
+	}
+	mf_answer_jtext(ans, MF_ANS_OK, mf_buf_take(&b), MF_OUT_JSON);
 	ans->verdict = rv->verdict;
+}
+
+/* The body as a document tree; NULL after answering. */
+static struct mf_doc *
+read_body(const char *body, size_t len, struct mf_answer *ans)
+{
+	struct mf_doc *doc = NULL;
+	struct mf_error derr, err;
+	const char *why;
+	enum mf_rc rc;
+
+	memset(&derr, 0, sizeof(derr));
+	rc = mf_doc_parse(body, len, MF_DOC_JSON_WIDE, &doc, &derr);
+	if (rc == MF_OK)
+		return doc;
+	if (rc == MF_ENOMEM) {
+		mf_answer_jtext(ans, MF_ANS_INTERNAL, NULL, MF_OUT_JSON);
+		return NULL;
+	}
+	why = derr.message;
+	if (strncmp(why, "not valid JSON: ", 16) == 0)
+		why += 16;
+	memset(&err, 0, sizeof(err));
+	mf_error_set(&err, MF_EINVAL, NULL, 0, 0, "the body is %s%s",
+	    rc == MF_EINVAL ? "not JSON: " : "too big: ", why);
+	err.line = derr.line;
+	err.column = derr.column;
+	answer_invalid(ans, &err);
+	return NULL;
 }
 
 void
@@ -1335,45 +1421,39 @@ mf_api_review(const struct mf_api *api, const char *body, size_t len,
 {
 	(void)fmt;
 	(void)out;
-	struct review rv;
+	struct review *rv;
 	struct mf_error err;
-	json_error_t jerr;
-	json_t *root;
+	struct mf_doc *doc;
 
 	memset(ans, 0, sizeof(*ans));
-	memset(&rv, 0, sizeof(rv));
+	doc = read_body(body, len, ans);
+	if (doc == NULL)
+		return;
+	/* The message and warnings are written before they are read: only
+	 * the fields before them start zeroed. */
+	rv = malloc(sizeof(*rv));
+	if (rv != NULL)
+		memset(rv, 0, offsetof(struct review, message));
+	if (rv == NULL) {
+		mf_answer_jtext(ans, MF_ANS_INTERNAL, NULL, MF_OUT_JSON);
+		mf_doc_free(doc);
+		return;
+	}
 	memset(&err, 0, sizeof(err));
-	memset(&jerr, 0, sizeof(jerr));
-	rv.api = api;
-	root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
-	if (root == NULL &&
-	    json_error_code(&jerr) == json_error_out_of_memory) {
-		mf_answer_json(ans, MF_ANS_INTERNAL, NULL, MF_OUT_JSON);
-		return;
-	}
-	if (root == NULL) {
-		mf_error_set(&err, MF_EINVAL, NULL, jerr.line, jerr.column,
-		    "the body is not JSON: %s", jerr.text);
-		answer_invalid(ans, &err);
-		return;
-	}
-	if (read_envelope(root, &rv, &err) != MF_OK) {
+	rv->api = api;
+	mf_patch_init(&rv->patch, PATCH_MAX);
+	if (read_envelope(mf_doc_root(doc), rv, &err) != MF_OK) {
 		answer_invalid(ans, &err);
 		goto out;
 	}
-	rv.name = object_name(&rv);
-	mf_copy(ans->job, sizeof(ans->job), rv.name ? rv.name : "");
-	rv.response = json_pack("{s:s}", "uid", rv.uid);
-	mf_patch_init(&rv.patch, PATCH_MAX);
-	rv.warnings = json_array();
-	if (rv.response == NULL || rv.warnings == NULL)
-		rv.nomem = 1;
-	else if (opted_in(&rv))
-		admit(&rv);
-	respond(&rv, ans);
+	rv->name = object_name(rv);
+	mf_copy(ans->job, sizeof(ans->job), rv->name ? rv->name : "");
+	if (opted_in(rv))
+		admit(rv);
+	respond(rv, ans);
 out:
-	json_decref(rv.response);
-	mf_patch_free(&rv.patch);
-	json_decref(rv.warnings);
-	json_decref(root);
+	mf_patch_free(&rv->patch);
+	free(rv->patch64);
+	free(rv);
+	mf_doc_free(doc);
 }

@@ -10,7 +10,10 @@
  * catalogue selects by memory; bit 4: a required node affinity and a
  * sidecar init container already set), so the annotation readers and the
  * patch builder are reached without valid JSON around them.  A whole body
- * is answered twice, with kubernetes.select product and memory.
+ * is answered twice, with kubernetes.select product and memory, and read
+ * as JSON by doc.h and by jansson: one accepts it exactly when the other
+ * does (doc.h may also refuse it as too deep or too big, and refuses a
+ * NUL byte, where jansson stops reading).
  *
  * Every answer is JSON.  A 200 is an admission.k8s.io/v1 AdmissionReview
  * whose response has a uid and allowed; a denial has status.code 400 or
@@ -28,6 +31,7 @@
 #include <jansson.h>
 
 #include "../admission/api.h"
+#include "../admission/doc.h"
 #include "../admission/model.h"
 #include "../admission/review.h"
 #include "../catalog/catalog.h"
@@ -217,6 +221,32 @@ wrap(unsigned mode, const char *text, size_t len)
 	return body;
 }
 
+/* doc.h's JSON reader accepts what jansson accepts, and no more. */
+static void
+same_acceptance(const uint8_t *data, size_t size)
+{
+	struct mf_doc *doc = NULL;
+	struct mf_error err;
+	enum mf_rc rc;
+	json_t *j;
+
+	/* jansson reads a NUL as the end of the input; doc.h refuses it. */
+	if (memchr(data, 0, size) != NULL)
+		return;
+	j = json_loadb((const char *)data, size,
+	    JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, NULL);
+	rc = mf_doc_parse((const char *)data, size, MF_DOC_JSON, &doc, &err);
+	if ((rc == MF_OK) != (j != NULL) && rc != MF_ETOOBIG &&
+	    rc != MF_ENOMEM) {
+		fprintf(stderr, "doc.h %s, jansson %s: %s\n",
+		    rc == MF_OK ? "accepts" : "refuses",
+		    j != NULL ? "accepts" : "refuses", err.message);
+		abort();
+	}
+	json_decref(j);
+	mf_doc_free(doc);
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -245,6 +275,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		free(body);
 		return 0;
 	}
+	same_acceptance(data, size);
 	for (int i = 0; i < 2; i++) {
 		api.cat = i == 0 ? cat : &by_memory;
 		mf_api_review(&api, (const char *)data, size, MF_DOC_JSON,
