@@ -658,6 +658,52 @@ find_pod(struct review *rv)
 	return is_map(spec) ? spec : NULL;
 }
 
+/*
+ * Text put together piece by piece (pointers, the placement annotation):
+ * a request writes several, and printf would cost more than the rest of
+ * the patch.  Cut to fit, always NUL-terminated.
+ */
+struct text {
+	char s[160];
+	size_t n;
+};
+
+static struct text *
+text_add(struct text *t, const char *s)
+{
+	size_t k = strlen(s);
+
+	if (k > sizeof(t->s) - 1 - t->n)
+		k = sizeof(t->s) - 1 - t->n;
+	memcpy(t->s + t->n, s, k);
+	t->n += k;
+	t->s[t->n] = '\0';
+	return t;
+}
+
+static struct text *
+text_num(struct text *t, int64_t v)
+{
+	char digits[24];
+	uint64_t u = (uint64_t)v;
+
+	digits[sizeof(digits) - 1] = '\0';
+	if (v < 0) {
+		text_add(t, "-");
+		u = 0 - u;
+	}
+	return text_add(t, mf_digits(u, digits + sizeof(digits) - 1));
+}
+
+/* t, emptied, holding s. */
+static struct text *
+text_set(struct text *t, const char *s)
+{
+	t->n = 0;
+	t->s[0] = '\0';
+	return text_add(t, s);
+}
+
 /* A container's name for messages. */
 static const char *
 container_name(const struct mf_node *c)
@@ -809,11 +855,12 @@ patch_gpus(struct review *rv, const struct mf_node *c, long i, int64_t count)
 	static const char *const what[] = { "limits", "requests" };
 	const struct mf_node *res = mf_node_get(c, "resources"), *m;
 	struct mf_patch *pt = &rv->patch;
-	char base[96], n[24];
+	struct text num, path, at;
+	const char *base, *n;
 
-	snprintf(n, sizeof(n), "%lld", (long long)count);
-	snprintf(base, sizeof(base), "%s/containers/%ld/resources",
-	    rv->pod_path, i);
+	n = text_num(text_set(&num, ""), count)->s;
+	text_num(text_add(text_set(&path, rv->pod_path), "/containers/"), i);
+	base = text_add(&path, "/resources")->s;
 	if (!is_map(res)) {
 		mf_patch_begin(pt, "add", base, NULL);
 		mf_jw_open(&pt->w, "value", '{');
@@ -828,10 +875,8 @@ patch_gpus(struct review *rv, const struct mf_node *c, long i, int64_t count)
 		if (is_map(m) && mf_node_get(m, GPU_RESOURCE) != NULL)
 			continue;
 		if (is_map(m)) {
-			char at[112];
-
-			snprintf(at, sizeof(at), "%s/%s", base, what[k]);
-			mf_patch_str(pt, "add", at, GPU_RESOURCE, n);
+			text_add(text_add(text_set(&at, base), "/"), what[k]);
+			mf_patch_str(pt, "add", at.s, GPU_RESOURCE, n);
 			continue;
 		}
 		mf_patch_begin(pt, "add", base, what[k]);
@@ -848,10 +893,10 @@ patch_selector(struct review *rv, const struct mf_gpu *gpu)
 	const struct mf_node *sel = mf_node_get(rv->pod, "nodeSelector");
 	struct mf_patch *pt = &rv->patch;
 	const struct mf_label *l;
-	const char *old;
-	char base[64];
+	const char *old, *base;
+	struct text path;
 
-	snprintf(base, sizeof(base), "%s/nodeSelector", rv->pod_path);
+	base = text_add(text_set(&path, rv->pod_path), "/nodeSelector")->s;
 	if (gpu->nlabels == 0)
 		return;
 	if (!is_map(sel)) {
@@ -1258,8 +1303,9 @@ allow_placed(struct review *rv, const struct mf_job *job,
 	const struct mf_placement *p = &d->placement;
 	const struct mf_gpu *cards[1 + MF_MAX_ALTERNATIVES];
 	int memory = rv->api->cat->k8s_select == MF_K8S_SELECT_MEMORY;
-	/* A GPU name is at most 63 characters; "%.2f" of any double fits. */
-	char placement[128], floor[MF_QTY_STRMAX], cost[512];
+	/* "%.2f" of any double fits. */
+	char floor[MF_QTY_STRMAX], cost[512];
+	struct text placement;
 	long target;
 	size_t n;
 
@@ -1275,9 +1321,8 @@ allow_placed(struct review *rv, const struct mf_job *job,
 	patch_gpus(rv,
 	    seq_at(mf_node_get(rv->pod, "containers"), (size_t)target), target,
 	    p->count);
-	snprintf(placement, sizeof(placement), "%s x %lld", p->gpu->name,
-	    (long long)p->count);
-	patch_annotation(rv, ANN_PLACEMENT, placement);
+	text_num(text_add(text_set(&placement, p->gpu->name), " x "), p->count);
+	patch_annotation(rv, ANN_PLACEMENT, placement.s);
 	mf_qty_format(d->floor, (enum mf_qty_format)d->floor_format, floor,
 	    sizeof(floor));
 	patch_annotation(rv, ANN_MIN, floor);
