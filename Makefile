@@ -8,9 +8,10 @@ MANDIR  ?= $(PREFIX)/share/man
 BUILD   ?= build
 CC      ?= cc
 
-# The library needs libyaml and jansson; the daemon adds libmicrohttpd,
-# libcurl and GnuTLS; the command line adds libcurl.
-LIBPKGS    = yaml-0.1 jansson
+# The library needs libyaml; the daemon adds libmicrohttpd, libcurl and
+# GnuTLS; the command line adds libcurl.  The tests read answers back with
+# jansson, a JSON reader not written here (in PKGS, for make deps).
+LIBPKGS    = yaml-0.1
 DAEMONPKGS = libmicrohttpd libcurl gnutls
 CLIPKGS    = libcurl
 PKGS     = libmicrohttpd yaml-0.1 jansson libcurl gnutls

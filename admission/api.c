@@ -11,9 +11,6 @@
 #include "qty.h"
 #include "render.h"
 
-/* jansson's dump flags for the answers built as jansson values. */
-#define MF_JSON_FLAGS (JSON_COMPACT | JSON_REAL_PRECISION(10))
-
 /* The longest answer in JSON or YAML. */
 #define ANSWER_MAX (16u << 20)
 
@@ -89,11 +86,8 @@ mf_answer_text(struct mf_answer *ans, enum mf_answer_kind kind, char *text)
 }
 
 void
-mf_answer_json(struct mf_answer *ans, enum mf_answer_kind kind, json_t *j)
+mf_answer_jtext(struct mf_answer *ans, enum mf_answer_kind kind, char *text)
 {
-	char *text = j != NULL ? json_dumps(j, MF_JSON_FLAGS) : NULL;
-
-	json_decref(j);
 	set_body(ans, kind, text, MF_OUT_JSON);
 }
 

@@ -9,7 +9,6 @@
 #ifndef MF_API_H
 #define MF_API_H
 
-#include <jansson.h>
 #include <stddef.h>
 
 #include "../catalog/catalog.h"
@@ -85,9 +84,10 @@ void mf_api_error(enum mf_answer_kind kind, const char *field,
     const char *message, enum mf_output out, struct mf_answer *ans);
 void mf_answer_free(struct mf_answer *ans);
 
-/* Shared by the other request modules: set ans from a JSON value (stolen;
- * NULL answers 500), always as JSON, or from an error. */
-void mf_answer_json(struct mf_answer *ans, enum mf_answer_kind kind, json_t *j);
+/* Shared by the other request modules: set ans from JSON text (taken;
+ * NULL answers 500) or from an error. */
+void
+mf_answer_jtext(struct mf_answer *ans, enum mf_answer_kind kind, char *text);
 void mf_answer_err(struct mf_answer *ans, enum mf_rc rc,
     const struct mf_error *err, enum mf_output out);
 void

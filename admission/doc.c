@@ -1,5 +1,5 @@
 /*
- * doc.c: YAML (libyaml event API) and JSON (jansson) into one node tree.
+ * doc.c: YAML (libyaml event API) and JSON (read here) into one node tree.
  *
  * Nodes and their strings live in an arena owned by the document, so a
  * parse is a handful of large allocations and one free.
@@ -8,14 +8,13 @@
 
 #include <errno.h>
 #include <inttypes.h>
-#include <jansson.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <yaml.h>
 
+#include "buf.h"
 #include "qty.h"
 #include "yfast.h"
 
@@ -410,157 +409,581 @@ parse_yaml(struct mf_doc *doc, const char *buf, size_t len,
 
 /* --- JSON ------------------------------------------------------------ */
 
-static struct mf_node *
-from_json(struct mf_doc *doc, json_t *j, int depth, enum mf_rc *rc);
-
-static struct mf_node *
-json_children(struct mf_doc *doc, json_t *j, struct mf_node *n, int depth,
-    enum mf_rc *rc)
-{
-	struct mf_node *tail = NULL, *c;
-	const char *key;
-	json_t *v;
-	size_t i;
-
-	if (json_is_array(j)) {
-		json_array_foreach (j, i, v) {
-			c = from_json(doc, v, depth + 1, rc);
-			if (c == NULL)
-				return NULL;
-			append(n, &tail, c);
-		}
-		return n;
-	}
-	json_object_foreach (j, key, v) {
-		c = from_json(doc, v, depth + 1, rc);
-		if (c == NULL)
-			return NULL;
-		c->key = arena_strndup(doc, key, strlen(key));
-		if (c->key == NULL)
-			return NULL;
-		append(n, &tail, c);
-	}
-	return n;
-}
-
-static struct mf_node *
-from_json(struct mf_doc *doc, json_t *j, int depth, enum mf_rc *rc)
-{
-	char num[40];
-	const char *text = NULL;
-	size_t len = 0;
-	struct mf_node *n;
-
-	switch (json_typeof(j)) {
-	case JSON_OBJECT:
-	case JSON_ARRAY:
-		if (depth > MF_DOC_MAX_DEPTH ||
-		    json_object_size(j) > MF_DOC_MAX_KEYS) {
-			*rc = MF_ETOOBIG;
-			return NULL;
-		}
-		n = new_node(doc, json_is_object(j) ? MF_NODE_MAP : MF_NODE_SEQ,
-		    0, 0);
-		return n == NULL ? NULL : json_children(doc, j, n, depth, rc);
-	case JSON_STRING:
-		n = new_node(doc, MF_NODE_STR, 0, 0);
-		text = json_string_value(j);
-		len = json_string_length(j);
-		break;
-	case JSON_INTEGER:
-		n = new_node(doc, MF_NODE_NUM, 0, 0);
-		len = (size_t)snprintf(num, sizeof(num),
-		    "%" JSON_INTEGER_FORMAT, json_integer_value(j));
-		text = num;
-		break;
-	case JSON_REAL:
-		n = new_node(doc, MF_NODE_NUM, 0, 0);
-		len = (size_t)snprintf(num, sizeof(num), "%.17g",
-		    json_real_value(j));
-		text = num;
-		break;
-	case JSON_TRUE:
-	case JSON_FALSE:
-		n = new_node(doc, MF_NODE_BOOL, 0, 0);
-		text = json_is_true(j) ? "true" : "false";
-		len = strlen(text);
-		break;
-	default:
-		n = new_node(doc, MF_NODE_NULL, 0, 0);
-		text = "null";
-		len = 4;
-		break;
-	}
-	if (n == NULL)
-		return NULL;
-	n->text = arena_strndup(doc, text, len);
-	n->len = len;
-	return n->text == NULL ? NULL : n;
-}
-
 /*
- * jansson reports an allocation that failed mid-parse as a syntax error, or
- * not at all, so its allocations are watched: a parse that ran out of
- * memory is MF_ENOMEM, never a 400 or a wrong document.  The hooks go in at the
- * first JSON parse, which memfloord and memfloor do (loading the model configs)
- * before any other thread starts.
+ * RFC 8259 JSON read straight into the tree, as jansson reads it with
+ * JSON_REJECT_DUPLICATES | JSON_DECODE_ANY: strings must be valid UTF-8
+ * without NUL, an integer must fit in 64 bits and is written back as
+ * "%lld" (so "-0" is "0"), a real as "%.17g", and one value fills the
+ * input but for blank space.  Errors carry the 1-based line and column of
+ * the byte at fault.
  */
-static _Thread_local int json_nomem;
+struct jparse {
+	struct mf_doc *doc;
+	const char *start, *p, *end;
+	struct mf_error *err;
+	enum mf_rc rc;   /* of the first failure */
+	size_t max_keys; /* per object */
+};
 
-static void *
-json_alloc(size_t n)
+#define LINEAR_KEYS 16 /* objects larger are checked for duplicates sorted */
+#define JSON_TOO_BIG \
+	"document nested deeper than 64 levels or holding too many values"
+
+static enum mf_rc
+jfail(struct jparse *j, const char *at, const char *what)
 {
-	void *p = malloc(n);
+	int line = 1, column = 1;
 
-	json_nomem |= p == NULL;
-	return p;
-}
-
-static void
-json_free(void *p)
-{
-	free(p);
-}
-
-static void
-json_hooks(void)
-{
-	json_set_alloc_funcs(json_alloc, json_free);
+	for (const char *q = j->start; q < at && q < j->end; q++) {
+		if (*q == '\n') {
+			line++;
+			column = 1;
+		} else {
+			column++;
+		}
+	}
+	j->rc = MF_EINVAL;
+	return mf_error_set(j->err, MF_EINVAL, NULL, line, column,
+	    "not valid JSON: %s", what);
 }
 
 static enum mf_rc
-parse_json(struct mf_doc *doc, const char *buf, size_t len,
+jlimit(struct jparse *j, enum mf_rc rc)
+{
+	j->rc = rc;
+	return mf_error_set(j->err, rc, NULL, 0, 0, "%s",
+	    rc == MF_ETOOBIG ? JSON_TOO_BIG : "out of memory");
+}
+
+static void
+jblank(struct jparse *j)
+{
+	while (j->p < j->end &&
+	    (*j->p == ' ' || *j->p == '\n' || *j->p == '\r' || *j->p == '\t'))
+		j->p++;
+}
+
+/* A new node, or NULL with the error set (too many nodes, no memory). */
+static struct mf_node *
+jnode(struct jparse *j, enum mf_node_type type)
+{
+	struct mf_node *n = new_node(j->doc, type, 0, 0);
+
+	if (n == NULL)
+		jlimit(j,
+		    j->doc->nodes >= MF_DOC_MAX_NODES ? MF_ETOOBIG : MF_ENOMEM);
+	return n;
+}
+
+static int
+hex4(const char *s, uint32_t *out)
+{
+	uint32_t v = 0;
+
+	for (int i = 0; i < 4; i++) {
+		char c = s[i];
+
+		v <<= 4;
+		if (c >= '0' && c <= '9')
+			v |= (uint32_t)(c - '0');
+		else if (c >= 'a' && c <= 'f')
+			v |= (uint32_t)(c - 'a' + 10);
+		else if (c >= 'A' && c <= 'F')
+			v |= (uint32_t)(c - 'A' + 10);
+		else
+			return 0;
+	}
+	*out = v;
+	return 1;
+}
+
+static char *
+put_utf8(char *o, uint32_t c)
+{
+	if (c < 0x80) {
+		*o++ = (char)c;
+	} else if (c < 0x800) {
+		*o++ = (char)(0xC0 | c >> 6);
+		*o++ = (char)(0x80 | (c & 0x3F));
+	} else if (c < 0x10000) {
+		*o++ = (char)(0xE0 | c >> 12);
+		*o++ = (char)(0x80 | ((c >> 6) & 0x3F));
+		*o++ = (char)(0x80 | (c & 0x3F));
+	} else {
+		*o++ = (char)(0xF0 | c >> 18);
+		*o++ = (char)(0x80 | ((c >> 12) & 0x3F));
+		*o++ = (char)(0x80 | ((c >> 6) & 0x3F));
+		*o++ = (char)(0x80 | (c & 0x3F));
+	}
+	return o;
+}
+
+/* Length of the valid UTF-8 sequence (RFC 3629) at s, before end; 0 if
+ * there is none. */
+static size_t
+utf8_at(const unsigned char *s, const unsigned char *end)
+{
+	size_t n = s[0] < 0xE0 ? 2 : s[0] < 0xF0 ? 3 : 4;
+	uint32_t v;
+
+	if (s[0] < 0xC2 || s[0] > 0xF4 || (size_t)(end - s) < n)
+		return 0;
+	v = s[0] & (0x7Fu >> n);
+	for (size_t i = 1; i < n; i++) {
+		if ((s[i] & 0xC0) != 0x80)
+			return 0;
+		v = v << 6 | (s[i] & 0x3Fu);
+	}
+	if ((n == 3 && (v < 0x800 || (v >= 0xD800 && v <= 0xDFFF))) ||
+	    (n == 4 && (v < 0x10000 || v > 0x10FFFF)))
+		return 0;
+	return n;
+}
+
+/* One \u escape (p after the 'u'), a surrogate pair whole, into *c. */
+static const char *
+junicode(struct jparse *j, const char *p, uint32_t *c)
+{
+	uint32_t lo;
+
+	if (j->end - p < 4 || !hex4(p, c))
+		return NULL;
+	p += 4;
+	if (*c >= 0xDC00 && *c <= 0xDFFF)
+		return NULL;
+	if (*c >= 0xD800 && *c <= 0xDBFF) {
+		if (j->end - p < 6 || p[0] != '\\' || p[1] != 'u' ||
+		    !hex4(p + 2, &lo) || lo < 0xDC00 || lo > 0xDFFF)
+			return NULL;
+		*c = 0x10000 + ((*c - 0xD800) << 10) + (lo - 0xDC00);
+		p += 6;
+	}
+	return *c == 0 ? NULL : p;
+}
+
+/* Whether any of the eight bytes in x ends an escape-free run of a
+ * string: '"', '\\', a control character or a byte of a UTF-8 sequence. */
+static int
+jstop8(uint64_t x)
+{
+	const uint64_t ones = 0x0101010101010101u, high = ones * 0x80;
+	uint64_t q = x ^ (ones * '"'), b = x ^ (ones * '\\');
+
+	return ((x - ones * 0x20) | (q - ones) | (b - ones) | x) & high ? 1 : 0;
+}
+
+/* The quote that closes the string whose text starts at p (one not
+ * escaped by an odd run of backslashes), or NULL. */
+static const char *
+jclose(const char *p, const char *end)
+{
+	const char *q;
+	size_t n;
+
+	while ((q = memchr(p, '"', (size_t)(end - p))) != NULL) {
+		for (n = 0; q - n > p && q[-1 - (ptrdiff_t)n] == '\\'; n++)
+			;
+		if (n % 2 == 0)
+			return q;
+		p = q + 1;
+	}
+	return NULL;
+}
+
+/* The escape at p (its backslash, before close) decoded to *o; where the
+ * text goes on, or NULL after failing. */
+static const char *
+jescape(struct jparse *j, const char *p, const char *close, char **o)
+{
+	const char *next;
+	uint32_t c;
+	char ch;
+
+	switch (p + 1 < close ? p[1] : '\0') {
+	case '"':
+	case '\\':
+	case '/':
+		ch = p[1];
+		break;
+	case 'b':
+		ch = '\b';
+		break;
+	case 'f':
+		ch = '\f';
+		break;
+	case 'n':
+		ch = '\n';
+		break;
+	case 'r':
+		ch = '\r';
+		break;
+	case 't':
+		ch = '\t';
+		break;
+	case 'u':
+		next = junicode(j, p + 2, &c);
+		if (next != NULL && next <= close) {
+			*o = put_utf8(*o, c);
+			return next;
+		}
+		jfail(j, p, "invalid \\u escape");
+		return NULL;
+	default:
+		jfail(j, p, "invalid escape");
+		return NULL;
+	}
+	*(*o)++ = ch;
+	return p + 2;
+}
+
+/*
+ * The string at j->p (its opening quote) into the arena; *len its length.
+ * A string without escapes is checked a word at a time and copied whole;
+ * one with escapes is decoded a byte at a time after memchr found its
+ * closing quote.  The decoded text is never longer than the source.
+ */
+static char *
+jstring(struct jparse *j, size_t *len)
+{
+	const char *p = j->p + 1, *close, *q;
+	char *out, *o;
+	uint64_t w;
+
+	/* Most strings have no escape: find their end a word at a time. */
+	q = p;
+	while (j->end - q >= 8) {
+		memcpy(&w, q, 8);
+		if (jstop8(w))
+			break;
+		q += 8;
+	}
+	while (q < j->end && *q != '"' && *q != '\\' &&
+	    (unsigned char)*q >= 0x20 && (unsigned char)*q < 0x80)
+		q++;
+	if (q < j->end && *q == '"') {
+		out = arena_strndup(j->doc, p, (size_t)(q - p));
+		if (out == NULL)
+			jlimit(j, MF_ENOMEM);
+		*len = (size_t)(q - p);
+		j->p = q + 1;
+		return out;
+	}
+	close = jclose(p, j->end);
+	if (close == NULL) {
+		jfail(j, j->end, "unterminated string");
+		return NULL;
+	}
+	out = arena_alloc(j->doc, (size_t)(close - p) + 1);
+	if (out == NULL) {
+		jlimit(j, MF_ENOMEM);
+		return NULL;
+	}
+	o = out;
+	while (p < close) {
+		unsigned char b = (unsigned char)*p;
+		size_t n;
+
+		if (b == '\\') {
+			p = jescape(j, p, close, &o);
+			if (p == NULL)
+				return NULL;
+			continue;
+		}
+		if (b < 0x20) {
+			jfail(j, p, "control character in a string");
+			return NULL;
+		}
+		if (b < 0x80) {
+			*o++ = *p++;
+			continue;
+		}
+		n = utf8_at((const unsigned char *)p,
+		    (const unsigned char *)close);
+		if (n == 0) {
+			jfail(j, p, "invalid UTF-8 in a string");
+			return NULL;
+		}
+		memcpy(o, p, n);
+		o += n;
+		p += n;
+	}
+	*o = '\0';
+	*len = (size_t)(o - out);
+	j->p = close + 1;
+	return out;
+}
+
+static struct mf_node *
+jnumber(struct jparse *j)
+{
+	const char *p = j->p, *digits;
+	char text[40];
+	int real = 0;
+	uint64_t v = 0;
+	size_t len;
+	struct mf_node *n;
+	double d;
+
+	if (p < j->end && *p == '-')
+		p++;
+	digits = p;
+	if (p < j->end && *p == '0')
+		p++;
+	else
+		while (p < j->end && *p >= '0' && *p <= '9')
+			p++;
+	if (p == digits) {
+		jfail(j, j->p, "invalid number");
+		return NULL;
+	}
+	if (p < j->end && *p == '.') {
+		real = 1;
+		if (++p >= j->end || *p < '0' || *p > '9') {
+			jfail(j, p, "invalid number");
+			return NULL;
+		}
+		while (p < j->end && *p >= '0' && *p <= '9')
+			p++;
+	}
+	if (p < j->end && (*p == 'e' || *p == 'E')) {
+		real = 1;
+		p++;
+		if (p < j->end && (*p == '+' || *p == '-'))
+			p++;
+		if (p >= j->end || *p < '0' || *p > '9') {
+			jfail(j, p, "invalid number");
+			return NULL;
+		}
+		while (p < j->end && *p >= '0' && *p <= '9')
+			p++;
+	}
+	if ((size_t)(p - j->p) >= sizeof(text) && !real) {
+		jfail(j, j->p, "too big integer");
+		return NULL;
+	}
+	if (!real) {
+		for (const char *q = digits; q < p; q++) {
+			if (v > (UINT64_C(1) << 63) / 10 ||
+			    v * 10 + (uint64_t)(*q - '0') >
+			        (UINT64_C(1) << 63) - (*j->p != '-')) {
+				jfail(j, j->p, "too big integer");
+				return NULL;
+			}
+			v = v * 10 + (uint64_t)(*q - '0');
+		}
+		char *s = mf_digits(v, text + sizeof(text));
+
+		if (*j->p == '-' && v != 0)
+			*--s = '-';
+		len = (size_t)(text + sizeof(text) - s);
+		memmove(text, s, len);
+	} else {
+		char *copy = arena_strndup(j->doc, j->p, (size_t)(p - j->p));
+
+		if (copy == NULL) {
+			jlimit(j, MF_ENOMEM);
+			return NULL;
+		}
+		errno = 0;
+		d = strtod(copy, NULL);
+		if (errno == ERANGE && isinf(d)) {
+			jfail(j, j->p, "real number overflow");
+			return NULL;
+		}
+		len = (size_t)snprintf(text, sizeof(text), "%.17g", d);
+	}
+	n = jnode(j, MF_NODE_NUM);
+	if (n == NULL)
+		return NULL;
+	n->text = arena_strndup(j->doc, text, len);
+	n->len = len;
+	if (n->text == NULL)
+		jlimit(j, MF_ENOMEM);
+	j->p = p;
+	return n->text != NULL ? n : NULL;
+}
+
+static struct mf_node *jvalue(struct jparse *j, int depth);
+
+static struct mf_node *
+jword(struct jparse *j, const char *word, enum mf_node_type type)
+{
+	size_t len = strlen(word);
+	struct mf_node *n;
+
+	if ((size_t)(j->end - j->p) < len || memcmp(j->p, word, len) != 0) {
+		jfail(j, j->p, "invalid token");
+		return NULL;
+	}
+	n = jnode(j, type);
+	if (n == NULL)
+		return NULL;
+	n->text = type == MF_NODE_NULL ? "null" : word;
+	n->len = len;
+	j->p += len;
+	return n;
+}
+
+static int
+by_key(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Whether the keys of the object n (which starts at start) are unique:
+ * sorted, O(n log n), for objects too large to check key by key. */
+static int
+unique_keys(struct jparse *j, const struct mf_node *n, const char *start)
+{
+	const char **keys = malloc(n->len * sizeof(*keys));
+	const struct mf_node *c;
+	size_t i = 0;
+	int ok = 1;
+
+	if (keys == NULL) {
+		jlimit(j, MF_ENOMEM);
+		return 0;
+	}
+	for (c = n->child; c != NULL; c = c->next)
+		keys[i++] = c->key;
+	qsort((void *)keys, n->len, sizeof(*keys), by_key);
+	for (i = 1; ok && i < n->len; i++)
+		ok = strcmp(keys[i - 1], keys[i]) != 0;
+	free((void *)keys);
+	if (!ok)
+		jfail(j, start, "duplicate object key");
+	return ok;
+}
+
+/* The members of the object or elements of the array at j->p. */
+static struct mf_node *
+jcollection(struct jparse *j, int depth)
+{
+	int map = *j->p == '{';
+	char close = map ? '}' : ']';
+	const char *start = j->p;
+	struct mf_node *n, *c, *tail = NULL;
+	const char *key = NULL, *at;
+	size_t klen;
+
+	if (depth > MF_DOC_MAX_DEPTH) {
+		jlimit(j, MF_ETOOBIG);
+		return NULL;
+	}
+	n = jnode(j, map ? MF_NODE_MAP : MF_NODE_SEQ);
+	if (n == NULL)
+		return NULL;
+	j->p++;
+	jblank(j);
+	if (j->p < j->end && *j->p == close) {
+		j->p++;
+		return n;
+	}
+	for (;;) {
+		if (map) {
+			at = j->p;
+			if (j->p >= j->end || *j->p != '"') {
+				jfail(j, j->p, "string or '}' expected");
+				return NULL;
+			}
+			key = jstring(j, &klen);
+			if (key == NULL)
+				return NULL;
+			if (n->len < LINEAR_KEYS &&
+			    mf_node_get(n, key) != NULL) {
+				jfail(j, at, "duplicate object key");
+				return NULL;
+			}
+			if (n->len >= j->max_keys) {
+				jlimit(j, MF_ETOOBIG);
+				return NULL;
+			}
+			jblank(j);
+			if (j->p >= j->end || *j->p != ':') {
+				jfail(j, j->p, "':' expected");
+				return NULL;
+			}
+			j->p++;
+		}
+		c = jvalue(j, depth + 1);
+		if (c == NULL)
+			return NULL;
+		c->key = key;
+		append(n, &tail, c);
+		jblank(j);
+		if (j->p < j->end && *j->p == ',') {
+			j->p++;
+			jblank(j);
+			continue;
+		}
+		if (j->p < j->end && *j->p == close) {
+			j->p++;
+			return map && n->len > LINEAR_KEYS &&
+			        !unique_keys(j, n, start) ?
+			    NULL :
+			    n;
+		}
+		jfail(j, j->p,
+		    map ? "',' or '}' expected" : "',' or ']' expected");
+		return NULL;
+	}
+}
+
+static struct mf_node *
+jvalue(struct jparse *j, int depth)
+{
+	struct mf_node *n;
+	size_t len;
+	char *s;
+
+	jblank(j);
+	if (j->p >= j->end) {
+		jfail(j, j->p, "'[', '{' or a value expected");
+		return NULL;
+	}
+	switch (*j->p) {
+	case '{':
+	case '[':
+		return jcollection(j, depth);
+	case '"':
+		s = jstring(j, &len);
+		if (s == NULL)
+			return NULL;
+		n = jnode(j, MF_NODE_STR);
+		if (n != NULL) {
+			n->text = s;
+			n->len = len;
+		}
+		return n;
+	case 't':
+		return jword(j, "true", MF_NODE_BOOL);
+	case 'f':
+		return jword(j, "false", MF_NODE_BOOL);
+	case 'n':
+		return jword(j, "null", MF_NODE_NULL);
+	default:
+		if (*j->p == '-' || (*j->p >= '0' && *j->p <= '9'))
+			return jnumber(j);
+		jfail(j, j->p, "invalid token");
+		return NULL;
+	}
+}
+
+static enum mf_rc
+parse_json(struct mf_doc *doc, const char *buf, size_t len, size_t max_keys,
     struct mf_error *err)
 {
-	static pthread_once_t once = PTHREAD_ONCE_INIT;
-	enum mf_rc rc = MF_ENOMEM;
-	json_error_t jerr;
-	json_t *j;
+	struct jparse j = { doc, buf, buf, buf + len, err, MF_OK, max_keys };
 
-	pthread_once(&once, json_hooks);
-	json_nomem = 0;
-	j = json_loadb(buf, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY,
-	    &jerr);
-	/* Where jansson's lexer cannot grow a string it drops the byte and
-	 * goes on: a parse that saw a failed allocation is never trusted. */
-	if (json_nomem) {
-		json_decref(j);
-		return mf_error_set(err, MF_ENOMEM, NULL, 0, 0,
-		    "out of memory");
+	doc->root = jvalue(&j, 1);
+	if (doc->root == NULL)
+		return j.rc != MF_OK ? j.rc : jlimit(&j, MF_ENOMEM);
+	jblank(&j);
+	if (j.p < j.end) {
+		doc->root = NULL;
+		return jfail(&j, j.p, "end of file expected");
 	}
-	if (j == NULL)
-		return mf_error_set(err, MF_EINVAL, NULL, jerr.line,
-		    jerr.column, "not valid JSON: %s", jerr.text);
-	doc->root = from_json(doc, j, 1, &rc);
-	json_decref(j);
-	if (doc->root != NULL)
-		return MF_OK;
-	if (doc->nodes >= MF_DOC_MAX_NODES)
-		rc = MF_ETOOBIG;
-	return mf_error_set(err, rc, NULL, 0, 0, "%s",
-	    rc == MF_ETOOBIG ? "document nested deeper than 64 levels or "
-	                       "holding too many values" :
-	                       "out of memory");
+	return MF_OK;
 }
 
 enum mf_rc
@@ -584,8 +1007,10 @@ mf_doc_parse(const char *buf, size_t len, enum mf_doc_format fmt,
 	if (doc == NULL)
 		return mf_error_set(err, MF_ENOMEM, NULL, 0, 0,
 		    "out of memory");
-	if (fmt == MF_DOC_JSON)
-		rc = parse_json(doc, buf, len, err);
+	if (fmt == MF_DOC_JSON || fmt == MF_DOC_JSON_WIDE)
+		rc = parse_json(doc, buf, len,
+		    fmt == MF_DOC_JSON ? MF_DOC_MAX_KEYS : MF_DOC_MAX_NODES,
+		    err);
 	else
 		rc = parse_yaml(doc, buf, len, err);
 	if (rc != MF_OK) {

@@ -43,7 +43,9 @@ struct mf_node {
 enum mf_doc_format {
 	MF_DOC_AUTO, /* JSON when the first non-blank byte is '{' or '[' */
 	MF_DOC_YAML,
-	MF_DOC_JSON
+	MF_DOC_JSON,
+	MF_DOC_JSON_WIDE /* JSON whose objects may hold any number of keys
+	                    (Kubernetes objects), up to MF_DOC_MAX_NODES */
 };
 
 #define MF_DOC_MAX_DEPTH 64

@@ -1,6 +1,7 @@
 #include "review.h"
 
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,7 +9,9 @@
 
 #include "buf.h"
 #include "doc.h"
+#include "jw.h"
 #include "manifest.h"
+#include "patch.h"
 #include "place.h"
 #include "qty.h"
 #include "render.h"
@@ -18,9 +21,14 @@
 #define ANN_SPEC "memfloor.dev/spec"
 #define ANN_PLACEMENT "memfloor.dev/placement"
 #define ANN_COST "memfloor.dev/estimated-cost"
+#define ANN_CONTAINER "memfloor.dev/container"
+#define GPU_MEMORY_LABEL "nvidia.com/gpu.memory"
+#define REQUIRED "requiredDuringSchedulingIgnoredDuringExecution"
+#define PREFERRED "preferredDuringSchedulingIgnoredDuringExecution"
 #define GPU_RESOURCE "nvidia.com/gpu"
 
-#define POINTER_MAX (64u << 10) /* one JSON Pointer, escaped */
+#define PATCH_MAX (1u << 20)    /* the patch text, before base64 */
+#define RESPONSE_MAX (2u << 20) /* the answer, with the patch in base64 */
 #define MESSAGE_BUF (8u << 10)  /* a denial message before it is cut */
 #define MAX_WARNINGS 16         /* in one response */
 
@@ -31,49 +39,84 @@ struct review {
 	const struct mf_api *api;
 	const char *uid;
 	const char *operation;
-	json_t *request;
-	json_t *object;       /* NULL when absent or null */
-	json_t *annotations;  /* the object's, when it opted in */
-	json_t *pod;          /* the pod spec */
-	const char *pod_path; /* its JSON Pointer */
-	const char *name;     /* for the decision and the log; may be NULL */
-	json_t *response;     /* owned: the AdmissionReview's response */
-	json_t *patch;        /* owned */
-	json_t *warnings;     /* owned */
-	int nomem;            /* an allocation failed: answer 500 */
+	const struct mf_node *request;
+	const struct mf_node *object;      /* NULL when absent or null */
+	const struct mf_node *annotations; /* the object's, when it opted in */
+	const struct mf_node *pod;         /* the pod spec */
+	const char *pod_path;              /* its JSON Pointer */
+	const char *name;      /* for the decision and the log; may be NULL */
+	struct mf_patch patch; /* owned */
+	char *patch64;         /* owned: the patch in base64, once allowed */
+	int denied;            /* status.code and message are set */
+	int code;
+	size_t nwarn;
+	int nomem; /* an allocation failed: answer 500 */
 	enum mf_verdict verdict;
+	/* Last: not zeroed (see mf_api_review). */
+	char message[MF_REVIEW_MESSAGE_MAX + 1];
+	char warnings[MAX_WARNINGS][MF_REVIEW_WARNING_MAX + 1];
 };
 
 /* --- small helpers ---------------------------------------------------- */
 
-static const char *
-str_at(const json_t *o, const char *key)
+/* The request is read as a doc.h tree; these say what kind a node is
+ * (NULL is none of them). */
+static int
+is_map(const struct mf_node *n)
 {
-	return json_string_value(json_object_get(o, key));
+	return n != NULL && n->type == MF_NODE_MAP;
 }
+
+static int
+is_seq(const struct mf_node *n)
+{
+	return n != NULL && n->type == MF_NODE_SEQ;
+}
+
+static int
+is_str(const struct mf_node *n)
+{
+	return n != NULL && n->type == MF_NODE_STR;
+}
+
+static const char *
+str_of(const struct mf_node *n)
+{
+	return is_str(n) ? n->text : NULL;
+}
+
+static const char *
+str_at(const struct mf_node *o, const char *key)
+{
+	return str_of(mf_node_get(o, key));
+}
+
+static size_t
+seq_len(const struct mf_node *n)
+{
+	return is_seq(n) ? n->len : 0;
+}
+
+/* The i-th element of a list, or NULL. */
+static const struct mf_node *
+seq_at(const struct mf_node *n, size_t i)
+{
+	const struct mf_node *c = is_seq(n) ? n->child : NULL;
+
+	while (c != NULL && i-- > 0)
+		c = c->next;
+	return c;
+}
+
+/* Every element c of the list n (none when n is no list), i counting. */
+#define EACH(n, i, c) \
+	for ((i) = 0, (c) = is_seq(n) ? (n)->child : NULL; (c) != NULL; \
+	     (c) = (c)->next, (i)++)
 
 static int
 streq(const char *a, const char *b)
 {
 	return a != NULL && b != NULL && strcmp(a, b) == 0;
-}
-
-/*
- * Set key of o to v, noting a failed allocation (NULL o or v).  jansson's
- * *_new calls steal v even when they fail.
- */
-static void
-put(struct review *rv, json_t *o, const char *key, json_t *v)
-{
-	if (json_object_set_new(o, key, v) != 0)
-		rv->nomem = 1;
-}
-
-static void
-push(struct review *rv, json_t *a, json_t *v)
-{
-	if (json_array_append_new(a, v) != 0)
-		rv->nomem = 1;
 }
 
 /*
@@ -110,14 +153,14 @@ warnf(struct review *rv, const char *fmt, ...)
 	char text[256];
 	va_list ap;
 
-	if (json_array_size(rv->warnings) >= MAX_WARNINGS)
+	if (rv->nwarn >= MAX_WARNINGS)
 		return;
 	va_start(ap, fmt);
 	vsnprintf(text, sizeof(text), fmt, ap);
 	va_end(ap);
 	mf_utf8_fix(text);
 	clip(text, MF_REVIEW_WARNING_MAX);
-	push(rv, rv->warnings, json_string(text));
+	mf_copy(rv->warnings[rv->nwarn++], sizeof(rv->warnings[0]), text);
 }
 
 static char *
@@ -146,70 +189,25 @@ base64(const char *s, size_t n)
 	return out;
 }
 
-/* base + "/" + key escaped as RFC 6901 says (~ as ~0, / as ~1). */
-static char *
-pointer(const char *base, const char *key)
-{
-	struct mf_buf b;
-	char *s = NULL;
-	size_t n;
-
-	mf_buf_init(&b, POINTER_MAX);
-	mf_buf_printf(&b, "%s/", base);
-	while (*key != '\0') {
-		n = strcspn(key, "~/");
-		mf_buf_add(&b, key, n);
-		key += n;
-		if (*key != '\0')
-			mf_buf_add(&b, *key++ == '~' ? "~0" : "~1", 2);
-	}
-	if (b.rc == MF_OK)
-		s = mf_buf_take(&b);
-	mf_buf_free(&b);
-	return s;
-}
-
-/*
- * Append {"op", "path": base/key (or base when key is NULL), "value"}
- * (value stolen; NULL only for "remove").
- */
-static void
-op(struct review *rv, const char *verb, const char *base, const char *key,
-    json_t *value)
-{
-	char *path = key != NULL ? pointer(base, key) : NULL;
-	json_t *o = NULL;
-
-	if (key == NULL || path != NULL)
-		o = json_pack("{s:s, s:s}", "op", verb, "path",
-		    key != NULL ? path : base);
-	free(path);
-	if (value != NULL)
-		put(rv, o, "value", value);
-	else if (strcmp(verb, "remove") != 0)
-		rv->nomem = 1;
-	push(rv, rv->patch, o);
-}
-
 /* --- the envelope ------------------------------------------------------ */
 
 static enum mf_rc
-need_string(const json_t *o, const char *key, const char *path,
+need_string(const struct mf_node *o, const char *key, const char *path,
     const char **out, struct mf_error *err)
 {
-	const json_t *v = json_object_get(o, key);
+	const struct mf_node *v = mf_node_get(o, key);
 
-	if (v == NULL || json_is_null(v))
+	if (v == NULL || v->type == MF_NODE_NULL)
 		return mf_error_set(err, MF_EINVAL, path, 0, 0, "is required");
-	if (!json_is_string(v))
+	if (!is_str(v))
 		return mf_error_set(err, MF_EINVAL, path, 0, 0,
 		    "must be a string");
-	*out = json_string_value(v);
+	*out = v->text;
 	return MF_OK;
 }
 
 static enum mf_rc
-check_header(const json_t *root, struct mf_error *err)
+check_header(const struct mf_node *root, struct mf_error *err)
 {
 	static const char *const want[][2] = {
 		{ "apiVersion", REVIEW_VERSION },
@@ -217,7 +215,7 @@ check_header(const json_t *root, struct mf_error *err)
 	};
 	const char *s;
 
-	if (!json_is_object(root))
+	if (!is_map(root))
 		return mf_error_set(err, MF_EINVAL, NULL, 0, 0,
 		    "an AdmissionReview must be a JSON object");
 	for (size_t i = 0; i < 2; i++) {
@@ -236,17 +234,18 @@ check_header(const json_t *root, struct mf_error *err)
 
 /* The request's fields that every review needs. */
 static enum mf_rc
-read_envelope(json_t *root, struct review *rv, struct mf_error *err)
+read_envelope(const struct mf_node *root, struct review *rv,
+    struct mf_error *err)
 {
-	json_t *req, *obj;
+	const struct mf_node *req, *obj;
 
 	if (check_header(root, err) != MF_OK)
 		return MF_EINVAL;
-	req = json_object_get(root, "request");
-	if (req == NULL || json_is_null(req))
+	req = mf_node_get(root, "request");
+	if (req == NULL || req->type == MF_NODE_NULL)
 		return mf_error_set(err, MF_EINVAL, "request", 0, 0,
 		    "is required");
-	if (!json_is_object(req))
+	if (!is_map(req))
 		return mf_error_set(err, MF_EINVAL, "request", 0, 0,
 		    "must be an object");
 	if (need_string(req, "uid", "request.uid", &rv->uid, err) != MF_OK)
@@ -257,12 +256,12 @@ read_envelope(json_t *root, struct review *rv, struct mf_error *err)
 	if (need_string(req, "operation", "request.operation", &rv->operation,
 	        err) != MF_OK)
 		return MF_EINVAL;
-	obj = json_object_get(req, "object");
-	if (obj != NULL && !json_is_null(obj) && !json_is_object(obj))
+	obj = mf_node_get(req, "object");
+	if (obj != NULL && obj->type != MF_NODE_NULL && !is_map(obj))
 		return mf_error_set(err, MF_EINVAL, "request.object", 0, 0,
 		    "must be an object");
 	rv->request = req;
-	rv->object = json_is_object(obj) ? obj : NULL;
+	rv->object = is_map(obj) ? obj : NULL;
 	if (rv->object == NULL &&
 	    (streq(rv->operation, "CREATE") || streq(rv->operation, "UPDATE")))
 		return mf_error_set(err, MF_EINVAL, "request.object", 0, 0,
@@ -274,11 +273,11 @@ read_envelope(json_t *root, struct review *rv, struct mf_error *err)
 static enum target
 target_of(const struct review *rv)
 {
-	const json_t *k = json_object_get(rv->request, "kind");
+	const struct mf_node *k = mf_node_get(rv->request, "kind");
 	const char *group = "", *version, *kind, *api, *slash;
 	size_t glen = 0;
 
-	if (json_is_object(k)) {
+	if (is_map(k)) {
 		group = str_at(k, "group") ? str_at(k, "group") : "";
 		glen = strlen(group);
 		version = str_at(k, "version");
@@ -311,7 +310,7 @@ static int
 opted_in(struct review *rv)
 {
 	const char *sub = str_at(rv->request, "subResource");
-	json_t *meta, *ann;
+	const struct mf_node *meta, *ann;
 
 	if (!streq(rv->operation, "CREATE") && !streq(rv->operation, "UPDATE"))
 		return 0;
@@ -319,11 +318,11 @@ opted_in(struct review *rv)
 		return 0;
 	if (target_of(rv) == TARGET_NONE)
 		return 0;
-	meta = json_object_get(rv->object, "metadata");
-	ann = json_object_get(meta, "annotations");
-	if (!json_is_object(ann) ||
-	    (json_object_get(ann, ANN_MIN) == NULL &&
-	        json_object_get(ann, ANN_SPEC) == NULL))
+	meta = mf_node_get(rv->object, "metadata");
+	ann = mf_node_get(meta, "annotations");
+	if (!is_map(ann) ||
+	    (mf_node_get(ann, ANN_MIN) == NULL &&
+	        mf_node_get(ann, ANN_SPEC) == NULL))
 		return 0;
 	rv->annotations = ann;
 	return 1;
@@ -332,7 +331,7 @@ opted_in(struct review *rv)
 static const char *
 object_name(const struct review *rv)
 {
-	const json_t *meta = json_object_get(rv->object, "metadata");
+	const struct mf_node *meta = mf_node_get(rv->object, "metadata");
 	const char *keys[] = { "name", "generateName" }, *s;
 
 	for (size_t i = 0; i < 2; i++) {
@@ -354,9 +353,9 @@ deny(struct review *rv, int code, const char *message)
 	mf_copy(text, sizeof(text), message);
 	mf_utf8_fix(text);
 	clip(text, MF_REVIEW_MESSAGE_MAX);
-	put(rv, rv->response, "allowed", json_false());
-	put(rv, rv->response, "status",
-	    json_pack("{s:i, s:s}", "code", code, "message", text));
+	rv->denied = 1;
+	rv->code = code;
+	mf_copy(rv->message, sizeof(rv->message), text);
 }
 
 static void
@@ -444,7 +443,7 @@ deny_rejection(struct review *rv, const struct mf_job *job,
 static int
 read_min(struct review *rv, const char **text, int64_t *bytes, int *format)
 {
-	const json_t *v = json_object_get(rv->annotations, ANN_MIN);
+	const struct mf_node *v = mf_node_get(rv->annotations, ANN_MIN);
 	enum mf_qty_format f;
 	enum mf_qty_err qe;
 	char why[160];
@@ -452,20 +451,19 @@ read_min(struct review *rv, const char **text, int64_t *bytes, int *format)
 	*text = NULL;
 	if (v == NULL)
 		return 0;
-	if (!json_is_string(v)) {
+	if (!is_str(v)) {
 		deny_annotation(rv, ANN_MIN, "must be a string");
 		return -1;
 	}
-	qe = mf_qty_parse_bytes(json_string_value(v), json_string_length(v),
-	    bytes, &f);
+	qe = mf_qty_parse_bytes(v->text, v->len, bytes, &f);
 	if (qe != MF_QTY_OK) {
-		snprintf(why, sizeof(why), "'%.40s' %s", json_string_value(v),
+		snprintf(why, sizeof(why), "'%.40s' %s", v->text,
 		    mf_qty_strerror(qe));
 		deny_annotation(rv, ANN_MIN, why);
 		return -1;
 	}
 	*format = (int)f;
-	*text = json_string_value(v);
+	*text = v->text;
 	return 0;
 }
 
@@ -473,20 +471,19 @@ read_min(struct review *rv, const char **text, int64_t *bytes, int *format)
 static int
 read_spec_doc(struct review *rv, struct mf_doc **doc)
 {
-	const json_t *v = json_object_get(rv->annotations, ANN_SPEC);
+	const struct mf_node *v = mf_node_get(rv->annotations, ANN_SPEC);
 	struct mf_error err;
 	enum mf_rc rc;
 
 	*doc = NULL;
 	if (v == NULL)
 		return 0;
-	if (!json_is_string(v)) {
+	if (!is_str(v)) {
 		deny_annotation(rv, ANN_SPEC, "must be a string");
 		return -1;
 	}
 	memset(&err, 0, sizeof(err));
-	rc = mf_doc_parse(json_string_value(v), json_string_length(v),
-	    MF_DOC_AUTO, doc, &err);
+	rc = mf_doc_parse(v->text, v->len, MF_DOC_AUTO, doc, &err);
 	if (rc == MF_ENOMEM)
 		rv->nomem = 1;
 	else if (rc != MF_OK)
@@ -533,37 +530,269 @@ read_job(struct review *rv, struct mf_doc **doc, struct mf_job *job)
 /* --- the patch ---------------------------------------------------------- */
 
 /* The pod spec and its pointer; NULL when the object has none. */
-static json_t *
+static const struct mf_node *
 find_pod(struct review *rv)
 {
-	json_t *spec = json_object_get(rv->object, "spec");
+	const struct mf_node *spec = mf_node_get(rv->object, "spec");
 
 	if (target_of(rv) == TARGET_POD) {
 		rv->pod_path = "/spec";
-		return json_is_object(spec) ? spec : NULL;
+		return is_map(spec) ? spec : NULL;
 	}
 	rv->pod_path = "/spec/template/spec";
-	spec = json_object_get(json_object_get(spec, "template"), "spec");
-	return json_is_object(spec) ? spec : NULL;
+	spec = mf_node_get(mf_node_get(spec, "template"), "spec");
+	return is_map(spec) ? spec : NULL;
 }
+
+/*
+ * Text put together piece by piece (pointers, the placement annotation):
+ * a request writes several, and printf would cost more than the rest of
+ * the patch.  Cut to fit, always NUL-terminated.
+ */
+struct text {
+	char s[160];
+	size_t n;
+};
+
+static struct text *
+text_add(struct text *t, const char *s)
+{
+	size_t k = strlen(s);
+
+	if (k > sizeof(t->s) - 1 - t->n)
+		k = sizeof(t->s) - 1 - t->n;
+	memcpy(t->s + t->n, s, k);
+	t->n += k;
+	t->s[t->n] = '\0';
+	return t;
+}
+
+static struct text *
+text_num(struct text *t, int64_t v)
+{
+	char digits[24];
+	uint64_t u = (uint64_t)v;
+
+	digits[sizeof(digits) - 1] = '\0';
+	if (v < 0) {
+		text_add(t, "-");
+		u = 0 - u;
+	}
+	return text_add(t, mf_digits(u, digits + sizeof(digits) - 1));
+}
+
+/* t, emptied, holding s. */
+static struct text *
+text_set(struct text *t, const char *s)
+{
+	t->n = 0;
+	t->s[0] = '\0';
+	return text_add(t, s);
+}
+
+/* A container's name for messages. */
+static const char *
+container_name(const struct mf_node *c)
+{
+	const char *name = str_at(c, "name");
+
+	return name != NULL && name[0] != '\0' ? name : "?";
+}
+
+/* --- which container gets the GPUs (design 18) ------------------------- */
+
+/* What a container asks of nvidia.com/gpu in resources.requests or
+ * resources.limits. */
+struct gpu_ask {
+	int set;       /* the key is there */
+	int64_t n;     /* whole GPUs, or -1 when it is no whole number */
+	char text[32]; /* as written, for messages */
+};
+
+static void
+read_ask(const struct mf_node *c, const char *what, struct gpu_ask *a)
+{
+	const struct mf_node *v =
+	    mf_node_get(mf_node_get(mf_node_get(c, "resources"), what),
+	        GPU_RESOURCE);
+	size_t len;
+
+	memset(a, 0, sizeof(*a));
+	a->n = -1;
+	if (v == NULL)
+		return;
+	a->set = 1;
+	/* A string quantity, or a number as doc.h writes it ("%lld"). */
+	if (!is_str(v) && v->type != MF_NODE_NUM) {
+		mf_copy(a->text, sizeof(a->text), "?");
+		return;
+	}
+	mf_copy(a->text, sizeof(a->text), v->text);
+	len = v->len;
+	if (len == 0 || len > 9 || strspn(v->text, "0123456789") != len)
+		return;
+	a->n = strtoll(v->text, NULL, 10);
+}
+
+/*
+ * The index in containers of the container that gets the GPUs: the one
+ * the annotation memfloor.dev/container names, else the first.  -1 after
+ * denying the review.
+ */
+static long
+gpu_container(struct review *rv, const struct mf_node *cs)
+{
+	const struct mf_node *v = mf_node_get(rv->annotations, ANN_CONTAINER);
+	const struct mf_node *inits = mf_node_get(rv->pod, "initContainers"),
+	                     *c;
+	char why[200];
+	size_t i;
+
+	if (seq_len(cs) == 0) {
+		snprintf(why, sizeof(why),
+		    "the pod spec at %s has no containers", rv->pod_path);
+		deny(rv, 400, why);
+		return -1;
+	}
+	if (v == NULL)
+		return 0;
+	if (!is_str(v)) {
+		deny_annotation(rv, ANN_CONTAINER, "must be a string");
+		return -1;
+	}
+	EACH(cs, i, c)
+	if (streq(str_at(c, "name"), str_of(v)))
+		return (long)i;
+	EACH(inits, i, c)
+	if (streq(str_at(c, "name"), str_of(v))) {
+		snprintf(why, sizeof(why),
+		    "'%.63s' is an init container; GPUs go only to a "
+		    "container of the pod's containers",
+		    str_of(v));
+		deny_annotation(rv, ANN_CONTAINER, why);
+		return -1;
+	}
+	snprintf(why, sizeof(why), "no container of the pod is named '%.63s'",
+	    str_of(v));
+	deny_annotation(rv, ANN_CONTAINER, why);
+	return -1;
+}
+
+/*
+ * Deny when an entry of list (containers, or initContainers when init)
+ * asks for GPUs the placement does not give it: count to the entry at
+ * target, none to any other.  0 when every entry agrees.
+ */
+static int
+check_asks(struct review *rv, const struct mf_node *list, int init, long target,
+    const struct mf_placement *p, const char *gpu_name)
+{
+	static const char *const what[] = { "requests", "limits" };
+	char text[MF_REVIEW_MESSAGE_MAX + 2];
+	struct gpu_ask a;
+	const struct mf_node *c;
+	int64_t want;
+	size_t i;
+
+	EACH(list, i, c)
+	{
+		want = (long)i == target ? p->count : 0;
+		for (size_t k = 0; k < 2; k++) {
+			read_ask(c, what[k], &a);
+			if (!a.set || a.n == want)
+				continue;
+			if ((long)i == target)
+				snprintf(text, sizeof(text),
+				    "container %s: resources.%s %s is %s, but "
+				    "the placement is %s x %lld; leave it out "
+				    "or set resources.gpu.count: %s in %s",
+				    container_name(c), what[k], GPU_RESOURCE,
+				    a.text, p->gpu->name, (long long)p->count,
+				    a.text, ANN_SPEC);
+			else
+				snprintf(text, sizeof(text),
+				    "%s %s: resources.%s %s is %s, but GPUs go "
+				    "only to container %s (annotation %s "
+				    "chooses it)",
+				    init ? "init container" : "container",
+				    container_name(c), what[k], GPU_RESOURCE,
+				    a.text, gpu_name, ANN_CONTAINER);
+			deny(rv, 400, text);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* {"nvidia.com/gpu": n} as member key of w's object. */
+static void
+write_gpu_map(struct mf_jw *w, const char *key, const char *n)
+{
+	mf_jw_open(w, key, '{');
+	mf_jw_str(w, GPU_RESOURCE, n);
+	mf_jw_close(w, '}');
+}
+
+/* The GPU container's requests and limits of nvidia.com/gpu, both count
+ * (check_asks has made sure that those it sets already agree). */
+static void
+patch_gpus(struct review *rv, const struct mf_node *c, long i, int64_t count)
+{
+	static const char *const what[] = { "limits", "requests" };
+	const struct mf_node *res = mf_node_get(c, "resources"), *m;
+	struct mf_patch *pt = &rv->patch;
+	struct text num, path, at;
+	const char *base, *n;
+
+	n = text_num(text_set(&num, ""), count)->s;
+	text_num(text_add(text_set(&path, rv->pod_path), "/containers/"), i);
+	base = text_add(&path, "/resources")->s;
+	if (!is_map(res)) {
+		mf_patch_begin(pt, "add", base, NULL);
+		mf_jw_open(&pt->w, "value", '{');
+		for (size_t k = 0; k < 2; k++)
+			write_gpu_map(&pt->w, what[k], n);
+		mf_jw_close(&pt->w, '}');
+		mf_patch_end(pt);
+		return;
+	}
+	for (size_t k = 0; k < 2; k++) {
+		m = mf_node_get(res, what[k]);
+		if (is_map(m) && mf_node_get(m, GPU_RESOURCE) != NULL)
+			continue;
+		if (is_map(m)) {
+			text_add(text_add(text_set(&at, base), "/"), what[k]);
+			mf_patch_str(pt, "add", at.s, GPU_RESOURCE, n);
+			continue;
+		}
+		mf_patch_begin(pt, "add", base, what[k]);
+		write_gpu_map(&pt->w, "value", n);
+		mf_patch_end(pt);
+	}
+}
+
+/* --- node selection: product (design 11) -------------------------------- */
 
 static void
 patch_selector(struct review *rv, const struct mf_gpu *gpu)
 {
-	json_t *sel = json_object_get(rv->pod, "nodeSelector"), *all;
+	const struct mf_node *sel = mf_node_get(rv->pod, "nodeSelector");
+	struct mf_patch *pt = &rv->patch;
 	const struct mf_label *l;
-	const char *old;
-	char base[64];
+	const char *old, *base;
+	struct text path;
 
-	snprintf(base, sizeof(base), "%s/nodeSelector", rv->pod_path);
+	base = text_add(text_set(&path, rv->pod_path), "/nodeSelector")->s;
 	if (gpu->nlabels == 0)
 		return;
-	if (!json_is_object(sel)) {
-		all = json_object();
+	if (!is_map(sel)) {
+		mf_patch_begin(pt, "add", base, NULL);
+		mf_jw_open(&pt->w, "value", '{');
 		for (size_t i = 0; i < gpu->nlabels; i++)
-			put(rv, all, gpu->labels[i].key,
-			    json_string(gpu->labels[i].value));
-		op(rv, "add", base, NULL, all);
+			mf_jw_str(&pt->w, gpu->labels[i].key,
+			    gpu->labels[i].value);
+		mf_jw_close(&pt->w, '}');
+		mf_patch_end(pt);
 		return;
 	}
 	for (size_t i = 0; i < gpu->nlabels; i++) {
@@ -572,74 +801,385 @@ patch_selector(struct review *rv, const struct mf_gpu *gpu)
 		if (old != NULL && strcmp(old, l->value) != 0)
 			warnf(rv, "nodeSelector %s: %s replaced by %s", l->key,
 			    old, l->value);
-		op(rv, "add", base, l->key, json_string(l->value));
+		mf_patch_str(pt, "add", base, l->key, l->value);
 	}
 }
 
-/* A container's own GPU limit, when it differs from count. */
-static void
-check_limit(struct review *rv, const json_t *c, const json_t *v,
-    const char *count)
-{
-	const char *name = str_at(c, "name");
-	char have[32];
+/* --- node selection: memory (design 18) --------------------------------- */
 
-	if (json_is_string(v))
-		snprintf(have, sizeof(have), "%s", json_string_value(v));
-	else if (json_is_integer(v))
-		snprintf(have, sizeof(have), "%lld",
-		    (long long)json_integer_value(v));
-	else
-		snprintf(have, sizeof(have), "?");
-	if (strcmp(have, count) != 0)
-		warnf(rv, "container %s keeps %s %s; the placement has %s",
-		    name != NULL ? name : "?", GPU_RESOURCE, have, count);
+/*
+ * The cards the pod may land on, cheapest first: the placement, then
+ * (select: memory) each alternative with the same GPU count, since the
+ * patched pod asks for that many wherever it runs.  Returns how many.
+ */
+static size_t
+placed_cards(const struct mf_decision *d, int memory, const struct mf_gpu **out)
+{
+	size_t n = 0;
+
+	out[n++] = d->placement.gpu;
+	for (size_t i = 0; memory && i < d->nalt; i++)
+		if (d->alt[i].count == d->placement.count)
+			out[n++] = d->alt[i].gpu;
+	return n;
 }
 
-/* Every container without its own GPU limit gets one of count. */
+/* {"key": nvidia.com/gpu.memory, "operator": "Gt", "values": [gt]} */
 static void
-patch_limits(struct review *rv, int64_t count)
+write_memory_expr(struct mf_jw *w, const char *key, const char *gt)
 {
-	json_t *cs = json_object_get(rv->pod, "containers"), *c, *res, *lim;
-	char base[96], limits[112], n[24];
+	mf_jw_open(w, key, '{');
+	mf_jw_str(w, "key", GPU_MEMORY_LABEL);
+	mf_jw_str(w, "operator", "Gt");
+	mf_jw_open(w, "values", '[');
+	mf_jw_str(w, NULL, gt);
+	mf_jw_close(w, ']');
+	mf_jw_close(w, '}');
+}
+
+/* {"matchExpressions": [the memory expression]} */
+static void
+write_memory_term(struct mf_jw *w, const char *key, const char *gt)
+{
+	mf_jw_open(w, key, '{');
+	mf_jw_open(w, "matchExpressions", '[');
+	write_memory_expr(w, NULL, gt);
+	mf_jw_close(w, ']');
+	mf_jw_close(w, '}');
+}
+
+/* {"nodeSelectorTerms": [the memory term]} */
+static void
+write_required(struct mf_jw *w, const char *key, const char *gt)
+{
+	mf_jw_open(w, key, '{');
+	mf_jw_open(w, "nodeSelectorTerms", '[');
+	write_memory_term(w, NULL, gt);
+	mf_jw_close(w, ']');
+	mf_jw_close(w, '}');
+}
+
+/* Weight of the i-th card's preferred term: 100, 90, ... (at most nine
+ * cards, so never below 20; the scheduler takes weights 1 to 100). */
+static int
+pref_weight(size_t i)
+{
+	return 100 - 10 * (int)i;
+}
+
+/* {"weight": w, "preference": {"matchExpressions": [labels In]}} */
+static void
+write_pref_term(struct mf_jw *w, const char *key, const struct mf_gpu *gpu,
+    int weight)
+{
+	mf_jw_open(w, key, '{');
+	mf_jw_int(w, "weight", weight);
+	mf_jw_open(w, "preference", '{');
+	mf_jw_open(w, "matchExpressions", '[');
+	for (size_t i = 0; i < gpu->nlabels; i++) {
+		mf_jw_open(w, NULL, '{');
+		mf_jw_str(w, "key", gpu->labels[i].key);
+		mf_jw_str(w, "operator", "In");
+		mf_jw_open(w, "values", '[');
+		mf_jw_str(w, NULL, gpu->labels[i].value);
+		mf_jw_close(w, ']');
+		mf_jw_close(w, '}');
+	}
+	mf_jw_close(w, ']');
+	mf_jw_close(w, '}');
+	mf_jw_close(w, '}');
+}
+
+/* Cards, in order, without labels to prefer them by are left out. */
+static void
+write_preferred(struct mf_jw *w, const char *key,
+    const struct mf_gpu *const *cards, size_t n)
+{
+	mf_jw_open(w, key, '[');
+	for (size_t i = 0; i < n; i++)
+		if (cards[i]->nlabels > 0)
+			write_pref_term(w, NULL, cards[i], pref_weight(i));
+	mf_jw_close(w, ']');
+}
+
+/* Into an existing list of preferred terms: one add at its end each. */
+static void
+append_preferred(struct review *rv, const char *base,
+    const struct mf_gpu *const *cards, size_t n)
+{
+	char at[192];
+
+	snprintf(at, sizeof(at), "%s/%s/-", base, PREFERRED);
+	for (size_t i = 0; i < n; i++) {
+		if (cards[i]->nlabels == 0)
+			continue;
+		mf_patch_begin(&rv->patch, "add", at, NULL);
+		write_pref_term(&rv->patch.w, "value", cards[i],
+		    pref_weight(i));
+		mf_patch_end(&rv->patch);
+	}
+}
+
+/*
+ * The memory expression ANDed into every required term the pod has (terms
+ * are ORed, so each must carry it), or one term when it has none.
+ */
+static void
+merge_required(struct review *rv, const char *base, const struct mf_node *na,
+    const char *gt)
+{
+	const struct mf_node *req = mf_node_get(na, REQUIRED);
+	const struct mf_node *terms = mf_node_get(req, "nodeSelectorTerms"), *t;
+	struct mf_patch *pt = &rv->patch;
+	char at[256];
 	size_t i;
 
-	snprintf(n, sizeof(n), "%lld", (long long)count);
-	json_array_foreach (cs, i, c) {
-		if (!json_is_object(c))
-			continue;
-		res = json_object_get(c, "resources");
-		lim = json_object_get(res, "limits");
-		snprintf(base, sizeof(base), "%s/containers/%zu/resources",
-		    rv->pod_path, i);
-		snprintf(limits, sizeof(limits), "%s/limits", base);
-		if (!json_is_object(res))
-			op(rv, "add", base, NULL,
-			    json_pack("{s:{s:s}}", "limits", GPU_RESOURCE, n));
-		else if (!json_is_object(lim))
-			op(rv, "add", limits, NULL,
-			    json_pack("{s:s}", GPU_RESOURCE, n));
-		else if (json_object_get(lim, GPU_RESOURCE) == NULL)
-			op(rv, "add", limits, GPU_RESOURCE, json_string(n));
-		else
-			check_limit(rv, c, json_object_get(lim, GPU_RESOURCE),
-			    n);
+	if (!is_map(req)) {
+		mf_patch_begin(pt, "add", base, REQUIRED);
+		write_required(&pt->w, "value", gt);
+		mf_patch_end(pt);
+		return;
+	}
+	snprintf(at, sizeof(at), "%s/%s/nodeSelectorTerms", base, REQUIRED);
+	if (!is_seq(terms) || seq_len(terms) == 0) {
+		mf_patch_begin(pt, "add", at, is_seq(terms) ? "-" : NULL);
+		if (is_seq(terms))
+			write_memory_term(&pt->w, "value", gt);
+		else {
+			mf_jw_open(&pt->w, "value", '[');
+			write_memory_term(&pt->w, NULL, gt);
+			mf_jw_close(&pt->w, ']');
+		}
+		mf_patch_end(pt);
+		return;
+	}
+	EACH(terms, i, t)
+	{
+		char term[320];
+
+		if (!is_map(t))
+			continue; /* the API server refuses the pod anyway */
+		snprintf(term, sizeof(term), "%s/%zu/matchExpressions", at, i);
+		if (is_seq(mf_node_get(t, "matchExpressions"))) {
+			mf_patch_begin(pt, "add", term, "-");
+			write_memory_expr(&pt->w, "value", gt);
+		} else {
+			mf_patch_begin(pt, "add", term, NULL);
+			mf_jw_open(&pt->w, "value", '[');
+			write_memory_expr(&pt->w, NULL, gt);
+			mf_jw_close(&pt->w, ']');
+		}
+		mf_patch_end(pt);
 	}
 }
+
+/*
+ * select: memory.  GPU Feature Discovery labels a node's GPU memory in
+ * MiB, so a floor of F bytes wants a label of at least ceil(F / 2^20):
+ * "Gt ceil(F / 2^20) - 1".
+ */
+static void
+patch_affinity(struct review *rv, int64_t floor,
+    const struct mf_gpu *const *cards, size_t n)
+{
+	const struct mf_node *aff = mf_node_get(rv->pod, "affinity");
+	const struct mf_node *na = mf_node_get(aff, "nodeAffinity");
+	struct mf_patch *pt = &rv->patch;
+	char base[96], gt[24];
+	int64_t mib = floor / (1 << 20) + (floor % (1 << 20) != 0);
+
+	snprintf(gt, sizeof(gt), "%lld", (long long)(mib - 1));
+	snprintf(base, sizeof(base), "%s/affinity", rv->pod_path);
+	if (!is_map(aff) || !is_map(na)) {
+		mf_patch_begin(pt, "add", base,
+		    is_map(aff) ? "nodeAffinity" : NULL);
+		mf_jw_open(&pt->w, "value", '{');
+		if (!is_map(aff))
+			mf_jw_open(&pt->w, "nodeAffinity", '{');
+		write_required(&pt->w, REQUIRED, gt);
+		write_preferred(&pt->w, PREFERRED, cards, n);
+		if (!is_map(aff))
+			mf_jw_close(&pt->w, '}');
+		mf_jw_close(&pt->w, '}');
+		mf_patch_end(pt);
+		return;
+	}
+	mf_copy(base + strlen(base), sizeof(base) - strlen(base),
+	    "/nodeAffinity");
+	merge_required(rv, base, na, gt);
+	if (is_seq(mf_node_get(na, PREFERRED))) {
+		append_preferred(rv, base, cards, n);
+		return;
+	}
+	mf_patch_begin(pt, "add", base, PREFERRED);
+	write_preferred(&pt->w, "value", cards, n);
+	mf_patch_end(pt);
+}
+
+/* --- cards the pod's own constraints rule out ---------------------------- */
+
+/* v as a whole number into *out; 0 when it is none. */
+static int
+whole(const char *v, long long *out)
+{
+	char *end;
+
+	if (v == NULL || v[0] == '\0')
+		return 0;
+	*out = strtoll(v, &end, 10);
+	return *end == '\0';
+}
+
+/*
+ * Whether a node with the card's labels may satisfy one matchExpression.
+ * A key the card's labels do not name may still be on the node, so it
+ * may; an operator this code does not know is left to the API server.
+ */
+static int
+expr_admits(const struct mf_node *e, const struct mf_gpu *gpu)
+{
+	const char *key = str_at(e, "key"), *op = str_at(e, "operator");
+	const struct mf_node *vals = mf_node_get(e, "values"), *v;
+	const char *have = NULL;
+	long long a, b;
+	int found = 0;
+	size_t i;
+
+	for (i = 0; key != NULL && i < gpu->nlabels; i++)
+		if (strcmp(gpu->labels[i].key, key) == 0)
+			have = gpu->labels[i].value;
+	if (have == NULL || op == NULL)
+		return 1;
+	if (strcmp(op, "DoesNotExist") == 0)
+		return 0;
+	if (strcmp(op, "Gt") == 0 || strcmp(op, "Lt") == 0) {
+		if (!whole(have, &a) || !whole(str_of(seq_at(vals, 0)), &b))
+			return 0;
+		return op[0] == 'G' ? a > b : a < b;
+	}
+	EACH(vals, i, v)
+	found |= streq(str_of(v), have);
+	if (strcmp(op, "In") == 0)
+		return found;
+	if (strcmp(op, "NotIn") == 0)
+		return !found;
+	return 1;
+}
+
+static int
+term_admits(const struct mf_node *t, const struct mf_gpu *gpu)
+{
+	const struct mf_node *e;
+	size_t i;
+
+	EACH(mf_node_get(t, "matchExpressions"), i, e)
+	if (!expr_admits(e, gpu))
+		return 0;
+	return 1;
+}
+
+/* Whether the pod's required node affinity (and, when selector is set,
+ * its own nodeSelector) leaves the card's nodes a way in. */
+static int
+card_admitted(const struct review *rv, const struct mf_gpu *gpu, int selector)
+{
+	const struct mf_node *sel = mf_node_get(rv->pod, "nodeSelector");
+	const struct mf_node *terms, *t;
+	const char *v;
+	size_t i;
+
+	for (i = 0; selector && i < gpu->nlabels; i++) {
+		v = str_at(sel, gpu->labels[i].key);
+		if (v != NULL && strcmp(v, gpu->labels[i].value) != 0)
+			return 0;
+	}
+	terms = mf_node_get(mf_node_get(mf_node_get(mf_node_get(rv->pod,
+	                                                "affinity"),
+	                                    "nodeAffinity"),
+	                        REQUIRED),
+	    "nodeSelectorTerms");
+	if (seq_len(terms) == 0)
+		return 1;
+	EACH(terms, i, t)
+	if (is_map(t) && term_admits(t, gpu))
+		return 1;
+	return 0;
+}
+
+/*
+ * Warn when the pod's own constraints exclude every card placed: it would
+ * wait for nodes memfloor did not choose.  The product selector replaces
+ * the pod's selector keys itself (with a warning each), so only the
+ * memory selection, which keeps them, checks the nodeSelector.
+ */
+static void
+check_excluded(struct review *rv, const struct mf_gpu *const *cards, size_t n,
+    int memory)
+{
+	char names[MF_REVIEW_WARNING_MAX + 1] = "";
+	size_t used = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (card_admitted(rv, cards[i], memory))
+			return;
+	for (size_t i = 0; i < n && used + 1 < sizeof(names); i++)
+		used += (size_t)snprintf(names + used, sizeof(names) - used,
+		    "%s%s", i > 0 ? ", " : "", cards[i]->name);
+	warnf(rv,
+	    "the pod's required node affinity%s excludes every card "
+	    "placed: %s",
+	    memory ? " or nodeSelector" : "", names);
+}
+
+/* --- the answer's patch ----------------------------------------------------
+ */
 
 /* Add the annotation, or replace it; value NULL removes it. */
 static void
 patch_annotation(struct review *rv, const char *key, const char *value)
 {
-	int has = json_object_get(rv->annotations, key) != NULL;
+	int has = mf_node_get(rv->annotations, key) != NULL;
 
 	if (value == NULL) {
 		if (has)
-			op(rv, "remove", "/metadata/annotations", key, NULL);
+			mf_patch_str(&rv->patch, "remove",
+			    "/metadata/annotations", key, NULL);
 		return;
 	}
-	op(rv, has ? "replace" : "add", "/metadata/annotations", key,
-	    json_string(value));
+	mf_patch_str(&rv->patch, has ? "replace" : "add",
+	    "/metadata/annotations", key, value);
+}
+
+/* Which container gets the GPUs, checked against what every container
+ * asks for; -1 after denying the review. */
+static long
+place_gpus(struct review *rv, const struct mf_placement *p)
+{
+	const struct mf_node *cs = mf_node_get(rv->pod, "containers");
+	long target = gpu_container(rv, cs);
+	const char *name;
+
+	if (target < 0)
+		return -1;
+	name = container_name(seq_at(cs, (size_t)target));
+	if (check_asks(rv, cs, 0, target, p, name) != 0 ||
+	    check_asks(rv, mf_node_get(rv->pod, "initContainers"), 1, -1, p,
+	        name) != 0)
+		return -1;
+	return target;
+}
+
+static void
+answer_patch(struct review *rv)
+{
+	const char *text;
+	size_t len = 0;
+
+	text = mf_patch_text(&rv->patch, &len);
+	if (text != NULL)
+		rv->patch64 = base64(text, len);
+	if (rv->patch64 == NULL)
+		rv->nomem = 1;
 }
 
 static void
@@ -647,31 +1187,34 @@ allow_placed(struct review *rv, const struct mf_job *job,
     const struct mf_decision *d)
 {
 	const struct mf_placement *p = &d->placement;
-	/* A GPU name is at most 63 characters; "%.2f" of any double fits. */
-	char placement[128], floor[MF_QTY_STRMAX], cost[512];
-	char *json = NULL, *b64 = NULL;
+	const struct mf_gpu *cards[1 + MF_MAX_ALTERNATIVES];
+	int memory = rv->api->cat->k8s_select == MF_K8S_SELECT_MEMORY;
+	/* "%.2f" of any double fits. */
+	char floor[MF_QTY_STRMAX], cost[512];
+	struct text placement;
+	long target;
+	size_t n;
 
-	patch_selector(rv, p->gpu);
-	patch_limits(rv, p->count);
-	snprintf(placement, sizeof(placement), "%s x %lld", p->gpu->name,
-	    (long long)p->count);
-	patch_annotation(rv, ANN_PLACEMENT, placement);
+	target = place_gpus(rv, p);
+	if (target < 0)
+		return;
+	n = placed_cards(d, memory, cards);
+	check_excluded(rv, cards, n, memory);
+	if (memory)
+		patch_affinity(rv, d->floor, cards, n);
+	else
+		patch_selector(rv, p->gpu);
+	patch_gpus(rv,
+	    seq_at(mf_node_get(rv->pod, "containers"), (size_t)target), target,
+	    p->count);
+	text_num(text_add(text_set(&placement, p->gpu->name), " x "), p->count);
+	patch_annotation(rv, ANN_PLACEMENT, placement.s);
 	mf_qty_format(d->floor, (enum mf_qty_format)d->floor_format, floor,
 	    sizeof(floor));
 	patch_annotation(rv, ANN_MIN, floor);
 	snprintf(cost, sizeof(cost), "%.2f", p->cost);
 	patch_annotation(rv, ANN_COST, job->reference_hours > 0 ? cost : NULL);
-	if (!rv->nomem)
-		json = json_dumps(rv->patch, JSON_COMPACT);
-	if (json != NULL)
-		b64 = base64(json, strlen(json));
-	if (b64 == NULL)
-		rv->nomem = 1;
-	put(rv, rv->response, "allowed", json_true());
-	put(rv, rv->response, "patchType", json_string("JSONPatch"));
-	put(rv, rv->response, "patch", json_string(b64 != NULL ? b64 : ""));
-	free(json);
-	free(b64);
+	answer_patch(rv);
 	rv->verdict = MF_VERDICT_ADMITTED;
 }
 
@@ -682,6 +1225,7 @@ admit(struct review *rv)
 	struct mf_decision *d = NULL;
 	struct mf_doc *doc = NULL;
 	struct mf_error err;
+	enum mf_rc rc;
 	struct mf_job job;
 	char text[96];
 
@@ -700,7 +1244,12 @@ admit(struct review *rv)
 		goto out;
 	}
 	memset(&err, 0, sizeof(err));
-	if (mf_place(&job, rv->api->cat, d, &err) != MF_OK) {
+	rc = mf_place(&job, rv->api->cat, d, &err);
+	if (rc == MF_ENOMEM) {
+		rv->nomem = 1;
+		goto out;
+	}
+	if (rc != MF_OK) {
 		deny_error(rv, doc != NULL ? ANN_SPEC : ANN_MIN, &err);
 		goto out;
 	}
@@ -723,23 +1272,77 @@ answer_invalid(struct mf_answer *ans, struct mf_error *err)
 	mf_answer_err(ans, MF_EINVAL, err, MF_OUT_JSON);
 }
 
+/*
+ * The AdmissionReview answer, written straight into the buffer:
+ * {"apiVersion", "kind", "response": {"uid", "allowed", "patchType" and
+ * "patch" or "status", "warnings"}}.
+ */
 static void
 respond(struct review *rv, struct mf_answer *ans)
 {
-	json_t *review;
+	struct mf_buf b;
+	struct mf_jw w;
 
-	if (json_object_get(rv->response, "allowed") == NULL)
-		put(rv, rv->response, "allowed", json_true());
-	if (json_array_size(rv->warnings) > 0)
-		put(rv, rv->response, "warnings", json_incref(rv->warnings));
 	if (rv->nomem) {
-		mf_answer_json(ans, MF_ANS_INTERNAL, NULL);
+		mf_answer_jtext(ans, MF_ANS_INTERNAL, NULL);
 		return;
 	}
-	review = json_pack("{s:s, s:s, s:O}", "apiVersion", REVIEW_VERSION,
-	    "kind", "AdmissionReview", "response", rv->response);
-	mf_answer_json(ans, MF_ANS_OK, review);
+	mf_buf_init(&b, RESPONSE_MAX);
+	mf_jw_init(&w, &b);
+	mf_jw_open(&w, NULL, '{');
+	mf_jw_str(&w, "apiVersion", REVIEW_VERSION);
+	mf_jw_str(&w, "kind", "AdmissionReview");
+	mf_jw_open(&w, "response", '{');
+	mf_jw_str(&w, "uid", rv->uid);
+	mf_jw_bool(&w, "allowed", !rv->denied);
+	if (rv->denied) {
+		mf_jw_open(&w, "status", '{');
+		mf_jw_int(&w, "code", rv->code);
+		mf_jw_str(&w, "message", rv->message);
+		mf_jw_close(&w, '}');
+	} else if (rv->patch64 != NULL) {
+		mf_jw_str(&w, "patchType", "JSONPatch");
+		mf_jw_str(&w, "patch", rv->patch64);
+	}
+	if (rv->nwarn > 0) {
+		mf_jw_open(&w, "warnings", '[');
+		for (size_t i = 0; i < rv->nwarn; i++)
+			mf_jw_str(&w, NULL, rv->warnings[i]);
+		mf_jw_close(&w, ']');
+	}
+	mf_jw_close(&w, '}');
+	mf_jw_close(&w, '}');
+	if (b.rc != MF_OK) {
+		mf_buf_free(&b);
+		mf_answer_jtext(ans, MF_ANS_INTERNAL, NULL);
+		return;
+	}
+	mf_answer_jtext(ans, MF_ANS_OK, mf_buf_take(&b));
 	ans->verdict = rv->verdict;
+}
+
+/* The body as a document tree; NULL after answering. */
+static struct mf_doc *
+read_body(const char *body, size_t len, struct mf_answer *ans)
+{
+	struct mf_doc *doc = NULL;
+	struct mf_error err;
+	char text[sizeof(err.text)];
+	enum mf_rc rc;
+
+	memset(&err, 0, sizeof(err));
+	rc = mf_doc_parse(body, len, MF_DOC_JSON_WIDE, &doc, &err);
+	if (rc == MF_OK)
+		return doc;
+	if (rc == MF_ENOMEM) {
+		mf_answer_jtext(ans, MF_ANS_INTERNAL, NULL);
+		return NULL;
+	}
+	mf_copy(text, sizeof(text), err.text);
+	mf_error_set(&err, rc, NULL, err.line, err.column, "the body is %s",
+	    text);
+	answer_invalid(ans, &err);
+	return NULL;
 }
 
 void
@@ -748,45 +1351,39 @@ mf_api_review(const struct mf_api *api, const char *body, size_t len,
 {
 	(void)fmt;
 	(void)out;
-	struct review rv;
+	struct review *rv;
 	struct mf_error err;
-	json_error_t jerr;
-	json_t *root;
+	struct mf_doc *doc;
 
 	memset(ans, 0, sizeof(*ans));
-	memset(&rv, 0, sizeof(rv));
+	doc = read_body(body, len, ans);
+	if (doc == NULL)
+		return;
+	/* The message and warnings are written before they are read: only
+	 * the fields before them start zeroed. */
+	rv = malloc(sizeof(*rv));
+	if (rv != NULL)
+		memset(rv, 0, offsetof(struct review, message));
+	if (rv == NULL) {
+		mf_answer_jtext(ans, MF_ANS_INTERNAL, NULL);
+		mf_doc_free(doc);
+		return;
+	}
 	memset(&err, 0, sizeof(err));
-	memset(&jerr, 0, sizeof(jerr));
-	rv.api = api;
-	root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
-	if (root == NULL &&
-	    json_error_code(&jerr) == json_error_out_of_memory) {
-		mf_answer_json(ans, MF_ANS_INTERNAL, NULL);
-		return;
-	}
-	if (root == NULL) {
-		mf_error_set(&err, MF_EINVAL, NULL, jerr.line, jerr.column,
-		    "the body is not JSON: %s", jerr.text);
-		answer_invalid(ans, &err);
-		return;
-	}
-	if (read_envelope(root, &rv, &err) != MF_OK) {
+	rv->api = api;
+	mf_patch_init(&rv->patch, PATCH_MAX);
+	if (read_envelope(mf_doc_root(doc), rv, &err) != MF_OK) {
 		answer_invalid(ans, &err);
 		goto out;
 	}
-	rv.name = object_name(&rv);
-	mf_copy(ans->job, sizeof(ans->job), rv.name ? rv.name : "");
-	rv.response = json_pack("{s:s}", "uid", rv.uid);
-	rv.patch = json_array();
-	rv.warnings = json_array();
-	if (rv.response == NULL || rv.patch == NULL || rv.warnings == NULL)
-		rv.nomem = 1;
-	else if (opted_in(&rv))
-		admit(&rv);
-	respond(&rv, ans);
+	rv->name = object_name(rv);
+	mf_copy(ans->job, sizeof(ans->job), rv->name ? rv->name : "");
+	if (opted_in(rv))
+		admit(rv);
+	respond(rv, ans);
 out:
-	json_decref(rv.response);
-	json_decref(rv.patch);
-	json_decref(rv.warnings);
-	json_decref(root);
+	mf_patch_free(&rv->patch);
+	free(rv->patch64);
+	free(rv);
+	mf_doc_free(doc);
 }

@@ -14,13 +14,29 @@
  * Everything else passes unchanged (allowed, no patch): other kinds,
  * objects without either annotation, operations other than CREATE and
  * UPDATE, subresource requests (pods/status, ...).  An admitted object is
- * allowed with a JSON Patch (RFC 6902) that
- *   - adds the GPU's catalogue labels to the pod spec's nodeSelector
- *     (Pod: /spec, Job: /spec/template/spec), one add of the whole map
- *     when there is none, else one add per key;
- *   - sets resources.limits["nvidia.com/gpu"] to the GPU count, as a
- *     string quantity, on every entry of containers whose limits do not
- *     name it (initContainers are left alone);
+ * allowed with a JSON Patch (RFC 6902) on the pod spec (Pod: /spec, Job:
+ * /spec/template/spec) that selects nodes as the catalogue's
+ * kubernetes.select says (design 18):
+ *   - product (the default): adds the GPU's catalogue labels to the
+ *     nodeSelector, one add of the whole map when there is none, else one
+ *     add per key (a key already set to another value is replaced, with a
+ *     warning);
+ *   - memory: ANDs "nvidia.com/gpu.memory Gt M" (GPU Feature Discovery's
+ *     label, in MiB; M = ceil(floor / 2^20) - 1) into every required
+ *     nodeSelectorTerm (one term when there is none), and adds preferred
+ *     terms for the placed card and each alternative with the same GPU
+ *     count, cheapest first, weights 100, 90, ...; the nodeSelector and
+ *     the pod's own terms stay as they are.
+ * A warning says so when the pod's required node affinity (and, for
+ * memory, its nodeSelector) excludes every card placed.  The patch
+ *   - gives the GPUs to one container: the one the annotation
+ *     memfloor.dev/container names, else the first of containers; never
+ *     to initContainers (sidecars included); its resources.requests and
+ *     resources.limits of nvidia.com/gpu are both set to the count, as a
+ *     string.  A container that sets either to anything else (the GPU
+ *     container: not the count; any other container or init container:
+ *     not 0) is denied with status.code 400 and a message naming it, as
+ *     is an annotation naming no container;
  *   - adds (or replaces, when present) the annotations
  *     memfloor.dev/placement ("H100 x 2"), memfloor.dev/min-memory (the
  *     floor in effect, canonical) and memfloor.dev/estimated-cost (USD

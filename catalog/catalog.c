@@ -46,7 +46,7 @@ static const struct bound price_bound = { 0, 1e6, 0, 0, "[0, 1000000]" };
 static const struct bound throughput_bound = { 0, 1000, 1, 0, "(0, 1000]" };
 
 static const char *const top_keys[] = { "apiVersion", "kind", "headroom",
-	"multiGpuEfficiency", "timeFactors", "gpus", NULL };
+	"multiGpuEfficiency", "timeFactors", "gpus", "kubernetes", NULL };
 static const char *const gpu_keys[] = { "name", "memory", "hourlyPrice",
 	"relativeThroughput", "maxCount", "labels", "slurm", NULL };
 static const char *const slurm_keys[] = { "gres", "partition", "constraint",
@@ -643,6 +643,30 @@ read_time_factors(const struct ctx *c, const struct mf_node *n,
 	return MF_OK;
 }
 
+static const char *const k8s_keys[] = { "select", NULL };
+/* In the order of enum mf_k8s_select. */
+static const char *const k8s_selects[] = { "product", "memory", NULL };
+
+/* kubernetes: {select: product | memory} */
+static enum mf_rc
+read_kubernetes(const struct ctx *c, const struct mf_node *n,
+    struct mf_catalog *cat)
+{
+	const struct mf_node *v;
+	int select;
+
+	if (mf_node_map(n, "kubernetes", k8s_keys, c->err) != MF_OK)
+		return in_file(c, MF_EINVAL);
+	v = mf_node_get(n, "select");
+	if (v == NULL)
+		return MF_OK;
+	if (mf_node_enum(v, "kubernetes.select", k8s_selects, &select, c->err) !=
+	    MF_OK)
+		return in_file(c, MF_EINVAL);
+	cat->k8s_select = (enum mf_k8s_select)select;
+	return MF_OK;
+}
+
 /* A required string field of the top level that must hold one value. */
 static enum mf_rc
 read_fixed(const struct ctx *c, const struct mf_node *root, const char *key,
@@ -688,6 +712,9 @@ read_catalog(const struct ctx *c, const struct mf_node *root,
 	n = mf_node_get(root, "timeFactors");
 	if (rc == MF_OK && n != NULL)
 		rc = read_time_factors(c, n, cat);
+	n = mf_node_get(root, "kubernetes");
+	if (rc == MF_OK && n != NULL)
+		rc = read_kubernetes(c, n, cat);
 	if (rc == MF_OK)
 		rc = read_gpus(c, root, cat);
 	return rc;

@@ -50,12 +50,24 @@ struct mf_gpu {
 	int line; /* where the entry starts in the file */
 };
 
+/*
+ * How an admission review selects nodes (design 18): product puts the
+ * placed card's labels in the pod's nodeSelector; memory adds a required
+ * node affinity on GPU Feature Discovery's nvidia.com/gpu.memory label and
+ * preferred terms for the placed card and its alternatives.
+ */
+enum mf_k8s_select {
+	MF_K8S_SELECT_PRODUCT, /* the default */
+	MF_K8S_SELECT_MEMORY
+};
+
 struct mf_catalog {
 	double headroom;                  /* [0, 0.9), default 0.10 */
 	double multi_gpu_efficiency;      /* (0, 1], default 0.9 */
 	double time_factor[MF_FIX_COUNT]; /* checkpointing 1.35, others 1.0 */
 	size_t ngpus;                     /* >= 1 */
 	struct mf_gpu *gpus;              /* in file order */
+	enum mf_k8s_select k8s_select;    /* kubernetes.select */
 	uint64_t version; /* set by the owner that serves it; 0 until then */
 	time_t loaded_at;
 	char *source; /* file name, or "<memory>" */

@@ -21,6 +21,7 @@
 #include "../admission/qty.h"
 #include "../catalog/catalog.h"
 #include "../catalog/datadir.h"
+#include "../catalog/kueue.h"
 
 #ifndef MF_DATADIR
 #define MF_DATADIR "/usr/local/share/memfloor"
@@ -51,6 +52,7 @@ usage(FILE *f)
 	    "[-o table|json|yaml]\n"
 	    "       memfloor catalog check FILE\n"
 	    "       memfloor catalog slurm FILE\n"
+	    "       memfloor catalog kueue FILE\n"
 	    "       memfloor submit FILE [--server URL] [--cacert FILE] "
 	    "[-o table|json|yaml]\n");
 }
@@ -330,6 +332,35 @@ catalog_slurm(const char *path)
 	                                                EXIT_UNREACHABLE;
 }
 
+/* The catalogue's GPU types as Kueue ResourceFlavors, on stdout. */
+static int
+catalog_kueue(const char *path)
+{
+	struct mf_catalog *cat = NULL;
+	struct mf_error err;
+	char msg[MF_ERROR_MAX];
+	struct mf_buf out;
+	enum mf_rc rc;
+
+	if (mf_cat_load(path, &cat, &err) != MF_OK) {
+		fprintf(stderr, "%s\n",
+		    mf_error_message(&err, msg, sizeof(msg)));
+		return EXIT_INPUT;
+	}
+	mf_buf_init(&out, MF_CAT_MAX_BYTES);
+	rc = mf_kueue_flavors(cat, &out, &err);
+	if (rc == MF_OK)
+		fwrite(out.data, 1, out.len, stdout);
+	else if (rc == MF_EINVAL)
+		fprintf(stderr, "%s\n",
+		    mf_error_message(&err, msg, sizeof(msg)));
+	else
+		fprintf(stderr, "memfloor: %s\n", mf_strerror(rc));
+	mf_buf_free(&out);
+	mf_cat_unref(cat);
+	return rc == MF_OK ? EXIT_ADMITTED : EXIT_INPUT;
+}
+
 static size_t
 collect(char *data, size_t size, size_t n, void *arg)
 {
@@ -420,8 +451,11 @@ main(int argc, char **argv)
 			return catalog_check(argv[3]);
 		if (argc == 4 && strcmp(argv[2], "slurm") == 0)
 			return catalog_slurm(argv[3]);
+		if (argc == 4 && strcmp(argv[2], "kueue") == 0)
+			return catalog_kueue(argv[3]);
 		fprintf(stderr,
-		    "memfloor: catalog takes: check FILE, slurm FILE\n");
+		    "memfloor: catalog takes: check FILE, slurm FILE or kueue "
+		    "FILE\n");
 		usage(stderr);
 		return EXIT_INPUT;
 	}

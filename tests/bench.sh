@@ -4,7 +4,12 @@
 # nginx answers every POST with a static 200 of the same size as
 # memfloord's decision; wrk drives both with the same connection counts
 # and POST bodies.  Prints requests per second, p50 and p99 latency, and
-# the ratio memfloord / nginx.  Then the in-process placement benchmark.
+# the ratio memfloord / nginx: for /v1/admit over plain HTTP, then for
+# /v1/admission-review over TLS with real AdmissionReview bodies (a Job,
+# examples/k8s-admissionreview.json, and a Pod, the kube-rs sample of
+# tests/data/review/ with memfloor.dev/min-memory: 88Gi), memfloord and
+# nginx serving the same throwaway certificate (made with openssl).  Then
+# the in-process placement benchmark.
 #
 # On a shared machine one run of either can be off by a third, so the two
 # take turns, BENCH_ROUNDS times each, and the medians are printed.
@@ -69,26 +74,34 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-$on_server "$daemon" -d -l 127.0.0.1:0 -f "$top/catalog/gpus.yaml" \
-    -m "$top/catalog/models" 2>"$work/daemon.log" &
-dpid=$!
-for _ in $(seq 100); do
-	mport=$(sed -n 's/.*listening on .* port \([0-9]*\).*/\1/p' "$work/daemon.log")
-	[ -n "$mport" ] && break
-	sleep 0.05
-done
-[ -n "$mport" ] || { cat "$work/daemon.log"; exit 1; }
+# start_daemon LOG ARGS...: memfloord on a free port, its pid in $dpid and
+# its port in $mport.
+start_daemon() {
+	dlog=$1
+	shift
+	$on_server "$daemon" -d -l 127.0.0.1:0 -f "$top/catalog/gpus.yaml" \
+	    -m "$top/catalog/models" "$@" 2>"$dlog" &
+	dpid=$!
+	mport=""
+	for _ in $(seq 100); do
+		mport=$(sed -n 's/.*listening on .* port \([0-9]*\).*/\1/p' "$dlog")
+		[ -n "$mport" ] && break
+		sleep 0.05
+	done
+	[ -n "$mport" ] || { cat "$dlog"; exit 1; }
+}
+start_daemon "$work/daemon.log"
 
 # A free port for nginx: bind to 0 in python, release, reuse.
 nport=$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
 
-run_wrk() { # url body-file
+run_wrk() { # url body-file conns [content-type]
 	cat >"$work/post.lua" <<LUA
 local f = io.open("$2", "rb")
 wrk.method = "POST"
 wrk.body = f:read("*a")
 f:close()
-wrk.headers["Content-Type"] = "application/yaml"
+wrk.headers["Content-Type"] = "${4:-application/yaml}"
 LUA
 	$on_load wrk -t "$threads" -c "$3" -d "${secs}s" --latency -s "$work/post.lua" "$1" \
 	    >"$work/wrk.out" 2>&1
@@ -99,13 +112,18 @@ LUA
 	echo "$rps $p50 $p99 $errs"
 }
 
-printf '%-24s %6s %5s %12s %9s %9s %12s %9s %9s %7s\n' manifest bytes \
-    conns memfloord p50 p99 nginx p50 p99 ratio
-for manifest in min-memory-88Gi llama-8b-8bit-admit; do
-	body="$top/examples/$manifest.yaml"
-	size=$(curl -s --data-binary @"$body" -H 'Content-Type: application/yaml' \
-	    -o "$work/answer" -w '%{size_download}' "http://127.0.0.1:$mport/v1/admit")
+# row NAME BODY PATH CONTENT-TYPE SCHEME: one line of the table, memfloord
+# at $mport and nginx, over SCHEME (http or https), taking turns.
+row() {
+	name=$1 body=$2 path=$3 ctype=$4 scheme=$5
+	size=$(curl -sk --data-binary @"$body" -H "Content-Type: $ctype" \
+	    -o "$work/answer" -w '%{size_download}' \
+	    "$scheme://127.0.0.1:$mport$path")
 	python3 -c "import sys; sys.stdout.write('x' * $size)" >"$work/static"
+	listen="listen 127.0.0.1:$nport;"
+	[ "$scheme" = https ] && listen="listen 127.0.0.1:$nport ssl;
+		ssl_certificate $work/tls.crt;
+		ssl_certificate_key $work/tls.key;"
 	cat >"$work/nginx.conf" <<NGINX
 worker_processes $workers;
 pid $work/nginx.pid;
@@ -119,7 +137,7 @@ http {
 	uwsgi_temp_path $work;
 	scgi_temp_path $work;
 	server {
-		listen 127.0.0.1:$nport;
+		$listen
 		location / {
 			default_type application/json;
 			return 200 '$(cat "$work/static")';
@@ -133,12 +151,12 @@ NGINX
 		: >"$work/m.runs"
 		: >"$work/n.runs"
 		for _ in $(seq "$rounds"); do
-			run_wrk "http://127.0.0.1:$mport/v1/admit" "$body" "$c" \
-			    >>"$work/m.runs"
-			run_wrk "http://127.0.0.1:$nport/v1/admit" "$body" "$c" \
-			    >>"$work/n.runs"
+			run_wrk "$scheme://127.0.0.1:$mport$path" "$body" "$c" \
+			    "$ctype" >>"$work/m.runs"
+			run_wrk "$scheme://127.0.0.1:$nport$path" "$body" "$c" \
+			    "$ctype" >>"$work/n.runs"
 		done
-		python3 - "$manifest" "$size" "$c" "$work/m.runs" \
+		python3 - "$name" "$size" "$c" "$work/m.runs" \
 		    "$work/n.runs" <<'PY'
 import statistics, sys
 
@@ -164,7 +182,38 @@ PY
 	done
 	kill "$(cat "$work/nginx.pid")"
 	sleep 0.2
+}
+
+header() {
+	printf '%-24s %6s %5s %12s %9s %9s %12s %9s %9s %7s\n' "$1" bytes \
+	    conns memfloord p50 p99 nginx p50 p99 ratio
+}
+
+header "/v1/admit, HTTP"
+for manifest in min-memory-88Gi llama-8b-8bit-admit; do
+	row "$manifest" "$top/examples/$manifest.yaml" /v1/admit \
+	    application/yaml http
 done
+kill "$dpid" 2>/dev/null || true
+wait "$dpid" 2>/dev/null || true
+
+# The same throwaway certificate for both servers.
+echo
+if openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=127.0.0.1 \
+    -keyout "$work/tls.key" -out "$work/tls.crt" >/dev/null 2>&1; then
+	start_daemon "$work/daemon-tls.log" --tls-cert "$work/tls.crt" \
+	    --tls-key "$work/tls.key"
+	header "admission-review, TLS"
+	row k8s-admissionreview "$top/examples/k8s-admissionreview.json" \
+	    /v1/admission-review application/json https
+	row pod-min-memory "$top/tests/data/review/pod-min-memory.json" \
+	    /v1/admission-review application/json https
+	kill "$dpid" 2>/dev/null || true
+	wait "$dpid" 2>/dev/null || true
+else
+	echo "bench: no openssl; the TLS admission-review rows are left out"
+fi
+dpid=
 echo
 if [ "$pin" = 1 ]; then
 	where="wrk on CPU $load_cpus, the servers on CPU $server_cpus"

@@ -6,9 +6,14 @@
  * '{' or blank space is the whole request body; any other input is a first
  * byte choosing where the rest goes in an annotated Pod review (bit 0: the
  * memfloor.dev/spec annotation or memfloor.dev/min-memory; bit 1: a Job
- * instead of a Pod; bit 2: a nodeSelector already set), so the annotation
- * readers and the patch builder are reached without valid JSON around
- * them.
+ * instead of a Pod; bit 2: a nodeSelector already set; bit 3: the
+ * catalogue selects by memory; bit 4: a required node affinity and a
+ * sidecar init container already set), so the annotation readers and the
+ * patch builder are reached without valid JSON around them.  A whole body
+ * is answered twice, with kubernetes.select product and memory, and read
+ * as JSON by doc.h and by jansson: one accepts it exactly when the other
+ * does (doc.h may also refuse it as too deep or too big, and refuses a
+ * NUL byte, where jansson stops reading).
  *
  * Every answer is JSON.  A 200 is an admission.k8s.io/v1 AdmissionReview
  * whose response has a uid and allowed; a denial has status.code 400 or
@@ -26,10 +31,12 @@
 #include <jansson.h>
 
 #include "../admission/api.h"
+#include "../admission/doc.h"
 #include "../admission/model.h"
 #include "../admission/review.h"
 #include "../catalog/catalog.h"
 #include "fuzz.h"
+#include "msg.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -178,6 +185,26 @@ wrap(unsigned mode, const char *text, size_t len)
 		json_object_set_new(o, "spec",
 		    json_pack("{s:{s:O}}", "template", "spec", spec));
 	}
+	if (mode & 16) {
+		json_t *o = json_object_get(json_object_get(r, "request"),
+		           "object"),
+		       *spec = json_object_get(o, "spec");
+
+		if (mode & 2)
+			spec =
+			    json_object_get(json_object_get(spec, "template"),
+			        "spec");
+		json_object_set_new(spec, "affinity",
+		    json_pack("{s:{s:{s:[{s:[{s:s, s:s, s:[s]}]}]}}}",
+		        "nodeAffinity",
+		        "requiredDuringSchedulingIgnoredDuringExecution",
+		        "nodeSelectorTerms", "matchExpressions", "key",
+		        "nvidia.com/gpu.product", "operator", "NotIn", "values",
+		        "NVIDIA-B200"));
+		json_object_set_new(spec, "initContainers",
+		    json_pack("[{s:s, s:s}]", "name", "side", "restartPolicy",
+		        "Always"));
+	}
 	if (mode & 4) {
 		json_t *o =
 		    json_object_get(json_object_get(r, "request"), "object");
@@ -195,14 +222,44 @@ wrap(unsigned mode, const char *text, size_t len)
 	return body;
 }
 
+/* doc.h's JSON reader accepts what jansson accepts, and no more. */
+static void
+same_acceptance(const uint8_t *data, size_t size)
+{
+	struct mf_doc *doc = NULL;
+	struct mf_error err;
+	enum mf_rc rc;
+	json_t *j;
+
+	/* jansson reads a NUL as the end of the input; doc.h refuses it. */
+	if (memchr(data, 0, size) != NULL)
+		return;
+	j = json_loadb((const char *)data, size,
+	    JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, NULL);
+	rc = mf_doc_parse((const char *)data, size, MF_DOC_JSON, &doc, &err);
+	if ((rc == MF_OK) != (j != NULL) && rc != MF_ETOOBIG &&
+	    rc != MF_ENOMEM) {
+		fprintf(stderr, "doc.h %s, jansson %s: %s\n",
+		    rc == MF_OK ? "accepts" : "refuses",
+		    j != NULL ? "accepts" : "refuses", MSG(&err));
+		abort();
+	}
+	json_decref(j);
+	mf_doc_free(doc);
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+	static struct mf_catalog by_memory;
 	struct mf_api api;
 	struct mf_answer ans;
 	char *body = NULL;
 
 	load_once();
+	/* The same cards, borrowed, selected by memory. */
+	by_memory = *cat;
+	by_memory.k8s_select = MF_K8S_SELECT_MEMORY;
 	memset(&api, 0, sizeof(api));
 	api.cat = cat;
 	api.models = models;
@@ -210,14 +267,22 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		body = wrap(data[0], (const char *)data + 1, size - 1);
 		if (body == NULL)
 			return 0;
+		if (data[0] & 8)
+			api.cat = &by_memory;
 		mf_api_review(&api, body, strlen(body), MF_DOC_JSON,
 		    MF_OUT_JSON, &ans);
-	} else {
+		check(&ans);
+		mf_answer_free(&ans);
+		free(body);
+		return 0;
+	}
+	same_acceptance(data, size);
+	for (int i = 0; i < 2; i++) {
+		api.cat = i == 0 ? cat : &by_memory;
 		mf_api_review(&api, (const char *)data, size, MF_DOC_JSON,
 		    MF_OUT_JSON, &ans);
+		check(&ans);
+		mf_answer_free(&ans);
 	}
-	check(&ans);
-	mf_answer_free(&ans);
-	free(body);
 	return 0;
 }

@@ -9,8 +9,13 @@
 # object: nodeSelector, the nvidia.com/gpu limits, the annotations, and
 # that nothing else moved.  Also: a denial's code and message, a bad
 # annotation (HTTP 200, status.code 400), the unannotated pass-through, a
-# body that is no AdmissionReview (HTTP 400), and the example's answer
-# against examples/k8s-admissionreview.response.json.
+# body that is no AdmissionReview (HTTP 400), and the examples' answers
+# against examples/k8s-*admissionreview.response.json.  Design 18: GPUs go
+# to one container (no sidecar or init container gets any), requests equal
+# limits, a container that asks otherwise is denied; and, from a second
+# daemon whose catalogue has kubernetes.select: memory, the memory affinity
+# in every required term with the floor in MiB, the preferred terms in
+# placement order, the pod's own terms and keys kept.
 #
 # Run from the repository root (or set MF_TOP).  Needs curl and python3
 # with the jsonpatch module; as root it installs Debian's python3-jsonpatch
@@ -24,7 +29,12 @@ daemon_bin=${MEMFLOORD:-build/memfloord}
 data=tests/data/review
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/mf-review.XXXXXX")
 daemon=""
+daemon2=""
 cleanup() {
+	if [ -n "$daemon2" ]; then
+		kill "$daemon2" 2>/dev/null || true
+		wait "$daemon2" 2>/dev/null || true
+	fi
 	if [ -n "$daemon" ]; then
 		kill "$daemon" 2>/dev/null || true
 		wait "$daemon" 2>/dev/null || true
@@ -111,13 +121,23 @@ def envelope(req, ans):
     return resp
 
 
-def strip(obj, ops):
-    """obj with every path the patch wrote removed (for the rest check)."""
+def strip(obj, ops, patched):
+    """obj with every path the patch wrote removed (for the rest check).
+
+    An add at an array's end ("/-") wrote that array's last element in the
+    patched object, and nothing of the object before: undone last first.
+    """
     obj = json.loads(json.dumps(obj))
-    for op in ops:
+    for op in reversed(ops):
+        path = op["path"]
+        if path.endswith("/-"):
+            if not patched:
+                continue
+            arr = jsonpointer.resolve_pointer(obj, path[:-2], default=None)
+            path = path[:-1] + str(len(arr) - 1) if arr else path
         try:
             jsonpatch.RemoveOperation({"op": "remove",
-                                       "path": op["path"]}).apply(obj)
+                                       "path": path}).apply(obj)
         except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException):
             pass
     return obj
@@ -141,7 +161,7 @@ def patched(req, resp, checks):
         want = json.loads(want)
         if got != want:
             die("%s is %r, expected %r" % (ptr, got, want))
-    if strip(before, ops) != strip(after, ops):
+    if strip(before, ops, False) != strip(after, ops, True):
         die("the patch changed more than its own paths")
 
 
@@ -215,34 +235,41 @@ sel=/spec/nodeSelector/nvidia.com~1gpu.product
 tsel=/spec/template/spec/nodeSelector/nvidia.com~1gpu.product
 ann=/metadata/annotations/memfloor.dev~1
 gpu=resources/limits/nvidia.com~1gpu
+req=resources/requests/nvidia.com~1gpu
 
 # 88Gi: the B200 is the cheapest card per reference hour that holds it.
 review "pod without nodeSelector: created, limits added" \
     $data/pod-min-memory.json 200 \
     patched $data/pod-min-memory.json "$tmp/answer" \
     "$sel=\"NVIDIA-B200\"" "/spec/containers/0/$gpu=\"1\"" \
-    "${ann}placement=\"B200 x 1\"" "${ann}min-memory=\"88Gi\"" \
+    "/spec/containers/0/$req=\"1\"" "${ann}placement=\"B200 x 1\"" "${ann}min-memory=\"88Gi\"" \
     "${ann}estimated-cost=-" "/metadata/labels/app=\"echo-server\""
 
-# 12Gi: the RTX-A4000 (16G) is cheapest; the pod's own selector and the
-# pinned container stay.
-review "pod with nodeSelector: key added, every container limited" \
+# 12Gi: the RTX-A4000 (16G) is cheapest; the pod's own selector stays.
+# Only the first container gets the GPU (design 18): not the sidecar, not
+# the container without resources, and the one pinning "0" keeps it.
+review "pod with nodeSelector: key added, the first container alone limited" \
     $data/pod-selector.json 200 \
     patched $data/pod-selector.json "$tmp/answer" \
     "$sel=\"NVIDIA-RTX-A4000\"" \
     "/spec/nodeSelector/kubernetes.io~1os=\"linux\"" \
-    "/spec/containers/0/$gpu=\"1\"" "/spec/containers/1/$gpu=\"1\"" \
+    "/spec/containers/0/$gpu=\"1\"" "/spec/containers/0/$req=\"1\"" \
+    "/spec/containers/1/$gpu=-" "/spec/containers/1/$req=-" \
     "/spec/containers/1/resources/limits/cpu=\"500m\"" \
-    "/spec/containers/2/$gpu=\"1\"" "/spec/containers/3/$gpu=\"1\"" \
+    "/spec/containers/2/resources=-" "/spec/containers/3/$gpu=\"0\"" \
+    "/spec/containers/3/$req=-" \
     "${ann}placement=\"RTX-A4000 x 1\"" "${ann}min-memory=\"12Gi\""
 
-# Floor from the annotation, count 2 from the spec: B200 x 2.
-review "job: template patched, count 2" \
+# Floor from the annotation, count 2 from the spec: B200 x 2.  The train
+# container requests 2 GPUs with no limit: its limit becomes 2.
+review "job: template patched, count 2, requests equal limits" \
     $data/job-count.json 200 \
     patched $data/job-count.json "$tmp/answer" \
     "$tsel=\"NVIDIA-B200\"" \
     "/spec/template/spec/containers/0/$gpu=\"2\"" \
-    "/spec/template/spec/containers/1/$gpu=\"1\"" \
+    "/spec/template/spec/containers/0/$req=\"2\"" \
+    "/spec/template/spec/containers/1/$gpu=-" \
+    "/spec/template/spec/containers/1/resources/limits/cpu=\"100m\"" \
     "/spec/template/spec/containers/0/resources/limits/memory=\"64Gi\"" \
     "${ann}placement=\"B200 x 2\"" "${ann}min-memory=\"88Gi\""
 
@@ -252,6 +279,7 @@ review "example job: patched" \
     patched examples/k8s-admissionreview.json "$tmp/answer" \
     "$tsel=\"NVIDIA-B200\"" \
     "/spec/template/spec/containers/0/$gpu=\"1\"" \
+    "/spec/template/spec/containers/0/$req=\"1\"" \
     "${ann}placement=\"B200 x 1\"" "${ann}min-memory=\"21Gi\"" \
     "${ann}estimated-cost=\"29.02\""
 review "example job: the answer in examples/" \
@@ -259,11 +287,9 @@ review "example job: the answer in examples/" \
     same examples/k8s-admissionreview.json "$tmp/answer" \
     examples/k8s-admissionreview.response.json
 
-# The example review is what the API server makes of examples/k8s-job.yaml:
+# Each example review is what the API server makes of its Job's YAML:
 # every field the YAML sets is in request.object, unchanged.
-if "$py" -c 'import yaml' >/dev/null 2>&1; then
-	if why=$(timeout 30 "$py" - examples/k8s-job.yaml \
-	    examples/k8s-admissionreview.json <<'EOF' 2>&1
+cat >"$tmp/within.py" <<'EOF'
 import json, sys, yaml
 
 def within(want, got, at):
@@ -287,14 +313,24 @@ with open(sys.argv[1]) as f:
 with open(sys.argv[2]) as f:
     within(job, json.load(f)["request"]["object"], "object")
 EOF
-	); then
-		pass "example review carries examples/k8s-job.yaml"
+for pair in k8s-job.yaml:k8s-admissionreview.json \
+    k8s-job-sidecar.yaml:k8s-sidecar-admissionreview.json; do
+	job=examples/${pair%%:*} rev=examples/${pair#*:}
+	if ! "$py" -c 'import yaml' >/dev/null 2>&1; then
+		echo "skip - $rev vs $job (no PyYAML)"
+	elif why=$(timeout 30 "$py" "$tmp/within.py" "$job" "$rev" 2>&1); then
+		pass "$rev carries $job"
 	else
-		fail "example review vs examples/k8s-job.yaml: $why"
+		fail "$rev vs $job: $why"
 	fi
-else
-	echo "skip - example review vs examples/k8s-job.yaml (no PyYAML)"
-fi
+done
+
+# A container that asks for a GPU the placement gives another: denied,
+# named (design 18).
+review "denied: a second container limits nvidia.com/gpu" \
+    $data/pod-conflict.json 200 \
+    denied $data/pod-conflict.json "$tmp/answer" 400 \
+    "container pinned: resources.limits nvidia.com/gpu is 1, but GPUs go only to container echo-server"
 
 review "denied: floor over the largest card" \
     $data/pod-too-big.json 200 \
@@ -318,6 +354,83 @@ review "no annotation: allowed unchanged" \
 review "DELETE: allowed unchanged" \
     $data/pod-delete.json 200 \
     unchanged $data/pod-delete.json "$tmp/answer"
+
+# --- select: memory (design 18) ----------------------------------------------
+# The shipped catalogue with "kubernetes: {select: memory}" added, served by
+# a second daemon.
+{ cat catalog/gpus.yaml; printf 'kubernetes:\n  select: memory\n'; } \
+    >"$tmp/gpus-memory.yaml"
+main_url=$url
+start_daemon "$tmp/daemon-memory.log" -f "$tmp/gpus-memory.yaml"
+daemon2=$pid
+if [ -z "$port" ]; then
+	fail "memfloord with select: memory did not start: $(cat \
+	    "$tmp/daemon-memory.log")"
+else
+	url=http://127.0.0.1:$port/v1/admission-review
+	tpl=/spec/template/spec
+	aff=$tpl/affinity/nodeAffinity
+	terms=$aff/requiredDuringSchedulingIgnoredDuringExecution/nodeSelectorTerms
+	pref=$aff/preferredDuringSchedulingIgnoredDuringExecution
+	# 40Gi = 40 x 1024 MiB = 40960 MiB: "Gt 40959", in both of the Job's
+	# terms, after the expressions each had, which stay.
+	mem='{"key":"nvidia.com/gpu.memory","operator":"Gt","values":["40959"]}'
+	set -- "$terms/0/matchExpressions/1=$mem" \
+	    "$terms/1/matchExpressions/2=$mem" "$terms/0/matchExpressions/2=-" \
+	    "$terms/2=-" \
+	    "$terms/0/matchExpressions/0/values=[\"eu-west-1a\"]" \
+	    "$terms/1/matchExpressions/0/values=[\"eu-west-1b\"]" \
+	    "$terms/1/matchExpressions/1/operator=\"NotIn\""
+	# The cards of at least 40Gi, cheapest per reference hour first
+	# (hourlyPrice / relativeThroughput: 2.42, 2.65, 2.70, 2.99, 3.14,
+	# 3.50, over 4), weights falling by ten from 100.
+	i=0
+	for product in NVIDIA-B200 NVIDIA-RTX-PRO-6000-Blackwell-Server-Edition \
+	    NVIDIA-L40S NVIDIA-H100-80GB-HBM3 NVIDIA-RTX-A6000 NVIDIA-H200 \
+	    NVIDIA-A100-SXM4-80GB; do
+		set -- "$@" "$pref/$i/weight=$((100 - 10 * i))" \
+		    "$pref/$i/preference/matchExpressions/0/key=\"nvidia.com/gpu.product\"" \
+		    "$pref/$i/preference/matchExpressions/0/values=[\"$product\"]"
+		i=$((i + 1))
+	done
+	# The nodeSelector keeps its key and gains none; train, the container
+	# memfloor.dev/container names, gets requests and limits of 1; the
+	# metrics container, the init container and the sidecar get nothing.
+	review "select memory: affinity in every term, cards preferred in order, GPUs to train alone" \
+	    examples/k8s-sidecar-admissionreview.json 200 \
+	    patched examples/k8s-sidecar-admissionreview.json "$tmp/answer" \
+	    "$@" "$pref/7=-" \
+	    "$tpl/nodeSelector={\"kubernetes.io/os\":\"linux\"}" \
+	    "$tpl/containers/1/$gpu=\"1\"" "$tpl/containers/1/$req=\"1\"" \
+	    "$tpl/containers/1/resources/limits/memory=\"64Gi\"" \
+	    "$tpl/containers/0/resources={\"limits\":{\"cpu\":\"100m\"}}" \
+	    "$tpl/initContainers/0/resources={}" \
+	    "$tpl/initContainers/1/resources={\"limits\":{\"memory\":\"256Mi\"}}" \
+	    "$tpl/initContainers/1/restartPolicy=\"Always\"" \
+	    "${ann}placement=\"B200 x 1\"" "${ann}min-memory=\"40Gi\"" \
+	    "${ann}estimated-cost=\"29.02\""
+	review "select memory: the answer in examples/" \
+	    examples/k8s-sidecar-admissionreview.json 200 \
+	    same examples/k8s-sidecar-admissionreview.json "$tmp/answer" \
+	    examples/k8s-sidecar-admissionreview.response.json
+	# 88Gi = 90112 MiB; the pod has no affinity: all of it is created.
+	naff=/spec/affinity/nodeAffinity
+	review "select memory: affinity created, no nodeSelector" \
+	    $data/pod-min-memory.json 200 \
+	    patched $data/pod-min-memory.json "$tmp/answer" \
+	    "$naff/requiredDuringSchedulingIgnoredDuringExecution/nodeSelectorTerms/0/matchExpressions/0/values=[\"90111\"]" \
+	    "$naff/preferredDuringSchedulingIgnoredDuringExecution/2/weight=80" \
+	    "$naff/preferredDuringSchedulingIgnoredDuringExecution/3=-" \
+	    "/spec/nodeSelector=-" "/spec/containers/0/$req=\"1\""
+	review "select memory: the conflicting container still denied" \
+	    $data/pod-conflict.json 200 \
+	    denied $data/pod-conflict.json "$tmp/answer" 400 \
+	    "container pinned: resources.limits nvidia.com/gpu is 1"
+	kill "$daemon2" 2>/dev/null || true
+	wait "$daemon2" 2>/dev/null || true
+fi
+daemon2=""
+url=$main_url
 
 # Not AdmissionReviews: HTTP 400 with the field named.
 bad() {

@@ -5,13 +5,13 @@
  * as the same tree, and the text must name the job and its floor.
  *
  * Then an allocation-failure run, after curl's torture mode: for an admit,
- * a rejection, an estimate, a diagnosis and a catalogue load,
+ * a rejection, an estimate, a diagnosis, a review (admitted, and denied)
+ * and a catalogue load,
  * the first run counts the allocations and each later run fails the n-th
  * of them.  Every run must end in the full answer or in a clean 500 (for
  * the catalogue, MF_ENOMEM), never in another answer, and must free all
  * it allocated.  This binary is linked with --wrap for malloc, calloc,
- * realloc, strdup and free (the Makefile says so), which jansson's
- * allocations reach through doc.c's hooks.
+ * realloc, strdup and free (the Makefile says so).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -29,6 +29,7 @@
 #include "doc.h"
 #include "files.h"
 #include "msg.h"
+#include "review.h"
 
 /* --- the allocator ----------------------------------------------------- */
 
@@ -321,6 +322,8 @@ static const struct run runs[] = {
 	{ mf_api_admit, "examples/min-memory-88Gi.yaml" },
 	{ mf_api_estimate, "examples/llama-8b-full-adamw.yaml" },
 	{ mf_api_diagnose, "tests/data/unit/diagnose-job.json" },
+	{ mf_api_review, "examples/k8s-admissionreview.json" },
+	{ mf_api_review, "tests/data/review/pod-eager.json" },
 };
 
 /* Run fn once with the n-th allocation failing (-1: none); the answer's

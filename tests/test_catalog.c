@@ -115,6 +115,8 @@ test_shipped_loads(void **state)
 	assert_true(cat->multi_gpu_efficiency == 0.9);
 	assert_true(cat->time_factor[MF_FIX_CHECKPOINTING] == 1.35);
 	assert_true(cat->time_factor[MF_FIX_ADAM8BIT] == 1.0);
+	/* design 18: the shipped default stays product */
+	assert_int_equal(cat->k8s_select, MF_K8S_SELECT_PRODUCT);
 	assert_int_equal(cat->refs, 1);
 	assert_non_null(strstr(cat->source, "gpus.yaml"));
 	mf_cat_unref(cat);
@@ -551,6 +553,40 @@ test_top_gpus(void **state)
 	    "t.yaml:3: gpus: must be a list, not a mapping");
 	expect_fail(HDR "gpus:\n  - H100\n", MF_EINVAL, "gpus[0]", 4,
 	    "t.yaml:4: gpus[0]: must be a mapping, not a string");
+}
+
+/* kubernetes.select: product unless memory is written (design 18). */
+static void
+test_top_kubernetes(void **state)
+{
+	struct mf_catalog *cat;
+
+	(void)state;
+	cat = parse_ok(HDR "gpus:\n" GPU_A);
+	assert_int_equal(cat->k8s_select, MF_K8S_SELECT_PRODUCT);
+	mf_cat_unref(cat);
+	cat = parse_ok(HDR "kubernetes: {select: memory}\ngpus:\n" GPU_A);
+	assert_int_equal(cat->k8s_select, MF_K8S_SELECT_MEMORY);
+	mf_cat_unref(cat);
+	cat = parse_ok(HDR "kubernetes:\n  select: product\ngpus:\n" GPU_A);
+	assert_int_equal(cat->k8s_select, MF_K8S_SELECT_PRODUCT);
+	mf_cat_unref(cat);
+	cat = parse_ok(HDR "kubernetes: {}\ngpus:\n" GPU_A);
+	assert_int_equal(cat->k8s_select, MF_K8S_SELECT_PRODUCT);
+	mf_cat_unref(cat);
+	expect_fail(HDR "kubernetes: {select: memroy}\ngpus:\n" GPU_A,
+	    MF_EINVAL, "kubernetes.select", 3,
+	    "t.yaml:3: kubernetes.select: 'memroy' is not one of product, "
+	    "memory");
+	expect_fail(HDR "kubernetes:\n  selector: memory\ngpus:\n" GPU_A,
+	    MF_EINVAL, "kubernetes.selector", 4,
+	    "t.yaml:4: kubernetes.selector: unknown field");
+	expect_fail(HDR "kubernetes: memory\ngpus:\n" GPU_A, MF_EINVAL,
+	    "kubernetes", 3,
+	    "t.yaml:3: kubernetes: must be a mapping, not a string");
+	expect_fail(HDR "kubernetes: {select: 1}\ngpus:\n" GPU_A, MF_EINVAL,
+	    "kubernetes.select", 3,
+	    "t.yaml:3: kubernetes.select: must be a string, not a number");
 }
 
 /* --- one GPU entry --------------------------------------------------- */
@@ -1319,6 +1355,7 @@ main(void)
 		cmocka_unit_test(test_top_efficiency),
 		cmocka_unit_test(test_top_time_factors),
 		cmocka_unit_test(test_top_gpus),
+		cmocka_unit_test(test_top_kubernetes),
 		cmocka_unit_test(test_gpu_unknown_key),
 		cmocka_unit_test(test_gpu_name),
 		cmocka_unit_test(test_gpu_duplicate_name),
