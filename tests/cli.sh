@@ -288,7 +288,7 @@ ncards=$(grep -c '^  - name: ' catalog/gpus.yaml)
 mf catalog check catalog/gpus.yaml
 is "catalog check: the shipped catalogue exits 0" "$rc" 0
 has "catalog check: the summary header" "$out" \
-    '^GPU +GB +\$/HOUR +THROUGHPUT +MAX +\$/REF-H$'
+    '^GPU +GB +\$/HOUR +THROUGHPUT +GPUS/NODE +NODES +MAX +\$/REF-H$'
 is "catalog check: one row per card ($ncards)" \
     "$(sed -n '/^GPU /,$p' "$out" | tail -n +2 | grep -c .)" "$ncards"
 empty "catalog check: nothing on stderr" "$err"

@@ -1234,8 +1234,9 @@ test_key_case_limits(void **state)
  * Many GPU counts and fix sets must not crowd out the plain option.  Llama
  * 8B fp32, eager, micro-batch 8 needs 1,811,742,261,248 bytes (see
  * test_fixes_cumulative); one 2100G card holds 1,890e9 of it, at 1.00 per
- * reference hour.  With every fix allowed and maxCount 256 there are 32
- * fix sets with fsdp, each on 255 counts, but every placement on N >= 2
+ * reference hour.  With every fix allowed and maxCount 256 (32 nodes of 8)
+ * there are 32 fix sets with fsdp, each on 255 counts, but every placement
+ * on N >= 2
  * GPUs costs at least 1 / 0.9 = 1.11, checkpointing costs 1.35, and sdpa,
  * microbatch and autocast cost the same 1.00 with more fixes: the job goes
  * on one card as written.
@@ -1244,7 +1245,8 @@ static void
 test_many_options(void **state)
 {
 	struct mf_catalog *cat = cat_parse(
-	    CAT_HDR GPU("huge", "2100G", "1", "1") "    maxCount: 256\n");
+	    CAT_HDR GPU("huge", "2100G", "1", "1") "    maxCount: 256\n"
+	                                           "    maxNodes: 32\n");
 	struct mf_decision d;
 	struct fx f;
 
