@@ -51,6 +51,7 @@ placement(struct mf_jw *w, const char *key, const struct mf_job *job,
 	mf_jw_open(w, key, '{');
 	mf_jw_str(w, "gpu", p->gpu->name);
 	mf_jw_int(w, "count", p->count);
+	mf_jw_int(w, "nodes", p->nodes);
 	quantity(w, "memory", p->gpu->memory, p->gpu->memory_format);
 	mf_jw_int(w, "memoryBytes", p->gpu->memory);
 	mf_jw_num(w, "spareFraction", p->spare, 4);
@@ -440,9 +441,9 @@ text_placement(struct mf_buf *b, const struct mf_job *job,
 	char f[96];
 
 	fix_names(p->fixes, f, sizeof(f));
-	mf_buf_printf(b, "%-14s %5lld %6.1f %5.0f%% %8.2f ", p->gpu->name,
-	    (long long)p->count, gb(p->gpu->memory), p->spare * 100,
-	    p->hourly_price);
+	mf_buf_printf(b, "%-14s %5lld %5lld %6.1f %5.0f%% %8.2f ", p->gpu->name,
+	    (long long)p->count, (long long)p->nodes, gb(p->gpu->memory),
+	    p->spare * 100, p->hourly_price);
 	if (job->reference_hours > 0)
 		mf_buf_printf(b, "%8.1f %9.2f", p->hours, p->cost);
 	else
@@ -451,7 +452,7 @@ text_placement(struct mf_buf *b, const struct mf_job *job,
 }
 
 static const char placement_head[] =
-    "GPU            COUNT     GB  SPARE "
+    "GPU            COUNT NODES     GB  SPARE "
     "  $/HOUR    HOURS      COST  $/REF-H  FIXES\n";
 
 static void

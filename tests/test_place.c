@@ -47,6 +47,7 @@
 #include "../admission/manifest.h"
 #include "../admission/model.h"
 #include "../admission/place.h"
+#include "../admission/render.h"
 #include "../catalog/catalog.h"
 #include "files.h"
 #include "msg.h"
@@ -1502,6 +1503,248 @@ test_limit_names(void **state)
 	    "limits.deadlineHours");
 }
 
+/* --- nodes (design 15) --- */
+
+/*
+ * A placement of more GPUs than a node holds spans ceil(count /
+ * gpusPerNode) nodes and its speed is also multiplied by
+ * interNodeEfficiency^log2(nodes) (default 0.8).  Three cards alike but
+ * for their nodes (80G, $2.00/h, throughput 1.0), a 40Gi floor on 4 GPUs,
+ * 12 reference hours; 4 GPUs keep 0.9^log2(4) = 0.81 of linear speed-up:
+ *   one-node  (8 a node): 1 node,  speed 4 x 0.81 = 3.24,
+ *             hours 12 / 3.24 = 3.7037, cost x $8.00/h = $29.63
+ *   two-node  (2 a node): 2 nodes, speed 3.24 x 0.8^1 = 2.592,
+ *             hours 4.6296, cost $37.04, $3.0864 per reference hour
+ *   four-node (1 a node): 4 nodes, speed 3.24 x 0.8^2 = 2.0736,
+ *             hours 5.7870, cost $46.30
+ */
+#define CAT_NODES \
+	CAT_HDR GPU("one-node", "80G", "2.00", "1.0") GPU("two-node", "80G", \
+	    "2.00", \
+	    "1.0") "    gpusPerNode: 2\n    maxNodes: 4\n" GPU("four-node", \
+	    "80G", "2.00", "1.0") "    gpusPerNode: 1\n    maxNodes: 4\n"
+
+static void
+test_nodes_speed_and_cost(void **state)
+{
+	struct mf_catalog *cat = cat_parse(CAT_NODES);
+	struct mf_decision d;
+	struct fx f;
+
+	(void)state;
+	job_load(&f, FLOOR("40Gi") "      count: 4\n" HOURS(12));
+	place(&f, cat, &d);
+	expect_placement(&d.placement, "one-node", 4, 0);
+	assert_int_equal(d.placement.nodes, 1);
+	near(d.placement.hours, 12 / 3.24);
+	near(d.placement.cost, 12 / 3.24 * 8);
+	assert_int_equal(d.nalt, 2);
+	expect_placement(&d.alt[0], "two-node", 4, 0);
+	assert_int_equal(d.alt[0].nodes, 2);
+	near(d.alt[0].hours, 12 / 2.592);
+	near(d.alt[0].cost, 12 / 2.592 * 8);
+	near(d.alt[0].cost_per_ref_hour, 8 / 2.592);
+	near(d.alt[0].hourly_price, 8);
+	expect_placement(&d.alt[1], "four-node", 4, 0);
+	assert_int_equal(d.alt[1].nodes, 4);
+	near(d.alt[1].hours, 12 / 2.0736);
+	near(d.alt[1].cost, 12 / 2.0736 * 8);
+	job_free(&f);
+	mf_cat_unref(cat);
+}
+
+/* The answer says how many nodes, in JSON, YAML and the text table. */
+static void
+test_nodes_in_answer(void **state)
+{
+	struct mf_catalog *cat = cat_parse(CAT_NODES);
+	struct mf_decision d;
+	struct mf_buf b;
+	struct mf_jw w;
+	struct fx f;
+	char *text;
+
+	(void)state;
+	job_load(&f, FLOOR("40Gi") "      count: 4\n" HOURS(12));
+	place(&f, cat, &d);
+	mf_buf_init(&b, 1u << 20);
+	mf_jw_init(&w, &b);
+	mf_write_decision(&w, NULL, &f.job, &d, cat);
+	assert_int_equal(b.rc, MF_OK);
+	assert_non_null(strstr(b.data,
+	    "\"placement\":{\"gpu\":\"one-node\",\"count\":4,\"nodes\":1,"));
+	assert_non_null(strstr(b.data,
+	    "{\"gpu\":\"two-node\",\"count\":4,"
+	    "\"nodes\":2,"));
+	mf_buf_free(&b);
+	mf_buf_init(&b, 1u << 20);
+	mf_jw_init_form(&w, &b, MF_JW_YAML);
+	mf_write_decision(&w, NULL, &f.job, &d, cat);
+	assert_int_equal(b.rc, MF_OK);
+	assert_non_null(strstr(b.data,
+	    "  - gpu: \"four-node\"\n    count: 4\n"
+	    "    nodes: 4\n"));
+	mf_buf_free(&b);
+	text = mf_text_decision(&f.job, &d);
+	assert_non_null(text);
+	assert_non_null(strstr(text, "GPU            COUNT NODES     GB"));
+	assert_non_null(strstr(text, "two-node           4     2   80.0"));
+	free(text);
+	job_free(&f);
+	mf_cat_unref(cat);
+}
+
+/*
+ * maxNodes bounds the count.  Llama 8B AdamW, no checkpointing, FSDP over
+ * N: 2 x ceil(16,060,522,496 / N) + ceil(96,363,134,976 / N) + the rest,
+ * 18,253,611,008 + 2,101,346,304 + 872,448,000 = 21,227,405,312:
+ *   N = 19: 2 x 845,290,658 + 5,071,743,947 + rest = 27,989,730,575
+ *   N = 20: 2 x 803,026,125 + 4,818,156,749 + rest = 27,651,614,311
+ * A 30.8G card holds 27,720,000,000 after headroom: the fewest is 20 GPUs,
+ * three nodes of 8.  With maxNodes 2 (maxCount 16), or an explicit
+ * maxCount 19 of 3 nodes, the job fits nowhere.
+ */
+static void
+test_nodes_max_nodes(void **state)
+{
+	struct mf_catalog *cat = cat_parse(
+	    CAT_HDR GPU("mid", "30.8G", "1.00", "1.0") "    maxNodes: 2\n");
+	struct mf_decision d;
+	struct fx f;
+
+	(void)state;
+	job_load(&f, LLAMA WL("") HOURS(100) FIXES("fsdp"));
+	place(&f, cat, &d);
+	assert_false(d.admitted);
+	mf_cat_unref(cat);
+	cat = cat_parse(CAT_HDR GPU("mid", "30.8G", "1.00",
+	    "1.0") "    maxNodes: 3\n    maxCount: 19\n");
+	place(&f, cat, &d);
+	assert_false(d.admitted);
+	mf_cat_unref(cat);
+	cat = cat_parse(
+	    CAT_HDR GPU("mid", "30.8G", "1.00", "1.0") "    maxNodes: 3\n");
+	place(&f, cat, &d);
+	expect_placement(&d.placement, "mid", 20, BIT(FSDP));
+	assert_int_equal(d.placement.nodes, 3);
+	assert_int_equal(d.placement.need, INT64_C(27651614311));
+	assert_int_equal(d.need, INT64_C(27651614311));
+	job_free(&f);
+	mf_cat_unref(cat);
+}
+
+/*
+ * The fewest GPUs that fit may break a deadline that more GPUs meet.  The
+ * job of test_nodes_max_nodes on the 30.8G card with 4 nodes of 8 (fewest
+ * 20), 100 reference hours at $1.00/h.  Speed c x 0.9^log2(c) x
+ * 0.8^log2(nodes), with 0.8^log2(3) = 0.70210 and 0.8^2 = 0.64:
+ *   20: 20 x 0.63422 x 0.70210 = 8.9058  -> 11.229 h
+ *   22: 22 x 0.62510 x 0.70210 = 9.6554  -> 10.357 h
+ *   23: 23 x 0.62089 x 0.70210 = 10.0263 ->  9.974 h
+ *   24: 24 x 0.61688 x 0.70210 = 10.3948 ->  9.620 h (3 nodes at most)
+ *   25: 25 x 0.61307 x 0.64    = 9.8091  -> 10.195 h (a fourth node)
+ *   28: 28 x 0.60260 x 0.64    = 10.7986 ->  9.261 h
+ *   29: 29 x 0.59939 x 0.64    = 11.1247 ->  8.989 h
+ *   32: 32 x 0.59049 x 0.64    = 12.0932 ->  8.269 h
+ * deadline 10 h: 23 GPUs, $1.00 x 23 x 9.974 = $229.39; deadline 9 h: no
+ * count on three nodes is fast enough, 29 on four is, $260.68; deadline
+ * 8 h: none, and the limit is named.
+ */
+static void
+test_nodes_deadline_more_gpus(void **state)
+{
+	struct mf_catalog *cat = cat_parse(
+	    CAT_HDR GPU("mid", "30.8G", "1.00", "1.0") "    maxNodes: 4\n");
+	struct mf_decision d;
+	struct fx f;
+
+	(void)state;
+	job_load(&f,
+	    LLAMA WL("")
+	        HOURS(100) "  limits:\n    deadlineHours: 10\n" FIXES("fsdp"));
+	place(&f, cat, &d);
+	expect_placement(&d.placement, "mid", 23, BIT(FSDP));
+	assert_int_equal(d.placement.nodes, 3);
+	near(d.placement.hours,
+	    100 / (23 * pow(0.9, log2(23)) * pow(0.8, log2(3))));
+	assert_true(fabs(d.placement.cost - 229.39) < 0.01);
+	job_free(&f);
+	job_load(&f,
+	    LLAMA WL("")
+	        HOURS(100) "  limits:\n    deadlineHours: 9\n" FIXES("fsdp"));
+	place(&f, cat, &d);
+	expect_placement(&d.placement, "mid", 29, BIT(FSDP));
+	assert_int_equal(d.placement.nodes, 4);
+	assert_true(fabs(d.placement.hours - 8.989) < 0.001);
+	assert_true(fabs(d.placement.cost - 260.68) < 0.01);
+	job_free(&f);
+	job_load(&f,
+	    LLAMA WL("")
+	        HOURS(100) "  limits:\n    deadlineHours: 8\n" FIXES("fsdp"));
+	place(&f, cat, &d);
+	assert_false(d.admitted);
+	assert_int_equal(d.limit, MF_LIMIT_DEADLINE);
+	job_free(&f);
+	mf_cat_unref(cat);
+}
+
+/*
+ * A Llama 3.1 70B full fine-tune that needs more GPUs than one 8-GPU node
+ * has goes over several nodes instead of being rejected.  P =
+ * 70,553,706,496 (h 8192, L 80, kv 8 x d 128, I 28672, V 128256), s =
+ * 4096: weights and gradients 2P = 141,107,412,992 each, AdamW 12P =
+ * 846,644,477,952; checkpointed activations 2 x 4096 x 8192 x 80 =
+ * 5,368,709,120, logits 4096 x 128256 x 4 = 2,101,346,304, sharding
+ * buffers 4 x 855,654,400 (one layer: 2 x 8192^2 + 2 x 8192 x 1024 +
+ * 3 x 8192 x 28672 + 2 x 8192) = 3,422,617,600: the rest is
+ * 10,892,673,024.  Without checkpointing the activations alone are
+ * 80 x 4096 x 8192 x 34 = 91,268,055,040, more than an 80G card's
+ * 72,000,000,000 after headroom, so fsdp needs checkpointing:
+ *   N = 18: 2 x 7,839,300,722 + 47,035,804,331 + rest = 73,607,078,799
+ *   N = 19: 2 x 7,426,705,947 + 44,560,235,682 + rest = 70,306,320,600
+ *   N =  8: 2 x 17,638,426,624 + 105,830,559,744 + rest = 152,000,086,016
+ * On 80G cards ($2.99/h, throughput 1.0) of 8 a node and 4 nodes: 19 GPUs
+ * over ceil(19 / 8) = 3 nodes, speed 19 x 0.9^log2(19) x 0.8^log2(3) =
+ * 19 x 0.63918 x 0.70210 = 8.5267; 100 reference hours x 1.35 (checkpointing)
+ * / 8.5267 = 15.833 h, x $2.99 x 19 = $899.45.  On one node the job is
+ * rejected and fsdp runs on the 8 GPUs there are, 152,000,086,016 each.
+ */
+static void
+test_nodes_llama_70b(void **state)
+{
+	struct mf_catalog *cat = cat_parse(
+	    CAT_HDR GPU("h100", "80G", "2.99", "1.0") "    maxNodes: 4\n");
+	unsigned both = BIT(CHECKPOINTING) | BIT(FSDP);
+	struct mf_decision d;
+	struct fx f;
+
+	(void)state;
+	job_load(&f,
+	    "  model:\n    name: meta-llama/Llama-3.1-70B\n" WL("") HOURS(100)
+	        FIXES("checkpointing, fsdp"));
+	place(&f, cat, &d);
+	expect_placement(&d.placement, "h100", 19, both);
+	assert_int_equal(d.placement.nodes, 3);
+	assert_int_equal(d.placement.need, INT64_C(70306320600));
+	near(d.placement.hours,
+	    135 / (19 * pow(0.9, log2(19)) * pow(0.8, log2(3))));
+	assert_true(fabs(d.placement.hours - 15.833) < 0.001);
+	assert_true(fabs(d.placement.cost - 899.45) < 0.01);
+	mf_cat_unref(cat);
+	cat = cat_parse(CAT_HDR GPU("h100", "80G", "2.99", "1.0"));
+	place(&f, cat, &d);
+	assert_false(d.admitted);
+	/* checkpointing, adam8bit, lora, qlora, fsdp (with checkpointing) */
+	assert_int_equal(d.nfixes, 5);
+	assert_int_equal(d.fixes[4].fix, MF_FIX_FSDP);
+	assert_int_equal(d.fixes[4].fixes, both);
+	assert_int_equal(d.fixes[4].gpus, 8);
+	assert_int_equal(d.fixes[4].need, INT64_C(152000086016));
+	assert_false(d.fixes[4].placed);
+	job_free(&f);
+	mf_cat_unref(cat);
+}
+
 int
 main(void)
 {
@@ -1536,6 +1779,11 @@ main(void)
 		cmocka_unit_test(test_fsdp_full_only),
 		cmocka_unit_test(test_key_case_limits),
 		cmocka_unit_test(test_many_options),
+		cmocka_unit_test(test_nodes_speed_and_cost),
+		cmocka_unit_test(test_nodes_in_answer),
+		cmocka_unit_test(test_nodes_max_nodes),
+		cmocka_unit_test(test_nodes_deadline_more_gpus),
+		cmocka_unit_test(test_nodes_llama_70b),
 		cmocka_unit_test(test_floor_excludes_model_job),
 		cmocka_unit_test(test_overflow),
 		cmocka_unit_test(test_warn_workload),
