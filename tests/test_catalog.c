@@ -181,8 +181,26 @@ test_shipped_common_cards(void **state)
 		assert_int_equal(g->nlabels, 1);
 		assert_string_equal(g->labels[0].key, "nvidia.com/gpu.product");
 		assert_true(g->throughput > 0 && g->throughput < 3);
-		assert_true(g->max_count >= 1 && g->max_count <= 8);
+		assert_int_equal(g->gpus_per_node, 8);
+		assert_true(g->max_count >= 1 &&
+		    g->max_count <= g->gpus_per_node * g->max_nodes);
 	}
+	/* The data-centre cards span up to 4 nodes of 8; the rest one. */
+	for (size_t i = 0; i < sizeof(cards) / sizeof(cards[0]); i++) {
+		g = mf_cat_find(cat, cards[i].name);
+		assert_int_equal(g->max_nodes,
+		    strcmp(g->name, "H100") == 0 ||
+		            strncmp(g->name, "A100-", 5) == 0 ?
+		        4 :
+		        1);
+	}
+	assert_int_equal(mf_cat_find(cat, "B200")->max_nodes, 4);
+	assert_int_equal(mf_cat_find(cat, "H200")->max_nodes, 4);
+	assert_int_equal(mf_cat_find(cat, "RTX-PRO-6000")->max_nodes, 1);
+	assert_int_equal(mf_cat_find(cat, "H100")->max_count, 32);
+	assert_int_equal(mf_cat_find(cat, "L40S")->max_count, 8);
+	assert_int_equal(mf_cat_find(cat, "RTX-4090")->max_count, 4);
+	assert_true(cat->inter_node_efficiency == 0.8);
 	assert_string_equal(mf_cat_find(cat, "RTX-PRO-6000")->labels[0].value,
 	    "NVIDIA-RTX-PRO-6000-Blackwell-Server-Edition");
 	mf_cat_unref(cat);
