@@ -188,10 +188,10 @@ need_at(const struct plan *pl, int64_t count)
 	return pl->lo == pl->hi ? pl->need : mf_est_per_gpu(&pl->est, count);
 }
 
-/* p: plan pl on count GPUs of g. */
+/* p: plan pl on count GPUs of g, where it needs need bytes a GPU. */
 static void
-candidate(struct search *s, const struct mf_gpu *g, const struct plan *pl,
-    int64_t count, struct mf_placement *p)
+candidate_of(struct search *s, const struct mf_gpu *g, const struct plan *pl,
+    int64_t count, int64_t need, struct mf_placement *p)
 {
 	double k;
 
@@ -199,13 +199,20 @@ candidate(struct search *s, const struct mf_gpu *g, const struct plan *pl,
 	p->count = count;
 	p->nodes = mf_cat_nodes(g, count);
 	p->fixes = pl->fixes;
-	p->need = need_at(pl, count);
+	p->need = need;
 	p->spare = (double)(g->memory - p->need) / (double)g->memory;
 	p->hourly_price = g->hourly_price * (double)count;
 	k = cost_factor(s, pl->time_factor, count, p->nodes);
 	p->cost = k * mf_cat_unit_cost(g);
 	p->hours = k / (g->throughput * (double)count);
 	p->cost_per_ref_hour = p->cost / s->ref_hours;
+}
+
+static void
+candidate(struct search *s, const struct mf_gpu *g, const struct plan *pl,
+    int64_t count, struct mf_placement *p)
+{
+	candidate_of(s, g, pl, count, need_at(pl, count), p);
 }
 
 static enum mf_limit
@@ -411,22 +418,24 @@ try_plan(struct search *s, const struct card *cd, const struct plan *pl,
 {
 	const struct mf_gpu *g = cd->g;
 	int64_t hi = pl->hi < g->max_count ? pl->hi : g->max_count;
-	int64_t fewest = fewest_fit(pl, cd->usable, hi), c;
+	int64_t fewest = fewest_fit(pl, cd->usable, hi), c, need;
 	double cost;
 
 	if (fewest == 0)
 		return 0;
+	need = need_at(pl, fewest);
 	if (best != NULL) {
 		cost = cost_factor(s, pl->time_factor, fewest,
 		           mf_cat_nodes(g, fewest)) *
 		    cd->unit;
 		if (s->flat ? cost > best->cost && !ties(cost, best->cost) :
-		              ranks_after(cost, pl->fixes, need_at(pl, fewest),
-		                  fewest, best))
+		              ranks_after(cost, pl->fixes, need, fewest, best))
 			return 0;
 	}
-	c = s->flat ? widest_tie(s, g, pl, fewest, hi, 0) : fewest;
-	candidate(s, g, pl, c, p);
+	if (s->flat)
+		candidate(s, g, pl, widest_tie(s, g, pl, fewest, hi, 0), p);
+	else
+		candidate_of(s, g, pl, fewest, need, p);
 	note_fit(s, p);
 	if (violated(s->job, p) == MF_LIMIT_NONE)
 		return 1;
