@@ -1648,7 +1648,9 @@ test_nodes_max_nodes(void **state)
  *   32: 32 x 0.59049 x 0.64    = 12.0932 ->  8.269 h
  * deadline 10 h: 23 GPUs, $1.00 x 23 x 9.974 = $229.39; deadline 9 h: no
  * count on three nodes is fast enough, 29 on four is, $260.68; deadline
- * 8 h: none, and the limit is named.
+ * 8 h: none, and the limit is named.  A deadline of 10 h with
+ * maxHourlyPrice 22.5 rules out 23 GPUs ($23.00/h) and leaves none: the
+ * cheapest fit, 20 GPUs, is late.
  */
 static void
 test_nodes_deadline_more_gpus(void **state)
@@ -1681,6 +1683,49 @@ test_nodes_deadline_more_gpus(void **state)
 	job_load(&f,
 	    LLAMA WL("")
 	        HOURS(100) "  limits:\n    deadlineHours: 8\n" FIXES("fsdp"));
+	place(&f, cat, &d);
+	assert_false(d.admitted);
+	assert_int_equal(d.limit, MF_LIMIT_DEADLINE);
+	job_free(&f);
+	job_load(&f,
+	    LLAMA WL("") HOURS(100) "  limits:\n    deadlineHours: 10\n"
+	                            "    maxHourlyPrice: 22.5\n" FIXES("fsdp"));
+	place(&f, cat, &d);
+	assert_false(d.admitted);
+	assert_int_equal(d.limit, MF_LIMIT_DEADLINE);
+	assert_non_null(strstr(d.reason, "mid x20"));
+	job_free(&f);
+	mf_cat_unref(cat);
+}
+
+/*
+ * At multiGpuEfficiency 0.5 more GPUs on a node are no faster: c x
+ * 0.5^log2(c) = 1, and more nodes are slower.  The job above on 20 GPUs
+ * over 3 nodes runs at 0.8^log2(3) = 0.70210, 100 / 0.70210 = 142.43 h:
+ * deadline 150 h admits it on 20 GPUs; at 140 h no count is faster, so
+ * none meets it.
+ */
+static void
+test_nodes_deadline_no_faster(void **state)
+{
+	struct mf_catalog *cat =
+	    cat_parse("apiVersion: memfloor.dev/v1\nkind: GpuCatalog\n"
+	              "multiGpuEfficiency: 0.5\ngpus:\n" GPU("mid", "30.8G",
+	                  "1.00", "1.0") "    maxNodes: 4\n");
+	struct mf_decision d;
+	struct fx f;
+
+	(void)state;
+	job_load(&f,
+	    LLAMA WL("")
+	        HOURS(100) "  limits:\n    deadlineHours: 150\n" FIXES("fsdp"));
+	place(&f, cat, &d);
+	expect_placement(&d.placement, "mid", 20, BIT(FSDP));
+	assert_true(fabs(d.placement.hours - 142.43) < 0.01);
+	job_free(&f);
+	job_load(&f,
+	    LLAMA WL("")
+	        HOURS(100) "  limits:\n    deadlineHours: 140\n" FIXES("fsdp"));
 	place(&f, cat, &d);
 	assert_false(d.admitted);
 	assert_int_equal(d.limit, MF_LIMIT_DEADLINE);
@@ -1783,6 +1828,7 @@ main(void)
 		cmocka_unit_test(test_nodes_in_answer),
 		cmocka_unit_test(test_nodes_max_nodes),
 		cmocka_unit_test(test_nodes_deadline_more_gpus),
+		cmocka_unit_test(test_nodes_deadline_no_faster),
 		cmocka_unit_test(test_nodes_llama_70b),
 		cmocka_unit_test(test_floor_excludes_model_job),
 		cmocka_unit_test(test_overflow),
