@@ -181,7 +181,8 @@ has_warning(const struct mf_decision *d, const char *part)
 	return 0;
 }
 
-#define CAT_HDR "apiVersion: memfloor.dev/v1\nkind: GpuCatalog\ngpus:\n"
+#define CAT_HDR_NO_GPUS "apiVersion: memfloor.dev/v1\nkind: GpuCatalog\n"
+#define CAT_HDR CAT_HDR_NO_GPUS "gpus:\n"
 #define GPU(name, mem, price, thr) \
 	"  - name: " name "\n    memory: " mem "\n    hourlyPrice: " price \
 	"\n    relativeThroughput: " thr "\n"
@@ -1790,6 +1791,222 @@ test_nodes_llama_70b(void **state)
 	mf_cat_unref(cat);
 }
 
+/* --- the search against trying every count --- */
+
+struct tried {
+	const struct mf_gpu *g;
+	int64_t count;
+	unsigned fixes;
+	double cost, spare;
+};
+
+/* Design 6's order, written out again: cost (to 1e-9), fewer fixes, more
+ * spare, fewer GPUs, name. */
+static int
+tried_before(const struct tried *a, const struct tried *b)
+{
+	double hi = a->cost > b->cost ? a->cost : b->cost;
+	int na = __builtin_popcount(a->fixes),
+	    nb = __builtin_popcount(b->fixes);
+
+	if (fabs(a->cost - b->cost) > 1e-9 * hi)
+		return a->cost < b->cost;
+	if (na != nb)
+		return na < nb;
+	if (a->spare != b->spare)
+		return a->spare > b->spare;
+	if (a->count != b->count)
+		return a->count < b->count;
+	return strcmp(a->g->name, b->g->name) < 0;
+}
+
+/* Every card with every count of fix set sub, as design 6 and 15 write
+ * it; keeps the best in *best. */
+static void
+try_every_count(const struct mf_job *job, const struct mf_catalog *cat,
+    unsigned sub, int64_t most, struct tried *best, int *found)
+{
+	int64_t lo = job->count, hi = job->count;
+	double tf = 1,
+	       ref = job->reference_hours > 0 ? job->reference_hours : 1;
+
+	if ((sub & BIT(FSDP)) && !job->count_given) {
+		lo = 2;
+		hi = most < 2 ? 2 : most;
+	}
+	for (int f = 0; f < MF_FIX_COUNT; f++)
+		if (sub & MF_FIXBIT(f))
+			tf *= cat->time_factor[f];
+	for (int64_t c = lo; c <= hi; c++) {
+		struct mf_workload w = job->work;
+		struct mf_estimate e;
+
+		mf_fix_apply(&w, sub, c);
+		assert_int_equal(mf_est_compute(&job->model, &w, &e), MF_OK);
+		for (size_t i = 0; i < cat->ngpus; i++) {
+			const struct mf_gpu *g = &cat->gpus[i];
+			int64_t nodes =
+			    (c + g->gpus_per_node - 1) / g->gpus_per_node;
+			double speed, hours;
+			struct tried t;
+
+			if (c > g->max_count || g->memory < job->min_memory ||
+			    e.per_gpu > mf_cat_usable(cat, g))
+				continue;
+			speed = g->throughput * (double)c *
+			    pow(cat->multi_gpu_efficiency, log2((double)c)) *
+			    pow(cat->inter_node_efficiency,
+			        log2((double)nodes));
+			hours = ref * tf / speed;
+			t.g = g;
+			t.count = c;
+			t.fixes = sub;
+			t.cost = hours * g->hourly_price * (double)c;
+			t.spare =
+			    (double)(g->memory - e.per_gpu) / (double)g->memory;
+			if ((job->max_hourly_price >= 0 &&
+			        g->hourly_price * (double)c >
+			            job->max_hourly_price) ||
+			    (job->max_cost >= 0 && t.cost > job->max_cost) ||
+			    (job->deadline_hours >= 0 &&
+			        hours > job->deadline_hours))
+				continue;
+			if (!*found || tried_before(&t, best)) {
+				*best = t;
+				*found = 1;
+			}
+		}
+	}
+}
+
+/* A random catalogue of n cards: nodes of 1 to 8, up to 8 nodes. */
+static struct mf_catalog *
+random_catalogue(unsigned *seed, int n)
+{
+	static const char *const eff[] = { "0.9", "1", "0.5", "0.7", "0.95" };
+	static const char *const ie[] = { "0.8", "1", "0.6" };
+	char text[8192];
+	size_t used;
+
+	used = (size_t)snprintf(text, sizeof(text),
+	    CAT_HDR_NO_GPUS "multiGpuEfficiency: %s\ninterNodeEfficiency: %s\n"
+	                    "gpus:\n",
+	    eff[rand_r(seed) % 5], ie[rand_r(seed) % 3]);
+	for (int i = 0; i < n; i++)
+		used += (size_t)snprintf(text + used, sizeof(text) - used,
+		    "  - {name: g%02d, memory: %dG, hourlyPrice: %d.%02d, "
+		    "relativeThroughput: %d.%d, gpusPerNode: %d, maxNodes: %d}\n",
+		    i, 12 + rand_r(seed) % 190, rand_r(seed) % 6,
+		    1 + rand_r(seed) % 99, rand_r(seed) % 3,
+		    1 + rand_r(seed) % 9, 1 << (rand_r(seed) % 4),
+		    1 + rand_r(seed) % 8);
+	assert_true(used < sizeof(text));
+	return cat_parse(text);
+}
+
+/*
+ * On random catalogues (multiGpuEfficiency 0.5 to 1, interNodeEfficiency
+ * 0.6 to 1, 1 to 8 GPUs a node on 1 to 8 nodes), jobs and limits, the
+ * placement is the best of every card with every fix set and every GPU
+ * count tried one by one, by design 6 and 15 written out again above.
+ * Cards are never free: at hourlyPrice 0 every count costs 0, and the
+ * search, as before, ranks a free card's counts by cost factor.
+ */
+static void
+test_search_matches_every_count(void **state)
+{
+	static const char *const fixes[] = { "checkpointing, adam8bit, fsdp",
+		"fsdp", "checkpointing, fsdp", "lora, qlora, fsdp, adam8bit" };
+	unsigned seed = 15;
+	int spanning = 0, timed = 0, rejected = 0;
+
+	(void)state;
+	for (int trial = 0; trial < 3000; trial++) {
+		struct mf_catalog *cat = random_catalogue(&seed, 12);
+		char spec[1024], limits[256] = "", count[64] = "";
+		struct tried best = { 0 };
+		struct mf_decision d;
+		unsigned allowed = 0;
+		int64_t most = 1;
+		int found = 0;
+		struct fx f;
+
+		if (rand_r(&seed) % 2)
+			snprintf(limits, sizeof(limits),
+			    "  limits:\n    deadlineHours: %d\n",
+			    1 + rand_r(&seed) % 60);
+		if (rand_r(&seed) % 3 == 0)
+			snprintf(limits + strlen(limits),
+			    sizeof(limits) - strlen(limits),
+			    "%s"
+			    "    maxHourlyPrice: %d\n",
+			    limits[0] ? "" : "  limits:\n",
+			    1 + rand_r(&seed) % 40);
+		if (rand_r(&seed) % 3 == 0)
+			snprintf(limits + strlen(limits),
+			    sizeof(limits) - strlen(limits),
+			    "%s"
+			    "    maxCost: %d\n",
+			    limits[0] ? "" : "  limits:\n",
+			    5 + rand_r(&seed) % 200);
+		if (rand_r(&seed) % 4 == 0)
+			snprintf(count, sizeof(count),
+			    "  resources:\n    gpu:\n      count: %d\n",
+			    1 + rand_r(&seed) % 16);
+		snprintf(spec, sizeof(spec),
+		    LLAMA "%s  workload:\n    sequenceLength: %d\n" HOURS(
+		        10) "%s" FIXES("%s"),
+		    count, 512 << (rand_r(&seed) % 4), limits,
+		    fixes[rand_r(&seed) % 4]);
+		job_load(&f, spec);
+		place(&f, cat, &d);
+		for (size_t i = 0; i < cat->ngpus; i++)
+			if (cat->gpus[i].max_count > most)
+				most = cat->gpus[i].max_count;
+		for (int fx = 0; fx < MF_FIX_COUNT; fx++)
+			if ((f.job.allowed_fixes & MF_FIXBIT(fx)) &&
+			    mf_fix_applies(&f.job, &f.job.work,
+			        (enum mf_fix)fx))
+				allowed |= MF_FIXBIT(fx);
+		for (unsigned sub = allowed;; sub = (sub - 1) & allowed) {
+			if (mf_fix_compatible(sub))
+				try_every_count(&f.job, cat, sub, most, &best,
+				    &found);
+			if (sub == 0)
+				break;
+		}
+		if (found != d.admitted ||
+		    (found &&
+		        (best.g != d.placement.gpu ||
+		            best.count != d.placement.count ||
+		            best.fixes != d.placement.fixes)))
+			fail_msg(
+			    "trial %d (eff %g, ie %g): %s x%lld %#x $%.6f, the "
+			    "search %s x%lld %#x $%.6f\n%s",
+			    trial, cat->multi_gpu_efficiency,
+			    cat->inter_node_efficiency,
+			    found ? best.g->name : "none",
+			    (long long)(found ? best.count : 0),
+			    found ? best.fixes : 0, best.cost,
+			    d.admitted ? d.placement.gpu->name : "none",
+			    (long long)(d.admitted ? d.placement.count : 0),
+			    d.admitted ? d.placement.fixes : 0,
+			    d.placement.cost, spec);
+		if (found)
+			near(d.placement.cost, best.cost);
+		spanning += d.admitted && d.placement.nodes > 1;
+		timed += d.admitted && f.job.deadline_hours >= 0 &&
+		    d.placement.count > 1;
+		rejected += !d.admitted;
+		job_free(&f);
+		mf_cat_unref(cat);
+	}
+	print_message("%d over several nodes, %d under a deadline on several "
+	              "GPUs, %d rejected\n",
+	    spanning, timed, rejected);
+	assert_true(spanning > 50 && timed > 50 && rejected > 50);
+}
+
 int
 main(void)
 {
@@ -1830,6 +2047,7 @@ main(void)
 		cmocka_unit_test(test_nodes_deadline_more_gpus),
 		cmocka_unit_test(test_nodes_deadline_no_faster),
 		cmocka_unit_test(test_nodes_llama_70b),
+		cmocka_unit_test(test_search_matches_every_count),
 		cmocka_unit_test(test_floor_excludes_model_job),
 		cmocka_unit_test(test_overflow),
 		cmocka_unit_test(test_warn_workload),
