@@ -1879,6 +1879,27 @@ try_every_count(const struct mf_job *job, const struct mf_catalog *cat,
 	}
 }
 
+/* The fewest GPUs from 2 to most on which fix set sub fits some card, else
+ * most: the GPUs of a rejection's fsdp entry, counted one by one. */
+static int64_t
+fewest_anywhere_by_count(const struct mf_job *job, const struct mf_catalog *cat,
+    unsigned sub, int64_t most)
+{
+	for (int64_t c = 2; c <= most; c++) {
+		struct mf_workload w = job->work;
+		struct mf_estimate e;
+
+		mf_fix_apply(&w, sub, c);
+		assert_int_equal(mf_est_compute(&job->model, &w, &e), MF_OK);
+		for (size_t i = 0; i < cat->ngpus; i++)
+			if (c <= cat->gpus[i].max_count &&
+			    cat->gpus[i].memory >= job->min_memory &&
+			    e.per_gpu <= mf_cat_usable(cat, &cat->gpus[i]))
+				return c;
+	}
+	return most;
+}
+
 /* A random catalogue of n cards: nodes of 1 to 8, up to 8 nodes. */
 static struct mf_catalog *
 random_catalogue(unsigned *seed, int n)
@@ -1918,7 +1939,7 @@ test_search_matches_every_count(void **state)
 	static const char *const fixes[] = { "checkpointing, adam8bit, fsdp",
 		"fsdp", "checkpointing, fsdp", "lora, qlora, fsdp, adam8bit" };
 	unsigned seed = 15;
-	int spanning = 0, timed = 0, rejected = 0;
+	int spanning = 0, timed = 0, rejected = 0, entries = 0;
 
 	(void)state;
 	for (int trial = 0; trial < 3000; trial++) {
@@ -1994,6 +2015,14 @@ test_search_matches_every_count(void **state)
 			    d.placement.cost, spec);
 		if (found)
 			near(d.placement.cost, best.cost);
+		for (size_t i = 0; !d.admitted && i < d.nfixes; i++)
+			if (d.fixes[i].fix == MF_FIX_FSDP &&
+			    !f.job.count_given) {
+				assert_int_equal(d.fixes[i].gpus,
+				    fewest_anywhere_by_count(&f.job, cat,
+				        d.fixes[i].fixes, most < 2 ? 2 : most));
+				entries++;
+			}
 		spanning += d.admitted && d.placement.nodes > 1;
 		timed += d.admitted && f.job.deadline_hours >= 0 &&
 		    d.placement.count > 1;
@@ -2002,9 +2031,10 @@ test_search_matches_every_count(void **state)
 		mf_cat_unref(cat);
 	}
 	print_message("%d over several nodes, %d under a deadline on several "
-	              "GPUs, %d rejected\n",
-	    spanning, timed, rejected);
+	              "GPUs, %d rejected, %d fsdp entries\n",
+	    spanning, timed, rejected, entries);
 	assert_true(spanning > 50 && timed > 50 && rejected > 50);
+	assert_true(entries > 20);
 }
 
 int
