@@ -189,6 +189,17 @@ per_gpu_bucket(const struct mf_estimate *e, enum mf_bucket b, int64_t n)
 	return e->bucket[b];
 }
 
+int64_t
+mf_est_per_gpu(const struct mf_estimate *e, int64_t shards)
+{
+	int64_t sum = 0;
+
+	for (int b = 0; b < MF_B_COUNT; b++)
+		sum =
+		    mf_cadd(sum, per_gpu_bucket(e, (enum mf_bucket)b, shards));
+	return sum;
+}
+
 enum mf_rc
 mf_est_compute(const struct mf_model *m, const struct mf_workload *w,
     struct mf_estimate *out)
@@ -208,10 +219,9 @@ mf_est_compute(const struct mf_model *m, const struct mf_workload *w,
 		if (w->method == MF_FULL)
 			shard = w->shard_gpus;
 	}
-	for (b = 0; b < MF_B_COUNT; b++) {
+	for (b = 0; b < MF_B_COUNT; b++)
 		e.total = mf_cadd(e.total, e.bucket[b]);
-		e.per_gpu = mf_cadd(e.per_gpu, per_gpu_bucket(&e, b, shard));
-	}
+	e.per_gpu = mf_est_per_gpu(&e, shard);
 	if (e.params < 0 || e.trainable < 0 || e.total < 0 || e.per_gpu < 0)
 		return MF_ERANGE;
 	*out = e;

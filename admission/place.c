@@ -1,12 +1,20 @@
 /*
  * place.c: the cheapest-to-finish search.
  *
- * The search runs in two steps.  First every way of running the job is
- * listed as an option: a set of applied fixes and a GPU count, with the
- * bytes per GPU it needs and its run-time factor.  Options that another
- * option beats everywhere (no more memory, no more time, no more fixes,
- * same count) are dropped.  Then every card is tried with every option
- * left, and the best candidate of each card competes for the placement.
+ * Every way of running the job is first listed as a plan: a set of applied
+ * fixes, the GPU counts it may run on (the job's own, or with fsdp 2 up to
+ * the largest maxCount) and its memory estimate.  Then every card tries
+ * the plans, least cost first, and the best candidate of each card
+ * competes for the placement.
+ *
+ * Counts are not tried one by one.  At fixed fixes the cost to finish on
+ * count c, refH x tf / (eff^log2(c) x ie^log2(nodes)) x price / throughput,
+ * never falls as c grows and the need per GPU never grows, so a card's best
+ * count is the fewest that fit, found from a bound on the estimate and
+ * checked by bisection.  It moves up only as far as the limits ask (hours
+ * can fall with more GPUs where cost does not) and, where more GPUs cost
+ * no more (multiGpuEfficiency 1 within a node), to the count with the most
+ * spare memory, which design 6 ranks before fewer GPUs.
  */
 #include "place.h"
 
@@ -19,33 +27,44 @@
 #include "qty.h"
 
 #define GIB (INT64_C(1) << 30)
-/* Past this many options, pruning (an optimisation) stops; the table
- * still grows, up to MAX_OPTIONS. */
-#define PRUNE_OPTIONS 4096
-#define MAX_OPTIONS (1u << 20)
+/* Fix sets: at most one a bit pattern. */
+#define MAX_PLANS (1u << MF_FIX_COUNT)
+/* Relative difference under which two costs tie (rank()). */
+#define COST_TOL 1e-9
+/*
+ * Below this multiGpuEfficiency no two counts up to 1024 tie in cost: one
+ * more GPU multiplies the cost factor by at least
+ * eff^-log2(1024/1023) = 1 + 1.4e-9 at eff = 1 - 1e-6.
+ */
+#define FLAT_EFFICIENCY (1 - 1e-6)
 
-struct option {
+struct plan {
 	unsigned fixes;
-	int64_t count;
-	int64_t need;
+	int64_t lo, hi; /* the GPU counts it may run on */
+	int64_t need;   /* bytes per GPU on lo GPUs */
+	/* lo < hi (fsdp): the need on one GPU and on unboundedly many */
+	int64_t one, inf;
 	double time_factor;
-	/*
-	 * Cost on a card is k * hourlyPrice / relativeThroughput: with
-	 * speed = thr * c * eff^log2(c), cost = refH * tf / speed * price * c
-	 * = (refH * tf / eff^log2(c)) * price / thr.
-	 */
-	double k;
+	/* The cost factor on lo GPUs of one node: the least there is. */
+	double k_lo;
+	struct mf_estimate est; /* of the workload on lo GPUs */
 };
 
 struct search {
 	const struct mf_job *job;
 	const struct mf_catalog *cat;
-	double ref_hours; /* referenceHours, or 1 for ranking only */
-	size_t nopt, capopt;
-	struct option *opt; /* owned */
+	double ref_hours;  /* referenceHours, or 1 for ranking only */
+	int64_t max_count; /* the largest maxCount of the catalogue */
+	int flat;    /* multiGpuEfficiency so near 1 that counts may tie */
+	int limited; /* the job has a limit */
+	size_t nplan;
+	struct plan plan[MAX_PLANS];
 	/* The cheapest candidate that fit in memory, limits aside. */
 	int have_fit;
 	struct mf_placement cheapest_fit;
+	/* eff^log2(count) and ie^log2(nodes) as power() works them out */
+	double gpu_speedup[MF_CAT_MAX_COUNT + 1];
+	double node_speedup[MF_CAT_MAX_COUNT + 1];
 };
 
 const char *
@@ -97,16 +116,27 @@ mf_smallest_fit(const struct mf_catalog *cat, int64_t bytes)
 static int
 nfixes(unsigned fixes)
 {
-	return __builtin_popcount(fixes);
+	int n = 0;
+
+	for (; fixes != 0; fixes &= fixes - 1)
+		n++;
+	return n;
+}
+
+/* Whether two costs are equal but for rounding. */
+static int
+ties(double a, double b)
+{
+	double hi = a > b ? a : b;
+
+	return fabs(a - b) <= COST_TOL * hi;
 }
 
 /* <0 when a ranks before b: cost, fewer fixes, more spare, fewer GPUs, name. */
 static int
 rank(const struct mf_placement *a, const struct mf_placement *b)
 {
-	double tol = 1e-9 * fmax(a->cost_per_ref_hour, b->cost_per_ref_hour);
-
-	if (fabs(a->cost_per_ref_hour - b->cost_per_ref_hour) > tol)
+	if (!ties(a->cost_per_ref_hour, b->cost_per_ref_hour))
 		return a->cost_per_ref_hour < b->cost_per_ref_hour ? -1 : 1;
 	if (nfixes(a->fixes) != nfixes(b->fixes))
 		return nfixes(a->fixes) - nfixes(b->fixes);
@@ -128,32 +158,64 @@ time_factor(const struct mf_catalog *cat, unsigned fixes)
 	return f;
 }
 
-/* Does the option fit on g?  The floor check needs no headroom. */
-static int
-fits(const struct search *s, const struct mf_gpu *g, const struct option *o)
+/* x^log2(n), kept in table[n] (0: not yet worked out) for the counts a
+ * card may take, since cards try the same few. */
+static double
+power(double *table, double x, int64_t n)
 {
-	const struct mf_job *job = s->job;
+	if (n > MF_CAT_MAX_COUNT)
+		return pow(x, log2((double)n));
+	if (table[n] == 0)
+		table[n] = pow(x, log2((double)n));
+	return table[n];
+}
 
-	if (o->count > g->max_count || g->memory < job->min_memory)
-		return 0;
-	if (job->model_source == MF_MODEL_NONE)
-		return 1;
-	return o->need <= mf_cat_usable(s->cat, g);
+/* refH x tf / (eff^log2(count) x ie^log2(nodes)): cost is this times
+ * price / throughput, hours this / (throughput x count). */
+static double
+cost_factor(struct search *s, double tf, int64_t count, int64_t nodes)
+{
+	double k = s->ref_hours * tf /
+	    power(s->gpu_speedup, s->cat->multi_gpu_efficiency, count);
+
+	if (nodes > 1)
+		k /= power(s->node_speedup, s->cat->inter_node_efficiency,
+		    nodes);
+	return k;
+}
+
+/* Bytes per GPU of plan pl on count GPUs. */
+static int64_t
+need_at(const struct plan *pl, int64_t count)
+{
+	return pl->lo == pl->hi ? pl->need : mf_est_per_gpu(&pl->est, count);
+}
+
+/* p: plan pl on count GPUs of g, where it needs need bytes a GPU. */
+static void
+candidate_of(struct search *s, const struct mf_gpu *g, const struct plan *pl,
+    int64_t count, int64_t need, struct mf_placement *p)
+{
+	double k;
+
+	p->gpu = g;
+	p->count = count;
+	p->nodes = mf_cat_nodes(g, count);
+	p->fixes = pl->fixes;
+	p->need = need;
+	p->spare = (double)(g->memory - p->need) / (double)g->memory;
+	p->hourly_price = g->hourly_price * (double)count;
+	k = cost_factor(s, pl->time_factor, count, p->nodes);
+	p->cost = k * mf_cat_unit_cost(g);
+	p->hours = k / (g->throughput * (double)count);
+	p->cost_per_ref_hour = p->cost / s->ref_hours;
 }
 
 static void
-candidate(const struct search *s, const struct mf_gpu *g,
-    const struct option *o, struct mf_placement *p)
+candidate(struct search *s, const struct mf_gpu *g, const struct plan *pl,
+    int64_t count, struct mf_placement *p)
 {
-	p->gpu = g;
-	p->count = o->count;
-	p->fixes = o->fixes;
-	p->need = o->need;
-	p->spare = (double)(g->memory - o->need) / (double)g->memory;
-	p->hourly_price = g->hourly_price * (double)o->count;
-	p->cost = o->k * mf_cat_unit_cost(g);
-	p->hours = o->k / (g->throughput * (double)o->count);
-	p->cost_per_ref_hour = p->cost / s->ref_hours;
+	candidate_of(s, g, pl, count, need_at(pl, count), p);
 }
 
 static enum mf_limit
@@ -169,31 +231,264 @@ violated(const struct mf_job *job, const struct mf_placement *p)
 	return MF_LIMIT_NONE;
 }
 
-/*
- * Best candidate of card g over the options [from, to), which are sorted
- * so that on any one card the first that fits within the limits ranks
- * best; 0 if none does.
- */
+/* The limits that only more GPUs break: hourly price and cost. */
 static int
-best_on(struct search *s, const struct mf_gpu *g, size_t from, size_t to,
-    struct mf_placement *best)
+over_price(const struct mf_job *job, const struct mf_placement *p)
 {
-	int fit_seen = 0;
+	enum mf_limit l = violated(job, p);
 
-	for (size_t i = from; i < to; i++) {
-		if (!fits(s, g, &s->opt[i]))
+	return l == MF_LIMIT_HOURLY_PRICE || l == MF_LIMIT_COST;
+}
+
+static int
+late(const struct mf_job *job, const struct mf_placement *p)
+{
+	return job->deadline_hours >= 0 && p->hours > job->deadline_hours;
+}
+
+/*
+ * The fewest GPUs in [pl->lo, hi] on which pl needs at most usable bytes,
+ * or 0.  The need on c GPUs is rest + sum ceil(b_i / c) (mf_est_per_gpu),
+ * so with one = need(1) and inf = need(unbounded) = rest + (the number of
+ * b_i), ceil(b / c) - 1 <= (b - 1) / c gives need(c) <= inf + (one - inf)
+ * / c: c = ceil((one - inf) / (usable - inf)) fits, and since need(c) >=
+ * rest + sum b_i / c, the fewest is nearly always c itself.
+ */
+static int64_t
+fewest_fit(const struct plan *pl, int64_t usable, int64_t hi)
+{
+	int64_t lo = pl->lo, up = hi, mid;
+
+	if (lo > hi)
+		return 0;
+	if (pl->lo == pl->hi)
+		return pl->need <= usable ? lo : 0;
+	if (usable < pl->inf)
+		return 0;
+	if (usable > pl->inf && (pl->one - pl->inf) / (usable - pl->inf) < hi)
+		up = (pl->one - pl->inf + (usable - pl->inf) - 1) /
+		    (usable - pl->inf);
+	if (up < lo)
+		up = lo;
+	if (up == hi && need_at(pl, hi) > usable)
+		return 0;
+	if (up == lo || need_at(pl, up - 1) > usable)
+		return up;
+	for (up--; lo < up;) {
+		mid = lo + (up - lo) / 2;
+		if (need_at(pl, mid) <= usable)
+			up = mid;
+		else
+			lo = mid + 1;
+	}
+	return up;
+}
+
+/*
+ * The fewest GPUs from c, whose candidate p is late but within price,
+ * up to hi that meet every limit; 0 when none does.  Hourly price and cost
+ * only grow with the count, so the first count over them ends the search.
+ * Hours do not only fall: within one node count the speed goes as
+ * c^(1 + log2 eff), which rises when eff > 0.5, and each step to more
+ * nodes multiplies it by ie^(log2 of the step).  So every node count's
+ * range of counts is searched on its own, its fastest count being its last
+ * (eff > 0.5) or its first.
+ */
+static int64_t
+meet_deadline(struct search *s, const struct mf_gpu *g, const struct plan *pl,
+    int64_t c, int64_t hi, struct mf_placement *p)
+{
+	int rising = s->cat->multi_gpu_efficiency > 0.5;
+	int64_t end, mid, lo;
+
+	for (c++; c <= hi; c = end + 1) {
+		end = mf_cat_nodes(g, c) * g->gpus_per_node;
+		if (end > hi)
+			end = hi;
+		candidate(s, g, pl, rising ? end : c, p);
+		if (late(s->job, p) && over_price(s->job, p))
+			return 0;
+		if (late(s->job, p))
 			continue;
-		candidate(s, g, &s->opt[i], best);
-		if (!fit_seen &&
-		    (!s->have_fit || rank(best, &s->cheapest_fit) < 0)) {
-			s->cheapest_fit = *best;
-			s->have_fit = 1;
+		for (lo = c; rising && lo < end;) {
+			mid = lo + (end - lo) / 2;
+			candidate(s, g, pl, mid, p);
+			if (late(s->job, p))
+				lo = mid + 1;
+			else
+				end = mid;
 		}
-		fit_seen = 1;
-		if (violated(s->job, best) == MF_LIMIT_NONE)
-			return 1;
+		candidate(s, g, pl, rising ? end : c, p);
+		return over_price(s->job, p) ? 0 : p->count;
 	}
 	return 0;
+}
+
+/* Whether the candidate of pl on count GPUs of g ties cost factor k and,
+ * with limits, meets them. */
+static int
+tie_ok(struct search *s, const struct mf_gpu *g, const struct plan *pl,
+    int64_t count, double k, int limits)
+{
+	struct mf_placement p;
+
+	candidate(s, g, pl, count, &p);
+	return ties(cost_factor(s, pl->time_factor, count, p.nodes), k) &&
+	    (!limits || violated(s->job, &p) == MF_LIMIT_NONE);
+}
+
+/*
+ * With s->flat, counts above c may cost the same as c, and then the most
+ * spare memory ranks first, then the fewer GPUs (design 6): the best is
+ * the fewest GPUs that reach the least need of the counts up to hi that
+ * tie c in cost (and meet the limits, which c does).  Ties and limits
+ * hold on a range of counts from c: cost and hourly price never fall, and
+ * a tie on more GPUs takes fewer hours.
+ */
+static int64_t
+widest_tie(struct search *s, const struct mf_gpu *g, const struct plan *pl,
+    int64_t c, int64_t hi, int limits)
+{
+	double k = cost_factor(s, pl->time_factor, c, mf_cat_nodes(g, c));
+	int64_t lo = c, mid, least;
+
+	while (lo < hi) {
+		mid = lo + (hi - lo + 1) / 2;
+		if (tie_ok(s, g, pl, mid, k, limits))
+			lo = mid;
+		else
+			hi = mid - 1;
+	}
+	least = need_at(pl, lo);
+	for (hi = lo, lo = c; lo < hi;) {
+		mid = lo + (hi - lo) / 2;
+		if (need_at(pl, mid) == least)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return hi;
+}
+
+static void
+note_fit(struct search *s, const struct mf_placement *p)
+{
+	if (!s->limited)
+		return; /* the best placement is the cheapest fit */
+	if (!s->have_fit || rank(p, &s->cheapest_fit) < 0) {
+		s->cheapest_fit = *p;
+		s->have_fit = 1;
+	}
+}
+
+/* A card as the search tries it. */
+struct card {
+	const struct mf_gpu *g;
+	int64_t usable; /* bytes a GPU holds: all of them without a model */
+	double unit;    /* cost over cost factor: price / throughput */
+};
+
+/*
+ * Whether a candidate on count GPUs of best's card with this cost, fixes
+ * and need ranks no better than best by rank()'s keys.
+ */
+static int
+ranks_after(double cost, unsigned fixes, int64_t need, int64_t count,
+    const struct mf_placement *best)
+{
+	double memory = (double)best->gpu->memory;
+	double spare = (double)(best->gpu->memory - need) / memory;
+
+	if (!ties(cost, best->cost))
+		return cost > best->cost;
+	if (nfixes(fixes) != nfixes(best->fixes))
+		return nfixes(fixes) > nfixes(best->fixes);
+	if (spare != best->spare)
+		return spare < best->spare;
+	return count >= best->count;
+}
+
+/*
+ * The best candidate p of plan pl on the card within the limits; 0 if
+ * none, or if it ranks no better than best (when not NULL).  The best
+ * that fits, limits aside, is noted for the rejection's reason.  Counts
+ * above the fewest cost more, so the fewest decides against best, but for
+ * cost alone where counts may tie (s->flat).
+ */
+static int
+try_plan(struct search *s, const struct card *cd, const struct plan *pl,
+    const struct mf_placement *best, struct mf_placement *p)
+{
+	const struct mf_gpu *g = cd->g;
+	int64_t hi = pl->hi < g->max_count ? pl->hi : g->max_count;
+	int64_t fewest = fewest_fit(pl, cd->usable, hi), c, need;
+	double cost;
+
+	if (fewest == 0)
+		return 0;
+	need = need_at(pl, fewest);
+	if (best != NULL) {
+		cost = cost_factor(s, pl->time_factor, fewest,
+		           mf_cat_nodes(g, fewest)) *
+		    cd->unit;
+		if (s->flat ? cost > best->cost && !ties(cost, best->cost) :
+		              ranks_after(cost, pl->fixes, need, fewest, best))
+			return 0;
+	}
+	if (s->flat)
+		candidate(s, g, pl, widest_tie(s, g, pl, fewest, hi, 0), p);
+	else
+		candidate_of(s, g, pl, fewest, need, p);
+	note_fit(s, p);
+	if (violated(s->job, p) == MF_LIMIT_NONE)
+		return 1;
+	candidate(s, g, pl, fewest, p);
+	c = fewest;
+	if (over_price(s->job, p))
+		return 0;
+	if (late(s->job, p))
+		c = meet_deadline(s, g, pl, fewest, hi, p);
+	if (c == 0)
+		return 0;
+	if (s->flat)
+		candidate(s, g, pl, widest_tie(s, g, pl, c, hi, 1), p);
+	return 1;
+}
+
+/*
+ * Best candidate of card g over the plans pl[0..n); 0 if none fits within
+ * the limits.  The plans are in order of least cost: once one's least
+ * cost is above the best so far, so is every later one's; one with more
+ * fixes than the best needs a lower cost to win.
+ */
+static int
+best_on(struct search *s, const struct mf_gpu *g, const struct plan *pl,
+    size_t n, struct mf_placement *best)
+{
+	const struct mf_job *job = s->job;
+	struct card cd = { g, INT64_MAX, mf_cat_unit_cost(g) };
+	struct mf_placement p;
+	double least;
+	int found = 0;
+
+	if (g->memory < job->min_memory)
+		return 0;
+	if (job->model_source != MF_MODEL_NONE)
+		cd.usable = mf_cat_usable(s->cat, g);
+	for (size_t i = 0; i < n; i++) {
+		least = pl[i].k_lo * cd.unit;
+		if (found && least > best->cost && !ties(least, best->cost))
+			break;
+		if (found && nfixes(pl[i].fixes) > nfixes(best->fixes) &&
+		    (least > best->cost || ties(least, best->cost)))
+			continue;
+		if (try_plan(s, &cd, &pl[i], found ? best : NULL, &p) &&
+		    (!found || rank(&p, best) < 0)) {
+			*best = p;
+			found = 1;
+		}
+	}
+	return found;
 }
 
 /* Insert p into the ranked list top[0..*n), keeping at most max. */
@@ -216,78 +511,15 @@ keep_top(struct mf_placement *top, size_t *n, size_t max,
 	top[i] = *p;
 }
 
-static double
-cost_factor(const struct search *s, double tf, int64_t count)
-{
-	return s->ref_hours * tf /
-	    pow(s->cat->multi_gpu_efficiency, log2((double)count));
-}
-
-/* Option order: on one card, rank() order (cost, fixes, spare, count). */
+/* Plan order: least cost factor first, then fewer fixes. */
 static int
-by_rank(const void *pa, const void *pb)
+by_least(const void *pa, const void *pb)
 {
-	const struct option *a = pa, *b = pb;
-	double tol = 1e-9 * fmax(a->k, b->k);
+	const struct plan *a = pa, *b = pb;
 
-	if (fabs(a->k - b->k) > tol)
-		return a->k < b->k ? -1 : 1;
-	if (nfixes(a->fixes) != nfixes(b->fixes))
-		return nfixes(a->fixes) - nfixes(b->fixes);
-	if (a->need != b->need)
-		return a->need < b->need ? -1 : 1;
-	if (a->count != b->count)
-		return a->count < b->count ? -1 : 1;
-	return 0;
-}
-
-static int
-dominates(const struct option *a, const struct option *b)
-{
-	return a->count == b->count && a->need <= b->need &&
-	    a->time_factor <= b->time_factor &&
-	    nfixes(a->fixes) <= nfixes(b->fixes);
-}
-
-static enum mf_rc
-add_option(struct search *s, const struct option *o)
-{
-	size_t i, j;
-
-	if (s->nopt < PRUNE_OPTIONS) {
-		for (i = 0; i < s->nopt; i++)
-			if (dominates(&s->opt[i], o))
-				return MF_OK;
-		for (i = j = 0; i < s->nopt; i++)
-			if (!dominates(o, &s->opt[i]))
-				s->opt[j++] = s->opt[i];
-		s->nopt = j;
-	}
-	if (s->nopt == s->capopt) {
-		size_t cap = s->capopt ? s->capopt * 2 : 64;
-		struct option *p;
-
-		if (cap > MAX_OPTIONS)
-			return MF_ETOOBIG;
-		p = realloc(s->opt, cap * sizeof(*p));
-		if (p == NULL)
-			return MF_ENOMEM;
-		s->opt = p;
-		s->capopt = cap;
-	}
-	s->opt[s->nopt++] = *o;
-	return MF_OK;
-}
-
-static int64_t
-max_count(const struct mf_catalog *cat)
-{
-	int64_t m = 1;
-
-	for (size_t i = 0; i < cat->ngpus; i++)
-		if (cat->gpus[i].max_count > m)
-			m = cat->gpus[i].max_count;
-	return m;
+	if (!ties(a->k_lo, b->k_lo))
+		return a->k_lo < b->k_lo ? -1 : 1;
+	return nfixes(a->fixes) - nfixes(b->fixes);
 }
 
 /*
@@ -300,61 +532,54 @@ counts(const struct search *s, unsigned fixes, int64_t *lo, int64_t *hi)
 	*lo = *hi = s->job->count;
 	if ((fixes & MF_FIXBIT(MF_FIX_FSDP)) && !s->job->count_given) {
 		*lo = 2;
-		*hi = max_count(s->cat) < 2 ? 2 : max_count(s->cat);
+		*hi = s->max_count < 2 ? 2 : s->max_count;
 	}
 }
 
-/* The job with fixes applied on count GPUs; MF_ERANGE on overflow. */
+static void
+plan_costs(struct search *s, struct plan *pl)
+{
+	pl->time_factor = time_factor(s->cat, pl->fixes);
+	pl->k_lo = cost_factor(s, pl->time_factor, pl->lo, 1);
+}
+
+/* The job with fixes applied, on its counts; MF_ERANGE on overflow. */
 static enum mf_rc
-make_option(const struct search *s, unsigned fixes, int64_t count,
-    struct option *o)
+make_plan(struct search *s, unsigned fixes, struct plan *pl)
 {
 	struct mf_workload w = s->job->work;
-	struct mf_estimate est;
 
-	mf_fix_apply(&w, fixes, count);
-	if (mf_est_compute(&s->job->model, &w, &est) != MF_OK)
+	pl->fixes = fixes;
+	counts(s, fixes, &pl->lo, &pl->hi);
+	mf_fix_apply(&w, fixes, pl->lo);
+	if (mf_est_compute(&s->job->model, &w, &pl->est) != MF_OK)
 		return MF_ERANGE;
-	o->fixes = fixes;
-	o->count = count;
-	o->need = est.per_gpu;
-	o->time_factor = time_factor(s->cat, fixes);
-	o->k = cost_factor(s, o->time_factor, count);
+	pl->need = pl->est.per_gpu;
+	pl->one = mf_est_per_gpu(&pl->est, 1);
+	pl->inf = mf_est_per_gpu(&pl->est, INT64_MAX);
+	plan_costs(s, pl);
 	return MF_OK;
 }
 
-/* Options for one fix set: one per GPU count it may run on. */
-static enum mf_rc
-add_fixset(struct search *s, unsigned fixes, struct mf_error *err)
+/* A minMemory-only job has one plan: no fixes, its count, its floor. */
+static void
+floor_plan(struct search *s, struct plan *pl)
 {
-	struct option o;
-	int64_t lo, hi;
-
-	counts(s, fixes, &lo, &hi);
-	for (int64_t c = lo; c <= hi; c++) {
-		if (make_option(s, fixes, c, &o) != MF_OK)
-			return mf_est_range_error(err);
-		if (add_option(s, &o) != MF_OK)
-			return mf_error_set(err, MF_ENOMEM, NULL, 0, 0,
-			    "out of memory listing placements");
-	}
-	return MF_OK;
+	memset(pl, 0, sizeof(*pl));
+	pl->lo = pl->hi = s->job->count;
+	pl->need = s->job->min_memory;
+	plan_costs(s, pl);
 }
 
 static enum mf_rc
-list_options(struct search *s, struct mf_error *err)
+list_plans(struct search *s, struct mf_error *err)
 {
 	const struct mf_job *job = s->job;
 	unsigned allowed = 0;
-	enum mf_rc rc = MF_OK;
 
 	if (job->model_source == MF_MODEL_NONE) {
-		struct option o = { 0, job->count, job->min_memory, 1.0,
-			cost_factor(s, 1.0, job->count) };
-
-		return add_option(s, &o) == MF_OK ?
-		    MF_OK :
-		    mf_error_set(err, MF_ENOMEM, NULL, 0, 0, "out of memory");
+		floor_plan(s, &s->plan[s->nplan++]);
+		return MF_OK;
 	}
 	for (int f = 0; f < MF_FIX_COUNT; f++)
 		if ((job->allowed_fixes & MF_FIXBIT(f)) &&
@@ -362,14 +587,14 @@ list_options(struct search *s, struct mf_error *err)
 			allowed |= MF_FIXBIT(f);
 	/* Every subset of allowed, the empty set included. */
 	for (unsigned sub = allowed;; sub = (sub - 1) & allowed) {
-		if (mf_fix_compatible(sub))
-			rc = add_fixset(s, sub, err);
-		if (rc != MF_OK || sub == 0)
+		if (mf_fix_compatible(sub) &&
+		    make_plan(s, sub, &s->plan[s->nplan++]) != MF_OK)
+			return mf_est_range_error(err);
+		if (sub == 0)
 			break;
 	}
-	if (s->nopt > 1)
-		qsort(s->opt, s->nopt, sizeof(s->opt[0]), by_rank);
-	return rc;
+	qsort(s->plan, s->nplan, sizeof(s->plan[0]), by_least);
+	return MF_OK;
 }
 
 static void
@@ -379,10 +604,17 @@ search_init(struct search *s, const struct mf_job *job,
 	s->job = job;
 	s->cat = cat;
 	s->ref_hours = job->reference_hours > 0 ? job->reference_hours : 1.0;
-	s->nopt = 0;
-	s->capopt = 0;
-	s->opt = NULL;
+	s->max_count = 1;
+	for (size_t i = 0; i < cat->ngpus; i++)
+		if (cat->gpus[i].max_count > s->max_count)
+			s->max_count = cat->gpus[i].max_count;
+	s->flat = cat->multi_gpu_efficiency >= FLAT_EFFICIENCY;
+	s->limited = job->max_hourly_price >= 0 || job->max_cost >= 0 ||
+	    job->deadline_hours >= 0;
+	s->nplan = 0;
 	s->have_fit = 0;
+	memset(s->gpu_speedup, 0, sizeof(s->gpu_speedup));
+	memset(s->node_speedup, 0, sizeof(s->node_speedup));
 }
 
 /* Rank every card's best candidate; fill placement and alternatives. */
@@ -393,7 +625,7 @@ search_cards(struct search *s, struct mf_decision *d)
 	size_t n = 0;
 
 	for (size_t i = 0; i < s->cat->ngpus; i++)
-		if (best_on(s, &s->cat->gpus[i], 0, s->nopt, &p))
+		if (best_on(s, &s->cat->gpus[i], s->plan, s->nplan, &p))
 			keep_top(top, &n, MF_MAX_ALTERNATIVES + 1, &p);
 	d->admitted = n > 0;
 	if (n == 0)
@@ -403,19 +635,16 @@ search_cards(struct search *s, struct mf_decision *d)
 	memcpy(d->alt, top + 1, (n - 1) * sizeof(top[0]));
 }
 
-/* The cheapest placement with exactly one option, within limits. */
+/* The cheapest placement of one plan, within limits. */
 static int
-cheapest_with(struct search *s, const struct option *o,
+cheapest_with(struct search *s, const struct plan *pl,
     struct mf_placement *best)
 {
 	struct mf_placement p;
 	int found = 0;
 
-	/* The table always has room for one: the search added at least one. */
-	s->opt[0] = *o;
-	s->nopt = 1;
 	for (size_t i = 0; i < s->cat->ngpus; i++)
-		if (best_on(s, &s->cat->gpus[i], 0, 1, &p) &&
+		if (best_on(s, &s->cat->gpus[i], pl, 1, &p) &&
 		    (!found || rank(&p, best) < 0)) {
 			*best = p;
 			found = 1;
@@ -423,38 +652,49 @@ cheapest_with(struct search *s, const struct option *o,
 	return found;
 }
 
-static int
-fits_anywhere(const struct search *s, const struct option *o)
+/* The fewest GPUs on which pl fits on some card; 0 when none. */
+static int64_t
+fewest_anywhere(const struct search *s, const struct plan *pl)
 {
-	for (size_t i = 0; i < s->cat->ngpus; i++)
-		if (fits(s, &s->cat->gpus[i], o))
-			return 1;
-	return 0;
+	int64_t best = 0, c, hi;
+
+	for (size_t i = 0; i < s->cat->ngpus; i++) {
+		const struct mf_gpu *g = &s->cat->gpus[i];
+
+		if (g->memory < s->job->min_memory)
+			continue;
+		hi = pl->hi < g->max_count ? pl->hi : g->max_count;
+		c = fewest_fit(pl, mf_cat_usable(s->cat, g), hi);
+		if (c > 0 && (best == 0 || c < best))
+			best = c;
+	}
+	return best;
 }
 
 static enum mf_rc
 fix_entry(struct search *s, enum mf_fix fix, unsigned fixes,
     struct mf_fix_option *e)
 {
-	struct option o = { 0 }; /* counts() gives lo <= hi: the loop sets it */
-	int64_t c, lo, hi;
+	struct plan pl;
+	int64_t c;
 
+	if (make_plan(s, fixes, &pl) != MF_OK)
+		return MF_ERANGE;
 	/* fsdp: the fewest GPUs that fit, else the most there are. */
-	counts(s, fixes, &lo, &hi);
-	for (c = lo; c <= hi; c++) {
-		if (make_option(s, fixes, c, &o) != MF_OK)
-			return MF_ERANGE;
-		if (fits_anywhere(s, &o))
-			break;
-	}
+	c = fewest_anywhere(s, &pl);
+	if (c == 0)
+		c = pl.hi;
+	pl.need = need_at(&pl, c);
+	pl.lo = pl.hi = c;
+	plan_costs(s, &pl);
 	e->fix = fix;
 	e->fixes = fixes;
-	e->gpus = o.count;
-	e->need = o.need;
-	e->min_memory = mf_floor_for(o.need, s->cat->headroom);
+	e->gpus = c;
+	e->need = pl.need;
+	e->min_memory = mf_floor_for(pl.need, s->cat->headroom);
 	if (e->min_memory < 0)
 		return MF_ERANGE;
-	e->placed = cheapest_with(s, &o, &e->placement);
+	e->placed = cheapest_with(s, &pl, &e->placement);
 	return MF_OK;
 }
 
@@ -694,7 +934,7 @@ mf_place(const struct mf_job *job, const struct mf_catalog *cat,
 	d.suggested = -1;
 	d.from_model = job->model_source != MF_MODEL_NONE;
 	search_init(&s, job, cat);
-	rc = list_options(&s, err);
+	rc = list_plans(&s, err);
 	if (rc != MF_OK)
 		goto out;
 	search_cards(&s, &d);
@@ -715,6 +955,5 @@ mf_place(const struct mf_job *job, const struct mf_catalog *cat,
 range:
 	mf_est_range_error(err);
 out:
-	free(s.opt);
 	return rc;
 }

@@ -22,6 +22,7 @@
 struct mf_placement {
 	const struct mf_gpu *gpu; /* borrowed from the catalogue */
 	int64_t count;
+	int64_t nodes;       /* nodes the count spans: mf_cat_nodes */
 	unsigned fixes;      /* fixes admission applied (MF_FIXBIT) */
 	int64_t need;        /* bytes per GPU: derived need, or the floor */
 	double spare;        /* (memory - need) / memory */

@@ -79,6 +79,7 @@ placement(struct mf_jw *w, const char *key, const struct mf_job *job,
 	mf_jw_open(w, key, '{');
 	mf_jw_str(w, "gpu", p->gpu->name);
 	mf_jw_int(w, "count", p->count);
+	mf_jw_int(w, "nodes", p->nodes);
 	quantity(w, "memory", p->gpu->memory, p->gpu->memory_format);
 	mf_jw_int(w, "memoryBytes", p->gpu->memory);
 	mf_jw_num(w, "spareFraction", p->spare, 4);
@@ -331,6 +332,8 @@ gpu_json(struct mf_jw *w, const struct mf_catalog *cat, const struct mf_gpu *g)
 	mf_jw_int(w, "usableBytes", mf_cat_usable(cat, g));
 	mf_jw_num(w, "hourlyPrice", g->hourly_price, 6);
 	mf_jw_num(w, "relativeThroughput", g->throughput, 6);
+	mf_jw_int(w, "gpusPerNode", g->gpus_per_node);
+	mf_jw_int(w, "maxNodes", g->max_nodes);
 	mf_jw_int(w, "maxCount", g->max_count);
 	mf_jw_num(w, "costPerReferenceHour", mf_cat_unit_cost(g), 4);
 	labels(w, g);
@@ -390,6 +393,7 @@ mf_write_catalog(struct mf_jw *w, const struct mf_catalog *cat,
 	mf_jw_str(w, "source", cat->source ? cat->source : "");
 	mf_jw_num(w, "headroom", cat->headroom, 6);
 	mf_jw_num(w, "multiGpuEfficiency", cat->multi_gpu_efficiency, 6);
+	mf_jw_num(w, "interNodeEfficiency", cat->inter_node_efficiency, 6);
 	mf_jw_open(w, "timeFactors", '{');
 	for (int f = 0; f < MF_FIX_COUNT; f++)
 		mf_jw_num(w, mf_fix_name(f), cat->time_factor[f], 6);
@@ -467,9 +471,9 @@ text_placement(struct mf_buf *b, const struct mf_job *job,
 	char f[96];
 
 	fix_names(p->fixes, f, sizeof(f));
-	mf_buf_printf(b, "%-14s %5lld %6.1f %5.0f%% %8.2f ", p->gpu->name,
-	    (long long)p->count, gb(p->gpu->memory), p->spare * 100,
-	    p->hourly_price);
+	mf_buf_printf(b, "%-14s %5lld %5lld %6.1f %5.0f%% %8.2f ", p->gpu->name,
+	    (long long)p->count, (long long)p->nodes, gb(p->gpu->memory),
+	    p->spare * 100, p->hourly_price);
 	if (job->reference_hours > 0)
 		mf_buf_printf(b, "%8.1f %9.2f", p->hours, p->cost);
 	else
@@ -478,7 +482,7 @@ text_placement(struct mf_buf *b, const struct mf_job *job,
 }
 
 static const char placement_head[] =
-    "GPU            COUNT     GB  SPARE "
+    "GPU            COUNT NODES     GB  SPARE "
     "  $/HOUR    HOURS      COST  $/REF-H  FIXES\n";
 
 static void
@@ -605,12 +609,15 @@ mf_text_catalog(const struct mf_catalog *cat, int64_t min_memory,
 		    "cheapest per reference hour first",
 		    n, q);
 	}
-	mf_buf_printf(&b, "\n\n%-14s %8s %8s %10s %6s %10s\n", "GPU", "GB",
-	    "$/HOUR", "THROUGHPUT", "MAX", "$/REF-H");
+	mf_buf_printf(&b, "\n\n%-14s %8s %8s %10s %9s %5s %6s %10s\n", "GPU",
+	    "GB", "$/HOUR", "THROUGHPUT", "GPUS/NODE", "NODES", "MAX",
+	    "$/REF-H");
 	for (size_t i = 0; i < n; i++)
-		mf_buf_printf(&b, "%-14s %8.1f %8.3f %10.3f %6lld %10.3f\n",
+		mf_buf_printf(&b,
+		    "%-14s %8.1f %8.3f %10.3f %9lld %5lld %6lld %10.3f\n",
 		    v[i]->name, gb(v[i]->memory), v[i]->hourly_price,
-		    v[i]->throughput, (long long)v[i]->max_count,
+		    v[i]->throughput, (long long)v[i]->gpus_per_node,
+		    (long long)v[i]->max_nodes, (long long)v[i]->max_count,
 		    mf_cat_unit_cost(v[i]));
 	free(v);
 	return mf_buf_take(&b);

@@ -27,10 +27,11 @@
 #define DEFAULT_HEADROOM 0.10
 #define DEFAULT_EFFICIENCY 0.9
 #define DEFAULT_CHECKPOINTING 1.35
-#define DEFAULT_MAX_COUNT 8
-#define MAX_COUNT_LIMIT 1024
 #define SLURM_NAME_MAX 63 /* a gres type or a partition name */
 #define SLURM_CONSTRAINT_MAX 255
+#define DEFAULT_INTER_NODE 0.8
+#define DEFAULT_GPUS_PER_NODE 8
+#define DEFAULT_MAX_NODES 1
 
 /* A closed or open interval for a number field, and how to print it. */
 struct bound {
@@ -46,9 +47,11 @@ static const struct bound price_bound = { 0, 1e6, 0, 0, "[0, 1000000]" };
 static const struct bound throughput_bound = { 0, 1000, 1, 0, "(0, 1000]" };
 
 static const char *const top_keys[] = { "apiVersion", "kind", "headroom",
-	"multiGpuEfficiency", "timeFactors", "gpus", "kubernetes", NULL };
+	"multiGpuEfficiency", "interNodeEfficiency", "timeFactors", "gpus",
+	"kubernetes", NULL };
 static const char *const gpu_keys[] = { "name", "memory", "hourlyPrice",
-	"relativeThroughput", "maxCount", "labels", "slurm", NULL };
+	"relativeThroughput", "gpusPerNode", "maxNodes", "maxCount", "labels",
+	"slurm", NULL };
 static const char *const slurm_keys[] = { "gres", "partition", "constraint",
 	NULL };
 
@@ -428,6 +431,55 @@ read_gpu_number(const struct ctx *c, const struct mf_node *map,
 	return read_number(c, n, field, b, out);
 }
 
+/* An optional whole-number field of a GPU entry in [1, MF_CAT_MAX_COUNT];
+ * *out keeps its default when the field is absent. */
+static enum mf_rc
+read_gpu_count(const struct ctx *c, const struct mf_node *map, const char *path,
+    const char *key, int64_t *out)
+{
+	const struct mf_node *n = mf_node_get(map, key);
+	char field[128];
+
+	mf_path(field, sizeof(field), path, key);
+	if (n != NULL &&
+	    mf_node_int(n, field, 1, MF_CAT_MAX_COUNT, out, c->err) != MF_OK)
+		return in_file(c, MF_EINVAL);
+	return MF_OK;
+}
+
+/*
+ * gpusPerNode, maxNodes and maxCount.  maxCount defaults to what the nodes
+ * hold, capped at MF_CAT_MAX_COUNT; more than they hold is an error.
+ */
+static enum mf_rc
+read_counts(const struct ctx *c, const struct mf_node *map, const char *path,
+    struct mf_gpu *gpu)
+{
+	const struct mf_node *n;
+	enum mf_rc rc;
+	char field[128];
+	int64_t held;
+
+	gpu->gpus_per_node = DEFAULT_GPUS_PER_NODE;
+	gpu->max_nodes = DEFAULT_MAX_NODES;
+	rc = read_gpu_count(c, map, path, "gpusPerNode", &gpu->gpus_per_node);
+	if (rc == MF_OK)
+		rc = read_gpu_count(c, map, path, "maxNodes", &gpu->max_nodes);
+	if (rc != MF_OK)
+		return rc;
+	held = gpu->gpus_per_node * gpu->max_nodes;
+	gpu->max_count = held < MF_CAT_MAX_COUNT ? held : MF_CAT_MAX_COUNT;
+	rc = read_gpu_count(c, map, path, "maxCount", &gpu->max_count);
+	if (rc != MF_OK || gpu->max_count <= held)
+		return rc;
+	n = mf_node_get(map, "maxCount");
+	mf_path(field, sizeof(field), path, "maxCount");
+	return fail(c, MF_EINVAL, field, n->line, n->column,
+	    "%lld is more than gpusPerNode x maxNodes (%lld x %lld = %lld)",
+	    (long long)gpu->max_count, (long long)gpu->gpus_per_node,
+	    (long long)gpu->max_nodes, (long long)held);
+}
+
 static enum mf_rc
 read_gpu(const struct ctx *c, const struct mf_node *n, const char *path,
     struct mf_gpu *gpu)
@@ -439,7 +491,6 @@ read_gpu(const struct ctx *c, const struct mf_node *n, const char *path,
 	if (mf_node_map(n, path, gpu_keys, c->err) != MF_OK)
 		return in_file(c, MF_EINVAL);
 	gpu->line = n->line;
-	gpu->max_count = DEFAULT_MAX_COUNT;
 	rc = read_name(c, n, path, gpu);
 	if (rc == MF_OK)
 		rc = read_memory(c, n, path, gpu);
@@ -449,14 +500,10 @@ read_gpu(const struct ctx *c, const struct mf_node *n, const char *path,
 	if (rc == MF_OK)
 		rc = read_gpu_number(c, n, path, "relativeThroughput",
 		    &throughput_bound, &gpu->throughput);
+	if (rc == MF_OK)
+		rc = read_counts(c, n, path, gpu);
 	if (rc != MF_OK)
 		return rc;
-	v = mf_node_get(n, "maxCount");
-	mf_path(field, sizeof(field), path, "maxCount");
-	if (v != NULL &&
-	    mf_node_int(v, field, 1, MAX_COUNT_LIMIT, &gpu->max_count,
-	        c->err) != MF_OK)
-		return in_file(c, MF_EINVAL);
 	v = mf_node_get(n, "labels");
 	mf_path(field, sizeof(field), path, "labels");
 	if (v != NULL) {
@@ -660,8 +707,8 @@ read_kubernetes(const struct ctx *c, const struct mf_node *n,
 	v = mf_node_get(n, "select");
 	if (v == NULL)
 		return MF_OK;
-	if (mf_node_enum(v, "kubernetes.select", k8s_selects, &select, c->err) !=
-	    MF_OK)
+	if (mf_node_enum(v, "kubernetes.select", k8s_selects, &select,
+	        c->err) != MF_OK)
 		return in_file(c, MF_EINVAL);
 	cat->k8s_select = (enum mf_k8s_select)select;
 	return MF_OK;
@@ -709,6 +756,10 @@ read_catalog(const struct ctx *c, const struct mf_node *root,
 	if (rc == MF_OK && n != NULL)
 		rc = read_number(c, n, "multiGpuEfficiency", &efficiency_bound,
 		    &cat->multi_gpu_efficiency);
+	n = mf_node_get(root, "interNodeEfficiency");
+	if (rc == MF_OK && n != NULL)
+		rc = read_number(c, n, "interNodeEfficiency", &efficiency_bound,
+		    &cat->inter_node_efficiency);
 	n = mf_node_get(root, "timeFactors");
 	if (rc == MF_OK && n != NULL)
 		rc = read_time_factors(c, n, cat);
@@ -729,6 +780,7 @@ cat_new(const char *source)
 		return NULL;
 	cat->headroom = DEFAULT_HEADROOM;
 	cat->multi_gpu_efficiency = DEFAULT_EFFICIENCY;
+	cat->inter_node_efficiency = DEFAULT_INTER_NODE;
 	for (int i = 0; i < MF_FIX_COUNT; i++)
 		cat->time_factor[i] = 1.0;
 	cat->time_factor[MF_FIX_CHECKPOINTING] = DEFAULT_CHECKPOINTING;
@@ -862,6 +914,12 @@ mf_cat_gres_type(const struct mf_gpu *gpu)
 	if (gpu == NULL || gpu->slurm.gres == NULL)
 		return NULL;
 	return gpu->slurm.gres + 4; /* after "gpu:", checked on load */
+}
+
+int64_t
+mf_cat_nodes(const struct mf_gpu *gpu, int64_t count)
+{
+	return (count + gpu->gpus_per_node - 1) / gpu->gpus_per_node;
 }
 
 double

@@ -18,6 +18,7 @@
 
 #define MF_CAT_MAX_GPUS 20000
 #define MF_CAT_MAX_LABELS 64
+#define MF_CAT_MAX_COUNT 1024 /* bound on gpusPerNode, maxNodes, maxCount */
 #define MF_CAT_MAX_BYTES (16u << 20) /* catalogue file size cap */
 
 struct mf_label {
@@ -39,11 +40,16 @@ struct mf_slurm {
 
 struct mf_gpu {
 	char *name;
-	int64_t memory;      /* bytes per GPU */
-	int memory_format;   /* enum mf_qty_format, for printing */
-	double hourly_price; /* USD per GPU-hour, >= 0 */
-	double throughput;   /* relative to H100 SXM = 1.0, > 0 */
-	int64_t max_count;   /* most GPUs of this type one job may get, >= 1 */
+	int64_t memory;        /* bytes per GPU */
+	int memory_format;     /* enum mf_qty_format, for printing */
+	double hourly_price;   /* USD per GPU-hour, >= 0 */
+	double throughput;     /* relative to H100 SXM = 1.0, > 0 */
+	int64_t gpus_per_node; /* [1, 1024], default 8 */
+	int64_t max_nodes;     /* most nodes one job may span, [1, 1024],
+	                          default 1 */
+	int64_t max_count;     /* most GPUs of this type one job may get, in
+	                          [1, min(1024, gpus_per_node x max_nodes)];
+	                          default that bound */
 	size_t nlabels;
 	struct mf_label *labels;
 	struct mf_slurm slurm;
@@ -64,6 +70,9 @@ enum mf_k8s_select {
 struct mf_catalog {
 	double headroom;                  /* [0, 0.9), default 0.10 */
 	double multi_gpu_efficiency;      /* (0, 1], default 0.9 */
+	double inter_node_efficiency;     /* (0, 1], default 0.8: each
+	                                     doubling of nodes keeps this
+	                                     share of speed */
 	double time_factor[MF_FIX_COUNT]; /* checkpointing 1.35, others 1.0 */
 	size_t ngpus;                     /* >= 1 */
 	struct mf_gpu *gpus;              /* in file order */
@@ -100,6 +109,8 @@ const char *mf_cat_gres_type(const struct mf_gpu *gpu);
 /* Dollars per reference hour on one card: hourlyPrice / relativeThroughput,
  * the cost of a one-GPU job per hour it takes on the reference GPU. */
 double mf_cat_unit_cost(const struct mf_gpu *gpu);
+/* Nodes a job of count GPUs of this type spans: ceil(count / gpusPerNode). */
+int64_t mf_cat_nodes(const struct mf_gpu *gpu, int64_t count);
 /* Usable bytes of a card: memory x (1 - headroom), rounded down. */
 int64_t mf_cat_usable(const struct mf_catalog *cat, const struct mf_gpu *gpu);
 

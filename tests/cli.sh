@@ -212,7 +212,7 @@ off admit "$ok_job" -o table
 is "admit -o table exits 0" "$rc" 0
 has "admit -o table: the verdict" "$out" '^ADMITTED +llama-8b-full$'
 has "admit -o table: the table header" "$out" \
-    '^GPU +COUNT +GB +SPARE +\$/HOUR +HOURS +COST +\$/REF-H +FIXES$'
+    '^GPU +COUNT +NODES +GB +SPARE +\$/HOUR +HOURS +COST +\$/REF-H +FIXES$'
 
 off admit "$ok_job" -o yaml
 is "admit -o yaml exits 0" "$rc" 0
@@ -293,7 +293,7 @@ ncards=$(grep -c '^  - name: ' catalog/gpus.yaml)
 mf catalog check catalog/gpus.yaml
 is "catalog check: the shipped catalogue exits 0" "$rc" 0
 has "catalog check: the summary header" "$out" \
-    '^GPU +GB +\$/HOUR +THROUGHPUT +MAX +\$/REF-H$'
+    '^GPU +GB +\$/HOUR +THROUGHPUT +GPUS/NODE +NODES +MAX +\$/REF-H$'
 is "catalog check: one row per card ($ncards)" \
     "$(sed -n '/^GPU /,$p' "$out" | tail -n +2 | grep -c .)" "$ncards"
 empty "catalog check: nothing on stderr" "$err"
@@ -418,7 +418,7 @@ mf submit - --server "$url" -o json
 is "submit -: from stdin exits 0" "$rc" 0
 
 mf submit "$ok_job" --server "$url" -o table
-has "submit -o table: the table header" "$out" '^GPU +COUNT +GB +SPARE '
+has "submit -o table: the table header" "$out" '^GPU +COUNT +NODES +GB +SPARE '
 
 mf submit "$ok_job" --server "$url" -o yaml
 yaml_is_json "submit -o yaml parses as the JSON answer" "$out" \

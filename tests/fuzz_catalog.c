@@ -19,7 +19,10 @@ check(const struct mf_catalog *cat)
 {
 	if (cat->ngpus < 1 || cat->ngpus > MF_CAT_MAX_GPUS ||
 	    !(cat->headroom >= 0 && cat->headroom < 0.9) ||
-	    !(cat->multi_gpu_efficiency > 0 && cat->multi_gpu_efficiency <= 1))
+	    !(cat->multi_gpu_efficiency > 0 &&
+	        cat->multi_gpu_efficiency <= 1) ||
+	    !(cat->inter_node_efficiency > 0 &&
+	        cat->inter_node_efficiency <= 1))
 		abort();
 	for (size_t i = 0; i < cat->ngpus; i++) {
 		const struct mf_gpu *g = &cat->gpus[i];
@@ -27,7 +30,11 @@ check(const struct mf_catalog *cat)
 		if (g->memory <= 0 || mf_cat_usable(cat, g) > g->memory ||
 		    mf_cat_usable(cat, g) < 0 || !(g->hourly_price >= 0) ||
 		    !(g->throughput > 0) || g->max_count < 1 ||
-		    g->max_count > 1024 || g->nlabels > MF_CAT_MAX_LABELS ||
+		    g->max_count > MF_CAT_MAX_COUNT || g->gpus_per_node < 1 ||
+		    g->gpus_per_node > MF_CAT_MAX_COUNT || g->max_nodes < 1 ||
+		    g->max_nodes > MF_CAT_MAX_COUNT ||
+		    g->max_count > g->gpus_per_node * g->max_nodes ||
+		    g->nlabels > MF_CAT_MAX_LABELS ||
 		    mf_cat_find(cat, g->name) != g)
 			abort();
 	}

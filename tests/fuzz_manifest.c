@@ -64,6 +64,8 @@ check_placement(const struct mf_job *job, const struct mf_placement *p,
 
 	check(g >= cat->gpus && g < cat->gpus + cat->ngpus);
 	check(p->count >= 1 && p->count <= g->max_count);
+	check(
+	    p->nodes == mf_cat_nodes(g, p->count) && p->nodes <= g->max_nodes);
 	check(g->memory >= job->min_memory);
 	check(!from_model || p->need <= mf_cat_usable(cat, g));
 	check(p->count == 1 || job->count_given ||

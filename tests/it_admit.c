@@ -1079,9 +1079,14 @@ test_catalog_whole(void **state)
 			CHECK_INT(g, "memoryBytes", F88GI);
 			CHECK_NUM(g, "hourlyPrice", 1.80, 1e-9);
 			CHECK_NUM(g, "relativeThroughput", 0.5, 1e-9);
+			/* The defaults: one node of 8, maxCount 8 x 1. */
+			CHECK_INT(g, "gpusPerNode", 8);
+			CHECK_INT(g, "maxNodes", 1);
+			CHECK_INT(g, "maxCount", 8);
 		}
 	}
 	assert_true(seen);
+	CHECK_NUM(j, "interNodeEfficiency", 0.8, 1e-9);
 	json_decref(j);
 	it_response_free(&r);
 }

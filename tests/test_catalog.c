@@ -183,8 +183,26 @@ test_shipped_common_cards(void **state)
 		assert_int_equal(g->nlabels, 1);
 		assert_string_equal(g->labels[0].key, "nvidia.com/gpu.product");
 		assert_true(g->throughput > 0 && g->throughput < 3);
-		assert_true(g->max_count >= 1 && g->max_count <= 8);
+		assert_int_equal(g->gpus_per_node, 8);
+		assert_true(g->max_count >= 1 &&
+		    g->max_count <= g->gpus_per_node * g->max_nodes);
 	}
+	/* The data-centre cards span up to 4 nodes of 8; the rest one. */
+	for (size_t i = 0; i < sizeof(cards) / sizeof(cards[0]); i++) {
+		g = mf_cat_find(cat, cards[i].name);
+		assert_int_equal(g->max_nodes,
+		    strcmp(g->name, "H100") == 0 ||
+		            strncmp(g->name, "A100-", 5) == 0 ?
+		        4 :
+		        1);
+	}
+	assert_int_equal(mf_cat_find(cat, "B200")->max_nodes, 4);
+	assert_int_equal(mf_cat_find(cat, "H200")->max_nodes, 4);
+	assert_int_equal(mf_cat_find(cat, "RTX-PRO-6000")->max_nodes, 1);
+	assert_int_equal(mf_cat_find(cat, "H100")->max_count, 32);
+	assert_int_equal(mf_cat_find(cat, "L40S")->max_count, 8);
+	assert_int_equal(mf_cat_find(cat, "RTX-4090")->max_count, 4);
+	assert_true(cat->inter_node_efficiency == 0.8);
 	assert_string_equal(mf_cat_find(cat, "RTX-PRO-6000")->labels[0].value,
 	    "NVIDIA-RTX-PRO-6000-Blackwell-Server-Edition");
 	mf_cat_unref(cat);
@@ -240,6 +258,7 @@ test_parse_defaults(void **state)
 	(void)state;
 	assert_true(cat->headroom == 0.10);
 	assert_true(cat->multi_gpu_efficiency == 0.9);
+	assert_true(cat->inter_node_efficiency == 0.8);
 	for (int f = 0; f < MF_FIX_COUNT; f++)
 		assert_true(cat->time_factor[f] ==
 		    (f == MF_FIX_CHECKPOINTING ? 1.35 : 1.0));
@@ -249,6 +268,9 @@ test_parse_defaults(void **state)
 	assert_int_equal(cat->gpus[0].memory_format, MF_QTY_DECIMAL);
 	assert_true(cat->gpus[0].hourly_price == 0.5);
 	assert_true(cat->gpus[0].throughput == 1.0);
+	/* One node of 8 GPUs: maxCount 8 x 1. */
+	assert_int_equal(cat->gpus[0].gpus_per_node, 8);
+	assert_int_equal(cat->gpus[0].max_nodes, 1);
 	assert_int_equal(cat->gpus[0].max_count, 8);
 	assert_int_equal(cat->gpus[0].nlabels, 0);
 	assert_null(cat->gpus[0].labels);
@@ -265,12 +287,15 @@ test_parse_overrides(void **state)
 	struct mf_catalog *cat = parse_ok(
 	    HDR "headroom: 0\n"
 	        "multiGpuEfficiency: 1\n"
+	        "interNodeEfficiency: 1\n"
 	        "timeFactors: {checkpointing: 1.3, sdpa: 0.8, fsdp: 100}\n"
 	        "gpus:\n"
 	        "  - name: x.Y_z-9\n"
 	        "    memory: 88Gi\n"
 	        "    hourlyPrice: 0\n"
 	        "    relativeThroughput: 1000\n"
+	        "    gpusPerNode: 1024\n"
+	        "    maxNodes: 1024\n"
 	        "    maxCount: 1024\n"
 	        "    labels:\n"
 	        "      nvidia.com/gpu.product: NVIDIA-H100-80GB-HBM3\n"
@@ -280,6 +305,7 @@ test_parse_overrides(void **state)
 	(void)state;
 	assert_true(cat->headroom == 0);
 	assert_true(cat->multi_gpu_efficiency == 1);
+	assert_true(cat->inter_node_efficiency == 1);
 	assert_true(cat->time_factor[MF_FIX_CHECKPOINTING] == 1.3);
 	assert_true(cat->time_factor[MF_FIX_SDPA] == 0.8);
 	assert_true(cat->time_factor[MF_FIX_FSDP] == 100);
@@ -290,6 +316,8 @@ test_parse_overrides(void **state)
 	assert_int_equal(g->memory_format, MF_QTY_BINARY);
 	assert_true(g->hourly_price == 0);
 	assert_true(g->throughput == 1000);
+	assert_int_equal(g->gpus_per_node, 1024);
+	assert_int_equal(g->max_nodes, 1024);
 	assert_int_equal(g->max_count, 1024);
 	assert_int_equal(g->nlabels, 2);
 	assert_string_equal(g->labels[0].key, "nvidia.com/gpu.product");
@@ -336,7 +364,14 @@ test_parse_json(void **state)
 	assert_int_equal(cat->ngpus, 2);
 	assert_true(cat->headroom == 0);
 	assert_true(cat->time_factor[MF_FIX_SDPA] == 0.8);
+	assert_true(cat->inter_node_efficiency == 0.7);
+	assert_int_equal(cat->gpus[0].gpus_per_node, 8);
+	assert_int_equal(cat->gpus[0].max_nodes, 128);
 	assert_int_equal(cat->gpus[0].max_count, 1024);
+	/* The second card takes the defaults: one node of 8. */
+	assert_int_equal(cat->gpus[1].gpus_per_node, 8);
+	assert_int_equal(cat->gpus[1].max_nodes, 1);
+	assert_int_equal(cat->gpus[1].max_count, 8);
 	assert_int_equal(cat->gpus[0].nlabels, 2);
 	assert_int_equal(cat->gpus[1].memory, GB);
 	mf_cat_unref(cat);
@@ -514,6 +549,26 @@ test_top_efficiency(void **state)
 	expect_fail(HDR "multiGpuEfficiency: 1.01\ngpus:\n" GPU_A, MF_EINVAL,
 	    "multiGpuEfficiency", 3,
 	    "t.yaml:3: multiGpuEfficiency: 1.01 is out of range (0, 1]");
+}
+
+static void
+test_top_inter_node_efficiency(void **state)
+{
+	struct mf_catalog *cat;
+
+	(void)state;
+	cat = parse_ok(HDR "interNodeEfficiency: 0.01\ngpus:\n" GPU_A);
+	assert_true(cat->inter_node_efficiency == 0.01);
+	mf_cat_unref(cat);
+	expect_fail(HDR "interNodeEfficiency: 0\ngpus:\n" GPU_A, MF_EINVAL,
+	    "interNodeEfficiency", 3,
+	    "t.yaml:3: interNodeEfficiency: 0 is out of range (0, 1]");
+	expect_fail(HDR "interNodeEfficiency: 1.5\ngpus:\n" GPU_A, MF_EINVAL,
+	    "interNodeEfficiency", 3,
+	    "t.yaml:3: interNodeEfficiency: 1.5 is out of range (0, 1]");
+	expect_fail(HDR "interNodeEficiency: 0.8\ngpus:\n" GPU_A, MF_EINVAL,
+	    "interNodeEficiency", 3,
+	    "t.yaml:3: interNodeEficiency: unknown field");
 }
 
 static void
@@ -759,6 +814,66 @@ test_gpu_max_count(void **state)
 	                "relativeThroughput: 1", "maxCount: eight", NULL),
 	    MF_EINVAL, "gpus[0].maxCount", 8,
 	    "t.yaml:8: gpus[0].maxCount: must be an integer, not a string");
+}
+
+/*
+ * maxCount defaults to gpusPerNode x maxNodes: 4 x 3 = 12; 64 x 64 = 4096
+ * is capped at 1024.  An explicit maxCount may be less than the nodes
+ * hold (5 of 4 x 3), never more.
+ */
+static void
+test_gpu_nodes(void **state)
+{
+	struct mf_catalog *cat;
+
+	(void)state;
+	cat = parse_ok(gpu_doc("name: A", "memory: 1G", "hourlyPrice: 1",
+	    "relativeThroughput: 1", "gpusPerNode: 4", "maxNodes: 3", NULL));
+	assert_int_equal(cat->gpus[0].gpus_per_node, 4);
+	assert_int_equal(cat->gpus[0].max_nodes, 3);
+	assert_int_equal(cat->gpus[0].max_count, 12);
+	/* 10 GPUs on nodes of 4 span ceil(10 / 4) = 3 nodes; 8 span 2. */
+	assert_int_equal(mf_cat_nodes(&cat->gpus[0], 10), 3);
+	assert_int_equal(mf_cat_nodes(&cat->gpus[0], 8), 2);
+	assert_int_equal(mf_cat_nodes(&cat->gpus[0], 1), 1);
+	mf_cat_unref(cat);
+	cat = parse_ok(gpu_doc("name: A", "memory: 1G", "hourlyPrice: 1",
+	    "relativeThroughput: 1", "gpusPerNode: 64", "maxNodes: 64", NULL));
+	assert_int_equal(cat->gpus[0].max_count, 1024);
+	mf_cat_unref(cat);
+	cat = parse_ok(gpu_doc("name: A", "memory: 1G", "hourlyPrice: 1",
+	    "relativeThroughput: 1", "gpusPerNode: 4", "maxNodes: 3",
+	    "maxCount: 5", NULL));
+	assert_int_equal(cat->gpus[0].max_count, 5);
+	mf_cat_unref(cat);
+	expect_fail(gpu_doc("name: A", "memory: 1G", "hourlyPrice: 1",
+	                "relativeThroughput: 1", "gpusPerNode: 4",
+	                "maxNodes: 3", "maxCount: 13", NULL),
+	    MF_EINVAL, "gpus[0].maxCount", 10,
+	    "t.yaml:10: gpus[0].maxCount: 13 is more than gpusPerNode x "
+	    "maxNodes (4 x 3 = 12)");
+	/* The defaults hold one node of 8. */
+	expect_fail(gpu_doc("name: A", "memory: 1G", "hourlyPrice: 1",
+	                "relativeThroughput: 1", "maxCount: 9", NULL),
+	    MF_EINVAL, "gpus[0].maxCount", 8,
+	    "t.yaml:8: gpus[0].maxCount: 9 is more than gpusPerNode x "
+	    "maxNodes (8 x 1 = 8)");
+	expect_fail(gpu_doc("name: A", "memory: 1G", "hourlyPrice: 1",
+	                "relativeThroughput: 1", "gpusPerNode: 0", NULL),
+	    MF_EINVAL, "gpus[0].gpusPerNode", 8,
+	    "t.yaml:8: gpus[0].gpusPerNode: 0 is out of range [1, 1024]");
+	expect_fail(gpu_doc("name: A", "memory: 1G", "hourlyPrice: 1",
+	                "relativeThroughput: 1", "maxNodes: 1025", NULL),
+	    MF_EINVAL, "gpus[0].maxNodes", 8,
+	    "t.yaml:8: gpus[0].maxNodes: 1025 is out of range [1, 1024]");
+	expect_fail(gpu_doc("name: A", "memory: 1G", "hourlyPrice: 1",
+	                "relativeThroughput: 1", "maxNodes: 1.5", NULL),
+	    MF_EINVAL, "gpus[0].maxNodes", 8,
+	    "t.yaml:8: gpus[0].maxNodes: '1.5' is not a whole number");
+	expect_fail(gpu_doc("name: A", "memory: 1G", "hourlyPrice: 1",
+	                "relativeThroughput: 1", "gpusPerNodes: 4", NULL),
+	    MF_EINVAL, "gpus[0].gpusPerNodes", 8,
+	    "t.yaml:8: gpus[0].gpusPerNodes: unknown field");
 }
 
 static void
@@ -1353,6 +1468,7 @@ main(void)
 		cmocka_unit_test(test_top_not_a_mapping),
 		cmocka_unit_test(test_top_headroom),
 		cmocka_unit_test(test_top_efficiency),
+		cmocka_unit_test(test_top_inter_node_efficiency),
 		cmocka_unit_test(test_top_time_factors),
 		cmocka_unit_test(test_top_gpus),
 		cmocka_unit_test(test_top_kubernetes),
@@ -1363,6 +1479,7 @@ main(void)
 		cmocka_unit_test(test_gpu_price),
 		cmocka_unit_test(test_gpu_throughput),
 		cmocka_unit_test(test_gpu_max_count),
+		cmocka_unit_test(test_gpu_nodes),
 		cmocka_unit_test(test_gpu_labels),
 		cmocka_unit_test(test_gpu_slurm),
 		cmocka_unit_test(test_gpu_slurm_shared_gres),

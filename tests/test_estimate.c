@@ -416,6 +416,35 @@ test_est_rounding(void **state)
 	assert_int_equal(e.per_gpu, 1053);
 }
 
+/*
+ * The need on N shards of one estimate: the micro model's full bf16 AdamW
+ * job over 4 GPUs (the buckets of test_est_rounding: weights and gradients
+ * 222, optimizer 1,332, the rest 348 + 204 + 56 = 608):
+ *   N = 1: 222 + 222 + 1,332 + 608 = 2,384, the total
+ *   N = 3: 74 + 74 + 444 + 608 = 1,200
+ *   N = 4: 56 + 56 + 333 + 608 = 1,053, the estimate's own per_gpu
+ *   N = 5: 45 + 45 + 267 (266.4 up) + 608 = 965
+ *   unbounded: 1 + 1 + 1 + 608 = 611
+ */
+static void
+test_est_per_gpu(void **state)
+{
+	struct mf_workload w;
+	struct mf_estimate e;
+
+	(void)state;
+	mf_workload_defaults(&w);
+	w.seq_len = 2;
+	w.shard_gpus = 4;
+	e = est(&micro, &w);
+	assert_int_equal(mf_est_per_gpu(&e, 1), 2384);
+	assert_int_equal(mf_est_per_gpu(&e, 3), 1200);
+	assert_int_equal(mf_est_per_gpu(&e, 4), 1053);
+	assert_int_equal(mf_est_per_gpu(&e, 4), e.per_gpu);
+	assert_int_equal(mf_est_per_gpu(&e, 5), 965);
+	assert_int_equal(mf_est_per_gpu(&e, INT64_MAX), 611);
+}
+
 static void
 test_est_sharding_only_full(void **state)
 {
@@ -584,6 +613,7 @@ main(void)
 		cmocka_unit_test(test_est_optimizers),
 		cmocka_unit_test(test_est_lora_variants),
 		cmocka_unit_test(test_est_rounding),
+		cmocka_unit_test(test_est_per_gpu),
 		cmocka_unit_test(test_est_sharding_only_full),
 		cmocka_unit_test(test_est_head_dim_inference),
 		cmocka_unit_test(test_est_overflow),

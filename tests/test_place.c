@@ -47,6 +47,7 @@
 #include "../admission/manifest.h"
 #include "../admission/model.h"
 #include "../admission/place.h"
+#include "../admission/render.h"
 #include "../catalog/catalog.h"
 #include "files.h"
 #include "msg.h"
@@ -180,7 +181,8 @@ has_warning(const struct mf_decision *d, const char *part)
 	return 0;
 }
 
-#define CAT_HDR "apiVersion: memfloor.dev/v1\nkind: GpuCatalog\ngpus:\n"
+#define CAT_HDR_NO_GPUS "apiVersion: memfloor.dev/v1\nkind: GpuCatalog\n"
+#define CAT_HDR CAT_HDR_NO_GPUS "gpus:\n"
 #define GPU(name, mem, price, thr) \
 	"  - name: " name "\n    memory: " mem "\n    hourlyPrice: " price \
 	"\n    relativeThroughput: " thr "\n"
@@ -1280,8 +1282,9 @@ test_key_case_limits(void **state)
  * Many GPU counts and fix sets must not crowd out the plain option.  Llama
  * 8B fp32, eager, micro-batch 8 needs 1,811,742,261,248 bytes (see
  * test_fixes_cumulative); one 2100G card holds 1,890e9 of it, at 1.00 per
- * reference hour.  With every fix allowed and maxCount 256 there are 32
- * fix sets with fsdp, each on 255 counts, but every placement on N >= 2
+ * reference hour.  With every fix allowed and maxCount 256 (32 nodes of 8)
+ * there are 32 fix sets with fsdp, each on 255 counts, but every placement
+ * on N >= 2
  * GPUs costs at least 1 / 0.9 = 1.11, checkpointing costs 1.35, and sdpa,
  * microbatch and autocast cost the same 1.00 with more fixes: the job goes
  * on one card as written.
@@ -1290,7 +1293,8 @@ static void
 test_many_options(void **state)
 {
 	struct mf_catalog *cat = cat_parse(
-	    CAT_HDR GPU("huge", "2100G", "1", "1") "    maxCount: 256\n");
+	    CAT_HDR GPU("huge", "2100G", "1", "1") "    maxCount: 256\n"
+	                                           "    maxNodes: 32\n");
 	struct mf_decision d;
 	struct fx f;
 
@@ -1551,6 +1555,539 @@ test_limit_names(void **state)
 	    "limits.deadlineHours");
 }
 
+/* --- nodes (design 15) --- */
+
+/*
+ * A placement of more GPUs than a node holds spans ceil(count /
+ * gpusPerNode) nodes and its speed is also multiplied by
+ * interNodeEfficiency^log2(nodes) (default 0.8).  Three cards alike but
+ * for their nodes (80G, $2.00/h, throughput 1.0), a 40Gi floor on 4 GPUs,
+ * 12 reference hours; 4 GPUs keep 0.9^log2(4) = 0.81 of linear speed-up:
+ *   one-node  (8 a node): 1 node,  speed 4 x 0.81 = 3.24,
+ *             hours 12 / 3.24 = 3.7037, cost x $8.00/h = $29.63
+ *   two-node  (2 a node): 2 nodes, speed 3.24 x 0.8^1 = 2.592,
+ *             hours 4.6296, cost $37.04, $3.0864 per reference hour
+ *   four-node (1 a node): 4 nodes, speed 3.24 x 0.8^2 = 2.0736,
+ *             hours 5.7870, cost $46.30
+ */
+#define CAT_NODES \
+	CAT_HDR GPU("one-node", "80G", "2.00", "1.0") GPU("two-node", "80G", \
+	    "2.00", \
+	    "1.0") "    gpusPerNode: 2\n    maxNodes: 4\n" GPU("four-node", \
+	    "80G", "2.00", "1.0") "    gpusPerNode: 1\n    maxNodes: 4\n"
+
+static void
+test_nodes_speed_and_cost(void **state)
+{
+	struct mf_catalog *cat = cat_parse(CAT_NODES);
+	struct mf_decision d;
+	struct fx f;
+
+	(void)state;
+	job_load(&f, FLOOR("40Gi") "      count: 4\n" HOURS(12));
+	place(&f, cat, &d);
+	expect_placement(&d.placement, "one-node", 4, 0);
+	assert_int_equal(d.placement.nodes, 1);
+	near(d.placement.hours, 12 / 3.24);
+	near(d.placement.cost, 12 / 3.24 * 8);
+	assert_int_equal(d.nalt, 2);
+	expect_placement(&d.alt[0], "two-node", 4, 0);
+	assert_int_equal(d.alt[0].nodes, 2);
+	near(d.alt[0].hours, 12 / 2.592);
+	near(d.alt[0].cost, 12 / 2.592 * 8);
+	near(d.alt[0].cost_per_ref_hour, 8 / 2.592);
+	near(d.alt[0].hourly_price, 8);
+	expect_placement(&d.alt[1], "four-node", 4, 0);
+	assert_int_equal(d.alt[1].nodes, 4);
+	near(d.alt[1].hours, 12 / 2.0736);
+	near(d.alt[1].cost, 12 / 2.0736 * 8);
+	job_free(&f);
+	mf_cat_unref(cat);
+}
+
+/* The answer says how many nodes, in JSON, YAML and the text table. */
+static void
+test_nodes_in_answer(void **state)
+{
+	struct mf_catalog *cat = cat_parse(CAT_NODES);
+	struct mf_decision d;
+	struct mf_buf b;
+	struct mf_jw w;
+	struct fx f;
+	char *text;
+
+	(void)state;
+	job_load(&f, FLOOR("40Gi") "      count: 4\n" HOURS(12));
+	place(&f, cat, &d);
+	mf_buf_init(&b, 1u << 20);
+	mf_jw_init(&w, &b);
+	mf_write_decision(&w, NULL, &f.job, &d, cat);
+	assert_int_equal(b.rc, MF_OK);
+	assert_non_null(strstr(b.data,
+	    "\"placement\":{\"gpu\":\"one-node\",\"count\":4,\"nodes\":1,"));
+	assert_non_null(strstr(b.data,
+	    "{\"gpu\":\"two-node\",\"count\":4,"
+	    "\"nodes\":2,"));
+	mf_buf_free(&b);
+	mf_buf_init(&b, 1u << 20);
+	mf_jw_init_form(&w, &b, MF_JW_YAML);
+	mf_write_decision(&w, NULL, &f.job, &d, cat);
+	assert_int_equal(b.rc, MF_OK);
+	assert_non_null(strstr(b.data,
+	    "  - gpu: \"four-node\"\n    count: 4\n"
+	    "    nodes: 4\n"));
+	mf_buf_free(&b);
+	text = mf_text_decision(&f.job, &d);
+	assert_non_null(text);
+	assert_non_null(strstr(text, "GPU            COUNT NODES     GB"));
+	assert_non_null(strstr(text, "two-node           4     2   80.0"));
+	free(text);
+	job_free(&f);
+	mf_cat_unref(cat);
+}
+
+/*
+ * maxNodes bounds the count.  Llama 8B AdamW, no checkpointing, FSDP over
+ * N: 2 x ceil(16,060,522,496 / N) + ceil(96,363,134,976 / N) + the rest,
+ * 18,253,611,008 + 2,101,346,304 + 872,448,000 = 21,227,405,312:
+ *   N = 19: 2 x 845,290,658 + 5,071,743,947 + rest = 27,989,730,575
+ *   N = 20: 2 x 803,026,125 + 4,818,156,749 + rest = 27,651,614,311
+ * A 30.8G card holds 27,720,000,000 after headroom: the fewest is 20 GPUs,
+ * three nodes of 8.  With maxNodes 2 (maxCount 16), or an explicit
+ * maxCount 19 of 3 nodes, the job fits nowhere.
+ */
+static void
+test_nodes_max_nodes(void **state)
+{
+	struct mf_catalog *cat = cat_parse(
+	    CAT_HDR GPU("mid", "30.8G", "1.00", "1.0") "    maxNodes: 2\n");
+	struct mf_decision d;
+	struct fx f;
+
+	(void)state;
+	job_load(&f, LLAMA WL("") HOURS(100) FIXES("fsdp"));
+	place(&f, cat, &d);
+	assert_false(d.admitted);
+	mf_cat_unref(cat);
+	cat = cat_parse(CAT_HDR GPU("mid", "30.8G", "1.00",
+	    "1.0") "    maxNodes: 3\n    maxCount: 19\n");
+	place(&f, cat, &d);
+	assert_false(d.admitted);
+	mf_cat_unref(cat);
+	cat = cat_parse(
+	    CAT_HDR GPU("mid", "30.8G", "1.00", "1.0") "    maxNodes: 3\n");
+	place(&f, cat, &d);
+	expect_placement(&d.placement, "mid", 20, BIT(FSDP));
+	assert_int_equal(d.placement.nodes, 3);
+	assert_int_equal(d.placement.need, INT64_C(27651614311));
+	assert_int_equal(d.need, INT64_C(27651614311));
+	job_free(&f);
+	mf_cat_unref(cat);
+}
+
+/*
+ * The fewest GPUs that fit may break a deadline that more GPUs meet.  The
+ * job of test_nodes_max_nodes on the 30.8G card with 4 nodes of 8 (fewest
+ * 20), 100 reference hours at $1.00/h.  Speed c x 0.9^log2(c) x
+ * 0.8^log2(nodes), with 0.8^log2(3) = 0.70210 and 0.8^2 = 0.64:
+ *   20: 20 x 0.63422 x 0.70210 = 8.9058  -> 11.229 h
+ *   22: 22 x 0.62510 x 0.70210 = 9.6554  -> 10.357 h
+ *   23: 23 x 0.62089 x 0.70210 = 10.0263 ->  9.974 h
+ *   24: 24 x 0.61688 x 0.70210 = 10.3948 ->  9.620 h (3 nodes at most)
+ *   25: 25 x 0.61307 x 0.64    = 9.8091  -> 10.195 h (a fourth node)
+ *   28: 28 x 0.60260 x 0.64    = 10.7986 ->  9.261 h
+ *   29: 29 x 0.59939 x 0.64    = 11.1247 ->  8.989 h
+ *   32: 32 x 0.59049 x 0.64    = 12.0932 ->  8.269 h
+ * deadline 10 h: 23 GPUs, $1.00 x 23 x 9.974 = $229.39; deadline 9 h: no
+ * count on three nodes is fast enough, 29 on four is, $260.68; deadline
+ * 8 h: none, and the limit is named.  A deadline of 10 h with
+ * maxHourlyPrice 22.5 rules out 23 GPUs ($23.00/h) and leaves none: the
+ * cheapest fit, 20 GPUs, is late.
+ */
+static void
+test_nodes_deadline_more_gpus(void **state)
+{
+	struct mf_catalog *cat = cat_parse(
+	    CAT_HDR GPU("mid", "30.8G", "1.00", "1.0") "    maxNodes: 4\n");
+	struct mf_decision d;
+	struct fx f;
+
+	(void)state;
+	job_load(&f,
+	    LLAMA WL("")
+	        HOURS(100) "  limits:\n    deadlineHours: 10\n" FIXES("fsdp"));
+	place(&f, cat, &d);
+	expect_placement(&d.placement, "mid", 23, BIT(FSDP));
+	assert_int_equal(d.placement.nodes, 3);
+	near(d.placement.hours,
+	    100 / (23 * pow(0.9, log2(23)) * pow(0.8, log2(3))));
+	assert_true(fabs(d.placement.cost - 229.39) < 0.01);
+	job_free(&f);
+	job_load(&f,
+	    LLAMA WL("")
+	        HOURS(100) "  limits:\n    deadlineHours: 9\n" FIXES("fsdp"));
+	place(&f, cat, &d);
+	expect_placement(&d.placement, "mid", 29, BIT(FSDP));
+	assert_int_equal(d.placement.nodes, 4);
+	assert_true(fabs(d.placement.hours - 8.989) < 0.001);
+	assert_true(fabs(d.placement.cost - 260.68) < 0.01);
+	job_free(&f);
+	job_load(&f,
+	    LLAMA WL("")
+	        HOURS(100) "  limits:\n    deadlineHours: 8\n" FIXES("fsdp"));
+	place(&f, cat, &d);
+	assert_false(d.admitted);
+	assert_int_equal(d.limit, MF_LIMIT_DEADLINE);
+	job_free(&f);
+	job_load(&f,
+	    LLAMA WL("") HOURS(100) "  limits:\n    deadlineHours: 10\n"
+	                            "    maxHourlyPrice: 22.5\n" FIXES("fsdp"));
+	place(&f, cat, &d);
+	assert_false(d.admitted);
+	assert_int_equal(d.limit, MF_LIMIT_DEADLINE);
+	assert_non_null(strstr(d.reason, "mid x20"));
+	job_free(&f);
+	mf_cat_unref(cat);
+}
+
+/*
+ * At multiGpuEfficiency 0.5 more GPUs on a node are no faster: c x
+ * 0.5^log2(c) = 1, and more nodes are slower.  The job above on 20 GPUs
+ * over 3 nodes runs at 0.8^log2(3) = 0.70210, 100 / 0.70210 = 142.43 h:
+ * deadline 150 h admits it on 20 GPUs; at 140 h no count is faster, so
+ * none meets it.
+ */
+static void
+test_nodes_deadline_no_faster(void **state)
+{
+	struct mf_catalog *cat =
+	    cat_parse("apiVersion: memfloor.dev/v1\nkind: GpuCatalog\n"
+	              "multiGpuEfficiency: 0.5\ngpus:\n" GPU("mid", "30.8G",
+	                  "1.00", "1.0") "    maxNodes: 4\n");
+	struct mf_decision d;
+	struct fx f;
+
+	(void)state;
+	job_load(&f,
+	    LLAMA WL("")
+	        HOURS(100) "  limits:\n    deadlineHours: 150\n" FIXES("fsdp"));
+	place(&f, cat, &d);
+	expect_placement(&d.placement, "mid", 20, BIT(FSDP));
+	assert_true(fabs(d.placement.hours - 142.43) < 0.01);
+	job_free(&f);
+	job_load(&f,
+	    LLAMA WL("")
+	        HOURS(100) "  limits:\n    deadlineHours: 140\n" FIXES("fsdp"));
+	place(&f, cat, &d);
+	assert_false(d.admitted);
+	assert_int_equal(d.limit, MF_LIMIT_DEADLINE);
+	job_free(&f);
+	mf_cat_unref(cat);
+}
+
+/*
+ * A Llama 3.1 70B full fine-tune that needs more GPUs than one 8-GPU node
+ * has goes over several nodes instead of being rejected.  P =
+ * 70,553,706,496 (h 8192, L 80, kv 8 x d 128, I 28672, V 128256), s =
+ * 4096: weights and gradients 2P = 141,107,412,992 each, AdamW 12P =
+ * 846,644,477,952; checkpointed activations 2 x 4096 x 8192 x 80 =
+ * 5,368,709,120, logits 4096 x 128256 x 4 = 2,101,346,304, sharding
+ * buffers 4 x 855,654,400 (one layer: 2 x 8192^2 + 2 x 8192 x 1024 +
+ * 3 x 8192 x 28672 + 2 x 8192) = 3,422,617,600: the rest is
+ * 10,892,673,024.  Without checkpointing the activations alone are
+ * 80 x 4096 x 8192 x 34 = 91,268,055,040, more than an 80G card's
+ * 72,000,000,000 after headroom, so fsdp needs checkpointing:
+ *   N = 18: 2 x 7,839,300,722 + 47,035,804,331 + rest = 73,607,078,799
+ *   N = 19: 2 x 7,426,705,947 + 44,560,235,682 + rest = 70,306,320,600
+ *   N =  8: 2 x 17,638,426,624 + 105,830,559,744 + rest = 152,000,086,016
+ * On 80G cards ($2.99/h, throughput 1.0) of 8 a node and 4 nodes: 19 GPUs
+ * over ceil(19 / 8) = 3 nodes, speed 19 x 0.9^log2(19) x 0.8^log2(3) =
+ * 19 x 0.63918 x 0.70210 = 8.5267; 100 reference hours x 1.35 (checkpointing)
+ * / 8.5267 = 15.833 h, x $2.99 x 19 = $899.45.  On one node the job is
+ * rejected and fsdp runs on the 8 GPUs there are, 152,000,086,016 each.
+ */
+static void
+test_nodes_llama_70b(void **state)
+{
+	struct mf_catalog *cat = cat_parse(
+	    CAT_HDR GPU("h100", "80G", "2.99", "1.0") "    maxNodes: 4\n");
+	unsigned both = BIT(CHECKPOINTING) | BIT(FSDP);
+	struct mf_decision d;
+	struct fx f;
+
+	(void)state;
+	job_load(&f,
+	    "  model:\n    name: meta-llama/Llama-3.1-70B\n" WL("") HOURS(100)
+	        FIXES("checkpointing, fsdp"));
+	place(&f, cat, &d);
+	expect_placement(&d.placement, "h100", 19, both);
+	assert_int_equal(d.placement.nodes, 3);
+	assert_int_equal(d.placement.need, INT64_C(70306320600));
+	near(d.placement.hours,
+	    135 / (19 * pow(0.9, log2(19)) * pow(0.8, log2(3))));
+	assert_true(fabs(d.placement.hours - 15.833) < 0.001);
+	assert_true(fabs(d.placement.cost - 899.45) < 0.01);
+	mf_cat_unref(cat);
+	cat = cat_parse(CAT_HDR GPU("h100", "80G", "2.99", "1.0"));
+	place(&f, cat, &d);
+	assert_false(d.admitted);
+	/* checkpointing, adam8bit, lora, qlora, fsdp (with checkpointing) */
+	assert_int_equal(d.nfixes, 5);
+	assert_int_equal(d.fixes[4].fix, MF_FIX_FSDP);
+	assert_int_equal(d.fixes[4].fixes, both);
+	assert_int_equal(d.fixes[4].gpus, 8);
+	assert_int_equal(d.fixes[4].need, INT64_C(152000086016));
+	assert_false(d.fixes[4].placed);
+	job_free(&f);
+	mf_cat_unref(cat);
+}
+
+/* --- the search against trying every count --- */
+
+struct tried {
+	const struct mf_gpu *g;
+	int64_t count;
+	unsigned fixes;
+	double cost, spare;
+};
+
+/* Design 6's order, written out again: cost (to 1e-9), fewer fixes, more
+ * spare, fewer GPUs, name. */
+static int
+tried_before(const struct tried *a, const struct tried *b)
+{
+	double hi = a->cost > b->cost ? a->cost : b->cost;
+	int na = __builtin_popcount(a->fixes),
+	    nb = __builtin_popcount(b->fixes);
+
+	if (fabs(a->cost - b->cost) > 1e-9 * hi)
+		return a->cost < b->cost;
+	if (na != nb)
+		return na < nb;
+	if (a->spare != b->spare)
+		return a->spare > b->spare;
+	if (a->count != b->count)
+		return a->count < b->count;
+	return strcmp(a->g->name, b->g->name) < 0;
+}
+
+/* Every card with every count of fix set sub, as design 6 and 15 write
+ * it; keeps the best in *best. */
+static void
+try_every_count(const struct mf_job *job, const struct mf_catalog *cat,
+    unsigned sub, int64_t most, struct tried *best, int *found)
+{
+	int64_t lo = job->count, hi = job->count;
+	double tf = 1,
+	       ref = job->reference_hours > 0 ? job->reference_hours : 1;
+
+	if ((sub & BIT(FSDP)) && !job->count_given) {
+		lo = 2;
+		hi = most < 2 ? 2 : most;
+	}
+	for (int f = 0; f < MF_FIX_COUNT; f++)
+		if (sub & MF_FIXBIT(f))
+			tf *= cat->time_factor[f];
+	for (int64_t c = lo; c <= hi; c++) {
+		struct mf_workload w = job->work;
+		struct mf_estimate e;
+
+		mf_fix_apply(&w, sub, c);
+		assert_int_equal(mf_est_compute(&job->model, &w, &e), MF_OK);
+		for (size_t i = 0; i < cat->ngpus; i++) {
+			const struct mf_gpu *g = &cat->gpus[i];
+			int64_t nodes =
+			    (c + g->gpus_per_node - 1) / g->gpus_per_node;
+			double speed, hours;
+			struct tried t;
+
+			if (c > g->max_count || g->memory < job->min_memory ||
+			    e.per_gpu > mf_cat_usable(cat, g))
+				continue;
+			speed = g->throughput * (double)c *
+			    pow(cat->multi_gpu_efficiency, log2((double)c)) *
+			    pow(cat->inter_node_efficiency,
+			        log2((double)nodes));
+			hours = ref * tf / speed;
+			t.g = g;
+			t.count = c;
+			t.fixes = sub;
+			t.cost = hours * g->hourly_price * (double)c;
+			t.spare =
+			    (double)(g->memory - e.per_gpu) / (double)g->memory;
+			if ((job->max_hourly_price >= 0 &&
+			        g->hourly_price * (double)c >
+			            job->max_hourly_price) ||
+			    (job->max_cost >= 0 && t.cost > job->max_cost) ||
+			    (job->deadline_hours >= 0 &&
+			        hours > job->deadline_hours))
+				continue;
+			if (!*found || tried_before(&t, best)) {
+				*best = t;
+				*found = 1;
+			}
+		}
+	}
+}
+
+/* The fewest GPUs from 2 to most on which fix set sub fits some card, else
+ * most: the GPUs of a rejection's fsdp entry, counted one by one. */
+static int64_t
+fewest_anywhere_by_count(const struct mf_job *job, const struct mf_catalog *cat,
+    unsigned sub, int64_t most)
+{
+	for (int64_t c = 2; c <= most; c++) {
+		struct mf_workload w = job->work;
+		struct mf_estimate e;
+
+		mf_fix_apply(&w, sub, c);
+		assert_int_equal(mf_est_compute(&job->model, &w, &e), MF_OK);
+		for (size_t i = 0; i < cat->ngpus; i++)
+			if (c <= cat->gpus[i].max_count &&
+			    cat->gpus[i].memory >= job->min_memory &&
+			    e.per_gpu <= mf_cat_usable(cat, &cat->gpus[i]))
+				return c;
+	}
+	return most;
+}
+
+/* A random catalogue of n cards: nodes of 1 to 8, up to 8 nodes. */
+static struct mf_catalog *
+random_catalogue(unsigned *seed, int n)
+{
+	static const char *const eff[] = { "0.9", "1", "0.5", "0.7", "0.95" };
+	static const char *const ie[] = { "0.8", "1", "0.6" };
+	char text[8192];
+	size_t used;
+
+	used = (size_t)snprintf(text, sizeof(text),
+	    CAT_HDR_NO_GPUS "multiGpuEfficiency: %s\ninterNodeEfficiency: %s\n"
+	                    "gpus:\n",
+	    eff[rand_r(seed) % 5], ie[rand_r(seed) % 3]);
+	for (int i = 0; i < n; i++)
+		used += (size_t)snprintf(text + used, sizeof(text) - used,
+		    "  - {name: g%02d, memory: %dG, hourlyPrice: %d.%02d, "
+		    "relativeThroughput: %d.%d, gpusPerNode: %d, maxNodes: %d}\n",
+		    i, 12 + rand_r(seed) % 190, rand_r(seed) % 6,
+		    1 + rand_r(seed) % 99, rand_r(seed) % 3,
+		    1 + rand_r(seed) % 9, 1 << (rand_r(seed) % 4),
+		    1 + rand_r(seed) % 8);
+	assert_true(used < sizeof(text));
+	return cat_parse(text);
+}
+
+/*
+ * On random catalogues (multiGpuEfficiency 0.5 to 1, interNodeEfficiency
+ * 0.6 to 1, 1 to 8 GPUs a node on 1 to 8 nodes), jobs and limits, the
+ * placement is the best of every card with every fix set and every GPU
+ * count tried one by one, by design 6 and 15 written out again above.
+ * Cards are never free: at hourlyPrice 0 every count costs 0, and the
+ * search, as before, ranks a free card's counts by cost factor.
+ */
+static void
+test_search_matches_every_count(void **state)
+{
+	static const char *const fixes[] = { "checkpointing, adam8bit, fsdp",
+		"fsdp", "checkpointing, fsdp", "lora, qlora, fsdp, adam8bit" };
+	unsigned seed = 15;
+	int spanning = 0, timed = 0, rejected = 0, entries = 0;
+
+	(void)state;
+	for (int trial = 0; trial < 3000; trial++) {
+		struct mf_catalog *cat = random_catalogue(&seed, 12);
+		char spec[1024], limits[256] = "", count[64] = "";
+		struct tried best = { 0 };
+		struct mf_decision d;
+		unsigned allowed = 0;
+		int64_t most = 1;
+		int found = 0;
+		struct fx f;
+
+		if (rand_r(&seed) % 2)
+			snprintf(limits, sizeof(limits),
+			    "  limits:\n    deadlineHours: %d\n",
+			    1 + rand_r(&seed) % 60);
+		if (rand_r(&seed) % 3 == 0)
+			snprintf(limits + strlen(limits),
+			    sizeof(limits) - strlen(limits),
+			    "%s"
+			    "    maxHourlyPrice: %d\n",
+			    limits[0] ? "" : "  limits:\n",
+			    1 + rand_r(&seed) % 40);
+		if (rand_r(&seed) % 3 == 0)
+			snprintf(limits + strlen(limits),
+			    sizeof(limits) - strlen(limits),
+			    "%s"
+			    "    maxCost: %d\n",
+			    limits[0] ? "" : "  limits:\n",
+			    5 + rand_r(&seed) % 200);
+		if (rand_r(&seed) % 4 == 0)
+			snprintf(count, sizeof(count),
+			    "  resources:\n    gpu:\n      count: %d\n",
+			    1 + rand_r(&seed) % 16);
+		snprintf(spec, sizeof(spec),
+		    LLAMA "%s  workload:\n    sequenceLength: %d\n" HOURS(
+		        10) "%s" FIXES("%s"),
+		    count, 512 << (rand_r(&seed) % 4), limits,
+		    fixes[rand_r(&seed) % 4]);
+		job_load(&f, spec);
+		place(&f, cat, &d);
+		for (size_t i = 0; i < cat->ngpus; i++)
+			if (cat->gpus[i].max_count > most)
+				most = cat->gpus[i].max_count;
+		for (int fx = 0; fx < MF_FIX_COUNT; fx++)
+			if ((f.job.allowed_fixes & MF_FIXBIT(fx)) &&
+			    mf_fix_applies(&f.job, &f.job.work,
+			        (enum mf_fix)fx))
+				allowed |= MF_FIXBIT(fx);
+		for (unsigned sub = allowed;; sub = (sub - 1) & allowed) {
+			if (mf_fix_compatible(sub))
+				try_every_count(&f.job, cat, sub, most, &best,
+				    &found);
+			if (sub == 0)
+				break;
+		}
+		if (found != d.admitted ||
+		    (found &&
+		        (best.g != d.placement.gpu ||
+		            best.count != d.placement.count ||
+		            best.fixes != d.placement.fixes)))
+			fail_msg(
+			    "trial %d (eff %g, ie %g): %s x%lld %#x $%.6f, the "
+			    "search %s x%lld %#x $%.6f\n%s",
+			    trial, cat->multi_gpu_efficiency,
+			    cat->inter_node_efficiency,
+			    found ? best.g->name : "none",
+			    (long long)(found ? best.count : 0),
+			    found ? best.fixes : 0, best.cost,
+			    d.admitted ? d.placement.gpu->name : "none",
+			    (long long)(d.admitted ? d.placement.count : 0),
+			    d.admitted ? d.placement.fixes : 0,
+			    d.placement.cost, spec);
+		if (found)
+			near(d.placement.cost, best.cost);
+		for (size_t i = 0; !d.admitted && i < d.nfixes; i++)
+			if (d.fixes[i].fix == MF_FIX_FSDP &&
+			    !f.job.count_given) {
+				assert_int_equal(d.fixes[i].gpus,
+				    fewest_anywhere_by_count(&f.job, cat,
+				        d.fixes[i].fixes, most < 2 ? 2 : most));
+				entries++;
+			}
+		spanning += d.admitted && d.placement.nodes > 1;
+		timed += d.admitted && f.job.deadline_hours >= 0 &&
+		    d.placement.count > 1;
+		rejected += !d.admitted;
+		job_free(&f);
+		mf_cat_unref(cat);
+	}
+	print_message("%d over several nodes, %d under a deadline on several "
+	              "GPUs, %d rejected, %d fsdp entries\n",
+	    spanning, timed, rejected, entries);
+	assert_true(spanning > 50 && timed > 50 && rejected > 50);
+	assert_true(entries > 20);
+}
+
 int
 main(void)
 {
@@ -1586,6 +2123,13 @@ main(void)
 		cmocka_unit_test(test_fsdp_full_only),
 		cmocka_unit_test(test_key_case_limits),
 		cmocka_unit_test(test_many_options),
+		cmocka_unit_test(test_nodes_speed_and_cost),
+		cmocka_unit_test(test_nodes_in_answer),
+		cmocka_unit_test(test_nodes_max_nodes),
+		cmocka_unit_test(test_nodes_deadline_more_gpus),
+		cmocka_unit_test(test_nodes_deadline_no_faster),
+		cmocka_unit_test(test_nodes_llama_70b),
+		cmocka_unit_test(test_search_matches_every_count),
 		cmocka_unit_test(test_floor_excludes_model_job),
 		cmocka_unit_test(test_overflow),
 		cmocka_unit_test(test_warn_workload),
