@@ -117,7 +117,8 @@ $(DLIB): $(DAEMON_OBJ)
 $(BUILD)/memfloord: $(BUILD)/daemon/main.o $(DLIB) $(LIB)
 	$(CC) $(CFLAGS) -o $@ $^ $(DAEMON_LIBS)
 
-$(BUILD)/memfloor: $(CLI_OBJ) $(LIB)
+# The command line fetches a configUrl with the daemon's fetcher.
+$(BUILD)/memfloor: $(CLI_OBJ) $(DLIB) $(LIB)
 	$(CC) $(CFLAGS) -o $@ $^ $(CLI_LIBS)
 
 $(BUILD)/test_%: $(BUILD)/tests/test_%.o $(DLIB) $(LIB)

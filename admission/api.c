@@ -27,8 +27,6 @@ static char oom_json[] = "{\"error\":\"out of memory\",\"field\":null,"
 void
 mf_answer_free(struct mf_answer *ans)
 {
-	free(ans->fetch_url);
-	ans->fetch_url = NULL;
 	if (ans->body != oom_json)
 		free(ans->body);
 	ans->body = NULL;
@@ -156,61 +154,13 @@ mf_api_error(enum mf_answer_kind kind, const char *field, const char *message,
 		ans->kind = kind;
 }
 
-/* The model of a configUrl job from the body the caller fetched. */
-static enum mf_rc
-read_fetched(const struct mf_api *api, struct mf_job *job,
-    enum mf_answer_kind *kind, struct mf_error *err)
-{
-	struct mf_doc *doc = NULL;
-	enum mf_rc rc;
-
-	if (mf_doc_parse(api->config, api->config_len, MF_DOC_JSON, &doc,
-	        NULL) != MF_OK) {
-		*kind = MF_ANS_UPSTREAM;
-		return mf_error_set(err, MF_EINVAL, "spec.model.configUrl", 0,
-		    0, "%.200s: not a JSON config", job->config_url);
-	}
-	rc = mf_model_read(mf_doc_root(doc), "spec.model.configUrl",
-	    &job->model, err);
-	mf_doc_free(doc);
-	return rc;
-}
-
-/* Parse body into a job; on failure ans holds the error answer. */
-static struct mf_doc *
-read_job(const struct mf_api *api, const char *body, size_t len,
-    enum mf_doc_format fmt, enum mf_output out, struct mf_job *job,
-    struct mf_answer *ans)
-{
-	enum mf_answer_kind kind = MF_ANS_INVALID;
-	struct mf_doc *doc = NULL;
-	struct mf_error err;
-	enum mf_rc rc;
-
-	memset(&err, 0, sizeof(err));
-	rc = mf_doc_parse(body, len, fmt, &doc, &err);
-	if (rc == MF_OK)
-		rc = mf_job_read(mf_doc_root(doc), "", api->models, job, &err);
-	if (rc == MF_OK && job->model_source == MF_MODEL_URL) {
-		if (api->config == NULL ||
-		    strcmp(api->config_url, job->config_url) != 0) {
-			ans->kind = MF_ANS_FETCH;
-			ans->fetch_url = strdup(job->config_url);
-			if (ans->fetch_url == NULL)
-				answer_oom(ans);
-			mf_doc_free(doc);
-			return NULL;
-		}
-		rc = read_fetched(api, job, &kind, &err);
-	}
-	if (rc == MF_OK)
-		return doc;
-	mf_answer_err(ans, rc, &err, out);
-	if (ans->kind == MF_ANS_INVALID)
-		ans->kind = kind;
-	mf_doc_free(doc);
-	return NULL;
-}
+struct mf_request {
+	enum mf_call call;
+	enum mf_output out;
+	struct mf_doc *doc; /* owns the job's strings */
+	struct mf_job job;
+	int unresolved; /* the job's configUrl is not read yet */
+};
 
 static void
 note_job(struct mf_answer *ans, const struct mf_job *job)
@@ -219,80 +169,204 @@ note_job(struct mf_answer *ans, const struct mf_job *job)
 }
 
 void
-mf_api_admit(const struct mf_api *api, const char *body, size_t len,
-    enum mf_doc_format fmt, enum mf_output out, struct mf_answer *ans)
+mf_request_free(struct mf_request *req)
 {
-	struct mf_decision *d;
+	if (req == NULL)
+		return;
+	mf_doc_free(req->doc);
+	free(req);
+}
+
+void
+mf_api_prepare(const struct mf_api *api, enum mf_call call, const char *body,
+    size_t len, enum mf_doc_format fmt, enum mf_output out,
+    struct mf_request **reqp, struct mf_answer *ans)
+{
+	struct mf_request *req = calloc(1, sizeof(*req));
 	struct mf_error err;
-	struct mf_doc *in;
-	struct mf_job job;
-	struct doc doc;
-	enum mf_answer_kind kind;
 	enum mf_rc rc;
 
 	memset(ans, 0, sizeof(*ans));
-	in = read_job(api, body, len, fmt, out, &job, ans);
-	if (in == NULL)
-		return;
-	note_job(ans, &job);
-	d = malloc(sizeof(*d));
-	if (d == NULL) {
+	*reqp = NULL;
+	if (req == NULL) {
 		answer_oom(ans);
-		goto out;
+		return;
 	}
-	rc = mf_place(&job, api->cat, d, &err);
+	req->call = call;
+	req->out = out;
+	memset(&err, 0, sizeof(err));
+	rc = mf_doc_parse(body, len, fmt, &req->doc, &err);
+	if (rc == MF_OK)
+		rc = mf_job_read(mf_doc_root(req->doc), "", api->models,
+		    &req->job, &err);
 	if (rc != MF_OK) {
 		mf_answer_err(ans, rc, &err, out);
-		goto out;
+		mf_request_free(req);
+		return;
+	}
+	req->unresolved = req->job.model_source == MF_MODEL_URL;
+	note_job(ans, &req->job);
+	*reqp = req;
+}
+
+const char *
+mf_request_url(const struct mf_request *req)
+{
+	return req->unresolved ? req->job.config_url : NULL;
+}
+
+void
+mf_request_model(struct mf_request *req, const struct mf_model *model)
+{
+	req->job.model = *model;
+	req->unresolved = 0;
+}
+
+enum mf_rc
+mf_request_config(struct mf_request *req, const char *text, size_t len,
+    struct mf_model *model, struct mf_answer *ans)
+{
+	struct mf_doc *doc = NULL;
+	struct mf_error err;
+	struct mf_model m;
+	enum mf_rc rc;
+
+	memset(ans, 0, sizeof(*ans));
+	memset(&err, 0, sizeof(err));
+	rc = mf_doc_parse(text, len, MF_DOC_JSON, &doc, NULL);
+	if (rc == MF_ENOMEM) {
+		answer_oom(ans);
+		return rc;
+	}
+	if (rc != MF_OK) {
+		mf_error_set(&err, MF_EINVAL, "spec.model.configUrl", 0, 0,
+		    "%.200s: not a JSON config", req->job.config_url);
+		mf_answer_err(ans, MF_EINVAL, &err, req->out);
+		ans->kind = MF_ANS_UPSTREAM;
+		return MF_EINVAL;
+	}
+	rc = mf_model_read(mf_doc_root(doc), "spec.model.configUrl", &m, &err);
+	mf_doc_free(doc);
+	if (rc != MF_OK) {
+		mf_answer_err(ans, rc, &err, req->out);
+		return rc;
+	}
+	mf_request_model(req, &m);
+	*model = m;
+	return MF_OK;
+}
+
+static void
+decide_admit(const struct mf_api *api, struct mf_request *req,
+    struct mf_answer *ans)
+{
+	struct mf_decision *d = malloc(sizeof(*d));
+	enum mf_output out = req->out;
+	enum mf_answer_kind kind;
+	struct mf_error err;
+	struct doc doc;
+	enum mf_rc rc;
+
+	if (d == NULL) {
+		answer_oom(ans);
+		return;
+	}
+	rc = mf_place(&req->job, api->cat, d, &err);
+	if (rc != MF_OK) {
+		mf_answer_err(ans, rc, &err, out);
+		free(d);
+		return;
 	}
 	kind = d->admitted ? MF_ANS_OK : MF_ANS_REJECTED;
 	if (out == MF_OUT_TEXT) {
-		mf_answer_text(ans, kind, mf_text_decision(&job, d));
+		mf_answer_text(ans, kind, mf_text_decision(&req->job, d));
 	} else {
-		mf_write_decision(doc_begin(&doc, out), NULL, &job, d,
+		mf_write_decision(doc_begin(&doc, out), NULL, &req->job, d,
 		    api->cat);
 		doc_answer(&doc, kind, out, ans);
 	}
 	ans->verdict = d->admitted ? MF_VERDICT_ADMITTED : MF_VERDICT_REJECTED;
-out:
 	free(d);
-	mf_doc_free(in);
 }
 
-void
-mf_api_estimate(const struct mf_api *api, const char *body, size_t len,
-    enum mf_doc_format fmt, enum mf_output out, struct mf_answer *ans)
+static void
+decide_estimate(const struct mf_api *api, struct mf_request *req,
+    struct mf_answer *ans)
 {
+	const struct mf_job *job = &req->job;
+	enum mf_output out = req->out;
 	struct mf_estimate est;
-	struct mf_doc *doc;
-	struct mf_job job;
 	struct mf_error err;
 	struct doc d;
 
-	memset(ans, 0, sizeof(*ans));
-	doc = read_job(api, body, len, fmt, out, &job, ans);
-	if (doc == NULL)
-		return;
-	note_job(ans, &job);
-	if (job.model_source == MF_MODEL_NONE) {
+	if (job->model_source == MF_MODEL_NONE) {
 		mf_error_set(&err, MF_EINVAL, "spec.model", 0, 0,
-		    "is required "
-		    "for an estimate");
+		    "is required for an estimate");
 		mf_answer_err(ans, MF_EINVAL, &err, out);
-	} else if (mf_est_compute(&job.model, &job.work, &est) != MF_OK ||
+	} else if (mf_est_compute(&job->model, &job->work, &est) != MF_OK ||
 	    (api->cat != NULL &&
 	        mf_floor_for(est.per_gpu, api->cat->headroom) < 0)) {
 		mf_est_range_error(&err);
 		mf_answer_err(ans, MF_EINVAL, &err, out);
 	} else if (out == MF_OUT_TEXT) {
 		mf_answer_text(ans, MF_ANS_OK,
-		    mf_text_estimate(&job, &est, api->cat));
+		    mf_text_estimate(job, &est, api->cat));
 	} else {
-		mf_write_estimate(doc_begin(&d, out), NULL, &job, &est,
+		mf_write_estimate(doc_begin(&d, out), NULL, job, &est,
 		    api->cat);
 		doc_answer(&d, MF_ANS_OK, out, ans);
 	}
-	mf_doc_free(doc);
+}
+
+void
+mf_api_decide(const struct mf_api *api, struct mf_request *req,
+    struct mf_answer *ans)
+{
+	struct mf_error err;
+
+	memset(ans, 0, sizeof(*ans));
+	note_job(ans, &req->job);
+	if (req->unresolved) {
+		mf_error_set(&err, MF_EINVAL, "spec.model.configUrl", 0, 0,
+		    "is fetched by memfloord (memfloor submit), or offline when "
+		    "--model-host allows its host; or name a shipped model or "
+		    "give its config inline");
+		mf_answer_err(ans, MF_EINVAL, &err, req->out);
+		return;
+	}
+	if (req->call == MF_CALL_ADMIT)
+		decide_admit(api, req, ans);
+	else
+		decide_estimate(api, req, ans);
+}
+
+/* Both phases at once, for a model that needs no fetch. */
+static void
+both_phases(const struct mf_api *api, enum mf_call call, const char *body,
+    size_t len, enum mf_doc_format fmt, enum mf_output out,
+    struct mf_answer *ans)
+{
+	struct mf_request *req;
+
+	mf_api_prepare(api, call, body, len, fmt, out, &req, ans);
+	if (req == NULL)
+		return;
+	mf_api_decide(api, req, ans);
+	mf_request_free(req);
+}
+
+void
+mf_api_admit(const struct mf_api *api, const char *body, size_t len,
+    enum mf_doc_format fmt, enum mf_output out, struct mf_answer *ans)
+{
+	both_phases(api, MF_CALL_ADMIT, body, len, fmt, out, ans);
+}
+
+void
+mf_api_estimate(const struct mf_api *api, const char *body, size_t len,
+    enum mf_doc_format fmt, enum mf_output out, struct mf_answer *ans)
+{
+	both_phases(api, MF_CALL_ESTIMATE, body, len, fmt, out, ans);
 }
 
 void

@@ -23,9 +23,7 @@ enum mf_answer_kind {
 	MF_ANS_INVALID,  /* 400: the input is wrong; the body says where */
 	MF_ANS_TOOBIG,   /* 413 */
 	MF_ANS_INTERNAL, /* 500: out of memory */
-	MF_ANS_UPSTREAM, /* 502: a model config could not be fetched */
-	MF_ANS_FETCH     /* the job names spec.model.configUrl: fetch
-	                    fetch_url and call again with the body */
+	MF_ANS_UPSTREAM  /* 502: a model config could not be fetched or read */
 };
 
 enum mf_verdict { MF_VERDICT_NONE, MF_VERDICT_ADMITTED, MF_VERDICT_REJECTED };
@@ -38,16 +36,11 @@ struct mf_answer {
 	char job[254];   /* job name (253 bytes at most) for the log, or "" */
 	char field[128]; /* an error's field for the log, or "" */
 	enum mf_verdict verdict;
-	char *fetch_url; /* MF_ANS_FETCH: owned */
 };
 
 struct mf_api {
 	const struct mf_catalog *cat;   /* borrowed for the call */
 	const struct mf_models *models; /* borrowed; may be NULL */
-	/* The body fetched from config_url, when the caller has it. */
-	const char *config_url;
-	const char *config;
-	size_t config_len;
 };
 
 /*
@@ -74,6 +67,40 @@ void mf_api_estimate(const struct mf_api *api, const char *body, size_t len,
  */
 void mf_api_diagnose(const struct mf_api *api, const char *body, size_t len,
     enum mf_doc_format fmt, enum mf_output out, struct mf_answer *ans);
+/*
+ * An admit or an estimate in two phases, for a job whose model is at a
+ * URL: mf_api_prepare reads the body once (the document and the job);
+ * when mf_request_url names a config, the caller
+ * fetches it (memfloord without holding a server thread, memfloor
+ * directly) and hands it over with mf_request_config, or a model it read
+ * before with mf_request_model; then mf_api_decide answers.
+ * mf_api_admit and mf_api_estimate are both phases at once, for jobs whose
+ * model needs no fetch.
+ */
+enum mf_call { MF_CALL_ADMIT, MF_CALL_ESTIMATE };
+struct mf_request;
+
+/* *req (free with mf_request_free), or NULL with ans holding the error
+ * answer. */
+void mf_api_prepare(const struct mf_api *api, enum mf_call call,
+    const char *body, size_t len, enum mf_doc_format fmt, enum mf_output out,
+    struct mf_request **req, struct mf_answer *ans);
+/* The spec.model.configUrl still to fetch, or NULL.  Borrowed from req. */
+const char *mf_request_url(const struct mf_request *req);
+/*
+ * The config fetched for that URL, text[0..len): MF_OK with the model read
+ * (also copied to *model, for a cache), or the answer to give in ans: 502
+ * when it is not JSON, 400 naming the field a config lacks.
+ */
+enum mf_rc mf_request_config(struct mf_request *req, const char *text,
+    size_t len, struct mf_model *model, struct mf_answer *ans);
+/* The model of that URL, read before (a cache). */
+void mf_request_model(struct mf_request *req, const struct mf_model *model);
+/* Answer the request (a URL not yet resolved is a 400). */
+void mf_api_decide(const struct mf_api *api, struct mf_request *req,
+    struct mf_answer *ans);
+void mf_request_free(struct mf_request *req);
+
 /* min_memory is the ?minMemory= text, or NULL for the whole catalogue. */
 void mf_api_catalog(const struct mf_api *api, const char *min_memory,
     enum mf_output out, struct mf_answer *ans);

@@ -6,6 +6,7 @@
  * could not be reached or failed.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +23,8 @@
 #include "../catalog/catalog.h"
 #include "../catalog/datadir.h"
 #include "../catalog/kueue.h"
+#include "../daemon/fetch.h"
+#include "../daemon/memfloord.h"
 
 #ifndef MF_DATADIR
 #define MF_DATADIR "/usr/local/share/memfloor"
@@ -31,6 +34,8 @@
 
 enum { EXIT_ADMITTED, EXIT_REJECTED, EXIT_INPUT, EXIT_UNREACHABLE };
 
+#define CLI_MAX_HOSTS 32
+
 struct opts {
 	const char *catalog;
 	const char *models;
@@ -38,6 +43,8 @@ struct opts {
 	const char *cacert;
 	enum mf_output out;
 	const char *file;
+	const char *hosts[CLI_MAX_HOSTS]; /* --model-host, as memfloord's */
+	size_t nhosts;
 };
 
 static void
@@ -45,9 +52,9 @@ usage(FILE *f)
 {
 	fprintf(f,
 	    "usage: memfloor estimate FILE [-m models] [-f catalog] "
-	    "[-o table|json|yaml]\n"
+	    "[--model-host HOST] [-o table|json|yaml]\n"
 	    "       memfloor admit FILE [-f catalog] [-m models] "
-	    "[-o table|json|yaml]\n"
+	    "[--model-host HOST] [-o table|json|yaml]\n"
 	    "       memfloor diagnose [FILE|-] [-f catalog] [-m models] "
 	    "[-o table|json|yaml]\n"
 	    "       memfloor catalog check FILE\n"
@@ -121,6 +128,9 @@ parse_opts(int argc, char **argv, int first, struct opts *o)
 			o->models = v;
 		} else if (strcmp(a, "--server") == 0 && v != NULL) {
 			o->server = v;
+		} else if (strcmp(a, "--model-host") == 0 && v != NULL &&
+		    o->nhosts < CLI_MAX_HOSTS) {
+			o->hosts[o->nhosts++] = v;
 		} else if (strcmp(a, "--cacert") == 0 && v != NULL) {
 			o->cacert = v;
 		} else if (o->file == NULL && (a[0] != '-' || a[1] == '\0')) {
@@ -171,57 +181,151 @@ exit_for(enum mf_answer_kind kind)
 	}
 }
 
-/* estimate, admit, diagnose: load what the call needs, run it, print. */
-static int
-offline(mf_api_call fn, struct opts *o)
+/* The fetcher's answer, waited for on the main thread. */
+struct waiter {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	int done;
+	struct mfd_fetch_result res;
+};
+
+static void
+on_fetched(void *arg, struct mfd_fetch_result *res)
 {
-	struct mf_catalog *cat = NULL;
-	struct mf_models *models = NULL;
-	struct mf_answer ans;
+	struct waiter *w = arg;
+
+	pthread_mutex_lock(&w->lock);
+	w->res = *res;
+	w->done = 1;
+	pthread_cond_signal(&w->cond);
+	pthread_mutex_unlock(&w->lock);
+}
+
+/*
+ * The job's config from its spec.model.configUrl, with memfloord's own
+ * fetcher and rules (the hosts --model-host allows, the caps, the
+ * redirects).  0 with the model handed to req, else -1 with ans set.
+ */
+static int
+fetch_config(const struct opts *o, struct mf_request *req,
+    struct mf_answer *ans)
+{
+	struct waiter w = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER,
+		0, { MFD_FETCH_FAILED, NULL, 0, "" } };
+	struct mf_model m;
+	int rc = -1;
+
+	/* Only the fetcher's warnings and errors, on stderr. */
+	mfd_log_init(0, MFD_WARN);
+	if (mfd_fetch_init(o->hosts, o->nhosts) != 0) {
+		mf_api_error(MF_ANS_INVALID, "--model-host",
+		    "not HOST, HOST:PORT or http[s]://HOST[:PORT]", o->out,
+		    ans);
+		return -1;
+	}
+	mfd_fetch_start(mf_request_url(req), on_fetched, &w);
+	pthread_mutex_lock(&w.lock);
+	while (!w.done)
+		pthread_cond_wait(&w.cond, &w.lock);
+	pthread_mutex_unlock(&w.lock);
+	mfd_fetch_fini();
+	if (w.res.status != MFD_FETCH_OK)
+		mf_api_error(w.res.status == MFD_FETCH_DENIED ||
+		            w.res.status == MFD_FETCH_BADURL ?
+		        MF_ANS_INVALID :
+		        MF_ANS_UPSTREAM,
+		    "spec.model.configUrl", w.res.message, o->out, ans);
+	else if (mf_request_config(req, w.res.body, w.res.len, &m, ans) ==
+	    MF_OK)
+		rc = 0;
+	free(w.res.body);
+	return rc;
+}
+
+/* The catalogue and models a call needs; -1 (said) when they fail. */
+static int
+load(struct opts *o, struct mf_catalog **cat, struct mf_models **models)
+{
 	struct mf_error err;
 	char msg[MF_ERROR_MAX];
-	struct mf_api api = { NULL, NULL, NULL, NULL, 0 };
-	char *body = NULL;
-	size_t len = 0;
-	int rc = EXIT_INPUT;
 
 	if ((o->catalog == NULL &&
 	        (o->catalog = shipped("gpus.yaml", "-f")) == NULL) ||
 	    (o->models == NULL &&
 	        (o->models = shipped("models", "-m")) == NULL))
-		goto out;
-	if (mf_cat_load(o->catalog, &cat, &err) != MF_OK ||
-	    mf_models_load(o->models, &models, &err) != MF_OK) {
+		return -1;
+	if (mf_cat_load(o->catalog, cat, &err) != MF_OK ||
+	    mf_models_load(o->models, models, &err) != MF_OK) {
 		fprintf(stderr, "memfloor: %s\n",
 		    mf_error_message(&err, msg, sizeof(msg)));
-		goto out;
+		return -1;
 	}
-	/* A person at a terminal who gave no FILE would wait, not knowing
-	 * that memfloor is reading what they type. */
+	return 0;
+}
+
+/* The request body: FILE, or standard input (said when it is a terminal:
+ * a person who gave no FILE would wait, not knowing memfloor reads what
+ * they type). */
+static char *
+read_input(const struct opts *o, size_t *len)
+{
 	if ((o->file == NULL || strcmp(o->file, "-") == 0) &&
 	    isatty(STDIN_FILENO))
 		fprintf(stderr,
 		    "memfloor: reading from standard input (end with "
 		    "Ctrl-D; give a FILE to read that instead)\n");
-	body = slurp(o->file ? o->file : "-", &len);
-	if (body == NULL)
+	return slurp(o->file ? o->file : "-", len);
+}
+
+static int
+print_answer(struct mf_answer *ans)
+{
+	int rc = exit_for(ans->kind);
+
+	fwrite(ans->body, 1, ans->len,
+	    ans->kind == MF_ANS_OK || ans->kind == MF_ANS_REJECTED ? stdout :
+	                                                             stderr);
+	mf_answer_free(ans);
+	return rc;
+}
+
+/*
+ * estimate, admit (job is set: both phases, fetching a configUrl when
+ * --model-host allows its host) and diagnose (fn): load what the call
+ * needs, run it, print.
+ */
+static int
+offline(mf_api_call fn, const enum mf_call *job, struct opts *o)
+{
+	struct mf_catalog *cat = NULL;
+	struct mf_models *models = NULL;
+	struct mf_request *req = NULL;
+	struct mf_answer ans;
+	struct mf_api api = { NULL, NULL };
+	char *body = NULL;
+	size_t len = 0;
+	int rc = EXIT_INPUT;
+
+	if (load(o, &cat, &models) != 0 || (body = read_input(o, &len)) == NULL)
 		goto out;
 	api.cat = cat;
 	api.models = models;
-	fn(&api, body, len, MF_DOC_AUTO, o->out, &ans);
-	if (ans.kind == MF_ANS_FETCH) {
-		fprintf(stderr,
-		    "memfloor: spec.model.configUrl: configs are "
-		    "fetched by the daemon (memfloor submit)\n");
-		mf_answer_free(&ans);
+	if (job == NULL) {
+		fn(&api, body, len, MF_DOC_AUTO, o->out, &ans);
+		rc = print_answer(&ans);
 		goto out;
 	}
-	fwrite(ans.body, 1, ans.len,
-	    ans.kind == MF_ANS_OK || ans.kind == MF_ANS_REJECTED ? stdout :
-	                                                           stderr);
-	rc = exit_for(ans.kind);
-	mf_answer_free(&ans);
+	mf_api_prepare(&api, *job, body, len, MF_DOC_AUTO, o->out, &req, &ans);
+	if (req != NULL && mf_request_url(req) != NULL && o->nhosts > 0 &&
+	    fetch_config(o, req, &ans) != 0) {
+		rc = print_answer(&ans);
+		goto out;
+	}
+	if (req != NULL)
+		mf_api_decide(&api, req, &ans);
+	rc = print_answer(&ans);
 out:
+	mf_request_free(req);
 	free(body);
 	mf_models_free(models);
 	mf_cat_unref(cat);
@@ -235,7 +339,7 @@ catalog_check(const char *path)
 	struct mf_answer ans;
 	struct mf_error err;
 	char msg[MF_ERROR_MAX];
-	struct mf_api api = { NULL, NULL, NULL, NULL, 0 };
+	struct mf_api api = { NULL, NULL };
 
 	if (mf_cat_load(path, &cat, &err) != MF_OK) {
 		fprintf(stderr, "%s\n",
@@ -464,11 +568,11 @@ main(int argc, char **argv)
 		return EXIT_INPUT;
 	}
 	if (strcmp(argv[1], "estimate") == 0)
-		return offline(mf_api_estimate, &o);
+		return offline(NULL, &(enum mf_call){ MF_CALL_ESTIMATE }, &o);
 	if (strcmp(argv[1], "admit") == 0)
-		return offline(mf_api_admit, &o);
+		return offline(NULL, &(enum mf_call){ MF_CALL_ADMIT }, &o);
 	if (strcmp(argv[1], "diagnose") == 0)
-		return offline(mf_api_diagnose, &o);
+		return offline(mf_api_diagnose, NULL, &o);
 	if (strcmp(argv[1], "submit") == 0) {
 		curl_global_init(CURL_GLOBAL_DEFAULT);
 		rc = submit(&o);

@@ -48,13 +48,11 @@ struct job {
 };
 
 struct entry {
-	char *url;
-	char *body;
-	size_t len;
+	char *url;              /* NULL: a free slot */
+	struct mf_model model;  /* the config, read */
 	long long stored;       /* monotonic ms, for the TTL */
 	unsigned long long seq; /* order of insertion, for eviction */
 };
-
 /* Set by mfd_fetch_init before the thread starts; read-only until fini. */
 static struct allowed *hosts;
 static size_t nhosts;
@@ -456,38 +454,7 @@ static void
 entry_clear(struct entry *e)
 {
 	free(e->url);
-	free(e->body);
 	memset(e, 0, sizeof(*e));
-}
-
-/* 1 and a copy of the body when url is cached and fresh, else 0. */
-static int
-cache_get(const char *url, char **body, size_t *len)
-{
-	long long now = now_ms();
-	int hit = 0;
-	size_t i;
-
-	pthread_mutex_lock(&cache_lock);
-	for (i = 0; i < MFD_FETCH_CACHE; i++) {
-		struct entry *e = &cache[i];
-
-		if (e->url == NULL || strcmp(e->url, url) != 0)
-			continue;
-		if (now - e->stored >= (long long)MFD_FETCH_TTL * 1000) {
-			entry_clear(e);
-			break;
-		}
-		*body = malloc(e->len + 1);
-		if (*body != NULL) {
-			memcpy(*body, e->body, e->len + 1);
-			*len = e->len;
-			hit = 1;
-		}
-		break;
-	}
-	pthread_mutex_unlock(&cache_lock);
-	return hit;
 }
 
 /* The slot for url: its own, a free one, or the oldest. */
@@ -510,30 +477,6 @@ cache_slot(const char *url)
 }
 
 static void
-cache_put(const char *url, const char *body, size_t len)
-{
-	char *u = strdup(url), *b = malloc(len + 1);
-	struct entry *e;
-
-	if (u == NULL || b == NULL) {
-		free(u);
-		free(b);
-		return;
-	}
-	memcpy(b, body, len);
-	b[len] = '\0';
-	pthread_mutex_lock(&cache_lock);
-	e = cache_slot(url);
-	entry_clear(e);
-	e->url = u;
-	e->body = b;
-	e->len = len;
-	e->stored = now_ms();
-	e->seq = ++cache_seq;
-	pthread_mutex_unlock(&cache_lock);
-}
-
-static void
 cache_clear(void)
 {
 	size_t i;
@@ -545,25 +488,48 @@ cache_clear(void)
 }
 
 void
-mfd_fetch_keep(const char *url, const char *body, size_t len)
+mfd_fetch_keep(const char *url, const struct mf_model *model)
 {
-	if (url != NULL && body != NULL)
-		cache_put(url, body, len);
+	struct entry *e;
+	char *u;
+
+	if (url == NULL || model == NULL || (u = strdup(url)) == NULL)
+		return;
+	pthread_mutex_lock(&cache_lock);
+	e = cache_slot(url);
+	entry_clear(e);
+	e->url = u;
+	e->model = *model;
+	e->stored = now_ms();
+	e->seq = ++cache_seq;
+	pthread_mutex_unlock(&cache_lock);
 }
 
 int
-mfd_fetch_cached(const char *url, struct mfd_fetch_result *res)
+mfd_fetch_cached(const char *url, struct mf_model *model)
 {
-	char *body;
-	size_t len;
+	long long now = now_ms();
+	int hit = 0;
+	size_t i;
 
-	if (url == NULL || res == NULL || !cache_get(url, &body, &len))
+	if (url == NULL || model == NULL)
 		return 0;
-	res->status = MFD_FETCH_OK;
-	res->body = body;
-	res->len = len;
-	res->message[0] = '\0';
-	return 1;
+	pthread_mutex_lock(&cache_lock);
+	for (i = 0; i < MFD_FETCH_CACHE; i++) {
+		struct entry *e = &cache[i];
+
+		if (e->url == NULL || strcmp(e->url, url) != 0)
+			continue;
+		if (now - e->stored >= (long long)MFD_FETCH_TTL * 1000) {
+			entry_clear(e);
+			break;
+		}
+		*model = e->model;
+		hit = 1;
+		break;
+	}
+	pthread_mutex_unlock(&cache_lock);
+	return hit;
 }
 
 /* --- transfers (fetcher thread) -------------------------------------- */
@@ -597,19 +563,13 @@ unlink_active(struct job *j)
 
 /* Hand res to the caller and forget the job. */
 static void
-complete(struct job *j, struct mfd_fetch_result *res, int from_cache)
+complete(struct job *j, struct mfd_fetch_result *res)
 {
 	char u[SHOWN_URL + 4];
 
-	/* Kept in the cache only once the caller has read it as a config
-	 * (mfd_fetch_keep): a body that is not one is fetched again. */
-	mfd_metrics_fetch(res->status != MFD_FETCH_OK ? MFD_FETCHED_ERROR :
-	        from_cache                            ? MFD_FETCHED_CACHE :
-	                                                MFD_FETCHED_NEW);
 	if (res->status == MFD_FETCH_OK) {
 		show(u, j->url, SHOWN_URL);
-		mfd_log(MFD_INFO, "model config %s: %zu bytes%s", u, res->len,
-		    from_cache ? " (cached)" : "");
+		mfd_log(MFD_INFO, "model config %s: %zu bytes", u, res->len);
 	} else {
 		mfd_log(MFD_WARN, "model config %s", res->message);
 	}
@@ -619,14 +579,13 @@ complete(struct job *j, struct mfd_fetch_result *res, int from_cache)
 	pthread_mutex_unlock(&lock);
 	job_free(j);
 }
-
 static void
 fail(struct job *j, enum mfd_fetch_status st, const char *why)
 {
 	struct mfd_fetch_result res = { st, NULL, 0, "" };
 
 	say(res.message, sizeof(res.message), j->url, "%s", why);
-	complete(j, &res, 0);
+	complete(j, &res);
 }
 
 /* Only a 200 body is kept, and only up to MFD_FETCH_MAX bytes. */
@@ -731,18 +690,13 @@ fail_issue(struct job *j, enum mfd_fetch_status st)
 	fail(j, st, why);
 }
 
-/* A new job: from the cache, or onto the network. */
+/* A new job onto the network. */
 static void
 begin(struct job *j)
 {
-	struct mfd_fetch_result res = { MFD_FETCH_OK, NULL, 0, "" };
 	enum mfd_fetch_status st;
 	CURLU *u = j->u;
 
-	if (cache_get(j->url, &res.body, &res.len)) {
-		complete(j, &res, 1);
-		return;
-	}
 	j->u = NULL;
 	j->deadline = now_ms() + MFD_FETCH_TIMEOUT_MS;
 	if (easy_setup(j) != 0) {
@@ -847,7 +801,7 @@ reap(void)
 		unlink_active(j);
 		memset(&res, 0, sizeof(res));
 		if (outcome(j, msg->data.result, &res) != 0)
-			complete(j, &res, 0);
+			complete(j, &res);
 	}
 }
 

@@ -8,15 +8,19 @@
  * connection, and the fetcher calls back when the transfer is over.
  * Bodies are capped at MFD_FETCH_MAX bytes and transfers at
  * MFD_FETCH_TIMEOUT_MS (redirects included); a redirect is followed only
- * to an allowed host, at most MFD_FETCH_MAX_REDIRECTS times.  Successful
- * bodies are cached by URL (MFD_FETCH_CACHE entries, oldest evicted, kept
- * MFD_FETCH_TTL seconds) once the caller has read them as a config and
- * said so with mfd_fetch_keep; failures are not cached.
+ * to an allowed host, at most MFD_FETCH_MAX_REDIRECTS times.  The configs
+ * that were read are cached, as models, by URL (MFD_FETCH_CACHE entries,
+ * oldest evicted, kept MFD_FETCH_TTL seconds): the caller keeps one with
+ * mfd_fetch_keep once it has read the body as a config, and looks for one
+ * with mfd_fetch_cached before it fetches; a body that failed, was not
+ * JSON or lacked a field is never kept.
  */
 #ifndef MFD_FETCH_H
 #define MFD_FETCH_H
 
 #include <stddef.h>
+
+#include "../admission/model.h"
 
 #define MFD_FETCH_MAX (256u << 10)
 #define MFD_FETCH_TIMEOUT_MS 5000
@@ -53,10 +57,11 @@ void mfd_fetch_fini(void);
 /* MFD_FETCH_OK when url may be fetched, else DENIED or BADURL and why. */
 enum mfd_fetch_status
 mfd_fetch_allowed(const char *url, char *message, size_t size);
-/* Cache a body fetched for url that was read as a config (copied). */
-void mfd_fetch_keep(const char *url, const char *body, size_t len);
-/* 1 and a copy of the cached body in *res (status OK), or 0. */
-int mfd_fetch_cached(const char *url, struct mfd_fetch_result *res);
+/* Keep the model read from the config fetched for url (copied). */
+void mfd_fetch_keep(const char *url, const struct mf_model *model);
+/* 1 and the model kept for url in *model when it is fresh; else 0 and
+ * *model untouched. */
+int mfd_fetch_cached(const char *url, struct mf_model *model);
 /*
  * Fetch url in the background; done(arg, &res) runs exactly once, on the
  * fetcher thread (or on the caller's thread when url is refused at once).

@@ -52,6 +52,8 @@ struct route {
 	enum body body; /* BODY_NONE: GET, else POST with this body */
 	handler_fn fn;
 	mf_api_call call; /* what do_body runs for a POST route */
+	int phased;       /* an admit or an estimate: read, fetch, decide */
+	enum mf_call job_call;
 };
 
 struct request {
@@ -71,9 +73,11 @@ struct request {
 	enum mf_verdict verdict;
 	char method[8];
 	char path[256];
-	/* spec.model.configUrl: what the fetcher brought back */
+	/* An admit or an estimate, read; its spec.model.configUrl and what
+	 * the fetcher brought back. */
+	struct mf_request *req;
+	const char *url; /* borrowed from req */
 	struct MHD_Connection *conn;
-	char *fetch_url;
 	int fetched; /* the fetcher called back */
 	struct mfd_fetch_result fetch;
 };
@@ -87,17 +91,12 @@ static atomic_int draining;
 
 /* --- handlers -------------------------------------------------------- */
 
+/* The catalogue in service, held for one call, and the models. */
 static struct mf_api
-api_begin(const struct request *r)
+api_begin(void)
 {
-	struct mf_api api = { mfd_state_catalog(), mfd_state_models(), NULL,
-		NULL, 0 };
+	struct mf_api api = { mfd_state_catalog(), mfd_state_models() };
 
-	if (r->fetched && r->fetch.status == MFD_FETCH_OK) {
-		api.config_url = r->fetch_url;
-		api.config = r->fetch.body;
-		api.config_len = r->fetch.len;
-	}
 	return api;
 }
 
@@ -112,7 +111,7 @@ api_end(struct mf_api *api)
 static void
 do_body(struct request *r, struct MHD_Connection *c, struct mf_answer *ans)
 {
-	struct mf_api api = api_begin(r);
+	struct mf_api api = api_begin();
 
 	(void)c;
 	r->route->call(&api, r->body.data, r->body.len, r->fmt, r->out, ans);
@@ -122,7 +121,7 @@ do_body(struct request *r, struct MHD_Connection *c, struct mf_answer *ans)
 static void
 do_catalog(struct request *r, struct MHD_Connection *c, struct mf_answer *ans)
 {
-	struct mf_api api = api_begin(r);
+	struct mf_api api = api_begin();
 
 	mf_api_catalog(&api,
 	    MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "minMemory"),
@@ -133,7 +132,7 @@ do_catalog(struct request *r, struct MHD_Connection *c, struct mf_answer *ans)
 static void
 do_models(struct request *r, struct MHD_Connection *c, struct mf_answer *ans)
 {
-	struct mf_api api = { NULL, mfd_state_models(), NULL, NULL, 0 };
+	struct mf_api api = { NULL, mfd_state_models() };
 
 	(void)c;
 	mf_api_models(&api, r->out, ans);
@@ -198,20 +197,22 @@ do_page(struct request *r, struct MHD_Connection *c, struct mf_answer *ans)
 }
 
 static const struct route routes[] = {
-	{ "/v1/admit", MFD_R_ADMIT, BODY_MANIFEST, do_body, mf_api_admit },
-	{ "/v1/estimate", MFD_R_ESTIMATE, BODY_MANIFEST, do_body,
-	    mf_api_estimate },
-	{ "/v1/diagnose", MFD_R_DIAGNOSE, BODY_TEXT, do_body, mf_api_diagnose },
+	{ "/v1/admit", MFD_R_ADMIT, BODY_MANIFEST, NULL, NULL, 1,
+	    MF_CALL_ADMIT },
+	{ "/v1/estimate", MFD_R_ESTIMATE, BODY_MANIFEST, NULL, NULL, 1,
+	    MF_CALL_ESTIMATE },
+	{ "/v1/diagnose", MFD_R_DIAGNOSE, BODY_TEXT, do_body, mf_api_diagnose,
+	    0, 0 },
 	{ "/v1/admission-review", MFD_R_REVIEW, BODY_REVIEW, do_body,
-	    mf_api_review },
-	{ "/v1/catalog", MFD_R_CATALOG, BODY_NONE, do_catalog, NULL },
-	{ "/v1/models", MFD_R_MODELS, BODY_NONE, do_models, NULL },
-	{ "/healthz", MFD_R_HEALTHZ, BODY_NONE, do_healthz, NULL },
-	{ "/readyz", MFD_R_READYZ, BODY_NONE, do_readyz, NULL },
-	{ "/metrics", MFD_R_METRICS, BODY_NONE, do_metrics, NULL },
-	{ "/", MFD_R_PAGE, BODY_NONE, do_page, NULL },
-	{ "/page.js", MFD_R_PAGE, BODY_NONE, do_page, NULL },
-	{ "/page.css", MFD_R_PAGE, BODY_NONE, do_page, NULL },
+	    mf_api_review, 0, 0 },
+	{ "/v1/catalog", MFD_R_CATALOG, BODY_NONE, do_catalog, NULL, 0, 0 },
+	{ "/v1/models", MFD_R_MODELS, BODY_NONE, do_models, NULL, 0, 0 },
+	{ "/healthz", MFD_R_HEALTHZ, BODY_NONE, do_healthz, NULL, 0, 0 },
+	{ "/readyz", MFD_R_READYZ, BODY_NONE, do_readyz, NULL, 0, 0 },
+	{ "/metrics", MFD_R_METRICS, BODY_NONE, do_metrics, NULL, 0, 0 },
+	{ "/", MFD_R_PAGE, BODY_NONE, do_page, NULL, 0, 0 },
+	{ "/page.js", MFD_R_PAGE, BODY_NONE, do_page, NULL, 0, 0 },
+	{ "/page.css", MFD_R_PAGE, BODY_NONE, do_page, NULL, 0, 0 },
 };
 
 /* --- negotiation ----------------------------------------------------- */
@@ -529,55 +530,71 @@ on_fetched(void *arg, struct mfd_fetch_result *res)
 {
 	struct request *r = arg;
 
+	mfd_metrics_fetch(
+	    res->status != MFD_FETCH_OK ? MFD_FETCHED_ERROR : MFD_FETCHED_NEW);
 	r->fetch = *res;
 	r->fetched = 1;
 	mfd_guard_suspend(r->guard, 0);
 	MHD_resume_connection(r->conn);
 }
 
-/*
- * A config fetched for this request goes into the cache once it was read
- * as one: a body that is not JSON, or a config missing fields, is
- * fetched again next time (the host may be fixed by then).
- */
-static void
-keep_config(const struct request *r, const struct mf_answer *ans)
-{
-	static const char field[] = "spec.model.configUrl";
-
-	if (r->fetched && r->fetch.status == MFD_FETCH_OK &&
-	    ans->kind != MF_ANS_UPSTREAM &&
-	    strncmp(ans->field, field, sizeof(field) - 1) != 0)
-		mfd_fetch_keep(r->fetch_url, r->fetch.body, r->fetch.len);
-}
-
-/*
- * The job's config is at a URL: answer from the cache, or park the
- * connection until the fetcher is done; MHD calls on_request again then.
- */
+/* Ask the fetcher for the job's config and park the connection; MHD
+ * calls on_request again once on_fetched resumes it. */
 static enum MHD_Result
-fetch_first(struct MHD_Connection *c, struct request *r, struct mf_answer *ans)
+park(struct MHD_Connection *c, struct request *r)
 {
-	struct mf_answer again;
-	char why[256];
-
-	r->fetch_url = ans->fetch_url;
-	ans->fetch_url = NULL;
-	mf_answer_free(ans);
-	if (mfd_fetch_allowed(r->fetch_url, why, sizeof(why)) != MFD_FETCH_OK)
-		return send_error(c, r, MHD_HTTP_BAD_REQUEST,
-		    "spec.model.configUrl", why);
-	if (mfd_fetch_cached(r->fetch_url, &r->fetch)) {
-		mfd_metrics_fetch(MFD_FETCHED_CACHE);
-		r->fetched = 1;
-		r->route->fn(r, c, &again);
-		return send_answer(c, r, http_status(again.kind), &again);
-	}
 	r->conn = c;
 	mfd_guard_suspend(r->guard, 1);
 	MHD_suspend_connection(c);
-	mfd_fetch_start(r->fetch_url, on_fetched, r);
+	mfd_fetch_start(r->url, on_fetched, r);
 	return MHD_YES;
+}
+
+/*
+ * An admit or an estimate: the body is read once; a model at a URL comes
+ * from the cache, else from the fetcher, and a config that was read is
+ * kept (never one that failed, was not JSON or lacked a field); then the
+ * decision.
+ */
+static enum MHD_Result
+phased(struct MHD_Connection *c, struct request *r)
+{
+	struct mf_answer ans;
+	struct mf_api api;
+	struct mf_model m;
+	char why[256];
+
+	if (r->req == NULL) {
+		api = api_begin();
+		mf_api_prepare(&api, r->route->job_call, r->body.data,
+		    r->body.len, r->fmt, r->out, &r->req, &ans);
+		api_end(&api);
+		if (r->req == NULL)
+			return send_answer(c, r, http_status(ans.kind), &ans);
+		r->url = mf_request_url(r->req);
+		if (r->url != NULL &&
+		    mfd_fetch_allowed(r->url, why, sizeof(why)) != MFD_FETCH_OK)
+			return send_error(c, r, MHD_HTTP_BAD_REQUEST,
+			    "spec.model.configUrl", why);
+		if (r->url != NULL && !mfd_fetch_cached(r->url, &m))
+			return park(c, r);
+		if (r->url != NULL) {
+			mfd_metrics_fetch(MFD_FETCHED_CACHE);
+			mf_request_model(r->req, &m);
+		}
+	} else if (r->fetch.status != MFD_FETCH_OK) {
+		return send_error(c, r, fetch_status(r->fetch.status),
+		    "spec.model.configUrl", r->fetch.message);
+	} else if (mf_request_config(r->req, r->fetch.body, r->fetch.len, &m,
+	               &ans) != MF_OK) {
+		return send_answer(c, r, http_status(ans.kind), &ans);
+	} else {
+		mfd_fetch_keep(r->url, &m);
+	}
+	api = api_begin();
+	mf_api_decide(&api, r->req, &ans);
+	api_end(&api);
+	return send_answer(c, r, http_status(ans.kind), &ans);
 }
 
 #define BUSY_MESSAGE \
@@ -729,13 +746,9 @@ on_request(void *cls, struct MHD_Connection *c, const char *url,
 	if (r->route->body != BODY_NONE && r->body.data == NULL)
 		return send_error(c, r, MHD_HTTP_BAD_REQUEST, NULL,
 		    "the body is empty");
-	if (r->fetched && r->fetch.status != MFD_FETCH_OK)
-		return send_error(c, r, fetch_status(r->fetch.status),
-		    "spec.model.configUrl", r->fetch.message);
+	if (r->route->phased)
+		return phased(c, r);
 	r->route->fn(r, c, &ans);
-	if (ans.kind == MF_ANS_FETCH && !r->fetched)
-		return fetch_first(c, r, &ans);
-	keep_config(r, &ans);
 	status = r->early != 0 ? r->early : http_status(ans.kind);
 	return send_answer(c, r, status, &ans);
 }
@@ -774,7 +787,7 @@ on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	mfd_guard_end(r->guard, toe == MHD_REQUEST_TERMINATED_COMPLETED_OK);
 	mf_buf_free(&r->body);
 	mfd_guard_body_give(r->charged);
-	free(r->fetch_url);
+	mf_request_free(r->req);
 	free(r->fetch.body);
 	free(r);
 	*con_cls = NULL;

@@ -171,6 +171,51 @@ else
 	bad "/notjson fetched $hits times, /partial ($pcode) $phits, want 2"
 fi
 
+# --- the command line fetches with the same rules ------------------------
+
+# memfloor estimate/admit fetch a configUrl themselves when --model-host
+# allows its host, and answer as the daemon does.
+cli=${MEMFLOOR:-$top/build/memfloor}
+cli_run() {
+	out=$("$cli" "$@" -f "$top/catalog/gpus.yaml" -m "$top/catalog/models" \
+	    -o json 2>"$tmp/cli.err") && rc=0 || rc=$?
+}
+job "$srv/ok?cli"
+cli_run estimate "$tmp/job.yaml" --model-host "$srv"
+if [ "$rc" = 0 ] && say "$out" | grep -q '"parameters": *8030261248'; then
+	ok "memfloor estimate fetches a configUrl from an allowed host"
+else
+	bad "memfloor estimate with --model-host: exit $rc, $(cat "$tmp/cli.err")"
+fi
+cli_run admit "$tmp/job.yaml" --model-host "$srv"
+if [ "$rc" = 0 ] || [ "$rc" = 1 ]; then
+	ok "memfloor admit fetches it too (exit $rc)"
+else
+	bad "memfloor admit with --model-host: exit $rc, $(cat "$tmp/cli.err")"
+fi
+cli_run estimate "$tmp/job.yaml" --model-host "http://127.0.0.2:$sport"
+if [ "$rc" = 2 ] && grep -q "host 127.0.0.1 is not allowed" "$tmp/cli.err"
+then
+	ok "memfloor estimate: a host --model-host does not name is refused"
+else
+	bad "memfloor estimate, host not allowed: exit $rc, $(cat "$tmp/cli.err")"
+fi
+job "$srv/notjson"
+cli_run estimate "$tmp/job.yaml" --model-host "$srv"
+if [ "$rc" = 3 ] && grep -q "not a JSON config" "$tmp/cli.err"; then
+	ok "memfloor estimate: a body that is not JSON is said so (exit 3)"
+else
+	bad "memfloor estimate, /notjson: exit $rc, $(cat "$tmp/cli.err")"
+fi
+job "$srv/ok?cli"
+cli_run estimate "$tmp/job.yaml"
+if [ "$rc" = 2 ] && grep -q "spec.model.configUrl.*--model-host" "$tmp/cli.err"
+then
+	ok "memfloor estimate without --model-host says how to fetch"
+else
+	bad "memfloor estimate without --model-host: exit $rc"
+fi
+
 # --- the policy ----------------------------------------------------------
 
 job "https://models.invalid/config.json"

@@ -231,7 +231,7 @@ server_hits(const char *path)
 	snprintf(url, sizeof(url), "%s/hits?path=%s", base, path);
 	curl_easy_setopt(e, CURLOPT_URL, url);
 	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, collect);
-	curl_easy_setopt(e, CURLOPT_WRITEDATA, text);
+	curl_easy_setopt(e, CURLOPT_WRITEDATA, (void *)text);
 	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(e, CURLOPT_TIMEOUT, 5L);
 	if (curl_easy_perform(e) == CURLE_OK)
@@ -678,92 +678,94 @@ test_redirect_limit(void **state)
 
 /* --- the cache ------------------------------------------------------- */
 
-static void
-test_cache_second_fetch_is_cached(void **state)
+/* A model as a config read from a URL gives it; h marks which. */
+static struct mf_model
+model_of(int64_t h)
 {
-	struct mfd_fetch_result res;
+	struct mf_model m = { .hidden = h,
+		.layers = 2,
+		.heads = 4,
+		.kv_heads = 4,
+		.head_dim = h / 4,
+		.intermediate = 3 * h,
+		.vocab = 1000,
+		.norms_per_layer = 2 };
+
+	return m;
+}
+
+/* What is kept is what the caller read: a fetch alone keeps nothing, and
+ * a lookup gives a copy of the model. */
+static void
+test_cache_keeps_read_models(void **state)
+{
+	struct mf_model m = model_of(64), got;
 	struct waiter w;
 	char url[128];
 
 	(void)state;
 	url_of(url, sizeof(url), "/counted");
-	assert_int_equal(mfd_fetch_cached(url, &res), 0);
+	assert_int_equal(mfd_fetch_cached(url, &got), 0);
 	fetch(&w, "/counted");
 	assert_int_equal(w.res.status, MFD_FETCH_OK);
-	/* Not cached until the caller has read it as a config. */
-	assert_int_equal(mfd_fetch_cached(url, &res), 0);
-	mfd_fetch_keep(url, w.res.body, w.res.len);
 	waiter_fini(&w);
+	assert_int_equal(mfd_fetch_cached(url, &got), 0);
+	mfd_fetch_keep(url, &m);
+	memset(&got, 0, sizeof(got));
+	assert_int_equal(mfd_fetch_cached(url, &got), 1);
+	assert_memory_equal(&got, &m, sizeof(m));
+	assert_int_equal(mfd_fetch_cached(NULL, &got), 0);
+	assert_int_equal(mfd_fetch_cached(url, NULL), 0);
+	/* The fetcher itself always goes to the network: the caller looks in
+	 * the cache first. */
 	fetch(&w, "/counted");
-	assert_int_equal(w.res.status, MFD_FETCH_OK);
-	assert_memory_equal(w.res.body, ok_body, ok_len);
 	waiter_fini(&w);
-	assert_int_equal(server_hits("/counted"), 1);
-	/* The cached copy is the caller's. */
-	memset(&res, 0, sizeof(res));
-	assert_int_equal(mfd_fetch_cached(url, &res), 1);
-	assert_int_equal(res.status, MFD_FETCH_OK);
-	assert_int_equal(res.len, ok_len);
-	assert_memory_equal(res.body, ok_body, ok_len);
-	free(res.body);
-	assert_int_equal(mfd_fetch_cached(NULL, &res), 0);
+	assert_int_equal(server_hits("/counted"), 2);
 }
 
+/* A URL that failed is not in the cache, and a miss leaves the out
+ * parameter alone. */
 static void
 test_cache_skips_failures(void **state)
 {
-	struct mfd_fetch_result res;
+	struct mf_model got;
 	struct waiter w;
 	char url[128];
 
 	(void)state;
 	url_of(url, sizeof(url), "/flaky");
-	/* The first answer is HTTP 500; it is not kept. */
 	fetch(&w, "/flaky");
 	assert_int_equal(w.res.status, MFD_FETCH_HTTP);
 	waiter_fini(&w);
-	memset(&res, 0x5a, sizeof(res));
-	assert_int_equal(mfd_fetch_cached(url, &res), 0);
-	/* Untouched when not cached. */
-	assert_int_equal(res.len, (size_t)0x5a5a5a5a5a5a5a5aULL);
-	fetch(&w, "/flaky");
-	assert_int_equal(w.res.status, MFD_FETCH_OK);
-	mfd_fetch_keep(url, w.res.body, w.res.len);
-	waiter_fini(&w);
-	fetch(&w, "/flaky");
-	assert_int_equal(w.res.status, MFD_FETCH_OK);
-	waiter_fini(&w);
-	/* 500, 200, then the cache. */
-	assert_int_equal(server_hits("/flaky"), 2);
+	memset(&got, 0x5a, sizeof(got));
+	assert_int_equal(mfd_fetch_cached(url, &got), 0);
+	assert_int_equal(got.hidden, (int64_t)0x5a5a5a5a5a5a5a5aLL);
 }
 
 static void
 test_cache_evicts_oldest(void **state)
 {
-	struct mfd_fetch_result res;
-	struct waiter w;
+	struct mf_model got;
 	char path[64], url[128];
 	int i;
 
 	(void)state;
 	/* MFD_FETCH_CACHE + 1 different URLs: the first one goes. */
 	for (i = 0; i <= MFD_FETCH_CACHE; i++) {
+		struct mf_model m = model_of(64 + 4 * i);
+
 		snprintf(path, sizeof(path), "/ok?evict=%d", i);
-		fetch(&w, path);
-		assert_int_equal(w.res.status, MFD_FETCH_OK);
 		url_of(url, sizeof(url), path);
-		mfd_fetch_keep(url, w.res.body, w.res.len);
-		waiter_fini(&w);
+		mfd_fetch_keep(url, &m);
 	}
 	url_of(url, sizeof(url), "/ok?evict=0");
-	assert_int_equal(mfd_fetch_cached(url, &res), 0);
+	assert_int_equal(mfd_fetch_cached(url, &got), 0);
 	for (i = 1; i <= MFD_FETCH_CACHE; i++) {
 		snprintf(path, sizeof(path), "/ok?evict=%d", i);
 		url_of(url, sizeof(url), path);
-		assert_int_equal(mfd_fetch_cached(url, &res), 1);
-		free(res.body);
+		assert_int_equal(mfd_fetch_cached(url, &got), 1);
+		assert_int_equal(got.hidden, 64 + 4 * i);
 	}
-	assert_int_equal(server_hits("/ok?evict=1"), 1);
 }
 
 /* --- concurrency ----------------------------------------------------- */
@@ -875,7 +877,7 @@ main(void)
 		T(test_redirect_same_host),
 		T(test_redirect_not_allowed),
 		T(test_redirect_limit),
-		T(test_cache_second_fetch_is_cached),
+		T(test_cache_keeps_read_models),
 		T(test_cache_skips_failures),
 		T(test_cache_evicts_oldest),
 		T(test_fetch_slow_does_not_block),
