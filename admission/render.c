@@ -341,18 +341,6 @@ gpu_json(struct mf_jw *w, const struct mf_catalog *cat, const struct mf_gpu *g)
 	mf_jw_close(w, '}');
 }
 
-static int
-by_cost(const void *a, const void *b)
-{
-	const struct mf_gpu *x = *(const struct mf_gpu *const *)a;
-	const struct mf_gpu *y = *(const struct mf_gpu *const *)b;
-	double cx = mf_cat_unit_cost(x), cy = mf_cat_unit_cost(y);
-
-	if (cx != cy)
-		return cx < cy ? -1 : 1;
-	return strcmp(x->name, y->name);
-}
-
 /* Cards with at least min_memory, cheapest per reference hour first; NULL
  * on allocation failure.  *n is the count. */
 static const struct mf_gpu **
@@ -367,7 +355,7 @@ fitting(const struct mf_catalog *cat, int64_t min_memory, size_t *n)
 		if (cat->gpus[i].memory >= min_memory)
 			v[(*n)++] = &cat->gpus[i];
 	if (min_memory > 0)
-		qsort(v, *n, sizeof(*v), by_cost);
+		mf_cat_cheapest_first(v, *n);
 	return v;
 }
 

@@ -928,6 +928,25 @@ mf_cat_unit_cost(const struct mf_gpu *gpu)
 	return gpu->hourly_price / gpu->throughput;
 }
 
+static int
+by_unit_cost(const void *a, const void *b)
+{
+	const struct mf_gpu *x = *(const struct mf_gpu *const *)a;
+	const struct mf_gpu *y = *(const struct mf_gpu *const *)b;
+	double cx = mf_cat_unit_cost(x), cy = mf_cat_unit_cost(y);
+
+	if (cx != cy)
+		return cx < cy ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+void
+mf_cat_cheapest_first(const struct mf_gpu **gpus, size_t n)
+{
+	if (n > 1)
+		qsort((void *)gpus, n, sizeof(*gpus), by_unit_cost);
+}
+
 /*
  * memory x (1 - headroom), rounded down, in integer arithmetic.  headroom
  * is taken as the decimal the operator wrote, to nine places: the double

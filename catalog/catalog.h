@@ -106,6 +106,9 @@ mf_cat_find(const struct mf_catalog *cat, const char *name);
 int mf_cat_has_slurm(const struct mf_gpu *gpu);
 /* The TYPE of the GPU's "gpu:TYPE" gres, or NULL without one. */
 const char *mf_cat_gres_type(const struct mf_gpu *gpu);
+/* Sort cards cheapest per reference hour first (mf_cat_unit_cost), then
+ * by name: the order the catalogue is listed in for a floor. */
+void mf_cat_cheapest_first(const struct mf_gpu **gpus, size_t n);
 /* Dollars per reference hour on one card: hourlyPrice / relativeThroughput,
  * the cost of a one-GPU job per hour it takes on the reference GPU. */
 double mf_cat_unit_cost(const struct mf_gpu *gpu);

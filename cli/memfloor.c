@@ -354,19 +354,6 @@ catalog_check(const char *path)
 	return EXIT_ADMITTED;
 }
 
-/* Cheapest per reference hour first; file order among equals. */
-static int
-by_unit_cost(const void *a, const void *b)
-{
-	const struct mf_gpu *x = *(const struct mf_gpu *const *)a;
-	const struct mf_gpu *y = *(const struct mf_gpu *const *)b;
-	double dx = mf_cat_unit_cost(x), dy = mf_cat_unit_cost(y);
-
-	if (dx != dy)
-		return dx < dy ? -1 : 1;
-	return (x > y) - (x < y);
-}
-
 /* One entry of the table; names and types were checked on load. */
 static void
 slurm_entry(FILE *f, const struct mf_gpu *g)
@@ -419,7 +406,7 @@ catalog_slurm(const char *path)
 		    "memfloor: %s: no GPU has a slurm mapping; the table is "
 		    "empty\n",
 		    path);
-	qsort(gpus, n, sizeof(*gpus), by_unit_cost);
+	mf_cat_cheapest_first(gpus, n);
 	printf("-- memfloor's GPU table for slurm/job_submit.lua, made by "
 	       "`memfloor catalog slurm`\n-- from ");
 	for (const char *p = path; *p != '\0'; p++)

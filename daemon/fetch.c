@@ -75,15 +75,6 @@ static unsigned long long cache_seq;
 
 /* --- messages -------------------------------------------------------- */
 
-static long long
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /*
  * Where the user name and password of a URL in s end (after the last '@'
  * of its authority), or NULL when it has none; a redirect's Location is
@@ -500,7 +491,7 @@ mfd_fetch_keep(const char *url, const struct mf_model *model)
 	entry_clear(e);
 	e->url = u;
 	e->model = *model;
-	e->stored = now_ms();
+	e->stored = mfd_now_ms();
 	e->seq = ++cache_seq;
 	pthread_mutex_unlock(&cache_lock);
 }
@@ -508,7 +499,7 @@ mfd_fetch_keep(const char *url, const struct mf_model *model)
 int
 mfd_fetch_cached(const char *url, struct mf_model *model)
 {
-	long long now = now_ms();
+	long long now = mfd_now_ms();
 	int hit = 0;
 	size_t i;
 
@@ -649,7 +640,7 @@ easy_setup(struct job *j)
 static int
 issue(struct job *j, CURLU *u, enum mfd_fetch_status *st)
 {
-	long long left = j->deadline - now_ms();
+	long long left = j->deadline - mfd_now_ms();
 	CURLU *old = j->u;
 	CURLcode rc;
 
@@ -698,7 +689,7 @@ begin(struct job *j)
 	CURLU *u = j->u;
 
 	j->u = NULL;
-	j->deadline = now_ms() + MFD_FETCH_TIMEOUT_MS;
+	j->deadline = mfd_now_ms() + MFD_FETCH_TIMEOUT_MS;
 	if (easy_setup(j) != 0) {
 		curl_url_cleanup(u);
 		fail(j, MFD_FETCH_FAILED, "could not start the transfer");

@@ -33,7 +33,7 @@
 struct mfd_conn {
 	struct mfd_conn *prev, *next;
 	int fd;
-	long deadline; /* ms on the monotonic clock; 0: none (suspended) */
+	long long deadline; /* ms on the monotonic clock; 0: none (suspended) */
 	int in_request;
 	int expired;
 	char addr[INET6_ADDRSTRLEN + 8];
@@ -42,25 +42,16 @@ struct mfd_conn {
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t wake = PTHREAD_COND_INITIALIZER;
 static struct mfd_conn head = { &head, &head, -1, 0, 0, 0, "" };
-static long request_ms, idle_ms;
+static long long request_ms, idle_ms;
 static pthread_t ticker;
 static int running, stopping;
 
 /* Lines about clients, at most one a LOG_EVERY_MS: under lock. */
-static long last_line;
+static long long last_line;
 static unsigned long unsaid;
 
 static atomic_size_t body_used;
 static size_t body_limit;
-
-static long
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* "10.0.0.7:51234", "[fd00::7]:51234". */
 static void
@@ -91,7 +82,7 @@ format_addr(const struct sockaddr *sa, char *out, size_t size)
 static void
 say_locked(const struct mfd_conn *c, const char *what)
 {
-	long t = now_ms();
+	long long t = mfd_now_ms();
 
 	if (last_line != 0 && t - last_line < LOG_EVERY_MS) {
 		unsaid++;
@@ -110,7 +101,7 @@ say_locked(const struct mfd_conn *c, const char *what)
 }
 
 static void
-expire_locked(long t)
+expire_locked(long long t)
 {
 	for (struct mfd_conn *c = head.next; c != &head; c = c->next) {
 		if (c->deadline == 0 || c->expired || t < c->deadline)
@@ -135,7 +126,7 @@ tick_loop(void *arg)
 			due.tv_nsec -= 1000000000L;
 		}
 		pthread_cond_timedwait(&wake, &lock, &due);
-		expire_locked(now_ms());
+		expire_locked(mfd_now_ms());
 	}
 	pthread_mutex_unlock(&lock);
 	return NULL;
@@ -146,8 +137,8 @@ mfd_guard_start(unsigned request_s, unsigned idle_s, size_t body_bytes)
 {
 	pthread_condattr_t attr;
 
-	request_ms = (long)request_s * 1000;
-	idle_ms = (long)idle_s * 1000;
+	request_ms = (long long)request_s * 1000;
+	idle_ms = (long long)idle_s * 1000;
 	body_limit = body_bytes;
 	pthread_condattr_init(&attr);
 	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
@@ -183,7 +174,7 @@ mfd_guard_open(int fd, const struct sockaddr *peer)
 	c->fd = fd;
 	format_addr(peer, c->addr, sizeof(c->addr));
 	pthread_mutex_lock(&lock);
-	c->deadline = now_ms() + request_ms;
+	c->deadline = mfd_now_ms() + request_ms;
 	c->next = &head;
 	c->prev = head.prev;
 	head.prev->next = c;
@@ -214,11 +205,11 @@ mfd_guard_close(struct mfd_conn *c)
 void
 mfd_guard_begin(struct mfd_conn *c)
 {
-	long t;
+	long long t;
 
 	if (c == NULL)
 		return;
-	t = now_ms() + request_ms;
+	t = mfd_now_ms() + request_ms;
 	pthread_mutex_lock(&lock);
 	c->in_request = 1;
 	/* The first request's time runs from the connection's start. */
@@ -235,7 +226,7 @@ mfd_guard_end(struct mfd_conn *c, int answered)
 	pthread_mutex_lock(&lock);
 	if (answered) {
 		c->in_request = 0;
-		c->deadline = now_ms() + idle_ms;
+		c->deadline = mfd_now_ms() + idle_ms;
 	}
 	pthread_mutex_unlock(&lock);
 }
@@ -247,7 +238,7 @@ mfd_guard_suspend(struct mfd_conn *c, int suspended)
 		return;
 	pthread_mutex_lock(&lock);
 	/* A suspended connection waits on a fetch, which has its own cap. */
-	c->deadline = suspended ? 0 : now_ms() + request_ms;
+	c->deadline = suspended ? 0 : mfd_now_ms() + request_ms;
 	pthread_mutex_unlock(&lock);
 }
 

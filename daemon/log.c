@@ -88,6 +88,15 @@ add_num(struct text *t, long v)
 	add(t, d, (size_t)(digits + sizeof(digits) - d));
 }
 
+long long
+mfd_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 /* s escaped for a JSON string or a quoted text field, at most max bytes
  * of it, never half an escape nor half a character; bytes that are not
  * UTF-8 become U+FFFD, as in the answers. */

@@ -41,6 +41,9 @@ struct mfd_config {
 
 enum mfd_level { MFD_ERROR, MFD_WARN, MFD_INFO, MFD_DEBUG };
 
+/* Milliseconds on the monotonic clock, for deadlines and ages. */
+long long mfd_now_ms(void);
+
 /* Log to stderr, a write(2) a line; before any thread starts. */
 void mfd_log_init(int json, enum mfd_level level);
 /*

@@ -21,14 +21,14 @@ struct gen {
 	gnutls_pcert_st chain[MAX_CHAIN];
 	unsigned nchain;
 	gnutls_privkey_t key;
-	struct gen *prev; /* older generations, newest first */
-	long retired;     /* monotonic ms, once replaced */
+	struct gen *prev;  /* older generations, newest first */
+	long long retired; /* monotonic ms, once replaced */
 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct gen *current; /* and the list it heads: under lock */
 static const char *cert_path, *key_path;
-static long grace;                      /* ms */
+static long long grace;                 /* ms */
 static struct stat cert_seen, key_seen; /* as of the last load */
 static struct MHD_OptionItem options[2] = {
 	{ MHD_OPTION_END, 0, NULL },
@@ -46,21 +46,12 @@ gen_free(struct gen *g)
 	free(g);
 }
 
-static long
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Free the generations no handshake can still be reading; under lock. */
 static void
 sweep_locked(void)
 {
 	struct gen **p = &current->prev, *g;
-	long t = now_ms();
+	long long t = mfd_now_ms();
 
 	while ((g = *p) != NULL) {
 		if (t - g->retired <= grace) {
@@ -178,7 +169,7 @@ mfd_tls_init(const struct mfd_config *cfg)
 	cert_path = cfg->tls_cert;
 	key_path = cfg->tls_key;
 	/* A handshake's longest life, and a tick of the guard. */
-	grace = ((long)cfg->request_timeout + 1) * 1000;
+	grace = ((long long)cfg->request_timeout + 1) * 1000;
 	current = load();
 	if (current == NULL)
 		return -1;
@@ -222,7 +213,7 @@ mfd_tls_reload(void)
 		return -1;
 	}
 	pthread_mutex_lock(&lock);
-	current->retired = now_ms();
+	current->retired = mfd_now_ms();
 	g->prev = current;
 	current = g;
 	sweep_locked();
