@@ -181,6 +181,21 @@ read_fetched(const struct mf_api *api, struct mf_job *job,
 	return rc;
 }
 
+enum mf_rc
+mf_api_estimator(const struct mf_api *api, struct mf_workload *w,
+    struct mf_error *err)
+{
+	enum mf_estimator e = api->cat ? api->cat->estimator : MF_EST_PYTORCH;
+
+	if (api->estimator != NULL &&
+	    mf_estimator_parse(api->estimator, &e) != MF_OK)
+		return mf_error_set(err, MF_EINVAL, "estimator", 0, 0,
+		    "'%.40s' is not an estimator (pytorch or post)",
+		    api->estimator);
+	w->estimator = e;
+	return MF_OK;
+}
+
 /* Parse body into a job; on failure ans holds the error answer. */
 static struct mf_doc *
 read_job(const struct mf_api *api, const char *body, size_t len,
@@ -196,6 +211,8 @@ read_job(const struct mf_api *api, const char *body, size_t len,
 	rc = mf_doc_parse(body, len, fmt, &doc, &err);
 	if (rc == MF_OK)
 		rc = mf_job_read(mf_doc_root(doc), "", api->models, job, &err);
+	if (rc == MF_OK)
+		rc = mf_api_estimator(api, &job->work, &err);
 	if (rc == MF_OK && job->model_source == MF_MODEL_URL) {
 		if (api->config == NULL ||
 		    strcmp(api->config_url, job->config_url) != 0) {
@@ -360,6 +377,8 @@ read_diagnose(const struct mf_api *api, const char *body, size_t len,
 	*has_job = n != NULL;
 	if (rc == MF_OK && n != NULL)
 		rc = mf_job_read(n, "job", api->models, job, err);
+	if (rc == MF_OK && n != NULL)
+		rc = mf_api_estimator(api, &job->work, err);
 	if (rc == MF_OK && *has_job && job->model_source == MF_MODEL_URL)
 		rc = mf_error_set(err, MF_EINVAL, "job.spec.model.configUrl", 0,
 		    0,

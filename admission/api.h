@@ -48,6 +48,9 @@ struct mf_api {
 	const char *config_url;
 	const char *config;
 	size_t config_len;
+	/* The estimator asked for (?estimator=, --estimator), or NULL for
+	 * the catalogue's. */
+	const char *estimator;
 };
 
 /*
@@ -83,6 +86,14 @@ void mf_api_models(const struct mf_api *api, enum mf_output out,
 void mf_api_error(enum mf_answer_kind kind, const char *field,
     const char *message, enum mf_output out, struct mf_answer *ans);
 void mf_answer_free(struct mf_answer *ans);
+
+/*
+ * Set w->estimator to the one api asks for, else the catalogue's.  An
+ * unknown name is MF_EINVAL naming the field "estimator"; w is untouched
+ * on error.
+ */
+enum mf_rc mf_api_estimator(const struct mf_api *api, struct mf_workload *w,
+    struct mf_error *err);
 
 /* Shared by the other request modules: set ans from a JSON value (stolen)
  * or from an error. */

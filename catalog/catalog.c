@@ -47,7 +47,7 @@ static const struct bound price_bound = { 0, 1e6, 0, 0, "[0, 1000000]" };
 static const struct bound throughput_bound = { 0, 1000, 1, 0, "(0, 1000]" };
 
 static const char *const top_keys[] = { "apiVersion", "kind", "headroom",
-	"multiGpuEfficiency", "timeFactors", "gpus", NULL };
+	"multiGpuEfficiency", "timeFactors", "gpus", "estimator", NULL };
 static const char *const gpu_keys[] = { "name", "memory", "hourlyPrice",
 	"relativeThroughput", "maxCount", "labels", NULL };
 
@@ -558,6 +558,22 @@ read_fixed(const struct ctx *c, const struct mf_node *root, const char *key,
 	return MF_OK;
 }
 
+/* estimator: pytorch | post (design 13). */
+static enum mf_rc
+read_estimator(const struct ctx *c, const struct mf_node *n,
+    struct mf_catalog *cat)
+{
+	struct mf_error tmp;
+	const char *s;
+
+	if (mf_node_str(n, "estimator", &s, &tmp) != MF_OK)
+		return relabel(c, MF_EINVAL, &tmp);
+	if (mf_estimator_parse(s, &cat->estimator) != MF_OK)
+		return fail(c, MF_EINVAL, "estimator", n->line, n->column,
+		    "'%.64s' is not an estimator (pytorch or post)", s);
+	return MF_OK;
+}
+
 static enum mf_rc
 read_catalog(const struct ctx *c, const struct mf_node *root,
     struct mf_catalog *cat)
@@ -586,6 +602,9 @@ read_catalog(const struct ctx *c, const struct mf_node *root,
 	n = mf_node_get(root, "timeFactors");
 	if (rc == MF_OK && n != NULL)
 		rc = read_time_factors(c, n, cat);
+	n = mf_node_get(root, "estimator");
+	if (rc == MF_OK && n != NULL)
+		rc = read_estimator(c, n, cat);
 	if (rc == MF_OK)
 		rc = read_gpus(c, root, cat);
 	return rc;

@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "../admission/err.h"
+#include "../admission/estimate.h"
 #include "../admission/fix.h"
 
 #define MF_CAT_MAX_GPUS 20000
@@ -41,6 +42,7 @@ struct mf_catalog {
 	double headroom;                  /* [0, 0.9), default 0.10 */
 	double multi_gpu_efficiency;      /* (0, 1], default 0.9 */
 	double time_factor[MF_FIX_COUNT]; /* checkpointing 1.35, others 1.0 */
+	enum mf_estimator estimator;      /* estimator: default pytorch */
 	size_t ngpus;                     /* >= 1 */
 	struct mf_gpu *gpus;              /* in file order */
 	uint64_t version; /* set by the owner that serves it; 0 until then */

@@ -33,6 +33,7 @@ struct opts {
 	const char *cacert;
 	enum mf_output out;
 	const char *file;
+	const char *estimator; /* --estimator, or NULL: the catalogue's */
 };
 
 static void
@@ -40,9 +41,9 @@ usage(FILE *f)
 {
 	fprintf(f,
 	    "usage: memfloor estimate FILE [-m models] [-f catalog] "
-	    "[-o table|json|yaml]\n"
+	    "[-o table|json|yaml] [--estimator pytorch|post]\n"
 	    "       memfloor admit FILE [-f catalog] [-m models] "
-	    "[-o table|json|yaml]\n"
+	    "[-o table|json|yaml] [--estimator pytorch|post]\n"
 	    "       memfloor diagnose [FILE|-] [-f catalog] [-m models] "
 	    "[-o table|json|yaml]\n"
 	    "       memfloor catalog check FILE\n"
@@ -88,6 +89,8 @@ parse_opts(int argc, char **argv, int first, struct opts *o)
 			o->server = v;
 		} else if (strcmp(a, "--cacert") == 0 && v != NULL) {
 			o->cacert = v;
+		} else if (strcmp(a, "--estimator") == 0 && v != NULL) {
+			o->estimator = v;
 		} else if (o->file == NULL && (a[0] != '-' || a[1] == '\0')) {
 			o->file = a;
 			continue;
@@ -151,7 +154,7 @@ offline(mf_api_call fn, const struct opts *o)
 	struct mf_models *models = NULL;
 	struct mf_answer ans;
 	struct mf_error err;
-	struct mf_api api = { NULL, NULL, NULL, NULL, 0 };
+	struct mf_api api = { NULL, NULL, NULL, NULL, 0, NULL };
 	char *body = NULL;
 	size_t len = 0;
 	int rc = EXIT_INPUT;
@@ -166,6 +169,7 @@ offline(mf_api_call fn, const struct opts *o)
 		goto out;
 	api.cat = cat;
 	api.models = models;
+	api.estimator = o->estimator;
 	fn(&api, body, len, MF_DOC_AUTO, o->out, &ans);
 	if (ans.kind == MF_ANS_FETCH) {
 		fprintf(stderr,
@@ -192,7 +196,7 @@ catalog_check(const char *path)
 	struct mf_catalog *cat = NULL;
 	struct mf_answer ans;
 	struct mf_error err;
-	struct mf_api api = { NULL, NULL, NULL, NULL, 0 };
+	struct mf_api api = { NULL, NULL, NULL, NULL, 0, NULL };
 
 	if (mf_cat_load(path, &cat, &err) != MF_OK) {
 		fprintf(stderr, "%s\n", err.message);

@@ -80,7 +80,7 @@ static struct mf_api
 api_begin(const struct request *r)
 {
 	struct mf_api api = { mfd_state_catalog(), mfd_state_models(), NULL,
-		NULL, 0 };
+		NULL, 0, NULL };
 
 	if (r->fetched && r->fetch.status == MFD_FETCH_OK) {
 		api.config_url = r->fetch_url;
@@ -103,7 +103,10 @@ do_body(struct request *r, struct MHD_Connection *c, struct mf_answer *ans)
 {
 	struct mf_api api = api_begin(r);
 
-	(void)c;
+	/* ?estimator=pytorch|post (design 13); the library checks it. */
+	if (r->route->call == mf_api_admit || r->route->call == mf_api_estimate)
+		api.estimator = MHD_lookup_connection_value(c,
+		    MHD_GET_ARGUMENT_KIND, "estimator");
 	r->route->call(&api, r->body.data, r->body.len, r->fmt, r->out, ans);
 	api_end(&api);
 }
@@ -122,7 +125,7 @@ do_catalog(struct request *r, struct MHD_Connection *c, struct mf_answer *ans)
 static void
 do_models(struct request *r, struct MHD_Connection *c, struct mf_answer *ans)
 {
-	struct mf_api api = { NULL, mfd_state_models(), NULL, NULL, 0 };
+	struct mf_api api = { NULL, mfd_state_models(), NULL, NULL, 0, NULL };
 
 	(void)c;
 	mf_api_models(&api, r->out, ans);
