@@ -456,6 +456,25 @@ test_read_rejects(void **state)
 	}
 }
 
+/* An unknown model_type is refused by name, with the known ones listed. */
+static void
+test_read_unknown_type(void **state)
+{
+	struct mf_error err;
+	struct mf_model m;
+
+	(void)state;
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(read_text(tiny_json("\"model_type\"",
+	                               "\"model_type\": \"gpt2\""),
+	                     &m, &err),
+	    MF_EINVAL);
+	assert_string_equal(err.field, CFG_PATH ".model_type");
+	assert_non_null(strstr(err.message,
+	    "'gpt2' is not a known model_type (known: llama, mistral, "
+	    "mixtral, qwen2, qwen2_moe, phi3, gemma, gemma2)"));
+}
+
 static void
 test_read_hidden_not_divisible(void **state)
 {
@@ -819,6 +838,7 @@ main(void)
 		cmocka_unit_test(test_params_tied_tiny),
 		cmocka_unit_test(test_params_head_dim),
 		cmocka_unit_test(test_params_moe_small),
+		cmocka_unit_test(test_read_unknown_type),
 		cmocka_unit_test(test_params_qkv_bias_and_norms),
 		cmocka_unit_test(test_lora_llama8b),
 		cmocka_unit_test(test_kv_bytes_llama8b),
