@@ -372,6 +372,9 @@ post_training(const struct mf_model *m, const struct mf_workload *w,
 struct shapes {
 	int64_t h, a, kv, d, ad, kvd, I, s;
 	int64_t e;   /* activation bytes: 2, or 4 for fp32 */
+	int lora;    /* LoRA or QLoRA: a frozen base with adapters */
+	int all;     /* LoRA targets all-linear, not attention only */
+	int64_t r;   /* LoRA rank */
 	int64_t per; /* per layer, per token (terms) */
 };
 
@@ -389,17 +392,22 @@ struct shapes {
  * mean saves its input: the harness takes it as sum / n).
  */
 static void
-norm_terms(const struct mf_model *m, int64_t e, struct terms *t)
+norm_terms(const struct mf_model *m, const struct shapes *x, struct terms *t)
 {
-	int64_t h = m->hidden, pre = 2, post = m->norms_per_layer - 2;
+	int64_t h = m->hidden, e = x->e, pre = 2, post = m->norms_per_layer - 2;
 
+	term(t, m->norms_per_layer * 4, "", 1);
+	if (x->lora) {
+		/* A frozen weight needs neither the normalised x nor, as the
+		 * projections are frozen too, the output (see lora_terms). */
+		term(t, m->norms_per_layer * 4, "h", h);
+		return;
+	}
 	if (m->block != MF_BLOCK_GEMMA) {
 		term(t, m->norms_per_layer * (4 + 2 * e), "h", h);
-		term(t, m->norms_per_layer * 4, "", 1);
 		return;
 	}
 	term(t, pre * (8 + e) + post * 8, "h", h);
-	term(t, m->norms_per_layer * 4, "", 1);
 }
 
 /* Gemma's (1 + w) in fp32, kept by each norm's multiply: 4h a norm. */
@@ -429,7 +437,9 @@ attention_terms(const struct mf_model *m, const struct mf_workload *w,
 	int64_t e = x->e, one = w->micro_batch == 1;
 	int phi3 = m->block == MF_BLOCK_PHI3;
 
-	term(t, 2 * e, "ad", x->ad);
+	/* q; and the output: the kernel's, or eager's copy that o_proj
+	 * keeps for its weight's gradient (a frozen o_proj does not). */
+	term(t, w->attention == MF_EAGER && x->lora ? e : 2 * e, "ad", x->ad);
 	if (w->attention != MF_EAGER) {
 		term(t, e, "kvd", x->kvd);
 		if (phi3)
@@ -472,12 +482,16 @@ mlp_terms(const struct mf_model *m, const struct shapes *x, struct terms *t)
 {
 	int64_t e = x->e, k = m->experts_per_tok;
 
+	/* A frozen down_proj keeps no copy of its input, nor a frozen
+	 * expert's gate and up of theirs (LoRA's copies: lora_terms). */
+	int64_t keep = x->lora ? 3 : 4;
+
 	if (m->experts == 0) {
-		term(t, 4 * e, "I", x->I);
+		term(t, keep * e, "I", x->I);
 		return;
 	}
-	term(t, 3 * e, "kh", mf_cmul(k, x->h));
-	term(t, 4 * e, "kIe", mf_cmul(k, mf_model_expert_width(m)));
+	term(t, (keep - 1) * e, "kh", mf_cmul(k, x->h));
+	term(t, keep * e, "kIe", mf_cmul(k, mf_model_expert_width(m)));
 	term(t, 4, "E", m->experts);
 	term(t, e + 16 + 8, "k", k);
 	if (m->block == MF_BLOCK_MIXTRAL) {
@@ -485,10 +499,58 @@ mlp_terms(const struct mf_model *m, const struct shapes *x, struct terms *t)
 		term(t, 4, "", 1);
 	}
 	if (m->shared_intermediate > 0) {
-		term(t, 4 * e, "Is", m->shared_intermediate);
+		term(t, keep * e, "Is", m->shared_intermediate);
 		term(t, e, "h", x->h);
 		term(t, e, "", 1);
 	}
+}
+
+/*
+ * LoRA's adapters, as PEFT runs them: the frozen base keeps nothing of
+ * its input (a frozen weight needs no gradient; QLoRA's 4-bit matmul in
+ * bitsandbytes keeps only the quantised weight), and each adapter casts
+ * its input to its fp32 weights' dtype, a copy that lora_A keeps (4 x
+ * in), and lora_B keeps lora_A's output (4r).  With 16-bit activations
+ * every targeted linear makes its own copy: q, k and v three of the same
+ * input (Phi-3's one qkv_proj, one), gate and up two (Phi-3's gate_up,
+ * one).  With fp32 ones the cast is the input itself, shared: q, k, v's
+ * and gate, up's once; o_proj's is the fused kernel's output, already
+ * kept (eager's contiguous copy is kept only here).  all-linear also
+ * adds each routed expert's copies (per routed token: gate and up's, and
+ * down's 4 x Ie), the router's and Qwen2-MoE's shared expert's and its
+ * gate's.  Measured by tests/torch/measure.py (its LoRA cases).
+ */
+static void
+lora_terms(const struct mf_model *m, const struct mf_workload *w,
+    const struct shapes *x, struct terms *t)
+{
+	int sixteen = x->e == 2, phi3 = m->block == MF_BLOCK_PHI3;
+	int64_t k = m->experts_per_tok, n = phi3 ? 2 : 4;
+
+	term(t, sixteen && !phi3 ? 12 : 4, "h", x->h);
+	if (sixteen || w->attention == MF_EAGER)
+		term(t, 4, "ad", x->ad);
+	if (!x->all) {
+		term(t, 4 * n, "r", x->r);
+		return;
+	}
+	if (m->experts == 0) {
+		term(t, sixteen && !phi3 ? 8 : 4, "h", x->h);
+		term(t, 4, "I", x->I);
+		n += phi3 ? 2 : 3;
+	} else {
+		term(t, 4, "h", x->h); /* the router's */
+		term(t, sixteen ? 8 : 4, "kh", mf_cmul(k, x->h));
+		term(t, 4, "kIe", mf_cmul(k, mf_model_expert_width(m)));
+		term(t, 12, "kr", mf_cmul(k, x->r));
+		n += 1;
+	}
+	if (m->experts > 0 && m->shared_intermediate > 0) {
+		term(t, sixteen ? 12 : 0, "h", x->h);
+		term(t, 4, "Is", m->shared_intermediate);
+		n += 4;
+	}
+	term(t, 4 * n, "r", x->r);
 }
 
 static void
@@ -496,9 +558,11 @@ layer_terms(const struct mf_model *m, const struct mf_workload *w,
     const struct shapes *x, struct terms *t)
 {
 	memset(t, 0, sizeof(*t));
-	norm_terms(m, x->e, t);
+	norm_terms(m, x, t);
 	attention_terms(m, w, x, t);
 	mlp_terms(m, x, t);
+	if (x->lora)
+		lora_terms(m, w, x, t);
 }
 
 /*
@@ -541,8 +605,17 @@ torch_activations(const struct mf_model *m, const struct mf_workload *w,
 		terms_text(&f, &t);
 		fw_str(&f, ") + ");
 		fw_int(&f, 2 * x->e);
-		fw_str(&f, "d)");
+		fw_str(&f, "d");
 		per = mf_cadd(mf_cmul(m->layers, per), mf_cmul(2 * x->e, x->d));
+		if (x->lora && per >= 4 * x->h + 4) {
+			/*
+			 * The frozen embeddings need no gradient, so the
+			 * first layer's first norm keeps nothing.
+			 */
+			fw_str(&f, " - 4h - 4");
+			per -= 4 * x->h + 4;
+		}
+		fw_str(&f, ")");
 		bytes = mf_cadd(mf_cmul(sb, per), mf_cmul(m->layers, gconst));
 		if (gconst > 0)
 			fw_str(&f, " + L x ");
@@ -552,6 +625,10 @@ torch_activations(const struct mf_model *m, const struct mf_workload *w,
 			fw_str(&f, " + ");
 		fw_int(&f, gemma_norms_const(m));
 		fw_str(&f, "h");
+		if (x->lora && !w->checkpointing && bytes >= 4 * x->h) {
+			fw_str(&f, " - 4h");
+			bytes -= 4 * x->h;
+		}
 	}
 	e->bucket[MF_B_ACTIVATIONS] = bytes;
 }
@@ -573,9 +650,14 @@ torch_logits(const struct mf_model *m, const struct mf_workload *w,
 	struct fw f;
 
 	memset(&t, 0, sizeof(t));
-	term(&t, gemma ? 8 + x->e : 4 + 2 * x->e, "h", x->h);
+	if (x->lora)
+		/* A frozen norm weight and lm_head: x in fp32 only. */
+		term(&t, 4, "h", x->h);
+	else
+		term(&t, gemma ? 8 + x->e : 4 + 2 * x->e, "h", x->h);
 	term(&t, m->final_softcap ? 4 + x->e : 4, "V", m->vocab);
-	term(&t, 4 + 16, "", 1);
+	/* rsqrt; labels; token ids, which frozen embeddings do not keep. */
+	term(&t, 4 + 8 + (x->lora ? 0 : 8), "", 1);
 	sb = mf_cmul(w->seq_len, w->micro_batch);
 	bytes = mf_cmul(sb, terms_bytes(&t));
 	fw_init(&f, e, MF_B_LOGITS);
@@ -616,7 +698,7 @@ max_poisoned(int64_t a, int64_t b)
 
 /*
  * transient: the largest short-lived allocation of a step, alive at the
- * step's peak on top of what the other buckets hold; the three below
+ * step's peak on top of what the other buckets hold; the four below
  * never overlap, and the bucket is the largest.
  * - The loss's backward: nll_loss's gradient and log_softmax's, fp32 s x
  *   b x V each, alive while the saved log-softmax is (8 x s x b x V).
@@ -625,6 +707,12 @@ max_poisoned(int64_t a, int64_t b)
  *   x s x s a sequence each, alive with everything saved ((4 + e) x a x
  *   s x s x b; measured at s = 512 by tests/torch/measure.py, where it is
  *   the peak).  The fused kernels work in tiles and hold no such thing.
+ * - The MLP's backward, in each layer: the gradient of the product and
+ *   the two it makes, for act's output and up's, e x I each, alive with
+ *   everything saved (3e x I x s x b; with experts, the widest expert,
+ *   which at most every token goes to).  Measured where it is the peak:
+ *   a small vocabulary and LoRA, which keeps no gradient of the base
+ *   weights to leave room (tests/torch/measure.py, CHECK[7]).
  * - The optimizer step: the temporaries of the largest parameter (Pmax,
  *   see step_temp_bytes); FSDP over N GPUs steps a 1/N shard of it.
  */
@@ -632,11 +720,23 @@ static void
 torch_transient(const struct mf_model *m, const struct mf_workload *w,
     int64_t ebytes, struct mf_estimate *e)
 {
-	int64_t sb, loss, attn = 0, step, pmax, n = step_temp_bytes(w);
+	int64_t sb, loss, attn = 0, mlp, width, step, pmax;
+	int64_t n = step_temp_bytes(w);
+	const char *wsym = "I";
 	struct fw f;
 
 	sb = mf_cmul(w->seq_len, w->micro_batch);
 	loss = mf_cmul(sb, mf_cmul(8, m->vocab));
+	width = m->intermediate;
+	if (m->experts > 0) {
+		width = mf_model_expert_width(m);
+		wsym = "Ie";
+		if (m->shared_intermediate > width) {
+			width = m->shared_intermediate;
+			wsym = "Is";
+		}
+	}
+	mlp = mf_cmul(sb, mf_cmul(3 * ebytes, width));
 	pmax = w->method == MF_FULL ?
 	    mf_model_largest_param(m) :
 	    mf_model_lora_largest(m, w->lora_rank, w->lora_targets);
@@ -650,6 +750,10 @@ torch_transient(const struct mf_model *m, const struct mf_workload *w,
 		fw_int(&f, 4 + ebytes);
 		fw_str(&f, "as, ");
 	}
+	fw_str(&f, "s x b x ");
+	fw_int(&f, 3 * ebytes);
+	fw_str(&f, wsym);
+	fw_str(&f, ", ");
 	/* Pmax: the largest trainable tensor (with LoRA, an adapter). */
 	fw_str(&f, "Pmax x ");
 	fw_int(&f, n);
@@ -660,7 +764,7 @@ torch_transient(const struct mf_model *m, const struct mf_workload *w,
 	}
 	fw_str(&f, ")");
 	e->bucket[MF_B_TRANSIENT] =
-	    max_poisoned(max_poisoned(loss, attn), step);
+	    max_poisoned(max_poisoned(loss, attn), max_poisoned(mlp, step));
 }
 
 static void
@@ -679,6 +783,9 @@ torch_training(const struct mf_model *m, const struct mf_workload *w,
 	x.I = m->intermediate;
 	x.s = w->seq_len;
 	x.e = w->precision == MF_FP32 ? 4 : 2;
+	x.lora = w->method != MF_FULL;
+	x.all = w->lora_targets == MF_LORA_ALL_LINEAR;
+	x.r = w->lora_rank;
 	torch_activations(m, w, &x, e);
 	torch_logits(m, w, &x, e);
 	torch_transient(m, w, x.e, e);

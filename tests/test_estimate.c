@@ -719,8 +719,8 @@ product(struct expr *x)
 		} else if (*x->p == '/') {
 			x->p++;
 			v /= factor(x);
-		} else if (*x->p != '\0' && *x->p != '+' && *x->p != ')' &&
-		    *x->p != ',' && !x->bad) {
+		} else if (*x->p != '\0' && *x->p != '+' && *x->p != '-' &&
+		    *x->p != ')' && *x->p != ',' && !x->bad) {
 			v *= factor(x);
 		} else {
 			return v;
@@ -735,10 +735,15 @@ sum(struct expr *x)
 
 	for (;;) {
 		skip_spaces(x);
-		if (*x->p != '+')
+		if (*x->p == '+') {
+			x->p++;
+			v += product(x);
+		} else if (*x->p == '-') {
+			x->p++;
+			v -= product(x);
+		} else {
 			return v;
-		x->p++;
-		v += product(x);
+		}
 	}
 }
 
@@ -787,6 +792,7 @@ formulas_agree(const struct mf_model *m, const struct mf_workload *w)
 		{ "seqs", (double)w->concurrency },
 		{ "ctx", (double)w->context_len },
 		{ "N", (double)w->shard_gpus },
+		{ "r", (double)w->lora_rank },
 		{ "layer params", (double)mf_model_layer_params(m) },
 		/* With LoRA the largest trainable tensor is an adapter's. */
 		{ "Pmax",

@@ -25,6 +25,14 @@ written as the reference writes it:
   in place), the experts run on their gathered tokens and index_add_ back;
   Qwen2-MoE adds a shared expert with a sigmoid gate.
 - Loss: logits.float(), cross entropy (log_softmax + nll).
+- LoRA (add_lora) as PEFT 0.1x writes it: the base layer frozen, adapters A
+  (r x in) and B (out x r) in fp32 (PEFT's autocast_adapter_dtype), the
+  input cast to the adapters' dtype, no dropout (lora_dropout 0: identity),
+  result + B(A(x)) * scaling cast back; every parameter outside the
+  adapters frozen.  "all-linear" targets every linear of a decoder layer as
+  it is in the checkpoint (Phi-3's fused qkv_proj and gate_up_proj, the
+  experts, the router, Qwen2-MoE's shared expert and its gate), never
+  lm_head; "attention" targets q, k, v, o (Phi-3: qkv_proj, o_proj).
 """
 import math
 
@@ -125,10 +133,10 @@ def eager_core(q, k, v, scale, cap):
 BLOCK = 64
 
 
-def scores(q, k, scale, cap, r0):
-    """Causal scores of the query rows r0.. against every key, in fp32 (or
-    float64 for the gradient check): (b, rows, s), and their soft-capped
-    tanh (None without capping)."""
+def tile(q, k, scale, cap, r0, c0):
+    """The causal scores of query rows r0.. against key columns c0.., in
+    fp32 (float64 in the gradient check): (b, rows, cols), and their
+    soft-capped tanh (None without capping)."""
     acc = torch.promote_types(q.dtype, torch.float32)
     w = torch.matmul(q.to(acc), k.to(acc).transpose(1, 2)) * scale
     t = None
@@ -136,17 +144,16 @@ def scores(q, k, scale, cap, r0):
         t = torch.tanh(w / cap)
         w = t * cap
     rows = torch.arange(r0, r0 + q.shape[1])[:, None]
-    w = w.masked_fill(torch.arange(k.shape[1])[None, :] > rows,
-                      float("-inf"))
-    return w, t
+    cols = torch.arange(c0, c0 + k.shape[1])[None, :]
+    return w.masked_fill(cols > rows, float("-inf")), t
 
 
 class FusedAttention(torch.autograd.Function):
     """A FlashAttention stand-in on (b, s, heads, d) tensors.  It keeps what
     the kernel keeps, q, k, v (kv heads unrepeated), the output and the fp32
-    logsumexp (b, a, s), and, like the kernel, works a head and a block of
-    BLOCK query rows at a time, so that it never holds a whole s x s score
-    matrix, forward or backward."""
+    logsumexp (b, a, s), and, like the kernel, works a head and a BLOCK x
+    BLOCK tile of scores at a time, so that what it allocates on the way
+    is a few tiles, forward and backward."""
 
     @staticmethod
     def forward(ctx, q, k, v, scale, cap):
@@ -160,13 +167,19 @@ class FusedAttention(torch.autograd.Function):
                 kj, vj = k[:, :, i // n], v[:, :, i // n]
                 for r0 in range(0, s, BLOCK):
                     qi = q[:, r0:r0 + BLOCK, i]
-                    w, _ = scores(qi, kj, scale, cap, r0)
-                    m = torch.logsumexp(w, dim=-1)
-                    p = torch.exp(w - m[..., None])
-                    out[:, r0:r0 + BLOCK, i] = torch.matmul(
-                        p, vj.to(acc)).to(q.dtype)
+                    ends = range(0, min(s, r0 + BLOCK), BLOCK)
+                    m = torch.stack([
+                        torch.logsumexp(tile(qi, kj[:, c0:c0 + BLOCK], scale,
+                                             cap, r0, c0)[0], dim=-1)
+                        for c0 in ends]).logsumexp(0)
+                    o = torch.zeros(qi.shape, dtype=acc)
+                    for c0 in ends:
+                        w, _ = tile(qi, kj[:, c0:c0 + BLOCK], scale, cap,
+                                    r0, c0)
+                        o += torch.matmul(torch.exp(w - m[..., None]),
+                                          vj[:, c0:c0 + BLOCK].to(acc))
+                    out[:, r0:r0 + BLOCK, i] = o.to(q.dtype)
                     lse[:, i, r0:r0 + BLOCK] = m
-                    del w, p
         ctx.save_for_backward(q, k, v, out, lse)
         ctx.scale, ctx.cap, ctx.n = scale, cap, n
         return out
@@ -181,23 +194,27 @@ class FusedAttention(torch.autograd.Function):
         gv = torch.zeros_like(v, dtype=acc)
         for i in range(a):
             j = i // ctx.n
-            kj, vj = k[:, :, j].to(acc), v[:, :, j].to(acc)
             for r0 in range(0, s, BLOCK):
                 qi = q[:, r0:r0 + BLOCK, i]
                 go = grad[:, r0:r0 + BLOCK, i].to(acc)
-                oi = out[:, r0:r0 + BLOCK, i].to(acc)
-                w, t = scores(qi, kj, ctx.scale, ctx.cap, r0)
-                p = torch.exp(w - lse[:, i, r0:r0 + BLOCK, None])
-                gv[:, :, j] += torch.matmul(p.transpose(1, 2), go)
-                dp = torch.matmul(go, vj.transpose(1, 2))
-                ds = p * (dp - (go * oi).sum(-1, keepdim=True))
-                if t is not None:
-                    ds = ds * (1 - t * t)
-                ds = ds * ctx.scale
-                gq[:, r0:r0 + BLOCK, i] += torch.matmul(ds, kj)
-                gk[:, :, j] += torch.matmul(ds.transpose(1, 2),
-                                            qi.to(acc))
-                del w, t, p, dp, ds
+                dd = (go * out[:, r0:r0 + BLOCK, i].to(acc)).sum(
+                    -1, keepdim=True)
+                m = lse[:, i, r0:r0 + BLOCK, None]
+                for c0 in range(0, min(s, r0 + BLOCK), BLOCK):
+                    kc = k[:, c0:c0 + BLOCK, j].to(acc)
+                    vc = v[:, c0:c0 + BLOCK, j].to(acc)
+                    w, t = tile(qi, kc, ctx.scale, ctx.cap, r0, c0)
+                    p = torch.exp(w - m)
+                    gv[:, c0:c0 + BLOCK, j] += torch.matmul(
+                        p.transpose(1, 2), go)
+                    ds = p * (torch.matmul(go, vc.transpose(1, 2)) - dd)
+                    if t is not None:
+                        ds = ds * (1 - t * t)
+                    ds = ds * ctx.scale
+                    gq[:, r0:r0 + BLOCK, i] += torch.matmul(ds, kc)
+                    gk[:, c0:c0 + BLOCK, j] += torch.matmul(
+                        ds.transpose(1, 2), qi.to(acc))
+                    del w, t, p, ds
         return gq.to(q.dtype), gk.to(k.dtype), gv.to(v.dtype), None, None
 
 
@@ -375,3 +392,44 @@ class CausalLM(nn.Module):
             logits = logits * self.sh.final_cap
         logits = logits.float()
         return F.cross_entropy(logits.view(-1, self.sh.V), labels.view(-1))
+
+
+class LoraLinear(nn.Module):
+    def __init__(self, base, r):
+        super().__init__()
+        self.base_layer = base
+        base.weight.requires_grad_(False)
+        if base.bias is not None:
+            base.bias.requires_grad_(False)
+        self.lora_A = nn.Linear(base.in_features, r, bias=False)
+        self.lora_B = nn.Linear(r, base.out_features, bias=False)
+        nn.init.normal_(self.lora_B.weight, std=0.02)
+        self.lora_A.float()
+        self.lora_B.float()
+        self.scaling = 2.0
+
+    def forward(self, x):
+        result = self.base_layer(x)
+        dtype = result.dtype
+        x = x.to(self.lora_A.weight.dtype)
+        result = result + self.lora_B(self.lora_A(x)) * self.scaling
+        return result.to(dtype)
+
+
+ATTENTION = ("q_proj", "k_proj", "v_proj", "o_proj", "qkv_proj")
+
+
+def add_lora(model, r, targets):
+    """Freeze model and wrap the targeted linears of its layers."""
+    for p in model.parameters():
+        p.requires_grad_(False)
+    for layer in model.layers:
+        for name, mod in list(layer.named_modules()):
+            if not isinstance(mod, nn.Linear):
+                continue
+            if targets == "attention" and name.split(".")[-1] not in ATTENTION:
+                continue
+            parent = layer.get_submodule(name.rsplit(".", 1)[0]) \
+                if "." in name else layer
+            setattr(parent, name.split(".")[-1], LoraLinear(mod, r))
+    return model

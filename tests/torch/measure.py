@@ -3,7 +3,8 @@
 knows, and hold memfloor's `pytorch` estimator to it.
 
 For each case (architecture x shapes x bf16/fp32 x eager/fused attention x
-with and without per-layer checkpointing) it measures, on CPU:
+with and without per-layer checkpointing x full and LoRA) it measures, on
+CPU:
 
 - saved(L): the bytes saved for backward by one training forward (loss
   included), as distinct storages packed by saved_tensors_hooks, leaving
@@ -26,7 +27,10 @@ with and without per-layer checkpointing) it measures, on CPU:
 
 It then asks memfloor (the command line, -o json) for the same job with
 the same config inline, and fails when activations or logits are off by
-more than 2%, or the peak is above memfloor's perGpuBytes.  Cases in FIT
+more than 2%, or the peak is above memfloor's perGpuBytes.  LoRA (rank 4,
+all-linear on even cases, attention on odd ones): a frozen model without
+layers keeps nothing, so activations and logits are checked together,
+and one layer as the difference of two layers and one.  Cases in FIT
 are those the coefficients were derived on; CHECK holds shapes they never
 saw.  Prints the per-layer table (bytes per layer per token, in units of
 h) and every error; exits 1 on a failure.
@@ -49,6 +53,7 @@ import blocks  # noqa: E402
 TOP = os.environ.get("MF_TOP", os.getcwd())
 CLI = os.environ.get("MEMFLOOR", os.path.join(TOP, "build/memfloor"))
 TOLERANCE = 0.02
+RANK = 4
 
 torch.manual_seed(0)
 torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
@@ -135,13 +140,15 @@ def build(cfg, layers, fused, ckpt, dtype):
 
 
 class Recipe:
-    """AdamW as the estimate counts it, written as a per-parameter loop:
-    its temporaries are an fp32 copy of one gradient (16-bit recipe) and the
-    denominator, each the size of that parameter."""
+    """AdamW as the estimate counts it, written as a per-parameter loop
+    over the trainable parameters: fp32 moments, and fp32 master weights
+    for 16-bit ones; its temporaries are an fp32 copy of one 16-bit
+    gradient and the denominator, each the size of that parameter.  LoRA's
+    adapters are fp32: no master copy."""
 
-    def __init__(self, params, dtype):
-        self.params = list(params)
-        self.sixteen = dtype != torch.float32
+    def __init__(self, params):
+        self.params = [p for p in params if p.requires_grad]
+        self.sixteen = any(p.dtype != torch.float32 for p in self.params)
         self.master = [p.detach().float().clone() if self.sixteen else
                        p for p in self.params]
         self.m = [torch.zeros_like(x, dtype=torch.float32)
@@ -164,10 +171,10 @@ class Recipe:
                 p.copy_(w)
 
 
-def step_peak(model, ids, labels, dtype):
+def step_peak(model, ids, labels):
     """Peak bytes of a whole step: weights, optimizer state and the batch,
     allocated before, are counted by size; the rest is the profiler's."""
-    opt = Recipe(model.parameters(), dtype)
+    opt = Recipe(model.parameters())
     held = sum(p.numel() * p.element_size() for p in model.parameters())
     if opt.sixteen:
         held += sum(x.numel() * 4 for x in opt.master)
@@ -213,7 +220,7 @@ def check_fused_case(q, k, v, cap):
 
 # --- memfloor -------------------------------------------------------------
 
-def memfloor(cfg, s, b, precision, attention, ckpt):
+def memfloor(cfg, s, b, precision, attention, ckpt, lora=None):
     job = {
         "apiVersion": "memfloor.dev/v1", "kind": "Job",
         "metadata": {"name": "torch-" + cfg["model_type"]},
@@ -226,6 +233,9 @@ def memfloor(cfg, s, b, precision, attention, ckpt):
             },
         },
     }
+    if lora is not None:
+        job["spec"]["workload"].update(
+            method="lora", lora={"rank": RANK, "targets": lora})
     with tempfile.NamedTemporaryFile("w", suffix=".json") as f:
         json.dump(job, f)
         f.flush()
@@ -300,10 +310,23 @@ PEAK = {("FIT", 0), ("FIT", 2), ("FIT", 7), ("CHECK", 1), ("CHECK", 4),
 DTYPES = {"bf16": torch.bfloat16, "fp32": torch.float32}
 
 
-def run_case(tag, i, c, s, b, rows, errors):
+def compare(errors, tag, name, bucket, want, got):
+    err = (got - want) / want
+    errors.append((tag, name, bucket, want, got, err))
+    if abs(err) > TOLERANCE:
+        print("FAIL %s %s: measured %d, memfloor %d (%+.2f%%)" %
+              (name, bucket, want, got, 100 * err))
+
+
+def check_peak(errors, tag, name, model, ids, labels, per_gpu):
+    peak = step_peak(model, ids, labels)
+    errors.append((tag, name, "peak", peak, per_gpu, (per_gpu - peak) / peak))
+    if peak > per_gpu:
+        print("FAIL %s peak %d above perGpuBytes %d" % (name, peak, per_gpu))
+
+
+def run_full(tag, i, c, s, b, rows, errors, ids, labels):
     sh = blocks.Shape(c)
-    ids, labels = inputs(sh, s, b)
-    tokens = s * b
     for prec, dtype in DTYPES.items():
         for attn, fused in (("flash", True), ("eager", False)):
             s0 = saved_bytes(build(c, 0, fused, False, dtype), ids, labels)
@@ -311,8 +334,8 @@ def run_case(tag, i, c, s, b, rows, errors):
             m2 = build(c, 2, fused, False, dtype)
             s2 = saved_bytes(m2, ids, labels)
             layer = s2 - s1
-            rows.append((tag, c["model_type"], attn, prec, sh,
-                         layer / tokens / sh.h, s, b))
+            rows.append((tag, c["model_type"], "full", attn, prec, sh,
+                         layer / (s * b) / sh.h, s, b))
             for ckpt in (False, True):
                 got, per_gpu = memfloor(c, s, b, prec, attn, ckpt)
                 if ckpt:
@@ -321,44 +344,87 @@ def run_case(tag, i, c, s, b, rows, errors):
                 else:
                     mc = m2
                     acts = s2 - s0
-                want = {"activations": acts, "logits": s0}
                 name = "%s[%d] %s %s %s%s" % (
                     tag, i, c["model_type"], prec, attn,
                     " ckpt" if ckpt else "")
-                for bucket, w in want.items():
-                    g = got.get(bucket, 0)
-                    err = (g - w) / w
-                    errors.append((tag, name, bucket, w, g, err))
-                    if abs(err) > TOLERANCE:
-                        print("FAIL %s %s: measured %d, memfloor %d "
-                              "(%+.2f%%)" % (name, bucket, w, g, 100 * err))
+                compare(errors, tag, name, "activations", acts,
+                        got["activations"])
+                compare(errors, tag, name, "logits", s0, got["logits"])
                 if (tag, i) in PEAK:
-                    peak = step_peak(mc, ids, labels, dtype)
-                    errors.append((tag, name, "peak", peak, per_gpu,
-                                   (per_gpu - peak) / peak))
-                    if peak > per_gpu:
-                        print("FAIL %s peak %d above perGpuBytes %d" %
-                              (name, peak, per_gpu))
+                    check_peak(errors, tag, name, mc, ids, labels, per_gpu)
+
+
+def lora_model(c, layers, fused, ckpt, dtype, targets):
+    return blocks.add_lora(build(c, layers, fused, ckpt, dtype), RANK,
+                           targets)
+
+
+def run_lora(tag, i, c, s, b, rows, errors, ids, labels):
+    """A frozen model with no layers keeps nothing at all, so LoRA's two
+    buckets are checked together, and a layer on its own as the
+    difference of two and one layers, against memfloor's for two and one
+    layers."""
+    sh = blocks.Shape(c)
+    targets = ("all-linear", "attention")[i % 2]
+    for prec, dtype in DTYPES.items():
+        for attn, fused in (("flash", True), ("eager", False)):
+            s1 = saved_bytes(lora_model(c, 1, fused, False, dtype, targets),
+                             ids, labels)
+            m2 = lora_model(c, 2, fused, False, dtype, targets)
+            s2 = saved_bytes(m2, ids, labels)
+            layer = s2 - s1
+            rows.append((tag, c["model_type"], "lora " + targets, attn,
+                         prec, sh, layer / (s * b) / sh.h, s, b))
+            one, _ = memfloor(dict(c, num_hidden_layers=1), s, b, prec, attn,
+                              False, targets)
+            for ckpt in (False, True):
+                got, per_gpu = memfloor(c, s, b, prec, attn, ckpt, targets)
+                if ckpt:
+                    mc = lora_model(c, 2, fused, True, dtype, targets)
+                    kept = saved_bytes(mc, ids, labels) + layer
+                else:
+                    mc, kept = m2, s2
+                name = "%s[%d] %s %s %s lora %s%s" % (
+                    tag, i, c["model_type"], prec, attn, targets,
+                    " ckpt" if ckpt else "")
+                compare(errors, tag, name, "lora activations+logits", kept,
+                        got["activations"] + got["logits"])
+                if not ckpt:
+                    compare(errors, tag, name, "lora layer", layer,
+                            got["activations"] - one["activations"])
+                if (tag, i) in PEAK:
+                    check_peak(errors, tag, name, mc, ids, labels, per_gpu)
+
+
+def run_case(tag, i, c, s, b, rows, errors):
+    ids, labels = inputs(blocks.Shape(c), s, b)
+    run_full(tag, i, c, s, b, rows, errors, ids, labels)
+    run_lora(tag, i, c, s, b, rows, errors, ids, labels)
 
 
 def main():
+    """measure.py [SET:INDEX ...]: every case, or only those named
+    (FIT:0 CHECK:7)."""
+    only = set(sys.argv[1:])
     check_fused_grad()
     rows, errors = [], []
     for tag, cases in (("FIT", FIT), ("CHECK", CHECK)):
         for i, (c, s, b) in enumerate(cases):
-            run_case(tag, i, c, s, b, rows, errors)
+            if not only or "%s:%d" % (tag, i) in only:
+                run_case(tag, i, c, s, b, rows, errors)
     print("bytes saved per layer per token, in units of h (measured):")
-    print("%-5s %-9s %-5s %-4s %5s %3s %3s %3s %4s %3s %3s %4s %3s %8s" % (
-        "set", "arch", "attn", "prec", "h", "a", "kv", "d", "I", "E", "k",
-        "s", "b", "bytes/h"))
-    for tag, t, attn, prec, sh, v, s, b in rows:
-        print("%-5s %-9s %-5s %-4s %5d %3d %3d %3d %4d %3d %3d %4d %3d "
-              "%8.2f" % (tag, t, attn, prec, sh.h, sh.a, sh.kv, sh.d,
+    print("%-5s %-9s %-16s %-5s %-4s %5s %3s %3s %3s %4s %3s %3s %4s %3s "
+          "%8s" % ("set", "arch", "method", "attn", "prec", "h", "a", "kv",
+                   "d", "I", "E", "k", "s", "b", "bytes/h"))
+    for tag, t, method, attn, prec, sh, v, s, b in rows:
+        print("%-5s %-9s %-16s %-5s %-4s %5d %3d %3d %3d %4d %3d %3d %4d %3d "
+              "%8.2f" % (tag, t, method, attn, prec, sh.h, sh.a, sh.kv, sh.d,
                          sh.I_moe if sh.E else sh.I, sh.E,
                          sh.k if sh.E else 0, s, b, v))
     failed = 0
     for tag in ("FIT", "CHECK"):
-        for bucket in ("activations", "logits", "peak"):
+        for bucket in ("activations", "logits", "lora activations+logits",
+                       "lora layer", "peak"):
             e = [x[5] for x in errors if x[0] == tag and x[2] == bucket]
             if not e:
                 continue
@@ -369,7 +435,7 @@ def main():
                 failed += sum(1 for x in e if x < 0)
             else:
                 worst = max(e, key=abs)
-                print("%-5s %-11s: worst error %+.3f%%, mean |error| "
+                print("%-5s %-23s: worst error %+.3f%%, mean |error| "
                       "%.3f%% (%d cases)" %
                       (tag, bucket, 100 * worst,
                        100 * sum(abs(x) for x in e) / len(e), len(e)))
