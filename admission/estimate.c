@@ -469,8 +469,9 @@ attention_terms(const struct mf_model *m, const struct mf_workload *w,
  * and the product (down_proj's input): 4eI.  Phi-3's gate_up is one
  * tensor of 2I, chunked: the same bytes.
  * Mixture of experts, per token: the router's softmax in fp32 (4E) and
- * top-k's indices (int64, 8k); Mixtral renormalises the top-k weights in
- * place, which keeps a copy of them and their sum (4k + 4).  Each of the
+ * top-k's indices (int64, 8k); Mixtral (and Qwen2-MoE with
+ * norm_topk_prob) renormalises the top-k weights in place, which keeps a
+ * copy of them and their sum (4k + 4).  Each of the
  * k routed copies of a token keeps its gathered input (eh), its expert's
  * 4e x Ie, the expert's output (eh) and its routing weight (e) that the
  * product keeps, the product that index_add_ keeps (eh), and the int64
@@ -494,7 +495,7 @@ mlp_terms(const struct mf_model *m, const struct shapes *x, struct terms *t)
 	term(t, keep * e, "kIe", mf_cmul(k, mf_model_expert_width(m)));
 	term(t, 4, "E", m->experts);
 	term(t, e + 16 + 8, "k", k);
-	if (m->block == MF_BLOCK_MIXTRAL) {
+	if (m->renorm_topk) {
 		term(t, 4, "k", k);
 		term(t, 4, "", 1);
 	}

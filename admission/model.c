@@ -352,7 +352,9 @@ read_dims(const struct mf_node *cfg, const char *path, struct mf_model *m,
 /*
  * The experts of a mixture-of-experts block, with the config class's
  * defaults (Qwen2MoeConfig: moe_intermediate_size 1408,
- * shared_expert_intermediate_size 5632); top-k may not pass the experts.
+ * shared_expert_intermediate_size 5632, norm_topk_prob false; Mixtral
+ * always renormalises its top-k weights); top-k may not pass the
+ * experts.
  */
 static enum mf_rc
 read_experts(const struct mf_node *cfg, const char *path, const struct arch *a,
@@ -365,6 +367,7 @@ read_experts(const struct mf_node *cfg, const char *path, const struct arch *a,
 	m->experts = a->experts;
 	m->experts_per_tok = a->topk;
 	if (a->block == MF_BLOCK_MIXTRAL) {
+		m->renorm_topk = 1;
 		rc = read_table(cfg, path, m, mixtral_dims,
 		    sizeof(mixtral_dims) / sizeof(mixtral_dims[0]), err);
 	} else {
@@ -372,6 +375,10 @@ read_experts(const struct mf_node *cfg, const char *path, const struct arch *a,
 		m->shared_intermediate = 5632;
 		rc = read_table(cfg, path, m, qwen2_moe_dims,
 		    sizeof(qwen2_moe_dims) / sizeof(qwen2_moe_dims[0]), err);
+		n = member(cfg, "norm_topk_prob");
+		mf_path(field, sizeof(field), path, "norm_topk_prob");
+		if (rc == MF_OK && n != NULL)
+			rc = mf_node_bool(n, field, &m->renorm_topk, err);
 	}
 	if (rc != MF_OK || m->experts_per_tok <= m->experts)
 		return rc;

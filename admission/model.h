@@ -35,6 +35,8 @@ struct mf_model {
 	int64_t experts_per_tok;     /* top-k: experts each token goes to */
 	int64_t expert_intermediate; /* a routed expert's width; 0: I */
 	int64_t shared_intermediate; /* Qwen2-MoE's shared expert; 0: none */
+	int renorm_topk;     /* top-k weights renormalised (Mixtral; Qwen2-MoE's
+	                        norm_topk_prob) */
 	int tied_embeddings; /* output head shares the embedding matrix */
 	int qkv_bias;        /* q/k/v projections carry biases (Qwen2) */
 	int norms_per_layer; /* 2, or 4 for Gemma-2 */

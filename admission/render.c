@@ -620,17 +620,23 @@ mf_text_estimate(const struct mf_job *job, const struct mf_estimate *e,
 	mf_buf_init(&b, TEXT_MAX);
 	mf_buf_printf(&b, "%s: %lld parameters, %lld trainable\n\n", job->name,
 	    (long long)e->params, (long long)e->trainable);
-	mf_buf_printf(&b, "%-16s %-36s %8s\n", "BUCKET", "FORMULA", "GB");
+	/* The formula column is as wide as its longest, 36 at least. */
+	int fw = 36;
+
+	for (int i = 0; i < MF_B_COUNT; i++)
+		if (e->bucket[i] != 0 && (int)strlen(e->formula[i]) > fw)
+			fw = (int)strlen(e->formula[i]);
+	mf_buf_printf(&b, "%-16s %-*s %8s\n", "BUCKET", fw, "FORMULA", "GB");
 	for (int i = 0; i < MF_B_COUNT; i++) {
 		if (e->bucket[i] == 0)
 			continue;
-		mf_buf_printf(&b, "%-16s %-36s %8.1f\n",
-		    mf_bucket_name((enum mf_bucket)i), e->formula[i],
+		mf_buf_printf(&b, "%-16s %-*s %8.1f\n",
+		    mf_bucket_name((enum mf_bucket)i), fw, e->formula[i],
 		    gb(e->bucket[i]));
 	}
-	mf_buf_printf(&b, "%-16s %-36s %8.1f\n", "total", "", gb(e->total));
+	mf_buf_printf(&b, "%-16s %-*s %8.1f\n", "total", fw, "", gb(e->total));
 	if (e->per_gpu != e->total)
-		mf_buf_printf(&b, "%-16s %-36s %8.1f\n", "per GPU",
+		mf_buf_printf(&b, "%-16s %-*s %8.1f\n", "per GPU", fw,
 		    "weights, gradients, optimizer / N", gb(e->per_gpu));
 	mf_qty_format(mf_floor_for(e->per_gpu, cat->headroom), MF_QTY_BINARY, q,
 	    sizeof(q));

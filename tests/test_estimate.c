@@ -858,6 +858,7 @@ static const struct mf_model mixtralish = {
 	.vocab = 300,
 	.experts = 5,
 	.experts_per_tok = 2,
+	.renorm_topk = 1,
 	.norms_per_layer = 2,
 	.block = MF_BLOCK_MIXTRAL,
 };

@@ -456,6 +456,53 @@ test_read_rejects(void **state)
 	}
 }
 
+/*
+ * Qwen2-MoE names its experts num_experts, moe_intermediate_size and
+ * shared_expert_intermediate_size; the keys left out take
+ * Qwen2MoeConfig's defaults (60 experts, top 4, 1408, 5632, no
+ * renormalisation).  Mixtral always renormalises.
+ */
+static void
+test_read_qwen2_moe_experts(void **state)
+{
+	struct mf_error err;
+	struct mf_model m;
+
+	(void)state;
+	assert_int_equal(read_text(tiny_json("\"model_type\"",
+	                               "\"model_type\": \"qwen2_moe\", "
+	                               "\"num_experts\": 6, "
+	                               "\"num_experts_per_tok\": 3, "
+	                               "\"moe_intermediate_size\": 32, "
+	                               "\"norm_topk_prob\": true"),
+	                     &m, &err),
+	    MF_OK);
+	assert_int_equal(m.block, MF_BLOCK_QWEN2MOE);
+	assert_int_equal(m.experts, 6);
+	assert_int_equal(m.experts_per_tok, 3);
+	assert_int_equal(m.expert_intermediate, 32);
+	assert_int_equal(m.shared_intermediate, 5632);
+	assert_int_equal(m.renorm_topk, 1);
+	assert_int_equal(m.qkv_bias, 1);
+	assert_int_equal(read_text(tiny_json("\"model_type\"",
+	                               "\"model_type\": \"qwen2_moe\""),
+	                     &m, &err),
+	    MF_OK);
+	assert_int_equal(m.experts, 60);
+	assert_int_equal(m.experts_per_tok, 4);
+	assert_int_equal(m.expert_intermediate, 1408);
+	assert_int_equal(m.renorm_topk, 0);
+	assert_int_equal(read_text(tiny_json("\"model_type\"",
+	                               "\"model_type\": \"mixtral\", "
+	                               "\"num_local_experts\": 4"),
+	                     &m, &err),
+	    MF_OK);
+	assert_int_equal(m.block, MF_BLOCK_MIXTRAL);
+	assert_int_equal(m.experts, 4);
+	assert_int_equal(m.experts_per_tok, 2);
+	assert_int_equal(m.renorm_topk, 1);
+}
+
 /* An unknown model_type is refused by name, with the known ones listed. */
 static void
 test_read_unknown_type(void **state)
@@ -839,6 +886,7 @@ main(void)
 		cmocka_unit_test(test_params_head_dim),
 		cmocka_unit_test(test_params_moe_small),
 		cmocka_unit_test(test_read_unknown_type),
+		cmocka_unit_test(test_read_qwen2_moe_experts),
 		cmocka_unit_test(test_params_qkv_bias_and_norms),
 		cmocka_unit_test(test_lora_llama8b),
 		cmocka_unit_test(test_kv_bytes_llama8b),

@@ -74,6 +74,8 @@ class Shape:
         self.k = cfg.get("num_experts_per_tok", 2)
         self.I_moe = cfg.get("moe_intermediate_size", self.I)
         self.I_shared = cfg.get("shared_expert_intermediate_size", 0)
+        self.renorm = self.moe == "mixtral" or \
+            cfg.get("norm_topk_prob", False)
         self.attn_cap = cfg.get("attn_logit_softcapping")
         self.final_cap = cfg.get("final_logit_softcapping")
 
@@ -305,7 +307,7 @@ class MoE(nn.Module):
         logits = self.gate(x)
         w = F.softmax(logits, dim=1, dtype=torch.float)
         w, sel = torch.topk(w, sh.k, dim=-1)
-        if sh.moe == "mixtral":
+        if sh.renorm:
             w /= w.sum(dim=-1, keepdim=True)
         w = w.to(x.dtype)
         out = torch.zeros((b * s, h), dtype=x.dtype)

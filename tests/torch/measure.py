@@ -297,7 +297,7 @@ CHECK = [
          final_logit_softcapping=30.0), 48, 2),
     (moe("mixtral", 96, 6, 3, 160, 300, 5, 2), 48, 2),
     (moe("qwen2_moe", 80, 4, 2, 192, 320, 8, 2, moe_intermediate_size=64,
-         shared_expert_intermediate_size=160), 80, 1),
+         shared_expert_intermediate_size=160, norm_topk_prob=True), 80, 1),
     # Long sequences, few heads' width and a small vocabulary: eager
     # attention's backward, not the loss's, is the peak of the step.
     (cfg("llama", 64, 8, 2, 192, 128), 512, 1),
