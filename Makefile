@@ -1,4 +1,4 @@
-# memfloor: make deps | all | run | test | sanitize | lint | bench | fuzz | install | clean
+# memfloor: make deps | all | run | test | torch | sanitize | lint | bench | fuzz | install | clean
 
 PREFIX  ?= /usr/local
 BINDIR  ?= $(PREFIX)/bin
@@ -59,7 +59,7 @@ DLIB       = $(BUILD)/libmemfloord.a
 FUZZ       = $(patsubst tests/%.c,%,$(wildcard tests/fuzz_*.c))
 DEPSTAMP   = $(BUILD)/.deps
 
-.PHONY: all deps run test unit integration sanitize lint bench fuzz install clean tsan FORCE
+.PHONY: all deps run test unit integration sanitize lint bench fuzz install clean tsan torch FORCE
 .DELETE_ON_ERROR:
 .SECONDARY:
 
@@ -150,9 +150,11 @@ integration: all $(INTEG)
 	@set -e; for t in $(SCRIPTS); do \
 	  echo "== $$t"; $(TESTENV) timeout 300 sh $$t; done
 
-# The whole suite, again under ASan+UBSan, a short fuzz pass, the
-# integration tests against a ThreadSanitizer daemon, the lint.
+# The whole suite, the estimator against PyTorch, again under ASan+UBSan,
+# a short fuzz pass, the integration tests against a ThreadSanitizer
+# daemon, the lint.
 test: unit integration
+	$(MAKE) --no-print-directory torch
 	$(MAKE) --no-print-directory sanitize
 	$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=5
 	$(MAKE) --no-print-directory tsan
@@ -167,6 +169,31 @@ sanitize:
 # clang comes with the fuzz target's dependencies).
 tsan:
 	sh tests/tsan.sh
+
+# The estimator pytorch against what PyTorch keeps (tests/torch/measure.py,
+# two to three minutes on two cores).  It needs Debian's python3-torch (CPU,
+# 1.13; /usr/bin/python3, which a python3 earlier on PATH may not be) and
+# OpenBLAS, without which its fp32 matrix products take sixty times as
+# long: installed with apt-get as root when missing, else it says how.
+TORCH_PY   = /usr/bin/python3
+TORCH_DEBS = python3-torch libopenblas0-pthread
+torch: all
+	@if ! $(TORCH_PY) -c 'import torch' 2>/dev/null || \
+	  ! dpkg-query -W -f='$${Status}' libopenblas0-pthread 2>/dev/null | \
+	    grep -q 'ok installed'; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "torch: installing $(TORCH_DEBS)"; \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+	      apt-get install -y -qq --no-install-recommends $(TORCH_DEBS)) \
+	      >/dev/null || { echo "torch: apt-get install failed"; exit 1; }; \
+	  else \
+	    echo "torch: missing: $(TORCH_DEBS)"; \
+	    echo "torch: run: sudo apt-get install $(TORCH_DEBS)"; exit 1; \
+	  fi; \
+	  $(TORCH_PY) -c 'import torch' || \
+	    { echo "torch: $(TORCH_PY) cannot import torch"; exit 1; }; \
+	fi
+	$(TESTENV) timeout 1200 $(TORCH_PY) tests/torch/measure.py
 
 bench: all $(BUILD)/bench_place
 	$(TESTENV) BENCH_PLACE=$(abspath $(BUILD)/bench_place) sh tests/bench.sh

@@ -162,6 +162,21 @@ struct mf_request {
 	int unresolved; /* the job's configUrl is not read yet */
 };
 
+enum mf_rc
+mf_api_estimator(const struct mf_api *api, struct mf_workload *w,
+    struct mf_error *err)
+{
+	enum mf_estimator e = api->cat ? api->cat->estimator : MF_EST_PYTORCH;
+
+	if (api->estimator != NULL &&
+	    mf_estimator_parse(api->estimator, &e) != MF_OK)
+		return mf_error_set(err, MF_EINVAL, "estimator", 0, 0,
+		    "'%.40s' is not an estimator (pytorch or post)",
+		    api->estimator);
+	w->estimator = e;
+	return MF_OK;
+}
+
 static void
 note_job(struct mf_answer *ans, const struct mf_job *job)
 {
@@ -199,6 +214,8 @@ mf_api_prepare(const struct mf_api *api, enum mf_call call, const char *body,
 	if (rc == MF_OK)
 		rc = mf_job_read(mf_doc_root(req->doc), "", api->models,
 		    &req->job, &err);
+	if (rc == MF_OK)
+		rc = mf_api_estimator(api, &req->job.work, &err);
 	if (rc != MF_OK) {
 		mf_answer_err(ans, rc, &err, out);
 		mf_request_free(req);
@@ -442,6 +459,8 @@ read_diagnose(const struct mf_api *api, const char *body, size_t len,
 	*has_job = n != NULL;
 	if (rc == MF_OK && n != NULL)
 		rc = mf_job_read(n, "job", api->models, job, err);
+	if (rc == MF_OK && n != NULL)
+		rc = mf_api_estimator(api, &job->work, err);
 	if (rc == MF_OK && *has_job && job->model_source == MF_MODEL_URL)
 		rc = mf_error_set(err, MF_EINVAL, "job.spec.model.configUrl", 0,
 		    0,

@@ -41,6 +41,9 @@ struct mf_answer {
 struct mf_api {
 	const struct mf_catalog *cat;   /* borrowed for the call */
 	const struct mf_models *models; /* borrowed; may be NULL */
+	/* The estimator asked for (?estimator=, --estimator), or NULL for
+	 * the catalogue's. */
+	const char *estimator;
 };
 
 /*
@@ -110,6 +113,14 @@ void mf_api_models(const struct mf_api *api, enum mf_output out,
 void mf_api_error(enum mf_answer_kind kind, const char *field,
     const char *message, enum mf_output out, struct mf_answer *ans);
 void mf_answer_free(struct mf_answer *ans);
+
+/*
+ * Set w->estimator to the one api asks for, else the catalogue's.  An
+ * unknown name is MF_EINVAL naming the field "estimator"; w is untouched
+ * on error.
+ */
+enum mf_rc mf_api_estimator(const struct mf_api *api, struct mf_workload *w,
+    struct mf_error *err);
 
 /* Shared by the other request modules: set ans from JSON text (taken;
  * NULL answers 500) or from an error. */

@@ -17,6 +17,14 @@ enum mf_optimizer { MF_ADAMW, MF_ADAM8BIT, MF_SGD };
 enum mf_attention { MF_SDPA, MF_FLASH, MF_EAGER };
 enum mf_kv_dtype { MF_KV_BF16, MF_KV_FP16, MF_KV_FP8 };
 
+/*
+ * The arithmetic an estimate is made with (design 13): pytorch, the
+ * default, counts what PyTorch keeps, with coefficients measured by
+ * tests/torch/measure.py; post is the reference post's arithmetic of
+ * design 5, kept to reproduce its figures.
+ */
+enum mf_estimator { MF_EST_PYTORCH, MF_EST_POST, MF_EST_COUNT };
+
 struct mf_workload {
 	enum mf_kind kind;
 	enum mf_method method;
@@ -32,6 +40,7 @@ struct mf_workload {
 	int64_t concurrency; /* inference: sequences in flight */
 	int64_t context_len; /* inference: tokens per sequence */
 	enum mf_kv_dtype kv_dtype;
+	enum mf_estimator estimator;
 };
 
 enum mf_bucket {
@@ -41,30 +50,46 @@ enum mf_bucket {
 	MF_B_ADAPTERS,
 	MF_B_ACTIVATIONS,
 	MF_B_LOGITS,
+	MF_B_TRANSIENT,
 	MF_B_KVCACHE,
 	MF_B_SHARDING,
 	MF_B_COUNT
 };
 
+/* Room for one bucket's formula, its NUL included. */
+#define MF_FORMULA_MAX 160
+
 struct mf_estimate {
+	enum mf_estimator estimator;
 	int64_t params;    /* P */
 	int64_t trainable; /* P (full), T (lora/qlora), 0 (inference) */
 	int64_t bucket[MF_B_COUNT]; /* bytes for the whole job, before FSDP
 	                               division */
 	int64_t total;              /* sum of bucket[] */
 	int64_t per_gpu; /* what must fit on one card, after FSDP division */
+	/*
+	 * The arithmetic of each bucket with bytes, written where they are
+	 * computed ("P x 2", "s x b x (L x (16h + ...) + 4d)"); symbols
+	 * are those of design 5 and of estimate.c's comments.
+	 */
+	char formula[MF_B_COUNT][MF_FORMULA_MAX];
 };
 
-/* Defaults of design 3: training, full, bf16, adamw, sdpa, b 1, rank 16. */
+/* Defaults of design 3: training, full, bf16, adamw, sdpa, b 1, rank 16;
+ * the estimator pytorch. */
 void mf_workload_defaults(struct mf_workload *w);
 
 /* "weights", "gradients", ..., "kvCache", "shardingBuffers". */
 const char *mf_bucket_name(enum mf_bucket b);
+/* "pytorch", "post"; NULL out of range. */
+const char *mf_estimator_name(enum mf_estimator e);
+/* The estimator named name; MF_EINVAL (and *out untouched) when unknown. */
+enum mf_rc mf_estimator_parse(const char *name, enum mf_estimator *out);
 
 /*
- * Fill *out.  MF_ERANGE (and *out untouched) when a figure would pass
- * 2^63 - 1, MF_EINVAL for a workload out of range (a count below 1, an
- * enum out of range).
+ * Fill *out with w->estimator's arithmetic.  MF_ERANGE (and *out untouched)
+ * when a figure would pass 2^63 - 1, MF_EINVAL for a workload out of range (a
+ * count below 1, an enum out of range).
  */
 enum mf_rc mf_est_compute(const struct mf_model *m, const struct mf_workload *w,
     struct mf_estimate *out);

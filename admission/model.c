@@ -23,17 +23,45 @@
 #define MODEL_MAX_BYTES (256 * 1024)
 #define PATH_BYTES 4096
 
-/* Gate, up and down projections of one MLP: 3 x h x I. */
-static int64_t
-mlp_params(const struct mf_model *m)
+int64_t
+mf_model_expert_width(const struct mf_model *m)
 {
-	return mf_cmul(3, mf_cmul(m->hidden, m->intermediate));
+	return m->expert_intermediate > 0 ? m->expert_intermediate :
+	                                    m->intermediate;
+}
+
+/* Gate, up and down projections of one MLP of width w: 3 x h x w. */
+static int64_t
+mlp_params(const struct mf_model *m, int64_t w)
+{
+	return mf_cmul(3, mf_cmul(m->hidden, w));
+}
+
+/*
+ * The MLP of a layer: dense, or every routed expert plus the router
+ * (h x experts) and, for Qwen2-MoE, the shared expert and its gate
+ * (h x 1).
+ */
+static int64_t
+layer_mlp_params(const struct mf_model *m)
+{
+	int64_t mlp;
+
+	if (m->experts == 0)
+		return mlp_params(m, m->intermediate);
+	mlp = mf_cadd(mf_cmul(m->experts,
+	                  mlp_params(m, mf_model_expert_width(m))),
+	    mf_cmul(m->hidden, m->experts));
+	if (m->shared_intermediate > 0)
+		mlp = mf_cadd(mlp,
+		    mf_cadd(mlp_params(m, m->shared_intermediate), m->hidden));
+	return mlp;
 }
 
 int64_t
 mf_model_layer_params(const struct mf_model *m)
 {
-	int64_t qd, kvd, attn, bias, mlp, norms;
+	int64_t qd, kvd, attn, bias, norms;
 
 	qd = mf_cmul(m->heads, m->head_dim);
 	kvd = mf_cmul(m->kv_heads, m->head_dim);
@@ -41,13 +69,9 @@ mf_model_layer_params(const struct mf_model *m)
 	attn = mf_cadd(mf_cmul(2, mf_cmul(m->hidden, qd)),
 	    mf_cmul(2, mf_cmul(m->hidden, kvd)));
 	bias = m->qkv_bias ? mf_cadd(qd, mf_cmul(2, kvd)) : 0;
-	mlp = mlp_params(m);
-	if (m->experts > 0)
-		/* Every expert's MLP plus the router (h x experts). */
-		mlp = mf_cadd(mf_cmul(m->experts, mlp),
-		    mf_cmul(m->hidden, m->experts));
 	norms = mf_cmul(m->norms_per_layer, m->hidden);
-	return mf_cadd(mf_cadd(attn, bias), mf_cadd(mlp, norms));
+	return mf_cadd(mf_cadd(attn, bias),
+	    mf_cadd(layer_mlp_params(m), norms));
 }
 
 int64_t
@@ -63,10 +87,40 @@ mf_model_params(const struct mf_model *m)
 	return mf_cadd(mf_cadd(embed, layers), m->hidden);
 }
 
+static int64_t
+max64(int64_t a, int64_t b)
+{
+	return a > b ? a : b;
+}
+
+/*
+ * Phi-3 keeps q, k and v in one matrix and gate and up in another; every
+ * other block keeps each projection, and each expert, apart.
+ */
+int64_t
+mf_model_largest_param(const struct mf_model *m)
+{
+	int64_t h = m->hidden, qd, kvd, big;
+
+	qd = mf_cmul(m->heads, m->head_dim);
+	kvd = mf_cmul(m->kv_heads, m->head_dim);
+	big = max64(mf_cmul(m->vocab, h), mf_cmul(h, qd));
+	if (m->block == MF_BLOCK_PHI3) {
+		big = max64(big, mf_cmul(h, mf_cadd(qd, mf_cmul(2, kvd))));
+		return max64(big, mf_cmul(2, mf_cmul(h, m->intermediate)));
+	}
+	if (m->experts == 0)
+		return max64(big, mf_cmul(h, m->intermediate));
+	big = max64(big, mf_cmul(h, mf_model_expert_width(m)));
+	big = max64(big, mf_cmul(h, m->experts));
+	return max64(big, mf_cmul(h, m->shared_intermediate));
+}
+
 /*
  * "all-linear" targets every linear layer of a decoder layer, as PEFT
- * does: for a mixture of experts that is each expert's gate, up and down
- * and the router; the output head is never targeted.
+ * does: for a mixture of experts that is each expert's gate, up and down,
+ * the router and (Qwen2-MoE) the shared expert and its gate; the output
+ * head is never targeted.
  */
 int64_t
 mf_model_lora_params(const struct mf_model *m, int64_t rank,
@@ -82,13 +136,36 @@ mf_model_lora_params(const struct mf_model *m, int64_t rank,
 	if (targets == MF_LORA_ALL_LINEAR) {
 		mlp = mf_cmul(3, mf_cadd(h, m->intermediate));
 		if (m->experts > 0)
-			mlp = mf_cadd(mf_cmul(m->experts, mlp),
+			mlp = mf_cadd(mf_cmul(m->experts,
+			                  mf_cmul(3,
+			                      mf_cadd(h,
+			                          mf_model_expert_width(m)))),
 			    mf_cadd(h, m->experts));
+		if (m->experts > 0 && m->shared_intermediate > 0)
+			mlp = mf_cadd(mlp,
+			    mf_cadd(mf_cmul(3,
+			                mf_cadd(h, m->shared_intermediate)),
+			        mf_cadd(h, 1)));
 		per = mf_cadd(per, mlp);
 	} else if (targets != MF_LORA_ATTENTION) {
 		return -1;
 	}
 	return mf_cmul(rank, mf_cmul(per, m->layers));
+}
+
+int64_t
+mf_model_lora_largest(const struct mf_model *m, int64_t rank,
+    enum mf_lora_targets targets)
+{
+	int64_t big = max64(m->hidden, mf_cmul(m->heads, m->head_dim));
+
+	if (targets == MF_LORA_ALL_LINEAR) {
+		big = max64(big,
+		    m->experts > 0 ? mf_model_expert_width(m) :
+		                     m->intermediate);
+		big = max64(big, m->shared_intermediate);
+	}
+	return mf_cmul(rank, big);
 }
 
 int64_t
@@ -103,44 +180,66 @@ mf_model_kv_bytes_per_token(const struct mf_model *m, int dtype_bytes)
 /*
  * Facts a config.json leaves implicit, by model_type.  tied is the
  * default of tie_word_embeddings in the Hugging Face config class when
- * the key is absent: False for Llama, Mistral, Mixtral, Qwen2 and Phi-3,
- * True for Gemma and Gemma-2.  Qwen2 always puts biases on q, k and v;
- * Gemma-2 norms before and after both attention and MLP.
+ * the key is absent: False for Llama, Mistral, Mixtral, Qwen2, Qwen2-MoE
+ * and Phi-3, True for Gemma and Gemma-2.  Qwen2 and Qwen2-MoE always put
+ * biases on q, k and v; Gemma-2 norms before and after both attention and
+ * MLP and soft-caps attention scores and logits unless its config sets
+ * attn_logit_softcapping / final_logit_softcapping to null.  experts and
+ * topk are the config class's defaults of the expert count and top-k.
  */
 struct arch {
 	const char *type;
 	int tied;
 	int qkv_bias;
 	int norms;
+	enum mf_block block;
+	int softcap;
+	int64_t experts;
+	int64_t topk;
 };
 
 static const struct arch archs[] = {
-	{ "llama", 0, 0, 2 },
-	{ "mistral", 0, 0, 2 },
-	{ "mixtral", 0, 0, 2 },
-	{ "qwen2", 0, 1, 2 },
-	{ "phi3", 0, 0, 2 },
-	{ "gemma", 1, 0, 2 },
-	{ "gemma2", 1, 0, 4 },
+	{ "llama", 0, 0, 2, MF_BLOCK_LLAMA, 0, 0, 0 },
+	{ "mistral", 0, 0, 2, MF_BLOCK_LLAMA, 0, 0, 0 },
+	{ "mixtral", 0, 0, 2, MF_BLOCK_MIXTRAL, 0, 8, 2 },
+	{ "qwen2", 0, 1, 2, MF_BLOCK_LLAMA, 0, 0, 0 },
+	{ "qwen2_moe", 0, 1, 2, MF_BLOCK_QWEN2MOE, 0, 60, 4 },
+	{ "phi3", 0, 0, 2, MF_BLOCK_PHI3, 0, 0, 0 },
+	{ "gemma", 1, 0, 2, MF_BLOCK_GEMMA, 0, 0, 0 },
+	{ "gemma2", 1, 0, 4, MF_BLOCK_GEMMA, 1, 0, 0 },
 };
 
-/*
- * An unknown or absent model_type gets an untied head: counting the
- * head twice can only overstate the memory a job needs.
- */
-static const struct arch generic = { NULL, 0, 0, 2 };
+#define NARCHS (sizeof(archs) / sizeof(archs[0]))
 
+/* A config without model_type is read as the first row, llama. */
 static const struct arch *
 arch_lookup(const char *type)
 {
 	size_t i;
 
 	if (type == NULL)
-		return &generic;
-	for (i = 0; i < sizeof(archs) / sizeof(archs[0]); i++)
+		return &archs[0];
+	for (i = 0; i < NARCHS; i++)
 		if (strcmp(archs[i].type, type) == 0)
 			return &archs[i];
-	return &generic;
+	return NULL;
+}
+
+/* "llama, mistral, ..." into buf. */
+static void
+arch_names(char *buf, size_t size)
+{
+	size_t used = 0, i;
+	int n;
+
+	buf[0] = '\0';
+	for (i = 0; i < NARCHS && used < size; i++) {
+		n = snprintf(buf + used, size - used, "%s%s", i ? ", " : "",
+		    archs[i].type);
+		if (n < 0)
+			return;
+		used += (size_t)n;
+	}
 }
 
 /* The member key of cfg, or NULL when it is absent or null. */
@@ -198,26 +297,108 @@ static const struct dim {
 	    MF_MODEL_MAX_DIM, 1 },
 	{ "vocab_size", offsetof(struct mf_model, vocab), MF_MODEL_MAX_VOCAB,
 	    1 },
+};
+
+/*
+ * Where each mixture-of-experts architecture names its experts (Hugging
+ * Face MixtralConfig, Qwen2MoeConfig); a key left out takes the config
+ * class's default (struct arch, and moe_defaults below).
+ */
+static const struct dim mixtral_dims[] = {
 	{ "num_local_experts", offsetof(struct mf_model, experts),
+	    MF_MODEL_MAX_EXPERTS, 0 },
+	{ "num_experts_per_tok", offsetof(struct mf_model, experts_per_tok),
 	    MF_MODEL_MAX_EXPERTS, 0 },
 };
 
+static const struct dim qwen2_moe_dims[] = {
+	{ "num_experts", offsetof(struct mf_model, experts),
+	    MF_MODEL_MAX_EXPERTS, 0 },
+	{ "num_experts_per_tok", offsetof(struct mf_model, experts_per_tok),
+	    MF_MODEL_MAX_EXPERTS, 0 },
+	{ "moe_intermediate_size",
+	    offsetof(struct mf_model, expert_intermediate), MF_MODEL_MAX_DIM,
+	    0 },
+	{ "shared_expert_intermediate_size",
+	    offsetof(struct mf_model, shared_intermediate), MF_MODEL_MAX_DIM,
+	    0 },
+};
+
 static enum mf_rc
-read_dims(const struct mf_node *cfg, const char *path, struct mf_model *m,
-    struct mf_error *err)
+read_table(const struct mf_node *cfg, const char *path, struct mf_model *m,
+    const struct dim *table, size_t n, struct mf_error *err)
 {
 	const struct dim *d;
 	enum mf_rc rc;
 	size_t i;
 
-	for (i = 0; i < sizeof(dims) / sizeof(dims[0]); i++) {
-		d = &dims[i];
+	for (i = 0; i < n; i++) {
+		d = &table[i];
 		rc = read_int(cfg, path, d->key, d->max, d->required,
 		    (int64_t *)(void *)((char *)m + d->off), err);
 		if (rc != MF_OK)
 			return rc;
 	}
 	return MF_OK;
+}
+
+static enum mf_rc
+read_dims(const struct mf_node *cfg, const char *path, struct mf_model *m,
+    struct mf_error *err)
+{
+	return read_table(cfg, path, m, dims, sizeof(dims) / sizeof(dims[0]),
+	    err);
+}
+
+/*
+ * The experts of a mixture-of-experts block, with the config class's
+ * defaults (Qwen2MoeConfig: moe_intermediate_size 1408,
+ * shared_expert_intermediate_size 5632, norm_topk_prob false; Mixtral
+ * always renormalises its top-k weights); top-k may not pass the
+ * experts.
+ */
+static enum mf_rc
+read_experts(const struct mf_node *cfg, const char *path, const struct arch *a,
+    struct mf_model *m, struct mf_error *err)
+{
+	char field[sizeof(err->field)];
+	const struct mf_node *n;
+	enum mf_rc rc;
+
+	m->experts = a->experts;
+	m->experts_per_tok = a->topk;
+	if (a->block == MF_BLOCK_MIXTRAL) {
+		m->renorm_topk = 1;
+		rc = read_table(cfg, path, m, mixtral_dims,
+		    sizeof(mixtral_dims) / sizeof(mixtral_dims[0]), err);
+	} else {
+		m->expert_intermediate = 1408;
+		m->shared_intermediate = 5632;
+		rc = read_table(cfg, path, m, qwen2_moe_dims,
+		    sizeof(qwen2_moe_dims) / sizeof(qwen2_moe_dims[0]), err);
+		n = member(cfg, "norm_topk_prob");
+		mf_path(field, sizeof(field), path, "norm_topk_prob");
+		if (rc == MF_OK && n != NULL)
+			rc = mf_node_bool(n, field, &m->renorm_topk, err);
+	}
+	if (rc != MF_OK || m->experts_per_tok <= m->experts)
+		return rc;
+	n = member(cfg, "num_experts_per_tok");
+	mf_path(field, sizeof(field), path, "num_experts_per_tok");
+	return mf_error_set(err, MF_EINVAL, field, n ? n->line : cfg->line,
+	    n ? n->column : cfg->column, "%lld is more than the %lld experts",
+	    (long long)m->experts_per_tok, (long long)m->experts);
+}
+
+/* Soft-capping is on unless the config sets key to null. */
+static int
+softcap(const struct mf_node *cfg, const char *key, int dflt)
+{
+	const struct mf_node *n = mf_node_get(cfg, key);
+
+	if (n == NULL)
+		return dflt;
+	return n->type != MF_NODE_NULL;
 }
 
 /* Fill the defaults of kv_heads and head_dim and check they fit. */
@@ -255,23 +436,39 @@ static enum mf_rc
 read_arch(const struct mf_node *cfg, const char *path, struct mf_model *m,
     struct mf_error *err)
 {
-	char field[sizeof(err->field)];
+	char field[sizeof(err->field)], known[160];
 	const struct mf_node *n;
 	const struct arch *a;
 	const char *type = NULL;
 	enum mf_rc rc;
 
 	n = member(cfg, "model_type");
+	mf_path(field, sizeof(field), path, "model_type");
 	if (n != NULL) {
-		mf_path(field, sizeof(field), path, "model_type");
 		rc = mf_node_str(n, field, &type, err);
 		if (rc != MF_OK)
 			return rc;
 	}
 	a = arch_lookup(type);
+	if (a == NULL) {
+		arch_names(known, sizeof(known));
+		return mf_error_set(err, MF_EINVAL, field, n->line, n->column,
+		    "'%.60s' is not a known model_type (known: %s)", type,
+		    known);
+	}
 	m->tied_embeddings = a->tied;
 	m->qkv_bias = a->qkv_bias;
 	m->norms_per_layer = a->norms;
+	m->block = a->block;
+	if (a->softcap) {
+		m->attn_softcap = softcap(cfg, "attn_logit_softcapping", 1);
+		m->final_softcap = softcap(cfg, "final_logit_softcapping", 1);
+	}
+	if (a->experts > 0) {
+		rc = read_experts(cfg, path, a, m, err);
+		if (rc != MF_OK)
+			return rc;
+	}
 	n = member(cfg, "tie_word_embeddings");
 	if (n == NULL)
 		return MF_OK;

@@ -11,6 +11,18 @@
 #include "doc.h"
 #include "err.h"
 
+/*
+ * How a decoder layer is written, as far as it changes what PyTorch keeps
+ * for backward (the estimator pytorch, estimate.c).
+ */
+enum mf_block {
+	MF_BLOCK_LLAMA,   /* llama, mistral, qwen2: RMSNorm, q k v o, SwiGLU */
+	MF_BLOCK_PHI3,    /* one qkv and one gate_up projection */
+	MF_BLOCK_GEMMA,   /* Gemma norms (x (1 + w) in fp32), GeGLU */
+	MF_BLOCK_MIXTRAL, /* routed experts, top-k weights renormalised */
+	MF_BLOCK_QWEN2MOE /* routed experts plus a gated shared expert */
+};
+
 struct mf_model {
 	int64_t hidden;       /* hidden_size (h) */
 	int64_t layers;       /* num_hidden_layers (L) */
@@ -19,10 +31,18 @@ struct mf_model {
 	int64_t head_dim;     /* head_dim, default hidden / heads */
 	int64_t intermediate; /* intermediate_size (I) */
 	int64_t vocab;        /* vocab_size (V) */
-	int64_t experts;      /* num_local_experts; 0 for a dense model */
-	int tied_embeddings;  /* output head shares the embedding matrix */
-	int qkv_bias;         /* q/k/v projections carry biases (Qwen2) */
-	int norms_per_layer;  /* 2, or 4 for Gemma-2 */
+	int64_t experts;      /* routed experts a layer; 0 for a dense model */
+	int64_t experts_per_tok;     /* top-k: experts each token goes to */
+	int64_t expert_intermediate; /* a routed expert's width; 0: I */
+	int64_t shared_intermediate; /* Qwen2-MoE's shared expert; 0: none */
+	int renorm_topk;     /* top-k weights renormalised (Mixtral; Qwen2-MoE's
+	                        norm_topk_prob) */
+	int tied_embeddings; /* output head shares the embedding matrix */
+	int qkv_bias;        /* q/k/v projections carry biases (Qwen2) */
+	int norms_per_layer; /* 2, or 4 for Gemma-2 */
+	enum mf_block block; /* how the decoder layer is written */
+	int attn_softcap;  /* eager attention soft-caps its scores (Gemma-2) */
+	int final_softcap; /* the logits are soft-capped (Gemma-2) */
 };
 
 enum mf_lora_targets {
@@ -32,10 +52,15 @@ enum mf_lora_targets {
 
 /*
  * Read the fields of a config.json object.  path names the object in
- * errors ("spec.model.config").  Missing or nonsensical fields (zero,
+ * errors ("spec.model.config").  model_type chooses the block and where
+ * the experts are read from (mixtral: num_local_experts; qwen2_moe:
+ * num_experts, moe_intermediate_size, shared_expert_intermediate_size;
+ * both num_experts_per_tok), with the Hugging Face config class's
+ * defaults for keys left out; a config without model_type is read as
+ * llama.  An unknown model_type, missing or nonsensical fields (zero,
  * negative, hidden not divisible by heads without head_dim, kv_heads not
- * dividing heads, sizes past the caps below) are MF_EINVAL naming the
- * field; *out is untouched on error.
+ * dividing heads, top-k above the experts, sizes past the caps below) are
+ * MF_EINVAL naming the field; *out is untouched on error.
  */
 enum mf_rc mf_model_read(const struct mf_node *config, const char *path,
     struct mf_model *out, struct mf_error *err);
@@ -59,6 +84,13 @@ int64_t mf_model_layer_params(const struct mf_model *m);
 /* LoRA parameters: sum of rank * (in + out) over the targeted linears x L. */
 int64_t mf_model_lora_params(const struct mf_model *m, int64_t rank,
     enum mf_lora_targets targets);
+/* Elements of the largest LoRA matrix: rank x its widest side. */
+int64_t mf_model_lora_largest(const struct mf_model *m, int64_t rank,
+    enum mf_lora_targets targets);
+/* Elements of the largest single parameter tensor (a weight matrix). */
+int64_t mf_model_largest_param(const struct mf_model *m);
+/* A routed expert's width: expert_intermediate, else intermediate. */
+int64_t mf_model_expert_width(const struct mf_model *m);
 /* Bytes of KV cache per token: 2 * L * kv_heads * head_dim * dtype_bytes. */
 int64_t mf_model_kv_bytes_per_token(const struct mf_model *m, int dtype_bytes);
 

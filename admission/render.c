@@ -185,6 +185,7 @@ mf_write_decision(struct mf_jw *w, const char *key, const struct mf_job *job,
 	mf_jw_open(w, key, '{');
 	mf_jw_bool(w, "admitted", d->admitted);
 	mf_jw_str(w, "job", job->name ? job->name : "");
+	mf_jw_str(w, "estimator", mf_estimator_name(d->work.estimator));
 	need(w, job, d);
 	quantity(w, "minMemory", d->floor, d->floor_format);
 	mf_jw_open(w, "warnings", '[');
@@ -214,51 +215,8 @@ mf_write_decision(struct mf_jw *w, const char *key, const struct mf_job *job,
 	mf_jw_close(w, '}');
 }
 
-/* The formula of a bucket as the reference post writes it. */
-static const char *
-formula(enum mf_bucket b, const struct mf_workload *w)
-{
-	static const char *const opt[2][3] = { { "P x 12", "P x 6", "P x 8" },
-		{ "P x 8", "P x 2", "P x 4" } };
-	int fp32 = w->precision == MF_FP32;
-
-	switch (b) {
-	case MF_B_WEIGHTS:
-		if (w->method == MF_QLORA && w->kind == MF_TRAINING)
-			return "P x 0.5";
-		return fp32 ? "P x 4" : "P x 2";
-	case MF_B_GRADIENTS:
-		return fp32 ? "P x 4" : "P x 2";
-	case MF_B_OPTIMIZER:
-		return opt[fp32][w->optimizer];
-	case MF_B_ADAPTERS:
-		return w->optimizer == MF_ADAM8BIT ? "T x 10" : "T x 16";
-	case MF_B_ACTIVATIONS:
-		if (w->checkpointing)
-			return fp32 ? "2 x s x b x h x L x 2 (fp32)" :
-			              "2 x s x b x h x L";
-		if (w->attention == MF_EAGER)
-			return fp32 ?
-			    "L x s x b x h x (34 + 5as/h) x 2 (fp32)" :
-			    "L x s x b x h x (34 + 5as/h)";
-		return fp32 ? "L x s x b x h x 34 x 2 (fp32)" :
-		              "L x s x b x h x 34";
-	case MF_B_LOGITS:
-		return "s x b x V x 4";
-	case MF_B_KVCACHE:
-		return w->kv_dtype == MF_KV_FP8 ?
-		    "2 x L x kv x d x 1 x seqs x ctx" :
-		    "2 x L x kv x d x 2 x seqs x ctx";
-	case MF_B_SHARDING:
-		return "2 x layer params x 2";
-	default:
-		return "-";
-	}
-}
-
 static void
-buckets(struct mf_jw *w, const struct mf_estimate *e,
-    const struct mf_workload *wl)
+buckets(struct mf_jw *w, const struct mf_estimate *e)
 {
 	mf_jw_open(w, "buckets", '[');
 	for (int b = 0; b < MF_B_COUNT; b++) {
@@ -267,7 +225,7 @@ buckets(struct mf_jw *w, const struct mf_estimate *e,
 		mf_jw_open(w, NULL, '{');
 		mf_jw_str(w, "name", mf_bucket_name((enum mf_bucket)b));
 		mf_jw_int(w, "bytes", e->bucket[b]);
-		mf_jw_str(w, "formula", formula((enum mf_bucket)b, wl));
+		mf_jw_str(w, "formula", e->formula[b]);
 		mf_jw_close(w, '}');
 	}
 	mf_jw_close(w, ']');
@@ -307,9 +265,10 @@ mf_write_estimate(struct mf_jw *w, const char *key, const struct mf_job *job,
 	const struct mf_workload *wl = &job->work;
 
 	mf_jw_open(w, key, '{');
+	mf_jw_str(w, "estimator", mf_estimator_name(e->estimator));
 	mf_jw_int(w, "parameters", e->params);
 	mf_jw_int(w, "trainableParameters", e->trainable);
-	buckets(w, e, wl);
+	buckets(w, e);
 	mf_jw_int(w, "totalBytes", e->total);
 	mf_jw_int(w, "perGpuBytes", e->per_gpu);
 	quantity(w, "minMemory", mf_floor_for(e->per_gpu, cat->headroom),
@@ -538,6 +497,36 @@ mf_text_decision(const struct mf_job *job, const struct mf_decision *d)
 	return mf_buf_take(&b);
 }
 
+/*
+ * When the two estimators differ by more than 5% per GPU, say both: a
+ * reader who knows the post's figure sees why this one differs.
+ */
+static void
+both_figures(struct mf_buf *b, const struct mf_job *job,
+    const struct mf_estimate *e)
+{
+	struct mf_workload other = job->work;
+	struct mf_estimate o;
+	const struct mf_estimate *post, *torch;
+	double lo, hi;
+
+	other.estimator =
+	    e->estimator == MF_EST_POST ? MF_EST_PYTORCH : MF_EST_POST;
+	if (mf_est_compute(&job->model, &other, &o) != MF_OK)
+		return;
+	lo = (double)(o.per_gpu < e->per_gpu ? o.per_gpu : e->per_gpu);
+	hi = (double)(o.per_gpu < e->per_gpu ? e->per_gpu : o.per_gpu);
+	if (lo <= 0 || hi <= lo * 1.05)
+		return;
+	post = e->estimator == MF_EST_POST ? e : &o;
+	torch = e->estimator == MF_EST_POST ? &o : e;
+	mf_buf_printf(b,
+	    "post's arithmetic: %.1f GB; measured PyTorch: %.1f GB "
+	    "(estimator in force: %s)\n",
+	    gb(post->per_gpu), gb(torch->per_gpu),
+	    mf_estimator_name(e->estimator));
+}
+
 char *
 mf_text_estimate(const struct mf_job *job, const struct mf_estimate *e,
     const struct mf_catalog *cat)
@@ -549,17 +538,23 @@ mf_text_estimate(const struct mf_job *job, const struct mf_estimate *e,
 	mf_buf_init(&b, TEXT_MAX);
 	mf_buf_printf(&b, "%s: %lld parameters, %lld trainable\n\n", job->name,
 	    (long long)e->params, (long long)e->trainable);
-	mf_buf_printf(&b, "%-16s %-36s %8s\n", "BUCKET", "FORMULA", "GB");
+	/* The formula column is as wide as its longest, 36 at least. */
+	int fw = 36;
+
+	for (int i = 0; i < MF_B_COUNT; i++)
+		if (e->bucket[i] != 0 && (int)strlen(e->formula[i]) > fw)
+			fw = (int)strlen(e->formula[i]);
+	mf_buf_printf(&b, "%-16s %-*s %8s\n", "BUCKET", fw, "FORMULA", "GB");
 	for (int i = 0; i < MF_B_COUNT; i++) {
 		if (e->bucket[i] == 0)
 			continue;
-		mf_buf_printf(&b, "%-16s %-36s %8.1f\n",
-		    mf_bucket_name((enum mf_bucket)i),
-		    formula((enum mf_bucket)i, &job->work), gb(e->bucket[i]));
+		mf_buf_printf(&b, "%-16s %-*s %8.1f\n",
+		    mf_bucket_name((enum mf_bucket)i), fw, e->formula[i],
+		    gb(e->bucket[i]));
 	}
-	mf_buf_printf(&b, "%-16s %-36s %8.1f\n", "total", "", gb(e->total));
+	mf_buf_printf(&b, "%-16s %-*s %8.1f\n", "total", fw, "", gb(e->total));
 	if (e->per_gpu != e->total)
-		mf_buf_printf(&b, "%-16s %-36s %8.1f\n", "per GPU",
+		mf_buf_printf(&b, "%-16s %-*s %8.1f\n", "per GPU", fw,
 		    "weights, gradients, optimizer / N", gb(e->per_gpu));
 	mf_qty_format(mf_floor_for(e->per_gpu, cat->headroom), MF_QTY_BINARY, q,
 	    sizeof(q));
@@ -567,6 +562,7 @@ mf_text_estimate(const struct mf_job *job, const struct mf_estimate *e,
 	    "\nminMemory %s (%.0f%% headroom); smallest fit: "
 	    "%s\n",
 	    q, cat->headroom * 100, g ? g->name : "none");
+	both_figures(&b, job, e);
 	return mf_buf_take(&b);
 }
 

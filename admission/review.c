@@ -515,6 +515,8 @@ read_job(struct review *rv, struct mf_doc **doc, struct mf_job *job)
 		deny_error(rv, *doc != NULL ? ANN_SPEC : ANN_MIN, &err);
 		return -1;
 	}
+	/* The catalogue's estimator: a review has no query. */
+	job->work.estimator = rv->api->cat->estimator;
 	if (job->model_source == MF_MODEL_URL) {
 		deny_annotation(rv, ANN_SPEC,
 		    "spec.model.configUrl: is not fetched for an admission "

@@ -48,7 +48,7 @@ static const struct bound throughput_bound = { 0, 1000, 1, 0, "(0, 1000]" };
 
 static const char *const top_keys[] = { "apiVersion", "kind", "headroom",
 	"multiGpuEfficiency", "interNodeEfficiency", "timeFactors", "gpus",
-	"kubernetes", NULL };
+	"kubernetes", "estimator", NULL };
 static const char *const gpu_keys[] = { "name", "memory", "hourlyPrice",
 	"relativeThroughput", "gpusPerNode", "maxNodes", "maxCount", "labels",
 	"slurm", NULL };
@@ -732,6 +732,21 @@ read_fixed(const struct ctx *c, const struct mf_node *root, const char *key,
 	return MF_OK;
 }
 
+/* estimator: pytorch | post (design 13). */
+static enum mf_rc
+read_estimator(const struct ctx *c, const struct mf_node *n,
+    struct mf_catalog *cat)
+{
+	const char *s;
+
+	if (mf_node_str(n, "estimator", &s, c->err) != MF_OK)
+		return in_file(c, MF_EINVAL);
+	if (mf_estimator_parse(s, &cat->estimator) != MF_OK)
+		return fail(c, MF_EINVAL, "estimator", n->line, n->column,
+		    "'%.64s' is not an estimator (pytorch or post)", s);
+	return MF_OK;
+}
+
 static enum mf_rc
 read_catalog(const struct ctx *c, const struct mf_node *root,
     struct mf_catalog *cat)
@@ -766,6 +781,9 @@ read_catalog(const struct ctx *c, const struct mf_node *root,
 	n = mf_node_get(root, "kubernetes");
 	if (rc == MF_OK && n != NULL)
 		rc = read_kubernetes(c, n, cat);
+	n = mf_node_get(root, "estimator");
+	if (rc == MF_OK && n != NULL)
+		rc = read_estimator(c, n, cat);
 	if (rc == MF_OK)
 		rc = read_gpus(c, root, cat);
 	return rc;

@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "../admission/err.h"
+#include "../admission/estimate.h"
 #include "../admission/fix.h"
 
 #define MF_CAT_MAX_GPUS 20000
@@ -74,6 +75,7 @@ struct mf_catalog {
 	                                     doubling of nodes keeps this
 	                                     share of speed */
 	double time_factor[MF_FIX_COUNT]; /* checkpointing 1.35, others 1.0 */
+	enum mf_estimator estimator;      /* estimator: default pytorch */
 	size_t ngpus;                     /* >= 1 */
 	struct mf_gpu *gpus;              /* in file order */
 	enum mf_k8s_select k8s_select;    /* kubernetes.select */

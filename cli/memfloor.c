@@ -45,6 +45,7 @@ struct opts {
 	const char *file;
 	const char *hosts[CLI_MAX_HOSTS]; /* --model-host, as memfloord's */
 	size_t nhosts;
+	const char *estimator; /* --estimator, or NULL: the catalogue's */
 };
 
 static void
@@ -52,9 +53,11 @@ usage(FILE *f)
 {
 	fprintf(f,
 	    "usage: memfloor estimate FILE [-m models] [-f catalog] "
-	    "[--model-host HOST] [-o table|json|yaml]\n"
+	    "[--model-host HOST] [--estimator pytorch|post] "
+	    "[-o table|json|yaml]\n"
 	    "       memfloor admit FILE [-f catalog] [-m models] "
-	    "[--model-host HOST] [-o table|json|yaml]\n"
+	    "[--model-host HOST] [--estimator pytorch|post] "
+	    "[-o table|json|yaml]\n"
 	    "       memfloor diagnose [FILE|-] [-f catalog] [-m models] "
 	    "[-o table|json|yaml]\n"
 	    "       memfloor catalog check FILE\n"
@@ -133,6 +136,8 @@ parse_opts(int argc, char **argv, int first, struct opts *o)
 			o->hosts[o->nhosts++] = v;
 		} else if (strcmp(a, "--cacert") == 0 && v != NULL) {
 			o->cacert = v;
+		} else if (strcmp(a, "--estimator") == 0 && v != NULL) {
+			o->estimator = v;
 		} else if (o->file == NULL && (a[0] != '-' || a[1] == '\0')) {
 			o->file = a;
 			continue;
@@ -301,7 +306,7 @@ offline(mf_api_call fn, const enum mf_call *job, struct opts *o)
 	struct mf_models *models = NULL;
 	struct mf_request *req = NULL;
 	struct mf_answer ans;
-	struct mf_api api = { NULL, NULL };
+	struct mf_api api = { NULL, NULL, NULL };
 	char *body = NULL;
 	size_t len = 0;
 	int rc = EXIT_INPUT;
@@ -310,6 +315,7 @@ offline(mf_api_call fn, const enum mf_call *job, struct opts *o)
 		goto out;
 	api.cat = cat;
 	api.models = models;
+	api.estimator = o->estimator;
 	if (job == NULL) {
 		fn(&api, body, len, MF_DOC_AUTO, o->out, &ans);
 		rc = print_answer(&ans);
@@ -339,7 +345,7 @@ catalog_check(const char *path)
 	struct mf_answer ans;
 	struct mf_error err;
 	char msg[MF_ERROR_MAX];
-	struct mf_api api = { NULL, NULL };
+	struct mf_api api = { NULL, NULL, NULL };
 
 	if (mf_cat_load(path, &cat, &err) != MF_OK) {
 		fprintf(stderr, "%s\n",

@@ -95,7 +95,7 @@ static atomic_int draining;
 static struct mf_api
 api_begin(void)
 {
-	struct mf_api api = { mfd_state_catalog(), mfd_state_models() };
+	struct mf_api api = { mfd_state_catalog(), mfd_state_models(), NULL };
 
 	return api;
 }
@@ -132,7 +132,7 @@ do_catalog(struct request *r, struct MHD_Connection *c, struct mf_answer *ans)
 static void
 do_models(struct request *r, struct MHD_Connection *c, struct mf_answer *ans)
 {
-	struct mf_api api = { NULL, mfd_state_models() };
+	struct mf_api api = { NULL, mfd_state_models(), NULL };
 
 	(void)c;
 	mf_api_models(&api, r->out, ans);
@@ -566,6 +566,10 @@ phased(struct MHD_Connection *c, struct request *r)
 
 	if (r->req == NULL) {
 		api = api_begin();
+		/* ?estimator=pytorch|post (design 13); the library checks it.
+		 */
+		api.estimator = MHD_lookup_connection_value(c,
+		    MHD_GET_ARGUMENT_KIND, "estimator");
 		mf_api_prepare(&api, r->route->job_call, r->body.data,
 		    r->body.len, r->fmt, r->out, &r->req, &ans);
 		api_end(&api);

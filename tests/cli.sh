@@ -429,6 +429,33 @@ is "submit: configUrl on a host not allowed (400) exits 2" "$rc" 2
 has "submit: the daemon names spec.model.configUrl" "$err" \
     '"field":"spec\.model\.configUrl"'
 
+# The estimator (design 13): the catalogue's (pytorch) unless the request
+# asks; a name that is neither is a 400 naming the field.  161,249,116,160
+# and 148,839,137,280 bytes: tests/test_estimate.c.
+curl -s -o "$tmp/est-default.json" --data-binary @"$est_job" \
+    "$url/v1/estimate"
+has "daemon: the default estimator is pytorch" "$tmp/est-default.json" \
+    '"estimator":"pytorch".*"totalBytes":161249116160'
+curl -s -o "$tmp/est-post.json" --data-binary @"$est_job" \
+    "$url/v1/estimate?estimator=post"
+has "daemon: ?estimator=post gives the post's figure" "$tmp/est-post.json" \
+    '"estimator":"post".*"totalBytes":148839137280'
+code=$(curl -s -o "$tmp/est-bad.json" -w '%{http_code}' \
+    --data-binary @"$est_job" "$url/v1/admit?estimator=gpt")
+is "daemon: ?estimator=gpt is a 400" "$code" 400
+has "daemon: the 400 names estimator" "$tmp/est-bad.json" \
+    '"field":"estimator"'
+off estimate "$est_job" -o json --estimator post
+same_json "estimate --estimator post: the daemon's answer" "$out" \
+    "$tmp/est-post.json"
+off estimate "$est_job" -o json --estimator gpt
+is "estimate --estimator gpt exits 2" "$rc" 2
+has "estimate --estimator gpt: the error names estimator" "$err" \
+    '"field":"estimator"'
+off estimate "$est_job" -o table
+has "estimate -o table: both figures when they differ" "$out" \
+    "^post's arithmetic: 148\\.8 GB; measured PyTorch: 161\\.2 GB"
+
 if wait_log "$tmp/daemon.log" \
     'path="/v1/admit" status=200 .*job="llama-8b-full" decision=admitted'
 then

@@ -9,6 +9,13 @@ answer must also equal NAME.response.json, so the examples never go stale
 (run with --update to rewrite them after a reviewed change), and the
 command line (memfloor estimate|admit|diagnose -o json) must give the same
 answer offline.  Prints "N passed, M failed".
+
+/v1/estimate and /v1/admit requests are sent twice (design 13): as they
+are, answered by the default estimator pytorch (NAME.response.json,
+checked against the "# expect-pytorch:" lines), and with ?estimator=post
+(--estimator post on the command line), the reference post's arithmetic
+(NAME.post.response.json, checked against the "# expect:" lines, which
+are the design's reference figures).
 """
 import glob
 import json
@@ -94,10 +101,10 @@ def gb(doc, expr):
     return "%.1f" % (total / 1e9)
 
 
-def check_expect(path, status, doc):
+def check_expect(path, status, doc, prefix):
     problems = []
     with open(path, errors="replace") as f:
-        lines = [l[len("# expect:"):] for l in f if l.startswith("# expect:")]
+        lines = [l[len(prefix):] for l in f if l.startswith(prefix)]
     for item in " ".join(lines).split():
         key, want = item.split("=", 1)
         try:
@@ -115,13 +122,44 @@ def check_expect(path, status, doc):
     return problems
 
 
-def cli_answer(path, endpoint):
+def cli_answer(path, endpoint, estimator):
     verb = endpoint.rsplit("/", 1)[1]
+    extra = ["--estimator", estimator] if estimator else []
     r = subprocess.run([CLI, verb, path, "-o", "json", "-f",
                         os.path.join(TOP, "catalog/gpus.yaml"), "-m",
-                        os.path.join(TOP, "catalog/models")],
+                        os.path.join(TOP, "catalog/models")] + extra,
                        capture_output=True, timeout=60)
     return json.loads(r.stdout or r.stderr)
+
+
+def variants(endpoint):
+    """(estimator or None, expect prefix, golden suffix) per answer."""
+    if endpoint in ("/v1/estimate", "/v1/admit"):
+        return [(None, "# expect-pytorch:", ".response.json"),
+                ("post", "# expect:", ".post.response.json")]
+    return [(None, "# expect:", ".response.json")]
+
+
+def check(port, path, endpoint, ctype, body, estimator, prefix, suffix):
+    query = "?estimator=" + estimator if estimator else ""
+    status, raw = send(port, endpoint + query, body, ctype)
+    doc = json.loads(raw)
+    base = re.sub(r"(\.diagnose)?\.[a-z]+$", "", path)
+    golden = base + suffix
+    problems = check_expect(path, status, doc, prefix)
+    if UPDATE:
+        with open(golden, "w") as f:
+            json.dump(doc, f, indent=2)
+            f.write("\n")
+    elif not os.path.exists(golden):
+        problems.append("no %s" % os.path.basename(golden))
+    elif json.load(open(golden)) != doc:
+        problems.append("answer differs from %s" % os.path.basename(golden))
+    if os.path.exists(CLI) and cli_answer(path, endpoint, estimator) != doc:
+        problems.append("memfloor %s%s gives a different answer" %
+                        (endpoint.rsplit("/", 1)[1],
+                         " --estimator " + estimator if estimator else ""))
+    return problems
 
 
 def main():
@@ -131,30 +169,17 @@ def main():
         for path, endpoint, ctype in requests():
             with open(path, "rb") as f:
                 body = f.read()
-            status, raw = send(port, endpoint, body, ctype)
-            doc = json.loads(raw)
-            base = re.sub(r"(\.diagnose)?\.[a-z]+$", "", path)
-            golden = base + ".response.json"
-            problems = check_expect(path, status, doc)
-            if UPDATE:
-                with open(golden, "w") as f:
-                    json.dump(doc, f, indent=2)
-                    f.write("\n")
-            elif not os.path.exists(golden):
-                problems.append("no %s" % os.path.basename(golden))
-            elif json.load(open(golden)) != doc:
-                problems.append("answer differs from %s" %
-                                os.path.basename(golden))
-            if os.path.exists(CLI) and cli_answer(path, endpoint) != doc:
-                problems.append("memfloor %s gives a different answer" %
-                                endpoint.rsplit("/", 1)[1])
-            name = os.path.basename(path)
-            if problems:
-                failed += 1
-                print("FAIL %s\n  %s" % (name, "\n  ".join(problems)))
-            else:
-                passed += 1
-                print("ok   %s" % name)
+            for estimator, prefix, suffix in variants(endpoint):
+                problems = check(port, path, endpoint, ctype, body,
+                                 estimator, prefix, suffix)
+                name = os.path.basename(path) + \
+                    (" (estimator %s)" % estimator if estimator else "")
+                if problems:
+                    failed += 1
+                    print("FAIL %s\n  %s" % (name, "\n  ".join(problems)))
+                else:
+                    passed += 1
+                    print("ok   %s" % name)
     finally:
         proc.terminate()
         proc.wait(timeout=30)

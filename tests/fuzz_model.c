@@ -3,7 +3,8 @@
  *
  * Any byte string either fails to parse or to read as a config, or gives
  * a model whose parameter count fits in 63 bits; the estimate of a
- * default training, LoRA and inference workload on it either reports
+ * default training (both estimators, sdpa and eager), LoRA and inference
+ * workload on it either reports
  * MF_ERANGE or adds up: total is the sum of the buckets and per_gpu is no
  * more than total.
  */
@@ -47,14 +48,20 @@ check_model(const struct mf_model *m)
 	if (mf_model_params(m) <= 0 || mf_model_layer_params(m) <= 0 ||
 	    m->heads % m->kv_heads != 0 || m->head_dim < 1)
 		abort();
-	mf_workload_defaults(&w);
-	w.seq_len = 4096;
-	check_estimate(m, &w);
-	w.shard_gpus = 8;
-	w.checkpointing = 1;
-	check_estimate(m, &w);
-	w.method = MF_LORA;
-	check_estimate(m, &w);
+	for (int est = 0; est < MF_EST_COUNT; est++) {
+		mf_workload_defaults(&w);
+		w.estimator = (enum mf_estimator)est;
+		w.seq_len = 4096;
+		check_estimate(m, &w);
+		w.attention = MF_EAGER;
+		w.micro_batch = 1 + est;
+		check_estimate(m, &w);
+		w.shard_gpus = 8;
+		w.checkpointing = 1;
+		check_estimate(m, &w);
+		w.method = MF_LORA;
+		check_estimate(m, &w);
+	}
 	mf_workload_defaults(&w);
 	w.kind = MF_INFERENCE;
 	w.concurrency = 32;

@@ -15,8 +15,9 @@
  * take 12 reference hours on one GPU:
  *
  *   88Gi job: a card fits when its memory >= 88 x 2^30 = 94,489,280,512.
- *   8-bit job: 83,477,700,608 bytes per GPU (design 5: 83.5 GB), so a
- *     card fits when 0.9 x memory >= that: memory >= 92.75e9.
+ *   8-bit job: 83,477,700,608 bytes per GPU (design 5: 83.5 GB, the
+ *     estimator post, which both catalogues name), so a card fits when
+ *     0.9 x memory >= that: memory >= 92.75e9.
  *   ALPHA 141G and BETA 96G hold both jobs; SMALL 48G holds neither.
  *
  *   hours = 12 / relativeThroughput, cost = hours x hourlyPrice:
@@ -56,6 +57,7 @@
 
 #define CATALOG_HEAD \
 	"apiVersion: memfloor.dev/v1\nkind: GpuCatalog\nheadroom: 0.10\n" \
+	"estimator: post\n" \
 	"gpus:\n" \
 	"  - name: SMALL\n    memory: 48G\n    hourlyPrice: 0.10\n" \
 	"    relativeThroughput: 0.1\n" \

@@ -66,6 +66,7 @@ static const struct published {
 	const char *name;
 	int64_t parameters;
 } published[] = {
+	{ "Qwen/Qwen1.5-MoE-A2.7B", INT64_C(14315784192) },
 	{ "Qwen/Qwen2.5-7B", INT64_C(7615616512) },
 	{ "google/gemma-2-9b", INT64_C(9241705984) },
 	{ "meta-llama/Llama-3.1-70B", INT64_C(70553706496) },

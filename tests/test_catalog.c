@@ -86,6 +86,28 @@ gpu_doc(const char *first, ...)
 	return buf;
 }
 
+/* estimator: pytorch (the default) or post (design 13). */
+static void
+test_estimator_key(void **state)
+{
+	struct mf_catalog *cat;
+
+	(void)state;
+	cat = parse_ok(HDR "gpus:\n" GPU_A);
+	assert_int_equal(cat->estimator, MF_EST_PYTORCH);
+	mf_cat_unref(cat);
+	cat = parse_ok(HDR "estimator: post\ngpus:\n" GPU_A);
+	assert_int_equal(cat->estimator, MF_EST_POST);
+	mf_cat_unref(cat);
+	cat = parse_ok(HDR "estimator: pytorch\ngpus:\n" GPU_A);
+	assert_int_equal(cat->estimator, MF_EST_PYTORCH);
+	mf_cat_unref(cat);
+	expect_fail(HDR "estimator: gpt\ngpus:\n" GPU_A, MF_EINVAL, "estimator",
+	    3,
+	    "t.yaml:3: estimator: 'gpt' is not an estimator (pytorch or "
+	    "post)");
+}
+
 /* --- the shipped catalogue ------------------------------------------ */
 
 static struct mf_catalog *
@@ -1448,6 +1470,7 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_estimator_key),
 		cmocka_unit_test(test_shipped_loads),
 		cmocka_unit_test(test_shipped_post_prices),
 		cmocka_unit_test(test_shipped_common_cards),

@@ -1,15 +1,21 @@
 /*
- * test_estimate.c: the memory buckets of design section 5.
+ * test_estimate.c: the memory buckets of design section 5 (the estimator
+ * post) and of design 13 (the estimator pytorch).
  *
  * The Llama 3.1 8B rows are the design's reference figures (GB = 10^9
  * bytes, to the digit shown), with the exact byte counts worked out by
  * hand beside them; the other rows use small models whose figures are
- * worked out in the comments.
+ * worked out in the comments.  Every test of the post's arithmetic runs
+ * the estimator post (post_defaults); the pytorch tests follow them.
  */
+#include <ctype.h>
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -35,6 +41,15 @@ static const struct mf_model micro = {
 };
 
 #define P8B INT64_C(8030261248)
+#define NELEM(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Design 3's defaults with the estimator post, whose figures these are. */
+static void
+post_defaults(struct mf_workload *w)
+{
+	mf_workload_defaults(w);
+	w->estimator = MF_EST_POST;
+}
 
 /* Bytes in tenths of a GB, rounded half up: 16,060,522,496 -> 161. */
 static int64_t
@@ -49,7 +64,7 @@ ref_workload(void)
 {
 	struct mf_workload w;
 
-	mf_workload_defaults(&w);
+	post_defaults(&w);
 	w.seq_len = 4096;
 	w.micro_batch = 1;
 	return w;
@@ -269,7 +284,7 @@ test_est_reference_inference(void **state)
 	/* 2 * 32 * 8 * 128 * 2 = 131,072 bytes per token: 0.13 MB. */
 	assert_int_equal(mf_model_kv_bytes_per_token(&llama8b, 2), 131072);
 	assert_int_equal((131072 + 5000) / 10000, 13);
-	mf_workload_defaults(&w);
+	post_defaults(&w);
 	w.kind = MF_INFERENCE;
 	w.concurrency = 32;
 	w.context_len = 8192;
@@ -304,7 +319,7 @@ test_est_fp32(void **state)
 	struct mf_estimate e;
 
 	(void)state;
-	mf_workload_defaults(&w);
+	post_defaults(&w);
 	w.precision = MF_FP32;
 	w.attention = MF_EAGER;
 	w.seq_len = 8;
@@ -334,7 +349,7 @@ test_est_optimizers(void **state)
 	struct mf_workload w;
 
 	(void)state;
-	mf_workload_defaults(&w);
+	post_defaults(&w);
 	w.seq_len = 1;
 	/* Bytes per parameter, P = 138,048. */
 	w.optimizer = MF_ADAM8BIT;
@@ -359,7 +374,7 @@ test_est_lora_variants(void **state)
 	struct mf_estimate e;
 
 	(void)state;
-	mf_workload_defaults(&w);
+	post_defaults(&w);
 	w.seq_len = 1;
 	w.method = MF_LORA;
 	w.lora_rank = 4;
@@ -392,7 +407,7 @@ test_est_rounding(void **state)
 	struct mf_estimate e;
 
 	(void)state;
-	mf_workload_defaults(&w);
+	post_defaults(&w);
 	w.seq_len = 2;
 	/* QLoRA holds P/2 rounded up: 111 / 2 -> 56, in any precision. */
 	w.method = MF_QLORA;
@@ -407,7 +422,7 @@ test_est_rounding(void **state)
 	 * 222/4 -> 56 (55.5 up), 56, 1,332/4 = 333, then 348 + 204 + 56:
 	 * 1,053.
 	 */
-	mf_workload_defaults(&w);
+	post_defaults(&w);
 	w.seq_len = 2;
 	w.shard_gpus = 4;
 	e = est(&micro, &w);
@@ -434,6 +449,8 @@ test_est_per_gpu(void **state)
 
 	(void)state;
 	mf_workload_defaults(&w);
+	/* The figures below are the post's arithmetic on the micro model. */
+	w.estimator = MF_EST_POST;
 	w.seq_len = 2;
 	w.shard_gpus = 4;
 	e = est(&micro, &w);
@@ -479,7 +496,7 @@ test_est_head_dim_inference(void **state)
 	struct mf_estimate e;
 
 	(void)state;
-	mf_workload_defaults(&w);
+	post_defaults(&w);
 	w.kind = MF_INFERENCE;
 	w.concurrency = 2;
 	w.context_len = 10;
@@ -512,7 +529,7 @@ test_est_overflow(void **state)
 	w.attention = MF_EAGER;
 	assert_int_equal(mf_est_compute(&llama8b, &w, &e), MF_ERANGE);
 	/* Inference: 131,072 * 2^30 * 2^30 passes 2^63. */
-	mf_workload_defaults(&w);
+	post_defaults(&w);
 	w.kind = MF_INFERENCE;
 	w.concurrency = INT64_C(1) << 30;
 	w.context_len = INT64_C(1) << 30;
@@ -565,7 +582,7 @@ test_workload_defaults(void **state)
 
 	(void)state;
 	memset(&w, 0x5a, sizeof(w));
-	mf_workload_defaults(&w);
+	post_defaults(&w);
 	/* Design 3. */
 	assert_int_equal(w.kind, MF_TRAINING);
 	assert_int_equal(w.method, MF_FULL);
@@ -580,6 +597,398 @@ test_workload_defaults(void **state)
 	assert_int_equal(w.kv_dtype, MF_KV_BF16);
 }
 
+/* --- the estimator pytorch (design 13) -------------------------------- */
+
+/*
+ * Llama 3.1 8B, s 4096, b 1, bf16 (e = 2), sdpa: h 4096, a 32, kv 8, d
+ * 128, I 14336, V 128256, L 32.  Per layer and token, worked out from the
+ * terms of estimate.c (each measured by tests/torch/measure.py):
+ *   norms 2 x ((4 + 2e)h + 4)                      =  65,544
+ *   attention 2e x ad + 2e x kvd + 4a (q, out; k, v; lse)
+ *             4 x 4096 + 4 x 1024 + 128            =  20,608
+ *   MLP 4e x I = 8 x 14,336                        = 114,688
+ *   layer                                          = 200,840
+ * activations 4096 x (32 x 200,840 + 2e x d = 512) = 26,326,597,632
+ * logits 4096 x ((4 + 2e)h + 4V + 20)              =  2,235,645,952
+ * transient max(8 x V x s, 8 x V x h): s = h here  =  4,202,692,608
+ * total 2P + 2P + 12P + the three                  = 161,249,116,160
+ * (the post's 148,839,137,280; 161.2 against 148.8 GB).
+ */
+static void
+test_torch_llama8b(void **state)
+{
+	struct mf_workload w = ref_workload();
+	struct mf_estimate e;
+
+	(void)state;
+	w.estimator = MF_EST_PYTORCH;
+	e = est(&llama8b, &w);
+	assert_int_equal(e.estimator, MF_EST_PYTORCH);
+	assert_int_equal(e.bucket[MF_B_WEIGHTS], INT64_C(16060522496));
+	assert_int_equal(e.bucket[MF_B_OPTIMIZER], INT64_C(96363134976));
+	assert_int_equal(e.bucket[MF_B_ACTIVATIONS], INT64_C(26326597632));
+	assert_int_equal(e.bucket[MF_B_LOGITS], INT64_C(2235645952));
+	assert_int_equal(e.bucket[MF_B_TRANSIENT], INT64_C(4202692608));
+	assert_int_equal(e.total, INT64_C(161249116160));
+	assert_int_equal(tenths(e.total), 1612);
+	/*
+	 * Eager: q, the repeated k and v, the output (4e x ad = 32,768) and
+	 * the fp32 softmax with its 16-bit cast ((4 + e) x a x s =
+	 * 786,432): layer 999,432; activations 4096 x (32 x 999,432 + 512)
+	 * = 130,999,648,256.  The transient stays the loss's: softmax
+	 * backward's (4 + e) x a x s x s = 3,221,225,472 is smaller.
+	 */
+	w.attention = MF_EAGER;
+	e = est(&llama8b, &w);
+	assert_int_equal(e.bucket[MF_B_ACTIVATIONS], INT64_C(130999648256));
+	assert_int_equal(e.bucket[MF_B_TRANSIENT], INT64_C(4202692608));
+	/* Checkpointing: 4096 x (32 x 2h + 512 + 200,840) = 1,898,479,616. */
+	w.attention = MF_SDPA;
+	w.checkpointing = 1;
+	e = est(&llama8b, &w);
+	assert_int_equal(e.bucket[MF_B_ACTIVATIONS], INT64_C(1898479616));
+	/*
+	 * fp32 (e = 4): norms 2 x (12h + 4) = 98,312, attention 8 x 4096 +
+	 * 8 x 1024 + 128 = 41,088, MLP 16 x I = 229,376: layer 368,776;
+	 * 4096 x (32 x 368,776 + 1,024) = 48,340,402,176.  Logits 4096 x
+	 * (12h + 4V + 20) = 2,302,754,816; transient max(8Vs, 4 x V x h).
+	 */
+	w.checkpointing = 0;
+	w.precision = MF_FP32;
+	e = est(&llama8b, &w);
+	assert_int_equal(e.bucket[MF_B_ACTIVATIONS], INT64_C(48340402176));
+	assert_int_equal(e.bucket[MF_B_LOGITS], INT64_C(2302754816));
+	assert_int_equal(e.bucket[MF_B_TRANSIENT], INT64_C(4202692608));
+}
+
+/*
+ * A formula's value: numbers, the symbols of design 5 and estimate.c,
+ * juxtaposition and "x" for products, "/", "+", parentheses, max(a, b,
+ * ...).  " (fp32)" is a note, not arithmetic.
+ */
+struct sym {
+	const char *name;
+	double value;
+};
+
+struct expr {
+	const char *p;
+	const struct sym *syms;
+	size_t nsyms;
+	int bad;
+};
+
+static double sum(struct expr *x);
+
+static void
+skip_spaces(struct expr *x)
+{
+	while (*x->p == ' ')
+		x->p++;
+}
+
+static double
+factor(struct expr *x)
+{
+	double v;
+	size_t i, best = 0, n;
+
+	skip_spaces(x);
+	if (strncmp(x->p, "max(", 4) == 0) {
+		x->p += 4;
+		v = sum(x);
+		while (*x->p == ',') {
+			double w;
+
+			x->p++;
+			w = sum(x);
+			v = w > v ? w : v;
+		}
+		x->bad |= *x->p != ')';
+		x->p++;
+		return v;
+	}
+	if (*x->p == '(') {
+		x->p++;
+		v = sum(x);
+		x->bad |= *x->p != ')';
+		x->p++;
+		return v;
+	}
+	if (isdigit((unsigned char)*x->p)) {
+		char *end;
+
+		v = strtod(x->p, &end);
+		x->p = end;
+		return v;
+	}
+	/* The longest symbol that starts here. */
+	for (i = 0; i < x->nsyms; i++) {
+		n = strlen(x->syms[i].name);
+		if (strncmp(x->p, x->syms[i].name, n) == 0 &&
+		    (best == 0 || n > strlen(x->syms[best - 1].name)))
+			best = i + 1;
+	}
+	if (best == 0) {
+		x->bad = 1;
+		return 0;
+	}
+	x->p += strlen(x->syms[best - 1].name);
+	return x->syms[best - 1].value;
+}
+
+static double
+product(struct expr *x)
+{
+	double v = factor(x);
+
+	for (;;) {
+		skip_spaces(x);
+		if (strncmp(x->p, "x ", 2) == 0) {
+			x->p += 2;
+			v *= factor(x);
+		} else if (*x->p == '/') {
+			x->p++;
+			v /= factor(x);
+		} else if (*x->p != '\0' && *x->p != '+' && *x->p != '-' &&
+		    *x->p != ')' && *x->p != ',' && !x->bad) {
+			v *= factor(x);
+		} else {
+			return v;
+		}
+	}
+}
+
+static double
+sum(struct expr *x)
+{
+	double v = product(x);
+
+	for (;;) {
+		skip_spaces(x);
+		if (*x->p == '+') {
+			x->p++;
+			v += product(x);
+		} else if (*x->p == '-') {
+			x->p++;
+			v -= product(x);
+		} else {
+			return v;
+		}
+	}
+}
+
+static double
+evaluate(const char *formula, const struct sym *syms, size_t nsyms, int *bad)
+{
+	char text[MF_FORMULA_MAX];
+	struct expr x;
+	char *note;
+	double v;
+
+	snprintf(text, sizeof(text), "%s", formula);
+	note = strstr(text, " (fp32)");
+	if (note != NULL)
+		*note = '\0';
+	x.p = text;
+	x.syms = syms;
+	x.nsyms = nsyms;
+	x.bad = 0;
+	v = sum(&x);
+	*bad = x.bad || *x.p != '\0';
+	return v;
+}
+
+/* Check every bucket of m under w against its formula. */
+static void
+formulas_agree(const struct mf_model *m, const struct mf_workload *w)
+{
+	struct mf_estimate e = est(m, w);
+	const struct sym syms[] = {
+		{ "P", (double)e.params },
+		{ "T", (double)e.trainable },
+		{ "s", (double)w->seq_len },
+		{ "b", (double)w->micro_batch },
+		{ "h", (double)m->hidden },
+		{ "L", (double)m->layers },
+		{ "V", (double)m->vocab },
+		{ "a", (double)m->heads },
+		{ "kv", (double)m->kv_heads },
+		{ "d", (double)m->head_dim },
+		{ "I", (double)m->intermediate },
+		{ "Ie", (double)mf_model_expert_width(m) },
+		{ "Is", (double)m->shared_intermediate },
+		{ "E", (double)m->experts },
+		{ "k", (double)m->experts_per_tok },
+		{ "seqs", (double)w->concurrency },
+		{ "ctx", (double)w->context_len },
+		{ "N", (double)w->shard_gpus },
+		{ "r", (double)w->lora_rank },
+		{ "layer params", (double)mf_model_layer_params(m) },
+		/* With LoRA the largest trainable tensor is an adapter's. */
+		{ "Pmax",
+		    w->method == MF_FULL ? (double)mf_model_largest_param(m) :
+		                           (double)mf_model_lora_largest(m,
+		                               w->lora_rank, w->lora_targets) },
+	};
+	int bad;
+
+	for (int b = 0; b < MF_B_COUNT; b++) {
+		double v;
+
+		if (e.bucket[b] == 0)
+			continue;
+		v = evaluate(e.formula[b], syms, NELEM(syms), &bad);
+		if (bad ||
+		    fabs(v - (double)e.bucket[b]) >
+		        1e-9 * (double)e.bucket[b] + 1) {
+			print_error("%s %s: '%s' is %.0f, the bytes %lld\n",
+			    mf_estimator_name(w->estimator),
+			    mf_bucket_name((enum mf_bucket)b), e.formula[b], v,
+			    (long long)e.bucket[b]);
+			fail();
+		}
+	}
+}
+
+/* Blocks beside Llama's, small, with their architecture facts set. */
+static const struct mf_model gemma2ish = {
+	.hidden = 96,
+	.layers = 3,
+	.heads = 4,
+	.kv_heads = 2,
+	.head_dim = 48,
+	.intermediate = 384,
+	.vocab = 400,
+	.tied_embeddings = 1,
+	.norms_per_layer = 4,
+	.block = MF_BLOCK_GEMMA,
+	.attn_softcap = 1,
+	.final_softcap = 1,
+};
+
+static const struct mf_model phi3ish = {
+	.hidden = 80,
+	.layers = 2,
+	.heads = 5,
+	.kv_heads = 5,
+	.head_dim = 16,
+	.intermediate = 224,
+	.vocab = 300,
+	.norms_per_layer = 2,
+	.block = MF_BLOCK_PHI3,
+};
+
+static const struct mf_model mixtralish = {
+	.hidden = 96,
+	.layers = 2,
+	.heads = 6,
+	.kv_heads = 3,
+	.head_dim = 16,
+	.intermediate = 160,
+	.vocab = 300,
+	.experts = 5,
+	.experts_per_tok = 2,
+	.renorm_topk = 1,
+	.norms_per_layer = 2,
+	.block = MF_BLOCK_MIXTRAL,
+};
+
+static const struct mf_model qwen2moeish = {
+	.hidden = 80,
+	.layers = 2,
+	.heads = 4,
+	.kv_heads = 1,
+	.head_dim = 20,
+	.intermediate = 192,
+	.vocab = 320,
+	.experts = 8,
+	.experts_per_tok = 2,
+	.expert_intermediate = 64,
+	.shared_intermediate = 160,
+	.qkv_bias = 1,
+	.norms_per_layer = 2,
+	.block = MF_BLOCK_QWEN2MOE,
+};
+
+/*
+ * Every bucket's formula evaluates to its bytes: both estimators, every
+ * kind, method, optimizer, precision and attention, with and without
+ * checkpointing and FSDP, micro-batch 1 and 3, on every block.
+ */
+static void
+test_formulas_match_bytes(void **state)
+{
+	const struct mf_model *models[] = { &llama8b, &tiny, &given_head_dim,
+		&micro, &gemma2ish, &phi3ish, &mixtralish, &qwen2moeish };
+	struct mf_workload w;
+	size_t n = 0;
+
+	(void)state;
+	for (size_t i = 0; i < NELEM(models); i++)
+		for (int v = 0; v < 2 * 2 * 3 * 3 * 3 * 3 * 2 * 2 * 2; v++) {
+			int x = v;
+
+			mf_workload_defaults(&w);
+			w.estimator = (enum mf_estimator)(x % 2), x /= 2;
+			w.kind = x % 2 ? MF_INFERENCE : MF_TRAINING, x /= 2;
+			w.method = (enum mf_method)(x % 3), x /= 3;
+			w.optimizer = (enum mf_optimizer)(x % 3), x /= 3;
+			w.precision = (enum mf_precision)(x % 3), x /= 3;
+			w.attention = (enum mf_attention)(x % 3), x /= 3;
+			w.checkpointing = x % 2, x /= 2;
+			w.shard_gpus = x % 2 ? 4 : 1, x /= 2;
+			w.micro_batch = x % 2 ? 3 : 1;
+			w.seq_len = 64;
+			w.concurrency = 4;
+			w.context_len = 128;
+			w.kv_dtype = (enum mf_kv_dtype)(v % 3);
+			formulas_agree(models[i], &w);
+			n++;
+		}
+	assert_int_equal(n, 8 * 2592);
+}
+
+/* LoRA with SGD holds 12 bytes an adapter parameter, and says so. */
+static void
+test_lora_sgd_formula(void **state)
+{
+	struct mf_workload w;
+	struct mf_estimate e;
+
+	(void)state;
+	for (int est_i = 0; est_i < MF_EST_COUNT; est_i++) {
+		mf_workload_defaults(&w);
+		w.estimator = (enum mf_estimator)est_i;
+		w.seq_len = 16;
+		w.method = MF_LORA;
+		w.optimizer = MF_SGD;
+		e = est(&llama8b, &w);
+		assert_string_equal(e.formula[MF_B_ADAPTERS], "T x 12");
+		assert_int_equal(e.bucket[MF_B_ADAPTERS], 12 * e.trainable);
+	}
+}
+
+/* The default is pytorch; names and parsing of both. */
+static void
+test_estimator_names(void **state)
+{
+	struct mf_workload w;
+	enum mf_estimator e = MF_EST_COUNT;
+
+	(void)state;
+	mf_workload_defaults(&w);
+	assert_int_equal(w.estimator, MF_EST_PYTORCH);
+	assert_string_equal(mf_estimator_name(MF_EST_PYTORCH), "pytorch");
+	assert_string_equal(mf_estimator_name(MF_EST_POST), "post");
+	assert_null(mf_estimator_name(MF_EST_COUNT));
+	assert_int_equal(mf_estimator_parse("post", &e), MF_OK);
+	assert_int_equal(e, MF_EST_POST);
+	assert_int_equal(mf_estimator_parse("Post", &e), MF_EINVAL);
+	assert_int_equal(mf_estimator_parse(NULL, &e), MF_EINVAL);
+	assert_int_equal(e, MF_EST_POST);
+}
+
 static void
 test_bucket_names(void **state)
 {
@@ -590,6 +999,7 @@ test_bucket_names(void **state)
 	assert_string_equal(mf_bucket_name(MF_B_ADAPTERS), "adapters");
 	assert_string_equal(mf_bucket_name(MF_B_ACTIVATIONS), "activations");
 	assert_string_equal(mf_bucket_name(MF_B_LOGITS), "logits");
+	assert_string_equal(mf_bucket_name(MF_B_TRANSIENT), "transient");
 	assert_string_equal(mf_bucket_name(MF_B_KVCACHE), "kvCache");
 	assert_string_equal(mf_bucket_name(MF_B_SHARDING), "shardingBuffers");
 	assert_null(mf_bucket_name(MF_B_COUNT));
@@ -600,6 +1010,10 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_torch_llama8b),
+		cmocka_unit_test(test_formulas_match_bytes),
+		cmocka_unit_test(test_lora_sgd_formula),
+		cmocka_unit_test(test_estimator_names),
 		cmocka_unit_test(test_est_reference_full),
 		cmocka_unit_test(test_est_reference_eager),
 		cmocka_unit_test(test_est_reference_microbatch),

@@ -351,7 +351,7 @@ test_read_arch_defaults(void **state)
 		{ "gemma2", "false", 0, 0, 4 },
 		{ "llama", "true", 1, 0, 2 },
 		{ "qwen2", "true", 1, 1, 2 },
-		{ "some-new-arch", NULL, 0, 0, 2 },
+		{ "qwen2_moe", NULL, 0, 1, 2 },
 		{ NULL, NULL, 0, 0, 2 },
 		{ NULL, "true", 1, 0, 2 },
 	};
@@ -408,10 +408,25 @@ test_read_rejects(void **state)
 		    CFG_PATH ".vocab_size" },
 		{ NULL, "\"head_dim\": 0", CFG_PATH ".head_dim" },
 		{ NULL, "\"head_dim\": 1048577", CFG_PATH ".head_dim" },
-		{ NULL, "\"num_local_experts\": 0",
+		{ "\"model_type\"",
+		    "\"model_type\": \"mixtral\", \"num_local_experts\": 0",
 		    CFG_PATH ".num_local_experts" },
-		{ NULL, "\"num_local_experts\": 1025",
+		{ "\"model_type\"",
+		    "\"model_type\": \"mixtral\", \"num_local_experts\": 1025",
 		    CFG_PATH ".num_local_experts" },
+		{ "\"model_type\"",
+		    "\"model_type\": \"mixtral\", \"num_local_experts\": 4, "
+		    "\"num_experts_per_tok\": 5",
+		    CFG_PATH ".num_experts_per_tok" },
+		{ "\"model_type\"",
+		    "\"model_type\": \"qwen2_moe\", \"num_experts\": 0",
+		    CFG_PATH ".num_experts" },
+		{ "\"model_type\"",
+		    "\"model_type\": \"qwen2_moe\", "
+		    "\"moe_intermediate_size\": 0",
+		    CFG_PATH ".moe_intermediate_size" },
+		{ "\"model_type\"", "\"model_type\": \"gpt2\"",
+		    CFG_PATH ".model_type" },
 		{ "\"num_attention_heads\"", "\"num_attention_heads\": 5",
 		    CFG_PATH ".num_key_value_heads" },
 		{ "\"model_type\"", "\"model_type\": 2",
@@ -440,6 +455,72 @@ test_read_rejects(void **state)
 		}
 		assert_memory_equal(&m, &before, sizeof(m));
 	}
+}
+
+/*
+ * Qwen2-MoE names its experts num_experts, moe_intermediate_size and
+ * shared_expert_intermediate_size; the keys left out take
+ * Qwen2MoeConfig's defaults (60 experts, top 4, 1408, 5632, no
+ * renormalisation).  Mixtral always renormalises.
+ */
+static void
+test_read_qwen2_moe_experts(void **state)
+{
+	struct mf_error err;
+	struct mf_model m;
+
+	(void)state;
+	assert_int_equal(read_text(tiny_json("\"model_type\"",
+	                               "\"model_type\": \"qwen2_moe\", "
+	                               "\"num_experts\": 6, "
+	                               "\"num_experts_per_tok\": 3, "
+	                               "\"moe_intermediate_size\": 32, "
+	                               "\"norm_topk_prob\": true"),
+	                     &m, &err),
+	    MF_OK);
+	assert_int_equal(m.block, MF_BLOCK_QWEN2MOE);
+	assert_int_equal(m.experts, 6);
+	assert_int_equal(m.experts_per_tok, 3);
+	assert_int_equal(m.expert_intermediate, 32);
+	assert_int_equal(m.shared_intermediate, 5632);
+	assert_int_equal(m.renorm_topk, 1);
+	assert_int_equal(m.qkv_bias, 1);
+	assert_int_equal(read_text(tiny_json("\"model_type\"",
+	                               "\"model_type\": \"qwen2_moe\""),
+	                     &m, &err),
+	    MF_OK);
+	assert_int_equal(m.experts, 60);
+	assert_int_equal(m.experts_per_tok, 4);
+	assert_int_equal(m.expert_intermediate, 1408);
+	assert_int_equal(m.renorm_topk, 0);
+	assert_int_equal(read_text(tiny_json("\"model_type\"",
+	                               "\"model_type\": \"mixtral\", "
+	                               "\"num_local_experts\": 4"),
+	                     &m, &err),
+	    MF_OK);
+	assert_int_equal(m.block, MF_BLOCK_MIXTRAL);
+	assert_int_equal(m.experts, 4);
+	assert_int_equal(m.experts_per_tok, 2);
+	assert_int_equal(m.renorm_topk, 1);
+}
+
+/* An unknown model_type is refused by name, with the known ones listed. */
+static void
+test_read_unknown_type(void **state)
+{
+	struct mf_error err;
+	struct mf_model m;
+
+	(void)state;
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(read_text(tiny_json("\"model_type\"",
+	                               "\"model_type\": \"gpt2\""),
+	                     &m, &err),
+	    MF_EINVAL);
+	assert_string_equal(err.field, CFG_PATH ".model_type");
+	assert_non_null(strstr(MSG(&err),
+	    "'gpt2' is not a known model_type (known: llama, mistral, "
+	    "mixtral, qwen2, qwen2_moe, phi3, gemma, gemma2)"));
 }
 
 static void
@@ -805,6 +886,8 @@ main(void)
 		cmocka_unit_test(test_params_tied_tiny),
 		cmocka_unit_test(test_params_head_dim),
 		cmocka_unit_test(test_params_moe_small),
+		cmocka_unit_test(test_read_unknown_type),
+		cmocka_unit_test(test_read_qwen2_moe_experts),
 		cmocka_unit_test(test_params_qkv_bias_and_norms),
 		cmocka_unit_test(test_lora_llama8b),
 		cmocka_unit_test(test_kv_bytes_llama8b),

@@ -105,7 +105,11 @@ teardown(void **state)
 #define FIXES(list) "  allowedFixes: [" list "]\n"
 #define FLOOR(q) "  resources:\n    gpu:\n      minMemory: " q "\n"
 
-/* Read the manifest JOB + spec into f. */
+/*
+ * Read the manifest JOB + spec into f.  The figures of these tests are
+ * the post's arithmetic (design 5), so the job is estimated with post;
+ * the tests of the default estimator set pytorch after loading.
+ */
 static void
 job_load(struct fx *f, const char *spec)
 {
@@ -120,6 +124,7 @@ job_load(struct fx *f, const char *spec)
 		    mf_job_read(mf_doc_root(f->doc), "", models, &f->job, &err);
 	if (rc != MF_OK)
 		fail_msg("manifest: %s\n%s", MSG(&err), text);
+	f->job.work.estimator = MF_EST_POST;
 }
 
 static void

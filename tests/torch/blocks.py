@@ -1,0 +1,437 @@
+"""Small decoder models of the architectures memfloor knows, written the way
+their Hugging Face reference implementations are (transformers 4.4x:
+modeling_llama, _mistral, _qwen2, _phi3, _gemma2, _mixtral, _qwen2_moe).
+
+A model is built from a config.json-style dict, the same dict memfloor is
+given inline, so both read the same shapes.  What matters here is what each
+operation saves for backward, so every operation that saves something is
+written as the reference writes it:
+
+- RMSNorm upcasts to fp32 (x.to(float32)), normalises, casts back and
+  multiplies by the weight (Llama); Gemma multiplies in fp32 by (1 + w)
+  before casting back.  The mean of x^2 is taken as sum / n: torch 1.13's
+  mean backward saves its input (an fp32 s x h tensor per norm) where
+  torch >= 2's keeps only sizes, and memfloor models torch >= 2.
+- RoPE: cos and sin are made once per forward in the activation dtype and
+  shared by every layer; q*cos + rotate_half(q)*sin.
+- Eager attention: repeat_kv, q @ k^T * scale, (Gemma-2 soft-capping),
+  causal mask, softmax in fp32 then cast back, @ v, transpose, contiguous.
+- Fused attention: a torch.autograd.Function that saves what a
+  FlashAttention kernel saves (q, k, v with the kv heads as they are, the
+  output and an fp32 logsumexp) and recomputes the rest in backward.
+- MLP: SwiGLU (act(gate) * up -> down) or GeGLU (Gemma-2, tanh GELU); Phi-3
+  fuses qkv and gate_up into one projection each.
+- Mixtral / Qwen2-MoE: router softmax in fp32, top-k, (Mixtral: renormalise
+  in place), the experts run on their gathered tokens and index_add_ back;
+  Qwen2-MoE adds a shared expert with a sigmoid gate.
+- Loss: logits.float(), cross entropy (log_softmax + nll).
+- LoRA (add_lora) as PEFT 0.1x writes it: the base layer frozen, adapters A
+  (r x in) and B (out x r) in fp32 (PEFT's autocast_adapter_dtype), the
+  input cast to the adapters' dtype, no dropout (lora_dropout 0: identity),
+  result + B(A(x)) * scaling cast back; every parameter outside the
+  adapters frozen.  "all-linear" targets every linear of a decoder layer as
+  it is in the checkpoint (Phi-3's fused qkv_proj and gate_up_proj, the
+  experts, the router, Qwen2-MoE's shared expert and its gate), never
+  lm_head; "attention" targets q, k, v, o (Phi-3: qkv_proj, o_proj).
+"""
+import math
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+import torch.utils.checkpoint
+
+
+ARCH = {
+    # norm kind, norms per layer, mlp activation, fused projections,
+    # q/k/v bias, moe kind
+    "llama": ("llama", 2, "silu", False, False, None),
+    "mistral": ("llama", 2, "silu", False, False, None),
+    "qwen2": ("llama", 2, "silu", False, True, None),
+    "phi3": ("llama", 2, "silu", True, False, None),
+    "gemma2": ("gemma", 4, "gelu_tanh", False, False, None),
+    "mixtral": ("llama", 2, "silu", False, False, "mixtral"),
+    "qwen2_moe": ("llama", 2, "silu", False, True, "qwen2_moe"),
+}
+
+
+class Shape:
+    """The fields of a config dict that the blocks read."""
+
+    def __init__(self, cfg):
+        self.type = cfg["model_type"]
+        (self.norm, self.nnorms, self.act, self.fused, self.bias,
+         self.moe) = ARCH[self.type]
+        self.h = cfg["hidden_size"]
+        self.L = cfg["num_hidden_layers"]
+        self.a = cfg["num_attention_heads"]
+        self.kv = cfg.get("num_key_value_heads", self.a)
+        self.d = cfg.get("head_dim", self.h // self.a)
+        self.I = cfg["intermediate_size"]
+        self.V = cfg["vocab_size"]
+        self.tied = cfg.get("tie_word_embeddings", self.type == "gemma2")
+        self.E = cfg.get("num_local_experts", cfg.get("num_experts", 0))
+        self.k = cfg.get("num_experts_per_tok", 2)
+        self.I_moe = cfg.get("moe_intermediate_size", self.I)
+        self.I_shared = cfg.get("shared_expert_intermediate_size", 0)
+        self.renorm = self.moe == "mixtral" or \
+            cfg.get("norm_topk_prob", False)
+        self.attn_cap = cfg.get("attn_logit_softcapping")
+        self.final_cap = cfg.get("final_logit_softcapping")
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, h, kind):
+        super().__init__()
+        self.kind = kind
+        if kind == "gemma":
+            self.weight = nn.Parameter(torch.zeros(h))
+        else:
+            self.weight = nn.Parameter(torch.ones(h))
+
+    def forward(self, x):
+        dtype = x.dtype
+        x32 = x.to(torch.float32)
+        # mean(-1) as sum / n: see the module comment.
+        var = x32.pow(2).sum(-1, keepdim=True) / x32.shape[-1]
+        x32 = x32 * torch.rsqrt(var + 1e-6)
+        if self.kind == "gemma":
+            return (x32 * (1.0 + self.weight.float())).type_as(x)
+        return self.weight * x32.to(dtype)
+
+
+def rotate_half(x):
+    x1 = x[..., : x.shape[-1] // 2]
+    x2 = x[..., x.shape[-1] // 2:]
+    return torch.cat((-x2, x1), dim=-1)
+
+
+def rope(x, cos, sin):
+    return x * cos + rotate_half(x) * sin
+
+
+def repeat_kv(x, n):
+    """(b, kv, s, d) -> (b, kv*n, s, d), as modeling_llama does it."""
+    if n == 1:
+        return x
+    b, kv, s, d = x.shape
+    return x[:, :, None, :, :].expand(b, kv, n, s, d).reshape(b, kv * n, s, d)
+
+
+def eager_core(q, k, v, scale, cap):
+    """q (b, a, s, d), k and v (b, a, s, d): the reference eager attention."""
+    w = torch.matmul(q, k.transpose(2, 3)) * scale
+    if cap is not None:
+        w = w / cap
+        w = torch.tanh(w)
+        w = w * cap
+    s = q.shape[2]
+    mask = torch.full((s, s), torch.finfo(w.dtype).min, dtype=w.dtype)
+    w = w + torch.triu(mask, diagonal=1)
+    w = F.softmax(w, dim=-1, dtype=torch.float32).to(q.dtype)
+    return torch.matmul(w, v)
+
+
+BLOCK = 64
+
+
+def tile(q, k, scale, cap, r0, c0):
+    """The causal scores of query rows r0.. against key columns c0.., in
+    fp32 (float64 in the gradient check): (b, rows, cols), and their
+    soft-capped tanh (None without capping)."""
+    acc = torch.promote_types(q.dtype, torch.float32)
+    w = torch.matmul(q.to(acc), k.to(acc).transpose(1, 2)) * scale
+    t = None
+    if cap is not None:
+        t = torch.tanh(w / cap)
+        w = t * cap
+    rows = torch.arange(r0, r0 + q.shape[1])[:, None]
+    cols = torch.arange(c0, c0 + k.shape[1])[None, :]
+    return w.masked_fill(cols > rows, float("-inf")), t
+
+
+class FusedAttention(torch.autograd.Function):
+    """A FlashAttention stand-in on (b, s, heads, d) tensors.  It keeps what
+    the kernel keeps, q, k, v (kv heads unrepeated), the output and the fp32
+    logsumexp (b, a, s), and, like the kernel, works a head and a BLOCK x
+    BLOCK tile of scores at a time, so that what it allocates on the way
+    is a few tiles, forward and backward."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, scale, cap):
+        b, s, a, d = q.shape
+        n = a // k.shape[2]
+        acc = torch.promote_types(q.dtype, torch.float32)
+        out = torch.empty_like(q)
+        lse = torch.empty((b, a, s), dtype=acc)
+        with torch.no_grad():
+            for i in range(a):
+                kj, vj = k[:, :, i // n], v[:, :, i // n]
+                for r0 in range(0, s, BLOCK):
+                    qi = q[:, r0:r0 + BLOCK, i]
+                    ends = range(0, min(s, r0 + BLOCK), BLOCK)
+                    m = torch.stack([
+                        torch.logsumexp(tile(qi, kj[:, c0:c0 + BLOCK], scale,
+                                             cap, r0, c0)[0], dim=-1)
+                        for c0 in ends]).logsumexp(0)
+                    o = torch.zeros(qi.shape, dtype=acc)
+                    for c0 in ends:
+                        w, _ = tile(qi, kj[:, c0:c0 + BLOCK], scale, cap,
+                                    r0, c0)
+                        o += torch.matmul(torch.exp(w - m[..., None]),
+                                          vj[:, c0:c0 + BLOCK].to(acc))
+                    out[:, r0:r0 + BLOCK, i] = o.to(q.dtype)
+                    lse[:, i, r0:r0 + BLOCK] = m
+        ctx.save_for_backward(q, k, v, out, lse)
+        ctx.scale, ctx.cap, ctx.n = scale, cap, n
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        q, k, v, out, lse = ctx.saved_tensors
+        b, s, a, d = q.shape
+        acc = lse.dtype
+        gq = torch.zeros_like(q, dtype=acc)
+        gk = torch.zeros_like(k, dtype=acc)
+        gv = torch.zeros_like(v, dtype=acc)
+        for i in range(a):
+            j = i // ctx.n
+            for r0 in range(0, s, BLOCK):
+                qi = q[:, r0:r0 + BLOCK, i]
+                go = grad[:, r0:r0 + BLOCK, i].to(acc)
+                dd = (go * out[:, r0:r0 + BLOCK, i].to(acc)).sum(
+                    -1, keepdim=True)
+                m = lse[:, i, r0:r0 + BLOCK, None]
+                for c0 in range(0, min(s, r0 + BLOCK), BLOCK):
+                    kc = k[:, c0:c0 + BLOCK, j].to(acc)
+                    vc = v[:, c0:c0 + BLOCK, j].to(acc)
+                    w, t = tile(qi, kc, ctx.scale, ctx.cap, r0, c0)
+                    p = torch.exp(w - m)
+                    gv[:, c0:c0 + BLOCK, j] += torch.matmul(
+                        p.transpose(1, 2), go)
+                    ds = p * (torch.matmul(go, vc.transpose(1, 2)) - dd)
+                    if t is not None:
+                        ds = ds * (1 - t * t)
+                    ds = ds * ctx.scale
+                    gq[:, r0:r0 + BLOCK, i] += torch.matmul(ds, kc)
+                    gk[:, c0:c0 + BLOCK, j] += torch.matmul(
+                        ds.transpose(1, 2), qi.to(acc))
+                    del w, t, p, ds
+        return gq.to(q.dtype), gk.to(k.dtype), gv.to(v.dtype), None, None
+
+
+class Attention(nn.Module):
+    def __init__(self, sh, fused_kernel):
+        super().__init__()
+        self.sh, self.fused_kernel = sh, fused_kernel
+        h, a, kv, d = sh.h, sh.a, sh.kv, sh.d
+        if sh.fused:
+            self.qkv_proj = nn.Linear(h, (a + 2 * kv) * d, bias=False)
+        else:
+            self.q_proj = nn.Linear(h, a * d, bias=sh.bias)
+            self.k_proj = nn.Linear(h, kv * d, bias=sh.bias)
+            self.v_proj = nn.Linear(h, kv * d, bias=sh.bias)
+        self.o_proj = nn.Linear(a * d, h, bias=False)
+        self.scale = 1.0 / math.sqrt(d)
+
+    def project(self, x):
+        sh = self.sh
+        if sh.fused:
+            qkv = self.qkv_proj(x)
+            qd, kvd = sh.a * sh.d, sh.kv * sh.d
+            return (qkv[..., :qd], qkv[..., qd:qd + kvd],
+                    qkv[..., qd + kvd:])
+        return self.q_proj(x), self.k_proj(x), self.v_proj(x)
+
+    def forward(self, x, cos, sin):
+        sh = self.sh
+        b, s, _ = x.shape
+        q, k, v = self.project(x)
+        q = q.view(b, s, sh.a, sh.d)
+        k = k.view(b, s, sh.kv, sh.d)
+        v = v.view(b, s, sh.kv, sh.d)
+        if self.fused_kernel:
+            # (b, s, heads, d), the layout flash_attn_func takes.
+            c, sn = cos[:, :, None, :], sin[:, :, None, :]
+            q, k = rope(q, c, sn), rope(k, c, sn)
+            o = FusedAttention.apply(q, k, v, self.scale, sh.attn_cap)
+            o = o.reshape(b, s, sh.a * sh.d)
+        else:
+            q, k, v = (t.transpose(1, 2) for t in (q, k, v))
+            c, sn = cos[:, None, :, :], sin[:, None, :, :]
+            q, k = rope(q, c, sn), rope(k, c, sn)
+            n = sh.a // sh.kv
+            o = eager_core(q, repeat_kv(k, n), repeat_kv(v, n), self.scale,
+                           sh.attn_cap)
+            o = o.transpose(1, 2).contiguous().reshape(b, s, sh.a * sh.d)
+        return self.o_proj(o)
+
+
+class MLP(nn.Module):
+    def __init__(self, sh, inter, fused=False):
+        super().__init__()
+        self.fused, self.act = fused, sh.act
+        if fused:
+            self.gate_up_proj = nn.Linear(sh.h, 2 * inter, bias=False)
+        else:
+            self.gate_proj = nn.Linear(sh.h, inter, bias=False)
+            self.up_proj = nn.Linear(sh.h, inter, bias=False)
+        self.down_proj = nn.Linear(inter, sh.h, bias=False)
+
+    def forward(self, x):
+        if self.fused:
+            gate, up = self.gate_up_proj(x).chunk(2, dim=-1)
+        else:
+            gate, up = self.gate_proj(x), self.up_proj(x)
+        if self.act == "gelu_tanh":
+            gate = F.gelu(gate, approximate="tanh")
+        else:
+            gate = F.silu(gate)
+        return self.down_proj(gate * up)
+
+
+class MoE(nn.Module):
+    def __init__(self, sh):
+        super().__init__()
+        self.sh = sh
+        self.gate = nn.Linear(sh.h, sh.E, bias=False)
+        self.experts = nn.ModuleList(MLP(sh, sh.I_moe) for _ in range(sh.E))
+        if sh.moe == "qwen2_moe":
+            self.shared_expert = MLP(sh, sh.I_shared)
+            self.shared_expert_gate = nn.Linear(sh.h, 1, bias=False)
+
+    def forward(self, x):
+        sh = self.sh
+        b, s, h = x.shape
+        x = x.view(-1, h)
+        logits = self.gate(x)
+        w = F.softmax(logits, dim=1, dtype=torch.float)
+        w, sel = torch.topk(w, sh.k, dim=-1)
+        if sh.renorm:
+            w /= w.sum(dim=-1, keepdim=True)
+        w = w.to(x.dtype)
+        out = torch.zeros((b * s, h), dtype=x.dtype)
+        mask = F.one_hot(sel, num_classes=sh.E).permute(2, 1, 0)
+        for e in range(sh.E):
+            idx, top = torch.where(mask[e])
+            if top.numel() == 0:
+                continue
+            cur = x[None, top].reshape(-1, h)
+            cur = self.experts[e](cur) * w[top, idx, None]
+            out.index_add_(0, top, cur.to(x.dtype))
+        if sh.moe == "qwen2_moe":
+            shared = self.shared_expert(x)
+            shared = torch.sigmoid(self.shared_expert_gate(x)) * shared
+            out = out + shared
+        return out.view(b, s, h)
+
+
+class Layer(nn.Module):
+    def __init__(self, sh, fused_kernel):
+        super().__init__()
+        self.sh = sh
+        self.input_layernorm = RMSNorm(sh.h, sh.norm)
+        self.self_attn = Attention(sh, fused_kernel)
+        self.post_attention_layernorm = RMSNorm(sh.h, sh.norm)
+        if sh.nnorms == 4:
+            self.pre_feedforward_layernorm = RMSNorm(sh.h, sh.norm)
+            self.post_feedforward_layernorm = RMSNorm(sh.h, sh.norm)
+        self.mlp = MoE(sh) if sh.moe else MLP(sh, sh.I, sh.fused)
+
+    def forward(self, x, cos, sin):
+        r = x
+        x = self.self_attn(self.input_layernorm(x), cos, sin)
+        if self.sh.nnorms == 4:
+            # Gemma-2 normalises the attention output before the residual
+            # and the MLP's input and output.
+            x = r + self.post_attention_layernorm(x)
+            r = x
+            x = self.mlp(self.pre_feedforward_layernorm(x))
+            return r + self.post_feedforward_layernorm(x)
+        x = r + x
+        return x + self.mlp(self.post_attention_layernorm(x))
+
+
+class CausalLM(nn.Module):
+    def __init__(self, cfg, fused_kernel, checkpointing, dtype):
+        super().__init__()
+        sh = self.sh = Shape(cfg)
+        self.checkpointing = checkpointing
+        self.embed_tokens = nn.Embedding(sh.V, sh.h)
+        self.layers = nn.ModuleList(Layer(sh, fused_kernel)
+                                    for _ in range(sh.L))
+        self.norm = RMSNorm(sh.h, sh.norm)
+        self.lm_head = nn.Linear(sh.h, sh.V, bias=False)
+        if sh.tied:
+            self.lm_head.weight = self.embed_tokens.weight
+        inv = 1.0 / (10000 ** (torch.arange(0, sh.d, 2).float() / sh.d))
+        self.register_buffer("inv_freq", inv, persistent=False)
+        self.to(dtype)
+        self.inv_freq.data = inv
+
+    def rotary(self, x, s):
+        t = torch.arange(s, dtype=torch.float32)
+        f = torch.outer(t, self.inv_freq)
+        emb = torch.cat((f, f), dim=-1)[None].expand(x.shape[0], -1, -1)
+        return emb.cos().to(x.dtype), emb.sin().to(x.dtype)
+
+    def forward(self, ids, labels):
+        x = self.embed_tokens(ids)
+        if self.sh.type == "gemma2":
+            x = x * torch.tensor(self.sh.h ** 0.5, dtype=x.dtype)
+        cos, sin = self.rotary(x, ids.shape[1])
+        for layer in self.layers:
+            if self.checkpointing:
+                x = torch.utils.checkpoint.checkpoint(
+                    layer, x, cos, sin, use_reentrant=False,
+                    preserve_rng_state=False)
+            else:
+                x = layer(x, cos, sin)
+        logits = self.lm_head(self.norm(x))
+        if self.sh.final_cap is not None:
+            logits = logits / self.sh.final_cap
+            logits = torch.tanh(logits)
+            logits = logits * self.sh.final_cap
+        logits = logits.float()
+        return F.cross_entropy(logits.view(-1, self.sh.V), labels.view(-1))
+
+
+class LoraLinear(nn.Module):
+    def __init__(self, base, r):
+        super().__init__()
+        self.base_layer = base
+        base.weight.requires_grad_(False)
+        if base.bias is not None:
+            base.bias.requires_grad_(False)
+        self.lora_A = nn.Linear(base.in_features, r, bias=False)
+        self.lora_B = nn.Linear(r, base.out_features, bias=False)
+        nn.init.normal_(self.lora_B.weight, std=0.02)
+        self.lora_A.float()
+        self.lora_B.float()
+        self.scaling = 2.0
+
+    def forward(self, x):
+        result = self.base_layer(x)
+        dtype = result.dtype
+        x = x.to(self.lora_A.weight.dtype)
+        result = result + self.lora_B(self.lora_A(x)) * self.scaling
+        return result.to(dtype)
+
+
+ATTENTION = ("q_proj", "k_proj", "v_proj", "o_proj", "qkv_proj")
+
+
+def add_lora(model, r, targets):
+    """Freeze model and wrap the targeted linears of its layers."""
+    for p in model.parameters():
+        p.requires_grad_(False)
+    for layer in model.layers:
+        for name, mod in list(layer.named_modules()):
+            if not isinstance(mod, nn.Linear):
+                continue
+            if targets == "attention" and name.split(".")[-1] not in ATTENTION:
+                continue
+            parent = layer.get_submodule(name.rsplit(".", 1)[0]) \
+                if "." in name else layer
+            setattr(parent, name.split(".")[-1], LoraLinear(mod, r))
+    return model
