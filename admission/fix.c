@@ -6,133 +6,90 @@
 #include "estimate.h"
 #include "manifest.h"
 
+/* When fix f changes anything for the workload w of job. */
 static int
-training(const struct mf_workload *w)
+applies(const struct mf_job *job, const struct mf_workload *w, enum mf_fix f)
 {
-	return w->kind == MF_TRAINING;
+	int train = w->kind == MF_TRAINING;
+
+	switch (f) {
+	case MF_FIX_SDPA:
+		return train && w->attention == MF_EAGER;
+	case MF_FIX_MICROBATCH:
+		return train && w->micro_batch > 1;
+	case MF_FIX_AUTOCAST:
+		return w->precision == MF_FP32;
+	case MF_FIX_CHECKPOINTING:
+		return train && !w->checkpointing;
+	case MF_FIX_ADAM8BIT:
+		return train && w->optimizer == MF_ADAMW;
+	case MF_FIX_LORA:
+		return train && w->method == MF_FULL;
+	case MF_FIX_QLORA:
+		return train && w->method != MF_QLORA;
+	case MF_FIX_FSDP:
+		/* Full fine-tuning not yet sharded, on more than one GPU if
+		 * the job asked for a count. */
+		return train && w->method == MF_FULL && w->shard_gpus <= 1 &&
+		    (!job->count_given || job->count > 1);
+	case MF_FIX_COUNT:
+		break;
+	}
+	return 0;
 }
 
-static int
-when_sdpa(const struct mf_job *job, const struct mf_workload *w)
-{
-	(void)job;
-	return training(w) && w->attention == MF_EAGER;
-}
-
-static int
-when_microbatch(const struct mf_job *job, const struct mf_workload *w)
-{
-	(void)job;
-	return training(w) && w->micro_batch > 1;
-}
-
-static int
-when_autocast(const struct mf_job *job, const struct mf_workload *w)
-{
-	(void)job;
-	return w->precision == MF_FP32;
-}
-
-static int
-when_checkpointing(const struct mf_job *job, const struct mf_workload *w)
-{
-	(void)job;
-	return training(w) && !w->checkpointing;
-}
-
-static int
-when_adam8bit(const struct mf_job *job, const struct mf_workload *w)
-{
-	(void)job;
-	return training(w) && w->optimizer == MF_ADAMW;
-}
-
-static int
-when_lora(const struct mf_job *job, const struct mf_workload *w)
-{
-	(void)job;
-	return training(w) && w->method == MF_FULL;
-}
-
-static int
-when_qlora(const struct mf_job *job, const struct mf_workload *w)
-{
-	(void)job;
-	return training(w) && w->method != MF_QLORA;
-}
-
-/* Full fine-tuning not yet sharded, on more than one GPU if it asked. */
-static int
-when_fsdp(const struct mf_job *job, const struct mf_workload *w)
-{
-	return training(w) && w->method == MF_FULL && w->shard_gpus <= 1 &&
-	    (!job->count_given || job->count > 1);
-}
-
-static const struct fix {
-	struct mf_fix_info info;
-	int (*applies)(const struct mf_job *, const struct mf_workload *);
-} table[MF_FIX_COUNT] = {
-	[MF_FIX_SDPA] = { { "sdpa", "spec.workload.attention", "sdpa",
-	                      MF_FIXV_STRING,
-	                      "AutoModelForCausalLM.from_pretrained(..., attn_implementation=\"sdpa\")",
-	                      0, 1 },
-	    when_sdpa },
-	[MF_FIX_MICROBATCH] = { { "microbatch", "spec.workload.microBatch", "1",
-	                            MF_FIXV_INT,
-	                            "per_device_train_batch_size=1, gradient_accumulation_steps=<old micro-batch>",
-	                            0, 1 },
-	    when_microbatch },
-	[MF_FIX_AUTOCAST] = { { "autocast", "spec.workload.precision", "bf16",
-	                          MF_FIXV_STRING,
-	                          "with torch.autocast(\"cuda\", dtype=torch.bfloat16): loss = model(**batch).loss",
-	                          0, 1 },
-	    when_autocast },
-	[MF_FIX_CHECKPOINTING] = { { "checkpointing",
-	                               "spec.workload.gradientCheckpointing",
-	                               "true", MF_FIXV_BOOL,
-	                               "torch.utils.checkpoint.checkpoint(layer, x, use_reentrant=False)",
-	                               0, 1 },
-	    when_checkpointing },
-	[MF_FIX_ADAM8BIT] = { { "adam8bit", "spec.workload.optimizer",
-	                          "adam8bit", MF_FIXV_STRING,
-	                          "optimizer = bnb.optim.Adam8bit(model.parameters(), lr=lr)",
-	                          0, 0 },
-	    when_adam8bit },
-	[MF_FIX_LORA] = { { "lora", "spec.workload.method", "lora",
-	                      MF_FIXV_STRING,
-	                      "model = peft.get_peft_model(model, LoraConfig(r=16, target_modules=\"all-linear\"))",
-	                      1, 0 },
-	    when_lora },
-	[MF_FIX_QLORA] = { { "qlora", "spec.workload.method", "qlora",
-	                       MF_FIXV_STRING,
-	                       "from_pretrained(..., quantization_config=BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type=\"nf4\")), then peft.get_peft_model(model, LoraConfig(r=16, target_modules=\"all-linear\"))",
-	                       1, 0 },
-	    when_qlora },
-	[MF_FIX_FSDP] = { { "fsdp", "spec.workload.sharding.gpus", NULL,
-	                      MF_FIXV_GPUS,
-	                      "for layer in model.model.layers: fully_shard(layer); fully_shard(model)",
-	                      0, 0 },
-	    when_fsdp },
+/* The facts of each fix; a row's fields are those of struct mf_fix_info. */
+static const struct mf_fix_info table[MF_FIX_COUNT] = {
+	[MF_FIX_SDPA] = { "sdpa", "spec.workload.attention", "sdpa",
+	    MF_FIXV_STRING,
+	    "AutoModelForCausalLM.from_pretrained(..., attn_implementation=\"sdpa\")",
+	    0, 1 },
+	[MF_FIX_MICROBATCH] = { "microbatch", "spec.workload.microBatch", "1",
+	    MF_FIXV_INT,
+	    "per_device_train_batch_size=1, gradient_accumulation_steps=<old micro-batch>",
+	    0, 1 },
+	[MF_FIX_AUTOCAST] = { "autocast", "spec.workload.precision", "bf16",
+	    MF_FIXV_STRING,
+	    "with torch.autocast(\"cuda\", dtype=torch.bfloat16): loss = model(**batch).loss",
+	    0, 1 },
+	[MF_FIX_CHECKPOINTING] = { "checkpointing",
+	    "spec.workload.gradientCheckpointing", "true", MF_FIXV_BOOL,
+	    "torch.utils.checkpoint.checkpoint(layer, x, use_reentrant=False)",
+	    0, 1 },
+	[MF_FIX_ADAM8BIT] = { "adam8bit", "spec.workload.optimizer", "adam8bit",
+	    MF_FIXV_STRING,
+	    "optimizer = bnb.optim.Adam8bit(model.parameters(), lr=lr)", 0, 0 },
+	[MF_FIX_LORA] = { "lora", "spec.workload.method", "lora",
+	    MF_FIXV_STRING,
+	    "model = peft.get_peft_model(model, LoraConfig(r=16, target_modules=\"all-linear\"))",
+	    1, 0 },
+	[MF_FIX_QLORA] = { "qlora", "spec.workload.method", "qlora",
+	    MF_FIXV_STRING,
+	    "from_pretrained(..., quantization_config=BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type=\"nf4\")), then peft.get_peft_model(model, LoraConfig(r=16, target_modules=\"all-linear\"))",
+	    1, 0 },
+	[MF_FIX_FSDP] = { "fsdp", "spec.workload.sharding.gpus", NULL,
+	    MF_FIXV_GPUS,
+	    "for layer in model.model.layers: fully_shard(layer); fully_shard(model)",
+	    0, 0 },
 };
 
 const struct mf_fix_info *
 mf_fix_info(enum mf_fix f)
 {
-	return (unsigned)f < MF_FIX_COUNT ? &table[f].info : NULL;
+	return (unsigned)f < MF_FIX_COUNT ? &table[f] : NULL;
 }
 
 const char *
 mf_fix_name(enum mf_fix f)
 {
-	return (unsigned)f < MF_FIX_COUNT ? table[f].info.id : NULL;
+	return (unsigned)f < MF_FIX_COUNT ? table[f].id : NULL;
 }
 
 int
 mf_fix_lookup(const char *name)
 {
 	for (int i = 0; i < MF_FIX_COUNT; i++)
-		if (strcmp(table[i].info.id, name) == 0)
+		if (strcmp(table[i].id, name) == 0)
 			return i;
 	return -1;
 }
@@ -144,7 +101,7 @@ mf_fix_ids(char *buf, size_t size)
 
 	buf[0] = '\0';
 	for (int i = 0; i < MF_FIX_COUNT; i++) {
-		const char *id = table[i].info.id;
+		const char *id = table[i].id;
 		size_t k = strlen(id) + (i > 0 ? 2 : 0);
 
 		if (n + k >= size)
@@ -174,7 +131,7 @@ int
 mf_fix_applies(const struct mf_job *job, const struct mf_workload *w,
     enum mf_fix fix)
 {
-	return (unsigned)fix < MF_FIX_COUNT && table[fix].applies(job, w);
+	return (unsigned)fix < MF_FIX_COUNT && applies(job, w, fix);
 }
 
 /* What fix f does to a workload: the value of the row's field. */

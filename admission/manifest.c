@@ -381,8 +381,7 @@ mf_job_read_spec_floor(const struct mf_node *spec, const char *path,
     const char *name, const struct mf_models *models, int64_t floor,
     int floor_format, struct mf_job *out, struct mf_error *err)
 {
-	static const char *const known[] = { "resources", "model", "workload",
-		"duration", "limits", "allowedFixes", NULL };
+	/* The members of a spec and their readers: the one list of them. */
 	static const struct {
 		const char *key;
 		section_fn fn;
@@ -394,6 +393,8 @@ mf_job_read_spec_floor(const struct mf_node *spec, const char *path,
 		{ "limits", read_limits },
 		{ "allowedFixes", read_fixes },
 	};
+	enum { NSECTIONS = sizeof(sections) / sizeof(sections[0]) };
+	const char *known[NSECTIONS + 1];
 	struct mf_job job = { .name = name,
 		.count = 1,
 		.max_hourly_price = -1,
@@ -404,12 +405,14 @@ mf_job_read_spec_floor(const struct mf_node *spec, const char *path,
 	char p[PATHMAX];
 	enum mf_rc rc;
 
+	for (size_t i = 0; i < NSECTIONS; i++)
+		known[i] = sections[i].key;
+	known[NSECTIONS] = NULL;
 	mf_workload_defaults(&job.work);
 	job.work.seq_len = 0;
 	job.work.context_len = 0;
 	rc = spec != NULL ? mf_node_map(spec, path, known, err) : MF_OK;
-	for (size_t i = 0;
-	     rc == MF_OK && i < sizeof(sections) / sizeof(sections[0]); i++)
+	for (size_t i = 0; rc == MF_OK && i < NSECTIONS; i++)
 		if ((n = member(spec, path, sections[i].key, p)) != NULL)
 			rc = sections[i].fn(&r, n, p);
 	if (job.min_memory == 0 && floor > 0) {

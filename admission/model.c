@@ -645,35 +645,20 @@ load_entry(struct mf_models *models, const char *orgdir, const char *org,
 	return load_file(models, file, name, err);
 }
 
-/* Load every DIR/ORG/NAME.json of one organisation. */
+/* What a walk over a directory's entries calls for each, and with what. */
+struct walk {
+	struct mf_models *models;
+	const char *org; /* the organisation whose directory is walked */
+};
+typedef enum mf_rc (*entry_fn)(const struct walk *w, const char *dir,
+    const char *name, struct mf_error *err);
+
+/* fn for every entry of dir but the hidden ones, until one fails. */
 static enum mf_rc
-load_org(struct mf_models *models, const char *orgdir, const char *org,
+each_entry(const struct walk *w, const char *dir, entry_fn fn,
     struct mf_error *err)
 {
 	struct dirent *de;
-	enum mf_rc rc = MF_OK;
-	DIR *d;
-
-	d = opendir(orgdir);
-	if (d == NULL)
-		return file_error(err, orgdir, errno);
-	while (rc == MF_OK) {
-		de = readdir(d);
-		if (de == NULL)
-			break;
-		rc = load_entry(models, orgdir, org, de->d_name, err);
-	}
-	closedir(d);
-	return rc;
-}
-
-/* Walk the organisation directories of dir; other entries are skipped. */
-static enum mf_rc
-load_dir(struct mf_models *models, const char *dir, struct mf_error *err)
-{
-	char orgdir[PATH_BYTES];
-	struct dirent *de;
-	struct stat st;
 	enum mf_rc rc = MF_OK;
 	DIR *d;
 
@@ -684,18 +669,39 @@ load_dir(struct mf_models *models, const char *dir, struct mf_error *err)
 		de = readdir(d);
 		if (de == NULL)
 			break;
-		if (de->d_name[0] == '.')
-			continue;
-		rc = join(orgdir, sizeof(orgdir), dir, de->d_name, err);
-		if (rc != MF_OK)
-			break;
-		if (stat(orgdir, &st) != 0)
-			rc = file_error(err, orgdir, errno);
-		else if (S_ISDIR(st.st_mode))
-			rc = load_org(models, orgdir, de->d_name, err);
+		if (de->d_name[0] != '.')
+			rc = fn(w, dir, de->d_name, err);
 	}
 	closedir(d);
 	return rc;
+}
+
+/* An entry of DIR/ORG: a config of that organisation. */
+static enum mf_rc
+config_entry(const struct walk *w, const char *orgdir, const char *name,
+    struct mf_error *err)
+{
+	return load_entry(w->models, orgdir, w->org, name, err);
+}
+
+/* An entry of DIR: an organisation's directory, or skipped. */
+static enum mf_rc
+org_entry(const struct walk *w, const char *dir, const char *name,
+    struct mf_error *err)
+{
+	struct walk org = { w->models, name };
+	char orgdir[PATH_BYTES];
+	struct stat st;
+	enum mf_rc rc;
+
+	rc = join(orgdir, sizeof(orgdir), dir, name, err);
+	if (rc != MF_OK)
+		return rc;
+	if (stat(orgdir, &st) != 0)
+		return file_error(err, orgdir, errno);
+	return S_ISDIR(st.st_mode) ?
+	    each_entry(&org, orgdir, config_entry, err) :
+	    MF_OK;
 }
 
 static int
@@ -715,7 +721,7 @@ mf_models_load(const char *dir, struct mf_models **out, struct mf_error *err)
 	models = calloc(1, sizeof(*models));
 	if (models == NULL)
 		return nomem(err, dir);
-	rc = load_dir(models, dir, err);
+	rc = each_entry(&(struct walk){ models, NULL }, dir, org_entry, err);
 	if (rc != MF_OK) {
 		mf_models_free(models);
 		return rc;

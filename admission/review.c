@@ -826,37 +826,28 @@ placed_cards(const struct mf_decision *d, int memory, const struct mf_gpu **out)
 	return n;
 }
 
-/* {"key": nvidia.com/gpu.memory, "operator": "Gt", "values": [gt]} */
+/*
+ * The memory expression {"key": nvidia.com/gpu.memory, "operator": "Gt",
+ * "values": [gt]} at levels 0, wrapped in a term {"matchExpressions":
+ * [...]} at 1, and in {"nodeSelectorTerms": [a term]} at 2: the levels a
+ * pod's affinity lacks.
+ */
 static void
-write_memory_expr(struct mf_jw *w, const char *key, const char *gt)
+write_memory(struct mf_jw *w, const char *key, const char *gt, int levels)
 {
-	mf_jw_open(w, key, '{');
-	mf_jw_str(w, "key", GPU_MEMORY_LABEL);
-	mf_jw_str(w, "operator", "Gt");
-	mf_jw_open(w, "values", '[');
-	mf_jw_str(w, NULL, gt);
-	mf_jw_close(w, ']');
-	mf_jw_close(w, '}');
-}
+	static const char *const lists[] = { "matchExpressions",
+		"nodeSelectorTerms" };
 
-/* {"matchExpressions": [the memory expression]} */
-static void
-write_memory_term(struct mf_jw *w, const char *key, const char *gt)
-{
 	mf_jw_open(w, key, '{');
-	mf_jw_open(w, "matchExpressions", '[');
-	write_memory_expr(w, NULL, gt);
-	mf_jw_close(w, ']');
-	mf_jw_close(w, '}');
-}
-
-/* {"nodeSelectorTerms": [the memory term]} */
-static void
-write_required(struct mf_jw *w, const char *key, const char *gt)
-{
-	mf_jw_open(w, key, '{');
-	mf_jw_open(w, "nodeSelectorTerms", '[');
-	write_memory_term(w, NULL, gt);
+	if (levels == 0) {
+		mf_jw_str(w, "key", GPU_MEMORY_LABEL);
+		mf_jw_str(w, "operator", "Gt");
+		mf_jw_open(w, "values", '[');
+		mf_jw_str(w, NULL, gt);
+	} else {
+		mf_jw_open(w, lists[levels - 1], '[');
+		write_memory(w, NULL, gt, levels - 1);
+	}
 	mf_jw_close(w, ']');
 	mf_jw_close(w, '}');
 }
@@ -938,7 +929,7 @@ merge_required(struct review *rv, const char *base, const struct mf_node *na,
 
 	if (!is_map(req)) {
 		mf_patch_begin(pt, "add", base, REQUIRED);
-		write_required(&pt->w, "value", gt);
+		write_memory(&pt->w, "value", gt, 2);
 		mf_patch_end(pt);
 		return;
 	}
@@ -946,10 +937,10 @@ merge_required(struct review *rv, const char *base, const struct mf_node *na,
 	if (!is_seq(terms) || seq_len(terms) == 0) {
 		mf_patch_begin(pt, "add", at, is_seq(terms) ? "-" : NULL);
 		if (is_seq(terms))
-			write_memory_term(&pt->w, "value", gt);
+			write_memory(&pt->w, "value", gt, 1);
 		else {
 			mf_jw_open(&pt->w, "value", '[');
-			write_memory_term(&pt->w, NULL, gt);
+			write_memory(&pt->w, NULL, gt, 1);
 			mf_jw_close(&pt->w, ']');
 		}
 		mf_patch_end(pt);
@@ -964,11 +955,11 @@ merge_required(struct review *rv, const char *base, const struct mf_node *na,
 		snprintf(term, sizeof(term), "%s/%zu/matchExpressions", at, i);
 		if (is_seq(mf_node_get(t, "matchExpressions"))) {
 			mf_patch_begin(pt, "add", term, "-");
-			write_memory_expr(&pt->w, "value", gt);
+			write_memory(&pt->w, "value", gt, 0);
 		} else {
 			mf_patch_begin(pt, "add", term, NULL);
 			mf_jw_open(&pt->w, "value", '[');
-			write_memory_expr(&pt->w, NULL, gt);
+			write_memory(&pt->w, NULL, gt, 0);
 			mf_jw_close(&pt->w, ']');
 		}
 		mf_patch_end(pt);
@@ -998,7 +989,7 @@ patch_affinity(struct review *rv, int64_t floor,
 		mf_jw_open(&pt->w, "value", '{');
 		if (!is_map(aff))
 			mf_jw_open(&pt->w, "nodeAffinity", '{');
-		write_required(&pt->w, REQUIRED, gt);
+		write_memory(&pt->w, REQUIRED, gt, 2);
 		write_preferred(&pt->w, PREFERRED, cards, n);
 		if (!is_map(aff))
 			mf_jw_close(&pt->w, '}');
