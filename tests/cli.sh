@@ -590,11 +590,7 @@ else
 fi
 
 # --- manual pages ---------------------------------------------------------------
-if ! command -v mandoc >/dev/null 2>&1 && [ "$(id -u)" = 0 ] &&
-    command -v apt-get >/dev/null 2>&1; then
-	DEBIAN_FRONTEND=noninteractive timeout 300 \
-	    apt-get install -y -qq mandoc >/dev/null 2>&1 || true
-fi
+command -v mandoc >/dev/null 2>&1 || apt_install cli mandoc
 if command -v mandoc >/dev/null 2>&1; then
 	for page in man/memfloor.1 man/memfloord.8; do
 		lrc=0

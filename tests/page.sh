@@ -49,15 +49,7 @@ find_chromium() {
 }
 
 if ! chromium=$(find_chromium); then
-	if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-		echo "page: installing chromium with apt-get"
-		DEBIAN_FRONTEND=noninteractive timeout 600 apt-get install \
-		    -y -qq --no-install-recommends chromium >/dev/null 2>&1 ||
-		    { timeout 300 apt-get update -qq >/dev/null 2>&1 &&
-		    DEBIAN_FRONTEND=noninteractive timeout 600 apt-get \
-		    install -y -qq --no-install-recommends chromium \
-		    >/dev/null 2>&1; } || true
-	fi
+	apt_install page chromium
 	if ! chromium=$(find_chromium); then
 		fail "chromium is needed (Debian: apt-get install chromium)"
 		summary || true

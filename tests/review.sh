@@ -59,14 +59,7 @@ find_python() {
 }
 
 if ! py=$(find_python); then
-	if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-		echo "review: installing python3-jsonpatch with apt-get"
-		DEBIAN_FRONTEND=noninteractive timeout 300 apt-get install \
-		    -y -qq python3-jsonpatch >/dev/null 2>&1 ||
-		    { timeout 300 apt-get update -qq >/dev/null 2>&1 &&
-		    DEBIAN_FRONTEND=noninteractive timeout 300 apt-get \
-		    install -y -qq python3-jsonpatch >/dev/null 2>&1; } || true
-	fi
+	apt_install review python3-jsonpatch
 	if ! py=$(find_python); then
 		fail "python3 with jsonpatch is needed" \
 		    "(Debian: apt-get install python3-jsonpatch)"

@@ -80,3 +80,19 @@ wait_log() {
 		w=$((w + 1))
 	done
 }
+
+# apt_install WHO PACKAGE...: install Debian packages a test needs, as
+# root with apt-get (updating the lists once if the first try fails),
+# saying so as WHO; nothing when not root or without apt-get.  The caller
+# checks again afterwards and fails plainly when it is still missing.
+apt_install() {
+	who=$1
+	shift
+	[ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 || return 0
+	echo "$who: installing $* with apt-get"
+	DEBIAN_FRONTEND=noninteractive timeout 600 apt-get install -y -qq \
+	    --no-install-recommends "$@" >/dev/null 2>&1 ||
+	    { timeout 300 apt-get update -qq >/dev/null 2>&1 &&
+	    DEBIAN_FRONTEND=noninteractive timeout 600 apt-get install -y -qq \
+	    --no-install-recommends "$@" >/dev/null 2>&1; } || true
+}
