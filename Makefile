@@ -255,6 +255,8 @@ lint:
 	@! grep -nE '#include <(microhttpd|curl/|gnutls/)' admission/*.[ch] \
 	  catalog/*.[ch] || { echo "lint: the library includes no HTTP, curl" \
 	  "or TLS header"; exit 1; }
+	@! grep -n 'internal\.h"' daemon/*.[ch] cli/*.c || { echo "lint:" \
+	  "admission/internal.h is the library's own"; exit 1; }
 
 install: all
 	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(BINDIR) $(DESTDIR)$(DATADIR)/models

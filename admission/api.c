@@ -10,6 +10,7 @@
 #include "place.h"
 #include "qty.h"
 #include "render.h"
+#include "internal.h"
 
 /* The longest answer in JSON or YAML. */
 #define ANSWER_MAX (16u << 20)

@@ -17,6 +17,7 @@
 #include "buf.h"
 #include "qty.h"
 #include "yfast.h"
+#include "internal.h"
 
 #define ARENA_BLOCK 8192
 

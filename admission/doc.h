@@ -96,7 +96,4 @@ enum mf_rc mf_node_bytes(const struct mf_node *n, const char *path,
 enum mf_rc mf_node_map(const struct mf_node *n, const char *path,
     const char *const *known, struct mf_error *err);
 
-/* Writes "parent.key" into buf; returns buf. */
-char *mf_path(char *buf, size_t size, const char *parent, const char *key);
-
 #endif

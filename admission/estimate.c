@@ -38,7 +38,7 @@
 
 #include <string.h>
 
-#include "checked.h"
+#include "internal.h"
 
 /* a / n rounded up, for a >= 0 and n >= 1; -1 stays -1. */
 static int64_t

@@ -105,8 +105,4 @@ enum mf_rc mf_est_compute(const struct mf_model *m, const struct mf_workload *w,
  */
 int64_t mf_est_per_gpu(const struct mf_estimate *e, int64_t shards);
 
-/* The input error of a workload whose figures pass 2^63 - 1 (a 400 naming
- * spec.workload); returns MF_ERANGE. */
-enum mf_rc mf_est_range_error(struct mf_error *err);
-
 #endif

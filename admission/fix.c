@@ -5,6 +5,7 @@
 
 #include "estimate.h"
 #include "manifest.h"
+#include "internal.h"
 
 /* When fix f changes anything for the workload w of job. */
 static int

@@ -71,8 +71,5 @@ int mf_fix_applies(const struct mf_job *job, const struct mf_workload *w,
     enum mf_fix fix);
 /* The workload with the fixes of the set applied (fsdp shards over gpus). */
 void mf_fix_apply(struct mf_workload *w, unsigned fixes, int64_t gpus);
-/* Whether the fixes of the set may be applied together: never lora and
- * qlora, and fsdp only for full fine-tuning. */
-int mf_fix_compatible(unsigned fixes);
 
 #endif

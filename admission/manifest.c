@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "fix.h"
+#include "internal.h"
 
 /* Path buffers: deep enough for spec.workload.lora.targets and a prefix. */
 #define PATHMAX 128

@@ -16,7 +16,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "checked.h"
+#include "internal.h"
 #include "file.h"
 
 #define MODELS_MAX_FILES 4096

@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "qty.h"
+#include "internal.h"
 
 #define GIB (INT64_C(1) << 30)
 /* Fix sets: at most one a bit pattern. */

@@ -18,6 +18,7 @@
 #include "../admission/buf.h"
 #include "../admission/doc.h"
 #include "../admission/file.h"
+#include "../admission/internal.h"
 
 #define API_VERSION "memfloor.dev/v1"
 #define KIND "GpuCatalog"

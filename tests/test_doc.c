@@ -14,6 +14,7 @@
 #include "../admission/doc.h"
 #include "../admission/qty.h"
 #include "msg.h"
+#include "../admission/internal.h"
 
 static struct mf_doc *
 parse_ok(const char *text, enum mf_doc_format fmt)

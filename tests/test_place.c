@@ -51,6 +51,7 @@
 #include "../catalog/catalog.h"
 #include "files.h"
 #include "msg.h"
+#include "../admission/internal.h"
 
 #define GIB (INT64_C(1) << 30)
 #define BIT(f) MF_FIXBIT(MF_FIX_##f)
