@@ -22,8 +22,8 @@ static const char *const content_types[] = {
 };
 
 /* Bodies for when even building an answer failed. */
-static char oom_json[] = "{\"error\":\"out of memory\",\"field\":null,"
-                         "\"line\":null,\"column\":null}\n";
+static char oom_json[] =
+    "{\"error\":\"out of memory\",\"field\":null,\"line\":null,\"column\":null}\n";
 
 void
 mf_answer_free(struct mf_answer *ans)
@@ -346,9 +346,7 @@ mf_api_decide(const struct mf_api *api, struct mf_request *req,
 	note_job(ans, &req->job);
 	if (req->unresolved) {
 		mf_error_set(&err, MF_EINVAL, "spec.model.configUrl", 0, 0,
-		    "is fetched by memfloord (memfloor submit), or offline when "
-		    "--model-host allows its host; or name a shipped model or "
-		    "give its config inline");
+		    "is fetched by memfloord (memfloor submit), or offline when --model-host allows its host; or name a shipped model or give its config inline");
 		mf_answer_err(ans, MF_EINVAL, &err, req->out);
 		return;
 	}
@@ -465,8 +463,7 @@ read_diagnose(const struct mf_api *api, const char *body, size_t len,
 	if (rc == MF_OK && *has_job && job->model_source == MF_MODEL_URL)
 		rc = mf_error_set(err, MF_EINVAL, "job.spec.model.configUrl", 0,
 		    0,
-		    "is not supported in a diagnosis; name the model or "
-		    "give its config inline");
+		    "is not supported in a diagnosis; name the model or give its config inline");
 	return rc;
 }
 

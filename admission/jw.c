@@ -184,8 +184,8 @@ plain_key(const char *k, size_t n)
 		if (strcasecmp(k, words[i]) == 0)
 			return 0;
 	return strspn(k,
-	           "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-	           "0123456789_.-/") == n;
+	           "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-/") ==
+	    n;
 }
 
 /* --- JSON ---------------------------------------------------------- */

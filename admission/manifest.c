@@ -77,8 +77,7 @@ read_model(struct reader *r, const struct mf_node *model, const char *path)
 	if (model->len != 1)
 		return mf_error_set(r->err, MF_EINVAL, path, model->line,
 		    model->column,
-		    "give exactly one of name, config, "
-		    "configUrl");
+		    "give exactly one of name, config, configUrl");
 	if ((n = member(model, path, "config", p)) != NULL) {
 		job->model_source = MF_MODEL_INLINE;
 		return mf_model_read(n, p, &job->model, r->err);
@@ -94,8 +93,7 @@ read_model(struct reader *r, const struct mf_node *model, const char *path)
 	shipped = r->models ? mf_models_find(r->models, job->model_name) : NULL;
 	if (shipped == NULL)
 		return mf_error_set(r->err, MF_EINVAL, p, n->line, n->column,
-		    "'%.80s' is not a shipped model (GET /v1/models lists "
-		    "them)",
+		    "'%.80s' is not a shipped model (GET /v1/models lists them)",
 		    job->model_name);
 	job->model_source = MF_MODEL_NAMED;
 	job->model = *shipped;
@@ -303,8 +301,7 @@ read_fixes(struct reader *r, const struct mf_node *list, const char *path)
 		    n->type == MF_NODE_NULL)
 			return mf_error_set(r->err, MF_EINVAL, p, n->line,
 			    n->column,
-			    "is %s, not a fix (sdpa, microbatch, autocast, "
-			    "checkpointing, adam8bit, lora, qlora, fsdp)",
+			    "is %s, not a fix (sdpa, microbatch, autocast, checkpointing, adam8bit, lora, qlora, fsdp)",
 			    mf_node_type_name(n->type));
 		if (n->type != MF_NODE_STR || (f = mf_fix_lookup(n->text)) < 0)
 			return mf_error_set(r->err, MF_EINVAL, p, n->line,
@@ -329,30 +326,25 @@ check_spec(struct reader *r, const struct mf_node *spec)
 	if (job->min_memory == 0 && job->model_source == MF_MODEL_NONE)
 		return mf_error_set(r->err, MF_EINVAL,
 		    mf_path(p, sizeof(p), r->base, "resources.gpu.minMemory"),
-		    line, column,
-		    "is required when no model is "
-		    "given");
+		    line, column, "is required when no model is given");
 	if ((job->max_cost >= 0 || job->deadline_hours >= 0) &&
 	    job->reference_hours == 0)
 		return mf_error_set(r->err, MF_EINVAL,
 		    mf_path(p, sizeof(p), r->base, "duration.referenceHours"),
 		    line, column,
-		    "is required by limits.maxCost "
-		    "and limits.deadlineHours");
+		    "is required by limits.maxCost and limits.deadlineHours");
 	if (w->shard_gpus > 1) {
 		if (w->kind != MF_TRAINING || w->method != MF_FULL)
 			return mf_error_set(r->err, MF_EINVAL,
 			    mf_path(p, sizeof(p), r->base, "workload.sharding"),
 			    line, column,
-			    "FSDP sharding applies "
-			    "to full fine-tuning only");
+			    "FSDP sharding applies to full fine-tuning only");
 		if (job->count_given && job->count != w->shard_gpus)
 			return mf_error_set(r->err, MF_EINVAL,
 			    mf_path(p, sizeof(p), r->base,
 			        "resources.gpu.count"),
 			    line, column,
-			    "is %lld but "
-			    "workload.sharding.gpus is %lld",
+			    "is %lld but workload.sharding.gpus is %lld",
 			    (long long)job->count, (long long)w->shard_gpus);
 		job->count = w->shard_gpus;
 		job->count_given = 1;
@@ -362,15 +354,11 @@ check_spec(struct reader *r, const struct mf_node *spec)
 	if (w->kind == MF_TRAINING && w->seq_len == 0)
 		return mf_error_set(r->err, MF_EINVAL,
 		    mf_path(p, sizeof(p), r->base, "workload.sequenceLength"),
-		    line, column,
-		    "is required for training with "
-		    "a model");
+		    line, column, "is required for training with a model");
 	if (w->kind == MF_INFERENCE && w->context_len == 0)
 		return mf_error_set(r->err, MF_EINVAL,
 		    mf_path(p, sizeof(p), r->base, "workload.contextLength"),
-		    line, column,
-		    "is required for inference "
-		    "with a model");
+		    line, column, "is required for inference with a model");
 	return MF_OK;
 }
 

@@ -424,8 +424,7 @@ check_heads(const struct mf_node *cfg, const char *path, struct mf_model *m,
 		n = member(cfg, "hidden_size");
 		mf_path(field, sizeof(field), path, "hidden_size");
 		return mf_error_set(err, MF_EINVAL, field, n->line, n->column,
-		    "%lld is not a multiple of num_attention_heads (%lld) "
-		    "and head_dim is not given",
+		    "%lld is not a multiple of num_attention_heads (%lld) and head_dim is not given",
 		    (long long)m->hidden, (long long)m->heads);
 	}
 	m->head_dim = m->hidden / m->heads;

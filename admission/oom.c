@@ -553,13 +553,9 @@ fail(const struct cur *c, bool seen, struct mf_error *err)
 	if (!seen) {
 		if (mentions_oom(c->s, c->len))
 			return mf_error_set(err, MF_EINVAL, NULL, 0, 0,
-			    "the text reports running out of memory but holds "
-			    "no PyTorch message with figures ('CUDA out of "
-			    "memory. Tried to allocate ...'); paste the whole "
-			    "message PyTorch printed");
+			    "the text reports running out of memory but holds no PyTorch message with figures ('CUDA out of memory. Tried to allocate ...'); paste the whole message PyTorch printed");
 		return mf_error_set(err, MF_EINVAL, NULL, 0, 0,
-		    "the text holds no PyTorch out-of-memory message ('CUDA "
-		    "out of memory. Tried to allocate ...')");
+		    "the text holds no PyTorch out-of-memory message ('CUDA out of memory. Tried to allocate ...')");
 	}
 	line_col(c, c->fail, &line, &col);
 	/* A pattern's closing space is the gap before the next figure. */
@@ -575,13 +571,11 @@ fail(const struct cur *c, bool seen, struct mf_error *err)
 		    "the out-of-memory message has a figure above 1 EiB");
 	if (c->cut)
 		return mf_error_set(err, MF_EINVAL, NULL, line, col,
-		    "the out-of-memory message is cut off: the text ends "
-		    "where %s should follow; paste the whole message",
+		    "the out-of-memory message is cut off: the text ends where %s should follow; paste the whole message",
 		    want);
 	snippet(c, c->fail, found, sizeof(found));
 	return mf_error_set(err, MF_EINVAL, NULL, line, col,
-	    "the out-of-memory message is not as PyTorch prints it: "
-	    "expected %s, found '%s'",
+	    "the out-of-memory message is not as PyTorch prints it: expected %s, found '%s'",
 	    want, found);
 }
 
@@ -721,29 +715,18 @@ report_capacity(const struct mf_oom *o, const struct figs *f, struct report *r)
 {
 	if (o->tried > o->total)
 		snprintf(r->explanation, sizeof(r->explanation),
-		    "The allocation alone (%s) is larger than GPU %d's whole "
-		    "memory (%s): no setting makes it fit on this card.",
+		    "The allocation alone (%s) is larger than GPU %d's whole memory (%s): no setting makes it fit on this card.",
 		    f->tried, o->gpu, f->total);
 	else
 		snprintf(r->explanation, sizeof(r->explanation),
-		    "GPU %d (%s) is full of this job's own tensors: PyTorch "
-		    "has %s allocated and %s reserved but unallocated, %s is "
-		    "free and nothing else holds much of the card, so the %s "
-		    "it asked for does not fit.",
+		    "GPU %d (%s) is full of this job's own tensors: PyTorch has %s allocated and %s reserved but unallocated, %s is free and nothing else holds much of the card, so the %s it asked for does not fit.",
 		    o->gpu, f->total, f->alloc, f->ru, f->free, f->tried);
 	advise(r,
-	    "Measure the peak: run one step at a smaller batch and "
-	    "read torch.cuda.max_memory_allocated() (after "
-	    "torch.cuda.reset_peak_memory_stats()); the peak plus headroom "
-	    "is what the job needs.");
+	    "Measure the peak: run one step at a smaller batch and read torch.cuda.max_memory_allocated() (after torch.cuda.reset_peak_memory_stats()); the peak plus headroom is what the job needs.");
 	advise(r,
-	    "Cut the peak with the memory fixes: gradient "
-	    "checkpointing, 8-bit Adam (bnb.optim.Adam8bit), LoRA or QLoRA "
-	    "(modelling decisions), FSDP across several GPUs. POST /v1/admit "
-	    "with allowedFixes finds the cheapest combination that fits.");
+	    "Cut the peak with the memory fixes: gradient checkpointing, 8-bit Adam (bnb.optim.Adam8bit), LoRA or QLoRA (modelling decisions), FSDP across several GPUs. POST /v1/admit with allowedFixes finds the cheapest combination that fits.");
 	advise(r,
-	    "Or run on a larger card: a spec.resources.gpu.minMemory "
-	    "above this card's %s keeps admission off it.",
+	    "Or run on a larger card: a spec.resources.gpu.minMemory above this card's %s keeps admission off it.",
 	    f->total);
 }
 
@@ -751,30 +734,21 @@ static void
 report_limit(const struct mf_oom *o, const struct figs *f, struct report *r)
 {
 	snprintf(r->explanation, sizeof(r->explanation),
-	    "GPU %d had %s free, at least the %s PyTorch asked for, yet the "
-	    "allocation was refused: a limit below the card's capacity "
-	    "stopped it, not the card%s%s%s.",
+	    "GPU %d had %s free, at least the %s PyTorch asked for, yet the allocation was refused: a limit below the card's capacity stopped it, not the card%s%s%s.",
 	    o->gpu, f->free, f->tried,
 	    o->allowed >= 0 ? " (this process may use only " : "",
 	    o->allowed >= 0 ? f->allowed : "", o->allowed >= 0 ? ")" : "");
 	if (o->allowed >= 0)
 		advise(r,
-		    "A per-process memory fraction caps this process at "
-		    "%s: raise it or remove the "
-		    "torch.cuda.set_per_process_memory_fraction() call.",
+		    "A per-process memory fraction caps this process at %s: raise it or remove the torch.cuda.set_per_process_memory_fraction() call.",
 		    f->allowed);
 	else
 		advise(r,
-		    "Look for a per-process memory fraction: "
-		    "torch.cuda.set_per_process_memory_fraction() in the code "
-		    "or in a framework it uses; raise it or remove it.");
+		    "Look for a per-process memory fraction: torch.cuda.set_per_process_memory_fraction() in the code or in a framework it uses; raise it or remove it.");
 	advise(r,
-	    "Under CUDA MPS, CUDA_MPS_PINNED_DEVICE_MEM_LIMIT caps "
-	    "each client's memory: check the MPS daemon's settings.");
+	    "Under CUDA MPS, CUDA_MPS_PINNED_DEVICE_MEM_LIMIT caps each client's memory: check the MPS daemon's settings.");
 	advise(r,
-	    "Otherwise another CUDA context refused it: a second "
-	    "allocator in the same process (JAX preallocates most of the "
-	    "card; TensorFlow, CuPy) or a driver-level limit.");
+	    "Otherwise another CUDA context refused it: a second allocator in the same process (JAX preallocates most of the card; TensorFlow, CuPy) or a driver-level limit.");
 }
 
 static void
@@ -786,10 +760,7 @@ report_other(const struct mf_oom *o, const struct figs *f, struct report *r)
 	int i, k;
 
 	k = snprintf(r->explanation, sizeof(r->explanation),
-	    "%s of GPU %d's %s is held outside this process's PyTorch "
-	    "allocator (total less %s free, %s allocated and %s reserved): "
-	    "another process on the card, or memory this process took "
-	    "outside PyTorch.",
+	    "%s of GPU %d's %s is held outside this process's PyTorch allocator (total less %s free, %s allocated and %s reserved): another process on the card, or memory this process took outside PyTorch.",
 	    f->outside, o->gpu, f->total, f->free, f->alloc, f->ru);
 	if (o->process >= 0 && k > 0 && (size_t)k < sizeof(r->explanation)) {
 		x = o->process - pyt;
@@ -813,17 +784,11 @@ report_other(const struct mf_oom *o, const struct figs *f, struct report *r)
 		n += (size_t)k;
 	}
 	advise(r,
-	    "Find what else holds the card: ps -elf | grep python (a "
-	    "notebook kernel left running, an earlier run that did not exit, "
-	    "DataLoader workers that touched the GPU); stop it or use a free "
-	    "GPU.%s%s%s",
+	    "Find what else holds the card: ps -elf | grep python (a notebook kernel left running, an earlier run that did not exit, DataLoader workers that touched the GPU); stop it or use a free GPU.%s%s%s",
 	    o->nprocs ? " The message names pid " : "", list,
 	    o->nprocs ? "." : "");
 	advise(r,
-	    "Do not trust %s for your own process: it shows what the "
-	    "driver handed out (PyTorch's whole cache plus the context), not "
-	    "what your tensors use; torch.cuda.memory_allocated() and "
-	    "torch.cuda.memory_reserved() do.",
+	    "Do not trust %s for your own process: it shows what the driver handed out (PyTorch's whole cache plus the context), not what your tensors use; torch.cuda.memory_allocated() and torch.cuda.memory_reserved() do.",
 	    o->backend == MF_OOM_HIP ? "rocm-smi" : "nvidia-smi");
 }
 
@@ -831,22 +796,15 @@ static void
 report_frag(const struct mf_oom *o, const struct figs *f, struct report *r)
 {
 	snprintf(r->explanation, sizeof(r->explanation),
-	    "PyTorch holds %s reserved but unallocated on GPU %d, more than "
-	    "the %s it asked for, yet no cached block was large enough: the "
-	    "cache is fragmented into pieces smaller than the request.",
+	    "PyTorch holds %s reserved but unallocated on GPU %d, more than the %s it asked for, yet no cached block was large enough: the cache is fragmented into pieces smaller than the request.",
 	    f->ru, o->gpu, f->tried);
 	advise(r,
-	    "Set PYTORCH_ALLOC_CONF=expandable_segments:True before the "
-	    "process starts (PYTORCH_CUDA_ALLOC_CONF is the older name%s): "
-	    "segments then grow in place instead of leaving slivers.",
-	    o->backend == MF_OOM_HIP ? "; ROCm builds also read "
-	                               "PYTORCH_HIP_ALLOC_CONF" :
-	                               "");
+	    "Set PYTORCH_ALLOC_CONF=expandable_segments:True before the process starts (PYTORCH_CUDA_ALLOC_CONF is the older name%s): segments then grow in place instead of leaving slivers.",
+	    o->backend == MF_OOM_HIP ?
+	        "; ROCm builds also read PYTORCH_HIP_ALLOC_CONF" :
+	        "");
 	advise(r,
-	    "On a PyTorch without expandable segments, or if that is "
-	    "not enough, set max_split_size_mb (for example "
-	    "PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:512) so large cached "
-	    "blocks are not split for small requests.");
+	    "On a PyTorch without expandable segments, or if that is not enough, set max_split_size_mb (for example PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:512) so large cached blocks are not split for small requests.");
 }
 
 static void

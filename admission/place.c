@@ -784,16 +784,14 @@ explain_limit(const struct search *s, struct mf_decision *d)
 	dollars(hourly, sizeof(hourly), p->hourly_price);
 	if (job->reference_hours <= 0) {
 		snprintf(d->reason, sizeof(d->reason),
-		    "%s %s rules out every fitting placement: the cheapest, "
-		    "%s x%lld, costs %s per hour",
+		    "%s %s rules out every fitting placement: the cheapest, %s x%lld, costs %s per hour",
 		    mf_limit_name(d->limit), limit, p->gpu->name,
 		    (long long)p->count, hourly);
 		return;
 	}
 	dollars(cost, sizeof(cost), p->cost);
 	snprintf(d->reason, sizeof(d->reason),
-	    "%s %s rules out every fitting placement: the cheapest, %s x%lld, "
-	    "costs %s per hour, %s in all and takes %.1f hours",
+	    "%s %s rules out every fitting placement: the cheapest, %s x%lld, costs %s per hour, %s in all and takes %.1f hours",
 	    mf_limit_name(d->limit), limit, p->gpu->name, (long long)p->count,
 	    hourly, cost, p->hours);
 }
@@ -812,8 +810,7 @@ explain_rejection(const struct search *s, struct mf_decision *d)
 	}
 	if (big == NULL) {
 		snprintf(d->reason, sizeof(d->reason),
-		    "no card in the "
-		    "catalogue takes %lld GPUs per job (maxCount)",
+		    "no card in the catalogue takes %lld GPUs per job (maxCount)",
 		    (long long)job->count);
 		return;
 	}
@@ -822,8 +819,7 @@ explain_rejection(const struct search *s, struct mf_decision *d)
 		mf_qty_format(job->min_memory, job->min_memory_format, q,
 		    sizeof(q));
 		snprintf(d->reason, sizeof(d->reason),
-		    "minMemory %s (%.1f GB) is more than the largest card in "
-		    "the catalogue, %s (%.1f GB)",
+		    "minMemory %s (%.1f GB) is more than the largest card in the catalogue, %s (%.1f GB)",
 		    q, gb(job->min_memory), big->name, gb(big->memory));
 		return;
 	}
@@ -831,9 +827,7 @@ explain_rejection(const struct search *s, struct mf_decision *d)
 		if (d->est.bucket[i] > d->est.bucket[b])
 			b = i;
 	snprintf(d->reason, sizeof(d->reason),
-	    "the job needs %.1f GB per "
-	    "GPU, the largest part %s (%.1f GB), but the largest usable card, "
-	    "%s, holds %.1f GB after %.0f%% headroom",
+	    "the job needs %.1f GB per GPU, the largest part %s (%.1f GB), but the largest usable card, %s, holds %.1f GB after %.0f%% headroom",
 	    gb(d->need), mf_bucket_name((enum mf_bucket)b),
 	    gb(d->est.bucket[b]), big->name, gb(mf_cat_usable(s->cat, big)),
 	    s->cat->headroom * 100);
@@ -863,16 +857,13 @@ add_warnings(struct mf_decision *d)
 		return;
 	if (w->kind == MF_TRAINING && w->attention == MF_EAGER)
 		warn(d,
-		    "eager attention stores the s x s scores: "
-		    "attn_implementation=\"sdpa\" frees them");
+		    "eager attention stores the s x s scores: attn_implementation=\"sdpa\" frees them");
 	if (w->precision == MF_FP32)
 		warn(d,
-		    "fp32 without autocast: bf16 autocast halves weights "
-		    "and activations");
+		    "fp32 without autocast: bf16 autocast halves weights and activations");
 	if (w->kind == MF_TRAINING && w->micro_batch > 1)
 		warn(d,
-		    "microBatch %lld: 1 with %lld accumulation steps keeps "
-		    "the batch and frees activation memory",
+		    "microBatch %lld: 1 with %lld accumulation steps keeps the batch and frees activation memory",
 		    (long long)w->micro_batch, (long long)w->micro_batch);
 	if (d->placement.spare < 0.10)
 		warn(d, "only %.0f%% of %s memory is spare",

@@ -429,8 +429,7 @@ text_placement(struct mf_buf *b, const struct mf_job *job,
 }
 
 static const char placement_head[] =
-    "GPU            COUNT NODES     GB  SPARE "
-    "  $/HOUR    HOURS      COST  $/REF-H  FIXES\n";
+    "GPU            COUNT NODES     GB  SPARE   $/HOUR    HOURS      COST  $/REF-H  FIXES\n";
 
 static void
 text_fixes(struct mf_buf *b, const struct mf_job *job,
@@ -476,8 +475,7 @@ mf_text_decision(const struct mf_job *job, const struct mf_decision *d)
 	    job->name);
 	if (d->from_model)
 		mf_buf_printf(&b,
-		    "need: %.1f GB per GPU (derived), minMemory "
-		    "%s\n",
+		    "need: %.1f GB per GPU (derived), minMemory %s\n",
 		    gb(d->need), q);
 	else
 		mf_buf_printf(&b, "need: minMemory %s\n", q);
@@ -521,8 +519,7 @@ both_figures(struct mf_buf *b, const struct mf_job *job,
 	post = e->estimator == MF_EST_POST ? e : &o;
 	torch = e->estimator == MF_EST_POST ? &o : e;
 	mf_buf_printf(b,
-	    "post's arithmetic: %.1f GB; measured PyTorch: %.1f GB "
-	    "(estimator in force: %s)\n",
+	    "post's arithmetic: %.1f GB; measured PyTorch: %.1f GB (estimator in force: %s)\n",
 	    gb(post->per_gpu), gb(torch->per_gpu),
 	    mf_estimator_name(e->estimator));
 }
@@ -559,9 +556,8 @@ mf_text_estimate(const struct mf_job *job, const struct mf_estimate *e,
 	mf_qty_format(mf_floor_for(e->per_gpu, cat->headroom), MF_QTY_BINARY, q,
 	    sizeof(q));
 	mf_buf_printf(&b,
-	    "\nminMemory %s (%.0f%% headroom); smallest fit: "
-	    "%s\n",
-	    q, cat->headroom * 100, g ? g->name : "none");
+	    "\nminMemory %s (%.0f%% headroom); smallest fit: %s\n", q,
+	    cat->headroom * 100, g ? g->name : "none");
 	both_figures(&b, job, e);
 	return mf_buf_take(&b);
 }
@@ -589,8 +585,7 @@ mf_text_catalog(const struct mf_catalog *cat, int64_t min_memory,
 		mf_qty_format(min_memory, (enum mf_qty_format)min_format, q,
 		    sizeof(q));
 		mf_buf_printf(&b,
-		    "\n%zu of them with at least %s of memory (minMemory), "
-		    "cheapest per reference hour first",
+		    "\n%zu of them with at least %s of memory (minMemory), cheapest per reference hour first",
 		    n, q);
 	}
 	mf_buf_printf(&b, "\n\n%-14s %8s %8s %10s %9s %5s %6s %10s\n", "GPU",

@@ -166,8 +166,8 @@ warnf(struct review *rv, const char *fmt, ...)
 static char *
 base64(const char *s, size_t n)
 {
-	static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-	                          "abcdefghijklmnopqrstuvwxyz0123456789+/";
+	static const char tab[] =
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 	const unsigned char *p = (const unsigned char *)s;
 	char *out = malloc(4 * ((n + 2) / 3) + 1), *o = out;
 
@@ -225,8 +225,7 @@ check_header(const struct mf_node *root, struct mf_error *err)
 			return mf_error_set(err, MF_EINVAL, want[i][0], 0, 0,
 			    "'%.40s' is not '%s'%s", s, want[i][1],
 			    i == 0 ?
-			        " (set admissionReviewVersions: [v1] in the "
-			        "webhook configuration)" :
+			        " (set admissionReviewVersions: [v1] in the webhook configuration)" :
 			        "");
 	}
 	return MF_OK;
@@ -519,8 +518,7 @@ read_job(struct review *rv, struct mf_doc **doc, struct mf_job *job)
 	job->work.estimator = rv->api->cat->estimator;
 	if (job->model_source == MF_MODEL_URL) {
 		deny_annotation(rv, ANN_SPEC,
-		    "spec.model.configUrl: is not fetched for an admission "
-		    "review; name a shipped model or give its config inline");
+		    "spec.model.configUrl: is not fetched for an admission review; name a shipped model or give its config inline");
 		return -1;
 	}
 	if (min != NULL && job->min_memory != min_bytes)
@@ -668,8 +666,7 @@ gpu_container(struct review *rv, const struct mf_node *cs)
 	EACH(inits, i, c)
 	if (streq(str_at(c, "name"), str_of(v))) {
 		snprintf(why, sizeof(why),
-		    "'%.63s' is an init container; GPUs go only to a "
-		    "container of the pod's containers",
+		    "'%.63s' is an init container; GPUs go only to a container of the pod's containers",
 		    str_of(v));
 		deny_annotation(rv, ANN_CONTAINER, why);
 		return -1;
@@ -705,17 +702,13 @@ check_asks(struct review *rv, const struct mf_node *list, int init, long target,
 				continue;
 			if ((long)i == target)
 				snprintf(text, sizeof(text),
-				    "container %s: resources.%s %s is %s, but "
-				    "the placement is %s x %lld; leave it out "
-				    "or set resources.gpu.count: %s in %s",
+				    "container %s: resources.%s %s is %s, but the placement is %s x %lld; leave it out or set resources.gpu.count: %s in %s",
 				    container_name(c), what[k], GPU_RESOURCE,
 				    a.text, p->gpu->name, (long long)p->count,
 				    a.text, ANN_SPEC);
 			else
 				snprintf(text, sizeof(text),
-				    "%s %s: resources.%s %s is %s, but GPUs go "
-				    "only to container %s (annotation %s "
-				    "chooses it)",
+				    "%s %s: resources.%s %s is %s, but GPUs go only to container %s (annotation %s chooses it)",
 				    init ? "init container" : "container",
 				    container_name(c), what[k], GPU_RESOURCE,
 				    a.text, gpu_name, ANN_CONTAINER);
@@ -1119,8 +1112,7 @@ check_excluded(struct review *rv, const struct mf_gpu *const *cards, size_t n,
 		used += (size_t)snprintf(names + used, sizeof(names) - used,
 		    "%s%s", i > 0 ? ", " : "", cards[i]->name);
 	warnf(rv,
-	    "the pod's required node affinity%s excludes every card "
-	    "placed: %s",
+	    "the pod's required node affinity%s excludes every card placed: %s",
 	    memory ? " or nodeSelector" : "", names);
 }
 

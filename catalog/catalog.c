@@ -244,15 +244,12 @@ read_label(const struct ctx *c, const struct mf_node *n, const char *field,
 
 	if (!label_key_ok(n->key))
 		return fail_at(c, field, n,
-		    "is not a Kubernetes label key "
-		    "([prefix/]name, name at most 63 characters of "
-		    "[A-Za-z0-9._-])");
+		    "is not a Kubernetes label key ([prefix/]name, name at most 63 characters of [A-Za-z0-9._-])");
 	if (mf_node_str(n, field, &value, c->err) != MF_OK)
 		return in_file(c, MF_EINVAL);
 	if (!label_part_ok(value, n->len, 1))
 		return fail(c, MF_EINVAL, field, n->line, n->column,
-		    "'%.63s' is not a Kubernetes label value (at most 63 "
-		    "characters of [A-Za-z0-9._-])",
+		    "'%.63s' is not a Kubernetes label value (at most 63 characters of [A-Za-z0-9._-])",
 		    value);
 	label->key = dup_str(n->key);
 	label->value = dup_str(value);
@@ -364,18 +361,15 @@ read_slurm(const struct ctx *c, const struct mf_node *n, const char *path,
 		return fail_at(c, path, n,
 		    "names none of gres, partition and constraint");
 	rc = read_slurm_str(c, n, path, "gres", gres_ok,
-	    "a Slurm GPU gres (gpu:TYPE, TYPE 1 to 63 characters of "
-	    "[A-Za-z0-9._-])",
+	    "a Slurm GPU gres (gpu:TYPE, TYPE 1 to 63 characters of [A-Za-z0-9._-])",
 	    &gpu->slurm.gres);
 	if (rc == MF_OK)
 		rc = read_slurm_str(c, n, path, "partition", slurm_name_ok,
-		    "a Slurm partition name (1 to 63 characters of "
-		    "[A-Za-z0-9._-])",
+		    "a Slurm partition name (1 to 63 characters of [A-Za-z0-9._-])",
 		    &gpu->slurm.partition);
 	if (rc == MF_OK)
 		rc = read_slurm_str(c, n, path, "constraint", constraint_ok,
-		    "a Slurm constraint (features of [A-Za-z0-9._-] joined "
-		    "by & or |, at most 255 characters)",
+		    "a Slurm constraint (features of [A-Za-z0-9._-] joined by & or |, at most 255 characters)",
 		    &gpu->slurm.constraint);
 	return rc;
 }
@@ -395,8 +389,7 @@ read_name(const struct ctx *c, const struct mf_node *map, const char *path,
 		return in_file(c, MF_EINVAL);
 	if (!gpu_name_ok(name, n->len))
 		return fail(c, MF_EINVAL, field, n->line, n->column,
-		    "'%.64s' is not a GPU name (1 to 63 characters of "
-		    "[A-Za-z0-9._-])",
+		    "'%.64s' is not a GPU name (1 to 63 characters of [A-Za-z0-9._-])",
 		    name);
 	gpu->name = dup_str(name);
 	return gpu->name == NULL ? no_memory(c) : MF_OK;
@@ -629,8 +622,7 @@ check_gres(const struct ctx *c, const struct mf_catalog *cat,
 	n = mf_node_get(mf_node_get(n, "slurm"), "gres");
 	snprintf(field, sizeof(field), "gpus[%zu].slurm.gres", i);
 	return fail(c, MF_EINVAL, field, n->line, n->column,
-	    "'%s' is also the gres of gpus[%zu] (line %d), whose memory "
-	    "differs: Slurm could give either card",
+	    "'%s' is also the gres of gpus[%zu] (line %d), whose memory differs: Slurm could give either card",
 	    bad->slurm.gres, (size_t)(first - cat->gpus), first->line);
 }
 
@@ -824,9 +816,8 @@ mf_cat_parse(const char *buf, size_t len, const char *name,
 
 	if (len > MF_CAT_MAX_BYTES)
 		return fail(&c, MF_ETOOBIG, NULL, 0, 0,
-		    "%zu bytes, more than "
-		    "the %u a catalogue may hold",
-		    len, MF_CAT_MAX_BYTES);
+		    "%zu bytes, more than the %u a catalogue may hold", len,
+		    MF_CAT_MAX_BYTES);
 	rc = mf_doc_parse(buf != NULL ? buf : "", len, MF_DOC_AUTO, &doc, err);
 	if (rc != MF_OK)
 		return in_file(&c, rc);

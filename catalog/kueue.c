@@ -82,9 +82,7 @@ check_entry(const struct mf_catalog *cat, size_t i, char *name, size_t size,
 	lower(name, size, gpu->name);
 	if (!object_name_ok(name)) {
 		snprintf(why, sizeof(why),
-		    "'%s' in lower case is no Kubernetes object name (a-z, "
-		    "0-9, "
-		    "'-' and '.', starting and ending with a letter or digit)",
+		    "'%s' in lower case is no Kubernetes object name (a-z, 0-9, '-' and '.', starting and ending with a letter or digit)",
 		    gpu->name);
 		return bad_entry(err, cat, i, "name", why);
 	}
@@ -99,12 +97,10 @@ check_entry(const struct mf_catalog *cat, size_t i, char *name, size_t size,
 	}
 	if (gpu->nlabels == 0)
 		return bad_entry(err, cat, i, "labels",
-		    "none: a ResourceFlavor without nodeLabels matches every "
-		    "node");
+		    "none: a ResourceFlavor without nodeLabels matches every node");
 	if (gpu->nlabels > MF_KUEUE_MAX_LABELS) {
 		snprintf(why, sizeof(why),
-		    "%zu labels, more than the %d nodeLabels of a Kueue "
-		    "ResourceFlavor",
+		    "%zu labels, more than the %d nodeLabels of a Kueue ResourceFlavor",
 		    gpu->nlabels, MF_KUEUE_MAX_LABELS);
 		return bad_entry(err, cat, i, "labels", why);
 	}

@@ -52,19 +52,13 @@ static void
 usage(FILE *f)
 {
 	fprintf(f,
-	    "usage: memfloor estimate FILE [-m models] [-f catalog] "
-	    "[--model-host HOST] [--estimator pytorch|post] "
-	    "[-o table|json|yaml]\n"
-	    "       memfloor admit FILE [-f catalog] [-m models] "
-	    "[--model-host HOST] [--estimator pytorch|post] "
-	    "[-o table|json|yaml]\n"
-	    "       memfloor diagnose [FILE|-] [-f catalog] [-m models] "
-	    "[-o table|json|yaml]\n"
+	    "usage: memfloor estimate FILE [-m models] [-f catalog] [--model-host HOST] [--estimator pytorch|post] [-o table|json|yaml]\n"
+	    "       memfloor admit FILE [-f catalog] [-m models] [--model-host HOST] [--estimator pytorch|post] [-o table|json|yaml]\n"
+	    "       memfloor diagnose [FILE|-] [-f catalog] [-m models] [-o table|json|yaml]\n"
 	    "       memfloor catalog check FILE\n"
 	    "       memfloor catalog slurm FILE\n"
 	    "       memfloor catalog kueue FILE\n"
-	    "       memfloor submit FILE [--server URL] [--cacert FILE] "
-	    "[-o table|json|yaml]\n");
+	    "       memfloor submit FILE [--server URL] [--cacert FILE] [-o table|json|yaml]\n");
 }
 
 /*
@@ -277,8 +271,7 @@ read_input(const struct opts *o, size_t *len)
 	if ((o->file == NULL || strcmp(o->file, "-") == 0) &&
 	    isatty(STDIN_FILENO))
 		fprintf(stderr,
-		    "memfloor: reading from standard input (end with "
-		    "Ctrl-D; give a FILE to read that instead)\n");
+		    "memfloor: reading from standard input (end with Ctrl-D; give a FILE to read that instead)\n");
 	return slurp(o->file ? o->file : "-", len);
 }
 
@@ -409,12 +402,11 @@ catalog_slurm(const char *path)
 			gpus[n++] = &cat->gpus[i];
 	if (n == 0)
 		fprintf(stderr,
-		    "memfloor: %s: no GPU has a slurm mapping; the table is "
-		    "empty\n",
+		    "memfloor: %s: no GPU has a slurm mapping; the table is empty\n",
 		    path);
 	mf_cat_cheapest_first(gpus, n);
-	printf("-- memfloor's GPU table for slurm/job_submit.lua, made by "
-	       "`memfloor catalog slurm`\n-- from ");
+	printf(
+	    "-- memfloor's GPU table for slurm/job_submit.lua, made by `memfloor catalog slurm`\n-- from ");
 	for (const char *p = path; *p != '\0'; p++)
 		putchar((unsigned char)*p < 0x20 || *p == 0x7f ? '?' : *p);
 	printf(": do not edit, make it again when the catalogue changes.\n"
@@ -551,8 +543,7 @@ main(int argc, char **argv)
 		if (argc == 4 && strcmp(argv[2], "kueue") == 0)
 			return catalog_kueue(argv[3]);
 		fprintf(stderr,
-		    "memfloor: catalog takes: check FILE, slurm FILE or kueue "
-		    "FILE\n");
+		    "memfloor: catalog takes: check FILE, slurm FILE or kueue FILE\n");
 		usage(stderr);
 		return EXIT_INPUT;
 	}

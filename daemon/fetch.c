@@ -269,8 +269,7 @@ match(const char *shown, const char *scheme, const char *host, long port,
 		    h);
 	else if (!scheme_seen)
 		say(msg, size, shown,
-		    "plain http is not allowed for host %s (--model-host "
-		    "http://%s)",
+		    "plain http is not allowed for host %s (--model-host http://%s)",
 		    h, h);
 	else
 		say(msg, size, shown,
@@ -428,8 +427,7 @@ hosts_set(const char *const *list, size_t n)
 	for (i = 0; i < n; i++) {
 		if (list[i] == NULL || entry_parse(list[i], &hosts[i]) != 0) {
 			mfd_log(MFD_ERROR,
-			    "--model-host %s: not HOST, HOST:PORT or "
-			    "http://HOST[:PORT]",
+			    "--model-host %s: not HOST, HOST:PORT or http://HOST[:PORT]",
 			    list[i] != NULL ? list[i] : "(null)");
 			hosts_free();
 			return -1;
@@ -907,8 +905,7 @@ warn_sync_dns(void)
 
 	if (nhosts > 0 && (v->features & CURL_VERSION_ASYNCHDNS) == 0)
 		mfd_log(MFD_WARN,
-		    "libcurl %s resolves host names synchronously: a slow "
-		    "lookup delays other model fetches",
+		    "libcurl %s resolves host names synchronously: a slow lookup delays other model fetches",
 		    v->version);
 }
 

@@ -90,8 +90,7 @@ say_locked(const struct mfd_conn *c, const char *what)
 	}
 	if (unsaid > 0)
 		mfd_log(MFD_WARN,
-		    "http: connection from %s closed: %s (and %lu more "
-		    "connections since the last such line)",
+		    "http: connection from %s closed: %s (and %lu more connections since the last such line)",
 		    c->addr, what, unsaid);
 	else
 		mfd_log(MFD_WARN, "http: connection from %s closed: %s",
@@ -193,9 +192,9 @@ mfd_guard_close(struct mfd_conn *c)
 	c->next->prev = c->prev;
 	if (c->expired)
 		say_locked(c,
-		    c->in_request ? "request not finished within the "
-		                    "request timeout" :
-		                    "no request within the timeout");
+		    c->in_request ?
+		        "request not finished within the request timeout" :
+		        "no request within the timeout");
 	else if (c->in_request)
 		say_locked(c, "the client went away mid-request");
 	pthread_mutex_unlock(&lock);

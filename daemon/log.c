@@ -270,8 +270,7 @@ mfd_log_syslog(void)
 
 	if (!listens)
 		mfd_log(MFD_WARN,
-		    "no syslog socket at /dev/log: log lines are dropped "
-		    "from now on; run with -d to log to stderr");
+		    "no syslog socket at /dev/log: log lines are dropped from now on; run with -d to log to stderr");
 	else
 		openlog("memfloord", LOG_PID | LOG_NDELAY, LOG_DAEMON);
 	/* Under lock, so no request line is left in buf for stderr. */

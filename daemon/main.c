@@ -27,10 +27,8 @@ static void
 usage(FILE *f)
 {
 	fprintf(f,
-	    "usage: memfloord [-dnv] [-f catalog.yaml] [-m models-dir] "
-	    "[-l ADDR:PORT]\n"
-	    "                 [--threads N] [--max-body BYTES] "
-	    "[--tls-cert FILE --tls-key FILE]\n"
+	    "usage: memfloord [-dnv] [-f catalog.yaml] [-m models-dir] [-l ADDR:PORT]\n"
+	    "                 [--threads N] [--max-body BYTES] [--tls-cert FILE --tls-key FILE]\n"
 	    "                 [--model-host HOST] [--log-format text|json]\n"
 	    "                 [--request-timeout SECONDS] "
 	    "[--max-conns-per-ip N] [--max-body-memory BYTES]\n");
@@ -66,8 +64,7 @@ body_memory_fits(const struct mfd_config *cfg)
 	if (cfg->max_body_memory > cfg->max_body)
 		return 0;
 	fprintf(stderr,
-	    "memfloord: --max-body-memory %zu must be more than --max-body "
-	    "%zu\n",
+	    "memfloord: --max-body-memory %zu must be more than --max-body %zu\n",
 	    cfg->max_body_memory, cfg->max_body);
 	return -1;
 }
@@ -86,8 +83,7 @@ find_data(struct mfd_config *cfg)
 	    (cfg->catalog_path = mf_data_find("gpus.yaml", cat, sizeof(cat),
 	         tried, sizeof(tried))) == NULL) {
 		fprintf(stderr,
-		    "memfloord: no catalogue: looked for %s; name one with "
-		    "-f FILE\n",
+		    "memfloord: no catalogue: looked for %s; name one with -f FILE\n",
 		    tried);
 		return -1;
 	}
@@ -95,8 +91,7 @@ find_data(struct mfd_config *cfg)
 	    (cfg->models_dir = mf_data_find("models", models, sizeof(models),
 	         tried, sizeof(tried))) == NULL) {
 		fprintf(stderr,
-		    "memfloord: no model configs: looked for %s; name a "
-		    "directory with -m DIR\n",
+		    "memfloord: no model configs: looked for %s; name a directory with -m DIR\n",
 		    tried);
 		return -1;
 	}
@@ -323,8 +318,7 @@ start(const struct mfd_config *cfg)
 {
 	if (mfd_fetch_init(cfg->model_hosts, cfg->nmodel_hosts) != 0) {
 		mfd_log(MFD_ERROR,
-		    "--model-host: not HOST[:PORT] or "
-		    "http[s]://HOST[:PORT]");
+		    "--model-host: not HOST[:PORT] or http[s]://HOST[:PORT]");
 		return -1;
 	}
 	if (mfd_state_watch() != 0)
@@ -398,8 +392,7 @@ main(int argc, char **argv)
 	raise_fd_limit();
 	if (mfd_log_buffer() != 0)
 		mfd_log(MFD_WARN,
-		    "cannot start the log flusher; "
-		    "writing request lines one by one");
+		    "cannot start the log flusher; writing request lines one by one");
 	rc = start(&cfg);
 	detached(notify, rc == 0);
 	if (rc == 0)

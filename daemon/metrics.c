@@ -97,8 +97,7 @@ static void
 render_requests(struct mf_buf *b)
 {
 	mf_buf_printf(b,
-	    "# HELP memfloor_requests_total HTTP requests by "
-	    "route and status code.\n# TYPE memfloor_requests_total counter\n");
+	    "# HELP memfloor_requests_total HTTP requests by route and status code.\n# TYPE memfloor_requests_total counter\n");
 	for (int r = 0; r < MFD_R_COUNT; r++)
 		for (size_t c = 0; c <= NCODES; c++) {
 			unsigned long n = atomic_load(&requests[r][c]);
@@ -107,13 +106,11 @@ render_requests(struct mf_buf *b)
 				continue;
 			if (c == CODE_OTHER)
 				mf_buf_printf(b,
-				    "memfloor_requests_total{route="
-				    "\"%s\",code=\"other\"} %lu\n",
+				    "memfloor_requests_total{route=\"%s\",code=\"other\"} %lu\n",
 				    routes[r], n);
 			else
 				mf_buf_printf(b,
-				    "memfloor_requests_total{route="
-				    "\"%s\",code=\"%d\"} %lu\n",
+				    "memfloor_requests_total{route=\"%s\",code=\"%d\"} %lu\n",
 				    routes[r], codes[c], n);
 		}
 }
@@ -126,14 +123,12 @@ render_route_histogram(struct mf_buf *b, int r)
 	for (size_t i = 0; i < NBOUNDS; i++) {
 		cum += atomic_load(&hist[r][i]);
 		mf_buf_printf(b,
-		    "memfloor_request_duration_seconds_bucket{route=\"%s\","
-		    "le=\"%g\"} %lu\n",
+		    "memfloor_request_duration_seconds_bucket{route=\"%s\",le=\"%g\"} %lu\n",
 		    routes[r], (double)bounds[i] / 1e6, cum);
 	}
 	cum += atomic_load(&hist[r][NBOUNDS]);
 	mf_buf_printf(b,
-	    "memfloor_request_duration_seconds_bucket{route=\"%s\","
-	    "le=\"+Inf\"} %lu\n"
+	    "memfloor_request_duration_seconds_bucket{route=\"%s\",le=\"+Inf\"} %lu\n"
 	    "memfloor_request_duration_seconds_sum{route=\"%s\"} %.6f\n"
 	    "memfloor_request_duration_seconds_count{route=\"%s\"} %lu\n",
 	    routes[r], cum, routes[r],
@@ -144,9 +139,7 @@ static void
 render_histogram(struct mf_buf *b)
 {
 	mf_buf_printf(b,
-	    "# HELP memfloor_request_duration_seconds Time from "
-	    "request to response, by route.\n# TYPE "
-	    "memfloor_request_duration_seconds histogram\n");
+	    "# HELP memfloor_request_duration_seconds Time from request to response, by route.\n# TYPE memfloor_request_duration_seconds histogram\n");
 	for (int r = 0; r < MFD_R_COUNT; r++)
 		render_route_histogram(b, r);
 }
@@ -155,14 +148,11 @@ static void
 render_daemon(struct mf_buf *b)
 {
 	mf_buf_printf(b,
-	    "# HELP memfloor_catalog_file_invalid 1 while the catalogue "
-	    "file on disk failed its last load (the previous one is in "
-	    "service).\n# TYPE memfloor_catalog_file_invalid gauge\n"
+	    "# HELP memfloor_catalog_file_invalid 1 while the catalogue file on disk failed its last load (the previous one is in service).\n# TYPE memfloor_catalog_file_invalid gauge\n"
 	    "memfloor_catalog_file_invalid %d\n",
 	    atomic_load(&catalog_invalid));
 	mf_buf_printf(b,
-	    "# HELP memfloor_tls_reloads_total TLS certificate reloads by "
-	    "result.\n# TYPE memfloor_tls_reloads_total counter\n"
+	    "# HELP memfloor_tls_reloads_total TLS certificate reloads by result.\n# TYPE memfloor_tls_reloads_total counter\n"
 	    "memfloor_tls_reloads_total{result=\"ok\"} %lu\n"
 	    "memfloor_tls_reloads_total{result=\"error\"} %lu\n"
 	    "# HELP memfloor_tls_certificate_generations Certificates held: "
@@ -172,9 +162,7 @@ render_daemon(struct mf_buf *b)
 	    atomic_load(&tls_reloads[1]), atomic_load(&tls_reloads[0]),
 	    mfd_tls_generations());
 	mf_buf_printf(b,
-	    "# HELP memfloor_config_fetches_total spec.model.configUrl "
-	    "configs by where they came from: fetched, from the cache, or "
-	    "an error.\n# TYPE memfloor_config_fetches_total counter\n");
+	    "# HELP memfloor_config_fetches_total spec.model.configUrl configs by where they came from: fetched, from the cache, or an error.\n# TYPE memfloor_config_fetches_total counter\n");
 	for (int i = 0; i < MFD_FETCHED_N; i++)
 		mf_buf_printf(b,
 		    "memfloor_config_fetches_total{result=\"%s\"} %lu\n",
@@ -191,23 +179,18 @@ mfd_metrics_render(uint64_t catalog_version, size_t catalog_gpus)
 	render_histogram(&b);
 	render_daemon(&b);
 	mf_buf_printf(&b,
-	    "# HELP memfloor_admissions_total Admission decisions."
-	    "\n# TYPE memfloor_admissions_total counter\n"
+	    "# HELP memfloor_admissions_total Admission decisions.\n# TYPE memfloor_admissions_total counter\n"
 	    "memfloor_admissions_total{decision=\"admitted\"} %lu\n"
 	    "memfloor_admissions_total{decision=\"rejected\"} %lu\n",
 	    atomic_load(&admissions[1]), atomic_load(&admissions[0]));
 	mf_buf_printf(&b,
-	    "# HELP memfloor_catalog_reloads_total Catalogue "
-	    "reloads by result.\n# TYPE memfloor_catalog_reloads_total "
-	    "counter\n"
+	    "# HELP memfloor_catalog_reloads_total Catalogue reloads by result.\n# TYPE memfloor_catalog_reloads_total counter\n"
 	    "memfloor_catalog_reloads_total{result=\"ok\"} %lu\n"
 	    "memfloor_catalog_reloads_total{result=\"error\"} %lu\n",
 	    atomic_load(&reloads[1]), atomic_load(&reloads[0]));
 	mf_buf_printf(&b,
-	    "# HELP memfloor_catalog_version Version of the "
-	    "catalogue in service.\n# TYPE memfloor_catalog_version gauge\n"
-	    "memfloor_catalog_version %llu\n# HELP memfloor_catalog_gpus GPU "
-	    "types in the catalogue in service.\n# TYPE memfloor_catalog_gpus "
+	    "# HELP memfloor_catalog_version Version of the catalogue in service.\n# TYPE memfloor_catalog_version gauge\n"
+	    "memfloor_catalog_version %llu\n# HELP memfloor_catalog_gpus GPU types in the catalogue in service.\n# TYPE memfloor_catalog_gpus "
 	    "gauge\nmemfloor_catalog_gpus %zu\n",
 	    (unsigned long long)catalog_version, catalog_gpus);
 	if (b.rc != MF_OK) {

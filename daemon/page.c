@@ -83,9 +83,7 @@ void
 mfd_page_headers(struct MHD_Response *resp)
 {
 	MHD_add_response_header(resp, "Content-Security-Policy",
-	    "default-src 'none'; script-src 'self'; style-src 'self'; "
-	    "connect-src 'self'; img-src data:; base-uri 'none'; "
-	    "form-action 'none'; frame-ancestors 'none'");
+	    "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'");
 	MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
 	MHD_add_response_header(resp, "Referrer-Policy", "no-referrer");
 	MHD_add_response_header(resp, "Cache-Control", "no-cache");

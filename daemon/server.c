@@ -478,8 +478,8 @@ early_status(struct MHD_Connection *c, struct request *r, const char *method,
 	/* libmicrohttpd reads only "chunked"; any other coding would leave
 	 * it waiting for a body it cannot delimit (RFC 9112 6.1: 501). */
 	if (te != NULL && strcasecmp(te, "chunked") != 0)
-		return *why = "Transfer-Encoding must be chunked (no other "
-		              "transfer coding is supported)",
+		return *why =
+		           "Transfer-Encoding must be chunked (no other transfer coding is supported)",
 		       MHD_HTTP_NOT_IMPLEMENTED;
 	if (rt == NULL)
 		return *why = "no such endpoint", MHD_HTTP_NOT_FOUND;
@@ -495,8 +495,8 @@ early_status(struct MHD_Connection *c, struct request *r, const char *method,
 	 * body two ways; a proxy may read the other one (smuggling). */
 	MHD_get_connection_values(c, MHD_HEADER_KIND, count_lengths, &lengths);
 	if (lengths > 1 || (len != NULL && te != NULL))
-		return *why = "the body is framed twice (Content-Length and "
-		              "another length or Transfer-Encoding)",
+		return *why =
+		           "the body is framed twice (Content-Length and another length or Transfer-Encoding)",
 		       MHD_HTTP_BAD_REQUEST;
 	if (len == NULL && te == NULL)
 		return *why = "a body with Content-Length is required",
@@ -507,10 +507,8 @@ early_status(struct MHD_Connection *c, struct request *r, const char *method,
 	fmt = body_format(header(c, MHD_HTTP_HEADER_CONTENT_TYPE), rt->body);
 	if (fmt < 0)
 		return *why = rt->body == BODY_REVIEW ?
-		           "an AdmissionReview "
-		           "must be application/json" :
-		           "Content-Type must be YAML, "
-		           "JSON or text",
+		           "an AdmissionReview must be application/json" :
+		           "Content-Type must be YAML, JSON or text",
 		       MHD_HTTP_UNSUPPORTED_MEDIA_TYPE;
 	r->fmt = (enum mf_doc_format)fmt;
 	return 0;

@@ -79,13 +79,11 @@ mfd_state_reload(const char *why)
 
 		swap_in(cat);
 		mfd_log(MFD_INFO,
-		    "catalogue %s reloaded (%s): version %llu, "
-		    "%zu GPUs",
+		    "catalogue %s reloaded (%s): version %llu, %zu GPUs",
 		    catalog_path, why, (unsigned long long)version, ngpus);
 	} else {
 		mfd_log(MFD_ERROR,
-		    "catalogue reload (%s) failed, keeping "
-		    "version %llu: %s",
+		    "catalogue reload (%s) failed, keeping version %llu: %s",
 		    why, (unsigned long long)version,
 		    mf_error_message(&err, msg, sizeof(msg)));
 	}

@@ -208,8 +208,7 @@ mfd_tls_reload(void)
 	if (g == NULL) {
 		pthread_mutex_unlock(&reload_lock);
 		mfd_log(MFD_ERROR,
-		    "tls: reload failed, keeping the "
-		    "certificate in service");
+		    "tls: reload failed, keeping the certificate in service");
 		return -1;
 	}
 	pthread_mutex_lock(&lock);
