@@ -9,6 +9,7 @@
 #include "model.h"
 
 #include <dirent.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <errno.h>
 #include <stdio.h>
@@ -401,32 +402,44 @@ softcap(const struct mf_node *cfg, const char *key, int dflt)
 	return n->type != MF_NODE_NULL;
 }
 
+static enum mf_rc bad_dim(const struct mf_node *cfg, const char *path,
+    const char *key, struct mf_error *err, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
+/* MF_EINVAL about cfg.key, a field that is present, at its position. */
+static enum mf_rc
+bad_dim(const struct mf_node *cfg, const char *path, const char *key,
+    struct mf_error *err, const char *fmt, ...)
+{
+	const struct mf_node *n = member(cfg, key);
+	char field[sizeof(err->field)], text[sizeof(err->text)];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	mf_path(field, sizeof(field), path, key);
+	return mf_error_set(err, MF_EINVAL, field, n->line, n->column, "%s",
+	    text);
+}
+
 /* Fill the defaults of kv_heads and head_dim and check they fit. */
 static enum mf_rc
 check_heads(const struct mf_node *cfg, const char *path, struct mf_model *m,
     struct mf_error *err)
 {
-	char field[sizeof(err->field)];
-	const struct mf_node *n;
-
 	if (m->kv_heads == 0)
 		m->kv_heads = m->heads;
-	if (m->heads % m->kv_heads != 0) {
-		n = member(cfg, "num_key_value_heads");
-		mf_path(field, sizeof(field), path, "num_key_value_heads");
-		return mf_error_set(err, MF_EINVAL, field, n->line, n->column,
+	if (m->heads % m->kv_heads != 0)
+		return bad_dim(cfg, path, "num_key_value_heads", err,
 		    "%lld does not divide num_attention_heads (%lld)",
 		    (long long)m->kv_heads, (long long)m->heads);
-	}
 	if (m->head_dim != 0)
 		return MF_OK;
-	if (m->hidden % m->heads != 0) {
-		n = member(cfg, "hidden_size");
-		mf_path(field, sizeof(field), path, "hidden_size");
-		return mf_error_set(err, MF_EINVAL, field, n->line, n->column,
+	if (m->hidden % m->heads != 0)
+		return bad_dim(cfg, path, "hidden_size", err,
 		    "%lld is not a multiple of num_attention_heads (%lld) and head_dim is not given",
 		    (long long)m->hidden, (long long)m->heads);
-	}
 	m->head_dim = m->hidden / m->heads;
 	return MF_OK;
 }
