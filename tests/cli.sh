@@ -28,10 +28,7 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/mf-cli.XXXXXX")
 daemon=""
 tlsd=""
 cleanup() {
-	for p in $daemon $tlsd; do
-		kill "$p" 2>/dev/null || true
-		wait "$p" 2>/dev/null || true
-	done
+	stop_all "$daemon" "$tlsd"
 	rm -rf "$tmp"
 }
 trap cleanup EXIT

@@ -19,10 +19,7 @@ daemon_bin=${MEMFLOORD:-build/memfloord}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/mf-daemon.XXXXXX")
 pid=""
 cleanup() {
-	if [ -n "$pid" ]; then
-		kill "$pid" 2>/dev/null || true
-		wait "$pid" 2>/dev/null || true
-	fi
+	stop_all "$pid"
 	rm -rf "$tmp"
 }
 trap cleanup EXIT

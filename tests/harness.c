@@ -928,6 +928,21 @@ it_jpath(json_t *j, const char *path)
 
 /* --- raw sockets ----------------------------------------------------- */
 
+void
+it_send_all(int fd, const char *p, size_t n)
+{
+	while (n > 0) {
+		ssize_t k = send(fd, p, n, MSG_NOSIGNAL);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return;
+		p += k;
+		n -= (size_t)k;
+	}
+}
+
 int
 it_connect(int port)
 {
@@ -1000,16 +1015,7 @@ it_raw(const struct it_daemon *d, const char *data, size_t len, int timeout_ms)
 	fd = it_connect(d->port);
 	if (fd < 0)
 		return NULL;
-	while (len > 0) {
-		ssize_t n = send(fd, data, len, MSG_NOSIGNAL);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		data += n;
-		len -= (size_t)n;
-	}
+	it_send_all(fd, data, len);
 	out = read_until_close(fd, until);
 	close(fd);
 	return out;

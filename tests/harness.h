@@ -131,6 +131,9 @@ char *
 it_raw(const struct it_daemon *d, const char *data, size_t len, int timeout_ms);
 /* A TCP connection to 127.0.0.1:port, or -1. */
 int it_connect(int port);
+/* Send all n bytes of p on fd (no SIGPIPE); stops quietly when the peer
+ * has gone, as a test of what the daemon does then wants. */
+void it_send_all(int fd, const char *p, size_t n);
 /* Whether a TCP connection to the daemon's port is accepted. */
 int it_can_connect(int port);
 

@@ -102,21 +102,6 @@ fail:
 	return -1;
 }
 
-static void
-send_some(int fd, const char *p, size_t n)
-{
-	while (n > 0) {
-		ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return;
-		p += w;
-		n -= (size_t)w;
-	}
-}
-
 /* Whether the peer has closed fd (or sent something); what it sent is
  * appended to got (size bytes, NUL-terminated) when got is not NULL. */
 static int
@@ -189,7 +174,7 @@ probe_once(int port, const char *path, char *why, size_t size)
 		    strerror(errno));
 		return -1;
 	}
-	send_some(fd, req, strlen(req));
+	it_send_all(fd, req, strlen(req));
 	while (it_now_ms() < until && used + 1 < sizeof(resp)) {
 		struct pollfd pfd = { fd, POLLIN, 0 };
 		ssize_t n;
@@ -265,8 +250,8 @@ whole_body(int port, const char *pad, char *got, size_t size)
 	    "POST /v1/admit HTTP/1.1\r\nHost: x\r\n"
 	    "Content-Type: application/yaml\r\nContent-Length: %u\r\n\r\n",
 	    BODY_LEN);
-	send_some(fd, head, strlen(head));
-	send_some(fd, pad, BODY_LEN);
+	it_send_all(fd, head, strlen(head));
+	it_send_all(fd, pad, BODY_LEN);
 	while (it_now_ms() < until && strstr(got, "\r\n\r\n") == NULL) {
 		peer_spoke(fd, got, size);
 		it_sleep_ms(20);
@@ -296,7 +281,7 @@ trickle_loop(void *arg)
 			break;
 		}
 		if (it_now_ms() - last >= 1000) {
-			send_some(fd, "G", 1);
+			it_send_all(fd, "G", 1);
 			last = it_now_ms();
 		}
 		it_sleep_ms(50);
@@ -316,7 +301,7 @@ open_stalled(int port, int *fds)
 		fds[i] = connect_from(INADDR_LOOPBACK, port);
 		if (fds[i] < 0)
 			continue;
-		send_some(fds[i], head, sizeof(head) - 1);
+		it_send_all(fds[i], head, sizeof(head) - 1);
 		n++;
 		/* 8,300 in about a second and a half: this process shares the
 		 * CPUs with the daemon and the probes, which it would
@@ -345,8 +330,8 @@ open_bodies(int port, int *fds, const char *pad)
 			continue;
 		/* A daemon that stops reading must not stall the test. */
 		setsockopt(fds[i], SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-		send_some(fds[i], head, strlen(head));
-		send_some(fds[i], pad, BODY_SENT);
+		it_send_all(fds[i], head, strlen(head));
+		it_send_all(fds[i], pad, BODY_SENT);
 		n++;
 		/* Paced a little: the bodies pile up in memory all the same,
 		 * and the test measures a client that holds memory, not one

@@ -482,21 +482,6 @@ test_reload_storm(void **state)
 
 #define IDLE 1000
 
-static void
-send_all(int fd, const char *p, size_t n)
-{
-	while (n > 0) {
-		ssize_t k = send(fd, p, n, MSG_NOSIGNAL);
-
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			return;
-		p += k;
-		n -= (size_t)k;
-	}
-}
-
 /* How many of the fds the daemon has closed (readable at end of file). */
 static int
 closed_by_peer(const int *fds, int n)
@@ -551,7 +536,7 @@ test_idle_connections(void **state)
 		fds[i] = it_connect(it_daemon_port(d));
 		assert_true(fds[i] >= 0);
 		if (i % 2 == 1)
-			send_all(fds[i], "GET /heal", 9);
+			it_send_all(fds[i], "GET /heal", 9);
 	}
 	admit_n(d, 200, &t);
 	for (int i = 0; i < 20; i++) {
@@ -591,12 +576,13 @@ vanish(int port, int chunked, int reset)
 	if (fd < 0)
 		return;
 	memset(body, '#', sizeof(body));
-	send_all(fd, head, sizeof(head) - 1);
+	it_send_all(fd, head, sizeof(head) - 1);
 	if (chunked)
-		send_all(fd, "Transfer-Encoding: chunked\r\n\r\n3e8\r\n", 35);
+		it_send_all(fd, "Transfer-Encoding: chunked\r\n\r\n3e8\r\n",
+		    35);
 	else
-		send_all(fd, "Content-Length: 1000\r\n\r\n", 24);
-	send_all(fd, body, sizeof(body));
+		it_send_all(fd, "Content-Length: 1000\r\n\r\n", 24);
+	it_send_all(fd, body, sizeof(body));
 	/* SO_LINGER 0: a reset instead of an orderly close. */
 	if (reset)
 		setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));

@@ -25,10 +25,7 @@ out=$(cd "$(dirname "$daemon_bin")" && pwd)
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/mf-page.XXXXXX")
 daemon=""
 cleanup() {
-	if [ -n "$daemon" ]; then
-		kill "$daemon" 2>/dev/null || true
-		wait "$daemon" 2>/dev/null || true
-	fi
+	stop_all "$daemon"
 	rm -rf "$tmp"
 }
 trap cleanup EXIT

@@ -31,14 +31,7 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/mf-review.XXXXXX")
 daemon=""
 daemon2=""
 cleanup() {
-	if [ -n "$daemon2" ]; then
-		kill "$daemon2" 2>/dev/null || true
-		wait "$daemon2" 2>/dev/null || true
-	fi
-	if [ -n "$daemon" ]; then
-		kill "$daemon" 2>/dev/null || true
-		wait "$daemon" 2>/dev/null || true
-	fi
+	stop_all "$daemon2" "$daemon"
 	rm -rf "$tmp"
 }
 trap cleanup EXIT

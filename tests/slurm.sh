@@ -46,12 +46,8 @@ chmod 755 "$tmp"
 started=""      # pids of what this test started, newest first
 policy_rc=""    # a policy-rc.d this test made for the install
 cleanup() {
-	for p in $started; do
-		kill "$p" 2>/dev/null || true
-	done
-	for p in $started; do
-		wait "$p" 2>/dev/null || true
-	done
+	# shellcheck disable=SC2086 # a list of PIDs
+	stop_all $started
 	[ -z "$policy_rc" ] || rm -f "$policy_rc"
 	rm -rf "$tmp"
 }

@@ -26,13 +26,7 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/mf-tls.XXXXXX")
 daemon=""
 loop=""
 cleanup() {
-	if [ -n "$loop" ]; then
-		kill "$loop" 2>/dev/null || true
-	fi
-	if [ -n "$daemon" ]; then
-		kill "$daemon" 2>/dev/null || true
-		wait "$daemon" 2>/dev/null || true
-	fi
+	stop_all "$loop" "$daemon"
 	rm -rf "$tmp"
 }
 trap cleanup EXIT

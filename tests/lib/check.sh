@@ -96,3 +96,14 @@ apt_install() {
 	    DEBIAN_FRONTEND=noninteractive timeout 600 apt-get install -y -qq \
 	    --no-install-recommends "$@" >/dev/null 2>&1; } || true
 }
+
+# stop_all PID...: end the processes a test started (empty PIDs skipped),
+# then wait for them, so a test's exit leaves none running.
+stop_all() {
+	for p in "$@"; do
+		[ -z "$p" ] || kill "$p" 2>/dev/null || true
+	done
+	for p in "$@"; do
+		[ -z "$p" ] || wait "$p" 2>/dev/null || true
+	done
+}
