@@ -847,9 +847,9 @@ inference_weights(const struct mf_model *m, const struct mf_workload *w,
 	}
 	fw_init(&f, e, MF_B_WEIGHTS);
 	if (wd == MF_WD_INT4) {
-		fw_str(&f, "Plin x 0.5 + Plin / ");
+		fw_str(&f, "ceil(Plin / 2) + ceil(Plin / ");
 		fw_int(&f, w->group_size);
-		fw_str(&f, " x 2");
+		fw_str(&f, ") x 2");
 	} else {
 		fw_str(&f, "Plin x 1");
 	}

@@ -425,6 +425,15 @@ check_count(struct reader *r, int line, int column)
 		    (long long)job->count, (long long)want,
 		    (long long)w->tensor, (long long)w->pipeline,
 		    (long long)w->shard_gpus);
+	/* Experts spread over the GPUs of a stage: its tensor-parallel
+	 * group and data-parallel ranks. */
+	if ((want / w->pipeline) % w->expert != 0)
+		return mf_error_set(r->err, MF_EINVAL,
+		    mf_path(p, sizeof(p), r->base,
+		        "workload.parallelism.expert"),
+		    line, column,
+		    "is %lld, which does not divide the %lld GPUs of a pipeline stage (tensor x data-parallel ranks)",
+		    (long long)w->expert, (long long)(want / w->pipeline));
 	if (want > 1) {
 		job->count = want;
 		job->count_given = 1;

@@ -52,7 +52,7 @@ layer_mlp_params(const struct mf_model *m)
 		return mlp_params(m, m->intermediate);
 	mlp = mf_cadd(mf_cmul(m->experts,
 	                  mlp_params(m, mf_model_expert_width(m))),
-	    mf_cmul(m->hidden, m->experts));
+	    mf_cmul(m->hidden, m->router > 0 ? m->router : m->experts));
 	if (m->shared_intermediate > 0)
 		mlp = mf_cadd(mlp,
 		    mf_cadd(mlp_params(m, m->shared_intermediate), m->hidden));
@@ -126,8 +126,11 @@ mf_model_shard(const struct mf_model *m, int64_t tensor, int64_t expert,
 	out->heads = div_up(m->heads, tensor);
 	out->kv_heads = m->kv_heads > tensor ? div_up(m->kv_heads, tensor) : 1;
 	out->intermediate = div_up(m->intermediate, tensor);
-	out->expert_intermediate = div_up(m->expert_intermediate, tensor);
+	out->expert_intermediate = expert > 1 ?
+	    mf_model_expert_width(m) :
+	    div_up(mf_model_expert_width(m), tensor);
 	out->shared_intermediate = div_up(m->shared_intermediate, tensor);
+	out->router = m->router > 0 ? m->router : m->experts;
 	out->experts = div_up(m->experts, expert);
 	out->layers = layers;
 	out->no_embed = m->no_embed || !first;

@@ -35,8 +35,10 @@ struct mf_model {
 	int64_t experts_per_tok;     /* top-k: experts each token goes to */
 	int64_t expert_intermediate; /* a routed expert's width; 0: I */
 	int64_t shared_intermediate; /* Qwen2-MoE's shared expert; 0: none */
-	int renorm_topk;     /* top-k weights renormalised (Mixtral; Qwen2-MoE's
-	                        norm_topk_prob) */
+	int64_t router;  /* the router's outputs when not experts: a GPU of an
+	                    expert-parallel layout holds the whole router */
+	int renorm_topk; /* top-k weights renormalised (Mixtral; Qwen2-MoE's
+	                    norm_topk_prob) */
 	int tied_embeddings; /* output head shares the embedding matrix */
 	int qkv_bias;        /* q/k/v projections carry biases (Qwen2) */
 	int norms_per_layer; /* 2, or 4 for Gemma-2 */
@@ -107,8 +109,9 @@ int64_t mf_model_linear_params(const struct mf_model *m);
  * model of its own: tensor parallel over tensor GPUs divides the heads,
  * the KV heads (each GPU keeps at least one: they are replicated when
  * kv_heads < tensor) and the MLP widths, rounding up; expert parallel
- * divides the routed experts, rounding up; the stage holds layers
- * layers, the embeddings when first and the final norm and output head
+ * divides the routed experts, rounding up, and keeps each whole (its
+ * width is not divided by tensor too) and the router whole; the stage holds
+ * layers layers, the embeddings when first and the final norm and output head
  * when last.  The hidden size, the vocabulary and top-k stay whole.
  */
 void mf_model_shard(const struct mf_model *m, int64_t tensor, int64_t expert,

@@ -974,7 +974,7 @@ explain_rejection(const struct search *s, struct mf_decision *d)
 {
 	const struct mf_job *job = s->job;
 	const struct mf_gpu *big = largest_card(s);
-	char q[MF_QTY_STRMAX];
+	char q[MF_QTY_STRMAX], kept[48];
 	int b = 0;
 
 	if (s->have_fit) {
@@ -1000,11 +1000,18 @@ explain_rejection(const struct search *s, struct mf_decision *d)
 		if (mf_est_bucket_per_gpu(&d->est, (enum mf_bucket)i) >
 		    mf_est_bucket_per_gpu(&d->est, (enum mf_bucket)b))
 			b = i;
+	if (job->work.kind == MF_INFERENCE &&
+	    job->work.server == MF_SERVER_VLLM)
+		snprintf(kept, sizeof(kept), "at gpuMemoryUtilization %.2f",
+		    job->work.gpu_util);
+	else
+		snprintf(kept, sizeof(kept), "after %.0f%% headroom",
+		    s->headroom * 100);
 	snprintf(d->reason, sizeof(d->reason),
-	    "the job needs %.1f GB per GPU, the largest part %s (%.1f GB), but the largest usable card, %s, holds %.1f GB after %.0f%% headroom",
+	    "the job needs %.1f GB per GPU, the largest part %s (%.1f GB), but the largest usable card, %s, holds %.1f GB %s",
 	    gb(d->need), mf_bucket_name((enum mf_bucket)b),
 	    gb(mf_est_bucket_per_gpu(&d->est, (enum mf_bucket)b)), big->name,
-	    gb(mf_cat_usable_at(big, s->headroom)), s->headroom * 100);
+	    gb(mf_cat_usable_at(big, s->headroom)), kept);
 }
 
 static void warn(struct mf_decision *d, const char *fmt, ...)

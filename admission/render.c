@@ -70,6 +70,14 @@ slurm_map(struct mf_jw *w, const struct mf_gpu *g, int64_t count)
 	mf_jw_close(w, '}');
 }
 
+/* An inference job with a model: its placements say what they serve. */
+static int
+serves(const struct mf_job *job)
+{
+	return job->work.kind == MF_INFERENCE &&
+	    job->model_source != MF_MODEL_NONE;
+}
+
 static void
 placement(struct mf_jw *w, const char *key, const struct mf_job *job,
     const struct mf_placement *p)
@@ -92,8 +100,7 @@ placement(struct mf_jw *w, const char *key, const struct mf_job *job,
 		mf_jw_null(w, "cost");
 	}
 	mf_jw_num(w, "costPerReferenceHour", p->cost_per_ref_hour, 4);
-	if (job->work.kind == MF_INFERENCE &&
-	    job->model_source != MF_MODEL_NONE) {
+	if (serves(job)) {
 		mf_jw_int(w, "maxConcurrency", p->max_seqs);
 		mf_jw_int(w, "maxContextLength", p->max_context);
 	}
@@ -434,27 +441,37 @@ text_placement(struct mf_buf *b, const struct mf_job *job,
 		mf_buf_printf(b, "%8.1f %9.2f", p->hours, p->cost);
 	else
 		mf_buf_printf(b, "%8s %9s", "-", "-");
-	mf_buf_printf(b, " %8.3f  %s\n", p->cost_per_ref_hour, f);
+	mf_buf_printf(b, " %8.3f  ", p->cost_per_ref_hour);
+	if (serves(job))
+		mf_buf_printf(b, "%8lld %8lld  ", (long long)p->max_seqs,
+		    (long long)p->max_context);
+	mf_buf_printf(b, "%s\n", f);
 }
 
 static const char placement_head[] =
-    "GPU            COUNT NODES     GB  SPARE   $/HOUR    HOURS      COST  $/REF-H  FIXES\n";
+    "GPU            COUNT NODES     GB  SPARE   $/HOUR    HOURS      COST  $/REF-H  ";
 
 static void
 text_fixes(struct mf_buf *b, const struct mf_job *job,
     const struct mf_decision *d)
 {
-	char f[96], q[MF_QTY_STRMAX];
+	char f[96], q[MF_QTY_STRMAX], name[48];
 
-	mf_buf_printf(b, "\n%-14s %-40s %5s %9s %-9s  %s\n", "FIX", "INCLUDES",
+	mf_buf_printf(b, "\n%-18s %-36s %5s %9s %-9s  %s\n", "FIX", "INCLUDES",
 	    "GPUS", "GB/GPU", "MINMEMORY", "CHEAPEST PLACEMENT");
 	for (size_t i = 0; i < d->nfixes; i++) {
 		const struct mf_fix_option *e = &d->fixes[i];
 
 		fix_names(e->fixes, f, sizeof(f));
 		mf_qty_format(e->min_memory, MF_QTY_BINARY, q, sizeof(q));
-		mf_buf_printf(b, "%-14s %-40s %5lld %9.1f %-9s  ",
-		    mf_fix_name(e->fix), f, (long long)e->gpus, gb(e->need), q);
+		/* context and concurrency: the amount they set. */
+		if (e->fix == MF_FIX_CONTEXT || e->fix == MF_FIX_CONCURRENCY)
+			snprintf(name, sizeof(name), "%s %lld",
+			    mf_fix_name(e->fix), (long long)e->amount);
+		else
+			snprintf(name, sizeof(name), "%s", mf_fix_name(e->fix));
+		mf_buf_printf(b, "%-18s %-36s %5lld %9.1f %-9s  ", name, f,
+		    (long long)e->gpus, gb(e->need), q);
 		if (!e->placed)
 			mf_buf_printf(b, "none\n");
 		else if (job->reference_hours > 0)
@@ -489,7 +506,8 @@ mf_text_decision(const struct mf_job *job, const struct mf_decision *d)
 	else
 		mf_buf_printf(&b, "need: minMemory %s\n", q);
 	if (d->admitted) {
-		mf_buf_printf(&b, "\n%s", placement_head);
+		mf_buf_printf(&b, "\n%s%sFIXES\n", placement_head,
+		    serves(job) ? "MAX-SEQS  MAX-CTX  " : "");
 		text_placement(&b, job, &d->placement);
 		for (size_t i = 0; i < d->nalt; i++)
 			text_placement(&b, job, &d->alt[i]);
