@@ -45,7 +45,9 @@ check_job(const struct mf_job *job)
 	check(job->count >= 1 && job->count <= MF_JOB_MAX_GPUS);
 	check(job->min_memory >= 0);
 	check(job->min_memory > 0 || job->model_source != MF_MODEL_NONE);
-	check(w->shard_gpus == 1 || job->count == w->shard_gpus);
+	check(w->shard_gpus == 1 ||
+	    job->count == w->shard_gpus * w->tensor * w->pipeline);
+	check(job->count % (w->tensor * w->pipeline) == 0);
 	check(job->model_source != MF_MODEL_URL || job->config_url != NULL);
 	check(job->model_source != MF_MODEL_NAMED || job->model_name != NULL);
 	check(job->allowed_fixes < (1u << MF_FIX_COUNT));
@@ -67,9 +69,14 @@ check_placement(const struct mf_job *job, const struct mf_placement *p,
 	check(
 	    p->nodes == mf_cat_nodes(g, p->count) && p->nodes <= g->max_nodes);
 	check(g->memory >= job->min_memory);
-	check(!from_model || p->need <= mf_cat_usable(cat, g));
+	check(!from_model ||
+	    p->need <= mf_cat_usable_at(g, mf_headroom(cat, &job->work)));
+	/* More GPUs than one only when asked, or by a fix that splits. */
 	check(p->count == 1 || job->count_given ||
-	    (p->fixes & MF_FIXBIT(MF_FIX_FSDP)));
+	    (p->fixes & (MF_FIXBIT(MF_FIX_FSDP) | MF_FIXBIT(MF_FIX_TENSOR))));
+	check(!(p->fixes & MF_FIXBIT(MF_FIX_TENSOR)) ||
+	    p->count <= g->gpus_per_node);
+
 	check((p->fixes & lora) != lora);
 	check(!(p->fixes & lora) || !(p->fixes & MF_FIXBIT(MF_FIX_FSDP)));
 	check(isfinite(p->cost) && p->cost >= 0 && p->hours > 0);
@@ -83,6 +90,10 @@ check_admitted(const struct mf_job *job, const struct mf_decision *d)
 
 	check_placement(job, p, d->from_model);
 	check((p->fixes & ~job->allowed_fixes) == 0);
+	/* An admitted inference job serves what it asked for. */
+	check(job->work.kind != MF_INFERENCE || !d->from_model ||
+	    (p->max_seqs >= job->work.concurrency &&
+	        p->max_context >= job->work.context_len));
 	check(job->max_hourly_price < 0 ||
 	    p->hourly_price <= job->max_hourly_price);
 	check(job->max_cost < 0 || p->cost <= job->max_cost);
