@@ -33,6 +33,9 @@ written as the reference writes it:
   it is in the checkpoint (Phi-3's fused qkv_proj and gate_up_proj, the
   experts, the router, Qwen2-MoE's shared expert and its gate), never
   lm_head; "attention" targets q, k, v, o (Phi-3: qkv_proj, o_proj).
+- Serving (serving=True, CausalLM.serve): a no-grad forward as a serving
+  engine's profile run makes it, its attention allocating only its output
+  (flash_rows) and its experts vLLM's fused-MoE buffers (fused_experts).
 """
 import math
 
@@ -225,8 +228,8 @@ def flash_rows(q, k, v, scale, cap):
     (vLLM's flash or paged attention) runs it: on (b, s, heads, d), the
     output is the one tensor it allocates.  The kernel's tiles live in
     on-chip memory; here the scores of one query row of one head at a time
-    stand in for them, b x s x 4 bytes, which nothing else of the forward
-    comes near."""
+    stand in for them, b x s x 4 bytes, small beside what the layer holds
+    and gone before RoPE's and o_proj's moments, attention's fullest."""
     b, s, a, d = q.shape
     n = a // k.shape[2]
     out = torch.empty_like(q)
