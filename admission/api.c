@@ -311,19 +311,22 @@ static void
 decide_estimate(const struct mf_api *api, struct mf_request *req,
     struct mf_answer *ans)
 {
-	const struct mf_job *job = &req->job;
+	struct mf_job bound = req->job, *job = &bound;
 	enum mf_output out = req->out;
 	struct mf_estimate est;
 	struct mf_error err;
 	struct doc d;
 
+	if (api->cat != NULL)
+		mf_job_bind(job, api->cat);
 	if (job->model_source == MF_MODEL_NONE) {
 		mf_error_set(&err, MF_EINVAL, "spec.model", 0, 0,
 		    "is required for an estimate");
 		mf_answer_err(ans, MF_EINVAL, &err, out);
 	} else if (mf_est_compute(&job->model, &job->work, &est) != MF_OK ||
 	    (api->cat != NULL &&
-	        mf_floor_for(est.per_gpu, api->cat->headroom) < 0)) {
+	        mf_floor_for(est.per_gpu, mf_headroom(api->cat, &job->work)) <
+	            0)) {
 		mf_est_range_error(&err);
 		mf_answer_err(ans, MF_EINVAL, &err, out);
 	} else if (out == MF_OUT_TEXT) {

@@ -38,6 +38,7 @@
 
 #include <string.h>
 
+#include "forward.h"
 #include "internal.h"
 
 /* a / n rounded up, for a >= 0 and n >= 1; -1 stays -1. */
@@ -67,6 +68,14 @@ mf_workload_defaults(struct mf_workload *w)
 	w->concurrency = 1;
 	w->context_len = 0;
 	w->kv_dtype = MF_KV_BF16;
+	w->weights_dtype = MF_WD_DEFAULT;
+	w->group_size = 128;
+	w->server = MF_SERVER_NONE;
+	w->gpu_util = 0.9;
+	w->batched_tokens = 8192;
+	w->block_size = 16;
+	w->graph_reserve = MF_GRAPH_RESERVE_DEFAULT;
+	w->tensor = w->pipeline = w->expert = 1;
 	w->estimator = MF_EST_PYTORCH;
 }
 
@@ -83,6 +92,8 @@ mf_bucket_name(enum mf_bucket b)
 		[MF_B_TRANSIENT] = "transient",
 		[MF_B_KVCACHE] = "kvCache",
 		[MF_B_SHARDING] = "shardingBuffers",
+		[MF_B_GRAPHS] = "cudaGraphs",
+		[MF_B_COMM] = "commBuffers",
 	};
 
 	if ((unsigned)b >= MF_B_COUNT)
@@ -225,10 +236,15 @@ workload_ok(const struct mf_workload *w)
 	    (unsigned)w->attention > MF_EAGER ||
 	    (unsigned)w->lora_targets > MF_LORA_ATTENTION ||
 	    (unsigned)w->kv_dtype > MF_KV_FP8 ||
+	    (unsigned)w->weights_dtype > MF_WD_INT4 ||
+	    (unsigned)w->server > MF_SERVER_VLLM ||
 	    (unsigned)w->estimator >= MF_EST_COUNT)
 		return 0;
 	return w->seq_len >= 0 && w->micro_batch >= 0 && w->lora_rank >= 0 &&
-	    w->shard_gpus >= 1 && w->concurrency >= 0 && w->context_len >= 0;
+	    w->shard_gpus >= 1 && w->concurrency >= 0 && w->context_len >= 0 &&
+	    w->group_size >= 1 && w->batched_tokens >= 1 &&
+	    w->block_size >= 1 && w->graph_reserve >= 0 && w->tensor >= 1 &&
+	    w->pipeline >= 1 && w->expert >= 1;
 }
 
 /* bytes = P x n (or T x n), with its formula. */
@@ -727,7 +743,8 @@ torch_transient(const struct mf_model *m, const struct mf_workload *w,
 	struct fw f;
 
 	sb = mf_cmul(w->seq_len, w->micro_batch);
-	loss = mf_cmul(sb, mf_cmul(8, m->vocab));
+	/* A pipeline stage without the head computes no loss. */
+	loss = m->no_head ? 0 : mf_cmul(sb, mf_cmul(8, m->vocab));
 	width = m->intermediate;
 	if (m->experts > 0) {
 		width = mf_model_expert_width(m);
@@ -792,30 +809,112 @@ torch_training(const struct mf_model *m, const struct mf_workload *w,
 	torch_transient(m, w, x.e, e);
 }
 
+int64_t
+mf_est_linear_bytes(enum mf_weights_dtype wd, int64_t n, int64_t group)
+{
+	switch (wd) {
+	case MF_WD_FP8:
+	case MF_WD_INT8:
+		return n;
+	case MF_WD_INT4:
+		/* Two weights a byte, and an fp16 scale a group. */
+		return mf_cadd(cdiv_up(n, 2), mf_cmul(2, cdiv_up(n, group)));
+	case MF_WD_DEFAULT:
+	case MF_WD_BF16:
+	case MF_WD_FP16:
+		break;
+	}
+	return mf_cmul(2, n);
+}
+
+/*
+ * Inference weights: the linear layers' Plin weights in weightsDtype, the
+ * rest (embeddings, norms, biases, router, output head) in 16 bits; all
+ * in fp32 when precision is fp32 and no weightsDtype is given.
+ */
+static void
+inference_weights(const struct mf_model *m, const struct mf_workload *w,
+    struct mf_estimate *e)
+{
+	enum mf_weights_dtype wd = w->weights_dtype;
+	int64_t lin = mf_model_linear_params(m);
+	struct fw f;
+
+	if (wd == MF_WD_DEFAULT || wd == MF_WD_BF16 || wd == MF_WD_FP16) {
+		per_param(e, MF_B_WEIGHTS, "P", e->params,
+		    wd == MF_WD_DEFAULT && w->precision == MF_FP32 ? 4 : 2);
+		return;
+	}
+	fw_init(&f, e, MF_B_WEIGHTS);
+	if (wd == MF_WD_INT4) {
+		fw_str(&f, "ceil(Plin / 2) + ceil(Plin / ");
+		fw_int(&f, w->group_size);
+		fw_str(&f, ") x 2");
+	} else {
+		fw_str(&f, "Plin x 1");
+	}
+	fw_str(&f, " + (P - Plin) x 2");
+	e->bucket[MF_B_WEIGHTS] =
+	    mf_cadd(mf_est_linear_bytes(wd, lin, w->group_size),
+	        mf_cmul(2, e->params - lin));
+}
+
+/* a rounded up to a whole number of n; -1 stays -1. */
+static int64_t
+round_up(int64_t a, int64_t n)
+{
+	return mf_cmul(cdiv_up(a, n), n);
+}
+
+/*
+ * Weights and a KV cache of seqs sequences of ctx tokens; with vllm, the
+ * activation peak of one forward over maxNumBatchedTokens tokens
+ * (forward.c), the CUDA-graph reserve and each sequence's tokens in whole
+ * blocks of blockSize (paged attention allocates a block at a time).
+ */
 static void
 inference(const struct mf_model *m, const struct mf_workload *w,
     struct mf_estimate *e)
 {
-	int kvb = w->kv_dtype == MF_KV_FP8 ? 1 : 2;
+	int kvb = w->kv_dtype == MF_KV_FP8 ? 1 : 2, vllm;
 	struct fw f;
 
-	per_param(e, MF_B_WEIGHTS, "P", e->params,
-	    w->precision == MF_FP32 ? 4 : 2);
+	vllm = w->server == MF_SERVER_VLLM;
+	inference_weights(m, w, e);
+	e->kv_token = mf_model_kv_bytes_per_token(m, kvb);
+	e->seq_tokens =
+	    vllm ? round_up(w->context_len, w->block_size) : w->context_len;
 	fw_init(&f, e, MF_B_KVCACHE);
 	fw_str(&f, "2 x L x kv x d x ");
 	fw_int(&f, kvb);
-	fw_str(&f, " x seqs x ctx");
-	e->bucket[MF_B_KVCACHE] = mf_cmul(mf_model_kv_bytes_per_token(m, kvb),
-	    mf_cmul(w->concurrency, w->context_len));
+	if (vllm) {
+		fw_str(&f, " x seqs x ceil(ctx / ");
+		fw_int(&f, w->block_size);
+		fw_str(&f, ") x ");
+		fw_int(&f, w->block_size);
+	} else {
+		fw_str(&f, " x seqs x ctx");
+	}
+	e->bucket[MF_B_KVCACHE] =
+	    mf_cmul(e->kv_token, mf_cmul(w->concurrency, e->seq_tokens));
+	if (!vllm)
+		return;
+	e->bucket[MF_B_ACTIVATIONS] = mf_forward_peak(m, w->batched_tokens,
+	    w->concurrency < w->batched_tokens ? w->concurrency :
+	                                         w->batched_tokens,
+	    e->formula[MF_B_ACTIVATIONS]);
+	fw_init(&f, e, MF_B_GRAPHS);
+	fw_str(&f, "cudaGraphReserve");
+	e->bucket[MF_B_GRAPHS] = w->graph_reserve;
 }
 
 /* Bucket b as one GPU of an FSDP full shard over n holds it. */
 static int64_t
-per_gpu_bucket(const struct mf_estimate *e, enum mf_bucket b, int64_t n)
+per_gpu_bucket(const int64_t *bucket, enum mf_bucket b, int64_t n)
 {
 	if (b == MF_B_WEIGHTS || b == MF_B_GRADIENTS || b == MF_B_OPTIMIZER)
-		return cdiv_up(e->bucket[b], n);
-	return e->bucket[b];
+		return cdiv_up(bucket[b], n);
+	return bucket[b];
 }
 
 int64_t
@@ -824,9 +923,163 @@ mf_est_per_gpu(const struct mf_estimate *e, int64_t shards)
 	int64_t sum = 0;
 
 	for (int b = 0; b < MF_B_COUNT; b++)
-		sum =
-		    mf_cadd(sum, per_gpu_bucket(e, (enum mf_bucket)b, shards));
+		sum = mf_cadd(sum,
+		    per_gpu_bucket(e->stage, (enum mf_bucket)b, shards));
 	return sum;
+}
+
+int64_t
+mf_est_bucket_per_gpu(const struct mf_estimate *e, enum mf_bucket b)
+{
+	if ((unsigned)b >= MF_B_COUNT)
+		return 0;
+	return per_gpu_bucket(e->stage, b, e->shards);
+}
+
+/* Every bucket of m under w, whole, with params and trainable. */
+static void
+buckets_of(const struct mf_model *m, const struct mf_workload *w,
+    struct mf_estimate *e)
+{
+	e->params = mf_model_params(m);
+	if (w->kind == MF_INFERENCE)
+		inference(m, w, e);
+	else if (w->estimator == MF_EST_POST)
+		post_training(m, w, e);
+	else
+		torch_training(m, w, e);
+	/* What lives outside the layers stays on the stage with the head. */
+	if (m->no_head)
+		e->bucket[MF_B_LOGITS] = 0;
+}
+
+/*
+ * Tokens a forward runs at once: those whose hidden states tensor and
+ * pipeline parallel send.  Training: s x b; vllm: maxNumBatchedTokens;
+ * plain inference: one sequence's prefill.
+ */
+static int64_t
+forward_tokens(const struct mf_workload *w)
+{
+	if (w->kind == MF_TRAINING)
+		return mf_cmul(w->seq_len, w->micro_batch);
+	return w->server == MF_SERVER_VLLM ? w->batched_tokens : w->context_len;
+}
+
+/*
+ * One GPU of a pipeline stage (first, last, or both when there is one
+ * stage) of the layout w asks for: the buckets of the model's share on
+ * it (mf_model_shard).  Pipeline training runs 1F1B, so the first stage
+ * keeps the activations of P micro-batches in flight (stage i keeps P -
+ * i): times P here, the last stage's once.  Communication buffers, a
+ * hidden state of the forward's tokens each (e bytes an element, e the
+ * activations' dtype): tensor parallel's all-reduce writes its output
+ * into a new tensor beside its input; a pipeline stage sends one and
+ * receives one.
+ */
+static void
+stage_buckets(const struct mf_model *m, const struct mf_workload *w, int first,
+    int last, int64_t *stage)
+{
+	int64_t layers = cdiv_up(m->layers, w->pipeline), th, comm = 0;
+	struct mf_model part;
+	struct mf_estimate e;
+
+	mf_model_shard(m, w->tensor, w->expert, layers, first, last, &part);
+	memset(&e, 0, sizeof(e));
+	buckets_of(&part, w, &e);
+	if (w->kind == MF_TRAINING && first)
+		e.bucket[MF_B_ACTIVATIONS] =
+		    mf_cmul(e.bucket[MF_B_ACTIVATIONS], w->pipeline);
+	th = mf_cmul(forward_tokens(w),
+	    mf_cmul(m->hidden, w->precision == MF_FP32 ? 4 : 2));
+	if (w->tensor > 1)
+		comm = th;
+	if (w->pipeline > 1)
+		comm = mf_cadd(comm, mf_cmul(2, th));
+	e.bucket[MF_B_COMM] = comm;
+	memcpy(stage, e.bucket, sizeof(e.bucket));
+}
+
+static int64_t
+stage_sum(const int64_t *stage, int64_t shards)
+{
+	int64_t sum = 0;
+
+	for (int b = 0; b < MF_B_COUNT; b++)
+		sum = mf_cadd(sum,
+		    per_gpu_bucket(stage, (enum mf_bucket)b, shards));
+	return sum;
+}
+
+/*
+ * e->stage: what one GPU of the largest stage holds; the middle stages
+ * hold no more than the first or the last.  The whole job's
+ * communication buffers are every GPU's of a replica.
+ */
+static void
+layout(const struct mf_model *m, const struct mf_workload *w,
+    struct mf_estimate *e)
+{
+	int64_t last[MF_B_COUNT];
+
+	if (w->tensor == 1 && w->pipeline == 1 && w->expert == 1) {
+		memcpy(e->stage, e->bucket, sizeof(e->bucket));
+		return;
+	}
+	stage_buckets(m, w, 1, w->pipeline == 1, e->stage);
+	if (w->pipeline > 1) {
+		stage_buckets(m, w, 0, 1, last);
+		if (stage_sum(last, e->shards) > stage_sum(e->stage, e->shards))
+			memcpy(e->stage, last, sizeof(last));
+	}
+	e->bucket[MF_B_COMM] =
+	    mf_cmul(e->stage[MF_B_COMM], mf_cmul(w->tensor, w->pipeline));
+	if (e->bucket[MF_B_COMM] > 0) {
+		struct fw f;
+
+		fw_init(&f, e, MF_B_COMM);
+		fw_str(&f, "TP x PP x (");
+		if (w->tensor > 1)
+			fw_str(&f, w->pipeline > 1 ? "1 + 2" : "1");
+		else
+			fw_str(&f, "2");
+		fw_str(&f, ") x tokens x h x ");
+		fw_int(&f, w->precision == MF_FP32 ? 4 : 2);
+	}
+	if (w->kind == MF_INFERENCE) {
+		struct mf_model part;
+
+		mf_model_shard(m, w->tensor, w->expert,
+		    cdiv_up(m->layers, w->pipeline), 1, 1, &part);
+		e->kv_token = mf_model_kv_bytes_per_token(&part,
+		    w->kv_dtype == MF_KV_FP8 ? 1 : 2);
+	}
+}
+
+int64_t
+mf_est_max_seqs(const struct mf_estimate *e, int64_t usable)
+{
+	int64_t kv = mf_est_bucket_per_gpu(e, MF_B_KVCACHE);
+	int64_t free = usable - (e->per_gpu - kv), seq;
+
+	seq = mf_cmul(e->kv_token, e->seq_tokens);
+	if (free <= 0 || seq <= 0)
+		return 0;
+	return free / seq;
+}
+
+int64_t
+mf_est_max_context(const struct mf_estimate *e, int64_t usable, int64_t seqs,
+    int64_t block)
+{
+	int64_t kv = mf_est_bucket_per_gpu(e, MF_B_KVCACHE);
+	int64_t free = usable - (e->per_gpu - kv), per;
+
+	per = mf_cmul(e->kv_token, seqs);
+	if (free <= 0 || per <= 0 || block < 1)
+		return 0;
+	return free / per / block * block;
 }
 
 enum mf_rc
@@ -834,28 +1087,21 @@ mf_est_compute(const struct mf_model *m, const struct mf_workload *w,
     struct mf_estimate *out)
 {
 	struct mf_estimate e;
-	int64_t shard = 1;
 	int b;
 
 	if (!workload_ok(w))
 		return MF_EINVAL;
 	memset(&e, 0, sizeof(e));
 	e.estimator = w->estimator;
-	e.params = mf_model_params(m);
-	if (w->kind == MF_INFERENCE) {
-		inference(m, w, &e);
-	} else {
-		if (w->estimator == MF_EST_POST)
-			post_training(m, w, &e);
-		else
-			torch_training(m, w, &e);
-		if (w->method == MF_FULL)
-			shard = w->shard_gpus;
-	}
+	buckets_of(m, w, &e);
+	e.shards =
+	    w->kind == MF_TRAINING && w->method == MF_FULL ? w->shard_gpus : 1;
+	layout(m, w, &e);
 	for (b = 0; b < MF_B_COUNT; b++)
 		e.total = mf_cadd(e.total, e.bucket[b]);
-	e.per_gpu = mf_est_per_gpu(&e, shard);
-	if (e.params < 0 || e.trainable < 0 || e.total < 0 || e.per_gpu < 0)
+	e.per_gpu = mf_est_per_gpu(&e, e.shards);
+	if (e.params < 0 || e.trainable < 0 || e.total < 0 || e.per_gpu < 0 ||
+	    e.kv_token < 0 || e.seq_tokens < 0)
 		return MF_ERANGE;
 	*out = e;
 	return MF_OK;

@@ -16,6 +16,18 @@ enum mf_precision { MF_BF16, MF_FP16, MF_FP32 };
 enum mf_optimizer { MF_ADAMW, MF_ADAM8BIT, MF_SGD };
 enum mf_attention { MF_SDPA, MF_FLASH, MF_EAGER };
 enum mf_kv_dtype { MF_KV_BF16, MF_KV_FP16, MF_KV_FP8 };
+/* Inference: the dtype of the linear layers' weights (design 14);
+ * DEFAULT is that of precision. */
+enum mf_weights_dtype {
+	MF_WD_DEFAULT,
+	MF_WD_BF16,
+	MF_WD_FP16,
+	MF_WD_FP8,
+	MF_WD_INT8,
+	MF_WD_INT4
+};
+/* Inference: the serving engine whose budget the job is sized for. */
+enum mf_server { MF_SERVER_NONE, MF_SERVER_VLLM };
 
 /*
  * The arithmetic an estimate is made with (design 13): pytorch, the
@@ -40,8 +52,23 @@ struct mf_workload {
 	int64_t concurrency; /* inference: sequences in flight */
 	int64_t context_len; /* inference: tokens per sequence */
 	enum mf_kv_dtype kv_dtype;
+	enum mf_weights_dtype weights_dtype;
+	int64_t group_size; /* int4: weights per fp16 scale, default 128 */
+	enum mf_server server;
+	double gpu_util;        /* vllm: gpuMemoryUtilization, default 0.9 */
+	int64_t batched_tokens; /* vllm: maxNumBatchedTokens, default 8192 */
+	int64_t block_size;     /* vllm: tokens per KV block, default 16 */
+	int64_t graph_reserve;  /* vllm: CUDA graphs' bytes, the catalogue's
+	                           cudaGraphReserve (mf_place sets it) */
+	/* workload.parallelism (design 15), 1 each when not given: a
+	 * replica takes tensor x pipeline GPUs; expert divides the routed
+	 * experts. */
+	int64_t tensor, pipeline, expert;
 	enum mf_estimator estimator;
 };
+
+/* Default of catalogue cudaGraphReserve: 1Gi. */
+#define MF_GRAPH_RESERVE_DEFAULT (INT64_C(1) << 30)
 
 enum mf_bucket {
 	MF_B_WEIGHTS,
@@ -53,6 +80,8 @@ enum mf_bucket {
 	MF_B_TRANSIENT,
 	MF_B_KVCACHE,
 	MF_B_SHARDING,
+	MF_B_GRAPHS, /* vllm: the CUDA-graph reserve */
+	MF_B_COMM,   /* tensor and pipeline parallel buffers */
 	MF_B_COUNT
 };
 
@@ -66,7 +95,20 @@ struct mf_estimate {
 	int64_t bucket[MF_B_COUNT]; /* bytes for the whole job, before FSDP
 	                               division */
 	int64_t total;              /* sum of bucket[] */
-	int64_t per_gpu; /* what must fit on one card, after FSDP division */
+	/*
+	 * What one GPU of the largest pipeline stage holds of each bucket,
+	 * with tensor and expert parallelism, before FSDP's division over
+	 * shards data-parallel ranks (mf_est_bucket_per_gpu divides).  Equal
+	 * to bucket[] for a job on one GPU.
+	 */
+	int64_t stage[MF_B_COUNT];
+	int64_t shards;  /* FSDP ranks the estimate is divided over */
+	int64_t per_gpu; /* what must fit on one card: the sum of the buckets
+	                    per GPU */
+	/* Inference: KV-cache bytes per token on one GPU, and the tokens a
+	 * sequence of contextLength takes (whole blocks with vllm). */
+	int64_t kv_token;
+	int64_t seq_tokens;
 	/*
 	 * The arithmetic of each bucket with bytes, written where they are
 	 * computed ("P x 2", "s x b x (L x (16h + ...) + 4d)"); symbols
@@ -104,5 +146,22 @@ enum mf_rc mf_est_compute(const struct mf_model *m, const struct mf_workload *w,
  * sum passes 2^63 - 1.
  */
 int64_t mf_est_per_gpu(const struct mf_estimate *e, int64_t shards);
+/* Bytes one GPU holds of bucket b: stage[b], divided by e->shards for the
+ * sharded buckets. */
+int64_t mf_est_bucket_per_gpu(const struct mf_estimate *e, enum mf_bucket b);
 
+/* Bytes of a linear layer's weights in dtype wd (design 14) for n
+ * weights: 2, 2, 1, 1 or 0.5 a weight; int4 adds one fp16 scale a group of
+ * group weights.  -1 on overflow. */
+int64_t mf_est_linear_bytes(enum mf_weights_dtype wd, int64_t n, int64_t group);
+
+/*
+ * Inference on one GPU of usable bytes: the sequences of e->seq_tokens
+ * that fit beside everything but the KV cache (maxConcurrency), and the
+ * tokens each of seqs sequences may hold, in whole blocks of block tokens
+ * (maxContextLength).  0 when none fits.
+ */
+int64_t mf_est_max_seqs(const struct mf_estimate *e, int64_t usable);
+int64_t mf_est_max_context(const struct mf_estimate *e, int64_t usable,
+    int64_t seqs, int64_t block);
 #endif

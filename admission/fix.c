@@ -32,7 +32,23 @@ applies(const struct mf_job *job, const struct mf_workload *w, enum mf_fix f)
 		/* Full fine-tuning not yet sharded, on more than one GPU if
 		 * the job asked for a count. */
 		return train && w->method == MF_FULL && w->shard_gpus <= 1 &&
+		    w->tensor * w->pipeline == 1 &&
 		    (!job->count_given || job->count > 1);
+	case MF_FIX_KVFP8:
+		return !train && w->kv_dtype != MF_KV_FP8;
+	case MF_FIX_INT8:
+		return !train && w->weights_dtype != MF_WD_INT8 &&
+		    w->weights_dtype != MF_WD_INT4 &&
+		    w->weights_dtype != MF_WD_FP8;
+	case MF_FIX_INT4:
+		return !train && w->weights_dtype != MF_WD_INT4;
+	case MF_FIX_TENSOR:
+		/* On a count of its own: not when the job asked for one. */
+		return !train && w->tensor == 1 && w->pipeline == 1 &&
+		    !job->count_given;
+	case MF_FIX_CONTEXT:
+	case MF_FIX_CONCURRENCY:
+		return !train;
 	case MF_FIX_COUNT:
 		break;
 	}
@@ -44,34 +60,53 @@ static const struct mf_fix_info table[MF_FIX_COUNT] = {
 	[MF_FIX_SDPA] = { "sdpa", "spec.workload.attention", "sdpa",
 	    MF_FIXV_STRING,
 	    "AutoModelForCausalLM.from_pretrained(..., attn_implementation=\"sdpa\")",
-	    0, 1 },
+	    0, 1, 1 },
 	[MF_FIX_MICROBATCH] = { "microbatch", "spec.workload.microBatch", "1",
 	    MF_FIXV_INT,
 	    "per_device_train_batch_size=1, gradient_accumulation_steps=<old micro-batch>",
-	    0, 1 },
+	    0, 1, 1 },
 	[MF_FIX_AUTOCAST] = { "autocast", "spec.workload.precision", "bf16",
 	    MF_FIXV_STRING,
 	    "with torch.autocast(\"cuda\", dtype=torch.bfloat16): loss = model(**batch).loss",
-	    0, 1 },
+	    0, 1, 1 },
 	[MF_FIX_CHECKPOINTING] = { "checkpointing",
 	    "spec.workload.gradientCheckpointing", "true", MF_FIXV_BOOL,
 	    "torch.utils.checkpoint.checkpoint(layer, x, use_reentrant=False)",
-	    0, 1 },
+	    0, 1, 1 },
 	[MF_FIX_ADAM8BIT] = { "adam8bit", "spec.workload.optimizer", "adam8bit",
 	    MF_FIXV_STRING,
-	    "optimizer = bnb.optim.Adam8bit(model.parameters(), lr=lr)", 0, 0 },
+	    "optimizer = bnb.optim.Adam8bit(model.parameters(), lr=lr)", 0, 0,
+	    1 },
 	[MF_FIX_LORA] = { "lora", "spec.workload.method", "lora",
 	    MF_FIXV_STRING,
 	    "model = peft.get_peft_model(model, LoraConfig(r=16, target_modules=\"all-linear\"))",
-	    1, 0 },
+	    1, 0, 1 },
 	[MF_FIX_QLORA] = { "qlora", "spec.workload.method", "qlora",
 	    MF_FIXV_STRING,
 	    "from_pretrained(..., quantization_config=BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type=\"nf4\")), then peft.get_peft_model(model, LoraConfig(r=16, target_modules=\"all-linear\"))",
-	    1, 0 },
+	    1, 0, 1 },
 	[MF_FIX_FSDP] = { "fsdp", "spec.workload.sharding.gpus", NULL,
-	    MF_FIXV_GPUS,
+	    MF_FIXV_AMOUNT,
 	    "for layer in model.model.layers: fully_shard(layer); fully_shard(model)",
-	    0, 0 },
+	    0, 0, 1 },
+	[MF_FIX_KVFP8] = { "kvfp8", "spec.workload.kvCacheDtype", "fp8",
+	    MF_FIXV_STRING, "vllm serve MODEL --kv-cache-dtype fp8", 0, 0, 1 },
+	[MF_FIX_INT8] = { "int8", "spec.workload.weightsDtype", "int8",
+	    MF_FIXV_STRING,
+	    "vllm serve MODEL-W8A8 (the model's int8 checkpoint, e.g. made with llm-compressor)",
+	    0, 0, 1 },
+	[MF_FIX_INT4] = { "int4", "spec.workload.weightsDtype", "int4",
+	    MF_FIXV_STRING,
+	    "vllm serve MODEL-AWQ (the model's int4 AWQ or GPTQ checkpoint, group size 128)",
+	    0, 0, 1 },
+	[MF_FIX_TENSOR] = { "tensor", "spec.workload.parallelism.tensor", NULL,
+	    MF_FIXV_AMOUNT, "vllm serve MODEL --tensor-parallel-size N", 0, 0,
+	    1 },
+	[MF_FIX_CONTEXT] = { "context", "spec.workload.contextLength", NULL,
+	    MF_FIXV_AMOUNT, "vllm serve MODEL --max-model-len N", 1, 0, 0 },
+	[MF_FIX_CONCURRENCY] = { "concurrency", "spec.workload.concurrency",
+	    NULL, MF_FIXV_AMOUNT, "vllm serve MODEL --max-num-seqs N", 1, 0,
+	    0 },
 };
 
 const struct mf_fix_info *
@@ -115,14 +150,14 @@ mf_fix_ids(char *buf, size_t size)
 }
 
 char *
-mf_fix_value_text(enum mf_fix f, int64_t gpus, char *buf, size_t size)
+mf_fix_value_text(enum mf_fix f, int64_t amount, char *buf, size_t size)
 {
 	const struct mf_fix_info *fi = mf_fix_info(f);
 
 	if (fi == NULL)
 		snprintf(buf, size, "?");
-	else if (fi->kind == MF_FIXV_GPUS)
-		snprintf(buf, size, "%lld", (long long)gpus);
+	else if (fi->kind == MF_FIXV_AMOUNT)
+		snprintf(buf, size, "%lld", (long long)amount);
 	else
 		snprintf(buf, size, "%s", fi->value);
 	return buf;
@@ -164,6 +199,20 @@ apply(struct mf_workload *w, enum mf_fix f, int64_t gpus)
 	case MF_FIX_FSDP:
 		w->shard_gpus = gpus;
 		break;
+	case MF_FIX_KVFP8:
+		w->kv_dtype = MF_KV_FP8;
+		break;
+	case MF_FIX_INT8:
+		w->weights_dtype = MF_WD_INT8;
+		break;
+	case MF_FIX_INT4:
+		w->weights_dtype = MF_WD_INT4;
+		break;
+	case MF_FIX_TENSOR:
+		w->tensor = gpus;
+		break;
+	case MF_FIX_CONTEXT:
+	case MF_FIX_CONCURRENCY:
 	case MF_FIX_COUNT:
 		break;
 	}
@@ -181,8 +230,9 @@ int
 mf_fix_compatible(unsigned fixes)
 {
 	unsigned lora = MF_FIXBIT(MF_FIX_LORA) | MF_FIXBIT(MF_FIX_QLORA);
+	unsigned quant = MF_FIXBIT(MF_FIX_INT8) | MF_FIXBIT(MF_FIX_INT4);
 
-	if ((fixes & lora) == lora)
+	if ((fixes & lora) == lora || (fixes & quant) == quant)
 		return 0;
 	return !((fixes & lora) && (fixes & MF_FIXBIT(MF_FIX_FSDP)));
 }

@@ -1,6 +1,9 @@
 /*
  * fix.h: the memory fixes of design section 7, in the order the reference
- * post applies them: four cumulative ones, then four alternatives.
+ * post applies them: four cumulative ones, then four alternatives; then
+ * those of an inference job (design 14): the KV cache in fp8, int8 or
+ * int4 weights, tensor parallel, and the two that change what is served,
+ * a shorter context and fewer sequences.
  *
  * Every fact about a fix lives in one row of fix.c's table: its id, the
  * manifest field and value it sets, the code change a user makes, whether
@@ -24,6 +27,12 @@ enum mf_fix {
 	MF_FIX_LORA,          /* modelling decision */
 	MF_FIX_QLORA,         /* modelling decision */
 	MF_FIX_FSDP,          /* full shard over N GPUs */
+	MF_FIX_KVFP8,         /* inference: fp8 KV cache */
+	MF_FIX_INT8,          /* inference: int8 weights */
+	MF_FIX_INT4,          /* inference: int4 weights */
+	MF_FIX_TENSOR,        /* inference: tensor parallel over N GPUs */
+	MF_FIX_CONTEXT,       /* inference: the longest context that fits */
+	MF_FIX_CONCURRENCY,   /* inference: the most sequences that fit */
 	MF_FIX_COUNT
 };
 
@@ -35,7 +44,9 @@ enum mf_fix_value {
 	MF_FIXV_STRING, /* value as it is */
 	MF_FIXV_BOOL,   /* "true" */
 	MF_FIXV_INT,    /* a whole number, as written in value */
-	MF_FIXV_GPUS    /* the GPU count of the placement (value is NULL) */
+	MF_FIXV_AMOUNT  /* a number the entry finds (value is NULL): GPUs for
+	                   fsdp and tensor, tokens for context, sequences for
+	                   concurrency */
 };
 
 struct mf_fix_info {
@@ -44,8 +55,11 @@ struct mf_fix_info {
 	const char *value; /* the value it sets there (see kind) */
 	enum mf_fix_value kind;
 	const char *code; /* the code change a user makes */
-	int modelling;    /* changes what is trained (LoRA, QLoRA) */
+	int modelling;    /* changes what is trained or served (LoRA, QLoRA,
+	                     context, concurrency) */
 	int cumulative;   /* one of the post's cumulative steps */
+	int searched;     /* admission may apply it by itself (allowedFixes);
+	                     context and concurrency only answer a rejection */
 };
 
 /* The row of f; NULL past the end. */
@@ -56,12 +70,12 @@ const char *mf_fix_name(enum mf_fix f);
 int mf_fix_lookup(const char *name);
 /* Every id, ", "-separated in table order ("sdpa, microbatch, ...") into
  * buf of size bytes (MF_FIX_IDS_MAX holds them all); returns buf. */
-#define MF_FIX_IDS_MAX 128
+#define MF_FIX_IDS_MAX 192
 char *mf_fix_ids(char *buf, size_t size);
 
 /* The value a fix sets, as the manifest spells it ("true", "adam8bit",
- * "2" for fsdp over 2 GPUs), into buf of size bytes; returns buf. */
-char *mf_fix_value_text(enum mf_fix f, int64_t gpus, char *buf, size_t size);
+ * "2" for fsdp over 2 GPUs: amount), into buf of size bytes; returns buf. */
+char *mf_fix_value_text(enum mf_fix f, int64_t amount, char *buf, size_t size);
 
 struct mf_job;
 struct mf_workload;
@@ -69,7 +83,8 @@ struct mf_workload;
 /* Whether fix changes anything for the workload w of job. */
 int mf_fix_applies(const struct mf_job *job, const struct mf_workload *w,
     enum mf_fix fix);
-/* The workload with the fixes of the set applied (fsdp shards over gpus). */
+/* The workload with the fixes of the set applied (fsdp shards and tensor
+ * splits over gpus; context and concurrency are not applied here). */
 void mf_fix_apply(struct mf_workload *w, unsigned fixes, int64_t gpus);
 
 #endif

@@ -142,11 +142,13 @@ read_sharding(struct reader *r, const struct mf_node *sh, const char *path)
 	    r->err);
 }
 
-/* An enumerated workload field: key, its names, and where it lands. */
+/* An enumerated workload field: key, its names, where it lands, and the
+ * enum value of the first name. */
 struct enum_field {
 	const char *key;
 	const char *const *names;
 	size_t offset;
+	int base;
 };
 
 static const char *const kinds[] = { "training", "inference", NULL };
@@ -155,15 +157,20 @@ static const char *const precisions[] = { "bf16", "fp16", "fp32", NULL };
 static const char *const optimizers[] = { "adamw", "adam8bit", "sgd", NULL };
 static const char *const attentions[] = { "sdpa", "flash", "eager", NULL };
 static const char *const kvtypes[] = { "bf16", "fp16", "fp8", NULL };
+static const char *const wtypes[] = { "bf16", "fp16", "fp8", "int8", "int4",
+	NULL };
+static const char *const servers[] = { "none", "vllm", NULL };
 
 #define WOFF(f) offsetof(struct mf_workload, f)
 static const struct enum_field enum_fields[] = {
-	{ "kind", kinds, WOFF(kind) },
-	{ "method", methods, WOFF(method) },
-	{ "precision", precisions, WOFF(precision) },
-	{ "optimizer", optimizers, WOFF(optimizer) },
-	{ "attention", attentions, WOFF(attention) },
-	{ "kvCacheDtype", kvtypes, WOFF(kv_dtype) },
+	{ "kind", kinds, WOFF(kind), 0 },
+	{ "method", methods, WOFF(method), 0 },
+	{ "precision", precisions, WOFF(precision), 0 },
+	{ "optimizer", optimizers, WOFF(optimizer), 0 },
+	{ "attention", attentions, WOFF(attention), 0 },
+	{ "kvCacheDtype", kvtypes, WOFF(kv_dtype), 0 },
+	{ "weightsDtype", wtypes, WOFF(weights_dtype), MF_WD_BF16 },
+	{ "server", servers, WOFF(server), 0 },
 };
 
 struct int_field {
@@ -177,6 +184,9 @@ static const struct int_field int_fields[] = {
 	{ "microBatch", MF_JOB_MAX_BATCH, WOFF(micro_batch) },
 	{ "concurrency", MF_JOB_MAX_CONCURRENCY, WOFF(concurrency) },
 	{ "contextLength", MF_JOB_MAX_CONTEXT, WOFF(context_len) },
+	{ "groupSize", MF_JOB_MAX_GROUP, WOFF(group_size) },
+	{ "maxNumBatchedTokens", MF_JOB_MAX_CONTEXT, WOFF(batched_tokens) },
+	{ "blockSize", MF_JOB_MAX_BLOCK, WOFF(block_size) },
 };
 
 static enum mf_rc
@@ -196,6 +206,7 @@ read_workload_scalars(struct reader *r, const struct mf_node *wl,
 		if (n == NULL)
 			continue;
 		rc = mf_node_enum(n, p, enum_fields[i].names, &v, r->err);
+		v += enum_fields[i].base;
 		/* Every enum field of struct mf_workload is an int-sized enum.
 		 */
 		if (rc == MF_OK)
@@ -213,7 +224,66 @@ read_workload_scalars(struct reader *r, const struct mf_node *wl,
 	if (rc == MF_OK &&
 	    (n = member(wl, path, "gradientCheckpointing", p)) != NULL)
 		rc = mf_node_bool(n, p, &r->job->work.checkpointing, r->err);
+	if (rc == MF_OK &&
+	    (n = member(wl, path, "gpuMemoryUtilization", p)) != NULL)
+		rc = mf_node_double(n, p, 0.01, 1.0, &r->job->work.gpu_util,
+		    r->err);
 	return rc;
+}
+
+static enum mf_rc
+read_parallelism(struct reader *r, const struct mf_node *par, const char *path)
+{
+	static const char *const known[] = { "tensor", "pipeline", "expert",
+		NULL };
+	int64_t *dst[] = { &r->job->work.tensor, &r->job->work.pipeline,
+		&r->job->work.expert };
+	const struct mf_node *n;
+	char p[PATHMAX];
+	enum mf_rc rc;
+
+	rc = mf_node_map(par, path, known, r->err);
+	for (size_t i = 0; rc == MF_OK && known[i] != NULL; i++)
+		if ((n = member(par, path, known[i], p)) != NULL)
+			rc = mf_node_int(n, p, 1, MF_JOB_MAX_GPUS, dst[i],
+			    r->err);
+	return rc;
+}
+
+/*
+ * Fields that only some workloads take: serving fields need inference,
+ * the engine's need server vllm, groupSize needs int4 weights.  A field
+ * that would be ignored is an error, as a typo is.
+ */
+static enum mf_rc
+check_serving(struct reader *r, const struct mf_node *wl, const char *path)
+{
+	static const struct {
+		const char *key, *needs;
+	} rules[] = {
+		{ "weightsDtype", "kind: inference" },
+		{ "server", "kind: inference" },
+		{ "groupSize", "weightsDtype: int4" },
+		{ "gpuMemoryUtilization", "server: vllm" },
+		{ "maxNumBatchedTokens", "server: vllm" },
+		{ "blockSize", "server: vllm" },
+	};
+	const struct mf_workload *w = &r->job->work;
+	const struct mf_node *n;
+	char p[PATHMAX];
+	int ok;
+
+	for (size_t i = 0; i < sizeof(rules) / sizeof(rules[0]); i++) {
+		if ((n = member(wl, path, rules[i].key, p)) == NULL)
+			continue;
+		ok = i < 2 ? w->kind == MF_INFERENCE :
+		    i == 2 ? w->weights_dtype == MF_WD_INT4 :
+		             w->server == MF_SERVER_VLLM;
+		if (!ok)
+			return mf_error_set(r->err, MF_EINVAL, p, n->line,
+			    n->column, "applies only with %s", rules[i].needs);
+	}
+	return MF_OK;
 }
 
 static enum mf_rc
@@ -222,7 +292,9 @@ read_workload(struct reader *r, const struct mf_node *wl, const char *path)
 	static const char *const known[] = { "kind", "method", "sequenceLength",
 		"microBatch", "precision", "optimizer", "gradientCheckpointing",
 		"attention", "lora", "sharding", "concurrency", "contextLength",
-		"kvCacheDtype", NULL };
+		"kvCacheDtype", "weightsDtype", "groupSize", "server",
+		"gpuMemoryUtilization", "maxNumBatchedTokens", "blockSize",
+		"parallelism", NULL };
 	const struct mf_node *n;
 	char p[PATHMAX];
 	enum mf_rc rc;
@@ -234,6 +306,10 @@ read_workload(struct reader *r, const struct mf_node *wl, const char *path)
 		rc = read_lora(r, n, p);
 	if (rc == MF_OK && (n = member(wl, path, "sharding", p)) != NULL)
 		rc = read_sharding(r, n, p);
+	if (rc == MF_OK && (n = member(wl, path, "parallelism", p)) != NULL)
+		rc = read_parallelism(r, n, p);
+	if (rc == MF_OK)
+		rc = check_serving(r, wl, path);
 	return rc;
 }
 
@@ -300,15 +376,67 @@ read_fixes(struct reader *r, const struct mf_node *list, const char *path)
 		if (n->type == MF_NODE_SEQ || n->type == MF_NODE_MAP ||
 		    n->type == MF_NODE_NULL)
 			return mf_error_set(r->err, MF_EINVAL, p, n->line,
-			    n->column,
-			    "is %s, not a fix (sdpa, microbatch, autocast, checkpointing, adam8bit, lora, qlora, fsdp)",
-			    mf_node_type_name(n->type));
+			    n->column, "is %s, not a fix (%s)",
+			    mf_node_type_name(n->type),
+			    mf_fix_ids(ids, sizeof(ids)));
 		if (n->type != MF_NODE_STR || (f = mf_fix_lookup(n->text)) < 0)
 			return mf_error_set(r->err, MF_EINVAL, p, n->line,
 			    n->column, "'%.40s' is not a fix (%s)",
 			    n->text ? n->text : "",
 			    mf_fix_ids(ids, sizeof(ids)));
 		r->job->allowed_fixes |= MF_FIXBIT(f);
+	}
+	return MF_OK;
+}
+
+/*
+ * The GPUs of a job: a replica of tensor x pipeline GPUs on each of the
+ * sharding.gpus FSDP ranks.  A count the job gives must be that product
+ * when sharding or parallelism is given, a multiple of the replica's
+ * otherwise (its data-parallel ranks).
+ */
+static enum mf_rc
+check_count(struct reader *r, int line, int column)
+{
+	struct mf_job *job = r->job;
+	struct mf_workload *w = &job->work;
+	int64_t replica = w->tensor * w->pipeline, want;
+	char p[PATHMAX];
+
+	want = replica * w->shard_gpus;
+	if (w->shard_gpus == 1 && job->count_given && job->count % replica == 0)
+		want = job->count;
+	if (want > MF_JOB_MAX_GPUS)
+		return mf_error_set(r->err, MF_EINVAL,
+		    mf_path(p, sizeof(p), r->base, "workload.parallelism"),
+		    line, column,
+		    "tensor x pipeline x sharding.gpus is %lld GPUs, more than %d",
+		    (long long)want, MF_JOB_MAX_GPUS);
+	if (job->count_given && job->count != want && replica == 1)
+		return mf_error_set(r->err, MF_EINVAL,
+		    mf_path(p, sizeof(p), r->base, "resources.gpu.count"), line,
+		    column, "is %lld but workload.sharding.gpus is %lld",
+		    (long long)job->count, (long long)w->shard_gpus);
+	if (job->count_given && job->count != want)
+		return mf_error_set(r->err, MF_EINVAL,
+		    mf_path(p, sizeof(p), r->base, "resources.gpu.count"), line,
+		    column,
+		    "is %lld but the job's parallelism takes %lld GPUs (tensor %lld x pipeline %lld x sharding.gpus %lld)",
+		    (long long)job->count, (long long)want,
+		    (long long)w->tensor, (long long)w->pipeline,
+		    (long long)w->shard_gpus);
+	/* Experts spread over the GPUs of a stage: its tensor-parallel
+	 * group and data-parallel ranks. */
+	if ((want / w->pipeline) % w->expert != 0)
+		return mf_error_set(r->err, MF_EINVAL,
+		    mf_path(p, sizeof(p), r->base,
+		        "workload.parallelism.expert"),
+		    line, column,
+		    "is %lld, which does not divide the %lld GPUs of a pipeline stage (tensor x data-parallel ranks)",
+		    (long long)w->expert, (long long)(want / w->pipeline));
+	if (want > 1) {
+		job->count = want;
+		job->count_given = 1;
 	}
 	return MF_OK;
 }
@@ -333,22 +461,24 @@ check_spec(struct reader *r, const struct mf_node *spec)
 		    mf_path(p, sizeof(p), r->base, "duration.referenceHours"),
 		    line, column,
 		    "is required by limits.maxCost and limits.deadlineHours");
-	if (w->shard_gpus > 1) {
-		if (w->kind != MF_TRAINING || w->method != MF_FULL)
-			return mf_error_set(r->err, MF_EINVAL,
-			    mf_path(p, sizeof(p), r->base, "workload.sharding"),
-			    line, column,
-			    "FSDP sharding applies to full fine-tuning only");
-		if (job->count_given && job->count != w->shard_gpus)
-			return mf_error_set(r->err, MF_EINVAL,
-			    mf_path(p, sizeof(p), r->base,
-			        "resources.gpu.count"),
-			    line, column,
-			    "is %lld but workload.sharding.gpus is %lld",
-			    (long long)job->count, (long long)w->shard_gpus);
-		job->count = w->shard_gpus;
-		job->count_given = 1;
-	}
+	if (w->shard_gpus > 1 &&
+	    (w->kind != MF_TRAINING || w->method != MF_FULL))
+		return mf_error_set(r->err, MF_EINVAL,
+		    mf_path(p, sizeof(p), r->base, "workload.sharding"), line,
+		    column, "FSDP sharding applies to full fine-tuning only");
+	return check_count(r, line, column);
+}
+
+/* Model-dependent rules, once the model is known. */
+static enum mf_rc
+check_model_job(struct reader *r, const struct mf_node *spec)
+{
+	struct mf_job *job = r->job;
+	struct mf_workload *w = &job->work;
+	int line = spec != NULL ? spec->line : 0;
+	int column = spec != NULL ? spec->column : 0;
+	char p[PATHMAX];
+
 	if (job->model_source == MF_MODEL_NONE)
 		return MF_OK;
 	if (w->kind == MF_TRAINING && w->seq_len == 0)
@@ -410,6 +540,8 @@ mf_job_read_spec_floor(const struct mf_node *spec, const char *path,
 	}
 	if (rc == MF_OK)
 		rc = check_spec(&r, spec);
+	if (rc == MF_OK)
+		rc = check_model_job(&r, spec);
 	if (rc == MF_OK)
 		*out = job;
 	return rc;

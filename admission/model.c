@@ -52,7 +52,7 @@ layer_mlp_params(const struct mf_model *m)
 		return mlp_params(m, m->intermediate);
 	mlp = mf_cadd(mf_cmul(m->experts,
 	                  mlp_params(m, mf_model_expert_width(m))),
-	    mf_cmul(m->hidden, m->experts));
+	    mf_cmul(m->hidden, m->router > 0 ? m->router : m->experts));
 	if (m->shared_intermediate > 0)
 		mlp = mf_cadd(mlp,
 		    mf_cadd(mlp_params(m, m->shared_intermediate), m->hidden));
@@ -78,14 +78,63 @@ mf_model_layer_params(const struct mf_model *m)
 int64_t
 mf_model_params(const struct mf_model *m)
 {
-	int64_t embed, layers;
+	int64_t vh = mf_cmul(m->vocab, m->hidden), layers, outside = 0;
 
-	embed = mf_cmul(m->vocab, m->hidden);
-	if (!m->tied_embeddings)
-		embed = mf_cmul(2, embed);
+	if (!m->no_embed)
+		outside = vh;
+	/* The final norm (h) and the output head, which with tied
+	 * embeddings is the embedding matrix: a last pipeline stage without
+	 * the embeddings holds a copy of it. */
+	if (!m->no_head)
+		outside = mf_cadd(outside,
+		    mf_cadd(m->hidden,
+		        m->tied_embeddings && !m->no_embed ? 0 : vh));
 	layers = mf_cmul(m->layers, mf_model_layer_params(m));
-	/* The final norm adds h. */
-	return mf_cadd(mf_cadd(embed, layers), m->hidden);
+	return mf_cadd(outside, layers);
+}
+
+int64_t
+mf_model_linear_params(const struct mf_model *m)
+{
+	int64_t qd = mf_cmul(m->heads, m->head_dim), per, mlp;
+
+	per = mf_cmul(2,
+	    mf_cmul(m->hidden, mf_cadd(qd, mf_cmul(m->kv_heads, m->head_dim))));
+	if (m->experts == 0) {
+		mlp = mlp_params(m, m->intermediate);
+	} else {
+		mlp = mf_cmul(m->experts,
+		    mlp_params(m, mf_model_expert_width(m)));
+		if (m->shared_intermediate > 0)
+			mlp =
+			    mf_cadd(mlp, mlp_params(m, m->shared_intermediate));
+	}
+	return mf_cmul(m->layers, mf_cadd(per, mlp));
+}
+
+static int64_t
+div_up(int64_t a, int64_t n)
+{
+	return a / n + (a % n != 0);
+}
+
+void
+mf_model_shard(const struct mf_model *m, int64_t tensor, int64_t expert,
+    int64_t layers, int first, int last, struct mf_model *out)
+{
+	*out = *m;
+	out->heads = div_up(m->heads, tensor);
+	out->kv_heads = m->kv_heads > tensor ? div_up(m->kv_heads, tensor) : 1;
+	out->intermediate = div_up(m->intermediate, tensor);
+	out->expert_intermediate = expert > 1 ?
+	    mf_model_expert_width(m) :
+	    div_up(mf_model_expert_width(m), tensor);
+	out->shared_intermediate = div_up(m->shared_intermediate, tensor);
+	out->router = m->router > 0 ? m->router : m->experts;
+	out->experts = div_up(m->experts, expert);
+	out->layers = layers;
+	out->no_embed = m->no_embed || !first;
+	out->no_head = m->no_head || !last;
 }
 
 static int64_t

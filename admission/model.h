@@ -35,14 +35,20 @@ struct mf_model {
 	int64_t experts_per_tok;     /* top-k: experts each token goes to */
 	int64_t expert_intermediate; /* a routed expert's width; 0: I */
 	int64_t shared_intermediate; /* Qwen2-MoE's shared expert; 0: none */
-	int renorm_topk;     /* top-k weights renormalised (Mixtral; Qwen2-MoE's
-	                        norm_topk_prob) */
+	int64_t router;  /* the router's outputs when not experts: a GPU of an
+	                    expert-parallel layout holds the whole router */
+	int renorm_topk; /* top-k weights renormalised (Mixtral; Qwen2-MoE's
+	                    norm_topk_prob) */
 	int tied_embeddings; /* output head shares the embedding matrix */
 	int qkv_bias;        /* q/k/v projections carry biases (Qwen2) */
 	int norms_per_layer; /* 2, or 4 for Gemma-2 */
 	enum mf_block block; /* how the decoder layer is written */
 	int attn_softcap;  /* eager attention soft-caps its scores (Gemma-2) */
 	int final_softcap; /* the logits are soft-capped (Gemma-2) */
+	/* A pipeline stage's share (mf_model_shard): without the input
+	 * embeddings; without the final norm and output head. */
+	int no_embed;
+	int no_head;
 };
 
 enum mf_lora_targets {
@@ -91,6 +97,26 @@ int64_t mf_model_lora_largest(const struct mf_model *m, int64_t rank,
 int64_t mf_model_largest_param(const struct mf_model *m);
 /* A routed expert's width: expert_intermediate, else intermediate. */
 int64_t mf_model_expert_width(const struct mf_model *m);
+/*
+ * Weights of the decoder layers' linear projections (q k v o, the MLP or
+ * every routed expert and the shared expert), the part quantized weights
+ * shrink (design 14): embeddings, norms, biases, the router and the
+ * output head are left out.
+ */
+int64_t mf_model_linear_params(const struct mf_model *m);
+/*
+ * What one GPU of a parallel layout holds of the model (design 15), as a
+ * model of its own: tensor parallel over tensor GPUs divides the heads,
+ * the KV heads (each GPU keeps at least one: they are replicated when
+ * kv_heads < tensor) and the MLP widths, rounding up; expert parallel
+ * divides the routed experts, rounding up, and keeps each whole (its
+ * width is not divided by tensor too) and the router whole; the stage holds
+ * layers layers, the embeddings when first and the final norm and output head
+ * when last.  The hidden size, the vocabulary and top-k stay whole.
+ */
+void mf_model_shard(const struct mf_model *m, int64_t tensor, int64_t expert,
+    int64_t layers, int first, int last, struct mf_model *out);
+
 /* Bytes of KV cache per token: 2 * L * kv_heads * head_dim * dtype_bytes. */
 int64_t mf_model_kv_bytes_per_token(const struct mf_model *m, int dtype_bytes);
 

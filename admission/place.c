@@ -28,8 +28,14 @@
 #include "internal.h"
 
 #define GIB (INT64_C(1) << 30)
-/* Fix sets: at most one a bit pattern. */
-#define MAX_PLANS (1u << MF_FIX_COUNT)
+/*
+ * Plans: a training job's fix sets, at most one a pattern of its eight
+ * fixes; an inference job's are fewer (kvfp8, int8 or int4, tensor over
+ * each of its TP counts: 2 x 3 x (1 + MAX_TP) at most).
+ */
+#define MAX_PLANS 256u
+/* Tensor-parallel counts a tensor fix tries: 2 up to a node's GPUs. */
+#define MAX_TP 10
 /* Relative difference under which two costs tie (rank()). */
 #define COST_TOL 1e-9
 /*
@@ -41,6 +47,7 @@
 
 struct plan {
 	unsigned fixes;
+	int64_t tensor; /* GPUs of a tensor-parallel group: within a node */
 	int64_t lo, hi; /* the GPU counts it may run on */
 	int64_t need;   /* bytes per GPU on lo GPUs */
 	/* lo < hi (fsdp): the need on one GPU and on unboundedly many */
@@ -54,8 +61,11 @@ struct plan {
 struct search {
 	const struct mf_job *job;
 	const struct mf_catalog *cat;
+	double headroom;   /* the share of a card kept free: mf_headroom */
 	double ref_hours;  /* referenceHours, or 1 for ranking only */
 	int64_t max_count; /* the largest maxCount of the catalogue */
+	size_t ntp;        /* tensor-parallel counts the model takes */
+	int64_t tp[MAX_TP];
 	int flat;    /* multiGpuEfficiency so near 1 that counts may tie */
 	int limited; /* the job has a limit */
 	size_t nplan;
@@ -95,14 +105,28 @@ mf_floor_for(int64_t bytes, double headroom)
 	return (int64_t)gib * GIB;
 }
 
+void
+mf_job_bind(struct mf_job *job, const struct mf_catalog *cat)
+{
+	job->work.graph_reserve = cat->cuda_graph_reserve;
+}
+
+double
+mf_headroom(const struct mf_catalog *cat, const struct mf_workload *w)
+{
+	if (w->kind == MF_INFERENCE && w->server == MF_SERVER_VLLM)
+		return 1.0 - w->gpu_util;
+	return cat->headroom;
+}
+
 const struct mf_gpu *
-mf_smallest_fit(const struct mf_catalog *cat, int64_t bytes)
+mf_smallest_fit(const struct mf_catalog *cat, int64_t bytes, double headroom)
 {
 	const struct mf_gpu *best = NULL, *g;
 
 	for (size_t i = 0; i < cat->ngpus; i++) {
 		g = &cat->gpus[i];
-		if (mf_cat_usable(cat, g) < bytes)
+		if (mf_cat_usable_at(g, headroom) < bytes)
 			continue;
 		if (best == NULL || g->memory < best->memory ||
 		    (g->memory == best->memory &&
@@ -192,6 +216,13 @@ need_at(const struct plan *pl, int64_t count)
 	return pl->lo == pl->hi ? pl->need : mf_est_per_gpu(&pl->est, count);
 }
 
+/* Tokens a sequence's KV cache grows by: a block with vllm, else one. */
+static int64_t
+block_of(const struct mf_workload *w)
+{
+	return w->server == MF_SERVER_VLLM ? w->block_size : 1;
+}
+
 /* p: plan pl on count GPUs of g, where it needs need bytes a GPU. */
 static void
 candidate_of(struct search *s, const struct mf_gpu *g, const struct plan *pl,
@@ -210,6 +241,15 @@ candidate_of(struct search *s, const struct mf_gpu *g, const struct plan *pl,
 	p->cost = k * mf_cat_unit_cost(g);
 	p->hours = k / (g->throughput * (double)count);
 	p->cost_per_ref_hour = p->cost / s->ref_hours;
+	p->max_seqs = p->max_context = 0;
+	if (s->job->work.kind == MF_INFERENCE &&
+	    s->job->model_source != MF_MODEL_NONE) {
+		int64_t usable = mf_cat_usable_at(g, s->headroom);
+
+		p->max_seqs = mf_est_max_seqs(&pl->est, usable);
+		p->max_context = mf_est_max_context(&pl->est, usable,
+		    s->job->work.concurrency, block_of(&s->job->work));
+	}
 }
 
 static void
@@ -422,9 +462,12 @@ try_plan(struct search *s, const struct card *cd, const struct plan *pl,
 {
 	const struct mf_gpu *g = cd->g;
 	int64_t hi = pl->hi < g->max_count ? pl->hi : g->max_count;
-	int64_t fewest = fewest_fit(pl, cd->usable, hi), c, need;
+	int64_t fewest, c, need;
 	double cost;
 
+	if (pl->tensor > g->gpus_per_node)
+		return 0;
+	fewest = fewest_fit(pl, cd->usable, hi);
 	if (fewest == 0)
 		return 0;
 	need = need_at(pl, fewest);
@@ -475,7 +518,7 @@ best_on(struct search *s, const struct mf_gpu *g, const struct plan *pl,
 	if (g->memory < job->min_memory)
 		return 0;
 	if (job->model_source != MF_MODEL_NONE)
-		cd.usable = mf_cat_usable(s->cat, g);
+		cd.usable = mf_cat_usable_at(g, s->headroom);
 	for (size_t i = 0; i < n; i++) {
 		least = pl[i].k_lo * cd.unit;
 		if (found && least > best->cost && !ties(least, best->cost))
@@ -528,13 +571,16 @@ by_least(const void *pa, const void *pb)
  * count asked for) 2 up to the largest maxCount in the catalogue.
  */
 static void
-counts(const struct search *s, unsigned fixes, int64_t *lo, int64_t *hi)
+counts(const struct search *s, unsigned fixes, int64_t tp, int64_t *lo,
+    int64_t *hi)
 {
 	*lo = *hi = s->job->count;
 	if ((fixes & MF_FIXBIT(MF_FIX_FSDP)) && !s->job->count_given) {
 		*lo = 2;
 		*hi = s->max_count < 2 ? 2 : s->max_count;
 	}
+	if (fixes & MF_FIXBIT(MF_FIX_TENSOR))
+		*lo = *hi = tp;
 }
 
 static void
@@ -544,15 +590,16 @@ plan_costs(struct search *s, struct plan *pl)
 	pl->k_lo = cost_factor(s, pl->time_factor, pl->lo, 1);
 }
 
-/* The job with fixes applied, on its counts; MF_ERANGE on overflow. */
+/* Workload w (the job's, or one a fix entry changed) with fixes applied,
+ * on its counts (tp: a tensor fix's); MF_ERANGE on overflow. */
 static enum mf_rc
-make_plan(struct search *s, unsigned fixes, struct plan *pl)
+plan_of(struct search *s, struct mf_workload w, unsigned fixes, int64_t tp,
+    struct plan *pl)
 {
-	struct mf_workload w = s->job->work;
-
 	pl->fixes = fixes;
-	counts(s, fixes, &pl->lo, &pl->hi);
+	counts(s, fixes, tp, &pl->lo, &pl->hi);
 	mf_fix_apply(&w, fixes, pl->lo);
+	pl->tensor = w.tensor;
 	if (mf_est_compute(&s->job->model, &w, &pl->est) != MF_OK)
 		return MF_ERANGE;
 	pl->need = pl->est.per_gpu;
@@ -562,12 +609,19 @@ make_plan(struct search *s, unsigned fixes, struct plan *pl)
 	return MF_OK;
 }
 
+static enum mf_rc
+make_plan(struct search *s, unsigned fixes, int64_t tp, struct plan *pl)
+{
+	return plan_of(s, s->job->work, fixes, tp, pl);
+}
+
 /* A minMemory-only job has one plan: no fixes, its count, its floor. */
 static void
 floor_plan(struct search *s, struct plan *pl)
 {
 	memset(pl, 0, sizeof(*pl));
 	pl->lo = pl->hi = s->job->count;
+	pl->tensor = 1;
 	pl->need = s->job->min_memory;
 	plan_costs(s, pl);
 }
@@ -584,18 +638,50 @@ list_plans(struct search *s, struct mf_error *err)
 	}
 	for (int f = 0; f < MF_FIX_COUNT; f++)
 		if ((job->allowed_fixes & MF_FIXBIT(f)) &&
+		    mf_fix_info((enum mf_fix)f)->searched &&
 		    mf_fix_applies(job, &job->work, (enum mf_fix)f))
 			allowed |= MF_FIXBIT(f);
-	/* Every subset of allowed, the empty set included. */
+	if (s->ntp == 0)
+		allowed &= ~MF_FIXBIT(MF_FIX_TENSOR);
+	/* Every subset of allowed, the empty set included; with tensor,
+	 * once for each of its counts. */
 	for (unsigned sub = allowed;; sub = (sub - 1) & allowed) {
-		if (mf_fix_compatible(sub) &&
-		    make_plan(s, sub, &s->plan[s->nplan++]) != MF_OK)
-			return mf_est_range_error(err);
+		size_t n = sub & MF_FIXBIT(MF_FIX_TENSOR) ? s->ntp : 1;
+
+		for (size_t i = 0; i < n && mf_fix_compatible(sub); i++)
+			if (s->nplan == MAX_PLANS ||
+			    make_plan(s, sub, s->tp[i], &s->plan[s->nplan++]) !=
+			        MF_OK)
+				return mf_est_range_error(err);
 		if (sub == 0)
 			break;
 	}
 	qsort(s->plan, s->nplan, sizeof(s->plan[0]), by_least);
 	return MF_OK;
+}
+
+/*
+ * The counts a tensor fix may split the model over, fewest first: those
+ * that divide the attention heads, with the KV heads divided or
+ * replicated whole (as vLLM and Megatron ask), up to the most GPUs a
+ * node of the catalogue holds.
+ */
+static void
+tensor_counts(struct search *s)
+{
+	const struct mf_model *m = &s->job->model;
+	int64_t node = 1;
+
+	s->ntp = 0;
+	if (s->job->model_source == MF_MODEL_NONE)
+		return;
+	for (size_t i = 0; i < s->cat->ngpus; i++)
+		if (s->cat->gpus[i].gpus_per_node > node)
+			node = s->cat->gpus[i].gpus_per_node;
+	for (int64_t t = 2; t <= node && s->ntp < MAX_TP; t++)
+		if (m->heads % t == 0 &&
+		    (m->kv_heads % t == 0 || t % m->kv_heads == 0))
+			s->tp[s->ntp++] = t;
 }
 
 static void
@@ -604,12 +690,14 @@ search_init(struct search *s, const struct mf_job *job,
 {
 	s->job = job;
 	s->cat = cat;
+	s->headroom = mf_headroom(cat, &job->work);
 	s->ref_hours = job->reference_hours > 0 ? job->reference_hours : 1.0;
 	s->max_count = 1;
 	for (size_t i = 0; i < cat->ngpus; i++)
 		if (cat->gpus[i].max_count > s->max_count)
 			s->max_count = cat->gpus[i].max_count;
 	s->flat = cat->multi_gpu_efficiency >= FLAT_EFFICIENCY;
+	tensor_counts(s);
 	s->limited = job->max_hourly_price >= 0 || job->max_cost >= 0 ||
 	    job->deadline_hours >= 0;
 	s->nplan = 0;
@@ -662,51 +750,135 @@ fewest_anywhere(const struct search *s, const struct plan *pl)
 	for (size_t i = 0; i < s->cat->ngpus; i++) {
 		const struct mf_gpu *g = &s->cat->gpus[i];
 
-		if (g->memory < s->job->min_memory)
+		if (g->memory < s->job->min_memory ||
+		    pl->tensor > g->gpus_per_node)
 			continue;
 		hi = pl->hi < g->max_count ? pl->hi : g->max_count;
-		c = fewest_fit(pl, mf_cat_usable(s->cat, g), hi);
+		c = fewest_fit(pl, mf_cat_usable_at(g, s->headroom), hi);
 		if (c > 0 && (best == 0 || c < best))
 			best = c;
 	}
 	return best;
 }
 
+/*
+ * Entry e for fix, made of plan pl: on the fewest GPUs that fit somewhere
+ * (fsdp), else on the most there are; amount is what its manifest change
+ * sets, but for fsdp, whose amount is that count.
+ */
 static enum mf_rc
-fix_entry(struct search *s, enum mf_fix fix, unsigned fixes,
+entry_of(struct search *s, enum mf_fix fix, struct plan *pl, int64_t amount,
     struct mf_fix_option *e)
 {
-	struct plan pl;
-	int64_t c;
+	int64_t c = fewest_anywhere(s, pl);
 
-	if (make_plan(s, fixes, &pl) != MF_OK)
-		return MF_ERANGE;
-	/* fsdp: the fewest GPUs that fit, else the most there are. */
-	c = fewest_anywhere(s, &pl);
 	if (c == 0)
-		c = pl.hi;
-	pl.need = need_at(&pl, c);
-	pl.lo = pl.hi = c;
-	plan_costs(s, &pl);
+		c = pl->hi;
+	pl->need = need_at(pl, c);
+	pl->lo = pl->hi = c;
+	plan_costs(s, pl);
 	e->fix = fix;
-	e->fixes = fixes;
+	e->fixes = pl->fixes;
 	e->gpus = c;
-	e->need = pl.need;
-	e->min_memory = mf_floor_for(pl.need, s->cat->headroom);
+	e->amount = fix == MF_FIX_FSDP ? c : amount;
+	e->need = pl->need;
+	e->min_memory = mf_floor_for(pl->need, s->headroom);
 	if (e->min_memory < 0)
 		return MF_ERANGE;
-	e->placed = cheapest_with(s, &pl, &e->placement);
+	e->placed = cheapest_with(s, pl, &e->placement);
 	return MF_OK;
 }
 
-/* The rejection's fix list, in the post's order (design 7). */
+/*
+ * The largest context (or concurrency) that fits, with everything else
+ * as the job asks, on the card that is cheapest to run it on, below what
+ * the job asks; 0 when no card takes even one block (or sequence).
+ */
+static int64_t
+served_amount(struct search *s, const struct plan *pl, enum mf_fix fix)
+{
+	const struct mf_workload *w = &s->job->work;
+	int64_t best = 0, v, usable, want;
+	double least = 0, cost;
+
+	want = fix == MF_FIX_CONTEXT ? w->context_len : w->concurrency;
+	for (size_t i = 0; i < s->cat->ngpus; i++) {
+		const struct mf_gpu *g = &s->cat->gpus[i];
+
+		if (g->memory < s->job->min_memory || g->max_count < pl->lo ||
+		    pl->tensor > g->gpus_per_node)
+			continue;
+		usable = mf_cat_usable_at(g, s->headroom);
+		v = fix == MF_FIX_CONTEXT ? mf_est_max_context(&pl->est, usable,
+		                                w->concurrency, block_of(w)) :
+		                            mf_est_max_seqs(&pl->est, usable);
+		if (v < 1 || v >= want)
+			continue;
+		cost = cost_factor(s, pl->time_factor, pl->lo,
+		           mf_cat_nodes(g, pl->lo)) *
+		    mf_cat_unit_cost(g);
+		if (best == 0 || cost < least ||
+		    (ties(cost, least) && v > best)) {
+			best = v;
+			least = cost;
+		}
+	}
+	return best;
+}
+
+/*
+ * Entry e for fix with the set fixes; *made is 0 when the fix has no
+ * entry to give (no tensor count the model takes; no shorter context or
+ * fewer sequences that fit).
+ */
+static enum mf_rc
+fix_entry(struct search *s, enum mf_fix fix, unsigned fixes,
+    struct mf_fix_option *e, int *made)
+{
+	struct mf_workload w = s->job->work;
+	struct plan pl;
+	int64_t amount = 0;
+	size_t i;
+
+	*made = 1;
+	if (fix == MF_FIX_TENSOR) {
+		/* The fewest GPUs that fit somewhere, else the most. */
+		for (i = 0; i < s->ntp; i++) {
+			if (make_plan(s, fixes, s->tp[i], &pl) != MF_OK)
+				return MF_ERANGE;
+			if (fewest_anywhere(s, &pl) > 0)
+				break;
+		}
+		*made = s->ntp > 0;
+		return *made ? entry_of(s, fix, &pl, pl.lo, e) : MF_OK;
+	}
+	if (fix == MF_FIX_CONTEXT || fix == MF_FIX_CONCURRENCY) {
+		if (make_plan(s, 0, 0, &pl) != MF_OK)
+			return MF_ERANGE;
+		amount = served_amount(s, &pl, fix);
+		if (amount == 0) {
+			*made = 0;
+			return MF_OK;
+		}
+		if (fix == MF_FIX_CONTEXT)
+			w.context_len = amount;
+		else
+			w.concurrency = amount;
+	}
+	if (plan_of(s, w, fixes, 0, &pl) != MF_OK)
+		return MF_ERANGE;
+	return entry_of(s, fix, &pl, amount, e);
+}
+
+/* The rejection's fix list, in the post's order (design 7), then an
+ * inference job's (design 14). */
 static enum mf_rc
 list_fixes(struct search *s, struct mf_decision *d)
 {
 	const struct mf_job *job = s->job;
 	unsigned cum = 0;
 	enum mf_rc rc = MF_OK;
-	int f;
+	int f, made;
 
 	d->nfixes = 0;
 	d->suggested = -1;
@@ -716,7 +888,8 @@ list_fixes(struct search *s, struct mf_decision *d)
 		if (mf_fix_info((enum mf_fix)f)->cumulative)
 			cum |= MF_FIXBIT(f);
 		rc = fix_entry(s, (enum mf_fix)f, cum | MF_FIXBIT(f),
-		    &d->fixes[d->nfixes++]);
+		    &d->fixes[d->nfixes], &made);
+		d->nfixes += made != 0;
 	}
 	for (size_t i = 0; i < d->nfixes && d->suggested < 0; i++)
 		if (d->fixes[i].placed &&
@@ -801,7 +974,7 @@ explain_rejection(const struct search *s, struct mf_decision *d)
 {
 	const struct mf_job *job = s->job;
 	const struct mf_gpu *big = largest_card(s);
-	char q[MF_QTY_STRMAX];
+	char q[MF_QTY_STRMAX], kept[48];
 	int b = 0;
 
 	if (s->have_fit) {
@@ -824,13 +997,21 @@ explain_rejection(const struct search *s, struct mf_decision *d)
 		return;
 	}
 	for (int i = 1; i < MF_B_COUNT; i++)
-		if (d->est.bucket[i] > d->est.bucket[b])
+		if (mf_est_bucket_per_gpu(&d->est, (enum mf_bucket)i) >
+		    mf_est_bucket_per_gpu(&d->est, (enum mf_bucket)b))
 			b = i;
+	if (job->work.kind == MF_INFERENCE &&
+	    job->work.server == MF_SERVER_VLLM)
+		snprintf(kept, sizeof(kept), "at gpuMemoryUtilization %.2f",
+		    job->work.gpu_util);
+	else
+		snprintf(kept, sizeof(kept), "after %.0f%% headroom",
+		    s->headroom * 100);
 	snprintf(d->reason, sizeof(d->reason),
-	    "the job needs %.1f GB per GPU, the largest part %s (%.1f GB), but the largest usable card, %s, holds %.1f GB after %.0f%% headroom",
+	    "the job needs %.1f GB per GPU, the largest part %s (%.1f GB), but the largest usable card, %s, holds %.1f GB %s",
 	    gb(d->need), mf_bucket_name((enum mf_bucket)b),
-	    gb(d->est.bucket[b]), big->name, gb(mf_cat_usable(s->cat, big)),
-	    s->cat->headroom * 100);
+	    gb(mf_est_bucket_per_gpu(&d->est, (enum mf_bucket)b)), big->name,
+	    gb(mf_cat_usable_at(big, s->headroom)), kept);
 }
 
 static void warn(struct mf_decision *d, const char *fmt, ...)
@@ -875,7 +1056,7 @@ static enum mf_rc
 set_floor(const struct search *s, struct mf_decision *d)
 {
 	const struct mf_job *job = s->job;
-	double usable = (double)job->min_memory * (1.0 - s->cat->headroom);
+	double usable = (double)job->min_memory * (1.0 - s->headroom);
 	char q[MF_QTY_STRMAX], u[MF_QTY_STRMAX];
 
 	d->floor = job->min_memory;
@@ -883,7 +1064,7 @@ set_floor(const struct search *s, struct mf_decision *d)
 	if (!d->from_model ||
 	    (job->min_memory > 0 && (double)d->need <= usable))
 		return MF_OK;
-	d->floor = mf_floor_for(d->need, s->cat->headroom);
+	d->floor = mf_floor_for(d->need, s->headroom);
 	d->floor_format = MF_QTY_BINARY;
 	if (d->floor < 0)
 		return MF_ERANGE;
@@ -914,13 +1095,15 @@ describe(const struct search *s, struct mf_decision *d)
 }
 
 enum mf_rc
-mf_place(const struct mf_job *job, const struct mf_catalog *cat,
+mf_place(const struct mf_job *given, const struct mf_catalog *cat,
     struct mf_decision *out, struct mf_error *err)
 {
+	struct mf_job bound = *given, *job = &bound;
 	struct search s;
 	struct mf_decision d;
 	enum mf_rc rc;
 
+	mf_job_bind(job, cat);
 	memset(&d, 0, sizeof(d));
 	d.limit = MF_LIMIT_NONE;
 	d.suggested = -1;

@@ -30,6 +30,11 @@ struct mf_placement {
 	double hours; /* to finish; valid when the job has referenceHours */
 	double cost;  /* likewise */
 	double cost_per_ref_hour; /* cost / referenceHours: the ranking key */
+	/* Inference (design 14): sequences of contextLength that fit on
+	 * this card, and the tokens each of concurrency sequences may have;
+	 * 0 for training. */
+	int64_t max_seqs;
+	int64_t max_context;
 };
 
 /* One entry of a rejection's fix list. */
@@ -37,6 +42,8 @@ struct mf_fix_option {
 	enum mf_fix fix;
 	unsigned fixes; /* every fix this entry includes */
 	int64_t gpus;   /* GPUs the entry runs on (fsdp: the shard count) */
+	int64_t amount; /* the number its manifest change sets: GPUs (fsdp,
+	                   tensor), tokens (context), sequences (concurrency) */
 	int64_t need;   /* bytes per GPU after the fixes */
 	int64_t
 	    min_memory; /* suggested floor: need / (1 - headroom), whole GiB */
@@ -85,10 +92,18 @@ enum mf_rc mf_place(const struct mf_job *job, const struct mf_catalog *cat,
 /* Suggested floor: bytes / (1 - headroom) rounded up to a whole GiB; -1
  * when that does not fit in 63 bits (or bytes is negative). */
 int64_t mf_floor_for(int64_t bytes, double headroom);
-/* Smallest card (by memory, then price, then name) whose usable memory
- * holds bytes; NULL when none. */
+/* Smallest card (by memory, then price, then name) whose memory holds
+ * bytes with headroom kept free; NULL when none. */
 const struct mf_gpu *
-mf_smallest_fit(const struct mf_catalog *cat, int64_t bytes);
+mf_smallest_fit(const struct mf_catalog *cat, int64_t bytes, double headroom);
+/* The share of every card kept free for workload w: 1 -
+ * gpuMemoryUtilization for a vllm server (design 14), else the
+ * catalogue's headroom. */
+double mf_headroom(const struct mf_catalog *cat, const struct mf_workload *w);
+/* What a job takes from the catalogue it is estimated against: the CUDA
+ * graph reserve of a vllm server.  mf_place binds its own copy; an
+ * estimate made outside it calls this first. */
+void mf_job_bind(struct mf_job *job, const struct mf_catalog *cat);
 /* "limits.maxCost", ...; NULL for MF_LIMIT_NONE. */
 const char *mf_limit_name(enum mf_limit limit);
 

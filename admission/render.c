@@ -70,6 +70,14 @@ slurm_map(struct mf_jw *w, const struct mf_gpu *g, int64_t count)
 	mf_jw_close(w, '}');
 }
 
+/* An inference job with a model: its placements say what they serve. */
+static int
+serves(const struct mf_job *job)
+{
+	return job->work.kind == MF_INFERENCE &&
+	    job->model_source != MF_MODEL_NONE;
+}
+
 static void
 placement(struct mf_jw *w, const char *key, const struct mf_job *job,
     const struct mf_placement *p)
@@ -92,6 +100,10 @@ placement(struct mf_jw *w, const char *key, const struct mf_job *job,
 		mf_jw_null(w, "cost");
 	}
 	mf_jw_num(w, "costPerReferenceHour", p->cost_per_ref_hour, 4);
+	if (serves(job)) {
+		mf_jw_int(w, "maxConcurrency", p->max_seqs);
+		mf_jw_int(w, "maxContextLength", p->max_context);
+	}
 	fix_list(w, "fixes", p->fixes);
 	labels(w, p->gpu);
 	slurm_map(w, p->gpu, p->count);
@@ -108,8 +120,8 @@ manifest_change(struct mf_jw *w, const struct mf_fix_option *e)
 		if (!(e->fixes & MF_FIXBIT(f)))
 			continue;
 		switch (fi->kind) {
-		case MF_FIXV_GPUS:
-			mf_jw_int(w, fi->field, e->gpus);
+		case MF_FIXV_AMOUNT:
+			mf_jw_int(w, fi->field, e->amount);
 			break;
 		case MF_FIXV_BOOL:
 			mf_jw_bool(w, fi->field, 1);
@@ -225,6 +237,8 @@ buckets(struct mf_jw *w, const struct mf_estimate *e)
 		mf_jw_open(w, NULL, '{');
 		mf_jw_str(w, "name", mf_bucket_name((enum mf_bucket)b));
 		mf_jw_int(w, "bytes", e->bucket[b]);
+		mf_jw_int(w, "perGpuBytes",
+		    mf_est_bucket_per_gpu(e, (enum mf_bucket)b));
 		mf_jw_str(w, "formula", e->formula[b]);
 		mf_jw_close(w, '}');
 	}
@@ -235,7 +249,8 @@ static void
 smallest_fit(struct mf_jw *w, const struct mf_job *job,
     const struct mf_estimate *e, const struct mf_catalog *cat)
 {
-	const struct mf_gpu *g = mf_smallest_fit(cat, e->per_gpu);
+	const struct mf_gpu *g =
+	    mf_smallest_fit(cat, e->per_gpu, mf_headroom(cat, &job->work));
 	double hours;
 
 	if (g == NULL) {
@@ -271,7 +286,8 @@ mf_write_estimate(struct mf_jw *w, const char *key, const struct mf_job *job,
 	buckets(w, e);
 	mf_jw_int(w, "totalBytes", e->total);
 	mf_jw_int(w, "perGpuBytes", e->per_gpu);
-	quantity(w, "minMemory", mf_floor_for(e->per_gpu, cat->headroom),
+	quantity(w, "minMemory",
+	    mf_floor_for(e->per_gpu, mf_headroom(cat, &job->work)),
 	    MF_QTY_BINARY);
 	smallest_fit(w, job, e, cat);
 	if (wl->kind == MF_INFERENCE)
@@ -425,27 +441,37 @@ text_placement(struct mf_buf *b, const struct mf_job *job,
 		mf_buf_printf(b, "%8.1f %9.2f", p->hours, p->cost);
 	else
 		mf_buf_printf(b, "%8s %9s", "-", "-");
-	mf_buf_printf(b, " %8.3f  %s\n", p->cost_per_ref_hour, f);
+	mf_buf_printf(b, " %8.3f  ", p->cost_per_ref_hour);
+	if (serves(job))
+		mf_buf_printf(b, "%8lld %8lld  ", (long long)p->max_seqs,
+		    (long long)p->max_context);
+	mf_buf_printf(b, "%s\n", f);
 }
 
 static const char placement_head[] =
-    "GPU            COUNT NODES     GB  SPARE   $/HOUR    HOURS      COST  $/REF-H  FIXES\n";
+    "GPU            COUNT NODES     GB  SPARE   $/HOUR    HOURS      COST  $/REF-H  ";
 
 static void
 text_fixes(struct mf_buf *b, const struct mf_job *job,
     const struct mf_decision *d)
 {
-	char f[96], q[MF_QTY_STRMAX];
+	char f[96], q[MF_QTY_STRMAX], name[48];
 
-	mf_buf_printf(b, "\n%-14s %-40s %5s %9s %-9s  %s\n", "FIX", "INCLUDES",
+	mf_buf_printf(b, "\n%-18s %-36s %5s %9s %-9s  %s\n", "FIX", "INCLUDES",
 	    "GPUS", "GB/GPU", "MINMEMORY", "CHEAPEST PLACEMENT");
 	for (size_t i = 0; i < d->nfixes; i++) {
 		const struct mf_fix_option *e = &d->fixes[i];
 
 		fix_names(e->fixes, f, sizeof(f));
 		mf_qty_format(e->min_memory, MF_QTY_BINARY, q, sizeof(q));
-		mf_buf_printf(b, "%-14s %-40s %5lld %9.1f %-9s  ",
-		    mf_fix_name(e->fix), f, (long long)e->gpus, gb(e->need), q);
+		/* context and concurrency: the amount they set. */
+		if (e->fix == MF_FIX_CONTEXT || e->fix == MF_FIX_CONCURRENCY)
+			snprintf(name, sizeof(name), "%s %lld",
+			    mf_fix_name(e->fix), (long long)e->amount);
+		else
+			snprintf(name, sizeof(name), "%s", mf_fix_name(e->fix));
+		mf_buf_printf(b, "%-18s %-36s %5lld %9.1f %-9s  ", name, f,
+		    (long long)e->gpus, gb(e->need), q);
 		if (!e->placed)
 			mf_buf_printf(b, "none\n");
 		else if (job->reference_hours > 0)
@@ -480,7 +506,8 @@ mf_text_decision(const struct mf_job *job, const struct mf_decision *d)
 	else
 		mf_buf_printf(&b, "need: minMemory %s\n", q);
 	if (d->admitted) {
-		mf_buf_printf(&b, "\n%s", placement_head);
+		mf_buf_printf(&b, "\n%s%sFIXES\n", placement_head,
+		    serves(job) ? "MAX-SEQS  MAX-CTX  " : "");
 		text_placement(&b, job, &d->placement);
 		for (size_t i = 0; i < d->nalt; i++)
 			text_placement(&b, job, &d->alt[i]);
@@ -524,11 +551,49 @@ both_figures(struct mf_buf *b, const struct mf_job *job,
 	    mf_estimator_name(e->estimator));
 }
 
+/*
+ * What each GPU holds, in words, for a job over several: its share of the
+ * layout the workload asks (design 15), and an inference job's KV cache a
+ * token on it.
+ */
+static void
+text_layout(struct mf_buf *b, const struct mf_job *job,
+    const struct mf_estimate *e)
+{
+	const struct mf_workload *w = &job->work;
+
+	if (e->per_gpu == e->total)
+		return;
+	mf_buf_printf(b, "\neach GPU holds");
+	if (w->pipeline > 1)
+		mf_buf_printf(b,
+		    " the largest of %lld pipeline stages (%lld layers; the first also the embeddings, the last the head),",
+		    (long long)w->pipeline,
+		    (long long)((job->model.layers + w->pipeline - 1) /
+		        w->pipeline));
+	if (w->tensor > 1)
+		mf_buf_printf(b,
+		    " 1/%lld of the linear layers, attention heads and KV heads (at least one),",
+		    (long long)w->tensor);
+	if (w->expert > 1)
+		mf_buf_printf(b, " 1/%lld of the routed experts,",
+		    (long long)w->expert);
+	if (e->shards > 1)
+		mf_buf_printf(b,
+		    " 1/%lld of the weights, gradients and optimizer state (FSDP),",
+		    (long long)e->shards);
+	mf_buf_printf(b, " %.1f GB in all\n", gb(e->per_gpu));
+	if (w->kind == MF_INFERENCE)
+		mf_buf_printf(b, "KV cache per token on a GPU: %lld bytes\n",
+		    (long long)e->kv_token);
+}
+
 char *
 mf_text_estimate(const struct mf_job *job, const struct mf_estimate *e,
     const struct mf_catalog *cat)
 {
-	const struct mf_gpu *g = mf_smallest_fit(cat, e->per_gpu);
+	double headroom = mf_headroom(cat, &job->work);
+	const struct mf_gpu *g = mf_smallest_fit(cat, e->per_gpu, headroom);
 	char q[MF_QTY_STRMAX];
 	struct mf_buf b;
 
@@ -541,23 +606,32 @@ mf_text_estimate(const struct mf_job *job, const struct mf_estimate *e,
 	for (int i = 0; i < MF_B_COUNT; i++)
 		if (e->bucket[i] != 0 && (int)strlen(e->formula[i]) > fw)
 			fw = (int)strlen(e->formula[i]);
-	mf_buf_printf(&b, "%-16s %-*s %8s\n", "BUCKET", fw, "FORMULA", "GB");
+	/* A job over several GPUs also says what one of them holds. */
+	int split = e->per_gpu != e->total;
+
+	mf_buf_printf(&b, "%-16s %-*s %8s%s\n", "BUCKET", fw, "FORMULA", "GB",
+	    split ? "   GB/GPU" : "");
 	for (int i = 0; i < MF_B_COUNT; i++) {
 		if (e->bucket[i] == 0)
 			continue;
-		mf_buf_printf(&b, "%-16s %-*s %8.1f\n",
+		mf_buf_printf(&b, "%-16s %-*s %8.1f",
 		    mf_bucket_name((enum mf_bucket)i), fw, e->formula[i],
 		    gb(e->bucket[i]));
+		if (split)
+			mf_buf_printf(&b, " %8.1f",
+			    gb(mf_est_bucket_per_gpu(e, (enum mf_bucket)i)));
+		mf_buf_printf(&b, "\n");
 	}
-	mf_buf_printf(&b, "%-16s %-*s %8.1f\n", "total", fw, "", gb(e->total));
-	if (e->per_gpu != e->total)
-		mf_buf_printf(&b, "%-16s %-*s %8.1f\n", "per GPU", fw,
-		    "weights, gradients, optimizer / N", gb(e->per_gpu));
-	mf_qty_format(mf_floor_for(e->per_gpu, cat->headroom), MF_QTY_BINARY, q,
+	mf_buf_printf(&b, "%-16s %-*s %8.1f", "total", fw, "", gb(e->total));
+	if (split)
+		mf_buf_printf(&b, " %8.1f", gb(e->per_gpu));
+	mf_buf_printf(&b, "\n");
+	text_layout(&b, job, e);
+	mf_qty_format(mf_floor_for(e->per_gpu, headroom), MF_QTY_BINARY, q,
 	    sizeof(q));
 	mf_buf_printf(&b,
 	    "\nminMemory %s (%.0f%% headroom); smallest fit: %s\n", q,
-	    cat->headroom * 100, g ? g->name : "none");
+	    headroom * 100, g ? g->name : "none");
 	both_figures(&b, job, e);
 	return mf_buf_take(&b);
 }

@@ -387,7 +387,7 @@ changes_text(struct mf_buf *b, const struct mf_fix_option *e)
 		if (!(e->fixes & MF_FIXBIT(f)))
 			continue;
 		mf_buf_printf(b, "%s%s: %s", sep, mf_fix_info(f)->field,
-		    mf_fix_value_text(f, e->gpus, v, sizeof(v)));
+		    mf_fix_value_text(f, e->amount, v, sizeof(v)));
 		sep = ", ";
 	}
 }

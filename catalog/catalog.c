@@ -19,6 +19,7 @@
 #include "../admission/doc.h"
 #include "../admission/file.h"
 #include "../admission/internal.h"
+#include "../admission/qty.h"
 
 #define API_VERSION "memfloor.dev/v1"
 #define KIND "GpuCatalog"
@@ -49,7 +50,7 @@ static const struct bound throughput_bound = { 0, 1000, 1, 0, "(0, 1000]" };
 
 static const char *const top_keys[] = { "apiVersion", "kind", "headroom",
 	"multiGpuEfficiency", "interNodeEfficiency", "timeFactors", "gpus",
-	"kubernetes", "estimator", NULL };
+	"kubernetes", "estimator", "cudaGraphReserve", NULL };
 static const char *const gpu_keys[] = { "name", "memory", "hourlyPrice",
 	"relativeThroughput", "gpusPerNode", "maxNodes", "maxCount", "labels",
 	"slurm", NULL };
@@ -768,6 +769,11 @@ read_catalog(const struct ctx *c, const struct mf_node *root,
 	if (rc == MF_OK && n != NULL)
 		rc = read_number(c, n, "interNodeEfficiency", &efficiency_bound,
 		    &cat->inter_node_efficiency);
+	n = mf_node_get(root, "cudaGraphReserve");
+	if (rc == MF_OK && n != NULL &&
+	    mf_node_bytes(n, "cudaGraphReserve", &cat->cuda_graph_reserve,
+	        &cat->cuda_graph_format, c->err) != MF_OK)
+		rc = in_file(c, MF_EINVAL);
 	n = mf_node_get(root, "timeFactors");
 	if (rc == MF_OK && n != NULL)
 		rc = read_time_factors(c, n, cat);
@@ -792,6 +798,8 @@ cat_new(const char *source)
 	cat->headroom = DEFAULT_HEADROOM;
 	cat->multi_gpu_efficiency = DEFAULT_EFFICIENCY;
 	cat->inter_node_efficiency = DEFAULT_INTER_NODE;
+	cat->cuda_graph_reserve = MF_GRAPH_RESERVE_DEFAULT;
+	cat->cuda_graph_format = MF_QTY_BINARY;
 	for (int i = 0; i < MF_FIX_COUNT; i++)
 		cat->time_factor[i] = 1.0;
 	cat->time_factor[MF_FIX_CHECKPOINTING] = DEFAULT_CHECKPOINTING;
@@ -967,19 +975,23 @@ mf_cat_cheapest_first(const struct mf_gpu **gpus, size_t n)
  * and r keep < 10^18: neither overflows 63 bits.
  */
 int64_t
-mf_cat_usable(const struct mf_catalog *cat, const struct mf_gpu *gpu)
+mf_cat_usable_at(const struct mf_gpu *gpu, double headroom)
 {
 	const int64_t scale = 1000000000;
-	double headroom;
 	int64_t keep;
 
-	if (cat == NULL || gpu == NULL || gpu->memory <= 0)
+	if (gpu == NULL || gpu->memory <= 0)
 		return 0;
-	headroom = cat->headroom;
 	if (!(headroom >= 0))
 		headroom = 0;
 	if (headroom > 1)
 		headroom = 1;
 	keep = scale - (int64_t)llround(headroom * (double)scale);
 	return gpu->memory / scale * keep + gpu->memory % scale * keep / scale;
+}
+
+int64_t
+mf_cat_usable(const struct mf_catalog *cat, const struct mf_gpu *gpu)
+{
+	return cat == NULL ? 0 : mf_cat_usable_at(gpu, cat->headroom);
 }

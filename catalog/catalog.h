@@ -75,6 +75,9 @@ struct mf_catalog {
 	                                     doubling of nodes keeps this
 	                                     share of speed */
 	double time_factor[MF_FIX_COUNT]; /* checkpointing 1.35, others 1.0 */
+	int64_t cuda_graph_reserve;       /* bytes a vllm server keeps for CUDA
+	                                     graphs, default 1Gi (design 14) */
+	int cuda_graph_format;            /* its enum mf_qty_format */
 	enum mf_estimator estimator;      /* estimator: default pytorch */
 	size_t ngpus;                     /* >= 1 */
 	struct mf_gpu *gpus;              /* in file order */
@@ -116,7 +119,10 @@ void mf_cat_cheapest_first(const struct mf_gpu **gpus, size_t n);
 double mf_cat_unit_cost(const struct mf_gpu *gpu);
 /* Nodes a job of count GPUs of this type spans: ceil(count / gpusPerNode). */
 int64_t mf_cat_nodes(const struct mf_gpu *gpu, int64_t count);
-/* Usable bytes of a card: memory x (1 - headroom), rounded down. */
+/* Usable bytes of a card: memory x (1 - the catalogue's headroom), rounded
+ * down; mf_cat_usable_at with a headroom of the caller's (a vllm job's
+ * 1 - gpuMemoryUtilization). */
 int64_t mf_cat_usable(const struct mf_catalog *cat, const struct mf_gpu *gpu);
+int64_t mf_cat_usable_at(const struct mf_gpu *gpu, double headroom);
 
 #endif

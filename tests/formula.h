@@ -6,6 +6,7 @@
 #define MF_TEST_FORMULA_H
 
 #include <ctype.h>
+#include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,7 +17,7 @@
 /*
  * A formula's value: numbers, the symbols of design 5 and estimate.c,
  * juxtaposition and "x" for products, "/", "+", parentheses, max(a, b,
- * ...).  " (fp32)" is a note, not arithmetic.
+ * ...), ceil(a).  " (fp32)" is a note, not arithmetic.
  */
 struct sym {
 	const char *name;
@@ -46,6 +47,13 @@ factor(struct expr *x)
 	size_t i, best = 0, n;
 
 	skip_spaces(x);
+	if (strncmp(x->p, "ceil(", 5) == 0) {
+		x->p += 5;
+		v = ceil(sum(x));
+		x->bad |= *x->p != ')';
+		x->p++;
+		return v;
+	}
 	if (strncmp(x->p, "max(", 4) == 0) {
 		x->p += 4;
 		v = sum(x);

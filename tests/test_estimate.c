@@ -85,7 +85,9 @@ est(const struct mf_model *m, const struct mf_workload *w)
 		sum += e.bucket[b];
 	}
 	assert_int_equal(e.total, sum);
-	assert_true(e.per_gpu <= e.total);
+	/* Buckets are one micro-batch of the whole job; a pipeline's first
+	 * stage keeps pipeline micro-batches in flight, which can be more. */
+	assert_true(e.per_gpu <= e.total || w->pipeline > 1);
 	return e;
 }
 
@@ -311,6 +313,142 @@ test_est_reference_inference(void **state)
 	w.precision = MF_FP32;
 	assert_int_equal(est(&llama8b, &w).bucket[MF_B_WEIGHTS],
 	    INT64_C(32121044992));
+}
+
+/*
+ * Serving terms (design 14) on Llama 3.1 8B, worked by hand.  Linear
+ * weights Plin = 32 x (2 x 4096 x (4096 + 1024) + 3 x 4096 x 14336) =
+ * 6,979,321,856; the rest, 16-bit always, P - Plin = 1,050,939,392 (the
+ * embeddings and head, 2 x 128256 x 4096, and the norms, 65 x 4096).
+ */
+static void
+test_est_serving(void **state)
+{
+	struct mf_workload w;
+	struct mf_estimate e;
+
+	(void)state;
+	assert_int_equal(mf_model_linear_params(&llama8b), INT64_C(6979321856));
+	mf_workload_defaults(&w);
+	w.kind = MF_INFERENCE;
+	w.concurrency = 2;
+	w.context_len = 8200;
+	/* int8 and fp8: a byte a linear weight, 6,979,321,856 + 2 x
+	 * 1,050,939,392. */
+	w.weights_dtype = MF_WD_INT8;
+	assert_int_equal(est(&llama8b, &w).bucket[MF_B_WEIGHTS],
+	    INT64_C(9081200640));
+	w.weights_dtype = MF_WD_FP8;
+	assert_int_equal(est(&llama8b, &w).bucket[MF_B_WEIGHTS],
+	    INT64_C(9081200640));
+	/* int4: Plin / 2 = 3,489,660,928, and an fp16 scale per 128 weights,
+	 * 54,525,952 x 2 = 109,051,904: 5,700,591,616 with the rest. */
+	w.weights_dtype = MF_WD_INT4;
+	assert_int_equal(est(&llama8b, &w).bucket[MF_B_WEIGHTS],
+	    INT64_C(5700591616));
+	/* Groups of 64: 109,051,904 scales, 218,103,808 bytes. */
+	w.group_size = 64;
+	assert_int_equal(est(&llama8b, &w).bucket[MF_B_WEIGHTS],
+	    INT64_C(5809643520));
+	/*
+	 * Paged KV cache: 8,200 tokens in blocks of 16 take 513 blocks,
+	 * 8,208 tokens: 131,072 x 2 x 8,208 = 2,151,677,952 (unpaged 131,072
+	 * x 2 x 8,200 = 2,149,580,800); the CUDA graphs' 1Gi default.
+	 */
+	e = est(&llama8b, &w);
+	assert_int_equal(e.bucket[MF_B_KVCACHE], INT64_C(2149580800));
+	w.server = MF_SERVER_VLLM;
+	e = est(&llama8b, &w);
+	assert_int_equal(e.seq_tokens, 8208);
+	assert_int_equal(e.bucket[MF_B_KVCACHE], INT64_C(2151677952));
+	assert_int_equal(e.bucket[MF_B_GRAPHS], INT64_C(1073741824));
+	assert_true(e.bucket[MF_B_ACTIVATIONS] > 0);
+	w.block_size = 7; /* 1,172 blocks of 7: 8,204 tokens */
+	assert_int_equal(est(&llama8b, &w).seq_tokens, 8204);
+}
+
+/*
+ * maxConcurrency and maxContextLength on a card of 43.2e9 usable bytes
+ * (an L40S at 10% headroom): Llama 3.1 8B in bf16 leaves 43.2e9 -
+ * 16,060,522,496 = 27,139,477,504 bytes of KV cache, 131,072 a token.
+ * Sequences of 8,192 tokens: 27,139,477,504 / 1,073,741,824 = 25.3 ->
+ * 25.  Tokens for each of 32 sequences: / 4,194,304 = 6,470.6 -> 6,470;
+ * in whole blocks of 16, 404 blocks: 6,464.
+ */
+static void
+test_est_max_served(void **state)
+{
+	struct mf_workload w;
+	struct mf_estimate e;
+
+	(void)state;
+	mf_workload_defaults(&w);
+	w.kind = MF_INFERENCE;
+	w.concurrency = 32;
+	w.context_len = 8192;
+	e = est(&llama8b, &w);
+	assert_int_equal(mf_est_max_seqs(&e, INT64_C(43200000000)), 25);
+	assert_int_equal(mf_est_max_context(&e, INT64_C(43200000000), 32, 1),
+	    6470);
+	assert_int_equal(mf_est_max_context(&e, INT64_C(43200000000), 32, 16),
+	    6464);
+	/* A card that holds no more than the weights serves nothing. */
+	assert_int_equal(mf_est_max_seqs(&e, INT64_C(16060522496)), 0);
+	assert_int_equal(mf_est_max_context(&e, INT64_C(16060522496), 32, 1),
+	    0);
+}
+
+/*
+ * What one GPU holds under tensor and pipeline parallelism (design 15),
+ * Llama 3.1 8B serving 32 sequences of 8,192 tokens.
+ * - Tensor 4: a GPU holds 8 of 32 heads, 2 of 8 KV heads and 3,584 of
+ *   the MLP's 14,336: a layer is 2 x 4096 x 1024 + 2 x 4096 x 256 + 3 x
+ *   4096 x 3584 + 2 x 4096 = 54,534,144, x 32 = 1,745,092,608, with the
+ *   embeddings, head and final norm (1,050,677,248) 2,795,769,856
+ *   parameters: 5,591,539,712 bytes.  KV: 2 x 32 x 2 x 128 x 2 = 32,768 a
+ *   token.  The all-reduce's output: 8,192 x 4096 x 2 = 67,108,864.
+ * - Tensor 16: 8 KV heads < 16, so each GPU keeps one whole: 2 x 32 x 1
+ *   x 128 x 2 = 16,384 a token, not 8,192.
+ * - Pipeline 2: 16 layers a stage, 218,112,000 parameters each; the first
+ *   stage holds the embeddings (128256 x 4096 = 525,336,576), the last
+ *   the final norm (4,096) and the head (525,336,576), so the last is the
+ *   largest: 3,489,792,000 + 525,340,672 = 4,015,132,672 parameters,
+ *   8,030,265,344 bytes.  KV 2 x 16 x 8 x 128 x 2 = 65,536 a token; the
+ *   hidden states sent and received, 2 x 8,192 x 4096 x 2 = 134,217,728.
+ */
+static void
+test_est_parallel(void **state)
+{
+	struct mf_workload w;
+	struct mf_estimate e;
+
+	(void)state;
+	mf_workload_defaults(&w);
+	w.kind = MF_INFERENCE;
+	w.concurrency = 32;
+	w.context_len = 8192;
+	w.tensor = 4;
+	e = est(&llama8b, &w);
+	assert_int_equal(e.stage[MF_B_WEIGHTS], INT64_C(5591539712));
+	assert_int_equal(e.kv_token, 32768);
+	assert_int_equal(e.stage[MF_B_KVCACHE], INT64_C(32768) * 32 * 8192);
+	assert_int_equal(e.stage[MF_B_COMM], INT64_C(67108864));
+	/* The whole job's buckets stay whole: 2P; every GPU's buffer. */
+	assert_int_equal(e.bucket[MF_B_WEIGHTS], INT64_C(16060522496));
+	assert_int_equal(e.bucket[MF_B_COMM], 4 * INT64_C(67108864));
+	assert_int_equal(e.per_gpu,
+	    INT64_C(5591539712) + INT64_C(32768) * 32 * 8192 +
+	        INT64_C(67108864));
+	w.tensor = 16;
+	assert_int_equal(est(&llama8b, &w).kv_token, 16384);
+	w.tensor = 1;
+	w.pipeline = 2;
+	e = est(&llama8b, &w);
+	assert_int_equal(e.stage[MF_B_WEIGHTS], INT64_C(8030265344));
+	assert_int_equal(e.kv_token, 65536);
+	assert_int_equal(e.stage[MF_B_COMM], INT64_C(134217728));
+	assert_int_equal(mf_est_bucket_per_gpu(&e, MF_B_WEIGHTS),
+	    INT64_C(8030265344));
 }
 
 static void
@@ -662,6 +800,15 @@ test_torch_llama8b(void **state)
 	assert_int_equal(e.bucket[MF_B_TRANSIENT], INT64_C(4202692608));
 }
 
+/* The tokens whose hidden states parallel layouts send (estimate.c). */
+static int64_t
+forward_tokens(const struct mf_workload *w)
+{
+	if (w->kind == MF_TRAINING)
+		return w->seq_len * w->micro_batch;
+	return w->server == MF_SERVER_VLLM ? w->batched_tokens : w->context_len;
+}
+
 /* Check every bucket of m under w against its formula. */
 static void
 formulas_agree(const struct mf_model *m, const struct mf_workload *w)
@@ -683,7 +830,18 @@ formulas_agree(const struct mf_model *m, const struct mf_workload *w)
 		{ "Is", (double)m->shared_intermediate },
 		{ "E", (double)m->experts },
 		{ "k", (double)m->experts_per_tok },
-		{ "seqs", (double)w->concurrency },
+		{ "seqs",
+		    (double)(w->concurrency < w->batched_tokens ||
+		                w->kind == MF_TRAINING ||
+		                w->server != MF_SERVER_VLLM ?
+		            w->concurrency :
+		            w->batched_tokens) },
+		{ "t", (double)w->batched_tokens },
+		{ "Plin", (double)mf_model_linear_params(m) },
+		{ "TP", (double)w->tensor },
+		{ "PP", (double)w->pipeline },
+		{ "tokens", (double)forward_tokens(w) },
+		{ "cudaGraphReserve", (double)w->graph_reserve },
 		{ "ctx", (double)w->context_len },
 		{ "N", (double)w->shard_gpus },
 		{ "r", (double)w->lora_rank },
@@ -775,6 +933,44 @@ static const struct mf_model qwen2moeish = {
 };
 
 /*
+ * The same for what design 14 and 15 add: every weights dtype (int4 with
+ * two group sizes), with and without vllm (two block sizes), and parallel
+ * layouts of tensor, pipeline and expert, for training and inference.
+ */
+static void
+serving_formulas_match_bytes(const struct mf_model *const *models, size_t n)
+{
+	struct mf_workload w;
+
+	for (size_t i = 0; i < n; i++)
+		for (int v = 0; v < 6 * 2 * 2 * 4 * 2; v++) {
+			int x = v;
+
+			mf_workload_defaults(&w);
+			w.kind = MF_INFERENCE;
+			w.concurrency = 3;
+			w.context_len = 100;
+			w.batched_tokens = 64;
+			w.weights_dtype = (enum mf_weights_dtype)(x % 6),
+			x /= 6;
+			w.group_size = x % 2 ? 32 : 128, x /= 2;
+			w.server = x % 2 ? MF_SERVER_VLLM : MF_SERVER_NONE;
+			w.block_size = x % 2 ? 16 : 7, x /= 2;
+			w.tensor = x % 2 ? 2 : 1;
+			w.pipeline = x / 2 % 2 ? 2 : 1, x /= 4;
+			w.expert = x % 2 ? 2 : 1;
+			formulas_agree(models[i], &w);
+			/* The same layouts for training. */
+			w.kind = MF_TRAINING;
+			w.weights_dtype = MF_WD_DEFAULT;
+			w.server = MF_SERVER_NONE;
+			w.seq_len = 32;
+			w.estimator = (enum mf_estimator)(v % 2);
+			formulas_agree(models[i], &w);
+		}
+}
+
+/*
  * Every bucket's formula evaluates to its bytes: both estimators, every
  * kind, method, optimizer, precision and attention, with and without
  * checkpointing and FSDP, micro-batch 1 and 3, on every block.
@@ -810,6 +1006,7 @@ test_formulas_match_bytes(void **state)
 			n++;
 		}
 	assert_int_equal(n, 8 * 2592);
+	serving_formulas_match_bytes(models, NELEM(models));
 }
 
 /* LoRA with SGD holds 12 bytes an adapter parameter, and says so. */
@@ -865,6 +1062,8 @@ test_bucket_names(void **state)
 	assert_string_equal(mf_bucket_name(MF_B_TRANSIENT), "transient");
 	assert_string_equal(mf_bucket_name(MF_B_KVCACHE), "kvCache");
 	assert_string_equal(mf_bucket_name(MF_B_SHARDING), "shardingBuffers");
+	assert_string_equal(mf_bucket_name(MF_B_GRAPHS), "cudaGraphs");
+	assert_string_equal(mf_bucket_name(MF_B_COMM), "commBuffers");
 	assert_null(mf_bucket_name(MF_B_COUNT));
 	assert_null(mf_bucket_name((enum mf_bucket) - 1));
 }
@@ -874,6 +1073,9 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_torch_llama8b),
+		cmocka_unit_test(test_est_serving),
+		cmocka_unit_test(test_est_max_served),
+		cmocka_unit_test(test_est_parallel),
 		cmocka_unit_test(test_formulas_match_bytes),
 		cmocka_unit_test(test_lora_sgd_formula),
 		cmocka_unit_test(test_estimator_names),

@@ -758,13 +758,78 @@ test_read_all_fixes(void **state)
 
 	(void)state;
 	read_ok(SPEC "  allowedFixes: [sdpa, microbatch, autocast, "
-	             "checkpointing, adam8bit, lora, qlora, fsdp, sdpa]\n",
+	             "checkpointing, adam8bit, lora, qlora, fsdp, kvfp8, "
+	             "int8, int4, tensor, context, concurrency, sdpa]\n",
 	    &doc, &job);
 	assert_int_equal(job.allowed_fixes, (1u << MF_FIX_COUNT) - 1);
 	mf_doc_free(doc);
 	read_ok(SPEC "  allowedFixes: []\n", &doc, &job);
 	assert_int_equal(job.allowed_fixes, 0);
 	mf_doc_free(doc);
+}
+
+/*
+ * Serving and parallelism (design 14, 15): the fields read, and a field
+ * that would be ignored, or a count that disagrees, is an error.
+ */
+#define INF "  workload:\n    kind: inference\n    contextLength: 4096\n"
+
+static void
+test_read_serving(void **state)
+{
+	struct mf_doc *doc = NULL;
+	struct mf_job job;
+
+	(void)state;
+	read_ok(MSPEC INF "    weightsDtype: int4\n    groupSize: 64\n"
+	                  "    server: vllm\n    gpuMemoryUtilization: 0.85\n"
+	                  "    maxNumBatchedTokens: 4096\n    blockSize: 32\n"
+	                  "    parallelism: {tensor: 4, pipeline: 2}\n",
+	    &doc, &job);
+	assert_int_equal(job.work.weights_dtype, MF_WD_INT4);
+	assert_int_equal(job.work.group_size, 64);
+	assert_int_equal(job.work.server, MF_SERVER_VLLM);
+	assert_true(job.work.gpu_util == 0.85);
+	assert_int_equal(job.work.batched_tokens, 4096);
+	assert_int_equal(job.work.block_size, 32);
+	assert_int_equal(job.work.tensor, 4);
+	assert_int_equal(job.work.pipeline, 2);
+	assert_int_equal(job.work.expert, 1);
+	/* A replica of 4 x 2 GPUs. */
+	assert_int_equal(job.count, 8);
+	assert_true(job.count_given);
+	mf_doc_free(doc);
+	/* Two replicas given by the count. */
+	read_ok(MSPEC "  resources:\n    gpu:\n      count: 8\n" INF
+	              "    parallelism: {tensor: 4}\n",
+	    &doc, &job);
+	assert_int_equal(job.count, 8);
+	mf_doc_free(doc);
+}
+
+static void
+test_err_serving(void **state)
+{
+	(void)state;
+	expect_err(MSPEC INF "    groupSize: 64\n", "spec.workload.groupSize",
+	    11, "applies only with weightsDtype: int4");
+	expect_err(MSPEC INF "    blockSize: 16\n", "spec.workload.blockSize",
+	    11, "applies only with server: vllm");
+	expect_err(MSPEC "  workload:\n    sequenceLength: 4096\n"
+	                 "    server: vllm\n",
+	    "spec.workload.server", 10, "applies only with kind: inference");
+	expect_err(MSPEC INF "    weightsDtype: int3\n",
+	    "spec.workload.weightsDtype", 11, "int4");
+	expect_err(MSPEC INF "    server: vllm\n    gpuMemoryUtilization: 0\n",
+	    "spec.workload.gpuMemoryUtilization", 12, "");
+	expect_err(MSPEC INF "    parallelism: {tensor: 0}\n",
+	    "spec.workload.parallelism.tensor", -1, "");
+	expect_err(MSPEC INF "    parallelism: {data: 2}\n",
+	    "spec.workload.parallelism.data", -1, "");
+	expect_err(MSPEC "  resources:\n    gpu:\n      count: 6\n" INF
+	                 "    parallelism: {tensor: 4}\n",
+	    "spec.resources.gpu.count", -1,
+	    "is 6 but the job's parallelism takes 4 GPUs");
 }
 
 /* maxCost and deadlineHours need referenceHours; maxHourlyPrice does not. */
@@ -850,6 +915,8 @@ main(void)
 		cmocka_unit_test(test_read_spec_only),
 		cmocka_unit_test(test_read_spec_with_floor),
 		cmocka_unit_test(test_read_all_fixes),
+		cmocka_unit_test(test_read_serving),
+		cmocka_unit_test(test_err_serving),
 		cmocka_unit_test(test_err_unknown_fields),
 		cmocka_unit_test(test_err_unknown_field_line),
 		cmocka_unit_test(test_err_types),

@@ -100,6 +100,7 @@ teardown(void **state)
 #define JOB \
 	"apiVersion: memfloor.dev/v1\nkind: Job\nmetadata:\n  name: t\n" \
 	"spec:\n"
+#define NELEM(a) (sizeof(a) / sizeof((a)[0]))
 #define LLAMA "  model:\n    name: meta-llama/Llama-3.1-8B\n"
 #define WL(lines) "  workload:\n    sequenceLength: 4096\n" lines
 #define HOURS(n) "  duration:\n    referenceHours: " #n "\n"
@@ -697,7 +698,9 @@ smallest_row(const char *spec, int64_t need, const char *gpu)
 	assert_true(d.from_model);
 	assert_int_equal(d.need, need);
 	assert_int_equal(d.est.params, INT64_C(8030261248));
-	assert_string_equal(mf_smallest_fit(shipped, d.need)->name, gpu);
+	assert_string_equal(mf_smallest_fit(shipped, d.need, shipped->headroom)
+	                        ->name,
+	    gpu);
 	job_free(&f);
 }
 
@@ -799,19 +802,57 @@ test_model_inference(void **state)
 	assert_int_equal(d.est.bucket[MF_B_WEIGHTS], INT64_C(16060522496));
 	assert_int_equal(d.est.bucket[MF_B_GRADIENTS], 0);
 	assert_int_equal(d.est.bucket[MF_B_ACTIVATIONS], 0);
-	assert_string_equal(mf_smallest_fit(shipped, d.need)->name,
+	assert_string_equal(mf_smallest_fit(shipped, d.need, shipped->headroom)
+	                        ->name,
 	    "A100-80GB");
 	expect_placement(&d.placement, "B200", 1, 0);
 	assert_int_equal(d.floor, 53 * GIB);
 	job_free(&f);
 }
 
-/* An inference job has no training fix; fp32 inference has autocast. */
+/*
+ * An inference job has no training fix but its own (design 14), in order:
+ * kvfp8, int8, int4, tensor, context, concurrency.  Llama 3.1 8B, 32
+ * sequences of 8,192 tokens on one L40S (48G, 43.2e9 usable):
+ *   weights 2P = 16,060,522,496; KV 2 x 32 x 8 x 128 x 2 = 131,072 a
+ *   token x 32 x 8192 = 34,359,738,368; need 50,420,260,864.
+ *   Linear weights Plin = 32 x (2 x 4096 x (4096 + 1024) + 3 x 4096 x
+ *   14336) = 6,979,321,856; the rest P - Plin = 1,050,939,392.
+ * - kvfp8: KV 17,179,869,184 + 16,060,522,496 = 33,240,391,680: fits.
+ * - int8: 6,979,321,856 + 2 x 1,050,939,392 = 9,081,200,640 + KV =
+ *   43,440,939,008 > 43.2e9: fits nowhere.
+ * - int4: Plin / 2 = 3,489,660,928 + Plin / 128 x 2 = 109,051,904 +
+ *   2,101,878,784 = 5,700,591,616 + KV = 40,060,329,984: fits.
+ * - tensor over 2 (32 heads and 8 KV heads both divide): a GPU holds 16
+ *   heads, 4 KV heads and I / 2 = 7168: per layer 2 x 4096 x 2048 + 2 x
+ *   4096 x 512 + 3 x 4096 x 7168 + 2 x 4096 = 109,060,096, x 32 =
+ *   3,489,923,072, + embeddings, head and final norm 1,050,677,248 =
+ *   4,540,600,320 parameters, 9,081,200,640 bytes; KV 65,536 a token x
+ *   32 x 8192 = 17,179,869,184; the all-reduce's output, one prefill of
+ *   8192 tokens x 4096 x 2 = 67,108,864: 26,328,178,688 a GPU.
+ * - context: 43.2e9 - 16,060,522,496 = 27,139,477,504 for KV, / (32 x
+ *   131,072) = 6470 tokens: need 16,060,522,496 + 6470 x 4,194,304 =
+ *   43,197,669,376.
+ * - concurrency: 27,139,477,504 / (131,072 x 8192) = 25 sequences: need
+ *   16,060,522,496 + 25 x 1,073,741,824 = 42,904,068,096.
+ */
 static void
 test_model_inference_rejected(void **state)
 {
 	struct mf_catalog *cat =
 	    cat_parse(CAT_HDR GPU("L40S", "48G", "1.00", "0.5"));
+	static const struct {
+		enum mf_fix fix;
+		int64_t need, gpus, amount;
+		int placed;
+	} want[] = {
+		{ MF_FIX_KVFP8, INT64_C(33240391680), 1, 0, 1 },
+		{ MF_FIX_INT8, INT64_C(43440939008), 1, 0, 0 },
+		{ MF_FIX_INT4, INT64_C(40060329984), 1, 0, 1 },
+		{ MF_FIX_TENSOR, INT64_C(26328178688), 2, 2, 1 },
+		{ MF_FIX_CONTEXT, INT64_C(43197669376), 1, 6470, 1 },
+		{ MF_FIX_CONCURRENCY, INT64_C(42904068096), 1, 25, 1 },
+	};
 	struct mf_decision d;
 	struct fx f;
 
@@ -822,14 +863,24 @@ test_model_inference_rejected(void **state)
 	              "checkpointing, adam8bit, lora, qlora, fsdp"));
 	place(&f, cat, &d);
 	assert_false(d.admitted);
-	assert_int_equal(d.nfixes, 0);
-	assert_int_equal(d.suggested, -1);
+	assert_int_equal(d.need, INT64_C(50420260864));
+	assert_int_equal(d.nfixes, NELEM(want));
+	for (size_t i = 0; i < NELEM(want); i++) {
+		assert_int_equal(d.fixes[i].fix, want[i].fix);
+		assert_int_equal(d.fixes[i].fixes, MF_FIXBIT(want[i].fix));
+		assert_int_equal(d.fixes[i].need, want[i].need);
+		assert_int_equal(d.fixes[i].gpus, want[i].gpus);
+		assert_int_equal(d.fixes[i].amount, want[i].amount);
+		assert_int_equal(d.fixes[i].placed, want[i].placed);
+	}
+	/* kvfp8 is the first that fits and changes nothing served. */
+	assert_int_equal(d.suggested, 0);
 	assert_non_null(strstr(d.reason, "kvCache"));
 	job_free(&f);
 	/*
 	 * fp32: weights 4P = 32,121,044,992 + KV 34,359,738,368 =
 	 * 66,480,783,360; autocast brings it back to 50,420,260,864, still
-	 * more than 43.2 usable.
+	 * more than 43.2 usable; every inference fix comes on top of it.
 	 */
 	job_load(&f,
 	    LLAMA "  workload:\n    kind: inference\n"
@@ -838,10 +889,13 @@ test_model_inference_rejected(void **state)
 	place(&f, cat, &d);
 	assert_false(d.admitted);
 	assert_int_equal(d.need, INT64_C(66480783360));
-	assert_int_equal(d.nfixes, 1);
+	assert_int_equal(d.nfixes, 1 + NELEM(want));
 	assert_int_equal(d.fixes[0].fix, MF_FIX_AUTOCAST);
 	assert_int_equal(d.fixes[0].need, INT64_C(50420260864));
 	assert_false(d.fixes[0].placed);
+	assert_int_equal(d.fixes[1].fixes,
+	    MF_FIXBIT(MF_FIX_AUTOCAST) | MF_FIXBIT(MF_FIX_KVFP8));
+	assert_int_equal(d.fixes[1].need, want[0].need);
 	job_free(&f);
 	mf_cat_unref(cat);
 }
@@ -1537,15 +1591,19 @@ test_smallest_fit(void **state)
 
 	(void)state;
 	/* 21.6e9 usable on the 24G cards: c is the cheapest. */
-	assert_string_equal(mf_smallest_fit(cat, INT64_C(21600000000))->name,
+	assert_string_equal(mf_smallest_fit(cat, INT64_C(21600000000),
+	                        cat->headroom)
+	                        ->name,
 	    "c");
-	assert_string_equal(mf_smallest_fit(cat, INT64_C(21600000001))->name,
+	assert_string_equal(mf_smallest_fit(cat, INT64_C(21600000001),
+	                        cat->headroom)
+	                        ->name,
 	    "big");
-	assert_null(mf_smallest_fit(cat, INT64_C(43200000001)));
+	assert_null(mf_smallest_fit(cat, INT64_C(43200000001), cat->headroom));
 	mf_cat_unref(cat);
 	cat = cat_parse(
 	    CAT_HDR GPU("b", "24G", "0.5", "1") GPU("a", "24G", "0.5", "1"));
-	assert_string_equal(mf_smallest_fit(cat, 1)->name, "a");
+	assert_string_equal(mf_smallest_fit(cat, 1, cat->headroom)->name, "a");
 	mf_cat_unref(cat);
 }
 
