@@ -33,6 +33,9 @@ written as the reference writes it:
   it is in the checkpoint (Phi-3's fused qkv_proj and gate_up_proj, the
   experts, the router, Qwen2-MoE's shared expert and its gate), never
   lm_head; "attention" targets q, k, v, o (Phi-3: qkv_proj, o_proj).
+- Serving (serving=True, CausalLM.serve): a no-grad forward as a serving
+  engine's profile run makes it, its attention allocating only its output
+  (flash_rows) and its experts vLLM's fused-MoE buffers (fused_experts).
 """
 import math
 
@@ -220,10 +223,29 @@ class FusedAttention(torch.autograd.Function):
         return gq.to(q.dtype), gk.to(k.dtype), gv.to(v.dtype), None, None
 
 
+def flash_rows(q, k, v, scale, cap):
+    """FusedAttention's forward without grad, as a serving engine's kernel
+    (vLLM's flash or paged attention) runs it: on (b, s, heads, d), the
+    output is the one tensor it allocates.  The kernel's tiles live in
+    on-chip memory; here the scores of one query row of one head at a time
+    stand in for them, b x s x 4 bytes, small beside what the layer holds
+    and gone before RoPE's and o_proj's moments, attention's fullest."""
+    b, s, a, d = q.shape
+    n = a // k.shape[2]
+    out = torch.empty_like(q)
+    for i in range(a):
+        kj, vj = k[:, :, i // n], v[:, :, i // n]
+        for r in range(s):
+            w, _ = tile(q[:, r:r + 1, i], kj[:, :r + 1], scale, cap, r, 0)
+            w = torch.softmax(w, dim=-1)
+            out[:, r:r + 1, i] = torch.matmul(w, vj[:, :r + 1].float())
+    return out
+
+
 class Attention(nn.Module):
-    def __init__(self, sh, fused_kernel):
+    def __init__(self, sh, fused_kernel, serving=False):
         super().__init__()
-        self.sh, self.fused_kernel = sh, fused_kernel
+        self.sh, self.fused_kernel, self.serving = sh, fused_kernel, serving
         h, a, kv, d = sh.h, sh.a, sh.kv, sh.d
         if sh.fused:
             self.qkv_proj = nn.Linear(h, (a + 2 * kv) * d, bias=False)
@@ -254,7 +276,10 @@ class Attention(nn.Module):
             # (b, s, heads, d), the layout flash_attn_func takes.
             c, sn = cos[:, :, None, :], sin[:, :, None, :]
             q, k = rope(q, c, sn), rope(k, c, sn)
-            o = FusedAttention.apply(q, k, v, self.scale, sh.attn_cap)
+            if self.serving:
+                o = flash_rows(q, k, v, self.scale, sh.attn_cap)
+            else:
+                o = FusedAttention.apply(q, k, v, self.scale, sh.attn_cap)
             o = o.reshape(b, s, sh.a * sh.d)
         else:
             q, k, v = (t.transpose(1, 2) for t in (q, k, v))
@@ -291,52 +316,114 @@ class MLP(nn.Module):
 
 
 class MoE(nn.Module):
-    def __init__(self, sh):
+    def __init__(self, sh, serving=False):
         super().__init__()
-        self.sh = sh
+        self.sh, self.serving = sh, serving
         self.gate = nn.Linear(sh.h, sh.E, bias=False)
         self.experts = nn.ModuleList(MLP(sh, sh.I_moe) for _ in range(sh.E))
         if sh.moe == "qwen2_moe":
             self.shared_expert = MLP(sh, sh.I_shared)
             self.shared_expert_gate = nn.Linear(sh.h, 1, bias=False)
 
+    def shared(self, x):
+        shared = self.shared_expert(x)
+        return torch.sigmoid(self.shared_expert_gate(x)) * shared
+
     def forward(self, x):
         sh = self.sh
         b, s, h = x.shape
         x = x.view(-1, h)
+        shared = None
+        if self.serving and sh.moe == "qwen2_moe":
+            # vLLM runs the shared expert first: its output is alive
+            # while the routed experts run.
+            shared = self.shared(x)
         logits = self.gate(x)
         w = F.softmax(logits, dim=1, dtype=torch.float)
         w, sel = torch.topk(w, sh.k, dim=-1)
         if sh.renorm:
             w /= w.sum(dim=-1, keepdim=True)
         w = w.to(x.dtype)
-        out = torch.zeros((b * s, h), dtype=x.dtype)
+        if self.serving:
+            out = self.fused_experts(x, w, sel)
+        else:
+            out = self.looped_experts(x, w, sel)
+        if sh.moe == "qwen2_moe":
+            if shared is None:
+                shared = self.shared(x)
+            out = out + shared
+        return out.view(b, s, h)
+
+    def looped_experts(self, x, w, sel):
+        sh = self.sh
+        out = torch.zeros_like(x)
         mask = F.one_hot(sel, num_classes=sh.E).permute(2, 1, 0)
         for e in range(sh.E):
             idx, top = torch.where(mask[e])
             if top.numel() == 0:
                 continue
-            cur = x[None, top].reshape(-1, h)
+            cur = x[None, top].reshape(-1, x.shape[1])
             cur = self.experts[e](cur) * w[top, idx, None]
             out.index_add_(0, top, cur.to(x.dtype))
-        if sh.moe == "qwen2_moe":
-            shared = self.shared_expert(x)
-            shared = torch.sigmoid(self.shared_expert_gate(x)) * shared
-            out = out + shared
-        return out.view(b, s, h)
+        return out
+
+    def fused_experts(self, x, w, sel):
+        """What vLLM's fused_moe holds (no grad): every routed copy of every
+        token at once, in three buffers, whatever the routing: the gate and
+        up projections (t k x 2Ie), act(gate) * up (t k x Ie) and the
+        weighted down projections (t k x h), summed over the k copies into
+        the output (t x h).  (vLLM from 0.7 lays the first and the last in
+        one buffer of t k x max(2Ie, h): less than this.)  The rows are in
+        expert order, as the kernel's sorted token ids have them; every
+        product is written into its buffer (out=), a row at a time where
+        the rows are gathered, so that nothing else is allocated but the
+        order and its token numbers (int64 t k each; vLLM's sorted ids are
+        int32)."""
+        sh = self.sh
+        t, h = x.shape
+        k, Ie = sel.shape[1], sh.I_moe
+        order = sel.reshape(-1).argsort()
+        tokens = torch.div(order, k, rounding_mode="floor")
+        counts = torch.bincount(sel.reshape(-1), minlength=sh.E).tolist()
+        rows = tokens.tolist()
+        c1 = x.new_empty((t * k, 2 * Ie))
+        c2 = x.new_empty((t * k, Ie))
+        c3 = x.new_empty((t * k, h))
+        start = 0
+        for e, n in enumerate(counts):
+            gate = self.experts[e].gate_proj.weight.t()
+            up = self.experts[e].up_proj.weight.t()
+            for j in range(start, start + n):
+                tok = rows[j]
+                torch.mm(x[tok:tok + 1], gate, out=c1[j:j + 1, :Ie])
+                torch.mm(x[tok:tok + 1], up, out=c1[j:j + 1, Ie:])
+            start += n
+        F.silu(c1[:, :Ie], inplace=True)
+        torch.mul(c1[:, :Ie], c1[:, Ie:], out=c2)
+        start = 0
+        for e, n in enumerate(counts):
+            down = self.experts[e].down_proj.weight.t()
+            if n:
+                torch.mm(c2[start:start + n], down,
+                         out=c3[start:start + n])
+            start += n
+        c3.mul_(w.reshape(-1)[order][:, None])
+        out = torch.zeros_like(x)
+        out.index_add_(0, tokens, c3)
+        return out
 
 
 class Layer(nn.Module):
-    def __init__(self, sh, fused_kernel):
+    def __init__(self, sh, fused_kernel, serving=False):
         super().__init__()
         self.sh = sh
         self.input_layernorm = RMSNorm(sh.h, sh.norm)
-        self.self_attn = Attention(sh, fused_kernel)
+        self.self_attn = Attention(sh, fused_kernel, serving)
         self.post_attention_layernorm = RMSNorm(sh.h, sh.norm)
         if sh.nnorms == 4:
             self.pre_feedforward_layernorm = RMSNorm(sh.h, sh.norm)
             self.post_feedforward_layernorm = RMSNorm(sh.h, sh.norm)
-        self.mlp = MoE(sh) if sh.moe else MLP(sh, sh.I, sh.fused)
+        self.mlp = MoE(sh, serving) if sh.moe else MLP(sh, sh.I, sh.fused)
 
     def forward(self, x, cos, sin):
         r = x
@@ -353,12 +440,13 @@ class Layer(nn.Module):
 
 
 class CausalLM(nn.Module):
-    def __init__(self, cfg, fused_kernel, checkpointing, dtype):
+    def __init__(self, cfg, fused_kernel, checkpointing, dtype,
+                 serving=False):
         super().__init__()
         sh = self.sh = Shape(cfg)
         self.checkpointing = checkpointing
         self.embed_tokens = nn.Embedding(sh.V, sh.h)
-        self.layers = nn.ModuleList(Layer(sh, fused_kernel)
+        self.layers = nn.ModuleList(Layer(sh, fused_kernel, serving)
                                     for _ in range(sh.L))
         self.norm = RMSNorm(sh.h, sh.norm)
         self.lm_head = nn.Linear(sh.h, sh.V, bias=False)
@@ -375,7 +463,7 @@ class CausalLM(nn.Module):
         emb = torch.cat((f, f), dim=-1)[None].expand(x.shape[0], -1, -1)
         return emb.cos().to(x.dtype), emb.sin().to(x.dtype)
 
-    def forward(self, ids, labels):
+    def hidden(self, ids):
         x = self.embed_tokens(ids)
         if self.sh.type == "gemma2":
             x = x * torch.tensor(self.sh.h ** 0.5, dtype=x.dtype)
@@ -387,11 +475,36 @@ class CausalLM(nn.Module):
                     preserve_rng_state=False)
             else:
                 x = layer(x, cos, sin)
-        logits = self.lm_head(self.norm(x))
+        return self.norm(x)
+
+    def softcap(self, logits):
         if self.sh.final_cap is not None:
             logits = logits / self.sh.final_cap
             logits = torch.tanh(logits)
             logits = logits * self.sh.final_cap
+        return logits
+
+    @torch.no_grad()
+    def serve(self, ids):
+        """A serving engine's profile run (vLLM's): one no-grad forward over
+        ids (seqs, n), the final norm over every token, then the logits of
+        the last token of each sequence only (index_select of the flattened
+        hidden states, as vLLM's LogitsProcessor does), and the sampler's
+        fp32 copy of them with its softmax and log-softmax.  The model
+        runner keeps the hidden states and the 16-bit logits while the
+        sampler runs."""
+        hidden = self.hidden(ids)
+        seqs, n = ids.shape
+        last = torch.arange(n - 1, seqs * n, n)
+        x = hidden.view(seqs * n, -1).index_select(0, last)
+        logits = self.softcap(self.lm_head(x))
+        full = logits.float()
+        probs = F.softmax(full, dim=-1, dtype=torch.float32)
+        logprobs = F.log_softmax(full, dim=-1, dtype=torch.float32)
+        return probs.argmax(-1), logprobs.shape
+
+    def forward(self, ids, labels):
+        logits = self.softcap(self.lm_head(self.hidden(ids)))
         logits = logits.float()
         return F.cross_entropy(logits.view(-1, self.sh.V), labels.view(-1))
 

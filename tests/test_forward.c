@@ -1,0 +1,220 @@
+/*
+ * test_forward.c: the activation peak of a serving engine's profile run
+ * (design 14, admission/forward.c), on the shipped Llama 3.1 8B and
+ * Mixtral 8x7B, with the arithmetic worked out by hand beside each
+ * figure; every shipped model's formula evaluates to its bytes; overflow
+ * is -1.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "files.h"
+#include "formula.h"
+#include "forward.h"
+#include "model.h"
+#include "models.h"
+#include "msg.h"
+
+#define NELEM(a) (sizeof(a) / sizeof((a)[0]))
+
+static struct mf_models *shipped;
+
+static int
+setup(void **state)
+{
+	struct mf_error err;
+	char path[512];
+
+	(void)state;
+	if (mf_models_load(top_path(path, sizeof(path), "catalog/models"),
+	        &shipped, &err) != MF_OK) {
+		print_message("models: %s\n", MSG(&err));
+		return -1;
+	}
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	(void)state;
+	mf_models_free(shipped);
+	shipped = NULL;
+	return 0;
+}
+
+static const struct mf_model *
+model(const char *name)
+{
+	const struct mf_model *m = mf_models_find(shipped, name);
+
+	assert_non_null(m);
+	return m;
+}
+
+/* The formula of m at tokens and seqs evaluates to the bytes. */
+static void
+formula_agrees(const struct mf_model *m, int64_t tokens, int64_t seqs)
+{
+	const struct sym syms[] = {
+		{ "t", (double)tokens },
+		{ "seqs", (double)seqs },
+		{ "h", (double)m->hidden },
+		{ "V", (double)m->vocab },
+		{ "a", (double)m->heads },
+		{ "kv", (double)m->kv_heads },
+		{ "d", (double)m->head_dim },
+		{ "I", (double)m->intermediate },
+		{ "Ie", (double)mf_model_expert_width(m) },
+		{ "Is", (double)m->shared_intermediate },
+		{ "E", (double)m->experts },
+		{ "k", (double)m->experts_per_tok },
+	};
+	char formula[MF_FORMULA_MAX];
+	int64_t bytes = mf_forward_peak(m, tokens, seqs, formula);
+	double v;
+	int bad;
+
+	assert_true(bytes > 0);
+	v = evaluate(formula, syms, NELEM(syms), &bad);
+	if (bad || fabs(v - (double)bytes) > 1e-9 * (double)bytes + 1) {
+		print_error("'%s' is %.0f, the bytes %lld\n", formula, v,
+		    (long long)bytes);
+		fail();
+	}
+}
+
+/*
+ * Llama 3.1 8B: h 4096, a 32, kv 8, d 128 (ad 4096, kvd 1024), I 14336,
+ * V 128256.  Per token, e = 2:
+ *   RoPE of q    4h + 8ad + 4kvd   = 16,384 + 32,768 + 4,096  =  53,248
+ *   RoPE of k    4h + 4ad + 10kvd  = 16,384 + 16,384 + 10,240 =  43,008
+ *   o_proj       6h + 4ad + 4kvd   = 24,576 + 16,384 + 4,096  =  45,056
+ *   norm         12h + 8                                      =  49,160
+ *   MLP          8h + 6I           = 32,768 + 86,016          = 118,784
+ * the MLP, plus cos and sin (4d = 512): 119,296 a token.
+ * vLLM's default batch, t 8192 in 256 sequences: 8192 x 119,296 =
+ * 977,272,832; the logits, 8192 x 2h + 256 x (2h + 14V + 16) = 67,108,864
+ * + 256 x 1,803,792 = 528,879,616, are below.
+ */
+static void
+test_forward_llama8b(void **state)
+{
+	const struct mf_model *m = model("meta-llama/Llama-3.1-8B");
+	char formula[MF_FORMULA_MAX];
+
+	(void)state;
+	assert_int_equal(mf_forward_peak(m, 8192, 256, formula),
+	    INT64_C(977272832));
+	assert_string_equal(formula,
+	    "max(t x (4d + max(4h + 8ad + 4kvd, 4h + 4ad + 10kvd, "
+	    "6h + 4ad + 4kvd, 12h + 8, 8h + 6I)), "
+	    "t x 2h + seqs x (2h + 14V + 16))");
+	/*
+	 * 512 sequences of one token: the layer's 512 x 119,296 =
+	 * 61,079,552 is below the logits', 512 x 2h + 512 x 1,803,792 =
+	 * 4,194,304 + 923,541,504 = 927,735,808.
+	 */
+	assert_int_equal(mf_forward_peak(m, 512, 512, formula),
+	    INT64_C(927735808));
+	/* The hand-written shape is the shipped one. */
+	assert_int_equal(mf_forward_peak(&llama8b, 8192, 256, NULL),
+	    INT64_C(977272832));
+}
+
+/*
+ * Mixtral 8x7B: Llama's attention (the three moments and the norm as
+ * above), Ie = I = 14336, E 8, k 2, V 32000.  The experts, per token:
+ *   8h (input, residual, normalised, output)               =  32,768
+ *   2kh (the weighted down projections, k of them)          =  16,384
+ *   6kIe (gate and up, act-and-mul, k of each)              = 172,032
+ *   2E (router logits) + 26k (weights, indices, order)      =      68
+ * 221,252, plus 4d = 512: 221,764 a token.  t 8192 in 256 sequences:
+ * 8192 x 221,764 = 1,816,690,688, above the logits' 8192 x 2h + 256 x
+ * (2h + 14V + 16) = 67,108,864 + 116,789,248 = 183,898,112.
+ */
+static void
+test_forward_mixtral(void **state)
+{
+	const struct mf_model *m = model("mistralai/Mixtral-8x7B-v0.1");
+	char formula[MF_FORMULA_MAX];
+
+	(void)state;
+	assert_int_equal(mf_forward_peak(m, 8192, 256, formula),
+	    INT64_C(1816690688));
+	assert_string_equal(formula,
+	    "max(t x (4d + max(4h + 8ad + 4kvd, 4h + 4ad + 10kvd, "
+	    "6h + 4ad + 4kvd, 12h + 8, 8h + 2kh + 6kIe + 2E + 26k)), "
+	    "t x 2h + seqs x (2h + 14V + 16))");
+	/*
+	 * 16 sequences of one token: 16 x 221,764 = 3,548,224 against
+	 * 16 x 2h + 16 x 456,208 = 131,072 + 7,299,328 = 7,430,400.
+	 */
+	assert_int_equal(mf_forward_peak(m, 16, 16, formula), INT64_C(7430400));
+}
+
+/* Every shipped model, at batches where each phase wins. */
+static void
+test_forward_formulas_match_bytes(void **state)
+{
+	static const int64_t batch[][2] = { { 8192, 256 }, { 2048, 1 },
+		{ 512, 512 }, { 1, 1 }, { 100000, 7 } };
+	size_t n = mf_models_count(shipped);
+
+	(void)state;
+	assert_true(n >= 8);
+	for (size_t i = 0; i < n; i++)
+		for (size_t j = 0; j < NELEM(batch); j++)
+			formula_agrees(mf_models_at(shipped, i), batch[j][0],
+			    batch[j][1]);
+}
+
+/* Gemma-2's (1 + w) in fp32 is 4h once, not a token's. */
+static void
+test_forward_gemma_constant(void **state)
+{
+	const struct mf_model *m = model("google/gemma-2-9b");
+	int64_t one = mf_forward_peak(m, 1, 0, NULL);
+	int64_t two = mf_forward_peak(m, 2, 0, NULL);
+
+	(void)state;
+	assert_int_equal(2 * one - two, 4 * m->hidden);
+}
+
+static void
+test_forward_overflow(void **state)
+{
+	char formula[MF_FORMULA_MAX];
+
+	(void)state;
+	assert_int_equal(mf_forward_peak(&llama8b, INT64_MAX, 1, formula), -1);
+	assert_true(strncmp(formula, "max(t x (", 9) == 0);
+	assert_int_equal(mf_forward_peak(&llama8b, 1, INT64_MAX, NULL), -1);
+	assert_int_equal(mf_forward_peak(&llama8b, -1, 1, NULL), -1);
+	assert_int_equal(mf_forward_peak(&llama8b, 1, -1, NULL), -1);
+	/* Every dimension at its cap: 8ad is 2^35 a token, times 2^34. */
+	assert_int_equal(mf_forward_peak(&largest, INT64_C(1) << 34, 1, NULL),
+	    -1);
+	assert_true(mf_forward_peak(&largest, 1, 1, NULL) > 0);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_forward_llama8b),
+		cmocka_unit_test(test_forward_mixtral),
+		cmocka_unit_test(test_forward_formulas_match_bytes),
+		cmocka_unit_test(test_forward_gemma_constant),
+		cmocka_unit_test(test_forward_overflow),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
