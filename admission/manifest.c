@@ -441,6 +441,27 @@ check_count(struct reader *r, int line, int column)
 	return MF_OK;
 }
 
+/* With a model, the lengths its kind needs. */
+static enum mf_rc
+check_lengths(struct reader *r, int line, int column)
+{
+	struct mf_job *job = r->job;
+	struct mf_workload *w = &job->work;
+	char p[PATHMAX];
+
+	if (job->model_source == MF_MODEL_NONE)
+		return MF_OK;
+	if (w->kind == MF_TRAINING && w->seq_len == 0)
+		return mf_error_set(r->err, MF_EINVAL,
+		    mf_path(p, sizeof(p), r->base, "workload.sequenceLength"),
+		    line, column, "is required for training with a model");
+	if (w->kind == MF_INFERENCE && w->context_len == 0)
+		return mf_error_set(r->err, MF_EINVAL,
+		    mf_path(p, sizeof(p), r->base, "workload.contextLength"),
+		    line, column, "is required for inference with a model");
+	return MF_OK;
+}
+
 /* Cross-field rules that no single field can check; spec may be NULL. */
 static enum mf_rc
 check_spec(struct reader *r, const struct mf_node *spec)
@@ -450,6 +471,7 @@ check_spec(struct reader *r, const struct mf_node *spec)
 	int line = spec != NULL ? spec->line : 0;
 	int column = spec != NULL ? spec->column : 0;
 	char p[PATHMAX];
+	enum mf_rc rc;
 
 	if (job->min_memory == 0 && job->model_source == MF_MODEL_NONE)
 		return mf_error_set(r->err, MF_EINVAL,
@@ -466,30 +488,8 @@ check_spec(struct reader *r, const struct mf_node *spec)
 		return mf_error_set(r->err, MF_EINVAL,
 		    mf_path(p, sizeof(p), r->base, "workload.sharding"), line,
 		    column, "FSDP sharding applies to full fine-tuning only");
-	return check_count(r, line, column);
-}
-
-/* Model-dependent rules, once the model is known. */
-static enum mf_rc
-check_model_job(struct reader *r, const struct mf_node *spec)
-{
-	struct mf_job *job = r->job;
-	struct mf_workload *w = &job->work;
-	int line = spec != NULL ? spec->line : 0;
-	int column = spec != NULL ? spec->column : 0;
-	char p[PATHMAX];
-
-	if (job->model_source == MF_MODEL_NONE)
-		return MF_OK;
-	if (w->kind == MF_TRAINING && w->seq_len == 0)
-		return mf_error_set(r->err, MF_EINVAL,
-		    mf_path(p, sizeof(p), r->base, "workload.sequenceLength"),
-		    line, column, "is required for training with a model");
-	if (w->kind == MF_INFERENCE && w->context_len == 0)
-		return mf_error_set(r->err, MF_EINVAL,
-		    mf_path(p, sizeof(p), r->base, "workload.contextLength"),
-		    line, column, "is required for inference with a model");
-	return MF_OK;
+	rc = check_count(r, line, column);
+	return rc == MF_OK ? check_lengths(r, line, column) : rc;
 }
 
 typedef enum mf_rc (
@@ -540,8 +540,6 @@ mf_job_read_spec_floor(const struct mf_node *spec, const char *path,
 	}
 	if (rc == MF_OK)
 		rc = check_spec(&r, spec);
-	if (rc == MF_OK)
-		rc = check_model_job(&r, spec);
 	if (rc == MF_OK)
 		*out = job;
 	return rc;

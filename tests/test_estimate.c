@@ -71,6 +71,19 @@ ref_workload(void)
 	return w;
 }
 
+/* Design 3's defaults, serving seqs sequences of ctx tokens. */
+static struct mf_workload
+serving(int64_t seqs, int64_t ctx)
+{
+	struct mf_workload w;
+
+	mf_workload_defaults(&w);
+	w.kind = MF_INFERENCE;
+	w.concurrency = seqs;
+	w.context_len = ctx;
+	return w;
+}
+
 /* Compute, and check what holds for every estimate. */
 static struct mf_estimate
 est(const struct mf_model *m, const struct mf_workload *w)
@@ -329,10 +342,7 @@ test_est_serving(void **state)
 
 	(void)state;
 	assert_int_equal(mf_model_linear_params(&llama8b), INT64_C(6979321856));
-	mf_workload_defaults(&w);
-	w.kind = MF_INFERENCE;
-	w.concurrency = 2;
-	w.context_len = 8200;
+	w = serving(2, 8200);
 	/* int8 and fp8: a byte a linear weight, 6,979,321,856 + 2 x
 	 * 1,050,939,392. */
 	w.weights_dtype = MF_WD_INT8;
@@ -382,10 +392,7 @@ test_est_max_served(void **state)
 	struct mf_estimate e;
 
 	(void)state;
-	mf_workload_defaults(&w);
-	w.kind = MF_INFERENCE;
-	w.concurrency = 32;
-	w.context_len = 8192;
+	w = serving(32, 8192);
 	e = est(&llama8b, &w);
 	assert_int_equal(mf_est_max_seqs(&e, INT64_C(43200000000)), 25);
 	assert_int_equal(mf_est_max_context(&e, INT64_C(43200000000), 32, 1),
@@ -423,10 +430,7 @@ test_est_parallel(void **state)
 	struct mf_estimate e;
 
 	(void)state;
-	mf_workload_defaults(&w);
-	w.kind = MF_INFERENCE;
-	w.concurrency = 32;
-	w.context_len = 8192;
+	w = serving(32, 8192);
 	w.tensor = 4;
 	e = est(&llama8b, &w);
 	assert_int_equal(e.stage[MF_B_WEIGHTS], INT64_C(5591539712));
@@ -946,10 +950,7 @@ serving_formulas_match_bytes(const struct mf_model *const *models, size_t n)
 		for (int v = 0; v < 6 * 2 * 2 * 4 * 2; v++) {
 			int x = v;
 
-			mf_workload_defaults(&w);
-			w.kind = MF_INFERENCE;
-			w.concurrency = 3;
-			w.context_len = 100;
+			w = serving(3, 100);
 			w.batched_tokens = 64;
 			w.weights_dtype = (enum mf_weights_dtype)(x % 6),
 			x /= 6;
