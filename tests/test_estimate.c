@@ -455,6 +455,35 @@ test_est_parallel(void **state)
 	    INT64_C(8030265344));
 }
 
+/*
+ * Pipeline training (design 15), the post's arithmetic on Llama 3.1 8B at
+ * s = 4096, full fine-tune with AdamW (16 bytes a parameter), pipeline 2.
+ * A layer's activations are s x h x 34 = 570,425,344 bytes.  1F1B keeps
+ * two micro-batches in flight on the first stage: 16 layers x 2 =
+ * 18,253,611,008; the last keeps one, 9,126,805,504, and the logits, s x
+ * V x 4 = 2,101,346,304.  State: 16 x 4,015,128,576 = 64,242,057,216 on
+ * the first, 16 x 4,015,132,672 = 64,242,122,752 on the last; each sends
+ * and receives a hidden state, 2 x 4096 x 4096 x 2 = 67,108,864.  First:
+ * 82,562,777,088; last: 75,537,383,424; the first is the largest.
+ */
+static void
+test_est_pipeline_training(void **state)
+{
+	struct mf_workload w = ref_workload();
+	struct mf_estimate e;
+
+	(void)state;
+	w.pipeline = 2;
+	e = est(&llama8b, &w);
+	assert_int_equal(e.stage[MF_B_ACTIVATIONS], INT64_C(18253611008));
+	assert_int_equal(e.stage[MF_B_LOGITS], 0);
+	assert_int_equal(e.stage[MF_B_COMM], INT64_C(67108864));
+	assert_int_equal(e.per_gpu, INT64_C(82562777088));
+	/* The whole job's buckets are one micro-batch of the whole model. */
+	assert_int_equal(e.bucket[MF_B_ACTIVATIONS], 32 * INT64_C(570425344));
+	assert_int_equal(e.bucket[MF_B_LOGITS], INT64_C(2101346304));
+}
+
 static void
 test_est_fp32(void **state)
 {
@@ -1077,6 +1106,7 @@ main(void)
 		cmocka_unit_test(test_est_serving),
 		cmocka_unit_test(test_est_max_served),
 		cmocka_unit_test(test_est_parallel),
+		cmocka_unit_test(test_est_pipeline_training),
 		cmocka_unit_test(test_formulas_match_bytes),
 		cmocka_unit_test(test_lora_sgd_formula),
 		cmocka_unit_test(test_estimator_names),
