@@ -134,10 +134,6 @@ $(BUILD)/it_%: $(BUILD)/tests/it_%.o $(HARNESS_OBJ) $(DLIB) $(LIB)
 $(BUILD)/bench_%: $(BUILD)/tests/bench_%.o $(LIB)
 	$(CC) $(CFLAGS) -o $@ $^ $(LIB_LIBS)
 
-# mf_forward_peak for a config, for tests/torch/forward.py.
-$(BUILD)/forward_peak: $(BUILD)/tests/forward_peak.o $(LIB)
-	$(CC) $(CFLAGS) -o $@ $^ $(LIB_LIBS)
-
 run: all
 	$(BUILD)/memfloord -d -f catalog/gpus.yaml -m catalog/models
 
@@ -176,13 +172,15 @@ tsan:
 
 # The estimator pytorch against what PyTorch keeps (tests/torch/measure.py,
 # two to three minutes on two cores), and a serving engine's forward peak
-# against mf_forward_peak (tests/torch/forward.py, under a minute).  It needs Debian's python3-torch (CPU,
-# 1.13; /usr/bin/python3, which a python3 earlier on PATH may not be) and
-# OpenBLAS, without which its fp32 matrix products take sixty times as
-# long: installed with apt-get as root when missing, else it says how.
+# against the activations of a vllm inference job's estimate
+# (tests/torch/forward.py, under a minute); both ask the command line.  It
+# needs Debian's python3-torch (CPU, 1.13; /usr/bin/python3, which a
+# python3 earlier on PATH may not be) and OpenBLAS, without which its fp32
+# matrix products take sixty times as long: installed with apt-get as root
+# when missing, else it says how.
 TORCH_PY   = /usr/bin/python3
 TORCH_DEBS = python3-torch libopenblas0-pthread
-torch: all $(BUILD)/forward_peak
+torch: all
 	@if ! $(TORCH_PY) -c 'import torch' 2>/dev/null || \
 	  ! dpkg-query -W -f='$${Status}' libopenblas0-pthread 2>/dev/null | \
 	    grep -q 'ok installed'; then \
@@ -199,8 +197,7 @@ torch: all $(BUILD)/forward_peak
 	    { echo "torch: $(TORCH_PY) cannot import torch"; exit 1; }; \
 	fi
 	$(TESTENV) timeout 1200 $(TORCH_PY) tests/torch/measure.py
-	$(TESTENV) FORWARD_PEAK=$(abspath $(BUILD)/forward_peak) timeout 300 \
-	  $(TORCH_PY) tests/torch/forward.py
+	$(TESTENV) timeout 300 $(TORCH_PY) tests/torch/forward.py
 
 bench: all $(BUILD)/bench_place
 	$(TESTENV) BENCH_PLACE=$(abspath $(BUILD)/bench_place) sh tests/bench.sh

@@ -7,7 +7,7 @@
  * peak is the largest of a few phases, each a set of tensors alive at
  * once: three moments of attention, a norm, the MLP (or the experts) of
  * one layer, and the logits of the last token of each sequence with the
- * sampler's fp32 copies.  Layers run one after another, so the layer
+ * sampler's top-k/top-p filter.  Layers run one after another, so the layer
  * count does not appear.
  *
  * Every term is one tensor, measured by tests/torch/forward.py (make
@@ -225,20 +225,43 @@ mlp(const struct mf_model *m, struct sum *p)
 }
 
 /*
- * The logits phase, after the last layer: the final norm's output for
- * every token (eh a token, which the model runner keeps), and per
- * sequence its last token's hidden state (eh), the logits (eV), the
- * sampler's fp32 copy, softmax and log-softmax (12V), the last tokens'
- * positions and the sampled ids (int64, 16).  Gemma-2's soft-capping
- * holds two eV at a time: less.
+ * The logits phase, after the last layer, at its fullest moment: vLLM's
+ * profile run samples with top-k and top-p (vllm/v1/worker/
+ * gpu_model_runner.py, _dummy_sampler_run: temperature 0.5, top_p 0.9,
+ * top_k V - 1, no logprobs, no penalties), and its PyTorch top-k/top-p
+ * (vllm/v1/sample/ops/topk_topp_sampler.py, apply_top_k_top_p_pytorch)
+ * holds the most once the mask of top-p is made.  FlashInfer's sampler,
+ * which samples without sorting, holds less; it is not modelled.  The
+ * softmax and the noise of the random draw come after the sort's tensors
+ * are gone, and fewer: they are not the peak.  Gemma-2's soft-capping
+ * holds two eV at a time, before the sampler: less.
  */
 static void
 logits(const struct mf_model *m, struct sum *tok, struct sum *seq)
 {
-	add(tok, EB, "h", m->hidden);
-	add(seq, EB, "h", m->hidden);
-	add(seq, EB + 12, "V", m->vocab);
-	add(seq, 16, "", 1);
+	int64_t h = m->hidden, v = m->vocab;
+
+	add(tok, EB, "h", h); /* every token's hidden state, the runner's */
+	add(seq, EB, "h", h); /* the last token's, which the runner keeps */
+	add(seq, EB, "h", h); /* its random stand-in (rand_like), kept */
+	add(seq, EB, "V", v); /* the 16-bit logits */
+	add(seq, 4, "V", v);  /* the sampler's fp32 copy, filtered in place */
+	add(seq, 4, "V", v);  /* the copy sorted (fp32) */
+	add(seq, 8, "V", v);  /* the order of the sort (int64) */
+	add(seq, 1, "V", v);  /* the mask below the k-th largest (bool) */
+	add(seq, 4, "V", v);  /* the sorted softmax, cumulated in place */
+	add(seq, 1, "V", v);  /* the mask within 1 - p (bool) */
+	/* The dummy metadata, a value a sequence: */
+	add(seq, 4, "", 1); /* temperature (fp32) */
+	add(seq, 4, "", 1); /* top_p (fp32) */
+	add(seq, 8, "", 1); /* top_k (int64) */
+	add(seq, 4, "", 1); /* the frequency penalty (fp32) */
+	add(seq, 4, "", 1); /* the presence penalty (fp32) */
+	add(seq, 4, "", 1); /* the repetition penalty (fp32) */
+	add(seq, 4, "", 1); /* the first call's ids (int32), which the
+	                     * warm-up call with a generator runs beside */
+	add(seq, 8, "", 1); /* the greedy ids (int64) */
+	add(seq, 4, "", 1); /* 1 - p (fp32), beside its mask */
 }
 
 int64_t

@@ -35,7 +35,9 @@ written as the reference writes it:
   lm_head; "attention" targets q, k, v, o (Phi-3: qkv_proj, o_proj).
 - Serving (serving=True, CausalLM.serve): a no-grad forward as a serving
   engine's profile run makes it, its attention allocating only its output
-  (flash_rows) and its experts vLLM's fused-MoE buffers (fused_experts).
+  (flash_rows), its experts vLLM's fused-MoE buffers (fused_experts), and
+  vLLM's sampler with top-k/top-p as the profile run calls it
+  (profile_sampler).
 """
 import math
 
@@ -487,26 +489,91 @@ class CausalLM(nn.Module):
     @torch.no_grad()
     def serve(self, ids):
         """A serving engine's profile run (vLLM's): one no-grad forward over
-        ids (seqs, n), the final norm over every token, then the logits of
-        the last token of each sequence only (index_select of the flattened
-        hidden states, as vLLM's LogitsProcessor does), and the sampler's
-        fp32 copy of them with its softmax and log-softmax.  The model
-        runner keeps the hidden states and the 16-bit logits while the
-        sampler runs."""
+        ids (seqs, n), the final norm over every token, the hidden state of
+        the last token of each sequence (an index_select of the flattened
+        hidden states, whose int64 index is gone when it returns, as
+        vLLM's _dummy_run hands them back), then profile_sampler on them.
+        The model runner keeps every token's hidden states and the last
+        ones while the sampler runs."""
         hidden = self.hidden(ids)
         seqs, n = ids.shape
         last = torch.arange(n - 1, seqs * n, n)
         x = hidden.view(seqs * n, -1).index_select(0, last)
-        logits = self.softcap(self.lm_head(x))
-        full = logits.float()
-        probs = F.softmax(full, dim=-1, dtype=torch.float32)
-        logprobs = F.log_softmax(full, dim=-1, dtype=torch.float32)
-        return probs.argmax(-1), logprobs.shape
+        del last
+        return profile_sampler(self, x)
 
     def forward(self, ids, labels):
         logits = self.softcap(self.lm_head(self.hidden(ids)))
         logits = logits.float()
         return F.cross_entropy(logits.view(-1, self.sh.V), labels.view(-1))
+
+
+SAMPLING_EPS = 1e-5
+
+
+def top_k_top_p(logits, k, p):
+    """What vLLM's PyTorch top-k/top-p filter (apply_top_k_top_p_pytorch in
+    vllm/v1/sample/ops/topk_topp_sampler.py) allocates, on fp32 logits
+    (seqs, V), k int64 and p fp32 (seqs): the logits sorted (fp32) with
+    their int64 order, the k-th largest of each row (fp32, gone once
+    compared), the mask of those below it (bool, alive to the end), the
+    softmax of the sorted row made its cumulative sum in place (fp32),
+    1 - p (fp32, gone once compared) and the mask of those within 1 - p
+    (bool); the filtered row is scattered back into logits in place."""
+    vals, order = logits.sort(dim=-1)
+    kth = vals.gather(1, (vals.shape[1] - k).unsqueeze(1))
+    below_k = vals < kth
+    del kth
+    vals.masked_fill_(below_k, float("-inf"))
+    cum = vals.softmax(dim=-1)
+    torch.cumsum(cum, dim=-1, out=cum)
+    below_p = cum <= (1 - p).unsqueeze(1)
+    below_p[:, -1] = False
+    vals.masked_fill_(below_p, float("-inf"))
+    return logits.scatter_(-1, order, vals)
+
+
+def sample(logits, meta):
+    """vLLM's v1 Sampler on 16-bit logits, as the profile run calls it (no
+    logprobs, no penalties, neither all greedy nor all random), with the
+    PyTorch top-k/top-p (TopKTopPSampler.forward_native; FlashInfer's
+    sampler, which does not sort, is not modelled): an fp32 copy, its
+    greedy argmax (int64), the temperature divided in place, top_k_top_p,
+    the softmax (fp32) divided in place by exponential noise (fp32) and its
+    argmax, the greedy or the random id (int64), returned as int32."""
+    temp = meta["temperature"]
+    x = logits.to(torch.float32)
+    greedy = x.argmax(dim=-1)
+    x.div_(torch.where(temp < SAMPLING_EPS, 1.0, temp).unsqueeze(1))
+    x = top_k_top_p(x, meta["top_k"], meta["top_p"])
+    probs = x.softmax(dim=-1, dtype=torch.float32)
+    noise = torch.empty_like(probs)
+    noise.exponential_()
+    chosen = probs.div_(noise).argmax(dim=-1)
+    del probs, noise
+    ids = torch.where(temp < SAMPLING_EPS, greedy, chosen)
+    return ids.to(torch.int32).unsqueeze(-1)
+
+
+def profile_sampler(model, last):
+    """vLLM's _dummy_sampler_run (vllm/v1/worker/gpu_model_runner.py) on
+    the last tokens' hidden states (seqs, h): a random stand-in for them
+    (rand_like, kept), the 16-bit logits of the lm_head (soft-capped for
+    Gemma-2), the dummy sampling metadata (temperature 0.5, top_p 0.9 and
+    three penalties in fp32, top_k V - 1 in int64, one value a sequence),
+    then the sampler twice, the second time as the warm-up with a
+    generator, while the first one's int32 ids are held."""
+    x = torch.rand_like(last)
+    logits = model.softcap(model.lm_head(x))
+    n, V = logits.shape
+    meta = {
+        "temperature": torch.full((n,), 0.5),
+        "top_p": torch.full((n,), 0.9),
+        "top_k": torch.full((n,), V - 1),
+        "penalties": [torch.full((n,), 0.1) for _ in range(3)],
+    }
+    first = sample(logits, meta)
+    return first, sample(logits, meta)
 
 
 class LoraLinear(nn.Module):

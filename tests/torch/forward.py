@@ -21,8 +21,11 @@ reordered copy of the weight through torch's allocator at every call, a
 CPU artefact that a GPU's GEMM (its workspace allocated once) does not
 have; torch's own bf16 product allocates nothing but its output.
 
-It then asks build/forward_peak (FORWARD_PEAK) for the same config, t
-and seqs, and fails when the figure is off by more than 2% or below the
+It then asks memfloor (the command line, MEMFLOOR, -o json) to estimate
+an inference job served by vLLM with the same config inline,
+maxNumBatchedTokens t and concurrency seqs (the estimate's forward runs
+over min(concurrency, maxNumBatchedTokens) sequences, here seqs), and
+fails when its activations bucket is off by more than 2% or below the
 measured peak.  Prints the table and every error; exits 1 on a failure.
 """
 import json
@@ -35,11 +38,8 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import blocks  # noqa: E402
-from measure import cfg, moe, peak_of  # noqa: E402
+from measure import CLI, cfg, moe, peak_of  # noqa: E402
 
-TOP = os.environ.get("MF_TOP", os.getcwd())
-PROGRAM = os.environ.get("FORWARD_PEAK",
-                         os.path.join(TOP, "build/forward_peak"))
 TOLERANCE = 0.02
 
 torch.manual_seed(0)
@@ -85,16 +85,33 @@ def measured(c, t, seqs):
 
 
 def memfloor(c, t, seqs):
+    """The activations bucket of memfloor's estimate (bytes, formula) for
+    c served by vLLM over t tokens in seqs sequences of t / seqs tokens."""
+    job = {
+        "apiVersion": "memfloor.dev/v1", "kind": "Job",
+        "metadata": {"name": "forward-" + c["model_type"]},
+        "spec": {
+            "model": {"config": c},
+            "workload": {
+                "kind": "inference", "server": "vllm",
+                "maxNumBatchedTokens": t, "concurrency": seqs,
+                "contextLength": t // seqs,
+            },
+        },
+    }
     with tempfile.NamedTemporaryFile("w", suffix=".json") as f:
-        json.dump(c, f)
+        json.dump(job, f)
         f.flush()
-        r = subprocess.run([PROGRAM, f.name, str(t), str(seqs)],
+        r = subprocess.run([CLI, "estimate", f.name, "-o", "json"],
                            capture_output=True, text=True)
     if r.returncode != 0:
-        sys.exit("forward_peak failed (%d): %s%s" %
+        sys.exit("memfloor estimate failed (%d): %s%s" %
                  (r.returncode, r.stdout, r.stderr))
-    bytes_, formula = r.stdout.rstrip("\n").split("\t")
-    return int(bytes_), formula
+    est = json.loads(r.stdout)
+    for b in est["buckets"]:
+        if b["name"] == "activations":
+            return b["bytes"], b["formula"]
+    sys.exit("memfloor gave no activations bucket: " + r.stdout)
 
 
 def main():
