@@ -123,108 +123,7 @@ mf_estimator_parse(const char *name, enum mf_estimator *out)
 	return MF_EINVAL;
 }
 
-/* --- formula text ------------------------------------------------------ */
-
-/* Appends to one bucket's formula; past its room the text is cut short,
- * which test_estimate.c would see as a formula that does not evaluate. */
-struct fw {
-	char *p;
-	size_t n;
-};
-
-static void
-fw_init(struct fw *f, struct mf_estimate *e, enum mf_bucket b)
-{
-	f->p = e->formula[b];
-	f->n = 0;
-	f->p[0] = '\0';
-}
-
-static void
-fw_str(struct fw *f, const char *s)
-{
-	while (*s != '\0' && f->n + 1 < MF_FORMULA_MAX)
-		f->p[f->n++] = *s++;
-	f->p[f->n] = '\0';
-}
-
-static void
-fw_int(struct fw *f, int64_t v)
-{
-	char d[24];
-	int i = 0;
-
-	do {
-		d[i++] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v > 0 && i < (int)sizeof(d));
-	while (i > 0 && f->n + 1 < MF_FORMULA_MAX)
-		f->p[f->n++] = d[--i];
-	f->p[f->n] = '\0';
-}
-
-/*
- * A sum of terms coef x symbol, its symbol's value given: the bytes are
- * the sum of coef x value, the text "16h + 8I + 4ad + 8", terms with a
- * zero coefficient left out.
- */
-#define MAX_TERMS 16
-
-struct terms {
-	int n;
-	int64_t coef[MAX_TERMS];
-	int64_t value[MAX_TERMS];
-	const char *sym[MAX_TERMS]; /* "" for a constant */
-};
-
-static void
-term(struct terms *t, int64_t coef, const char *sym, int64_t value)
-{
-	int i;
-
-	for (i = 0; i < t->n; i++)
-		if (strcmp(t->sym[i], sym) == 0) {
-			t->coef[i] += coef;
-			return;
-		}
-	if (t->n == MAX_TERMS)
-		return;
-	t->coef[t->n] = coef;
-	t->value[t->n] = value;
-	t->sym[t->n] = sym;
-	t->n++;
-}
-
-static int64_t
-terms_bytes(const struct terms *t)
-{
-	int64_t sum = 0;
-
-	for (int i = 0; i < t->n; i++)
-		sum = mf_cadd(sum, mf_cmul(t->coef[i], t->value[i]));
-	return sum;
-}
-
-static void
-terms_text(struct fw *f, const struct terms *t)
-{
-	int first = 1;
-
-	/* Symbols first, the constant last. */
-	for (int j = 0; j < 2 * t->n; j++) {
-		int i = j % t->n;
-
-		if (t->coef[i] == 0 || (j < t->n) != (t->sym[i][0] != '\0'))
-			continue;
-		if (!first)
-			fw_str(f, " + ");
-		first = 0;
-		fw_int(f, t->coef[i]);
-		fw_str(f, t->sym[i]);
-	}
-	if (first)
-		fw_str(f, "0");
-}
+/* --- formula text: terms.c ----------------------------------------------- */
 
 static int
 workload_ok(const struct mf_workload *w)
@@ -252,12 +151,12 @@ static void
 per_param(struct mf_estimate *e, enum mf_bucket b, const char *sym,
     int64_t count, int64_t n)
 {
-	struct fw f;
+	struct mf_text f;
 
-	fw_init(&f, e, b);
-	fw_str(&f, sym);
-	fw_str(&f, " x ");
-	fw_int(&f, n);
+	mf_text_init(&f, e->formula[b]);
+	mf_text_str(&f, sym);
+	mf_text_str(&f, " x ");
+	mf_text_int(&f, n);
 	e->bucket[b] = mf_cmul(count, n);
 }
 
@@ -299,11 +198,11 @@ state(const struct mf_model *m, const struct mf_workload *w,
 {
 	int64_t P = e->params, T;
 	int fp32 = w->precision == MF_FP32;
-	struct fw f;
+	struct mf_text f;
 
 	if (w->method == MF_QLORA) {
-		fw_init(&f, e, MF_B_WEIGHTS);
-		fw_str(&f, "P x 0.5");
+		mf_text_init(&f, e->formula[MF_B_WEIGHTS]);
+		mf_text_str(&f, "P x 0.5");
 		e->bucket[MF_B_WEIGHTS] = cdiv_up(P, 2);
 	} else {
 		per_param(e, MF_B_WEIGHTS, "P", P, fp32 ? 4 : 2);
@@ -315,8 +214,8 @@ state(const struct mf_model *m, const struct mf_workload *w,
 		    optimizer_bytes(w->optimizer, fp32));
 		if (w->shard_gpus > 1) {
 			/* Gather one layer while the next is prefetched. */
-			fw_init(&f, e, MF_B_SHARDING);
-			fw_str(&f, "2 x layer params x 2");
+			mf_text_init(&f, e->formula[MF_B_SHARDING]);
+			mf_text_str(&f, "2 x layer params x 2");
 			e->bucket[MF_B_SHARDING] =
 			    mf_cmul(4, mf_model_layer_params(m));
 		}
@@ -341,23 +240,23 @@ post_activations(const struct mf_model *m, const struct mf_workload *w,
 {
 	int fp32 = w->precision == MF_FP32;
 	int64_t sb, per;
-	struct fw f;
+	struct mf_text f;
 
-	fw_init(&f, e, MF_B_ACTIVATIONS);
+	mf_text_init(&f, e->formula[MF_B_ACTIVATIONS]);
 	sb = mf_cmul(w->seq_len, w->micro_batch);
 	if (w->checkpointing) {
-		fw_str(&f, "2 x s x b x h x L");
+		mf_text_str(&f, "2 x s x b x h x L");
 		per = mf_cmul(2, m->hidden);
 	} else if (w->attention == MF_EAGER) {
-		fw_str(&f, "L x s x b x h x (34 + 5as/h)");
+		mf_text_str(&f, "L x s x b x h x (34 + 5as/h)");
 		per = mf_cadd(mf_cmul(34, m->hidden),
 		    mf_cmul(5, mf_cmul(m->heads, w->seq_len)));
 	} else {
-		fw_str(&f, "L x s x b x h x 34");
+		mf_text_str(&f, "L x s x b x h x 34");
 		per = mf_cmul(34, m->hidden);
 	}
 	if (fp32)
-		fw_str(&f, " x 2 (fp32)");
+		mf_text_str(&f, " x 2 (fp32)");
 	per = mf_cmul(mf_cmul(m->layers, sb), per);
 	e->bucket[MF_B_ACTIVATIONS] = fp32 ? mf_cmul(2, per) : per;
 }
@@ -366,12 +265,12 @@ static void
 post_training(const struct mf_model *m, const struct mf_workload *w,
     struct mf_estimate *e)
 {
-	struct fw f;
+	struct mf_text f;
 
 	state(m, w, e);
 	post_activations(m, w, e);
-	fw_init(&f, e, MF_B_LOGITS);
-	fw_str(&f, "s x b x V x 4");
+	mf_text_init(&f, e->formula[MF_B_LOGITS]);
+	mf_text_str(&f, "s x b x V x 4");
 	e->bucket[MF_B_LOGITS] =
 	    mf_cmul(mf_cmul(w->seq_len, w->micro_batch), mf_cmul(m->vocab, 4));
 }
@@ -408,22 +307,22 @@ struct shapes {
  * mean saves its input: the harness takes it as sum / n).
  */
 static void
-norm_terms(const struct mf_model *m, const struct shapes *x, struct terms *t)
+norm_terms(const struct mf_model *m, const struct shapes *x, struct mf_terms *t)
 {
 	int64_t h = m->hidden, e = x->e, pre = 2, post = m->norms_per_layer - 2;
 
-	term(t, m->norms_per_layer * 4, "", 1);
+	mf_term(t, m->norms_per_layer * 4, "", 1);
 	if (x->lora) {
 		/* A frozen weight needs neither the normalised x nor, as the
 		 * projections are frozen too, the output (see lora_terms). */
-		term(t, m->norms_per_layer * 4, "h", h);
+		mf_term(t, m->norms_per_layer * 4, "h", h);
 		return;
 	}
 	if (m->block != MF_BLOCK_GEMMA) {
-		term(t, m->norms_per_layer * (4 + 2 * e), "h", h);
+		mf_term(t, m->norms_per_layer * (4 + 2 * e), "h", h);
 		return;
 	}
-	term(t, pre * (8 + e) + post * 8, "h", h);
+	mf_term(t, pre * (8 + e) + post * 8, "h", h);
 }
 
 /* Gemma's (1 + w) in fp32, kept by each norm's multiply: 4h a norm. */
@@ -448,34 +347,35 @@ gemma_norms_const(const struct mf_model *m)
  */
 static void
 attention_terms(const struct mf_model *m, const struct mf_workload *w,
-    const struct shapes *x, struct terms *t)
+    const struct shapes *x, struct mf_terms *t)
 {
 	int64_t e = x->e, one = w->micro_batch == 1;
 	int phi3 = m->block == MF_BLOCK_PHI3;
 
 	/* q; and the output: the kernel's, or eager's copy that o_proj
 	 * keeps for its weight's gradient (a frozen o_proj does not). */
-	term(t, w->attention == MF_EAGER && x->lora ? e : 2 * e, "ad", x->ad);
+	mf_term(t, w->attention == MF_EAGER && x->lora ? e : 2 * e, "ad",
+	    x->ad);
 	if (w->attention != MF_EAGER) {
-		term(t, e, "kvd", x->kvd);
+		mf_term(t, e, "kvd", x->kvd);
 		if (phi3)
-			term(t, e, "ad", x->ad);
-		term(t, phi3 ? 2 * e : e, "kvd", x->kvd);
-		term(t, 4, "a", x->a);
+			mf_term(t, e, "ad", x->ad);
+		mf_term(t, phi3 ? 2 * e : e, "kvd", x->kvd);
+		mf_term(t, 4, "a", x->a);
 		return;
 	}
 	if (one && x->kv == 1)
-		term(t, e, "kvd", x->kvd);
+		mf_term(t, e, "kvd", x->kvd);
 	else
-		term(t, e, "ad", x->ad);
+		mf_term(t, e, "ad", x->ad);
 	if (one && (x->kv == x->a || x->kv == 1)) {
 		if (phi3)
-			term(t, e, "ad", x->ad);
-		term(t, phi3 ? 2 * e : e, "kvd", x->kvd);
+			mf_term(t, e, "ad", x->ad);
+		mf_term(t, phi3 ? 2 * e : e, "kvd", x->kvd);
 	} else {
-		term(t, e, "ad", x->ad);
+		mf_term(t, e, "ad", x->ad);
 	}
-	term(t, 4 + (e == 2 ? e : 0) + (m->attn_softcap ? e : 0), "as",
+	mf_term(t, 4 + (e == 2 ? e : 0) + (m->attn_softcap ? e : 0), "as",
 	    mf_cmul(x->a, x->s));
 }
 
@@ -495,7 +395,7 @@ attention_terms(const struct mf_model *m, const struct mf_workload *w,
  * x Is, its sigmoid gate (e) and its output (eh).
  */
 static void
-mlp_terms(const struct mf_model *m, const struct shapes *x, struct terms *t)
+mlp_terms(const struct mf_model *m, const struct shapes *x, struct mf_terms *t)
 {
 	int64_t e = x->e, k = m->experts_per_tok;
 
@@ -504,21 +404,21 @@ mlp_terms(const struct mf_model *m, const struct shapes *x, struct terms *t)
 	int64_t keep = x->lora ? 3 : 4;
 
 	if (m->experts == 0) {
-		term(t, keep * e, "I", x->I);
+		mf_term(t, keep * e, "I", x->I);
 		return;
 	}
-	term(t, (keep - 1) * e, "kh", mf_cmul(k, x->h));
-	term(t, keep * e, "kIe", mf_cmul(k, mf_model_expert_width(m)));
-	term(t, 4, "E", m->experts);
-	term(t, e + 16 + 8, "k", k);
+	mf_term(t, (keep - 1) * e, "kh", mf_cmul(k, x->h));
+	mf_term(t, keep * e, "kIe", mf_cmul(k, mf_model_expert_width(m)));
+	mf_term(t, 4, "E", m->experts);
+	mf_term(t, e + 16 + 8, "k", k);
 	if (m->renorm_topk) {
-		term(t, 4, "k", k);
-		term(t, 4, "", 1);
+		mf_term(t, 4, "k", k);
+		mf_term(t, 4, "", 1);
 	}
 	if (m->shared_intermediate > 0) {
-		term(t, keep * e, "Is", m->shared_intermediate);
-		term(t, e, "h", x->h);
-		term(t, e, "", 1);
+		mf_term(t, keep * e, "Is", m->shared_intermediate);
+		mf_term(t, e, "h", x->h);
+		mf_term(t, e, "", 1);
 	}
 }
 
@@ -539,40 +439,40 @@ mlp_terms(const struct mf_model *m, const struct shapes *x, struct terms *t)
  */
 static void
 lora_terms(const struct mf_model *m, const struct mf_workload *w,
-    const struct shapes *x, struct terms *t)
+    const struct shapes *x, struct mf_terms *t)
 {
 	int sixteen = x->e == 2, phi3 = m->block == MF_BLOCK_PHI3;
 	int64_t k = m->experts_per_tok, n = phi3 ? 2 : 4;
 
-	term(t, sixteen && !phi3 ? 12 : 4, "h", x->h);
+	mf_term(t, sixteen && !phi3 ? 12 : 4, "h", x->h);
 	if (sixteen || w->attention == MF_EAGER)
-		term(t, 4, "ad", x->ad);
+		mf_term(t, 4, "ad", x->ad);
 	if (!x->all) {
-		term(t, 4 * n, "r", x->r);
+		mf_term(t, 4 * n, "r", x->r);
 		return;
 	}
 	if (m->experts == 0) {
-		term(t, sixteen && !phi3 ? 8 : 4, "h", x->h);
-		term(t, 4, "I", x->I);
+		mf_term(t, sixteen && !phi3 ? 8 : 4, "h", x->h);
+		mf_term(t, 4, "I", x->I);
 		n += phi3 ? 2 : 3;
 	} else {
-		term(t, 4, "h", x->h); /* the router's */
-		term(t, sixteen ? 8 : 4, "kh", mf_cmul(k, x->h));
-		term(t, 4, "kIe", mf_cmul(k, mf_model_expert_width(m)));
-		term(t, 12, "kr", mf_cmul(k, x->r));
+		mf_term(t, 4, "h", x->h); /* the router's */
+		mf_term(t, sixteen ? 8 : 4, "kh", mf_cmul(k, x->h));
+		mf_term(t, 4, "kIe", mf_cmul(k, mf_model_expert_width(m)));
+		mf_term(t, 12, "kr", mf_cmul(k, x->r));
 		n += 1;
 	}
 	if (m->experts > 0 && m->shared_intermediate > 0) {
-		term(t, sixteen ? 12 : 0, "h", x->h);
-		term(t, 4, "Is", m->shared_intermediate);
+		mf_term(t, sixteen ? 12 : 0, "h", x->h);
+		mf_term(t, 4, "Is", m->shared_intermediate);
 		n += 4;
 	}
-	term(t, 4 * n, "r", x->r);
+	mf_term(t, 4 * n, "r", x->r);
 }
 
 static void
 layer_terms(const struct mf_model *m, const struct mf_workload *w,
-    const struct shapes *x, struct terms *t)
+    const struct shapes *x, struct mf_terms *t)
 {
 	memset(t, 0, sizeof(*t));
 	norm_terms(m, x, t);
@@ -596,54 +496,54 @@ torch_activations(const struct mf_model *m, const struct mf_workload *w,
     const struct shapes *x, struct mf_estimate *e)
 {
 	int64_t sb, per, gconst, bytes;
-	struct terms t;
-	struct fw f;
+	struct mf_terms t;
+	struct mf_text f;
 
 	layer_terms(m, w, x, &t);
 	sb = mf_cmul(w->seq_len, w->micro_batch);
-	per = terms_bytes(&t);
+	per = mf_terms_bytes(&t);
 	gconst = mf_cmul(gemma_norms_const(m), x->h);
-	fw_init(&f, e, MF_B_ACTIVATIONS);
-	fw_str(&f, "s x b x (");
+	mf_text_init(&f, e->formula[MF_B_ACTIVATIONS]);
+	mf_text_str(&f, "s x b x (");
 	if (w->checkpointing) {
-		fw_str(&f, "L x ");
-		fw_int(&f, x->e);
-		fw_str(&f, "h + ");
-		fw_int(&f, 2 * x->e);
-		fw_str(&f, "d + ");
-		terms_text(&f, &t);
-		fw_str(&f, ")");
+		mf_text_str(&f, "L x ");
+		mf_text_int(&f, x->e);
+		mf_text_str(&f, "h + ");
+		mf_text_int(&f, 2 * x->e);
+		mf_text_str(&f, "d + ");
+		mf_text_terms(&f, &t);
+		mf_text_str(&f, ")");
 		per = mf_cadd(mf_cadd(mf_cmul(m->layers, mf_cmul(x->e, x->h)),
 		                  mf_cmul(2 * x->e, x->d)),
 		    per);
 		bytes = mf_cadd(mf_cmul(sb, per), gconst);
 	} else {
-		fw_str(&f, "L x (");
-		terms_text(&f, &t);
-		fw_str(&f, ") + ");
-		fw_int(&f, 2 * x->e);
-		fw_str(&f, "d");
+		mf_text_str(&f, "L x (");
+		mf_text_terms(&f, &t);
+		mf_text_str(&f, ") + ");
+		mf_text_int(&f, 2 * x->e);
+		mf_text_str(&f, "d");
 		per = mf_cadd(mf_cmul(m->layers, per), mf_cmul(2 * x->e, x->d));
 		if (x->lora && per >= 4 * x->h + 4) {
 			/*
 			 * The frozen embeddings need no gradient, so the
 			 * first layer's first norm keeps nothing.
 			 */
-			fw_str(&f, " - 4h - 4");
+			mf_text_str(&f, " - 4h - 4");
 			per -= 4 * x->h + 4;
 		}
-		fw_str(&f, ")");
+		mf_text_str(&f, ")");
 		bytes = mf_cadd(mf_cmul(sb, per), mf_cmul(m->layers, gconst));
 		if (gconst > 0)
-			fw_str(&f, " + L x ");
+			mf_text_str(&f, " + L x ");
 	}
 	if (gconst > 0) {
 		if (w->checkpointing)
-			fw_str(&f, " + ");
-		fw_int(&f, gemma_norms_const(m));
-		fw_str(&f, "h");
+			mf_text_str(&f, " + ");
+		mf_text_int(&f, gemma_norms_const(m));
+		mf_text_str(&f, "h");
 		if (x->lora && !w->checkpointing && bytes >= 4 * x->h) {
-			fw_str(&f, " - 4h");
+			mf_text_str(&f, " - 4h");
 			bytes -= 4 * x->h;
 		}
 	}
@@ -663,27 +563,27 @@ torch_logits(const struct mf_model *m, const struct mf_workload *w,
 {
 	int gemma = m->block == MF_BLOCK_GEMMA;
 	int64_t sb, bytes;
-	struct terms t;
-	struct fw f;
+	struct mf_terms t;
+	struct mf_text f;
 
 	memset(&t, 0, sizeof(t));
 	if (x->lora)
 		/* A frozen norm weight and lm_head: x in fp32 only. */
-		term(&t, 4, "h", x->h);
+		mf_term(&t, 4, "h", x->h);
 	else
-		term(&t, gemma ? 8 + x->e : 4 + 2 * x->e, "h", x->h);
-	term(&t, m->final_softcap ? 4 + x->e : 4, "V", m->vocab);
+		mf_term(&t, gemma ? 8 + x->e : 4 + 2 * x->e, "h", x->h);
+	mf_term(&t, m->final_softcap ? 4 + x->e : 4, "V", m->vocab);
 	/* rsqrt; labels; token ids, which frozen embeddings do not keep. */
-	term(&t, 4 + 8 + (x->lora ? 0 : 8), "", 1);
+	mf_term(&t, 4 + 8 + (x->lora ? 0 : 8), "", 1);
 	sb = mf_cmul(w->seq_len, w->micro_batch);
-	bytes = mf_cmul(sb, terms_bytes(&t));
-	fw_init(&f, e, MF_B_LOGITS);
-	fw_str(&f, "s x b x (");
-	terms_text(&f, &t);
-	fw_str(&f, ")");
+	bytes = mf_cmul(sb, mf_terms_bytes(&t));
+	mf_text_init(&f, e->formula[MF_B_LOGITS]);
+	mf_text_str(&f, "s x b x (");
+	mf_text_terms(&f, &t);
+	mf_text_str(&f, ")");
 	if (gemma) {
 		/* The final norm's (1 + w) in fp32. */
-		fw_str(&f, " + 4h");
+		mf_text_str(&f, " + 4h");
 		bytes = mf_cadd(bytes, mf_cmul(4, x->h));
 	}
 	e->bucket[MF_B_LOGITS] = bytes;
@@ -703,14 +603,6 @@ step_temp_bytes(const struct mf_workload *w)
 	int sixteen = w->precision != MF_FP32 && w->method == MF_FULL;
 
 	return (sixteen ? 4 : 0) + (w->optimizer == MF_ADAMW ? 4 : 0);
-}
-
-static int64_t
-max_poisoned(int64_t a, int64_t b)
-{
-	if (a < 0 || b < 0)
-		return -1;
-	return a > b ? a : b;
 }
 
 /*
@@ -740,7 +632,7 @@ torch_transient(const struct mf_model *m, const struct mf_workload *w,
 	int64_t sb, loss, attn = 0, mlp, width, step, pmax;
 	int64_t n = step_temp_bytes(w);
 	const char *wsym = "I";
-	struct fw f;
+	struct mf_text f;
 
 	sb = mf_cmul(w->seq_len, w->micro_batch);
 	/* A pipeline stage without the head computes no loss. */
@@ -759,30 +651,30 @@ torch_transient(const struct mf_model *m, const struct mf_workload *w,
 	    mf_model_largest_param(m) :
 	    mf_model_lora_largest(m, w->lora_rank, w->lora_targets);
 	step = mf_cmul(pmax, n);
-	fw_init(&f, e, MF_B_TRANSIENT);
-	fw_str(&f, "max(s x b x V x 8, ");
+	mf_text_init(&f, e->formula[MF_B_TRANSIENT]);
+	mf_text_str(&f, "max(s x b x V x 8, ");
 	if (w->attention == MF_EAGER) {
 		attn = mf_cmul(mf_cmul(sb, 4 + ebytes),
 		    mf_cmul(m->heads, w->seq_len));
-		fw_str(&f, "s x b x ");
-		fw_int(&f, 4 + ebytes);
-		fw_str(&f, "as, ");
+		mf_text_str(&f, "s x b x ");
+		mf_text_int(&f, 4 + ebytes);
+		mf_text_str(&f, "as, ");
 	}
-	fw_str(&f, "s x b x ");
-	fw_int(&f, 3 * ebytes);
-	fw_str(&f, wsym);
-	fw_str(&f, ", ");
+	mf_text_str(&f, "s x b x ");
+	mf_text_int(&f, 3 * ebytes);
+	mf_text_str(&f, wsym);
+	mf_text_str(&f, ", ");
 	/* Pmax: the largest trainable tensor (with LoRA, an adapter). */
-	fw_str(&f, "Pmax x ");
-	fw_int(&f, n);
+	mf_text_str(&f, "Pmax x ");
+	mf_text_int(&f, n);
 	if (w->method == MF_FULL && w->shard_gpus > 1) {
 		/* FSDP steps each GPU's shard of every parameter. */
 		step = cdiv_up(step, w->shard_gpus);
-		fw_str(&f, " / N");
+		mf_text_str(&f, " / N");
 	}
-	fw_str(&f, ")");
-	e->bucket[MF_B_TRANSIENT] =
-	    max_poisoned(max_poisoned(loss, attn), max_poisoned(mlp, step));
+	mf_text_str(&f, ")");
+	e->bucket[MF_B_TRANSIENT] = mf_max_poisoned(mf_max_poisoned(loss, attn),
+	    mf_max_poisoned(mlp, step));
 }
 
 static void
@@ -838,22 +730,22 @@ inference_weights(const struct mf_model *m, const struct mf_workload *w,
 {
 	enum mf_weights_dtype wd = w->weights_dtype;
 	int64_t lin = mf_model_linear_params(m);
-	struct fw f;
+	struct mf_text f;
 
 	if (wd == MF_WD_DEFAULT || wd == MF_WD_BF16 || wd == MF_WD_FP16) {
 		per_param(e, MF_B_WEIGHTS, "P", e->params,
 		    wd == MF_WD_DEFAULT && w->precision == MF_FP32 ? 4 : 2);
 		return;
 	}
-	fw_init(&f, e, MF_B_WEIGHTS);
+	mf_text_init(&f, e->formula[MF_B_WEIGHTS]);
 	if (wd == MF_WD_INT4) {
-		fw_str(&f, "ceil(Plin / 2) + ceil(Plin / ");
-		fw_int(&f, w->group_size);
-		fw_str(&f, ") x 2");
+		mf_text_str(&f, "ceil(Plin / 2) + ceil(Plin / ");
+		mf_text_int(&f, w->group_size);
+		mf_text_str(&f, ") x 2");
 	} else {
-		fw_str(&f, "Plin x 1");
+		mf_text_str(&f, "Plin x 1");
 	}
-	fw_str(&f, " + (P - Plin) x 2");
+	mf_text_str(&f, " + (P - Plin) x 2");
 	e->bucket[MF_B_WEIGHTS] =
 	    mf_cadd(mf_est_linear_bytes(wd, lin, w->group_size),
 	        mf_cmul(2, e->params - lin));
@@ -877,23 +769,23 @@ inference(const struct mf_model *m, const struct mf_workload *w,
     struct mf_estimate *e)
 {
 	int kvb = w->kv_dtype == MF_KV_FP8 ? 1 : 2, vllm;
-	struct fw f;
+	struct mf_text f;
 
 	vllm = w->server == MF_SERVER_VLLM;
 	inference_weights(m, w, e);
 	e->kv_token = mf_model_kv_bytes_per_token(m, kvb);
 	e->seq_tokens =
 	    vllm ? round_up(w->context_len, w->block_size) : w->context_len;
-	fw_init(&f, e, MF_B_KVCACHE);
-	fw_str(&f, "2 x L x kv x d x ");
-	fw_int(&f, kvb);
+	mf_text_init(&f, e->formula[MF_B_KVCACHE]);
+	mf_text_str(&f, "2 x L x kv x d x ");
+	mf_text_int(&f, kvb);
 	if (vllm) {
-		fw_str(&f, " x seqs x ceil(ctx / ");
-		fw_int(&f, w->block_size);
-		fw_str(&f, ") x ");
-		fw_int(&f, w->block_size);
+		mf_text_str(&f, " x seqs x ceil(ctx / ");
+		mf_text_int(&f, w->block_size);
+		mf_text_str(&f, ") x ");
+		mf_text_int(&f, w->block_size);
 	} else {
-		fw_str(&f, " x seqs x ctx");
+		mf_text_str(&f, " x seqs x ctx");
 	}
 	e->bucket[MF_B_KVCACHE] =
 	    mf_cmul(e->kv_token, mf_cmul(w->concurrency, e->seq_tokens));
@@ -903,8 +795,8 @@ inference(const struct mf_model *m, const struct mf_workload *w,
 	    w->concurrency < w->batched_tokens ? w->concurrency :
 	                                         w->batched_tokens,
 	    e->formula[MF_B_ACTIVATIONS]);
-	fw_init(&f, e, MF_B_GRAPHS);
-	fw_str(&f, "cudaGraphReserve");
+	mf_text_init(&f, e->formula[MF_B_GRAPHS]);
+	mf_text_str(&f, "cudaGraphReserve");
 	e->bucket[MF_B_GRAPHS] = w->graph_reserve;
 }
 
@@ -1036,16 +928,16 @@ layout(const struct mf_model *m, const struct mf_workload *w,
 	e->bucket[MF_B_COMM] =
 	    mf_cmul(e->stage[MF_B_COMM], mf_cmul(w->tensor, w->pipeline));
 	if (e->bucket[MF_B_COMM] > 0) {
-		struct fw f;
+		struct mf_text f;
 
-		fw_init(&f, e, MF_B_COMM);
-		fw_str(&f, "TP x PP x (");
+		mf_text_init(&f, e->formula[MF_B_COMM]);
+		mf_text_str(&f, "TP x PP x (");
 		if (w->tensor > 1)
-			fw_str(&f, w->pipeline > 1 ? "1 + 2" : "1");
+			mf_text_str(&f, w->pipeline > 1 ? "1 + 2" : "1");
 		else
-			fw_str(&f, "2");
-		fw_str(&f, ") x tokens x h x ");
-		fw_int(&f, w->precision == MF_FP32 ? 4 : 2);
+			mf_text_str(&f, "2");
+		mf_text_str(&f, ") x tokens x h x ");
+		mf_text_int(&f, w->precision == MF_FP32 ? 4 : 2);
 	}
 	if (w->kind == MF_INFERENCE) {
 		struct mf_model part;

@@ -27,102 +27,13 @@
  */
 #include "forward.h"
 
-#include <stdio.h>
 #include <string.h>
 
 #include "internal.h"
 
 #define EB 2 /* activation bytes: bf16 or fp16 */
 
-/* A sum of coef x symbol terms, as estimate.c's. */
-#define MAX_TERMS 8
-
-struct sum {
-	int n;
-	int64_t coef[MAX_TERMS];
-	int64_t value[MAX_TERMS];
-	const char *sym[MAX_TERMS]; /* "" for a constant */
-};
-
-static void
-add(struct sum *s, int64_t coef, const char *sym, int64_t value)
-{
-	for (int i = 0; i < s->n; i++)
-		if (strcmp(s->sym[i], sym) == 0) {
-			s->coef[i] += coef;
-			return;
-		}
-	if (s->n == MAX_TERMS)
-		return;
-	s->coef[s->n] = coef;
-	s->value[s->n] = value;
-	s->sym[s->n] = sym;
-	s->n++;
-}
-
-static int64_t
-sum_bytes(const struct sum *s)
-{
-	int64_t b = 0;
-
-	for (int i = 0; i < s->n; i++)
-		b = mf_cadd(b, mf_cmul(s->coef[i], s->value[i]));
-	return b;
-}
-
-static int64_t
-max_poisoned(int64_t a, int64_t b)
-{
-	if (a < 0 || b < 0)
-		return -1;
-	return a > b ? a : b;
-}
-
-/* Formula text; past MF_FORMULA_MAX it is cut short. */
-struct text {
-	char *p;
-	size_t n;
-};
-
-static void
-put(struct text *f, const char *s)
-{
-	if (f->p == NULL)
-		return;
-	while (*s != '\0' && f->n + 1 < MF_FORMULA_MAX)
-		f->p[f->n++] = *s++;
-	f->p[f->n] = '\0';
-}
-
-static void
-put_int(struct text *f, int64_t v)
-{
-	char d[24];
-
-	snprintf(d, sizeof(d), "%lld", (long long)v);
-	put(f, d);
-}
-
-/* "8h + 6I + 8": symbols in the order added, constants last. */
-static void
-put_sum(struct text *f, const struct sum *s)
-{
-	int first = 1;
-
-	for (int j = 0; j < 2 * s->n; j++) {
-		int i = j % s->n;
-
-		if (s->coef[i] == 0 || (j < s->n) != (s->sym[i][0] != '\0'))
-			continue;
-		if (!first)
-			put(f, " + ");
-		first = 0;
-		put_int(f, s->coef[i]);
-		put(f, s->sym[i]);
-	}
-	if (first)
-		put(f, "0");
-}
+/* Sums of terms and their text: terms.c. */
 
 struct dims {
 	int64_t h, ad, kvd;
@@ -145,17 +56,17 @@ struct dims {
  * third moment, which the first two can pass.
  */
 static void
-attention(const struct dims *x, struct sum p[3])
+attention(const struct dims *x, struct mf_terms p[3])
 {
-	add(&p[0], 2 * EB, "h", x->h);
-	add(&p[0], 4 * EB, "ad", x->ad);
-	add(&p[0], 2 * EB, "kvd", x->kvd);
-	add(&p[1], 2 * EB, "h", x->h);
-	add(&p[1], 2 * EB, "ad", x->ad);
-	add(&p[1], 5 * EB, "kvd", x->kvd);
-	add(&p[2], 3 * EB, "h", x->h);
-	add(&p[2], 2 * EB, "ad", x->ad);
-	add(&p[2], 2 * EB, "kvd", x->kvd);
+	mf_term(&p[0], 2 * EB, "h", x->h);
+	mf_term(&p[0], 4 * EB, "ad", x->ad);
+	mf_term(&p[0], 2 * EB, "kvd", x->kvd);
+	mf_term(&p[1], 2 * EB, "h", x->h);
+	mf_term(&p[1], 2 * EB, "ad", x->ad);
+	mf_term(&p[1], 5 * EB, "kvd", x->kvd);
+	mf_term(&p[2], 3 * EB, "h", x->h);
+	mf_term(&p[2], 2 * EB, "ad", x->ad);
+	mf_term(&p[2], 2 * EB, "kvd", x->kvd);
 }
 
 /*
@@ -169,14 +80,14 @@ attention(const struct dims *x, struct sum p[3])
  * residual-add norm works in place and keeps none of it.
  */
 static void
-norm(const struct mf_model *m, struct sum *p)
+norm(const struct mf_model *m, struct mf_terms *p)
 {
 	if (m->block == MF_BLOCK_GEMMA) {
-		add(p, 4 * EB + 8, "h", m->hidden);
+		mf_term(p, 4 * EB + 8, "h", m->hidden);
 		return;
 	}
-	add(p, 2 * EB + 8, "h", m->hidden);
-	add(p, 8, "", 1);
+	mf_term(p, 2 * EB + 8, "h", m->hidden);
+	mf_term(p, 8, "", 1);
 }
 
 /*
@@ -199,28 +110,28 @@ norm(const struct mf_model *m, struct sum *p)
  * Returns the number of phases written into p (1 or 2).
  */
 static int
-mlp(const struct mf_model *m, struct sum *p)
+mlp(const struct mf_model *m, struct mf_terms *p)
 {
 	int64_t h = m->hidden, k = m->experts_per_tok;
 	int64_t ie = mf_model_expert_width(m);
 
 	if (m->experts == 0) {
-		add(p, 4 * EB, "h", h);
-		add(p, (m->block == MF_BLOCK_PHI3 ? 4 : 3) * EB, "I",
+		mf_term(p, 4 * EB, "h", h);
+		mf_term(p, (m->block == MF_BLOCK_PHI3 ? 4 : 3) * EB, "I",
 		    m->intermediate);
 		return 1;
 	}
 	if (m->shared_intermediate > 0) {
-		add(p, 4 * EB, "h", h);
-		add(p, 3 * EB, "Is", m->shared_intermediate);
+		mf_term(p, 4 * EB, "h", h);
+		mf_term(p, 3 * EB, "Is", m->shared_intermediate);
 		p++;
-		add(p, EB, "h", h);
+		mf_term(p, EB, "h", h);
 	}
-	add(p, 4 * EB, "h", h);
-	add(p, EB, "kh", mf_cmul(k, h));
-	add(p, 3 * EB, "kIe", mf_cmul(k, ie));
-	add(p, EB, "E", m->experts);
-	add(p, EB + 24, "k", k);
+	mf_term(p, 4 * EB, "h", h);
+	mf_term(p, EB, "kh", mf_cmul(k, h));
+	mf_term(p, 3 * EB, "kIe", mf_cmul(k, ie));
+	mf_term(p, EB, "E", m->experts);
+	mf_term(p, EB + 24, "k", k);
 	return m->shared_intermediate > 0 ? 2 : 1;
 }
 
@@ -237,43 +148,45 @@ mlp(const struct mf_model *m, struct sum *p)
  * holds two eV at a time, before the sampler: less.
  */
 static void
-logits(const struct mf_model *m, struct sum *tok, struct sum *seq)
+logits(const struct mf_model *m, struct mf_terms *tok, struct mf_terms *seq)
 {
 	int64_t h = m->hidden, v = m->vocab;
 
-	add(tok, EB, "h", h); /* every token's hidden state, the runner's */
-	add(seq, EB, "h", h); /* the last token's, which the runner keeps */
-	add(seq, EB, "h", h); /* its random stand-in (rand_like), kept */
-	add(seq, EB, "V", v); /* the 16-bit logits */
-	add(seq, 4, "V", v);  /* the sampler's fp32 copy, filtered in place */
-	add(seq, 4, "V", v);  /* the copy sorted (fp32) */
-	add(seq, 8, "V", v);  /* the order of the sort (int64) */
-	add(seq, 1, "V", v);  /* the mask below the k-th largest (bool) */
-	add(seq, 4, "V", v);  /* the sorted softmax, cumulated in place */
-	add(seq, 1, "V", v);  /* the mask within 1 - p (bool) */
+	mf_term(tok, EB, "h", h); /* every token's hidden state, the runner's */
+	mf_term(seq, EB, "h", h); /* the last token's, which the runner keeps */
+	mf_term(seq, EB, "h", h); /* its random stand-in (rand_like), kept */
+	mf_term(seq, EB, "V", v); /* the 16-bit logits */
+	mf_term(seq, 4, "V",
+	    v); /* the sampler's fp32 copy, filtered in place */
+	mf_term(seq, 4, "V", v); /* the copy sorted (fp32) */
+	mf_term(seq, 8, "V", v); /* the order of the sort (int64) */
+	mf_term(seq, 1, "V", v); /* the mask below the k-th largest (bool) */
+	mf_term(seq, 4, "V", v); /* the sorted softmax, cumulated in place */
+	mf_term(seq, 1, "V", v); /* the mask within 1 - p (bool) */
 	/* The dummy metadata, a value a sequence: */
-	add(seq, 4, "", 1); /* temperature (fp32) */
-	add(seq, 4, "", 1); /* top_p (fp32) */
-	add(seq, 8, "", 1); /* top_k (int64) */
-	add(seq, 4, "", 1); /* the frequency penalty (fp32) */
-	add(seq, 4, "", 1); /* the presence penalty (fp32) */
-	add(seq, 4, "", 1); /* the repetition penalty (fp32) */
-	add(seq, 4, "", 1); /* the first call's ids (int32), which the
-	                     * warm-up call with a generator runs beside */
-	add(seq, 8, "", 1); /* the greedy ids (int64) */
-	add(seq, 4, "", 1); /* 1 - p (fp32), beside its mask */
+	mf_term(seq, 4, "", 1); /* temperature (fp32) */
+	mf_term(seq, 4, "", 1); /* top_p (fp32) */
+	mf_term(seq, 8, "", 1); /* top_k (int64) */
+	mf_term(seq, 4, "", 1); /* the frequency penalty (fp32) */
+	mf_term(seq, 4, "", 1); /* the presence penalty (fp32) */
+	mf_term(seq, 4, "", 1); /* the repetition penalty (fp32) */
+	mf_term(seq, 4, "", 1); /* the first call's ids (int32), which the
+	                         * warm-up call with a generator runs beside */
+	mf_term(seq, 8, "", 1); /* the greedy ids (int64) */
+	mf_term(seq, 4, "", 1); /* 1 - p (fp32), beside its mask */
 }
 
 int64_t
 mf_forward_peak(const struct mf_model *m, int64_t tokens, int64_t seqs,
     char *formula)
 {
-	struct sum p[6], tok, seq;
+	struct mf_terms p[6], tok, seq;
 	struct dims x;
-	struct text f = { formula, 0 };
+	struct mf_text f;
 	int64_t per = 0, layer, out, gconst = 0;
 	int n = 4;
 
+	mf_text_init(&f, formula);
 	memset(p, 0, sizeof(p));
 	memset(&tok, 0, sizeof(tok));
 	memset(&seq, 0, sizeof(seq));
@@ -284,7 +197,7 @@ mf_forward_peak(const struct mf_model *m, int64_t tokens, int64_t seqs,
 	norm(m, &p[3]);
 	n += mlp(m, &p[4]);
 	for (int i = 0; i < n; i++)
-		per = max_poisoned(per, sum_bytes(&p[i]));
+		per = mf_max_poisoned(per, mf_terms_bytes(&p[i]));
 	/* RoPE's cos and sin, made once a forward (2ed). */
 	per = mf_cadd(per, mf_cmul(2 * EB, m->head_dim));
 	layer = mf_cmul(tokens, per);
@@ -295,25 +208,25 @@ mf_forward_peak(const struct mf_model *m, int64_t tokens, int64_t seqs,
 		layer = mf_cadd(layer, gconst);
 	}
 	logits(m, &tok, &seq);
-	out = mf_cadd(mf_cmul(tokens, sum_bytes(&tok)),
-	    mf_cmul(seqs, sum_bytes(&seq)));
+	out = mf_cadd(mf_cmul(tokens, mf_terms_bytes(&tok)),
+	    mf_cmul(seqs, mf_terms_bytes(&seq)));
 	if (formula != NULL)
 		formula[0] = '\0';
-	put(&f, "max(t x (");
-	put_int(&f, 2 * EB);
-	put(&f, "d + max(");
+	mf_text_str(&f, "max(t x (");
+	mf_text_int(&f, 2 * EB);
+	mf_text_str(&f, "d + max(");
 	for (int i = 0; i < n; i++) {
 		if (i > 0)
-			put(&f, ", ");
-		put_sum(&f, &p[i]);
+			mf_text_str(&f, ", ");
+		mf_text_terms(&f, &p[i]);
 	}
-	put(&f, "))");
+	mf_text_str(&f, "))");
 	if (gconst > 0)
-		put(&f, " + 4h");
-	put(&f, ", t x ");
-	put_sum(&f, &tok);
-	put(&f, " + seqs x (");
-	put_sum(&f, &seq);
-	put(&f, "))");
-	return max_poisoned(layer, out);
+		mf_text_str(&f, " + 4h");
+	mf_text_str(&f, ", t x ");
+	mf_text_terms(&f, &tok);
+	mf_text_str(&f, " + seqs x (");
+	mf_text_terms(&f, &seq);
+	mf_text_str(&f, "))");
+	return mf_max_poisoned(layer, out);
 }

@@ -50,4 +50,40 @@ enum mf_rc mf_est_range_error(struct mf_error *err);
  * qlora, and fsdp only for full fine-tuning. */
 int mf_fix_compatible(unsigned fixes);
 
+/*
+ * A sum of terms coef x symbol, each symbol's value given (terms.c): the
+ * bytes are the sum of coef x value, the text "16h + 8I + 4ad + 8", terms
+ * with a zero coefficient left out.  A term past MF_MAX_TERMS is dropped,
+ * which the formula tests would see.
+ */
+#define MF_MAX_TERMS 16
+
+struct mf_terms {
+	int n;
+	int64_t coef[MF_MAX_TERMS];
+	int64_t value[MF_MAX_TERMS];
+	const char *sym[MF_MAX_TERMS]; /* "" for a constant */
+};
+
+/* Add coef x sym (of value value), to the term of sym if there is one. */
+void mf_term(struct mf_terms *t, int64_t coef, const char *sym, int64_t value);
+/* Sum of coef x value, checked: -1 past 2^63 - 1. */
+int64_t mf_terms_bytes(const struct mf_terms *t);
+/* The larger of a and b; -1 when either is. */
+int64_t mf_max_poisoned(int64_t a, int64_t b);
+
+/* Formula text into a buffer of MF_FORMULA_MAX bytes (estimate.h), cut
+ * short past its room; a NULL buffer takes nothing. */
+struct mf_text {
+	char *p;
+	size_t n;
+};
+
+void mf_text_init(struct mf_text *f, char *buf);
+void mf_text_str(struct mf_text *f, const char *s);
+void mf_text_int(struct mf_text *f, int64_t v);
+/* The terms as "16h + 8I + 8": symbols in the order added, then the
+ * constant; "0" when none. */
+void mf_text_terms(struct mf_text *f, const struct mf_terms *t);
+
 #endif
