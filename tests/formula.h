@@ -24,6 +24,19 @@ struct sym {
 	double value;
 };
 
+/* The symbols of a model's shapes, which every formula may use. */
+#define MODEL_SYMS(m) \
+	{ "h", (double)(m)->hidden }, { "L", (double)(m)->layers }, \
+	    { "V", (double)(m)->vocab }, { "a", (double)(m)->heads }, \
+	    { "kv", (double)(m)->kv_heads }, { "d", (double)(m)->head_dim }, \
+	    { "I", (double)(m)->intermediate }, \
+	    { "Ie", (double)mf_model_expert_width(m) }, \
+	    { "Is", (double)(m)->shared_intermediate }, \
+	    { "E", (double)(m)->experts }, \
+	{ \
+		"k", (double)(m)->experts_per_tok \
+	}
+
 struct expr {
 	const char *p;
 	const struct sym *syms;

@@ -852,17 +852,7 @@ formulas_agree(const struct mf_model *m, const struct mf_workload *w)
 		{ "T", (double)e.trainable },
 		{ "s", (double)w->seq_len },
 		{ "b", (double)w->micro_batch },
-		{ "h", (double)m->hidden },
-		{ "L", (double)m->layers },
-		{ "V", (double)m->vocab },
-		{ "a", (double)m->heads },
-		{ "kv", (double)m->kv_heads },
-		{ "d", (double)m->head_dim },
-		{ "I", (double)m->intermediate },
-		{ "Ie", (double)mf_model_expert_width(m) },
-		{ "Is", (double)m->shared_intermediate },
-		{ "E", (double)m->experts },
-		{ "k", (double)m->experts_per_tok },
+		MODEL_SYMS(m),
 		{ "seqs",
 		    (double)(w->concurrency < w->batched_tokens ||
 		                w->kind == MF_TRAINING ||

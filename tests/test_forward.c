@@ -66,16 +66,7 @@ formula_agrees(const struct mf_model *m, int64_t tokens, int64_t seqs)
 	const struct sym syms[] = {
 		{ "t", (double)tokens },
 		{ "seqs", (double)seqs },
-		{ "h", (double)m->hidden },
-		{ "V", (double)m->vocab },
-		{ "a", (double)m->heads },
-		{ "kv", (double)m->kv_heads },
-		{ "d", (double)m->head_dim },
-		{ "I", (double)m->intermediate },
-		{ "Ie", (double)mf_model_expert_width(m) },
-		{ "Is", (double)m->shared_intermediate },
-		{ "E", (double)m->experts },
-		{ "k", (double)m->experts_per_tok },
+		MODEL_SYMS(m),
 	};
 	char formula[MF_FORMULA_MAX];
 	int64_t bytes = mf_forward_peak(m, tokens, seqs, formula);
