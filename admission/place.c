@@ -30,8 +30,9 @@
 #define GIB (INT64_C(1) << 30)
 /*
  * Plans: a training job's fix sets, at most one a pattern of its eight
- * fixes; an inference job's are fewer (kvfp8, int8 or int4, tensor over
- * each of its TP counts: 2 x 3 x (1 + MAX_TP) at most).
+ * fixes; an inference job's are fewer (autocast, kvfp8, int8 or int4, and
+ * tensor over each of its TP counts: 2 x 2 x 3 x (1 + MAX_TP) = 132 at
+ * most).
  */
 #define MAX_PLANS 256u
 /* Tensor-parallel counts a tensor fix tries: 2 up to a node's GPUs. */
