@@ -6,7 +6,7 @@ browser's fd 3 and read from its fd 4).  Every figure the page must show is
 asked of the daemon's API here too, with the same manifest, and compared
 with the page's data-mf elements (data-value holds the API's figure; the
 text is what a person reads).  Saves OUTDIR/page-desktop.png,
-page-phone.png and page-reject.png.
+page-phone.png, page-reject.png and page-serve.png.
 
 Prints one "ok - " or "FAIL - " line per check; exits 1 when a check
 failed, 2 when the browser could not be driven at all.
@@ -353,6 +353,165 @@ def other_estimator(pg, name, manifest, main):
               "differs)", shown, None)
 
 
+def shown_fields(pg, names):
+    """Those of the form's fields NAMES (query names) that are shown."""
+    return pg.js("%s.filter(q => { const w = document.getElementById("
+                 "'w-f-' + q.replace('.', '-')); return w && !w.hidden; })"
+                 % json.dumps(names))
+
+
+SERVING_FIELDS = ["weightsDtype", "groupSize", "server",
+                  "gpuMemoryUtilization", "maxNumBatchedTokens", "blockSize"]
+
+
+def serving_figures(pg, name, decision, estimate):
+    """An inference job's figures: each placement's maxConcurrency and
+    maxContextLength, the chosen one's as data-mf; each bucket's per-GPU
+    share where it differs from the whole job's."""
+    p = decision["placement"]
+    check(name + ": the placement's maxConcurrency and maxContextLength",
+          [pg.mf("maxConcurrency"), pg.mf("maxContextLength")],
+          [[str(p["maxConcurrency"]), "{:,}".format(p["maxConcurrency"])],
+           [str(p["maxContextLength"]),
+            "{:,}".format(p["maxContextLength"])]])
+    cols = pg.js("(() => { const h = [...document.querySelectorAll("
+                 "'#placement thead th')].map(c => c.textContent); "
+                 "const i = h.indexOf('Max sequences'), "
+                 "j = h.indexOf('Max context'); "
+                 "return [...document.querySelectorAll('#placement tbody tr')]"
+                 ".map(r => [r.cells[i].textContent, r.cells[j].textContent])"
+                 "; })()")
+    check(name + ": every placement's sequences and context, as the API's",
+          cols, [["{:,}".format(a["maxConcurrency"]),
+                  "{:,}".format(a["maxContextLength"])]
+                 for a in [p] + decision["alternatives"]])
+    shown = pg.js("[...document.querySelectorAll('[data-mf^=perGpu-]')]"
+                  ".map(e => [e.dataset.mf, e.dataset.value, e.textContent])")
+    check(name + ": per-GPU bucket figures where they differ", shown,
+          [["perGpu-" + b["name"], str(b["perGpuBytes"]),
+            gb(b["perGpuBytes"]) + " per GPU"]
+           for b in estimate["buckets"] if b["perGpuBytes"] != b["bytes"]])
+
+
+def serving(pg):
+    # 8. Serving: Llama 3.1 70B in int4 under vLLM, from a link.
+    m = job({"kind": "inference", "server": "vllm", "weightsDtype": "int4",
+             "concurrency": 16, "contextLength": 8192},
+            model="meta-llama/Llama-3.1-70B")
+    n0 = len(pg.requests)
+    pg.open("/?model=meta-llama/Llama-3.1-70B&kind=inference&server=vllm"
+            "&weightsDtype=int4&concurrency=16&contextLength=8192")
+    st, d = api("/v1/admit", m)
+    _, e = api("/v1/estimate", m)
+    check("the API admits the served 70B", st, 200)
+    check("serve: the page sent the link's manifest", sent_manifest(pg, n0),
+          m)
+    check("serve: the serving fields are shown, training's are not",
+          shown_fields(pg, SERVING_FIELDS + ["sequenceLength", "optimizer"]),
+          SERVING_FIELDS)
+    same_figures(pg, "serve", d, e)
+    serving_figures(pg, "serve", d, e)
+    print("# " + pg.screenshot("page-serve.png"))
+
+    # 9. Tensor parallel over 4 GPUs: the placement takes 4, and each
+    # bucket shows what one GPU holds.
+    wl = {"kind": "inference", "server": "vllm", "concurrency": 16,
+          "contextLength": 8192, "blockSize": 32,
+          "parallelism": {"tensor": 4}}
+    m = job(wl, model="meta-llama/Llama-3.1-70B")
+    n0 = len(pg.requests)
+    pg.open("/?model=meta-llama/Llama-3.1-70B&kind=inference&server=vllm"
+            "&concurrency=16&contextLength=8192&blockSize=32&tensor=4")
+    st, d = api("/v1/admit", m)
+    _, e = api("/v1/estimate", m)
+    check("the API admits the 70B over 4 GPUs", [st, d["placement"]["count"]],
+          [200, 4])
+    check("tensor: the page sent parallelism.tensor 4",
+          sent_manifest(pg, n0), m)
+    same_figures(pg, "tensor", d, e)
+    serving_figures(pg, "tensor", d, e)
+    check("tensor: some bucket is split over the GPUs",
+          any(b["perGpuBytes"] != b["bytes"] for b in e["buckets"]), True)
+    # Back to no server: vLLM's fields leave the manifest.
+    n0 = len(pg.requests)
+    pg.js("(() => { const c = document.getElementById('f-server'); "
+          "c.value = 'none'; c.dispatchEvent(new Event('change', "
+          "{bubbles: true})); })()")
+    pg.settle()
+    wl2 = {k: v for k, v in wl.items() if k not in ("server", "blockSize")}
+    m2 = job(wl2, model="meta-llama/Llama-3.1-70B")
+    check("tensor: without a server, vLLM's fields are left out",
+          [sent_manifest(pg, n0), shown_fields(pg, SERVING_FIELDS)],
+          [m2, ["weightsDtype", "server"]])
+    st, d = api("/v1/admit", m2)
+    check("tensor: the API takes it", st in (200, 403), True)
+    check("tensor: the page shows the API's decision",
+          [pg.mf("admitted"), pg.mf("perGpuBytes")[0]],
+          [["yes" if d["admitted"] else "no"] * 2,
+           str(d["need"]["perGpuBytes"])])
+    # Training: the serving fields leave too, parallelism stays.
+    n0 = len(pg.requests)
+    pg.js("(() => { const c = document.getElementById('f-kind'); "
+          "c.value = 'training'; c.dispatchEvent(new Event('change', "
+          "{bubbles: true})); })()")
+    pg.settle()
+    m3 = job({"sequenceLength": 4096, "parallelism": {"tensor": 4}},
+             model="meta-llama/Llama-3.1-70B")
+    check("tensor: training sends no serving field",
+          [sent_manifest(pg, n0), shown_fields(pg, SERVING_FIELDS + [
+              "tensor", "pipeline", "expert"])],
+          [m3, ["tensor", "pipeline", "expert"]])
+    st, d = api("/v1/admit", m3)
+    check("tensor: the API takes the training job", st in (200, 403), True)
+    check("tensor: the page shows its decision", pg.mf("admitted"),
+          ["yes" if d["admitted"] else "no"] * 2)
+    check("tensor: the link carries tensor=4 and no server",
+          [("tensor=4" in pg.js("location.search")),
+           ("server=" in pg.js("location.search"))], [True, False])
+
+    # 10. An inference job that fits nowhere: its own fixes, each with its
+    # manifest change; applying the tensor fix sets parallelism.tensor.
+    m = job({"kind": "inference", "concurrency": 16, "contextLength": 8192},
+            model="meta-llama/Llama-3.1-70B")
+    pg.open("/?model=meta-llama/Llama-3.1-70B&kind=inference&concurrency=16"
+            "&contextLength=8192")
+    st, d = api("/v1/admit", m)
+    check("the API rejects the served 70B in bf16 with 403", st, 403)
+    check("serve-reject: suggested fix", pg.mf("suggested"),
+          [d["suggested"]] * 2)
+    rows = pg.js("[...document.querySelectorAll('#rejection tr[data-fix]')]"
+                 ".map(r => [r.dataset.fix, r.nextElementSibling"
+                 ".querySelector('[data-part=manifest]').textContent, "
+                 "!!r.querySelector('button.apply')])")
+    check("serve-reject: each fix, its manifest change, and Apply", rows,
+          [[f["fix"], "\n".join("%s: %s" % (k, json.dumps(v))
+                                 for k, v in f["manifestChange"].items()),
+            True] for f in d["fixes"]])
+    tp = [f for f in d["fixes"] if f["fix"] == "tensor"]
+    if not tp or not tp[0]["placement"]:
+        fail("serve-reject: a tensor fix that fits", "none in %r" % d["fixes"])
+        return
+    tp = tp[0]
+    n0 = len(pg.requests)
+    pg.js("document.querySelector('#rejection tr[data-fix=tensor] "
+          "button').click()")
+    pg.settle()
+    sent = sent_manifest(pg, n0)
+    check("serve-reject: Apply sent the fix's manifest change", sent,
+          job({"kind": "inference", "concurrency": 16, "contextLength": 8192,
+               "parallelism": {"tensor": tp["gpus"]}},
+              model="meta-llama/Llama-3.1-70B"))
+    st, d = api("/v1/admit", sent) if sent else (None, None)
+    check("serve-reject: the API admits the fixed job", st, 200)
+    if d:
+        check("serve-reject: on the fix's card and count",
+              [pg.mf("admitted"), pg.mf("placement-gpu"),
+               pg.mf("placement-count")],
+              [["yes"] * 2, [tp["placement"]["gpu"]] * 2,
+               [str(tp["placement"]["count"])] * 2])
+        serving_figures(pg, "serve-reject", d, api("/v1/estimate", sent)[1])
+
+
 def run(pg):
     # 1. A shared link: Llama 3.1 8B, checkpointing, 8-bit Adam.
     link = ("/?model=meta-llama/Llama-3.1-8B&sequenceLength=4096"
@@ -398,6 +557,8 @@ def run(pg):
         ".filter(c => !(c.labels && c.labels.length) && !c.getAttribute("
         "'aria-label') && !c.textContent.trim()).map(c => c.id || c.outerHTML)")
     check("every control has a label", unlabelled, [])
+    check("link: a training job shows no serving field",
+          shown_fields(pg, SERVING_FIELDS), [])
     print("# " + pg.screenshot("page-desktop.png"))
     pg.size(390, 844, True)
     time.sleep(0.3)
@@ -581,7 +742,9 @@ def run(pg):
           pg.js("document.getElementById('err-manifest').textContent"),
           err["error"])
 
-    # 8. Every request stayed on the origin; no script error; the only
+    serving(pg)
+
+    # 11. Every request stayed on the origin; no script error; the only
     # errors logged are the API's own non-2xx answers (a rejection is 403).
     pg.drain()
     off = [u for _, u, _ in pg.requests

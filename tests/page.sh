@@ -9,9 +9,12 @@
 # drives chromium through the DevTools protocol: a shared link's figures
 # against the API's answers for the same manifest, the figures following
 # the keyboard, a rejection and its suggested fix, an error beside its
-# field, a job name that is HTML shown as text, no console error but the
-# API's own non-2xx answers.  Screenshots land beside memfloord
-# (build/page-desktop.png, page-phone.png, page-reject.png).
+# field, a job name that is HTML shown as text, an inference job under vLLM
+# (each placement's maxConcurrency and maxContextLength) and over 4
+# tensor-parallel GPUs (the per-GPU buckets), an inference rejection and
+# its tensor fix, no console error but the API's own non-2xx answers.
+# Screenshots land beside memfloord (build/page-desktop.png,
+# page-phone.png, page-reject.png, page-serve.png).
 #
 # Needs python3, curl and chromium; as root it installs Debian's chromium
 # when missing.  It never skips: no browser is a failure.  Prints one line

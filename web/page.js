@@ -13,6 +13,8 @@
 const TRAINING = (s) => s.kind !== "inference";
 const INFERENCE = (s) => s.kind === "inference";
 const ADAPTERS = (s) => TRAINING(s) && s.method !== "full";
+const INT4 = (s) => INFERENCE(s) && s.weightsDtype === "int4";
+const VLLM = (s) => INFERENCE(s) && s.server === "vllm";
 const FIELDS = [
   { q: "name", path: "metadata.name", type: "text", def: "my-job",
     group: "job", label: "Job name", hint: "metadata.name" },
@@ -55,6 +57,34 @@ const FIELDS = [
   { q: "kvCacheDtype", path: "spec.workload.kvCacheDtype", type: "select",
     group: "workload", options: ["bf16", "fp16", "fp8"], def: "bf16",
     label: "KV cache dtype", when: INFERENCE },
+  { q: "weightsDtype", path: "spec.workload.weightsDtype", type: "select",
+    group: "workload", options: ["", "bf16", "fp16", "fp8", "int8", "int4"],
+    blank: "as precision", def: "", label: "Weights dtype",
+    when: INFERENCE },
+  { q: "groupSize", path: "spec.workload.groupSize", type: "int",
+    group: "workload", def: "", label: "int4 group size",
+    hint: "default 128", when: INT4 },
+  { q: "server", path: "spec.workload.server", type: "select",
+    group: "workload", options: ["none", "vllm"], def: "none",
+    label: "Server", when: INFERENCE },
+  { q: "gpuMemoryUtilization", path: "spec.workload.gpuMemoryUtilization",
+    type: "num", group: "workload", def: "", label: "GPU memory use",
+    hint: "default 0.9", when: VLLM },
+  { q: "maxNumBatchedTokens", path: "spec.workload.maxNumBatchedTokens",
+    type: "int", group: "workload", def: "", label: "Batched tokens",
+    hint: "default 8192", when: VLLM },
+  { q: "blockSize", path: "spec.workload.blockSize", type: "int",
+    group: "workload", def: "", label: "KV block size",
+    hint: "default 16", when: VLLM },
+  { q: "tensor", path: "spec.workload.parallelism.tensor", type: "int",
+    group: "workload", def: "", label: "Tensor parallel",
+    hint: "default 1" },
+  { q: "pipeline", path: "spec.workload.parallelism.pipeline", type: "int",
+    group: "workload", def: "", label: "Pipeline stages",
+    hint: "default 1" },
+  { q: "expert", path: "spec.workload.parallelism.expert", type: "int",
+    group: "workload", def: "", label: "Expert parallel",
+    hint: "default 1" },
   { q: "minMemory", path: "spec.resources.gpu.minMemory", type: "text",
     group: "resources", def: "", label: "minMemory",
     hint: "e.g. 88Gi" },
@@ -112,6 +142,8 @@ const gb = (b) => (b === null || b === undefined ? "—"
 const money = (x) => (x === null || x === undefined ? "—"
   : "$" + x.toFixed(2));
 const num = (x, d) => (x === null || x === undefined ? "—" : x.toFixed(d));
+const whole = (x) => (x === null || x === undefined ? "—"
+  : x.toLocaleString("en-US"));
 const pct = (f) => (f === null || f === undefined ? "—"
   : Math.round(f * 100) + "%");
 
@@ -141,7 +173,8 @@ function buildForm() {
     }
     if (f.type === "select") {
       c = el("select", { id: id });
-      for (const o of f.options) c.append(el("option", { value: o, text: o }));
+      for (const o of f.options)
+        c.append(el("option", { value: o, text: o === "" ? f.blank : o }));
     } else if (f.type === "checkbox") {
       c = el("input", { id: id, type: "checkbox" });
     } else {
@@ -540,7 +573,13 @@ function renderChart(est) {
   est.buckets.forEach((b, i) => {
     const y = top + i * rowH;
     const g = svg("g", { class: "bucket bucket-" + b.name });
-    g.append(svg("text", { x: "0", y: String(y + 14), class: "name" }, b.name));
+    const name = svg("text", { x: "0", y: String(y + 14), class: "name" }, b.name);
+    // A job over several GPUs: what one GPU of the largest stage holds.
+    if (b.perGpuBytes !== undefined && b.perGpuBytes !== b.bytes)
+      name.append(svg("tspan", { class: "per-gpu" }, " · "),
+        svg("tspan", { class: "per-gpu", "data-mf": "perGpu-" + b.name,
+          "data-value": String(b.perGpuBytes) }, gb(b.perGpuBytes) + " per GPU"));
+    g.append(name);
     g.append(svg("text", { x: "100%", y: String(y + 14), class: "gb",
       "text-anchor": "end", "data-mf": "bucket-" + b.name,
       "data-value": String(b.bytes) }, gb(b.bytes)));
@@ -574,17 +613,24 @@ function table(head, rows) {
     el("tbody", {}, ...rows)));
 }
 
-function placementCells(p, mark) {
+// A placement's cells; MARK names the chosen one's figures (data-mf), and
+// SERVING adds an inference job's maxConcurrency and maxContextLength.
+function placementCells(p, mark, serving) {
+  const fig = (name, v, text) => (mark ? figure(name, v, text) : text);
   return [
-    el("td", {}, mark ? figure("placement-gpu", p.gpu) : p.gpu),
-    el("td", { class: "n" }, mark ? figure("placement-count", p.count) : String(p.count)),
+    el("td", {}, fig("placement-gpu", p.gpu, p.gpu)),
+    el("td", { class: "n" }, fig("placement-count", p.count, String(p.count))),
     el("td", { class: "n", text: pct(p.spareFraction) }),
     el("td", { class: "n", text: money(p.hourlyPrice) }),
     el("td", { class: "n", text: num(p.hours, 1) }),
-    el("td", { class: "n" }, mark ? figure("placement-cost", p.cost, money(p.cost)) : money(p.cost)),
+    el("td", { class: "n" }, fig("placement-cost", p.cost, money(p.cost))),
     el("td", { class: "n", text: num(p.costPerReferenceHour, 3) }),
+    serving ? el("td", { class: "n" }, fig("maxConcurrency", p.maxConcurrency,
+      whole(p.maxConcurrency))) : null,
+    serving ? el("td", { class: "n" }, fig("maxContextLength",
+      p.maxContextLength, whole(p.maxContextLength))) : null,
     el("td", { text: p.fixes && p.fixes.length ? p.fixes.join(", ") : "—" }),
-  ];
+  ].filter((c) => c !== null);
 }
 
 function renderPlacement(d) {
@@ -594,10 +640,14 @@ function renderPlacement(d) {
     box.append(el("p", { text: "No card in the catalogue holds the job as written: see the fixes." }));
     return;
   }
-  const rows = [el("tr", { class: "placed" }, ...placementCells(d.placement, true))];
-  for (const a of d.alternatives || []) rows.push(el("tr", {}, ...placementCells(a, false)));
+  const serving = d.placement.maxConcurrency !== undefined;
+  const rows = [el("tr", { class: "placed" },
+    ...placementCells(d.placement, true, serving))];
+  for (const a of d.alternatives || [])
+    rows.push(el("tr", {}, ...placementCells(a, false, serving)));
   box.append(table({ caption: "Placement (first row) and the best on each other card",
-    cols: ["Card", "Count", "Spare", "$/hour", "Hours", "Cost", "$/ref-h", "Fixes applied"] }, rows));
+    cols: ["Card", "Count", "Spare", "$/hour", "Hours", "Cost", "$/ref-h",
+      ...(serving ? ["Max sequences", "Max context"] : []), "Fixes applied"] }, rows));
 }
 
 function changeText(mc) {
