@@ -1306,6 +1306,82 @@ respond(struct review *rv, struct mf_answer *ans)
 	ans->verdict = rv->verdict;
 }
 
+/*
+ * What of the body the review reads, and so builds (doc.h's keep lists);
+ * the rest (managedFields, status, env, volumes, other annotations) is
+ * only checked.  A field the functions above read must be named here, or
+ * it reads as absent.
+ */
+static const struct mf_doc_keep keep_container[] = {
+	{ "name", NULL },
+	{ "resources", NULL },
+	{ NULL, NULL },
+};
+
+static const struct mf_doc_keep keep_pod_spec[] = {
+	{ "containers", keep_container },
+	{ "initContainers", keep_container },
+	{ "nodeSelector", NULL },
+	{ "affinity", NULL },
+	{ NULL, NULL },
+};
+
+static const struct mf_doc_keep keep_template[] = {
+	{ "spec", keep_pod_spec },
+	{ NULL, NULL },
+};
+
+/* A Pod's spec is the pod spec; a Job's has it under template. */
+static const struct mf_doc_keep keep_spec[] = {
+	{ "containers", keep_container },
+	{ "initContainers", keep_container },
+	{ "nodeSelector", NULL },
+	{ "affinity", NULL },
+	{ "template", keep_template },
+	{ NULL, NULL },
+};
+
+static const struct mf_doc_keep keep_annotations[] = {
+	{ ANN_MIN, NULL },
+	{ ANN_SPEC, NULL },
+	{ ANN_CONTAINER, NULL },
+	{ ANN_PLACEMENT, NULL },
+	{ ANN_COST, NULL },
+	{ NULL, NULL },
+};
+
+static const struct mf_doc_keep keep_metadata[] = {
+	{ "name", NULL },
+	{ "generateName", NULL },
+	{ "annotations", keep_annotations },
+	{ NULL, NULL },
+};
+
+static const struct mf_doc_keep keep_object[] = {
+	{ "apiVersion", NULL },
+	{ "kind", NULL },
+	{ "metadata", keep_metadata },
+	{ "spec", keep_spec },
+	{ NULL, NULL },
+};
+
+static const struct mf_doc_keep keep_request[] = {
+	{ "uid", NULL },
+	{ "operation", NULL },
+	{ "kind", NULL },
+	{ "subResource", NULL },
+	{ "name", NULL },
+	{ "object", keep_object },
+	{ NULL, NULL },
+};
+
+static const struct mf_doc_keep keep_review[] = {
+	{ "apiVersion", NULL },
+	{ "kind", NULL },
+	{ "request", keep_request },
+	{ NULL, NULL },
+};
+
 /* The body as a document tree; NULL after answering. */
 static struct mf_doc *
 read_body(const char *body, size_t len, struct mf_answer *ans)
@@ -1316,7 +1392,8 @@ read_body(const char *body, size_t len, struct mf_answer *ans)
 	enum mf_rc rc;
 
 	memset(&err, 0, sizeof(err));
-	rc = mf_doc_parse(body, len, MF_DOC_JSON_WIDE, &doc, &err);
+	rc = mf_doc_parse_kept(body, len, MF_DOC_JSON_WIDE, keep_review, &doc,
+	    &err);
 	if (rc == MF_OK)
 		return doc;
 	if (rc == MF_ENOMEM) {
