@@ -163,6 +163,8 @@ warnf(struct review *rv, const char *fmt, ...)
 	mf_copy(rv->warnings[rv->nwarn++], sizeof(rv->warnings[0]), text);
 }
 
+/* s[0..n) in base64, NUL-terminated; NULL when there is no memory.  Whole
+ * groups of three bytes first, then the one or two left. */
 static char *
 base64(const char *s, size_t n)
 {
@@ -170,20 +172,27 @@ base64(const char *s, size_t n)
 	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 	const unsigned char *p = (const unsigned char *)s;
 	char *out = malloc(4 * ((n + 2) / 3) + 1), *o = out;
+	size_t i = 0;
+	uint32_t v;
 
 	if (out == NULL)
 		return NULL;
-	for (size_t i = 0; i < n; i += 3) {
-		uint32_t v = (uint32_t)p[i] << 16;
-
-		if (i + 1 < n)
-			v |= (uint32_t)p[i + 1] << 8;
-		if (i + 2 < n)
-			v |= p[i + 2];
-		*o++ = tab[v >> 18];
-		*o++ = tab[(v >> 12) & 63];
-		*o++ = i + 1 < n ? tab[(v >> 6) & 63] : '=';
-		*o++ = i + 2 < n ? tab[v & 63] : '=';
+	for (; n - i >= 3; i += 3) {
+		v = (uint32_t)p[i] << 16 | (uint32_t)p[i + 1] << 8 | p[i + 2];
+		o[0] = tab[v >> 18];
+		o[1] = tab[(v >> 12) & 63];
+		o[2] = tab[(v >> 6) & 63];
+		o[3] = tab[v & 63];
+		o += 4;
+	}
+	if (i < n) {
+		v = (uint32_t)p[i] << 16 |
+		    (i + 1 < n ? (uint32_t)p[i + 1] << 8 : 0);
+		o[0] = tab[v >> 18];
+		o[1] = tab[(v >> 12) & 63];
+		o[2] = i + 1 < n ? tab[(v >> 6) & 63] : '=';
+		o[3] = '=';
+		o += 4;
 	}
 	*o = '\0';
 	return out;
