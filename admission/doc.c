@@ -532,7 +532,7 @@ blank_run(const char *p, const char *end)
 
 /* Where the blank space at p ends.  Most tokens follow the last with none
  * or one space between ("key": value): those cost no loop. */
-static const char *
+static inline const char *
 blank_end(const char *p, const char *end)
 {
 	if (p < end && (unsigned char)*p > ' ')
@@ -673,7 +673,7 @@ jstop8(uint64_t x)
 
 /* Where the run of printable ASCII without '"' or '\\' from p ends,
  * found a word at a time. */
-static const char *
+static inline const char *
 jplain(const char *p, const char *end)
 {
 	uint64_t w, stop;
