@@ -6,6 +6,7 @@
  */
 #include "doc.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -417,13 +418,30 @@ parse_yaml(struct mf_doc *doc, const char *buf, size_t len,
  * "%lld" (so "-0" is "0"), a real as "%.17g", and one value fills the
  * input but for blank space.  Errors carry the 1-based line and column of
  * the byte at fault.
+ *
+ * A value the keep list leaves out is first skimmed (jskim): one loop
+ * that takes only what it is sure of and builds nothing.  When it meets
+ * anything else (an error, a limit, a name with an escape, an exponent)
+ * the value is read again by the functions that build the tree, with no
+ * node to fill (out NULL): they fail with the error and at the byte a
+ * built value would.  Member names of every open object, kept or not, are
+ * on one stack (keys) for the duplicate check; a name without escapes
+ * stays in the input there.
  */
+struct jkey {
+	const char *s; /* decoded; not NUL-terminated when in the input */
+	size_t len;
+};
+
 struct jparse {
 	struct mf_doc *doc;
 	const char *start, *p, *end;
 	struct mf_error *err;
-	enum mf_rc rc;   /* of the first failure */
-	size_t max_keys; /* per object */
+	enum mf_rc rc;     /* of the first failure */
+	size_t max_keys;   /* per object */
+	struct jkey *keys; /* names of the open objects, outermost first */
+	size_t nkeys, cap;
+	const char *skim_from; /* jskim tries no value that starts before */
 };
 
 #define LINEAR_KEYS 16 /* objects larger are checked for duplicates sorted */
@@ -456,24 +474,102 @@ jlimit(struct jparse *j, enum mf_rc rc)
 	    rc == MF_ETOOBIG ? JSON_TOO_BIG : "out of memory");
 }
 
+/* The index, in memory order, of the first byte of a word whose top bit
+ * is set in m (not 0). */
+static size_t
+first_marked(uint64_t m)
+{
+#if defined(__GNUC__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	return (size_t)__builtin_ctzll(m) / 8;
+#elif defined(__GNUC__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	return (size_t)__builtin_clzll(m) / 8;
+#else
+	unsigned char b[8];
+	size_t i = 0;
+
+	memcpy(b, &m, 8);
+	while ((b[i] & 0x80) == 0)
+		i++;
+	return i;
+#endif
+}
+
+/* Where the run of spaces at p ends, found a word at a time: indented
+ * JSON has long ones. */
+static const char *
+spaces_end(const char *p, const char *end)
+{
+	const uint64_t low = 0x7F7F7F7F7F7F7F7Fu;
+	uint64_t w, t;
+
+	while (end - p >= 8) {
+		memcpy(&w, p, 8);
+		t = w ^ 0x2020202020202020u;
+		/* The top bit of each byte that is not a space. */
+		t = (((t & low) + low) | t) & ~low;
+		if (t != 0)
+			return p + first_marked(t);
+		p += 8;
+	}
+	while (p < end && *p == ' ')
+		p++;
+	return p;
+}
+
+static const char *
+blank_run(const char *p, const char *end)
+{
+	while (p < end && (unsigned char)*p <= ' ') {
+		if (*p == ' ')
+			p = spaces_end(p, end);
+		else if (*p == '\n' || *p == '\r' || *p == '\t')
+			p++;
+		else
+			break;
+	}
+	return p;
+}
+
+/* Where the blank space at p ends.  Most tokens follow the last with none
+ * or one space between ("key": value): those cost no loop. */
+static inline const char *
+blank_end(const char *p, const char *end)
+{
+	if (p < end && (unsigned char)*p > ' ')
+		return p;
+	if (end - p >= 2 && *p == ' ' && (unsigned char)p[1] > ' ')
+		return p + 1;
+	return blank_run(p, end);
+}
+
 static void
 jblank(struct jparse *j)
 {
-	while (j->p < j->end &&
-	    (*j->p == ' ' || *j->p == '\n' || *j->p == '\r' || *j->p == '\t'))
-		j->p++;
+	j->p = blank_end(j->p, j->end);
 }
 
-/* A new node, or NULL with the error set (too many nodes, no memory). */
-static struct mf_node *
-jnode(struct jparse *j, enum mf_node_type type)
+/*
+ * One more value: a node of type into *out, or, when out is NULL, only
+ * counted.  -1 with the error set (too many values, no memory).
+ */
+static int
+jnode(struct jparse *j, enum mf_node_type type, struct mf_node **out)
 {
-	struct mf_node *n = new_node(j->doc, type, 0, 0);
-
-	if (n == NULL)
+	if (out == NULL) {
+		if (j->doc->nodes >= MF_DOC_MAX_NODES) {
+			jlimit(j, MF_ETOOBIG);
+			return -1;
+		}
+		j->doc->nodes++;
+		return 0;
+	}
+	*out = new_node(j->doc, type, 0, 0);
+	if (*out == NULL) {
 		jlimit(j,
 		    j->doc->nodes >= MF_DOC_MAX_NODES ? MF_ETOOBIG : MF_ENOMEM);
-	return n;
+		return -1;
+	}
+	return 0;
 }
 
 static int
@@ -543,7 +639,7 @@ utf8_at(const unsigned char *s, const unsigned char *end)
 
 /* One \u escape (p after the 'u'), a surrogate pair whole, into *c. */
 static const char *
-junicode(struct jparse *j, const char *p, uint32_t *c)
+junicode(const struct jparse *j, const char *p, uint32_t *c)
 {
 	uint32_t lo;
 
@@ -562,15 +658,37 @@ junicode(struct jparse *j, const char *p, uint32_t *c)
 	return *c == 0 ? NULL : p;
 }
 
-/* Whether any of the eight bytes in x ends an escape-free run of a
- * string: '"', '\\', a control character or a byte of a UTF-8 sequence. */
-static int
+/* The bytes of x that end an escape-free run of a string, as their top
+ * bits: '"', '\\', a control character or a byte of a UTF-8 sequence.  A
+ * byte above the first one found may be marked wrongly (a borrow), the
+ * first is exact. */
+static uint64_t
 jstop8(uint64_t x)
 {
 	const uint64_t ones = 0x0101010101010101u, high = ones * 0x80;
 	uint64_t q = x ^ (ones * '"'), b = x ^ (ones * '\\');
 
-	return ((x - ones * 0x20) | (q - ones) | (b - ones) | x) & high ? 1 : 0;
+	return ((x - ones * 0x20) | (q - ones) | (b - ones) | x) & high;
+}
+
+/* Where the run of printable ASCII without '"' or '\\' from p ends,
+ * found a word at a time. */
+static inline const char *
+jplain(const char *p, const char *end)
+{
+	uint64_t w, stop;
+
+	while (end - p >= 8) {
+		memcpy(&w, p, 8);
+		stop = jstop8(w);
+		if (stop != 0)
+			return p + first_marked(stop);
+		p += 8;
+	}
+	while (p < end && *p != '"' && *p != '\\' &&
+	    (unsigned char)*p >= 0x20 && (unsigned char)*p < 0x80)
+		p++;
+	return p;
 }
 
 /* The quote that closes the string whose text starts at p (one not
@@ -638,65 +756,32 @@ jescape(struct jparse *j, const char *p, const char *close, char **o)
 }
 
 /*
- * The string at j->p (its opening quote) into the arena; *len its length.
- * A string without escapes is checked a word at a time and copied whole;
- * one with escapes is decoded a byte at a time after memchr found its
- * closing quote.  The decoded text is never longer than the source.
+ * The text p..close of a string (inside its quotes) checked and decoded
+ * into o; the end of what was written, or NULL after failing.  Decoding
+ * never lengthens the text.
  */
 static char *
-jstring(struct jparse *j, size_t *len)
+jdecode(struct jparse *j, const char *p, const char *close, char *o)
 {
-	const char *p = j->p + 1, *close, *q;
-	char *out, *o;
-	uint64_t w;
+	const char *run;
+	size_t n;
 
-	/* Most strings have no escape: find their end a word at a time. */
-	q = p;
-	while (j->end - q >= 8) {
-		memcpy(&w, q, 8);
-		if (jstop8(w))
-			break;
-		q += 8;
-	}
-	while (q < j->end && *q != '"' && *q != '\\' &&
-	    (unsigned char)*q >= 0x20 && (unsigned char)*q < 0x80)
-		q++;
-	if (q < j->end && *q == '"') {
-		out = arena_strndup(j->doc, p, (size_t)(q - p));
-		if (out == NULL)
-			jlimit(j, MF_ENOMEM);
-		*len = (size_t)(q - p);
-		j->p = q + 1;
-		return out;
-	}
-	close = jclose(p, j->end);
-	if (close == NULL) {
-		jfail(j, j->end, "unterminated string");
-		return NULL;
-	}
-	out = arena_alloc(j->doc, (size_t)(close - p) + 1);
-	if (out == NULL) {
-		jlimit(j, MF_ENOMEM);
-		return NULL;
-	}
-	o = out;
 	while (p < close) {
-		unsigned char b = (unsigned char)*p;
-		size_t n;
-
-		if (b == '\\') {
+		run = p;
+		p = jplain(p, close);
+		memcpy(o, run, (size_t)(p - run));
+		o += p - run;
+		if (p == close)
+			break;
+		if (*p == '\\') {
 			p = jescape(j, p, close, &o);
 			if (p == NULL)
 				return NULL;
 			continue;
 		}
-		if (b < 0x20) {
+		if ((unsigned char)*p < 0x20) {
 			jfail(j, p, "control character in a string");
 			return NULL;
-		}
-		if (b < 0x80) {
-			*o++ = *p++;
-			continue;
 		}
 		n = utf8_at((const unsigned char *)p,
 		    (const unsigned char *)close);
@@ -708,23 +793,60 @@ jstring(struct jparse *j, size_t *len)
 		o += n;
 		p += n;
 	}
+	return o;
+}
+
+/*
+ * The string at j->p (its opening quote); *len its decoded length.  NULL
+ * after failing, else its text: NUL-terminated in the arena when copy or
+ * when it has escapes, else left in the input.  A string without escapes
+ * is found a word at a time; one with escapes is decoded after memchr
+ * found its closing quote.
+ */
+static const char *
+jstring(struct jparse *j, int copy, size_t *len)
+{
+	const char *p = j->p + 1, *q = jplain(p, j->end), *close;
+	char *out, *o;
+
+	if (q < j->end && *q == '"') {
+		*len = (size_t)(q - p);
+		j->p = q + 1;
+		if (!copy)
+			return p;
+		out = arena_strndup(j->doc, p, *len);
+		if (out == NULL)
+			jlimit(j, MF_ENOMEM);
+		return out;
+	}
+	close = jclose(q, j->end);
+	if (close == NULL) {
+		jfail(j, j->end, "unterminated string");
+		return NULL;
+	}
+	out = arena_alloc(j->doc, (size_t)(close - p) + 1);
+	if (out == NULL) {
+		jlimit(j, MF_ENOMEM);
+		return NULL;
+	}
+	memcpy(out, p, (size_t)(q - p));
+	o = jdecode(j, q, close, out + (q - p));
+	if (o == NULL)
+		return NULL;
+	j->p = close + 1;
 	*o = '\0';
 	*len = (size_t)(o - out);
-	j->p = close + 1;
 	return out;
 }
 
-static struct mf_node *
-jnumber(struct jparse *j)
+/* The number at j->p checked; where it ends, *real whether it has a
+ * fraction or an exponent.  NULL after failing. */
+static const char *
+jnumber_end(struct jparse *j, int *real)
 {
 	const char *p = j->p, *digits;
-	char text[40];
-	int real = 0;
-	uint64_t v = 0;
-	size_t len;
-	struct mf_node *n;
-	double d;
 
+	*real = 0;
 	if (p < j->end && *p == '-')
 		p++;
 	digits = p;
@@ -738,7 +860,7 @@ jnumber(struct jparse *j)
 		return NULL;
 	}
 	if (p < j->end && *p == '.') {
-		real = 1;
+		*real = 1;
 		if (++p >= j->end || *p < '0' || *p > '9') {
 			jfail(j, p, "invalid number");
 			return NULL;
@@ -747,7 +869,7 @@ jnumber(struct jparse *j)
 			p++;
 	}
 	if (p < j->end && (*p == 'e' || *p == 'E')) {
-		real = 1;
+		*real = 1;
 		p++;
 		if (p < j->end && (*p == '+' || *p == '-'))
 			p++;
@@ -758,238 +880,598 @@ jnumber(struct jparse *j)
 		while (p < j->end && *p >= '0' && *p <= '9')
 			p++;
 	}
-	if ((size_t)(p - j->p) >= sizeof(text) && !real) {
-		jfail(j, j->p, "too big integer");
-		return NULL;
-	}
-	if (!real) {
-		for (const char *q = digits; q < p; q++) {
-			if (v > (UINT64_C(1) << 63) / 10 ||
-			    v * 10 + (uint64_t)(*q - '0') >
-			        (UINT64_C(1) << 63) - (*j->p != '-')) {
-				jfail(j, j->p, "too big integer");
-				return NULL;
-			}
-			v = v * 10 + (uint64_t)(*q - '0');
-		}
-		char *s = mf_digits(v, text + sizeof(text));
-
-		if (*j->p == '-' && v != 0)
-			*--s = '-';
-		len = (size_t)(text + sizeof(text) - s);
-		memmove(text, s, len);
-	} else {
-		char *copy = arena_strndup(j->doc, j->p, (size_t)(p - j->p));
-
-		if (copy == NULL) {
-			jlimit(j, MF_ENOMEM);
-			return NULL;
-		}
-		errno = 0;
-		d = strtod(copy, NULL);
-		if (errno == ERANGE && isinf(d)) {
-			jfail(j, j->p, "real number overflow");
-			return NULL;
-		}
-		len = (size_t)snprintf(text, sizeof(text), "%.17g", d);
-	}
-	n = jnode(j, MF_NODE_NUM);
-	if (n == NULL)
-		return NULL;
-	n->text = arena_strndup(j->doc, text, len);
-	n->len = len;
-	if (n->text == NULL)
-		jlimit(j, MF_ENOMEM);
-	j->p = p;
-	return n->text != NULL ? n : NULL;
+	return p;
 }
 
-static struct mf_node *jvalue(struct jparse *j, int depth);
+/* The integer j->p..end as text ("%lld") into text[40]; its length, or 0
+ * after failing. */
+static size_t
+jinteger(struct jparse *j, const char *end, char *text)
+{
+	const char *digits = j->p + (*j->p == '-');
+	uint64_t v = 0;
+	size_t len;
+	char *s;
 
-static struct mf_node *
-jword(struct jparse *j, const char *word, enum mf_node_type type)
+	if ((size_t)(end - j->p) >= 40) {
+		jfail(j, j->p, "too big integer");
+		return 0;
+	}
+	for (const char *q = digits; q < end; q++) {
+		if (v > (UINT64_C(1) << 63) / 10 ||
+		    v * 10 + (uint64_t)(*q - '0') >
+		        (UINT64_C(1) << 63) - (*j->p != '-')) {
+			jfail(j, j->p, "too big integer");
+			return 0;
+		}
+		v = v * 10 + (uint64_t)(*q - '0');
+	}
+	s = mf_digits(v, text + 40);
+	if (*j->p == '-' && v != 0)
+		*--s = '-';
+	len = (size_t)(text + 40 - s);
+	memmove(text, s, len);
+	return len;
+}
+
+/* The real j->p..end as text ("%.17g") into text[40]; its length, or 0
+ * after failing. */
+static size_t
+jreal(struct jparse *j, const char *end, char *text)
+{
+	char *copy = arena_strndup(j->doc, j->p, (size_t)(end - j->p));
+	double d;
+
+	if (copy == NULL) {
+		jlimit(j, MF_ENOMEM);
+		return 0;
+	}
+	errno = 0;
+	d = strtod(copy, NULL);
+	if (errno == ERANGE && isinf(d)) {
+		jfail(j, j->p, "real number overflow");
+		return 0;
+	}
+	return (size_t)snprintf(text, 40, "%.17g", d);
+}
+
+static int
+jnumber(struct jparse *j, struct mf_node **out)
+{
+	const char *end;
+	char text[40];
+	int real;
+	size_t len;
+
+	end = jnumber_end(j, &real);
+	if (end == NULL)
+		return -1;
+	len = real ? jreal(j, end, text) : jinteger(j, end, text);
+	if (len == 0 || jnode(j, MF_NODE_NUM, out) != 0)
+		return -1;
+	j->p = end;
+	if (out == NULL)
+		return 0;
+	(*out)->text = arena_strndup(j->doc, text, len);
+	(*out)->len = len;
+	if ((*out)->text == NULL) {
+		jlimit(j, MF_ENOMEM);
+		return -1;
+	}
+	return 0;
+}
+
+static int
+jword(struct jparse *j, const char *word, enum mf_node_type type,
+    struct mf_node **out)
 {
 	size_t len = strlen(word);
-	struct mf_node *n;
 
 	if ((size_t)(j->end - j->p) < len || memcmp(j->p, word, len) != 0) {
 		jfail(j, j->p, "invalid token");
-		return NULL;
+		return -1;
 	}
-	n = jnode(j, type);
-	if (n == NULL)
-		return NULL;
-	n->text = type == MF_NODE_NULL ? "null" : word;
-	n->len = len;
+	if (jnode(j, type, out) != 0)
+		return -1;
 	j->p += len;
-	return n;
+	if (out != NULL) {
+		(*out)->text = type == MF_NODE_NULL ? "null" : word;
+		(*out)->len = len;
+	}
+	return 0;
 }
 
 static int
 by_key(const void *a, const void *b)
 {
-	return strcmp(*(const char *const *)a, *(const char *const *)b);
+	const struct jkey *x = a, *y = b;
+	int c = memcmp(x->s, y->s, x->len < y->len ? x->len : y->len);
+
+	return c != 0 ? c : (x->len > y->len) - (x->len < y->len);
 }
 
-/* Whether the keys of the object n (which starts at start) are unique:
- * sorted, O(n log n), for objects too large to check key by key. */
 static int
-unique_keys(struct jparse *j, const struct mf_node *n, const char *start)
+same_key(const struct jkey *a, const char *s, size_t len)
 {
-	const char **keys = malloc(n->len * sizeof(*keys));
-	const struct mf_node *c;
-	size_t i = 0;
-	int ok = 1;
-
-	if (keys == NULL) {
-		jlimit(j, MF_ENOMEM);
-		return 0;
-	}
-	for (c = n->child; c != NULL; c = c->next)
-		keys[i++] = c->key;
-	qsort((void *)keys, n->len, sizeof(*keys), by_key);
-	for (i = 1; ok && i < n->len; i++)
-		ok = strcmp(keys[i - 1], keys[i]) != 0;
-	free((void *)keys);
-	if (!ok)
-		jfail(j, start, "duplicate object key");
-	return ok;
+	return a->len == len && memcmp(a->s, s, len) == 0;
 }
 
-/* The members of the object or elements of the array at j->p. */
-static struct mf_node *
-jcollection(struct jparse *j, int depth)
+/* Whether keys[base + i] for i < n holds s[0..len). */
+static int
+has_key(const struct jparse *j, size_t base, size_t n, const char *s,
+    size_t len)
+{
+	for (size_t i = 0; i < n; i++)
+		if (same_key(&j->keys[base + i], s, len))
+			return 1;
+	return 0;
+}
+
+/* Room for twice as many names; -1 when there is no memory. */
+static int
+grow_keys(struct jparse *j)
+{
+	size_t cap = j->cap > 0 ? 2 * j->cap : 64;
+	struct jkey *grown = realloc(j->keys, cap * sizeof(*j->keys));
+
+	if (grown == NULL)
+		return -1;
+	j->keys = grown;
+	j->cap = cap;
+	return 0;
+}
+
+/* s[0..len) onto the stack of names; -1 when there is no memory. */
+static int
+push_key(struct jparse *j, const char *s, size_t len)
+{
+	if (j->nkeys == j->cap && grow_keys(j) != 0)
+		return -1;
+	j->keys[j->nkeys].s = s;
+	j->keys[j->nkeys++].len = len;
+	return 0;
+}
+
+/*
+ * The member name s[0..len) of the object whose names start at keys[base]
+ * onto the stack: refused when it repeats one of the first LINEAR_KEYS
+ * names (at, where it is) or the object is full.  -1 after failing.
+ */
+static int
+jname(struct jparse *j, size_t base, const char *at, const char *s, size_t len)
+{
+	size_t nk = j->nkeys - base;
+
+	if (nk < LINEAR_KEYS && has_key(j, base, nk, s, len)) {
+		jfail(j, at, "duplicate object key");
+		return -1;
+	}
+	if (nk >= j->max_keys) {
+		jlimit(j, MF_ETOOBIG);
+		return -1;
+	}
+	if (push_key(j, s, len) != 0) {
+		jlimit(j, MF_ENOMEM);
+		return -1;
+	}
+	return 0;
+}
+
+/* Whether the names from keys[base] on are unique: sorted, O(n log n),
+ * for objects too large to check name by name.  Their order on the stack
+ * is lost. */
+static int
+unique_keys(struct jparse *j, size_t base)
+{
+	struct jkey *k = j->keys + base;
+	size_t n = j->nkeys - base;
+
+	qsort(k, n, sizeof(*k), by_key);
+	for (size_t i = 1; i < n; i++)
+		if (same_key(&k[i - 1], k[i].s, k[i].len))
+			return 0;
+	return 1;
+}
+
+/* --- skimming what is not kept --- */
+
+/* The rest of the string whose text starts at p, checked: where it ends
+ * (past its closing quote), or NULL for anything left to jstring.
+ * *escaped is set when it has an escape. */
+static const char *
+skim_string(const struct jparse *j, const char *p, int *escaped)
+{
+	uint32_t c;
+	size_t n;
+
+	for (;;) {
+		p = jplain(p, j->end);
+		if (p == j->end)
+			return NULL;
+		if (*p == '"')
+			return p + 1;
+		if (*p == '\\') {
+			if (j->end - p < 2)
+				return NULL;
+			*escaped = 1;
+			switch (p[1]) {
+			case '"':
+			case '\\':
+			case '/':
+			case 'b':
+			case 'f':
+			case 'n':
+			case 'r':
+			case 't':
+				p += 2;
+				continue;
+			case 'u':
+				p = junicode(j, p + 2, &c);
+				if (p == NULL)
+					return NULL;
+				continue;
+			default:
+				return NULL;
+			}
+		}
+		if ((unsigned char)*p < 0x20)
+			return NULL;
+		n = utf8_at((const unsigned char *)p,
+		    (const unsigned char *)j->end);
+		if (n == 0)
+			return NULL;
+		p += n;
+	}
+}
+
+/* The number at p checked: where it ends, or NULL for anything left to
+ * jnumber (an error, an exponent, a number long enough to overflow). */
+static const char *
+skim_number(const char *p, const char *end)
+{
+	const char *q = p;
+	int real = 0;
+
+	if (q < end && *q == '-')
+		q++;
+	if (q < end && *q == '0')
+		q++;
+	else if (q < end && *q >= '1' && *q <= '9')
+		while (q < end && *q >= '0' && *q <= '9')
+			q++;
+	else
+		return NULL;
+	if (q < end && *q == '.') {
+		real = 1;
+		if (++q >= end || *q < '0' || *q > '9')
+			return NULL;
+		while (q < end && *q >= '0' && *q <= '9')
+			q++;
+	}
+	if (q < end && (*q == 'e' || *q == 'E'))
+		return NULL;
+	/* 18 characters are below 2^63; 300 digits below DBL_MAX. */
+	return q - p <= (real ? 300 : 18) ? q : NULL;
+}
+
+/* The string, number, true, false or null at p: where it ends, or NULL. */
+static const char *
+skim_scalar(const struct jparse *j, const char *p)
+{
+	static const char *const words[] = { "true", "false", "null" };
+	size_t n;
+	int escaped;
+
+	if (p >= j->end)
+		return NULL;
+	if (*p == '"')
+		return skim_string(j, p + 1, &escaped);
+	for (size_t i = 0; i < 3; i++) {
+		if (*p != words[i][0])
+			continue;
+		n = strlen(words[i]);
+		return (size_t)(j->end - p) >= n &&
+		        memcmp(p, words[i], n) == 0 ?
+		    p + n :
+		    NULL;
+	}
+	return skim_number(p, j->end);
+}
+
+/*
+ * The name at p of a member of the object whose names start at
+ * keys[base], onto the stack, and its ':': where its value starts, or
+ * NULL (jname and jmember say why).  Names are compared decoded: one with
+ * an escape (managedFields has many) is decoded by jstring, which cannot
+ * fail on what skim_string took.
+ */
+static const char *
+skim_name(struct jparse *j, const char *p, size_t base)
+{
+	size_t nk = j->nkeys - base, len;
+	const char *q, *s = p + 1, *at = j->p;
+	int escaped = 0;
+
+	if (p >= j->end || *p != '"')
+		return NULL;
+	q = skim_string(j, p + 1, &escaped);
+	if (q == NULL)
+		return NULL;
+	len = (size_t)(q - 1 - s);
+	if (escaped) {
+		j->p = p;
+		s = jstring(j, 0, &len);
+		j->p = at;
+	}
+	if (s == NULL || (nk < LINEAR_KEYS && has_key(j, base, nk, s, len)) ||
+	    nk >= j->max_keys || push_key(j, s, len) != 0)
+		return NULL;
+	q = blank_end(q, j->end);
+	return q < j->end && *q == ':' ? q + 1 : NULL;
+}
+
+/*
+ * The value at j->p (at depth) checked with no call per value: the
+ * collections open are a stack of their closing brackets.  1 when it is
+ * valid, j->p past it and counted as jvalue would; 0, and nothing changed
+ * but skim_from, when it meets anything it leaves to jvalue.  A value
+ * that starts before skim_from is not tried: so no byte is skimmed twice.
+ */
+static int
+jskim(struct jparse *j, int depth)
+{
+	char close[MF_DOC_MAX_DEPTH + 1];
+	size_t base[MF_DOC_MAX_DEPTH + 1];
+	const char *p = j->p, *at;
+	size_t nodes = j->doc->nodes, keys = j->nkeys;
+	int level = 0;
+
+	for (;;) {
+		at = p = blank_end(p, j->end);
+		if (p < j->end && (*p == '{' || *p == '[')) {
+			if (depth + level > MF_DOC_MAX_DEPTH ||
+			    nodes >= MF_DOC_MAX_NODES)
+				goto fail;
+			nodes++;
+			assert(level < MF_DOC_MAX_DEPTH);
+			close[level] = *p == '{' ? '}' : ']';
+			base[level++] = j->nkeys;
+			at = p = blank_end(p + 1, j->end);
+			if (p < j->end && *p == close[level - 1]) {
+				p++;
+				level--;
+			} else {
+				if (close[level - 1] == '}')
+					p = skim_name(j, p, base[level - 1]);
+				if (p == NULL)
+					goto fail;
+				continue;
+			}
+		} else {
+			p = skim_scalar(j, p);
+			if (p == NULL || nodes >= MF_DOC_MAX_NODES)
+				goto fail;
+			nodes++;
+		}
+		/* After a value: the next one, or the end of collections. */
+		while (level > 0) {
+			at = p = blank_end(p, j->end);
+			if (p < j->end && *p == ',') {
+				at = p = blank_end(p + 1, j->end);
+				if (close[level - 1] == '}')
+					p = skim_name(j, p, base[level - 1]);
+				if (p == NULL)
+					goto fail;
+				break;
+			}
+			if (p >= j->end || *p != close[level - 1])
+				goto fail;
+			p++;
+			level--;
+			if (close[level] == '}' &&
+			    j->nkeys - base[level] > LINEAR_KEYS &&
+			    !unique_keys(j, base[level]))
+				goto fail;
+			j->nkeys = base[level];
+		}
+		if (level == 0)
+			break;
+	}
+	j->p = p;
+	j->doc->nodes = nodes;
+	return 1;
+fail:
+	j->nkeys = keys;
+	j->skim_from = at + 1;
+	return 0;
+}
+
+/* The entry of keep that names s[0..len), or NULL. */
+static const struct mf_doc_keep *
+kept(const struct mf_doc_keep *keep, const char *s, size_t len)
+{
+	for (; keep->key != NULL; keep++)
+		if ((len == 0 || keep->key[0] == s[0]) &&
+		    strncmp(keep->key, s, len) == 0 && keep->key[len] == '\0')
+			return keep;
+	return NULL;
+}
+
+static int jvalue(struct jparse *j, int depth, const struct mf_doc_keep *keep,
+    struct mf_node **out);
+
+/* The value at j->p into the collection n as its member key (n NULL:
+ * only checked). */
+static int
+jchild(struct jparse *j, int depth, const struct mf_doc_keep *keep,
+    struct mf_node *n, struct mf_node **tail, const char *key)
+{
+	struct mf_node *c;
+
+	if (n == NULL)
+		return jvalue(j, depth, NULL, NULL);
+	if (jvalue(j, depth, keep, &c) != 0)
+		return -1;
+	c->key = key;
+	append(n, tail, c);
+	return 0;
+}
+
+/*
+ * One member of an object: name, ':' and value.  The value goes into the
+ * object n (when n is not NULL and keep keeps it) or is only checked.
+ */
+static int
+jmember(struct jparse *j, int depth, const struct mf_doc_keep *keep,
+    struct mf_node *n, size_t base, struct mf_node **tail)
+{
+	const struct mf_doc_keep *k = NULL;
+	const char *at = j->p, *key;
+	size_t klen;
+
+	if (j->p >= j->end || *j->p != '"') {
+		jfail(j, j->p, "string or '}' expected");
+		return -1;
+	}
+	key = jstring(j, n != NULL && keep == NULL, &klen);
+	if (key == NULL || jname(j, base, at, key, klen) != 0)
+		return -1;
+	jblank(j);
+	if (j->p >= j->end || *j->p != ':') {
+		jfail(j, j->p, "':' expected");
+		return -1;
+	}
+	j->p++;
+	if (n != NULL && keep != NULL) {
+		k = kept(keep, key, klen);
+		if (k == NULL)
+			return jvalue(j, depth, NULL, NULL);
+		key = arena_strndup(j->doc, key, klen);
+		if (key == NULL) {
+			jlimit(j, MF_ENOMEM);
+			return -1;
+		}
+	}
+	return jchild(j, depth, k != NULL ? k->sub : NULL, n, tail, key);
+}
+
+/* The members of the object or elements of the array at j->p, into a
+ * node at *out (out NULL: only checked). */
+static int
+jcollection(struct jparse *j, int depth, const struct mf_doc_keep *keep,
+    struct mf_node **out)
 {
 	int map = *j->p == '{';
 	char close = map ? '}' : ']';
 	const char *start = j->p;
-	struct mf_node *n, *c, *tail = NULL;
-	const char *key = NULL, *at;
-	size_t klen;
+	struct mf_node *n = NULL, *tail = NULL;
+	size_t base = j->nkeys;
 
 	if (depth > MF_DOC_MAX_DEPTH) {
 		jlimit(j, MF_ETOOBIG);
-		return NULL;
+		return -1;
 	}
-	n = jnode(j, map ? MF_NODE_MAP : MF_NODE_SEQ);
-	if (n == NULL)
-		return NULL;
+	if (jnode(j, map ? MF_NODE_MAP : MF_NODE_SEQ, out) != 0)
+		return -1;
+	n = out != NULL ? *out : NULL;
 	j->p++;
 	jblank(j);
 	if (j->p < j->end && *j->p == close) {
 		j->p++;
-		return n;
+		return 0;
 	}
 	for (;;) {
-		if (map) {
-			at = j->p;
-			if (j->p >= j->end || *j->p != '"') {
-				jfail(j, j->p, "string or '}' expected");
-				return NULL;
-			}
-			key = jstring(j, &klen);
-			if (key == NULL)
-				return NULL;
-			if (n->len < LINEAR_KEYS &&
-			    mf_node_get(n, key) != NULL) {
-				jfail(j, at, "duplicate object key");
-				return NULL;
-			}
-			if (n->len >= j->max_keys) {
-				jlimit(j, MF_ETOOBIG);
-				return NULL;
-			}
-			jblank(j);
-			if (j->p >= j->end || *j->p != ':') {
-				jfail(j, j->p, "':' expected");
-				return NULL;
-			}
-			j->p++;
-		}
-		c = jvalue(j, depth + 1);
-		if (c == NULL)
-			return NULL;
-		c->key = key;
-		append(n, &tail, c);
+		if (map ? jmember(j, depth + 1, keep, n, base, &tail) :
+		          jchild(j, depth + 1, keep, n, &tail, NULL))
+			return -1;
 		jblank(j);
 		if (j->p < j->end && *j->p == ',') {
 			j->p++;
 			jblank(j);
 			continue;
 		}
-		if (j->p < j->end && *j->p == close) {
-			j->p++;
-			return map && n->len > LINEAR_KEYS &&
-			        !unique_keys(j, n, start) ?
-			    NULL :
-			    n;
-		}
+		if (j->p < j->end && *j->p == close)
+			break;
 		jfail(j, j->p,
 		    map ? "',' or '}' expected" : "',' or ']' expected");
-		return NULL;
+		return -1;
 	}
+	j->p++;
+	if (map && j->nkeys - base > LINEAR_KEYS && !unique_keys(j, base)) {
+		jfail(j, start, "duplicate object key");
+		return -1;
+	}
+	j->nkeys = base;
+	return 0;
 }
 
-static struct mf_node *
-jvalue(struct jparse *j, int depth)
+/* The value at j->p into *out, its members as keep says (NULL: all); out
+ * NULL: only checked.  -1 after failing. */
+static int
+jvalue(struct jparse *j, int depth, const struct mf_doc_keep *keep,
+    struct mf_node **out)
 {
-	struct mf_node *n;
+	const char *s;
 	size_t len;
-	char *s;
 
+	if (out == NULL && j->p >= j->skim_from && jskim(j, depth))
+		return 0;
 	jblank(j);
 	if (j->p >= j->end) {
 		jfail(j, j->p, "'[', '{' or a value expected");
-		return NULL;
+		return -1;
 	}
 	switch (*j->p) {
 	case '{':
 	case '[':
-		return jcollection(j, depth);
+		return jcollection(j, depth, keep, out);
 	case '"':
-		s = jstring(j, &len);
-		if (s == NULL)
-			return NULL;
-		n = jnode(j, MF_NODE_STR);
-		if (n != NULL) {
-			n->text = s;
-			n->len = len;
+		s = jstring(j, out != NULL, &len);
+		if (s == NULL || jnode(j, MF_NODE_STR, out) != 0)
+			return -1;
+		if (out != NULL) {
+			(*out)->text = s;
+			(*out)->len = len;
 		}
-		return n;
+		return 0;
 	case 't':
-		return jword(j, "true", MF_NODE_BOOL);
+		return jword(j, "true", MF_NODE_BOOL, out);
 	case 'f':
-		return jword(j, "false", MF_NODE_BOOL);
+		return jword(j, "false", MF_NODE_BOOL, out);
 	case 'n':
-		return jword(j, "null", MF_NODE_NULL);
+		return jword(j, "null", MF_NODE_NULL, out);
 	default:
 		if (*j->p == '-' || (*j->p >= '0' && *j->p <= '9'))
-			return jnumber(j);
+			return jnumber(j, out);
 		jfail(j, j->p, "invalid token");
-		return NULL;
+		return -1;
 	}
 }
 
 static enum mf_rc
 parse_json(struct mf_doc *doc, const char *buf, size_t len, size_t max_keys,
-    struct mf_error *err)
+    const struct mf_doc_keep *keep, struct mf_error *err)
 {
-	struct jparse j = { doc, buf, buf, buf + len, err, MF_OK, max_keys };
+	struct jparse j = { doc, buf, buf, buf + len, err, MF_OK, max_keys,
+		NULL, 0, 0, buf };
+	enum mf_rc rc = MF_OK;
 
-	doc->root = jvalue(&j, 1);
-	if (doc->root == NULL)
-		return j.rc != MF_OK ? j.rc : jlimit(&j, MF_ENOMEM);
-	jblank(&j);
-	if (j.p < j.end) {
-		doc->root = NULL;
-		return jfail(&j, j.p, "end of file expected");
+	if (jvalue(&j, 1, keep, &doc->root) != 0) {
+		rc = j.rc != MF_OK ? j.rc : jlimit(&j, MF_ENOMEM);
+	} else {
+		jblank(&j);
+		if (j.p < j.end)
+			rc = jfail(&j, j.p, "end of file expected");
 	}
-	return MF_OK;
+	free(j.keys);
+	if (rc != MF_OK)
+		doc->root = NULL;
+	return rc;
 }
 
 enum mf_rc
-mf_doc_parse(const char *buf, size_t len, enum mf_doc_format fmt,
-    struct mf_doc **out, struct mf_error *err)
+mf_doc_parse_kept(const char *buf, size_t len, enum mf_doc_format fmt,
+    const struct mf_doc_keep *keep, struct mf_doc **out, struct mf_error *err)
 {
 	struct mf_doc *doc;
 	enum mf_rc rc;
@@ -1004,6 +1486,8 @@ mf_doc_parse(const char *buf, size_t len, enum mf_doc_format fmt,
 		    MF_DOC_JSON :
 		    MF_DOC_YAML;
 	}
+	/* A keep list is for JSON only: YAML is always read whole. */
+	assert(keep == NULL || fmt == MF_DOC_JSON || fmt == MF_DOC_JSON_WIDE);
 	doc = calloc(1, sizeof(*doc));
 	if (doc == NULL)
 		return mf_error_set(err, MF_ENOMEM, NULL, 0, 0,
@@ -1011,7 +1495,7 @@ mf_doc_parse(const char *buf, size_t len, enum mf_doc_format fmt,
 	if (fmt == MF_DOC_JSON || fmt == MF_DOC_JSON_WIDE)
 		rc = parse_json(doc, buf, len,
 		    fmt == MF_DOC_JSON ? MF_DOC_MAX_KEYS : MF_DOC_MAX_NODES,
-		    err);
+		    keep, err);
 	else
 		rc = parse_yaml(doc, buf, len, err);
 	if (rc != MF_OK) {
@@ -1020,6 +1504,13 @@ mf_doc_parse(const char *buf, size_t len, enum mf_doc_format fmt,
 	}
 	*out = doc;
 	return MF_OK;
+}
+
+enum mf_rc
+mf_doc_parse(const char *buf, size_t len, enum mf_doc_format fmt,
+    struct mf_doc **out, struct mf_error *err)
+{
+	return mf_doc_parse_kept(buf, len, fmt, NULL, out, err);
 }
 
 /* --- readers --------------------------------------------------------- */

@@ -63,6 +63,30 @@ struct mf_doc;
  */
 enum mf_rc mf_doc_parse(const char *buf, size_t len, enum mf_doc_format fmt,
     struct mf_doc **out, struct mf_error *err);
+
+/*
+ * Which members of a JSON object mf_doc_parse_kept builds: those a list
+ * names (it ends with a NULL key), each with the list for its own value
+ * (sub NULL: all of it).  A list's elements are kept as the list is; a
+ * scalar is built whatever the list.
+ */
+struct mf_doc_keep {
+	const char *key;
+	const struct mf_doc_keep *sub;
+};
+
+/*
+ * mf_doc_parse, building only what keep names (NULL: everything, as
+ * mf_doc_parse).  A value left out is read and checked as strictly, with
+ * the same errors, positions and limits, and is absent from the tree: a
+ * map's len counts only the members kept.  A reader that looks only at
+ * what keep names sees what mf_doc_parse would have given it.  keep is
+ * for JSON only (fmt MF_DOC_JSON or MF_DOC_JSON_WIDE, or MF_DOC_AUTO that
+ * finds JSON); for YAML it must be NULL.
+ */
+enum mf_rc
+mf_doc_parse_kept(const char *buf, size_t len, enum mf_doc_format fmt,
+    const struct mf_doc_keep *keep, struct mf_doc **out, struct mf_error *err);
 const struct mf_node *mf_doc_root(const struct mf_doc *doc);
 void mf_doc_free(struct mf_doc *doc);
 

@@ -163,6 +163,8 @@ warnf(struct review *rv, const char *fmt, ...)
 	mf_copy(rv->warnings[rv->nwarn++], sizeof(rv->warnings[0]), text);
 }
 
+/* s[0..n) in base64, NUL-terminated; NULL when there is no memory.  Whole
+ * groups of three bytes first, then the one or two left. */
 static char *
 base64(const char *s, size_t n)
 {
@@ -170,20 +172,27 @@ base64(const char *s, size_t n)
 	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 	const unsigned char *p = (const unsigned char *)s;
 	char *out = malloc(4 * ((n + 2) / 3) + 1), *o = out;
+	size_t i = 0;
+	uint32_t v;
 
 	if (out == NULL)
 		return NULL;
-	for (size_t i = 0; i < n; i += 3) {
-		uint32_t v = (uint32_t)p[i] << 16;
-
-		if (i + 1 < n)
-			v |= (uint32_t)p[i + 1] << 8;
-		if (i + 2 < n)
-			v |= p[i + 2];
-		*o++ = tab[v >> 18];
-		*o++ = tab[(v >> 12) & 63];
-		*o++ = i + 1 < n ? tab[(v >> 6) & 63] : '=';
-		*o++ = i + 2 < n ? tab[v & 63] : '=';
+	for (; n - i >= 3; i += 3) {
+		v = (uint32_t)p[i] << 16 | (uint32_t)p[i + 1] << 8 | p[i + 2];
+		o[0] = tab[v >> 18];
+		o[1] = tab[(v >> 12) & 63];
+		o[2] = tab[(v >> 6) & 63];
+		o[3] = tab[v & 63];
+		o += 4;
+	}
+	if (i < n) {
+		v = (uint32_t)p[i] << 16 |
+		    (i + 1 < n ? (uint32_t)p[i + 1] << 8 : 0);
+		o[0] = tab[v >> 18];
+		o[1] = tab[(v >> 12) & 63];
+		o[2] = i + 1 < n ? tab[(v >> 6) & 63] : '=';
+		o[3] = '=';
+		o += 4;
 	}
 	*o = '\0';
 	return out;
@@ -1306,6 +1315,82 @@ respond(struct review *rv, struct mf_answer *ans)
 	ans->verdict = rv->verdict;
 }
 
+/*
+ * What of the body the review reads, and so builds (doc.h's keep lists);
+ * the rest (managedFields, status, env, volumes, other annotations) is
+ * only checked.  A field the functions above read must be named here, or
+ * it reads as absent.
+ */
+static const struct mf_doc_keep keep_container[] = {
+	{ "name", NULL },
+	{ "resources", NULL },
+	{ NULL, NULL },
+};
+
+static const struct mf_doc_keep keep_pod_spec[] = {
+	{ "containers", keep_container },
+	{ "initContainers", keep_container },
+	{ "nodeSelector", NULL },
+	{ "affinity", NULL },
+	{ NULL, NULL },
+};
+
+static const struct mf_doc_keep keep_template[] = {
+	{ "spec", keep_pod_spec },
+	{ NULL, NULL },
+};
+
+/* A Pod's spec is the pod spec; a Job's has it under template. */
+static const struct mf_doc_keep keep_spec[] = {
+	{ "containers", keep_container },
+	{ "initContainers", keep_container },
+	{ "nodeSelector", NULL },
+	{ "affinity", NULL },
+	{ "template", keep_template },
+	{ NULL, NULL },
+};
+
+static const struct mf_doc_keep keep_annotations[] = {
+	{ ANN_MIN, NULL },
+	{ ANN_SPEC, NULL },
+	{ ANN_CONTAINER, NULL },
+	{ ANN_PLACEMENT, NULL },
+	{ ANN_COST, NULL },
+	{ NULL, NULL },
+};
+
+static const struct mf_doc_keep keep_metadata[] = {
+	{ "name", NULL },
+	{ "generateName", NULL },
+	{ "annotations", keep_annotations },
+	{ NULL, NULL },
+};
+
+static const struct mf_doc_keep keep_object[] = {
+	{ "apiVersion", NULL },
+	{ "kind", NULL },
+	{ "metadata", keep_metadata },
+	{ "spec", keep_spec },
+	{ NULL, NULL },
+};
+
+static const struct mf_doc_keep keep_request[] = {
+	{ "uid", NULL },
+	{ "operation", NULL },
+	{ "kind", NULL },
+	{ "subResource", NULL },
+	{ "name", NULL },
+	{ "object", keep_object },
+	{ NULL, NULL },
+};
+
+static const struct mf_doc_keep keep_review[] = {
+	{ "apiVersion", NULL },
+	{ "kind", NULL },
+	{ "request", keep_request },
+	{ NULL, NULL },
+};
+
 /* The body as a document tree; NULL after answering. */
 static struct mf_doc *
 read_body(const char *body, size_t len, struct mf_answer *ans)
@@ -1316,7 +1401,8 @@ read_body(const char *body, size_t len, struct mf_answer *ans)
 	enum mf_rc rc;
 
 	memset(&err, 0, sizeof(err));
-	rc = mf_doc_parse(body, len, MF_DOC_JSON_WIDE, &doc, &err);
+	rc = mf_doc_parse_kept(body, len, MF_DOC_JSON_WIDE, keep_review, &doc,
+	    &err);
 	if (rc == MF_OK)
 		return doc;
 	if (rc == MF_ENOMEM) {

@@ -13,7 +13,9 @@
  * is answered twice, with kubernetes.select product and memory, and read
  * as JSON by doc.h and by jansson: one accepts it exactly when the other
  * does (doc.h may also refuse it as too deep or too big, and refuses a
- * NUL byte, where jansson stops reading).
+ * NUL byte, where jansson stops reading).  doc.h with a keep list fails
+ * exactly as doc.h reading everything, and the review, which reads the
+ * body with its own keep list, answers such a body with that error.
  *
  * Every answer is JSON.  A 200 is an admission.k8s.io/v1 AdmissionReview
  * whose response has a uid and allowed; a denial has status.code 400 or
@@ -222,15 +224,72 @@ wrap(unsigned mode, const char *text, size_t len)
 	return body;
 }
 
-/* doc.h's JSON reader accepts what jansson accepts, and no more. */
+/* A keep list for the reader: some members kept at each level, most of
+ * any body skipped. */
+static const struct mf_doc_keep keep_name[] = {
+	{ "name", NULL },
+	{ NULL, NULL },
+};
+
+static const struct mf_doc_keep keep_object[] = {
+	{ "metadata", keep_name },
+	{ "spec", NULL },
+	{ NULL, NULL },
+};
+
+static const struct mf_doc_keep keep_request[] = {
+	{ "uid", NULL },
+	{ "object", keep_object },
+	{ NULL, NULL },
+};
+
+static const struct mf_doc_keep keep_some[] = {
+	{ "kind", NULL },
+	{ "request", keep_request },
+	{ NULL, NULL },
+};
+
+/* doc.h with keep_some fails as doc.h reading everything (rc, whole). */
 static void
-same_acceptance(const uint8_t *data, size_t size)
+same_when_kept(const uint8_t *data, size_t size, enum mf_rc rc,
+    const struct mf_error *whole)
+{
+	struct mf_doc *doc = NULL;
+	struct mf_error err;
+
+	memset(&err, 0, sizeof(err));
+	if (mf_doc_parse_kept((const char *)data, size, MF_DOC_JSON_WIDE,
+	        keep_some, &doc, &err) != rc ||
+	    (rc != MF_OK &&
+	        (strcmp(err.text, whole->text) != 0 ||
+	            err.line != whole->line || err.column != whole->column))) {
+		fprintf(stderr, "read whole: %s; with a keep list: %s\n",
+		    MSG(whole), MSG(&err));
+		abort();
+	}
+	mf_doc_free(doc);
+}
+
+/*
+ * doc.h's JSON reader accepts what jansson accepts, and no more, and the
+ * same with a keep list.  rc and err are what doc.h said of the whole
+ * body (as the review reads it: MF_DOC_JSON_WIDE).
+ */
+static void
+same_acceptance(const uint8_t *data, size_t size, enum mf_rc *wide,
+    struct mf_error *werr)
 {
 	struct mf_doc *doc = NULL;
 	struct mf_error err;
 	enum mf_rc rc;
 	json_t *j;
 
+	memset(werr, 0, sizeof(*werr));
+	*wide = mf_doc_parse((const char *)data, size, MF_DOC_JSON_WIDE, &doc,
+	    werr);
+	mf_doc_free(doc);
+	doc = NULL;
+	same_when_kept(data, size, *wide, werr);
 	/* jansson reads a NUL as the end of the input; doc.h refuses it. */
 	if (memchr(data, 0, size) != NULL)
 		return;
@@ -248,12 +307,39 @@ same_acceptance(const uint8_t *data, size_t size)
 	mf_doc_free(doc);
 }
 
+/* A body doc.h refuses is answered 400 with doc.h's error, as the review
+ * words it. */
+static void
+same_refusal(const struct mf_answer *ans, enum mf_rc rc,
+    const struct mf_error *whole)
+{
+	struct mf_error want;
+	json_t *j;
+	const char *got;
+
+	if (rc != MF_EINVAL && rc != MF_ETOOBIG)
+		return;
+	mf_error_set(&want, rc, NULL, whole->line, whole->column,
+	    "the body is %s", whole->text);
+	j = json_loadb(ans->body, ans->len, 0, NULL);
+	got = json_string_value(json_object_get(j, "error"));
+	if (ans->kind != MF_ANS_INVALID || got == NULL ||
+	    strcmp(got, MSG(&want)) != 0) {
+		fprintf(stderr, "review: %.*s; doc.h: %s\n", (int)ans->len,
+		    ans->body, MSG(&want));
+		abort();
+	}
+	json_decref(j);
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static struct mf_catalog by_memory;
 	struct mf_api api;
 	struct mf_answer ans;
+	struct mf_error err;
+	enum mf_rc rc;
 	char *body = NULL;
 
 	load_once();
@@ -276,12 +362,13 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		free(body);
 		return 0;
 	}
-	same_acceptance(data, size);
+	same_acceptance(data, size, &rc, &err);
 	for (int i = 0; i < 2; i++) {
 		api.cat = i == 0 ? cat : &by_memory;
 		mf_api_review(&api, (const char *)data, size, MF_DOC_JSON,
 		    MF_OUT_JSON, &ans);
 		check(&ans);
+		same_refusal(&ans, rc, &err);
 		mf_answer_free(&ans);
 	}
 	return 0;

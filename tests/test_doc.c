@@ -682,6 +682,221 @@ test_max_nodes(void **state)
 	free(s);
 }
 
+/* --- JSON read with a keep list --- */
+
+static const struct mf_doc_keep keep_inner[] = {
+	{ "name", NULL },
+	{ NULL, NULL },
+};
+
+/* Keep "a" whole, "list" with only each element's "name", "o" with
+ * nothing of its own. */
+static const struct mf_doc_keep keep_test[] = {
+	{ "a", NULL },
+	{ "list", keep_inner },
+	{ "o", keep_inner + 1 },
+	{ NULL, NULL },
+};
+
+/* Only what the list names is built; a map's len counts those. */
+static void
+test_kept_members(void **state)
+{
+	const char *t = "{\"skip\": {\"x\": [1, \"a\\\"b\", null]}, "
+	                "\"a\": {\"b\": [true, 2.5]}, "
+	                "\"list\": [{\"name\": \"n\\u00e9\", \"env\": [1]}, 3, "
+	                "\"s\"], \"o\": {\"name\": 1}, \"z\": \"\\u0041\"}";
+	const struct mf_node *root, *a, *list, *e;
+	struct mf_doc *doc = NULL;
+	struct mf_error err;
+
+	(void)state;
+	assert_int_equal(mf_doc_parse_kept(t, strlen(t), MF_DOC_JSON_WIDE,
+	                     keep_test, &doc, &err),
+	    MF_OK);
+	root = mf_doc_root(doc);
+	assert_int_equal(root->len, 3);
+	assert_null(mf_node_get(root, "skip"));
+	assert_null(mf_node_get(root, "z"));
+	a = mf_node_get(root, "a");
+	assert_int_equal(mf_node_get(a, "b")->len, 2);
+	assert_string_equal(mf_node_get(a, "b")->child->next->text, "2.5");
+	list = mf_node_get(root, "list");
+	assert_int_equal(list->type, MF_NODE_SEQ);
+	assert_int_equal(list->len, 3);
+	e = list->child;
+	assert_int_equal(e->len, 1);
+	assert_string_equal(mf_node_get(e, "name")->text, "n\xc3\xa9");
+	assert_null(mf_node_get(e, "env"));
+	assert_string_equal(e->next->text, "3");
+	assert_string_equal(e->next->next->text, "s");
+	assert_int_equal(mf_node_get(root, "o")->type, MF_NODE_MAP);
+	assert_int_equal(mf_node_get(root, "o")->len, 0);
+	mf_doc_free(doc);
+	/* No list: everything, as mf_doc_parse. */
+	assert_int_equal(mf_doc_parse_kept(t, strlen(t), MF_DOC_JSON, NULL,
+	                     &doc, &err),
+	    MF_OK);
+	assert_int_equal(mf_doc_root(doc)->len, 5);
+	assert_string_equal(mf_node_get(mf_doc_root(doc), "z")->text, "A");
+	mf_doc_free(doc);
+}
+
+/* text parsed whole and with keep_test: the same rc, message, line and
+ * column. */
+static void
+same_as_whole(const char *text, size_t len)
+{
+	struct mf_doc *whole = NULL, *some = NULL;
+	struct mf_error e1, e2;
+	enum mf_rc r1, r2;
+
+	memset(&e1, 0, sizeof(e1));
+	memset(&e2, 0, sizeof(e2));
+	r1 = mf_doc_parse(text, len, MF_DOC_JSON_WIDE, &whole, &e1);
+	r2 = mf_doc_parse_kept(text, len, MF_DOC_JSON_WIDE, keep_test, &some,
+	    &e2);
+	if (r1 != r2 ||
+	    (r1 != MF_OK &&
+	        (strcmp(MSG(&e1), MSG(&e2)) != 0 || e1.line != e2.line ||
+	            e1.column != e2.column)))
+		fail_msg("%.60s: whole %d '%s', kept %d '%s'", text, r1,
+		    MSG(&e1), r2, MSG(&e2));
+	mf_doc_free(whole);
+	mf_doc_free(some);
+}
+
+/*
+ * A value left out is checked as strictly as a built one: every way to
+ * break one inside a skipped member fails as it fails when built, and
+ * the escapes, nesting and numbers a skim takes are taken.
+ */
+static void
+test_kept_skipped_errors(void **state)
+{
+	static const char *const inner[] = {
+		/* taken */
+		"\"a\\\"b\\\\c\\/\\b\\f\\n\\r\\t\\u00e9\\ud83d\\ude00\"",
+		"{\"k:{\\\"name\\\":\\\"x\\\"}\": {}, \"k:{\\\"name\\\":\\\"y\\\"}\": 1}",
+		"[[], {}, [[{\"a\": [null, true, false]}]]]",
+		"[0, -0, 1.5, -12.25e3, 1E-400, 123456789012345678]",
+		"[9223372036854775807, -9223372036854775808]",
+		"\"h\xc3\xa9llo \xe2\x82\xac \xf0\x9f\x98\x80\"",
+		"{\"a\\u0062\": 1, \"ac\": 2}",
+		/* broken */
+		"\"abc",
+		"\"a\\x\"",
+		"\"a\\u12\"",
+		"\"a\\u12g4\"",
+		"\"\\ud83d\"",
+		"\"\\udc00x\"",
+		"\"\\u0000\"",
+		"\"a\x01\"",
+		"\"a\xc3\"",
+		"\"a\xed\xa0\x80\"",
+		"\"a\\q unterminated",
+		"{\"a\": 1, \"a\": 2}",
+		"{\"a\\u0062\": 1, \"ab\": 2}",
+		"{\"a\": 1, \"b\": 2, \"c\": 3, \"d\": 4, \"e\": 5, \"f\": 6, "
+		"\"g\": 7, \"h\": 8, \"i\": 9, \"j\": 10, \"c\": 11}",
+		"{\"x\": {\"a\": 1}, \"y\": {\"a\": 1}, \"x\": 2}",
+		"{\"a\" 1}",
+		"{\"a\": 1,}",
+		"{1: 2}",
+		"[1, 2,]",
+		"[1 2]",
+		"[01]",
+		"[-]",
+		"[1.]",
+		"[1e]",
+		"[1e400]",
+		"[-1e400]",
+		"[9223372036854775808]",
+		"[-9223372036854775809]",
+		"[12345678901234567890123456789012345678901]",
+		"[tru]",
+		"[nul, 1]",
+		"[+1]",
+		"{\"a\": [}",
+		"[\"a\": 1]",
+		"",
+		"{",
+		"[",
+	};
+	char text[512];
+	int n;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(inner) / sizeof(inner[0]); i++) {
+		n = snprintf(text, sizeof(text),
+		    "{\"a\": 1,\n  \"skip\": {\"deeper\": [%s]}, \"b\": 2}",
+		    inner[i]);
+		same_as_whole(text, (size_t)n);
+		n = snprintf(text, sizeof(text), "{\"skip\": %s}", inner[i]);
+		same_as_whole(text, (size_t)n);
+		/* Cut anywhere, the value fails where it did. */
+		for (int cut = 0; cut < n; cut++)
+			same_as_whole(text, (size_t)cut);
+	}
+}
+
+/* Duplicates among the names past the 16th, found sorted at the object's
+ * start after the object is read, and the error that comes first. */
+static void
+test_kept_skipped_duplicates_sorted(void **state)
+{
+	char text[1024];
+	size_t n = 0;
+
+	(void)state;
+	n += (size_t)snprintf(text + n, sizeof(text) - n, "{\"skip\": {");
+	for (int i = 0; i < 20; i++)
+		n += (size_t)snprintf(text + n, sizeof(text) - n,
+		    "\"k%d\": %d, ", i, i);
+	n += (size_t)snprintf(text + n, sizeof(text) - n, "\"k3\": 0}}");
+	same_as_whole(text, n);
+	expect_fail(text, n, MF_DOC_JSON, MF_EINVAL, 1, 10, "duplicate");
+	/* A later syntax error inside the object is reported first. */
+	memcpy(text + n - 3, "x}}", 3);
+	same_as_whole(text, n);
+	expect_fail(text, n, MF_DOC_JSON, MF_EINVAL, 1, (int)n - 2,
+	    "invalid token");
+}
+
+/* Nesting and the value count are the same limits when skipped. */
+static void
+test_kept_skipped_limits(void **state)
+{
+	char *inner, *s;
+	size_t len;
+
+	(void)state;
+	for (int depth = 62; depth <= 64; depth++) {
+		inner = nested(depth, "");
+		len = strlen(inner) + 16;
+		s = malloc(len);
+		assert_non_null(s);
+		snprintf(s, len, "{\"skip\": %s}", inner);
+		same_as_whole(s, strlen(s));
+		snprintf(s, len, "{\"o\": %s}", inner);
+		same_as_whole(s, strlen(s));
+		free(s);
+		free(inner);
+	}
+	/* The object and the list are two values of MF_DOC_MAX_NODES. */
+	for (size_t items = MF_DOC_MAX_NODES - 3; items <= MF_DOC_MAX_NODES - 1;
+	     items++) {
+		inner = many_items(items);
+		len = strlen(inner) + 16;
+		s = malloc(len);
+		assert_non_null(s);
+		snprintf(s, len, "{\"skip\": %s}", inner);
+		same_as_whole(s, strlen(s));
+		free(s);
+		free(inner);
+	}
+}
+
 static void
 test_free_null(void **state)
 {
@@ -1066,6 +1281,10 @@ main(void)
 		cmocka_unit_test(test_max_keys_yaml),
 		cmocka_unit_test(test_max_keys_json),
 		cmocka_unit_test(test_max_nodes),
+		cmocka_unit_test(test_kept_members),
+		cmocka_unit_test(test_kept_skipped_errors),
+		cmocka_unit_test(test_kept_skipped_duplicates_sorted),
+		cmocka_unit_test(test_kept_skipped_limits),
 		cmocka_unit_test(test_free_null),
 		cmocka_unit_test(test_node_get),
 		cmocka_unit_test(test_type_names),
