@@ -59,6 +59,12 @@ struct plan {
 	struct mf_estimate est; /* of the workload on lo GPUs */
 };
 
+/* x^log2(n) for n up to MF_CAT_MAX_COUNT, worked out when first asked. */
+struct powers {
+	double v[MF_CAT_MAX_COUNT + 1];
+	uint64_t known[MF_CAT_MAX_COUNT / 64 + 1];
+};
+
 struct search {
 	const struct mf_job *job;
 	const struct mf_catalog *cat;
@@ -75,8 +81,7 @@ struct search {
 	int have_fit;
 	struct mf_placement cheapest_fit;
 	/* eff^log2(count) and ie^log2(nodes) as power() works them out */
-	double gpu_speedup[MF_CAT_MAX_COUNT + 1];
-	double node_speedup[MF_CAT_MAX_COUNT + 1];
+	struct powers gpu_speedup, node_speedup;
 };
 
 const char *
@@ -184,16 +189,22 @@ time_factor(const struct mf_catalog *cat, unsigned fixes)
 	return f;
 }
 
-/* x^log2(n), kept in table[n] (0: not yet worked out) for the counts a
- * card may take, since cards try the same few. */
+/* x^log2(n), kept in t->v[n] for the counts a card may take, since cards
+ * try the same few; a bit a count says which are worked out, so that a
+ * search starts by clearing 136 bytes, not the 8 KiB of the values. */
 static double
-power(double *table, double x, int64_t n)
+power(struct powers *t, double x, int64_t n)
 {
+	uint64_t bit;
+
 	if (n > MF_CAT_MAX_COUNT)
 		return pow(x, log2((double)n));
-	if (table[n] == 0)
-		table[n] = pow(x, log2((double)n));
-	return table[n];
+	bit = UINT64_C(1) << (n % 64);
+	if (!(t->known[n / 64] & bit)) {
+		t->v[n] = pow(x, log2((double)n));
+		t->known[n / 64] |= bit;
+	}
+	return t->v[n];
 }
 
 /* refH x tf / (eff^log2(count) x ie^log2(nodes)): cost is this times
@@ -202,10 +213,10 @@ static double
 cost_factor(struct search *s, double tf, int64_t count, int64_t nodes)
 {
 	double k = s->ref_hours * tf /
-	    power(s->gpu_speedup, s->cat->multi_gpu_efficiency, count);
+	    power(&s->gpu_speedup, s->cat->multi_gpu_efficiency, count);
 
 	if (nodes > 1)
-		k /= power(s->node_speedup, s->cat->inter_node_efficiency,
+		k /= power(&s->node_speedup, s->cat->inter_node_efficiency,
 		    nodes);
 	return k;
 }
@@ -703,8 +714,8 @@ search_init(struct search *s, const struct mf_job *job,
 	    job->deadline_hours >= 0;
 	s->nplan = 0;
 	s->have_fit = 0;
-	memset(s->gpu_speedup, 0, sizeof(s->gpu_speedup));
-	memset(s->node_speedup, 0, sizeof(s->node_speedup));
+	memset(s->gpu_speedup.known, 0, sizeof(s->gpu_speedup.known));
+	memset(s->node_speedup.known, 0, sizeof(s->node_speedup.known));
 }
 
 /* Rank every card's best candidate; fill placement and alternatives. */
