@@ -139,11 +139,11 @@ enum mf_rc mf_est_compute(const struct mf_model *m, const struct mf_workload *w,
 /*
  * Bytes one GPU holds of e when FSDP shards it over shards >= 1 GPUs: the
  * weights, gradients and optimizer state of its stage (e->stage) divided
- * by shards, each rounded up, plus every other bucket of the stage whole.  So the need at N GPUs is
- * rest + sum of ceil(b_i / N) over the sharded buckets b_i, which never
- * grows with N.  e must be of the workload as it runs sharded (computed
- * with shard_gpus > 1, so that it counts the sharding buffers); -1 when the
- * sum passes 2^63 - 1.
+ * by shards, each rounded up, plus every other bucket of the stage whole.  So
+ * the need at N GPUs is rest + sum of ceil(b_i / N) over the sharded buckets
+ * b_i, which never grows with N.  e must be of the workload as it runs sharded
+ * (computed with shard_gpus > 1, so that it counts the sharding buffers); -1
+ * when the sum passes 2^63 - 1.
  */
 int64_t mf_est_per_gpu(const struct mf_estimate *e, int64_t shards);
 /* Bytes one GPU holds of bucket b: stage[b], divided by e->shards for the
