@@ -8,6 +8,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "catalog.h"
+#include "model.h"
+#include "msg.h"
+
 static inline const char *
 top(void)
 {
@@ -50,6 +54,29 @@ slurp(const char *path, size_t *len)
 			*len = (size_t)n;
 	}
 	return buf;
+}
+
+/*
+ * The shipped catalogue into *cat and the shipped models into *models
+ * (each when not NULL), for a test's setup: 0, or -1 with the error
+ * printed.
+ */
+static inline int
+shipped_data(struct mf_catalog **cat, struct mf_models **models)
+{
+	struct mf_error err;
+	char path[512];
+
+	if ((models != NULL &&
+	        mf_models_load(top_path(path, sizeof(path), "catalog/models"),
+	            models, &err) != MF_OK) ||
+	    (cat != NULL &&
+	        mf_cat_load(top_path(path, sizeof(path), "catalog/gpus.yaml"),
+	            cat, &err) != MF_OK)) {
+		fprintf(stderr, "setup: %s\n", MSG(&err));
+		return -1;
+	}
+	return 0;
 }
 
 #endif

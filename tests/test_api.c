@@ -109,17 +109,10 @@ static int
 setup(void **state)
 {
 	static struct env e;
-	struct mf_error err;
-	char path[4096];
 
 	memset(&e, 0, sizeof(e));
-	if (mf_cat_load(top_path(path, sizeof(path), "catalog/gpus.yaml"),
-	        &e.cat, &err) != MF_OK ||
-	    mf_models_load(top_path(path, sizeof(path), "catalog/models"),
-	        &e.models, &err) != MF_OK) {
-		print_error("setup: %s\n", MSG(&err));
+	if (shipped_data(&e.cat, &e.models) != 0)
 		return -1;
-	}
 	e.api.cat = e.cat;
 	e.api.models = e.models;
 	*state = &e;

@@ -29,16 +29,8 @@ static struct mf_models *shipped;
 static int
 setup(void **state)
 {
-	struct mf_error err;
-	char path[512];
-
 	(void)state;
-	if (mf_models_load(top_path(path, sizeof(path), "catalog/models"),
-	        &shipped, &err) != MF_OK) {
-		print_message("models: %s\n", MSG(&err));
-		return -1;
-	}
-	return 0;
+	return shipped_data(NULL, &shipped);
 }
 
 static int

@@ -41,15 +41,10 @@ static int
 setup(void **state)
 {
 	struct mf_models *m = NULL;
-	struct mf_error err;
-	char path[512];
 
 	(void)state;
-	if (mf_models_load(top_path(path, sizeof(path), "catalog/models"), &m,
-	        &err) != MF_OK) {
-		print_message("models: %s\n", MSG(&err));
+	if (shipped_data(NULL, &m) != 0)
 		return -1;
-	}
 	models = m;
 	return 0;
 }

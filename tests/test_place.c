@@ -74,18 +74,8 @@ struct fx {
 static int
 setup(void **state)
 {
-	struct mf_error err;
-	char path[512];
-
 	(void)state;
-	if (mf_models_load(top_path(path, sizeof(path), "catalog/models"),
-	        &models, &err) != MF_OK ||
-	    mf_cat_load(top_path(path, sizeof(path), "catalog/gpus.yaml"),
-	        &shipped, &err) != MF_OK) {
-		print_message("setup: %s\n", MSG(&err));
-		return -1;
-	}
-	return 0;
+	return shipped_data(&shipped, &models);
 }
 
 static int

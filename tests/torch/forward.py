@@ -30,15 +30,13 @@ measured peak.  Prints the table and every error; exits 1 on a failure.
 """
 import json
 import os
-import subprocess
 import sys
-import tempfile
 
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import blocks  # noqa: E402
-from measure import CLI, cfg, moe, peak_of  # noqa: E402
+from measure import cfg, estimate, moe, peak_of  # noqa: E402
 
 TOLERANCE = 0.02
 
@@ -99,19 +97,11 @@ def memfloor(c, t, seqs):
             },
         },
     }
-    with tempfile.NamedTemporaryFile("w", suffix=".json") as f:
-        json.dump(job, f)
-        f.flush()
-        r = subprocess.run([CLI, "estimate", f.name, "-o", "json"],
-                           capture_output=True, text=True)
-    if r.returncode != 0:
-        sys.exit("memfloor estimate failed (%d): %s%s" %
-                 (r.returncode, r.stdout, r.stderr))
-    est = json.loads(r.stdout)
+    est = estimate(job)
     for b in est["buckets"]:
         if b["name"] == "activations":
             return b["bytes"], b["formula"]
-    sys.exit("memfloor gave no activations bucket: " + r.stdout)
+    sys.exit("memfloor gave no activations bucket: " + json.dumps(est))
 
 
 def main():

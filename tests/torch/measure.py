@@ -220,6 +220,24 @@ def check_fused_case(q, k, v, cap):
 
 # --- memfloor -------------------------------------------------------------
 
+def estimate(job):
+    """memfloor's estimate of job (a manifest as a dict) with the estimator
+    pytorch, from the command line (-o json); exits when it fails."""
+    with tempfile.NamedTemporaryFile("w", suffix=".json") as f:
+        json.dump(job, f)
+        f.flush()
+        r = subprocess.run([CLI, "estimate", f.name, "-o", "json",
+                            "--estimator", "pytorch"],
+                           capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit("memfloor estimate failed (%d): %s%s" %
+                 (r.returncode, r.stdout, r.stderr))
+    est = json.loads(r.stdout)
+    if est.get("estimator") != "pytorch":
+        sys.exit("memfloor did not name the pytorch estimator: " + r.stdout)
+    return est
+
+
 def memfloor(cfg, s, b, precision, attention, ckpt, lora=None):
     job = {
         "apiVersion": "memfloor.dev/v1", "kind": "Job",
@@ -236,18 +254,7 @@ def memfloor(cfg, s, b, precision, attention, ckpt, lora=None):
     if lora is not None:
         job["spec"]["workload"].update(
             method="lora", lora={"rank": RANK, "targets": lora})
-    with tempfile.NamedTemporaryFile("w", suffix=".json") as f:
-        json.dump(job, f)
-        f.flush()
-        r = subprocess.run([CLI, "estimate", f.name, "-o", "json",
-                            "--estimator", "pytorch"],
-                           capture_output=True, text=True)
-    if r.returncode != 0:
-        sys.exit("memfloor estimate failed (%d): %s%s" %
-                 (r.returncode, r.stdout, r.stderr))
-    est = json.loads(r.stdout)
-    if est.get("estimator") != "pytorch":
-        sys.exit("memfloor did not name the pytorch estimator: " + r.stdout)
+    est = estimate(job)
     buckets = {x["name"]: x["bytes"] for x in est["buckets"]}
     return buckets, est["perGpuBytes"]
 
