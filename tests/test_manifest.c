@@ -375,6 +375,22 @@ test_read_metadata_extras(void **state)
 	mf_doc_free(doc);
 }
 
+/*
+ * Read the bare spec text (the annotation memfloor.dev/spec) under path,
+ * with a floor from outside it; the text must parse.  *doc holds what
+ * *job borrows, for the caller to free.
+ */
+static enum mf_rc
+read_spec_text(const char *text, const char *path, int64_t floor,
+    struct mf_doc **doc, struct mf_job *job, struct mf_error *err)
+{
+	assert_int_equal(mf_doc_parse(text, strlen(text), MF_DOC_YAML, doc,
+	                     err),
+	    MF_OK);
+	return mf_job_read_spec_floor(mf_doc_root(*doc), path, "pod-x", models,
+	    floor, floor > 0 ? MF_QTY_BINARY : 0, job, err);
+}
+
 /* The annotation form: a bare spec under a caller's path, which prefixes
  * every field in errors. */
 static void
@@ -388,20 +404,13 @@ test_read_spec_only(void **state)
 	struct mf_error err;
 
 	(void)state;
-	assert_int_equal(mf_doc_parse(good, strlen(good), MF_DOC_YAML, &doc,
-	                     &err),
-	    MF_OK);
-	assert_int_equal(mf_job_read_spec(mf_doc_root(doc), "spec", "pod-x",
-	                     models, &job, &err),
+	assert_int_equal(read_spec_text(good, "spec", 0, &doc, &job, &err),
 	    MF_OK);
 	assert_string_equal(job.name, "pod-x");
 	assert_int_equal(job.min_memory, 16 * GIB);
 	mf_doc_free(doc);
-	assert_int_equal(mf_doc_parse(bad, strlen(bad), MF_DOC_YAML, &doc,
+	assert_int_equal(read_spec_text(bad, "memfloor.dev/spec", 0, &doc, &job,
 	                     &err),
-	    MF_OK);
-	assert_int_equal(mf_job_read_spec(mf_doc_root(doc), "memfloor.dev/spec",
-	                     "pod-x", models, &job, &err),
 	    MF_EINVAL);
 	assert_string_equal(err.field, "memfloor.dev/spec.workload.atention");
 	assert_int_equal(err.line, 5);
@@ -431,20 +440,12 @@ test_read_spec_with_floor(void **state)
 	                     0, 0, &job, &err),
 	    MF_EINVAL);
 	assert_string_equal(err.field, "spec.resources.gpu.minMemory");
-	assert_int_equal(mf_doc_parse(own, strlen(own), MF_DOC_YAML, &doc,
-	                     &err),
-	    MF_OK);
-	assert_int_equal(mf_job_read_spec_floor(mf_doc_root(doc), "spec",
-	                     "pod-x", models, 88 * GIB, MF_QTY_BINARY, &job,
+	assert_int_equal(read_spec_text(own, "spec", 88 * GIB, &doc, &job,
 	                     &err),
 	    MF_OK);
 	assert_int_equal(job.min_memory, 16 * GIB);
 	mf_doc_free(doc);
-	assert_int_equal(mf_doc_parse(model, strlen(model), MF_DOC_YAML, &doc,
-	                     &err),
-	    MF_OK);
-	assert_int_equal(mf_job_read_spec_floor(mf_doc_root(doc), "spec",
-	                     "pod-x", models, 88 * GIB, MF_QTY_BINARY, &job,
+	assert_int_equal(read_spec_text(model, "spec", 88 * GIB, &doc, &job,
 	                     &err),
 	    MF_OK);
 	assert_int_equal(job.min_memory, 88 * GIB);
