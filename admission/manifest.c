@@ -250,6 +250,24 @@ read_parallelism(struct reader *r, const struct mf_node *par, const char *path)
 	return rc;
 }
 
+static int
+inference_only(const struct mf_workload *w)
+{
+	return w->kind == MF_INFERENCE;
+}
+
+static int
+int4_only(const struct mf_workload *w)
+{
+	return w->weights_dtype == MF_WD_INT4;
+}
+
+static int
+vllm_only(const struct mf_workload *w)
+{
+	return w->server == MF_SERVER_VLLM;
+}
+
 /*
  * Fields that only some workloads take: serving fields need inference,
  * the engine's need server vllm, groupSize needs int4 weights.  A field
@@ -260,26 +278,21 @@ check_serving(struct reader *r, const struct mf_node *wl, const char *path)
 {
 	static const struct {
 		const char *key, *needs;
+		int (*holds)(const struct mf_workload *);
 	} rules[] = {
-		{ "weightsDtype", "kind: inference" },
-		{ "server", "kind: inference" },
-		{ "groupSize", "weightsDtype: int4" },
-		{ "gpuMemoryUtilization", "server: vllm" },
-		{ "maxNumBatchedTokens", "server: vllm" },
-		{ "blockSize", "server: vllm" },
+		{ "weightsDtype", "kind: inference", inference_only },
+		{ "server", "kind: inference", inference_only },
+		{ "groupSize", "weightsDtype: int4", int4_only },
+		{ "gpuMemoryUtilization", "server: vllm", vllm_only },
+		{ "maxNumBatchedTokens", "server: vllm", vllm_only },
+		{ "blockSize", "server: vllm", vllm_only },
 	};
-	const struct mf_workload *w = &r->job->work;
 	const struct mf_node *n;
 	char p[PATHMAX];
-	int ok;
 
 	for (size_t i = 0; i < sizeof(rules) / sizeof(rules[0]); i++) {
-		if ((n = member(wl, path, rules[i].key, p)) == NULL)
-			continue;
-		ok = i < 2 ? w->kind == MF_INFERENCE :
-		    i == 2 ? w->weights_dtype == MF_WD_INT4 :
-		             w->server == MF_SERVER_VLLM;
-		if (!ok)
+		n = member(wl, path, rules[i].key, p);
+		if (n != NULL && !rules[i].holds(&r->job->work))
 			return mf_error_set(r->err, MF_EINVAL, p, n->line,
 			    n->column, "applies only with %s", rules[i].needs);
 	}
