@@ -774,8 +774,8 @@ inference(const struct mf_model *m, const struct mf_workload *w,
 	vllm = w->server == MF_SERVER_VLLM;
 	inference_weights(m, w, e);
 	e->kv_token = mf_model_kv_bytes_per_token(m, kvb);
-	e->seq_tokens =
-	    vllm ? round_up(w->context_len, w->block_size) : w->context_len;
+	e->block = vllm ? w->block_size : 1;
+	e->seq_tokens = round_up(w->context_len, e->block);
 	mf_text_init(&f, e->formula[MF_B_KVCACHE]);
 	mf_text_str(&f, "2 x L x kv x d x ");
 	mf_text_int(&f, kvb);
@@ -962,16 +962,15 @@ mf_est_max_seqs(const struct mf_estimate *e, int64_t usable)
 }
 
 int64_t
-mf_est_max_context(const struct mf_estimate *e, int64_t usable, int64_t seqs,
-    int64_t block)
+mf_est_max_context(const struct mf_estimate *e, int64_t usable, int64_t seqs)
 {
 	int64_t kv = mf_est_bucket_per_gpu(e, MF_B_KVCACHE);
 	int64_t free = usable - (e->per_gpu - kv), per;
 
 	per = mf_cmul(e->kv_token, seqs);
-	if (free <= 0 || per <= 0 || block < 1)
+	if (free <= 0 || per <= 0 || e->block < 1)
 		return 0;
-	return free / per / block * block;
+	return free / per / e->block * e->block;
 }
 
 enum mf_rc

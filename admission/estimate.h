@@ -105,9 +105,11 @@ struct mf_estimate {
 	int64_t shards;  /* FSDP ranks the estimate is divided over */
 	int64_t per_gpu; /* what must fit on one card: the sum of the buckets
 	                    per GPU */
-	/* Inference: KV-cache bytes per token on one GPU, and the tokens a
-	 * sequence of contextLength takes (whole blocks with vllm). */
+	/* Inference: KV-cache bytes per token on one GPU; the tokens the
+	 * cache grows by, a block with vllm (paged), else 1; and the tokens a
+	 * sequence of contextLength takes, in whole blocks. */
 	int64_t kv_token;
+	int64_t block;
 	int64_t seq_tokens;
 	/*
 	 * The arithmetic of each bucket with bytes, written where they are
@@ -158,10 +160,10 @@ int64_t mf_est_linear_bytes(enum mf_weights_dtype wd, int64_t n, int64_t group);
 /*
  * Inference on one GPU of usable bytes: the sequences of e->seq_tokens
  * that fit beside everything but the KV cache (maxConcurrency), and the
- * tokens each of seqs sequences may hold, in whole blocks of block tokens
+ * tokens each of seqs sequences may hold, in whole blocks of e->block
  * (maxContextLength).  0 when none fits.
  */
 int64_t mf_est_max_seqs(const struct mf_estimate *e, int64_t usable);
-int64_t mf_est_max_context(const struct mf_estimate *e, int64_t usable,
-    int64_t seqs, int64_t block);
+int64_t
+mf_est_max_context(const struct mf_estimate *e, int64_t usable, int64_t seqs);
 #endif

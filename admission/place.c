@@ -228,13 +228,6 @@ need_at(const struct plan *pl, int64_t count)
 	return pl->lo == pl->hi ? pl->need : mf_est_per_gpu(&pl->est, count);
 }
 
-/* Tokens a sequence's KV cache grows by: a block with vllm, else one. */
-static int64_t
-block_of(const struct mf_workload *w)
-{
-	return w->server == MF_SERVER_VLLM ? w->block_size : 1;
-}
-
 /* p: plan pl on count GPUs of g, where it needs need bytes a GPU. */
 static void
 candidate_of(struct search *s, const struct mf_gpu *g, const struct plan *pl,
@@ -260,7 +253,7 @@ candidate_of(struct search *s, const struct mf_gpu *g, const struct plan *pl,
 
 		p->max_seqs = mf_est_max_seqs(&pl->est, usable);
 		p->max_context = mf_est_max_context(&pl->est, usable,
-		    s->job->work.concurrency, block_of(&s->job->work));
+		    s->job->work.concurrency);
 	}
 }
 
@@ -821,9 +814,9 @@ served_amount(struct search *s, const struct plan *pl, enum mf_fix fix)
 		    pl->tensor > g->gpus_per_node)
 			continue;
 		usable = mf_cat_usable_at(g, s->headroom);
-		v = fix == MF_FIX_CONTEXT ? mf_est_max_context(&pl->est, usable,
-		                                w->concurrency, block_of(w)) :
-		                            mf_est_max_seqs(&pl->est, usable);
+		v = fix == MF_FIX_CONTEXT ?
+		    mf_est_max_context(&pl->est, usable, w->concurrency) :
+		    mf_est_max_seqs(&pl->est, usable);
 		if (v < 1 || v >= want)
 			continue;
 		cost = cost_factor(s, pl->time_factor, pl->lo,

@@ -395,14 +395,21 @@ test_est_max_served(void **state)
 	w = serving(32, 8192);
 	e = est(&llama8b, &w);
 	assert_int_equal(mf_est_max_seqs(&e, INT64_C(43200000000)), 25);
-	assert_int_equal(mf_est_max_context(&e, INT64_C(43200000000), 32, 1),
+	assert_int_equal(e.block, 1);
+	assert_int_equal(mf_est_max_context(&e, INT64_C(43200000000), 32),
 	    6470);
-	assert_int_equal(mf_est_max_context(&e, INT64_C(43200000000), 32, 16),
-	    6464);
 	/* A card that holds no more than the weights serves nothing. */
 	assert_int_equal(mf_est_max_seqs(&e, INT64_C(16060522496)), 0);
-	assert_int_equal(mf_est_max_context(&e, INT64_C(16060522496), 32, 1),
-	    0);
+	assert_int_equal(mf_est_max_context(&e, INT64_C(16060522496), 32), 0);
+	/*
+	 * Paged in blocks of 16, as vllm's cache is; only the block changes,
+	 * so that the bytes free for the cache stay those above.
+	 */
+	w.server = MF_SERVER_VLLM;
+	assert_int_equal(est(&llama8b, &w).block, 16);
+	e.block = 16;
+	assert_int_equal(mf_est_max_context(&e, INT64_C(43200000000), 32),
+	    6464);
 }
 
 /*
