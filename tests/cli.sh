@@ -24,16 +24,12 @@ top=${MF_TOP:-.}
 cd "$top"
 cli=${MEMFLOOR:-build/memfloor}
 daemon_bin=${MEMFLOORD:-build/memfloord}
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/mf-cli.XXXXXX")
+check_name=cli
 daemon=""
 tlsd=""
 cleanup() {
 	stop_all "$daemon" "$tlsd"
-	rm -rf "$tmp"
 }
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
 . "$top/tests/lib/check.sh"
 skip() { echo "skip - $*"; }
 

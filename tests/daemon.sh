@@ -16,15 +16,11 @@ set -eu
 top=${MF_TOP:-.}
 cd "$top"
 daemon_bin=${MEMFLOORD:-build/memfloord}
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/mf-daemon.XXXXXX")
+check_name=daemon
 pid=""
 cleanup() {
 	stop_all "$pid"
-	rm -rf "$tmp"
 }
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
 . "$top/tests/lib/check.sh"
 
 stop() {

@@ -25,10 +25,7 @@ set -eu
 top=${MF_TOP:-.}
 cd "$top"
 cli=${MEMFLOOR:-build/memfloor}
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/mf-kueue.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+check_name=kueue
 . "$top/tests/lib/check.sh"
 
 if [ ! -x "$cli" ]; then

@@ -25,15 +25,11 @@ top=${MF_TOP:-.}
 cd "$top"
 daemon_bin=${MEMFLOORD:-build/memfloord}
 out=$(cd "$(dirname "$daemon_bin")" && pwd)
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/mf-page.XXXXXX")
+check_name=page
 daemon=""
 cleanup() {
 	stop_all "$daemon"
-	rm -rf "$tmp"
 }
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
 . "$top/tests/lib/check.sh"
 
 # --- chromium -----------------------------------------------------------------

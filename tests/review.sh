@@ -27,16 +27,12 @@ top=${MF_TOP:-.}
 cd "$top"
 daemon_bin=${MEMFLOORD:-build/memfloord}
 data=tests/data/review
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/mf-review.XXXXXX")
+check_name=review
 daemon=""
 daemon2=""
 cleanup() {
 	stop_all "$daemon2" "$daemon"
-	rm -rf "$tmp"
 }
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
 . "$top/tests/lib/check.sh"
 
 # --- python3 with jsonpatch -------------------------------------------------

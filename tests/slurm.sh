@@ -41,21 +41,17 @@ cd "$top"
 top=$(pwd)
 cli=${MEMFLOOR:-build/memfloor}
 daemon_bin=${MEMFLOORD:-build/memfloord}
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/mf-slurm.XXXXXX")
-chmod 755 "$tmp"
+check_name=slurm
 started=""      # pids of what this test started, newest first
 policy_rc=""    # a policy-rc.d this test made for the install
 cleanup() {
 	# shellcheck disable=SC2086 # a list of PIDs
 	stop_all $started
 	[ -z "$policy_rc" ] || rm -f "$policy_rc"
-	rm -rf "$tmp"
 }
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
 # shellcheck source=tests/lib/check.sh
 . "$top/tests/lib/check.sh"
+chmod 755 "$tmp"
 
 # has NAME FILE PATTERN: FILE has a line matching the extended regex.
 has() {

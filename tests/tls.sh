@@ -22,16 +22,12 @@ set -eu
 top=${MF_TOP:-.}
 cd "$top"
 daemon_bin=${MEMFLOORD:-build/memfloord}
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/mf-tls.XXXXXX")
+check_name=tls
 daemon=""
 loop=""
 cleanup() {
 	stop_all "$loop" "$daemon"
-	rm -rf "$tmp"
 }
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
 . "$top/tests/lib/check.sh"
 
 for tool in openssl curl; do

@@ -1,10 +1,24 @@
 # shellcheck shell=sh disable=SC2154
-# check.sh: what the shell tests share, sourced after $tmp (a scratch
-# directory) and $daemon_bin (the memfloord to test) are set.
+# check.sh: what the shell tests share, sourced after $check_name (the
+# test's name) and $daemon_bin (the memfloord to test) are set, and after
+# the test's cleanup function, if it has one, is defined.
 #
-# pass/fail record one check; is/has compare; summary prints "N passed,
-# M failed" and fails when a check did; start_daemon runs memfloord on a
-# free loopback port, serve the same or exits.
+# It makes the scratch directory $tmp, and on exit runs cleanup and removes
+# $tmp (INT and TERM exit 130 and 143).  pass/fail record one check; is/has
+# compare; summary prints "N passed, M failed" and fails when a check did;
+# start_daemon runs memfloord on a free loopback port, serve the same or
+# exits.
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/mf-$check_name.XXXXXX")
+check_exit() {
+	if command -v cleanup >/dev/null 2>&1; then
+		cleanup
+	fi
+	rm -rf "$tmp"
+}
+trap check_exit EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 results=$tmp/results
 : >"$results"
