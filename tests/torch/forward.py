@@ -36,14 +36,12 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import blocks  # noqa: E402
-from measure import cfg, estimate, moe, peak_of  # noqa: E402
+from measure import CAP, cfg, estimate, moe, peak_of  # noqa: E402
 
 TOLERANCE = 0.02
 
 torch.manual_seed(0)
 torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
-
-CAP = dict(attn_logit_softcapping=50.0, final_logit_softcapping=30.0)
 
 # (config, t, seqs, the phase expected to be the peak).
 CASES = [

@@ -279,6 +279,9 @@ def moe(model_type, h, a, kv, I, V, E, k, **kw):
                num_experts_per_tok=k, **kw)
 
 
+# Gemma-2's soft-capping, as its config.json gives it.
+CAP = dict(attn_logit_softcapping=50.0, final_logit_softcapping=30.0)
+
 # (config, s, b).  FIT: the shapes the coefficients were worked out on.
 FIT = [
     (cfg("llama", 128, 4, 2, 352, 512), 64, 2),
@@ -287,8 +290,7 @@ FIT = [
     (cfg("qwen2", 128, 8, 2, 320, 512), 64, 2),
     (cfg("phi3", 96, 6, 6, 256, 384), 64, 2),
     (cfg("phi3", 128, 4, 2, 384, 512), 64, 1),
-    (cfg("gemma2", 64, 2, 1, 256, 512, d=64, attn_logit_softcapping=50.0,
-         final_logit_softcapping=30.0), 64, 2),
+    (cfg("gemma2", 64, 2, 1, 256, 512, d=64, **CAP), 64, 2),
     (moe("mixtral", 64, 4, 2, 128, 256, 4, 2), 64, 2),
     (moe("qwen2_moe", 64, 4, 4, 256, 256, 6, 3, moe_intermediate_size=96,
          shared_expert_intermediate_size=192), 64, 2),
@@ -300,8 +302,7 @@ CHECK = [
     (cfg("mistral", 192, 6, 2, 512, 1000, d=40), 80, 1),
     (cfg("qwen2", 96, 3, 1, 288, 700), 112, 1),
     (cfg("phi3", 80, 5, 5, 224, 300), 96, 1),
-    (cfg("gemma2", 96, 4, 2, 384, 400, d=48, attn_logit_softcapping=50.0,
-         final_logit_softcapping=30.0), 48, 2),
+    (cfg("gemma2", 96, 4, 2, 384, 400, d=48, **CAP), 48, 2),
     (moe("mixtral", 96, 6, 3, 160, 300, 5, 2), 48, 2),
     (moe("qwen2_moe", 80, 4, 2, 192, 320, 8, 2, moe_intermediate_size=64,
          shared_expert_intermediate_size=160, norm_topk_prob=True), 80, 1),
