@@ -117,10 +117,24 @@ mf_job_bind(struct mf_job *job, const struct mf_catalog *cat)
 	job->work.graph_reserve = cat->cuda_graph_reserve;
 }
 
+/* A serving engine sizes the card: its utilization, not the headroom. */
+static int
+engine_budget(const struct mf_workload *w)
+{
+	return w->kind == MF_INFERENCE && w->server == MF_SERVER_VLLM;
+}
+
+int
+mf_job_serves(const struct mf_job *job)
+{
+	return job->work.kind == MF_INFERENCE &&
+	    job->model_source != MF_MODEL_NONE;
+}
+
 double
 mf_headroom(const struct mf_catalog *cat, const struct mf_workload *w)
 {
-	if (w->kind == MF_INFERENCE && w->server == MF_SERVER_VLLM)
+	if (engine_budget(w))
 		return 1.0 - w->gpu_util;
 	return cat->headroom;
 }
@@ -247,8 +261,7 @@ candidate_of(struct search *s, const struct mf_gpu *g, const struct plan *pl,
 	p->hours = k / (g->throughput * (double)count);
 	p->cost_per_ref_hour = p->cost / s->ref_hours;
 	p->max_seqs = p->max_context = 0;
-	if (s->job->work.kind == MF_INFERENCE &&
-	    s->job->model_source != MF_MODEL_NONE) {
+	if (mf_job_serves(s->job)) {
 		int64_t usable = mf_cat_usable_at(g, s->headroom);
 
 		p->max_seqs = mf_est_max_seqs(&pl->est, usable);
@@ -1005,8 +1018,7 @@ explain_rejection(const struct search *s, struct mf_decision *d)
 		if (mf_est_bucket_per_gpu(&d->est, (enum mf_bucket)i) >
 		    mf_est_bucket_per_gpu(&d->est, (enum mf_bucket)b))
 			b = i;
-	if (job->work.kind == MF_INFERENCE &&
-	    job->work.server == MF_SERVER_VLLM)
+	if (engine_budget(&job->work))
 		snprintf(kept, sizeof(kept), "at gpuMemoryUtilization %.2f",
 		    job->work.gpu_util);
 	else

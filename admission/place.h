@@ -100,6 +100,9 @@ mf_smallest_fit(const struct mf_catalog *cat, int64_t bytes, double headroom);
  * gpuMemoryUtilization for a vllm server (design 14), else the
  * catalogue's headroom. */
 double mf_headroom(const struct mf_catalog *cat, const struct mf_workload *w);
+/* An inference job with a model: its placements answer maxConcurrency
+ * and maxContextLength (design 14). */
+int mf_job_serves(const struct mf_job *job);
 /* What a job takes from the catalogue it is estimated against: the CUDA
  * graph reserve of a vllm server.  mf_place binds its own copy; an
  * estimate made outside it calls this first. */

@@ -70,14 +70,6 @@ slurm_map(struct mf_jw *w, const struct mf_gpu *g, int64_t count)
 	mf_jw_close(w, '}');
 }
 
-/* An inference job with a model: its placements say what they serve. */
-static int
-serves(const struct mf_job *job)
-{
-	return job->work.kind == MF_INFERENCE &&
-	    job->model_source != MF_MODEL_NONE;
-}
-
 static void
 placement(struct mf_jw *w, const char *key, const struct mf_job *job,
     const struct mf_placement *p)
@@ -100,7 +92,7 @@ placement(struct mf_jw *w, const char *key, const struct mf_job *job,
 		mf_jw_null(w, "cost");
 	}
 	mf_jw_num(w, "costPerReferenceHour", p->cost_per_ref_hour, 4);
-	if (serves(job)) {
+	if (mf_job_serves(job)) {
 		mf_jw_int(w, "maxConcurrency", p->max_seqs);
 		mf_jw_int(w, "maxContextLength", p->max_context);
 	}
@@ -442,7 +434,7 @@ text_placement(struct mf_buf *b, const struct mf_job *job,
 	else
 		mf_buf_printf(b, "%8s %9s", "-", "-");
 	mf_buf_printf(b, " %8.3f  ", p->cost_per_ref_hour);
-	if (serves(job))
+	if (mf_job_serves(job))
 		mf_buf_printf(b, "%8lld %8lld  ", (long long)p->max_seqs,
 		    (long long)p->max_context);
 	mf_buf_printf(b, "%s\n", f);
@@ -507,7 +499,7 @@ mf_text_decision(const struct mf_job *job, const struct mf_decision *d)
 		mf_buf_printf(&b, "need: minMemory %s\n", q);
 	if (d->admitted) {
 		mf_buf_printf(&b, "\n%s%sFIXES\n", placement_head,
-		    serves(job) ? "MAX-SEQS  MAX-CTX  " : "");
+		    mf_job_serves(job) ? "MAX-SEQS  MAX-CTX  " : "");
 		text_placement(&b, job, &d->placement);
 		for (size_t i = 0; i < d->nalt; i++)
 			text_placement(&b, job, &d->alt[i]);
