@@ -871,7 +871,7 @@ forward_tokens(const struct mf_workload *w)
  */
 static void
 stage_buckets(const struct mf_model *m, const struct mf_workload *w, int first,
-    int last, int64_t *stage)
+    int last, int64_t *stage, int64_t *kv_token)
 {
 	int64_t layers = cdiv_up(m->layers, w->pipeline), th, comm = 0;
 	struct mf_model part;
@@ -891,6 +891,7 @@ stage_buckets(const struct mf_model *m, const struct mf_workload *w, int first,
 		comm = mf_cadd(comm, mf_cmul(2, th));
 	e.bucket[MF_B_COMM] = comm;
 	memcpy(stage, e.bucket, sizeof(e.bucket));
+	*kv_token = e.kv_token;
 }
 
 static int64_t
@@ -913,15 +914,16 @@ static void
 layout(const struct mf_model *m, const struct mf_workload *w,
     struct mf_estimate *e)
 {
-	int64_t last[MF_B_COUNT];
+	int64_t last[MF_B_COUNT], kv_token, n;
 
 	if (w->tensor == 1 && w->pipeline == 1 && w->expert == 1) {
 		memcpy(e->stage, e->bucket, sizeof(e->bucket));
 		return;
 	}
-	stage_buckets(m, w, 1, w->pipeline == 1, e->stage);
+	/* Every stage holds as many layers, so as much KV cache a token. */
+	stage_buckets(m, w, 1, w->pipeline == 1, e->stage, &e->kv_token);
 	if (w->pipeline > 1) {
-		stage_buckets(m, w, 0, 1, last);
+		stage_buckets(m, w, 0, 1, last, &kv_token);
 		if (stage_sum(last, e->shards) > stage_sum(e->stage, e->shards))
 			memcpy(e->stage, last, sizeof(last));
 	}
@@ -930,22 +932,14 @@ layout(const struct mf_model *m, const struct mf_workload *w,
 	if (e->bucket[MF_B_COMM] > 0) {
 		struct mf_text f;
 
+		/* Hidden states a GPU keeps: 1 for tensor parallel's
+		 * all-reduce, 2 for a stage's send and receive. */
+		n = (w->tensor > 1 ? 1 : 0) + (w->pipeline > 1 ? 2 : 0);
 		mf_text_init(&f, e->formula[MF_B_COMM]);
-		mf_text_str(&f, "TP x PP x (");
-		if (w->tensor > 1)
-			mf_text_str(&f, w->pipeline > 1 ? "1 + 2" : "1");
-		else
-			mf_text_str(&f, "2");
-		mf_text_str(&f, ") x tokens x h x ");
+		mf_text_str(&f, "TP x PP x ");
+		mf_text_int(&f, n);
+		mf_text_str(&f, " x tokens x h x ");
 		mf_text_int(&f, w->precision == MF_FP32 ? 4 : 2);
-	}
-	if (w->kind == MF_INFERENCE) {
-		struct mf_model part;
-
-		mf_model_shard(m, w->tensor, w->expert,
-		    cdiv_up(m->layers, w->pipeline), 1, 1, &part);
-		e->kv_token = mf_model_kv_bytes_per_token(&part,
-		    w->kv_dtype == MF_KV_FP8 ? 1 : 2);
 	}
 }
 
