@@ -15,6 +15,14 @@
 #include <string.h>
 #include <yaml.h>
 
+/* JSON's strings and blank space are scanned 16 bytes at a time with SSE2
+ * (every x86-64 has it), else 8 at a time in a word; MF_DOC_SWAR builds
+ * the word loops alone, to test them where SSE2 is. */
+#if defined(__SSE2__) && defined(__GNUC__) && !defined(MF_DOC_SWAR)
+#include <emmintrin.h>
+#define JSON_SSE2 1
+#endif
+
 #include "buf.h"
 #include "qty.h"
 #include "yfast.h"
@@ -433,6 +441,13 @@ struct jkey {
 	size_t len;
 };
 
+/* An open object: its names are keys[base] on; lens has a bit for each
+ * length (mod 64) of a name among its first LINEAR_KEYS. */
+struct jobj {
+	size_t base;
+	uint64_t lens;
+};
+
 struct jparse {
 	struct mf_doc *doc;
 	const char *start, *p, *end;
@@ -445,6 +460,7 @@ struct jparse {
 };
 
 #define LINEAR_KEYS 16 /* objects larger are checked for duplicates sorted */
+#define FIRST_KEYS 64  /* names kept on the stack, before the heap */
 #define JSON_TOO_BIG \
 	"document nested deeper than 64 levels or holding too many values"
 
@@ -494,14 +510,29 @@ first_marked(uint64_t m)
 #endif
 }
 
-/* Where the run of spaces at p ends, found a word at a time: indented
- * JSON has long ones. */
-static const char *
+/* Where the run of spaces at p ends, found 16 or 8 bytes at a time:
+ * indented JSON has long ones. */
+static inline const char *
 spaces_end(const char *p, const char *end)
 {
 	const uint64_t low = 0x7F7F7F7F7F7F7F7Fu;
 	uint64_t w, t;
 
+#ifdef JSON_SSE2
+	const __m128i sp = _mm_set1_epi8(' ');
+	unsigned other;
+
+	while (end - p >= 16) {
+		other = ~(unsigned)_mm_movemask_epi8(
+		            _mm_cmpeq_epi8(_mm_loadu_si128((
+		                               const __m128i *)(const void *)p),
+		                sp)) &
+		    0xffffu;
+		if (other != 0)
+			return p + __builtin_ctz(other);
+		p += 16;
+	}
+#endif
 	while (end - p >= 8) {
 		memcpy(&w, p, 8);
 		t = w ^ 0x2020202020202020u;
@@ -531,7 +562,8 @@ blank_run(const char *p, const char *end)
 }
 
 /* Where the blank space at p ends.  Most tokens follow the last with none
- * or one space between ("key": value): those cost no loop. */
+ * or one space between ("key": value), or, indented, a newline and
+ * spaces: those cost no loop but the one over the spaces. */
 static inline const char *
 blank_end(const char *p, const char *end)
 {
@@ -539,6 +571,11 @@ blank_end(const char *p, const char *end)
 		return p;
 	if (end - p >= 2 && *p == ' ' && (unsigned char)p[1] > ' ')
 		return p + 1;
+	if (p < end && *p == '\n') {
+		p = spaces_end(p + 1, end);
+		if (p < end && (unsigned char)*p > ' ')
+			return p;
+	}
 	return blank_run(p, end);
 }
 
@@ -671,13 +708,38 @@ jstop8(uint64_t x)
 	return ((x - ones * 0x20) | (q - ones) | (b - ones) | x) & high;
 }
 
+#ifdef JSON_SSE2
+/* jstop8 for the 16 bytes at p: a bit each, the first byte's lowest. */
+static inline unsigned
+jstop16(const char *p)
+{
+	/* Compared as signed bytes, those from 0x80 are below ' ' too. */
+	__m128i x = _mm_loadu_si128((const __m128i *)(const void *)p);
+
+	return (unsigned)_mm_movemask_epi8(
+	    _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8('"')),
+	                     _mm_cmpeq_epi8(x, _mm_set1_epi8('\\'))),
+	        _mm_cmplt_epi8(x, _mm_set1_epi8(' '))));
+}
+#endif
+
 /* Where the run of printable ASCII without '"' or '\\' from p ends,
- * found a word at a time. */
+ * found 16 or 8 bytes at a time. */
 static inline const char *
 jplain(const char *p, const char *end)
 {
 	uint64_t w, stop;
 
+#ifdef JSON_SSE2
+	unsigned m;
+
+	while (end - p >= 16) {
+		m = jstop16(p);
+		if (m != 0)
+			return p + __builtin_ctz(m);
+		p += 16;
+	}
+#endif
 	while (end - p >= 8) {
 		memcpy(&w, p, 8);
 		stop = jstop8(w);
@@ -996,24 +1058,42 @@ same_key(const struct jkey *a, const char *s, size_t len)
 	return a->len == len && memcmp(a->s, s, len) == 0;
 }
 
-/* Whether keys[base + i] for i < n holds s[0..len). */
-static int
-has_key(const struct jparse *j, size_t base, size_t n, const char *s,
+/*
+ * Whether s[0..len) is one of the object's first n names, and its length
+ * noted: a name whose length (mod 64) no earlier name had is compared with
+ * none.
+ */
+static inline int
+has_key(const struct jparse *j, struct jobj *o, size_t n, const char *s,
     size_t len)
 {
+	uint64_t bit = (uint64_t)1 << (len & 63);
+
+	if ((o->lens & bit) == 0) {
+		o->lens |= bit;
+		return 0;
+	}
 	for (size_t i = 0; i < n; i++)
-		if (same_key(&j->keys[base + i], s, len))
+		if (same_key(&j->keys[o->base + i], s, len))
 			return 1;
 	return 0;
 }
 
-/* Room for twice as many names; -1 when there is no memory. */
+/* Room for twice as many names, on the heap once parse_json's FIRST_KEYS
+ * are full; -1 when there is no memory. */
 static int
 grow_keys(struct jparse *j)
 {
-	size_t cap = j->cap > 0 ? 2 * j->cap : 64;
-	struct jkey *grown = realloc(j->keys, cap * sizeof(*j->keys));
+	size_t cap = 2 * j->cap;
+	struct jkey *grown;
 
+	if (j->cap == FIRST_KEYS) {
+		grown = malloc(cap * sizeof(*j->keys));
+		if (grown != NULL)
+			memcpy(grown, j->keys, j->nkeys * sizeof(*j->keys));
+	} else {
+		grown = realloc(j->keys, cap * sizeof(*j->keys));
+	}
 	if (grown == NULL)
 		return -1;
 	j->keys = grown;
@@ -1033,16 +1113,17 @@ push_key(struct jparse *j, const char *s, size_t len)
 }
 
 /*
- * The member name s[0..len) of the object whose names start at keys[base]
- * onto the stack: refused when it repeats one of the first LINEAR_KEYS
- * names (at, where it is) or the object is full.  -1 after failing.
+ * The member name s[0..len) of the object o onto the stack: refused when
+ * it repeats one of the first LINEAR_KEYS names (at, where it is) or the
+ * object is full.  -1 after failing.
  */
 static int
-jname(struct jparse *j, size_t base, const char *at, const char *s, size_t len)
+jname(struct jparse *j, struct jobj *o, const char *at, const char *s,
+    size_t len)
 {
-	size_t nk = j->nkeys - base;
+	size_t nk = j->nkeys - o->base;
 
-	if (nk < LINEAR_KEYS && has_key(j, base, nk, s, len)) {
+	if (nk < LINEAR_KEYS && has_key(j, o, nk, s, len)) {
 		jfail(j, at, "duplicate object key");
 		return -1;
 	}
@@ -1075,16 +1156,62 @@ unique_keys(struct jparse *j, size_t base)
 
 /* --- skimming what is not kept --- */
 
+/* Whether \\c is an escape of one character. */
+static int
+short_escape(char c)
+{
+	return c == '"' || c == '\\' || c == '/' || c == 'b' || c == 'f' ||
+	    c == 'n' || c == 'r' || c == 't';
+}
+
+/*
+ * Past the 16-byte blocks of string text from p that hold only printable
+ * ASCII and escapes of one character: where a block holds anything else
+ * (the closing quote, \\u, a control character, UTF-8) or the input is
+ * too near its end, that byte.  An escape is taken from the block's bits
+ * with no new scan: JSON in a JSON string (kubectl's
+ * last-applied-configuration) escapes every quote.
+ */
+static const char *
+skim_blocks(const char *p, const char *end, int *escaped)
+{
+#ifdef JSON_SSE2
+	const char *next;
+	unsigned m, i;
+
+	/* 17: an escape may end one past the block. */
+	while (end - p >= 17) {
+		m = jstop16(p);
+		next = p + 16;
+		while (m != 0) {
+			i = (unsigned)__builtin_ctz(m);
+			if (p[i] != '\\' || !short_escape(p[i + 1]))
+				return p + i;
+			*escaped = 1;
+			if (i == 15)
+				next = p + 17;
+			m &= ~(3u << i);
+		}
+		p = next;
+	}
+#else
+	(void)end;
+	(void)escaped;
+#endif
+	return p;
+}
+
 /* The rest of the string whose text starts at p, checked: where it ends
  * (past its closing quote), or NULL for anything left to jstring.
  * *escaped is set when it has an escape. */
 static const char *
-skim_string(const struct jparse *j, const char *p, int *escaped)
+skim_escaped(const struct jparse *j, const char *p, int *escaped)
 {
 	uint32_t c;
 	size_t n;
 
 	for (;;) {
+		p = skim_blocks(p, j->end, escaped);
 		p = jplain(p, j->end);
 		if (p == j->end)
 			return NULL;
@@ -1094,25 +1221,16 @@ skim_string(const struct jparse *j, const char *p, int *escaped)
 			if (j->end - p < 2)
 				return NULL;
 			*escaped = 1;
-			switch (p[1]) {
-			case '"':
-			case '\\':
-			case '/':
-			case 'b':
-			case 'f':
-			case 'n':
-			case 'r':
-			case 't':
+			if (short_escape(p[1])) {
 				p += 2;
 				continue;
-			case 'u':
-				p = junicode(j, p + 2, &c);
-				if (p == NULL)
-					return NULL;
-				continue;
-			default:
-				return NULL;
 			}
+			if (p[1] != 'u')
+				return NULL;
+			p = junicode(j, p + 2, &c);
+			if (p == NULL)
+				return NULL;
+			continue;
 		}
 		if ((unsigned char)*p < 0x20)
 			return NULL;
@@ -1122,6 +1240,17 @@ skim_string(const struct jparse *j, const char *p, int *escaped)
 			return NULL;
 		p += n;
 	}
+}
+
+/* skim_string, with the common case, a string of printable ASCII without
+ * escapes, in line. */
+static inline const char *
+skim_string(const struct jparse *j, const char *p, int *escaped)
+{
+	p = jplain(p, j->end);
+	if (p < j->end && *p == '"')
+		return p + 1;
+	return skim_escaped(j, p, escaped);
 }
 
 /* The number at p checked: where it ends, or NULL for anything left to
@@ -1179,16 +1308,15 @@ skim_scalar(const struct jparse *j, const char *p)
 }
 
 /*
- * The name at p of a member of the object whose names start at
- * keys[base], onto the stack, and its ':': where its value starts, or
- * NULL (jname and jmember say why).  Names are compared decoded: one with
- * an escape (managedFields has many) is decoded by jstring, which cannot
- * fail on what skim_string took.
+ * The name at p of a member of the object o, onto the stack, and its ':':
+ * where its value starts, or NULL (jname and jmember say why).  Names are
+ * compared decoded: one with an escape (managedFields has many) is decoded
+ * by jstring, which cannot fail on what skim_string took.
  */
 static const char *
-skim_name(struct jparse *j, const char *p, size_t base)
+skim_name(struct jparse *j, const char *p, struct jobj *o)
 {
-	size_t nk = j->nkeys - base, len;
+	size_t nk = j->nkeys - o->base, len;
 	const char *q, *s = p + 1, *at = j->p;
 	int escaped = 0;
 
@@ -1203,7 +1331,7 @@ skim_name(struct jparse *j, const char *p, size_t base)
 		s = jstring(j, 0, &len);
 		j->p = at;
 	}
-	if (s == NULL || (nk < LINEAR_KEYS && has_key(j, base, nk, s, len)) ||
+	if (s == NULL || (nk < LINEAR_KEYS && has_key(j, o, nk, s, len)) ||
 	    nk >= j->max_keys || push_key(j, s, len) != 0)
 		return NULL;
 	q = blank_end(q, j->end);
@@ -1221,13 +1349,20 @@ static int
 jskim(struct jparse *j, int depth)
 {
 	char close[MF_DOC_MAX_DEPTH + 1];
-	size_t base[MF_DOC_MAX_DEPTH + 1];
+	struct jobj obj[MF_DOC_MAX_DEPTH + 1];
 	const char *p = j->p, *at;
 	size_t nodes = j->doc->nodes, keys = j->nkeys;
-	int level = 0;
+	int level = 0, name = 0; /* name: a member's name comes first */
 
 	for (;;) {
 		at = p = blank_end(p, j->end);
+		if (name) {
+			p = skim_name(j, p, &obj[level - 1]);
+			if (p == NULL)
+				goto fail;
+			at = p = blank_end(p, j->end);
+			name = 0;
+		}
 		if (p < j->end && (*p == '{' || *p == '[')) {
 			if (depth + level > MF_DOC_MAX_DEPTH ||
 			    nodes >= MF_DOC_MAX_NODES)
@@ -1235,16 +1370,14 @@ jskim(struct jparse *j, int depth)
 			nodes++;
 			assert(level < MF_DOC_MAX_DEPTH);
 			close[level] = *p == '{' ? '}' : ']';
-			base[level++] = j->nkeys;
+			obj[level].base = j->nkeys;
+			obj[level++].lens = 0;
 			at = p = blank_end(p + 1, j->end);
 			if (p < j->end && *p == close[level - 1]) {
 				p++;
 				level--;
 			} else {
-				if (close[level - 1] == '}')
-					p = skim_name(j, p, base[level - 1]);
-				if (p == NULL)
-					goto fail;
+				name = close[level - 1] == '}';
 				continue;
 			}
 		} else {
@@ -1257,11 +1390,8 @@ jskim(struct jparse *j, int depth)
 		while (level > 0) {
 			at = p = blank_end(p, j->end);
 			if (p < j->end && *p == ',') {
-				at = p = blank_end(p + 1, j->end);
-				if (close[level - 1] == '}')
-					p = skim_name(j, p, base[level - 1]);
-				if (p == NULL)
-					goto fail;
+				name = close[level - 1] == '}';
+				p++;
 				break;
 			}
 			if (p >= j->end || *p != close[level - 1])
@@ -1269,10 +1399,10 @@ jskim(struct jparse *j, int depth)
 			p++;
 			level--;
 			if (close[level] == '}' &&
-			    j->nkeys - base[level] > LINEAR_KEYS &&
-			    !unique_keys(j, base[level]))
+			    j->nkeys - obj[level].base > LINEAR_KEYS &&
+			    !unique_keys(j, obj[level].base))
 				goto fail;
-			j->nkeys = base[level];
+			j->nkeys = obj[level].base;
 		}
 		if (level == 0)
 			break;
@@ -1291,14 +1421,23 @@ static const struct mf_doc_keep *
 kept(const struct mf_doc_keep *keep, const char *s, size_t len)
 {
 	for (; keep->key != NULL; keep++)
-		if ((len == 0 || keep->key[0] == s[0]) &&
-		    strncmp(keep->key, s, len) == 0 && keep->key[len] == '\0')
+		if (keep->len == len && memcmp(keep->key, s, len) == 0)
 			return keep;
 	return NULL;
 }
 
 static int jvalue(struct jparse *j, int depth, const struct mf_doc_keep *keep,
     struct mf_node **out);
+
+/* The value at j->p only checked: skimmed, or read by jvalue where the
+ * skim leaves it. */
+static inline int
+jskipped(struct jparse *j, int depth)
+{
+	if (j->p >= j->skim_from && jskim(j, depth))
+		return 0;
+	return jvalue(j, depth, NULL, NULL);
+}
 
 /* The value at j->p into the collection n as its member key (n NULL:
  * only checked). */
@@ -1323,7 +1462,7 @@ jchild(struct jparse *j, int depth, const struct mf_doc_keep *keep,
  */
 static int
 jmember(struct jparse *j, int depth, const struct mf_doc_keep *keep,
-    struct mf_node *n, size_t base, struct mf_node **tail)
+    struct mf_node *n, struct jobj *o, struct mf_node **tail)
 {
 	const struct mf_doc_keep *k = NULL;
 	const char *at = j->p, *key;
@@ -1334,7 +1473,7 @@ jmember(struct jparse *j, int depth, const struct mf_doc_keep *keep,
 		return -1;
 	}
 	key = jstring(j, n != NULL && keep == NULL, &klen);
-	if (key == NULL || jname(j, base, at, key, klen) != 0)
+	if (key == NULL || jname(j, o, at, key, klen) != 0)
 		return -1;
 	jblank(j);
 	if (j->p >= j->end || *j->p != ':') {
@@ -1345,7 +1484,7 @@ jmember(struct jparse *j, int depth, const struct mf_doc_keep *keep,
 	if (n != NULL && keep != NULL) {
 		k = kept(keep, key, klen);
 		if (k == NULL)
-			return jvalue(j, depth, NULL, NULL);
+			return jskipped(j, depth);
 		key = arena_strndup(j->doc, key, klen);
 		if (key == NULL) {
 			jlimit(j, MF_ENOMEM);
@@ -1365,7 +1504,7 @@ jcollection(struct jparse *j, int depth, const struct mf_doc_keep *keep,
 	char close = map ? '}' : ']';
 	const char *start = j->p;
 	struct mf_node *n = NULL, *tail = NULL;
-	size_t base = j->nkeys;
+	struct jobj o = { j->nkeys, 0 };
 
 	if (depth > MF_DOC_MAX_DEPTH) {
 		jlimit(j, MF_ETOOBIG);
@@ -1381,7 +1520,7 @@ jcollection(struct jparse *j, int depth, const struct mf_doc_keep *keep,
 		return 0;
 	}
 	for (;;) {
-		if (map ? jmember(j, depth + 1, keep, n, base, &tail) :
+		if (map ? jmember(j, depth + 1, keep, n, &o, &tail) :
 		          jchild(j, depth + 1, keep, n, &tail, NULL))
 			return -1;
 		jblank(j);
@@ -1397,11 +1536,11 @@ jcollection(struct jparse *j, int depth, const struct mf_doc_keep *keep,
 		return -1;
 	}
 	j->p++;
-	if (map && j->nkeys - base > LINEAR_KEYS && !unique_keys(j, base)) {
+	if (map && j->nkeys - o.base > LINEAR_KEYS && !unique_keys(j, o.base)) {
 		jfail(j, start, "duplicate object key");
 		return -1;
 	}
-	j->nkeys = base;
+	j->nkeys = o.base;
 	return 0;
 }
 
@@ -1452,8 +1591,9 @@ static enum mf_rc
 parse_json(struct mf_doc *doc, const char *buf, size_t len, size_t max_keys,
     const struct mf_doc_keep *keep, struct mf_error *err)
 {
+	struct jkey first[FIRST_KEYS];
 	struct jparse j = { doc, buf, buf, buf + len, err, MF_OK, max_keys,
-		NULL, 0, 0, buf };
+		first, 0, FIRST_KEYS, buf };
 	enum mf_rc rc = MF_OK;
 
 	if (jvalue(&j, 1, keep, &doc->root) != 0) {
@@ -1463,7 +1603,8 @@ parse_json(struct mf_doc *doc, const char *buf, size_t len, size_t max_keys,
 		if (j.p < j.end)
 			rc = jfail(&j, j.p, "end of file expected");
 	}
-	free(j.keys);
+	if (j.keys != first)
+		free(j.keys);
 	if (rc != MF_OK)
 		doc->root = NULL;
 	return rc;

@@ -72,8 +72,19 @@ enum mf_rc mf_doc_parse(const char *buf, size_t len, enum mf_doc_format fmt,
  */
 struct mf_doc_keep {
 	const char *key;
+	size_t len; /* strlen(key) */
 	const struct mf_doc_keep *sub;
 };
+
+/* An entry of a keep list, key a string literal; the list's last. */
+#define MF_DOC_KEEP(key, sub) \
+	{ \
+		(key), sizeof(key) - 1, (sub) \
+	}
+#define MF_DOC_KEEP_END \
+	{ \
+		NULL, 0, NULL \
+	}
 
 /*
  * mf_doc_parse, building only what keep names (NULL: everything, as

@@ -1322,73 +1322,73 @@ respond(struct review *rv, struct mf_answer *ans)
  * it reads as absent.
  */
 static const struct mf_doc_keep keep_container[] = {
-	{ "name", NULL },
-	{ "resources", NULL },
-	{ NULL, NULL },
+	MF_DOC_KEEP("name", NULL),
+	MF_DOC_KEEP("resources", NULL),
+	MF_DOC_KEEP_END,
 };
 
 static const struct mf_doc_keep keep_pod_spec[] = {
-	{ "containers", keep_container },
-	{ "initContainers", keep_container },
-	{ "nodeSelector", NULL },
-	{ "affinity", NULL },
-	{ NULL, NULL },
+	MF_DOC_KEEP("containers", keep_container),
+	MF_DOC_KEEP("initContainers", keep_container),
+	MF_DOC_KEEP("nodeSelector", NULL),
+	MF_DOC_KEEP("affinity", NULL),
+	MF_DOC_KEEP_END,
 };
 
 static const struct mf_doc_keep keep_template[] = {
-	{ "spec", keep_pod_spec },
-	{ NULL, NULL },
+	MF_DOC_KEEP("spec", keep_pod_spec),
+	MF_DOC_KEEP_END,
 };
 
 /* A Pod's spec is the pod spec; a Job's has it under template. */
 static const struct mf_doc_keep keep_spec[] = {
-	{ "containers", keep_container },
-	{ "initContainers", keep_container },
-	{ "nodeSelector", NULL },
-	{ "affinity", NULL },
-	{ "template", keep_template },
-	{ NULL, NULL },
+	MF_DOC_KEEP("containers", keep_container),
+	MF_DOC_KEEP("initContainers", keep_container),
+	MF_DOC_KEEP("nodeSelector", NULL),
+	MF_DOC_KEEP("affinity", NULL),
+	MF_DOC_KEEP("template", keep_template),
+	MF_DOC_KEEP_END,
 };
 
 static const struct mf_doc_keep keep_annotations[] = {
-	{ ANN_MIN, NULL },
-	{ ANN_SPEC, NULL },
-	{ ANN_CONTAINER, NULL },
-	{ ANN_PLACEMENT, NULL },
-	{ ANN_COST, NULL },
-	{ NULL, NULL },
+	MF_DOC_KEEP(ANN_MIN, NULL),
+	MF_DOC_KEEP(ANN_SPEC, NULL),
+	MF_DOC_KEEP(ANN_CONTAINER, NULL),
+	MF_DOC_KEEP(ANN_PLACEMENT, NULL),
+	MF_DOC_KEEP(ANN_COST, NULL),
+	MF_DOC_KEEP_END,
 };
 
 static const struct mf_doc_keep keep_metadata[] = {
-	{ "name", NULL },
-	{ "generateName", NULL },
-	{ "annotations", keep_annotations },
-	{ NULL, NULL },
+	MF_DOC_KEEP("name", NULL),
+	MF_DOC_KEEP("generateName", NULL),
+	MF_DOC_KEEP("annotations", keep_annotations),
+	MF_DOC_KEEP_END,
 };
 
 static const struct mf_doc_keep keep_object[] = {
-	{ "apiVersion", NULL },
-	{ "kind", NULL },
-	{ "metadata", keep_metadata },
-	{ "spec", keep_spec },
-	{ NULL, NULL },
+	MF_DOC_KEEP("apiVersion", NULL),
+	MF_DOC_KEEP("kind", NULL),
+	MF_DOC_KEEP("metadata", keep_metadata),
+	MF_DOC_KEEP("spec", keep_spec),
+	MF_DOC_KEEP_END,
 };
 
 static const struct mf_doc_keep keep_request[] = {
-	{ "uid", NULL },
-	{ "operation", NULL },
-	{ "kind", NULL },
-	{ "subResource", NULL },
-	{ "name", NULL },
-	{ "object", keep_object },
-	{ NULL, NULL },
+	MF_DOC_KEEP("uid", NULL),
+	MF_DOC_KEEP("operation", NULL),
+	MF_DOC_KEEP("kind", NULL),
+	MF_DOC_KEEP("subResource", NULL),
+	MF_DOC_KEEP("name", NULL),
+	MF_DOC_KEEP("object", keep_object),
+	MF_DOC_KEEP_END,
 };
 
 static const struct mf_doc_keep keep_review[] = {
-	{ "apiVersion", NULL },
-	{ "kind", NULL },
-	{ "request", keep_request },
-	{ NULL, NULL },
+	MF_DOC_KEEP("apiVersion", NULL),
+	MF_DOC_KEEP("kind", NULL),
+	MF_DOC_KEEP("request", keep_request),
+	MF_DOC_KEEP_END,
 };
 
 /* The body as a document tree; NULL after answering. */

@@ -227,26 +227,26 @@ wrap(unsigned mode, const char *text, size_t len)
 /* A keep list for the reader: some members kept at each level, most of
  * any body skipped. */
 static const struct mf_doc_keep keep_name[] = {
-	{ "name", NULL },
-	{ NULL, NULL },
+	MF_DOC_KEEP("name", NULL),
+	MF_DOC_KEEP_END,
 };
 
 static const struct mf_doc_keep keep_object[] = {
-	{ "metadata", keep_name },
-	{ "spec", NULL },
-	{ NULL, NULL },
+	MF_DOC_KEEP("metadata", keep_name),
+	MF_DOC_KEEP("spec", NULL),
+	MF_DOC_KEEP_END,
 };
 
 static const struct mf_doc_keep keep_request[] = {
-	{ "uid", NULL },
-	{ "object", keep_object },
-	{ NULL, NULL },
+	MF_DOC_KEEP("uid", NULL),
+	MF_DOC_KEEP("object", keep_object),
+	MF_DOC_KEEP_END,
 };
 
 static const struct mf_doc_keep keep_some[] = {
-	{ "kind", NULL },
-	{ "request", keep_request },
-	{ NULL, NULL },
+	MF_DOC_KEEP("kind", NULL),
+	MF_DOC_KEEP("request", keep_request),
+	MF_DOC_KEEP_END,
 };
 
 /* doc.h with keep_some fails as doc.h reading everything (rc, whole). */

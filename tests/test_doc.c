@@ -685,17 +685,17 @@ test_max_nodes(void **state)
 /* --- JSON read with a keep list --- */
 
 static const struct mf_doc_keep keep_inner[] = {
-	{ "name", NULL },
-	{ NULL, NULL },
+	MF_DOC_KEEP("name", NULL),
+	MF_DOC_KEEP_END,
 };
 
 /* Keep "a" whole, "list" with only each element's "name", "o" with
  * nothing of its own. */
 static const struct mf_doc_keep keep_test[] = {
-	{ "a", NULL },
-	{ "list", keep_inner },
-	{ "o", keep_inner + 1 },
-	{ NULL, NULL },
+	MF_DOC_KEEP("a", NULL),
+	MF_DOC_KEEP("list", keep_inner),
+	MF_DOC_KEEP("o", keep_inner + 1),
+	MF_DOC_KEEP_END,
 };
 
 /* Only what the list names is built; a map's len counts those. */
@@ -837,6 +837,42 @@ test_kept_skipped_errors(void **state)
 		/* Cut anywhere, the value fails where it did. */
 		for (int cut = 0; cut < n; cut++)
 			same_as_whole(text, (size_t)cut);
+	}
+}
+
+/*
+ * Whatever ends a run of plain text (an escape, valid or not, UTF-8, a
+ * control character, the closing quote) at every place in a long string,
+ * first in it or after an escape, and at every distance from the input's
+ * end, in a skipped value and a skipped name: the scans of 16 and 8 bytes
+ * meet it at each offset of their blocks, an escape that crosses into the
+ * next block among them, and take or refuse the string as the built
+ * reading does (a skim that gives up is only slower: jvalue reads it).
+ */
+static void
+test_kept_string_stops_everywhere(void **state)
+{
+	static const char *const stop[] = { "\\\"", "\\\\", "\\/", "\\n",
+		"\\u00e9", "\\ud83d\\ude00", "\\\\\\\"", "\xc3\xa9", "\\x",
+		"\\u12", "\x01", "\xc3", "\"" };
+	char s[128], text[512];
+	int n;
+
+	(void)state;
+	/* After an escape as well: the string is then scanned from it. */
+	for (size_t i = 0; i < 2 * sizeof(stop) / sizeof(stop[0]); i++) {
+		for (int at = 0; at <= 40; at++) {
+			snprintf(s, sizeof(s), "%s%.*s%s%s",
+			    i % 2 == 0 ? "" : "\\t", at,
+			    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOP",
+			    stop[i / 2], "0123456789012345678901234567890123");
+			n = snprintf(text, sizeof(text),
+			    "{\"skip\": [\"%s\", {\"%s\": 1}], \"a\": \"%s\"}",
+			    s, s, s);
+			same_as_whole(text, (size_t)n);
+			for (int cut = 0; cut < n; cut++)
+				same_as_whole(text, (size_t)cut);
+		}
 	}
 }
 
@@ -1283,6 +1319,7 @@ main(void)
 		cmocka_unit_test(test_max_nodes),
 		cmocka_unit_test(test_kept_members),
 		cmocka_unit_test(test_kept_skipped_errors),
+		cmocka_unit_test(test_kept_string_stops_everywhere),
 		cmocka_unit_test(test_kept_skipped_duplicates_sorted),
 		cmocka_unit_test(test_kept_skipped_limits),
 		cmocka_unit_test(test_free_null),
