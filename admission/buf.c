@@ -24,7 +24,8 @@ reserve(struct mf_buf *b, size_t more)
 		return b->rc = MF_ETOOBIG;
 	if (b->len + more + 1 <= b->cap)
 		return MF_OK;
-	cap = b->cap ? b->cap : 256;
+	/* Most answers fit the first allocation. */
+	cap = b->cap ? b->cap : 1024;
 	while (cap < b->len + more + 1)
 		cap *= 2;
 	if (cap > b->max)

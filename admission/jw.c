@@ -153,19 +153,33 @@ escaped(char *p, const char *s, const char *end, int yaml)
 	return p;
 }
 
-/* s, n bytes before its NUL, as a quoted string at p; returns where it
- * ends.  Nearly every string needs no escape and is copied whole. */
-static char *
-quoted(const struct mf_jw *w, char *p, const char *s, size_t n)
+/* Whether s, n bytes before its NUL, is written between its quotes as it
+ * is: nearly every string is. */
+static int
+as_is(const struct mf_jw *w, const char *s, size_t n)
 {
-	int yaml = w->form == MF_JW_YAML;
+	return plain(s, n) &&
+	    !(w->form == MF_JW_YAML && memchr(s, 0x7f, n) != NULL);
+}
 
+/* The bytes quoted() writes at most for s, as_is(s) being raw. */
+static size_t
+quoted_room(size_t n, int raw)
+{
+	return raw ? n + 2 : QUOTED_MAX(n);
+}
+
+/* s, n bytes before its NUL, as a quoted string at p; raw is as_is(s).
+ * Returns where it ends. */
+static char *
+quoted(const struct mf_jw *w, char *p, const char *s, size_t n, int raw)
+{
 	*p++ = '"';
-	if (plain(s, n) && !(yaml && memchr(s, 0x7f, n) != NULL)) {
+	if (raw) {
 		memcpy(p, s, n);
 		p += n;
 	} else {
-		p = escaped(p, s, s + n, yaml);
+		p = escaped(p, s, s + n, w->form == MF_JW_YAML);
 	}
 	*p++ = '"';
 	return p;
@@ -199,14 +213,15 @@ static char *
 jmember(struct mf_jw *w, const char *key, size_t value)
 {
 	size_t k = key != NULL ? strlen(key) : 0;
-	char *p = mf_buf_room(w->b, 1 + QUOTED_MAX(k) + 1 + value);
+	int raw = key == NULL || as_is(w, key, k);
+	char *p = mf_buf_room(w->b, 1 + quoted_room(k, raw) + 1 + value);
 
 	if (p == NULL)
 		return NULL;
 	if (w->depth > 0 && w->count[w->depth - 1]++ > 0)
 		*p++ = ',';
 	if (key != NULL) {
-		p = quoted(w, p, key, k);
+		p = quoted(w, p, key, k, raw);
 		*p++ = ':';
 	}
 	return p;
@@ -238,6 +253,7 @@ ymember(struct mf_jw *w, const char *key, size_t value, int *top)
 	size_t k = key != NULL ? strlen(key) : 0;
 	char *p = mf_buf_room(w->b,
 	    YAML_EXTRA(ind < 0 ? 0 : ind) + QUOTED_MAX(k) + 1 + value);
+	int raw;
 
 	*top = d == 0;
 	if (p == NULL)
@@ -267,7 +283,8 @@ ymember(struct mf_jw *w, const char *key, size_t value, int *top)
 		p = copy(p, key, k);
 		*p++ = ':';
 	} else {
-		p = quoted(w, p, key != NULL ? key : "", k);
+		raw = key == NULL || as_is(w, key, k);
+		p = quoted(w, p, key != NULL ? key : "", k, raw);
 		*p++ = ':';
 	}
 	return p;
@@ -357,10 +374,77 @@ void
 mf_jw_str(struct mf_jw *w, const char *key, const char *s)
 {
 	size_t n = s != NULL ? strlen(s) : 0;
-	char *p = member(w, key, s != NULL ? QUOTED_MAX(n) : 4);
+	int raw = s != NULL && as_is(w, s, n);
+	char *p = member(w, key, s != NULL ? quoted_room(n, raw) : 4);
 
 	if (p != NULL)
-		end(w, s != NULL ? quoted(w, p, s, n) : copy(p, "null", 4));
+		end(w,
+		    s != NULL ? quoted(w, p, s, n, raw) : copy(p, "null", 4));
+}
+
+/* The eight bytes at s as a big-endian number. */
+static uint64_t
+be64(const unsigned char *s)
+{
+#if defined(__GNUC__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	uint64_t v;
+
+	memcpy(&v, s, 8);
+	return __builtin_bswap64(v);
+#else
+	uint64_t v = 0;
+
+	for (int k = 0; k < 8; k++)
+		v = v << 8 | s[k];
+	return v;
+#endif
+}
+
+void
+mf_jw_base64(struct mf_jw *w, const char *key, const void *data, size_t n)
+{
+	static const char tab[] =
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	const unsigned char *s = data;
+	char *p = member(w, key, 4 * ((n + 2) / 3) + 2);
+	size_t i = 0;
+	uint64_t six;
+	uint32_t v;
+
+	if (p == NULL)
+		return;
+	*p++ = '"';
+	/* Six bytes at a time, read as the top of a big-endian word of
+	 * eight; then three. */
+	for (; n - i >= 8; i += 6, p += 8) {
+		six = be64(s + i);
+		p[0] = tab[six >> 58];
+		p[1] = tab[(six >> 52) & 63];
+		p[2] = tab[(six >> 46) & 63];
+		p[3] = tab[(six >> 40) & 63];
+		p[4] = tab[(six >> 34) & 63];
+		p[5] = tab[(six >> 28) & 63];
+		p[6] = tab[(six >> 22) & 63];
+		p[7] = tab[(six >> 16) & 63];
+	}
+	for (; n - i >= 3; i += 3, p += 4) {
+		v = (uint32_t)s[i] << 16 | (uint32_t)s[i + 1] << 8 | s[i + 2];
+		p[0] = tab[v >> 18];
+		p[1] = tab[(v >> 12) & 63];
+		p[2] = tab[(v >> 6) & 63];
+		p[3] = tab[v & 63];
+	}
+	if (i < n) {
+		v = (uint32_t)s[i] << 16 |
+		    (i + 1 < n ? (uint32_t)s[i + 1] << 8 : 0);
+		p[0] = tab[v >> 18];
+		p[1] = tab[(v >> 12) & 63];
+		p[2] = i + 1 < n ? tab[(v >> 6) & 63] : '=';
+		p[3] = '=';
+		p += 4;
+	}
+	*p++ = '"';
+	end(w, p);
 }
 
 /* A number's text, already formatted at [s, e), as a member. */

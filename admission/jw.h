@@ -7,8 +7,9 @@
  * output buffer and formats numbers without printf.  Every call takes the
  * member name (NULL inside arrays and at the top); a buffer failure is
  * sticky in the mf_buf's rc.  Each write takes room in the buffer for its
- * worst case (a string escaped at six bytes a byte) and writes in place,
- * so a write near the buffer's cap may fail although it would have fitted.
+ * worst case (a string with anything to escape, at six bytes a byte) and
+ * writes in place, so a write near the buffer's cap may fail although it
+ * would have fitted.
  *
  * YAML is one document ("---" first), two spaces an indent, keys plain
  * when YAML reads them back as the same string and double-quoted
@@ -50,6 +51,9 @@ void mf_jw_open(struct mf_jw *w, const char *key, char brace);
 void mf_jw_close(struct mf_jw *w, char brace);
 /* NULL s writes null. */
 void mf_jw_str(struct mf_jw *w, const char *key, const char *s);
+/* The n bytes at data as a string in base64 (RFC 4648, padded): how
+ * Kubernetes takes bytes in JSON. */
+void mf_jw_base64(struct mf_jw *w, const char *key, const void *data, size_t n);
 void mf_jw_int(struct mf_jw *w, const char *key, int64_t v);
 /* v rounded to decimals places, trailing zeros dropped ("32.4", "12.0"). */
 void mf_jw_num(struct mf_jw *w, const char *key, double v, int decimals);

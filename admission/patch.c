@@ -11,30 +11,30 @@ mf_patch_init(struct mf_patch *p, size_t max)
 	mf_jw_open(&p->w, NULL, '[');
 }
 
-/* base "/" key into path, key escaped as RFC 6901 says; 0 when it is too
- * long for path. */
+/* base "/" key into path, key escaped as RFC 6901 says ('~' as "~0", '/'
+ * as "~1"); 0 when it is too long for path. */
 static int
 pointer(char *path, const char *base, const char *key)
 {
-	size_t n = strlen(base), i = n;
+	size_t n = strlen(base), i = n, run;
 
-	if (n >= MF_PATCH_PATH_MAX)
+	if (n + 1 >= MF_PATCH_PATH_MAX)
 		return 0;
 	memcpy(path, base, n);
-	if (key == NULL) {
-		path[n] = '\0';
-		return 1;
-	}
-	path[i++] = '/';
-	for (; *key != '\0'; key++) {
-		if (i + 3 > MF_PATCH_PATH_MAX)
+	if (key != NULL)
+		path[i++] = '/';
+	for (; key != NULL && *key != '\0'; key++) {
+		run = strcspn(key, "~/");
+		/* The run, an escape and the NUL. */
+		if (i + run + 3 > MF_PATCH_PATH_MAX)
 			return 0;
-		if (*key == '~' || *key == '/') {
-			path[i++] = '~';
-			path[i++] = *key == '~' ? '0' : '1';
-		} else {
-			path[i++] = *key;
-		}
+		memcpy(path + i, key, run);
+		i += run;
+		key += run;
+		if (*key == '\0')
+			break;
+		path[i++] = '~';
+		path[i++] = *key == '~' ? '0' : '1';
 	}
 	path[i] = '\0';
 	return 1;

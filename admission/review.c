@@ -46,8 +46,9 @@ struct review {
 	const char *pod_path;              /* its JSON Pointer */
 	const char *name;      /* for the decision and the log; may be NULL */
 	struct mf_patch patch; /* owned */
-	char *patch64;         /* owned: the patch in base64, once allowed */
-	int denied;            /* status.code and message are set */
+	const char *patched;   /* the patch's text, once allowed; in patch */
+	size_t patched_len;
+	int denied; /* status.code and message are set */
 	int code;
 	size_t nwarn;
 	int nomem; /* an allocation failed: answer 500 */
@@ -161,41 +162,6 @@ warnf(struct review *rv, const char *fmt, ...)
 	mf_utf8_fix(text);
 	clip(text, MF_REVIEW_WARNING_MAX);
 	mf_copy(rv->warnings[rv->nwarn++], sizeof(rv->warnings[0]), text);
-}
-
-/* s[0..n) in base64, NUL-terminated; NULL when there is no memory.  Whole
- * groups of three bytes first, then the one or two left. */
-static char *
-base64(const char *s, size_t n)
-{
-	static const char tab[] =
-	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-	const unsigned char *p = (const unsigned char *)s;
-	char *out = malloc(4 * ((n + 2) / 3) + 1), *o = out;
-	size_t i = 0;
-	uint32_t v;
-
-	if (out == NULL)
-		return NULL;
-	for (; n - i >= 3; i += 3) {
-		v = (uint32_t)p[i] << 16 | (uint32_t)p[i + 1] << 8 | p[i + 2];
-		o[0] = tab[v >> 18];
-		o[1] = tab[(v >> 12) & 63];
-		o[2] = tab[(v >> 6) & 63];
-		o[3] = tab[v & 63];
-		o += 4;
-	}
-	if (i < n) {
-		v = (uint32_t)p[i] << 16 |
-		    (i + 1 < n ? (uint32_t)p[i + 1] << 8 : 0);
-		o[0] = tab[v >> 18];
-		o[1] = tab[(v >> 12) & 63];
-		o[2] = i + 1 < n ? tab[(v >> 6) & 63] : '=';
-		o[3] = '=';
-		o += 4;
-	}
-	*o = '\0';
-	return out;
 }
 
 /* --- the envelope ------------------------------------------------------ */
@@ -1166,13 +1132,8 @@ place_gpus(struct review *rv, const struct mf_placement *p)
 static void
 answer_patch(struct review *rv)
 {
-	const char *text;
-	size_t len = 0;
-
-	text = mf_patch_text(&rv->patch, &len);
-	if (text != NULL)
-		rv->patch64 = base64(text, len);
-	if (rv->patch64 == NULL)
+	rv->patched = mf_patch_text(&rv->patch, &rv->patched_len);
+	if (rv->patched == NULL)
 		rv->nomem = 1;
 }
 
@@ -1206,7 +1167,8 @@ allow_placed(struct review *rv, const struct mf_job *job,
 	mf_qty_format(d->floor, (enum mf_qty_format)d->floor_format, floor,
 	    sizeof(floor));
 	patch_annotation(rv, ANN_MIN, floor);
-	snprintf(cost, sizeof(cost), "%.2f", p->cost);
+	if (job->reference_hours > 0)
+		snprintf(cost, sizeof(cost), "%.2f", p->cost);
 	patch_annotation(rv, ANN_COST, job->reference_hours > 0 ? cost : NULL);
 	answer_patch(rv);
 	rv->verdict = MF_VERDICT_ADMITTED;
@@ -1294,9 +1256,9 @@ respond(struct review *rv, struct mf_answer *ans)
 		mf_jw_int(&w, "code", rv->code);
 		mf_jw_str(&w, "message", rv->message);
 		mf_jw_close(&w, '}');
-	} else if (rv->patch64 != NULL) {
+	} else if (rv->patched != NULL) {
 		mf_jw_str(&w, "patchType", "JSONPatch");
-		mf_jw_str(&w, "patch", rv->patch64);
+		mf_jw_base64(&w, "patch", rv->patched, rv->patched_len);
 	}
 	if (rv->nwarn > 0) {
 		mf_jw_open(&w, "warnings", '[');
@@ -1306,7 +1268,7 @@ respond(struct review *rv, struct mf_answer *ans)
 	}
 	mf_jw_close(&w, '}');
 	mf_jw_close(&w, '}');
-	if (b.rc != MF_OK) {
+	if (mf_jw_finish(&w) != MF_OK) {
 		mf_buf_free(&b);
 		mf_answer_jtext(ans, MF_ANS_INTERNAL, NULL);
 		return;
@@ -1454,7 +1416,6 @@ mf_api_review(const struct mf_api *api, const char *body, size_t len,
 	respond(rv, ans);
 out:
 	mf_patch_free(&rv->patch);
-	free(rv->patch64);
 	free(rv);
 	mf_doc_free(doc);
 }

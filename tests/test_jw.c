@@ -238,6 +238,33 @@ test_jw_escapes_exact(void **state)
 	mf_buf_free(&o.b);
 }
 
+/* RFC 4648's test vectors (section 10), as members and in an array. */
+static void
+test_jw_base64_vectors(void **state)
+{
+	static const char *const in[] = { "", "f", "fo", "foo", "foob", "fooba",
+		"foobar" };
+	static const char *const want = "{\"0\":\"\",\"1\":\"Zg==\","
+	                                "\"2\":\"Zm8=\",\"3\":\"Zm9v\","
+	                                "\"4\":\"Zm9vYg==\",\"5\":\"Zm9vYmE=\","
+	                                "\"6\":\"Zm9vYmFy\",\"b\":[\"/+8A\"]}";
+	char key[2] = "0";
+	struct out o;
+
+	(void)state;
+	start(&o, 1 << 16);
+	mf_jw_open(&o.w, NULL, '{');
+	for (size_t i = 0; i < sizeof(in) / sizeof(in[0]); i++, key[0]++)
+		mf_jw_base64(&o.w, key, in[i], strlen(in[i]));
+	mf_jw_open(&o.w, "b", '[');
+	mf_jw_base64(&o.w, NULL, "\xff\xef\x00", 3);
+	mf_jw_close(&o.w, ']');
+	mf_jw_close(&o.w, '}');
+	assert_int_equal(o.b.rc, MF_OK);
+	assert_string_equal(text(&o), want);
+	mf_buf_free(&o.b);
+}
+
 /* Past the cap the writer stops, says so, and keeps what fitted. */
 static void
 test_jw_cap(void **state)
@@ -397,6 +424,7 @@ main(void)
 		cmocka_unit_test(test_jw_strings_read_back),
 		cmocka_unit_test(test_jw_every_length_and_place),
 		cmocka_unit_test(test_jw_escapes_exact),
+		cmocka_unit_test(test_jw_base64_vectors),
 		cmocka_unit_test(test_jw_cap),
 		cmocka_unit_test(test_jw_yaml_layout),
 		cmocka_unit_test(test_jw_yaml_strings_read_back),
