@@ -442,10 +442,12 @@ struct jkey {
 };
 
 /* An open object: its names are keys[base] on; lens has a bit for each
- * length (mod 64) of a name among its first LINEAR_KEYS. */
+ * length (mod 64) of a name among its first LINEAR_KEYS, and kept, when
+ * it is built with a keep list, one for each length of a name the list
+ * names (a skimmed object has none). */
 struct jobj {
 	size_t base;
-	uint64_t lens;
+	uint64_t lens, kept;
 };
 
 struct jparse {
@@ -858,30 +860,26 @@ jdecode(struct jparse *j, const char *p, const char *close, char *o)
 	return o;
 }
 
-/*
- * The string at j->p (its opening quote); *len its decoded length.  NULL
- * after failing, else its text: NUL-terminated in the arena when copy or
- * when it has escapes, else left in the input.  A string without escapes
- * is found a word at a time; one with escapes is decoded after memchr
- * found its closing quote.
- */
+/* The text p[0..len), its quotes' inside, into the arena; NULL when there
+ * is no memory. */
 static const char *
-jstring(struct jparse *j, int copy, size_t *len)
+jcopy(struct jparse *j, const char *p, size_t len)
 {
-	const char *p = j->p + 1, *q = jplain(p, j->end), *close;
+	const char *out = arena_strndup(j->doc, p, len);
+
+	if (out == NULL)
+		jlimit(j, MF_ENOMEM);
+	return out;
+}
+
+/* jstring's string with escapes, its text from p and the first escape
+ * or byte to check at q: decoded after memchr found its closing quote. */
+static const char *
+jescaped(struct jparse *j, const char *p, const char *q, size_t *len)
+{
+	const char *close = jclose(q, j->end);
 	char *out, *o;
 
-	if (q < j->end && *q == '"') {
-		*len = (size_t)(q - p);
-		j->p = q + 1;
-		if (!copy)
-			return p;
-		out = arena_strndup(j->doc, p, *len);
-		if (out == NULL)
-			jlimit(j, MF_ENOMEM);
-		return out;
-	}
-	close = jclose(q, j->end);
 	if (close == NULL) {
 		jfail(j, j->end, "unterminated string");
 		return NULL;
@@ -899,6 +897,25 @@ jstring(struct jparse *j, int copy, size_t *len)
 	*o = '\0';
 	*len = (size_t)(o - out);
 	return out;
+}
+
+/*
+ * The string at j->p (its opening quote); *len its decoded length.  NULL
+ * after failing, else its text: NUL-terminated in the arena when copy or
+ * when it has escapes, else left in the input.  A string without escapes,
+ * nearly every one, is found 16 or 8 bytes at a time, in line.
+ */
+static inline const char *
+jstring(struct jparse *j, int copy, size_t *len)
+{
+	const char *p = j->p + 1, *q = jplain(p, j->end);
+
+	if (q < j->end && *q == '"') {
+		*len = (size_t)(q - p);
+		j->p = q + 1;
+		return copy ? jcopy(j, p, *len) : p;
+	}
+	return jescaped(j, p, q, len);
 }
 
 /* The number at j->p checked; where it ends, *real whether it has a
@@ -1416,12 +1433,24 @@ fail:
 	return 0;
 }
 
+/* A bit for each length (mod 64) of a name keep names. */
+static uint64_t
+kept_lengths(const struct mf_doc_keep *keep)
+{
+	uint64_t bits = 0;
+
+	for (; keep != NULL && keep->key != NULL; keep++)
+		bits |= (uint64_t)1 << (keep->len & 63);
+	return bits;
+}
+
 /* The entry of keep that names s[0..len), or NULL. */
 static const struct mf_doc_keep *
 kept(const struct mf_doc_keep *keep, const char *s, size_t len)
 {
 	for (; keep->key != NULL; keep++)
-		if (keep->len == len && memcmp(keep->key, s, len) == 0)
+		if (keep->len == len && keep->key[0] == s[0] &&
+		    memcmp(keep->key, s, len) == 0)
 			return keep;
 	return NULL;
 }
@@ -1482,7 +1511,8 @@ jmember(struct jparse *j, int depth, const struct mf_doc_keep *keep,
 	}
 	j->p++;
 	if (n != NULL && keep != NULL) {
-		k = kept(keep, key, klen);
+		if ((o->kept >> (klen & 63) & 1) != 0)
+			k = kept(keep, key, klen);
 		if (k == NULL)
 			return jskipped(j, depth);
 		key = arena_strndup(j->doc, key, klen);
@@ -1504,7 +1534,7 @@ jcollection(struct jparse *j, int depth, const struct mf_doc_keep *keep,
 	char close = map ? '}' : ']';
 	const char *start = j->p;
 	struct mf_node *n = NULL, *tail = NULL;
-	struct jobj o = { j->nkeys, 0 };
+	struct jobj o = { j->nkeys, 0, 0 };
 
 	if (depth > MF_DOC_MAX_DEPTH) {
 		jlimit(j, MF_ETOOBIG);
@@ -1513,6 +1543,8 @@ jcollection(struct jparse *j, int depth, const struct mf_doc_keep *keep,
 	if (jnode(j, map ? MF_NODE_MAP : MF_NODE_SEQ, out) != 0)
 		return -1;
 	n = out != NULL ? *out : NULL;
+	if (map && n != NULL)
+		o.kept = kept_lengths(keep);
 	j->p++;
 	jblank(j);
 	if (j->p < j->end && *j->p == close) {

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
+#include <threads.h>
 
 #include "str.h"
 
@@ -400,11 +401,25 @@ be64(const unsigned char *s)
 #endif
 }
 
+static const char b64[] =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+/* The two characters of every 12 bits, made once: half the lookups. */
+static char b64_pairs[4096][2];
+static once_flag b64_once = ONCE_FLAG_INIT;
+
+static void
+make_pairs(void)
+{
+	for (size_t i = 0; i < 4096; i++) {
+		b64_pairs[i][0] = b64[i >> 6];
+		b64_pairs[i][1] = b64[i & 63];
+	}
+}
+
 void
 mf_jw_base64(struct mf_jw *w, const char *key, const void *data, size_t n)
 {
-	static const char tab[] =
-	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 	const unsigned char *s = data;
 	char *p = member(w, key, 4 * ((n + 2) / 3) + 2);
 	size_t i = 0;
@@ -413,33 +428,30 @@ mf_jw_base64(struct mf_jw *w, const char *key, const void *data, size_t n)
 
 	if (p == NULL)
 		return;
+	call_once(&b64_once, make_pairs);
 	*p++ = '"';
 	/* Six bytes at a time, read as the top of a big-endian word of
-	 * eight; then three. */
+	 * eight, twelve bits a lookup; then three. */
 	for (; n - i >= 8; i += 6, p += 8) {
 		six = be64(s + i);
-		p[0] = tab[six >> 58];
-		p[1] = tab[(six >> 52) & 63];
-		p[2] = tab[(six >> 46) & 63];
-		p[3] = tab[(six >> 40) & 63];
-		p[4] = tab[(six >> 34) & 63];
-		p[5] = tab[(six >> 28) & 63];
-		p[6] = tab[(six >> 22) & 63];
-		p[7] = tab[(six >> 16) & 63];
+		memcpy(p, b64_pairs[six >> 52], 2);
+		memcpy(p + 2, b64_pairs[(six >> 40) & 4095], 2);
+		memcpy(p + 4, b64_pairs[(six >> 28) & 4095], 2);
+		memcpy(p + 6, b64_pairs[(six >> 16) & 4095], 2);
 	}
 	for (; n - i >= 3; i += 3, p += 4) {
 		v = (uint32_t)s[i] << 16 | (uint32_t)s[i + 1] << 8 | s[i + 2];
-		p[0] = tab[v >> 18];
-		p[1] = tab[(v >> 12) & 63];
-		p[2] = tab[(v >> 6) & 63];
-		p[3] = tab[v & 63];
+		p[0] = b64[v >> 18];
+		p[1] = b64[(v >> 12) & 63];
+		p[2] = b64[(v >> 6) & 63];
+		p[3] = b64[v & 63];
 	}
 	if (i < n) {
 		v = (uint32_t)s[i] << 16 |
 		    (i + 1 < n ? (uint32_t)s[i + 1] << 8 : 0);
-		p[0] = tab[v >> 18];
-		p[1] = tab[(v >> 12) & 63];
-		p[2] = i + 1 < n ? tab[(v >> 6) & 63] : '=';
+		p[0] = b64[v >> 18];
+		p[1] = b64[(v >> 12) & 63];
+		p[2] = i + 1 < n ? b64[(v >> 6) & 63] : '=';
 		p[3] = '=';
 		p += 4;
 	}

@@ -544,9 +544,11 @@ mf_job_read_spec_floor(const struct mf_node *spec, const char *path,
 	job.work.seq_len = 0;
 	job.work.context_len = 0;
 	rc = spec != NULL ? mf_node_map(spec, path, known, err) : MF_OK;
+	/* A section's path is written only when it is there. */
 	for (size_t i = 0; rc == MF_OK && i < NSECTIONS; i++)
-		if ((n = member(spec, path, sections[i].key, p)) != NULL)
-			rc = sections[i].fn(&r, n, p);
+		if ((n = mf_node_get(spec, sections[i].key)) != NULL)
+			rc = sections[i].fn(&r, n,
+			    mf_path(p, sizeof(p), path, sections[i].key));
 	if (job.min_memory == 0 && floor > 0) {
 		job.min_memory = floor;
 		job.min_memory_format = floor_format;

@@ -41,6 +41,7 @@ struct review {
 	const char *operation;
 	const struct mf_node *request;
 	const struct mf_node *object;      /* NULL when absent or null */
+	enum target target;                /* what the object is, once read */
 	const struct mf_node *annotations; /* the object's, when it opted in */
 	const struct mf_node *pod;         /* the pod spec */
 	const char *pod_path;              /* its JSON Pointer */
@@ -252,7 +253,9 @@ target_of(const struct review *rv)
 	size_t glen = 0;
 
 	if (is_map(k)) {
-		group = str_at(k, "group") ? str_at(k, "group") : "";
+		group = str_at(k, "group");
+		if (group == NULL)
+			group = "";
 		glen = strlen(group);
 		version = str_at(k, "version");
 		kind = str_at(k, "kind");
@@ -290,7 +293,8 @@ opted_in(struct review *rv)
 		return 0;
 	if (sub != NULL && sub[0] != '\0')
 		return 0;
-	if (target_of(rv) == TARGET_NONE)
+	rv->target = target_of(rv);
+	if (rv->target == TARGET_NONE)
 		return 0;
 	meta = mf_node_get(rv->object, "metadata");
 	ann = mf_node_get(meta, "annotations");
@@ -510,7 +514,7 @@ find_pod(struct review *rv)
 {
 	const struct mf_node *spec = mf_node_get(rv->object, "spec");
 
-	if (target_of(rv) == TARGET_POD) {
+	if (rv->target == TARGET_POD) {
 		rv->pod_path = "/spec";
 		return is_map(spec) ? spec : NULL;
 	}
