@@ -450,6 +450,13 @@ struct jobj {
 	uint64_t lens, kept;
 };
 
+/* A name's bit in those sets. */
+static inline uint64_t
+length_bit(size_t len)
+{
+	return (uint64_t)1 << (len & 63);
+}
+
 struct jparse {
 	struct mf_doc *doc;
 	const char *start, *p, *end;
@@ -512,43 +519,102 @@ first_marked(uint64_t m)
 #endif
 }
 
-/* Where the run of spaces at p ends, found 16 or 8 bytes at a time:
- * indented JSON has long ones. */
-static inline const char *
-spaces_end(const char *p, const char *end)
+/*
+ * Runs the reader skips a word or a block at a time: the spaces of an
+ * indentation, and the text of a string up to a quote, a backslash, a
+ * control character or a byte of UTF-8.  A mark is a byte that ends the
+ * run: of eight in a word, its top bit (one above the first may be set
+ * wrongly, by a borrow; the first is exact); of sixteen, one bit each, the
+ * first byte's lowest.
+ */
+enum run { RUN_SPACES, RUN_PLAIN };
+
+static inline uint64_t
+mark8(enum run r, uint64_t x)
 {
-	const uint64_t low = 0x7F7F7F7F7F7F7F7Fu;
-	uint64_t w, t;
+	const uint64_t ones = 0x0101010101010101u, high = ones * 0x80,
+	               low = ~high;
+	uint64_t q, b, t;
+
+	if (r == RUN_SPACES) {
+		/* The top bit of each byte that is not a space. */
+		t = x ^ (ones * ' ');
+		return (((t & low) + low) | t) & high;
+	}
+	q = x ^ (ones * '"');
+	b = x ^ (ones * '\\');
+	return ((x - ones * 0x20) | (q - ones) | (b - ones) | x) & high;
+}
 
 #ifdef JSON_SSE2
-	const __m128i sp = _mm_set1_epi8(' ');
-	unsigned other;
+static inline unsigned
+mark16(enum run r, const char *p)
+{
+	__m128i x = _mm_loadu_si128((const __m128i *)(const void *)p);
+
+	if (r == RUN_SPACES)
+		return ~(unsigned)_mm_movemask_epi8(
+		           _mm_cmpeq_epi8(x, _mm_set1_epi8(' '))) &
+		    0xffffu;
+	/* Compared as signed bytes, those from 0x80 are below ' ' too. */
+	return (unsigned)_mm_movemask_epi8(
+	    _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8('"')),
+	                     _mm_cmpeq_epi8(x, _mm_set1_epi8('\\'))),
+	        _mm_cmplt_epi8(x, _mm_set1_epi8(' '))));
+}
+#endif
+
+/* Whether c goes on a run of kind r. */
+static inline int
+in_run(enum run r, unsigned char c)
+{
+	if (r == RUN_SPACES)
+		return c == ' ';
+	return c >= 0x20 && c < 0x80 && c != '"' && c != '\\';
+}
+
+/* Where the run of kind r from p ends: 16 bytes at a time with SSE2, 8 in
+ * a word, then the last few one by one. */
+static inline const char *
+run_end(enum run r, const char *p, const char *end)
+{
+	uint64_t w, m;
+
+#ifdef JSON_SSE2
+	unsigned m16;
 
 	while (end - p >= 16) {
-		other = ~(unsigned)_mm_movemask_epi8(
-		            _mm_cmpeq_epi8(_mm_loadu_si128((
-		                               const __m128i *)(const void *)p),
-		                sp)) &
-		    0xffffu;
-		if (other != 0)
-			return p + __builtin_ctz(other);
+		m16 = mark16(r, p);
+		if (m16 != 0)
+			return p + __builtin_ctz(m16);
 		p += 16;
 	}
 #endif
 	while (end - p >= 8) {
 		memcpy(&w, p, 8);
-		t = w ^ 0x2020202020202020u;
-		/* The top bit of each byte that is not a space. */
-		t = (((t & low) + low) | t) & ~low;
-		if (t != 0)
-			return p + first_marked(t);
+		m = mark8(r, w);
+		if (m != 0)
+			return p + first_marked(m);
 		p += 8;
 	}
-	while (p < end && *p == ' ')
+	while (p < end && in_run(r, (unsigned char)*p))
 		p++;
 	return p;
 }
 
+/* Where the spaces at p end: indented JSON has long runs of them. */
+static inline const char *
+spaces_end(const char *p, const char *end)
+{
+	return run_end(RUN_SPACES, p, end);
+}
+
+/* Where the run of printable ASCII without '"' or '\\' from p ends. */
+static inline const char *
+jplain(const char *p, const char *end)
+{
+	return run_end(RUN_PLAIN, p, end);
+}
 static const char *
 blank_run(const char *p, const char *end)
 {
@@ -697,64 +763,6 @@ junicode(const struct jparse *j, const char *p, uint32_t *c)
 	return *c == 0 ? NULL : p;
 }
 
-/* The bytes of x that end an escape-free run of a string, as their top
- * bits: '"', '\\', a control character or a byte of a UTF-8 sequence.  A
- * byte above the first one found may be marked wrongly (a borrow), the
- * first is exact. */
-static uint64_t
-jstop8(uint64_t x)
-{
-	const uint64_t ones = 0x0101010101010101u, high = ones * 0x80;
-	uint64_t q = x ^ (ones * '"'), b = x ^ (ones * '\\');
-
-	return ((x - ones * 0x20) | (q - ones) | (b - ones) | x) & high;
-}
-
-#ifdef JSON_SSE2
-/* jstop8 for the 16 bytes at p: a bit each, the first byte's lowest. */
-static inline unsigned
-jstop16(const char *p)
-{
-	/* Compared as signed bytes, those from 0x80 are below ' ' too. */
-	__m128i x = _mm_loadu_si128((const __m128i *)(const void *)p);
-
-	return (unsigned)_mm_movemask_epi8(
-	    _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8('"')),
-	                     _mm_cmpeq_epi8(x, _mm_set1_epi8('\\'))),
-	        _mm_cmplt_epi8(x, _mm_set1_epi8(' '))));
-}
-#endif
-
-/* Where the run of printable ASCII without '"' or '\\' from p ends,
- * found 16 or 8 bytes at a time. */
-static inline const char *
-jplain(const char *p, const char *end)
-{
-	uint64_t w, stop;
-
-#ifdef JSON_SSE2
-	unsigned m;
-
-	while (end - p >= 16) {
-		m = jstop16(p);
-		if (m != 0)
-			return p + __builtin_ctz(m);
-		p += 16;
-	}
-#endif
-	while (end - p >= 8) {
-		memcpy(&w, p, 8);
-		stop = jstop8(w);
-		if (stop != 0)
-			return p + first_marked(stop);
-		p += 8;
-	}
-	while (p < end && *p != '"' && *p != '\\' &&
-	    (unsigned char)*p >= 0x20 && (unsigned char)*p < 0x80)
-		p++;
-	return p;
-}
-
 /* The quote that closes the string whose text starts at p (one not
  * escaped by an odd run of backslashes), or NULL. */
 static const char *
@@ -773,50 +781,55 @@ jclose(const char *p, const char *end)
 	return NULL;
 }
 
+/* The character the escape \\c of one character stands for, or 0 when
+ * \\c is not one (\\u takes four hex digits). */
+static inline char
+short_escape(char c)
+{
+	switch (c) {
+	case '"':
+	case '\\':
+	case '/':
+		return c;
+	case 'b':
+		return '\b';
+	case 'f':
+		return '\f';
+	case 'n':
+		return '\n';
+	case 'r':
+		return '\r';
+	case 't':
+		return '\t';
+	default:
+		return 0;
+	}
+}
+
 /* The escape at p (its backslash, before close) decoded to *o; where the
  * text goes on, or NULL after failing. */
 static const char *
 jescape(struct jparse *j, const char *p, const char *close, char **o)
 {
+	char e = p + 1 < close ? p[1] : '\0', ch = short_escape(e);
 	const char *next;
 	uint32_t c;
-	char ch;
 
-	switch (p + 1 < close ? p[1] : '\0') {
-	case '"':
-	case '\\':
-	case '/':
-		ch = p[1];
-		break;
-	case 'b':
-		ch = '\b';
-		break;
-	case 'f':
-		ch = '\f';
-		break;
-	case 'n':
-		ch = '\n';
-		break;
-	case 'r':
-		ch = '\r';
-		break;
-	case 't':
-		ch = '\t';
-		break;
-	case 'u':
-		next = junicode(j, p + 2, &c);
-		if (next != NULL && next <= close) {
-			*o = put_utf8(*o, c);
-			return next;
-		}
-		jfail(j, p, "invalid \\u escape");
-		return NULL;
-	default:
+	if (ch != 0) {
+		*(*o)++ = ch;
+		return p + 2;
+	}
+	if (e != 'u') {
 		jfail(j, p, "invalid escape");
 		return NULL;
 	}
-	*(*o)++ = ch;
-	return p + 2;
+	next = junicode(j, p + 2, &c);
+	if (next != NULL && next <= close) {
+		*o = put_utf8(*o, c);
+		return next;
+	}
+	jfail(j, p, "invalid \\u escape");
+	return NULL;
 }
 
 /*
@@ -1084,7 +1097,7 @@ static inline int
 has_key(const struct jparse *j, struct jobj *o, size_t n, const char *s,
     size_t len)
 {
-	uint64_t bit = (uint64_t)1 << (len & 63);
+	uint64_t bit = length_bit(len);
 
 	if ((o->lens & bit) == 0) {
 		o->lens |= bit;
@@ -1173,14 +1186,6 @@ unique_keys(struct jparse *j, size_t base)
 
 /* --- skimming what is not kept --- */
 
-/* Whether \\c is an escape of one character. */
-static int
-short_escape(char c)
-{
-	return c == '"' || c == '\\' || c == '/' || c == 'b' || c == 'f' ||
-	    c == 'n' || c == 'r' || c == 't';
-}
-
 /*
  * Past the 16-byte blocks of string text from p that hold only printable
  * ASCII and escapes of one character: where a block holds anything else
@@ -1198,7 +1203,7 @@ skim_blocks(const char *p, const char *end, int *escaped)
 
 	/* 17: an escape may end one past the block. */
 	while (end - p >= 17) {
-		m = jstop16(p);
+		m = mark16(RUN_PLAIN, p);
 		next = p + 16;
 		while (m != 0) {
 			i = (unsigned)__builtin_ctz(m);
@@ -1440,7 +1445,7 @@ kept_lengths(const struct mf_doc_keep *keep)
 	uint64_t bits = 0;
 
 	for (; keep != NULL && keep->key != NULL; keep++)
-		bits |= (uint64_t)1 << (keep->len & 63);
+		bits |= length_bit(keep->len);
 	return bits;
 }
 
@@ -1511,7 +1516,7 @@ jmember(struct jparse *j, int depth, const struct mf_doc_keep *keep,
 	}
 	j->p++;
 	if (n != NULL && keep != NULL) {
-		if ((o->kept >> (klen & 63) & 1) != 0)
+		if ((o->kept & length_bit(klen)) != 0)
 			k = kept(keep, key, klen);
 		if (k == NULL)
 			return jskipped(j, depth);

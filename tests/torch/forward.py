@@ -83,19 +83,11 @@ def measured(c, t, seqs):
 def memfloor(c, t, seqs):
     """The activations bucket of memfloor's estimate (bytes, formula) for
     c served by vLLM over t tokens in seqs sequences of t / seqs tokens."""
-    job = {
-        "apiVersion": "memfloor.dev/v1", "kind": "Job",
-        "metadata": {"name": "forward-" + c["model_type"]},
-        "spec": {
-            "model": {"config": c},
-            "workload": {
-                "kind": "inference", "server": "vllm",
-                "maxNumBatchedTokens": t, "concurrency": seqs,
-                "contextLength": t // seqs,
-            },
-        },
-    }
-    est = estimate(job)
+    est = estimate(c, {
+        "kind": "inference", "server": "vllm",
+        "maxNumBatchedTokens": t, "concurrency": seqs,
+        "contextLength": t // seqs,
+    })
     for b in est["buckets"]:
         if b["name"] == "activations":
             return b["bytes"], b["formula"]

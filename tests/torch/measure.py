@@ -220,9 +220,15 @@ def check_fused_case(q, k, v, cap):
 
 # --- memfloor -------------------------------------------------------------
 
-def estimate(job):
-    """memfloor's estimate of job (a manifest as a dict) with the estimator
-    pytorch, from the command line (-o json); exits when it fails."""
+def estimate(c, workload):
+    """memfloor's estimate of a job of the model config c and workload
+    (spec.workload, a dict) with the estimator pytorch, from the command
+    line (-o json); exits when it fails."""
+    job = {
+        "apiVersion": "memfloor.dev/v1", "kind": "Job",
+        "metadata": {"name": "torch-" + c["model_type"]},
+        "spec": {"model": {"config": c}, "workload": workload},
+    }
     with tempfile.NamedTemporaryFile("w", suffix=".json") as f:
         json.dump(job, f)
         f.flush()
@@ -239,22 +245,14 @@ def estimate(job):
 
 
 def memfloor(cfg, s, b, precision, attention, ckpt, lora=None):
-    job = {
-        "apiVersion": "memfloor.dev/v1", "kind": "Job",
-        "metadata": {"name": "torch-" + cfg["model_type"]},
-        "spec": {
-            "model": {"config": cfg},
-            "workload": {
-                "kind": "training", "sequenceLength": s, "microBatch": b,
-                "precision": precision, "attention": attention,
-                "gradientCheckpointing": ckpt,
-            },
-        },
+    workload = {
+        "kind": "training", "sequenceLength": s, "microBatch": b,
+        "precision": precision, "attention": attention,
+        "gradientCheckpointing": ckpt,
     }
     if lora is not None:
-        job["spec"]["workload"].update(
-            method="lora", lora={"rank": RANK, "targets": lora})
-    est = estimate(job)
+        workload.update(method="lora", lora={"rank": RANK, "targets": lora})
+    est = estimate(cfg, workload)
     buckets = {x["name"]: x["bytes"] for x in est["buckets"]}
     return buckets, est["perGpuBytes"]
 
