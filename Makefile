@@ -1,4 +1,4 @@
-# memfloor: make deps | all | run | test | torch | sanitize | lint | bench | fuzz | install | clean
+# memfloor: make deps | all | run | check | test | torch | sanitize | lint | bench | fuzz | install | clean
 
 PREFIX  ?= /usr/local
 BINDIR  ?= $(PREFIX)/bin
@@ -21,7 +21,7 @@ DEBS     = libmicrohttpd-dev libyaml-dev libjansson-dev libcurl4-openssl-dev \
            libgnutls28-dev
 TESTDEBS = libcmocka-dev
 # Programs the tests run, as command:package.
-TOOLS    = python3:python3 curl:curl openssl:openssl
+TOOLS    = python3:python3 curl:curl openssl:openssl clang-format:clang-format
 
 WARN = -std=c11 -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes \
        -Wmissing-prototypes -Wformat=2 -Wvla
@@ -55,16 +55,17 @@ LIB_SRC    = $(wildcard admission/*.c catalog/*.c)
 LIB_OBJ    = $(LIB_SRC:%.c=$(BUILD)/%.o)
 DAEMON_OBJ = $(patsubst %.c,$(BUILD)/%.o,$(filter-out daemon/main.c,$(wildcard daemon/*.c)))
 CLI_OBJ    = $(patsubst %.c,$(BUILD)/%.o,$(wildcard cli/*.c))
-HARNESS_OBJ = $(patsubst %.c,$(BUILD)/%.o,$(wildcard tests/harness*.c))
-SCRIPTS    = $(filter-out tests/bench.sh tests/tsan.sh,$(wildcard tests/*.sh))
-UNIT       = $(patsubst tests/%.c,$(BUILD)/%,$(wildcard tests/test_*.c))
-INTEG      = $(patsubst tests/%.c,$(BUILD)/%,$(wildcard tests/it_*.c))
+HARNESS_OBJ = $(BUILD)/tests/integration/harness.o
+FILTER_OBJ = $(BUILD)/tests/lib/filter.o
+SCRIPTS    = $(wildcard tests/integration/*.sh)
+UNIT       = $(patsubst tests/unit/%.c,$(BUILD)/%,$(wildcard tests/unit/test_*.c))
+INTEG      = $(patsubst tests/integration/%.c,$(BUILD)/%,$(wildcard tests/integration/it_*.c))
 LIB        = $(BUILD)/libmemfloor.a
 DLIB       = $(BUILD)/libmemfloord.a
-FUZZ       = $(patsubst tests/%.c,%,$(wildcard tests/fuzz_*.c))
+FUZZ       = $(patsubst tests/fuzz/%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 DEPSTAMP   = $(BUILD)/.deps
 
-.PHONY: all deps run test unit integration sanitize lint bench fuzz install clean tsan torch FORCE
+.PHONY: all deps run check suite test unit integration sanitize lint bench fuzz install clean tsan torch FORCE
 .DELETE_ON_ERROR:
 .SECONDARY:
 
@@ -100,6 +101,7 @@ $(DEPSTAMP):
 $(BUILD)/daemon/%.o: MODPKGS = $(LIBPKGS) $(DAEMONPKGS)
 $(BUILD)/cli/%.o: MODPKGS = $(LIBPKGS) $(CLIPKGS)
 $(BUILD)/tests/%.o: MODPKGS = $(PKGS) $(TESTPKGS)
+$(BUILD)/tests/%.o: CPPFLAGS += -Itests/lib -Idaemon
 
 $(BUILD)/%.o: %.c | $(DEPSTAMP)
 	@mkdir -p $(@D)
@@ -126,17 +128,18 @@ $(BUILD)/memfloord: $(BUILD)/daemon/main.o $(DLIB) $(LIB)
 $(BUILD)/memfloor: $(CLI_OBJ) $(DLIB) $(LIB)
 	$(CC) $(CFLAGS) -o $@ $^ $(CLI_LIBS)
 
-$(BUILD)/test_%: $(BUILD)/tests/test_%.o $(DLIB) $(LIB)
+$(BUILD)/test_%: $(BUILD)/tests/unit/test_%.o $(FILTER_OBJ) $(DLIB) $(LIB)
 	$(CC) $(CFLAGS) -o $@ $^ $(TEST_LDFLAGS) $(LDLIBS) $(TEST_LIBS)
 
 # test_api fails allocations one by one: it counts them itself.
 $(BUILD)/test_api: TEST_LDFLAGS = \
   -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=strdup,--wrap=free
 
-$(BUILD)/it_%: $(BUILD)/tests/it_%.o $(HARNESS_OBJ) $(DLIB) $(LIB)
+$(BUILD)/it_%: $(BUILD)/tests/integration/it_%.o $(HARNESS_OBJ) $(FILTER_OBJ) \
+    $(DLIB) $(LIB)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS) $(TEST_LIBS)
 
-$(BUILD)/bench_%: $(BUILD)/tests/bench_%.o $(LIB)
+$(BUILD)/bench_%: $(BUILD)/tests/bench/bench_%.o $(LIB)
 	$(CC) $(CFLAGS) -o $@ $^ $(LIB_LIBS)
 
 run: all
@@ -147,18 +150,29 @@ run: all
 TESTENV = MEMFLOORD=$(abspath $(BUILD)/memfloord) \
           MEMFLOOR=$(abspath $(BUILD)/memfloor) MF_TOP=$(CURDIR)
 
+# The fast tier: the unit tests and the integration tests against the real
+# daemon, without package installs, torch, sanitizers or fuzzing.  T=NAME
+# runs one program or script (T=test_place, T=it_admit, T=cli), T=NAME:CASE
+# the cmocka cases matching CASE (T='test_place:test_place_tie*').
+check: all $(UNIT) $(INTEG)
+	@$(TESTENV) MF_NO_INSTALL=1 sh tests/lib/run.sh $(BUILD) fast $(T)
+
+# Every unit and integration test, with those that install and start
+# components of their own (chromium for the page, a Slurm cluster).
+suite: all $(UNIT) $(INTEG)
+	@$(TESTENV) sh tests/lib/run.sh $(BUILD) full
+
 unit: $(UNIT)
-	@set -e; for t in $(UNIT); do echo "== $$t"; $(TESTENV) $$t; done
+	@$(TESTENV) sh tests/lib/run.sh $(BUILD) full $(notdir $(UNIT))
 
 integration: all $(INTEG)
-	@set -e; for t in $(INTEG); do echo "== $$t"; $(TESTENV) timeout 300 $$t; done
-	@set -e; for t in $(SCRIPTS); do \
-	  echo "== $$t"; $(TESTENV) timeout 300 sh $$t; done
+	@$(TESTENV) sh tests/lib/run.sh $(BUILD) full $(notdir $(INTEG)) \
+	  $(notdir $(SCRIPTS))
 
 # The whole suite, the estimator against PyTorch, again under ASan+UBSan,
 # a short fuzz pass, the integration tests against a ThreadSanitizer
 # daemon, the lint.
-test: unit integration
+test: suite
 	$(MAKE) --no-print-directory torch
 	$(MAKE) --no-print-directory sanitize
 	$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=5
@@ -169,12 +183,12 @@ test: unit integration
 sanitize:
 	$(MAKE) --no-print-directory BUILD=build/asan OPT="-O1 -g" SWAR=1 \
 	  SAN="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
-	  unit integration
+	  suite
 
 # The integration tests against a ThreadSanitizer build (about a minute;
 # clang comes with the fuzz target's dependencies).
 tsan:
-	sh tests/tsan.sh
+	sh tests/lib/tsan.sh
 
 # The estimator pytorch against what PyTorch keeps (tests/torch/measure.py,
 # two to three minutes on two cores), and a serving engine's forward peak
@@ -206,17 +220,18 @@ torch: all
 	$(TESTENV) timeout 300 $(TORCH_PY) tests/torch/forward.py
 
 bench: all $(BUILD)/bench_place
-	$(TESTENV) BENCH_PLACE=$(abspath $(BUILD)/bench_place) sh tests/bench.sh
+	$(TESTENV) BENCH_PLACE=$(abspath $(BUILD)/bench_place) sh tests/bench/bench.sh
 
 # libFuzzer harnesses, built with clang against the library's sources.
-# Each runs FUZZ_SECONDS from its seed corpus: tests/corpus/NAME (read
+# Each runs FUZZ_SECONDS from its seed corpus: tests/fuzz/corpus/NAME (read
 # only) and the inputs the tree already holds (examples, test data, the
 # shipped catalogue and models), copied in rather than kept twice; what it
 # finds lands in build/fuzz/.
 FUZZ_SECONDS ?= 60
 FUZZ_CC      ?= clang
 FUZZ_FLAGS    = -g -O1 -fsanitize=fuzzer,address,undefined \
-                -fno-sanitize-recover=all $(CPPFLAGS) -std=c11
+                -fno-sanitize-recover=all $(CPPFLAGS) -Itests/lib -Idaemon \
+                -std=c11
 fuzz: $(DEPSTAMP)
 	@echo 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n)' \
 	  '{ (void)d; (void)n; return 0; }' > build/fuzzcheck.c
@@ -233,7 +248,7 @@ fuzz: $(DEPSTAMP)
 	@mkdir -p build/fuzz
 	@set -e; for f in $(FUZZ); do \
 	  echo "== $$f ($(FUZZ_SECONDS) s)"; \
-	  $(FUZZ_CC) $(FUZZ_FLAGS) $(PKG_CFLAGS) -o build/fuzz/$$f tests/$$f.c \
+	  $(FUZZ_CC) $(FUZZ_FLAGS) $(PKG_CFLAGS) -o build/fuzz/$$f tests/fuzz/$$f.c \
 	    $(LIB_SRC) $(filter-out daemon/main.c,$(wildcard daemon/*.c)) \
 	    $(PKG_LIBS) -lm -pthread; \
 	  name=$${f#fuzz_}; mkdir -p build/fuzz/$$name; \
@@ -245,19 +260,19 @@ fuzz: $(DEPSTAMP)
 	  review) seeds="tests/data/review/* examples/*.json" ;; \
 	  yaml) seeds="examples/*.yaml tests/data/unit/*.yaml \
 	    tests/data/catalog/*.yaml catalog/gpus.yaml \
-	    tests/corpus/manifest/*.yaml tests/corpus/catalog/*.yaml" ;; \
+	    tests/fuzz/corpus/manifest/*.yaml tests/fuzz/corpus/catalog/*.yaml" ;; \
 	  *) seeds="" ;; \
 	  esac; \
 	  for s in $$seeds; do cp "$$s" build/fuzz/$$name/; done; \
 	  build/fuzz/$$f -max_total_time=$(FUZZ_SECONDS) -timeout=10 \
 	    -artifact_prefix=build/fuzz/$$name- build/fuzz/$$name \
-	    tests/corpus/$$name >build/fuzz/$$name.log 2>&1 || \
+	    tests/fuzz/corpus/$$name >build/fuzz/$$name.log 2>&1 || \
 	    { tail -30 build/fuzz/$$name.log; exit 1; }; \
 	  tail -1 build/fuzz/$$name.log; \
 	done
 
 SOURCES = $(wildcard admission/*.[ch] catalog/*.[ch] daemon/*.[ch] cli/*.c \
-            tests/*.[ch])
+            tests/*/*.[ch])
 lint:
 	clang-format --dry-run --Werror --style=file $(SOURCES)
 	@! grep -nE '\b(sprintf|strcpy|strcat|strtok|atoi|gets)\s*\(' \

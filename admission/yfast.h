@@ -9,7 +9,7 @@
  * libyaml's parser would (same kinds, marks, values and styles; stream and
  * document-end events are left out).  On anything else it gives up, and the
  * caller reads the whole input with libyaml instead: it never reports a
- * syntax error of its own.  tests/fuzz_yaml.c holds it to that: whenever
+ * syntax error of its own.  tests/fuzz/fuzz_yaml.c holds it to that: whenever
  * mf_yfast accepts an input, libyaml accepts it with the same events.
  */
 #ifndef MF_YFAST_H

@@ -8,7 +8,7 @@
  * mode misses a client's end of stream when it arrives with the last
  * data, so a client that vanished mid-body held its request until the
  * 30 s connection timeout (and held up a drain as long).  Throughput
- * measured with tests/bench.sh is the same either way.
+ * measured with tests/bench/bench.sh is the same either way.
  */
 #include <arpa/inet.h>
 #include <ctype.h>

@@ -1,0 +1,237 @@
+#!/bin/sh
+# make bench: memfloord against nginx on the same machine, same run.
+#
+# nginx answers every POST with a static 200 of the same size as
+# memfloord's decision; wrk drives both with the same connection counts
+# and POST bodies.  Prints requests per second, p50 and p99 latency, and
+# the ratio memfloord / nginx: for /v1/admit over plain HTTP, then for
+# /v1/admission-review over TLS with real AdmissionReview bodies, compact
+# as the API server sends them (tests/bench/review_body.py): the Job of
+# examples/k8s-admissionreview.json with only memfloor.dev/min-memory: 88Gi
+# and as it is (its spec annotation), and a Pod, the kube-rs sample of
+# tests/data/review/ with memfloor.dev/min-memory: 88Gi, also as that file
+# is, indented; memfloord and nginx serve the same throwaway certificate
+# (made with openssl).  Then the in-process placement benchmark.
+#
+# On a shared machine one run of either can be off by a third, so the two
+# take turns, BENCH_ROUNDS times each, and the medians are printed.
+#
+# wrk and the server under test do not share cores: wrk runs on the first
+# half of the CPUs this script may use, the servers on the rest, each with
+# one worker per core it has (memfloord's default; nginx is told so).
+# Sharing, the scheduler's time slices between load and server set the
+# tail latency of both.  BENCH_PIN=0 lets them share all cores.
+set -eu
+top=${MF_TOP:-$(pwd)}
+daemon=${MEMFLOORD:-$top/build/memfloord}
+secs=${BENCH_SECONDS:-5}
+rounds=${BENCH_ROUNDS:-3}
+conns=${BENCH_CONNECTIONS:-"16 64"}
+pin=${BENCH_PIN:-1}
+
+# The CPUs this script may use, as a list taskset reads ("0-3,8").
+cpus=$(taskset -cp $$ 2>/dev/null | sed 's/.*: //') || cpus=""
+ncpu=$(nproc)
+[ -n "$cpus" ] && [ "$ncpu" -ge 2 ] || pin=0
+if [ "$pin" = 1 ]; then
+	# Expand the list, then split it: wrk gets the first half.
+	all=$(echo "$cpus" | tr ',' '\n' | while IFS=- read -r a b; do
+		seq "$a" "${b:-$a}"; done)
+	nload=$((ncpu / 2))
+	load_cpus=$(echo "$all" | head -n "$nload" | paste -sd, -)
+	server_cpus=$(echo "$all" | tail -n +"$((nload + 1))" | paste -sd, -)
+	workers=$((ncpu - nload))
+	on_load="taskset -c $load_cpus"
+	on_server="taskset -c $server_cpus"
+else
+	nload=$ncpu
+	workers=$ncpu
+	on_load=""
+	on_server=""
+fi
+threads=${BENCH_THREADS:-$nload}
+
+need() {
+	command -v "$1" >/dev/null 2>&1 && return
+	if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+		echo "bench: installing $2"
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$2" \
+		    >/dev/null 2>&1 || { apt-get update -qq >/dev/null &&
+		    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$2" \
+		    >/dev/null; }
+	fi
+	command -v "$1" >/dev/null 2>&1 ||
+	    { echo "bench: needs $1 (apt-get install $2)"; exit 1; }
+}
+need wrk wrk
+[ -x /usr/sbin/nginx ] || need nginx nginx-light
+nginx=/usr/sbin/nginx
+
+work=$(mktemp -d)
+dpid=
+cleanup() {
+	[ -n "$dpid" ] && kill "$dpid" 2>/dev/null || true
+	[ -f "$work/nginx.pid" ] && kill "$(cat "$work/nginx.pid")" 2>/dev/null || true
+	rm -rf "$work"
+}
+trap cleanup EXIT INT TERM
+
+# start_daemon LOG ARGS...: memfloord on a free port, its pid in $dpid and
+# its port in $mport.
+start_daemon() {
+	dlog=$1
+	shift
+	$on_server "$daemon" -d -l 127.0.0.1:0 -f "$top/catalog/gpus.yaml" \
+	    -m "$top/catalog/models" "$@" 2>"$dlog" &
+	dpid=$!
+	mport=""
+	for _ in $(seq 100); do
+		mport=$(sed -n 's/.*listening on .* port \([0-9]*\).*/\1/p' "$dlog")
+		[ -n "$mport" ] && break
+		sleep 0.05
+	done
+	[ -n "$mport" ] || { cat "$dlog"; exit 1; }
+}
+start_daemon "$work/daemon.log"
+
+# A free port for nginx: bind to 0 in python, release, reuse.
+nport=$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
+
+run_wrk() { # url body-file conns [content-type]
+	cat >"$work/post.lua" <<LUA
+local f = io.open("$2", "rb")
+wrk.method = "POST"
+wrk.body = f:read("*a")
+f:close()
+wrk.headers["Content-Type"] = "${4:-application/yaml}"
+LUA
+	$on_load wrk -t "$threads" -c "$3" -d "${secs}s" --latency -s "$work/post.lua" "$1" \
+	    >"$work/wrk.out" 2>&1
+	rps=$(awk '/^Requests\/sec/ {print $2}' "$work/wrk.out")
+	p50=$(awk '$1 == "50%" {print $2}' "$work/wrk.out")
+	p99=$(awk '$1 == "99%" {print $2}' "$work/wrk.out")
+	errs=$(awk '/Non-2xx|Socket errors/ {print}' "$work/wrk.out" | tr '\n' ' ')
+	echo "$rps $p50 $p99 $errs"
+}
+
+# row NAME BODY PATH CONTENT-TYPE SCHEME: one line of the table, memfloord
+# at $mport and nginx, over SCHEME (http or https), taking turns.
+row() {
+	name=$1 body=$2 path=$3 ctype=$4 scheme=$5
+	size=$(curl -sk --data-binary @"$body" -H "Content-Type: $ctype" \
+	    -o "$work/answer" -w '%{size_download}' \
+	    "$scheme://127.0.0.1:$mport$path")
+	python3 -c "import sys; sys.stdout.write('x' * $size)" >"$work/static"
+	listen="listen 127.0.0.1:$nport;"
+	[ "$scheme" = https ] && listen="listen 127.0.0.1:$nport ssl;
+		ssl_certificate $work/tls.crt;
+		ssl_certificate_key $work/tls.key;"
+	cat >"$work/nginx.conf" <<NGINX
+worker_processes $workers;
+pid $work/nginx.pid;
+error_log $work/nginx.err;
+events { worker_connections 4096; }
+http {
+	access_log off;
+	client_body_temp_path $work;
+	proxy_temp_path $work;
+	fastcgi_temp_path $work;
+	uwsgi_temp_path $work;
+	scgi_temp_path $work;
+	server {
+		$listen
+		location / {
+			default_type application/json;
+			return 200 '$(cat "$work/static")';
+		}
+	}
+}
+NGINX
+	$on_server $nginx -c "$work/nginx.conf" -p "$work" 2>/dev/null
+	sleep 0.2
+	for c in $conns; do
+		: >"$work/m.runs"
+		: >"$work/n.runs"
+		for _ in $(seq "$rounds"); do
+			run_wrk "$scheme://127.0.0.1:$mport$path" "$body" "$c" \
+			    "$ctype" >>"$work/m.runs"
+			run_wrk "$scheme://127.0.0.1:$nport$path" "$body" "$c" \
+			    "$ctype" >>"$work/n.runs"
+		done
+		python3 - "$name" "$size" "$c" "$work/m.runs" \
+		    "$work/n.runs" <<'PY'
+import statistics, sys
+
+def seconds(t):
+    for unit, scale in (("us", 1e-6), ("ms", 1e-3), ("s", 1.0)):
+        if t.endswith(unit):
+            return float(t[:-len(unit)]) * scale
+
+def medians(path):
+    runs = [line.split()[:3] for line in open(path)]
+    return [statistics.median(float(r[0]) for r in runs),
+            statistics.median(seconds(r[1]) for r in runs),
+            statistics.median(seconds(r[2]) for r in runs)]
+
+name, size, conns = sys.argv[1:4]
+m, n = medians(sys.argv[4]), medians(sys.argv[5])
+ms = lambda s: "%.2fms" % (s * 1e3)
+print("%-24s %6s %5s %12.0f %9s %9s %12.0f %9s %9s %7.2f" % (name, size,
+      conns, m[0], ms(m[1]), ms(m[2]), n[0], ms(n[1]), ms(n[2]), m[0] / n[0]))
+PY
+		errs=$(cut -d' ' -f4- "$work/m.runs" "$work/n.runs" | tr -s ' \n' ' ')
+		[ -z "${errs# }" ] || echo "  wrk reported: $errs"
+	done
+	kill "$(cat "$work/nginx.pid")"
+	sleep 0.2
+}
+
+header() {
+	printf '%-24s %6s %5s %12s %9s %9s %12s %9s %9s %7s\n' "$1" bytes \
+	    conns memfloord p50 p99 nginx p50 p99 ratio
+}
+
+header "/v1/admit, HTTP"
+for manifest in min-memory-88Gi llama-8b-8bit-admit; do
+	row "$manifest" "$top/examples/$manifest.yaml" /v1/admit \
+	    application/yaml http
+done
+kill "$dpid" 2>/dev/null || true
+wait "$dpid" 2>/dev/null || true
+
+# The same throwaway certificate for both servers.
+echo
+if openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=127.0.0.1 \
+    -keyout "$work/tls.key" -out "$work/tls.crt" >/dev/null 2>&1; then
+	start_daemon "$work/daemon-tls.log" --tls-cert "$work/tls.crt" \
+	    --tls-key "$work/tls.key"
+	job=$top/examples/k8s-admissionreview.json
+	pod=$top/tests/data/review/pod-min-memory.json
+	python3 "$top/tests/bench/review_body.py" "$job" --floor 88Gi \
+	    >"$work/job-min-memory.json"
+	python3 "$top/tests/bench/review_body.py" "$job" >"$work/job-spec.json"
+	python3 "$top/tests/bench/review_body.py" "$pod" >"$work/pod-min-memory.json"
+	header "admission-review, TLS"
+	for b in job-min-memory job-spec pod-min-memory; do
+		row "$b" "$work/$b.json" /v1/admission-review \
+		    application/json https
+	done
+	row pod-min-memory-indented "$pod" /v1/admission-review \
+	    application/json https
+	kill "$dpid" 2>/dev/null || true
+	wait "$dpid" 2>/dev/null || true
+else
+	echo "bench: no openssl; the TLS admission-review rows are left out"
+fi
+dpid=
+echo
+if [ "$pin" = 1 ]; then
+	where="wrk on CPU $load_cpus, the servers on CPU $server_cpus"
+else
+	where="wrk and the servers sharing $ncpu CPUs"
+fi
+echo "bytes: the answer's size, served by both; wrk -t $threads, ${secs} s" \
+    "per run; medians of $rounds runs each, taking turns; $where," \
+    "$workers server threads or workers"
+echo
+"${BENCH_PLACE:-$top/build/bench_place}"

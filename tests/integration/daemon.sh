@@ -1,0 +1,118 @@
+#!/bin/sh
+# tests/integration/daemon.sh: memfloord's flags, where it listens, what it logs about
+# clients it closes, and what it says when started wrong.
+#
+# Starts $MEMFLOORD (default build/memfloord) on free loopback ports:
+# `-l :PORT` must answer on 127.0.0.1 and, where the host has IPv6, on
+# [::1] (one dual-stack socket); a connection that sends half a request
+# and stops must be closed at the request deadline with a log line that
+# names the client's address, and a burst of them must be one line, not
+# one each.  Bad flag values must name the option and what it takes.
+#
+# Run from the repository root (or set MF_TOP).  Prints one line per check
+# and "N passed, M failed"; exits non-zero when a check failed.
+set -eu
+
+top=${MF_TOP:-.}
+cd "$top"
+daemon_bin=${MEMFLOORD:-build/memfloord}
+check_name=daemon
+pid=""
+cleanup() {
+	stop_all "$pid"
+}
+. "$top/tests/lib/check.sh"
+
+stop() {
+	kill -TERM "$pid" 2>/dev/null || true
+	wait "$pid" 2>/dev/null || true
+	pid=""
+}
+
+# --- bad flag values name the option and what it takes ----------------------
+# bad_flag WANT ARGS...: memfloord ARGS exits 2 and says WANT on stderr.
+bad_flag() {
+	want=$1
+	shift
+	rc=0
+	"$daemon_bin" -n -f catalog/gpus.yaml -m catalog/models "$@" \
+	    >"$tmp/out" 2>&1 || rc=$?
+	if [ "$rc" = 2 ] && grep -qF -- "$want" "$tmp/out"; then
+		pass "memfloord $*: exit 2, '$want'"
+	else
+		fail "memfloord $*: exit $rc, want 2 and '$want': $(head -n 2 "$tmp/out")"
+	fi
+}
+bad_flag "--threads '0': takes a number of threads from 1 to 1024" \
+    --threads 0
+bad_flag "--max-body '10': takes a size in bytes from 1024" --max-body 10
+bad_flag "--log-format 'xml': takes text or json" --log-format xml
+bad_flag "--request-timeout '0': takes a number of seconds from 1 to 3600" \
+    --request-timeout 0
+bad_flag "--max-conns-per-ip 'lots': takes a number of connections" \
+    --max-conns-per-ip lots
+bad_flag "--max-body-memory 1048576 must be more than --max-body 1048576" \
+    --max-body-memory 1048576
+
+# --- -l :PORT listens on both families --------------------------------------
+start_daemon "$tmp/ds.log" -l :0
+if [ -z "$port" ]; then
+	fail "memfloord -l :0 did not start: $(cat "$tmp/ds.log")"
+else
+	is "-l :PORT answers on 127.0.0.1" \
+	    "$(curl -s -m 5 "http://127.0.0.1:$port/healthz")" ok
+	if python3 -c 'import socket; socket.socket(socket.AF_INET6).bind(("::1", 0))' \
+	    2>/dev/null; then
+		is "-l :PORT answers on [::1] too (one dual-stack socket)" \
+		    "$(curl -s -g -m 5 "http://[::1]:$port/healthz")" ok
+	else
+		pass "no IPv6 loopback here: [::1] not tried"
+	fi
+fi
+stop
+
+# --- the catalogue in text says what a floor left out -------------------------
+start_daemon "$tmp/cat.log"
+curl -s -m 5 -H 'Accept: text/plain' \
+    "http://127.0.0.1:$port/v1/catalog?minMemory=88Gi" >"$tmp/cat.txt"
+rows=$(grep -c '^[A-Z0-9][A-Za-z0-9-]* *[0-9][0-9.]* ' "$tmp/cat.txt" || true)
+if grep -q "^$rows of them with at least 88Gi of memory (minMemory)" "$tmp/cat.txt" &&
+    [ "$rows" -gt 0 ]; then
+	pass "?minMemory=88Gi in text: '$rows of them with at least 88Gi', $rows rows"
+else
+	fail "?minMemory=88Gi in text, $rows rows: $(head -n 3 "$tmp/cat.txt")"
+fi
+stop
+
+# --- connections closed at the deadline are logged, a line a second ----------
+start_daemon "$tmp/dl.log" --request-timeout 1
+closed=$(python3 - "$port" <<'PYEOF'
+import socket, sys, time
+port = int(sys.argv[1])
+socks = []
+for i in range(20):
+    s = socket.create_connection(("127.0.0.1", port))
+    s.sendall(b"POST /v1/admit HTTP/1.1\r\nHost: x\r\n")
+    socks.append(s)
+time.sleep(2.5)
+closed = 0
+for s in socks:
+    s.settimeout(0.5)
+    try:
+        closed += s.recv(1) == b""
+    except OSError:
+        closed += 1
+print(closed)
+PYEOF
+)
+is "20 connections that stop mid-request are closed at the deadline" \
+    "$closed" 20
+lines=$(grep -c 'connection from 127\.0\.0\.1:[0-9]* closed' "$tmp/dl.log" || true)
+if [ "$lines" -ge 1 ] && [ "$lines" -le 4 ]; then
+	pass "20 connections cut at the deadline: $lines log lines naming 127.0.0.1"
+else
+	fail "20 connections cut at the deadline: $lines lines: $(tail -n 3 "$tmp/dl.log")"
+fi
+stop
+
+summary

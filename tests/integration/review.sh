@@ -1,0 +1,448 @@
+#!/bin/sh
+# tests/integration/review.sh: POST /v1/admission-review against a real memfloord.
+#
+# Starts $MEMFLOORD (default build/memfloord) on a free loopback port with
+# the shipped catalogue and models, sends the AdmissionReviews of
+# tests/data/review/ and examples/ with curl, and applies each answer's
+# JSON Patch to the request's object with python3-jsonpatch (an RFC 6902
+# implementation not written for memfloor), then checks the patched
+# object: nodeSelector, the nvidia.com/gpu limits, the annotations, and
+# that nothing else moved.  Also: a denial's code and message, a bad
+# annotation (HTTP 200, status.code 400), the unannotated pass-through, a
+# body that is no AdmissionReview (HTTP 400), and the examples' answers
+# against examples/k8s-*admissionreview.response.json.  Design 18: GPUs go
+# to one container (no sidecar or init container gets any), requests equal
+# limits, a container that asks otherwise is denied; and, from a second
+# daemon whose catalogue has kubernetes.select: memory, the memory affinity
+# in every required term with the floor in MiB, the preferred terms in
+# placement order, the pod's own terms and keys kept.
+#
+# Run from the repository root (or set MF_TOP).  Needs curl and python3
+# with the jsonpatch module; as root it installs Debian's python3-jsonpatch
+# when missing.  Prints one line per check and "N passed, M failed"; exits
+# non-zero when a check failed.
+set -eu
+
+top=${MF_TOP:-.}
+cd "$top"
+daemon_bin=${MEMFLOORD:-build/memfloord}
+data=tests/data/review
+check_name=review
+daemon=""
+daemon2=""
+cleanup() {
+	stop_all "$daemon2" "$daemon"
+}
+. "$top/tests/lib/check.sh"
+
+# --- python3 with jsonpatch -------------------------------------------------
+find_python() {
+	for p in python3 /usr/bin/python3; do
+		if command -v "$p" >/dev/null 2>&1 &&
+		    "$p" -c 'import jsonpatch' >/dev/null 2>&1; then
+			echo "$p"
+			return 0
+		fi
+	done
+	return 1
+}
+
+if ! py=$(find_python); then
+	apt_install review python3-jsonpatch
+	if ! py=$(find_python); then
+		fail "python3 with jsonpatch is needed" \
+		    "(Debian: apt-get install python3-jsonpatch)"
+		summary
+		exit 1
+	fi
+fi
+if ! command -v curl >/dev/null 2>&1; then
+	fail "curl is needed"
+	summary
+	exit 1
+fi
+
+# --- the checker --------------------------------------------------------------
+cat >"$tmp/check.py" <<'EOF'
+"""check.py MODE REQUEST ANSWER [ARG...]: one AdmissionReview answer.
+
+patched: allowed with a JSON Patch; apply it to request.object and check
+    each POINTER=JSON (the value at that RFC 6901 pointer) and each
+    POINTER=- (nothing there); the rest of the object must be untouched.
+denied CODE TEXT: allowed false, status.code CODE, TEXT in the message.
+unchanged: allowed, no patch.
+same EXPECTED: the answer equals the JSON file EXPECTED.
+Exits 1 with the reason on stderr.
+"""
+import base64
+import json
+import sys
+
+import jsonpatch
+import jsonpointer
+
+
+def die(msg):
+    sys.stderr.write(msg + "\n")
+    sys.exit(1)
+
+
+def envelope(req, ans):
+    if ans.get("apiVersion") != "admission.k8s.io/v1":
+        die("apiVersion %r" % ans.get("apiVersion"))
+    if ans.get("kind") != "AdmissionReview":
+        die("kind %r" % ans.get("kind"))
+    resp = ans.get("response")
+    if not isinstance(resp, dict):
+        die("no response")
+    if resp.get("uid") != req["request"]["uid"]:
+        die("uid %r is not the request's" % resp.get("uid"))
+    for w in resp.get("warnings", []):
+        if len(w) >= 120:
+            die("warning of %d characters: %s" % (len(w), w))
+    return resp
+
+
+def strip(obj, ops, patched):
+    """obj with every path the patch wrote removed (for the rest check).
+
+    An add at an array's end ("/-") wrote that array's last element in the
+    patched object, and nothing of the object before: undone last first.
+    """
+    obj = json.loads(json.dumps(obj))
+    for op in reversed(ops):
+        path = op["path"]
+        if path.endswith("/-"):
+            if not patched:
+                continue
+            arr = jsonpointer.resolve_pointer(obj, path[:-2], default=None)
+            path = path[:-1] + str(len(arr) - 1) if arr else path
+        try:
+            jsonpatch.RemoveOperation({"op": "remove",
+                                       "path": path}).apply(obj)
+        except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException):
+            pass
+    return obj
+
+
+def patched(req, resp, checks):
+    if resp.get("allowed") is not True:
+        die("not allowed: %r" % resp.get("status"))
+    if resp.get("patchType") != "JSONPatch":
+        die("patchType %r" % resp.get("patchType"))
+    ops = json.loads(base64.b64decode(resp["patch"], validate=True))
+    before = req["request"]["object"]
+    after = jsonpatch.JsonPatch(ops).apply(before)
+    for c in checks:
+        ptr, _, want = c.partition("=")
+        got = jsonpointer.resolve_pointer(after, ptr, default=KeyError)
+        if want == "-":
+            if got is not KeyError:
+                die("%s is %r, expected nothing" % (ptr, got))
+            continue
+        want = json.loads(want)
+        if got != want:
+            die("%s is %r, expected %r" % (ptr, got, want))
+    if strip(before, ops, False) != strip(after, ops, True):
+        die("the patch changed more than its own paths")
+
+
+def main():
+    mode, req, ans = sys.argv[1], sys.argv[2], sys.argv[3]
+    args = sys.argv[4:]
+    with open(req) as f:
+        req = json.load(f)
+    with open(ans) as f:
+        ans = json.load(f)
+    if mode == "same":
+        with open(args[0]) as f:
+            if json.load(f) != ans:
+                die("the answer differs from " + args[0])
+        return
+    resp = envelope(req, ans)
+    if mode == "patched":
+        patched(req, resp, args)
+    elif mode == "denied":
+        st = resp.get("status") or {}
+        if resp.get("allowed") is not False or "patch" in resp:
+            die("not denied")
+        if st.get("code") != int(args[0]):
+            die("status.code %r" % st.get("code"))
+        if args[1] not in st.get("message", ""):
+            die("message %r lacks %r" % (st.get("message"), args[1]))
+        if len(st["message"]) > 1000:
+            die("message of %d characters" % len(st["message"]))
+    elif mode == "unchanged":
+        if resp.get("allowed") is not True or "patch" in resp \
+                or "patchType" in resp:
+            die("not allowed unchanged: %r" % resp)
+    else:
+        die("mode " + mode)
+
+
+main()
+EOF
+
+# --- the daemon -------------------------------------------------------------
+serve "$tmp/daemon.log"
+daemon=$pid
+url=http://127.0.0.1:$port/v1/admission-review
+
+# post FILE: the answer goes to $tmp/answer, the HTTP status to stdout.
+post() {
+	curl -sS --max-time 10 -o "$tmp/answer" -w '%{http_code}' \
+	    -H 'Content-Type: application/json' --data-binary "@$1" "$url" \
+	    2>/dev/null || true
+}
+
+# review NAME FILE STATUS MODE ARG...: post FILE, expect HTTP STATUS, then
+# check.py MODE.
+review() {
+	name=$1 file=$2 want=$3
+	shift 3
+	code=$(post "$file")
+	if [ "$code" != "$want" ]; then
+		fail "$name: HTTP $code, expected $want: $(head -c 300 \
+		    "$tmp/answer" 2>/dev/null)"
+		return
+	fi
+	if why=$(timeout 30 "$py" "$tmp/check.py" "$@" 2>&1); then
+		pass "$name"
+	else
+		fail "$name: $why"
+	fi
+}
+
+sel=/spec/nodeSelector/nvidia.com~1gpu.product
+tsel=/spec/template/spec/nodeSelector/nvidia.com~1gpu.product
+ann=/metadata/annotations/memfloor.dev~1
+gpu=resources/limits/nvidia.com~1gpu
+req=resources/requests/nvidia.com~1gpu
+
+# 88Gi: the B200 is the cheapest card per reference hour that holds it.
+review "pod without nodeSelector: created, limits added" \
+    $data/pod-min-memory.json 200 \
+    patched $data/pod-min-memory.json "$tmp/answer" \
+    "$sel=\"NVIDIA-B200\"" "/spec/containers/0/$gpu=\"1\"" \
+    "/spec/containers/0/$req=\"1\"" "${ann}placement=\"B200 x 1\"" "${ann}min-memory=\"88Gi\"" \
+    "${ann}estimated-cost=-" "/metadata/labels/app=\"echo-server\""
+
+# 12Gi: the RTX-A4000 (16G) is cheapest; the pod's own selector stays.
+# Only the first container gets the GPU (design 18): not the sidecar, not
+# the container without resources, and the one pinning "0" keeps it.
+review "pod with nodeSelector: key added, the first container alone limited" \
+    $data/pod-selector.json 200 \
+    patched $data/pod-selector.json "$tmp/answer" \
+    "$sel=\"NVIDIA-RTX-A4000\"" \
+    "/spec/nodeSelector/kubernetes.io~1os=\"linux\"" \
+    "/spec/containers/0/$gpu=\"1\"" "/spec/containers/0/$req=\"1\"" \
+    "/spec/containers/1/$gpu=-" "/spec/containers/1/$req=-" \
+    "/spec/containers/1/resources/limits/cpu=\"500m\"" \
+    "/spec/containers/2/resources=-" "/spec/containers/3/$gpu=\"0\"" \
+    "/spec/containers/3/$req=-" \
+    "${ann}placement=\"RTX-A4000 x 1\"" "${ann}min-memory=\"12Gi\""
+
+# Floor from the annotation, count 2 from the spec: B200 x 2.  The train
+# container requests 2 GPUs with no limit: its limit becomes 2.
+review "job: template patched, count 2, requests equal limits" \
+    $data/job-count.json 200 \
+    patched $data/job-count.json "$tmp/answer" \
+    "$tsel=\"NVIDIA-B200\"" \
+    "/spec/template/spec/containers/0/$gpu=\"2\"" \
+    "/spec/template/spec/containers/0/$req=\"2\"" \
+    "/spec/template/spec/containers/1/$gpu=-" \
+    "/spec/template/spec/containers/1/resources/limits/cpu=\"100m\"" \
+    "/spec/template/spec/containers/0/resources/limits/memory=\"64Gi\"" \
+    "${ann}placement=\"B200 x 2\"" "${ann}min-memory=\"88Gi\""
+
+# The example Job: LoRA 8B, 25.4 GB by the shipped catalogue's estimator,
+# pytorch (19.9 GB by the post's arithmetic): B200, floor 27Gi, $29.02.
+review "example job: patched" \
+    examples/k8s-admissionreview.json 200 \
+    patched examples/k8s-admissionreview.json "$tmp/answer" \
+    "$tsel=\"NVIDIA-B200\"" \
+    "/spec/template/spec/containers/0/$gpu=\"1\"" \
+    "/spec/template/spec/containers/0/$req=\"1\"" \
+    "${ann}placement=\"B200 x 1\"" "${ann}min-memory=\"27Gi\"" \
+    "${ann}estimated-cost=\"29.02\""
+review "example job: the answer in examples/" \
+    examples/k8s-admissionreview.json 200 \
+    same examples/k8s-admissionreview.json "$tmp/answer" \
+    examples/k8s-admissionreview.response.json
+
+# Each example review is what the API server makes of its Job's YAML:
+# every field the YAML sets is in request.object, unchanged.
+cat >"$tmp/within.py" <<'EOF'
+import json, sys, yaml
+
+def within(want, got, at):
+    if isinstance(want, dict):
+        if not isinstance(got, dict):
+            sys.exit("%s: not a mapping" % at)
+        for k, v in want.items():
+            if k not in got:
+                sys.exit("%s.%s: missing" % (at, k))
+            within(v, got[k], at + "." + k)
+    elif isinstance(want, list):
+        if not isinstance(got, list) or len(got) != len(want):
+            sys.exit("%s: not the same list" % at)
+        for i, (w, g) in enumerate(zip(want, got)):
+            within(w, g, "%s[%d]" % (at, i))
+    elif want != got:
+        sys.exit("%s: %r is not %r" % (at, got, want))
+
+with open(sys.argv[1]) as f:
+    job = yaml.safe_load(f)
+with open(sys.argv[2]) as f:
+    within(job, json.load(f)["request"]["object"], "object")
+EOF
+for pair in k8s-job.yaml:k8s-admissionreview.json \
+    k8s-job-sidecar.yaml:k8s-sidecar-admissionreview.json; do
+	job=examples/${pair%%:*} rev=examples/${pair#*:}
+	if ! "$py" -c 'import yaml' >/dev/null 2>&1; then
+		echo "skip - $rev vs $job (no PyYAML)"
+	elif why=$(timeout 30 "$py" "$tmp/within.py" "$job" "$rev" 2>&1); then
+		pass "$rev carries $job"
+	else
+		fail "$rev vs $job: $why"
+	fi
+done
+
+# A container that asks for a GPU the placement gives another: denied,
+# named (design 18).
+review "denied: a second container limits nvidia.com/gpu" \
+    $data/pod-conflict.json 200 \
+    denied $data/pod-conflict.json "$tmp/answer" 400 \
+    "container pinned: resources.limits nvidia.com/gpu is 1, but GPUs go only to container echo-server"
+
+review "denied: floor over the largest card" \
+    $data/pod-too-big.json 200 \
+    denied $data/pod-too-big.json "$tmp/answer" 403 \
+    "minMemory 200G (200.0 GB) is more than the largest card in the catalogue, B200 (180.0 GB)"
+review "denied: suggested fix in the message" \
+    $data/pod-eager.json 200 \
+    denied $data/pod-eager.json "$tmp/answer" 403 \
+    "suggested fix: sdpa (spec.workload.attention: sdpa), placement B200 x1"
+review "bad quantity annotation: denied with 400" \
+    $data/pod-bad-quantity.json 200 \
+    denied $data/pod-bad-quantity.json "$tmp/answer" 400 \
+    "annotation memfloor.dev/min-memory: '88Gx' is not a quantity"
+review "bad spec annotation: denied with 400" \
+    $data/pod-bad-spec.json 200 \
+    denied $data/pod-bad-spec.json "$tmp/answer" 400 \
+    "annotation memfloor.dev/spec: spec.workload.methd: unknown field"
+review "no annotation: allowed unchanged" \
+    $data/pod-plain.json 200 \
+    unchanged $data/pod-plain.json "$tmp/answer"
+review "DELETE: allowed unchanged" \
+    $data/pod-delete.json 200 \
+    unchanged $data/pod-delete.json "$tmp/answer"
+
+# --- select: memory (design 18) ----------------------------------------------
+# The shipped catalogue with "kubernetes: {select: memory}" added, served by
+# a second daemon.
+{ cat catalog/gpus.yaml; printf 'kubernetes:\n  select: memory\n'; } \
+    >"$tmp/gpus-memory.yaml"
+main_url=$url
+start_daemon "$tmp/daemon-memory.log" -f "$tmp/gpus-memory.yaml"
+daemon2=$pid
+if [ -z "$port" ]; then
+	fail "memfloord with select: memory did not start: $(cat \
+	    "$tmp/daemon-memory.log")"
+else
+	url=http://127.0.0.1:$port/v1/admission-review
+	tpl=/spec/template/spec
+	aff=$tpl/affinity/nodeAffinity
+	terms=$aff/requiredDuringSchedulingIgnoredDuringExecution/nodeSelectorTerms
+	pref=$aff/preferredDuringSchedulingIgnoredDuringExecution
+	# 40Gi = 40 x 1024 MiB = 40960 MiB: "Gt 40959", in both of the Job's
+	# terms, after the expressions each had, which stay.
+	mem='{"key":"nvidia.com/gpu.memory","operator":"Gt","values":["40959"]}'
+	set -- "$terms/0/matchExpressions/1=$mem" \
+	    "$terms/1/matchExpressions/2=$mem" "$terms/0/matchExpressions/2=-" \
+	    "$terms/2=-" \
+	    "$terms/0/matchExpressions/0/values=[\"eu-west-1a\"]" \
+	    "$terms/1/matchExpressions/0/values=[\"eu-west-1b\"]" \
+	    "$terms/1/matchExpressions/1/operator=\"NotIn\""
+	# The cards of at least 40Gi, cheapest per reference hour first
+	# (hourlyPrice / relativeThroughput: 2.42, 2.65, 2.70, 2.99, 3.14,
+	# 3.50, over 4), weights falling by ten from 100.
+	i=0
+	for product in NVIDIA-B200 NVIDIA-RTX-PRO-6000-Blackwell-Server-Edition \
+	    NVIDIA-L40S NVIDIA-H100-80GB-HBM3 NVIDIA-RTX-A6000 NVIDIA-H200 \
+	    NVIDIA-A100-SXM4-80GB; do
+		set -- "$@" "$pref/$i/weight=$((100 - 10 * i))" \
+		    "$pref/$i/preference/matchExpressions/0/key=\"nvidia.com/gpu.product\"" \
+		    "$pref/$i/preference/matchExpressions/0/values=[\"$product\"]"
+		i=$((i + 1))
+	done
+	# The nodeSelector keeps its key and gains none; train, the container
+	# memfloor.dev/container names, gets requests and limits of 1; the
+	# metrics container, the init container and the sidecar get nothing.
+	review "select memory: affinity in every term, cards preferred in order, GPUs to train alone" \
+	    examples/k8s-sidecar-admissionreview.json 200 \
+	    patched examples/k8s-sidecar-admissionreview.json "$tmp/answer" \
+	    "$@" "$pref/7=-" \
+	    "$tpl/nodeSelector={\"kubernetes.io/os\":\"linux\"}" \
+	    "$tpl/containers/1/$gpu=\"1\"" "$tpl/containers/1/$req=\"1\"" \
+	    "$tpl/containers/1/resources/limits/memory=\"64Gi\"" \
+	    "$tpl/containers/0/resources={\"limits\":{\"cpu\":\"100m\"}}" \
+	    "$tpl/initContainers/0/resources={}" \
+	    "$tpl/initContainers/1/resources={\"limits\":{\"memory\":\"256Mi\"}}" \
+	    "$tpl/initContainers/1/restartPolicy=\"Always\"" \
+	    "${ann}placement=\"B200 x 1\"" "${ann}min-memory=\"40Gi\"" \
+	    "${ann}estimated-cost=\"29.02\""
+	review "select memory: the answer in examples/" \
+	    examples/k8s-sidecar-admissionreview.json 200 \
+	    same examples/k8s-sidecar-admissionreview.json "$tmp/answer" \
+	    examples/k8s-sidecar-admissionreview.response.json
+	# 88Gi = 90112 MiB; the pod has no affinity: all of it is created.
+	naff=/spec/affinity/nodeAffinity
+	review "select memory: affinity created, no nodeSelector" \
+	    $data/pod-min-memory.json 200 \
+	    patched $data/pod-min-memory.json "$tmp/answer" \
+	    "$naff/requiredDuringSchedulingIgnoredDuringExecution/nodeSelectorTerms/0/matchExpressions/0/values=[\"90111\"]" \
+	    "$naff/preferredDuringSchedulingIgnoredDuringExecution/2/weight=80" \
+	    "$naff/preferredDuringSchedulingIgnoredDuringExecution/3=-" \
+	    "/spec/nodeSelector=-" "/spec/containers/0/$req=\"1\""
+	review "select memory: the conflicting container still denied" \
+	    $data/pod-conflict.json 200 \
+	    denied $data/pod-conflict.json "$tmp/answer" 400 \
+	    "container pinned: resources.limits nvidia.com/gpu is 1"
+	kill "$daemon2" 2>/dev/null || true
+	wait "$daemon2" 2>/dev/null || true
+fi
+daemon2=""
+url=$main_url
+
+# Not AdmissionReviews: HTTP 400 with the field named.
+bad() {
+	name=$1 field=$2
+	printf '%s' "$3" >"$tmp/bad.json"
+	code=$(post "$tmp/bad.json")
+	got=$(timeout 30 "$py" -c 'import json,sys; print(json.load(open(sys.argv[1])).get("field"))' \
+	    "$tmp/answer" 2>/dev/null || echo "?")
+	if [ "$code" = 400 ] && [ "$got" = "$field" ]; then
+		pass "$name"
+	else
+		fail "$name: HTTP $code, field $got: $(head -c 300 "$tmp/answer")"
+	fi
+}
+bad "v1beta1 review: HTTP 400" apiVersion \
+    '{"apiVersion":"admission.k8s.io/v1beta1","kind":"AdmissionReview","request":{"uid":"u"}}'
+bad "review without request: HTTP 400" request \
+    '{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview"}'
+bad "review without uid: HTTP 400" request.uid \
+    '{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"operation":"CREATE"}}'
+bad "not JSON: HTTP 400" None 'kind: AdmissionReview'
+
+# The daemon must still be serving, and must have logged the decisions.
+if kill -0 "$daemon" 2>/dev/null && wait_log "$tmp/daemon.log" \
+    'path="/v1/admission-review" status=200 .*job="llama-8b-lora" decision=admitted'
+then
+	pass "daemon alive, request log names the job and decision"
+else
+	fail "daemon log: $(tail -n 5 "$tmp/daemon.log")"
+fi
+
+summary

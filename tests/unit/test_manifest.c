@@ -1,0 +1,933 @@
+/*
+ * test_manifest.c: the Job manifest of design section 3, read strictly.
+ *
+ * Fixtures are found under $MF_TOP (the repository root; "." when unset):
+ * tests/data/unit/job-*.{yaml,json} and the shipped catalog/models.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "doc.h"
+#include "fix.h"
+#include "manifest.h"
+#include "model.h"
+#include "qty.h"
+#include "files.h"
+#include "msg.h"
+
+#define GIB (INT64_C(1) << 30)
+
+static const struct mf_models *models;
+
+/* A fixture under the top of the tree, whole; the caller frees it. */
+static char *
+fixture(const char *rel)
+{
+	char path[512], *buf;
+
+	buf = slurp(top_path(path, sizeof(path), rel), NULL);
+	if (buf == NULL)
+		fail_msg("cannot read %s", path);
+	return buf;
+}
+
+static int
+setup(void **state)
+{
+	struct mf_models *m = NULL;
+
+	(void)state;
+	if (shipped_data(NULL, &m) != 0)
+		return -1;
+	models = m;
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	(void)state;
+	mf_models_free((struct mf_models *)models);
+	models = NULL;
+	return 0;
+}
+
+/* Parse text (AUTO) and read it; *doc must be freed by the caller. */
+static enum mf_rc
+read_job(const char *text, struct mf_doc **doc, struct mf_job *job,
+    struct mf_error *err)
+{
+	enum mf_rc rc;
+
+	memset(err, 0, sizeof(*err));
+	rc = mf_doc_parse(text, strlen(text), MF_DOC_AUTO, doc, err);
+	if (rc != MF_OK) {
+		print_message("parse: %s\n", MSG(err));
+		return rc;
+	}
+	return mf_job_read(mf_doc_root(*doc), "", models, job, err);
+}
+
+static void
+read_ok(const char *text, struct mf_doc **doc, struct mf_job *job)
+{
+	struct mf_error err;
+	enum mf_rc rc;
+
+	rc = read_job(text, doc, job, &err);
+	if (rc != MF_OK)
+		print_message("unexpected: %s\n", MSG(&err));
+	assert_int_equal(rc, MF_OK);
+}
+
+/*
+ * Reading fails with MF_EINVAL on field; line is checked unless negative;
+ * the message holds part; the job is untouched.
+ */
+static void
+expect_err(const char *text, const char *field, int line, const char *part)
+{
+	struct mf_doc *doc = NULL;
+	struct mf_job job;
+	struct mf_error err;
+	enum mf_rc rc;
+
+	memset(&job, 0xa5, sizeof(job));
+	rc = read_job(text, &doc, &job, &err);
+	assert_non_null(doc);
+	mf_doc_free(doc);
+	assert_int_equal(rc, MF_EINVAL);
+	assert_string_equal(err.field, field);
+	if (line >= 0)
+		assert_int_equal(err.line, line);
+	if (strstr(MSG(&err), part) == NULL)
+		fail_msg("message '%s' lacks '%s'", MSG(&err), part);
+	for (size_t i = 0; i < sizeof(job); i++)
+		if (((unsigned char *)&job)[i] != 0xa5)
+			fail_msg("job written at byte %zu on error", i);
+}
+
+#define HDR "apiVersion: memfloor.dev/v1\nkind: Job\nmetadata:\n  name: t\n"
+/* A valid spec header: "spec:" is line 5, the floor on line 8. */
+#define SPEC HDR "spec:\n  resources:\n    gpu:\n      minMemory: 40Gi\n"
+/* The shipped Llama 3.1 8B: spec.model on line 6, its name on line 7. */
+#define MSPEC HDR "spec:\n  model:\n    name: meta-llama/Llama-3.1-8B\n"
+
+/* --- fields --- */
+
+/* Every field of design 3 in job-full: none of them is at its default. */
+static void
+check_full(const struct mf_job *job)
+{
+	const struct mf_workload *w = &job->work;
+	const struct mf_model *llama;
+
+	assert_string_equal(job->name, "llama-8b-full");
+	/* 88Gi = 88 x 2^30 = 94,489,280,512 bytes. */
+	assert_int_equal(job->min_memory, INT64_C(94489280512));
+	assert_int_equal(job->min_memory_format, MF_QTY_BINARY);
+	assert_int_equal(job->count, 2);
+	assert_true(job->count_given);
+	assert_int_equal(job->model_source, MF_MODEL_NAMED);
+	assert_string_equal(job->model_name, "meta-llama/Llama-3.1-8B");
+	assert_null(job->config_url);
+	llama = mf_models_find(models, "meta-llama/Llama-3.1-8B");
+	assert_non_null(llama);
+	assert_int_equal(job->model.hidden, llama->hidden);
+	assert_int_equal(job->model.layers, llama->layers);
+	assert_int_equal(job->model.heads, llama->heads);
+	assert_int_equal(job->model.kv_heads, llama->kv_heads);
+	assert_int_equal(job->model.intermediate, llama->intermediate);
+	assert_int_equal(job->model.vocab, llama->vocab);
+	assert_int_equal(mf_model_params(&job->model), INT64_C(8030261248));
+	assert_int_equal(w->kind, MF_TRAINING);
+	assert_int_equal(w->method, MF_FULL);
+	assert_int_equal(w->seq_len, 4096);
+	assert_int_equal(w->micro_batch, 2);
+	assert_int_equal(w->precision, MF_FP16);
+	assert_int_equal(w->optimizer, MF_ADAM8BIT);
+	assert_int_equal(w->checkpointing, 1);
+	assert_int_equal(w->attention, MF_FLASH);
+	assert_int_equal(w->lora_rank, 32);
+	assert_int_equal(w->lora_targets, MF_LORA_ATTENTION);
+	assert_int_equal(w->shard_gpus, 2);
+	assert_int_equal(w->concurrency, 32);
+	assert_int_equal(w->context_len, 8192);
+	assert_int_equal(w->kv_dtype, MF_KV_FP8);
+	assert_true(job->reference_hours == 12);
+	assert_true(job->max_hourly_price == 20.5);
+	assert_true(job->max_cost == 500);
+	assert_true(job->deadline_hours == 24);
+	assert_int_equal(job->allowed_fixes,
+	    MF_FIXBIT(MF_FIX_CHECKPOINTING) | MF_FIXBIT(MF_FIX_ADAM8BIT) |
+	        MF_FIXBIT(MF_FIX_FSDP));
+}
+
+static void
+test_read_full_yaml(void **state)
+{
+	char *text = fixture("tests/data/unit/job-full.yaml");
+	struct mf_doc *doc = NULL;
+	struct mf_job job;
+
+	(void)state;
+	read_ok(text, &doc, &job);
+	check_full(&job);
+	mf_doc_free(doc);
+	free(text);
+}
+
+static void
+test_read_full_json(void **state)
+{
+	char *text = fixture("tests/data/unit/job-full.json");
+	struct mf_doc *doc = NULL;
+	struct mf_job job;
+
+	(void)state;
+	read_ok(text, &doc, &job);
+	check_full(&job);
+	mf_doc_free(doc);
+	free(text);
+}
+
+/* Defaults of design 3: count 1, training, full, b 1, bf16, adamw, no
+ * checkpointing, sdpa, LoRA r16 all-linear, kvCacheDtype bf16; no limits,
+ * no referenceHours, no fixes allowed. */
+static void
+test_read_defaults(void **state)
+{
+	char *text = fixture("tests/data/unit/job-minimal.yaml");
+	struct mf_doc *doc = NULL;
+	struct mf_job job;
+	const struct mf_workload *w = &job.work;
+
+	(void)state;
+	read_ok(text, &doc, &job);
+	assert_string_equal(job.name, "floor-only");
+	/* 40Gi = 40 x 2^30. */
+	assert_int_equal(job.min_memory, 40 * GIB);
+	assert_int_equal(job.count, 1);
+	assert_false(job.count_given);
+	assert_int_equal(job.model_source, MF_MODEL_NONE);
+	assert_null(job.model_name);
+	assert_null(job.config_url);
+	assert_int_equal(w->kind, MF_TRAINING);
+	assert_int_equal(w->method, MF_FULL);
+	assert_int_equal(w->seq_len, 0);
+	assert_int_equal(w->micro_batch, 1);
+	assert_int_equal(w->precision, MF_BF16);
+	assert_int_equal(w->optimizer, MF_ADAMW);
+	assert_int_equal(w->checkpointing, 0);
+	assert_int_equal(w->attention, MF_SDPA);
+	assert_int_equal(w->lora_rank, 16);
+	assert_int_equal(w->lora_targets, MF_LORA_ALL_LINEAR);
+	assert_int_equal(w->shard_gpus, 1);
+	assert_int_equal(w->kv_dtype, MF_KV_BF16);
+	assert_int_equal(w->context_len, 0);
+	assert_true(job.reference_hours == 0);
+	assert_true(job.max_hourly_price < 0);
+	assert_true(job.max_cost < 0);
+	assert_true(job.deadline_hours < 0);
+	assert_int_equal(job.allowed_fixes, 0);
+	mf_doc_free(doc);
+	free(text);
+}
+
+/* An inline config.json reads into the same shapes as the shipped file:
+ * 8,030,261,248 parameters (shared/models/README.md). */
+static void
+test_read_inline_config(void **state)
+{
+	char *text = fixture("tests/data/unit/job-inline.yaml");
+	struct mf_doc *doc = NULL;
+	struct mf_job job;
+
+	(void)state;
+	read_ok(text, &doc, &job);
+	assert_int_equal(job.model_source, MF_MODEL_INLINE);
+	assert_null(job.model_name);
+	assert_int_equal(job.model.hidden, 4096);
+	assert_int_equal(job.model.layers, 32);
+	assert_int_equal(job.model.heads, 32);
+	assert_int_equal(job.model.kv_heads, 8);
+	assert_int_equal(job.model.head_dim, 128);
+	assert_int_equal(mf_model_params(&job.model), INT64_C(8030261248));
+	assert_int_equal(job.work.method, MF_LORA);
+	assert_int_equal(job.work.seq_len, 2048);
+	assert_int_equal(job.work.lora_rank, 8);
+	assert_int_equal(job.work.lora_targets, MF_LORA_ATTENTION);
+	assert_int_equal(job.min_memory, 0);
+	mf_doc_free(doc);
+	free(text);
+}
+
+static void
+test_read_inference(void **state)
+{
+	char *text = fixture("tests/data/unit/job-inference.yaml");
+	struct mf_doc *doc = NULL;
+	struct mf_job job;
+
+	(void)state;
+	read_ok(text, &doc, &job);
+	assert_int_equal(job.work.kind, MF_INFERENCE);
+	assert_int_equal(job.work.concurrency, 32);
+	assert_int_equal(job.work.context_len, 8192);
+	assert_int_equal(job.work.seq_len, 0);
+	assert_int_equal(job.work.kv_dtype, MF_KV_BF16);
+	mf_doc_free(doc);
+	free(text);
+}
+
+/* configUrl is kept for the fetcher; the model is filled later. */
+static void
+test_read_config_url(void **state)
+{
+	char *text = fixture("tests/data/unit/job-url.json");
+	struct mf_doc *doc = NULL;
+	struct mf_job job;
+
+	(void)state;
+	read_ok(text, &doc, &job);
+	assert_int_equal(job.model_source, MF_MODEL_URL);
+	assert_string_equal(job.config_url,
+	    "https://models.example/llama/config.json");
+	assert_int_equal(job.work.seq_len, 1024);
+	mf_doc_free(doc);
+	free(text);
+}
+
+/* sharding.gpus sets the count when count is not written. */
+static void
+test_read_sharding_sets_count(void **state)
+{
+	struct mf_doc *doc = NULL;
+	struct mf_job job;
+
+	(void)state;
+	read_ok(MSPEC "  workload:\n    sequenceLength: 4096\n"
+	              "    sharding: {gpus: 4}\n",
+	    &doc, &job);
+	assert_int_equal(job.work.shard_gpus, 4);
+	assert_int_equal(job.count, 4);
+	assert_true(job.count_given);
+	mf_doc_free(doc);
+	/* count and sharding.gpus agree. */
+	read_ok(MSPEC
+	    "  workload:\n    sequenceLength: 4096\n"
+	    "    sharding: {gpus: 4}\n  resources:\n    gpu:\n      count: 4\n",
+	    &doc, &job);
+	assert_int_equal(job.count, 4);
+	mf_doc_free(doc);
+}
+
+/* Quantities in every notation of design 2. */
+static void
+test_read_min_memory_forms(void **state)
+{
+	static const struct {
+		const char *text;
+		int64_t bytes;
+	} cases[] = {
+		{ "88Gi", INT64_C(94489280512) },  /* 88 x 2^30 */
+		{ "94.5G", INT64_C(94500000000) }, /* 94.5 x 10^9 */
+		{ "1e9", INT64_C(1000000000) },
+		{ "\"5E3\"", 5000 },
+		{ "80000000000", INT64_C(80000000000) },
+	};
+	char text[512];
+	struct mf_doc *doc = NULL;
+	struct mf_job job;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		snprintf(text, sizeof(text),
+		    HDR "spec:\n  resources:\n"
+		        "    gpu:\n      minMemory: %s\n",
+		    cases[i].text);
+		read_ok(text, &doc, &job);
+		assert_int_equal(job.min_memory, cases[i].bytes);
+		mf_doc_free(doc);
+	}
+}
+
+/* Metadata may carry Kubernetes' other members. */
+static void
+test_read_metadata_extras(void **state)
+{
+	struct mf_doc *doc = NULL;
+	struct mf_job job;
+
+	(void)state;
+	read_ok("apiVersion: memfloor.dev/v1\nkind: Job\nmetadata:\n"
+	        "  name: t\n  namespace: ml\n  labels: {a: b}\n"
+	        "  annotations: {c: d}\nspec:\n  resources:\n    gpu:\n"
+	        "      minMemory: 1Gi\n",
+	    &doc, &job);
+	assert_string_equal(job.name, "t");
+	mf_doc_free(doc);
+}
+
+/*
+ * Read the bare spec text (the annotation memfloor.dev/spec) under path,
+ * with a floor from outside it; the text must parse.  *doc holds what
+ * *job borrows, for the caller to free.
+ */
+static enum mf_rc
+read_spec_text(const char *text, const char *path, int64_t floor,
+    struct mf_doc **doc, struct mf_job *job, struct mf_error *err)
+{
+	assert_int_equal(mf_doc_parse(text, strlen(text), MF_DOC_YAML, doc,
+	                     err),
+	    MF_OK);
+	return mf_job_read_spec_floor(mf_doc_root(*doc), path, "pod-x", models,
+	    floor, floor > 0 ? MF_QTY_BINARY : 0, job, err);
+}
+
+/* The annotation form: a bare spec under a caller's path, which prefixes
+ * every field in errors. */
+static void
+test_read_spec_only(void **state)
+{
+	const char *good = "resources:\n  gpu:\n    minMemory: 16Gi\n";
+	const char *bad = "resources:\n  gpu:\n    minMemory: 16Gi\n"
+	                  "workload:\n  atention: eager\n";
+	struct mf_doc *doc = NULL;
+	struct mf_job job;
+	struct mf_error err;
+
+	(void)state;
+	assert_int_equal(read_spec_text(good, "spec", 0, &doc, &job, &err),
+	    MF_OK);
+	assert_string_equal(job.name, "pod-x");
+	assert_int_equal(job.min_memory, 16 * GIB);
+	mf_doc_free(doc);
+	assert_int_equal(read_spec_text(bad, "memfloor.dev/spec", 0, &doc, &job,
+	                     &err),
+	    MF_EINVAL);
+	assert_string_equal(err.field, "memfloor.dev/spec.workload.atention");
+	assert_int_equal(err.line, 5);
+	mf_doc_free(doc);
+}
+
+/* A floor from outside the spec (the min-memory annotation): the job's
+ * minMemory, with no spec at all or with a model; a spec's own wins. */
+static void
+test_read_spec_with_floor(void **state)
+{
+	const char *own = "resources:\n  gpu:\n    minMemory: 16Gi\n";
+	const char *model = "model:\n  name: meta-llama/Llama-3.1-8B\n"
+	                    "workload:\n  sequenceLength: 4096\n";
+	struct mf_doc *doc = NULL;
+	struct mf_job job;
+	struct mf_error err;
+
+	(void)state;
+	assert_int_equal(mf_job_read_spec_floor(NULL, "spec", "pod-x", models,
+	                     88 * GIB, MF_QTY_BINARY, &job, &err),
+	    MF_OK);
+	assert_int_equal(job.min_memory, 88 * GIB);
+	assert_int_equal(job.model_source, MF_MODEL_NONE);
+	/* Neither a floor nor a model: the floor is still required. */
+	assert_int_equal(mf_job_read_spec_floor(NULL, "spec", "pod-x", models,
+	                     0, 0, &job, &err),
+	    MF_EINVAL);
+	assert_string_equal(err.field, "spec.resources.gpu.minMemory");
+	assert_int_equal(read_spec_text(own, "spec", 88 * GIB, &doc, &job,
+	                     &err),
+	    MF_OK);
+	assert_int_equal(job.min_memory, 16 * GIB);
+	mf_doc_free(doc);
+	assert_int_equal(read_spec_text(model, "spec", 88 * GIB, &doc, &job,
+	                     &err),
+	    MF_OK);
+	assert_int_equal(job.min_memory, 88 * GIB);
+	assert_int_equal(job.model_source, MF_MODEL_NAMED);
+	mf_doc_free(doc);
+}
+
+/* --- errors --- */
+
+/* An unknown member at any level names its full path. */
+static void
+test_err_unknown_fields(void **state)
+{
+	(void)state;
+	expect_err(SPEC "  workloads: {}\n", "spec.workloads", 9, "unknown");
+	expect_err(SPEC "  workload:\n    microbatch: 2\n",
+	    "spec.workload.microbatch", 10, "unknown field");
+	expect_err(SPEC "  workload:\n    lora:\n      rank: 8\n"
+	                "      target: attention\n",
+	    "spec.workload.lora.target", 12, "unknown field");
+	expect_err(SPEC "  limits:\n    maxPrice: 3\n", "spec.limits.maxPrice",
+	    10, "unknown field");
+	expect_err(SPEC "  duration:\n    hours: 3\n", "spec.duration.hours",
+	    10, "unknown field");
+	expect_err(SPEC "  workload:\n    sharding: {gpus: 2, mode: full}\n",
+	    "spec.workload.sharding.mode", 10, "unknown field");
+	expect_err(HDR "spec:\n  resources:\n    gpu:\n      minMemory: 1Gi\n"
+	               "      memory: 1Gi\n",
+	    "spec.resources.gpu.memory", 9, "unknown");
+	expect_err(HDR "spec:\n  resources:\n    cpu: 1\n",
+	    "spec.resources.cpu", 7, "unknown field");
+	expect_err(MSPEC "    revision: main\n", "spec.model.revision", 8,
+	    "unknown field");
+	expect_err(SPEC "status: {}\n", "status", 9, "unknown field");
+	expect_err(HDR "  nam: x\nspec: {}\n", "metadata.nam", 5, "unknown");
+}
+
+/*
+ * The line of an unknown field is the line its name is on, also when its
+ * value is a block mapping that starts on the next line:
+ *
+ *     9   workload:
+ *    10     loraa:
+ *    11       rank: 8
+ */
+static void
+test_err_unknown_field_line(void **state)
+{
+	(void)state;
+	expect_err(SPEC "  workload:\n    loraa:\n      rank: 8\n",
+	    "spec.workload.loraa", 10, "unknown field");
+}
+
+/* Wrong types name the field and the type found. */
+static void
+test_err_types(void **state)
+{
+	(void)state;
+	expect_err(SPEC "      count: \"2\"\n", "spec.resources.gpu.count", 9,
+	    "must be an integer, not a string");
+	expect_err(SPEC "  workload:\n    gradientCheckpointing: yes\n",
+	    "spec.workload.gradientCheckpointing", 10,
+	    "must be true or false, not a string");
+	expect_err(SPEC "  workload:\n    microBatch: 1.5\n",
+	    "spec.workload.microBatch", 10, "not a whole number");
+	expect_err(SPEC "  workload: [training]\n", "spec.workload", 9,
+	    "must be a mapping, not a list");
+	expect_err(SPEC "  allowedFixes: checkpointing\n", "spec.allowedFixes",
+	    9, "must be a list");
+	expect_err(SPEC "  limits:\n    maxCost: \"500\"\n  duration:\n"
+	                "    referenceHours: 1\n",
+	    "spec.limits.maxCost", 10, "must be a number, not a string");
+	expect_err(SPEC "  workload:\n    attention: 3\n",
+	    "spec.workload.attention", 10, "must be a string, not a number");
+	expect_err(SPEC "  workload:\n    method: dora\n",
+	    "spec.workload.method", 10,
+	    "'dora' is not one of full, lora, "
+	    "qlora");
+	expect_err(SPEC "  workload:\n    kvCacheDtype: int4\n",
+	    "spec.workload.kvCacheDtype", 10, "not one of bf16, fp16, fp8");
+	expect_err(SPEC "  workload:\n    lora: {targets: mlp}\n",
+	    "spec.workload.lora.targets", 10,
+	    "not one of all-linear, "
+	    "attention");
+	expect_err(HDR "spec: [1]\n", "spec", 5, "must be a mapping");
+	expect_err(MSPEC "  workload:\n    sequenceLength: 4096\n"
+	                 "    sharding: 2\n",
+	    "spec.workload.sharding", 10, "must be a mapping");
+	expect_err("apiVersion: memfloor.dev/v1\nkind: Job\nmetadata:\n"
+	           "  name: 12\nspec: {}\n",
+	    "metadata.name", 4, "must be a string, not a number");
+}
+
+/* Counts and sizes out of their bounds. */
+static void
+test_err_bounds(void **state)
+{
+	(void)state;
+	expect_err(SPEC "      count: -1\n", "spec.resources.gpu.count", 9,
+	    "-1 is out of range [1, 1024]");
+	expect_err(SPEC "      count: 0\n", "spec.resources.gpu.count", 9,
+	    "out of range");
+	expect_err(SPEC "      count: 1025\n", "spec.resources.gpu.count", 9,
+	    "out of range");
+	expect_err(MSPEC "  workload:\n    sequenceLength: 0\n",
+	    "spec.workload.sequenceLength", 9, "out of range");
+	/* 2^21 = 2,097,152 is the cap. */
+	expect_err(MSPEC "  workload:\n    sequenceLength: 2097153\n",
+	    "spec.workload.sequenceLength", 9, "out of range");
+	expect_err(SPEC "  workload:\n    microBatch: -4\n",
+	    "spec.workload.microBatch", 10, "out of range");
+	expect_err(SPEC "  workload:\n    lora: {rank: 0}\n",
+	    "spec.workload.lora.rank", 10, "out of range");
+	expect_err(SPEC "  workload:\n    sharding: {gpus: 0}\n",
+	    "spec.workload.sharding.gpus", 10, "out of range");
+	expect_err(SPEC "  duration:\n    referenceHours: 0\n",
+	    "spec.duration.referenceHours", 10, "out of range");
+	expect_err(SPEC "  limits:\n    maxHourlyPrice: -1\n",
+	    "spec.limits.maxHourlyPrice", 10, "out of range");
+	expect_err(SPEC "  limits:\n    maxCost: .inf\n  duration:\n"
+	                "    referenceHours: 1\n",
+	    "spec.limits.maxCost", 10, "not a finite number");
+}
+
+/*
+ * A bad quantity names the field with its line and column:
+ *
+ *     8       minMemory: 88Gx      the value starts at column 18
+ */
+static void
+test_err_quantity(void **state)
+{
+	struct mf_doc *doc = NULL;
+	struct mf_job job;
+	struct mf_error err;
+
+	(void)state;
+	assert_int_equal(read_job(HDR "spec:\n  resources:\n    gpu:\n"
+	                              "      minMemory: 88Gx\n",
+	                     &doc, &job, &err),
+	    MF_EINVAL);
+	assert_string_equal(err.field, "spec.resources.gpu.minMemory");
+	assert_string_equal(MSG(&err),
+	    "spec.resources.gpu.minMemory: "
+	    "'88Gx' is not a quantity (line 8, column 18)");
+	assert_int_equal(err.line, 8);
+	assert_int_equal(err.column, 18);
+	mf_doc_free(doc);
+	expect_err(HDR "spec:\n  resources:\n    gpu:\n      minMemory: 500m\n",
+	    "spec.resources.gpu.minMemory", 8, "sub-unit");
+	expect_err(HDR "spec:\n  resources:\n    gpu:\n      minMemory: 0\n",
+	    "spec.resources.gpu.minMemory", 8, "not a positive");
+	expect_err(HDR "spec:\n  resources:\n    gpu:\n"
+	               "      minMemory: 88 Gi\n",
+	    "spec.resources.gpu.minMemory", 8, "not a quantity");
+	expect_err(HDR "spec:\n  resources:\n    gpu:\n      minMemory: 9Ei\n",
+	    "spec.resources.gpu.minMemory", 8, "2^63");
+}
+
+/* The same errors from JSON: no position. */
+static void
+test_err_json(void **state)
+{
+	struct mf_doc *doc = NULL;
+	struct mf_job job;
+	struct mf_error err;
+
+	(void)state;
+	assert_int_equal(read_job("{\"apiVersion\": \"memfloor.dev/v1\", "
+	                          "\"kind\": \"Job\", \"metadata\": {\"name\": "
+	                          "\"j\"}, \"spec\": "
+	                          "{\"resources\": {\"gpu\": {\"minMemory\": "
+	                          "\"88Gx\"}}}}",
+	                     &doc, &job, &err),
+	    MF_EINVAL);
+	assert_string_equal(err.field, "spec.resources.gpu.minMemory");
+	assert_string_equal(MSG(&err),
+	    "spec.resources.gpu.minMemory: "
+	    "'88Gx' is not a quantity");
+	assert_int_equal(err.line, 0);
+	mf_doc_free(doc);
+	expect_err("{\"apiVersion\": \"memfloor.dev/v1\", \"kind\": \"Job\", "
+	           "\"metadata\": {\"name\": \"j\"}, \"spec\": {\"resources\": "
+	           "{\"gpu\": {\"minMemory\": \"1Gi\", \"count\": 1.5}}}}",
+	    "spec.resources.gpu.count", 0, "whole number");
+	expect_err("{\"apiVersion\": \"memfloor.dev/v1\", \"kind\": \"Job\", "
+	           "\"metadata\": {\"name\": \"j\"}, \"spec\": {\"resources\": "
+	           "{\"gpu\": {\"minMemory\": \"1Gi\"}}, \"wokload\": {}}}",
+	    "spec.wokload", 0, "unknown field");
+}
+
+static void
+test_err_header(void **state)
+{
+	(void)state;
+	expect_err("apiVersion: memfloor.dev/v2\nkind: Job\nmetadata:\n"
+	           "  name: t\nspec: {}\n",
+	    "apiVersion", 1, "memfloor.dev/v1");
+	expect_err("apiVersion: memfloor.dev/v1\nkind: Pod\nmetadata:\n"
+	           "  name: t\nspec: {}\n",
+	    "kind", 2, "'Pod' is not 'Job'");
+	expect_err("kind: Job\nmetadata:\n  name: t\nspec: {}\n", "apiVersion",
+	    -1, "required");
+	expect_err("apiVersion: memfloor.dev/v1\nmetadata:\n  name: t\n"
+	           "spec: {}\n",
+	    "kind", -1, "required");
+	expect_err("apiVersion: memfloor.dev/v1\nkind: Job\nspec: {}\n",
+	    "metadata.name", -1, "required");
+	expect_err("apiVersion: memfloor.dev/v1\nkind: Job\nmetadata:\n"
+	           "  namespace: x\nspec: {}\n",
+	    "metadata.name", -1, "required");
+	expect_err("apiVersion: memfloor.dev/v1\nkind: Job\nmetadata:\n"
+	           "  name: \"\"\nspec: {}\n",
+	    "metadata.name", 4, "1 to 253");
+	expect_err(HDR, "spec", -1, "required");
+	expect_err("apiVersion: 1\nkind: Job\nmetadata:\n  name: t\n",
+	    "apiVersion", 1, "must be a string");
+}
+
+/* The root must be a mapping. */
+static void
+test_err_root(void **state)
+{
+	struct mf_doc *doc = NULL;
+	struct mf_job job;
+	struct mf_error err;
+
+	(void)state;
+	assert_int_equal(read_job("- 1\n", &doc, &job, &err), MF_EINVAL);
+	assert_non_null(strstr(MSG(&err), "mapping"));
+	mf_doc_free(doc);
+	assert_int_equal(read_job("", &doc, &job, &err), MF_EINVAL);
+	mf_doc_free(doc);
+}
+
+/* spec.model: exactly one of name, config, configUrl. */
+static void
+test_err_model(void **state)
+{
+	(void)state;
+	expect_err(HDR "spec:\n  model:\n    name: meta-llama/Llama-3.1-8B\n"
+	               "    configUrl: https://h/c.json\n  workload:\n"
+	               "    sequenceLength: 1\n",
+	    "spec.model", 7, "exactly one of");
+	expect_err(HDR "spec:\n  model:\n    config: {hidden_size: 8}\n"
+	               "    configUrl: https://h/c.json\n",
+	    "spec.model", -1, "exactly one of");
+	expect_err(HDR "spec:\n  model: {}\n", "spec.model", -1,
+	    "exactly one of");
+	expect_err(HDR "spec:\n  model:\n    name: meta-llama/Llama-9-8B\n"
+	               "  workload:\n    sequenceLength: 1\n",
+	    "spec.model.name", 7,
+	    "'meta-llama/Llama-9-8B' is not a shipped model");
+	expect_err(HDR "spec:\n  model:\n    name: 8\n", "spec.model.name", 7,
+	    "must be a string");
+	expect_err(HDR "spec:\n  model:\n    configUrl: 8\n",
+	    "spec.model.configUrl", 7, "must be a string");
+	/* An inline config is read by the model module: its errors carry
+	 * the path below spec.model.config. */
+	expect_err(HDR "spec:\n  model:\n    config:\n      hidden_size: 4096\n"
+	               "  workload:\n    sequenceLength: 1\n",
+	    "spec.model.config.num_hidden_layers", -1, "missing");
+}
+
+/* Without a models registry no name resolves. */
+static void
+test_err_no_registry(void **state)
+{
+	const char *text = MSPEC "  workload:\n    sequenceLength: 1\n";
+	struct mf_doc *doc = NULL;
+	struct mf_job job;
+	struct mf_error err;
+
+	(void)state;
+	assert_int_equal(mf_doc_parse(text, strlen(text), MF_DOC_YAML, &doc,
+	                     &err),
+	    MF_OK);
+	assert_int_equal(mf_job_read(mf_doc_root(doc), "", NULL, &job, &err),
+	    MF_EINVAL);
+	assert_string_equal(err.field, "spec.model.name");
+	mf_doc_free(doc);
+}
+
+/* The second entry of allowedFixes is not a fix id. */
+static void
+test_err_allowed_fixes(void **state)
+{
+	(void)state;
+	expect_err(SPEC "  allowedFixes: [checkpointing, fsdq]\n",
+	    "spec.allowedFixes[1]", 9, "'fsdq' is not a fix");
+	expect_err(SPEC "  allowedFixes:\n    - sdpa\n    - 3\n",
+	    "spec.allowedFixes[1]", 11, "is not a fix");
+	/* What was given is named: a list has no text to quote. */
+	expect_err(SPEC "  allowedFixes: [[lora]]\n", "spec.allowedFixes[0]", 9,
+	    "is a list, not a fix");
+	expect_err(SPEC "  allowedFixes: [{lora: 1}]\n", "spec.allowedFixes[0]",
+	    9, "is a mapping, not a fix");
+}
+
+/* Every fix id is accepted; a repeat is harmless. */
+static void
+test_read_all_fixes(void **state)
+{
+	struct mf_doc *doc = NULL;
+	struct mf_job job;
+
+	(void)state;
+	read_ok(SPEC "  allowedFixes: [sdpa, microbatch, autocast, "
+	             "checkpointing, adam8bit, lora, qlora, fsdp, kvfp8, "
+	             "int8, int4, tensor, context, concurrency, sdpa]\n",
+	    &doc, &job);
+	assert_int_equal(job.allowed_fixes, (1u << MF_FIX_COUNT) - 1);
+	mf_doc_free(doc);
+	read_ok(SPEC "  allowedFixes: []\n", &doc, &job);
+	assert_int_equal(job.allowed_fixes, 0);
+	mf_doc_free(doc);
+}
+
+/*
+ * Serving and parallelism (design 14, 15): the fields read, and a field
+ * that would be ignored, or a count that disagrees, is an error.
+ */
+#define INF "  workload:\n    kind: inference\n    contextLength: 4096\n"
+
+static void
+test_read_serving(void **state)
+{
+	struct mf_doc *doc = NULL;
+	struct mf_job job;
+
+	(void)state;
+	read_ok(MSPEC INF "    weightsDtype: int4\n    groupSize: 64\n"
+	                  "    server: vllm\n    gpuMemoryUtilization: 0.85\n"
+	                  "    maxNumBatchedTokens: 4096\n    blockSize: 32\n"
+	                  "    parallelism: {tensor: 4, pipeline: 2}\n",
+	    &doc, &job);
+	assert_int_equal(job.work.weights_dtype, MF_WD_INT4);
+	assert_int_equal(job.work.group_size, 64);
+	assert_int_equal(job.work.server, MF_SERVER_VLLM);
+	assert_true(job.work.gpu_util == 0.85);
+	assert_int_equal(job.work.batched_tokens, 4096);
+	assert_int_equal(job.work.block_size, 32);
+	assert_int_equal(job.work.tensor, 4);
+	assert_int_equal(job.work.pipeline, 2);
+	assert_int_equal(job.work.expert, 1);
+	/* A replica of 4 x 2 GPUs. */
+	assert_int_equal(job.count, 8);
+	assert_true(job.count_given);
+	mf_doc_free(doc);
+	/* Two replicas given by the count. */
+	read_ok(MSPEC "  resources:\n    gpu:\n      count: 8\n" INF
+	              "    parallelism: {tensor: 4}\n",
+	    &doc, &job);
+	assert_int_equal(job.count, 8);
+	mf_doc_free(doc);
+}
+
+static void
+test_err_serving(void **state)
+{
+	(void)state;
+	expect_err(MSPEC INF "    groupSize: 64\n", "spec.workload.groupSize",
+	    11, "applies only with weightsDtype: int4");
+	expect_err(MSPEC INF "    blockSize: 16\n", "spec.workload.blockSize",
+	    11, "applies only with server: vllm");
+	expect_err(MSPEC "  workload:\n    sequenceLength: 4096\n"
+	                 "    server: vllm\n",
+	    "spec.workload.server", 10, "applies only with kind: inference");
+	expect_err(MSPEC INF "    weightsDtype: int3\n",
+	    "spec.workload.weightsDtype", 11, "int4");
+	expect_err(MSPEC INF "    server: vllm\n    gpuMemoryUtilization: 0\n",
+	    "spec.workload.gpuMemoryUtilization", 12, "");
+	expect_err(MSPEC INF "    parallelism: {tensor: 0}\n",
+	    "spec.workload.parallelism.tensor", -1, "");
+	expect_err(MSPEC INF "    parallelism: {data: 2}\n",
+	    "spec.workload.parallelism.data", -1, "");
+	expect_err(MSPEC "  resources:\n    gpu:\n      count: 6\n" INF
+	                 "    parallelism: {tensor: 4}\n",
+	    "spec.resources.gpu.count", -1,
+	    "is 6 but the job's parallelism takes 4 GPUs");
+}
+
+/* maxCost and deadlineHours need referenceHours; maxHourlyPrice does not. */
+static void
+test_err_limits_need_hours(void **state)
+{
+	struct mf_doc *doc = NULL;
+	struct mf_job job;
+
+	(void)state;
+	expect_err(SPEC "  limits:\n    maxCost: 500\n",
+	    "spec.duration.referenceHours", -1, "required");
+	expect_err(SPEC "  limits:\n    deadlineHours: 5\n",
+	    "spec.duration.referenceHours", -1, "required");
+	read_ok(SPEC "  limits:\n    maxHourlyPrice: 5\n", &doc, &job);
+	assert_true(job.max_hourly_price == 5);
+	assert_true(job.max_cost < 0);
+	mf_doc_free(doc);
+	/* Zero is a limit, not "no limit". */
+	read_ok(SPEC "  limits:\n    maxCost: 0\n  duration:\n"
+	             "    referenceHours: 2\n",
+	    &doc, &job);
+	assert_true(job.max_cost == 0);
+	mf_doc_free(doc);
+}
+
+/* FSDP sharding is for full fine-tuning; count must agree with it. */
+static void
+test_err_sharding(void **state)
+{
+	(void)state;
+	expect_err(MSPEC "  workload:\n    method: lora\n"
+	                 "    sequenceLength: 4096\n    sharding: {gpus: 2}\n",
+	    "spec.workload.sharding", -1, "full fine-tuning");
+	expect_err(MSPEC "  workload:\n    method: qlora\n"
+	                 "    sequenceLength: 4096\n    sharding: {gpus: 2}\n",
+	    "spec.workload.sharding", -1, "full fine-tuning");
+	expect_err(MSPEC "  workload:\n    kind: inference\n"
+	                 "    contextLength: 4096\n    sharding: {gpus: 2}\n",
+	    "spec.workload.sharding", -1, "full fine-tuning");
+	expect_err(MSPEC
+	    "  resources:\n    gpu:\n      count: 4\n"
+	    "  workload:\n    sequenceLength: 4096\n    sharding: {gpus: 8}\n",
+	    "spec.resources.gpu.count", -1,
+	    "is 4 but workload.sharding.gpus "
+	    "is 8");
+	expect_err(MSPEC "  workload:\n    sequenceLength: 4096\n"
+	                 "    sharding: {}\n",
+	    "spec.workload.sharding.gpus", -1, "required");
+}
+
+/* A model needs its lengths; a floor alone needs none. */
+static void
+test_err_model_lengths(void **state)
+{
+	(void)state;
+	expect_err(MSPEC, "spec.workload.sequenceLength", -1,
+	    "required for training with a model");
+	expect_err(MSPEC "  workload:\n    method: qlora\n",
+	    "spec.workload.sequenceLength", -1, "required");
+	expect_err(MSPEC "  workload:\n    kind: inference\n"
+	                 "    concurrency: 8\n",
+	    "spec.workload.contextLength", -1, "required for inference");
+	expect_err(HDR "spec:\n  workload:\n    sequenceLength: 4096\n",
+	    "spec.resources.gpu.minMemory", -1, "required when no model");
+	expect_err(HDR "spec: {}\n", "spec.resources.gpu.minMemory", -1,
+	    "required");
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_read_full_yaml),
+		cmocka_unit_test(test_read_full_json),
+		cmocka_unit_test(test_read_defaults),
+		cmocka_unit_test(test_read_inline_config),
+		cmocka_unit_test(test_read_inference),
+		cmocka_unit_test(test_read_config_url),
+		cmocka_unit_test(test_read_sharding_sets_count),
+		cmocka_unit_test(test_read_min_memory_forms),
+		cmocka_unit_test(test_read_metadata_extras),
+		cmocka_unit_test(test_read_spec_only),
+		cmocka_unit_test(test_read_spec_with_floor),
+		cmocka_unit_test(test_read_all_fixes),
+		cmocka_unit_test(test_read_serving),
+		cmocka_unit_test(test_err_serving),
+		cmocka_unit_test(test_err_unknown_fields),
+		cmocka_unit_test(test_err_unknown_field_line),
+		cmocka_unit_test(test_err_types),
+		cmocka_unit_test(test_err_bounds),
+		cmocka_unit_test(test_err_quantity),
+		cmocka_unit_test(test_err_json),
+		cmocka_unit_test(test_err_header),
+		cmocka_unit_test(test_err_root),
+		cmocka_unit_test(test_err_model),
+		cmocka_unit_test(test_err_no_registry),
+		cmocka_unit_test(test_err_allowed_fixes),
+		cmocka_unit_test(test_err_limits_need_hours),
+		cmocka_unit_test(test_err_sharding),
+		cmocka_unit_test(test_err_model_lengths),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -1,0 +1,1692 @@
+/*
+ * test_review.c: the Kubernetes AdmissionReview endpoint (design 11).
+ *
+ * Inputs are the real AdmissionReview samples of shared/testdata/admission
+ * copied to tests/data/review/ with memfloor's annotations added, and
+ * examples/k8s-admissionreview.json.  Decisions use the shipped catalogue
+ * and models; files are found under $MF_TOP (the repository root; "."
+ * when unset).
+ *
+ * Cost per reference hour of one card (price / relativeThroughput), the
+ * ranking key when a job has no referenceHours (design 6):
+ *   RTX-A4000 16G   0.173 / 0.0775 = 2.232
+ *   B200     180G   5.50  / 2.274  = 2.419
+ *   RTX-3090  24G   0.180 / 0.0718 = 2.507
+ *   RTX-4090  24G   0.44  / 0.167  = 2.635
+ *   RTX-PRO-6000 96G 1.35 / 0.509  = 2.652
+ *   L40S      48G   0.99  / 0.366  = 2.705
+ *   H100 80G 2.99, RTX-A6000 3.14, H200 141G 3.50, L4 3.61, A100s > 4
+ * So a floor of at most 16G goes to the RTX-A4000 and any larger floor up
+ * to 180G to the B200.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include <jansson.h>
+
+#include "api.h"
+#include "model.h"
+#include "review.h"
+#include "catalog.h"
+#include "files.h"
+#include "msg.h"
+
+#define DATA "tests/data/review/"
+
+static struct mf_catalog *cat;
+static struct mf_catalog *cat_memory; /* the shipped one, select: memory */
+static struct mf_models *models;
+
+/* --- helpers ------------------------------------------------------------ */
+
+/* The shipped catalogue with "kubernetes: {select: memory}" added. */
+static int
+load_memory_catalog(void)
+{
+	static const char add[] = "kubernetes:\n  select: memory\n";
+	struct mf_error err;
+	char path[512], *text, *both;
+	size_t len = 0;
+	enum mf_rc rc;
+
+	text = slurp(top_path(path, sizeof(path), "catalog/gpus.yaml"), &len);
+	if (text == NULL)
+		return -1;
+	both = malloc(len + sizeof(add));
+	if (both == NULL) {
+		free(text);
+		return -1;
+	}
+	memcpy(both, text, len);
+	memcpy(both + len, add, sizeof(add));
+	rc = mf_cat_parse(both, strlen(both), "gpus.yaml", &cat_memory, &err);
+	free(text);
+	free(both);
+	if (rc != MF_OK)
+		print_error("%s\n", MSG(&err));
+	return rc == MF_OK && cat_memory->k8s_select == MF_K8S_SELECT_MEMORY ?
+	    0 :
+	    -1;
+}
+
+static int
+setup(void **state)
+{
+	struct mf_error err;
+	char path[512];
+
+	(void)state;
+	if (mf_cat_load(top_path(path, sizeof(path), "catalog/gpus.yaml"), &cat,
+	        &err) != MF_OK ||
+	    mf_models_load(top_path(path, sizeof(path), "catalog/models"),
+	        &models, &err) != MF_OK) {
+		print_error("%s\n", MSG(&err));
+		return -1;
+	}
+	/*
+	 * The figures here (need, fixes, messages) are the post's arithmetic
+	 * (design 5); a review uses its catalogue's estimator, and the
+	 * shipped one's is pytorch.
+	 */
+	cat->estimator = MF_EST_POST;
+	if (load_memory_catalog() != 0)
+		return -1;
+	cat_memory->estimator = MF_EST_POST;
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	(void)state;
+	mf_cat_unref(cat);
+	mf_cat_unref(cat_memory);
+	mf_models_free(models);
+	return 0;
+}
+
+static json_t *
+load(const char *rel)
+{
+	json_error_t jerr;
+	char path[512];
+	json_t *j;
+
+	j = json_load_file(top_path(path, sizeof(path), rel), 0, &jerr);
+	if (j == NULL)
+		print_error("%s: %s\n", rel, jerr.text);
+	assert_non_null(j);
+	return j;
+}
+
+/* request.object.metadata.annotations of a review */
+static json_t *
+annotations(json_t *review)
+{
+	json_t *a = json_object_get(
+	    json_object_get(json_object_get(json_object_get(review, "request"),
+	                        "object"),
+	        "metadata"),
+	    "annotations");
+
+	assert_non_null(a);
+	return a;
+}
+
+static void
+annotate(json_t *review, const char *key, const char *value)
+{
+	assert_int_equal(json_object_set_new(annotations(review), key,
+	                     json_string(value)),
+	    0);
+}
+
+/* Send text; the answer must be JSON. */
+static json_t *
+send_text(const char *text, size_t len, struct mf_answer *ans)
+{
+	struct mf_api api = { .cat = cat, .models = models };
+	json_error_t jerr;
+	json_t *j;
+
+	mf_api_review(&api, text, len, MF_DOC_JSON, MF_OUT_JSON, ans);
+	assert_non_null(ans->body);
+	assert_string_equal(ans->content_type, "application/json");
+	j = json_loadb(ans->body, ans->len, 0, &jerr);
+	assert_non_null(j);
+	return j;
+}
+
+/* Send review (kept); the answer is a 200 AdmissionReview for uid. */
+static json_t *
+send_review(json_t *review, struct mf_answer *ans)
+{
+	char *text = json_dumps(review, 0);
+	const char *uid;
+	json_t *j, *resp;
+
+	assert_non_null(text);
+	j = send_text(text, strlen(text), ans);
+	free(text);
+	assert_int_equal(ans->kind, MF_ANS_OK);
+	assert_string_equal(json_string_value(json_object_get(j, "apiVersion")),
+	    "admission.k8s.io/v1");
+	assert_string_equal(json_string_value(json_object_get(j, "kind")),
+	    "AdmissionReview");
+	resp = json_object_get(j, "response");
+	assert_non_null(resp);
+	uid = json_string_value(
+	    json_object_get(json_object_get(review, "request"), "uid"));
+	assert_string_equal(json_string_value(json_object_get(resp, "uid")),
+	    uid);
+	return j;
+}
+
+static json_t *
+response(json_t *answer)
+{
+	return json_object_get(answer, "response");
+}
+
+static int
+b64_value(int c)
+{
+	const char *tab = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+	                  "0123456789+/";
+	const char *p = c != 0 ? strchr(tab, c) : NULL;
+
+	return p != NULL ? (int)(p - tab) : -1;
+}
+
+/* RFC 4648 base64 with padding, decoded independently of the code. */
+static char *
+b64_decode(const char *s)
+{
+	size_t n = strlen(s), o = 0;
+	char *out;
+
+	assert_int_equal(n % 4, 0);
+	out = malloc(n / 4 * 3 + 1);
+	assert_non_null(out);
+	for (size_t i = 0; i < n; i += 4) {
+		int v[4];
+
+		for (int k = 0; k < 4; k++) {
+			v[k] = s[i + k] == '=' ? 0 : b64_value(s[i + k]);
+			assert_true(v[k] >= 0);
+		}
+		out[o++] = (char)(v[0] << 2 | v[1] >> 4);
+		if (s[i + 2] != '=')
+			out[o++] = (char)((v[1] & 15) << 4 | v[2] >> 2);
+		if (s[i + 3] != '=')
+			out[o++] = (char)((v[2] & 3) << 6 | v[3]);
+	}
+	out[o] = '\0';
+	return out;
+}
+
+/* The decoded JSON Patch of an allowed answer. */
+static json_t *
+patch_of(json_t *answer, char **raw)
+{
+	json_t *resp = response(answer), *patch;
+	json_error_t jerr;
+	char *text;
+
+	assert_true(json_is_true(json_object_get(resp, "allowed")));
+	assert_string_equal(json_string_value(
+	                        json_object_get(resp, "patchType")),
+	    "JSONPatch");
+	text = b64_decode(json_string_value(json_object_get(resp, "patch")));
+	patch = json_loads(text, 0, &jerr);
+	assert_non_null(patch);
+	assert_true(json_is_array(patch));
+	if (raw != NULL)
+		*raw = text;
+	else
+		free(text);
+	return patch;
+}
+
+static json_t *
+find_op(json_t *patch, const char *path)
+{
+	size_t i;
+	json_t *o;
+
+	json_array_foreach (patch, i, o)
+		if (strcmp(json_string_value(json_object_get(o, "path")),
+		        path) == 0)
+			return o;
+	return NULL;
+}
+
+/* How many ops of the patch have a path that starts with prefix. */
+static size_t
+ops_under(json_t *patch, const char *prefix)
+{
+	size_t i, n = 0;
+	json_t *o;
+
+	json_array_foreach (patch, i, o)
+		n += strncmp(json_string_value(json_object_get(o, "path")),
+		         prefix, strlen(prefix)) == 0;
+	return n;
+}
+
+/* The patch has exactly one op at path: verb with value (JSON text). */
+static void
+expect_op(json_t *patch, const char *verb, const char *path, const char *value)
+{
+	json_t *o = find_op(patch, path), *want;
+
+	if (o == NULL)
+		print_error("no op at %s\n", path);
+	assert_non_null(o);
+	assert_string_equal(json_string_value(json_object_get(o, "op")), verb);
+	if (value == NULL) {
+		assert_null(json_object_get(o, "value"));
+		return;
+	}
+	want = json_loads(value, JSON_DECODE_ANY, NULL);
+	assert_non_null(want);
+	assert_true(json_equal(json_object_get(o, "value"), want));
+	json_decref(want);
+}
+
+static int
+has_warning(json_t *answer, const char *part)
+{
+	json_t *w = json_object_get(response(answer), "warnings"), *s;
+	size_t i;
+
+	json_array_foreach (w, i, s)
+		if (strstr(json_string_value(s), part) != NULL)
+			return 1;
+	return 0;
+}
+
+static void
+expect_warnings_short(json_t *answer)
+{
+	json_t *w = json_object_get(response(answer), "warnings"), *s;
+	size_t i;
+
+	json_array_foreach (w, i, s)
+		assert_true(strlen(json_string_value(s)) < 120);
+}
+
+static void
+expect_unchanged(json_t *answer)
+{
+	json_t *resp = response(answer);
+
+	assert_true(json_is_true(json_object_get(resp, "allowed")));
+	assert_null(json_object_get(resp, "patch"));
+	assert_null(json_object_get(resp, "patchType"));
+	assert_null(json_object_get(resp, "status"));
+}
+
+/* The denial's status code; its message goes to *message (borrowed). */
+static int
+denial(json_t *answer, const char **message)
+{
+	json_t *resp = response(answer), *st = json_object_get(resp, "status");
+
+	assert_true(json_is_false(json_object_get(resp, "allowed")));
+	assert_null(json_object_get(resp, "patch"));
+	assert_non_null(st);
+	*message = json_string_value(json_object_get(st, "message"));
+	assert_non_null(*message);
+	assert_true(strlen(*message) <= 1000);
+	return (int)json_integer_value(json_object_get(st, "code"));
+}
+
+/* --- pass-through ----------------------------------------------------- */
+
+/* The unannotated kube-rs sample is allowed exactly as it came. */
+static void
+test_review_passthrough_without_annotations(void **state)
+{
+	json_t *rv = load(DATA "pod-plain.json"), *a;
+	struct mf_answer ans;
+
+	(void)state;
+	a = send_review(rv, &ans);
+	expect_unchanged(a);
+	assert_null(json_object_get(response(a), "warnings"));
+	assert_string_equal(ans.job, "echo-pod");
+	assert_int_equal(ans.verdict, MF_VERDICT_NONE);
+	json_decref(a);
+	json_decref(rv);
+	mf_answer_free(&ans);
+}
+
+/* The k8s.io/api all-fields fixture: a custom kind, operation
+ * "operationValue", dryRun: valid, so allowed unchanged. */
+static void
+test_review_passthrough_other_kind(void **state)
+{
+	json_t *rv = load(DATA "allfields.json"), *a;
+	struct mf_answer ans;
+
+	(void)state;
+	a = send_review(rv, &ans);
+	expect_unchanged(a);
+	assert_string_equal(ans.job, "nameValue");
+	json_decref(a);
+	json_decref(rv);
+	mf_answer_free(&ans);
+}
+
+/* Annotated, but DELETE with no object: nothing to place. */
+static void
+test_review_passthrough_delete(void **state)
+{
+	json_t *rv = load(DATA "pod-delete.json"), *a;
+	struct mf_answer ans;
+
+	(void)state;
+	a = send_review(rv, &ans);
+	expect_unchanged(a);
+	json_decref(a);
+	json_decref(rv);
+	mf_answer_free(&ans);
+}
+
+/* An annotated Pod seen through a subresource (pods/status). */
+static void
+test_review_passthrough_subresource(void **state)
+{
+	json_t *rv = load(DATA "pod-min-memory.json"), *a;
+	struct mf_answer ans;
+
+	(void)state;
+	json_object_set_new(json_object_get(rv, "request"), "subResource",
+	    json_string("status"));
+	json_object_set_new(json_object_get(rv, "request"), "operation",
+	    json_string("UPDATE"));
+	a = send_review(rv, &ans);
+	expect_unchanged(a);
+	json_decref(a);
+	json_decref(rv);
+	mf_answer_free(&ans);
+}
+
+/* A Deployment with the annotation is no Pod or Job. */
+static void
+test_review_passthrough_deployment(void **state)
+{
+	json_t *rv = load(DATA "pod-min-memory.json"), *a;
+	struct mf_answer ans;
+
+	(void)state;
+	json_object_set_new(json_object_get(rv, "request"), "kind",
+	    json_pack("{s:s, s:s, s:s}", "group", "apps", "version", "v1",
+	        "kind", "Deployment"));
+	a = send_review(rv, &ans);
+	expect_unchanged(a);
+	json_decref(a);
+	json_decref(rv);
+	mf_answer_free(&ans);
+}
+
+/* --- admitted: the patch -------------------------------------------------- */
+
+/*
+ * min-memory 88Gi = 94,489,280,512 bytes: RTX-PRO-6000 (96G), H200 and
+ * B200 hold it; the B200 is cheapest per reference hour (2.419).  The pod
+ * has no nodeSelector: one add of the whole map.  Its container has
+ * "resources": {} and so gets a limits and a requests object, equal.  The
+ * annotation exists, so min-memory is replaced; no referenceHours, so no cost.
+ */
+static void
+test_review_pod_creates_node_selector(void **state)
+{
+	json_t *rv = load(DATA "pod-min-memory.json"), *a, *patch;
+	struct mf_answer ans;
+
+	(void)state;
+	a = send_review(rv, &ans);
+	patch = patch_of(a, NULL);
+	assert_int_equal(json_array_size(patch), 5);
+	expect_op(patch, "add", "/spec/nodeSelector",
+	    "{\"nvidia.com/gpu.product\": \"NVIDIA-B200\"}");
+	expect_op(patch, "add", "/spec/containers/0/resources/limits",
+	    "{\"nvidia.com/gpu\": \"1\"}");
+	expect_op(patch, "add", "/spec/containers/0/resources/requests",
+	    "{\"nvidia.com/gpu\": \"1\"}");
+	expect_op(patch, "add", "/metadata/annotations/memfloor.dev~1placement",
+	    "\"B200 x 1\"");
+	expect_op(patch, "replace",
+	    "/metadata/annotations/memfloor.dev~1min-memory", "\"88Gi\"");
+	assert_null(find_op(patch,
+	    "/metadata/annotations/memfloor.dev~1estimated-cost"));
+	assert_int_equal(ans.verdict, MF_VERDICT_ADMITTED);
+	assert_string_equal(ans.job, "echo-pod");
+	json_decref(patch);
+	json_decref(a);
+	json_decref(rv);
+	mf_answer_free(&ans);
+}
+
+/*
+ * min-memory 12Gi = 12,884,901,888 bytes fits the RTX-A4000 (16G), the
+ * cheapest per reference hour (2.232).  The pod's nodeSelector exists: the
+ * label is added as a key, '/' escaped as ~1.  Only the first container
+ * gets the GPU (design 18), requests and limits alike; the sidecar with
+ * its own limits, the one without resources and the one that pins
+ * nvidia.com/gpu "0" get nothing.
+ */
+static void
+test_review_pod_adds_selector_key(void **state)
+{
+	json_t *rv = load(DATA "pod-selector.json"), *a, *patch;
+	struct mf_answer ans;
+	char *raw;
+
+	(void)state;
+	a = send_review(rv, &ans);
+	patch = patch_of(a, &raw);
+	assert_non_null(
+	    strstr(raw, "\"/spec/nodeSelector/nvidia.com~1gpu.product\""));
+	expect_op(patch, "add", "/spec/nodeSelector/nvidia.com~1gpu.product",
+	    "\"NVIDIA-RTX-A4000\"");
+	assert_null(find_op(patch, "/spec/nodeSelector"));
+	expect_op(patch, "add", "/spec/containers/0/resources/limits",
+	    "{\"nvidia.com/gpu\": \"1\"}");
+	expect_op(patch, "add", "/spec/containers/0/resources/requests",
+	    "{\"nvidia.com/gpu\": \"1\"}");
+	for (int i = 1; i <= 3; i++) {
+		char at[32];
+
+		snprintf(at, sizeof(at), "/spec/containers/%d/", i);
+		assert_int_equal(ops_under(patch, at), 0);
+	}
+	expect_op(patch, "add", "/metadata/annotations/memfloor.dev~1placement",
+	    "\"RTX-A4000 x 1\"");
+	expect_op(patch, "replace",
+	    "/metadata/annotations/memfloor.dev~1min-memory", "\"12Gi\"");
+	/* 1 selector key + limits and requests + 2 annotations */
+	assert_int_equal(json_array_size(patch), 5);
+	assert_null(json_object_get(response(a), "warnings"));
+	free(raw);
+	json_decref(patch);
+	json_decref(a);
+	json_decref(rv);
+	mf_answer_free(&ans);
+}
+
+/*
+ * The example Job: LoRA r16 all-linear with checkpointing on Llama 3.1 8B
+ * needs 19.9 GB per GPU (design 5).  Cards whose 90% holds it: every card
+ * of 24G or more (21.6 GB usable); the B200 is cheapest per reference
+ * hour.  Floor: 19,906,699,264 / 0.9 = 22,118,554,738 bytes = 20.6 GiB,
+ * rounded up to 21Gi.  Cost: 12 h / 2.274 = 5.277 h at $5.50 = $29.02
+ * (the user's own checkpointing is no fix admission applied, so no time
+ * factor).  Paths go through the pod template.
+ */
+static void
+test_review_job_patches_template(void **state)
+{
+	json_t *rv = load("examples/k8s-admissionreview.json"), *a, *patch;
+	struct mf_answer ans;
+
+	(void)state;
+	a = send_review(rv, &ans);
+	patch = patch_of(a, NULL);
+	expect_op(patch, "add", "/spec/template/spec/nodeSelector",
+	    "{\"nvidia.com/gpu.product\": \"NVIDIA-B200\"}");
+	expect_op(patch, "add",
+	    "/spec/template/spec/containers/0/resources/limits/nvidia.com~1gpu",
+	    "\"1\"");
+	expect_op(patch, "add",
+	    "/spec/template/spec/containers/0/resources/requests/"
+	    "nvidia.com~1gpu",
+	    "\"1\"");
+	expect_op(patch, "add", "/metadata/annotations/memfloor.dev~1placement",
+	    "\"B200 x 1\"");
+	expect_op(patch, "add",
+	    "/metadata/annotations/memfloor.dev~1min-memory", "\"21Gi\"");
+	expect_op(patch, "add",
+	    "/metadata/annotations/memfloor.dev~1estimated-cost", "\"29.02\"");
+	assert_int_equal(json_array_size(patch), 6);
+	assert_string_equal(ans.job, "llama-8b-lora");
+	assert_int_equal(ans.verdict, MF_VERDICT_ADMITTED);
+	json_decref(patch);
+	json_decref(a);
+	json_decref(rv);
+	mf_answer_free(&ans);
+}
+
+/*
+ * Both annotations: the floor 88Gi comes from min-memory, the count 2 from
+ * the spec.  Per reference hour over 2 GPUs (speed x 2 x 0.9): B200
+ * 2 x 5.50 / (2.274 x 1.8) = 2.687, RTX-PRO-6000 2.947, H200 3.889: B200 x 2.
+ * The train container requests nvidia.com/gpu 2 with no limit: its limit
+ * becomes 2 as well (not 1), and the logger container gets nothing.
+ */
+static void
+test_review_job_count_from_spec(void **state)
+{
+	json_t *rv = load(DATA "job-count.json"), *a, *patch;
+	struct mf_answer ans;
+
+	(void)state;
+	a = send_review(rv, &ans);
+	patch = patch_of(a, NULL);
+	expect_op(patch, "add", "/spec/template/spec/nodeSelector",
+	    "{\"nvidia.com/gpu.product\": \"NVIDIA-B200\"}");
+	expect_op(patch, "add",
+	    "/spec/template/spec/containers/0/resources/limits/nvidia.com~1gpu",
+	    "\"2\"");
+	assert_null(find_op(patch,
+	    "/spec/template/spec/containers/0/"
+	    "resources/requests/nvidia.com~1gpu"));
+	assert_null(find_op(patch,
+	    "/spec/template/spec/containers/1/"
+	    "resources/limits/nvidia.com~1gpu"));
+	expect_op(patch, "add", "/metadata/annotations/memfloor.dev~1placement",
+	    "\"B200 x 2\"");
+	expect_op(patch, "replace",
+	    "/metadata/annotations/memfloor.dev~1min-memory", "\"88Gi\"");
+	/* selector, one limit, two annotations */
+	assert_int_equal(json_array_size(patch), 4);
+	assert_null(json_object_get(response(a), "warnings"));
+	/* metadata.name is absent: generateName names the job */
+	assert_string_equal(ans.job, "train-");
+	json_decref(patch);
+	json_decref(a);
+	json_decref(rv);
+	mf_answer_free(&ans);
+}
+
+/* The spec's own minMemory wins over the annotation, with a warning. */
+static void
+test_review_spec_floor_wins(void **state)
+{
+	json_t *rv = load(DATA "pod-min-memory.json"), *a, *patch;
+	struct mf_answer ans;
+
+	(void)state;
+	annotate(rv, "memfloor.dev/min-memory", "8Gi");
+	annotate(rv, "memfloor.dev/spec",
+	    "{\"resources\": {\"gpu\": {\"minMemory\": \"90112Mi\"}}}");
+	a = send_review(rv, &ans);
+	patch = patch_of(a, NULL);
+	/* 90112Mi = 88Gi: B200, and the canonical form */
+	expect_op(patch, "replace",
+	    "/metadata/annotations/memfloor.dev~1min-memory", "\"88Gi\"");
+	expect_op(patch, "add", "/spec/nodeSelector",
+	    "{\"nvidia.com/gpu.product\": \"NVIDIA-B200\"}");
+	assert_true(has_warning(a, "memfloor.dev/min-memory 8Gi ignored"));
+	json_decref(patch);
+	json_decref(a);
+	json_decref(rv);
+	mf_answer_free(&ans);
+}
+
+/* Existing placement and cost annotations are replaced; a stale cost goes
+ * when the job has no referenceHours. */
+static void
+test_review_annotations_replace_and_remove(void **state)
+{
+	json_t *rv = load(DATA "pod-min-memory.json"), *a, *patch;
+	struct mf_answer ans;
+
+	(void)state;
+	annotate(rv, "memfloor.dev/placement", "H100 x 8");
+	annotate(rv, "memfloor.dev/estimated-cost", "12.00");
+	a = send_review(rv, &ans);
+	patch = patch_of(a, NULL);
+	expect_op(patch, "replace",
+	    "/metadata/annotations/memfloor.dev~1placement", "\"B200 x 1\"");
+	expect_op(patch, "remove",
+	    "/metadata/annotations/memfloor.dev~1estimated-cost", NULL);
+	json_decref(patch);
+	json_decref(a);
+	json_decref(rv);
+	mf_answer_free(&ans);
+}
+
+/* dryRun changes nothing about the answer. */
+static void
+test_review_dry_run_same(void **state)
+{
+	json_t *rv = load(DATA "pod-min-memory.json"), *a, *b;
+	struct mf_answer ans, ans2;
+
+	(void)state;
+	a = send_review(rv, &ans);
+	json_object_set_new(json_object_get(rv, "request"), "dryRun",
+	    json_true());
+	b = send_review(rv, &ans2);
+	assert_true(json_equal(a, b));
+	json_decref(a);
+	json_decref(b);
+	json_decref(rv);
+	mf_answer_free(&ans);
+	mf_answer_free(&ans2);
+}
+
+/*
+ * Label keys with '~' and '/' are escaped as ~0 and ~1 (RFC 6901).  A
+ * catalogue refuses '~' in a label key (no Kubernetes label has one), so
+ * the test puts it into a loaded catalogue's entry by hand.
+ */
+static void
+test_review_pointer_escapes(void **state)
+{
+	static const char text[] =
+	    "apiVersion: memfloor.dev/v1\n"
+	    "kind: GpuCatalog\ngpus:\n  - name: X\n    memory: 16G\n"
+	    "    hourlyPrice: 1\n    relativeThroughput: 1\n    labels:\n"
+	    "      example.com/ab: v\n";
+	struct mf_catalog *own = NULL, *shipped = cat;
+	json_t *rv = load(DATA "pod-selector.json"), *a, *patch;
+	struct mf_answer ans;
+	struct mf_error err;
+
+	(void)state;
+	assert_int_equal(mf_cat_parse(text, sizeof(text) - 1, "t.yaml", &own,
+	                     &err),
+	    MF_OK);
+	free(own->gpus[0].labels[0].key);
+	own->gpus[0].labels[0].key = strdup("example.com/a~b/~1");
+	assert_non_null(own->gpus[0].labels[0].key);
+	cat = own;
+	a = send_review(rv, &ans);
+	cat = shipped;
+	patch = patch_of(a, NULL);
+	expect_op(patch, "add", "/spec/nodeSelector/example.com~1a~0b~1~01",
+	    "\"v\"");
+	json_decref(patch);
+	json_decref(a);
+	json_decref(rv);
+	mf_answer_free(&ans);
+	mf_cat_unref(own);
+}
+
+/* A selector key the pod already pins to another value is overwritten,
+ * with a warning cut under 120 bytes. */
+static void
+test_review_long_warning_cut(void **state)
+{
+	json_t *rv = load(DATA "pod-selector.json"), *a, *patch, *sel;
+	struct mf_answer ans;
+	char old[301];
+	const char *w;
+
+	(void)state;
+	memset(old, 'q', 300);
+	old[300] = '\0';
+	for (int i = 10; i < 300; i += 11)
+		old[i] = ' ';
+	sel =
+	    json_object_get(json_object_get(json_object_get(json_object_get(rv,
+	                                                        "request"),
+	                                        "object"),
+	                        "spec"),
+	        "nodeSelector");
+	json_object_set_new(sel, "nvidia.com/gpu.product", json_string(old));
+	a = send_review(rv, &ans);
+	patch = patch_of(a, NULL);
+	expect_op(patch, "add", "/spec/nodeSelector/nvidia.com~1gpu.product",
+	    "\"NVIDIA-RTX-A4000\"");
+	assert_true(has_warning(a, "nodeSelector nvidia.com/gpu.product"));
+	expect_warnings_short(a);
+	w = json_string_value(
+	    json_array_get(json_object_get(response(a), "warnings"), 0));
+	assert_string_equal(w + strlen(w) - 3, "...");
+	assert_true(w[strlen(w) - 4] == 'q');
+	json_decref(patch);
+	json_decref(a);
+	json_decref(rv);
+	mf_answer_free(&ans);
+}
+
+/* --- which container gets the GPUs (design 18) --------------------------- */
+
+#define SIDECAR "examples/k8s-sidecar-admissionreview.json"
+#define TPL "/spec/template/spec"
+
+/* request.object's pod spec: a Pod's spec, a Job's template spec. */
+static json_t *
+pod_spec(json_t *review)
+{
+	json_t *spec =
+	    json_object_get(json_object_get(json_object_get(review, "request"),
+	                        "object"),
+	        "spec");
+	json_t *tpl =
+	    json_object_get(json_object_get(spec, "template"), "spec");
+
+	return tpl != NULL ? tpl : spec;
+}
+
+static json_t *
+container(json_t *review, const char *list, size_t i)
+{
+	json_t *c = json_array_get(json_object_get(pod_spec(review), list), i);
+
+	assert_non_null(c);
+	return c;
+}
+
+/* Set resources.<what>["nvidia.com/gpu"] of container c to v (stolen). */
+static void
+set_gpu(json_t *c, const char *what, json_t *v)
+{
+	json_t *res = json_object_get(c, "resources"), *m;
+
+	if (res == NULL) {
+		res = json_object();
+		json_object_set_new(c, "resources", res);
+	}
+	m = json_object_get(res, what);
+	if (m == NULL) {
+		m = json_object();
+		json_object_set_new(res, what, m);
+	}
+	assert_int_equal(json_object_set_new(m, "nvidia.com/gpu", v), 0);
+}
+
+/* The review is denied with code and exactly message. */
+static void
+expect_denied(json_t *rv, int code, const char *message)
+{
+	struct mf_answer ans;
+	const char *msg;
+	json_t *a;
+
+	a = send_review(rv, &ans);
+	assert_int_equal(denial(a, &msg), code);
+	if (strcmp(msg, message) != 0)
+		print_error("%s\n", msg);
+	assert_string_equal(msg, message);
+	json_decref(a);
+	mf_answer_free(&ans);
+}
+
+/* memfloor.dev/container names the third container, which has no
+ * resources: it gets requests and limits, the first gets nothing. */
+static void
+test_review_container_annotation(void **state)
+{
+	json_t *rv = load(DATA "pod-selector.json"), *a, *patch;
+	struct mf_answer ans;
+
+	(void)state;
+	annotate(rv, "memfloor.dev/container", "trainer");
+	a = send_review(rv, &ans);
+	patch = patch_of(a, NULL);
+	expect_op(patch, "add", "/spec/containers/2/resources",
+	    "{\"limits\": {\"nvidia.com/gpu\": \"1\"},"
+	    " \"requests\": {\"nvidia.com/gpu\": \"1\"}}");
+	assert_int_equal(ops_under(patch, "/spec/containers/0/"), 0);
+	assert_int_equal(ops_under(patch, "/spec/containers/"), 1);
+	json_decref(patch);
+	json_decref(a);
+	json_decref(rv);
+	mf_answer_free(&ans);
+}
+
+/* A name that is no container, an init container's name, no string. */
+static void
+test_review_container_annotation_bad(void **state)
+{
+	json_t *rv;
+
+	(void)state;
+	rv = load(DATA "pod-selector.json");
+	annotate(rv, "memfloor.dev/container", "nobody");
+	expect_denied(rv, 400,
+	    "annotation memfloor.dev/container: no container of the pod is "
+	    "named 'nobody'");
+	json_decref(rv);
+	rv = load(SIDECAR);
+	annotate(rv, "memfloor.dev/container", "log-shipper");
+	expect_denied(rv, 400,
+	    "annotation memfloor.dev/container: 'log-shipper' is an init "
+	    "container; GPUs go only to a container of the pod's containers");
+	json_object_set_new(annotations(rv), "memfloor.dev/container",
+	    json_integer(1));
+	expect_denied(rv, 400,
+	    "annotation memfloor.dev/container: must be a string");
+	json_decref(rv);
+}
+
+/*
+ * The chosen container already limits nvidia.com/gpu to the placement's
+ * count (as "1", then as the number 1): the limit stays, requests get the
+ * same count.  12Gi: RTX-A4000 x 1.
+ */
+static void
+test_review_own_limit_kept(void **state)
+{
+	json_t *rv = load(DATA "pod-conflict.json"), *a, *patch;
+	struct mf_answer ans;
+
+	(void)state;
+	annotate(rv, "memfloor.dev/container", "pinned");
+	for (int round = 0; round < 2; round++) {
+		if (round == 1)
+			set_gpu(container(rv, "containers", 3), "limits",
+			    json_integer(1));
+		a = send_review(rv, &ans);
+		patch = patch_of(a, NULL);
+		expect_op(patch, "add", "/spec/containers/3/resources/requests",
+		    "{\"nvidia.com/gpu\": \"1\"}");
+		assert_int_equal(ops_under(patch, "/spec/containers/"), 1);
+		/* selector key, requests, placement, min-memory */
+		assert_int_equal(json_array_size(patch), 4);
+		json_decref(patch);
+		json_decref(a);
+		mf_answer_free(&ans);
+	}
+	json_decref(rv);
+}
+
+/* The fourth container limits nvidia.com/gpu to 1 but the first gets the
+ * GPU: it would take a second GPU memfloor did not place. */
+static void
+test_review_other_container_gpu_denied(void **state)
+{
+	json_t *rv = load(DATA "pod-conflict.json");
+	struct mf_answer ans;
+
+	(void)state;
+	expect_denied(rv, 400,
+	    "container pinned: resources.limits nvidia.com/gpu is 1, but GPUs "
+	    "go only to container echo-server (annotation "
+	    "memfloor.dev/container chooses it)");
+	json_decref(send_review(rv, &ans));
+	assert_int_equal(ans.verdict, MF_VERDICT_NONE);
+	mf_answer_free(&ans);
+	json_decref(rv);
+}
+
+/*
+ * job-count without its spec annotation: 88Gi on one GPU, B200 x 1, but
+ * the train container requests 2 (the placement would have set its limit
+ * to 1 before design 18).  Then with count 2 and a limit of 3.
+ */
+static void
+test_review_requests_disagree_denied(void **state)
+{
+	json_t *rv = load(DATA "job-count.json");
+
+	(void)state;
+	json_object_del(annotations(rv), "memfloor.dev/spec");
+	expect_denied(rv, 400,
+	    "container train: resources.requests nvidia.com/gpu is 2, but the "
+	    "placement is B200 x 1; leave it out or set resources.gpu.count: "
+	    "2 in memfloor.dev/spec");
+	json_decref(rv);
+	rv = load(DATA "job-count.json");
+	set_gpu(container(rv, "containers", 0), "limits", json_string("3"));
+	expect_denied(rv, 400,
+	    "container train: resources.limits nvidia.com/gpu is 3, but the "
+	    "placement is B200 x 2; leave it out or set resources.gpu.count: "
+	    "3 in memfloor.dev/spec");
+	set_gpu(container(rv, "containers", 0), "limits", json_string("2.5"));
+	expect_denied(rv, 400,
+	    "container train: resources.limits nvidia.com/gpu is 2.5, but the "
+	    "placement is B200 x 2; leave it out or set resources.gpu.count: "
+	    "2.5 in memfloor.dev/spec");
+	json_decref(rv);
+}
+
+/*
+ * The sidecar example on the product catalogue: 40Gi goes to the B200.
+ * The annotation names train, the second container; neither init
+ * container (fetch-weights, and log-shipper, a sidecar with restartPolicy
+ * Always) nor the metrics container gets a GPU.  An init container that
+ * asks for one is denied.
+ */
+static void
+test_review_init_containers_no_gpu(void **state)
+{
+	json_t *rv = load(SIDECAR), *a, *patch;
+	struct mf_answer ans;
+
+	(void)state;
+	a = send_review(rv, &ans);
+	patch = patch_of(a, NULL);
+	expect_op(patch, "add", TPL "/nodeSelector/nvidia.com~1gpu.product",
+	    "\"NVIDIA-B200\"");
+	expect_op(patch, "add",
+	    TPL "/containers/1/resources/limits/nvidia.com~1gpu", "\"1\"");
+	expect_op(patch, "add",
+	    TPL "/containers/1/resources/requests/nvidia.com~1gpu", "\"1\"");
+	assert_int_equal(ops_under(patch, TPL "/initContainers"), 0);
+	assert_int_equal(ops_under(patch, TPL "/containers/0/"), 0);
+	assert_int_equal(ops_under(patch, TPL "/affinity"), 0);
+	json_decref(patch);
+	json_decref(a);
+	mf_answer_free(&ans);
+	set_gpu(container(rv, "initContainers", 1), "limits", json_string("1"));
+	expect_denied(rv, 400,
+	    "init container log-shipper: resources.limits nvidia.com/gpu is "
+	    "1, but GPUs go only to container train (annotation "
+	    "memfloor.dev/container chooses it)");
+	json_decref(rv);
+}
+
+/* --- select: memory (design 18) ------------------------------------------- */
+
+/* Send rv to the select: memory catalogue. */
+static json_t *
+send_memory(json_t *rv, struct mf_answer *ans)
+{
+	struct mf_catalog *shipped = cat;
+	json_t *a;
+
+	cat = cat_memory;
+	a = send_review(rv, ans);
+	cat = shipped;
+	return a;
+}
+
+/* {"weight": w, "preference": {"matchExpressions": [product In [p]]}} */
+static void
+expect_pref(json_t *term, int weight, const char *product)
+{
+	json_t *e =
+	    json_array_get(json_object_get(json_object_get(term, "preference"),
+	                       "matchExpressions"),
+	        0);
+
+	assert_int_equal(json_integer_value(json_object_get(term, "weight")),
+	    weight);
+	assert_string_equal(json_string_value(json_object_get(e, "key")),
+	    "nvidia.com/gpu.product");
+	assert_string_equal(json_string_value(json_object_get(e, "operator")),
+	    "In");
+	assert_string_equal(json_string_value(
+	                        json_array_get(json_object_get(e, "values"),
+	                            0)),
+	    product);
+}
+
+#define REQ_KEY "requiredDuringSchedulingIgnoredDuringExecution"
+#define PREF_KEY "preferredDuringSchedulingIgnoredDuringExecution"
+
+/* {"key": nvidia.com/gpu.memory, "operator": "Gt", "values": [gt]} */
+static json_t *
+mem_expr(const char *gt)
+{
+	return json_pack("{s:s, s:s, s:[s]}", "key", "nvidia.com/gpu.memory",
+	    "operator", "Gt", "values", gt);
+}
+
+static json_t *
+pref_term(int weight, const char *product)
+{
+	return json_pack("{s:i, s:{s:[{s:s, s:s, s:[s]}]}}", "weight", weight,
+	    "preference", "matchExpressions", "key", "nvidia.com/gpu.product",
+	    "operator", "In", "values", product);
+}
+
+/* The patch has an op at path: verb with the value want (stolen). */
+static void
+expect_op_value(json_t *patch, const char *verb, const char *path, json_t *want)
+{
+	json_t *o = find_op(patch, path);
+
+	if (o == NULL)
+		print_error("no op at %s\n", path);
+	assert_non_null(o);
+	assert_non_null(want);
+	assert_string_equal(json_string_value(json_object_get(o, "op")), verb);
+	assert_true(json_equal(json_object_get(o, "value"), want));
+	json_decref(want);
+}
+
+/*
+ * 88Gi = 90,112 MiB, so "Gt 90111".  The cards that hold it, cheapest per
+ * reference hour first: B200 2.419, RTX-PRO-6000 2.652, H200 3.50, all
+ * one GPU.  The pod has no affinity: one add of the whole of it, and no
+ * nodeSelector.  Then 40G = 40,000,000,000 / 1,048,576 = 38,146.97 MiB,
+ * which rounds up to 38,147: "Gt 38146".
+ */
+static void
+test_review_memory_affinity_created(void **state)
+{
+	json_t *rv = load(DATA "pod-min-memory.json"), *a, *patch;
+	struct mf_answer ans;
+	char *text;
+
+	(void)state;
+	a = send_memory(rv, &ans);
+	patch = patch_of(a, NULL);
+	expect_op_value(patch, "add", "/spec/affinity",
+	    json_pack("{s:{s:{s:[{s:[o]}]}, s:[o, o, o]}}", "nodeAffinity",
+	        REQ_KEY, "nodeSelectorTerms", "matchExpressions",
+	        mem_expr("90111"), PREF_KEY, pref_term(100, "NVIDIA-B200"),
+	        pref_term(90, "NVIDIA-RTX-PRO-6000-Blackwell-Server-Edition"),
+	        pref_term(80, "NVIDIA-H200")));
+	assert_int_equal(ops_under(patch, "/spec/nodeSelector"), 0);
+	expect_op(patch, "add", "/spec/containers/0/resources/limits",
+	    "{\"nvidia.com/gpu\": \"1\"}");
+	expect_op(patch, "add", "/metadata/annotations/memfloor.dev~1placement",
+	    "\"B200 x 1\"");
+	/* affinity, limits, requests, placement, min-memory */
+	assert_int_equal(json_array_size(patch), 5);
+	json_decref(patch);
+	json_decref(a);
+	mf_answer_free(&ans);
+	annotate(rv, "memfloor.dev/min-memory", "40G");
+	a = send_memory(rv, &ans);
+	patch = patch_of(a, NULL);
+	expect_pref(
+	    json_array_get(
+	        json_object_get(json_object_get(json_object_get(find_op(patch,
+	                                                            "/spec/"
+	                                                            "affinity"),
+	                                            "value"),
+	                            "nodeAffinity"),
+	            PREF_KEY),
+	        0),
+	    100, "NVIDIA-B200");
+	text = json_dumps(patch, JSON_COMPACT);
+	assert_non_null(strstr(text, "\"values\":[\"38146\"]"));
+	free(text);
+	json_decref(patch);
+	json_decref(a);
+	mf_answer_free(&ans);
+	json_decref(rv);
+}
+
+#define NODE_AFFINITY TPL "/affinity/nodeAffinity/"
+#define REQ NODE_AFFINITY REQ_KEY "/nodeSelectorTerms"
+#define PREFERRED NODE_AFFINITY PREF_KEY
+
+/*
+ * The sidecar example: 40Gi = 40,960 MiB, "Gt 40959", ANDed into both of
+ * the Job's required terms.  Cards of at least 40Gi (42.9 GB), cheapest
+ * per reference hour first (prices / relativeThroughput): B200 2.419,
+ * RTX-PRO-6000 2.652, L40S 2.705, H100 2.99, RTX-A6000 3.14, H200 3.50,
+ * A100-80GB 4.0 and more; the A100-40GB (40 GB) is too small.  Weights
+ * fall by ten from 100.  The nodeSelector is left as it is.
+ */
+static void
+test_review_memory_terms_merged(void **state)
+{
+	static const char *const products[] = { "NVIDIA-B200",
+		"NVIDIA-RTX-PRO-6000-Blackwell-Server-Edition", "NVIDIA-L40S",
+		"NVIDIA-H100-80GB-HBM3", "NVIDIA-RTX-A6000", "NVIDIA-H200",
+		"NVIDIA-A100-SXM4-80GB" };
+	json_t *rv = load(SIDECAR), *a, *patch, *pref;
+	struct mf_answer ans;
+
+	(void)state;
+	a = send_memory(rv, &ans);
+	patch = patch_of(a, NULL);
+	expect_op_value(patch, "add", REQ "/0/matchExpressions/-",
+	    mem_expr("40959"));
+	expect_op_value(patch, "add", REQ "/1/matchExpressions/-",
+	    mem_expr("40959"));
+	pref = json_object_get(find_op(patch, PREFERRED), "value");
+	assert_int_equal(json_array_size(pref), 7);
+	for (size_t i = 0; i < 7; i++)
+		expect_pref(json_array_get(pref, i), 100 - 10 * (int)i,
+		    products[i]);
+	assert_int_equal(ops_under(patch, TPL "/nodeSelector"), 0);
+	assert_int_equal(ops_under(patch, TPL "/initContainers"), 0);
+	assert_int_equal(ops_under(patch, TPL "/containers/0/"), 0);
+	expect_op(patch, "add",
+	    TPL "/containers/1/resources/requests/nvidia.com~1gpu", "\"1\"");
+	/* $29.02: 12 h / 2.274 x $5.50 on the B200 */
+	expect_op(patch, "add",
+	    "/metadata/annotations/memfloor.dev~1estimated-cost", "\"29.02\"");
+	/* 2 terms, preferred, limits, requests, 3 annotations */
+	assert_int_equal(json_array_size(patch), 8);
+	assert_null(json_object_get(response(a), "warnings"));
+	json_decref(patch);
+	json_decref(a);
+	mf_answer_free(&ans);
+	json_decref(rv);
+}
+
+/* The patch of rv on the memory catalogue (the caller frees it). */
+static json_t *
+memory_patch(json_t *rv)
+{
+	struct mf_answer ans;
+	json_t *a, *patch;
+
+	a = send_memory(rv, &ans);
+	patch = patch_of(a, NULL);
+	json_decref(a);
+	mf_answer_free(&ans);
+	return patch;
+}
+
+static json_t *
+node_affinity(json_t *rv)
+{
+	return json_object_get(json_object_get(pod_spec(rv), "affinity"),
+	    "nodeAffinity");
+}
+
+/* Every shape of affinity a pod may already have. */
+static void
+test_review_memory_shapes(void **state)
+{
+	json_t *rv, *patch, *terms, *na;
+
+	(void)state;
+	/* A term of matchFields only gets a matchExpressions list. */
+	rv = load(SIDECAR);
+	terms = json_object_get(json_object_get(node_affinity(rv), REQ_KEY),
+	    "nodeSelectorTerms");
+	json_array_set_new(terms, 1,
+	    json_pack("{s:[{s:s, s:s, s:[s]}]}", "matchFields", "key",
+	        "metadata.name", "operator", "In", "values", "node-7"));
+	patch = memory_patch(rv);
+	expect_op_value(patch, "add", REQ "/1/matchExpressions",
+	    json_pack("[o]", mem_expr("40959")));
+	json_decref(patch);
+	/* Preferred terms of its own: ours are appended, one add each. */
+	json_object_set_new(node_affinity(rv), PREF_KEY,
+	    json_pack("[{s:i, s:{s:[{s:s, s:s, s:[s]}]}}]", "weight", 5,
+	        "preference", "matchExpressions", "key", "disk", "operator",
+	        "In", "values", "ssd"));
+	patch = memory_patch(rv);
+	assert_int_equal(ops_under(patch, PREFERRED "/-"), 7);
+	assert_null(find_op(patch, PREFERRED));
+	expect_pref(json_object_get(find_op(patch, PREFERRED "/-"), "value"),
+	    100, "NVIDIA-B200");
+	json_decref(patch);
+	/* Required without terms: [] gets one, absent gets a list. */
+	json_object_set_new(json_object_get(node_affinity(rv), REQ_KEY),
+	    "nodeSelectorTerms", json_array());
+	patch = memory_patch(rv);
+	expect_op_value(patch, "add", REQ "/-",
+	    json_pack("{s:[o]}", "matchExpressions", mem_expr("40959")));
+	json_decref(patch);
+	json_object_del(node_affinity(rv), REQ_KEY);
+	patch = memory_patch(rv);
+	expect_op_value(patch, "add", TPL "/affinity/nodeAffinity/" REQ_KEY,
+	    json_pack("{s:[{s:[o]}]}", "nodeSelectorTerms", "matchExpressions",
+	        mem_expr("40959")));
+	json_decref(patch);
+	/* An affinity without nodeAffinity (pod anti-affinity only). */
+	na = json_object_get(pod_spec(rv), "affinity");
+	json_object_del(na, "nodeAffinity");
+	json_object_set_new(na, "podAntiAffinity", json_object());
+	patch = memory_patch(rv);
+	na = json_object_get(find_op(patch, TPL "/affinity/nodeAffinity"),
+	    "value");
+	assert_non_null(json_object_get(na, REQ_KEY));
+	assert_int_equal(json_array_size(json_object_get(na, PREF_KEY)), 7);
+	assert_null(find_op(patch, TPL "/affinity"));
+	json_decref(patch);
+	json_decref(rv);
+}
+
+static int
+warned_excluded(json_t *rv, int memory)
+{
+	struct mf_answer ans;
+	json_t *a;
+	int w;
+
+	a = memory ? send_memory(rv, &ans) : send_review(rv, &ans);
+	assert_true(json_is_true(json_object_get(response(a), "allowed")));
+	w = has_warning(a, "excludes every card placed");
+	expect_warnings_short(a);
+	json_decref(a);
+	mf_answer_free(&ans);
+	return w;
+}
+
+/* Each required term gets "product In [values]". */
+static void
+require_product(json_t *rv, const char *op, const char *v0, const char *v1)
+{
+	json_t *terms =
+	           json_object_get(json_object_get(node_affinity(rv), REQ_KEY),
+	               "nodeSelectorTerms"),
+	       *t;
+	size_t i;
+
+	json_array_foreach (terms, i, t)
+		json_array_append_new(json_object_get(t, "matchExpressions"),
+		    json_pack("{s:s, s:s, s:[s]}", "key",
+		        "nvidia.com/gpu.product", "operator", op, "values",
+		        i == 0 ? v0 : v1));
+}
+
+/*
+ * A required node affinity (or, with select: memory, a nodeSelector) that
+ * no card placed can satisfy is reported in a warning; the review is
+ * still allowed.
+ */
+static void
+test_review_excluded_reported(void **state)
+{
+	json_t *rv;
+
+	(void)state;
+	rv = load(SIDECAR);
+	assert_false(warned_excluded(rv, 1));
+	/* the L4 (24G) holds no 40Gi: none of the seven cards is an L4 */
+	require_product(rv, "In", "NVIDIA-L4", "NVIDIA-L4");
+	assert_true(warned_excluded(rv, 1));
+	json_decref(rv);
+	rv = load(SIDECAR);
+	/* the second term lets the H200, the sixth card, in */
+	require_product(rv, "In", "NVIDIA-L4", "NVIDIA-H200");
+	assert_false(warned_excluded(rv, 1));
+	json_decref(rv);
+	rv = load(SIDECAR);
+	json_object_set_new(json_object_get(pod_spec(rv), "nodeSelector"),
+	    "nvidia.com/gpu.product", json_string("NVIDIA-L4"));
+	assert_true(warned_excluded(rv, 1));
+	json_decref(rv);
+	/* product: only the B200 is placed; both terms refuse it */
+	rv = load(SIDECAR);
+	require_product(rv, "NotIn", "NVIDIA-B200", "NVIDIA-B200");
+	assert_true(warned_excluded(rv, 0));
+	json_decref(rv);
+	rv = load(SIDECAR);
+	require_product(rv, "NotIn", "NVIDIA-B200", "NVIDIA-H200");
+	assert_false(warned_excluded(rv, 0));
+	json_decref(rv);
+}
+
+/* --- denied ------------------------------------------------------------- */
+
+/* 200G is more than the largest card, the B200 (180G): 403. */
+static void
+test_review_denied_too_big(void **state)
+{
+	json_t *rv = load(DATA "pod-too-big.json"), *a;
+	struct mf_answer ans;
+	const char *msg;
+
+	(void)state;
+	a = send_review(rv, &ans);
+	assert_int_equal(denial(a, &msg), 403);
+	assert_non_null(strstr(msg, "200G"));
+	assert_non_null(strstr(msg, "B200 (180.0 GB)"));
+	assert_int_equal(ans.kind, MF_ANS_OK);
+	assert_int_equal(ans.verdict, MF_VERDICT_REJECTED);
+	json_decref(a);
+	json_decref(rv);
+	mf_answer_free(&ans);
+}
+
+/*
+ * Full AdamW with eager attention at s = 4096: 16.1 + 16.1 + 96.4 + 104.2
+ * (eager activations) + 2.1 = 234.7 GB, more than the B200's 162 GB
+ * usable.  The first fix, sdpa, brings it to 148.8 GB, which the B200
+ * holds; sdpa has no time factor: 12 / 2.274 x 5.50 = $29.02.
+ */
+static void
+test_review_denied_with_fix(void **state)
+{
+	json_t *rv = load(DATA "pod-eager.json"), *a;
+	struct mf_answer ans;
+	const char *msg;
+
+	(void)state;
+	a = send_review(rv, &ans);
+	assert_int_equal(denial(a, &msg), 403);
+	assert_non_null(strstr(msg, "234.7 GB"));
+	assert_non_null(strstr(msg,
+	    "suggested fix: sdpa "
+	    "(spec.workload.attention: sdpa), placement B200 x1, "
+	    "$29.02 to finish"));
+	assert_int_equal(ans.verdict, MF_VERDICT_REJECTED);
+	json_decref(a);
+	json_decref(rv);
+	mf_answer_free(&ans);
+}
+
+/*
+ * Full AdamW, sdpa, s = 4096 needs 148.8 GB on one card; maxHourlyPrice 5
+ * rules out the only card that holds it (B200, $5.50), and fsdp is
+ * allowed.  Over N GPUs: 16 P / N + 18.25 (activations) + 2.10 (logits) +
+ * 2 x 218,112,000 (largest layer) x 2 bytes = 0.87 GB.  N = 2: 64.24 +
+ * 21.23 = 85.47 GB, which the RTX-PRO-6000 holds (86.4 GB usable) at
+ * $2.70/h: 2.70 / (0.509 x 2 x 0.9) = 2.947 per reference hour.  N = 3:
+ * 64.05 GB, RTX-PRO-6000 x3 $4.05/h, 4.05 / (0.509 x 3 x 0.9^1.585) =
+ * 3.13; A100-80GB x3 6.15; N = 4 and up cost over $5/h on every card
+ * that holds them.  So RTX-PRO-6000 x 2, each container limited to 2.
+ */
+static void
+test_review_fsdp_applied_by_admission(void **state)
+{
+	json_t *rv = load(DATA "pod-eager.json"), *a, *patch;
+	struct mf_answer ans;
+
+	(void)state;
+	annotate(rv, "memfloor.dev/spec",
+	    "model: {name: "
+	    "meta-llama/Llama-3.1-8B}\nworkload: {sequenceLength: 4096}\n"
+	    "limits: {maxHourlyPrice: 5}\nallowedFixes: [fsdp]\n");
+	a = send_review(rv, &ans);
+	patch = patch_of(a, NULL);
+	expect_op(patch, "add", "/spec/nodeSelector",
+	    "{\"nvidia.com/"
+	    "gpu.product\": \"NVIDIA-RTX-PRO-6000-Blackwell-Server-Edition\"}");
+	expect_op(patch, "add", "/spec/containers/0/resources/limits",
+	    "{\"nvidia.com/gpu\": \"2\"}");
+	expect_op(patch, "add", "/metadata/annotations/memfloor.dev~1placement",
+	    "\"RTX-PRO-6000 x 2\"");
+	json_decref(patch);
+	json_decref(a);
+	json_decref(rv);
+	mf_answer_free(&ans);
+}
+
+/*
+ * Llama 3.1 70B (P = 70,553,706,496), full AdamW: 16 P = 1,128.9 GB.
+ * Checkpointing (2 s b h L = 5.37 GB of activations) and 8-bit Adam
+ * (10 P = 705.5 GB) fit no card; LoRA and QLoRA fit but are modelling
+ * decisions; fsdp over 8 with checkpointing: 141.1 + 5.37 + 2.10
+ * (logits) + 2 x 855,654,400 (largest layer) x 2 bytes = 3.42 GB = 152.0 GB
+ * per GPU, which the B200 holds (162 GB usable) and no smaller card does;
+ * over 7 it would be 161.3 + 10.9 = 172 GB.  So the suggestion is fsdp
+ * over 8 GPUs on B200 x8.
+ */
+static void
+test_review_denied_fsdp_message(void **state)
+{
+	json_t *rv = load(DATA "pod-eager.json"), *a;
+	struct mf_answer ans;
+	const char *msg;
+
+	(void)state;
+	annotate(rv, "memfloor.dev/spec",
+	    "model: {name: "
+	    "meta-llama/Llama-3.1-70B}\nworkload: {sequenceLength: 4096}\n");
+	a = send_review(rv, &ans);
+	assert_int_equal(denial(a, &msg), 403);
+	if (strstr(msg, "suggested fix: fsdp over 8 GPUs") == NULL)
+		print_error("%s\n", msg);
+	assert_non_null(strstr(msg,
+	    "; suggested fix: fsdp over 8 GPUs "
+	    "(spec.workload.gradientCheckpointing: true, "
+	    "spec.workload.sharding.gpus: 8), placement B200 x8"));
+	assert_null(strstr(msg, "to finish"));
+	json_decref(a);
+	json_decref(rv);
+	mf_answer_free(&ans);
+}
+
+/* --- bad annotations: a valid review, denied with code 400 --------------- */
+
+static void
+test_review_bad_quantity_denied_400(void **state)
+{
+	json_t *rv = load(DATA "pod-bad-quantity.json"), *a;
+	struct mf_answer ans;
+	const char *msg;
+
+	(void)state;
+	a = send_review(rv, &ans);
+	assert_int_equal(ans.kind, MF_ANS_OK);
+	assert_int_equal(denial(a, &msg), 400);
+	assert_string_equal(msg,
+	    "annotation memfloor.dev/min-memory: '88Gx' "
+	    "is not a quantity");
+	assert_int_equal(ans.verdict, MF_VERDICT_NONE);
+	json_decref(a);
+	json_decref(rv);
+	mf_answer_free(&ans);
+}
+
+/* The annotation text's line 5, column 3 holds the typo. */
+static void
+test_review_bad_spec_denied_400(void **state)
+{
+	json_t *rv = load(DATA "pod-bad-spec.json"), *a;
+	struct mf_answer ans;
+	const char *msg;
+
+	(void)state;
+	a = send_review(rv, &ans);
+	assert_int_equal(ans.kind, MF_ANS_OK);
+	assert_int_equal(denial(a, &msg), 400);
+	assert_string_equal(msg,
+	    "annotation memfloor.dev/spec: "
+	    "spec.workload.methd: unknown field (line 5, column 3)");
+	json_decref(a);
+	json_decref(rv);
+	mf_answer_free(&ans);
+}
+
+static void
+test_review_bad_spec_variants_denied_400(void **state)
+{
+	static const struct {
+		const char *spec;
+		const char *part;
+	} cases[] = {
+		{ "model: [unclosed", "annotation memfloor.dev/spec: " },
+		{ "", "annotation memfloor.dev/spec: spec: must be a mapping" },
+		{ "model: {configUrl: https://h/c.json}\nworkload: "
+		  "{sequenceLength: 1}",
+		    "spec.model.configUrl" },
+		{ "model: {name: nobody/none}", "spec.model.name" },
+		{ "a: &x 1\nb: *x", "annotation memfloor.dev/spec: " },
+	};
+	struct mf_answer ans;
+	const char *msg;
+	json_t *rv, *a;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		rv = load(DATA "pod-plain.json");
+		annotate(rv, "memfloor.dev/spec", cases[i].spec);
+		a = send_review(rv, &ans);
+		assert_int_equal(denial(a, &msg), 400);
+		if (strstr(msg, cases[i].part) == NULL)
+			print_error("%zu: %s\n", i, msg);
+		assert_non_null(strstr(msg, cases[i].part));
+		json_decref(a);
+		json_decref(rv);
+		mf_answer_free(&ans);
+	}
+}
+
+/* An annotation that is not a string (never sent by Kubernetes). */
+static void
+test_review_annotation_not_string_denied_400(void **state)
+{
+	json_t *rv = load(DATA "pod-plain.json"), *a;
+	struct mf_answer ans;
+	const char *msg;
+
+	(void)state;
+	json_object_set_new(annotations(rv), "memfloor.dev/min-memory",
+	    json_integer(5));
+	a = send_review(rv, &ans);
+	assert_int_equal(denial(a, &msg), 400);
+	assert_string_equal(msg,
+	    "annotation memfloor.dev/min-memory: must be "
+	    "a string");
+	json_decref(a);
+	json_decref(rv);
+	mf_answer_free(&ans);
+}
+
+/* A Job without spec.template.spec has nothing to place. */
+static void
+test_review_job_without_pod_spec_denied_400(void **state)
+{
+	json_t *rv = load(DATA "job-count.json"), *a, *obj;
+	struct mf_answer ans;
+	const char *msg;
+
+	(void)state;
+	obj = json_object_get(json_object_get(rv, "request"), "object");
+	json_object_del(json_object_get(obj, "spec"), "template");
+	a = send_review(rv, &ans);
+	assert_int_equal(denial(a, &msg), 400);
+	assert_non_null(strstr(msg, "/spec/template/spec"));
+	json_decref(a);
+	json_decref(rv);
+	mf_answer_free(&ans);
+}
+
+/* --- not an AdmissionReview: HTTP 400 ------------------------------------ */
+
+static void
+expect_invalid(const char *text, const char *field, const char *part)
+{
+	struct mf_answer ans;
+	json_t *j;
+	const char *e;
+
+	j = send_text(text, strlen(text), &ans);
+	assert_int_equal(ans.kind, MF_ANS_INVALID);
+	e = json_string_value(json_object_get(j, "error"));
+	assert_non_null(e);
+	if (strstr(e, part) == NULL)
+		print_error("%s\n", e);
+	assert_non_null(strstr(e, part));
+	if (field != NULL)
+		assert_string_equal(json_string_value(
+		                        json_object_get(j, "field")),
+		    field);
+	json_decref(j);
+	mf_answer_free(&ans);
+}
+
+#define HEAD \
+	"\"apiVersion\":\"admission.k8s.io/v1\"," \
+	"\"kind\":\"AdmissionReview\""
+
+static void
+test_review_malformed_invalid(void **state)
+{
+	(void)state;
+	expect_invalid("", NULL, "the body is not valid JSON");
+	expect_invalid("apiVersion: admission.k8s.io/v1", NULL,
+	    "the body is not valid JSON");
+	expect_invalid("{\"a\":1,\"a\":2}", NULL, "duplicate object key");
+	expect_invalid("[]", NULL, "JSON object");
+	expect_invalid("{\"kind\":\"AdmissionReview\",\"request\":{}}",
+	    "apiVersion", "is required");
+	expect_invalid("{\"apiVersion\":\"admission.k8s.io/v1beta1\","
+	               "\"kind\":\"AdmissionReview\",\"request\":{\"uid\":"
+	               "\"u\"}}",
+	    "apiVersion",
+	    "'admission.k8s.io/v1beta1' is not "
+	    "'admission.k8s.io/v1'");
+	expect_invalid("{\"apiVersion\":\"admission.k8s.io/v1\","
+	               "\"kind\":\"Pod\"}",
+	    "kind", "'Pod' is not 'AdmissionReview'");
+	expect_invalid("{" HEAD "}", "request", "is required");
+	expect_invalid("{" HEAD ",\"request\":[]}", "request", "an object");
+	expect_invalid("{" HEAD ",\"request\":{\"operation\":\"CREATE\"}}",
+	    "request.uid", "is required");
+	expect_invalid("{" HEAD ",\"request\":{\"uid\":7}}", "request.uid",
+	    "a string");
+	expect_invalid("{" HEAD ",\"request\":{\"uid\":\"\"}}", "request.uid",
+	    "empty");
+	expect_invalid("{" HEAD ",\"request\":{\"uid\":\"u\"}}",
+	    "request.operation", "is required");
+	expect_invalid("{" HEAD ",\"request\":{\"uid\":\"u\","
+	               "\"operation\":\"CREATE\"}}",
+	    "request.object", "is required for CREATE");
+	expect_invalid("{" HEAD ",\"request\":{\"uid\":\"u\","
+	               "\"operation\":\"CREATE\",\"object\":\"x\"}}",
+	    "request.object", "an object");
+}
+
+/* A response-only review (the docs' allow sample) has no request. */
+static void
+test_review_response_sample_invalid(void **state)
+{
+	char path[512];
+	struct mf_answer ans;
+	FILE *f;
+	char buf[4096];
+	size_t n;
+	json_t *j;
+
+	(void)state;
+	f = fopen(top_path(path, sizeof(path), DATA "response-allow.json"),
+	    "rb");
+	assert_non_null(f);
+	n = fread(buf, 1, sizeof(buf), f);
+	fclose(f);
+	j = send_text(buf, n, &ans);
+	assert_int_equal(ans.kind, MF_ANS_INVALID);
+	assert_string_equal(json_string_value(json_object_get(j, "field")),
+	    "request");
+	json_decref(j);
+	mf_answer_free(&ans);
+}
+
+/* Bytes past a NUL or junk after the document are refused, not read. */
+static void
+test_review_trailing_junk_invalid(void **state)
+{
+	static const char text[] = "{" HEAD "} x";
+	struct mf_answer ans;
+	json_t *j;
+
+	(void)state;
+	j = send_text(text, sizeof(text) - 1, &ans);
+	assert_int_equal(ans.kind, MF_ANS_INVALID);
+	json_decref(j);
+	mf_answer_free(&ans);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_review_passthrough_without_annotations),
+		cmocka_unit_test(test_review_passthrough_other_kind),
+		cmocka_unit_test(test_review_passthrough_delete),
+		cmocka_unit_test(test_review_passthrough_subresource),
+		cmocka_unit_test(test_review_passthrough_deployment),
+		cmocka_unit_test(test_review_pod_creates_node_selector),
+		cmocka_unit_test(test_review_pod_adds_selector_key),
+		cmocka_unit_test(test_review_job_patches_template),
+		cmocka_unit_test(test_review_job_count_from_spec),
+		cmocka_unit_test(test_review_spec_floor_wins),
+		cmocka_unit_test(test_review_annotations_replace_and_remove),
+		cmocka_unit_test(test_review_dry_run_same),
+		cmocka_unit_test(test_review_pointer_escapes),
+		cmocka_unit_test(test_review_long_warning_cut),
+		cmocka_unit_test(test_review_container_annotation),
+		cmocka_unit_test(test_review_container_annotation_bad),
+		cmocka_unit_test(test_review_own_limit_kept),
+		cmocka_unit_test(test_review_other_container_gpu_denied),
+		cmocka_unit_test(test_review_requests_disagree_denied),
+		cmocka_unit_test(test_review_init_containers_no_gpu),
+		cmocka_unit_test(test_review_memory_affinity_created),
+		cmocka_unit_test(test_review_memory_terms_merged),
+		cmocka_unit_test(test_review_memory_shapes),
+		cmocka_unit_test(test_review_excluded_reported),
+		cmocka_unit_test(test_review_denied_too_big),
+		cmocka_unit_test(test_review_denied_with_fix),
+		cmocka_unit_test(test_review_fsdp_applied_by_admission),
+		cmocka_unit_test(test_review_denied_fsdp_message),
+		cmocka_unit_test(test_review_bad_quantity_denied_400),
+		cmocka_unit_test(test_review_bad_spec_denied_400),
+		cmocka_unit_test(test_review_bad_spec_variants_denied_400),
+		cmocka_unit_test(test_review_annotation_not_string_denied_400),
+		cmocka_unit_test(test_review_job_without_pod_spec_denied_400),
+		cmocka_unit_test(test_review_malformed_invalid),
+		cmocka_unit_test(test_review_response_sample_invalid),
+		cmocka_unit_test(test_review_trailing_junk_invalid),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
