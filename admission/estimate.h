@@ -12,7 +12,28 @@
 
 enum mf_kind { MF_TRAINING, MF_INFERENCE };
 enum mf_method { MF_FULL, MF_LORA, MF_QLORA };
-enum mf_precision { MF_BF16, MF_FP16, MF_FP32 };
+/*
+ * A training recipe's dtypes (design 19).  BF16 and FP16: 16-bit weights
+ * and gradients, fp32 master weights and optimizer moments (DeepSpeed,
+ * Megatron); *_MIXED: fp32 weights and gradients under autocast, with the
+ * 16-bit weight copies autocast keeps; BF16_TRUE: weights, gradients and
+ * optimizer state all 16-bit (torchtune, LitGPT); FP32.  Appended values
+ * keep the order of the manifest's names.
+ */
+enum mf_precision {
+	MF_BF16,
+	MF_FP16,
+	MF_FP32,
+	MF_BF16_MIXED,
+	MF_BF16_TRUE,
+	MF_FP16_MIXED
+};
+/* gradientCheckpointing (design 19): none; full (every ckpt_every-th
+ * layer recomputed whole: 1, the default, is every layer); op, per-op
+ * selective as torchtitan's policy. */
+enum mf_checkpointing { MF_CKPT_NONE, MF_CKPT_FULL, MF_CKPT_OP };
+/* workload.loss (design 19). */
+enum mf_loss { MF_LOSS_STANDARD, MF_LOSS_CHUNKED, MF_LOSS_FUSED };
 enum mf_optimizer { MF_ADAMW, MF_ADAM8BIT, MF_SGD };
 enum mf_attention { MF_SDPA, MF_FLASH, MF_EAGER };
 enum mf_kv_dtype { MF_KV_BF16, MF_KV_FP16, MF_KV_FP8 };
@@ -43,7 +64,17 @@ struct mf_workload {
 	enum mf_precision precision;
 	enum mf_optimizer optimizer;
 	enum mf_attention attention;
-	int checkpointing;
+	int checkpointing;   /* enum mf_checkpointing */
+	int64_t ckpt_every;  /* MF_CKPT_FULL: every Nth layer; default 1 */
+	enum mf_loss loss;
+	int64_t loss_chunks; /* MF_LOSS_CHUNKED: pieces; default 8 */
+	int activation_offload;    /* saved activations in host memory */
+	int optimizer_in_backward; /* each gradient stepped and freed */
+	int64_t qlora_block;       /* qlora.blockSize: weights an absmax, 64 */
+	int qlora_double_quant;    /* qlora.doubleQuant, default 1 */
+	int reshard_after_forward; /* sharding.reshardAfterForward, default 1 */
+	int sequence_parallel;     /* parallelism.sequenceParallel, default 0 */
+	int loss_parallel;         /* parallelism.lossParallel, default 0 */
 	int64_t seq_len;     /* training: tokens per sequence (s) */
 	int64_t micro_batch; /* training: sequences per step (b) */
 	int64_t lora_rank;
@@ -58,6 +89,8 @@ struct mf_workload {
 	double gpu_util;        /* vllm: gpuMemoryUtilization, default 0.9 */
 	int64_t batched_tokens; /* vllm: maxNumBatchedTokens, default 8192 */
 	int64_t block_size;     /* vllm: tokens per KV block, default 16 */
+	int64_t max_num_seqs;   /* vllm: --max-num-seqs, the profile run's
+	                           sequences (design 19) */
 	int64_t graph_reserve;  /* vllm: CUDA graphs' bytes, the catalogue's
 	                           cudaGraphReserve (mf_place sets it) */
 	/* workload.parallelism (design 15), 1 each when not given: a

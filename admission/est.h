@@ -1,0 +1,71 @@
+/*
+ * est.h: what the files of the estimate share (estimate.c, est_state.c,
+ * est_post.c, est_pytorch.c, est_serve.c, layout.c), and nothing outside
+ * them uses.  The public API is estimate.h.
+ */
+#ifndef MF_EST_H
+#define MF_EST_H
+
+#include <stdint.h>
+
+#include "estimate.h"
+#include "internal.h"
+
+/* a / n rounded up, for a >= 0 and n >= 1; -1 stays -1. */
+static inline int64_t
+mf_cdiv_up(int64_t a, int64_t n)
+{
+	if (a < 0)
+		return -1;
+	return a / n + (a % n != 0);
+}
+
+/* a rounded up to a whole number of n; -1 stays -1. */
+static inline int64_t
+mf_round_up(int64_t a, int64_t n)
+{
+	return mf_cmul(mf_cdiv_up(a, n), n);
+}
+
+/*
+ * One estimator's arithmetic of a training step (design 13): fills the
+ * buckets of e (params already set) for model m under w.  Inference is
+ * the same under every estimator (est_serve.c).
+ */
+struct mf_est_ops {
+	const char *name;
+	void (*training)(const struct mf_model *m, const struct mf_workload *w,
+	    struct mf_estimate *e);
+};
+
+extern const struct mf_est_ops mf_est_post;    /* est_post.c */
+extern const struct mf_est_ops mf_est_pytorch; /* est_pytorch.c */
+
+/* bytes = P x n (or T x n) into bucket b, with its formula "sym x n". */
+void mf_est_per_param(struct mf_estimate *e, enum mf_bucket b,
+    const char *sym, int64_t count, int64_t n);
+
+/* Weights, gradients, optimizer, adapters and sharding buffers: the state
+ * of training, the same under every estimator (est_state.c). */
+void mf_est_state(const struct mf_model *m, const struct mf_workload *w,
+    struct mf_estimate *e);
+
+/* The buckets of an inference job (est_serve.c). */
+void mf_est_inference(const struct mf_model *m, const struct mf_workload *w,
+    struct mf_estimate *e);
+
+/* Every bucket of m under w, whole, with params and trainable
+ * (estimate.c). */
+void mf_est_buckets(const struct mf_model *m, const struct mf_workload *w,
+    struct mf_estimate *e);
+
+/* Bucket b of bucket[] as one GPU of an FSDP full shard over n holds it:
+ * the weights, gradients and optimizer state divided, the rest whole. */
+int64_t mf_est_gpu_bucket(const int64_t *bucket, enum mf_bucket b, int64_t n);
+
+/* e->stage, and the whole job's communication buffers, for the tensor,
+ * pipeline and expert layout of w (layout.c). */
+void mf_est_layout(const struct mf_model *m, const struct mf_workload *w,
+    struct mf_estimate *e);
+
+#endif

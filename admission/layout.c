@@ -1,0 +1,131 @@
+/*
+ * layout.c: an estimate laid out over the job's GPUs (design 15): what one
+ * GPU of the largest pipeline stage holds under tensor, pipeline and
+ * expert parallelism, and an inference job's capacity on one card
+ * (maxConcurrency, maxContextLength).
+ */
+#include <string.h>
+
+#include "est.h"
+
+/*
+ * Tokens a forward runs at once: those whose hidden states tensor and
+ * pipeline parallel send.  Training: s x b; vllm: maxNumBatchedTokens;
+ * plain inference: one sequence's prefill.
+ */
+static int64_t
+forward_tokens(const struct mf_workload *w)
+{
+	if (w->kind == MF_TRAINING)
+		return mf_cmul(w->seq_len, w->micro_batch);
+	return w->server == MF_SERVER_VLLM ? w->batched_tokens : w->context_len;
+}
+
+/*
+ * One GPU of a pipeline stage (first, last, or both when there is one
+ * stage) of the layout w asks for: the buckets of the model's share on
+ * it (mf_model_shard).  Pipeline training runs 1F1B, so the first stage
+ * keeps the activations of P micro-batches in flight (stage i keeps P -
+ * i): times P here, the last stage's once.  Communication buffers, a
+ * hidden state of the forward's tokens each (e bytes an element, e the
+ * activations' dtype): tensor parallel's all-reduce writes its output
+ * into a new tensor beside its input; a pipeline stage sends one and
+ * receives one.
+ */
+static void
+stage_buckets(const struct mf_model *m, const struct mf_workload *w, int first,
+    int last, int64_t *stage, int64_t *kv_token)
+{
+	int64_t layers = mf_cdiv_up(m->layers, w->pipeline), th, comm = 0;
+	struct mf_model part;
+	struct mf_estimate e;
+
+	mf_model_shard(m, w->tensor, w->expert, layers, first, last, &part);
+	memset(&e, 0, sizeof(e));
+	mf_est_buckets(&part, w, &e);
+	if (w->kind == MF_TRAINING && first)
+		e.bucket[MF_B_ACTIVATIONS] =
+		    mf_cmul(e.bucket[MF_B_ACTIVATIONS], w->pipeline);
+	th = mf_cmul(forward_tokens(w),
+	    mf_cmul(m->hidden, w->precision == MF_FP32 ? 4 : 2));
+	if (w->tensor > 1)
+		comm = th;
+	if (w->pipeline > 1)
+		comm = mf_cadd(comm, mf_cmul(2, th));
+	e.bucket[MF_B_COMM] = comm;
+	memcpy(stage, e.bucket, sizeof(e.bucket));
+	*kv_token = e.kv_token;
+}
+
+static int64_t
+stage_sum(const int64_t *stage, int64_t shards)
+{
+	int64_t sum = 0;
+
+	for (int b = 0; b < MF_B_COUNT; b++)
+		sum = mf_cadd(sum,
+		    mf_est_gpu_bucket(stage, (enum mf_bucket)b, shards));
+	return sum;
+}
+
+/*
+ * e->stage: what one GPU of the largest stage holds; the middle stages
+ * hold no more than the first or the last.  The whole job's
+ * communication buffers are every GPU's of a replica.
+ */
+void
+mf_est_layout(const struct mf_model *m, const struct mf_workload *w,
+    struct mf_estimate *e)
+{
+	int64_t last[MF_B_COUNT], kv_token, n;
+
+	if (w->tensor == 1 && w->pipeline == 1 && w->expert == 1) {
+		memcpy(e->stage, e->bucket, sizeof(e->bucket));
+		return;
+	}
+	/* Every stage holds as many layers, so as much KV cache a token. */
+	stage_buckets(m, w, 1, w->pipeline == 1, e->stage, &e->kv_token);
+	if (w->pipeline > 1) {
+		stage_buckets(m, w, 0, 1, last, &kv_token);
+		if (stage_sum(last, e->shards) > stage_sum(e->stage, e->shards))
+			memcpy(e->stage, last, sizeof(last));
+	}
+	e->bucket[MF_B_COMM] =
+	    mf_cmul(e->stage[MF_B_COMM], mf_cmul(w->tensor, w->pipeline));
+	if (e->bucket[MF_B_COMM] > 0) {
+		struct mf_text f;
+
+		/* Hidden states a GPU keeps: 1 for tensor parallel's
+		 * all-reduce, 2 for a stage's send and receive. */
+		n = (w->tensor > 1 ? 1 : 0) + (w->pipeline > 1 ? 2 : 0);
+		mf_text_init(&f, e->formula[MF_B_COMM]);
+		mf_text_str(&f, "TP x PP x ");
+		mf_text_int(&f, n);
+		mf_text_str(&f, " x tokens x h x ");
+		mf_text_int(&f, w->precision == MF_FP32 ? 4 : 2);
+	}
+}
+
+int64_t
+mf_est_max_seqs(const struct mf_estimate *e, int64_t usable)
+{
+	int64_t kv = mf_est_bucket_per_gpu(e, MF_B_KVCACHE);
+	int64_t free = usable - (e->per_gpu - kv), seq;
+
+	seq = mf_cmul(e->kv_token, e->seq_tokens);
+	if (free <= 0 || seq <= 0)
+		return 0;
+	return free / seq;
+}
+
+int64_t
+mf_est_max_context(const struct mf_estimate *e, int64_t usable, int64_t seqs)
+{
+	int64_t kv = mf_est_bucket_per_gpu(e, MF_B_KVCACHE);
+	int64_t free = usable - (e->per_gpu - kv), per;
+
+	per = mf_cmul(e->kv_token, seqs);
+	if (free <= 0 || per <= 0 || e->block < 1)
+		return 0;
+	return free / per / e->block * e->block;
+}
