@@ -42,8 +42,8 @@ extern const struct mf_est_ops mf_est_post;    /* est_post.c */
 extern const struct mf_est_ops mf_est_pytorch; /* est_pytorch.c */
 
 /* bytes = P x n (or T x n) into bucket b, with its formula "sym x n". */
-void mf_est_per_param(struct mf_estimate *e, enum mf_bucket b,
-    const char *sym, int64_t count, int64_t n);
+void mf_est_per_param(struct mf_estimate *e, enum mf_bucket b, const char *sym,
+    int64_t count, int64_t n);
 
 /* Weights, gradients, optimizer, adapters and sharding buffers: the state
  * of training, the same under every estimator (est_state.c). */

@@ -6,7 +6,6 @@
  */
 #include "est.h"
 
-
 /*
  * L * s*b*h*(34 + 5*a*s/h), computed as L*s*b*(34*h + 5*a*s) so that no
  * fraction is lost; sdpa and flash keep no attention matrix (L*s*b*h*34);

@@ -14,7 +14,6 @@
 
 #include "est.h"
 
-
 /*
  * Bytes per token, per layer, kept for backward by a training forward
  * (symbols: e = 2 for bf16/fp16, 4 for fp32, the activations' dtype; ad

@@ -7,7 +7,6 @@
 #include "est.h"
 #include "forward.h"
 
-
 int64_t
 mf_est_linear_bytes(enum mf_weights_dtype wd, int64_t n, int64_t group)
 {
@@ -17,7 +16,8 @@ mf_est_linear_bytes(enum mf_weights_dtype wd, int64_t n, int64_t group)
 		return n;
 	case MF_WD_INT4:
 		/* Two weights a byte, and an fp16 scale a group. */
-		return mf_cadd(mf_cdiv_up(n, 2), mf_cmul(2, mf_cdiv_up(n, group)));
+		return mf_cadd(mf_cdiv_up(n, 2),
+		    mf_cmul(2, mf_cdiv_up(n, group)));
 	case MF_WD_DEFAULT:
 	case MF_WD_BF16:
 	case MF_WD_FP16:

@@ -21,7 +21,6 @@
 
 #include "est.h"
 
-
 void
 mf_workload_defaults(struct mf_workload *w)
 {
@@ -83,7 +82,6 @@ mf_bucket_name(enum mf_bucket b)
 		return NULL;
 	return names[b];
 }
-
 
 /* The estimators, by enum mf_estimator. */
 static const struct mf_est_ops *const estimators[MF_EST_COUNT] = {
@@ -156,7 +154,6 @@ mf_est_bucket_per_gpu(const struct mf_estimate *e, enum mf_bucket b)
 	return mf_est_gpu_bucket(e->stage, b, e->shards);
 }
 
-
 void
 mf_est_buckets(const struct mf_model *m, const struct mf_workload *w,
     struct mf_estimate *e)
@@ -170,7 +167,6 @@ mf_est_buckets(const struct mf_model *m, const struct mf_workload *w,
 	if (m->no_head)
 		e->bucket[MF_B_LOGITS] = 0;
 }
-
 
 enum mf_rc
 mf_est_compute(const struct mf_model *m, const struct mf_workload *w,

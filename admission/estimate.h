@@ -64,10 +64,10 @@ struct mf_workload {
 	enum mf_precision precision;
 	enum mf_optimizer optimizer;
 	enum mf_attention attention;
-	int checkpointing;   /* enum mf_checkpointing */
-	int64_t ckpt_every;  /* MF_CKPT_FULL: every Nth layer; default 1 */
+	int checkpointing;  /* enum mf_checkpointing */
+	int64_t ckpt_every; /* MF_CKPT_FULL: every Nth layer; default 1 */
 	enum mf_loss loss;
-	int64_t loss_chunks; /* MF_LOSS_CHUNKED: pieces; default 8 */
+	int64_t loss_chunks;       /* MF_LOSS_CHUNKED: pieces; default 8 */
 	int activation_offload;    /* saved activations in host memory */
 	int optimizer_in_backward; /* each gradient stepped and freed */
 	int64_t qlora_block;       /* qlora.blockSize: weights an absmax, 64 */
@@ -75,8 +75,8 @@ struct mf_workload {
 	int reshard_after_forward; /* sharding.reshardAfterForward, default 1 */
 	int sequence_parallel;     /* parallelism.sequenceParallel, default 0 */
 	int loss_parallel;         /* parallelism.lossParallel, default 0 */
-	int64_t seq_len;     /* training: tokens per sequence (s) */
-	int64_t micro_batch; /* training: sequences per step (b) */
+	int64_t seq_len;           /* training: tokens per sequence (s) */
+	int64_t micro_batch;       /* training: sequences per step (b) */
 	int64_t lora_rank;
 	enum mf_lora_targets lora_targets;
 	int64_t shard_gpus;  /* FSDP full shard over N GPUs; 1 = none */

@@ -1,7 +1,7 @@
 /*
- * test_fetch.c: daemon/fetch.c against tests/integration/fetchserver.py, a local HTTP
- * server started once for the whole run.  Each test starts the fetcher
- * with the same allowed hosts and stops it afterwards.
+ * test_fetch.c: daemon/fetch.c against tests/integration/fetchserver.py, a
+ * local HTTP server started once for the whole run.  Each test starts the
+ * fetcher with the same allowed hosts and stops it afterwards.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -89,7 +89,8 @@ server_start(void)
 	int fd[2];
 	FILE *f;
 
-	snprintf(script, sizeof(script), "%s/tests/integration/fetchserver.py", top());
+	snprintf(script, sizeof(script), "%s/tests/integration/fetchserver.py",
+	    top());
 	if (pipe(fd) != 0)
 		return -1;
 	posix_spawn_file_actions_init(&fa);
