@@ -18,7 +18,7 @@
  * Bytes per token, per layer, kept for backward by a training forward
  * (symbols: e = 2 for bf16/fp16, 4 for fp32, the activations' dtype; ad
  * = a x d, kvd = kv x d).  Measured by tests/torch/measure.py (make
- * torch; the README's table) on every shipped block, bf16 and fp32,
+ * torch; docs/estimators.md's table) on every shipped block, bf16 and fp32,
  * fused and eager; each term is one tensor the autograd graph holds.
  */
 struct shapes {

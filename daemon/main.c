@@ -230,7 +230,7 @@ defaults(struct mfd_config *cfg)
 	cfg->listen = "127.0.0.1:8080";
 	cfg->threads = mfd_cpus();
 	cfg->max_body = 1u << 20;
-	/* See the README (The daemon) for how these were chosen. */
+	/* See docs/operations.md (The daemon) for how these were chosen. */
 	cfg->request_timeout = 10;
 	cfg->max_conns_per_ip = 1024;
 	cfg->max_body_memory = 64u << 20;

@@ -7,7 +7,7 @@ Writes REVIEW.json without blank space (Go's encoding/json writes none),
 and with --floor its memfloor.dev/spec annotation replaced by
 memfloor.dev/min-memory: QUANTITY, first among the annotations: the Job of
 examples/k8s-admissionreview.json with only a floor, which make bench
-drives and the README's profile of the review path reads.
+drives and docs/performance.md's profile of the review path reads.
 """
 import json
 import sys
