@@ -10,6 +10,10 @@ answer must also equal NAME.response.json, so the examples never go stale
 command line (memfloor estimate|admit|diagnose -o json) must give the same
 answer offline.  Prints "N passed, M failed".
 
+README.md's try-it shows text answers: each indented block after a line
+"<!-- answer: examples/NAME.response.json -->" must say what that answer
+says (readme_problems), so the front page never shows stale figures.
+
 /v1/estimate and /v1/admit requests are sent twice (design 13): as they
 are, answered by the default estimator pytorch (NAME.response.json,
 checked against the "# expect-pytorch:" lines), and with ?estimator=post
@@ -162,9 +166,73 @@ def check(port, path, endpoint, ctype, body, estimator, prefix, suffix):
     return problems
 
 
+def readme_blocks(text):
+    """(answer file, lines of the indented block after its marker)."""
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        m = re.match(r"<!-- answer: (\S+) -->$", line)
+        if not m:
+            continue
+        block, j = [], i + 1
+        while j < len(lines) and (lines[j] == "" or
+                                  lines[j].startswith("    ")):
+            block.append(lines[j][4:])
+            j += 1
+        yield m.group(1), [b for b in block if b.strip()]
+
+
+def row_of(p):
+    """A placement as the text table writes it, one column a field."""
+    return [p["gpu"], str(p["count"]), str(p["nodes"]),
+            "%.1f" % (p["memoryBytes"] / 1e9),
+            "%.0f%%" % (p["spareFraction"] * 100),
+            "%.2f" % p["hourlyPrice"], "%.1f" % p["hours"],
+            "%.2f" % p["cost"], "%.3f" % p["costPerReferenceHour"],
+            ",".join(p["fixes"]) or "-"]
+
+
+def readme_problems(path):
+    """What README.md's answer blocks say that their answers do not."""
+    problems, seen = [], 0
+    with open(path) as f:
+        text = f.read()
+    for name, block in readme_blocks(text):
+        seen += 1
+        with open(os.path.join(TOP, name)) as f:
+            doc = json.load(f)
+        want = ["%s %s" % ("ADMITTED" if doc["admitted"] else "REJECTED",
+                            doc["job"])]
+        need = doc["need"]
+        if need["source"] == "model":
+            want.append("need: %.1f GB per GPU (derived), minMemory %s" %
+                        (need["perGpuBytes"] / 1e9, doc["minMemory"]))
+        else:
+            want.append("need: minMemory %s" % doc["minMemory"])
+        want.append(" ".join(["GPU", "COUNT", "NODES", "GB", "SPARE",
+                              "$/HOUR", "HOURS", "COST", "$/REF-H",
+                              "FIXES"]))
+        for p in [doc["placement"]] + doc["alternatives"]:
+            want.append(" ".join(row_of(p)))
+        got = [" ".join(b.split()) for b in block]
+        if got != want:
+            problems.append("%s: README shows\n    %s\n  the answer says\n"
+                            "    %s" % (name, "\n    ".join(got),
+                                        "\n    ".join(want)))
+    if seen == 0:
+        problems.append("no <!-- answer: --> block in README.md")
+    return problems
+
+
 def main():
-    proc, port, log = start()
     passed = failed = 0
+    problems = readme_problems(os.path.join(TOP, "README.md"))
+    if problems:
+        failed += 1
+        print("FAIL README.md try-it\n  %s" % "\n  ".join(problems))
+    else:
+        passed += 1
+        print("ok   README.md try-it")
+    proc, port, log = start()
     try:
         for path, endpoint, ctype in requests():
             with open(path, "rb") as f:
