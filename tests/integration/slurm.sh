@@ -494,9 +494,15 @@ s = socket.socket()
 s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 s.bind(("127.0.0.1", int(sys.argv[1])))
 s.listen(8)
-time.sleep(120)' "$hang_port" &
+open(sys.argv[2], "w").close()
+time.sleep(120)' "$hang_port" "$tmp/hang.ready" &
 started="$! $started"
-sleep 0.3
+# Listening before sbatch runs, however slow the machine.
+i=0
+while [ ! -e "$tmp/hang.ready" ] && [ $i -lt 100 ]; do
+	sleep 0.1
+	i=$((i + 1))
+done
 url=http://127.0.0.1:$hang_port
 t0=$(date +%s)
 sub hang MEMFLOOR_TIMEOUT=1 MEMFLOOR_UNREACHABLE=closed MEMFLOOR_MIN_MEMORY=20Gi -- --gres=gpu:h100:1 plain.sh
