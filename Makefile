@@ -256,7 +256,7 @@ fuzz: $(DEPSTAMP)
 	  catalog) seeds="tests/data/catalog/* catalog/gpus.yaml" ;; \
 	  manifest) seeds="examples/*.yaml tests/data/unit/*" ;; \
 	  model) seeds="catalog/models/*/*.json tests/data/fetch/*" ;; \
-	  oom) seeds="examples/*.txt" ;; \
+	  oom) seeds="examples/*.txt tests/data/oom/*" ;; \
 	  review) seeds="tests/data/review/* examples/*.json" ;; \
 	  yaml) seeds="examples/*.yaml tests/data/unit/*.yaml \
 	    tests/data/catalog/*.yaml catalog/gpus.yaml \

@@ -296,6 +296,7 @@ parse_v1(struct cur *c, struct mf_oom *o)
 static void
 add_proc(struct mf_oom *o, int64_t pid, int64_t bytes)
 {
+	o->nlisted++;
 	if (o->nprocs < MF_OOM_MAX_PROCS) {
 		o->procs[o->nprocs].pid = pid;
 		o->procs[o->nprocs].bytes = bytes;
@@ -386,6 +387,92 @@ parse_v2_tail(struct cur *c, struct mf_oom *o)
 	    lit(c, " is reserved by PyTorch but unallocated.");
 }
 
+/*
+ * How far rounding to format_size()'s two decimals may have moved figure
+ * b: half a hundredth of the unit it was printed in (none for bytes).
+ */
+static int64_t
+slack(int64_t b)
+{
+	int64_t unit = b <= 1024    ? 0 :
+	    b <= ((int64_t)1 << 20) ? ((int64_t)1 << 10) :
+	    b <= ((int64_t)1 << 30) ? ((int64_t)1 << 20) :
+	                              ((int64_t)1 << 30);
+
+	return (unit + 199) / 200;
+}
+
+/* Whether entry b can be this process, and whether b is what PyTorch
+ * reserved plus a CUDA context; within the three figures' precision. */
+static void
+weigh(const struct mf_oom *o, int64_t b, bool *holds, bool *context)
+{
+	int64_t reserved = o->allocated + o->reserved_unallocated;
+	int64_t tol =
+	    slack(b) + slack(o->allocated) + slack(o->reserved_unallocated);
+
+	*holds = b + tol >= reserved;
+	*context = *holds && b - reserved + tol >= MF_OOM_CONTEXT_MIN &&
+	    b - reserved - tol <= MF_OOM_CONTEXT_MAX;
+}
+
+/* Which "Process P" entry is this process, -1 when none can be told. */
+static int
+find_self(const struct mf_oom *o, enum mf_oom_self *from)
+{
+	int only = -1, ctx = -1, nonly = 0, nctx = 0;
+	bool holds, context;
+
+	*from = MF_OOM_SELF_UNKNOWN;
+	/* An entry not kept, or one NVML could not size, may be this one. */
+	if (o->nlisted > o->nprocs)
+		return -1;
+	for (int i = 0; i < o->nprocs; i++) {
+		if (o->procs[i].bytes < 0)
+			return -1;
+		weigh(o, o->procs[i].bytes, &holds, &context);
+		if (holds) {
+			only = i;
+			nonly++;
+		}
+		if (context) {
+			ctx = i;
+			nctx++;
+		}
+	}
+	if (nonly == 1)
+		*from = MF_OOM_SELF_ONLY;
+	else if (nctx == 1)
+		*from = MF_OOM_SELF_CONTEXT;
+	return nonly == 1 ? only : nctx == 1 ? ctx : -1;
+}
+
+/*
+ * This process among the entries, and the others' sum.  NVML lists every
+ * process on the card; a process PyTorch cannot match to its own pid (in a
+ * container's pid namespace) is listed as "Process P" with the others.
+ */
+static void
+identify(struct mf_oom *o, bool printed)
+{
+	int64_t sum = -1;
+
+	o->self = -1;
+	if (printed || o->nlisted == 0) {
+		o->self_from = printed ? MF_OOM_SELF_PRINTED : MF_OOM_SELF_NONE;
+		return;
+	}
+	o->self = find_self(o, &o->self_from);
+	o->others = -1;
+	if (o->self < 0)
+		return;
+	o->process = o->procs[o->self].bytes;
+	for (int i = 0; i < o->nprocs; i++)
+		if (i != o->self && o->procs[i].bytes >= 0)
+			sum = (sum < 0 ? 0 : sum) + o->procs[i].bytes;
+	o->others = sum > MF_OOM_MAX_BYTES ? MF_OOM_MAX_BYTES : sum;
+}
+
 /* 2.x: ". GPU N has a total capacty of X of which X is free. ..." */
 static bool
 parse_v2(struct cur *c, struct mf_oom *o)
@@ -411,8 +498,7 @@ parse_v2(struct cur *c, struct mf_oom *o)
 	allowed_clause(c, o);
 	if (!parse_v2_tail(c, o))
 		return false;
-	if (!self && o->nprocs == 1)
-		o->process = o->procs[0].bytes;
+	identify(o, self);
 	return true;
 }
 
@@ -424,6 +510,7 @@ blank(struct mf_oom *o)
 	o->reserved_unallocated = o->process = o->others = -1;
 	o->allowed = o->private_pools = -1;
 	o->gpu = -1;
+	o->self = -1;
 }
 
 /* "CUDA out of memory." or "HIP out of memory." starting exactly at p. */
@@ -440,6 +527,99 @@ anchor(struct cur *c, size_t p, struct mf_oom *o)
 		return false;
 	c->pos = end;
 	return true;
+}
+
+/*
+ * The CUDA runtime's error, raised where an allocation outside the caching
+ * allocator failed: no figures, only the lines PyTorch adds after it,
+ * which say which releases print it (oom.h).
+ */
+static const struct {
+	const char *text;
+	enum mf_oom_backend backend;
+	enum mf_oom_format format;
+} rt_anchors[] = {
+	{ "CUDA error: out of memory", MF_OOM_CUDA, MF_OOM_RT_BARE },
+	{ "HIP error: out of memory", MF_OOM_HIP, MF_OOM_RT_BARE },
+	{ "cuda runtime error (2) : out of memory", MF_OOM_CUDA,
+	    MF_OOM_RT_THC },
+};
+
+/* The lines after it, each first printed by a later release than the
+ * last (the formats are in that order). */
+static const struct {
+	const char *text;
+	enum mf_oom_format format;
+} rt_marks[] = {
+	{ "other API call,so the stacktrace", MF_OOM_RT_HINT },
+	{ "other API call, so the stacktrace", MF_OOM_RT_DSA },
+	{ "Compile with `TORCH_USE_CUDA_DSA`", MF_OOM_RT_DSA },
+	{ "Compile with `TORCH_USE_HIP_DSA`", MF_OOM_RT_DSA },
+	{ "Search for `cudaErrorMemoryAllocation'", MF_OOM_RT_HELP },
+	{ "Search for `hipErrorOutOfMemory'", MF_OOM_RT_HELP },
+};
+
+/* How far after the runtime's error its own lines are looked for. */
+#define RT_TAIL 2048
+
+#define NELEM(a) (sizeof(a) / sizeof((a)[0]))
+
+/* The runtime's error starting exactly at p: its index, or -1. */
+static int
+rt_anchor(const struct cur *c, size_t p, size_t *end)
+{
+	size_t e;
+
+	for (size_t k = 0; k < NELEM(rt_anchors); k++) {
+		if (!match(c, p, rt_anchors[k].text, &e, NULL))
+			continue;
+		*end = e;
+		return (int)k;
+	}
+	return -1;
+}
+
+/* Whether any message of either kind starts at p. */
+static bool
+any_anchor(struct cur *c, size_t p)
+{
+	struct mf_oom scratch;
+	size_t e, keep = c->pos;
+	bool found;
+
+	if (c->s[p] != 'C' && c->s[p] != 'H' && c->s[p] != 'c')
+		return false;
+	found = anchor(c, p, &scratch) || rt_anchor(c, p, &e) >= 0;
+	c->pos = keep;
+	return found;
+}
+
+/*
+ * The runtime's error whose anchor rt_anchors[k] ends at c->pos: its
+ * format is that of the latest of its lines within RT_TAIL bytes, up to
+ * the next message.
+ */
+static void
+parse_runtime(struct cur *c, int k, struct mf_oom *o)
+{
+	size_t lim = c->len - c->pos > RT_TAIL ? c->pos + RT_TAIL : c->len;
+	size_t e;
+
+	o->backend = rt_anchors[k].backend;
+	o->format = rt_anchors[k].format;
+	if (o->format == MF_OOM_RT_THC)
+		return;
+	for (size_t p = c->pos; p < lim && !any_anchor(c, p); p++)
+		for (size_t m = 0; m < NELEM(rt_marks); m++)
+			if (rt_marks[m].format > o->format &&
+			    match(c, p, rt_marks[m].text, &e, NULL))
+				o->format = rt_marks[m].format;
+}
+
+int
+mf_oom_is_runtime(enum mf_oom_format f)
+{
+	return f >= MF_OOM_RT_THC && f <= MF_OOM_RT_HELP;
 }
 
 /* The message after its anchor. */
@@ -469,6 +649,8 @@ outside_bytes(const struct mf_oom *o)
 static enum mf_oom_cause
 decide(const struct mf_oom *o)
 {
+	if (mf_oom_is_runtime(o->format))
+		return MF_OOM_OUTSIDE;
 	if (o->tried > o->total)
 		return MF_OOM_CAPACITY;
 	if (o->free >= o->tried)
@@ -553,9 +735,9 @@ fail(const struct cur *c, bool seen, struct mf_error *err)
 	if (!seen) {
 		if (mentions_oom(c->s, c->len))
 			return mf_error_set(err, MF_EINVAL, NULL, 0, 0,
-			    "the text reports running out of memory but holds no PyTorch message with figures ('CUDA out of memory. Tried to allocate ...'); paste the whole message PyTorch printed");
+			    "the text reports running out of memory but holds no PyTorch message with figures ('CUDA out of memory. Tried to allocate ...') and not the CUDA runtime's ('CUDA error: out of memory'); paste the whole message PyTorch printed");
 		return mf_error_set(err, MF_EINVAL, NULL, 0, 0,
-		    "the text holds no PyTorch out-of-memory message ('CUDA out of memory. Tried to allocate ...')");
+		    "the text holds no PyTorch out-of-memory message ('CUDA out of memory. Tried to allocate ...', or the CUDA runtime's 'CUDA error: out of memory')");
 	}
 	line_col(c, c->fail, &line, &col);
 	/* A pattern's closing space is the gap before the next figure. */
@@ -597,9 +779,22 @@ mf_oom_parse(const char *text, size_t len, struct mf_oom *out,
 	/* A log may hold several messages (a retry at a smaller batch, one
 	 * per rank): the last whole one is what ended the run. */
 	for (i = 0; i < len; i++) {
-		if (text[i] != 'C' && text[i] != 'H')
+		size_t end;
+		int k;
+
+		if (text[i] != 'C' && text[i] != 'H' && text[i] != 'c')
 			continue;
 		blank(&o);
+		k = rt_anchor(&c, i, &end);
+		if (k >= 0) {
+			c.pos = end;
+			parse_runtime(&c, k, &o);
+			o.cause = decide(&o);
+			last = o;
+			found = true;
+			i = end - 1;
+			continue;
+		}
 		if (!anchor(&c, i, &o))
 			continue;
 		seen = true;
@@ -628,6 +823,8 @@ mf_oom_cause_name(enum mf_oom_cause cause)
 		return "other-process";
 	case MF_OOM_FRAGMENTATION:
 		return "fragmentation";
+	case MF_OOM_OUTSIDE:
+		return "outside-allocator";
 	}
 	return "unknown";
 }
@@ -637,13 +834,23 @@ mf_oom_format_name(enum mf_oom_format f)
 {
 	switch (f) {
 	case MF_OOM_V1_0:
-		return "1.0";
+		return "1.0-1.3";
 	case MF_OOM_V1_4:
-		return "1.4";
+		return "1.4-2.0";
 	case MF_OOM_V2_1:
 		return "2.1";
 	case MF_OOM_V2_2:
-		return "2.2";
+		return "2.2+";
+	case MF_OOM_RT_THC:
+		return "0.x";
+	case MF_OOM_RT_BARE:
+		return "1.0+";
+	case MF_OOM_RT_HINT:
+		return "1.x";
+	case MF_OOM_RT_DSA:
+		return "2.0+";
+	case MF_OOM_RT_HELP:
+		return "2.9+";
 	}
 	return "unknown";
 }
@@ -751,45 +958,115 @@ report_limit(const struct mf_oom *o, const struct figs *f, struct report *r)
 	    "Otherwise another CUDA context refused it: a second allocator in the same process (JAX preallocates most of the card; TensorFlow, CuPy) or a driver-level limit.");
 }
 
-static void
-report_other(const struct mf_oom *o, const struct figs *f, struct report *r)
+/* What this process holds beyond PyTorch's reserved, -1 when unknown. */
+static int64_t
+non_pytorch(const struct mf_oom *o)
 {
-	char self[SIZESTR], rest[SIZESTR], list[480];
-	int64_t pyt = o->allocated + o->reserved_unallocated, x;
-	size_t n = 0;
-	int i, k;
+	int64_t x = o->process - (o->allocated + o->reserved_unallocated);
 
-	k = snprintf(r->explanation, sizeof(r->explanation),
-	    "%s of GPU %d's %s is held outside this process's PyTorch allocator (total less %s free, %s allocated and %s reserved): another process on the card, or memory this process took outside PyTorch.",
-	    f->outside, o->gpu, f->total, f->free, f->alloc, f->ru);
-	if (o->process >= 0 && k > 0 && (size_t)k < sizeof(r->explanation)) {
-		x = o->process - pyt;
-		fmt_size(x < 0 ? 0 : x, self, sizeof(self));
-		x = o->total - o->free - o->process;
-		fmt_size(x < 0 ? 0 : x, rest, sizeof(rest));
-		snprintf(r->explanation + k, sizeof(r->explanation) - (size_t)k,
+	return o->process < 0 ? -1 : x < 0 ? 0 : x;
+}
+
+/* The sentence on which listed process is this one, appended at buf. */
+static void
+say_self(const struct mf_oom *o, char *buf, size_t size)
+{
+	char self[SIZESTR], rest[SIZESTR], ctx[SIZESTR], lo[SIZESTR],
+	    hi[SIZESTR];
+	int64_t x = o->total - o->free - o->process;
+
+	fmt_size(o->process, self, sizeof(self));
+	fmt_size(non_pytorch(o), ctx, sizeof(ctx));
+	fmt_size(x < 0 ? 0 : x, rest, sizeof(rest));
+	fmt_size(MF_OOM_CONTEXT_MIN, lo, sizeof(lo));
+	fmt_size(MF_OOM_CONTEXT_MAX, hi, sizeof(hi));
+	if (o->self_from == MF_OOM_SELF_UNKNOWN)
+		snprintf(buf, size,
+		    " The message lists %d process%s without saying which is this one, and the figures cannot tell: it would hold PyTorch's reserved memory plus a CUDA context (%s to %s), and %s of them do.",
+		    o->nlisted, o->nlisted == 1 ? "" : "es", lo, hi,
+		    o->nlisted > o->nprocs ?
+		        "not all are listed whole, so any" :
+		        "not exactly one");
+	else if (o->self_from == MF_OOM_SELF_ONLY ||
+	    o->self_from == MF_OOM_SELF_CONTEXT)
+		snprintf(buf, size,
+		    " This process is Process %lld (%s: what PyTorch reserved plus %s, %s); other processes about %s.",
+		    (long long)o->procs[o->self].pid, self, ctx,
+		    o->self_from == MF_OOM_SELF_ONLY ?
+		        "the only entry that holds what PyTorch reserved" :
+		        "a CUDA context",
+		    rest);
+	else if (o->process >= 0)
+		snprintf(buf, size,
 		    " This process holds %s of it; other processes about %s.",
-		    self, rest);
-	}
+		    ctx, rest);
+	else
+		buf[0] = '\0';
+}
+
+/* "pid (X), ..." of the entries that are not this process. */
+static void
+list_others(const struct mf_oom *o, char *list, size_t size)
+{
+	char b[SIZESTR];
+	size_t n = 0;
+	int k;
+
 	list[0] = '\0';
 	/* Whole entries only: a pid cut short would name the wrong process. */
-	for (i = 0; i < o->nprocs; i++) {
-		fmt_size(o->procs[i].bytes, self, sizeof(self));
-		k = snprintf(list + n, sizeof(list) - n, "%s%lld (%s)",
-		    i ? ", " : "", (long long)o->procs[i].pid, self);
-		if (k < 0 || (size_t)k >= sizeof(list) - n) {
+	for (int i = 0; i < o->nprocs; i++) {
+		if (i == o->self)
+			continue;
+		fmt_size(o->procs[i].bytes, b, sizeof(b));
+		k = snprintf(list + n, size - n, "%s%lld (%s)", n ? ", " : "",
+		    (long long)o->procs[i].pid, b);
+		if (k < 0 || (size_t)k >= size - n) {
 			list[n] = '\0';
 			break;
 		}
 		n += (size_t)k;
 	}
+}
+
+static void
+report_other(const struct mf_oom *o, const struct figs *f, struct report *r)
+{
+	char list[480];
+	int k;
+
+	k = snprintf(r->explanation, sizeof(r->explanation),
+	    "%s of GPU %d's %s is held outside this process's PyTorch allocator (total less %s free, %s allocated and %s reserved): another process on the card, or memory this process took outside PyTorch.",
+	    f->outside, o->gpu, f->total, f->free, f->alloc, f->ru);
+	if (k > 0 && (size_t)k < sizeof(r->explanation))
+		say_self(o, r->explanation + k,
+		    sizeof(r->explanation) - (size_t)k);
+	list_others(o, list, sizeof(list));
 	advise(r,
 	    "Find what else holds the card: ps -elf | grep python (a notebook kernel left running, an earlier run that did not exit, DataLoader workers that touched the GPU); stop it or use a free GPU.%s%s%s",
-	    o->nprocs ? " The message names pid " : "", list,
-	    o->nprocs ? "." : "");
+	    list[0] ? " The message names pid " : "", list, list[0] ? "." : "");
 	advise(r,
 	    "Do not trust %s for your own process: it shows what the driver handed out (PyTorch's whole cache plus the context), not what your tensors use; torch.cuda.memory_allocated() and torch.cuda.memory_reserved() do.",
 	    o->backend == MF_OOM_HIP ? "rocm-smi" : "nvidia-smi");
+}
+
+/* The CUDA runtime's error: something outside the allocator failed. */
+static void
+report_outside(const struct mf_oom *o, struct report *r)
+{
+	const char *smi = o->backend == MF_OOM_HIP ? "rocm-smi" : "nvidia-smi";
+
+	snprintf(r->explanation, sizeof(r->explanation),
+	    "The %s runtime refused an allocation that PyTorch's caching allocator did not make: a cuBLAS or cuDNN workspace, NCCL's communication buffers, the CUDA context itself (the first CUDA call of a process), or a library's or custom kernel's own cudaMalloc. PyTorch's cache already held the memory those need, or another process did; the error prints no figures, so which one is not known from it.",
+	    o->backend == MF_OOM_HIP ? "HIP" : "CUDA");
+	advise(r,
+	    "Look at the traceback's last frame: model.cuda() or the first CUDA call means the context could not be created, so the card is already full (%s and ps -elf | grep python find what holds it); torch.distributed or NCCL means its buffers (NCCL_BUFFSIZE makes them smaller); a matmul or convolution means a cuBLAS or cuDNN workspace.",
+	    smi);
+	advise(r,
+	    "Leave room outside PyTorch's cache: torch.cuda.set_per_process_memory_fraction() below 1 (or a serving engine's gpu_memory_utilization) caps what the cache may take, so the libraries that allocate on their own still find memory.");
+	advise(r,
+	    "Measure what is held outside the cache: torch.cuda.mem_get_info() before the failing call, against torch.cuda.memory_reserved(); the difference is the context, other libraries and other processes.");
+	advise(r,
+	    "If the job simply needs more than the card has, cut its peak with the memory fixes (gradient checkpointing, 8-bit Adam, LoRA, FSDP) or run on a larger card; POST /v1/admit with allowedFixes finds the cheapest that fits.");
 }
 
 static void
@@ -813,6 +1090,10 @@ build_report(const struct mf_oom *o, struct report *r)
 	struct figs f;
 
 	memset(r, 0, sizeof(*r));
+	if (o->cause == MF_OOM_OUTSIDE) {
+		report_outside(o, r);
+		return;
+	}
 	fill_figs(o, &f);
 	switch (o->cause) {
 	case MF_OOM_LIMIT:
@@ -840,6 +1121,29 @@ bytes(struct mf_jw *w, const char *key, int64_t b)
 		mf_jw_int(w, key, b);
 }
 
+/* "thisProcess": which listed process is this one, and how it was told. */
+static void
+write_self(struct mf_jw *w, const struct mf_oom *o)
+{
+	static const char *const from[] = { [MF_OOM_SELF_PRINTED] = "message",
+		[MF_OOM_SELF_ONLY] = "only-candidate",
+		[MF_OOM_SELF_CONTEXT] = "context",
+		[MF_OOM_SELF_UNKNOWN] = "unknown" };
+
+	if (o->self_from == MF_OOM_SELF_NONE) {
+		mf_jw_null(w, "thisProcess");
+		return;
+	}
+	mf_jw_open(w, "thisProcess", '{');
+	mf_jw_str(w, "from", from[o->self_from]);
+	if (o->self >= 0)
+		mf_jw_int(w, "pid", o->procs[o->self].pid);
+	else
+		mf_jw_null(w, "pid");
+	bytes(w, "nonPyTorchBytes", non_pytorch(o));
+	mf_jw_close(w, '}');
+}
+
 void
 mf_oom_write(struct mf_jw *w, const struct mf_oom *o)
 {
@@ -863,6 +1167,7 @@ mf_oom_write(struct mf_jw *w, const struct mf_oom *o)
 		mf_jw_close(w, '}');
 	}
 	mf_jw_close(w, ']');
+	write_self(w, o);
 	bytes(w, "gpu", o->gpu);
 	mf_jw_str(w, "backend", o->backend == MF_OOM_HIP ? "hip" : "cuda");
 	mf_jw_str(w, "format", mf_oom_format_name(o->format));
@@ -919,6 +1224,7 @@ mf_oom_text(const struct mf_oom *o, char *buf, size_t size)
 {
 	struct out w = { buf, buf == NULL ? 0 : size, 0, false };
 	struct report r;
+	char note[48] = "";
 	int i;
 
 	if (o == NULL)
@@ -926,16 +1232,25 @@ mf_oom_text(const struct mf_oom *o, char *buf, size_t size)
 	if (w.size > 0)
 		buf[0] = '\0';
 	build_report(o, &r);
-	put(&w, "%s out of memory on GPU %d (PyTorch %s message)\n",
-	    o->backend == MF_OOM_HIP ? "HIP" : "CUDA", o->gpu,
-	    mf_oom_format_name(o->format));
+	if (mf_oom_is_runtime(o->format))
+		put(&w,
+		    "%s runtime error: out of memory (PyTorch %s message)\n",
+		    o->backend == MF_OOM_HIP ? "HIP" : "CUDA",
+		    mf_oom_format_name(o->format));
+	else
+		put(&w, "%s out of memory on GPU %d (PyTorch %s message)\n",
+		    o->backend == MF_OOM_HIP ? "HIP" : "CUDA", o->gpu,
+		    mf_oom_format_name(o->format));
 	put_fig(&w, "tried to allocate", o->tried, "");
 	put_fig(&w, "total", o->total, "");
 	put_fig(&w, "free", o->free, "");
 	put_fig(&w, "allocated", o->allocated, " (by PyTorch)");
 	put_fig(&w, "reserved, unallocated", o->reserved_unallocated, "");
 	put_fig(&w, "allowed", o->allowed, " (memory fraction)");
-	put_fig(&w, "this process", o->process, "");
+	if (o->self >= 0)
+		snprintf(note, sizeof(note), " (Process %lld)",
+		    (long long)o->procs[o->self].pid);
+	put_fig(&w, "this process", o->process, note);
 	put_fig(&w, "other processes", o->others, "");
 	put(&w, "cause: %s\n%s\n", mf_oom_cause_name(o->cause), r.explanation);
 	for (i = 0; i < r.nadvice; i++)

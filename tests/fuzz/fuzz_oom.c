@@ -25,11 +25,29 @@ check_figure(int64_t b, int may_be_absent)
 		abort();
 }
 
+/* The CUDA runtime's error: no figure, no process, no GPU. */
+static void
+check_runtime(const struct mf_oom *o)
+{
+	if (o->tried != -1 || o->total != -1 || o->free != -1 ||
+	    o->allocated != -1 || o->reserved_unallocated != -1 ||
+	    o->process != -1 || o->others != -1 || o->gpu != -1 ||
+	    o->nprocs != 0 || o->self != -1 ||
+	    o->self_from != MF_OOM_SELF_NONE || o->cause != MF_OOM_OUTSIDE)
+		abort();
+}
+
 static void
 check_figures(const struct mf_oom *o)
 {
 	int i;
 
+	if (strcmp(mf_oom_format_name(o->format), "unknown") == 0)
+		abort();
+	if (mf_oom_is_runtime(o->format)) {
+		check_runtime(o);
+		return;
+	}
 	check_figure(o->tried, 0);
 	check_figure(o->total, 0);
 	check_figure(o->free, 0);
@@ -43,8 +61,14 @@ check_figures(const struct mf_oom *o)
 		abort();
 	for (i = 0; i < o->nprocs; i++)
 		check_figure(o->procs[i].bytes, 1);
+	/* This process is one of the kept entries, or none of them. */
+	if (o->self < -1 || o->self >= o->nprocs ||
+	    (o->self >= 0) !=
+	        (o->self_from == MF_OOM_SELF_ONLY ||
+	            o->self_from == MF_OOM_SELF_CONTEXT))
+		abort();
 	if (strcmp(mf_oom_cause_name(o->cause), "unknown") == 0 ||
-	    strcmp(mf_oom_format_name(o->format), "unknown") == 0)
+	    o->cause == MF_OOM_OUTSIDE)
 		abort();
 }
 

@@ -6,9 +6,10 @@
  * "7.33 GiB = 733 * 2^30 / 100 = 7870527569.92 -> 7870527570".
  *
  * The real messages of tests/data/oom/messages.txt (a copy of the
- * project's collection of messages PyTorch printed) and the
- * examples/oom-*.txt requests are read from $MF_TOP, else the current
- * directory.
+ * project's collection of messages PyTorch printed), containers.txt (PyTorch
+ * naming itself "Process P") and runtime.txt (the CUDA runtime's own
+ * error), and the examples/oom-*.txt requests are read from $MF_TOP, else
+ * the current directory.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -132,27 +133,114 @@ static const struct want want_16417 = { 23068672, 25393994138, 11597251,
 	24588687770, 204336005, 25340307046, NOPE, NOPE, NOPE, 0, MF_OOM_V2_2,
 	MF_OOM_CUDA, MF_OOM_CAPACITY };
 
+/*
+ * vllm-project/vllm#34643, 2.2+ in a container: two processes of 248.00 MiB
+ * and this one, "Process 162519".
+ *   1.71 GiB = 171 * 2^30 / 100 = 1836098519.04 -> 1836098519
+ *   22.30 GiB = 2230 * 2^30 / 100 = 23944442675.2 -> 23944442675
+ *   1.52 GiB = 152 * 2^30 / 100 = 1632087572.48 -> 1632087572
+ *   248.00 MiB = 248 * 2^20 = 260046848
+ *   20.28 GiB = 2028 * 2^30 / 100 = 21775484190.72 -> 21775484191
+ *   19.55 GiB = 1955 * 2^30 / 100 = 20991652659.2 -> 20991652659
+ *   244.94 MiB = 24494 * 2^20 / 100 = 256838205.44 -> 256838205
+ * PyTorch reserved 20991652659 + 256838205 = 21248490864: the 248.00 MiB
+ * entries hold less, so Process 162519 is the only one that can be this
+ * process (526993327 bytes, 503 MiB, beyond the reserved: a CUDA
+ * context); the others hold 2 * 260046848 = 520093696.
+ * Cause: free < tried; outside = 23944442675 - 1632087572 - 21248490864 =
+ *   1063864239 < 25% (5986110669); ru < tried -> capacity.
+ */
+static const struct want want_34643 = { 1836098519, 23944442675, 1632087572,
+	20991652659, 256838205, 21775484191, 520093696, NOPE, NOPE, 0,
+	MF_OOM_V2_2, MF_OOM_CUDA, MF_OOM_CAPACITY };
+
+/*
+ * vllm-project/vllm#8903, 2.2+ in vLLM's Docker image: one entry.
+ *   19.63 GiB = 1963 * 2^30 / 100 = 21077552005.12 -> 21077552005
+ *   79.15 GiB -> 84986665370 (above)
+ *   17.73 GiB = 1773 * 2^30 / 100 = 19037442539.52 -> 19037442540
+ *   61.41 GiB = 6141 * 2^30 / 100 = 65938485411.84 -> 65938485412
+ *   56.64 GiB = 5664 * 2^30 / 100 = 60816736911.36 -> 60816736911
+ *   4.07 GiB = 407 * 2^30 / 100 = 4370129223.68 -> 4370129224
+ * Reserved 65186866135 <= 65938485412: Process 78729 is this process (the
+ * only entry, 751619277 bytes or 717 MiB above it), with no other process
+ * listed.
+ * Cause: free < tried; outside = 84986665370 - 19037442540 - 65186866135
+ *   = 762356695 < 25%; ru < tried -> capacity.
+ */
+static const struct want want_8903 = { 21077552005, 84986665370, 19037442540,
+	60816736911, 4370129224, 65938485412, NOPE, NOPE, NOPE, 3, MF_OOM_V2_2,
+	MF_OOM_CUDA, MF_OOM_CAPACITY };
+
+/*
+ * kaito-project/kaito#976, 2.2+ with private pools, one entry.
+ *   546.00 MiB = 546 * 2^20 = 572522496
+ *   15.77 GiB = 1577 * 2^30 / 100 = 16932908564.48 -> 16932908564
+ *   514.19 MiB = 51419 * 2^20 / 100 = 539167293.44 -> 539167293
+ *   15.25 GiB = 1525 * 2^30 / 100 = 16374562816
+ *   13.73 GiB = 1373 * 2^30 / 100 = 14742475243.52 -> 14742475244
+ *   46.00 MiB = 48234496
+ *   736.86 MiB = 73686 * 2^20 / 100 = 772653711.36 -> 772653711
+ * Reserved 15515128955 <= 16374562816: the only entry is this process
+ * (859433861 bytes, 820 MiB, above it).
+ * Cause: free < tried; outside = 16932908564 - 539167293 - 15515128955 =
+ *   878612316 < 25%; ru 772653711 >= tried but < 5% of total (846645429)
+ *   -> capacity.
+ */
+static const struct want want_976 = { 572522496, 16932908564, 539167293,
+	14742475244, 772653711, 16374562816, NOPE, NOPE, 48234496, 0,
+	MF_OOM_V2_2, MF_OOM_CUDA, MF_OOM_CAPACITY };
+
+/* The CUDA runtime's error prints no figures: format and backend only. */
+#define RUNTIME(fmt, be) \
+	{ \
+		NOPE, NOPE, NOPE, NOPE, NOPE, NOPE, NOPE, NOPE, NOPE, -1, fmt, \
+		    be, MF_OOM_OUTSIDE \
+	}
+
+static const struct want want_465 = RUNTIME(MF_OOM_RT_THC, MF_OOM_CUDA);
+static const struct want want_iim28 = RUNTIME(MF_OOM_RT_HINT, MF_OOM_CUDA);
+static const struct want want_wan565 = RUNTIME(MF_OOM_RT_DSA, MF_OOM_CUDA);
+static const struct want want_wan1083 = RUNTIME(MF_OOM_RT_DSA, MF_OOM_CUDA);
+static const struct want want_12366 = RUNTIME(MF_OOM_RT_HELP, MF_OOM_CUDA);
+static const struct want want_zt17 = RUNTIME(MF_OOM_RT_BARE, MF_OOM_CUDA);
+
 struct known {
 	const char *source; /* appears in the block's comment lines */
 	const struct want *want;
+	int64_t self_pid; /* the entry that is this process; 0: none */
 };
 
 static const struct known known[] = {
-	{ "#13751", &want_13751 },
-	{ "#35901", &want_35901 },
-	{ "#111363", &want_111363 },
-	{ "#16417", &want_16417 },
+	{ "#13751", &want_13751, 0 },
+	{ "#35901", &want_35901, 0 },
+	{ "#111363", &want_111363, 0 },
+	{ "#16417", &want_16417, 0 },
+	{ "vllm issue #34643", &want_34643, 162519 },
+	{ "vllm issue #8903", &want_8903, 78729 },
+	{ "kaito issue #976", &want_976, 562167 },
+	{ "pytorch issue #465", &want_465, 0 },
+	{ "IIM issue #28", &want_iim28, 0 },
+	{ "WanVideoWrapper issue #565", &want_wan565, 0 },
+	{ "Wan2GP issue #1083", &want_wan1083, 0 },
+	{ "ComfyUI issue #12366", &want_12366, 0 },
+	{ "None_Z-trainer issue #17", &want_zt17, 0 },
 };
 
 /* What PyTorch printed, message by message, with notes (tests/data/oom). */
-#define MESSAGES "tests/data/oom/messages.txt"
+static const char *const message_files[] = {
+	"tests/data/oom/messages.txt",
+	"tests/data/oom/containers.txt",
+	"tests/data/oom/runtime.txt",
+};
+#define NFILES (sizeof(message_files) / sizeof(message_files[0]))
 
 static char *
-read_messages(void)
+read_messages(size_t file)
 {
 	char path[4096], *text;
 
-	text = slurp(top_path(path, sizeof(path), MESSAGES), NULL);
+	text = slurp(top_path(path, sizeof(path), message_files[file]), NULL);
 	if (text == NULL)
 		fail_msg("cannot read %s (set MF_TOP)", path);
 	return text;
@@ -217,10 +305,15 @@ check_block(char *block)
 	if (mf_oom_parse(msg, m, &o, &err) != MF_OK)
 		fail_msg("%s\n%s\n%s", notes, msg, MSG(&err));
 	for (i = 0; i < sizeof(known) / sizeof(known[0]); i++) {
-		if (strstr(notes, known[i].source) != NULL) {
-			check_parsed(&o, known[i].want);
-			matched++;
-		}
+		if (strstr(notes, known[i].source) == NULL)
+			continue;
+		check_parsed(&o, known[i].want);
+		if (known[i].self_pid == 0)
+			assert_int_equal(o.self, -1);
+		else
+			assert_int_equal(o.procs[o.self].pid,
+			    known[i].self_pid);
+		matched++;
 	}
 	if (matched != 1)
 		fail_msg("no figures written out for this message:\n%s", notes);
@@ -230,24 +323,33 @@ check_block(char *block)
 static void
 test_parse_real_messages(void **state)
 {
-	char *text = read_messages(), *p, *next;
-	int blocks = 0, i;
+	char *text[NFILES], *p, *next;
+	int blocks = 0, found;
+	size_t f, i;
 
 	(void)state;
-	/* Every known source is in the file. */
-	for (i = 0; i < (int)(sizeof(known) / sizeof(known[0])); i++)
-		assert_non_null(strstr(text, known[i].source));
-	for (p = text; p != NULL; p = next) {
-		next = strstr(p, "\n-----");
-		if (next != NULL) {
-			*next = '\0';
-			next += strlen("\n-----");
+	for (f = 0; f < NFILES; f++)
+		text[f] = read_messages(f);
+	/* Every known source is in one of the files. */
+	for (i = 0; i < sizeof(known) / sizeof(known[0]); i++) {
+		for (f = 0, found = 0; f < NFILES; f++)
+			found += strstr(text[f], known[i].source) != NULL;
+		if (found != 1)
+			fail_msg("%s: in %d files", known[i].source, found);
+	}
+	for (f = 0; f < NFILES; f++) {
+		for (p = text[f]; p != NULL; p = next) {
+			next = strstr(p, "\n-----");
+			if (next != NULL) {
+				*next = '\0';
+				next += strlen("\n-----");
+			}
+			blocks += check_block(p);
 		}
-		blocks += check_block(p);
+		free(text[f]);
 	}
 	/* One block per known message, each checked above. */
 	assert_int_equal(blocks, sizeof(known) / sizeof(known[0]));
-	free(text);
 }
 
 /* ---- written messages, one per other variant ---- */
@@ -441,14 +543,17 @@ static void
 test_parse_v2_1_single_process_is_this_one(void **state)
 {
 	static const struct want w = { 2093796557, 25436943811, 1610612736,
-		21163451351, 2330019758, 23815593656, 23815593656, NOPE, NOPE,
-		0, MF_OOM_V2_1, MF_OOM_CUDA, MF_OOM_FRAGMENTATION };
+		21163451351, 2330019758, 23815593656, NOPE, NOPE, NOPE, 0,
+		MF_OOM_V2_1, MF_OOM_CUDA, MF_OOM_FRAGMENTATION };
 	struct mf_oom o;
 
 	(void)state;
 	check_text(msg_v21_container, &w, &o);
 	assert_int_equal(o.nprocs, 1);
 	assert_int_equal(o.procs[0].pid, 224);
+	/* The only entry, and it holds the 23493471109 PyTorch reserved. */
+	assert_int_equal(o.self, 0);
+	assert_int_equal(o.self_from, MF_OOM_SELF_ONLY);
 }
 
 /*
@@ -952,18 +1057,11 @@ test_parse_no_message_is_einval(void **state)
 	                     &err),
 	    MF_EINVAL);
 	assert_non_null(strstr(MSG(&err), "no PyTorch out-of-memory"));
-	/* Old or foreign messages without figures say what is missing. */
-	assert_int_equal(parse_err("RuntimeError: cuda runtime error (2) : "
-	                           "out of memory at "
-	                           "/pytorch/aten/src/THC/"
-	                           "THCCachingAllocator.cpp:"
-	                           "510",
-	                     &err),
+	/* Foreign messages without figures say what is missing. */
+	assert_int_equal(parse_err("RuntimeError: CUDA out of memory", &err),
 	    MF_EINVAL);
 	assert_non_null(strstr(MSG(&err), "no PyTorch message with"));
-	assert_int_equal(parse_err("RuntimeError: CUDA error: out of memory",
-	                     &err),
-	    MF_EINVAL);
+	assert_non_null(strstr(MSG(&err), "CUDA error: out of memory"));
 	/* Other backends' messages are not taken. */
 	assert_int_equal(parse_err("MPS backend out of memory (MPS allocated: "
 	                           "1.00 GiB, other allocations: 0 bytes, max "
@@ -1173,9 +1271,11 @@ test_parse_many_processes(void **state)
 	assert_int_equal(mf_oom_parse(text, strlen(text), &o, &err), MF_OK);
 	assert_int_equal(o.nprocs, MF_OOM_MAX_PROCS);
 	assert_int_equal(o.procs[15].pid, 115);
-	/* 20 * 10 * 2^20 = 209715200. */
-	assert_int_equal(o.others, 209715200);
-	/* Several processes and no "this process": not known which is us. */
+	/* Several processes, no "this process", and four not kept: any of
+	 * them may be this one, so neither sum is known. */
+	assert_int_equal(o.nlisted, 20);
+	assert_int_equal(o.self_from, MF_OOM_SELF_UNKNOWN);
+	assert_int_equal(o.others, -1);
 	assert_int_equal(o.process, -1);
 	/* outside = 2^30 - 2^20 - 2^20 = 1071644672 >= 25%. */
 	assert_int_equal(o.cause, MF_OOM_OTHER_PROCESS);
@@ -1193,12 +1293,20 @@ test_names(void **state)
 	    "other-process");
 	assert_string_equal(mf_oom_cause_name(MF_OOM_FRAGMENTATION),
 	    "fragmentation");
+	assert_string_equal(mf_oom_cause_name(MF_OOM_OUTSIDE),
+	    "outside-allocator");
 	assert_string_equal(mf_oom_cause_name((enum mf_oom_cause)99),
 	    "unknown");
-	assert_string_equal(mf_oom_format_name(MF_OOM_V1_0), "1.0");
-	assert_string_equal(mf_oom_format_name(MF_OOM_V1_4), "1.4");
+	/* The releases that print each format (oom.h says from where). */
+	assert_string_equal(mf_oom_format_name(MF_OOM_V1_0), "1.0-1.3");
+	assert_string_equal(mf_oom_format_name(MF_OOM_V1_4), "1.4-2.0");
 	assert_string_equal(mf_oom_format_name(MF_OOM_V2_1), "2.1");
-	assert_string_equal(mf_oom_format_name(MF_OOM_V2_2), "2.2");
+	assert_string_equal(mf_oom_format_name(MF_OOM_V2_2), "2.2+");
+	assert_string_equal(mf_oom_format_name(MF_OOM_RT_THC), "0.x");
+	assert_string_equal(mf_oom_format_name(MF_OOM_RT_BARE), "1.0+");
+	assert_string_equal(mf_oom_format_name(MF_OOM_RT_HINT), "1.x");
+	assert_string_equal(mf_oom_format_name(MF_OOM_RT_DSA), "2.0+");
+	assert_string_equal(mf_oom_format_name(MF_OOM_RT_HELP), "2.9+");
 	assert_string_equal(mf_oom_format_name((enum mf_oom_format)0),
 	    "unknown");
 }
@@ -1246,6 +1354,221 @@ check_no_empty_cache(json_t *j)
 	assert_false(advice_has(j, "empty_cache"));
 }
 
+/* ---- which listed process is this one ---- */
+
+/*
+ * Written, as PyTorch prints it in a container on an 80 GB card: another
+ * process holds more than this one, so two entries hold at least what
+ * PyTorch reserved, and only one of them that plus a CUDA context.
+ *   2.00 GiB = 2147483648
+ *   79.19 GiB -> 85029615043 (above)
+ *   354.00 MiB = 354 * 2^20 = 371195904
+ *   41.20 GiB = 4120 * 2^30 / 100 = 44238163148.8 -> 44238163149
+ *   37.58 GiB = 3758 * 2^30 / 100 = 40351217745.92 -> 40351217746
+ *   36.52 GiB = 3652 * 2^30 / 100 = 39213051412.48 -> 39213051412
+ *   538.20 MiB = 53820 * 2^20 / 100 = 564343603.2 -> 564343603
+ * Reserved = 39213051412 + 564343603 = 39777395015.  Process 58: 40351217746
+ * - 39777395015 = 573822731 (547 MiB), inside 256 MiB to 1 GiB; Process
+ * 2210: 4460768134 (4.15 GiB) beyond it.  So this process is 58 and
+ * otherProcessBytes is 2210's 44238163149 alone (not 78.78 GiB).
+ * Cause: free < tried; outside = 85029615043 - 371195904 - 39777395015 =
+ *   44881024124 >= 25% (21257403761) -> other-process.
+ */
+static const char msg_self_by_context[] =
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 "
+    "GiB. GPU 0 has a total capacity of 79.19 GiB of which 354.00 MiB is "
+    "free. Process 2210 has 41.20 GiB memory in use. Process 58 has 37.58 "
+    "GiB memory in use. Of the allocated memory 36.52 GiB is allocated by "
+    "PyTorch, and 538.20 MiB is reserved by PyTorch but unallocated.";
+
+static void
+test_parse_self_by_context(void **state)
+{
+	static const struct want w = { 2147483648, 85029615043, 371195904,
+		39213051412, 564343603, 40351217746, 44238163149, NOPE, NOPE, 0,
+		MF_OOM_V2_2, MF_OOM_CUDA, MF_OOM_OTHER_PROCESS };
+	struct mf_oom o;
+	json_t *j, *self;
+
+	(void)state;
+	check_text(msg_self_by_context, &w, &o);
+	assert_int_equal(o.self, 1);
+	assert_int_equal(o.self_from, MF_OOM_SELF_CONTEXT);
+	j = readback_oom(&o);
+	assert_non_null(j);
+	self = json_object_get(j, "thisProcess");
+	assert_string_equal(json_string_value(json_object_get(self, "from")),
+	    "context");
+	assert_int_equal(json_integer_value(json_object_get(self, "pid")), 58);
+	assert_int_equal(json_integer_value(
+	                     json_object_get(self, "nonPyTorchBytes")),
+	    573822731);
+	/* The advice names the other process, not this one. */
+	assert_true(advice_has(j, "pid 2210 (41.20 GiB)."));
+	assert_false(advice_has(j, "58 ("));
+	assert_non_null(
+	    strstr(json_string_value(json_object_get(j, "explanation")),
+	        "This process is Process 58 (37.58 GiB"));
+	json_decref(j);
+}
+
+/*
+ * Written: two entries, each what PyTorch reserved plus about a context.
+ *   512.00 MiB = 536870912
+ *   23.99 GiB = 2399 * 2^30 / 100 = 25759066357.76 -> 25759066358
+ *   200.00 MiB = 209715200
+ *   11.90 GiB = 1190 * 2^30 / 100 = 12777527705.6 -> 12777527706
+ *   11.60 GiB = 1160 * 2^30 / 100 = 12455405158.4 -> 12455405158
+ *   11.00 GiB = 11811160064
+ *   100.00 MiB = 104857600
+ * Reserved 11916017664: 12777527706 is 861510042 (822 MiB) above it and
+ * 12455405158 539387494 (514 MiB): both could be this process.
+ * Cause: free < tried; outside = 25759066358 - 209715200 - 11916017664 =
+ *   13633333494 >= 25% (6439766590) -> other-process.
+ */
+static const char msg_self_unknown[] =
+    "CUDA out of memory. Tried to allocate 512.00 MiB. GPU 0 has a total "
+    "capacity of 23.99 GiB of which 200.00 MiB is free. Process 71 has "
+    "11.90 GiB memory in use. Process 72 has 11.60 GiB memory in use. Of "
+    "the allocated memory 11.00 GiB is allocated by PyTorch, and 100.00 "
+    "MiB is reserved by PyTorch but unallocated.";
+
+static void
+test_parse_self_unknown(void **state)
+{
+	static const struct want w = { 536870912, 25759066358, 209715200,
+		11811160064, 104857600, NOPE, NOPE, NOPE, NOPE, 0, MF_OOM_V2_2,
+		MF_OOM_CUDA, MF_OOM_OTHER_PROCESS };
+	struct mf_oom o;
+	json_t *j, *self;
+	const char *e;
+
+	(void)state;
+	check_text(msg_self_unknown, &w, &o);
+	assert_int_equal(o.self, -1);
+	assert_int_equal(o.self_from, MF_OOM_SELF_UNKNOWN);
+	j = readback_oom(&o);
+	assert_non_null(j);
+	self = json_object_get(j, "thisProcess");
+	assert_string_equal(json_string_value(json_object_get(self, "from")),
+	    "unknown");
+	assert_true(json_is_null(json_object_get(self, "pid")));
+	assert_true(json_is_null(json_object_get(j, "otherProcessBytes")));
+	assert_true(json_is_null(json_object_get(j, "processBytes")));
+	/* It says so, and what it assumed. */
+	e = json_string_value(json_object_get(j, "explanation"));
+	assert_non_null(strstr(e, "the figures cannot tell"));
+	assert_non_null(strstr(e, "256.00 MiB to 1024.00 MiB"));
+	assert_true(advice_has(j, "pid 71 (11.90 GiB), 72 (11.60 GiB)."));
+	json_decref(j);
+}
+
+/*
+ * An entry just at what PyTorch reserved counts within the figures'
+ * precision: the two GiB figures and the MiB one may each be off by half
+ * a hundredth of their unit (5368710 + 5368710 + 5243 bytes).
+ *   20.00 GiB = 21474836480; 19.50 GiB = 20937965568; 512.00 MiB =
+ *   536870912: reserved 21474836480, the entry exactly that.
+ */
+static void
+test_parse_self_within_precision(void **state)
+{
+	static const char msg[] =
+	    "CUDA out of memory. Tried to allocate 1.00 GiB. GPU 0 has a "
+	    "total capacity of 39.39 GiB of which 512.00 MiB is free. Process "
+	    "9 has 20.00 GiB memory in use. Process 10 has 17.00 GiB memory "
+	    "in use. Of the allocated memory 19.50 GiB is allocated by "
+	    "PyTorch, and 512.00 MiB is reserved by PyTorch but unallocated.";
+	struct mf_oom o;
+	struct mf_error err;
+
+	(void)state;
+	assert_int_equal(mf_oom_parse(msg, strlen(msg), &o, &err), MF_OK);
+	/* 17.00 GiB is under the reserved: Process 9 is the only one. */
+	assert_int_equal(o.self, 0);
+	assert_int_equal(o.self_from, MF_OOM_SELF_ONLY);
+	assert_int_equal(o.process, 21474836480);
+	/* 17 * 2^30 = 18253611008. */
+	assert_int_equal(o.others, 18253611008);
+}
+
+/* ---- the CUDA runtime's own error ---- */
+
+/* Written: a ROCm build's "HIP error", with the 2.0+ lines for HIP. */
+static const char msg_runtime_hip[] =
+    "RuntimeError: HIP error: out of memory\n"
+    "HIP kernel errors might be asynchronously reported at some other API "
+    "call, so the stacktrace below might be incorrect.\n"
+    "For debugging consider passing AMD_SERIALIZE_KERNEL=3\n"
+    "Compile with `TORCH_USE_HIP_DSA` to enable device-side assertions.\n";
+
+static void
+test_runtime_error(void **state)
+{
+	struct mf_oom o;
+	struct mf_error err;
+	char text[2048], report[4096];
+	json_t *j;
+
+	(void)state;
+	assert_int_equal(mf_oom_parse(msg_runtime_hip, strlen(msg_runtime_hip),
+	                     &o, &err),
+	    MF_OK);
+	assert_int_equal(o.backend, MF_OOM_HIP);
+	assert_int_equal(o.format, MF_OOM_RT_DSA);
+	assert_int_equal(o.cause, MF_OOM_OUTSIDE);
+	assert_true(mf_oom_is_runtime(o.format));
+	assert_false(mf_oom_is_runtime(MF_OOM_V2_2));
+	j = readback_oom(&o);
+	assert_non_null(j);
+	/* No figures: every byte count null, no process, no GPU. */
+	assert_true(json_is_null(json_object_get(j, "triedBytes")));
+	assert_true(json_is_null(json_object_get(j, "totalBytes")));
+	assert_true(json_is_null(json_object_get(j, "gpu")));
+	assert_true(json_is_null(json_object_get(j, "thisProcess")));
+	assert_string_equal(json_string_value(json_object_get(j, "cause")),
+	    "outside-allocator");
+	assert_string_equal(json_string_value(json_object_get(j, "format")),
+	    "2.0+");
+	assert_non_null(
+	    strstr(json_string_value(json_object_get(j, "explanation")),
+	        "HIP runtime"));
+	assert_true(advice_has(j, "NCCL_BUFFSIZE"));
+	assert_true(advice_has(j, "set_per_process_memory_fraction"));
+	assert_true(advice_has(j, "rocm-smi"));
+	check_no_empty_cache(j);
+	json_decref(j);
+	assert_true(mf_oom_text(&o, report, sizeof(report)) > 0);
+	assert_non_null(strstr(report,
+	    "HIP runtime error: out of memory "
+	    "(PyTorch 2.0+ message)"));
+	assert_non_null(strstr(report, "cause: outside-allocator"));
+	/* The last message wins, of either kind; a later allocator message's
+	 * lines are not read as the runtime error's. */
+	snprintf(text, sizeof(text), "%s\nCUDA error: out of memory\n%s",
+	    msg_v22_bytes, msg_v22_other);
+	assert_int_equal(mf_oom_parse(text, strlen(text), &o, &err), MF_OK);
+	assert_int_equal(o.format, MF_OOM_V2_2);
+	snprintf(text, sizeof(text),
+	    "%s\nRuntimeError: CUDA error: out of memory\nCUDA kernel errors "
+	    "might be asynchronously reported at some other API call,so the "
+	    "stacktrace below might be incorrect.",
+	    msg_v22_other);
+	assert_int_equal(mf_oom_parse(text, strlen(text), &o, &err), MF_OK);
+	assert_int_equal(o.format, MF_OOM_RT_HINT);
+	/* Two runtime errors: the second's lines are its own. */
+	snprintf(text, sizeof(text),
+	    "CUDA error: out of memory\nCUDA error: out of memory\nCompile "
+	    "with `TORCH_USE_CUDA_DSA` to enable device-side assertions.");
+	assert_int_equal(mf_oom_parse(text, strlen(text), &o, &err), MF_OK);
+	assert_int_equal(o.format, MF_OOM_RT_DSA);
+	snprintf(text, sizeof(text),
+	    "CUDA error: out of memory\nCompile with `TORCH_USE_CUDA_DSA` to "
+	    "enable device-side assertions.\nCUDA error: out of memory\n");
+	assert_int_equal(mf_oom_parse(text, strlen(text), &o, &err), MF_OK);
+	assert_int_equal(o.format, MF_OOM_RT_BARE);
+}
+
 static void
 test_json_figures_and_nulls(void **state)
 {
@@ -1280,7 +1603,7 @@ test_json_figures_and_nulls(void **state)
 	                         "pid")),
 	    3121);
 	assert_string_equal(json_string_value(json_object_get(j, "format")),
-	    "2.2");
+	    "2.2+");
 	assert_string_equal(json_string_value(json_object_get(j, "backend")),
 	    "cuda");
 	assert_string_equal(json_string_value(json_object_get(j, "cause")),
@@ -1296,7 +1619,7 @@ test_json_figures_and_nulls(void **state)
 	                     json_object_get(j, "reservedUnallocatedBytes")),
 	    17857249);
 	assert_string_equal(json_string_value(json_object_get(j, "format")),
-	    "1.0");
+	    "1.0-1.3");
 	json_decref(j);
 }
 
@@ -1377,6 +1700,9 @@ static const char *const all_msgs[] = {
 	msg_v21_pools,
 	msg_v21_wsl,
 	msg_v22_wsl_allowed,
+	msg_self_by_context,
+	msg_self_unknown,
+	msg_runtime_hip,
 };
 
 /* One message's diagnosis: JSON and text, nowhere torch.cuda.empty_cache. */
@@ -1407,9 +1733,9 @@ check_never_empty_cache(const char *msg)
 static void
 test_advice_never_empty_cache(void **state)
 {
-	char *text = read_messages(), *p, *next;
-	size_t i;
-	int causes[4] = { 0, 0, 0, 0 }, blocks = 0;
+	char *text, *p, *next;
+	size_t i, f;
+	int causes[5] = { 0, 0, 0, 0, 0 }, blocks = 0;
 	struct mf_oom o;
 	struct mf_error err;
 
@@ -1422,22 +1748,25 @@ test_advice_never_empty_cache(void **state)
 		causes[o.cause]++;
 	}
 	/* Every cause is among them. */
-	for (i = 0; i < 4; i++)
+	for (i = 0; i < 5; i++)
 		assert_true(causes[i] > 0);
 	/* The real messages too, each block whole (comment lines and all). */
-	for (p = text; p != NULL; p = next) {
-		next = strstr(p, "\n-----");
-		if (next != NULL) {
-			*next = '\0';
-			next += strlen("\n-----");
+	for (f = 0; f < NFILES; f++) {
+		text = read_messages(f);
+		for (p = text; p != NULL; p = next) {
+			next = strstr(p, "\n-----");
+			if (next != NULL) {
+				*next = '\0';
+				next += strlen("\n-----");
+			}
+			if (strstr(p, "out of memory") != NULL) {
+				check_never_empty_cache(p);
+				blocks++;
+			}
 		}
-		if (strstr(p, "out of memory.") != NULL) {
-			check_never_empty_cache(p);
-			blocks++;
-		}
+		free(text);
 	}
 	assert_int_equal(blocks, sizeof(known) / sizeof(known[0]));
-	free(text);
 }
 
 static void
@@ -1454,6 +1783,7 @@ test_json_keys_exact(void **state)
 		"allowedBytes",
 		"privatePoolBytes",
 		"processes",
+		"thisProcess",
 		"gpu",
 		"backend",
 		"format",
@@ -1620,6 +1950,10 @@ main(void)
 		cmocka_unit_test(test_parse_last_complete_message_wins),
 		cmocka_unit_test(test_parse_not_nul_terminated),
 		cmocka_unit_test(test_parse_many_processes),
+		cmocka_unit_test(test_parse_self_by_context),
+		cmocka_unit_test(test_parse_self_unknown),
+		cmocka_unit_test(test_parse_self_within_precision),
+		cmocka_unit_test(test_runtime_error),
 		cmocka_unit_test(test_names),
 		cmocka_unit_test(test_json_figures_and_nulls),
 		cmocka_unit_test(test_json_advice_per_cause),
