@@ -5,6 +5,7 @@
  * Exit status: 0 admitted / ok, 1 rejected, 2 input error, 3 the daemon
  * could not be reached or failed.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <pthread.h>
 #include <limits.h>
@@ -373,6 +374,33 @@ slurm_entry(FILE *f, const struct mf_gpu *g)
 }
 
 /*
+ * Nothing to write: an empty table would let job_submit.lua refuse no job
+ * at all.  Say what a mapping looks like, on the catalogue's first card.
+ */
+static void
+no_slurm_mapping(const char *path, const struct mf_catalog *cat)
+{
+	const char *name = cat->ngpus > 0 ? cat->gpus[0].name : "H100";
+	char type[64];
+	size_t n = 0;
+
+	/* The card's name as a gres type: [a-z0-9._-] (catalog.c's rule). */
+	for (const char *p = name; *p != '\0' && n + 1 < sizeof(type); p++)
+		if (isalnum((unsigned char)*p) || strchr("._-", *p) != NULL)
+			type[n++] = (char)tolower((unsigned char)*p);
+	type[n] = '\0';
+	fprintf(stderr,
+	    "memfloor: %s: no GPU has a slurm mapping, so there is no table to write.\n"
+	    "Give each card Slurm schedules its gres type (partition and constraint are optional):\n"
+	    "  gpus:\n"
+	    "    - name: %s\n"
+	    "      ...\n"
+	    "      slurm: {gres: \"gpu:%s\", partition: \"gpu\", constraint: \"%s\"}\n"
+	    "(docs/slurm.md)\n",
+	    path, name, n > 0 ? type : "h100", n > 0 ? type : "h100");
+}
+
+/*
  * The Lua table slurm/job_submit.lua loads: every GPU with a slurm
  * mapping, cheapest per reference hour first, so that the two never
  * drift from the catalogue.
@@ -400,10 +428,12 @@ catalog_slurm(const char *path)
 	for (size_t i = 0; i < cat->ngpus; i++)
 		if (mf_cat_has_slurm(&cat->gpus[i]))
 			gpus[n++] = &cat->gpus[i];
-	if (n == 0)
-		fprintf(stderr,
-		    "memfloor: %s: no GPU has a slurm mapping; the table is empty\n",
-		    path);
+	if (n == 0) {
+		no_slurm_mapping(path, cat);
+		free((void *)gpus);
+		mf_cat_unref(cat);
+		return EXIT_INPUT;
+	}
 	mf_cat_cheapest_first(gpus, n);
 	printf(
 	    "-- memfloor's GPU table for slurm/job_submit.lua, made by `memfloor catalog slurm`\n-- from ");

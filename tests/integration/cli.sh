@@ -276,6 +276,34 @@ yaml_is_json "diagnose -o yaml parses as the JSON answer" "$out" \
 off diagnose "$oom" -o table
 has "diagnose -o table: the cause" "$out" '^cause: capacity$'
 
+# The CUDA runtime's own error (kijai/ComfyUI-WanVideoWrapper#565): no
+# figures, its own cause, the 2.0+ lines named.
+off diagnose examples/oom-runtime.txt -o json
+is "diagnose: the runtime's error exits 0" "$rc" 0
+has "diagnose: the runtime's error has its own cause" "$out" \
+    '"cause":"outside-allocator"'
+has "diagnose: the runtime's error is named by its releases" "$out" \
+    '"format":"2\.0\+"'
+has "diagnose: the runtime's error prints no figures" "$out" \
+    '"triedBytes":null,"totalBytes":null'
+off diagnose examples/oom-runtime.txt -o table
+has "diagnose -o table: the runtime's error" "$out" \
+    '^CUDA runtime error: out of memory \(PyTorch 2\.0\+ message\)$'
+
+# vllm-project/vllm#34643 in a container: this process is Process 162519,
+# the only entry holding what PyTorch reserved; the others are the two of
+# 248.00 MiB, 2 x 260046848 = 520093696 bytes.
+off diagnose examples/oom-container.txt -o json
+has "diagnose: this process among the listed ones" "$out" \
+    '"thisProcess":\{"from":"only-candidate","pid":162519,'
+has "diagnose: otherProcessBytes counts only the others" "$out" \
+    '"otherProcessBytes":520093696,'
+off diagnose examples/oom-container.txt -o table
+has "diagnose -o table: which process is this one" "$out" \
+    '^  this process +20\.28 GiB \(Process 162519\)$'
+has "diagnose -o table: the others alone" "$out" \
+    '^  other processes +496\.00 MiB$'
+
 echo 'Segmentation fault (core dumped)' >"$tmp/notoom.txt"
 off diagnose "$tmp/notoom.txt" -o json
 is "diagnose: no OOM message exits 2" "$rc" 2
@@ -313,6 +341,25 @@ mf catalog check "$tmp/nonexistent.yaml"
 is "catalog check: a missing file exits 2" "$rc" 2
 mf catalog check
 is "catalog check without FILE exits 2" "$rc" 2
+
+# --- catalog slurm --------------------------------------------------------------
+# The shipped catalogue maps no card to Slurm: nothing to write is a failure
+# that shows a mapping, and the mapping shown is one the catalogue takes.
+mf catalog slurm catalog/gpus.yaml
+is "catalog slurm: no mapping exits 2" "$rc" 2
+empty "catalog slurm: no mapping, no table on stdout" "$out"
+has "catalog slurm: no mapping, says so" "$err" \
+    'no GPU has a slurm mapping, so there is no table to write'
+has "catalog slurm: no mapping, shows one" "$err" \
+    '^      slurm: \{gres: "gpu:[a-z0-9._-]+", partition: "gpu", constraint: "[a-z0-9._-]+"\}$'
+mapping=$(grep '^      slurm: ' "$err")
+first=$(grep -n '^  - name: ' catalog/gpus.yaml | head -n 1 | cut -d: -f1)
+sed "${first}a\\
+    ${mapping#      }" catalog/gpus.yaml >"$tmp/slurm.yaml"
+mf catalog slurm "$tmp/slurm.yaml"
+is "catalog slurm: the mapping it shows makes a table" "$rc" 0
+has "catalog slurm: the table has that card" "$out" \
+    "^	\{ gpu = \"$(sed -n "${first}s/^  - name: //p" catalog/gpus.yaml)\", "
 
 # --- usage ----------------------------------------------------------------------
 mf

@@ -97,9 +97,10 @@ has "catalog slurm: b200 with its partition and constraint" "$table" \
 hasnt "catalog slurm: no entry for a card without a mapping" "$table" L40S
 rc=0
 "$cli" catalog slurm catalog/gpus.yaml >"$tmp/out" 2>"$tmp/err" || rc=$?
-is "catalog slurm: a catalogue without mappings gives an empty table" \
-    "$rc:$(grep -v '^--' "$tmp/out" | tr '\n' ' ')" "0:return { } "
-has "catalog slurm: and says so" "$tmp/err" 'no GPU has a slurm mapping; the table is empty$'
+is "catalog slurm: a catalogue without mappings writes no table, exit 2" \
+    "$rc:$(wc -c <"$tmp/out" | tr -d ' ')" "2:0"
+has "catalog slurm: and shows a mapping" "$tmp/err" \
+    '^      slurm: \{gres: "gpu:'
 rc=0
 "$cli" catalog slurm tests/data/catalog/bad-slurm-shared.yaml >"$tmp/out" 2>"$tmp/err" || rc=$?
 is "catalog slurm: a bad catalogue is exit 2" "$rc" 2
