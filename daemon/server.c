@@ -62,7 +62,9 @@ struct request {
 	struct mf_buf body;
 	enum mf_output out;
 	enum mf_doc_format fmt;
-	int early; /* status decided before the body ended, or 0 */
+	int early;  /* status decided before the body ended, or 0 */
+	int unread; /* answered before its body was read: the connection
+	               closes after the answer */
 	size_t dropped;
 	size_t charged; /* bytes of the body budget this body holds */
 	struct mfd_conn *guard;
@@ -347,8 +349,10 @@ send_answer(struct MHD_Connection *c, struct request *r, int status,
 	if (status == MHD_HTTP_SERVICE_UNAVAILABLE && r->early == status)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER,
 		    RETRY_AFTER);
-	/* A body whose framing is not known cannot be skipped. */
-	if (status == MHD_HTTP_NOT_IMPLEMENTED)
+	/* A body whose framing is not known cannot be skipped, and one
+	 * answered before it was read is not: libmicrohttpd closes the
+	 * connection after such an answer. */
+	if (status == MHD_HTTP_NOT_IMPLEMENTED || r->unread)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION,
 		    "close");
 	ret = MHD_queue_response(c, (unsigned)status, resp);
@@ -666,6 +670,25 @@ body_room(struct request *r, size_t n)
 	return 0;
 }
 
+/*
+ * A body whose declared length does not fit the budget is answered 503 at
+ * once, before any of it is read, and the connection closes after the
+ * answer: a client holding its body open (or sending it slowly) is told to
+ * come back instead of waiting for its deadline, and the daemon reads
+ * nothing more of it.  libmicrohttpd 0.9.75 sends an answer queued at the
+ * headers, and only then, before the body (connection.c,
+ * MHD_queue_response); a chunked body that runs out of budget later is
+ * still read to its end, and dropped, before its 503.
+ */
+static enum MHD_Result
+refuse_busy(struct MHD_Connection *c, struct request *r)
+{
+	r->early = MHD_HTTP_SERVICE_UNAVAILABLE;
+	r->unread = 1;
+	return send_error(c, r, MHD_HTTP_SERVICE_UNAVAILABLE, NULL,
+	    BUSY_MESSAGE);
+}
+
 static struct mfd_conn *
 conn_guard(struct MHD_Connection *c)
 {
@@ -717,17 +740,13 @@ on_request(void *cls, struct MHD_Connection *c, const char *url,
 		status = early_status(c, r, method, &why);
 		if (status == 0 && r->route->body != BODY_NONE &&
 		    body_room(r, content_length(c)) != 0)
-			status = MHD_HTTP_SERVICE_UNAVAILABLE;
-		if ((status == MHD_HTTP_CONTENT_TOO_LARGE ||
-		        status == MHD_HTTP_SERVICE_UNAVAILABLE) &&
-		    drains(c)) {
+			return refuse_busy(c, r);
+		if (status == MHD_HTTP_CONTENT_TOO_LARGE && drains(c)) {
 			r->early = status;
 			return MHD_YES;
 		}
-		r->early = status == MHD_HTTP_SERVICE_UNAVAILABLE ? status : 0;
 		if (status != 0)
-			return send_error(c, r, status, NULL,
-			    why ? why : BUSY_MESSAGE);
+			return send_error(c, r, status, NULL, why);
 		return MHD_YES;
 	}
 	if (*size > 0) {
