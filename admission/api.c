@@ -349,7 +349,7 @@ mf_api_decide(const struct mf_api *api, struct mf_request *req,
 	note_job(ans, &req->job);
 	if (req->unresolved) {
 		mf_error_set(&err, MF_EINVAL, "spec.model.configUrl", 0, 0,
-		    "is fetched by memfloord (memfloor submit), or offline when --model-host allows its host; or name a shipped model or give its config inline");
+		    "is fetched by memfloord (memfloor submit), or offline when --model-host allows its host; or name a model GET /v1/models lists or give its config inline");
 		mf_answer_err(ans, MF_EINVAL, &err, req->out);
 		return;
 	}

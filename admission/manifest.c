@@ -93,7 +93,7 @@ read_model(struct reader *r, const struct mf_node *model, const char *path)
 	shipped = r->models ? mf_models_find(r->models, job->model_name) : NULL;
 	if (shipped == NULL)
 		return mf_error_set(r->err, MF_EINVAL, p, n->line, n->column,
-		    "'%.80s' is not a shipped model (GET /v1/models lists them)",
+		    "'%.80s' is not a known model: GET /v1/models lists the models served, the shipped ones and those of the -m directories",
 		    job->model_name);
 	job->model_source = MF_MODEL_NAMED;
 	job->model = *shipped;

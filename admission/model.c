@@ -568,6 +568,7 @@ mf_model_read(const struct mf_node *config, const char *path,
 
 struct model_entry {
 	char *name; /* "ORG/NAME" */
+	size_t seq; /* load order: a later entry replaces an earlier one */
 	struct mf_model model;
 };
 
@@ -575,14 +576,24 @@ struct mf_models {
 	size_t n;
 	size_t cap;
 	struct model_entry *v; /* sorted by name once loaded */
+	int refs;              /* atomic, as mf_cat_ref's */
 };
+
+struct mf_models *
+mf_models_ref(struct mf_models *models)
+{
+	if (models != NULL)
+		__atomic_add_fetch(&models->refs, 1, __ATOMIC_RELAXED);
+	return models;
+}
 
 void
 mf_models_free(struct mf_models *models)
 {
 	size_t i;
 
-	if (models == NULL)
+	if (models == NULL ||
+	    __atomic_sub_fetch(&models->refs, 1, __ATOMIC_ACQ_REL) != 0)
 		return;
 	for (i = 0; i < models->n; i++)
 		free(models->v[i].name);
@@ -624,18 +635,51 @@ add_entry(struct mf_models *models, const char *name, const struct mf_model *m,
 	if (copy == NULL)
 		return nomem(err, name);
 	models->v[models->n].name = copy;
+	models->v[models->n].seq = models->n;
 	models->v[models->n].model = *m;
 	models->n++;
 	return MF_OK;
 }
 
-/* Parse file as the config of model name and add it. */
+/*
+ * The line of a config's member key (the last part of a field path such
+ * as "acme/x.num_hidden_layers") in the file's text: a JSON document's
+ * nodes carry no position, and an operator fixing the file wants one.
+ * The object's first line when the member is absent (a field left out).
+ */
+static int
+field_line(const char *buf, size_t len, const char *field)
+{
+	const char *key = strrchr(field, '.'), *p;
+	size_t k, i;
+	int line = 1, first = 0;
+
+	key = key ? key + 1 : field;
+	k = strlen(key);
+	for (i = 0; i < len; i++) {
+		if (buf[i] == '\n')
+			line++;
+		else if (buf[i] == '{' && first == 0)
+			first = line;
+		if (k == 0 || buf[i] != '"' || len - i < k + 2 ||
+		    memcmp(buf + i + 1, key, k) != 0 || buf[i + 1 + k] != '"')
+			continue;
+		p = buf + i + k + 2;
+		while (p < buf + len &&
+		    (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n'))
+			p++;
+		if (p < buf + len && *p == ':')
+			return line;
+	}
+	return first ? first : 1;
+}
+
+/* Parse file as the config of model name into *m. */
 static enum mf_rc
-load_file(struct mf_models *models, const char *file, const char *name,
+read_file(const char *file, const char *name, struct mf_model *m,
     struct mf_error *err)
 {
 	struct mf_doc *doc = NULL;
-	struct mf_model m;
 	char *buf = NULL;
 	size_t len = 0;
 	enum mf_rc rc;
@@ -646,11 +690,12 @@ load_file(struct mf_models *models, const char *file, const char *name,
 		return rc;
 	rc = mf_doc_parse(buf, len, MF_DOC_JSON, &doc, err);
 	if (rc == MF_OK)
-		rc = mf_model_read(mf_doc_root(doc), name, &m, err);
-	if (rc == MF_OK)
-		rc = add_entry(models, name, &m, err);
-	else
+		rc = mf_model_read(mf_doc_root(doc), name, m, err);
+	if (rc != MF_OK) {
+		if (err != NULL && err->line == 0)
+			err->line = field_line(buf, len, err->field);
 		mf_error_in_file(err, rc, file);
+	}
 	mf_doc_free(doc);
 	free(buf);
 	return rc;
@@ -679,12 +724,43 @@ join(char *buf, size_t size, const char *dir, const char *base,
 	return MF_OK;
 }
 
+/* What a walk over the directories carries. */
+struct walk {
+	struct mf_models *models;
+	const struct mf_models_load *how;
+	const char *org; /* the organisation whose directory is walked */
+	size_t *loaded;  /* files loaded from the directory walked */
+};
+
+/*
+ * A file that failed (its error in *err): fatal when the load is strict;
+ * else said to the caller, the last good model of its name (prev's) kept
+ * in its place, and the walk goes on.
+ */
+static enum mf_rc
+skip(const struct walk *w, const char *name, enum mf_rc rc,
+    struct mf_error *err)
+{
+	const struct mf_model *old;
+
+	if (w->how->skipped == NULL || rc == MF_ENOMEM)
+		return rc;
+	old = name ? mf_models_find(w->how->prev, name) : NULL;
+	w->how->skipped(w->how->arg, err, old != NULL);
+	if (old == NULL)
+		return MF_OK;
+	if (w->loaded != NULL)
+		(*w->loaded)++;
+	return add_entry(w->models, name, old, err);
+}
+
 /* Load DIR/ORG/base, a directory entry, when it is a config file. */
 static enum mf_rc
-load_entry(struct mf_models *models, const char *orgdir, const char *org,
-    const char *base, struct mf_error *err)
+load_entry(const struct walk *w, const char *orgdir, const char *base,
+    struct mf_error *err)
 {
 	char file[PATH_BYTES], name[PATH_BYTES];
+	struct mf_model m;
 	struct stat st;
 	enum mf_rc rc;
 
@@ -692,25 +768,26 @@ load_entry(struct mf_models *models, const char *orgdir, const char *org,
 		return MF_OK;
 	rc = join(file, sizeof(file), orgdir, base, err);
 	if (rc != MF_OK)
-		return rc;
+		return skip(w, NULL, rc, err);
+	/* Shorter than file, so it fits. */
+	snprintf(name, sizeof(name), "%s/%.*s", w->org, (int)(strlen(base) - 5),
+	    base);
 	if (stat(file, &st) != 0)
-		return file_error(err, file, errno);
+		return skip(w, name, file_error(err, file, errno), err);
 	if (!S_ISREG(st.st_mode))
 		return MF_OK;
-	if (models->n >= MODELS_MAX_FILES)
+	if (w->models->n >= MODELS_MAX_FILES)
 		return mf_error_set(err, MF_ETOOBIG, NULL, 0, 0,
 		    "%s: more than %d model configs", file, MODELS_MAX_FILES);
-	/* Shorter than file, so it fits. */
-	snprintf(name, sizeof(name), "%s/%.*s", org, (int)(strlen(base) - 5),
-	    base);
-	return load_file(models, file, name, err);
+	rc = read_file(file, name, &m, err);
+	if (rc != MF_OK)
+		return skip(w, name, rc, err);
+	rc = add_entry(w->models, name, &m, err);
+	if (rc == MF_OK && w->loaded != NULL)
+		(*w->loaded)++;
+	return rc;
 }
 
-/* What a walk over a directory's entries calls for each, and with what. */
-struct walk {
-	struct mf_models *models;
-	const char *org; /* the organisation whose directory is walked */
-};
 typedef enum mf_rc (*entry_fn)(const struct walk *w, const char *dir,
     const char *name, struct mf_error *err);
 
@@ -742,7 +819,7 @@ static enum mf_rc
 config_entry(const struct walk *w, const char *orgdir, const char *name,
     struct mf_error *err)
 {
-	return load_entry(w->models, orgdir, w->org, name, err);
+	return load_entry(w, orgdir, name, err);
 }
 
 /* An entry of DIR: an organisation's directory, or skipped. */
@@ -750,47 +827,87 @@ static enum mf_rc
 org_entry(const struct walk *w, const char *dir, const char *name,
     struct mf_error *err)
 {
-	struct walk org = { w->models, name };
+	struct walk org = *w;
 	char orgdir[PATH_BYTES];
 	struct stat st;
 	enum mf_rc rc;
 
+	org.org = name;
 	rc = join(orgdir, sizeof(orgdir), dir, name, err);
-	if (rc != MF_OK)
-		return rc;
-	if (stat(orgdir, &st) != 0)
-		return file_error(err, orgdir, errno);
-	return S_ISDIR(st.st_mode) ?
-	    each_entry(&org, orgdir, config_entry, err) :
-	    MF_OK;
+	if (rc == MF_OK && stat(orgdir, &st) != 0)
+		rc = file_error(err, orgdir, errno);
+	if (rc == MF_OK && S_ISDIR(st.st_mode))
+		rc = each_entry(&org, orgdir, config_entry, err);
+	return rc == MF_OK || rc == MF_ETOOBIG ? rc : skip(w, NULL, rc, err);
 }
 
 static int
 entry_cmp(const void *a, const void *b)
 {
 	const struct model_entry *x = a, *y = b;
+	int d = strcmp(x->name, y->name);
 
-	return strcmp(x->name, y->name);
+	return d != 0 ? d : (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+/* Sorted by name, the last loaded of each name kept. */
+static void
+settle(struct mf_models *models)
+{
+	size_t i, n = 0;
+
+	if (models->n > 1)
+		qsort(models->v, models->n, sizeof(*models->v), entry_cmp);
+	for (i = 0; i < models->n; i++) {
+		if (i + 1 < models->n &&
+		    strcmp(models->v[i].name, models->v[i + 1].name) == 0) {
+			free(models->v[i].name);
+			continue;
+		}
+		models->v[n++] = models->v[i];
+	}
+	models->n = n;
+}
+
+enum mf_rc
+mf_models_load_dirs(const struct mf_models_load *how, struct mf_models **out,
+    struct mf_error *err)
+{
+	struct mf_models *models;
+	struct mf_error local;
+	enum mf_rc rc = MF_OK;
+	size_t i;
+
+	/* A skipped file's error is handed on, so there must be one. */
+	if (err == NULL)
+		err = &local;
+	models = calloc(1, sizeof(*models));
+	if (models == NULL)
+		return nomem(err, how->ndirs ? how->dirs[0] : "models");
+	models->refs = 1;
+	for (i = 0; i < how->ndirs && rc == MF_OK; i++) {
+		struct walk w = { models, how, NULL,
+			how->counts ? &how->counts[i] : NULL };
+
+		if (how->counts != NULL)
+			how->counts[i] = 0;
+		rc = each_entry(&w, how->dirs[i], org_entry, err);
+	}
+	if (rc != MF_OK) {
+		mf_models_free(models);
+		return rc;
+	}
+	settle(models);
+	*out = models;
+	return MF_OK;
 }
 
 enum mf_rc
 mf_models_load(const char *dir, struct mf_models **out, struct mf_error *err)
 {
-	struct mf_models *models;
-	enum mf_rc rc;
+	struct mf_models_load how = { &dir, 1, NULL, NULL, NULL, NULL };
 
-	models = calloc(1, sizeof(*models));
-	if (models == NULL)
-		return nomem(err, dir);
-	rc = each_entry(&(struct walk){ models, NULL }, dir, org_entry, err);
-	if (rc != MF_OK) {
-		mf_models_free(models);
-		return rc;
-	}
-	if (models->n > 1)
-		qsort(models->v, models->n, sizeof(*models->v), entry_cmp);
-	*out = models;
-	return MF_OK;
+	return mf_models_load_dirs(&how, out, err);
 }
 
 static int

@@ -120,15 +120,46 @@ void mf_model_shard(const struct mf_model *m, int64_t tensor, int64_t expert,
 /* Bytes of KV cache per token: 2 * L * kv_heads * head_dim * dtype_bytes. */
 int64_t mf_model_kv_bytes_per_token(const struct mf_model *m, int dtype_bytes);
 
-/* The shipped configs, loaded once at start-up and then read-only. */
+/*
+ * A set of model configs, read-only once loaded and shared by reference:
+ * the daemon swaps in a new set on reload while requests still read the
+ * old one.
+ */
 struct mf_models;
 
+/* How mf_models_load_dirs loads. */
+struct mf_models_load {
+	const char *const *dirs; /* in order: a later one's model of a name
+	                            replaces an earlier one's */
+	size_t ndirs;
+	/*
+	 * NULL: a file that fails to read or parse fails the whole load (err
+	 * names the file and line).  Else such a file is left out and
+	 * skipped(arg, its error, kept) is called, kept saying whether prev
+	 * had a model of its name, which is then kept in its place (the last
+	 * good one).  A directory in dirs that cannot be read, the cap on
+	 * files and running out of memory fail the load either way.
+	 */
+	void (*skipped)(void *arg, const struct mf_error *err, int kept);
+	void *arg;
+	const struct mf_models *prev; /* may be NULL */
+	size_t *counts; /* may be NULL; else ndirs entries: the models each
+	                   gave, a kept last good one included */
+};
+
 /*
- * Load every DIR/ORG/NAME.json as model "ORG/NAME".  A file that fails to
- * parse or read fails the whole load (err names the file).
+ * Load every DIR/ORG/NAME.json of how->dirs as model "ORG/NAME".  The set
+ * comes with one reference (mf_models_free drops it).  *out is untouched
+ * on error.
  */
+enum mf_rc mf_models_load_dirs(const struct mf_models_load *how,
+    struct mf_models **out, struct mf_error *err);
+/* mf_models_load_dirs of one directory, a bad file failing the load. */
 enum mf_rc
 mf_models_load(const char *dir, struct mf_models **out, struct mf_error *err);
+/* A reference more; models (may be NULL) is returned. */
+struct mf_models *mf_models_ref(struct mf_models *models);
+/* Drop a reference; the last frees the set.  NULL is a no-op. */
 void mf_models_free(struct mf_models *models);
 /* NULL when unknown; the result lives as long as models. */
 const struct mf_model *

@@ -497,7 +497,7 @@ read_job(struct review *rv, struct mf_doc **doc, struct mf_job *job)
 	job->work.estimator = rv->api->cat->estimator;
 	if (job->model_source == MF_MODEL_URL) {
 		deny_annotation(rv, ANN_SPEC,
-		    "spec.model.configUrl: is not fetched for an admission review; name a shipped model or give its config inline");
+		    "spec.model.configUrl: is not fetched for an admission review; name a model GET /v1/models lists or give its config inline");
 		return -1;
 	}
 	if (min != NULL && job->min_memory != min_bytes)

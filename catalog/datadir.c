@@ -2,6 +2,7 @@
 
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -65,4 +66,57 @@ mf_data_find(const char *name, char *buf, size_t size, char *tried,
 		snprintf(tried, tried_size, "%s%s%s", first,
 		    first[0] ? " or " : "", buf);
 	return NULL;
+}
+
+/* Whether a and b name one directory (by their real paths when both
+ * resolve, else as written). */
+static int
+same_dir(const char *a, const char *b)
+{
+	char ra[PATH_MAX], rb[PATH_MAX];
+
+	if (realpath(a, ra) != NULL && realpath(b, rb) != NULL)
+		return strcmp(ra, rb) == 0;
+	return strcmp(a, b) == 0;
+}
+
+/* Append dir unless it is there already; -1 when out is full. */
+static int
+add_dir(struct mf_data_models *out, const char *dir)
+{
+	for (size_t i = 0; i < out->n; i++)
+		if (same_dir(out->dirs[i], dir))
+			return 0;
+	if (out->n == MF_DATA_MAX_MODEL_DIRS)
+		return -1;
+	out->dirs[out->n++] = dir;
+	return 0;
+}
+
+int
+mf_data_model_dirs(const char *const *given, size_t ngiven,
+    struct mf_data_models *out, char *why, size_t why_size)
+{
+	char tried[2 * PATH_MAX + 160];
+
+	memset(out, 0, sizeof(*out));
+	if (mf_data_find("models", out->shipped, sizeof(out->shipped), tried,
+	        sizeof(tried)) != NULL) {
+		out->dirs[out->n++] = out->shipped;
+		out->has_shipped = 1;
+	}
+	for (size_t i = 0; i < ngiven; i++) {
+		if (add_dir(out, given[i]) != 0) {
+			snprintf(why, why_size,
+			    "more than %d model directories (the shipped one and -m's)",
+			    MF_DATA_MAX_MODEL_DIRS);
+			return -1;
+		}
+	}
+	if (out->n > 0)
+		return 0;
+	snprintf(why, why_size,
+	    "no model configs: looked for %s; name a directory with -m DIR",
+	    tried);
+	return -1;
 }

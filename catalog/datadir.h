@@ -21,4 +21,25 @@
 const char *mf_data_find(const char *name, char *buf, size_t size, char *tried,
     size_t tried_size);
 
+/* Model directories at most: the shipped one and those -m names. */
+#define MF_DATA_MAX_MODEL_DIRS 16
+
+struct mf_data_models {
+	const char *dirs[MF_DATA_MAX_MODEL_DIRS]; /* in the order read */
+	size_t n;
+	char shipped[4096 + 64]; /* where dirs[0] points when shipped */
+	int has_shipped;
+};
+
+/*
+ * The model directories, in the order they are read: the shipped models
+ * (mf_data_find("models")) when found, then each of given[0..ngiven) (-m),
+ * a later directory's model of a name replacing an earlier one's; a
+ * directory named twice (through symlinks too) is read once.  0, or -1
+ * with why filled (why_size bytes) when there is none at all or more than
+ * MF_DATA_MAX_MODEL_DIRS.  out borrows the given strings.
+ */
+int mf_data_model_dirs(const char *const *given, size_t ngiven,
+    struct mf_data_models *out, char *why, size_t why_size);
+
 #endif

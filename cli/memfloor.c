@@ -39,7 +39,8 @@ enum { EXIT_ADMITTED, EXIT_REJECTED, EXIT_INPUT, EXIT_UNREACHABLE };
 
 struct opts {
 	const char *catalog;
-	const char *models;
+	const char *models[MF_DATA_MAX_MODEL_DIRS]; /* -m, in order */
+	size_t nmodels;
 	const char *server;
 	const char *cacert;
 	enum mf_output out;
@@ -123,7 +124,10 @@ parse_opts(int argc, char **argv, int first, struct opts *o)
 		} else if (strcmp(a, "-f") == 0 && v != NULL) {
 			o->catalog = v;
 		} else if (strcmp(a, "-m") == 0 && v != NULL) {
-			o->models = v;
+			if (o->nmodels == MF_DATA_MAX_MODEL_DIRS)
+				return bad_opt(
+				    "-m takes at most 16 directories:", v);
+			o->models[o->nmodels++] = v;
 		} else if (strcmp(a, "--server") == 0 && v != NULL) {
 			o->server = v;
 		} else if (strcmp(a, "--model-host") == 0 && v != NULL &&
@@ -242,20 +246,45 @@ fetch_config(const struct opts *o, struct mf_request *req,
 	return rc;
 }
 
-/* The catalogue and models a call needs; -1 (said) when they fail. */
+/* A model file that does not parse: said, and left out, as memfloord
+ * does. */
+static void
+model_skipped(void *arg, const struct mf_error *err, int kept)
+{
+	char msg[MF_ERROR_MAX];
+
+	(void)arg;
+	(void)kept;
+	fprintf(stderr, "memfloor: %s; left out\n",
+	    mf_error_message(err, msg, sizeof(msg)));
+}
+
+/*
+ * The catalogue and models a call needs: the models of the shipped
+ * directory and of each -m, as memfloord reads them; -1 (said) when they
+ * fail.
+ */
 static int
 load(struct opts *o, struct mf_catalog **cat, struct mf_models **models)
 {
+	static struct mf_data_models dirs;
+	struct mf_models_load how = { NULL, 0, model_skipped, NULL, NULL,
+		NULL };
 	struct mf_error err;
 	char msg[MF_ERROR_MAX];
 
-	if ((o->catalog == NULL &&
-	        (o->catalog = shipped("gpus.yaml", "-f")) == NULL) ||
-	    (o->models == NULL &&
-	        (o->models = shipped("models", "-m")) == NULL))
+	if (o->catalog == NULL &&
+	    (o->catalog = shipped("gpus.yaml", "-f")) == NULL)
 		return -1;
+	if (mf_data_model_dirs(o->models, o->nmodels, &dirs, msg,
+	        sizeof(msg)) != 0) {
+		fprintf(stderr, "memfloor: %s\n", msg);
+		return -1;
+	}
+	how.dirs = dirs.dirs;
+	how.ndirs = dirs.n;
 	if (mf_cat_load(o->catalog, cat, &err) != MF_OK ||
-	    mf_models_load(o->models, models, &err) != MF_OK) {
+	    mf_models_load_dirs(&how, models, &err) != MF_OK) {
 		fprintf(stderr, "memfloor: %s\n",
 		    mf_error_message(&err, msg, sizeof(msg)));
 		return -1;

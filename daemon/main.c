@@ -70,13 +70,14 @@ body_memory_fits(const struct mfd_config *cfg)
 }
 
 /*
- * The shipped catalogue and models where -f and -m name none (the rule is
- * in catalog/datadir.h); -1, said, when they are nowhere.
+ * The shipped catalogue where -f names none, and the model directories:
+ * the shipped models, then each -m (the rule is in catalog/datadir.h); -1,
+ * said, when they are nowhere.
  */
 static int
 find_data(struct mfd_config *cfg)
 {
-	static char cat[PATH_MAX + 64], models[PATH_MAX + 64];
+	static char cat[PATH_MAX + 64];
 	char tried[2 * PATH_MAX + 160];
 
 	if (cfg->catalog_path == NULL &&
@@ -87,12 +88,9 @@ find_data(struct mfd_config *cfg)
 		    tried);
 		return -1;
 	}
-	if (cfg->models_dir == NULL &&
-	    (cfg->models_dir = mf_data_find("models", models, sizeof(models),
-	         tried, sizeof(tried))) == NULL) {
-		fprintf(stderr,
-		    "memfloord: no model configs: looked for %s; name a directory with -m DIR\n",
-		    tried);
+	if (mf_data_model_dirs(cfg->given_models, cfg->ngiven_models,
+	        &cfg->models_dirs, tried, sizeof(tried)) != 0) {
+		fprintf(stderr, "memfloord: %s\n", tried);
 		return -1;
 	}
 	return 0;
@@ -148,7 +146,10 @@ parse_args(int argc, char **argv, struct mfd_config *cfg)
 			cfg->catalog_path = optarg;
 			break;
 		case 'm':
-			cfg->models_dir = optarg;
+			takes = "at most 16 directories";
+			if (cfg->ngiven_models == MF_DATA_MAX_MODEL_DIRS)
+				goto bad;
+			cfg->given_models[cfg->ngiven_models++] = optarg;
 			break;
 		case 'l':
 			cfg->listen = optarg;

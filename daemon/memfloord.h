@@ -17,12 +17,16 @@
 
 #include "../admission/api.h"
 #include "../catalog/catalog.h"
+#include "../catalog/datadir.h"
 
 #define MFD_MAX_MODEL_HOSTS 32
 
 struct mfd_config {
 	const char *catalog_path;
-	const char *models_dir;
+	/* -m DIR, in the order given; models_dirs adds the shipped ones. */
+	const char *given_models[MF_DATA_MAX_MODEL_DIRS];
+	size_t ngiven_models;
+	struct mf_data_models models_dirs;
 	const char *listen; /* ADDR:PORT */
 	const char *tls_cert;
 	const char *tls_key;
@@ -100,14 +104,24 @@ void mfd_metrics_fetch(enum mfd_fetch_outcome o);
 /* Prometheus text; malloc'd, NULL on allocation failure. */
 char *mfd_metrics_render(uint64_t catalog_version, size_t catalog_gpus);
 
-/* Load the catalogue and models; start-up errors are returned with err. */
+/*
+ * Load the catalogue and the models; start-up errors are returned with
+ * err.  With cfg->check_only (-n) a model file that does not parse is
+ * such an error; otherwise it is logged (FILE:LINE: problem) and left
+ * out, and the others are served.  Logs what was loaded.
+ */
 enum mf_rc mfd_state_init(const struct mfd_config *cfg, struct mf_error *err);
 void mfd_state_fini(void);
 /* The catalogue in service with a reference taken (mf_cat_unref it), or
  * NULL before one is loaded. */
 struct mf_catalog *mfd_state_catalog(void);
-const struct mf_models *mfd_state_models(void);
-/* Re-read the catalogue file; a failure keeps the one in service. */
+/* The models in service with a reference taken (mf_models_free it). */
+struct mf_models *mfd_state_models(void);
+/*
+ * Re-read the catalogue file and the model directories (SIGHUP); each
+ * that fails keeps the one in service, and a model file that no longer
+ * parses keeps its last good model.  The catalogue's result is returned.
+ */
 enum mf_rc mfd_state_reload(const char *why);
 /* Watch the catalogue's directory and reload on change. */
 int mfd_state_watch(void);

@@ -93,7 +93,7 @@ static atomic_int draining;
 
 /* --- handlers -------------------------------------------------------- */
 
-/* The catalogue in service, held for one call, and the models. */
+/* The catalogue and the models in service, held for one call. */
 static struct mf_api
 api_begin(void)
 {
@@ -106,6 +106,7 @@ static void
 api_end(struct mf_api *api)
 {
 	mf_cat_unref((struct mf_catalog *)api->cat);
+	mf_models_free((struct mf_models *)api->models);
 }
 
 /* POST routes: the route's library call on the body, with the catalogue
@@ -134,10 +135,11 @@ do_catalog(struct request *r, struct MHD_Connection *c, struct mf_answer *ans)
 static void
 do_models(struct request *r, struct MHD_Connection *c, struct mf_answer *ans)
 {
-	struct mf_api api = { NULL, mfd_state_models(), NULL };
+	struct mf_api api = api_begin();
 
 	(void)c;
 	mf_api_models(&api, r->out, ans);
+	api_end(&api);
 }
 
 static char *

@@ -1,10 +1,11 @@
 /*
- * state.c: the catalogue in service and its reloads.
+ * state.c: the catalogue and the models in service, and their reloads.
  *
- * Request threads take a reference to the snapshot under a mutex held for
- * two instructions; a reload parses and validates a new snapshot with no
- * lock held, then swaps the pointer and drops the old reference.  A
- * request still reading the old snapshot keeps it alive until it is done.
+ * Request threads take a reference to each snapshot under a mutex held
+ * for a few instructions; a reload parses and validates a new snapshot
+ * with no lock held, then swaps the pointer and drops the old reference.
+ * A request still reading the old snapshot keeps it alive until it is
+ * done.
  */
 #include <errno.h>
 #include <limits.h>
@@ -24,8 +25,10 @@ static pthread_mutex_t reload_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct mf_catalog *current;
 static uint64_t version;
 static struct mf_models *models;
+static struct mf_data_models dirs; /* the model directories, in order */
 static char catalog_path[PATH_MAX];
 static struct stat last_seen; /* the file as of the last load attempt */
+static int gone_said;         /* under reload_lock: its removal logged */
 static int stopped;           /* under reload_lock: no more reloads */
 
 struct mf_catalog *
@@ -39,10 +42,92 @@ mfd_state_catalog(void)
 	return cat;
 }
 
-const struct mf_models *
+struct mf_models *
 mfd_state_models(void)
 {
-	return models;
+	struct mf_models *m;
+
+	pthread_mutex_lock(&swap_lock);
+	m = mf_models_ref(models);
+	pthread_mutex_unlock(&swap_lock);
+	return m;
+}
+
+/* A model file that does not parse: said, and left out. */
+static void
+model_skipped(void *arg, const struct mf_error *err, int kept)
+{
+	char msg[MF_ERROR_MAX];
+
+	(void)arg;
+	mfd_log(MFD_ERROR, "%s; %s", mf_error_message(err, msg, sizeof(msg)),
+	    kept ? "keeping the model it held until now" :
+	           "left out, the other models are served");
+}
+
+/* "24 from DIR, 3 from DIR2 (1 replacing a shipped one)" for the log. */
+static void
+say_models(const char *what, const struct mf_models *m, const size_t *counts)
+{
+	char line[2048];
+	size_t n = 0, sum = 0;
+
+	line[0] = '\0';
+	for (size_t i = 0; i < dirs.n && n < sizeof(line); i++) {
+		n += (size_t)snprintf(line + n, sizeof(line) - n,
+		    "%s%zu from %s", i ? ", " : "", counts[i], dirs.dirs[i]);
+		sum += counts[i];
+	}
+	mfd_log(MFD_INFO, "models %s: %zu in service (%s%s)", what,
+	    mf_models_count(m), line,
+	    sum > mf_models_count(m) ?
+	        "; a later directory's replacing an earlier one's of the same name" :
+	        "");
+}
+
+/* Load the model directories into *out, prev's models kept for files that
+ * fail; strict: such a file fails the load. */
+static enum mf_rc
+load_models(const struct mf_models *prev, int strict, size_t *counts,
+    struct mf_models **out, struct mf_error *err)
+{
+	struct mf_models_load how = { dirs.dirs, dirs.n,
+		strict ? NULL : model_skipped, NULL, prev, counts };
+
+	return mf_models_load_dirs(&how, out, err);
+}
+
+static void
+swap_models(struct mf_models *m)
+{
+	struct mf_models *old;
+
+	pthread_mutex_lock(&swap_lock);
+	old = models;
+	models = m;
+	pthread_mutex_unlock(&swap_lock);
+	mf_models_free(old);
+}
+
+/* Reload the model directories; a failure keeps the set in service. */
+static void
+reload_models(const char *why)
+{
+	size_t counts[MF_DATA_MAX_MODEL_DIRS];
+	struct mf_models *m = NULL, *prev = mfd_state_models();
+	struct mf_error err;
+	char msg[MF_ERROR_MAX];
+
+	if (load_models(prev, 0, counts, &m, &err) == MF_OK) {
+		swap_models(m);
+		say_models(why, m, counts);
+	} else {
+		mfd_log(MFD_ERROR,
+		    "models reload (%s) failed, keeping the %zu in service: %s",
+		    why, mf_models_count(prev),
+		    mf_error_message(&err, msg, sizeof(msg)));
+	}
+	mf_models_free(prev);
 }
 
 static void
@@ -73,6 +158,7 @@ mfd_state_reload(const char *why)
 		return MF_OK;
 	}
 	stat(catalog_path, &last_seen);
+	gone_said = 0;
 	rc = mf_cat_load(catalog_path, &cat, &err);
 	if (rc == MF_OK) {
 		size_t ngpus = cat->ngpus; /* cat is not ours once swapped in */
@@ -88,6 +174,8 @@ mfd_state_reload(const char *why)
 		    mf_error_message(&err, msg, sizeof(msg)));
 	}
 	mfd_metrics_reload(rc == MF_OK);
+	if (strcmp(why, "SIGHUP") == 0)
+		reload_models(why);
 	pthread_mutex_unlock(&reload_lock);
 	return rc;
 }
@@ -95,20 +183,28 @@ mfd_state_reload(const char *why)
 enum mf_rc
 mfd_state_init(const struct mfd_config *cfg, struct mf_error *err)
 {
+	size_t counts[MF_DATA_MAX_MODEL_DIRS];
 	struct mf_catalog *cat = NULL;
+	struct mf_models *m = NULL;
 	enum mf_rc rc;
 
 	/* Keep the path as given: a ConfigMap swaps the link's target. */
 	mf_copy(catalog_path, sizeof(catalog_path), cfg->catalog_path);
+	dirs = cfg->models_dirs;
+	if (dirs.has_shipped)
+		dirs.dirs[0] = dirs.shipped;
 	stat(catalog_path, &last_seen);
 	rc = mf_cat_load(catalog_path, &cat, err);
 	if (rc != MF_OK)
 		return rc;
-	rc = mf_models_load(cfg->models_dir, &models, err);
+	rc = load_models(NULL, cfg->check_only, counts, &m, err);
 	if (rc != MF_OK) {
 		mf_cat_unref(cat);
 		return rc;
 	}
+	swap_models(m);
+	mfd_log(MFD_INFO, "catalogue %s: %zu GPUs", catalog_path, cat->ngpus);
+	say_models("loaded", m, counts);
 	swap_in(cat);
 	return MF_OK;
 }
@@ -124,19 +220,29 @@ mfd_state_fini(void)
 	current = NULL;
 	pthread_mutex_unlock(&swap_lock);
 	pthread_mutex_unlock(&reload_lock);
-	mf_models_free(models);
-	models = NULL;
+	swap_models(NULL);
 }
 
-/* Whether the file (through any symlinks) differs from the last load. */
+/*
+ * Whether the file (through any symlinks) differs from the last load.  A
+ * file still missing once its directory has settled was removed, not
+ * swapped: said once, and the catalogue stays in service.
+ */
 static void
 settled(void *arg)
 {
-	int differs;
+	struct stat st;
+	int differs, gone;
 
 	(void)arg;
 	pthread_mutex_lock(&reload_lock);
 	differs = mfd_file_changed(catalog_path, &last_seen);
+	gone = !stopped && stat(catalog_path, &st) != 0 && errno == ENOENT;
+	if (gone && !gone_said)
+		mfd_log(MFD_WARN,
+		    "catalogue %s was removed; keeping version %llu in service until a file is there again",
+		    catalog_path, (unsigned long long)version);
+	gone_said = gone;
 	pthread_mutex_unlock(&reload_lock);
 	if (differs)
 		mfd_state_reload("file changed");

@@ -698,7 +698,7 @@ test_err_model(void **state)
 	expect_err(HDR "spec:\n  model:\n    name: meta-llama/Llama-9-8B\n"
 	               "  workload:\n    sequenceLength: 1\n",
 	    "spec.model.name", 7,
-	    "'meta-llama/Llama-9-8B' is not a shipped model");
+	    "'meta-llama/Llama-9-8B' is not a known model: GET /v1/models lists the models served, the shipped ones and those of the -m directories");
 	expect_err(HDR "spec:\n  model:\n    name: 8\n", "spec.model.name", 7,
 	    "must be a string");
 	expect_err(HDR "spec:\n  model:\n    configUrl: 8\n",

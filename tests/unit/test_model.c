@@ -740,6 +740,99 @@ test_models_load_tree(void **state)
 	rm_tree(dir);
 }
 
+/* What a lenient load said about the files it left out. */
+struct skips {
+	int n, kept;
+	char msg[2][MF_ERROR_MAX];
+};
+
+static void
+on_skip(void *arg, const struct mf_error *err, int kept)
+{
+	struct skips *s = arg;
+
+	if (s->n < 2)
+		mf_error_message(err, s->msg[s->n], sizeof(s->msg[0]));
+	s->n++;
+	s->kept += kept;
+}
+
+/*
+ * Two directories: the second's org/m (1 layer) replaces the first's (2),
+ * and its bad file is left out, said with its line; strictly, it fails
+ * the load.  The tiny model is 138048 parameters with 2 layers (above); a
+ * layer is q, k, v, o 4096 + 2048 + 2048 + 4096, the MLP 3 x 64 x 128 =
+ * 24576 and two norms 128: 36992, so 1 layer is 101056.
+ */
+static void
+test_models_load_dirs(void **state)
+{
+	static const char bad[] = "{\n  \"hidden_size\": 64,\n"
+	                          "  \"num_hidden_layers\": 0\n}\n";
+	struct mf_models *models = NULL, *again = NULL;
+	struct mf_error err;
+	struct skips sk;
+	size_t counts[2];
+	char a[64], b[64];
+	const char *dirs[2] = { a, b }, *one;
+	struct mf_models_load how = { dirs, 2, on_skip, &sk, NULL, counts };
+
+	(void)state;
+	scratch(a, sizeof(a));
+	scratch(b, sizeof(b));
+	put_dir(a, "org");
+	put_dir(b, "org");
+	put_file(a, "org/m.json", tiny_json(NULL, NULL),
+	    strlen(tiny_json(NULL, NULL)));
+	put_file(a, "org/x.json", tiny_json(NULL, NULL),
+	    strlen(tiny_json(NULL, NULL)));
+	one = tiny_json("\"num_hidden_layers", "\"num_hidden_layers\": 1");
+	put_file(b, "org/m.json", one, strlen(one));
+	put_file(b, "org/bad.json", bad, sizeof(bad) - 1);
+
+	memset(&sk, 0, sizeof(sk));
+	assert_int_equal(mf_models_load_dirs(&how, &models, &err), MF_OK);
+	assert_int_equal(mf_models_count(models), 2);
+	assert_int_equal(mf_model_params(mf_models_find(models, "org/m")),
+	    101056);
+	assert_int_equal(mf_model_params(mf_models_find(models, "org/x")),
+	    138048);
+	assert_int_equal(counts[0], 2);
+	assert_int_equal(counts[1], 1);
+	assert_int_equal(sk.n, 1);
+	assert_int_equal(sk.kept, 0);
+	assert_non_null(strstr(sk.msg[0],
+	    "/org/bad.json:3: org/bad.num_hidden_layers: 0 is out of range"));
+
+	/* Strictly (memfloord -n), the bad file fails the load. */
+	how.skipped = NULL;
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(mf_models_load_dirs(&how, &again, &err), MF_EINVAL);
+	assert_null(again);
+	assert_non_null(strstr(MSG(&err), "/org/bad.json:3: "));
+
+	/* org/m broken: its last good model (prev's) stays in its place. */
+	put_file(b, "org/m.json", "{\n", 2);
+	how.skipped = on_skip;
+	how.prev = models;
+	memset(&sk, 0, sizeof(sk));
+	assert_int_equal(mf_models_load_dirs(&how, &again, &err), MF_OK);
+	assert_int_equal(sk.n, 2);
+	assert_int_equal(sk.kept, 1);
+	assert_int_equal(mf_model_params(mf_models_find(again, "org/m")),
+	    101056);
+	assert_int_equal(counts[1], 1);
+
+	/* A reference more outlives the first drop. */
+	assert_ptr_equal(mf_models_ref(models), models);
+	mf_models_free(models);
+	assert_int_equal(mf_models_count(models), 2);
+	mf_models_free(models);
+	mf_models_free(again);
+	rm_tree(a);
+	rm_tree(b);
+}
+
 static void
 test_models_load_empty(void **state)
 {
@@ -905,6 +998,7 @@ main(void)
 		cmocka_unit_test(test_models_null),
 		cmocka_unit_test(test_models_load_tree),
 		cmocka_unit_test(test_models_load_empty),
+		cmocka_unit_test(test_models_load_dirs),
 		cmocka_unit_test(test_models_load_missing_dir),
 		cmocka_unit_test(test_models_load_bad_file),
 		cmocka_unit_test(test_models_load_file_too_big),
