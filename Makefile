@@ -1,4 +1,4 @@
-# memfloor: make deps | all | run | check | test | torch | sanitize | lint | bench | fuzz | install | clean
+# memfloor: make deps | all | run [LISTEN=ADDR:PORT] | check | test | torch | sanitize | lint | bench | fuzz | install | clean
 
 PREFIX  ?= /usr/local
 BINDIR  ?= $(PREFIX)/bin
@@ -111,6 +111,11 @@ $(BUILD)/%.o: %.c | $(DEPSTAMP)
 $(BUILD)/.datadir: FORCE | $(DEPSTAMP)
 	@echo '$(DATADIR)' | cmp -s - $@ || echo '$(DATADIR)' > $@
 $(BUILD)/daemon/main.o $(BUILD)/cli/memfloor.o $(BUILD)/catalog/datadir.o: $(BUILD)/.datadir
+# The version both programs print (--version) is the VERSION file's.
+VERSION := $(shell cat VERSION)
+$(BUILD)/daemon/main.o $(BUILD)/cli/memfloor.o: VERSION
+$(BUILD)/daemon/main.o $(BUILD)/cli/memfloor.o: \
+  CPPFLAGS += -DMF_VERSION='"$(VERSION)"'
 # The page's files are assembled into page.o (.incbin).
 $(BUILD)/daemon/page.o: $(wildcard web/*)
 FORCE:
@@ -142,8 +147,10 @@ $(BUILD)/it_%: $(BUILD)/tests/integration/it_%.o $(HARNESS_OBJ) $(FILTER_OBJ) \
 $(BUILD)/bench_%: $(BUILD)/tests/bench/bench_%.o $(LIB)
 	$(CC) $(CFLAGS) -o $@ $^ $(LIB_LIBS)
 
+# make run LISTEN=0.0.0.0:9090 listens elsewhere.
+LISTEN ?= 127.0.0.1:8080
 run: all
-	$(BUILD)/memfloord -d -f catalog/gpus.yaml -m catalog/models
+	$(BUILD)/memfloord -d -l $(LISTEN) -f catalog/gpus.yaml -m catalog/models
 
 # Integration tests find the programs through MEMFLOORD / MEMFLOOR and the
 # shipped data through MF_TOP.

@@ -60,7 +60,8 @@ usage(FILE *f)
 	    "       memfloor catalog check FILE\n"
 	    "       memfloor catalog slurm FILE\n"
 	    "       memfloor catalog kueue FILE\n"
-	    "       memfloor submit FILE [--server URL] [--cacert FILE] [-o table|json|yaml]\n");
+	    "       memfloor submit FILE [--server URL] [--cacert FILE] [-o table|json|yaml]\n"
+	    "       memfloor --version\n");
 }
 
 /*
@@ -589,6 +590,10 @@ main(int argc, char **argv)
 	if (argc < 2) {
 		usage(stderr);
 		return EXIT_INPUT;
+	}
+	if (strcmp(argv[1], "--version") == 0) {
+		printf("memfloor %s\n", MF_VERSION);
+		return EXIT_ADMITTED;
 	}
 	if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
 		usage(stdout);

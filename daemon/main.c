@@ -27,11 +27,12 @@ static void
 usage(FILE *f)
 {
 	fprintf(f,
-	    "usage: memfloord [-dnv] [-f catalog.yaml] [-m models-dir] [-l ADDR:PORT]\n"
+	    "usage: memfloord [-dnv] [-f catalog.yaml] [-m models-dir]... [-l ADDR:PORT]...\n"
 	    "                 [--threads N] [--max-body BYTES] [--tls-cert FILE --tls-key FILE]\n"
 	    "                 [--model-host HOST] [--log-format text|json]\n"
 	    "                 [--request-timeout SECONDS] "
-	    "[--max-conns-per-ip N] [--max-body-memory BYTES]\n");
+	    "[--max-conns-per-ip N] [--max-body-memory BYTES]\n"
+	    "       memfloord --version\n");
 }
 
 static int
@@ -108,7 +109,8 @@ parse_args(int argc, char **argv, struct mfd_config *cfg)
 		O_LOGFMT,
 		O_TIMEOUT,
 		O_PERIP,
-		O_BODYMEM
+		O_BODYMEM,
+		O_VERSION
 	};
 	static const struct option longopts[] = {
 		{ "catalog", required_argument, NULL, 'f' },
@@ -124,6 +126,7 @@ parse_args(int argc, char **argv, struct mfd_config *cfg)
 		{ "max-conns-per-ip", required_argument, NULL, O_PERIP },
 		{ "max-body-memory", required_argument, NULL, O_BODYMEM },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, O_VERSION },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *takes = NULL;
@@ -152,7 +155,10 @@ parse_args(int argc, char **argv, struct mfd_config *cfg)
 			cfg->given_models[cfg->ngiven_models++] = optarg;
 			break;
 		case 'l':
-			cfg->listen = optarg;
+			takes = "at most 8 addresses";
+			if (cfg->nlisten == MFD_MAX_LISTEN)
+				goto bad;
+			cfg->listen[cfg->nlisten++] = optarg;
 			break;
 		case O_THREADS:
 			takes = "a number of threads from 1 to 1024";
@@ -207,11 +213,16 @@ parse_args(int argc, char **argv, struct mfd_config *cfg)
 		case 'h':
 			usage(stdout);
 			exit(0);
+		case O_VERSION:
+			printf("memfloord %s\n", MF_VERSION);
+			exit(0);
 		default:
 			usage(stderr);
 			return -1;
 		}
 	}
+	if (cfg->nlisten == 0)
+		cfg->listen[cfg->nlisten++] = "127.0.0.1:8080";
 	if (optind == argc)
 		return body_memory_fits(cfg);
 	fprintf(stderr, "memfloord: unexpected argument '%s'\n", argv[optind]);
@@ -228,7 +239,6 @@ static void
 defaults(struct mfd_config *cfg)
 {
 	memset(cfg, 0, sizeof(*cfg));
-	cfg->listen = "127.0.0.1:8080";
 	cfg->threads = mfd_cpus();
 	cfg->max_body = 1u << 20;
 	/* See docs/operations.md (The daemon) for how these were chosen. */

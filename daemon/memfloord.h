@@ -20,6 +20,7 @@
 #include "../catalog/datadir.h"
 
 #define MFD_MAX_MODEL_HOSTS 32
+#define MFD_MAX_LISTEN 8 /* -l given that many times */
 
 struct mfd_config {
 	const char *catalog_path;
@@ -27,7 +28,8 @@ struct mfd_config {
 	const char *given_models[MF_DATA_MAX_MODEL_DIRS];
 	size_t ngiven_models;
 	struct mf_data_models models_dirs;
-	const char *listen; /* ADDR:PORT */
+	const char *listen[MFD_MAX_LISTEN]; /* ADDR:PORT, each served */
+	size_t nlisten;
 	const char *tls_cert;
 	const char *tls_key;
 	const char *model_hosts[MFD_MAX_MODEL_HOSTS];

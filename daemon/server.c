@@ -84,7 +84,9 @@ struct request {
 	struct mfd_fetch_result fetch;
 };
 
-static struct MHD_Daemon *daemon_;
+/* One libmicrohttpd daemon for each --listen address. */
+static struct MHD_Daemon *daemons[MFD_MAX_LISTEN];
+static size_t ndaemons;
 /* on_uri's mark for a request line with %00 in it (see there). */
 static char nul_in_uri;
 static size_t max_body;
@@ -950,11 +952,11 @@ parse_listen(const char *s, struct sockaddr_storage *ss, socklen_t *len)
 }
 
 static int
-bound_port(void)
+bound_port(struct MHD_Daemon *d)
 {
 	const union MHD_DaemonInfo *info;
 
-	info = MHD_get_daemon_info(daemon_, MHD_DAEMON_INFO_BIND_PORT);
+	info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
 	return info ? info->port : -1;
 }
 
@@ -964,9 +966,13 @@ mfd_server_check(const struct mfd_config *cfg)
 	struct sockaddr_storage ss;
 	socklen_t sslen;
 
-	if (parse_listen(cfg->listen, &ss, &sslen) != 0) {
-		mfd_log(MFD_ERROR, "--listen %s: not ADDR:PORT", cfg->listen);
-		return -1;
+	for (size_t i = 0; i < cfg->nlisten; i++) {
+		if (parse_listen(cfg->listen[i], &ss, &sslen) != 0) {
+			mfd_log(MFD_ERROR,
+			    "--listen %s: not ADDR:PORT (127.0.0.1:8080, [::1]:8080, :8080)",
+			    cfg->listen[i]);
+			return -1;
+		}
 	}
 	if (cfg->tls_key != NULL && cfg->tls_cert == NULL) {
 		mfd_log(MFD_ERROR, "--tls-key needs --tls-cert");
@@ -980,8 +986,23 @@ mfd_server_check(const struct mfd_config *cfg)
 	return 0;
 }
 
-int
-mfd_server_start(const struct mfd_config *cfg)
+/* Why a listening socket could not be had, and what to do: said. */
+static void
+say_cannot_listen(const char *addr, int errnum)
+{
+	mfd_log(MFD_ERROR,
+	    "cannot listen on %s: %s%s; choose another address with -l ADDR:PORT (make run LISTEN=ADDR:PORT)",
+	    addr, strerror(errnum),
+	    errnum == EADDRINUSE ?
+	        " (another process has it: ss -ltnp shows which)" :
+	        errnum == EACCES ?
+	        " (a port below 1024 needs CAP_NET_BIND_SERVICE)" :
+	        "");
+}
+
+/* A libmicrohttpd daemon listening on addr; NULL (said) on failure. */
+static struct MHD_Daemon *
+listen_on(const struct mfd_config *cfg, const char *addr)
 {
 	unsigned flags = MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG |
 	    MHD_ALLOW_SUSPEND_RESUME;
@@ -993,25 +1014,16 @@ mfd_server_start(const struct mfd_config *cfg)
 		{ MHD_OPTION_END, 0, NULL },
 	};
 	struct sockaddr_storage ss;
+	struct MHD_Daemon *d;
 	socklen_t sslen;
 
-	if (mfd_server_check(cfg) != 0)
-		return -1;
-	parse_listen(cfg->listen, &ss, &sslen);
+	parse_listen(addr, &ss, &sslen);
 	if (ss.ss_family == AF_INET6)
-		flags |=
-		    cfg->listen[0] == ':' ? MHD_USE_DUAL_STACK : MHD_USE_IPv6;
-	max_body = cfg->max_body;
-	if (cfg->tls_cert != NULL && mfd_tls_init(cfg) != 0)
-		return -1;
-	if (mfd_guard_start(cfg->request_timeout, IDLE_SECONDS,
-	        cfg->max_body_memory) != 0) {
-		mfd_log(MFD_ERROR, "cannot start the request deadline thread");
-		return -1;
-	}
+		flags |= addr[0] == ':' ? MHD_USE_DUAL_STACK : MHD_USE_IPv6;
 	if (cfg->tls_cert != NULL)
 		flags |= MHD_USE_TLS;
-	daemon_ = MHD_start_daemon(flags, 0, NULL, NULL, on_request, NULL,
+	errno = 0;
+	d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, NULL,
 	    MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL, MHD_OPTION_SOCK_ADDR,
 	    (struct sockaddr *)&ss, MHD_OPTION_ARRAY, pool,
 	    MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
@@ -1025,36 +1037,75 @@ mfd_server_start(const struct mfd_config *cfg)
 	    MHD_OPTION_CONNECTION_LIMIT, (unsigned int)8192,
 	    MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned int)4096,
 	    MHD_OPTION_ARRAY, mfd_tls_options(), MHD_OPTION_END);
-	if (daemon_ == NULL) {
-		mfd_guard_stop();
-		mfd_log(MFD_ERROR, "cannot listen on %s: %s", cfg->listen,
-		    strerror(errno));
+	if (d == NULL) {
+		say_cannot_listen(addr, errno);
+		return NULL;
+	}
+	mfd_log(MFD_INFO, "listening on %s port %d (%s, %u thread%s)", addr,
+	    bound_port(d), cfg->tls_cert ? "https" : "http", cfg->threads,
+	    cfg->threads == 1 ? "" : "s");
+	return d;
+}
+
+/* Stop every daemon started; with drain, let requests in flight end. */
+static void
+stop_all(int drain)
+{
+	struct timespec tick = { 0, 10 * 1000000L };
+	MHD_socket s;
+
+	atomic_store(&draining, 1);
+	for (size_t i = 0; i < ndaemons; i++) {
+		s = MHD_quiesce_daemon(daemons[i]);
+		if (s != MHD_INVALID_SOCKET)
+			close(s);
+	}
+	for (int i = 0;
+	     drain && i < DRAIN_SECONDS * 100 && atomic_load(&in_flight) > 0;
+	     i++)
+		nanosleep(&tick, NULL);
+	for (size_t i = 0; i < ndaemons; i++)
+		MHD_stop_daemon(daemons[i]);
+	ndaemons = 0;
+}
+
+/*
+ * Every --listen address has a daemon of its own (libmicrohttpd listens on
+ * one socket a daemon), each with the whole thread pool; they share the
+ * handlers, the deadlines and the body budget.
+ */
+int
+mfd_server_start(const struct mfd_config *cfg)
+{
+	if (mfd_server_check(cfg) != 0)
 		return -1;
+	max_body = cfg->max_body;
+	if (cfg->tls_cert != NULL && mfd_tls_init(cfg) != 0)
+		return -1;
+	if (mfd_guard_start(cfg->request_timeout, IDLE_SECONDS,
+	        cfg->max_body_memory) != 0) {
+		mfd_log(MFD_ERROR, "cannot start the request deadline thread");
+		return -1;
+	}
+	for (size_t i = 0; i < cfg->nlisten; i++) {
+		daemons[ndaemons] = listen_on(cfg, cfg->listen[i]);
+		if (daemons[ndaemons] == NULL) {
+			stop_all(0);
+			mfd_guard_stop();
+			return -1;
+		}
+		ndaemons++;
 	}
 	if (mfd_tls_watch() != 0)
 		mfd_log(MFD_WARN, "cannot watch %s; reload it with SIGHUP",
 		    cfg->tls_cert);
-	mfd_log(MFD_INFO, "listening on %s port %d (%s, %u thread%s)",
-	    cfg->listen, bound_port(), cfg->tls_cert ? "https" : "http",
-	    cfg->threads, cfg->threads == 1 ? "" : "s");
 	return 0;
 }
 
 void
 mfd_server_stop(void)
 {
-	struct timespec tick = { 0, 10 * 1000000L };
-	MHD_socket s;
-
-	atomic_store(&draining, 1);
-	s = MHD_quiesce_daemon(daemon_);
-	if (s != MHD_INVALID_SOCKET)
-		close(s);
-	for (int i = 0; i < DRAIN_SECONDS * 100 && atomic_load(&in_flight) > 0;
-	     i++)
-		nanosleep(&tick, NULL);
-	MHD_stop_daemon(daemon_);
-	daemon_ = NULL;
+	stop_all(1);
 	mfd_guard_stop();
 	mfd_tls_fini();
 }

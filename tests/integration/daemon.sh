@@ -8,6 +8,12 @@
 # and stops must be closed at the request deadline with a log line that
 # names the client's address, and a burst of them must be one line, not
 # one each.  Bad flag values must name the option and what it takes.
+# --version prints the VERSION file's version; -l given twice answers on
+# each address; the start-up log names the catalogue file and its GPU
+# count (grep'd from the file) and the models directory and its count; a
+# catalogue file removed is a warning and stays in service, and put back
+# is a reload; a port in use names the address and how to choose another;
+# make run LISTEN=ADDR:PORT answers there.
 #
 # Run from the repository root (or set MF_TOP).  Prints one line per check
 # and "N passed, M failed"; exits non-zero when a check failed.
@@ -55,7 +61,7 @@ bad_flag "--max-body-memory 1048576 must be more than --max-body 1048576" \
     --max-body-memory 1048576
 
 # --- -l :PORT listens on both families --------------------------------------
-start_daemon "$tmp/ds.log" -l :0
+listen=:0 start_daemon "$tmp/ds.log"
 if [ -z "$port" ]; then
 	fail "memfloord -l :0 did not start: $(cat "$tmp/ds.log")"
 else
@@ -114,5 +120,83 @@ else
 	fail "20 connections cut at the deadline: $lines lines: $(tail -n 3 "$tmp/dl.log")"
 fi
 stop
+
+# --- --version, from the VERSION file --------------------------------------------
+version=$(cat VERSION)
+is "memfloord --version" "$("$daemon_bin" --version)" "memfloord $version"
+cli_bin=${MEMFLOOR:-build/memfloor}
+is "memfloor --version" "$("$cli_bin" --version)" "memfloor $version"
+
+# --- -l twice listens on each -------------------------------------------------------
+start_daemon "$tmp/two.log" -l '[::1]:0'
+port2=$(sed -n 's/.*listening on \[::1\]:0 port \([0-9][0-9]*\).*/\1/p' "$tmp/two.log")
+if [ -z "$port" ]; then
+	fail "memfloord -l 127.0.0.1:0 -l [::1]:0 did not start: $(cat "$tmp/two.log")"
+elif python3 -c 'import socket; socket.socket(socket.AF_INET6).bind(("::1", 0))' \
+    2>/dev/null; then
+	is "-l twice: the first address answers" \
+	    "$(curl -s -m 5 "http://127.0.0.1:$port/healthz")" ok
+	is "-l twice: the second answers too" \
+	    "$(curl -s -g -m 5 "http://[::1]:$port2/healthz")" ok
+else
+	pass "no IPv6 loopback here: -l twice not tried on [::1]"
+fi
+stop
+
+# --- the start-up log names the catalogue and the models -----------------------------
+ncards=$(grep -c '^  - name: ' catalog/gpus.yaml)
+nmodels=$(find catalog/models -name '*.json' | wc -l | tr -d ' ')
+cp catalog/gpus.yaml "$tmp/gpus.yaml"
+: >"$tmp/cat.log"
+"$daemon_bin" -d -l 127.0.0.1:0 -f "$tmp/gpus.yaml" >"$tmp/cat.log" 2>&1 &
+pid=$!
+wait_log "$tmp/cat.log" 'listening on ' || true
+port=$(sed -n 's/.*listening on .* port \([0-9][0-9]*\).*/\1/p' "$tmp/cat.log" | head -n 1)
+has_line() {
+	if grep -Eq -- "$2" "$3"; then pass "$1"; else fail "$1: no /$2/ in $(cat "$3")"; fi
+}
+has_line "start-up log: the catalogue file and its $ncards GPUs" \
+    " info catalogue $tmp/gpus\.yaml: $ncards GPUs$" "$tmp/cat.log"
+has_line "start-up log: the models directory and its $nmodels models" \
+    " info models loaded: $nmodels in service \($nmodels from [^ ]*/catalog/models\)$" "$tmp/cat.log"
+
+# --- the catalogue file removed: said, and kept in service ---------------------------
+rm "$tmp/gpus.yaml"
+wait_log "$tmp/cat.log" 'was removed' || true
+has_line "catalogue removed: a warning naming it and the version kept" \
+    " warn catalogue $tmp/gpus\.yaml was removed; keeping version 1 in service" "$tmp/cat.log"
+is "catalogue removed: still ready" \
+    "$(curl -s -m 5 -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/readyz")" 200
+is "catalogue removed: still served, version 1" \
+    "$(curl -s -m 5 "http://127.0.0.1:$port/v1/catalog" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["version"], len(d["gpus"]))')" \
+    "1 $ncards"
+cp catalog/gpus.yaml "$tmp/gpus.yaml"
+wait_log "$tmp/cat.log" 'reloaded \(file changed\): version 2' || true
+has_line "catalogue put back: loaded as a change" \
+    "reloaded \(file changed\): version 2, $ncards GPUs" "$tmp/cat.log"
+
+# --- a port in use: which address, and how to choose another -------------------------
+rc=0
+"$daemon_bin" -d -l "127.0.0.1:$port" >"$tmp/busy.log" 2>&1 || rc=$?
+is "a port in use: exit 1" "$rc" 1
+has_line "a port in use: the address, why, and how to choose another" \
+    "cannot listen on 127\.0\.0\.1:$port: Address already in use .*choose another address with -l ADDR:PORT \(make run LISTEN=ADDR:PORT\)" \
+    "$tmp/busy.log"
+stop
+
+# --- make run LISTEN=... --------------------------------------------------------------
+# The daemon this test runs, through make run, on a port of its choosing.
+bdir=$(dirname "$daemon_bin")
+free=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+: >"$tmp/run.log"
+make -s --no-print-directory run BUILD="$bdir" LISTEN="127.0.0.1:$free" >"$tmp/run.log" 2>&1 &
+mpid=$!
+wait_log "$tmp/run.log" "listening on 127\.0\.0\.1:$free port $free" 100 || true
+is "make run LISTEN=127.0.0.1:$free: answers there" \
+    "$(curl -s -m 5 "http://127.0.0.1:$free/healthz")" ok
+for child in $(pgrep -P "$mpid" || true); do
+	kill "$child" 2>/dev/null || true
+done
+stop_all "$mpid"
 
 summary

@@ -43,16 +43,17 @@ summary() {
 }
 
 # start_daemon LOG ARGS...: $daemon_bin with the shipped catalogue and
-# models on a free loopback port, run by $daemon_wrap if set (a command
-# and its arguments); sets $pid, and $port (empty when it did not start
-# within 10 s).
+# models on a free loopback port ($listen when set, else 127.0.0.1:0; a
+# -l in ARGS listens there too), run by $daemon_wrap if set (a command
+# and its arguments); sets $pid, and $port (the first address's; empty
+# when it did not start within 10 s).
 start_daemon() {
 	log=$1
 	shift
 	# The log exists before the daemon opens it, so sed below can read it.
 	: >"$log"
 	# shellcheck disable=SC2086 # daemon_wrap is a command line
-	${daemon_wrap:-} "$daemon_bin" -d -l 127.0.0.1:0 -f catalog/gpus.yaml \
+	${daemon_wrap:-} "$daemon_bin" -d -l "${listen:-127.0.0.1:0}" -f catalog/gpus.yaml \
 	    -m catalog/models "$@" >"$log" 2>&1 &
 	pid=$!
 	port=""
