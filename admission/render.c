@@ -70,6 +70,35 @@ slurm_map(struct mf_jw *w, const struct mf_gpu *g, int64_t count)
 	mf_jw_close(w, '}');
 }
 
+/* The manifest fields fixes set, each fix's amount (GPUs for fsdp and
+ * tensor, tokens, sequences) being amount. */
+static void
+manifest_change(struct mf_jw *w, unsigned fixes, int64_t amount)
+{
+	mf_jw_open(w, "manifestChange", '{');
+	for (int f = 0; f < MF_FIX_COUNT; f++) {
+		const struct mf_fix_info *fi = mf_fix_info(f);
+
+		if (!(fixes & MF_FIXBIT(f)))
+			continue;
+		switch (fi->kind) {
+		case MF_FIXV_AMOUNT:
+			mf_jw_int(w, fi->field, amount);
+			break;
+		case MF_FIXV_BOOL:
+			mf_jw_bool(w, fi->field, 1);
+			break;
+		case MF_FIXV_INT:
+			mf_jw_int(w, fi->field, strtoll(fi->value, NULL, 10));
+			break;
+		case MF_FIXV_STRING:
+			mf_jw_str(w, fi->field, fi->value);
+			break;
+		}
+	}
+	mf_jw_close(w, '}');
+}
+
 static void
 placement(struct mf_jw *w, const char *key, const struct mf_job *job,
     const struct mf_placement *p)
@@ -97,35 +126,11 @@ placement(struct mf_jw *w, const char *key, const struct mf_job *job,
 		mf_jw_int(w, "maxContextLength", p->max_context);
 	}
 	fix_list(w, "fixes", p->fixes);
+	/* What the job as placed sets: its fixes on the placement's GPUs,
+	 * as mf_fix_apply does. */
+	manifest_change(w, p->fixes, p->count);
 	labels(w, p->gpu);
 	slurm_map(w, p->gpu, p->count);
-	mf_jw_close(w, '}');
-}
-
-static void
-manifest_change(struct mf_jw *w, const struct mf_fix_option *e)
-{
-	mf_jw_open(w, "manifestChange", '{');
-	for (int f = 0; f < MF_FIX_COUNT; f++) {
-		const struct mf_fix_info *fi = mf_fix_info(f);
-
-		if (!(e->fixes & MF_FIXBIT(f)))
-			continue;
-		switch (fi->kind) {
-		case MF_FIXV_AMOUNT:
-			mf_jw_int(w, fi->field, e->amount);
-			break;
-		case MF_FIXV_BOOL:
-			mf_jw_bool(w, fi->field, 1);
-			break;
-		case MF_FIXV_INT:
-			mf_jw_int(w, fi->field, strtoll(fi->value, NULL, 10));
-			break;
-		case MF_FIXV_STRING:
-			mf_jw_str(w, fi->field, fi->value);
-			break;
-		}
-	}
 	mf_jw_close(w, '}');
 }
 
@@ -157,7 +162,7 @@ fix_entries(struct mf_jw *w, const struct mf_job *job,
 			placement(w, "placement", job, &e->placement);
 		else
 			mf_jw_null(w, "placement");
-		manifest_change(w, e);
+		manifest_change(w, e->fixes, e->amount);
 		code_change(w, e->fixes);
 		mf_jw_bool(w, "modellingDecision",
 		    mf_fix_info(e->fix)->modelling);

@@ -127,14 +127,6 @@ function el(tag, attrs, ...kids) {
   return e;
 }
 
-const SVGNS = "http://www.w3.org/2000/svg";
-function svg(tag, attrs, text) {
-  const e = document.createElementNS(SVGNS, tag);
-  for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, v);
-  if (text !== undefined) e.textContent = text;
-  return e;
-}
-
 // --- formatting (no arithmetic on the figures beyond units) --------------
 
 const gb = (b) => (b === null || b === undefined ? "—"
@@ -377,6 +369,27 @@ function otherEstimator(main, chosen) {
   return ESTIMATORS.find((e) => e !== used);
 }
 
+// The job as placed: the manifest sent with the fields the applied fixes
+// set (the decision's placement.manifestChange), so that the other
+// estimator is asked about the job the need is of; null when that cannot
+// be made here (a manifest pasted as YAML, which the page does not read).
+function placedBody(body, ctype, d) {
+  const change = (d && d.placement && d.placement.manifestChange) || {};
+  if (!Object.keys(change).length) return body;
+  if (ctype !== "application/json") return null;
+  const m = JSON.parse(body);
+  for (const [path, v] of Object.entries(change)) {
+    const keys = path.split(".");
+    let o = m;
+    for (const k of keys.slice(0, -1)) {
+      if (typeof o[k] !== "object" || o[k] === null) o[k] = {};
+      o = o[k];
+    }
+    o[keys[keys.length - 1]] = v;
+  }
+  return JSON.stringify(m);
+}
+
 async function update() {
   const gen = ++generation;
   document.body.dataset.state = "busy";
@@ -416,9 +429,12 @@ async function update() {
     call("GET", "/v1/catalog"),
   ]);
   let other = null;
-  if (est && est.status === 200) {
+  const placed = (admit.status === 200 || admit.status === 403) &&
+    placedBody(body, ctype, admit.json);
+  if (est && est.status === 200 && placed) {
     const name = otherEstimator(est.json, s.estimator);
-    other = { name, answer: await call("POST", "/v1/estimate" + query(name), body, ctype) };
+    other = { name, asPlaced: placed !== body,
+      answer: await call("POST", "/v1/estimate" + query(name), placed, ctype) };
   }
   if (gen !== generation) return;
   $("results").removeAttribute("aria-busy");
@@ -543,13 +559,16 @@ function renderNeed(d, est, other) {
         (est.trainableParameters > 0 && est.trainableParameters !== est.parameters
           ? " (" + est.trainableParameters.toLocaleString("en-US") + " trained)" : ""))]);
   }
-  if (other && other.answer.status === 200 && est &&
+  // The other estimator's need for the same job: as placed when
+  // admission applied fixes (then so labelled), else as written.
+  if (other && other.answer.status === 200 && need.source === "model" &&
       other.answer.json.estimator === other.name &&
-      other.answer.json.perGpuBytes !== est.perGpuBytes) {
-    rows.push(["With " + other.name, el("span", {},
-      figure("other-perGpuBytes", other.answer.json.perGpuBytes,
-        gb(other.answer.json.perGpuBytes)),
-      " per GPU, minMemory ", figure("other-minMemory", other.answer.json.minMemory))]);
+      other.answer.json.perGpuBytes !== need.perGpuBytes) {
+    rows.push(["With " + other.name + (other.asPlaced ? ", as placed" : ""),
+      el("span", {},
+        figure("other-perGpuBytes", other.answer.json.perGpuBytes,
+          gb(other.answer.json.perGpuBytes)),
+        " per GPU, minMemory ", figure("other-minMemory", other.answer.json.minMemory))]);
   }
   const p = d.placement;
   if (p && p.fixes && p.fixes.length)
@@ -559,45 +578,37 @@ function renderNeed(d, est, other) {
   n.replaceChildren(el("dl", {}, ...rows.flatMap(([k, v]) => [el("dt", { text: k }), el("dd", {}, v)])));
 }
 
+// The buckets as bars, each with its formula below it (HTML, so a long
+// formula wraps; a bar's width is set through the CSSOM, which the
+// Content-Security-Policy allows).
 function renderChart(est) {
   const box = $("chart");
   box.replaceChildren();
   if (!est || !est.buckets) return;
-  const rowH = 52, top = 4;
   const max = Math.max(...est.buckets.map((b) => b.bytes), 1);
-  const h = top + rowH * est.buckets.length + 26;
-  const s = svg("svg", { width: "100%", height: String(h), role: "img",
-    "aria-labelledby": "chart-title", class: "chart" });
-  s.append(svg("title", { id: "chart-title" },
-    "Memory by bucket, " + gb(est.totalBytes) + " in all"));
-  est.buckets.forEach((b, i) => {
-    const y = top + i * rowH;
-    const g = svg("g", { class: "bucket bucket-" + b.name });
-    const name = svg("text", { x: "0", y: String(y + 14), class: "name" }, b.name);
+  const c = el("div", { class: "chart", role: "group",
+    "aria-label": "Memory by bucket, " + gb(est.totalBytes) + " in all" });
+  for (const b of est.buckets) {
+    const name = el("span", { class: "name", text: b.name });
     // A job over several GPUs: what one GPU of the largest stage holds.
     if (b.perGpuBytes !== undefined && b.perGpuBytes !== b.bytes)
-      name.append(svg("tspan", { class: "per-gpu" }, " · "),
-        svg("tspan", { class: "per-gpu", "data-mf": "perGpu-" + b.name,
-          "data-value": String(b.perGpuBytes) }, gb(b.perGpuBytes) + " per GPU"));
-    g.append(name);
-    g.append(svg("text", { x: "100%", y: String(y + 14), class: "gb",
-      "text-anchor": "end", "data-mf": "bucket-" + b.name,
-      "data-value": String(b.bytes) }, gb(b.bytes)));
-    g.append(svg("rect", { x: "0", y: String(y + 20), height: "12",
-      width: "100%", class: "track", rx: "2" }));
-    g.append(svg("rect", { x: "0", y: String(y + 20), height: "12",
-      width: (100 * b.bytes / max).toFixed(2) + "%", class: "bar", rx: "2" }));
-    g.append(svg("text", { x: "0", y: String(y + 46), class: "formula" },
-      b.formula || ""));
-    s.append(g);
-  });
-  const yt = top + rowH * est.buckets.length + 18;
-  s.append(svg("text", { x: "0", y: String(yt), class: "name" }, "total"));
-  s.append(svg("text", { x: "100%", y: String(yt), class: "gb", "text-anchor": "end",
-    "data-mf": "totalBytes", "data-value": String(est.totalBytes) },
-  gb(est.totalBytes) + (est.perGpuBytes !== est.totalBytes
-    ? ", " + gb(est.perGpuBytes) + " per GPU" : "")));
-  box.append(s);
+      name.append(el("span", { class: "per-gpu", text: " · " }),
+        el("span", { class: "per-gpu", "data-mf": "perGpu-" + b.name,
+          "data-value": String(b.perGpuBytes), text: gb(b.perGpuBytes) + " per GPU" }));
+    const bar = el("div", { class: "bar" });
+    bar.style.width = (100 * b.bytes / max).toFixed(2) + "%";
+    c.append(el("div", { class: "bucket bucket-" + b.name },
+      el("div", { class: "head" }, name,
+        el("span", { class: "gb", "data-mf": "bucket-" + b.name,
+          "data-value": String(b.bytes), text: gb(b.bytes) })),
+      el("div", { class: "track" }, bar),
+      el("div", { class: "formula", text: b.formula || "" })));
+  }
+  c.append(el("div", { class: "head total" }, el("span", { class: "name", text: "total" }),
+    el("span", { class: "gb", "data-mf": "totalBytes", "data-value": String(est.totalBytes),
+      text: gb(est.totalBytes) + (est.perGpuBytes !== est.totalBytes
+        ? ", " + gb(est.perGpuBytes) + " per GPU" : "") })));
+  box.append(c);
 }
 
 // A table; on a phone its rows stack, each cell named by its column

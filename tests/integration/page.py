@@ -338,19 +338,53 @@ def sent_manifest(pg, since):
     return json.loads(body) if body is not None else None
 
 
-def other_estimator(pg, name, manifest, main):
-    """The other estimator's total is shown exactly when the API has one
-    that differs (today ?estimator= may not exist: then nothing shows)."""
+def placed(manifest, decision):
+    """The manifest with the fields the placement's fixes set (its
+    manifestChange, dotted paths), as the job was placed."""
+    m = json.loads(json.dumps(manifest))
+    change = (decision.get("placement") or {}).get("manifestChange") or {}
+    for path, value in change.items():
+        keys = path.split(".")
+        o = m
+        for k in keys[:-1]:
+            o = o.setdefault(k, {})
+        o[keys[-1]] = value
+    return m, bool(change)
+
+
+def other_estimator(pg, name, manifest, decision, main):
+    """The other estimator's need for the job as placed (the applied fixes'
+    fields set) is shown beside the need, labelled so when fixes were
+    applied, exactly when the API has one that differs from the need."""
     other = "post" if main.get("estimator", "pytorch") != "post" else "pytorch"
-    st, ans = api("/v1/estimate?estimator=" + other, manifest)
+    m, as_placed = placed(manifest, decision)
+    st, ans = api("/v1/estimate?estimator=" + other, m)
     shown = pg.mf("other-perGpuBytes")
+    need = decision["need"]["perGpuBytes"]
     if st == 200 and ans.get("estimator") == other and \
-            ans["perGpuBytes"] != main["perGpuBytes"]:
-        check(name + ": %s estimator's need beside it" % other, shown,
+            ans["perGpuBytes"] != need:
+        check(name + ": %s estimator's need%s beside it" %
+              (other, " for the job as placed" if as_placed else ""), shown,
               [str(ans["perGpuBytes"]), gb(ans["perGpuBytes"])])
+        label = pg.js("(e => e && e.closest('dd').previousElementSibling"
+                      ".textContent)(document.querySelector("
+                      "'[data-mf=other-perGpuBytes]'))")
+        check(name + ": labelled", label,
+              "With " + other + (", as placed" if as_placed else ""))
     else:
         check(name + ": no other estimator's need (the API has none that "
               "differs)", shown, None)
+
+
+def wraps(pg, name, selector):
+    """The elements SELECTOR matches stay inside their boxes and the
+    screen: long text wraps rather than running past the edge."""
+    got = pg.js(
+        "[...document.querySelectorAll(%s)].filter(e => e.offsetParent)"
+        ".map(e => [e.scrollWidth <= e.clientWidth + 1, "
+        "e.getBoundingClientRect().right <= innerWidth + 1])" %
+        json.dumps(selector))
+    check(name, bool(got) and all(a and b for a, b in got), True)
 
 
 def shown_fields(pg, names):
@@ -527,7 +561,7 @@ def run(pg):
     check("the API admits the link's job", [st, st_e], [200, 200])
     check("link: the page sent the link's manifest", sent_manifest(pg, n0), m)
     same_figures(pg, "link", d, e)
-    other_estimator(pg, "link", m, e)
+    other_estimator(pg, "link", m, d, e)
     p = d["placement"]
     check("link: placement cost", pg.mf("placement-cost"),
           [str(p["cost"]), "$%.2f" % p["cost"]])
@@ -564,6 +598,12 @@ def run(pg):
     time.sleep(0.3)
     check("phone width: nothing wider than the screen",
           pg.js("document.documentElement.scrollWidth <= innerWidth"), True)
+    wraps(pg, "phone width: the bucket formulas wrap", ".chart .formula")
+    check("phone width: the longest formula takes more than one line",
+          pg.js("Math.max(...[...document.querySelectorAll('.chart .formula')]"
+                ".map(e => e.getClientRects().length && e.offsetHeight))"
+                " > 1.6 * parseFloat(getComputedStyle(document.querySelector("
+                "'.chart .formula')).fontSize)"), True)
     print("# " + pg.screenshot("page-phone.png"))
     pg.size(1280, 900, False)
 
@@ -657,6 +697,25 @@ def run(pg):
         check("apply: on the card the API places it", pl["gpu"],
               d["placement"]["gpu"])
 
+    # 3b. Admission applies FSDP (Llama 3.1 70B over 13 B200s): the need is
+    # the job as placed, and so is the other estimator's figure beside it
+    # (not the 1 TB of the unsharded job as written).
+    link70 = ("/?model=meta-llama/Llama-3.1-70B&sequenceLength=2048"
+              "&referenceHours=100&allowedFixes=checkpointing,fsdp")
+    m70 = job({"sequenceLength": 2048}, model="meta-llama/Llama-3.1-70B",
+              duration={"referenceHours": 100},
+              allowedFixes=["checkpointing", "fsdp"])
+    pg.open(link70)
+    st, d70 = api("/v1/admit", m70)
+    _, e70 = api("/v1/estimate", m70)
+    check("the API places the 70B job with FSDP", [st, (d70.get(
+        "placement") or {}).get("fixes"), bool((d70.get("placement") or
+        {}).get("manifestChange"))], [200, ["fsdp"], True])
+    same_figures(pg, "fsdp", d70, e70)
+    other_estimator(pg, "fsdp", m70, d70, e70)
+    wraps(pg, "fsdp: the bucket formulas stay inside the page",
+          ".chart .formula")
+
     # 4. An error next to the field it names.
     pg.open("/?model=meta-llama/Llama-3.1-8B&sequenceLength=0")
     st, err = api("/v1/admit", job({"sequenceLength": 0}))
@@ -677,6 +736,23 @@ def run(pg):
         "[document.getElementById('err-f-precision').textContent, "
         "document.getElementById('f-precision').value]"),
           [err["error"], "fp64"])
+
+    # A long error, a model name of 150 characters without a space, wraps
+    # on a phone instead of running off its edge.
+    long_name = "acme/" + "x" * 145
+    pg.size(390, 844, True)
+    pg.open("/?model=" + long_name + "&sequenceLength=4096")
+    st, err = api("/v1/admit", job({"sequenceLength": 4096},
+                                   model=long_name))
+    check("the API refuses the unknown model", [st, err.get("field")],
+          [400, "spec.model.name"])
+    shown = pg.js("[...document.querySelectorAll('.err')]"
+                  ".filter(e => e.textContent).map(e => e.textContent)")
+    check("long error: shown", err["error"] in shown, True)
+    wraps(pg, "long error: it wraps", ".err")
+    check("long error: nothing wider than the screen",
+          pg.js("document.documentElement.scrollWidth <= innerWidth"), True)
+    pg.size(1280, 900, False)
 
     # 5. Text from a request stays text.
     name = '<img src=x onerror="window.__mf=1"><b>x</b>'
