@@ -110,7 +110,7 @@ char *mfd_metrics_render(uint64_t catalog_version, size_t catalog_gpus);
  * Load the catalogue and the models; start-up errors are returned with
  * err.  With cfg->check_only (-n) a model file that does not parse is
  * such an error; otherwise it is logged (FILE:LINE: problem) and left
- * out, and the others are served.  Logs what was loaded.
+ * out, and the others are served.  Logs what was loaded (not with -n).
  */
 enum mf_rc mfd_state_init(const struct mfd_config *cfg, struct mf_error *err);
 void mfd_state_fini(void);

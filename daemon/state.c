@@ -203,8 +203,12 @@ mfd_state_init(const struct mfd_config *cfg, struct mf_error *err)
 		return rc;
 	}
 	swap_models(m);
-	mfd_log(MFD_INFO, "catalogue %s: %zu GPUs", catalog_path, cat->ngpus);
-	say_models("loaded", m, counts);
+	/* -n says "configuration OK" or the problem, and nothing else. */
+	if (!cfg->check_only) {
+		mfd_log(MFD_INFO, "catalogue %s: %zu GPUs", catalog_path,
+		    cat->ngpus);
+		say_models("loaded", m, counts);
+	}
 	swap_in(cat);
 	return MF_OK;
 }
