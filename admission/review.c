@@ -369,6 +369,9 @@ changes_text(struct mf_buf *b, const struct mf_fix_option *e)
 		    mf_fix_value_text(f, e->amount, v, sizeof(v)));
 		sep = ", ";
 	}
+	if (e->reference_hours > 0)
+		mf_buf_printf(b, "%sspec.duration.referenceHours: %g", sep,
+		    e->reference_hours);
 }
 
 /* "; suggested fix: fsdp over 2 GPUs (spec...: 2), placement H100 x2" */

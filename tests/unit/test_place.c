@@ -1257,12 +1257,13 @@ test_fix_sets_exclusive(void **state)
 	/*
 	 * On 24G (21.6 usable) lora fits at 19,906,699,264 on one GPU,
 	 * and fsdp at N=8 (20,108,058,624) on eight, which costs more (0.2 /
-	 * 0.1 / 0.729 = 2.74 per reference hour against 2.0).  qlora at
-	 * equal cost leaves more spare: (24e9 - 7,861,307,392) / 24e9 =
-	 * 0.672 against 0.171 for lora.
+	 * 0.1 / 0.729 = 2.74 per reference hour against 2.0).  qlora costs
+	 * the same and leaves more spare ((24e9 - 7,861,307,392) / 24e9 =
+	 * 0.672 against 0.171), but LoRA changes the model less: it keeps
+	 * the base weights in 16 bits.
 	 */
 	place(&f, c24, &d);
-	expect_placement(&d.placement, "small24", 1, BIT(QLORA));
+	expect_placement(&d.placement, "small24", 1, BIT(LORA));
 	job_free(&f);
 	job_load(&f,
 	    LLAMA WL("    gradientCheckpointing: true\n") FIXES("lora, fsdp"));
@@ -1905,24 +1906,68 @@ struct tried {
 	double cost, spare;
 };
 
-/* Design 6's order, written out again: cost (to 1e-9), fewer fixes, more
- * spare, fewer GPUs, name. */
+/*
+ * The fixes from the one that changes the job least to the one that
+ * changes it most (design 6): the post's steps, 8-bit Adam, FSDP, the
+ * serving fixes, more GPUs, then the modelling decisions.
+ */
+static const enum mf_fix least_first[] = { MF_FIX_SDPA, MF_FIX_MICROBATCH,
+	MF_FIX_AUTOCAST, MF_FIX_CHECKPOINTING, MF_FIX_ADAM8BIT, MF_FIX_FSDP,
+	MF_FIX_KVFP8, MF_FIX_INT8, MF_FIX_INT4, MF_FIX_TENSOR, MF_FIX_REPLICAS,
+	MF_FIX_LORA, MF_FIX_QLORA, MF_FIX_CONTEXT, MF_FIX_CONCURRENCY };
+
+/* Whether set a changes the job less than set b: the one without the
+ * most intrusive fix where they differ. */
+static int
+changes_less(unsigned a, unsigned b)
+{
+	for (int i = (int)NELEM(least_first) - 1; i >= 0; i--) {
+		unsigned bit = MF_FIXBIT(least_first[i]);
+
+		if ((a & bit) != (b & bit))
+			return (b & bit) != 0;
+	}
+	return 0;
+}
+
+/* Design 6's order, written out again: cost (to 1e-9), the fixes that
+ * change least, more spare, fewer GPUs, name. */
 static int
 tried_before(const struct tried *a, const struct tried *b)
 {
 	double hi = a->cost > b->cost ? a->cost : b->cost;
-	int na = __builtin_popcount(a->fixes),
-	    nb = __builtin_popcount(b->fixes);
 
 	if (fabs(a->cost - b->cost) > 1e-9 * hi)
 		return a->cost < b->cost;
-	if (na != nb)
-		return na < nb;
+	if (a->fixes != b->fixes)
+		return changes_less(a->fixes, b->fixes);
 	if (a->spare != b->spare)
 		return a->spare > b->spare;
 	if (a->count != b->count)
 		return a->count < b->count;
 	return strcmp(a->g->name, b->g->name) < 0;
+}
+
+/*
+ * The nodes c GPUs of g span, or 0 when the job may not take them: as
+ * many as they fill; as Kubernetes pods (job->pods), c splits into pods
+ * of c / pods GPUs of one node each, floor(gpusPerNode / (c / pods)) of
+ * them a node, on at most maxNodes nodes.
+ */
+static int64_t
+nodes_for(const struct mf_job *job, const struct mf_gpu *g, int64_t c)
+{
+	int64_t per, nodes;
+
+	if (c > g->max_count)
+		return 0;
+	if (job->pods == 0)
+		return (c + g->gpus_per_node - 1) / g->gpus_per_node;
+	if (c % job->pods != 0 || c / job->pods > g->gpus_per_node)
+		return 0;
+	per = g->gpus_per_node / (c / job->pods);
+	nodes = (job->pods + per - 1) / per;
+	return nodes <= g->max_nodes ? nodes : 0;
 }
 
 /* Every card with every count of fix set sub, as design 6 and 15 write
@@ -1931,7 +1976,9 @@ static void
 try_every_count(const struct mf_job *job, const struct mf_catalog *cat,
     unsigned sub, int64_t most, struct tried *best, int *found)
 {
-	int64_t lo = job->count, hi = job->count;
+	int64_t own =
+	    job->pods > 0 && !job->count_given ? job->pods : job->count;
+	int64_t lo = own, hi = own;
 	double tf = 1,
 	       ref = job->reference_hours > 0 ? job->reference_hours : 1;
 
@@ -1939,6 +1986,8 @@ try_every_count(const struct mf_job *job, const struct mf_catalog *cat,
 		lo = 2;
 		hi = most < 2 ? 2 : most;
 	}
+	if (sub & BIT(REPLICAS))
+		hi = most;
 	for (int f = 0; f < MF_FIX_COUNT; f++)
 		if (sub & MF_FIXBIT(f))
 			tf *= cat->time_factor[f];
@@ -1950,12 +1999,11 @@ try_every_count(const struct mf_job *job, const struct mf_catalog *cat,
 		assert_int_equal(mf_est_compute(&job->model, &w, &e), MF_OK);
 		for (size_t i = 0; i < cat->ngpus; i++) {
 			const struct mf_gpu *g = &cat->gpus[i];
-			int64_t nodes =
-			    (c + g->gpus_per_node - 1) / g->gpus_per_node;
+			int64_t nodes = nodes_for(job, g, c);
 			double speed, hours;
 			struct tried t;
 
-			if (c > g->max_count || g->memory < job->min_memory ||
+			if (nodes == 0 || g->memory < job->min_memory ||
 			    e.per_gpu > mf_cat_usable(cat, g))
 				continue;
 			speed = g->throughput * (double)c *
@@ -1997,7 +2045,7 @@ fewest_anywhere_by_count(const struct mf_job *job, const struct mf_catalog *cat,
 		mf_fix_apply(&w, sub, c);
 		assert_int_equal(mf_est_compute(&job->model, &w, &e), MF_OK);
 		for (size_t i = 0; i < cat->ngpus; i++)
-			if (c <= cat->gpus[i].max_count &&
+			if (nodes_for(job, &cat->gpus[i], c) > 0 &&
 			    cat->gpus[i].memory >= job->min_memory &&
 			    e.per_gpu <= mf_cat_usable(cat, &cat->gpus[i]))
 				return c;
@@ -2042,9 +2090,10 @@ static void
 test_search_matches_every_count(void **state)
 {
 	static const char *const fixes[] = { "checkpointing, adam8bit, fsdp",
-		"fsdp", "checkpointing, fsdp", "lora, qlora, fsdp, adam8bit" };
+		"fsdp", "checkpointing, fsdp", "lora, qlora, fsdp, adam8bit",
+		"checkpointing, count", "lora, count" };
 	unsigned seed = 15;
-	int spanning = 0, timed = 0, rejected = 0, entries = 0;
+	int spanning = 0, timed = 0, rejected = 0, entries = 0, podded = 0;
 
 	(void)state;
 	for (int trial = 0; trial < 3000; trial++) {
@@ -2083,8 +2132,11 @@ test_search_matches_every_count(void **state)
 		    LLAMA "%s  workload:\n    sequenceLength: %d\n" HOURS(
 		        10) "%s" FIXES("%s"),
 		    count, 512 << (rand_r(&seed) % 4), limits,
-		    fixes[rand_r(&seed) % 4]);
+		    fixes[rand_r(&seed) % NELEM(fixes)]);
 		job_load(&f, spec);
+		/* A quarter as Kubernetes pods: one, two or three. */
+		if (rand_r(&seed) % 4 == 0)
+			f.job.pods = 1 + rand_r(&seed) % 3;
 		place(&f, cat, &d);
 		for (size_t i = 0; i < cat->ngpus; i++)
 			if (cat->gpus[i].max_count > most)
@@ -2120,14 +2172,23 @@ test_search_matches_every_count(void **state)
 			    d.placement.cost, spec);
 		if (found)
 			near(d.placement.cost, best.cost);
-		for (size_t i = 0; !d.admitted && i < d.nfixes; i++)
-			if (d.fixes[i].fix == MF_FIX_FSDP &&
-			    !f.job.count_given) {
-				assert_int_equal(d.fixes[i].gpus,
-				    fewest_anywhere_by_count(&f.job, cat,
-				        d.fixes[i].fixes, most < 2 ? 2 : most));
-				entries++;
+		for (size_t i = 0; !d.admitted && i < d.nfixes; i++) {
+			const struct mf_fix_option *e = &d.fixes[i];
+			int64_t c;
+
+			if (e->fix != MF_FIX_FSDP || f.job.count_given)
+				continue;
+			c = fewest_anywhere_by_count(&f.job, cat, e->fixes,
+			    most < 2 ? 2 : most);
+			/* More GPUs where the limits rule out the fewest. */
+			if (e->placed && e->placement.count > c) {
+				assert_true(limits[0] != '\0');
+				c = e->placement.count;
 			}
+			assert_int_equal(e->gpus, c);
+			entries++;
+		}
+		podded += f.job.pods > 0 && d.admitted;
 		spanning += d.admitted && d.placement.nodes > 1;
 		timed += d.admitted && f.job.deadline_hours >= 0 &&
 		    d.placement.count > 1;
@@ -2136,10 +2197,10 @@ test_search_matches_every_count(void **state)
 		mf_cat_unref(cat);
 	}
 	print_message("%d over several nodes, %d under a deadline on several "
-	              "GPUs, %d rejected, %d fsdp entries\n",
-	    spanning, timed, rejected, entries);
+	              "GPUs, %d rejected, %d fsdp entries, %d as pods\n",
+	    spanning, timed, rejected, entries, podded);
 	assert_true(spanning > 50 && timed > 50 && rejected > 50);
-	assert_true(entries > 20);
+	assert_true(entries > 20 && podded > 50);
 }
 
 int
