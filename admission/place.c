@@ -61,6 +61,7 @@ struct plan {
 	/* sharded: the need on one GPU and on unboundedly many */
 	int64_t one, inf;
 	int64_t bound; /* no count of the plan needs less: need, or inf */
+	struct mf_est_split split; /* sharded: est taken apart, for need_at */
 	double time_factor;
 	/* The cost factor on lo GPUs of one node: the least there is. */
 	double k_lo;
@@ -73,10 +74,17 @@ struct powers {
 	uint64_t known[MF_CAT_MAX_COUNT / 64 + 1];
 };
 
+/* Sets of plans, a bit each by its index in the search's list. */
+#define SET_WORDS (MAX_PLANS / 64)
+struct plan_set {
+	uint64_t w[SET_WORDS];
+};
+
 struct search {
 	const struct mf_job *job;
 	const struct mf_catalog *cat;
 	double headroom;   /* the share of a card kept free: mf_headroom */
+	int64_t keep;      /* mf_cat_keep(headroom) */
 	double ref_hours;  /* referenceHours, or 1 for ranking only */
 	int64_t max_count; /* the largest maxCount of the catalogue */
 	int64_t node;      /* the most GPUs a node of the catalogue holds */
@@ -89,6 +97,14 @@ struct search {
 	size_t nplan;
 	struct plan plan[MAX_PLANS];
 	struct mf_estimate est[MAX_PLANS]; /* plan[i].est, in list order */
+	/*
+	 * The plans' bounds, distinct and rising, and for each the plans
+	 * whose bound is at most it: a card tries only the plans its memory
+	 * may hold, found by bisection, not by asking every plan.
+	 */
+	size_t nbound;
+	int64_t bound[MAX_PLANS];
+	struct plan_set within[MAX_PLANS];
 	/* The cheapest candidate that fit in memory, limits aside. */
 	int have_fit;
 	struct mf_placement cheapest_fit;
@@ -240,14 +256,10 @@ ties(double a, double b)
 static int
 rank(const struct mf_placement *a, const struct mf_placement *b)
 {
-	unsigned oa, ob;
-
 	if (!ties(a->cost_per_ref_hour, b->cost_per_ref_hour))
 		return a->cost_per_ref_hour < b->cost_per_ref_hour ? -1 : 1;
-	oa = mf_fix_order(a->fixes);
-	ob = mf_fix_order(b->fixes);
-	if (oa != ob)
-		return oa < ob ? -1 : 1;
+	if (a->order != b->order)
+		return a->order < b->order ? -1 : 1;
 	if (a->spare != b->spare)
 		return a->spare > b->spare ? -1 : 1;
 	if (a->count != b->count)
@@ -308,7 +320,7 @@ nodes_of(const struct search *s, const struct mf_gpu *g, int64_t count)
 	int64_t per;
 
 	if (s->pods == 0)
-		return mf_cat_nodes(g, count);
+		return count <= g->gpus_per_node ? 1 : mf_cat_nodes(g, count);
 	per = g->gpus_per_node / (count / s->pods);
 	return (s->pods + per - 1) / per;
 }
@@ -340,7 +352,7 @@ card_of(const struct search *s, const struct mf_gpu *g, struct card *cd)
 	cd->g = g;
 	cd->usable = INT64_MAX;
 	if (s->job->model_source != MF_MODEL_NONE)
-		cd->usable = mf_cat_usable_at(g, s->headroom);
+		cd->usable = mf_cat_usable_keep(g, s->keep);
 	cd->most = most_of(s, g);
 	cd->unit = mf_cat_unit_cost(g);
 	return g->memory >= s->job->min_memory && cd->most > 0;
@@ -352,33 +364,41 @@ plan_hi(const struct plan *pl, const struct card *cd)
 {
 	int64_t hi = pl->hi < cd->most ? pl->hi : cd->most;
 
-	return hi - hi % pl->step;
+	return pl->step > 1 ? hi - hi % pl->step : hi;
 }
 
-/* Bytes per GPU of plan pl on count GPUs. */
+/* Bytes per GPU of plan pl on count GPUs: mf_est_per_gpu, from its
+ * parts. */
 static int64_t
 need_at(const struct plan *pl, int64_t count)
 {
-	return pl->sharded && count != pl->lo ? mf_est_per_gpu(pl->est, count) :
-	                                        pl->need;
+	const struct mf_est_split *sp = &pl->split;
+	int64_t sum = sp->rest;
+
+	if (!pl->sharded || count == pl->lo)
+		return pl->need;
+	for (int i = 0; i < sp->nparts; i++)
+		sum += sp->part[i] / count + (sp->part[i] % count != 0);
+	return sum;
 }
 
-/* p: plan pl on count GPUs of the card, where it needs need bytes a GPU. */
+/* p: plan pl on count GPUs of the card over nodes, where it needs need
+ * bytes a GPU and its cost factor is k. */
 static void
-candidate_of(struct search *s, const struct card *cd, const struct plan *pl,
-    int64_t count, int64_t need, struct mf_placement *p)
+fill(const struct search *s, const struct card *cd, const struct plan *pl,
+    int64_t count, int64_t nodes, int64_t need, double k,
+    struct mf_placement *p)
 {
 	const struct mf_gpu *g = cd->g;
-	double k;
 
 	p->gpu = g;
 	p->count = count;
-	p->nodes = nodes_of(s, g, count);
+	p->nodes = nodes;
 	p->fixes = pl->fixes;
+	p->order = pl->order;
 	p->need = need;
-	p->spare = (double)(g->memory - p->need) / (double)g->memory;
+	p->spare = (double)(g->memory - need) / (double)g->memory;
 	p->hourly_price = g->hourly_price * (double)count;
-	k = cost_factor(s, pl->time_factor, count, p->nodes);
 	p->cost = k * cd->unit;
 	p->hours = k / (g->throughput * (double)count);
 	p->cost_per_ref_hour = p->cost / s->ref_hours;
@@ -386,13 +406,33 @@ candidate_of(struct search *s, const struct card *cd, const struct plan *pl,
 	if (s->job->reference_hours > 0 && pl->time_factor != 1.0)
 		p->reference_hours = s->job->reference_hours * pl->time_factor;
 	p->max_seqs = p->max_context = 0;
-	if (mf_job_serves(s->job)) {
-		int64_t usable = mf_cat_usable_at(g, s->headroom);
+}
 
-		p->max_seqs = mf_est_max_seqs(pl->est, usable);
-		p->max_context = mf_est_max_context(pl->est, usable,
-		    s->job->work.concurrency);
-	}
+/* p: plan pl on count GPUs of the card, where it needs need bytes a GPU. */
+static void
+candidate_of(struct search *s, const struct card *cd, const struct plan *pl,
+    int64_t count, int64_t need, struct mf_placement *p)
+{
+	int64_t nodes = nodes_of(s, cd->g, count);
+
+	fill(s, cd, pl, count, nodes, need,
+	    cost_factor(s, pl->time_factor, count, nodes), p);
+}
+
+/* An inference placement's serving figures (design 14), once it is kept:
+ * the candidates the search drops never need them. */
+static void
+serve_figures(const struct search *s, const struct plan *pl,
+    struct mf_placement *p)
+{
+	int64_t usable;
+
+	if (!mf_job_serves(s->job))
+		return;
+	usable = mf_cat_usable_keep(p->gpu, s->keep);
+	p->max_seqs = mf_est_max_seqs(pl->est, usable);
+	p->max_context =
+	    mf_est_max_context(pl->est, usable, s->job->work.concurrency);
 }
 
 static void
@@ -443,15 +483,18 @@ late(const struct mf_job *job, const struct mf_placement *p)
 static int64_t
 fewest_fit(const struct plan *pl, int64_t usable, int64_t hi)
 {
-	int64_t lo = pl->lo, up = hi, mid;
+	int64_t lo = pl->lo, up = hi, mid, a, b;
 
 	if (lo > hi || usable < pl->bound)
 		return 0;
 	if (!pl->sharded || lo == hi)
 		return need_at(pl, lo) <= usable ? lo : 0;
-	if (usable > pl->inf && (pl->one - pl->inf) / (usable - pl->inf) < hi)
-		up = (pl->one - pl->inf + (usable - pl->inf) - 1) /
-		    (usable - pl->inf);
+	if (usable > pl->inf) {
+		a = pl->one - pl->inf;
+		b = usable - pl->inf;
+		if (a / b + (a % b != 0) <= hi)
+			up = a / b + (a % b != 0);
+	}
 	if (up < lo)
 		up = lo;
 	if (up == hi && need_at(pl, hi) > usable)
@@ -464,7 +507,8 @@ fewest_fit(const struct plan *pl, int64_t usable, int64_t hi)
 			else
 				lo = mid + 1;
 		}
-	up += (pl->step - up % pl->step) % pl->step;
+	if (pl->step > 1)
+		up += (pl->step - up % pl->step) % pl->step;
 	return up <= hi ? up : 0;
 }
 
@@ -598,12 +642,11 @@ ranks_after(double cost, unsigned order, int64_t need, int64_t count,
 {
 	double memory = (double)best->gpu->memory;
 	double spare = (double)(best->gpu->memory - need) / memory;
-	unsigned best_order = mf_fix_order(best->fixes);
 
 	if (!ties(cost, best->cost))
 		return cost > best->cost;
-	if (order != best_order)
-		return order > best_order;
+	if (order != best->order)
+		return order > best->order;
 	if (spare != best->spare)
 		return spare < best->spare;
 	return count >= best->count;
@@ -621,8 +664,8 @@ try_plan(struct search *s, const struct card *cd, const struct plan *pl,
     const struct mf_placement *best, struct mf_placement *p)
 {
 	const struct mf_gpu *g = cd->g;
-	int64_t hi, fewest, c, need;
-	double cost;
+	int64_t hi, fewest, c, need, nodes;
+	double k, cost;
 
 	if (pl->tensor > g->gpus_per_node)
 		return 0;
@@ -631,18 +674,17 @@ try_plan(struct search *s, const struct card *cd, const struct plan *pl,
 	if (fewest == 0)
 		return 0;
 	need = need_at(pl, fewest);
-	if (best != NULL) {
-		cost = cost_factor(s, pl->time_factor, fewest,
-		           nodes_of(s, g, fewest)) *
-		    cd->unit;
-		if (s->flat ? cost > best->cost && !ties(cost, best->cost) :
-		              ranks_after(cost, pl->order, need, fewest, best))
-			return 0;
-	}
+	nodes = nodes_of(s, g, fewest);
+	k = cost_factor(s, pl->time_factor, fewest, nodes);
+	cost = k * cd->unit;
+	if (best != NULL &&
+	    (s->flat ? cost > best->cost && !ties(cost, best->cost) :
+	               ranks_after(cost, pl->order, need, fewest, best)))
+		return 0;
 	if (s->flat)
 		candidate(s, cd, pl, widest_tie(s, cd, pl, fewest, hi, 0), p);
 	else
-		candidate_of(s, cd, pl, fewest, need, p);
+		fill(s, cd, pl, fewest, nodes, need, k, p);
 	note_fit(s, p);
 	if (violated(s->job, p) == MF_LIMIT_NONE)
 		return 1;
@@ -659,61 +701,92 @@ try_plan(struct search *s, const struct card *cd, const struct plan *pl,
 	return 1;
 }
 
+/* The plans a card of usable bytes may hold; NULL when none. */
+static const struct plan_set *
+plans_within(const struct search *s, int64_t usable)
+{
+	size_t lo = 0, hi = s->nbound, mid;
+
+	/* The first bound above usable; the one before it is the last at
+	 * most usable. */
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if (s->bound[mid] <= usable)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo == 0 ? NULL : &s->within[lo - 1];
+}
+
 /*
- * Best candidate of card g over the plans pl[0..n); 0 if none fits within
- * the limits.  The plans are in order of least cost: once one's least
- * cost is above the best so far, so is every later one's; one whose
- * fixes change more than the best's needs a lower cost to win.
+ * Best candidate of card g over the search's plans; 0 if none fits within
+ * the limits, else *which is the plan it is of.  The plans are in order of
+ * least cost: once one's least cost is above the best so far, so is every
+ * later one's; one whose fixes change more than the best's needs a lower
+ * cost to win.  Only the plans the card's memory may hold are tried.
  */
 static int
-best_on(struct search *s, const struct mf_gpu *g, const struct plan *pl,
-    size_t n, struct mf_placement *best)
+best_on(struct search *s, const struct mf_gpu *g,
+    const struct mf_placement *bar, struct mf_placement *best,
+    const struct plan **which)
 {
-	struct card cd;
+	const struct plan_set *set;
+	const struct plan *pl;
 	struct mf_placement p;
-	unsigned best_order = 0;
+	struct card cd;
 	double least;
 	int found = 0;
 
 	if (!card_of(s, g, &cd))
 		return 0;
-	for (size_t i = 0; i < n; i++) {
-		if (pl[i].bound > cd.usable)
-			continue;
-		least = pl[i].k_lo * cd.unit;
-		if (found && least > best->cost && !ties(least, best->cost))
-			break;
-		if (found && pl[i].order > best_order &&
-		    (least > best->cost || ties(least, best->cost)))
-			continue;
-		if (try_plan(s, &cd, &pl[i], found ? best : NULL, &p) &&
-		    (!found || rank(&p, best) < 0)) {
-			*best = p;
-			best_order = pl[i].order;
-			found = 1;
+	set = plans_within(s, cd.usable);
+	for (size_t k = 0; set != NULL && k * 64 < s->nplan; k++)
+		for (uint64_t m = set->w[k]; m != 0; m &= m - 1) {
+			pl = &s->plan[k * 64 + (size_t)__builtin_ctzll(m)];
+			least = pl->k_lo * cd.unit;
+			if (bar != NULL && least > bar->cost &&
+			    !ties(least, bar->cost))
+				return found;
+			if (found && least > best->cost &&
+			    !ties(least, best->cost))
+				return 1;
+			if (found && pl->order > best->order &&
+			    (least > best->cost || ties(least, best->cost)))
+				continue;
+			if (try_plan(s, &cd, pl, found ? best : NULL, &p) &&
+			    (!found || rank(&p, best) < 0)) {
+				*best = p;
+				*which = pl;
+				found = 1;
+			}
 		}
-	}
 	return found;
 }
 
-/* Insert p into the ranked list top[0..*n), keeping at most max. */
+/* A candidate as the search keeps it: with the plan it is of. */
+struct kept {
+	struct mf_placement p;
+	const struct plan *pl;
+};
+
+/* Insert c into the ranked list top[0..*n), keeping at most max. */
 static void
-keep_top(struct mf_placement *top, size_t *n, size_t max,
-    const struct mf_placement *p)
+keep_top(struct kept *top, size_t *n, size_t max, const struct kept *c)
 {
 	size_t i = *n;
 
-	if (i == max && rank(p, &top[max - 1]) >= 0)
+	if (i == max && rank(&c->p, &top[max - 1].p) >= 0)
 		return;
 	if (i == max)
 		i--;
 	else
 		(*n)++;
-	while (i > 0 && rank(p, &top[i - 1]) < 0) {
+	while (i > 0 && rank(&c->p, &top[i - 1].p) < 0) {
 		top[i] = top[i - 1];
 		i--;
 	}
-	top[i] = *p;
+	top[i] = *c;
 }
 
 /* Plan order: least cost factor first, then the fixes that change least. */
@@ -800,11 +873,42 @@ plan_of(struct search *s, struct mf_workload w, unsigned fixes, int64_t tp,
 	if (mf_est_compute(&s->job->model, &w, est) != MF_OK)
 		return MF_ERANGE;
 	pl->need = est->per_gpu;
+	mf_est_split(est, &pl->split);
 	pl->one = mf_est_per_gpu(est, 1);
 	pl->inf = mf_est_per_gpu(est, INT64_MAX);
 	pl->bound = pl->sharded && pl->lo < pl->hi ? pl->inf : pl->need;
 	plan_costs(s, pl);
 	return MF_OK;
+}
+
+static int
+by_value(const void *pa, const void *pb)
+{
+	int64_t a = *(const int64_t *)pa, b = *(const int64_t *)pb;
+
+	return a < b ? -1 : a > b;
+}
+
+/* s->bound and s->within for the plans as listed. */
+static void
+index_bounds(struct search *s)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < s->nplan; i++)
+		s->bound[i] = s->plan[i].bound;
+	qsort(s->bound, s->nplan, sizeof(s->bound[0]), by_value);
+	for (size_t i = 0; i < s->nplan; i++)
+		if (n == 0 || s->bound[i] != s->bound[n - 1])
+			s->bound[n++] = s->bound[i];
+	s->nbound = n;
+	for (size_t j = 0; j < n; j++) {
+		memset(&s->within[j], 0, sizeof(s->within[j]));
+		for (size_t i = 0; i < s->nplan; i++)
+			if (s->plan[i].bound <= s->bound[j])
+				s->within[j].w[i / 64] |= UINT64_C(1)
+				    << (i % 64);
+	}
 }
 
 /*
@@ -842,6 +946,7 @@ list_sets(struct search *s, const struct mf_workload *w, unsigned base,
 			break;
 	}
 	qsort(s->plan, s->nplan, sizeof(s->plan[0]), by_least);
+	index_bounds(s);
 	return MF_OK;
 }
 
@@ -892,6 +997,7 @@ search_init(struct search *s, const struct mf_job *job,
 	s->job = job;
 	s->cat = cat;
 	s->headroom = mf_headroom(cat, &job->work);
+	s->keep = mf_cat_keep(s->headroom);
 	s->ref_hours = job->reference_hours > 0 ? job->reference_hours : 1.0;
 	s->pods = job->pods;
 	s->max_count = s->node = 1;
@@ -916,33 +1022,43 @@ search_init(struct search *s, const struct mf_job *job,
 static void
 search_cards(struct search *s, struct mf_decision *d)
 {
-	struct mf_placement top[MF_MAX_ALTERNATIVES + 1], p;
+	struct kept top[MF_MAX_ALTERNATIVES + 1], c;
 	size_t n = 0;
 
 	for (size_t i = 0; i < s->cat->ngpus; i++)
-		if (best_on(s, &s->cat->gpus[i], s->plan, s->nplan, &p))
-			keep_top(top, &n, MF_MAX_ALTERNATIVES + 1, &p);
+		if (best_on(s, &s->cat->gpus[i],
+		        n == MF_MAX_ALTERNATIVES + 1 ? &top[n - 1].p : NULL,
+		        &c.p, &c.pl))
+			keep_top(top, &n, MF_MAX_ALTERNATIVES + 1, &c);
+	for (size_t i = 0; i < n; i++)
+		serve_figures(s, top[i].pl, &top[i].p);
 	d->admitted = n > 0;
 	if (n == 0)
 		return;
-	d->placement = top[0];
+	d->placement = top[0].p;
 	d->nalt = n - 1;
-	memcpy(d->alt, top + 1, (n - 1) * sizeof(top[0]));
+	for (size_t i = 1; i < n; i++)
+		d->alt[i - 1] = top[i].p;
 }
 
 /* The cheapest placement of s's plans, within limits. */
 static int
 cheapest(struct search *s, struct mf_placement *best)
 {
-	struct mf_placement p;
+	struct kept c, b;
 	int found = 0;
 
 	for (size_t i = 0; i < s->cat->ngpus; i++)
-		if (best_on(s, &s->cat->gpus[i], s->plan, s->nplan, &p) &&
-		    (!found || rank(&p, best) < 0)) {
-			*best = p;
+		if (best_on(s, &s->cat->gpus[i], found ? &b.p : NULL, &c.p,
+		        &c.pl) &&
+		    (!found || rank(&c.p, &b.p) < 0)) {
+			b = c;
 			found = 1;
 		}
+	if (found) {
+		serve_figures(s, b.pl, &b.p);
+		*best = b.p;
+	}
 	return found;
 }
 

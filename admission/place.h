@@ -24,6 +24,7 @@ struct mf_placement {
 	int64_t count;
 	int64_t nodes;       /* nodes the count spans: mf_cat_nodes */
 	unsigned fixes;      /* fixes admission applied (MF_FIXBIT) */
+	unsigned order;      /* mf_fix_order(fixes): ranks ties in cost */
 	int64_t need;        /* bytes per GPU: derived need, or the floor */
 	double spare;        /* (memory - need) / memory */
 	double hourly_price; /* hourlyPrice x count */
