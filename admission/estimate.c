@@ -127,12 +127,33 @@ workload_ok(const struct mf_workload *w)
 	    w->pipeline >= 1 && w->expert >= 1;
 }
 
+/* The buckets FSDP shards over its ranks: the weights, gradients and
+ * optimizer state. */
+static int
+sharded(enum mf_bucket b)
+{
+	return b == MF_B_WEIGHTS || b == MF_B_GRADIENTS || b == MF_B_OPTIMIZER;
+}
+
 int64_t
 mf_est_gpu_bucket(const int64_t *bucket, enum mf_bucket b, int64_t n)
 {
-	if (b == MF_B_WEIGHTS || b == MF_B_GRADIENTS || b == MF_B_OPTIMIZER)
+	if (sharded(b))
 		return mf_cdiv_up(bucket[b], n);
 	return bucket[b];
+}
+
+void
+mf_est_split(const struct mf_estimate *e, struct mf_est_split *out)
+{
+	out->rest = 0;
+	out->nparts = 0;
+	for (int b = 0; b < MF_B_COUNT; b++) {
+		if (!sharded((enum mf_bucket)b))
+			out->rest = mf_cadd(out->rest, e->stage[b]);
+		else if (e->stage[b] != 0)
+			out->part[out->nparts++] = e->stage[b];
+	}
 }
 
 int64_t

@@ -181,6 +181,20 @@ enum mf_rc mf_est_compute(const struct mf_model *m, const struct mf_workload *w,
  * when the sum passes 2^63 - 1.
  */
 int64_t mf_est_per_gpu(const struct mf_estimate *e, int64_t shards);
+/*
+ * mf_est_per_gpu's sum taken apart, for a search that asks it at many
+ * counts: the buckets FSDP divides (part[0..nparts)) and the rest whole,
+ * so that mf_est_per_gpu(e, n) = rest + sum of ceil(part[i] / n).  -1 in
+ * rest when it passes 2^63 - 1.
+ */
+#define MF_EST_MAX_PARTS 3
+struct mf_est_split {
+	int64_t rest;
+	int64_t part[MF_EST_MAX_PARTS];
+	int nparts;
+};
+void mf_est_split(const struct mf_estimate *e, struct mf_est_split *out);
+
 /* Bytes one GPU holds of bucket b: stage[b], divided by e->shards for the
  * sharded buckets. */
 int64_t mf_est_bucket_per_gpu(const struct mf_estimate *e, enum mf_bucket b);

@@ -46,6 +46,9 @@ applies(const struct mf_job *job, const struct mf_workload *w, enum mf_fix f)
 		/* On a count of its own: not when the job asked for one. */
 		return !train && w->tensor == 1 && w->pipeline == 1 &&
 		    !job->count_given;
+	case MF_FIX_REPLICAS:
+		/* Replicas of the job as it is; FSDP takes its own count. */
+		return w->shard_gpus <= 1;
 	case MF_FIX_CONTEXT:
 	case MF_FIX_CONCURRENCY:
 		return !train;
@@ -86,7 +89,7 @@ static const struct mf_fix_info table[MF_FIX_COUNT] = {
 	    "from_pretrained(..., quantization_config=BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type=\"nf4\")), then peft.get_peft_model(model, LoraConfig(r=16, target_modules=\"all-linear\"))",
 	    1, 0, 1 },
 	[MF_FIX_FSDP] = { "fsdp", "spec.workload.sharding.gpus", NULL,
-	    MF_FIXV_AMOUNT,
+	    MF_FIXV_GPUS,
 	    "for layer in model.model.layers: fully_shard(layer); fully_shard(model)",
 	    0, 0, 1 },
 	[MF_FIX_KVFP8] = { "kvfp8", "spec.workload.kvCacheDtype", "fp8",
@@ -100,8 +103,12 @@ static const struct mf_fix_info table[MF_FIX_COUNT] = {
 	    "vllm serve MODEL-AWQ (the model's int4 AWQ or GPTQ checkpoint, group size 128)",
 	    0, 0, 1 },
 	[MF_FIX_TENSOR] = { "tensor", "spec.workload.parallelism.tensor", NULL,
-	    MF_FIXV_AMOUNT, "vllm serve MODEL --tensor-parallel-size N", 0, 0,
+	    MF_FIXV_GPUS, "vllm serve MODEL --tensor-parallel-size N", 0, 0,
 	    1 },
+	[MF_FIX_REPLICAS] = { "count", "spec.resources.gpu.count", NULL,
+	    MF_FIXV_GPUS,
+	    "torchrun --nproc-per-node N train.py, the model wrapped in torch.nn.parallel.DistributedDataParallel(model) (a global batch N times the one GPU's, or its accumulation steps divided by N)",
+	    0, 0, 1, "vllm serve MODEL --data-parallel-size N" },
 	[MF_FIX_CONTEXT] = { "context", "spec.workload.contextLength", NULL,
 	    MF_FIXV_AMOUNT, "vllm serve MODEL --max-model-len N", 1, 0, 0 },
 	[MF_FIX_CONCURRENCY] = { "concurrency", "spec.workload.concurrency",
@@ -149,6 +156,33 @@ mf_fix_ids(char *buf, size_t size)
 	return buf;
 }
 
+const char *
+mf_fix_code(enum mf_fix f, int inference)
+{
+	const struct mf_fix_info *fi = mf_fix_info(f);
+
+	if (fi == NULL)
+		return NULL;
+	return inference && fi->serve_code != NULL ? fi->serve_code : fi->code;
+}
+
+unsigned
+mf_fix_order(unsigned fixes)
+{
+	unsigned key = 0, bit;
+	int f;
+
+	for (; fixes != 0; fixes &= fixes - 1) {
+		bit = fixes & (0u - fixes);
+		f = __builtin_ctz(bit);
+		if (f < MF_FIX_COUNT && table[f].modelling)
+			key |= bit << MF_FIX_COUNT;
+		else
+			key |= bit;
+	}
+	return key;
+}
+
 char *
 mf_fix_value_text(enum mf_fix f, int64_t amount, char *buf, size_t size)
 {
@@ -156,7 +190,7 @@ mf_fix_value_text(enum mf_fix f, int64_t amount, char *buf, size_t size)
 
 	if (fi == NULL)
 		snprintf(buf, size, "?");
-	else if (fi->kind == MF_FIXV_AMOUNT)
+	else if (fi->kind == MF_FIXV_AMOUNT || fi->kind == MF_FIXV_GPUS)
 		snprintf(buf, size, "%lld", (long long)amount);
 	else
 		snprintf(buf, size, "%s", fi->value);
@@ -211,6 +245,7 @@ apply(struct mf_workload *w, enum mf_fix f, int64_t gpus)
 	case MF_FIX_TENSOR:
 		w->tensor = gpus;
 		break;
+	case MF_FIX_REPLICAS:
 	case MF_FIX_CONTEXT:
 	case MF_FIX_CONCURRENCY:
 	case MF_FIX_COUNT:
@@ -231,8 +266,12 @@ mf_fix_compatible(unsigned fixes)
 {
 	unsigned lora = MF_FIXBIT(MF_FIX_LORA) | MF_FIXBIT(MF_FIX_QLORA);
 	unsigned quant = MF_FIXBIT(MF_FIX_INT8) | MF_FIXBIT(MF_FIX_INT4);
+	unsigned split = MF_FIXBIT(MF_FIX_FSDP) | MF_FIXBIT(MF_FIX_TENSOR);
 
 	if ((fixes & lora) == lora || (fixes & quant) == quant)
+		return 0;
+	/* fsdp and tensor choose their own counts. */
+	if ((fixes & MF_FIXBIT(MF_FIX_REPLICAS)) && (fixes & split))
 		return 0;
 	return !((fixes & lora) && (fixes & MF_FIXBIT(MF_FIX_FSDP)));
 }

@@ -2,8 +2,9 @@
  * fix.h: the memory fixes of design section 7, in the order the reference
  * post applies them: four cumulative ones, then four alternatives; then
  * those of an inference job (design 14): the KV cache in fp8, int8 or
- * int4 weights, tensor parallel, and the two that change what is served,
- * a shorter context and fewer sequences.
+ * int4 weights, tensor parallel; more data-parallel GPUs, for a job of
+ * either kind that misses a limit; and the two that change what is
+ * served, a shorter context and fewer sequences.
  *
  * Every fact about a fix lives in one row of fix.c's table: its id, the
  * manifest field and value it sets, the code change a user makes, whether
@@ -31,6 +32,7 @@ enum mf_fix {
 	MF_FIX_INT8,          /* inference: int8 weights */
 	MF_FIX_INT4,          /* inference: int4 weights */
 	MF_FIX_TENSOR,        /* inference: tensor parallel over N GPUs */
+	MF_FIX_REPLICAS,      /* "count": data parallel over more GPUs */
 	MF_FIX_CONTEXT,       /* inference: the longest context that fits */
 	MF_FIX_CONCURRENCY,   /* inference: the most sequences that fit */
 	MF_FIX_COUNT
@@ -44,9 +46,10 @@ enum mf_fix_value {
 	MF_FIXV_STRING, /* value as it is */
 	MF_FIXV_BOOL,   /* "true" */
 	MF_FIXV_INT,    /* a whole number, as written in value */
-	MF_FIXV_AMOUNT  /* a number the entry finds (value is NULL): GPUs for
-	                   fsdp and tensor, tokens for context, sequences for
-	                   concurrency */
+	MF_FIXV_GPUS,   /* a GPU count the entry finds (value is NULL): fsdp,
+	                   tensor and count; a placement's is its count */
+	MF_FIXV_AMOUNT  /* another number the entry finds (value is NULL):
+	                   tokens for context, sequences for concurrency */
 };
 
 struct mf_fix_info {
@@ -60,6 +63,8 @@ struct mf_fix_info {
 	int cumulative;   /* one of the post's cumulative steps */
 	int searched;     /* admission may apply it by itself (allowedFixes);
 	                     context and concurrency only answer a rejection */
+	const char *serve_code; /* an inference job's code change, when it
+	                           is not code; else NULL */
 };
 
 /* The row of f; NULL past the end. */
@@ -73,6 +78,20 @@ int mf_fix_lookup(const char *name);
 #define MF_FIX_IDS_MAX 192
 char *mf_fix_ids(char *buf, size_t size);
 
+/* The code change of fix f for a job of kind inference (nonzero) or
+ * training. */
+const char *mf_fix_code(enum mf_fix f, int inference);
+
+/*
+ * The order in which sets of fixes are preferred at equal cost: the set
+ * that changes what is run least first (design 6).  A modelling decision
+ * ranks after every fix that is not one; otherwise a fix later in the
+ * table changes more (kvfp8, then int8, int4, tensor, count).  Sets
+ * compare by their most intrusive fix first: the lower key wins, and the
+ * empty set's key is 0.
+ */
+unsigned mf_fix_order(unsigned fixes);
+
 /* The value a fix sets, as the manifest spells it ("true", "adam8bit",
  * "2" for fsdp over 2 GPUs: amount), into buf of size bytes; returns buf. */
 char *mf_fix_value_text(enum mf_fix f, int64_t amount, char *buf, size_t size);
@@ -84,7 +103,8 @@ struct mf_workload;
 int mf_fix_applies(const struct mf_job *job, const struct mf_workload *w,
     enum mf_fix fix);
 /* The workload with the fixes of the set applied (fsdp shards and tensor
- * splits over gpus; context and concurrency are not applied here). */
+ * splits over gpus; count, context and concurrency are not applied
+ * here: the count is the job's, the other two a rejection's). */
 void mf_fix_apply(struct mf_workload *w, unsigned fixes, int64_t gpus);
 
 #endif

@@ -50,6 +50,12 @@ struct mf_job {
 	double max_cost;
 	double deadline_hours;
 	unsigned allowed_fixes; /* MF_FIXBIT set */
+	/*
+	 * Kubernetes (review.c sets it; the reader leaves it 0): the job
+	 * runs as this many pods, each on one node with count / pods GPUs.
+	 * 0: any count the catalogue allows, over as many nodes as it takes.
+	 */
+	int64_t pods;
 };
 
 /*

@@ -2,10 +2,10 @@
  * place.c: the cheapest-to-finish search.
  *
  * Every way of running the job is first listed as a plan: a set of applied
- * fixes, the GPU counts it may run on (the job's own, or with fsdp 2 up to
- * the largest maxCount) and its memory estimate.  Then every card tries
- * the plans, least cost first, and the best candidate of each card
- * competes for the placement.
+ * fixes, the GPU counts it may run on (the job's own; with fsdp 2 up to
+ * the largest maxCount; with count the job's and more) and its memory
+ * estimate.  Then every card tries the plans, least cost first, and the
+ * best candidate of each card competes for the placement.
  *
  * Counts are not tried one by one.  At fixed fixes the cost to finish on
  * count c, refH x tf / (eff^log2(c) x ie^log2(nodes)) x price / throughput,
@@ -15,6 +15,11 @@
  * can fall with more GPUs where cost does not) and, where more GPUs cost
  * no more (multiGpuEfficiency 1 within a node), to the count with the most
  * spare memory, which design 6 ranks before fewer GPUs.
+ *
+ * A plan's counts are the multiples of its step in [lo, hi]: 1 but for a
+ * count fix over replicas of tensor x pipeline GPUs, and for a job that
+ * runs as Kubernetes pods (job->pods), where each pod takes the same
+ * GPUs of one node.
  */
 #include "place.h"
 
@@ -29,10 +34,9 @@
 
 #define GIB (INT64_C(1) << 30)
 /*
- * Plans: a training job's fix sets, at most one a pattern of its eight
- * fixes; an inference job's are fewer (autocast, kvfp8, int8 or int4, and
- * tensor over each of its TP counts: 2 x 2 x 3 x (1 + MAX_TP) = 132 at
- * most).
+ * Plans: a training job's fix sets, at most one a pattern of its nine
+ * fixes (count among them); an inference job's are fewer (autocast,
+ * kvfp8, int8 or int4, count, and tensor over each of its TP counts).
  */
 #define MAX_PLANS 256u
 /* Tensor-parallel counts a tensor fix tries: 2 up to a node's GPUs. */
@@ -48,15 +52,20 @@
 
 struct plan {
 	unsigned fixes;
+	unsigned order; /* mf_fix_order(fixes): the tie-break after cost */
+	int sharded;    /* fsdp: the need falls as the count grows */
 	int64_t tensor; /* GPUs of a tensor-parallel group: within a node */
-	int64_t lo, hi; /* the GPU counts it may run on */
-	int64_t need;   /* bytes per GPU on lo GPUs */
-	/* lo < hi (fsdp): the need on one GPU and on unboundedly many */
+	int64_t lo, hi; /* the GPU counts it may run on, multiples of step */
+	int64_t step;
+	int64_t need; /* bytes per GPU on lo GPUs */
+	/* sharded: the need on one GPU and on unboundedly many */
 	int64_t one, inf;
+	int64_t bound; /* no count of the plan needs less: need, or inf */
+	struct mf_est_split split; /* sharded: est taken apart, for need_at */
 	double time_factor;
 	/* The cost factor on lo GPUs of one node: the least there is. */
 	double k_lo;
-	struct mf_estimate est; /* of the workload on lo GPUs */
+	const struct mf_estimate *est; /* of the workload on lo GPUs */
 };
 
 /* x^log2(n) for n up to MF_CAT_MAX_COUNT, worked out when first asked. */
@@ -65,23 +74,50 @@ struct powers {
 	uint64_t known[MF_CAT_MAX_COUNT / 64 + 1];
 };
 
+/* Sets of plans, a bit each by its index in the search's list. */
+#define SET_WORDS (MAX_PLANS / 64)
+struct plan_set {
+	uint64_t w[SET_WORDS];
+};
+
 struct search {
 	const struct mf_job *job;
 	const struct mf_catalog *cat;
 	double headroom;   /* the share of a card kept free: mf_headroom */
+	int64_t keep;      /* mf_cat_keep(headroom) */
 	double ref_hours;  /* referenceHours, or 1 for ranking only */
 	int64_t max_count; /* the largest maxCount of the catalogue */
+	int64_t node;      /* the most GPUs a node of the catalogue holds */
+	int64_t pods;      /* job->pods */
+	unsigned allowed;  /* fixes of allowedFixes admission may apply */
 	size_t ntp;        /* tensor-parallel counts the model takes */
 	int64_t tp[MAX_TP];
 	int flat;    /* multiGpuEfficiency so near 1 that counts may tie */
 	int limited; /* the job has a limit */
 	size_t nplan;
 	struct plan plan[MAX_PLANS];
+	struct mf_estimate est[MAX_PLANS]; /* plan[i].est, in list order */
+	/*
+	 * The plans' bounds, distinct and rising, and for each the plans
+	 * whose bound is at most it: a card tries only the plans its memory
+	 * may hold, found by bisection, not by asking every plan.
+	 */
+	size_t nbound;
+	int64_t bound[MAX_PLANS];
+	struct plan_set within[MAX_PLANS];
 	/* The cheapest candidate that fit in memory, limits aside. */
 	int have_fit;
 	struct mf_placement cheapest_fit;
 	/* eff^log2(count) and ie^log2(nodes) as power() works them out */
 	struct powers gpu_speedup, node_speedup;
+};
+
+/* A card as the search tries it. */
+struct card {
+	const struct mf_gpu *g;
+	int64_t usable; /* bytes a GPU holds: all of them without a model */
+	int64_t most;   /* the most GPUs the job may take of it */
+	double unit;    /* cost over cost factor: price / throughput */
 };
 
 const char *
@@ -158,14 +194,52 @@ mf_smallest_fit(const struct mf_catalog *cat, int64_t bytes, double headroom)
 	return best;
 }
 
-static int
-nfixes(unsigned fixes)
+int
+mf_tensor_valid(const struct mf_model *m, int64_t t)
 {
-	int n = 0;
+	return t >= 1 && m->kv_heads >= 1 && m->heads % t == 0 &&
+	    (m->kv_heads % t == 0 || t % m->kv_heads == 0);
+}
 
-	for (; fixes != 0; fixes &= fixes - 1)
-		n++;
-	return n;
+/* The valid tensor-parallel size nearest t below it (*below, 0 when
+ * none) and above it (*above, 0 past the attention heads). */
+static void
+nearest_tensor(const struct mf_model *m, int64_t t, int64_t *below,
+    int64_t *above)
+{
+	*below = *above = 0;
+	for (int64_t v = t - 1; v >= 1 && *below == 0; v--)
+		if (mf_tensor_valid(m, v))
+			*below = v;
+	for (int64_t v = t + 1; v <= m->heads && *above == 0; v++)
+		if (mf_tensor_valid(m, v))
+			*above = v;
+}
+
+enum mf_rc
+mf_job_check_layout(const struct mf_job *job, struct mf_error *err)
+{
+	const struct mf_model *m = &job->model;
+	int64_t t = job->work.tensor, below, above;
+	char near[64];
+
+	if (job->model_source == MF_MODEL_NONE ||
+	    job->model_source == MF_MODEL_URL || t <= 1 ||
+	    mf_tensor_valid(m, t))
+		return MF_OK;
+	nearest_tensor(m, t, &below, &above);
+	/* The nearer of the two, both when they are as near. */
+	if (above == 0 || (below != 0 && t - below < above - t))
+		snprintf(near, sizeof(near), "%lld", (long long)below);
+	else if (below == 0 || above - t < t - below)
+		snprintf(near, sizeof(near), "%lld", (long long)above);
+	else
+		snprintf(near, sizeof(near), "%lld or %lld", (long long)below,
+		    (long long)above);
+	return mf_error_set(err, MF_EINVAL, "spec.workload.parallelism.tensor",
+	    0, 0,
+	    "is %lld, which vLLM and the training frameworks do not start: tensor parallel splits the attention heads, so it must divide the model's %lld attention heads, and its %lld KV heads must divide it or it them; the nearest that does is %s",
+	    (long long)t, (long long)m->heads, (long long)m->kv_heads, near);
 }
 
 /* Whether two costs are equal but for rounding. */
@@ -177,14 +251,15 @@ ties(double a, double b)
 	return fabs(a - b) <= COST_TOL * hi;
 }
 
-/* <0 when a ranks before b: cost, fewer fixes, more spare, fewer GPUs, name. */
+/* <0 when a ranks before b: cost, the fixes that change least (design 6,
+ * mf_fix_order), more spare, fewer GPUs, name. */
 static int
 rank(const struct mf_placement *a, const struct mf_placement *b)
 {
 	if (!ties(a->cost_per_ref_hour, b->cost_per_ref_hour))
 		return a->cost_per_ref_hour < b->cost_per_ref_hour ? -1 : 1;
-	if (nfixes(a->fixes) != nfixes(b->fixes))
-		return nfixes(a->fixes) - nfixes(b->fixes);
+	if (a->order != b->order)
+		return a->order < b->order ? -1 : 1;
 	if (a->spare != b->spare)
 		return a->spare > b->spare ? -1 : 1;
 	if (a->count != b->count)
@@ -235,46 +310,136 @@ cost_factor(struct search *s, double tf, int64_t count, int64_t nodes)
 	return k;
 }
 
-/* Bytes per GPU of plan pl on count GPUs. */
+/*
+ * The nodes count GPUs of g span: as many as they fill, or with pods,
+ * those the pods fill, each pod's count / pods GPUs on one node.
+ */
+static int64_t
+nodes_of(const struct search *s, const struct mf_gpu *g, int64_t count)
+{
+	int64_t per;
+
+	if (s->pods == 0)
+		return count <= g->gpus_per_node ? 1 : mf_cat_nodes(g, count);
+	per = g->gpus_per_node / (count / s->pods);
+	return (s->pods + per - 1) / per;
+}
+
+/*
+ * The most GPUs the job may take of g: its maxCount; with pods, the most
+ * that many pods of one size may take, each on one node, on at most
+ * maxNodes nodes: ceil(pods / floor(gpusPerNode / G)) <= maxNodes holds
+ * for G <= gpusPerNode / ceil(pods / maxNodes).  0 when none.
+ */
+static int64_t
+most_of(const struct search *s, const struct mf_gpu *g)
+{
+	int64_t q, per_pod;
+
+	if (s->pods == 0)
+		return g->max_count;
+	q = (s->pods + g->max_nodes - 1) / g->max_nodes;
+	per_pod = g->gpus_per_node / q;
+	if (per_pod > g->max_count / s->pods)
+		per_pod = g->max_count / s->pods;
+	return per_pod * s->pods;
+}
+
+/* Card g as the search tries it; 0 when the job can take none of it. */
+static int
+card_of(const struct search *s, const struct mf_gpu *g, struct card *cd)
+{
+	cd->g = g;
+	cd->usable = INT64_MAX;
+	if (s->job->model_source != MF_MODEL_NONE)
+		cd->usable = mf_cat_usable_keep(g, s->keep);
+	cd->most = most_of(s, g);
+	cd->unit = mf_cat_unit_cost(g);
+	return g->memory >= s->job->min_memory && cd->most > 0;
+}
+
+/* The most GPUs pl may run on of cd's card: a multiple of its step. */
+static int64_t
+plan_hi(const struct plan *pl, const struct card *cd)
+{
+	int64_t hi = pl->hi < cd->most ? pl->hi : cd->most;
+
+	return pl->step > 1 ? hi - hi % pl->step : hi;
+}
+
+/* Bytes per GPU of plan pl on count GPUs: mf_est_per_gpu, from its
+ * parts. */
 static int64_t
 need_at(const struct plan *pl, int64_t count)
 {
-	return pl->lo == pl->hi ? pl->need : mf_est_per_gpu(&pl->est, count);
+	const struct mf_est_split *sp = &pl->split;
+	int64_t sum = sp->rest;
+
+	if (!pl->sharded || count == pl->lo)
+		return pl->need;
+	for (int i = 0; i < sp->nparts; i++)
+		sum += sp->part[i] / count + (sp->part[i] % count != 0);
+	return sum;
 }
 
-/* p: plan pl on count GPUs of g, where it needs need bytes a GPU. */
+/* p: plan pl on count GPUs of the card over nodes, where it needs need
+ * bytes a GPU and its cost factor is k. */
 static void
-candidate_of(struct search *s, const struct mf_gpu *g, const struct plan *pl,
-    int64_t count, int64_t need, struct mf_placement *p)
+fill(const struct search *s, const struct card *cd, const struct plan *pl,
+    int64_t count, int64_t nodes, int64_t need, double k,
+    struct mf_placement *p)
 {
-	double k;
+	const struct mf_gpu *g = cd->g;
 
 	p->gpu = g;
 	p->count = count;
-	p->nodes = mf_cat_nodes(g, count);
+	p->nodes = nodes;
 	p->fixes = pl->fixes;
+	p->order = pl->order;
 	p->need = need;
-	p->spare = (double)(g->memory - p->need) / (double)g->memory;
+	p->spare = (double)(g->memory - need) / (double)g->memory;
 	p->hourly_price = g->hourly_price * (double)count;
-	k = cost_factor(s, pl->time_factor, count, p->nodes);
-	p->cost = k * mf_cat_unit_cost(g);
+	p->cost = k * cd->unit;
 	p->hours = k / (g->throughput * (double)count);
 	p->cost_per_ref_hour = p->cost / s->ref_hours;
+	p->reference_hours = 0;
+	if (s->job->reference_hours > 0 && pl->time_factor != 1.0)
+		p->reference_hours = s->job->reference_hours * pl->time_factor;
 	p->max_seqs = p->max_context = 0;
-	if (mf_job_serves(s->job)) {
-		int64_t usable = mf_cat_usable_at(g, s->headroom);
+}
 
-		p->max_seqs = mf_est_max_seqs(&pl->est, usable);
-		p->max_context = mf_est_max_context(&pl->est, usable,
-		    s->job->work.concurrency);
-	}
+/* p: plan pl on count GPUs of the card, where it needs need bytes a GPU. */
+static void
+candidate_of(struct search *s, const struct card *cd, const struct plan *pl,
+    int64_t count, int64_t need, struct mf_placement *p)
+{
+	int64_t nodes = nodes_of(s, cd->g, count);
+
+	fill(s, cd, pl, count, nodes, need,
+	    cost_factor(s, pl->time_factor, count, nodes), p);
+}
+
+/* An inference placement's serving figures (design 14), once it is kept:
+ * the candidates the search drops never need them. */
+static void
+serve_figures(const struct search *s, const struct plan *pl,
+    struct mf_placement *p)
+{
+	int64_t usable;
+
+	if (!mf_job_serves(s->job))
+		return;
+	usable = mf_cat_usable_keep(p->gpu, s->keep);
+	p->max_seqs = mf_est_max_seqs(pl->est, usable);
+	p->max_context =
+	    mf_est_max_context(pl->est, usable, s->job->work.concurrency);
 }
 
 static void
-candidate(struct search *s, const struct mf_gpu *g, const struct plan *pl,
+candidate(struct search *s, const struct card *cd, const struct plan *pl,
     int64_t count, struct mf_placement *p)
 {
-	candidate_of(s, g, pl, count, need_at(pl, count), p);
+	candidate_of(s, cd, pl, count, need_at(pl, count), p);
 }
 
 static enum mf_limit
@@ -311,122 +476,40 @@ late(const struct mf_job *job, const struct mf_placement *p)
  * so with one = need(1) and inf = need(unbounded) = rest + (the number of
  * b_i), ceil(b / c) - 1 <= (b - 1) / c gives need(c) <= inf + (one - inf)
  * / c: c = ceil((one - inf) / (usable - inf)) fits, and since need(c) >=
- * rest + sum b_i / c, the fewest is nearly always c itself.
+ * rest + sum b_i / c, the fewest is nearly always c itself.  The need
+ * never grows with the count, so the fewest multiple of the step is the
+ * fewest count rounded up to one.
  */
 static int64_t
 fewest_fit(const struct plan *pl, int64_t usable, int64_t hi)
 {
-	int64_t lo = pl->lo, up = hi, mid;
+	int64_t lo = pl->lo, up = hi, mid, a, b;
 
-	if (lo > hi)
+	if (lo > hi || usable < pl->bound)
 		return 0;
-	if (pl->lo == pl->hi)
-		return pl->need <= usable ? lo : 0;
-	if (usable < pl->inf)
-		return 0;
-	if (usable > pl->inf && (pl->one - pl->inf) / (usable - pl->inf) < hi)
-		up = (pl->one - pl->inf + (usable - pl->inf) - 1) /
-		    (usable - pl->inf);
+	if (!pl->sharded || lo == hi)
+		return need_at(pl, lo) <= usable ? lo : 0;
+	if (usable > pl->inf) {
+		a = pl->one - pl->inf;
+		b = usable - pl->inf;
+		if (a / b + (a % b != 0) <= hi)
+			up = a / b + (a % b != 0);
+	}
 	if (up < lo)
 		up = lo;
 	if (up == hi && need_at(pl, hi) > usable)
 		return 0;
-	if (up == lo || need_at(pl, up - 1) > usable)
-		return up;
-	for (up--; lo < up;) {
-		mid = lo + (up - lo) / 2;
-		if (need_at(pl, mid) <= usable)
-			up = mid;
-		else
-			lo = mid + 1;
-	}
-	return up;
-}
-
-/*
- * The fewest GPUs from c, whose candidate p is late but within price,
- * up to hi that meet every limit; 0 when none does.  Hourly price and cost
- * only grow with the count, so the first count over them ends the search.
- * Hours do not only fall: within one node count the speed goes as
- * c^(1 + log2 eff), which rises when eff > 0.5, and each step to more
- * nodes multiplies it by ie^(log2 of the step).  So every node count's
- * range of counts is searched on its own, its fastest count being its last
- * (eff > 0.5) or its first.
- */
-static int64_t
-meet_deadline(struct search *s, const struct mf_gpu *g, const struct plan *pl,
-    int64_t c, int64_t hi, struct mf_placement *p)
-{
-	int rising = s->cat->multi_gpu_efficiency > 0.5;
-	int64_t end, mid, lo;
-
-	for (c++; c <= hi; c = end + 1) {
-		end = mf_cat_nodes(g, c) * g->gpus_per_node;
-		if (end > hi)
-			end = hi;
-		candidate(s, g, pl, rising ? end : c, p);
-		if (late(s->job, p) && over_price(s->job, p))
-			return 0;
-		if (late(s->job, p))
-			continue;
-		for (lo = c; rising && lo < end;) {
-			mid = lo + (end - lo) / 2;
-			candidate(s, g, pl, mid, p);
-			if (late(s->job, p))
-				lo = mid + 1;
+	if (up > lo && need_at(pl, up - 1) <= usable)
+		for (up--; lo < up;) {
+			mid = lo + (up - lo) / 2;
+			if (need_at(pl, mid) <= usable)
+				up = mid;
 			else
-				end = mid;
+				lo = mid + 1;
 		}
-		candidate(s, g, pl, rising ? end : c, p);
-		return over_price(s->job, p) ? 0 : p->count;
-	}
-	return 0;
-}
-
-/* Whether the candidate of pl on count GPUs of g ties cost factor k and,
- * with limits, meets them. */
-static int
-tie_ok(struct search *s, const struct mf_gpu *g, const struct plan *pl,
-    int64_t count, double k, int limits)
-{
-	struct mf_placement p;
-
-	candidate(s, g, pl, count, &p);
-	return ties(cost_factor(s, pl->time_factor, count, p.nodes), k) &&
-	    (!limits || violated(s->job, &p) == MF_LIMIT_NONE);
-}
-
-/*
- * With s->flat, counts above c may cost the same as c, and then the most
- * spare memory ranks first, then the fewer GPUs (design 6): the best is
- * the fewest GPUs that reach the least need of the counts up to hi that
- * tie c in cost (and meet the limits, which c does).  Ties and limits
- * hold on a range of counts from c: cost and hourly price never fall, and
- * a tie on more GPUs takes fewer hours.
- */
-static int64_t
-widest_tie(struct search *s, const struct mf_gpu *g, const struct plan *pl,
-    int64_t c, int64_t hi, int limits)
-{
-	double k = cost_factor(s, pl->time_factor, c, mf_cat_nodes(g, c));
-	int64_t lo = c, mid, least;
-
-	while (lo < hi) {
-		mid = lo + (hi - lo + 1) / 2;
-		if (tie_ok(s, g, pl, mid, k, limits))
-			lo = mid;
-		else
-			hi = mid - 1;
-	}
-	least = need_at(pl, lo);
-	for (hi = lo, lo = c; lo < hi;) {
-		mid = lo + (hi - lo) / 2;
-		if (need_at(pl, mid) == least)
-			hi = mid;
-		else
-			lo = mid + 1;
-	}
-	return hi;
+	if (pl->step > 1)
+		up += (pl->step - up % pl->step) % pl->step;
+	return up <= hi ? up : 0;
 }
 
 static void
@@ -440,19 +523,121 @@ note_fit(struct search *s, const struct mf_placement *p)
 	}
 }
 
-/* A card as the search tries it. */
-struct card {
-	const struct mf_gpu *g;
-	int64_t usable; /* bytes a GPU holds: all of them without a model */
-	double unit;    /* cost over cost factor: price / throughput */
-};
+/*
+ * The last count from c, a multiple of st up to hi, on as many nodes of
+ * the card as c: nodes_of never falls as the count grows.
+ */
+static int64_t
+range_end(const struct search *s, const struct card *cd, int64_t c, int64_t hi,
+    int64_t st)
+{
+	int64_t nodes = nodes_of(s, cd->g, c), end, mid;
+
+	if (s->pods == 0) {
+		end = nodes * cd->g->gpus_per_node;
+		end = end < hi ? end : hi;
+		return end - end % st;
+	}
+	for (end = hi; c < end;) {
+		mid = c + ((end - c) / st + 1) / 2 * st;
+		if (nodes_of(s, cd->g, mid) == nodes)
+			c = mid;
+		else
+			end = mid - st;
+	}
+	return c;
+}
+
+/*
+ * The fewest GPUs from c, whose candidate p is late but within price,
+ * up to hi that meet every limit; 0 when none does.  Hourly price and cost
+ * only grow with the count, so the first count over them ends the search.
+ * Hours do not only fall: within one node count the speed goes as
+ * c^(1 + log2 eff), which rises when eff > 0.5, and each step to more
+ * nodes multiplies it by ie^(log2 of the step).  So every node count's
+ * range of counts is searched on its own, its fastest count being its last
+ * (eff > 0.5) or its first.  Counts are multiples of the plan's step.
+ */
+static int64_t
+meet_deadline(struct search *s, const struct card *cd, const struct plan *pl,
+    int64_t c, int64_t hi, struct mf_placement *p)
+{
+	int rising = s->cat->multi_gpu_efficiency > 0.5;
+	int64_t st = pl->step, end, mid, lo;
+
+	for (c += st; c <= hi; c = end + st) {
+		end = range_end(s, cd, c, hi, st);
+		candidate(s, cd, pl, rising ? end : c, p);
+		if (late(s->job, p) && over_price(s->job, p))
+			return 0;
+		if (late(s->job, p))
+			continue;
+		for (lo = c; rising && lo < end;) {
+			mid = lo + (end - lo) / st / 2 * st;
+			candidate(s, cd, pl, mid, p);
+			if (late(s->job, p))
+				lo = mid + st;
+			else
+				end = mid;
+		}
+		candidate(s, cd, pl, rising ? end : c, p);
+		return over_price(s->job, p) ? 0 : p->count;
+	}
+	return 0;
+}
+
+/* Whether the candidate of pl on count GPUs of the card ties cost factor
+ * k and, with limits, meets them. */
+static int
+tie_ok(struct search *s, const struct card *cd, const struct plan *pl,
+    int64_t count, double k, int limits)
+{
+	struct mf_placement p;
+
+	candidate(s, cd, pl, count, &p);
+	return ties(cost_factor(s, pl->time_factor, count, p.nodes), k) &&
+	    (!limits || violated(s->job, &p) == MF_LIMIT_NONE);
+}
+
+/*
+ * With s->flat, counts above c may cost the same as c, and then the most
+ * spare memory ranks first, then the fewer GPUs (design 6): the best is
+ * the fewest GPUs that reach the least need of the counts up to hi that
+ * tie c in cost (and meet the limits, which c does).  Ties and limits
+ * hold on a range of counts from c: cost and hourly price never fall, and
+ * a tie on more GPUs takes fewer hours.
+ */
+static int64_t
+widest_tie(struct search *s, const struct card *cd, const struct plan *pl,
+    int64_t c, int64_t hi, int limits)
+{
+	double k = cost_factor(s, pl->time_factor, c, nodes_of(s, cd->g, c));
+	int64_t st = pl->step, lo = c, mid, least;
+
+	while (lo < hi) {
+		mid = lo + ((hi - lo) / st + 1) / 2 * st;
+		if (tie_ok(s, cd, pl, mid, k, limits))
+			lo = mid;
+		else
+			hi = mid - st;
+	}
+	least = need_at(pl, lo);
+	for (hi = lo, lo = c; lo < hi;) {
+		mid = lo + (hi - lo) / st / 2 * st;
+		if (need_at(pl, mid) == least)
+			hi = mid;
+		else
+			lo = mid + st;
+	}
+	return hi;
+}
 
 /*
  * Whether a candidate on count GPUs of best's card with this cost, fixes
  * and need ranks no better than best by rank()'s keys.
  */
 static int
-ranks_after(double cost, unsigned fixes, int64_t need, int64_t count,
+ranks_after(double cost, unsigned order, int64_t need, int64_t count,
     const struct mf_placement *best)
 {
 	double memory = (double)best->gpu->memory;
@@ -460,8 +645,8 @@ ranks_after(double cost, unsigned fixes, int64_t need, int64_t count,
 
 	if (!ties(cost, best->cost))
 		return cost > best->cost;
-	if (nfixes(fixes) != nfixes(best->fixes))
-		return nfixes(fixes) > nfixes(best->fixes);
+	if (order != best->order)
+		return order > best->order;
 	if (spare != best->spare)
 		return spare < best->spare;
 	return count >= best->count;
@@ -479,101 +664,132 @@ try_plan(struct search *s, const struct card *cd, const struct plan *pl,
     const struct mf_placement *best, struct mf_placement *p)
 {
 	const struct mf_gpu *g = cd->g;
-	int64_t hi = pl->hi < g->max_count ? pl->hi : g->max_count;
-	int64_t fewest, c, need;
-	double cost;
+	int64_t hi, fewest, c, need, nodes;
+	double k, cost;
 
 	if (pl->tensor > g->gpus_per_node)
 		return 0;
+	hi = plan_hi(pl, cd);
 	fewest = fewest_fit(pl, cd->usable, hi);
 	if (fewest == 0)
 		return 0;
 	need = need_at(pl, fewest);
-	if (best != NULL) {
-		cost = cost_factor(s, pl->time_factor, fewest,
-		           mf_cat_nodes(g, fewest)) *
-		    cd->unit;
-		if (s->flat ? cost > best->cost && !ties(cost, best->cost) :
-		              ranks_after(cost, pl->fixes, need, fewest, best))
-			return 0;
-	}
+	nodes = nodes_of(s, g, fewest);
+	k = cost_factor(s, pl->time_factor, fewest, nodes);
+	cost = k * cd->unit;
+	if (best != NULL &&
+	    (s->flat ? cost > best->cost && !ties(cost, best->cost) :
+	               ranks_after(cost, pl->order, need, fewest, best)))
+		return 0;
 	if (s->flat)
-		candidate(s, g, pl, widest_tie(s, g, pl, fewest, hi, 0), p);
+		candidate(s, cd, pl, widest_tie(s, cd, pl, fewest, hi, 0), p);
 	else
-		candidate_of(s, g, pl, fewest, need, p);
+		fill(s, cd, pl, fewest, nodes, need, k, p);
 	note_fit(s, p);
 	if (violated(s->job, p) == MF_LIMIT_NONE)
 		return 1;
-	candidate(s, g, pl, fewest, p);
+	candidate(s, cd, pl, fewest, p);
 	c = fewest;
 	if (over_price(s->job, p))
 		return 0;
 	if (late(s->job, p))
-		c = meet_deadline(s, g, pl, fewest, hi, p);
+		c = meet_deadline(s, cd, pl, fewest, hi, p);
 	if (c == 0)
 		return 0;
 	if (s->flat)
-		candidate(s, g, pl, widest_tie(s, g, pl, c, hi, 1), p);
+		candidate(s, cd, pl, widest_tie(s, cd, pl, c, hi, 1), p);
 	return 1;
 }
 
+/* The plans a card of usable bytes may hold; NULL when none. */
+static const struct plan_set *
+plans_within(const struct search *s, int64_t usable)
+{
+	size_t lo = 0, hi = s->nbound, mid;
+
+	/* The first bound above usable; the one before it is the last at
+	 * most usable. */
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if (s->bound[mid] <= usable)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo == 0 ? NULL : &s->within[lo - 1];
+}
+
 /*
- * Best candidate of card g over the plans pl[0..n); 0 if none fits within
- * the limits.  The plans are in order of least cost: once one's least
- * cost is above the best so far, so is every later one's; one with more
- * fixes than the best needs a lower cost to win.
+ * Best candidate of card g over the search's plans; 0 if none fits within
+ * the limits, else *which is the plan it is of.  The plans are in order of
+ * least cost: once one's least cost is above the best so far, so is every
+ * later one's; one whose fixes change more than the best's needs a lower
+ * cost to win.  Only the plans the card's memory may hold are tried.
  */
 static int
-best_on(struct search *s, const struct mf_gpu *g, const struct plan *pl,
-    size_t n, struct mf_placement *best)
+best_on(struct search *s, const struct mf_gpu *g,
+    const struct mf_placement *bar, struct mf_placement *best,
+    const struct plan **which)
 {
-	const struct mf_job *job = s->job;
-	struct card cd = { g, INT64_MAX, mf_cat_unit_cost(g) };
+	const struct plan_set *set;
+	const struct plan *pl;
 	struct mf_placement p;
+	struct card cd;
 	double least;
 	int found = 0;
 
-	if (g->memory < job->min_memory)
+	if (!card_of(s, g, &cd))
 		return 0;
-	if (job->model_source != MF_MODEL_NONE)
-		cd.usable = mf_cat_usable_at(g, s->headroom);
-	for (size_t i = 0; i < n; i++) {
-		least = pl[i].k_lo * cd.unit;
-		if (found && least > best->cost && !ties(least, best->cost))
-			break;
-		if (found && nfixes(pl[i].fixes) > nfixes(best->fixes) &&
-		    (least > best->cost || ties(least, best->cost)))
-			continue;
-		if (try_plan(s, &cd, &pl[i], found ? best : NULL, &p) &&
-		    (!found || rank(&p, best) < 0)) {
-			*best = p;
-			found = 1;
+	set = plans_within(s, cd.usable);
+	for (size_t k = 0; set != NULL && k * 64 < s->nplan; k++)
+		for (uint64_t m = set->w[k]; m != 0; m &= m - 1) {
+			pl = &s->plan[k * 64 + (size_t)__builtin_ctzll(m)];
+			least = pl->k_lo * cd.unit;
+			if (bar != NULL && least > bar->cost &&
+			    !ties(least, bar->cost))
+				return found;
+			if (found && least > best->cost &&
+			    !ties(least, best->cost))
+				return 1;
+			if (found && pl->order > best->order &&
+			    (least > best->cost || ties(least, best->cost)))
+				continue;
+			if (try_plan(s, &cd, pl, found ? best : NULL, &p) &&
+			    (!found || rank(&p, best) < 0)) {
+				*best = p;
+				*which = pl;
+				found = 1;
+			}
 		}
-	}
 	return found;
 }
 
-/* Insert p into the ranked list top[0..*n), keeping at most max. */
+/* A candidate as the search keeps it: with the plan it is of. */
+struct kept {
+	struct mf_placement p;
+	const struct plan *pl;
+};
+
+/* Insert c into the ranked list top[0..*n), keeping at most max. */
 static void
-keep_top(struct mf_placement *top, size_t *n, size_t max,
-    const struct mf_placement *p)
+keep_top(struct kept *top, size_t *n, size_t max, const struct kept *c)
 {
 	size_t i = *n;
 
-	if (i == max && rank(p, &top[max - 1]) >= 0)
+	if (i == max && rank(&c->p, &top[max - 1].p) >= 0)
 		return;
 	if (i == max)
 		i--;
 	else
 		(*n)++;
-	while (i > 0 && rank(p, &top[i - 1]) < 0) {
+	while (i > 0 && rank(&c->p, &top[i - 1].p) < 0) {
 		top[i] = top[i - 1];
 		i--;
 	}
-	top[i] = *p;
+	top[i] = *c;
 }
 
-/* Plan order: least cost factor first, then fewer fixes. */
+/* Plan order: least cost factor first, then the fixes that change least. */
 static int
 by_least(const void *pa, const void *pb)
 {
@@ -581,24 +797,44 @@ by_least(const void *pa, const void *pb)
 
 	if (!ties(a->k_lo, b->k_lo))
 		return a->k_lo < b->k_lo ? -1 : 1;
-	return nfixes(a->fixes) - nfixes(b->fixes);
+	return a->order < b->order ? -1 : a->order > b->order;
 }
 
 /*
- * The GPU counts a fix set may run on: the job's own, or with fsdp (and no
- * count asked for) 2 up to the largest maxCount in the catalogue.
+ * The GPU counts a fix set may run on, w being the workload with the set
+ * applied: the job's own; with fsdp (and no count asked for) 2 up to the
+ * largest maxCount in the catalogue; with tensor a replica of tp x
+ * pipeline GPUs; with count the job's and more, in whole replicas.  As
+ * Kubernetes pods, a count splits into pods of whole tensor-parallel
+ * groups (count: of whole replicas).  pin_lo > 0 pins them to pin_lo up
+ * to pin_hi.  lo > hi when no count does.
  */
 static void
-counts(const struct search *s, unsigned fixes, int64_t tp, int64_t *lo,
-    int64_t *hi)
+counts(const struct search *s, const struct mf_workload *w, unsigned fixes,
+    int64_t tp, int64_t pin_lo, int64_t pin_hi, struct plan *pl)
 {
-	*lo = *hi = s->job->count;
-	if ((fixes & MF_FIXBIT(MF_FIX_FSDP)) && !s->job->count_given) {
-		*lo = 2;
-		*hi = s->max_count < 2 ? 2 : s->max_count;
+	const struct mf_job *job = s->job;
+	int64_t replica = w->tensor * w->pipeline;
+	int replicas = (fixes & MF_FIXBIT(MF_FIX_REPLICAS)) != 0;
+
+	pl->lo = pl->hi = job->count;
+	pl->step = replicas ? replica : 1;
+	if ((fixes & MF_FIXBIT(MF_FIX_FSDP)) && !job->count_given) {
+		pl->lo = 2;
+		pl->hi = s->max_count < 2 ? 2 : s->max_count;
 	}
 	if (fixes & MF_FIXBIT(MF_FIX_TENSOR))
-		*lo = *hi = tp;
+		pl->lo = pl->hi = tp * w->pipeline;
+	if (replicas)
+		pl->hi = s->max_count;
+	if (pin_lo > 0) {
+		pl->lo = pin_lo;
+		pl->hi = pin_hi;
+	}
+	if (s->pods > 0)
+		pl->step = s->pods * (replicas ? replica : w->tensor);
+	pl->lo += (pl->step - pl->lo % pl->step) % pl->step;
+	pl->hi -= pl->hi % pl->step;
 }
 
 static void
@@ -608,74 +844,131 @@ plan_costs(struct search *s, struct plan *pl)
 	pl->k_lo = cost_factor(s, pl->time_factor, pl->lo, 1);
 }
 
-/* Workload w (the job's, or one a fix entry changed) with fixes applied,
- * on its counts (tp: a tensor fix's); MF_ERANGE on overflow. */
+/*
+ * Workload w (the job's, or one a fix entry changed) with fixes applied,
+ * on its counts (tp: a tensor fix's; lo > 0: the counts lo to hi instead),
+ * its estimate in *est; MF_ERANGE on overflow.  A job without a model
+ * needs its floor at any count.
+ */
 static enum mf_rc
 plan_of(struct search *s, struct mf_workload w, unsigned fixes, int64_t tp,
-    struct plan *pl)
+    int64_t lo, int64_t hi, struct mf_estimate *est, struct plan *pl)
 {
+	memset(pl, 0, sizeof(*pl));
 	pl->fixes = fixes;
-	counts(s, fixes, tp, &pl->lo, &pl->hi);
-	mf_fix_apply(&w, fixes, pl->lo);
+	pl->order = mf_fix_order(fixes);
+	mf_fix_apply(&w, fixes, tp);
+	counts(s, &w, fixes, tp, lo, hi, pl);
 	pl->tensor = w.tensor;
-	if (mf_est_compute(&s->job->model, &w, &pl->est) != MF_OK)
+	pl->sharded = (fixes & MF_FIXBIT(MF_FIX_FSDP)) != 0;
+	pl->est = est;
+	if (s->job->model_source == MF_MODEL_NONE) {
+		memset(est, 0, sizeof(*est));
+		pl->need = pl->bound = s->job->min_memory;
+		plan_costs(s, pl);
+		return MF_OK;
+	}
+	if (pl->sharded)
+		w.shard_gpus = pl->lo;
+	if (mf_est_compute(&s->job->model, &w, est) != MF_OK)
 		return MF_ERANGE;
-	pl->need = pl->est.per_gpu;
-	pl->one = mf_est_per_gpu(&pl->est, 1);
-	pl->inf = mf_est_per_gpu(&pl->est, INT64_MAX);
+	pl->need = est->per_gpu;
+	mf_est_split(est, &pl->split);
+	pl->one = mf_est_per_gpu(est, 1);
+	pl->inf = mf_est_per_gpu(est, INT64_MAX);
+	pl->bound = pl->sharded && pl->lo < pl->hi ? pl->inf : pl->need;
 	plan_costs(s, pl);
 	return MF_OK;
 }
 
-static enum mf_rc
-make_plan(struct search *s, unsigned fixes, int64_t tp, struct plan *pl)
+static int
+by_value(const void *pa, const void *pb)
 {
-	return plan_of(s, s->job->work, fixes, tp, pl);
+	int64_t a = *(const int64_t *)pa, b = *(const int64_t *)pb;
+
+	return a < b ? -1 : a > b;
 }
 
-/* A minMemory-only job has one plan: no fixes, its count, its floor. */
+/* s->bound and s->within for the plans as listed. */
 static void
-floor_plan(struct search *s, struct plan *pl)
+index_bounds(struct search *s)
 {
-	memset(pl, 0, sizeof(*pl));
-	pl->lo = pl->hi = s->job->count;
-	pl->tensor = 1;
-	pl->need = s->job->min_memory;
-	plan_costs(s, pl);
+	size_t n = 0;
+
+	for (size_t i = 0; i < s->nplan; i++)
+		s->bound[i] = s->plan[i].bound;
+	qsort(s->bound, s->nplan, sizeof(s->bound[0]), by_value);
+	for (size_t i = 0; i < s->nplan; i++)
+		if (n == 0 || s->bound[i] != s->bound[n - 1])
+			s->bound[n++] = s->bound[i];
+	s->nbound = n;
+	for (size_t j = 0; j < n; j++) {
+		memset(&s->within[j], 0, sizeof(s->within[j]));
+		for (size_t i = 0; i < s->nplan; i++)
+			if (s->plan[i].bound <= s->bound[j])
+				s->within[j].w[i / 64] |= UINT64_C(1)
+				    << (i % 64);
+	}
 }
 
+/*
+ * The plans of workload w with the fixes of base and each subset of
+ * extra (each of a tensor fix's counts), into s->plan, least cost first;
+ * lo > 0 pins their counts to lo..hi.  MF_ERANGE on overflow.
+ */
 static enum mf_rc
-list_plans(struct search *s, struct mf_error *err)
+list_sets(struct search *s, const struct mf_workload *w, unsigned base,
+    unsigned extra, int64_t tp, int64_t lo, int64_t hi)
+{
+	struct plan *pl;
+
+	s->nplan = 0;
+	if (s->ntp == 0 && !(base & MF_FIXBIT(MF_FIX_TENSOR)))
+		extra &= ~MF_FIXBIT(MF_FIX_TENSOR);
+	extra &= ~base;
+	/* Every subset of extra, the empty set included; with tensor, once
+	 * for each of its counts. */
+	for (unsigned sub = extra;; sub = (sub - 1) & extra) {
+		unsigned set = base | sub;
+		int own = (sub & MF_FIXBIT(MF_FIX_TENSOR)) != 0;
+		size_t n = own ? s->ntp : 1;
+
+		for (size_t i = 0; i < n && mf_fix_compatible(set); i++) {
+			if (s->nplan == MAX_PLANS)
+				return MF_ERANGE;
+			pl = &s->plan[s->nplan];
+			if (plan_of(s, *w, set, own ? s->tp[i] : tp, lo, hi,
+			        &s->est[s->nplan], pl) != MF_OK)
+				return MF_ERANGE;
+			s->nplan += pl->lo <= pl->hi;
+		}
+		if (sub == 0)
+			break;
+	}
+	qsort(s->plan, s->nplan, sizeof(s->plan[0]), by_least);
+	index_bounds(s);
+	return MF_OK;
+}
+
+/* The fixes of allowedFixes admission may apply by itself to the job. */
+static unsigned
+allowed_of(const struct search *s)
 {
 	const struct mf_job *job = s->job;
 	unsigned allowed = 0;
 
-	if (job->model_source == MF_MODEL_NONE) {
-		floor_plan(s, &s->plan[s->nplan++]);
-		return MF_OK;
-	}
 	for (int f = 0; f < MF_FIX_COUNT; f++)
 		if ((job->allowed_fixes & MF_FIXBIT(f)) &&
 		    mf_fix_info((enum mf_fix)f)->searched &&
 		    mf_fix_applies(job, &job->work, (enum mf_fix)f))
 			allowed |= MF_FIXBIT(f);
-	if (s->ntp == 0)
+	/* A floor alone takes more GPUs, and no fix of a model. */
+	if (job->model_source == MF_MODEL_NONE)
+		allowed &= MF_FIXBIT(MF_FIX_REPLICAS);
+	/* As pods, a tensor-parallel group stays in one pod. */
+	if (s->pods > 1)
 		allowed &= ~MF_FIXBIT(MF_FIX_TENSOR);
-	/* Every subset of allowed, the empty set included; with tensor,
-	 * once for each of its counts. */
-	for (unsigned sub = allowed;; sub = (sub - 1) & allowed) {
-		size_t n = sub & MF_FIXBIT(MF_FIX_TENSOR) ? s->ntp : 1;
-
-		for (size_t i = 0; i < n && mf_fix_compatible(sub); i++)
-			if (s->nplan == MAX_PLANS ||
-			    make_plan(s, sub, s->tp[i], &s->plan[s->nplan++]) !=
-			        MF_OK)
-				return mf_est_range_error(err);
-		if (sub == 0)
-			break;
-	}
-	qsort(s->plan, s->nplan, sizeof(s->plan[0]), by_least);
-	return MF_OK;
+	return allowed;
 }
 
 /*
@@ -688,17 +981,12 @@ static void
 tensor_counts(struct search *s)
 {
 	const struct mf_model *m = &s->job->model;
-	int64_t node = 1;
 
 	s->ntp = 0;
 	if (s->job->model_source == MF_MODEL_NONE)
 		return;
-	for (size_t i = 0; i < s->cat->ngpus; i++)
-		if (s->cat->gpus[i].gpus_per_node > node)
-			node = s->cat->gpus[i].gpus_per_node;
-	for (int64_t t = 2; t <= node && s->ntp < MAX_TP; t++)
-		if (m->heads % t == 0 &&
-		    (m->kv_heads % t == 0 || t % m->kv_heads == 0))
+	for (int64_t t = 2; t <= s->node && s->ntp < MAX_TP; t++)
+		if (mf_tensor_valid(m, t))
 			s->tp[s->ntp++] = t;
 }
 
@@ -709,13 +997,19 @@ search_init(struct search *s, const struct mf_job *job,
 	s->job = job;
 	s->cat = cat;
 	s->headroom = mf_headroom(cat, &job->work);
+	s->keep = mf_cat_keep(s->headroom);
 	s->ref_hours = job->reference_hours > 0 ? job->reference_hours : 1.0;
-	s->max_count = 1;
-	for (size_t i = 0; i < cat->ngpus; i++)
+	s->pods = job->pods;
+	s->max_count = s->node = 1;
+	for (size_t i = 0; i < cat->ngpus; i++) {
 		if (cat->gpus[i].max_count > s->max_count)
 			s->max_count = cat->gpus[i].max_count;
+		if (cat->gpus[i].gpus_per_node > s->node)
+			s->node = cat->gpus[i].gpus_per_node;
+	}
 	s->flat = cat->multi_gpu_efficiency >= FLAT_EFFICIENCY;
 	tensor_counts(s);
+	s->allowed = allowed_of(s);
 	s->limited = job->max_hourly_price >= 0 || job->max_cost >= 0 ||
 	    job->deadline_hours >= 0;
 	s->nplan = 0;
@@ -728,34 +1022,43 @@ search_init(struct search *s, const struct mf_job *job,
 static void
 search_cards(struct search *s, struct mf_decision *d)
 {
-	struct mf_placement top[MF_MAX_ALTERNATIVES + 1], p;
+	struct kept top[MF_MAX_ALTERNATIVES + 1], c;
 	size_t n = 0;
 
 	for (size_t i = 0; i < s->cat->ngpus; i++)
-		if (best_on(s, &s->cat->gpus[i], s->plan, s->nplan, &p))
-			keep_top(top, &n, MF_MAX_ALTERNATIVES + 1, &p);
+		if (best_on(s, &s->cat->gpus[i],
+		        n == MF_MAX_ALTERNATIVES + 1 ? &top[n - 1].p : NULL,
+		        &c.p, &c.pl))
+			keep_top(top, &n, MF_MAX_ALTERNATIVES + 1, &c);
+	for (size_t i = 0; i < n; i++)
+		serve_figures(s, top[i].pl, &top[i].p);
 	d->admitted = n > 0;
 	if (n == 0)
 		return;
-	d->placement = top[0];
+	d->placement = top[0].p;
 	d->nalt = n - 1;
-	memcpy(d->alt, top + 1, (n - 1) * sizeof(top[0]));
+	for (size_t i = 1; i < n; i++)
+		d->alt[i - 1] = top[i].p;
 }
 
-/* The cheapest placement of one plan, within limits. */
+/* The cheapest placement of s's plans, within limits. */
 static int
-cheapest_with(struct search *s, const struct plan *pl,
-    struct mf_placement *best)
+cheapest(struct search *s, struct mf_placement *best)
 {
-	struct mf_placement p;
+	struct kept c, b;
 	int found = 0;
 
 	for (size_t i = 0; i < s->cat->ngpus; i++)
-		if (best_on(s, &s->cat->gpus[i], pl, 1, &p) &&
-		    (!found || rank(&p, best) < 0)) {
-			*best = p;
+		if (best_on(s, &s->cat->gpus[i], found ? &b.p : NULL, &c.p,
+		        &c.pl) &&
+		    (!found || rank(&c.p, &b.p) < 0)) {
+			b = c;
 			found = 1;
 		}
+	if (found) {
+		serve_figures(s, b.pl, &b.p);
+		*best = b.p;
+	}
 	return found;
 }
 
@@ -763,16 +1066,14 @@ cheapest_with(struct search *s, const struct plan *pl,
 static int64_t
 fewest_anywhere(const struct search *s, const struct plan *pl)
 {
-	int64_t best = 0, c, hi;
+	struct card cd;
+	int64_t best = 0, c;
 
 	for (size_t i = 0; i < s->cat->ngpus; i++) {
-		const struct mf_gpu *g = &s->cat->gpus[i];
-
-		if (g->memory < s->job->min_memory ||
-		    pl->tensor > g->gpus_per_node)
+		if (!card_of(s, &s->cat->gpus[i], &cd) ||
+		    pl->tensor > cd.g->gpus_per_node)
 			continue;
-		hi = pl->hi < g->max_count ? pl->hi : g->max_count;
-		c = fewest_fit(pl, mf_cat_usable_at(g, s->headroom), hi);
+		c = fewest_fit(pl, cd.usable, plan_hi(pl, &cd));
 		if (c > 0 && (best == 0 || c < best))
 			best = c;
 	}
@@ -780,30 +1081,65 @@ fewest_anywhere(const struct search *s, const struct plan *pl)
 }
 
 /*
- * Entry e for fix, made of plan pl: on the fewest GPUs that fit somewhere
- * (fsdp), else on the most there are; amount is what its manifest change
- * sets, but for fsdp, whose amount is that count.
+ * Where the job goes with the fixes of an entry written into it: the
+ * cheapest placement, within limits, of workload w with the fixes of set
+ * (tp: its tensor count) on the counts lo..hi (lo 0: the set's own), and
+ * each subset of the allowed fixes admission adds by itself, as it would
+ * when the manifest change is sent again.
  */
 static enum mf_rc
-entry_of(struct search *s, enum mf_fix fix, struct plan *pl, int64_t amount,
-    struct mf_fix_option *e)
+entry_placement(struct search *s, const struct mf_workload *w, unsigned set,
+    int64_t tp, int64_t lo, int64_t hi, struct mf_fix_option *e)
+{
+	if (list_sets(s, w, set, s->allowed, tp, lo, hi) != MF_OK)
+		return MF_ERANGE;
+	e->placed = cheapest(s, &e->placement);
+	return MF_OK;
+}
+
+/* What entry e's manifest change writes beside its fixes' fields: the
+ * referenceHours of the job run with them (design 6's time factors). */
+static void
+entry_hours(const struct search *s, struct mf_fix_option *e)
+{
+	double tf = time_factor(s->cat, e->fixes);
+
+	e->reference_hours = 0;
+	if (s->job->reference_hours > 0 && tf != 1.0)
+		e->reference_hours = s->job->reference_hours * tf;
+}
+
+/*
+ * Entry e for fix with the set fixes of plan pl, on c GPUs (the fewest
+ * that fit somewhere, else the most there are); amount is what its
+ * manifest change sets, but for fsdp, whose amount is that count.  An
+ * fsdp entry whose count the limits rule out takes more GPUs.
+ */
+static enum mf_rc
+entry_of(struct search *s, enum mf_fix fix, const struct mf_workload *w,
+    struct plan *pl, int64_t tp, int64_t amount, struct mf_fix_option *e)
 {
 	int64_t c = fewest_anywhere(s, pl);
+	int pin = pl->sharded || (fix == MF_FIX_TENSOR);
 
 	if (c == 0)
-		c = pl->hi;
-	pl->need = need_at(pl, c);
-	pl->lo = pl->hi = c;
-	plan_costs(s, pl);
+		c = pl->lo <= pl->hi ? pl->hi : pl->lo;
 	e->fix = fix;
 	e->fixes = pl->fixes;
 	e->gpus = c;
 	e->amount = fix == MF_FIX_FSDP ? c : amount;
-	e->need = pl->need;
-	e->min_memory = mf_floor_for(pl->need, s->headroom);
-	if (e->min_memory < 0)
+	e->need = need_at(pl, c);
+	e->min_memory = mf_floor_for(e->need, s->headroom);
+	entry_hours(s, e);
+	if (e->min_memory < 0 ||
+	    entry_placement(s, w, pl->fixes, tp, pin ? c : 0, c, e) != MF_OK)
 		return MF_ERANGE;
-	e->placed = cheapest_with(s, pl, &e->placement);
+	if (!e->placed && fix == MF_FIX_FSDP && s->limited && c < pl->hi) {
+		if (entry_placement(s, w, pl->fixes, tp, c, pl->hi, e) != MF_OK)
+			return MF_ERANGE;
+		if (e->placed)
+			e->gpus = e->amount = e->placement.count;
+	}
 	return MF_OK;
 }
 
@@ -816,25 +1152,23 @@ static int64_t
 served_amount(struct search *s, const struct plan *pl, enum mf_fix fix)
 {
 	const struct mf_workload *w = &s->job->work;
-	int64_t best = 0, v, usable, want;
+	int64_t best = 0, v, want;
 	double least = 0, cost;
+	struct card cd;
 
 	want = fix == MF_FIX_CONTEXT ? w->context_len : w->concurrency;
 	for (size_t i = 0; i < s->cat->ngpus; i++) {
-		const struct mf_gpu *g = &s->cat->gpus[i];
-
-		if (g->memory < s->job->min_memory || g->max_count < pl->lo ||
-		    pl->tensor > g->gpus_per_node)
+		if (!card_of(s, &s->cat->gpus[i], &cd) || cd.most < pl->lo ||
+		    pl->tensor > cd.g->gpus_per_node)
 			continue;
-		usable = mf_cat_usable_at(g, s->headroom);
 		v = fix == MF_FIX_CONTEXT ?
-		    mf_est_max_context(&pl->est, usable, w->concurrency) :
-		    mf_est_max_seqs(&pl->est, usable);
+		    mf_est_max_context(pl->est, cd.usable, w->concurrency) :
+		    mf_est_max_seqs(pl->est, cd.usable);
 		if (v < 1 || v >= want)
 			continue;
 		cost = cost_factor(s, pl->time_factor, pl->lo,
-		           mf_cat_nodes(g, pl->lo)) *
-		    mf_cat_unit_cost(g);
+		           nodes_of(s, cd.g, pl->lo)) *
+		    cd.unit;
 		if (best == 0 || cost < least ||
 		    (ties(cost, least) && v > best)) {
 			best = v;
@@ -845,33 +1179,95 @@ served_amount(struct search *s, const struct plan *pl, enum mf_fix fix)
 }
 
 /*
- * Entry e for fix with the set fixes; *made is 0 when the fix has no
- * entry to give (no tensor count the model takes; no shorter context or
- * fewer sequences that fit).
+ * The count entry: the job as it is (else with the post's cumulative
+ * fixes cum) on more data-parallel GPUs, the fewest that meet the limits
+ * on the card that is cheapest then.  *made is 0 when no count does.
  */
 static enum mf_rc
-fix_entry(struct search *s, enum mf_fix fix, unsigned fixes,
+count_entry(struct search *s, unsigned cum, struct mf_fix_option *e, int *made)
+{
+	const struct mf_workload *w = &s->job->work;
+	unsigned sets[2] = { MF_FIXBIT(MF_FIX_REPLICAS),
+		cum | MF_FIXBIT(MF_FIX_REPLICAS) };
+	struct mf_estimate est;
+	struct plan pl;
+
+	*made = 0;
+	for (size_t i = 0; i < 2 && !*made; i++) {
+		if (i == 1 && cum == 0)
+			break;
+		if (plan_of(s, *w, sets[i], 0, 0, 0, &est, &pl) != MF_OK)
+			return MF_ERANGE;
+		e->fix = MF_FIX_REPLICAS;
+		e->fixes = sets[i];
+		e->need = pl.need;
+		/* A floor is the whole card's, a model's need is kept free of
+		 * the headroom. */
+		e->min_memory = s->job->model_source == MF_MODEL_NONE ?
+		    s->job->min_memory :
+		    mf_floor_for(pl.need, s->headroom);
+		entry_hours(s, e);
+		if (e->min_memory < 0 ||
+		    entry_placement(s, w, sets[i], 0, 0, 0, e) != MF_OK)
+			return MF_ERANGE;
+		*made = e->placed && e->placement.count > s->job->count;
+	}
+	if (*made)
+		e->gpus = e->amount = e->placement.count;
+	return MF_OK;
+}
+
+/*
+ * The largest tensor-parallel count within a node that the model takes,
+ * for a job whose own is more than any node holds; 0 when none.
+ */
+static int64_t
+node_tensor(const struct search *s)
+{
+	return s->ntp > 0 ? s->tp[s->ntp - 1] : 0;
+}
+
+/*
+ * Entry e for fix with the set fixes; *made is 0 when the fix has no
+ * entry to give (no tensor count the model takes; no shorter context or
+ * fewer sequences that fit; no count that meets the limits).
+ */
+static enum mf_rc
+fix_entry(struct search *s, enum mf_fix fix, unsigned fixes, unsigned cum,
     struct mf_fix_option *e, int *made)
 {
 	struct mf_workload w = s->job->work;
+	struct mf_estimate est;
 	struct plan pl;
-	int64_t amount = 0;
+	int64_t amount = 0, t = 0;
 	size_t i;
 
 	*made = 1;
+	if (fix == MF_FIX_REPLICAS)
+		return count_entry(s, cum, e, made);
+	if (fix == MF_FIX_TENSOR && w.tensor > s->node) {
+		/* Tensor parallel stays within a node: the most it takes. */
+		t = node_tensor(s);
+		*made = t > 0;
+		w.tensor = 1;
+		if (*made && plan_of(s, w, fixes, t, 0, 0, &est, &pl) != MF_OK)
+			return MF_ERANGE;
+		return *made ? entry_of(s, fix, &w, &pl, t, t, e) : MF_OK;
+	}
 	if (fix == MF_FIX_TENSOR) {
 		/* The fewest GPUs that fit somewhere, else the most. */
 		for (i = 0; i < s->ntp; i++) {
-			if (make_plan(s, fixes, s->tp[i], &pl) != MF_OK)
+			t = s->tp[i];
+			if (plan_of(s, w, fixes, t, 0, 0, &est, &pl) != MF_OK)
 				return MF_ERANGE;
 			if (fewest_anywhere(s, &pl) > 0)
 				break;
 		}
 		*made = s->ntp > 0;
-		return *made ? entry_of(s, fix, &pl, pl.lo, e) : MF_OK;
+		return *made ? entry_of(s, fix, &w, &pl, t, pl.lo, e) : MF_OK;
 	}
 	if (fix == MF_FIX_CONTEXT || fix == MF_FIX_CONCURRENCY) {
-		if (make_plan(s, 0, 0, &pl) != MF_OK)
+		if (plan_of(s, w, 0, 0, 0, 0, &est, &pl) != MF_OK)
 			return MF_ERANGE;
 		amount = served_amount(s, &pl, fix);
 		if (amount == 0) {
@@ -883,9 +1279,28 @@ fix_entry(struct search *s, enum mf_fix fix, unsigned fixes,
 		else
 			w.concurrency = amount;
 	}
-	if (plan_of(s, w, fixes, 0, &pl) != MF_OK)
+	if (plan_of(s, w, fixes, 0, 0, 0, &est, &pl) != MF_OK)
 		return MF_ERANGE;
-	return entry_of(s, fix, &pl, amount, e);
+	return entry_of(s, fix, &w, &pl, 0, amount, e);
+}
+
+/* Whether the rejection lists fix: those that change the job; for a job
+ * without a model only count, and for a tensor-parallel group past every
+ * node only tensor. */
+static int
+listed(const struct search *s, enum mf_fix fix)
+{
+	const struct mf_job *job = s->job;
+
+	if (job->model_source == MF_MODEL_NONE)
+		return fix == MF_FIX_REPLICAS &&
+		    mf_fix_applies(job, &job->work, fix);
+	/* Past every node only a smaller tensor-parallel group helps. */
+	if (job->work.tensor > s->node)
+		return fix == MF_FIX_TENSOR;
+	if (fix == MF_FIX_TENSOR && s->pods > 1)
+		return 0;
+	return mf_fix_applies(job, &job->work, fix);
 }
 
 /* The rejection's fix list, in the post's order (design 7), then an
@@ -893,7 +1308,6 @@ fix_entry(struct search *s, enum mf_fix fix, unsigned fixes,
 static enum mf_rc
 list_fixes(struct search *s, struct mf_decision *d)
 {
-	const struct mf_job *job = s->job;
 	unsigned cum = 0;
 	enum mf_rc rc = MF_OK;
 	int f, made;
@@ -901,11 +1315,11 @@ list_fixes(struct search *s, struct mf_decision *d)
 	d->nfixes = 0;
 	d->suggested = -1;
 	for (f = 0; f < MF_FIX_COUNT && rc == MF_OK; f++) {
-		if (!mf_fix_applies(job, &job->work, (enum mf_fix)f))
+		if (!listed(s, (enum mf_fix)f))
 			continue;
 		if (mf_fix_info((enum mf_fix)f)->cumulative)
 			cum |= MF_FIXBIT(f);
-		rc = fix_entry(s, (enum mf_fix)f, cum | MF_FIXBIT(f),
+		rc = fix_entry(s, (enum mf_fix)f, cum | MF_FIXBIT(f), cum,
 		    &d->fixes[d->nfixes], &made);
 		d->nfixes += made != 0;
 	}
@@ -927,7 +1341,7 @@ largest_card(const struct search *s)
 	for (size_t i = 0; i < s->cat->ngpus; i++) {
 		const struct mf_gpu *g = &s->cat->gpus[i];
 
-		if (g->max_count >= s->job->count &&
+		if (most_of(s, g) >= s->job->count &&
 		    (best == NULL || g->memory > best->memory))
 			best = g;
 	}
@@ -997,6 +1411,12 @@ explain_rejection(const struct search *s, struct mf_decision *d)
 
 	if (s->have_fit) {
 		explain_limit(s, d);
+		return;
+	}
+	if (job->work.tensor > s->node) {
+		snprintf(d->reason, sizeof(d->reason),
+		    "tensor parallel stays within a node: parallelism.tensor %lld is more than the %lld GPUs of the largest node in the catalogue (gpusPerNode)",
+		    (long long)job->work.tensor, (long long)s->node);
 		return;
 	}
 	if (big == NULL) {
@@ -1121,14 +1541,20 @@ mf_place(const struct mf_job *given, const struct mf_catalog *cat,
 	enum mf_rc rc;
 
 	mf_job_bind(job, cat);
+	/* As pods, every pod takes a GPU at least. */
+	if (job->pods > 0 && !job->count_given)
+		job->count = job->pods;
+	rc = mf_job_check_layout(job, err);
+	if (rc != MF_OK)
+		return rc;
 	memset(&d, 0, sizeof(d));
 	d.limit = MF_LIMIT_NONE;
 	d.suggested = -1;
 	d.from_model = job->model_source != MF_MODEL_NONE;
 	search_init(&s, job, cat);
-	rc = list_plans(&s, err);
+	rc = list_sets(&s, &job->work, 0, s.allowed, 0, 0, 0);
 	if (rc != MF_OK)
-		goto out;
+		goto range;
 	search_cards(&s, &d);
 	rc = describe(&s, &d);
 	if (rc != MF_OK)
@@ -1138,7 +1564,8 @@ mf_place(const struct mf_job *given, const struct mf_catalog *cat,
 		goto range;
 	if (!d.admitted) {
 		explain_rejection(&s, &d);
-		if (d.from_model && (rc = list_fixes(&s, &d)) != MF_OK)
+		rc = list_fixes(&s, &d);
+		if (rc != MF_OK)
 			goto range;
 	}
 	add_warnings(&d);

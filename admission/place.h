@@ -24,12 +24,16 @@ struct mf_placement {
 	int64_t count;
 	int64_t nodes;       /* nodes the count spans: mf_cat_nodes */
 	unsigned fixes;      /* fixes admission applied (MF_FIXBIT) */
+	unsigned order;      /* mf_fix_order(fixes): ranks ties in cost */
 	int64_t need;        /* bytes per GPU: derived need, or the floor */
 	double spare;        /* (memory - need) / memory */
 	double hourly_price; /* hourlyPrice x count */
 	double hours; /* to finish; valid when the job has referenceHours */
 	double cost;  /* likewise */
 	double cost_per_ref_hour; /* cost / referenceHours: the ranking key */
+	/* The referenceHours of the job with the fixes written in: its own x
+	 * their time factor; 0 when that is the job's own. */
+	double reference_hours;
 	/* Inference (design 14): sequences of contextLength that fit on
 	 * this card, and the tokens each of concurrency sequences may have;
 	 * 0 for training. */
@@ -43,11 +47,19 @@ struct mf_fix_option {
 	unsigned fixes; /* every fix this entry includes */
 	int64_t gpus;   /* GPUs the entry runs on (fsdp: the shard count) */
 	int64_t amount; /* the number its manifest change sets: GPUs (fsdp,
-	                   tensor), tokens (context), sequences (concurrency) */
-	int64_t need;   /* bytes per GPU after the fixes */
+	                   tensor, count), tokens (context), sequences
+	                   (concurrency) */
+	/* The spec.duration.referenceHours its manifest change also sets:
+	 * referenceHours describes the job as written, so a fix that changes
+	 * the run time (a time factor) scales it; 0 when it is unchanged. */
+	double reference_hours;
+	int64_t need; /* bytes per GPU after the fixes */
 	int64_t
 	    min_memory; /* suggested floor: need / (1 - headroom), whole GiB */
 	int placed;     /* placement below is valid */
+	/* Where the job goes with the manifest change written into it: the
+	 * cheapest placement within the limits, with the allowed fixes
+	 * admission adds by itself (placement.fixes has them all). */
 	struct mf_placement placement;
 };
 
@@ -84,10 +96,27 @@ struct mf_decision {
 /*
  * Decide where job goes on cat.  job must have a model unless it has a
  * floor (model_source URL must have been resolved).  MF_ERANGE with err
- * filled when the job's figures overflow; out is complete on MF_OK.
+ * filled when the job's figures overflow, MF_EINVAL when its layout is
+ * one no framework starts (mf_job_check_layout); out is complete on MF_OK.
+ * With job->pods, every count is that many pods of the same GPUs, each on
+ * one node.
  */
 enum mf_rc mf_place(const struct mf_job *job, const struct mf_catalog *cat,
     struct mf_decision *out, struct mf_error *err);
+
+/*
+ * Whether vLLM and the training frameworks start tensor parallel over t
+ * GPUs for model m: t divides the attention heads, and the KV heads
+ * divide t or t divides them (a KV head replicated whole).
+ */
+int mf_tensor_valid(const struct mf_model *m, int64_t t);
+/*
+ * MF_EINVAL, naming spec.workload.parallelism.tensor, the rule and the
+ * nearest size that keeps it, when the job's tensor-parallel size breaks
+ * mf_tensor_valid; MF_OK otherwise (and for a job whose model is not
+ * known yet).
+ */
+enum mf_rc mf_job_check_layout(const struct mf_job *job, struct mf_error *err);
 
 /* Suggested floor: bytes / (1 - headroom) rounded up to a whole GiB; -1
  * when that does not fit in 63 bits (or bytes is negative). */

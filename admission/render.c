@@ -70,10 +70,14 @@ slurm_map(struct mf_jw *w, const struct mf_gpu *g, int64_t count)
 	mf_jw_close(w, '}');
 }
 
-/* The manifest fields fixes set, each fix's amount (GPUs for fsdp and
- * tensor, tokens, sequences) being amount. */
+/*
+ * The manifest fields fixes set: a GPU count (fsdp, tensor, count) being
+ * gpus, another amount (tokens, sequences) amount; and referenceHours
+ * when it changes (reference_hours > 0).
+ */
 static void
-manifest_change(struct mf_jw *w, unsigned fixes, int64_t amount)
+manifest_change(struct mf_jw *w, unsigned fixes, int64_t gpus, int64_t amount,
+    double reference_hours)
 {
 	mf_jw_open(w, "manifestChange", '{');
 	for (int f = 0; f < MF_FIX_COUNT; f++) {
@@ -82,6 +86,9 @@ manifest_change(struct mf_jw *w, unsigned fixes, int64_t amount)
 		if (!(fixes & MF_FIXBIT(f)))
 			continue;
 		switch (fi->kind) {
+		case MF_FIXV_GPUS:
+			mf_jw_int(w, fi->field, gpus);
+			break;
 		case MF_FIXV_AMOUNT:
 			mf_jw_int(w, fi->field, amount);
 			break;
@@ -96,12 +103,17 @@ manifest_change(struct mf_jw *w, unsigned fixes, int64_t amount)
 			break;
 		}
 	}
+	if (reference_hours > 0)
+		mf_jw_num(w, "spec.duration.referenceHours", reference_hours,
+		    6);
 	mf_jw_close(w, '}');
 }
 
+/* A placement; amount is what a context or concurrency fix among its
+ * fixes sets (an entry's), 0 for the others. */
 static void
 placement(struct mf_jw *w, const char *key, const struct mf_job *job,
-    const struct mf_placement *p)
+    const struct mf_placement *p, int64_t amount)
 {
 	int timed = job->reference_hours > 0;
 
@@ -127,20 +139,21 @@ placement(struct mf_jw *w, const char *key, const struct mf_job *job,
 	}
 	fix_list(w, "fixes", p->fixes);
 	/* What the job as placed sets: its fixes on the placement's GPUs,
-	 * as mf_fix_apply does. */
-	manifest_change(w, p->fixes, p->count);
+	 * as mf_fix_apply does, and the hours of the job so written. */
+	manifest_change(w, p->fixes, p->count, amount, p->reference_hours);
 	labels(w, p->gpu);
 	slurm_map(w, p->gpu, p->count);
 	mf_jw_close(w, '}');
 }
 
 static void
-code_change(struct mf_jw *w, unsigned fixes)
+code_change(struct mf_jw *w, const struct mf_job *job, unsigned fixes)
 {
 	mf_jw_open(w, "codeChange", '[');
 	for (int f = 0; f < MF_FIX_COUNT; f++)
 		if (fixes & MF_FIXBIT(f))
-			mf_jw_str(w, NULL, mf_fix_info(f)->code);
+			mf_jw_str(w, NULL,
+			    mf_fix_code(f, job->work.kind == MF_INFERENCE));
 	mf_jw_close(w, ']');
 }
 
@@ -159,11 +172,13 @@ fix_entries(struct mf_jw *w, const struct mf_job *job,
 		mf_jw_int(w, "needBytes", e->need);
 		quantity(w, "minMemory", e->min_memory, MF_QTY_BINARY);
 		if (e->placed)
-			placement(w, "placement", job, &e->placement);
+			placement(w, "placement", job, &e->placement,
+			    e->amount);
 		else
 			mf_jw_null(w, "placement");
-		manifest_change(w, e->fixes, e->amount);
-		code_change(w, e->fixes);
+		manifest_change(w, e->fixes, e->amount, e->amount,
+		    e->reference_hours);
+		code_change(w, job, e->fixes);
 		mf_jw_bool(w, "modellingDecision",
 		    mf_fix_info(e->fix)->modelling);
 		mf_jw_close(w, '}');
@@ -202,10 +217,10 @@ mf_write_decision(struct mf_jw *w, const char *key, const struct mf_job *job,
 		mf_jw_str(w, NULL, d->warnings[i]);
 	mf_jw_close(w, ']');
 	if (d->admitted) {
-		placement(w, "placement", job, &d->placement);
+		placement(w, "placement", job, &d->placement, 0);
 		mf_jw_open(w, "alternatives", '[');
 		for (size_t i = 0; i < d->nalt; i++)
-			placement(w, NULL, job, &d->alt[i]);
+			placement(w, NULL, job, &d->alt[i], 0);
 		mf_jw_close(w, ']');
 	} else {
 		mf_jw_str(w, "reason", d->reason);

@@ -45,7 +45,8 @@ struct review {
 	const struct mf_node *annotations; /* the object's, when it opted in */
 	const struct mf_node *pod;         /* the pod spec */
 	const char *pod_path;              /* its JSON Pointer */
-	const char *name;      /* for the decision and the log; may be NULL */
+	const char *name; /* for the decision and the log; may be NULL */
+	int64_t pods; /* pods the job runs as, each on one node (design 11) */
 	struct mf_patch patch; /* owned */
 	const char *patched;   /* the patch's text, once allowed; in patch */
 	size_t patched_len;
@@ -369,11 +370,15 @@ changes_text(struct mf_buf *b, const struct mf_fix_option *e)
 		    mf_fix_value_text(f, e->amount, v, sizeof(v)));
 		sep = ", ";
 	}
+	if (e->reference_hours > 0)
+		mf_buf_printf(b, "%sspec.duration.referenceHours: %g", sep,
+		    e->reference_hours);
 }
 
-/* "; suggested fix: fsdp over 2 GPUs (spec...: 2), placement H100 x2" */
+/* lead "; suggested fix: ", then "fsdp over 2 GPUs (spec...: 2), placement
+ * H100 x2" */
 static void
-suggestion_text(struct mf_buf *b, const struct mf_job *job,
+suggestion_text(struct mf_buf *b, const char *lead, const struct mf_job *job,
     const struct mf_decision *d)
 {
 	const struct mf_fix_option *e;
@@ -385,10 +390,10 @@ suggestion_text(struct mf_buf *b, const struct mf_job *job,
 	}
 	e = &d->fixes[d->suggested];
 	if (e->fix == MF_FIX_FSDP)
-		mf_buf_printf(b, "; suggested fix: fsdp over %lld GPUs (",
+		mf_buf_printf(b, "%sfsdp over %lld GPUs (", lead,
 		    (long long)e->gpus);
 	else
-		mf_buf_printf(b, "; suggested fix: %s (", mf_fix_name(e->fix));
+		mf_buf_printf(b, "%s%s (", lead, mf_fix_name(e->fix));
 	changes_text(b, e);
 	mf_buf_printf(b, "), placement %s x%lld", e->placement.gpu->name,
 	    (long long)e->placement.count);
@@ -406,7 +411,7 @@ deny_rejection(struct review *rv, const struct mf_job *job,
 
 	mf_buf_init(&b, MESSAGE_BUF);
 	mf_buf_printf(&b, "%s", d->reason);
-	suggestion_text(&b, job, d);
+	suggestion_text(&b, "; suggested fix: ", job, d);
 	if (b.rc == MF_ENOMEM)
 		rv->nomem = 1;
 	else
@@ -658,33 +663,33 @@ gpu_container(struct review *rv, const struct mf_node *cs)
 
 /*
  * Deny when an entry of list (containers, or initContainers when init)
- * asks for GPUs the placement does not give it: count to the entry at
- * target, none to any other.  0 when every entry agrees.
+ * asks for GPUs the placement does not give it: want (a pod's share of
+ * the placement, placed) to the entry at target, none to any other.  0
+ * when every entry agrees.
  */
 static int
 check_asks(struct review *rv, const struct mf_node *list, int init, long target,
-    const struct mf_placement *p, const char *gpu_name)
+    int64_t want, const char *placed, const char *gpu_name)
 {
 	static const char *const what[] = { "requests", "limits" };
 	char text[MF_REVIEW_MESSAGE_MAX + 2];
 	struct gpu_ask a;
 	const struct mf_node *c;
-	int64_t want;
 	size_t i;
 
 	EACH(list, i, c)
 	{
-		want = (long)i == target ? p->count : 0;
+		int64_t mine = (long)i == target ? want : 0;
+
 		for (size_t k = 0; k < 2; k++) {
 			read_ask(c, what[k], &a);
-			if (!a.set || a.n == want)
+			if (!a.set || a.n == mine)
 				continue;
 			if ((long)i == target)
 				snprintf(text, sizeof(text),
-				    "container %s: resources.%s %s is %s, but the placement is %s x %lld; leave it out or set resources.gpu.count: %s in %s",
+				    "container %s: resources.%s %s is %s, but the placement is %s; leave it out or set resources.gpu.count: %s in %s",
 				    container_name(c), what[k], GPU_RESOURCE,
-				    a.text, p->gpu->name, (long long)p->count,
-				    a.text, ANN_SPEC);
+				    a.text, placed, a.text, ANN_SPEC);
 			else
 				snprintf(text, sizeof(text),
 				    "%s %s: resources.%s %s is %s, but GPUs go only to container %s (annotation %s chooses it)",
@@ -1114,10 +1119,11 @@ patch_annotation(struct review *rv, const char *key, const char *value)
 	    "/metadata/annotations", key, value);
 }
 
-/* Which container gets the GPUs, checked against what every container
- * asks for; -1 after denying the review. */
+/* Which container gets the GPUs (want of them, placed being the
+ * placement in words), checked against what every container asks for;
+ * -1 after denying the review. */
 static long
-place_gpus(struct review *rv, const struct mf_placement *p)
+place_gpus(struct review *rv, int64_t want, const char *placed)
 {
 	const struct mf_node *cs = mf_node_get(rv->pod, "containers");
 	long target = gpu_container(rv, cs);
@@ -1126,9 +1132,9 @@ place_gpus(struct review *rv, const struct mf_placement *p)
 	if (target < 0)
 		return -1;
 	name = container_name(seq_at(cs, (size_t)target));
-	if (check_asks(rv, cs, 0, target, p, name) != 0 ||
-	    check_asks(rv, mf_node_get(rv->pod, "initContainers"), 1, -1, p,
-	        name) != 0)
+	if (check_asks(rv, cs, 0, target, want, placed, name) != 0 ||
+	    check_asks(rv, mf_node_get(rv->pod, "initContainers"), 1, -1, want,
+	        placed, name) != 0)
 		return -1;
 	return target;
 }
@@ -1141,6 +1147,21 @@ answer_patch(struct review *rv)
 		rv->nomem = 1;
 }
 
+/* The placement in words: "B200 x 8", as pods "B200 x 16 (2 pods of
+ * 8)". */
+static void
+placement_text(const struct review *rv, const struct mf_placement *p,
+    struct text *t)
+{
+	text_num(text_add(text_set(t, p->gpu->name), " x "), p->count);
+	if (rv->pods > 1)
+		text_add(text_num(text_add(text_num(text_add(t, " ("),
+		                               rv->pods),
+		                      " pods of "),
+		             p->count / rv->pods),
+		    ")");
+}
+
 static void
 allow_placed(struct review *rv, const struct mf_job *job,
     const struct mf_decision *d)
@@ -1148,13 +1169,15 @@ allow_placed(struct review *rv, const struct mf_job *job,
 	const struct mf_placement *p = &d->placement;
 	const struct mf_gpu *cards[1 + MF_MAX_ALTERNATIVES];
 	int memory = rv->api->cat->k8s_select == MF_K8S_SELECT_MEMORY;
+	int64_t per_pod = p->count / rv->pods;
 	/* "%.2f" of any double fits. */
 	char floor[MF_QTY_STRMAX], cost[512];
 	struct text placement;
 	long target;
 	size_t n;
 
-	target = place_gpus(rv, p);
+	placement_text(rv, p, &placement);
+	target = place_gpus(rv, per_pod, placement.s);
 	if (target < 0)
 		return;
 	n = placed_cards(d, memory, cards);
@@ -1165,8 +1188,7 @@ allow_placed(struct review *rv, const struct mf_job *job,
 		patch_selector(rv, p->gpu);
 	patch_gpus(rv,
 	    seq_at(mf_node_get(rv->pod, "containers"), (size_t)target), target,
-	    p->count);
-	text_num(text_add(text_set(&placement, p->gpu->name), " x "), p->count);
+	    per_pod);
 	patch_annotation(rv, ANN_PLACEMENT, placement.s);
 	mf_qty_format(d->floor, (enum mf_qty_format)d->floor_format, floor,
 	    sizeof(floor));
@@ -1176,6 +1198,170 @@ allow_placed(struct review *rv, const struct mf_job *job,
 	patch_annotation(rv, ANN_COST, job->reference_hours > 0 ? cost : NULL);
 	answer_patch(rv);
 	rv->verdict = MF_VERDICT_ADMITTED;
+}
+
+/* --- pods and nodes (design 11) ---------------------------------------- */
+
+/* The Job's spec.KEY as a whole number, dflt when it is absent or null;
+ * -1 when it is no whole number. */
+static int64_t
+job_int(const struct review *rv, const char *key, int64_t dflt)
+{
+	const struct mf_node *v =
+	    mf_node_get(mf_node_get(rv->object, "spec"), key);
+	long long n;
+
+	if (v == NULL || v->type == MF_NODE_NULL)
+		return dflt;
+	if (v->type != MF_NODE_NUM || !whole(v->text, &n) || n < 0 ||
+	    n > MF_JOB_MAX_GPUS)
+		return -1;
+	return n;
+}
+
+/*
+ * The pods the object runs as, each of them on one node: a Pod, and a
+ * Job that is not Indexed or runs its pods one at a time, is one (every
+ * pod of a Job that is not Indexed is placed as the whole job); an
+ * Indexed Job with parallelism N > 1 runs N pods at once, one a
+ * completion index, and so must have N completions.  -1 after denying.
+ */
+static int64_t
+pods_of(struct review *rv)
+{
+	const char *mode;
+	int64_t par, comp;
+	char why[400];
+
+	if (rv->target != TARGET_JOB)
+		return 1;
+	mode = str_at(mf_node_get(rv->object, "spec"), "completionMode");
+	par = job_int(rv, "parallelism", 1);
+	comp = job_int(rv, "completions", -2);
+	if (par < 0) {
+		snprintf(why, sizeof(why),
+		    "spec.parallelism must be a whole number from 0 to %d",
+		    MF_JOB_MAX_GPUS);
+		deny(rv, 400, why);
+		return -1;
+	}
+	if (!streq(mode, "Indexed")) {
+		if (par > 1)
+			warnf(rv,
+			    "parallelism %lld: each pod is placed as the whole job; completionMode: Indexed places one job over them",
+			    (long long)par);
+		return 1;
+	}
+	if (par <= 1)
+		return 1;
+	if (comp != par) {
+		snprintf(why, sizeof(why),
+		    "spec.completions must equal spec.parallelism (%lld): an Indexed Job is placed as parallelism pods that run together, one a completion index",
+		    (long long)par);
+		deny(rv, 400, why);
+		return -1;
+	}
+	return par;
+}
+
+/* Whether the job's own count splits into rv->pods pods of whole
+ * tensor-parallel groups; denies when it does not. */
+static int
+count_splits(struct review *rv, const struct mf_job *job)
+{
+	const struct mf_workload *w = &job->work;
+	char why[400];
+
+	if (rv->pods <= 1 || !job->count_given ||
+	    (job->count % rv->pods == 0 &&
+	        job->count / rv->pods % w->tensor == 0))
+		return 1;
+	snprintf(why, sizeof(why),
+	    "the job's %lld GPUs (resources.gpu.count, or its sharding and parallelism) do not split into the Job's %lld pods (spec.parallelism) of whole tensor-parallel groups of %lld",
+	    (long long)job->count, (long long)rv->pods, (long long)w->tensor);
+	deny_annotation(rv, ANN_SPEC, why);
+	return 0;
+}
+
+/* job placed as pods (0: anywhere, over nodes) into *d; MF_OK or the
+ * error of mf_place. */
+static enum mf_rc
+place_as(const struct review *rv, const struct mf_job *job, int64_t pods,
+    struct mf_decision *d, struct mf_error *err)
+{
+	struct mf_job as = *job;
+
+	as.pods = pods;
+	return mf_place(&as, rv->api->cat, d, err);
+}
+
+/*
+ * The placement the job needs over nodes, and how Kubernetes runs it
+ * there, for a job that fits in no pod on one node: "it needs B200 x 13
+ * over 2 nodes ...".  0 when it fits nowhere else either.
+ */
+static int
+over_nodes_text(struct review *rv, const struct mf_job *job, struct mf_buf *b)
+{
+	struct mf_decision *any = malloc(2 * sizeof(*any)), *indexed = any + 1;
+	const struct mf_placement *p = &any->placement;
+	int timed = job->reference_hours > 0, told = 0;
+	struct mf_error err;
+
+	if (any == NULL) {
+		rv->nomem = 1;
+		return 0;
+	}
+	if (place_as(rv, job, 0, any, &err) != MF_OK || !any->admitted)
+		goto out;
+	mf_buf_printf(b,
+	    "no placement fits %s of one node, and a pod's GPUs all come from one node: it needs %s x %lld over %lld nodes",
+	    rv->pods > 1 ? "pods" : "a pod", p->gpu->name, (long long)p->count,
+	    (long long)p->nodes);
+	if (timed)
+		mf_buf_printf(b, " ($%.2f to finish)", p->cost);
+	mf_buf_printf(b,
+	    "; run it over nodes as an Indexed Job (completionMode: Indexed, parallelism and completions %lld, one pod a node",
+	    (long long)p->nodes);
+	if (place_as(rv, job, p->nodes, indexed, &err) == MF_OK &&
+	    indexed->admitted) {
+		mf_buf_printf(b,
+		    ": memfloor places it as %lld pods of %s x %lld",
+		    (long long)p->nodes, indexed->placement.gpu->name,
+		    (long long)(indexed->placement.count / p->nodes));
+		if (timed)
+			mf_buf_printf(b, ", $%.2f", indexed->placement.cost);
+	}
+	mf_buf_printf(b,
+	    "), or as a JobSet, LeaderWorkerSet or PyTorchJob (docs/kubernetes.md)");
+	told = 1;
+out:
+	free(any);
+	return told;
+}
+
+/* Deny a rejection; one made within nodes says first what it needs over
+ * them, then what would fit one. */
+static void
+deny_placed(struct review *rv, const struct mf_job *job,
+    const struct mf_decision *d)
+{
+	struct mf_buf b;
+
+	mf_buf_init(&b, MESSAGE_BUF);
+	if (over_nodes_text(rv, job, &b)) {
+		if (d->suggested >= 0)
+			suggestion_text(&b, "; within one node, the fix ", job,
+			    d);
+		if (b.rc == MF_ENOMEM)
+			rv->nomem = 1;
+		else
+			deny(rv, 403, b.data);
+		rv->verdict = MF_VERDICT_REJECTED;
+	} else if (!rv->nomem) {
+		deny_rejection(rv, job, d);
+	}
+	mf_buf_free(&b);
 }
 
 /* Admission proper, for an object that opted in. */
@@ -1198,6 +1384,10 @@ admit(struct review *rv)
 	}
 	if (read_job(rv, &doc, &job) != 0)
 		goto out;
+	rv->pods = pods_of(rv);
+	if (rv->pods < 0 || !count_splits(rv, &job))
+		goto out;
+	job.pods = rv->pods;
 	d = malloc(sizeof(*d));
 	if (d == NULL) {
 		rv->nomem = 1;
@@ -1218,7 +1408,7 @@ admit(struct review *rv)
 	if (d->admitted)
 		allow_placed(rv, &job, d);
 	else
-		deny_rejection(rv, &job, d);
+		deny_placed(rv, &job, d);
 out:
 	free(d);
 	mf_doc_free(doc);
@@ -1313,6 +1503,9 @@ static const struct mf_doc_keep keep_spec[] = {
 	MF_DOC_KEEP("nodeSelector", NULL),
 	MF_DOC_KEEP("affinity", NULL),
 	MF_DOC_KEEP("template", keep_template),
+	MF_DOC_KEEP("parallelism", NULL),
+	MF_DOC_KEEP("completions", NULL),
+	MF_DOC_KEEP("completionMode", NULL),
 	MF_DOC_KEEP_END,
 };
 

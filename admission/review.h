@@ -42,6 +42,16 @@
  *     floor in effect, canonical) and memfloor.dev/estimated-cost (USD
  *     with two decimals; without spec.duration.referenceHours there is no
  *     cost, and a stale one is removed).
+ * A pod's GPUs all come from one node, so a pod is placed within one
+ * (gpusPerNode): a Pod and a Job run as one pod, and an Indexed Job
+ * (completionMode: Indexed) with parallelism N > 1, which must have N
+ * completions, as N pods of the same G GPUs, each pod's GPU container
+ * getting G (the count is N x G; a count the spec sets must split so); a
+ * Job that is not Indexed places each of its pods as the whole job (with
+ * a warning when parallelism > 1).  A job that fits no pod on one node is
+ * denied with status.code 403 and the placement it needs over nodes, how
+ * to run it there (an Indexed Job of that many pods, placed, or a JobSet,
+ * LeaderWorkerSet or PyTorchJob) and the fix that would fit one node.
  * A rejected object is denied with status.code 403 and a message with the
  * reason and the suggested fix.  A bad annotation (not a quantity, spec
  * not YAML, an unknown spec field, a configUrl model) is denied with

@@ -934,18 +934,6 @@ mf_cat_gres_type(const struct mf_gpu *gpu)
 	return gpu->slurm.gres + 4; /* after "gpu:", checked on load */
 }
 
-int64_t
-mf_cat_nodes(const struct mf_gpu *gpu, int64_t count)
-{
-	return (count + gpu->gpus_per_node - 1) / gpu->gpus_per_node;
-}
-
-double
-mf_cat_unit_cost(const struct mf_gpu *gpu)
-{
-	return gpu->hourly_price / gpu->throughput;
-}
-
 static int
 by_unit_cost(const void *a, const void *b)
 {
@@ -975,19 +963,20 @@ mf_cat_cheapest_first(const struct mf_gpu **gpus, size_t n)
  * and r keep < 10^18: neither overflows 63 bits.
  */
 int64_t
-mf_cat_usable_at(const struct mf_gpu *gpu, double headroom)
+mf_cat_keep(double headroom)
 {
-	const int64_t scale = 1000000000;
-	int64_t keep;
-
-	if (gpu == NULL || gpu->memory <= 0)
-		return 0;
 	if (!(headroom >= 0))
 		headroom = 0;
 	if (headroom > 1)
 		headroom = 1;
-	keep = scale - (int64_t)llround(headroom * (double)scale);
-	return gpu->memory / scale * keep + gpu->memory % scale * keep / scale;
+	return MF_CAT_KEEP_SCALE -
+	    (int64_t)llround(headroom * (double)MF_CAT_KEEP_SCALE);
+}
+
+int64_t
+mf_cat_usable_at(const struct mf_gpu *gpu, double headroom)
+{
+	return mf_cat_usable_keep(gpu, mf_cat_keep(headroom));
 }
 
 int64_t

@@ -115,14 +115,36 @@ const char *mf_cat_gres_type(const struct mf_gpu *gpu);
  * by name: the order the catalogue is listed in for a floor. */
 void mf_cat_cheapest_first(const struct mf_gpu **gpus, size_t n);
 /* Dollars per reference hour on one card: hourlyPrice / relativeThroughput,
- * the cost of a one-GPU job per hour it takes on the reference GPU. */
-double mf_cat_unit_cost(const struct mf_gpu *gpu);
+ * the cost of a one-GPU job per hour it takes on the reference GPU.
+ * Inline, as the placement search asks it of every card. */
+static inline double
+mf_cat_unit_cost(const struct mf_gpu *gpu)
+{
+	return gpu->hourly_price / gpu->throughput;
+}
 /* Nodes a job of count GPUs of this type spans: ceil(count / gpusPerNode). */
-int64_t mf_cat_nodes(const struct mf_gpu *gpu, int64_t count);
+static inline int64_t
+mf_cat_nodes(const struct mf_gpu *gpu, int64_t count)
+{
+	return (count + gpu->gpus_per_node - 1) / gpu->gpus_per_node;
+}
 /* Usable bytes of a card: memory x (1 - the catalogue's headroom), rounded
  * down; mf_cat_usable_at with a headroom of the caller's (a vllm job's
  * 1 - gpuMemoryUtilization). */
 int64_t mf_cat_usable(const struct mf_catalog *cat, const struct mf_gpu *gpu);
 int64_t mf_cat_usable_at(const struct mf_gpu *gpu, double headroom);
+/* mf_cat_usable_at in two steps, for many cards at one headroom: the share
+ * kept, in billionths (headroom clamped to [0, 1]), then a card's usable
+ * bytes at it (see catalog.c for why in integers). */
+#define MF_CAT_KEEP_SCALE INT64_C(1000000000)
+int64_t mf_cat_keep(double headroom);
+static inline int64_t
+mf_cat_usable_keep(const struct mf_gpu *gpu, int64_t keep)
+{
+	if (gpu == NULL || gpu->memory <= 0)
+		return 0;
+	return gpu->memory / MF_CAT_KEEP_SCALE * keep +
+	    gpu->memory % MF_CAT_KEEP_SCALE * keep / MF_CAT_KEEP_SCALE;
+}
 
 #endif

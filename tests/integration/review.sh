@@ -270,6 +270,39 @@ review "example job: the answer in examples/" \
     same examples/k8s-admissionreview.json "$tmp/answer" \
     examples/k8s-admissionreview.response.json
 
+# A pod's GPUs all come from one node (design 11).  Llama 3.1 70B at
+# s = 2048: fsdp alone needs 13 B200s, two nodes of 8, by the shipped
+# catalogue's estimator; with checkpointing allowed too, 8 hold it, one
+# node.  A plain Job is one pod: placed within a node, or denied with the
+# placement over nodes and how to run it there.  The Indexed Job of
+# examples/ runs 2 pods together: 14 GPUs, 7 a pod.
+review "one node: a plain Job gets checkpointing and fsdp over 8" \
+    $data/job-70b-one-node.json 200 \
+    patched $data/job-70b-one-node.json "$tmp/answer" \
+    "$tsel=\"NVIDIA-B200\"" \
+    "/spec/template/spec/containers/0/$gpu=\"8\"" \
+    "/spec/template/spec/containers/0/$req=\"8\"" \
+    "${ann}placement=\"B200 x 8\""
+review "one node: nothing fits one, so the denial says how to run over nodes" \
+    $data/job-70b-nodes.json 200 \
+    denied $data/job-70b-nodes.json "$tmp/answer" 403 \
+    "it needs B200 x 13 over 2 nodes"
+review "one node: the denial places the Indexed Job of 2 pods" \
+    $data/job-70b-nodes.json 200 \
+    denied $data/job-70b-nodes.json "$tmp/answer" 403 \
+    "parallelism and completions 2, one pod a node: memfloor places it as 2 pods of B200 x 7"
+review "indexed job: 2 pods of 7 GPUs" \
+    examples/k8s-indexed-admissionreview.json 200 \
+    patched examples/k8s-indexed-admissionreview.json "$tmp/answer" \
+    "$tsel=\"NVIDIA-B200\"" \
+    "/spec/template/spec/containers/0/$gpu=\"7\"" \
+    "/spec/template/spec/containers/0/$req=\"7\"" \
+    "${ann}placement=\"B200 x 14 (2 pods of 7)\""
+review "indexed job: the answer in examples/" \
+    examples/k8s-indexed-admissionreview.json 200 \
+    same examples/k8s-indexed-admissionreview.json "$tmp/answer" \
+    examples/k8s-indexed-admissionreview.response.json
+
 # Each example review is what the API server makes of its Job's YAML:
 # every field the YAML sets is in request.object, unchanged.
 cat >"$tmp/within.py" <<'EOF'
@@ -297,7 +330,8 @@ with open(sys.argv[2]) as f:
     within(job, json.load(f)["request"]["object"], "object")
 EOF
 for pair in k8s-job.yaml:k8s-admissionreview.json \
-    k8s-job-sidecar.yaml:k8s-sidecar-admissionreview.json; do
+    k8s-job-sidecar.yaml:k8s-sidecar-admissionreview.json \
+    k8s-job-indexed.yaml:k8s-indexed-admissionreview.json; do
 	job=examples/${pair%%:*} rev=examples/${pair#*:}
 	if ! "$py" -c 'import yaml' >/dev/null 2>&1; then
 		echo "skip - $rev vs $job (no PyYAML)"

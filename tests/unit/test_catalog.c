@@ -601,7 +601,7 @@ test_top_time_factors(void **state)
 	    "timeFactors:\n  lora: 1\n  gradcheck: 1.2\ngpus:\n" GPU_A,
 	    MF_EINVAL, "timeFactors.gradcheck", 5,
 	    "t.yaml:5: timeFactors.gradcheck: unknown fix (sdpa, microbatch, "
-	    "autocast, checkpointing, adam8bit, lora, qlora, fsdp, kvfp8, int8, int4, tensor, context, concurrency)");
+	    "autocast, checkpointing, adam8bit, lora, qlora, fsdp, kvfp8, int8, int4, tensor, count, context, concurrency)");
 	expect_fail(HDR "timeFactors: {checkpointing: 0}\ngpus:\n" GPU_A,
 	    MF_EINVAL, "timeFactors.checkpointing", 3,
 	    "t.yaml:3: timeFactors.checkpointing: 0 is out of range (0, 100]");
@@ -1250,7 +1250,7 @@ test_load_bad_fixtures(void **state)
 		    "bad-time-factor.yaml:5: "
 		    "timeFactors.gradientCheckpointing: "
 		    "unknown fix (sdpa, microbatch, autocast, checkpointing, "
-		    "adam8bit, lora, qlora, fsdp, kvfp8, int8, int4, tensor, context, concurrency)" },
+		    "adam8bit, lora, qlora, fsdp, kvfp8, int8, int4, tensor, count, context, concurrency)" },
 		{ "bad-label.yaml", "gpus[0].labels.nvidia.com/gpu.product", 9,
 		    "bad-label.yaml:9: gpus[0].labels.nvidia.com/gpu.product: "
 		    "'NVIDIA GeForce RTX 3090' is not a Kubernetes label value "

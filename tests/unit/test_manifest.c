@@ -755,7 +755,7 @@ test_read_all_fixes(void **state)
 	(void)state;
 	read_ok(SPEC "  allowedFixes: [sdpa, microbatch, autocast, "
 	             "checkpointing, adam8bit, lora, qlora, fsdp, kvfp8, "
-	             "int8, int4, tensor, context, concurrency, sdpa]\n",
+	             "int8, int4, tensor, count, context, concurrency, sdpa]\n",
 	    &doc, &job);
 	assert_int_equal(job.allowed_fixes, (1u << MF_FIX_COUNT) - 1);
 	mf_doc_free(doc);

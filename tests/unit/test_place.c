@@ -1257,12 +1257,13 @@ test_fix_sets_exclusive(void **state)
 	/*
 	 * On 24G (21.6 usable) lora fits at 19,906,699,264 on one GPU,
 	 * and fsdp at N=8 (20,108,058,624) on eight, which costs more (0.2 /
-	 * 0.1 / 0.729 = 2.74 per reference hour against 2.0).  qlora at
-	 * equal cost leaves more spare: (24e9 - 7,861,307,392) / 24e9 =
-	 * 0.672 against 0.171 for lora.
+	 * 0.1 / 0.729 = 2.74 per reference hour against 2.0).  qlora costs
+	 * the same and leaves more spare ((24e9 - 7,861,307,392) / 24e9 =
+	 * 0.672 against 0.171), but LoRA changes the model less: it keeps
+	 * the base weights in 16 bits.
 	 */
 	place(&f, c24, &d);
-	expect_placement(&d.placement, "small24", 1, BIT(QLORA));
+	expect_placement(&d.placement, "small24", 1, BIT(LORA));
 	job_free(&f);
 	job_load(&f,
 	    LLAMA WL("    gradientCheckpointing: true\n") FIXES("lora, fsdp"));
@@ -1896,6 +1897,361 @@ test_nodes_llama_70b(void **state)
 	mf_cat_unref(cat);
 }
 
+/* --- the least intrusive fix at equal cost (design 6) --- */
+
+/*
+ * Mixtral 8x7B (P = 46,702,792,704; L 32, kv 8, d 128) served by vLLM, 64
+ * sequences of 8,192 tokens, at gpuMemoryUtilization 0.9.  Linear weights
+ * Plin = 32 x (2 x 4096 x 4096 + 2 x 4096 x 1024 + 8 x 3 x 4096 x 14336) =
+ * 46,439,333,888, the rest 263,458,816:
+ *   bf16 weights 2P = 93,405,585,408; int8 Plin + 2 x rest =
+ *   46,966,251,520; int4 ceil(Plin / 2) + ceil(Plin / 128) x 2 + 2 x rest
+ *   = 24,472,199,168;
+ *   KV cache 2 x 32 x 8 x 128 x 2 bytes = 131,072 a token x 64 x 8,192 =
+ *   68,719,476,736, in fp8 34,359,738,368;
+ *   plus the forward's activations and the 1 GiB CUDA-graph reserve.
+ * On a B200 (162e9 usable) bf16 with a bf16 cache (165.0 GB) does not
+ * fit; an fp8 cache (130.7 GB) and int4 weights (96.1 GB) both do, at the
+ * same cost: the fp8 KV cache changes the model less.  On a 140G card
+ * (126e9) kvfp8 does not fit, int8 (118.6 GB) and int4 do: int8, which
+ * also ranks before kvfp8 with int4.
+ */
+#define MIXTRAL_SERVED \
+	"  model:\n    name: mistralai/Mixtral-8x7B-v0.1\n" \
+	"  workload:\n    kind: inference\n    server: vllm\n" \
+	"    concurrency: 64\n    contextLength: 8192\n" HOURS(10) \
+	    FIXES("tensor, kvfp8, int8, int4")
+
+static void
+test_tie_least_intrusive_serving(void **state)
+{
+	struct mf_catalog *b200 =
+	    cat_parse(CAT_HDR GPU("B200", "180G", "5.50", "2.274"));
+	struct mf_catalog *c140 =
+	    cat_parse(CAT_HDR GPU("c140", "140G", "3.00", "1.0"));
+	int64_t rest;
+	struct mf_decision d;
+	struct fx f;
+
+	(void)state;
+	job_load(&f, MIXTRAL_SERVED);
+	place(&f, b200, &d);
+	assert_true(d.admitted);
+	expect_placement(&d.placement, "B200", 1, BIT(KVFP8));
+	rest = d.est.bucket[MF_B_ACTIVATIONS] + INT64_C(1073741824);
+	assert_int_equal(d.placement.need,
+	    INT64_C(93405585408) + INT64_C(34359738368) + rest);
+	assert_true(INT64_C(93405585408) + INT64_C(68719476736) + rest >
+	    INT64_C(162000000000));
+	near(d.placement.cost, 10 / 2.274 * 5.50);
+	place(&f, c140, &d);
+	expect_placement(&d.placement, "c140", 1, BIT(INT8));
+	assert_int_equal(d.placement.need,
+	    INT64_C(46966251520) + INT64_C(68719476736) + rest);
+	job_free(&f);
+	mf_cat_unref(b200);
+	mf_cat_unref(c140);
+}
+
+/* --- more GPUs for a limit (the count fix) --- */
+
+/*
+ * minMemory 40Gi with referenceHours 12 and a deadline of 7 hours on
+ * CAT_RANK: one GPU of fast takes 12 hours.  Data parallel over c GPUs
+ * runs at throughput x c x 0.9^log2(c): fast x2 12 / 1.8 = 6.667 hours,
+ * $2 x 2 x 6.667 = $26.67; mid (0.5) needs 8: 0.5 x 8 x 0.729 = 2.916,
+ * 4.115 hours, $49.38.  So the count fix: fast x2.
+ */
+static void
+test_count_fix_floor_deadline(void **state)
+{
+	struct mf_catalog *cat = cat_parse(CAT_RANK);
+	const struct mf_fix_option *e;
+	struct mf_decision d;
+	struct fx f;
+
+	(void)state;
+	job_load(&f,
+	    FLOOR("40Gi") HOURS(12) "  limits:\n    deadlineHours: 7\n");
+	place(&f, cat, &d);
+	assert_false(d.admitted);
+	assert_int_equal(d.limit, MF_LIMIT_DEADLINE);
+	assert_int_equal(d.nfixes, 1);
+	e = &d.fixes[0];
+	assert_int_equal(e->fix, MF_FIX_REPLICAS);
+	assert_int_equal(e->fixes, BIT(REPLICAS));
+	assert_int_equal(e->gpus, 2);
+	assert_int_equal(e->amount, 2);
+	assert_int_equal(e->min_memory, 40 * GIB);
+	assert_true(e->placed);
+	expect_placement(&e->placement, "fast", 2, BIT(REPLICAS));
+	near(e->placement.hours, 12 / 1.8);
+	near(e->placement.cost, 4 * 12 / 1.8);
+	assert_int_equal(d.suggested, 0);
+	assert_string_equal(mf_fix_info(MF_FIX_REPLICAS)->field,
+	    "spec.resources.gpu.count");
+	job_free(&f);
+	/* Allowed, admission adds the GPUs itself. */
+	job_load(&f,
+	    FLOOR("40Gi")
+	        HOURS(12) "  limits:\n    deadlineHours: 7\n" FIXES("count"));
+	place(&f, cat, &d);
+	assert_true(d.admitted);
+	expect_placement(&d.placement, "fast", 2, BIT(REPLICAS));
+	job_free(&f);
+	/* No deadline: more GPUs only cost more, and no count is offered. */
+	job_load(&f, FLOOR("100Gi") HOURS(12));
+	place(&f, cat, &d);
+	assert_int_equal(d.nfixes, 0);
+	job_free(&f);
+	mf_cat_unref(cat);
+}
+
+/*
+ * A model's job: Llama 3.1 8B LoRA with checkpointing (19.9 GB) in 4
+ * hours of 12 on CAT_RANK.  fast over c GPUs: c = 3, 12 / (3 x 0.9^1.585)
+ * = 4.73 hours, too long; c = 4, 12 / 3.24 = 3.704 hours, $8 x 3.704 =
+ * $29.63.  mid at its maxCount of 8 takes 4.115 hours.  The job as written
+ * has checkpointing, so no time factor applies.
+ */
+static void
+test_count_fix_model_deadline(void **state)
+{
+	struct mf_catalog *cat = cat_parse(CAT_RANK);
+	const struct mf_fix_option *e = NULL;
+	struct mf_decision d;
+	struct fx f;
+
+	(void)state;
+	job_load(&f,
+	    LLAMA WL("    method: lora\n    gradientCheckpointing: true\n")
+	        HOURS(12) "  limits:\n    deadlineHours: 4\n");
+	place(&f, cat, &d);
+	assert_false(d.admitted);
+	for (size_t i = 0; i < d.nfixes; i++)
+		if (d.fixes[i].fix == MF_FIX_REPLICAS)
+			e = &d.fixes[i];
+	assert_non_null(e);
+	assert_int_equal(e->gpus, 4);
+	expect_placement(&e->placement, "fast", 4, BIT(REPLICAS));
+	assert_int_equal(e->placement.need, NEED_LORA);
+	near(e->placement.hours, 12 / 3.24);
+	near(e->placement.cost, 8 * 12 / 3.24);
+	assert_true(e->reference_hours == 0);
+	job_free(&f);
+	mf_cat_unref(cat);
+}
+
+/* --- a fix applied as its manifest change says --- */
+
+/*
+ * Llama 3.1 8B full AdamW on CAT_RANK with referenceHours 12: every entry
+ * includes checkpointing (time factor 1.35), so each manifest change also
+ * writes referenceHours 12 x 1.35 = 16.2, the hours of the job as it is
+ * then written; its placement's hours are 16.2 / speed.
+ */
+static void
+test_fix_entry_reference_hours(void **state)
+{
+	struct mf_catalog *cat = cat_parse(CAT_RANK);
+	struct mf_decision d;
+	struct fx f;
+	int placed = 0;
+
+	(void)state;
+	job_load(&f, LLAMA WL("") HOURS(12));
+	place(&f, cat, &d);
+	assert_false(d.admitted);
+	assert_true(d.nfixes >= 4);
+	for (size_t i = 0; i < d.nfixes; i++) {
+		const struct mf_fix_option *e = &d.fixes[i];
+		const struct mf_placement *p = &e->placement;
+
+		assert_true(e->fixes & BIT(CHECKPOINTING));
+		near(e->reference_hours, 16.2);
+		if (!e->placed)
+			continue;
+		near(p->hours,
+		    16.2 /
+		        (p->gpu->throughput * (double)p->count *
+		            pow(0.9, log2((double)p->count))));
+		placed++;
+	}
+	assert_true(placed >= 2);
+	job_free(&f);
+	mf_cat_unref(cat);
+}
+
+/* --- tensor-parallel sizes that frameworks start --- */
+
+static void
+expect_tensor_error(int64_t t, const char *nearest)
+{
+	struct mf_decision d;
+	struct mf_error err;
+	char spec[512];
+	struct fx f;
+
+	snprintf(spec, sizeof(spec),
+	    "  model:\n    name: meta-llama/Llama-3.1-70B\n"
+	    "  workload:\n    kind: inference\n    concurrency: 8\n"
+	    "    contextLength: 4096\n    parallelism: {tensor: %lld}\n",
+	    (long long)t);
+	job_load(&f, spec);
+	assert_int_equal(mf_place(&f.job, shipped, &d, &err), MF_EINVAL);
+	assert_string_equal(err.field, "spec.workload.parallelism.tensor");
+	if (strstr(err.text, nearest) == NULL ||
+	    strstr(err.text, "64 attention heads") == NULL ||
+	    strstr(err.text, "8 KV heads must divide it or it them") == NULL)
+		fail_msg("%s", err.text);
+	job_free(&f);
+}
+
+/*
+ * Llama 3.1 70B has 64 attention heads and 8 KV heads: T must divide 64,
+ * and 8 divide T or T divide 8: 1, 2, 4, 8, 16, 32, 64.  3 lies between 2
+ * and 4, 6 between 4 and 8, as near to each; 5 is nearer 4.
+ */
+static void
+test_tensor_invalid_rejected(void **state)
+{
+	(void)state;
+	expect_tensor_error(3, "the nearest that does is 2 or 4");
+	expect_tensor_error(6, "the nearest that does is 4 or 8");
+	expect_tensor_error(5, "the nearest that does is 4");
+	expect_tensor_error(12, "the nearest that does is 8 or 16");
+}
+
+/*
+ * tensor 16 on a catalogue whose nodes hold 8 GPUs: no card can take it,
+ * which is the reason, and the fix is the largest size a node takes that
+ * the heads allow, 8.
+ */
+static void
+test_tensor_past_node(void **state)
+{
+	const struct mf_fix_option *e;
+	struct mf_decision d;
+	struct fx f;
+
+	(void)state;
+	job_load(&f,
+	    "  model:\n    name: meta-llama/Llama-3.1-70B\n"
+	    "  workload:\n    kind: inference\n    concurrency: 8\n"
+	    "    contextLength: 4096\n    parallelism: {tensor: 16}\n");
+	place(&f, shipped, &d);
+	assert_false(d.admitted);
+	assert_non_null(
+	    strstr(d.reason, "tensor parallel stays within a node"));
+	assert_non_null(strstr(d.reason, "the 8 GPUs of the largest node"));
+	assert_int_equal(d.nfixes, 1);
+	e = &d.fixes[0];
+	assert_int_equal(e->fix, MF_FIX_TENSOR);
+	assert_int_equal(e->amount, 8);
+	assert_int_equal(e->gpus, 8);
+	assert_true(e->placed);
+	assert_int_equal(e->placement.count, 8);
+	assert_int_equal(d.suggested, 0);
+	job_free(&f);
+}
+
+/*
+ * A model of 12 heads and 4 KV heads takes tensor 2, 4 (and 12, past a
+ * node), never 3 or 6.  On a card whose usable memory holds the model
+ * split 3 ways but not 2, the tensor fix offers 4.
+ */
+static void
+test_tensor_fix_valid_sizes(void **state)
+{
+	static const char cfg[] =
+	    "  model:\n    config: {model_type: llama, hidden_size: 3072, "
+	    "num_attention_heads: 12, num_key_value_heads: 4, "
+	    "num_hidden_layers: 28, intermediate_size: 8192, "
+	    "vocab_size: 32000}\n"
+	    "  workload:\n    kind: inference\n    concurrency: 16\n"
+	    "    contextLength: 8192\n";
+	struct mf_estimate e2, e3, e4;
+	struct mf_workload w;
+	struct mf_catalog *cat;
+	struct mf_decision d;
+	char text[512];
+	int tensor = 0;
+	struct fx f;
+	int64_t mem;
+
+	(void)state;
+	job_load(&f, cfg);
+	w = f.job.work;
+	w.tensor = 2;
+	assert_int_equal(mf_est_compute(&f.job.model, &w, &e2), MF_OK);
+	w.tensor = 3;
+	assert_int_equal(mf_est_compute(&f.job.model, &w, &e3), MF_OK);
+	w.tensor = 4;
+	assert_int_equal(mf_est_compute(&f.job.model, &w, &e4), MF_OK);
+	assert_true(e3.per_gpu < e2.per_gpu && e4.per_gpu <= e3.per_gpu);
+	/* Usable (0.9 of memory) between the needs at 3 and at 2. */
+	mem = (e3.per_gpu + e2.per_gpu) / 2 * 10 / 9;
+	snprintf(text, sizeof(text),
+	    CAT_HDR "  - {name: small, memory: %lld, hourlyPrice: 1, "
+	            "relativeThroughput: 1}\n",
+	    (long long)mem);
+	cat = cat_parse(text);
+	assert_false(mf_tensor_valid(&f.job.model, 3));
+	assert_false(mf_tensor_valid(&f.job.model, 6));
+	assert_true(mf_tensor_valid(&f.job.model, 4));
+	assert_true(mf_tensor_valid(&f.job.model, 12));
+	place(&f, cat, &d);
+	assert_false(d.admitted);
+	for (size_t i = 0; i < d.nfixes; i++)
+		if (d.fixes[i].fix == MF_FIX_TENSOR) {
+			assert_int_equal(d.fixes[i].gpus, 4);
+			assert_int_equal(d.fixes[i].need, e4.per_gpu);
+			assert_true(d.fixes[i].placed);
+			tensor = 1;
+		}
+	assert_true(tensor);
+	job_free(&f);
+	mf_cat_unref(cat);
+}
+
+/* --- Kubernetes pods: within a node --- */
+
+/*
+ * As one pod (Kubernetes), Llama 3.1 8B full AdamW (148.8 GB; fsdp over
+ * N: 128.5 / N + 21.2 GB) on cards of 4 GPUs a node: a 48G card (43.2
+ * usable) needs N = 6, so two nodes, which one pod cannot have; on one
+ * node of 4 the 96G card (86.4) holds N = 2.  Without pods the 48G card
+ * wins at 6 GPUs over 2 nodes.
+ */
+static void
+test_pods_within_node(void **state)
+{
+	struct mf_catalog *cat = cat_parse(CAT_HDR GPU("cheap48", "48G", "0.10",
+	    "1.0") "    gpusPerNode: 4\n"
+	           "    maxNodes: 4\n" GPU("dear96", "96G", "2.00",
+	               "1.0") "    gpusPerNode: 4\n"
+	                      "    maxNodes: 4\n");
+	struct mf_decision d;
+	struct fx f;
+
+	(void)state;
+	job_load(&f, LLAMA WL("") FIXES("fsdp"));
+	place(&f, cat, &d);
+	expect_placement(&d.placement, "cheap48", 6, BIT(FSDP));
+	assert_int_equal(d.placement.nodes, 2);
+	f.job.pods = 1;
+	place(&f, cat, &d);
+	expect_placement(&d.placement, "dear96", 2, BIT(FSDP));
+	assert_int_equal(d.placement.nodes, 1);
+	/* Two pods of 3 on two nodes: the 48G card again. */
+	f.job.pods = 2;
+	place(&f, cat, &d);
+	expect_placement(&d.placement, "cheap48", 6, BIT(FSDP));
+	assert_int_equal(d.placement.nodes, 2);
+	job_free(&f);
+	mf_cat_unref(cat);
+}
+
 /* --- the search against trying every count --- */
 
 struct tried {
@@ -1905,24 +2261,68 @@ struct tried {
 	double cost, spare;
 };
 
-/* Design 6's order, written out again: cost (to 1e-9), fewer fixes, more
- * spare, fewer GPUs, name. */
+/*
+ * The fixes from the one that changes the job least to the one that
+ * changes it most (design 6): the post's steps, 8-bit Adam, FSDP, the
+ * serving fixes, more GPUs, then the modelling decisions.
+ */
+static const enum mf_fix least_first[] = { MF_FIX_SDPA, MF_FIX_MICROBATCH,
+	MF_FIX_AUTOCAST, MF_FIX_CHECKPOINTING, MF_FIX_ADAM8BIT, MF_FIX_FSDP,
+	MF_FIX_KVFP8, MF_FIX_INT8, MF_FIX_INT4, MF_FIX_TENSOR, MF_FIX_REPLICAS,
+	MF_FIX_LORA, MF_FIX_QLORA, MF_FIX_CONTEXT, MF_FIX_CONCURRENCY };
+
+/* Whether set a changes the job less than set b: the one without the
+ * most intrusive fix where they differ. */
+static int
+changes_less(unsigned a, unsigned b)
+{
+	for (int i = (int)NELEM(least_first) - 1; i >= 0; i--) {
+		unsigned bit = MF_FIXBIT(least_first[i]);
+
+		if ((a & bit) != (b & bit))
+			return (b & bit) != 0;
+	}
+	return 0;
+}
+
+/* Design 6's order, written out again: cost (to 1e-9), the fixes that
+ * change least, more spare, fewer GPUs, name. */
 static int
 tried_before(const struct tried *a, const struct tried *b)
 {
 	double hi = a->cost > b->cost ? a->cost : b->cost;
-	int na = __builtin_popcount(a->fixes),
-	    nb = __builtin_popcount(b->fixes);
 
 	if (fabs(a->cost - b->cost) > 1e-9 * hi)
 		return a->cost < b->cost;
-	if (na != nb)
-		return na < nb;
+	if (a->fixes != b->fixes)
+		return changes_less(a->fixes, b->fixes);
 	if (a->spare != b->spare)
 		return a->spare > b->spare;
 	if (a->count != b->count)
 		return a->count < b->count;
 	return strcmp(a->g->name, b->g->name) < 0;
+}
+
+/*
+ * The nodes c GPUs of g span, or 0 when the job may not take them: as
+ * many as they fill; as Kubernetes pods (job->pods), c splits into pods
+ * of c / pods GPUs of one node each, floor(gpusPerNode / (c / pods)) of
+ * them a node, on at most maxNodes nodes.
+ */
+static int64_t
+nodes_for(const struct mf_job *job, const struct mf_gpu *g, int64_t c)
+{
+	int64_t per, nodes;
+
+	if (c > g->max_count)
+		return 0;
+	if (job->pods == 0)
+		return (c + g->gpus_per_node - 1) / g->gpus_per_node;
+	if (c % job->pods != 0 || c / job->pods > g->gpus_per_node)
+		return 0;
+	per = g->gpus_per_node / (c / job->pods);
+	nodes = (job->pods + per - 1) / per;
+	return nodes <= g->max_nodes ? nodes : 0;
 }
 
 /* Every card with every count of fix set sub, as design 6 and 15 write
@@ -1931,7 +2331,9 @@ static void
 try_every_count(const struct mf_job *job, const struct mf_catalog *cat,
     unsigned sub, int64_t most, struct tried *best, int *found)
 {
-	int64_t lo = job->count, hi = job->count;
+	int64_t own =
+	    job->pods > 0 && !job->count_given ? job->pods : job->count;
+	int64_t lo = own, hi = own;
 	double tf = 1,
 	       ref = job->reference_hours > 0 ? job->reference_hours : 1;
 
@@ -1939,6 +2341,8 @@ try_every_count(const struct mf_job *job, const struct mf_catalog *cat,
 		lo = 2;
 		hi = most < 2 ? 2 : most;
 	}
+	if (sub & BIT(REPLICAS))
+		hi = most;
 	for (int f = 0; f < MF_FIX_COUNT; f++)
 		if (sub & MF_FIXBIT(f))
 			tf *= cat->time_factor[f];
@@ -1950,12 +2354,11 @@ try_every_count(const struct mf_job *job, const struct mf_catalog *cat,
 		assert_int_equal(mf_est_compute(&job->model, &w, &e), MF_OK);
 		for (size_t i = 0; i < cat->ngpus; i++) {
 			const struct mf_gpu *g = &cat->gpus[i];
-			int64_t nodes =
-			    (c + g->gpus_per_node - 1) / g->gpus_per_node;
+			int64_t nodes = nodes_for(job, g, c);
 			double speed, hours;
 			struct tried t;
 
-			if (c > g->max_count || g->memory < job->min_memory ||
+			if (nodes == 0 || g->memory < job->min_memory ||
 			    e.per_gpu > mf_cat_usable(cat, g))
 				continue;
 			speed = g->throughput * (double)c *
@@ -1997,7 +2400,7 @@ fewest_anywhere_by_count(const struct mf_job *job, const struct mf_catalog *cat,
 		mf_fix_apply(&w, sub, c);
 		assert_int_equal(mf_est_compute(&job->model, &w, &e), MF_OK);
 		for (size_t i = 0; i < cat->ngpus; i++)
-			if (c <= cat->gpus[i].max_count &&
+			if (nodes_for(job, &cat->gpus[i], c) > 0 &&
 			    cat->gpus[i].memory >= job->min_memory &&
 			    e.per_gpu <= mf_cat_usable(cat, &cat->gpus[i]))
 				return c;
@@ -2042,9 +2445,10 @@ static void
 test_search_matches_every_count(void **state)
 {
 	static const char *const fixes[] = { "checkpointing, adam8bit, fsdp",
-		"fsdp", "checkpointing, fsdp", "lora, qlora, fsdp, adam8bit" };
+		"fsdp", "checkpointing, fsdp", "lora, qlora, fsdp, adam8bit",
+		"checkpointing, count", "lora, count" };
 	unsigned seed = 15;
-	int spanning = 0, timed = 0, rejected = 0, entries = 0;
+	int spanning = 0, timed = 0, rejected = 0, entries = 0, podded = 0;
 
 	(void)state;
 	for (int trial = 0; trial < 3000; trial++) {
@@ -2083,8 +2487,11 @@ test_search_matches_every_count(void **state)
 		    LLAMA "%s  workload:\n    sequenceLength: %d\n" HOURS(
 		        10) "%s" FIXES("%s"),
 		    count, 512 << (rand_r(&seed) % 4), limits,
-		    fixes[rand_r(&seed) % 4]);
+		    fixes[rand_r(&seed) % NELEM(fixes)]);
 		job_load(&f, spec);
+		/* A quarter as Kubernetes pods: one, two or three. */
+		if (rand_r(&seed) % 4 == 0)
+			f.job.pods = 1 + rand_r(&seed) % 3;
 		place(&f, cat, &d);
 		for (size_t i = 0; i < cat->ngpus; i++)
 			if (cat->gpus[i].max_count > most)
@@ -2120,14 +2527,23 @@ test_search_matches_every_count(void **state)
 			    d.placement.cost, spec);
 		if (found)
 			near(d.placement.cost, best.cost);
-		for (size_t i = 0; !d.admitted && i < d.nfixes; i++)
-			if (d.fixes[i].fix == MF_FIX_FSDP &&
-			    !f.job.count_given) {
-				assert_int_equal(d.fixes[i].gpus,
-				    fewest_anywhere_by_count(&f.job, cat,
-				        d.fixes[i].fixes, most < 2 ? 2 : most));
-				entries++;
+		for (size_t i = 0; !d.admitted && i < d.nfixes; i++) {
+			const struct mf_fix_option *e = &d.fixes[i];
+			int64_t c;
+
+			if (e->fix != MF_FIX_FSDP || f.job.count_given)
+				continue;
+			c = fewest_anywhere_by_count(&f.job, cat, e->fixes,
+			    most < 2 ? 2 : most);
+			/* More GPUs where the limits rule out the fewest. */
+			if (e->placed && e->placement.count > c) {
+				assert_true(limits[0] != '\0');
+				c = e->placement.count;
 			}
+			assert_int_equal(e->gpus, c);
+			entries++;
+		}
+		podded += f.job.pods > 0 && d.admitted;
 		spanning += d.admitted && d.placement.nodes > 1;
 		timed += d.admitted && f.job.deadline_hours >= 0 &&
 		    d.placement.count > 1;
@@ -2136,10 +2552,10 @@ test_search_matches_every_count(void **state)
 		mf_cat_unref(cat);
 	}
 	print_message("%d over several nodes, %d under a deadline on several "
-	              "GPUs, %d rejected, %d fsdp entries\n",
-	    spanning, timed, rejected, entries);
+	              "GPUs, %d rejected, %d fsdp entries, %d as pods\n",
+	    spanning, timed, rejected, entries, podded);
 	assert_true(spanning > 50 && timed > 50 && rejected > 50);
-	assert_true(entries > 20);
+	assert_true(entries > 20 && podded > 50);
 }
 
 int
@@ -2183,6 +2599,14 @@ main(void)
 		cmocka_unit_test(test_nodes_deadline_more_gpus),
 		cmocka_unit_test(test_nodes_deadline_no_faster),
 		cmocka_unit_test(test_nodes_llama_70b),
+		cmocka_unit_test(test_tie_least_intrusive_serving),
+		cmocka_unit_test(test_count_fix_floor_deadline),
+		cmocka_unit_test(test_count_fix_model_deadline),
+		cmocka_unit_test(test_fix_entry_reference_hours),
+		cmocka_unit_test(test_tensor_invalid_rejected),
+		cmocka_unit_test(test_tensor_past_node),
+		cmocka_unit_test(test_tensor_fix_valid_sizes),
+		cmocka_unit_test(test_pods_within_node),
 		cmocka_unit_test(test_search_matches_every_count),
 		cmocka_unit_test(test_floor_excludes_model_job),
 		cmocka_unit_test(test_overflow),

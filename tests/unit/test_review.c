@@ -1424,6 +1424,191 @@ test_review_denied_fsdp_message(void **state)
 	mf_answer_free(&ans);
 }
 
+/* --- a pod's GPUs on one node (design 11) ------------------------------- */
+
+/*
+ * Llama 3.1 70B (P = 70,553,706,496, h 8192, L 80, V 128,256), full AdamW
+ * at s = 2048, referenceHours 100.  16 P = 1,128,859,303,936 bytes shard
+ * over N GPUs; each GPU also keeps activations L s h 34 =
+ * 45,634,027,520 (checkpointing: 2 s h L = 2,684,354,560), logits s V 4 =
+ * 1,050,673,152 and the sharding buffers 2 x 855,654,400 (largest layer)
+ * x 2 = 3,422,617,600.  On a B200 (162e9 usable):
+ *   fsdp:  N = 10: 112.89 + 50.11 = 162.99 GB, too much; N = 11: 152.73,
+ *          so 11 GPUs, two nodes of 8;
+ *   + checkpointing: N = 7: 161.27 + 7.16 = 168.42, too much; N = 8:
+ *          141.11 + 7.16 = 148.27, one node.  Hours 100 x 1.35 / (2.274
+ *          x 8 x 0.9^3) = 10.1795, cost x $44/h = $447.90.
+ * No other card holds either on one node (H200: 126.9 GB usable).
+ */
+#define SPEC_70B(fixes) \
+	"model: {name: meta-llama/Llama-3.1-70B}\n" \
+	"workload: {sequenceLength: 2048}\n" \
+	"duration: {referenceHours: 100}\nallowedFixes: [" fixes "]\n"
+
+/* examples/k8s-admissionreview.json's Job with the 70B spec above and
+ * spec.parallelism, completions and completionMode (0 / NULL: unset). */
+static json_t *
+job_70b(const char *fixes, int parallelism, int completions, const char *mode)
+{
+	json_t *rv = load("examples/k8s-admissionreview.json");
+	json_t *spec =
+	    json_object_get(json_object_get(json_object_get(rv, "request"),
+	                        "object"),
+	        "spec");
+
+	annotate(rv, "memfloor.dev/spec", fixes);
+	json_object_del(spec, "parallelism");
+	json_object_del(spec, "completions");
+	json_object_del(spec, "completionMode");
+	if (parallelism > 0)
+		json_object_set_new(spec, "parallelism",
+		    json_integer(parallelism));
+	if (completions > 0)
+		json_object_set_new(spec, "completions",
+		    json_integer(completions));
+	if (mode != NULL)
+		json_object_set_new(spec, "completionMode", json_string(mode));
+	return rv;
+}
+
+#define GPU_LIMIT \
+	"/spec/template/spec/containers/0/resources/limits/nvidia.com~1gpu"
+
+/* A plain Job is one pod: placed within a node, with checkpointing and
+ * fsdp over 8 rather than fsdp alone over 11 GPUs on two nodes. */
+static void
+test_review_job_within_one_node(void **state)
+{
+	json_t *rv =
+	           job_70b(SPEC_70B("checkpointing, fsdp"), 1, 1, "NonIndexed"),
+	       *a, *patch;
+	struct mf_answer ans;
+
+	(void)state;
+	a = send_review(rv, &ans);
+	patch = patch_of(a, NULL);
+	expect_op(patch, "add", GPU_LIMIT, "\"8\"");
+	expect_op(patch, "add", "/metadata/annotations/memfloor.dev~1placement",
+	    "\"B200 x 8\"");
+	expect_op(patch, "add",
+	    "/metadata/annotations/memfloor.dev~1estimated-cost", "\"447.90\"");
+	json_decref(patch);
+	json_decref(a);
+	json_decref(rv);
+	mf_answer_free(&ans);
+}
+
+/*
+ * With fsdp alone nothing fits one node: the denial gives the placement
+ * over nodes, B200 x 11 on 2 nodes: speed 2.274 x 11 x 0.9^log2(11) x
+ * 0.8^log2(2) = 13.898, 7.195 hours at $60.50/h = $435.29; as an Indexed
+ * Job of 2 pods the count is a multiple of 2: 12, 2 pods of 6; and, within
+ * one node, checkpointing (which admission pairs with fsdp over 8).
+ */
+static void
+test_review_job_over_nodes_denied(void **state)
+{
+	json_t *rv = job_70b(SPEC_70B("fsdp"), 0, 0, NULL), *a;
+	struct mf_answer ans;
+	const char *msg;
+
+	(void)state;
+	a = send_review(rv, &ans);
+	assert_int_equal(denial(a, &msg), 403);
+	assert_non_null(strstr(msg,
+	    "no placement fits a pod of one node, and a pod's GPUs all come "
+	    "from one node: it needs B200 x 11 over 2 nodes ($435.29 to "
+	    "finish)"));
+	assert_non_null(strstr(msg,
+	    "Indexed Job (completionMode: Indexed, parallelism and "
+	    "completions 2, one pod a node: memfloor places it as 2 pods of "
+	    "B200 x 6"));
+	assert_non_null(strstr(msg, "JobSet, LeaderWorkerSet or PyTorchJob"));
+	assert_non_null(strstr(msg,
+	    "within one node, the fix checkpointing "
+	    "(spec.workload.gradientCheckpointing: true, "
+	    "spec.duration.referenceHours: 135), placement B200 x8, $447.90"));
+	assert_int_equal(ans.verdict, MF_VERDICT_REJECTED);
+	json_decref(a);
+	json_decref(rv);
+	mf_answer_free(&ans);
+}
+
+/* An Indexed Job of 2 pods: 12 GPUs, each pod's container 6. */
+static void
+test_review_indexed_job_pods(void **state)
+{
+	json_t *rv = job_70b(SPEC_70B("fsdp"), 2, 2, "Indexed"), *a, *patch;
+	struct mf_answer ans;
+
+	(void)state;
+	a = send_review(rv, &ans);
+	patch = patch_of(a, NULL);
+	expect_op(patch, "add", GPU_LIMIT, "\"6\"");
+	expect_op(patch, "add", "/metadata/annotations/memfloor.dev~1placement",
+	    "\"B200 x 12 (2 pods of 6)\"");
+	json_decref(patch);
+	json_decref(a);
+	json_decref(rv);
+	mf_answer_free(&ans);
+}
+
+/* Pods that do not run together, or a count that does not split. */
+static void
+test_review_indexed_job_bad(void **state)
+{
+	json_t *rv = job_70b(SPEC_70B("fsdp"), 2, 3, "Indexed"), *a;
+	struct mf_answer ans;
+	const char *msg;
+
+	(void)state;
+	a = send_review(rv, &ans);
+	assert_int_equal(denial(a, &msg), 400);
+	assert_non_null(strstr(msg,
+	    "spec.completions must equal "
+	    "spec.parallelism (2)"));
+	json_decref(a);
+	json_decref(rv);
+	mf_answer_free(&ans);
+	rv = job_70b("resources: {gpu: {count: 13}}\n" SPEC_70B("fsdp"), 2, 2,
+	    "Indexed");
+	a = send_review(rv, &ans);
+	assert_int_equal(denial(a, &msg), 400);
+	assert_non_null(strstr(msg, "the job's 13 GPUs"));
+	assert_non_null(strstr(msg, "do not split into the Job's 2 pods"));
+	json_decref(a);
+	json_decref(rv);
+	mf_answer_free(&ans);
+}
+
+/* A bare Pod is one pod too; a Job that is not Indexed places each of its
+ * pods as the whole job, and says so. */
+static void
+test_review_pod_and_parallel_job(void **state)
+{
+	json_t *rv = load(DATA "pod-eager.json"), *a;
+	struct mf_answer ans;
+	const char *msg;
+
+	(void)state;
+	annotate(rv, "memfloor.dev/spec", SPEC_70B("fsdp"));
+	a = send_review(rv, &ans);
+	assert_int_equal(denial(a, &msg), 403);
+	assert_non_null(strstr(msg, "it needs B200 x 11 over 2 nodes"));
+	json_decref(a);
+	json_decref(rv);
+	mf_answer_free(&ans);
+	rv = job_70b(SPEC_70B("checkpointing, fsdp"), 3, 0, NULL);
+	a = send_review(rv, &ans);
+	json_decref(patch_of(a, NULL));
+	assert_true(has_warning(a,
+	    "parallelism 3: each pod is placed as the whole job"));
+	expect_warnings_short(a);
+	json_decref(a);
+	json_decref(rv);
+	mf_answer_free(&ans);
+}
+
 /* --- bad annotations: a valid review, denied with code 400 --------------- */
 
 static void
@@ -1681,6 +1866,11 @@ main(void)
 		cmocka_unit_test(test_review_bad_quantity_denied_400),
 		cmocka_unit_test(test_review_bad_spec_denied_400),
 		cmocka_unit_test(test_review_bad_spec_variants_denied_400),
+		cmocka_unit_test(test_review_job_within_one_node),
+		cmocka_unit_test(test_review_job_over_nodes_denied),
+		cmocka_unit_test(test_review_indexed_job_pods),
+		cmocka_unit_test(test_review_indexed_job_bad),
+		cmocka_unit_test(test_review_pod_and_parallel_job),
 		cmocka_unit_test(test_review_annotation_not_string_denied_400),
 		cmocka_unit_test(test_review_job_without_pod_spec_denied_400),
 		cmocka_unit_test(test_review_malformed_invalid),

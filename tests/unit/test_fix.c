@@ -1,0 +1,109 @@
+/*
+ * test_fix.c: the fix table's rules (fix.h): the order in which sets of
+ * fixes are preferred at equal cost, which sets go together, when the
+ * count fix applies, and the code change a fix gives a job of each kind.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "fix.h"
+#include "manifest.h"
+#include "internal.h"
+
+#define BIT(f) MF_FIXBIT(MF_FIX_##f)
+
+/*
+ * A set ranks by its most intrusive fix first (design 6): the serving
+ * fixes kvfp8, int8, int4, tensor, then count; the post's steps before
+ * 8-bit Adam and FSDP; every modelling decision after all of them.
+ */
+static void
+test_fix_order_of_sets(void **state)
+{
+	(void)state;
+	assert_int_equal(mf_fix_order(0), 0);
+	assert_true(mf_fix_order(BIT(KVFP8)) < mf_fix_order(BIT(INT8)));
+	assert_true(mf_fix_order(BIT(INT8)) < mf_fix_order(BIT(INT4)));
+	assert_true(mf_fix_order(BIT(INT4)) < mf_fix_order(BIT(TENSOR)));
+	assert_true(mf_fix_order(BIT(TENSOR)) < mf_fix_order(BIT(REPLICAS)));
+	/* Two mild fixes before one that changes more. */
+	assert_true(
+	    mf_fix_order(BIT(KVFP8) | BIT(INT8)) < mf_fix_order(BIT(INT4)));
+	assert_true(
+	    mf_fix_order(BIT(INT4)) < mf_fix_order(BIT(KVFP8) | BIT(INT4)));
+	assert_true(mf_fix_order(BIT(CHECKPOINTING) | BIT(ADAM8BIT)) <
+	    mf_fix_order(BIT(FSDP)));
+	/* A modelling decision after everything that is not one. */
+	assert_true(mf_fix_order(BIT(FSDP) | BIT(CHECKPOINTING) |
+	                BIT(REPLICAS)) < mf_fix_order(BIT(LORA)));
+	assert_true(mf_fix_order(BIT(LORA)) < mf_fix_order(BIT(QLORA)));
+	assert_true(mf_fix_order(BIT(QLORA)) < mf_fix_order(BIT(CONTEXT)));
+}
+
+/* count takes the job's own replicas: never with fsdp or tensor, which
+ * choose their counts themselves. */
+static void
+test_fix_count_compatible(void **state)
+{
+	(void)state;
+	assert_true(mf_fix_compatible(BIT(REPLICAS)));
+	assert_true(mf_fix_compatible(
+	    BIT(REPLICAS) | BIT(CHECKPOINTING) | BIT(ADAM8BIT) | BIT(LORA)));
+	assert_true(mf_fix_compatible(BIT(REPLICAS) | BIT(KVFP8) | BIT(INT4)));
+	assert_false(mf_fix_compatible(BIT(REPLICAS) | BIT(FSDP)));
+	assert_false(mf_fix_compatible(BIT(REPLICAS) | BIT(TENSOR)));
+}
+
+/* count applies to a job of either kind that FSDP does not shard. */
+static void
+test_fix_count_applies(void **state)
+{
+	struct mf_job job;
+
+	(void)state;
+	memset(&job, 0, sizeof(job));
+	job.count = 1;
+	mf_workload_defaults(&job.work);
+	assert_true(mf_fix_applies(&job, &job.work, MF_FIX_REPLICAS));
+	job.work.kind = MF_INFERENCE;
+	assert_true(mf_fix_applies(&job, &job.work, MF_FIX_REPLICAS));
+	job.work.kind = MF_TRAINING;
+	job.work.shard_gpus = 4;
+	job.count = job.count_given = 4;
+	assert_false(mf_fix_applies(&job, &job.work, MF_FIX_REPLICAS));
+	assert_string_equal(mf_fix_name(MF_FIX_REPLICAS), "count");
+	assert_int_equal(mf_fix_lookup("count"), MF_FIX_REPLICAS);
+	assert_int_equal(mf_fix_info(MF_FIX_REPLICAS)->kind, MF_FIXV_GPUS);
+}
+
+/* A training job and a served one run data parallel differently. */
+static void
+test_fix_code_by_kind(void **state)
+{
+	(void)state;
+	assert_non_null(
+	    strstr(mf_fix_code(MF_FIX_REPLICAS, 0), "DistributedDataParallel"));
+	assert_string_equal(mf_fix_code(MF_FIX_REPLICAS, 1),
+	    "vllm serve MODEL --data-parallel-size N");
+	/* A fix with one code change gives it to both. */
+	assert_string_equal(mf_fix_code(MF_FIX_KVFP8, 0),
+	    mf_fix_code(MF_FIX_KVFP8, 1));
+	assert_null(mf_fix_code(MF_FIX_COUNT, 0));
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_fix_order_of_sets),
+		cmocka_unit_test(test_fix_count_compatible),
+		cmocka_unit_test(test_fix_count_applies),
+		cmocka_unit_test(test_fix_code_by_kind),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
