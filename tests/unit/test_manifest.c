@@ -519,7 +519,8 @@ test_err_types(void **state)
 	                "    referenceHours: 1\n",
 	    "spec.limits.maxCost", 10, "must be a number, not a string");
 	expect_err(SPEC "  workload:\n    attention: 3\n",
-	    "spec.workload.attention", 10, "must be a string, not a number");
+	    "spec.workload.attention", 10,
+	    "must be one of sdpa, flash, eager, not a number");
 	expect_err(SPEC "  workload:\n    method: dora\n",
 	    "spec.workload.method", 10,
 	    "'dora' is not one of full, lora, "
