@@ -187,7 +187,12 @@ enum {
 	W_OPTIMIZER,
 	W_CKPT,
 	W_ATTENTION,
+	W_LOSS,
+	W_LOSS_CHUNKS,
+	W_OFFLOAD,
+	W_OPT_BACKWARD,
 	W_LORA,
+	W_QLORA,
 	W_SHARDING,
 	W_PARALLELISM,
 	W_CONCURRENCY,
@@ -199,6 +204,7 @@ enum {
 	W_GPU_UTIL,
 	W_BATCHED,
 	W_BLOCK,
+	W_MAX_SEQS,
 	W_COUNT
 };
 
@@ -208,6 +214,7 @@ static const struct mf_field workload_rows[W_COUNT];
 	{ \
 		&workload_rows[row], (mask) \
 	}
+#define TRAINING WHEN(W_KIND, BIT(MF_TRAINING))
 #define INFERENCE WHEN(W_KIND, BIT(MF_INFERENCE))
 #define VLLM WHEN(W_SERVER, BIT(MF_SERVER_VLLM))
 
@@ -229,7 +236,14 @@ static const struct mf_fname precisions[] = {
 	{ "bf16", MF_BF16,
 	    "16-bit weights and gradients, fp32 master weights and optimizer moments (DeepSpeed, Megatron)",
 	    { 0 } },
+	{ "bf16-mixed", MF_BF16_MIXED,
+	    "fp32 weights and gradients under autocast, with the 16-bit weight copies autocast keeps (HF Trainer bf16=True, Lightning bf16-mixed, torchtitan)",
+	    { 0 } },
+	{ "bf16-true", MF_BF16_TRUE,
+	    "weights, gradients and optimizer state all 16-bit (torchtune, LitGPT bf16-true)",
+	    { 0 } },
 	{ "fp16", MF_FP16, "as bf16, in fp16", { 0 } },
+	{ "fp16-mixed", MF_FP16_MIXED, "as bf16-mixed, in fp16", { 0 } },
 	{ "fp32", MF_FP32, "everything in fp32", { 0 } },
 	{ NULL, 0, NULL, { 0 } },
 };
@@ -241,10 +255,32 @@ static const struct mf_fname optimizers[] = {
 	{ NULL, 0, NULL, { 0 } },
 };
 
+static const struct mf_fname checkpointings[] = {
+	{ "false", MF_CKPT_NONE, "every activation kept", { 0 } },
+	{ "true", MF_CKPT_FULL, "every layer recomputed whole in backward",
+	    { 0 } },
+	{ "op", MF_CKPT_OP,
+	    "per-op selective (torchtitan's policy): attention outputs and matmul outputs kept, the rest recomputed",
+	    { 0 } },
+	{ NULL, 0, NULL, { 0 } },
+};
+
 static const struct mf_fname attentions[] = {
 	{ "sdpa", MF_SDPA, "PyTorch's scaled_dot_product_attention", { 0 } },
 	{ "flash", MF_FLASH, "FlashAttention", { 0 } },
 	{ "eager", MF_EAGER, "the s x s scores materialised", { 0 } },
+	{ NULL, 0, NULL, { 0 } },
+};
+
+static const struct mf_fname losses[] = {
+	{ "standard", MF_LOSS_STANDARD, "the whole s x V logits in fp32",
+	    { 0 } },
+	{ "chunked", MF_LOSS_CHUNKED,
+	    "lm_head and cross-entropy in lossChunks pieces (torchtune's CEWithChunkedOutputLoss)",
+	    { 0 } },
+	{ "fused", MF_LOSS_FUSED,
+	    "a fused linear cross-entropy that never holds the logits (Liger, Cut Cross-Entropy)",
+	    { 0 } },
 	{ NULL, 0, NULL, { 0 } },
 };
 
@@ -278,6 +314,11 @@ static const struct mf_fname lora_targets[] = {
 	{ NULL, 0, NULL, { 0 } },
 };
 
+/* bitsandbytes 0.50.2, functional.quantize_4bit: "invalid blocksize"
+ * for any other. */
+static const int64_t qlora_blocks[] = { 32, 64, 128, 256, 512, 1024, 2048, 4096,
+	0 };
+
 static const struct mf_field lora_rows[] = {
 	{ .key = "rank",
 	    .type = MF_FT_INT,
@@ -300,6 +341,31 @@ static const struct mf_field lora_rows[] = {
 	    .doc = "the linear layers that get adapters" },
 };
 
+static const struct mf_field qlora_rows[] = {
+	{ .key = "blockSize",
+	    .type = MF_FT_INT,
+	    .base = MF_FB_WORK,
+	    .offset = WOFF(qlora_block),
+	    .flags = MF_FF_DEFAULT,
+	    .ints = qlora_blocks,
+	    .min = 32,
+	    .max = 4096,
+	    .idef = 64,
+	    .unit = "weights",
+	    .title = "QLoRA block size",
+	    .doc =
+	        "weights that share one absmax, as bitsandbytes stores NF4" },
+	{ .key = "doubleQuant",
+	    .type = MF_FT_BOOL,
+	    .base = MF_FB_WORK,
+	    .offset = WOFF(qlora_double_quant),
+	    .flags = MF_FF_DEFAULT,
+	    .idef = 1,
+	    .title = "Double quantization",
+	    .doc =
+	        "absmax in 8 bits with a second fp32 level a 256 blocks, as the QLoRA recipe" },
+};
+
 static const struct mf_field sharding_rows[] = {
 	{ .key = "gpus",
 	    .type = MF_FT_INT,
@@ -313,6 +379,15 @@ static const struct mf_field sharding_rows[] = {
 	    .title = "FSDP over GPUs",
 	    .doc =
 	        "weights, gradients and optimizer state fully sharded over N GPUs" },
+	{ .key = "reshardAfterForward",
+	    .type = MF_FT_BOOL,
+	    .base = MF_FB_WORK,
+	    .offset = WOFF(reshard_after_forward),
+	    .flags = MF_FF_DEFAULT,
+	    .idef = 1,
+	    .title = "Reshard after forward",
+	    .doc =
+	        "false keeps each layer's gathered weights from forward to backward" },
 };
 
 static const struct mf_field parallelism_rows[] = {
@@ -350,6 +425,25 @@ static const struct mf_field parallelism_rows[] = {
 	    .unit = "GPUs",
 	    .title = "Expert parallel",
 	    .doc = "the routed experts divided over E GPUs of a stage" },
+	{ .key = "sequenceParallel",
+	    .type = MF_FT_BOOL,
+	    .base = MF_FB_WORK,
+	    .offset = WOFF(sequence_parallel),
+	    .flags = MF_FF_DEFAULT,
+	    .idef = 0,
+	    .when = { TRAINING },
+	    .title = "Sequence parallel",
+	    .doc =
+	        "layer inputs, norms and dropout activations divided by T (Megatron, torchtitan)" },
+	{ .key = "lossParallel",
+	    .type = MF_FT_BOOL,
+	    .base = MF_FB_WORK,
+	    .offset = WOFF(loss_parallel),
+	    .flags = MF_FF_DEFAULT,
+	    .idef = 0,
+	    .when = { TRAINING },
+	    .title = "Loss parallel",
+	    .doc = "the logits and the loss divided by T (torchtitan)" },
 };
 
 static const struct mf_field workload_rows[W_COUNT] = {
@@ -411,13 +505,20 @@ static const struct mf_field workload_rows[W_COUNT] = {
 	    .title = "Optimizer",
 	    .doc = "the optimizer's state a trained weight" },
 	[W_CKPT] = { .key = "gradientCheckpointing",
-	    .type = MF_FT_BOOL,
+	    .type = MF_FT_ENUM,
 	    .base = MF_FB_WORK,
 	    .offset = WOFF(checkpointing),
+	    .offset2 = WOFF(ckpt_every),
 	    .flags = MF_FF_DEFAULT,
-	    .idef = 0,
+	    .names = checkpointings,
+	    .noun = "a number of layers N",
+	    .min = 1,
+	    .max = MF_MODEL_MAX_LAYERS,
+	    .ival = MF_CKPT_FULL,
+	    .idef = MF_CKPT_NONE,
 	    .title = "Gradient checkpointing",
-	    .doc = "every layer's activations recomputed in backward" },
+	    .doc =
+	        "activations recomputed in backward: false, true (every layer), op (per-op selective) or N (every Nth layer in full)" },
 	[W_ATTENTION] = { .key = "attention",
 	    .type = MF_FT_ENUM,
 	    .base = MF_FB_WORK,
@@ -427,11 +528,57 @@ static const struct mf_field workload_rows[W_COUNT] = {
 	    .idef = MF_SDPA,
 	    .title = "Attention",
 	    .doc = "the attention kernel" },
+	[W_LOSS] = { .key = "loss",
+	    .type = MF_FT_ENUM,
+	    .base = MF_FB_WORK,
+	    .offset = WOFF(loss),
+	    .flags = MF_FF_DEFAULT,
+	    .names = losses,
+	    .idef = MF_LOSS_STANDARD,
+	    .when = { TRAINING },
+	    .title = "Loss",
+	    .doc = "how the logits and the cross-entropy are computed" },
+	[W_LOSS_CHUNKS] = { .key = "lossChunks",
+	    .type = MF_FT_INT,
+	    .base = MF_FB_WORK,
+	    .offset = WOFF(loss_chunks),
+	    .flags = MF_FF_DEFAULT,
+	    .min = 1,
+	    .max = MF_JOB_MAX_CHUNKS,
+	    .idef = 8,
+	    .when = { TRAINING, WHEN(W_LOSS, BIT(MF_LOSS_CHUNKED)) },
+	    .title = "Loss chunks",
+	    .doc = "pieces of a chunked loss, each upcast to fp32 alone" },
+	[W_OFFLOAD] = { .key = "activationOffload",
+	    .type = MF_FT_BOOL,
+	    .base = MF_FB_WORK,
+	    .offset = WOFF(activation_offload),
+	    .flags = MF_FF_DEFAULT,
+	    .idef = 0,
+	    .when = { TRAINING },
+	    .title = "Activation offload",
+	    .doc = "saved activations in host memory (torchtune, torchao)" },
+	[W_OPT_BACKWARD] = { .key = "optimizerInBackward",
+	    .type = MF_FT_BOOL,
+	    .base = MF_FB_WORK,
+	    .offset = WOFF(optimizer_in_backward),
+	    .flags = MF_FF_DEFAULT,
+	    .idef = 0,
+	    .when = { TRAINING },
+	    .title = "Optimizer in backward",
+	    .doc =
+	        "each weight stepped and its gradient freed as soon as it is ready (torchtune)" },
 	[W_LORA] = { .key = "lora",
 	    .type = MF_FT_OBJECT,
 	    SUB(lora_rows),
 	    .title = "LoRA",
 	    .doc = "the adapters of method lora or qlora" },
+	[W_QLORA] = { .key = "qlora",
+	    .type = MF_FT_OBJECT,
+	    SUB(qlora_rows),
+	    .when = { TRAINING, WHEN(W_METHOD, BIT(MF_QLORA)) },
+	    .title = "QLoRA",
+	    .doc = "how the 4-bit weights are stored" },
 	[W_SHARDING] = { .key = "sharding",
 	    .type = MF_FT_OBJECT,
 	    .flags = MF_FF_REQUIRES,
@@ -545,6 +692,19 @@ static const struct mf_field workload_rows[W_COUNT] = {
 	    .title = "KV block size",
 	    .doc =
 	        "tokens a KV cache block holds; a sequence takes whole blocks" },
+	[W_MAX_SEQS] = { .key = "maxNumSeqs",
+	    .type = MF_FT_INT,
+	    .base = MF_FB_WORK,
+	    .offset = WOFF(max_num_seqs),
+	    .flags = MF_FF_DEFAULT,
+	    .min = 1,
+	    .max = MF_JOB_MAX_CONCURRENCY,
+	    .idef = 256,
+	    .when = { INFERENCE, VLLM },
+	    .unit = "sequences",
+	    .title = "Max sequences",
+	    .doc =
+	        "vLLM's --max-num-seqs: the sequences of its profile run, apart from concurrency" },
 };
 
 static const struct mf_field gpu_rows[] = {

@@ -177,7 +177,7 @@ test_fields_at(void **state)
 	assert_null(mf_fields_document("Pod"));
 }
 
-/* The defaults of design 3, 14 and 15, as the rows give them. */
+/* The defaults of design 3, 14, 15 and 19, as the rows give them. */
 static void
 test_fields_workload_defaults(void **state)
 {
@@ -211,6 +211,21 @@ test_fields_workload_defaults(void **state)
 	assert_int_equal(w.pipeline, 1);
 	assert_int_equal(w.expert, 1);
 	assert_int_equal(w.estimator, MF_EST_PYTORCH);
+	/* Design 19: every layer when checkpointing is true, a standard
+	 * loss (8 pieces when chunked), nothing offloaded, NF4 blocks of 64
+	 * with double quantization, FSDP resharding after forward, no
+	 * sequence or loss parallel, vLLM's 256 sequences. */
+	assert_int_equal(w.ckpt_every, 1);
+	assert_int_equal(w.loss, MF_LOSS_STANDARD);
+	assert_int_equal(w.loss_chunks, 8);
+	assert_false(w.activation_offload);
+	assert_false(w.optimizer_in_backward);
+	assert_int_equal(w.qlora_block, 64);
+	assert_true(w.qlora_double_quant);
+	assert_true(w.reshard_after_forward);
+	assert_false(w.sequence_parallel);
+	assert_false(w.loss_parallel);
+	assert_int_equal(w.max_num_seqs, 256);
 }
 
 int

@@ -508,7 +508,8 @@ test_err_types(void **state)
 	    "must be an integer, not a string");
 	expect_err(SPEC "  workload:\n    gradientCheckpointing: yes\n",
 	    "spec.workload.gradientCheckpointing", 10,
-	    "must be true or false, not a string");
+	    "'yes' is not one of false, true, op or a number of layers N "
+	    "from 1 to 4096");
 	expect_err(SPEC "  workload:\n    microBatch: 1.5\n",
 	    "spec.workload.microBatch", 10, "not a whole number");
 	expect_err(SPEC "  workload: [training]\n", "spec.workload", 9,
@@ -829,6 +830,194 @@ test_err_serving(void **state)
 	    "is 6 but the job's parallelism takes 4 GPUs");
 }
 
+/* --- the recipes of design 19 --- */
+
+/* A training job with the workload text w (after "  workload:\n"): a
+ * model and a sequence length. */
+#define RECIPE(w) MSPEC "  workload:\n    sequenceLength: 2048\n" w
+
+/* precision's six names, each its own enum value. */
+static void
+test_read_precisions(void **state)
+{
+	static const struct {
+		const char *name;
+		enum mf_precision value;
+	} cases[] = {
+		{ "bf16", MF_BF16 },
+		{ "bf16-mixed", MF_BF16_MIXED },
+		{ "bf16-true", MF_BF16_TRUE },
+		{ "fp16", MF_FP16 },
+		{ "fp16-mixed", MF_FP16_MIXED },
+		{ "fp32", MF_FP32 },
+	};
+	char text[512];
+	struct mf_doc *doc = NULL;
+	struct mf_job job;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		snprintf(text, sizeof(text), RECIPE("    precision: %s\n"),
+		    cases[i].name);
+		read_ok(text, &doc, &job);
+		assert_int_equal(job.work.precision, cases[i].value);
+		mf_doc_free(doc);
+	}
+	expect_err(RECIPE("    precision: bf16-amp\n"),
+	    "spec.workload.precision", 10,
+	    "'bf16-amp' is not one of bf16, bf16-mixed, bf16-true, fp16, "
+	    "fp16-mixed, fp32");
+}
+
+/* gradientCheckpointing: false, true, op or every Nth layer. */
+static void
+test_read_checkpointing(void **state)
+{
+	static const struct {
+		const char *text;
+		enum mf_checkpointing ckpt;
+		int64_t every;
+	} cases[] = {
+		{ "false", MF_CKPT_NONE, 1 },
+		{ "true", MF_CKPT_FULL, 1 },
+		{ "op", MF_CKPT_OP, 1 },
+		{ "1", MF_CKPT_FULL, 1 },
+		{ "4", MF_CKPT_FULL, 4 },
+	};
+	char text[512];
+	struct mf_doc *doc = NULL;
+	struct mf_job job;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		snprintf(text, sizeof(text),
+		    RECIPE("    gradientCheckpointing: %s\n"), cases[i].text);
+		read_ok(text, &doc, &job);
+		assert_int_equal(job.work.checkpointing, cases[i].ckpt);
+		assert_int_equal(job.work.ckpt_every, cases[i].every);
+		mf_doc_free(doc);
+	}
+	expect_err(RECIPE("    gradientCheckpointing: 0\n"),
+	    "spec.workload.gradientCheckpointing", 10,
+	    "0 is out of range [1, 4096]");
+	expect_err(RECIPE("    gradientCheckpointing: selective\n"),
+	    "spec.workload.gradientCheckpointing", 10,
+	    "'selective' is not one of false, true, op or a number of layers");
+	expect_err(RECIPE("    gradientCheckpointing: \"true\"\n"),
+	    "spec.workload.gradientCheckpointing", 10,
+	    "'true' is a string: write true without quotes");
+	expect_err(RECIPE("    gradientCheckpointing: [op]\n"),
+	    "spec.workload.gradientCheckpointing", 10, "not a list");
+}
+
+/* loss and its chunks, offload and the optimizer in backward. */
+static void
+test_read_loss_offload(void **state)
+{
+	struct mf_doc *doc = NULL;
+	struct mf_job job;
+
+	(void)state;
+	read_ok(RECIPE("    loss: chunked\n    lossChunks: 16\n"
+	               "    activationOffload: true\n"
+	               "    optimizerInBackward: true\n"),
+	    &doc, &job);
+	assert_int_equal(job.work.loss, MF_LOSS_CHUNKED);
+	assert_int_equal(job.work.loss_chunks, 16);
+	assert_true(job.work.activation_offload);
+	assert_true(job.work.optimizer_in_backward);
+	mf_doc_free(doc);
+	read_ok(RECIPE("    loss: fused\n"), &doc, &job);
+	assert_int_equal(job.work.loss, MF_LOSS_FUSED);
+	assert_int_equal(job.work.loss_chunks, 8);
+	assert_false(job.work.activation_offload);
+	mf_doc_free(doc);
+	expect_err(RECIPE("    loss: cce\n"), "spec.workload.loss", 10,
+	    "'cce' is not one of standard, chunked, fused");
+	expect_err(RECIPE("    lossChunks: 4\n"), "spec.workload.lossChunks",
+	    10,
+	    "has no effect here: it applies only with loss: chunked, and this "
+	    "job has loss: standard (the default)");
+	expect_err(RECIPE("    loss: fused\n    lossChunks: 4\n"),
+	    "spec.workload.lossChunks", 11, "this job has loss: fused");
+	expect_err(MSPEC
+	    "  workload:\n    kind: inference\n"
+	    "    contextLength: 4096\n    activationOffload: true\n",
+	    "spec.workload.activationOffload", 11,
+	    "applies only with kind: training, and this job has kind: "
+	    "inference");
+}
+
+/* QLoRA as bitsandbytes stores it: the block a absmax, double quant. */
+static void
+test_read_qlora(void **state)
+{
+	struct mf_doc *doc = NULL;
+	struct mf_job job;
+
+	(void)state;
+	read_ok(RECIPE("    method: qlora\n"
+	               "    qlora: {blockSize: 128, doubleQuant: false}\n"),
+	    &doc, &job);
+	assert_int_equal(job.work.method, MF_QLORA);
+	assert_int_equal(job.work.qlora_block, 128);
+	assert_false(job.work.qlora_double_quant);
+	mf_doc_free(doc);
+	read_ok(RECIPE("    method: qlora\n"), &doc, &job);
+	assert_int_equal(job.work.qlora_block, 64);
+	assert_true(job.work.qlora_double_quant);
+	mf_doc_free(doc);
+	expect_err(RECIPE("    method: qlora\n    qlora: {blockSize: 100}\n"),
+	    "spec.workload.qlora.blockSize", 11,
+	    "100 is not one of 32, 64, 128, 256, 512, 1024, 2048, 4096");
+	expect_err(RECIPE("    method: lora\n    qlora: {blockSize: 64}\n"),
+	    "spec.workload.qlora", 11,
+	    "applies only with method: qlora, and this job has method: lora");
+	expect_err(RECIPE("    qlora: {doubleQuant: true}\n"),
+	    "spec.workload.qlora", 10,
+	    "this job has method: full (the default)");
+	expect_err(RECIPE("    method: qlora\n    qlora: {blocksize: 64}\n"),
+	    "spec.workload.qlora.blocksize", 11, "unknown field");
+}
+
+/* FSDP's reshard, tensor parallel's sequence and loss parallel, vLLM's
+ * sequences. */
+static void
+test_read_parallel_recipes(void **state)
+{
+	struct mf_doc *doc = NULL;
+	struct mf_job job;
+
+	(void)state;
+	read_ok(RECIPE("    sharding: {gpus: 4, reshardAfterForward: false}\n"
+	               "    parallelism: {sequenceParallel: true, "
+	               "lossParallel: true}\n"),
+	    &doc, &job);
+	assert_int_equal(job.work.shard_gpus, 4);
+	assert_false(job.work.reshard_after_forward);
+	assert_true(job.work.sequence_parallel);
+	assert_true(job.work.loss_parallel);
+	mf_doc_free(doc);
+	read_ok(MSPEC INF "    server: vllm\n    maxNumSeqs: 512\n", &doc,
+	    &job);
+	assert_int_equal(job.work.max_num_seqs, 512);
+	mf_doc_free(doc);
+	read_ok(MSPEC INF "    server: vllm\n", &doc, &job);
+	assert_int_equal(job.work.max_num_seqs, 256);
+	mf_doc_free(doc);
+	expect_err(MSPEC INF "    maxNumSeqs: 512\n",
+	    "spec.workload.maxNumSeqs", 11, "applies only with server: vllm");
+	expect_err(RECIPE("    maxNumSeqs: 512\n"), "spec.workload.maxNumSeqs",
+	    10, "applies only with kind: inference");
+	expect_err(MSPEC INF "    parallelism: {tensor: 2, "
+	                     "sequenceParallel: true}\n",
+	    "spec.workload.parallelism.sequenceParallel", 11,
+	    "applies only with kind: training");
+	expect_err(RECIPE("    sharding: {gpus: 2, reshardAfterForward: 1}\n"),
+	    "spec.workload.sharding.reshardAfterForward", 10,
+	    "must be true or false, not a number");
+}
+
 /* maxCost and deadlineHours need referenceHours; maxHourlyPrice does not. */
 static void
 test_err_limits_need_hours(void **state)
@@ -925,6 +1114,11 @@ main(void)
 		cmocka_unit_test(test_err_model),
 		cmocka_unit_test(test_err_no_registry),
 		cmocka_unit_test(test_err_allowed_fixes),
+		cmocka_unit_test(test_read_precisions),
+		cmocka_unit_test(test_read_checkpointing),
+		cmocka_unit_test(test_read_loss_offload),
+		cmocka_unit_test(test_read_qlora),
+		cmocka_unit_test(test_read_parallel_recipes),
 		cmocka_unit_test(test_err_limits_need_hours),
 		cmocka_unit_test(test_err_sharding),
 		cmocka_unit_test(test_err_model_lengths),
