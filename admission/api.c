@@ -396,15 +396,15 @@ mf_api_catalog(const struct mf_api *api, const char *min_memory,
 	enum mf_qty_err qe;
 	int64_t floor = 0;
 	struct doc d;
-	char msg[160];
+	char msg[256];
 
 	memset(ans, 0, sizeof(*ans));
 	if (min_memory != NULL) {
-		qe = mf_qty_parse_bytes(min_memory, strlen(min_memory), &floor,
+		qe = mf_qty_parse_memory(min_memory, strlen(min_memory), &floor,
 		    &f);
 		if (qe != MF_QTY_OK) {
-			snprintf(msg, sizeof(msg), "'%.40s' %s", min_memory,
-			    mf_qty_strerror(qe));
+			mf_qty_explain(min_memory, strlen(min_memory), qe, msg,
+			    sizeof(msg));
 			mf_api_error(MF_ANS_INVALID, "minMemory", msg, out,
 			    ans);
 			return;

@@ -36,6 +36,7 @@ enum mf_ftype {
 	MF_FT_NUMBER, /* double between lo and hi */
 	MF_FT_BYTES,  /* a quantity of bytes (design 2): int64_t, and its
 	                 enum mf_qty_format as int at offset2 */
+	MF_FT_MEMORY, /* a GPU's memory: BYTES of at least MF_QTY_MEMORY_MIN */
 	MF_FT_CONFIG  /* a mapping the hook reads whole (a config.json) */
 };
 
@@ -56,6 +57,9 @@ enum {
 	MF_FF_NONEMPTY = 1 << 3,  /* OBJECT: at least one member */
 	MF_FF_OWN = 1 << 4,       /* STRING: copied; the struct frees it */
 	MF_FF_HOOK = 1 << 5,      /* read by mf_fread.hook */
+	MF_FF_FIRST = 1 << 6,     /* checked before the object's other
+	                             members (a document's kind); on an
+	                             OBJECT: a member is FIRST */
 	MF_FF_MARK = 1 << 7,      /* offset2 is an int set to 1 when given */
 	MF_FF_DEFAULT = 1 << 8,   /* idef or ddef is a default the docs
 	                             state; else it means "not given" */

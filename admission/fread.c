@@ -179,10 +179,18 @@ static enum mf_rc
 read_const(struct mf_fread *r, const struct mf_field *f,
     const struct mf_node *n, const char *path)
 {
+	const struct mf_field *doc;
+
 	if (n->type != MF_NODE_STR)
 		return wrong_type(r, n, path, n->key, "a string");
 	if (strcmp(n->text, f->text) == 0)
 		return MF_OK;
+	/* Another document of the table: say which, and what this takes. */
+	doc = strcmp(f->key, "kind") == 0 ? mf_fields_document(n->text) : NULL;
+	if (doc != NULL)
+		return fail(r, path, n->key, n->line, n->column,
+		    "'%s' is the kind of a %s; this takes kind %s", n->text,
+		    doc->title, f->text);
 	return fail(r, path, n->key, n->line, n->column, "'%.40s' is not '%s'",
 	    n->text, f->text);
 }
@@ -278,16 +286,19 @@ read_bytes(struct mf_fread *r, const struct mf_field *f,
 {
 	enum mf_qty_format format;
 	enum mf_qty_err qe;
+	char why[sizeof(r->err->text)];
 	int64_t v;
 	int fi;
 
 	if (n->type != MF_NODE_STR && n->type != MF_NODE_NUM)
 		return wrong_type(r, n, path, n->key,
 		    "a quantity such as 88Gi");
-	qe = mf_qty_parse_bytes(n->text, n->len, &v, &format);
+	qe = f->type == MF_FT_MEMORY ?
+	    mf_qty_parse_memory(n->text, n->len, &v, &format) :
+	    mf_qty_parse_bytes(n->text, n->len, &v, &format);
 	if (qe != MF_QTY_OK)
-		return fail(r, path, n->key, n->line, n->column, "'%.40s' %s",
-		    n->text, mf_qty_strerror(qe));
+		return fail(r, path, n->key, n->line, n->column, "%s",
+		    mf_qty_explain(n->text, n->len, qe, why, sizeof(why)));
 	if (at == NULL)
 		return MF_OK;
 	fi = (int)format;
@@ -360,6 +371,7 @@ read_value(struct mf_fread *r, const struct mf_field *f,
 	case MF_FT_NUMBER:
 		return read_number(r, f, n, path, at);
 	case MF_FT_BYTES:
+	case MF_FT_MEMORY:
 		return read_bytes(r, f, n, path, at);
 	case MF_FT_SET:
 		return read_set(r, f, n, path, at);
@@ -579,6 +591,29 @@ mf_fields_at(const struct mf_field *obj, const char *path)
 	return obj;
 }
 
+/* The members read before all others: a document's kind, so that a
+ * catalogue sent for a Job is told so, not that its headroom is unknown. */
+static enum mf_rc
+read_first(struct mf_fread *r, const struct mf_field *obj,
+    const struct mf_node *n, const char *path)
+{
+	const struct mf_node *m;
+	enum mf_rc rc;
+
+	for (size_t i = 0; i < obj->nsub; i++) {
+		if (!(obj->sub[i].flags & MF_FF_FIRST))
+			continue;
+		m = mf_node_get(n, obj->sub[i].key);
+		if (m == NULL)
+			return fail(r, path, obj->sub[i].key, n->line,
+			    n->column, "is required ('%s')", obj->sub[i].text);
+		rc = read_value(r, &obj->sub[i], m, path, NULL);
+		if (rc != MF_OK)
+			return rc;
+	}
+	return MF_OK;
+}
+
 /* The first member of the OBJECT f that must be given, or NULL. */
 static const struct mf_field *
 first_required(const struct mf_field *f)
@@ -647,7 +682,9 @@ read_object(struct mf_fread *r, const struct mf_field *obj,
 	if (n->type != MF_NODE_MAP)
 		return fail(r, path, NULL, n->line, n->column,
 		    "must be a mapping, not %s", mf_node_type_name(n->type));
-	for (c = n->child, i = 0; c != NULL; c = c->next, i++) {
+	if (obj->flags & MF_FF_FIRST)
+		rc = read_first(r, obj, n, path);
+	for (c = n->child, i = 0; rc == MF_OK && c != NULL; c = c->next, i++) {
 		f = mf_fields_find(obj, c->key);
 		if (f == NULL)
 			return fail(r, path, c->key, c->key_line, c->key_column,
@@ -657,6 +694,8 @@ read_object(struct mf_fread *r, const struct mf_field *obj,
 		rows[i] = f;
 		seen |= UINT64_C(1) << (f - obj->sub);
 	}
+	if (rc != MF_OK)
+		return rc;
 	if ((obj->flags & MF_FF_ONE_OF) && n->len != 1)
 		return fail(r, path, NULL, n->line, n->column,
 		    "give exactly one of %s",
@@ -666,7 +705,8 @@ read_object(struct mf_fread *r, const struct mf_field *obj,
 		    "is empty: give at least one of %s",
 		    member_list(obj, list, sizeof(list)));
 	for (c = n->child, i = 0; rc == MF_OK && c != NULL; c = c->next, i++)
-		if (rows[i]->type != MF_FT_OBJECT)
+		if (rows[i]->type != MF_FT_OBJECT &&
+		    !(rows[i]->flags & MF_FF_FIRST))
 			rc = read_member(r, rows[i], c, path);
 	for (c = n->child, i = 0; rc == MF_OK && c != NULL; c = c->next, i++)
 		if (rows[i]->type != MF_FT_OBJECT)
@@ -686,6 +726,12 @@ enum mf_rc
 mf_fields_read(struct mf_fread *r, const struct mf_field *obj,
     const struct mf_node *n, const char *path)
 {
+	/* A document with nothing in it: no body, only comments, "---". */
+	if ((obj->flags & MF_FF_FIRST) && n->type == MF_NODE_NULL &&
+	    (n->text == NULL || n->text[0] == '\0'))
+		return mf_error_set(r->err, MF_EINVAL, NULL, n->line, n->column,
+		    "the document is empty: a %s (apiVersion memfloor.dev/v1, kind %s) is a mapping",
+		    obj->title, obj->key);
 	if (n->type != MF_NODE_MAP && mf_fields_document(obj->key) == obj)
 		return fail(r, path, NULL, n->line, n->column,
 		    "a %s must be a mapping, not %s", obj->title,
@@ -755,6 +801,7 @@ mf_fields_defaults(const struct mf_field *obj, void *const *dst)
 			memcpy(at, &f->ddef, sizeof(f->ddef));
 			break;
 		case MF_FT_BYTES:
+		case MF_FT_MEMORY:
 			memcpy(at, &f->idef, sizeof(f->idef));
 			iv = MF_QTY_BINARY;
 			memcpy(slot_in(dst, f, f->offset2), &iv, sizeof(iv));

@@ -143,11 +143,6 @@ check_spec(struct mf_job *job, const char *base, const struct mf_node *spec,
 		    mf_path(p, sizeof(p), base, "duration.referenceHours"),
 		    line, column,
 		    "is required by limits.maxCost and limits.deadlineHours");
-	if (job->work.shard_gpus > 1 &&
-	    (job->work.kind != MF_TRAINING || job->work.method != MF_FULL))
-		return mf_error_set(err, MF_EINVAL,
-		    mf_path(p, sizeof(p), base, "workload.sharding"), line,
-		    column, "FSDP sharding applies to full fine-tuning only");
 	rc = check_count(job, base, line, column, err);
 	return rc == MF_OK ? check_lengths(job, base, line, column, err) : rc;
 }

@@ -1377,8 +1377,8 @@ test_admit_tie_fewer_gpus(void **state)
 	    "  name: it-fsdp\n"
 	    "spec:\n"
 	    "  model:\n"
-	    "    config: {hidden_size: 64, num_hidden_layers: 2,\n"
-	    "      num_attention_heads: 4, intermediate_size: 128,\n"
+	    "    config: {hidden_size: 4096, num_hidden_layers: 2,\n"
+	    "      num_attention_heads: 4, intermediate_size: 8192,\n"
 	    "      vocab_size: 1000, tie_word_embeddings: true}\n"
 	    "  workload:\n"
 	    "    sequenceLength: 1\n"
@@ -1398,7 +1398,7 @@ test_admit_tie_fewer_gpus(void **state)
 	j = admit(d, job, &r);
 	CHECK_STATUS(&r, 200);
 	CHECK_STR(j, "need.source", "model");
-	CHECK_INT(j, "need.perGpuBytes", 1342624);
+	CHECK_INT(j, "need.perGpuBytes", INT64_C(3388690336));
 	CHECK_ORDER(j, "Zulu2", "Alpha4");
 	CHECK_INT(j, "placement.count", 2);
 	CHECK_STR(j, "placement.fixes.0", "fsdp");

@@ -111,7 +111,7 @@ check_row(struct walk *w, const struct mf_field *f)
 static void
 check_object(struct walk *w, const struct mf_field *obj)
 {
-	int required = 0;
+	int required = 0, first = 0;
 
 	assert_true(obj->nsub <= MF_FIELDS_MAX_MEMBERS);
 	assert_true(w->depth < 8);
@@ -120,6 +120,7 @@ check_object(struct walk *w, const struct mf_field *obj)
 		const struct mf_field *f = &obj->sub[i];
 
 		required |= (f->flags & MF_FF_REQUIRED) != 0;
+		first |= (f->flags & MF_FF_FIRST) != 0;
 		assert_non_null(f->doc);
 		for (size_t k = 0; k < i; k++)
 			if (strcmp(obj->sub[k].key, f->key) == 0)
@@ -130,6 +131,9 @@ check_object(struct walk *w, const struct mf_field *obj)
 	if (required != !!(obj->flags & MF_FF_REQUIRES))
 		fail_msg("%s: MF_FF_REQUIRES says %d, its members %d", obj->key,
 		    !!(obj->flags & MF_FF_REQUIRES), required);
+	if (first != !!(obj->flags & MF_FF_FIRST))
+		fail_msg("%s: MF_FF_FIRST says %d, its members %d", obj->key,
+		    !!(obj->flags & MF_FF_FIRST), first);
 	w->depth--;
 }
 
