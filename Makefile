@@ -152,10 +152,21 @@ LISTEN ?= 127.0.0.1:8080
 run: all
 	$(BUILD)/memfloord -d -l $(LISTEN) -f catalog/gpus.yaml -m catalog/models
 
-# Integration tests find the programs through MEMFLOORD / MEMFLOOR and the
-# shipped data through MF_TOP.
+# Integration tests find the programs through MEMFLOORD / MEMFLOOR, the
+# shipped data through MF_TOP and the Python venv of the full tier's
+# validators through MF_VENV.
+VENV    = build/venv
 TESTENV = MEMFLOORD=$(abspath $(BUILD)/memfloord) \
-          MEMFLOOR=$(abspath $(BUILD)/memfloor) MF_TOP=$(CURDIR)
+          MEMFLOOR=$(abspath $(BUILD)/memfloor) MF_TOP=$(CURDIR) \
+          MF_VENV=$(abspath $(VENV))
+
+# The JSON Schema validator tests/integration/schema.sh runs (make suite):
+# a venv of python3's with tests/requirements-schema.txt, pinned.
+$(VENV)/.installed: tests/requirements-schema.txt
+	rm -rf $(VENV) && python3 -m venv $(VENV)
+	$(VENV)/bin/pip install -q --disable-pip-version-check \
+	  -r tests/requirements-schema.txt
+	touch $@
 
 # The fast tier: the unit tests and the integration tests against the real
 # daemon, without package installs, torch, sanitizers or fuzzing.  T=NAME
@@ -166,13 +177,13 @@ check: all $(UNIT) $(INTEG)
 
 # Every unit and integration test, with those that install and start
 # components of their own (chromium for the page, a Slurm cluster).
-suite: all $(UNIT) $(INTEG)
+suite: all $(UNIT) $(INTEG) $(VENV)/.installed
 	@$(TESTENV) sh tests/lib/run.sh $(BUILD) full
 
 unit: $(UNIT)
 	@$(TESTENV) sh tests/lib/run.sh $(BUILD) full $(notdir $(UNIT))
 
-integration: all $(INTEG)
+integration: all $(INTEG) $(VENV)/.installed
 	@$(TESTENV) sh tests/lib/run.sh $(BUILD) full $(notdir $(INTEG)) \
 	  $(notdir $(SCRIPTS))
 

@@ -18,6 +18,7 @@
 #include "buf.h"
 #include "doc.h"
 #include "err.h"
+#include "jw.h"
 
 enum mf_ftype {
 	MF_FT_OBJECT, /* a mapping of the rows in sub */
@@ -186,12 +187,14 @@ int mf_fields_form_ok(const struct mf_form *f, const char *s, size_t len);
 
 /*
  * The JSON Schema (draft 2020-12) of the document obj (mf_fields_job or
- * mf_fields_catalog), appended to b; b's rc says whether it all fitted.
- * Each property carries the row's title, doc, default and, where it
- * applies only to some workloads, "x-memfloor-when" ({"kind":
- * ["inference"]}) beside the if/then rules that refuse it elsewhere.
+ * mf_fields_catalog), written with w (JSON or YAML) as one value; w's
+ * buffer says whether it all fitted.  Each property carries the row's
+ * title, doc, unit ("x-memfloor-unit"), default and examples and, where it
+ * applies only to some workloads, "x-memfloor-when" ({"spec.workload.kind":
+ * ["inference"]}, and "x-memfloor-value-when" for values with a condition
+ * of their own) beside the if/then rules that refuse it elsewhere.
  */
-enum mf_rc mf_fields_schema(const struct mf_field *obj, struct mf_buf *b);
+void mf_fields_schema(const struct mf_field *obj, struct mf_jw *w);
 /* The field list of the document obj in Markdown (docs/manifest.md,
  * docs/catalog.md), appended to b. */
 enum mf_rc mf_fields_markdown(const struct mf_field *obj, struct mf_buf *b);

@@ -403,6 +403,20 @@ is "catalog slurm: the mapping it shows makes a table" "$rc" 0
 has "catalog slurm: the table has that card" "$out" \
     "^	\{ gpu = \"$(sed -n "${first}s/^  - name: //p" catalog/gpus.yaml)\", "
 
+# --- schema ---------------------------------------------------------------------
+mf schema
+is "schema: exits 0" "$rc" 0
+has "schema: a draft 2020-12 JSON Schema" "$out" \
+    '^\{"\$schema":"https://json-schema\.org/draft/2020-12/schema","title":"memfloor Job manifest"'
+mf schema GpuCatalog --markdown
+is "schema GpuCatalog --markdown: exits 0" "$rc" 0
+has "schema GpuCatalog --markdown: the cards' fields" "$out" \
+    '^\| `relativeThroughput` \| number in \(0, 1000\] \| required \|'
+mf schema Pod
+is "schema Pod: exits 2" "$rc" 2
+has "schema Pod: names the kinds there are" "$err" \
+    "'Pod' is not a kind of document memfloor reads \(Job, GpuCatalog\)"
+
 # --- usage ----------------------------------------------------------------------
 mf
 is "no command exits 2" "$rc" 2
