@@ -189,7 +189,8 @@ int mf_fields_form_ok(const struct mf_form *f, const char *s, size_t len);
  * The JSON Schema (draft 2020-12) of the document obj (mf_fields_job or
  * mf_fields_catalog), written with w (JSON or YAML) as one value; w's
  * buffer says whether it all fitted.  Each property carries the row's
- * title, doc, unit ("x-memfloor-unit"), default and examples and, where it
+ * title, doc, unit ("x-memfloor-unit"), default (or "x-memfloor-default",
+ * a default that is no value: "that of precision") and examples and, where it
  * applies only to some workloads, "x-memfloor-when" ({"spec.workload.kind":
  * ["inference"]}, and "x-memfloor-value-when" for values with a condition
  * of their own) beside the if/then rules that refuse it elsewhere.

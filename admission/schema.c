@@ -483,6 +483,8 @@ notes(struct mf_jw *w, const struct stack *st, const struct mf_field *f)
 	}
 	if (f->unit != NULL)
 		mf_jw_str(w, "x-memfloor-unit", f->unit);
+	if (other)
+		mf_jw_str(w, "x-memfloor-default", f->text);
 	if ((f->flags & MF_FF_DEFAULT) && !(f->flags & MF_FF_REQUIRED))
 		default_value(w, f);
 	if (f->example != NULL) {
