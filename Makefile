@@ -1,4 +1,4 @@
-# memfloor: make deps | all | run [LISTEN=ADDR:PORT] | check | test | torch | sanitize | lint | bench | fuzz | install | clean
+# memfloor: make deps | all | run [LISTEN=ADDR:PORT] | check | test | torch | sanitize | lint | bench | fuzz | docs | install | clean
 
 PREFIX  ?= /usr/local
 BINDIR  ?= $(PREFIX)/bin
@@ -65,7 +65,7 @@ DLIB       = $(BUILD)/libmemfloord.a
 FUZZ       = $(patsubst tests/fuzz/%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 DEPSTAMP   = $(BUILD)/.deps
 
-.PHONY: all deps run check suite test unit integration sanitize lint bench fuzz install clean tsan torch FORCE
+.PHONY: all deps run check suite test unit integration sanitize lint bench fuzz docs install clean tsan torch FORCE
 .DELETE_ON_ERROR:
 .SECONDARY:
 
@@ -236,6 +236,11 @@ torch: all
 	fi
 	$(TESTENV) timeout 1200 $(TORCH_PY) tests/torch/measure.py
 	$(TESTENV) timeout 300 $(TORCH_PY) tests/torch/forward.py
+
+# The field lists of docs/manifest.md and docs/catalog.md, from the table
+# of fields (admission/fields.c); tests/integration/docs.sh checks them.
+docs: $(BUILD)/memfloor
+	$(TESTENV) python3 tests/lib/docfields.py $(BUILD)/memfloor --write
 
 bench: all $(BUILD)/bench_place
 	$(TESTENV) BENCH_PLACE=$(abspath $(BUILD)/bench_place) sh tests/bench/bench.sh

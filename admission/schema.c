@@ -16,6 +16,7 @@
 #include "fields.h"
 
 #include <assert.h>
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -730,10 +731,12 @@ md_object(struct mf_buf *b, const struct mf_field *obj, const char *path)
 	const struct mf_field *f;
 	char p[PATHMAX];
 
-	mf_buf_printf(b, "\n### %s%s%s\n\n%s.\n\n", path[0] ? "`" : "",
-	    path[0] ? path : obj->title, path[0] ? "`" : "", obj->doc);
+	/* The doc as a sentence: its first letter a capital. */
+	mf_buf_printf(b, "\n### %s%s%s\n\n%c%s.\n\n", path[0] ? "`" : "",
+	    path[0] ? path : obj->title, path[0] ? "`" : "",
+	    toupper((unsigned char)obj->doc[0]), obj->doc + 1);
 	mf_buf_printf(b,
-	    "| Field | Type | Default | Applies only with | |\n"
+	    "| Field | Type | Default | Applies only with | What |\n"
 	    "|---|---|---|---|---|\n");
 	for (size_t i = 0; i < obj->nsub; i++) {
 		f = &obj->sub[i];
