@@ -544,7 +544,7 @@ static const struct mf_field resources_rows[] = {
 static const struct mf_field model_rows[] = {
 	{ .key = "name", .type = MF_FT_STRING, .base = MF_FB_JOB,
 	    .offset = JOFF(model_name), .flags = MF_FF_HOOK,
-	    .title = "Model", .doc = "a shipped config (GET /v1/models)" },
+	    .title = "Model", .doc = "a model memfloord serves: a shipped config or one of the -m directories' (GET /v1/models)" },
 	{ .key = "config", .type = MF_FT_CONFIG, .flags = MF_FF_HOOK,
 	    .title = "config.json",
 	    .doc = "the model's Hugging Face config.json, inline" },
