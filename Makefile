@@ -1,4 +1,4 @@
-# memfloor: make deps | all | run [LISTEN=ADDR:PORT] | check | test | torch | sanitize | lint | bench | fuzz | install | clean
+# memfloor: make deps | all | run [LISTEN=ADDR:PORT] | check | test | torch | sanitize | lint | bench | fuzz | docs | install | clean
 
 PREFIX  ?= /usr/local
 BINDIR  ?= $(PREFIX)/bin
@@ -65,7 +65,7 @@ DLIB       = $(BUILD)/libmemfloord.a
 FUZZ       = $(patsubst tests/fuzz/%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 DEPSTAMP   = $(BUILD)/.deps
 
-.PHONY: all deps run check suite test unit integration sanitize lint bench fuzz install clean tsan torch FORCE
+.PHONY: all deps run check suite test unit integration sanitize lint bench fuzz docs install clean tsan torch FORCE
 .DELETE_ON_ERROR:
 .SECONDARY:
 
@@ -152,10 +152,21 @@ LISTEN ?= 127.0.0.1:8080
 run: all
 	$(BUILD)/memfloord -d -l $(LISTEN) -f catalog/gpus.yaml -m catalog/models
 
-# Integration tests find the programs through MEMFLOORD / MEMFLOOR and the
-# shipped data through MF_TOP.
+# Integration tests find the programs through MEMFLOORD / MEMFLOOR, the
+# shipped data through MF_TOP and the Python venv of the full tier's
+# validators through MF_VENV.
+VENV    = build/venv
 TESTENV = MEMFLOORD=$(abspath $(BUILD)/memfloord) \
-          MEMFLOOR=$(abspath $(BUILD)/memfloor) MF_TOP=$(CURDIR)
+          MEMFLOOR=$(abspath $(BUILD)/memfloor) MF_TOP=$(CURDIR) \
+          MF_VENV=$(abspath $(VENV))
+
+# The JSON Schema validator tests/integration/schema.sh runs (make suite):
+# a venv of python3's with tests/requirements-schema.txt, pinned.
+$(VENV)/.installed: tests/requirements-schema.txt
+	rm -rf $(VENV) && python3 -m venv $(VENV)
+	$(VENV)/bin/pip install -q --disable-pip-version-check \
+	  -r tests/requirements-schema.txt
+	touch $@
 
 # The fast tier: the unit tests and the integration tests against the real
 # daemon, without package installs, torch, sanitizers or fuzzing.  T=NAME
@@ -166,13 +177,13 @@ check: all $(UNIT) $(INTEG)
 
 # Every unit and integration test, with those that install and start
 # components of their own (chromium for the page, a Slurm cluster).
-suite: all $(UNIT) $(INTEG)
+suite: all $(UNIT) $(INTEG) $(VENV)/.installed
 	@$(TESTENV) sh tests/lib/run.sh $(BUILD) full
 
 unit: $(UNIT)
 	@$(TESTENV) sh tests/lib/run.sh $(BUILD) full $(notdir $(UNIT))
 
-integration: all $(INTEG)
+integration: all $(INTEG) $(VENV)/.installed
 	@$(TESTENV) sh tests/lib/run.sh $(BUILD) full $(notdir $(INTEG)) \
 	  $(notdir $(SCRIPTS))
 
@@ -225,6 +236,11 @@ torch: all
 	fi
 	$(TESTENV) timeout 1200 $(TORCH_PY) tests/torch/measure.py
 	$(TESTENV) timeout 300 $(TORCH_PY) tests/torch/forward.py
+
+# The field lists of docs/manifest.md and docs/catalog.md, from the table
+# of fields (admission/fields.c); tests/integration/docs.sh checks them.
+docs: $(BUILD)/memfloor
+	$(TESTENV) python3 tests/lib/docfields.py $(BUILD)/memfloor --write
 
 bench: all $(BUILD)/bench_place
 	$(TESTENV) BENCH_PLACE=$(abspath $(BUILD)/bench_place) sh tests/bench/bench.sh

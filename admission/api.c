@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "buf.h"
+#include "fields.h"
 #include "manifest.h"
 #include "oom.h"
 #include "place.h"
@@ -398,15 +399,15 @@ mf_api_catalog(const struct mf_api *api, const char *min_memory,
 	enum mf_qty_err qe;
 	int64_t floor = 0;
 	struct doc d;
-	char msg[160];
+	char msg[256];
 
 	memset(ans, 0, sizeof(*ans));
 	if (min_memory != NULL) {
-		qe = mf_qty_parse_bytes(min_memory, strlen(min_memory), &floor,
+		qe = mf_qty_parse_memory(min_memory, strlen(min_memory), &floor,
 		    &f);
 		if (qe != MF_QTY_OK) {
-			snprintf(msg, sizeof(msg), "'%.40s' %s", min_memory,
-			    mf_qty_strerror(qe));
+			mf_qty_explain(min_memory, strlen(min_memory), qe, msg,
+			    sizeof(msg));
 			mf_api_error(MF_ANS_INVALID, "minMemory", msg, out,
 			    ans);
 			return;
@@ -433,6 +434,32 @@ mf_api_models(const struct mf_api *api, enum mf_output out,
 		return;
 	}
 	mf_write_models(doc_begin(&d, out), api->models);
+	doc_answer(&d, MF_ANS_OK, out, ans);
+}
+
+void
+mf_api_schema(const char *kind, enum mf_output out, struct mf_answer *ans)
+{
+	const struct mf_field *doc = mf_fields_document(kind);
+	struct mf_buf b;
+	struct doc d;
+	char msg[160];
+
+	memset(ans, 0, sizeof(*ans));
+	if (doc == NULL) {
+		snprintf(msg, sizeof(msg),
+		    "'%.40s' is not a kind of document memfloor reads (Job, GpuCatalog)",
+		    kind);
+		mf_api_error(MF_ANS_INVALID, "kind", msg, out, ans);
+		return;
+	}
+	if (out == MF_OUT_TEXT) {
+		mf_buf_init(&b, ANSWER_MAX);
+		mf_fields_markdown(doc, &b);
+		mf_answer_text(ans, MF_ANS_OK, mf_buf_take(&b));
+		return;
+	}
+	mf_fields_schema(doc, doc_begin(&d, out));
 	doc_answer(&d, MF_ANS_OK, out, ans);
 }
 

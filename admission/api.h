@@ -109,6 +109,12 @@ void mf_api_catalog(const struct mf_api *api, const char *min_memory,
     enum mf_output out, struct mf_answer *ans);
 void mf_api_models(const struct mf_api *api, enum mf_output out,
     struct mf_answer *ans);
+/*
+ * The JSON Schema of a document (design 3, 4; fields.h): kind "Job" (and
+ * NULL) or "GpuCatalog", as JSON or YAML, or for MF_OUT_TEXT its field
+ * list in Markdown.  Another kind is a 400 naming the field "kind".
+ */
+void mf_api_schema(const char *kind, enum mf_output out, struct mf_answer *ans);
 /* An answer for an error decided outside the library (404, 415, ...). */
 void mf_api_error(enum mf_answer_kind kind, const char *field,
     const char *message, enum mf_output out, struct mf_answer *ans);

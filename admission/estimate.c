@@ -1,5 +1,5 @@
 /*
- * estimate.c: an estimate's frame: the workload's defaults and domain, the
+ * estimate.c: an estimate's frame: the workload's domain, the
  * bucket and estimator names, and mf_est_compute, which asks the estimator
  * in force for a training step's buckets (est_post.c, est_pytorch.c), or
  * est_serve.c for an inference job's, lays them out over the job's GPUs
@@ -20,46 +20,6 @@
 #include <string.h>
 
 #include "est.h"
-
-void
-mf_workload_defaults(struct mf_workload *w)
-{
-	memset(w, 0, sizeof(*w));
-	w->kind = MF_TRAINING;
-	w->method = MF_FULL;
-	w->precision = MF_BF16;
-	w->optimizer = MF_ADAMW;
-	w->attention = MF_SDPA;
-	w->checkpointing = MF_CKPT_NONE;
-	w->ckpt_every = 1;
-	w->loss = MF_LOSS_STANDARD;
-	w->loss_chunks = 8;
-	w->activation_offload = 0;
-	w->optimizer_in_backward = 0;
-	w->qlora_block = 64;
-	w->qlora_double_quant = 1;
-	w->reshard_after_forward = 1;
-	w->sequence_parallel = 0;
-	w->loss_parallel = 0;
-	w->seq_len = 0;
-	w->micro_batch = 1;
-	w->lora_rank = 16;
-	w->lora_targets = MF_LORA_ALL_LINEAR;
-	w->shard_gpus = 1;
-	w->concurrency = 1;
-	w->context_len = 0;
-	w->kv_dtype = MF_KV_BF16;
-	w->weights_dtype = MF_WD_DEFAULT;
-	w->group_size = 128;
-	w->server = MF_SERVER_NONE;
-	w->gpu_util = 0.9;
-	w->batched_tokens = 8192;
-	w->block_size = 16;
-	w->max_num_seqs = 256;
-	w->graph_reserve = MF_GRAPH_RESERVE_DEFAULT;
-	w->tensor = w->pipeline = w->expert = 1;
-	w->estimator = MF_EST_PYTORCH;
-}
 
 const char *
 mf_bucket_name(enum mf_bucket b)

@@ -152,8 +152,9 @@ struct mf_estimate {
 	char formula[MF_B_COUNT][MF_FORMULA_MAX];
 };
 
-/* Defaults of design 3: training, full, bf16, adamw, sdpa, b 1, rank 16;
- * the estimator pytorch. */
+/* Every field as the manifest leaves it when not given (design 3, 14,
+ * 15, 19): the rows of fields.c, which owns each default; the estimator
+ * pytorch and cudaGraphReserve's 1Gi until a catalogue says otherwise. */
 void mf_workload_defaults(struct mf_workload *w);
 
 /* "weights", "gradients", ..., "kvCache", "shardingBuffers". */

@@ -24,6 +24,7 @@
 #define MF_JOB_MAX_CONTEXT (INT64_C(1) << 22)
 #define MF_JOB_MAX_GROUP (INT64_C(1) << 20)
 #define MF_JOB_MAX_BLOCK 4096
+#define MF_JOB_MAX_CHUNKS 1024
 #define MF_JOB_MAX_HOURS 1e6
 #define MF_JOB_MAX_MONEY 1e12
 

@@ -24,6 +24,7 @@
 #include "qty.h"
 
 #include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "buf.h"
@@ -297,8 +298,109 @@ mf_qty_strerror(enum mf_qty_err err)
 		return "is not a positive number of bytes";
 	case MF_QTY_RANGE:
 		return "is more than 2^63-1 bytes";
+	case MF_QTY_SMALL:
+		return "is less than 1Gi, less than any GPU holds";
 	}
 	return "is not a valid quantity";
+}
+
+enum mf_qty_err
+mf_qty_parse_memory(const char *s, size_t len, int64_t *bytes,
+    enum mf_qty_format *format)
+{
+	enum mf_qty_format f;
+	enum mf_qty_err err;
+	int64_t v;
+
+	err = mf_qty_parse_bytes(s, len, &v, &f);
+	if (err == MF_QTY_OK && v < MF_QTY_MEMORY_MIN)
+		err = MF_QTY_SMALL;
+	if (err != MF_QTY_OK)
+		return err;
+	*bytes = v;
+	if (format != NULL)
+		*format = f;
+	return MF_QTY_OK;
+}
+
+/* Whether s[0..len) is digits with at most one '.': a bare number. */
+static bool
+bare_number(const char *s, size_t len)
+{
+	size_t dots = 0, digits = 0;
+
+	for (size_t i = 0; i < len; i++) {
+		if (s[i] == '.')
+			dots++;
+		else if (is_digit(s[i]))
+			digits++;
+		else
+			return false;
+	}
+	return digits > 0 && dots <= 1;
+}
+
+/*
+ * The hint for a size written with a trailing B ("80GB", "80GiB", "80B"):
+ * how the same size is written as a quantity.  0 when s is not such a
+ * size.
+ */
+static int
+unit_hint(const char *s, size_t len, char *buf, size_t size)
+{
+	static const char letters[] = "kMGTPE";
+	const char *l;
+	size_t n;
+	int i;
+
+	if (len < 2 || len > MAXLEN || (s[len - 1] != 'B' && s[len - 1] != 'b'))
+		return 0;
+	n = len - 1;
+	if (n > 1 && s[n - 1] == 'i')
+		n--; /* "80GiB": the binary letter before "iB" */
+	if (bare_number(s, n))
+		return snprintf(buf, size,
+		           ": memory is written %.*s (bytes), %.*sG (10^9 bytes) or %.*sGi (2^30 bytes)",
+		           (int)n, s, (int)n, s, (int)n, s) > 0;
+	l = strchr(letters, s[n - 1] == 'K' ? 'k' : s[n - 1]);
+	if (s[n - 1] == '\0' || l == NULL || !bare_number(s, n - 1))
+		return 0;
+	i = (int)(l - letters) + 1;
+	return snprintf(buf, size,
+	           ": memory is written %.*s%c (10^%d bytes) or %.*s%ci (2^%d bytes)",
+	           (int)(n - 1), s, *l, 3 * i, (int)(n - 1), s,
+	           *l == 'k' ? 'K' : *l, 10 * i) > 0;
+}
+
+char *
+mf_qty_explain(const char *s, size_t len, enum mf_qty_err err, char *buf,
+    size_t size)
+{
+	int shown = len < 40 ? (int)len : 40, as_gib;
+	char hint[160] = "";
+	int64_t v = 0;
+
+	if (size == 0)
+		return buf;
+	if (s == NULL)
+		s = "";
+	/* A count of a few digits is most likely GiB with the unit left
+	 * out: suggest it back ("80" -> 80Gi); else the usual example. */
+	as_gib = bare_number(s, len) && len <= 4;
+
+	if (err == MF_QTY_SMALL &&
+	    mf_qty_parse_bytes(s, len, &v, NULL) == MF_QTY_OK) {
+		snprintf(buf, size,
+		    "'%.*s' is %lld bytes, less than 1Gi: a GPU's memory is written with its unit, e.g. %.*sGi",
+		    shown, s, (long long)v, as_gib ? shown : 2,
+		    as_gib ? s : "80");
+		return buf;
+	}
+	if (err == MF_QTY_SYNTAX)
+		unit_hint(s, len, hint, sizeof(hint));
+	snprintf(buf, size, "'%.*s' %s%s", shown, s, mf_qty_strerror(err),
+	    hint);
+	return buf;
 }
 
 /* Largest power of 1000 that leaves a whole mantissa, as Kubernetes picks. */

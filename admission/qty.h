@@ -26,8 +26,15 @@ enum mf_qty_err {
 	MF_QTY_SUBUNIT,     /* m, u or n: fractions of a byte */
 	MF_QTY_FRACTION,    /* the value is not a whole number of bytes */
 	MF_QTY_NOTPOSITIVE, /* zero or negative */
-	MF_QTY_RANGE        /* more than 2^63 - 1 bytes */
+	MF_QTY_RANGE,       /* more than 2^63 - 1 bytes */
+	MF_QTY_SMALL        /* a GPU's memory below MF_QTY_MEMORY_MIN */
 };
+
+/*
+ * The least memory a GPU quantity may say: 1Gi.  No card has less, so a
+ * smaller figure is a unit left out ("80" is 80 bytes, not 80Gi).
+ */
+#define MF_QTY_MEMORY_MIN (INT64_C(1) << 30)
 
 /*
  * Parse s[0..len) as a byte size.  On success store the byte count in
@@ -37,8 +44,23 @@ enum mf_qty_err {
 enum mf_qty_err mf_qty_parse_bytes(const char *s, size_t len, int64_t *bytes,
     enum mf_qty_format *format);
 
+/* mf_qty_parse_bytes for a GPU's memory: MF_QTY_SMALL below
+ * MF_QTY_MEMORY_MIN. */
+enum mf_qty_err mf_qty_parse_memory(const char *s, size_t len, int64_t *bytes,
+    enum mf_qty_format *format);
+
 /* A short phrase for an error ("is not a quantity"); never NULL. */
 const char *mf_qty_strerror(enum mf_qty_err err);
+
+/*
+ * Why s[0..len) is refused, as a whole phrase into buf (NUL-terminated,
+ * cut at size): "'88Gx' is not a quantity", with what a user most likely
+ * meant where that is clear: "'80GB' is not a quantity: memory is written
+ * 80G (10^9 bytes) or 80Gi (2^30 bytes)"; "'80' is 80 bytes, less than
+ * 1Gi: a GPU's memory is written with its unit, e.g. 80Gi".  Returns buf.
+ */
+char *mf_qty_explain(const char *s, size_t len, enum mf_qty_err err, char *buf,
+    size_t size);
 
 /*
  * Write the canonical Kubernetes form of bytes (> 0) in the given family to

@@ -429,7 +429,7 @@ read_min(struct review *rv, const char **text, int64_t *bytes, int *format)
 	const struct mf_node *v = mf_node_get(rv->annotations, ANN_MIN);
 	enum mf_qty_format f;
 	enum mf_qty_err qe;
-	char why[160];
+	char why[256];
 
 	*text = NULL;
 	if (v == NULL)
@@ -438,10 +438,9 @@ read_min(struct review *rv, const char **text, int64_t *bytes, int *format)
 		deny_annotation(rv, ANN_MIN, "must be a string");
 		return -1;
 	}
-	qe = mf_qty_parse_bytes(v->text, v->len, bytes, &f);
+	qe = mf_qty_parse_memory(v->text, v->len, bytes, &f);
 	if (qe != MF_QTY_OK) {
-		snprintf(why, sizeof(why), "'%.40s' %s", v->text,
-		    mf_qty_strerror(qe));
+		mf_qty_explain(v->text, v->len, qe, why, sizeof(why));
 		deny_annotation(rv, ANN_MIN, why);
 		return -1;
 	}

@@ -60,6 +60,7 @@ usage(FILE *f)
 	    "       memfloor catalog check FILE\n"
 	    "       memfloor catalog slurm FILE\n"
 	    "       memfloor catalog kueue FILE\n"
+	    "       memfloor schema [Job|GpuCatalog] [--markdown] [-o json|yaml]\n"
 	    "       memfloor submit FILE [--server URL] [--cacert FILE] [-o table|json|yaml]\n"
 	    "       memfloor --version\n");
 }
@@ -510,6 +511,40 @@ catalog_kueue(const char *path)
 	return rc == MF_OK ? EXIT_ADMITTED : EXIT_INPUT;
 }
 
+/*
+ * The JSON Schema of a Job (or of the kind named) on stdout, as GET
+ * /v1/schema serves it; with --markdown its field list, as docs/manifest.md
+ * and docs/catalog.md hold it.
+ */
+static int
+schema(int argc, char **argv)
+{
+	enum mf_output out = MF_OUT_JSON;
+	struct mf_answer ans;
+	const char *kind = NULL;
+	int rc;
+
+	for (int i = 2; i < argc; i++) {
+		if (strcmp(argv[i], "--markdown") == 0)
+			out = MF_OUT_TEXT;
+		else if (strcmp(argv[i], "-o") == 0 && i + 1 < argc &&
+		    (strcmp(argv[i + 1], "json") == 0 ||
+		        strcmp(argv[i + 1], "yaml") == 0))
+			out = argv[++i][0] == 'y' ? MF_OUT_YAML : MF_OUT_JSON;
+		else if (kind == NULL && argv[i][0] != '-')
+			kind = argv[i];
+		else
+			return bad_opt(
+			    "schema takes [KIND] [--markdown] [-o json|yaml], not",
+			    argv[i]);
+	}
+	mf_api_schema(kind, out, &ans);
+	fwrite(ans.body, 1, ans.len, ans.kind == MF_ANS_OK ? stdout : stderr);
+	rc = exit_for(ans.kind);
+	mf_answer_free(&ans);
+	return rc;
+}
+
 static size_t
 collect(char *data, size_t size, size_t n, void *arg)
 {
@@ -610,6 +645,12 @@ main(int argc, char **argv)
 		    "memfloor: catalog takes: check FILE, slurm FILE or kueue FILE\n");
 		usage(stderr);
 		return EXIT_INPUT;
+	}
+	if (strcmp(argv[1], "schema") == 0) {
+		rc = schema(argc, argv);
+		if (rc == -1)
+			usage(stderr);
+		return rc == -1 ? EXIT_INPUT : rc;
 	}
 	if (parse_opts(argc, argv, 2, &o) != 0) {
 		usage(stderr);

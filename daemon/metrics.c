@@ -36,6 +36,7 @@ static const char *const routes[MFD_R_COUNT] = {
 	"/v1/admission-review",
 	"/v1/catalog",
 	"/v1/models",
+	"/v1/schema",
 	"/healthz",
 	"/readyz",
 	"/metrics",

@@ -144,6 +144,14 @@ do_models(struct request *r, struct MHD_Connection *c, struct mf_answer *ans)
 	api_end(&api);
 }
 
+static void
+do_schema(struct request *r, struct MHD_Connection *c, struct mf_answer *ans)
+{
+	mf_api_schema(MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND,
+	                  "kind"),
+	    r->out, ans);
+}
+
 static char *
 dup_text(const char *s)
 {
@@ -213,6 +221,7 @@ static const struct route routes[] = {
 	    mf_api_review, 0, 0 },
 	{ "/v1/catalog", MFD_R_CATALOG, BODY_NONE, do_catalog, NULL, 0, 0 },
 	{ "/v1/models", MFD_R_MODELS, BODY_NONE, do_models, NULL, 0, 0 },
+	{ "/v1/schema", MFD_R_SCHEMA, BODY_NONE, do_schema, NULL, 0, 0 },
 	{ "/healthz", MFD_R_HEALTHZ, BODY_NONE, do_healthz, NULL, 0, 0 },
 	{ "/readyz", MFD_R_READYZ, BODY_NONE, do_readyz, NULL, 0, 0 },
 	{ "/metrics", MFD_R_METRICS, BODY_NONE, do_metrics, NULL, 0, 0 },
@@ -399,6 +408,7 @@ static const char *const known_params[MFD_R_COUNT][MAX_PARAMS] = {
 	/* The API server adds ?timeout=5s to every webhook call. */
 	[MFD_R_REVIEW] = { "timeout" },
 	[MFD_R_CATALOG] = { "minMemory" },
+	[MFD_R_SCHEMA] = { "kind" },
 };
 
 struct params {

@@ -1,117 +1,25 @@
 // page.js: memfloord's web page.  The controls build a Job manifest; the
 // page sends it to this daemon's JSON API (POST /v1/admit, POST
 // /v1/estimate, GET /v1/catalog, GET /v1/models) and shows the answers.
+// The controls themselves are made from GET /v1/schema: which fields there
+// are, which workloads each applies to, their values and defaults.
 // Every figure shown comes from an answer: the page only formats them
 // (bytes as GB, fractions as percentages) and scales the bars.  Text from
 // answers and requests is set with textContent, never parsed as HTML.
 "use strict";
 
-// One row per control: its query-string name (section 17 of the design:
-// the workload fields by name), the manifest path it sets, how it is
-// edited, the API's default (a value equal to it is left out of the
-// manifest and the link) and when it applies.
-const TRAINING = (s) => s.kind !== "inference";
-const INFERENCE = (s) => s.kind === "inference";
-const ADAPTERS = (s) => TRAINING(s) && s.method !== "full";
-const INT4 = (s) => INFERENCE(s) && s.weightsDtype === "int4";
-const VLLM = (s) => INFERENCE(s) && s.server === "vllm";
-const FIELDS = [
-  { q: "name", path: "metadata.name", type: "text", def: "my-job",
-    group: "job", label: "Job name", hint: "metadata.name" },
-  { q: "kind", path: "spec.workload.kind", type: "select", group: "workload",
-    options: ["training", "inference"], def: "training", label: "Kind" },
-  { q: "method", path: "spec.workload.method", type: "select",
-    group: "workload", options: ["full", "lora", "qlora"], def: "full",
-    label: "Method", when: TRAINING },
-  { q: "precision", path: "spec.workload.precision", type: "select",
-    group: "workload", options: ["bf16", "fp16", "fp32"], def: "bf16",
-    label: "Precision" },
-  { q: "optimizer", path: "spec.workload.optimizer", type: "select",
-    group: "workload", options: ["adamw", "adam8bit", "sgd"], def: "adamw",
-    label: "Optimizer", when: TRAINING },
-  { q: "gradientCheckpointing", path: "spec.workload.gradientCheckpointing",
-    type: "checkbox", group: "workload", def: false,
-    label: "Gradient checkpointing", when: TRAINING },
-  { q: "attention", path: "spec.workload.attention", type: "select",
-    group: "workload", options: ["sdpa", "flash", "eager"], def: "sdpa",
-    label: "Attention" },
-  { q: "sequenceLength", path: "spec.workload.sequenceLength", type: "int",
-    group: "workload", def: "4096", label: "Sequence length",
-    hint: "tokens", when: TRAINING, keep: true },
-  { q: "microBatch", path: "spec.workload.microBatch", type: "int",
-    group: "workload", def: "1", label: "Micro-batch", when: TRAINING },
-  { q: "lora.rank", path: "spec.workload.lora.rank", type: "int",
-    group: "workload", def: "16", label: "LoRA rank", when: ADAPTERS },
-  { q: "lora.targets", path: "spec.workload.lora.targets", type: "select",
-    group: "workload", options: ["all-linear", "attention"],
-    def: "all-linear", label: "LoRA targets", when: ADAPTERS },
-  { q: "sharding.gpus", path: "spec.workload.sharding.gpus", type: "int",
-    group: "workload", def: "", label: "FSDP over GPUs",
-    hint: "sharding.gpus", when: TRAINING },
-  { q: "concurrency", path: "spec.workload.concurrency", type: "int",
-    group: "workload", def: "", label: "Concurrency",
-    hint: "sequences in flight", when: INFERENCE },
-  { q: "contextLength", path: "spec.workload.contextLength", type: "int",
-    group: "workload", def: "8192", label: "Context length",
-    hint: "tokens per sequence", when: INFERENCE, keep: true },
-  { q: "kvCacheDtype", path: "spec.workload.kvCacheDtype", type: "select",
-    group: "workload", options: ["bf16", "fp16", "fp8"], def: "bf16",
-    label: "KV cache dtype", when: INFERENCE },
-  { q: "weightsDtype", path: "spec.workload.weightsDtype", type: "select",
-    group: "workload", options: ["", "bf16", "fp16", "fp8", "int8", "int4"],
-    blank: "as precision", def: "", label: "Weights dtype",
-    when: INFERENCE },
-  { q: "groupSize", path: "spec.workload.groupSize", type: "int",
-    group: "workload", def: "", label: "int4 group size",
-    hint: "default 128", when: INT4 },
-  { q: "server", path: "spec.workload.server", type: "select",
-    group: "workload", options: ["none", "vllm"], def: "none",
-    label: "Server", when: INFERENCE },
-  { q: "gpuMemoryUtilization", path: "spec.workload.gpuMemoryUtilization",
-    type: "num", group: "workload", def: "", label: "GPU memory use",
-    hint: "default 0.9", when: VLLM },
-  { q: "maxNumBatchedTokens", path: "spec.workload.maxNumBatchedTokens",
-    type: "int", group: "workload", def: "", label: "Batched tokens",
-    hint: "default 8192", when: VLLM },
-  { q: "blockSize", path: "spec.workload.blockSize", type: "int",
-    group: "workload", def: "", label: "KV block size",
-    hint: "default 16", when: VLLM },
-  { q: "tensor", path: "spec.workload.parallelism.tensor", type: "int",
-    group: "workload", def: "", label: "Tensor parallel",
-    hint: "default 1" },
-  { q: "pipeline", path: "spec.workload.parallelism.pipeline", type: "int",
-    group: "workload", def: "", label: "Pipeline stages",
-    hint: "default 1" },
-  { q: "expert", path: "spec.workload.parallelism.expert", type: "int",
-    group: "workload", def: "", label: "Expert parallel",
-    hint: "default 1" },
-  { q: "minMemory", path: "spec.resources.gpu.minMemory", type: "text",
-    group: "resources", def: "", label: "minMemory",
-    hint: "e.g. 88Gi" },
-  { q: "count", path: "spec.resources.gpu.count", type: "int",
-    group: "resources", def: "", label: "GPUs per job",
-    hint: "count" },
-  { q: "referenceHours", path: "spec.duration.referenceHours", type: "num",
-    group: "resources", def: "", label: "Reference hours",
-    hint: "duration" },
-  { q: "maxHourlyPrice", path: "spec.limits.maxHourlyPrice", type: "num",
-    group: "resources", def: "", label: "Max $/hour",
-    hint: "limits.maxHourlyPrice" },
-  { q: "maxCost", path: "spec.limits.maxCost", type: "num",
-    group: "resources", def: "", label: "Max cost ($)",
-    hint: "limits.maxCost" },
-  { q: "deadlineHours", path: "spec.limits.deadlineHours", type: "num",
-    group: "resources", def: "", label: "Deadline (hours)",
-    hint: "limits.deadlineHours" },
-  { q: "allowedFixes", path: "spec.allowedFixes", type: "fixes",
-    group: "fixes", def: [], label: "allowedFixes" },
-];
+// The form's fields, one per leaf of the Job schema (GET /v1/schema) that a
+// control sets: its query-string name (design 17: the workload fields by
+// name), the manifest path, how it is edited, its allowed values, its
+// default (a value equal to it is left out of the manifest and the link)
+// and when it applies, all as the schema says (buildFields).
+let FIELDS = [];
 const ESTIMATORS = ["pytorch", "post"]; // design section 13; pytorch first
 const DEFAULT_MODEL = "meta-llama/Llama-3.1-8B";
 
 const $ = (id) => document.getElementById(id);
 const controls = {}; // q -> element (for fixes: the fieldset)
-let fixNames = [];   // from the catalogue's timeFactors
+let fixNames = [];   // allowedFixes' values, from the schema
 let generation = 0;  // answers to an older generation are dropped
 let timer = 0;        // a scheduled update, or 0
 
@@ -150,10 +58,87 @@ function figure(name, value, text) {
 
 // --- the form ---------------------------------------------------------
 
+// Where a manifest path sits on the page and its query-string name, or
+// null for what the page sets its own way (the model, the header).
+function place(path) {
+  if (path === "metadata.name") return { group: "job", q: "name" };
+  if (path === "spec.allowedFixes") return { group: "fixes", q: "allowedFixes" };
+  const w = "spec.workload.";
+  if (path.startsWith(w)) {
+    const rel = path.slice(w.length);
+    const par = "parallelism.";
+    return { group: "workload", q: rel.startsWith(par) ? rel.slice(par.length) : rel };
+  }
+  for (const p of ["spec.resources.gpu.", "spec.duration.", "spec.limits."])
+    if (path.startsWith(p)) return { group: "resources", q: path.slice(p.length) };
+  return null;
+}
+
+// A value of the schema as a control holds it.
+const text = (v) => (v === undefined || v === null ? "" : String(v));
+
+// The field of property s at path, under conditions inherited from the
+// objects around it.
+function field(s, path, pl, when) {
+  const f = { q: pl.q, path, group: pl.group, label: s.title || pl.q,
+    doc: s.description || "", hint: s["x-memfloor-unit"] || "",
+    when: when.concat(Object.entries(s["x-memfloor-when"] || {})),
+    valueWhen: s["x-memfloor-value-when"] || {} };
+  const anyOf = s.anyOf || [];
+  const values = s.enum || (anyOf.find((a) => a.enum) || {}).enum;
+  const count = anyOf.find((a) => a.type === "integer" && !a.enum);
+  if (s.type === "array") {
+    f.type = "fixes";
+    fixNames = s.items.enum.slice();
+  } else if (s.type === "boolean") {
+    f.type = "checkbox";
+  } else if (values) {
+    f.type = "select";
+    f.values = values;
+    f.options = values.map(text);
+    // A whole number of its own (gradientCheckpointing: every Nth layer).
+    f.count = !!count;
+    if (f.count) f.hint = "or " + count.description;
+    if (!("default" in s)) {
+      f.options.unshift("");
+      f.blank = s["x-memfloor-default"] ? "as " + s["x-memfloor-default"].replace(/^that of /, "") : "";
+    }
+  } else {
+    f.type = s.type === "integer" ? "int" : s.type === "number" ? "num" : "text";
+    if (count && anyOf.some((a) => a.pattern)) f.hint = "e.g. 88Gi";
+  }
+  // Where the API has no default, the page starts from the schema's
+  // example and keeps it in the manifest (sequenceLength 4096).
+  f.def = f.type === "fixes" ? [] : f.type === "checkbox" ? s.default === true
+    : "default" in s ? text(s.default) : text((s.examples || [])[0]);
+  f.keep = !("default" in s) && !!s.examples;
+  return f;
+}
+
+// Every field below the schema object s (at path), in the schema's order.
+function walk(s, path, when, out) {
+  for (const [k, p] of Object.entries(s.properties || {})) {
+    const at = path ? path + "." + k : k;
+    const pl = place(at);
+    if (p.type === "object" && p.properties && !p.propertyNames)
+      walk(p, at, when.concat(Object.entries(p["x-memfloor-when"] || {})), out);
+    else if (pl && p.type !== "object")
+      out.push(field(p, at, pl, when));
+  }
+  return out;
+}
+
+// metadata.name comes first: FIELDS[0] is the job's name.
+function buildFields(schema) {
+  FIELDS = walk(schema, "", [], []);
+}
+
+const controlId = (f) => "f-" + f.q.replace(".", "-");
+
 function buildForm() {
   for (const f of FIELDS) {
     const box = $("group-" + f.group);
-    const id = "f-" + f.q.replace(".", "-");
+    const id = controlId(f);
     const err = el("p", { class: "err", id: "err-" + id, "aria-live": "polite" });
     let c;
     if (f.type === "fixes") {
@@ -176,7 +161,7 @@ function buildForm() {
     }
     c.setAttribute("aria-describedby", err.id);
     controls[f.q] = c;
-    const label = el("label", { for: id }, f.label,
+    const label = el("label", { for: id, title: f.doc }, f.label,
       f.hint ? el("span", { class: "hint", text: " " + f.hint }) : null);
     const wrap = el("div", { class: "field " + f.type, id: "w-" + id });
     if (f.type === "checkbox") wrap.append(c, label, err);
@@ -236,16 +221,40 @@ function state() {
   return s;
 }
 
+// Whether the state s holds one of values in the field at path (the
+// schema's x-memfloor-when).
+function holds(s, path, values) {
+  const c = FIELDS.find((x) => x.path === path);
+  return !c || values.map(text).includes(s[c.q] === "" ? c.def : text(s[c.q]));
+}
+
+// The options of a select that apply to the state (x-memfloor-value-when).
+function available(f, s) {
+  return f.options.filter((o) => Object.entries(f.valueWhen[o] || {})
+    .every(([p, v]) => holds(s, p, v)));
+}
+
 function applies(f, s) {
   if (s.source === "manifest") return false;
   if (s.source === "floor" && f.group === "workload") return false;
-  return !f.when || f.when(s);
+  if (!f.when.every(([p, v]) => holds(s, p, v))) return false;
+  if (f.type !== "select" || !Object.keys(f.valueWhen).length) return true;
+  // Nothing to choose but the default (a method in inference): hidden.
+  const a = available(f, s);
+  return a.includes(text(s[f.q])) && !(a.length === 1 && a[0] === f.def);
 }
 
-// What a field's text is in the manifest: a number when it reads as one,
-// else the text itself, for the API to name in its error.
+// What a field's text is in the manifest: the schema's value for an
+// option, a number where one is taken and it reads as one, else the text
+// itself, for the API to name in its error.
 function typed(f, v) {
   if (f.type === "checkbox" || f.type === "fixes" || f.type === "text") return v;
+  if (f.type === "select") {
+    // An option is the schema's value as it is (true, 64, "op").
+    const i = f.options.indexOf(v);
+    if (i >= 0 && v !== "") return f.values[i - (f.options[0] === "" ? 1 : 0)];
+    return f.count && /^\d+$/.test(v) ? Number(v) : v;
+  }
   return /^-?\d+(\.\d+)?([eE][-+]?\d+)?$/.test(v) ? Number(v) : v;
 }
 
@@ -326,7 +335,11 @@ function showApplicable() {
   const s = state();
   for (const f of FIELDS) {
     if (f.type === "fixes") continue;
-    $("w-f-" + f.q.replace(".", "-")).hidden = !applies(f, s);
+    $("w-" + controlId(f)).hidden = !applies(f, s);
+    if (f.type === "select" && Object.keys(f.valueWhen).length) {
+      const a = available(f, s);
+      for (const o of controls[f.q].options) o.hidden = !a.includes(o.value);
+    }
   }
   $("w-model").hidden = s.source !== "model";
   $("w-config").hidden = s.source !== "config";
@@ -489,7 +502,7 @@ function fieldFor(path, s) {
   }
   if (!best && path.split(".").length >= 3)
     best = FIELDS.find((f) => f.path.startsWith(path + "."));
-  return best ? "f-" + best.q.replace(".", "-") : null;
+  return best ? controlId(best) : null;
 }
 
 function showError(e, s) {
@@ -741,12 +754,6 @@ function renderCatalog(c, d) {
     el("td", { class: "labels", text: Object.entries(g.labels || {}).map(([k, v]) => k + "=" + v).join("\n") })));
   $("catalog").replaceChildren(table({ caption: "GPUs in service",
     cols: ["Card", "Memory", "Usable", "$/GPU-hour", "Throughput", "Max count", "$/ref-h", "Node labels"] }, rows));
-  const names = Object.keys(c.timeFactors || {});
-  if (names.join() !== fixNames.join() && names.length) {
-    const chosen = chosenFixes();
-    fixNames = [...names, ...chosen.filter((n) => !names.includes(n))];
-    fillFixes(fixNames, chosen);
-  }
 }
 
 // --- YAML for the copyable manifest ----------------------------------
@@ -798,6 +805,14 @@ async function copy(node, button) {
 // --- start -----------------------------------------------------------
 
 async function start() {
+  const schema = await call("GET", "/v1/schema");
+  if (schema.status !== 200) {
+    $("general-error").hidden = false;
+    $("general-error").textContent = "GET /v1/schema: " +
+      ((schema.json && schema.json.error) || "answer " + schema.status);
+    return;
+  }
+  buildFields(schema.json);
   buildForm();
   const wanted = readLink();
   const models = await call("GET", "/v1/models");

@@ -197,6 +197,34 @@ has "admit: configUrl offline points to submit" "$err" \
 mf admit "$ok_job" -f "$tmp/nonexistent.yaml" -m catalog/models -o json
 is "admit: a missing catalogue exits 2" "$rc" 2
 
+# Fields that change nothing, memory that cannot be meant, the kind first
+# (issue 27): each an input error naming the field and why.
+sed 's/^    sequenceLength: 4096$/&\n    concurrency: 8/' "$est_job" \
+    >"$tmp/noeffect.yaml"
+off admit "$tmp/noeffect.yaml" -o table
+is "admit: concurrency in training exits 2" "$rc" 2
+has "admit: concurrency in training has no effect" "$err" \
+    "^error: spec\.workload\.concurrency: has no effect here: it applies only with kind: inference, and this job has kind: training \(the default\)"
+sed 's/minMemory: 88Gi/minMemory: 80/' "$ok_job" >"$tmp/bytes.yaml"
+off admit "$tmp/bytes.yaml" -o table
+is "admit: minMemory 80 exits 2" "$rc" 2
+has "admit: minMemory 80 is 80 bytes, and 80Gi is suggested" "$err" \
+    "minMemory: '80' is 80 bytes, less than 1Gi: .*e\.g\. 80Gi"
+sed 's/minMemory: 88Gi/minMemory: 80GB/' "$ok_job" >"$tmp/gb.yaml"
+off admit "$tmp/gb.yaml" -o table
+is "admit: minMemory 80GB exits 2" "$rc" 2
+has "admit: 80GB is told how memory is written" "$err" \
+    "'80GB' is not a quantity: memory is written 80G \(10\^9 bytes\) or 80Gi \(2\^30 bytes\)"
+off admit catalog/gpus.yaml -o json
+is "admit: a catalogue exits 2" "$rc" 2
+has "admit: a catalogue is told its kind" "$err" \
+    '"error":"kind: .GpuCatalog. is the kind of a memfloor GPU catalogue; this takes kind Job'
+: >"$tmp/empty.yaml"
+off admit "$tmp/empty.yaml" -o json
+is "admit: an empty file exits 2" "$rc" 2
+has "admit: an empty file is told it is empty" "$err" \
+    '"error":"the document is empty'
+
 # --- output forms ---------------------------------------------------------------
 off admit "$ok_job"
 has "admit: JSON when stdout is no terminal" "$out" '^\{"admitted":true'
@@ -337,6 +365,20 @@ is "catalog check: an unknown field exits 2" "$rc" 2
 has "catalog check: the unknown field is named" "$err" \
     '^gpus\.yaml:[0-9]+: gpus\[0\]\.nmae: '
 
+# A card's memory of 80 is 80 bytes (served as 0.0 GB): refused with the
+# file, the line and what was meant.
+mem_line=$(grep -n '^ *memory: ' catalog/gpus.yaml | head -n 1 | cut -d: -f1)
+sed "${mem_line}s/memory: [^ ]*/memory: 80/" catalog/gpus.yaml \
+    >"$tmp/gpus.yaml"
+mf catalog check "$tmp/gpus.yaml"
+is "catalog check: memory 80 exits 2" "$rc" 2
+has "catalog check: memory 80 is named with its line, 80Gi suggested" \
+    "$err" "^gpus\.yaml:$mem_line: gpus\[0\]\.memory: '80' is 80 bytes, less than 1Gi: .*e\.g\. 80Gi"
+mf catalog check "$est_job"
+is "catalog check: a Job exits 2" "$rc" 2
+has "catalog check: a Job is told its kind" "$err" \
+    "kind: 'Job' is the kind of a memfloor Job manifest; this takes kind GpuCatalog"
+
 mf catalog check "$tmp/nonexistent.yaml"
 is "catalog check: a missing file exits 2" "$rc" 2
 mf catalog check
@@ -360,6 +402,20 @@ mf catalog slurm "$tmp/slurm.yaml"
 is "catalog slurm: the mapping it shows makes a table" "$rc" 0
 has "catalog slurm: the table has that card" "$out" \
     "^	\{ gpu = \"$(sed -n "${first}s/^  - name: //p" catalog/gpus.yaml)\", "
+
+# --- schema ---------------------------------------------------------------------
+mf schema
+is "schema: exits 0" "$rc" 0
+has "schema: a draft 2020-12 JSON Schema" "$out" \
+    '^\{"\$schema":"https://json-schema\.org/draft/2020-12/schema","title":"memfloor Job manifest"'
+mf schema GpuCatalog --markdown
+is "schema GpuCatalog --markdown: exits 0" "$rc" 0
+has "schema GpuCatalog --markdown: the cards' fields" "$out" \
+    '^\| `relativeThroughput` \| number in \(0, 1000\] \| required \|'
+mf schema Pod
+is "schema Pod: exits 2" "$rc" 2
+has "schema Pod: names the kinds there are" "$err" \
+    "'Pod' is not a kind of document memfloor reads \(Job, GpuCatalog\)"
 
 # --- usage ----------------------------------------------------------------------
 mf

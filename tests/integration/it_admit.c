@@ -1331,6 +1331,57 @@ test_metrics_counts(void **state)
 	it_response_free(&r);
 }
 
+/*
+ * GET /v1/schema: the Job's JSON Schema and, with ?kind=GpuCatalog, the
+ * catalogue's; POST is 405 with Allow: GET, HEAD as for the other GET
+ * routes; the requests are counted under their own route.
+ */
+static void
+test_schema_route(void **state)
+{
+	struct it_response r;
+	char allow[64];
+	json_t *j, *when;
+
+	j = get_json(*state, "/v1/schema", &r);
+	CHECK_STATUS(&r, 200);
+	assert_int_equal(strncmp(r.content_type, "application/json", 16), 0);
+	CHECK_STR(j, "$schema", "https://json-schema.org/draft/2020-12/schema");
+	CHECK_STR(j, "properties.kind.const", "Job");
+	/* A field of design 19 and its default, from the table. */
+	CHECK_STR(j,
+	    "properties.spec.properties.workload.properties.loss.default",
+	    "standard");
+	/* concurrency applies only with kind: inference (its key has dots,
+	 * which a path cannot name). */
+	when = it_jpath(j,
+	    "properties.spec.properties.workload.properties."
+	    "concurrency.x-memfloor-when");
+	assert_non_null(when);
+	assert_string_equal(json_string_value(
+	                        json_array_get(json_object_get(when,
+	                                           "spec.workload.kind"),
+	                            0)),
+	    "inference");
+	json_decref(j);
+	it_response_free(&r);
+	j = get_json(*state, "/v1/schema?kind=GpuCatalog", &r);
+	CHECK_STATUS(&r, 200);
+	CHECK_STR(j, "properties.kind.const", "GpuCatalog");
+	CHECK_STR(j, "required.2", "gpus");
+	json_decref(j);
+	it_response_free(&r);
+	it_request(*state, "POST", "/v1/schema", "{}", 2, NULL, &r);
+	CHECK_STATUS(&r, 405);
+	assert_string_equal(it_response_header(&r, "Allow", allow,
+	                        sizeof(allow)),
+	    "GET, HEAD");
+	it_response_free(&r);
+	wait_metric(*state,
+	    "memfloor_requests_total{route=\"/v1/schema\",code=\"200\"}", 2,
+	    __LINE__);
+}
+
 /* --- ties ------------------------------------------------------------ */
 
 static void
@@ -1377,8 +1428,8 @@ test_admit_tie_fewer_gpus(void **state)
 	    "  name: it-fsdp\n"
 	    "spec:\n"
 	    "  model:\n"
-	    "    config: {hidden_size: 64, num_hidden_layers: 2,\n"
-	    "      num_attention_heads: 4, intermediate_size: 128,\n"
+	    "    config: {hidden_size: 4096, num_hidden_layers: 2,\n"
+	    "      num_attention_heads: 4, intermediate_size: 8192,\n"
 	    "      vocab_size: 1000, tie_word_embeddings: true}\n"
 	    "  workload:\n"
 	    "    sequenceLength: 1\n"
@@ -1398,7 +1449,7 @@ test_admit_tie_fewer_gpus(void **state)
 	j = admit(d, job, &r);
 	CHECK_STATUS(&r, 200);
 	CHECK_STR(j, "need.source", "model");
-	CHECK_INT(j, "need.perGpuBytes", 1342624);
+	CHECK_INT(j, "need.perGpuBytes", INT64_C(3388690336));
 	CHECK_ORDER(j, "Zulu2", "Alpha4");
 	CHECK_INT(j, "placement.count", 2);
 	CHECK_STR(j, "placement.fixes.0", "fsdp");
@@ -1905,6 +1956,7 @@ main(void)
 		cmocka_unit_test(test_catalog_min_memory),
 		cmocka_unit_test(test_catalog_text),
 		cmocka_unit_test(test_models_list),
+		cmocka_unit_test(test_schema_route),
 		cmocka_unit_test(test_health_ready),
 		cmocka_unit_test(test_metrics_counts),
 	};

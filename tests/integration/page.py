@@ -607,27 +607,31 @@ def run(pg):
     print("# " + pg.screenshot("page-phone.png"))
     pg.size(1280, 900, False)
 
-    # 2. With the keyboard alone: Tab to the checkbox and press Space, then
+    # 2. With the keyboard alone: Tab to gradient checkpointing (false,
+    # true, op: the schema's values) and press Up, from true to false; then
     # Tab to the micro-batch and type; the figures follow each change.
+    check("keyboard: gradient checkpointing offers the schema's values",
+          pg.js("[...document.getElementById('f-gradientCheckpointing')"
+                ".options].map(o => o.value)"), ["false", "true", "op"])
     pg.js("document.activeElement && document.activeElement.blur()")
     if not pg.tab_to("f-gradientCheckpointing"):
         fail("keyboard: Tab reaches gradient checkpointing", "it did not")
         return
     ok("keyboard: Tab reaches gradient checkpointing")
     n0 = len(pg.requests)
-    pg.key(" ", "Space", 32, text=" ")
+    pg.key("ArrowUp", "ArrowUp", 38)
     pg.settle()
     wl2 = dict(wl)
     del wl2["gradientCheckpointing"]
     m2 = job(wl2, duration={"referenceHours": 12})
-    check("space: the page sent the job without checkpointing",
+    check("up: the page sent the job without checkpointing",
           sent_manifest(pg, n0), m2)
     _, d2 = api("/v1/admit", m2)
     _, e2 = api("/v1/estimate", m2)
     if d2["need"]["perGpuBytes"] == d["need"]["perGpuBytes"]:
-        fail("space: the API's need changed", "it did not")
-    same_figures(pg, "space", d2, e2)
-    check("space: the address is the new view",
+        fail("up: the API's need changed", "it did not")
+    same_figures(pg, "up", d2, e2)
+    check("up: the address is the new view",
           "gradientCheckpointing" in pg.js("location.search"), False)
     if not pg.tab_to("f-microBatch"):
         fail("keyboard: Tab reaches the micro-batch", "it did not")

@@ -121,7 +121,8 @@ expect_err(const char *text, const char *field, int line, const char *part)
 
 /* --- fields --- */
 
-/* Every field of design 3 in job-full: none of them is at its default. */
+/* Every field of design 3 that full fine-tuning takes, in job-full: none
+ * of them is at its default. */
 static void
 check_full(const struct mf_job *job)
 {
@@ -154,12 +155,7 @@ check_full(const struct mf_job *job)
 	assert_int_equal(w->optimizer, MF_ADAM8BIT);
 	assert_int_equal(w->checkpointing, 1);
 	assert_int_equal(w->attention, MF_FLASH);
-	assert_int_equal(w->lora_rank, 32);
-	assert_int_equal(w->lora_targets, MF_LORA_ATTENTION);
 	assert_int_equal(w->shard_gpus, 2);
-	assert_int_equal(w->concurrency, 32);
-	assert_int_equal(w->context_len, 8192);
-	assert_int_equal(w->kv_dtype, MF_KV_FP8);
 	assert_true(job->reference_hours == 12);
 	assert_true(job->max_hourly_price == 20.5);
 	assert_true(job->max_cost == 500);
@@ -281,7 +277,7 @@ test_read_inference(void **state)
 	assert_int_equal(job.work.concurrency, 32);
 	assert_int_equal(job.work.context_len, 8192);
 	assert_int_equal(job.work.seq_len, 0);
-	assert_int_equal(job.work.kv_dtype, MF_KV_BF16);
+	assert_int_equal(job.work.kv_dtype, MF_KV_FP8);
 	mf_doc_free(doc);
 	free(text);
 }
@@ -338,8 +334,9 @@ test_read_min_memory_forms(void **state)
 	} cases[] = {
 		{ "88Gi", INT64_C(94489280512) },  /* 88 x 2^30 */
 		{ "94.5G", INT64_C(94500000000) }, /* 94.5 x 10^9 */
-		{ "1e9", INT64_C(1000000000) },
-		{ "\"5E3\"", 5000 },
+		{ "2e9", INT64_C(2000000000) },
+		{ "\"5E9\"", INT64_C(5000000000) },
+		{ "1Gi", INT64_C(1) << 30 }, /* the least a GPU holds */
 		{ "80000000000", INT64_C(80000000000) },
 	};
 	char text[512];
@@ -463,9 +460,9 @@ test_err_unknown_fields(void **state)
 	expect_err(SPEC "  workloads: {}\n", "spec.workloads", 9, "unknown");
 	expect_err(SPEC "  workload:\n    microbatch: 2\n",
 	    "spec.workload.microbatch", 10, "unknown field");
-	expect_err(SPEC "  workload:\n    lora:\n      rank: 8\n"
-	                "      target: attention\n",
-	    "spec.workload.lora.target", 12, "unknown field");
+	expect_err(SPEC "  workload:\n    method: lora\n    lora:\n"
+	                "      rank: 8\n      target: attention\n",
+	    "spec.workload.lora.target", 13, "unknown field");
 	expect_err(SPEC "  limits:\n    maxPrice: 3\n", "spec.limits.maxPrice",
 	    10, "unknown field");
 	expect_err(SPEC "  duration:\n    hours: 3\n", "spec.duration.hours",
@@ -508,7 +505,8 @@ test_err_types(void **state)
 	    "must be an integer, not a string");
 	expect_err(SPEC "  workload:\n    gradientCheckpointing: yes\n",
 	    "spec.workload.gradientCheckpointing", 10,
-	    "must be true or false, not a string");
+	    "'yes' is not one of false, true, op or a number of layers N "
+	    "from 1 to 4096");
 	expect_err(SPEC "  workload:\n    microBatch: 1.5\n",
 	    "spec.workload.microBatch", 10, "not a whole number");
 	expect_err(SPEC "  workload: [training]\n", "spec.workload", 9,
@@ -519,15 +517,17 @@ test_err_types(void **state)
 	                "    referenceHours: 1\n",
 	    "spec.limits.maxCost", 10, "must be a number, not a string");
 	expect_err(SPEC "  workload:\n    attention: 3\n",
-	    "spec.workload.attention", 10, "must be a string, not a number");
+	    "spec.workload.attention", 10,
+	    "must be one of sdpa, flash, eager, not a number");
 	expect_err(SPEC "  workload:\n    method: dora\n",
 	    "spec.workload.method", 10,
 	    "'dora' is not one of full, lora, "
 	    "qlora");
 	expect_err(SPEC "  workload:\n    kvCacheDtype: int4\n",
 	    "spec.workload.kvCacheDtype", 10, "not one of bf16, fp16, fp8");
-	expect_err(SPEC "  workload:\n    lora: {targets: mlp}\n",
-	    "spec.workload.lora.targets", 10,
+	expect_err(SPEC "  workload:\n    method: lora\n"
+	                "    lora: {targets: mlp}\n",
+	    "spec.workload.lora.targets", 11,
 	    "not one of all-linear, "
 	    "attention");
 	expect_err(HDR "spec: [1]\n", "spec", 5, "must be a mapping");
@@ -557,8 +557,8 @@ test_err_bounds(void **state)
 	    "spec.workload.sequenceLength", 9, "out of range");
 	expect_err(SPEC "  workload:\n    microBatch: -4\n",
 	    "spec.workload.microBatch", 10, "out of range");
-	expect_err(SPEC "  workload:\n    lora: {rank: 0}\n",
-	    "spec.workload.lora.rank", 10, "out of range");
+	expect_err(SPEC "  workload:\n    method: qlora\n    lora: {rank: 0}\n",
+	    "spec.workload.lora.rank", 11, "out of range");
 	expect_err(SPEC "  workload:\n    sharding: {gpus: 0}\n",
 	    "spec.workload.sharding.gpus", 10, "out of range");
 	expect_err(SPEC "  duration:\n    referenceHours: 0\n",
@@ -828,6 +828,194 @@ test_err_serving(void **state)
 	    "is 6 but the job's parallelism takes 4 GPUs");
 }
 
+/* --- the recipes of design 19 --- */
+
+/* A training job with the workload text w (after "  workload:\n"): a
+ * model and a sequence length. */
+#define RECIPE(w) MSPEC "  workload:\n    sequenceLength: 2048\n" w
+
+/* precision's six names, each its own enum value. */
+static void
+test_read_precisions(void **state)
+{
+	static const struct {
+		const char *name;
+		enum mf_precision value;
+	} cases[] = {
+		{ "bf16", MF_BF16 },
+		{ "bf16-mixed", MF_BF16_MIXED },
+		{ "bf16-true", MF_BF16_TRUE },
+		{ "fp16", MF_FP16 },
+		{ "fp16-mixed", MF_FP16_MIXED },
+		{ "fp32", MF_FP32 },
+	};
+	char text[512];
+	struct mf_doc *doc = NULL;
+	struct mf_job job;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		snprintf(text, sizeof(text), RECIPE("    precision: %s\n"),
+		    cases[i].name);
+		read_ok(text, &doc, &job);
+		assert_int_equal(job.work.precision, cases[i].value);
+		mf_doc_free(doc);
+	}
+	expect_err(RECIPE("    precision: bf16-amp\n"),
+	    "spec.workload.precision", 10,
+	    "'bf16-amp' is not one of bf16, bf16-mixed, bf16-true, fp16, "
+	    "fp16-mixed, fp32");
+}
+
+/* gradientCheckpointing: false, true, op or every Nth layer. */
+static void
+test_read_checkpointing(void **state)
+{
+	static const struct {
+		const char *text;
+		enum mf_checkpointing ckpt;
+		int64_t every;
+	} cases[] = {
+		{ "false", MF_CKPT_NONE, 1 },
+		{ "true", MF_CKPT_FULL, 1 },
+		{ "op", MF_CKPT_OP, 1 },
+		{ "1", MF_CKPT_FULL, 1 },
+		{ "4", MF_CKPT_FULL, 4 },
+	};
+	char text[512];
+	struct mf_doc *doc = NULL;
+	struct mf_job job;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		snprintf(text, sizeof(text),
+		    RECIPE("    gradientCheckpointing: %s\n"), cases[i].text);
+		read_ok(text, &doc, &job);
+		assert_int_equal(job.work.checkpointing, cases[i].ckpt);
+		assert_int_equal(job.work.ckpt_every, cases[i].every);
+		mf_doc_free(doc);
+	}
+	expect_err(RECIPE("    gradientCheckpointing: 0\n"),
+	    "spec.workload.gradientCheckpointing", 10,
+	    "0 is out of range [1, 4096]");
+	expect_err(RECIPE("    gradientCheckpointing: selective\n"),
+	    "spec.workload.gradientCheckpointing", 10,
+	    "'selective' is not one of false, true, op or a number of layers");
+	expect_err(RECIPE("    gradientCheckpointing: \"true\"\n"),
+	    "spec.workload.gradientCheckpointing", 10,
+	    "'true' is a string: write true without quotes");
+	expect_err(RECIPE("    gradientCheckpointing: [op]\n"),
+	    "spec.workload.gradientCheckpointing", 10, "not a list");
+}
+
+/* loss and its chunks, offload and the optimizer in backward. */
+static void
+test_read_loss_offload(void **state)
+{
+	struct mf_doc *doc = NULL;
+	struct mf_job job;
+
+	(void)state;
+	read_ok(RECIPE("    loss: chunked\n    lossChunks: 16\n"
+	               "    activationOffload: true\n"
+	               "    optimizerInBackward: true\n"),
+	    &doc, &job);
+	assert_int_equal(job.work.loss, MF_LOSS_CHUNKED);
+	assert_int_equal(job.work.loss_chunks, 16);
+	assert_true(job.work.activation_offload);
+	assert_true(job.work.optimizer_in_backward);
+	mf_doc_free(doc);
+	read_ok(RECIPE("    loss: fused\n"), &doc, &job);
+	assert_int_equal(job.work.loss, MF_LOSS_FUSED);
+	assert_int_equal(job.work.loss_chunks, 8);
+	assert_false(job.work.activation_offload);
+	mf_doc_free(doc);
+	expect_err(RECIPE("    loss: cce\n"), "spec.workload.loss", 10,
+	    "'cce' is not one of standard, chunked, fused");
+	expect_err(RECIPE("    lossChunks: 4\n"), "spec.workload.lossChunks",
+	    10,
+	    "has no effect here: it applies only with loss: chunked, and this "
+	    "job has loss: standard (the default)");
+	expect_err(RECIPE("    loss: fused\n    lossChunks: 4\n"),
+	    "spec.workload.lossChunks", 11, "this job has loss: fused");
+	expect_err(MSPEC
+	    "  workload:\n    kind: inference\n"
+	    "    contextLength: 4096\n    activationOffload: true\n",
+	    "spec.workload.activationOffload", 11,
+	    "applies only with kind: training, and this job has kind: "
+	    "inference");
+}
+
+/* QLoRA as bitsandbytes stores it: the block a absmax, double quant. */
+static void
+test_read_qlora(void **state)
+{
+	struct mf_doc *doc = NULL;
+	struct mf_job job;
+
+	(void)state;
+	read_ok(RECIPE("    method: qlora\n"
+	               "    qlora: {blockSize: 128, doubleQuant: false}\n"),
+	    &doc, &job);
+	assert_int_equal(job.work.method, MF_QLORA);
+	assert_int_equal(job.work.qlora_block, 128);
+	assert_false(job.work.qlora_double_quant);
+	mf_doc_free(doc);
+	read_ok(RECIPE("    method: qlora\n"), &doc, &job);
+	assert_int_equal(job.work.qlora_block, 64);
+	assert_true(job.work.qlora_double_quant);
+	mf_doc_free(doc);
+	expect_err(RECIPE("    method: qlora\n    qlora: {blockSize: 100}\n"),
+	    "spec.workload.qlora.blockSize", 11,
+	    "100 is not one of 32, 64, 128, 256, 512, 1024, 2048, 4096");
+	expect_err(RECIPE("    method: lora\n    qlora: {blockSize: 64}\n"),
+	    "spec.workload.qlora", 11,
+	    "applies only with method: qlora, and this job has method: lora");
+	expect_err(RECIPE("    qlora: {doubleQuant: true}\n"),
+	    "spec.workload.qlora", 10,
+	    "this job has method: full (the default)");
+	expect_err(RECIPE("    method: qlora\n    qlora: {blocksize: 64}\n"),
+	    "spec.workload.qlora.blocksize", 11, "unknown field");
+}
+
+/* FSDP's reshard, tensor parallel's sequence and loss parallel, vLLM's
+ * sequences. */
+static void
+test_read_parallel_recipes(void **state)
+{
+	struct mf_doc *doc = NULL;
+	struct mf_job job;
+
+	(void)state;
+	read_ok(RECIPE("    sharding: {gpus: 4, reshardAfterForward: false}\n"
+	               "    parallelism: {sequenceParallel: true, "
+	               "lossParallel: true}\n"),
+	    &doc, &job);
+	assert_int_equal(job.work.shard_gpus, 4);
+	assert_false(job.work.reshard_after_forward);
+	assert_true(job.work.sequence_parallel);
+	assert_true(job.work.loss_parallel);
+	mf_doc_free(doc);
+	read_ok(MSPEC INF "    server: vllm\n    maxNumSeqs: 512\n", &doc,
+	    &job);
+	assert_int_equal(job.work.max_num_seqs, 512);
+	mf_doc_free(doc);
+	read_ok(MSPEC INF "    server: vllm\n", &doc, &job);
+	assert_int_equal(job.work.max_num_seqs, 256);
+	mf_doc_free(doc);
+	expect_err(MSPEC INF "    maxNumSeqs: 512\n",
+	    "spec.workload.maxNumSeqs", 11, "applies only with server: vllm");
+	expect_err(RECIPE("    maxNumSeqs: 512\n"), "spec.workload.maxNumSeqs",
+	    10, "applies only with kind: inference");
+	expect_err(MSPEC INF "    parallelism: {tensor: 2, "
+	                     "sequenceParallel: true}\n",
+	    "spec.workload.parallelism.sequenceParallel", 11,
+	    "applies only with kind: training");
+	expect_err(RECIPE("    sharding: {gpus: 2, reshardAfterForward: 1}\n"),
+	    "spec.workload.sharding.reshardAfterForward", 10,
+	    "must be true or false, not a number");
+}
+
 /* maxCost and deadlineHours need referenceHours; maxHourlyPrice does not. */
 static void
 test_err_limits_need_hours(void **state)
@@ -852,20 +1040,24 @@ test_err_limits_need_hours(void **state)
 	mf_doc_free(doc);
 }
 
-/* FSDP sharding is for full fine-tuning; count must agree with it. */
+/* FSDP sharding is for full fine-tuning (sharding's when in the table);
+ * count must agree with it. */
 static void
 test_err_sharding(void **state)
 {
 	(void)state;
 	expect_err(MSPEC "  workload:\n    method: lora\n"
 	                 "    sequenceLength: 4096\n    sharding: {gpus: 2}\n",
-	    "spec.workload.sharding", -1, "full fine-tuning");
+	    "spec.workload.sharding", 11,
+	    "applies only with method: full, and this job has method: lora");
 	expect_err(MSPEC "  workload:\n    method: qlora\n"
-	                 "    sequenceLength: 4096\n    sharding: {gpus: 2}\n",
-	    "spec.workload.sharding", -1, "full fine-tuning");
+	                 "    sequenceLength: 4096\n    sharding: {gpus: 1}\n",
+	    "spec.workload.sharding", 11, "this job has method: qlora");
 	expect_err(MSPEC "  workload:\n    kind: inference\n"
 	                 "    contextLength: 4096\n    sharding: {gpus: 2}\n",
-	    "spec.workload.sharding", -1, "full fine-tuning");
+	    "spec.workload.sharding", 11,
+	    "applies only with kind: training, and this job has kind: "
+	    "inference");
 	expect_err(MSPEC
 	    "  resources:\n    gpu:\n      count: 4\n"
 	    "  workload:\n    sequenceLength: 4096\n    sharding: {gpus: 8}\n",
@@ -875,6 +1067,113 @@ test_err_sharding(void **state)
 	expect_err(MSPEC "  workload:\n    sequenceLength: 4096\n"
 	                 "    sharding: {}\n",
 	    "spec.workload.sharding.gpus", -1, "required");
+}
+
+/*
+ * Fields that change nothing for the workload are refused, naming the
+ * field and why (issue 27): the serving fields in training, the training
+ * fields in inference, a method other than full in inference, a lora block
+ * with method full.
+ */
+static void
+test_err_no_effect(void **state)
+{
+	static const char *const serving[] = { "concurrency: 8",
+		"contextLength: 4096", "kvCacheDtype: fp8" };
+	static const char *const training[] = { "optimizer: sgd",
+		"lora: {rank: 8}", "microBatch: 2", "sequenceLength: 4096",
+		"gradientCheckpointing: true" };
+	char text[512], field[64];
+	struct mf_doc *doc = NULL;
+	struct mf_job job;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(serving) / sizeof(serving[0]); i++) {
+		snprintf(text, sizeof(text), RECIPE("    %s\n"), serving[i]);
+		snprintf(field, sizeof(field), "spec.workload.%.*s",
+		    (int)strcspn(serving[i], ":"), serving[i]);
+		expect_err(text, field, 10,
+		    "has no effect here: it applies only with kind: inference, "
+		    "and this job has kind: training (the default)");
+	}
+	for (size_t i = 0; i < sizeof(training) / sizeof(training[0]); i++) {
+		snprintf(text, sizeof(text), MSPEC INF "    %s\n", training[i]);
+		snprintf(field, sizeof(field), "spec.workload.%.*s",
+		    (int)strcspn(training[i], ":"), training[i]);
+		expect_err(text, field, 11,
+		    "has no effect here: it applies only with kind: training, "
+		    "and this job has kind: inference");
+	}
+	/* The value at fault is quoted, at the value's position. */
+	expect_err(MSPEC INF "    method: lora\n", "spec.workload.method", 11,
+	    "'lora' has no effect here: it applies only with kind: training");
+	expect_err(MSPEC INF "    method: qlora\n", "spec.workload.method", 11,
+	    "'qlora' has no effect here");
+	read_ok(MSPEC INF "    method: full\n", &doc, &job);
+	assert_int_equal(job.work.method, MF_FULL);
+	mf_doc_free(doc);
+	expect_err(RECIPE("    lora: {rank: 8}\n"), "spec.workload.lora", 10,
+	    "has no effect here: it applies only with method: lora or qlora, "
+	    "and this job has method: full (the default)");
+	expect_err(RECIPE("    method: full\n    lora: {rank: 8}\n"),
+	    "spec.workload.lora", 11, "and this job has method: full");
+	/* The kind may come after the field it rules out. */
+	expect_err(MSPEC
+	    "  workload:\n    optimizer: sgd\n    kind: inference\n"
+	    "    contextLength: 4096\n",
+	    "spec.workload.optimizer", 9, "applies only with kind: training");
+	/* JSON: the same, without a position. */
+	expect_err("{\"apiVersion\": \"memfloor.dev/v1\", \"kind\": \"Job\", "
+	           "\"metadata\": {\"name\": \"j\"}, \"spec\": {\"model\": "
+	           "{\"name\": \"meta-llama/Llama-3.1-8B\"}, \"workload\": "
+	           "{\"sequenceLength\": 64, \"kvCacheDtype\": \"fp8\"}}}",
+	    "spec.workload.kvCacheDtype", 0,
+	    "applies only with kind: inference");
+}
+
+/* A GPU memory quantity below 1Gi is a unit left out; 80GB is told how
+ * memory is written (issue 27). */
+static void
+test_err_memory_meant(void **state)
+{
+	(void)state;
+	expect_err(HDR "spec:\n  resources:\n    gpu:\n      minMemory: 80\n",
+	    "spec.resources.gpu.minMemory", 8,
+	    "'80' is 80 bytes, less than 1Gi: a GPU's memory is written with "
+	    "its unit, e.g. 80Gi");
+	/* 10^9 bytes is 0.93Gi. */
+	expect_err(HDR "spec:\n  resources:\n    gpu:\n      minMemory: 1G\n",
+	    "spec.resources.gpu.minMemory", 8,
+	    "'1G' is 1000000000 bytes, less than 1Gi");
+	expect_err(HDR "spec:\n  resources:\n    gpu:\n      minMemory: 80GB\n",
+	    "spec.resources.gpu.minMemory", 8,
+	    "'80GB' is not a quantity: memory is written 80G (10^9 bytes) or "
+	    "80Gi (2^30 bytes)");
+	expect_err(HDR "spec:\n  resources:\n    gpu:\n"
+	               "      minMemory: 141GiB\n",
+	    "spec.resources.gpu.minMemory", 8,
+	    "memory is written 141G (10^9 bytes) or 141Gi (2^30 bytes)");
+}
+
+/* The kind is read first: a catalogue is told it is one, not that its
+ * headroom is unknown; an empty document is told it is empty. */
+static void
+test_err_kind_first(void **state)
+{
+	(void)state;
+	expect_err("apiVersion: memfloor.dev/v1\nheadroom: 0.1\n"
+	           "gpus: []\nkind: GpuCatalog\n",
+	    "kind", 4,
+	    "kind: 'GpuCatalog' is the kind of a memfloor GPU catalogue; this "
+	    "takes kind Job");
+	expect_err("apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: t\n"
+	           "spec: {template: {}}\n",
+	    "apiVersion", 1, "'batch/v1' is not 'memfloor.dev/v1'");
+	expect_err("", "", 1,
+	    "the document is empty: a memfloor Job manifest (apiVersion "
+	    "memfloor.dev/v1, kind Job) is a mapping");
+	expect_err("# only a comment\n", "", 1, "the document is empty");
+	expect_err("---\n", "", -1, "the document is empty");
 }
 
 /* A model needs its lengths; a floor alone needs none. */
@@ -924,9 +1223,17 @@ main(void)
 		cmocka_unit_test(test_err_model),
 		cmocka_unit_test(test_err_no_registry),
 		cmocka_unit_test(test_err_allowed_fixes),
+		cmocka_unit_test(test_read_precisions),
+		cmocka_unit_test(test_read_checkpointing),
+		cmocka_unit_test(test_read_loss_offload),
+		cmocka_unit_test(test_read_qlora),
+		cmocka_unit_test(test_read_parallel_recipes),
 		cmocka_unit_test(test_err_limits_need_hours),
 		cmocka_unit_test(test_err_sharding),
 		cmocka_unit_test(test_err_model_lengths),
+		cmocka_unit_test(test_err_no_effect),
+		cmocka_unit_test(test_err_memory_meant),
+		cmocka_unit_test(test_err_kind_first),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

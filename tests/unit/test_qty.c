@@ -713,6 +713,82 @@ test_strerror_never_null(void **state)
 	    "is not a quantity");
 }
 
+/* A GPU's memory is at least 1Gi = 1,073,741,824 bytes; less is a unit
+ * left out, and the out-parameters stay as they were. */
+static void
+test_memory_at_least_1gi(void **state)
+{
+	int64_t v = -7;
+	enum mf_qty_format f = MF_QTY_EXPONENT;
+
+	(void)state;
+	assert_int_equal(mf_qty_parse_memory("1Gi", 3, &v, &f), MF_QTY_OK);
+	assert_int_equal(v, INT64_C(1073741824));
+	assert_int_equal(f, MF_QTY_BINARY);
+	assert_int_equal(mf_qty_parse_memory("1073741824", 10, &v, NULL),
+	    MF_QTY_OK);
+	v = -7;
+	f = MF_QTY_EXPONENT;
+	assert_int_equal(mf_qty_parse_memory("1073741823", 10, &v, &f),
+	    MF_QTY_SMALL);
+	/* 10^9 is 0.93Gi; 80 is 80 bytes. */
+	assert_int_equal(mf_qty_parse_memory("1G", 2, &v, &f), MF_QTY_SMALL);
+	assert_int_equal(mf_qty_parse_memory("80", 2, &v, &f), MF_QTY_SMALL);
+	assert_int_equal(v, -7);
+	assert_int_equal(f, MF_QTY_EXPONENT);
+	assert_int_equal(mf_qty_parse_memory("2G", 2, &v, &f), MF_QTY_OK);
+	assert_int_equal(v, INT64_C(2000000000));
+	/* Other errors are the byte parser's. */
+	assert_int_equal(mf_qty_parse_memory("88Gx", 4, &v, &f), MF_QTY_SYNTAX);
+}
+
+static void
+expect_explain(const char *s, enum mf_qty_err err, const char *want)
+{
+	char buf[256];
+
+	assert_string_equal(mf_qty_explain(s, strlen(s), err, buf, sizeof(buf)),
+	    want);
+}
+
+/* What a user most likely meant, where it is clear. */
+static void
+test_explain(void **state)
+{
+	(void)state;
+	expect_explain("80", MF_QTY_SMALL,
+	    "'80' is 80 bytes, less than 1Gi: a GPU's memory is written with "
+	    "its unit, e.g. 80Gi");
+	/* Many digits are bytes meant as bytes: the usual example. */
+	expect_explain("1136496", MF_QTY_SMALL,
+	    "'1136496' is 1136496 bytes, less than 1Gi: a GPU's memory is "
+	    "written with its unit, e.g. 80Gi");
+	expect_explain("512Mi", MF_QTY_SMALL,
+	    "'512Mi' is 536870912 bytes, less than 1Gi: a GPU's memory is "
+	    "written with its unit, e.g. 80Gi");
+	expect_explain("80GB", MF_QTY_SYNTAX,
+	    "'80GB' is not a quantity: memory is written 80G (10^9 bytes) or "
+	    "80Gi (2^30 bytes)");
+	expect_explain("80GiB", MF_QTY_SYNTAX,
+	    "'80GiB' is not a quantity: memory is written 80G (10^9 bytes) or "
+	    "80Gi (2^30 bytes)");
+	expect_explain("1.5TB", MF_QTY_SYNTAX,
+	    "'1.5TB' is not a quantity: memory is written 1.5T (10^12 bytes) or "
+	    "1.5Ti (2^40 bytes)");
+	expect_explain("64KB", MF_QTY_SYNTAX,
+	    "'64KB' is not a quantity: memory is written 64k (10^3 bytes) or "
+	    "64Ki (2^10 bytes)");
+	expect_explain("80B", MF_QTY_SYNTAX,
+	    "'80B' is not a quantity: memory is written 80 (bytes), 80G (10^9 "
+	    "bytes) or 80Gi (2^30 bytes)");
+	/* No hint where none is clear. */
+	expect_explain("88Gx", MF_QTY_SYNTAX, "'88Gx' is not a quantity");
+	expect_explain("GB", MF_QTY_SYNTAX, "'GB' is not a quantity");
+	expect_explain("80 GB", MF_QTY_SYNTAX, "'80 GB' is not a quantity");
+	expect_explain("0", MF_QTY_NOTPOSITIVE,
+	    "'0' is not a positive number of bytes");
+}
+
 int
 main(void)
 {
@@ -739,6 +815,8 @@ main(void)
 		cmocka_unit_test(test_format_fits_strmax),
 		cmocka_unit_test(test_format_parse_emit),
 		cmocka_unit_test(test_strerror_never_null),
+		cmocka_unit_test(test_memory_at_least_1gi),
+		cmocka_unit_test(test_explain),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
