@@ -31,6 +31,14 @@ BASE, CHROMIUM, OUT = sys.argv[1], sys.argv[2], sys.argv[3]
 failed = 0
 
 
+
+def js_json(v):
+    """v as the page's JSON.stringify writes it: a whole float without
+    its '.0' (JavaScript has one number type), the rest as json.dumps."""
+    if isinstance(v, float) and v.is_integer():
+        return str(int(v))
+    return json.dumps(v)
+
 def ok(name):
     print("ok - " + name, flush=True)
 
@@ -518,7 +526,7 @@ def serving(pg):
                  ".querySelector('[data-part=manifest]').textContent, "
                  "!!r.querySelector('button.apply')])")
     check("serve-reject: each fix, its manifest change, and Apply", rows,
-          [[f["fix"], "\n".join("%s: %s" % (k, json.dumps(v))
+          [[f["fix"], "\n".join("%s: %s" % (k, js_json(v))
                                  for k, v in f["manifestChange"].items()),
             True] for f in d["fixes"]])
     tp = [f for f in d["fixes"] if f["fix"] == "tensor"]
@@ -674,7 +682,7 @@ def run(pg):
     check("reject: the suggested row, its card, cost and manifest change",
           row, [sug["fix"], "%s × %d" % (pl["gpu"], pl["count"]),
                 "$%.2f" % pl["cost"],
-                "\n".join("%s: %s" % (k, json.dumps(v))
+                "\n".join("%s: %s" % (k, js_json(v))
                           for k, v in sug["manifestChange"].items())])
     codes = pg.js("[...document.querySelectorAll('#rejection "
                   "[data-part=code]')].map(e => e.textContent)")
