@@ -153,7 +153,9 @@ struct enum_field {
 
 static const char *const kinds[] = { "training", "inference", NULL };
 static const char *const methods[] = { "full", "lora", "qlora", NULL };
-static const char *const precisions[] = { "bf16", "fp16", "fp32", NULL };
+/* In the order of enum mf_precision. */
+static const char *const precisions[] = { "bf16", "fp16", "fp32", "bf16-mixed",
+	"bf16-true", "fp16-mixed", NULL };
 static const char *const optimizers[] = { "adamw", "adam8bit", "sgd", NULL };
 static const char *const attentions[] = { "sdpa", "flash", "eager", NULL };
 static const char *const kvtypes[] = { "bf16", "fp16", "fp8", NULL };
@@ -173,6 +175,24 @@ static const struct enum_field enum_fields[] = {
 	{ "server", servers, WOFF(server), 0 },
 };
 
+const char *
+mf_workload_enum_name(const char *key, int v)
+{
+	for (size_t i = 0; i < sizeof(enum_fields) / sizeof(enum_fields[0]);
+	     i++) {
+		const struct enum_field *f = &enum_fields[i];
+		int n = 0;
+
+		if (strcmp(f->key, key) != 0)
+			continue;
+		while (f->names[n] != NULL)
+			n++;
+		v -= f->base;
+		return v >= 0 && v < n ? f->names[v] : NULL;
+	}
+	return NULL;
+}
+
 struct int_field {
 	const char *key;
 	int64_t max;
@@ -188,6 +208,33 @@ static const struct int_field int_fields[] = {
 	{ "maxNumBatchedTokens", MF_JOB_MAX_CONTEXT, WOFF(batched_tokens) },
 	{ "blockSize", MF_JOB_MAX_BLOCK, WOFF(block_size) },
 };
+
+/*
+ * gradientCheckpointing (design 19): false, true (every layer, whole), op
+ * (per-op selective) or a whole number N (every Nth layer, whole).
+ */
+static enum mf_rc
+read_checkpointing(const struct mf_node *n, const char *path,
+    struct mf_workload *w, struct mf_error *err)
+{
+	if (n->type == MF_NODE_BOOL) {
+		w->ckpt_every = 1;
+		return mf_node_bool(n, path, &w->checkpointing, err);
+	}
+	if (n->type == MF_NODE_STR && strcmp(n->text, "op") == 0) {
+		w->checkpointing = MF_CKPT_OP;
+		return MF_OK;
+	}
+	if (n->type == MF_NODE_NUM) {
+		w->checkpointing = MF_CKPT_FULL;
+		return mf_node_int(n, path, 1, MF_JOB_MAX_LAYERS,
+		    &w->ckpt_every, err);
+	}
+	return mf_error_set(err, MF_EINVAL, path, n->line, n->column,
+	    "'%.40s' is not one of false, true, op or a whole number of "
+	    "layers N (every Nth layer)",
+	    n->text != NULL ? n->text : "");
+}
 
 static enum mf_rc
 read_workload_scalars(struct reader *r, const struct mf_node *wl,
@@ -223,7 +270,7 @@ read_workload_scalars(struct reader *r, const struct mf_node *wl,
 	}
 	if (rc == MF_OK &&
 	    (n = member(wl, path, "gradientCheckpointing", p)) != NULL)
-		rc = mf_node_bool(n, p, &r->job->work.checkpointing, r->err);
+		rc = read_checkpointing(n, p, &r->job->work, r->err);
 	if (rc == MF_OK &&
 	    (n = member(wl, path, "gpuMemoryUtilization", p)) != NULL)
 		rc = mf_node_double(n, p, 0.01, 1.0, &r->job->work.gpu_util,
