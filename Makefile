@@ -1,4 +1,4 @@
-# memfloor: make deps | all | run [LISTEN=ADDR:PORT] | check | test | torch | sanitize | lint | bench | fuzz | docs | install | clean
+# memfloor: make deps | all | run [LISTEN=ADDR:PORT] | check | test | torch | gpu-check | sanitize | lint | bench | fuzz | docs | install | clean
 
 PREFIX  ?= /usr/local
 BINDIR  ?= $(PREFIX)/bin
@@ -65,7 +65,7 @@ DLIB       = $(BUILD)/libmemfloord.a
 FUZZ       = $(patsubst tests/fuzz/%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 DEPSTAMP   = $(BUILD)/.deps
 
-.PHONY: all deps run check suite test unit integration sanitize lint bench fuzz docs install clean tsan torch FORCE
+.PHONY: all deps run check suite test unit integration sanitize lint bench fuzz docs install clean tsan torch gpu-check FORCE
 .DELETE_ON_ERROR:
 .SECONDARY:
 
@@ -208,32 +208,37 @@ sanitize:
 tsan:
 	sh tests/lib/tsan.sh
 
-# The estimator pytorch against what PyTorch keeps (tests/torch/measure.py,
-# two to three minutes on two cores), and a serving engine's forward peak
-# against the activations of a vllm inference job's estimate
-# (tests/torch/forward.py, under a minute); both ask the command line.  It
-# needs Debian's python3-torch (CPU, 1.13; /usr/bin/python3, which a
-# python3 earlier on PATH may not be) and OpenBLAS, without which its fp32
-# matrix products take sixty times as long: installed with apt-get as root
-# when missing, else it says how.
-TORCH_PY   = /usr/bin/python3
-TORCH_DEBS = python3-torch libopenblas0-pthread
-torch: all
-	@if ! $(TORCH_PY) -c 'import torch' 2>/dev/null || \
-	  ! dpkg-query -W -f='$${Status}' libopenblas0-pthread 2>/dev/null | \
-	    grep -q 'ok installed'; then \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	    echo "torch: installing $(TORCH_DEBS)"; \
-	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
-	      apt-get install -y -qq --no-install-recommends $(TORCH_DEBS)) \
-	      >/dev/null || { echo "torch: apt-get install failed"; exit 1; }; \
-	  else \
-	    echo "torch: missing: $(TORCH_DEBS)"; \
-	    echo "torch: run: sudo apt-get install $(TORCH_DEBS)"; exit 1; \
-	  fi; \
-	  $(TORCH_PY) -c 'import torch' || \
-	    { echo "torch: $(TORCH_PY) cannot import torch"; exit 1; }; \
-	fi
+# The estimator pytorch against what PyTorch 2 and the frameworks' own
+# modules keep (tests/torch/measure.py: transformers, peft, torchtune on
+# the CPU, a few minutes on two cores), and a serving engine's forward
+# peak against the activations of a vllm inference job's estimate
+# (tests/torch/forward.py, under a minute); both ask the command line.
+# They run in a virtual environment of the pinned packages of
+# tests/torch/requirements.txt, made with TORCH_PYTHON: the python3 on
+# PATH, which is Python 3.11 on purpose (torch 2.13.0's CPU wheel is
+# cp311; Debian's /usr/bin/python3 is another interpreter), and rebuilt
+# when the requirements change.  pip finds torch in TORCH_WHEELS when that
+# directory exists (any other torch request downloads a CUDA build).  A
+# failed install stops make torch and leaves no environment behind.
+TORCH_PYTHON ?= python3
+TORCH_REQ     = tests/torch/requirements.txt
+TORCH_VENV    = $(BUILD)/torch-venv
+TORCH_PY      = $(TORCH_VENV)/bin/python
+TORCH_WHEELS ?= /opt/wheels
+$(TORCH_VENV)/.installed: $(TORCH_REQ)
+	@rm -rf $(TORCH_VENV)
+	@$(TORCH_PYTHON) -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' || \
+	  { echo "torch: $(TORCH_PYTHON) is not Python 3.11"; exit 1; }
+	@echo "torch: installing $(TORCH_REQ) into $(TORCH_VENV)"
+	@$(TORCH_PYTHON) -m venv $(TORCH_VENV) || \
+	  { echo "torch: $(TORCH_PYTHON) -m venv failed"; rm -rf $(TORCH_VENV); exit 1; }
+	@$(if $(wildcard $(TORCH_WHEELS)),PIP_FIND_LINKS=$(TORCH_WHEELS)) \
+	  $(TORCH_PY) -m pip install --disable-pip-version-check -qq \
+	  -r $(TORCH_REQ) || { echo "torch: pip install -r $(TORCH_REQ) failed"; \
+	  rm -rf $(TORCH_VENV); exit 1; }
+	@touch $@
+
+torch: all $(TORCH_VENV)/.installed
 	$(TESTENV) timeout 1200 $(TORCH_PY) tests/torch/measure.py
 	$(TESTENV) timeout 300 $(TORCH_PY) tests/torch/forward.py
 
@@ -241,6 +246,19 @@ torch: all
 # of fields (admission/fields.c); tests/integration/docs.sh checks them.
 docs: $(BUILD)/memfloor
 	$(TESTENV) python3 tests/lib/docfields.py $(BUILD)/memfloor --write
+
+# The harness's recipes on a CUDA GPU (tests/torch/gpu_check.py), not part
+# of make test: one script, a few minutes on one H100/H200-class GPU, that
+# prints measured (torch.cuda's allocator counters) against estimated per
+# bucket and the reserved/allocated ratio.  It runs with the system
+# python3 when its torch sees a GPU (the environment's packages behind
+# it), else with the environment's python, which says there is no GPU and
+# fails.
+gpu-check: all $(TORCH_VENV)/.installed
+	@if python3 -c 'import sys, torch; sys.exit(not torch.cuda.is_available())' \
+	  2>/dev/null; then py=python3; else py=$(TORCH_PY); fi; \
+	site=$$($(TORCH_PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])'); \
+	$(TESTENV) MF_TORCH_SITE=$$site timeout 900 $$py tests/torch/gpu_check.py
 
 bench: all $(BUILD)/bench_place
 	$(TESTENV) BENCH_PLACE=$(abspath $(BUILD)/bench_place) sh tests/bench/bench.sh

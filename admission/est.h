@@ -41,6 +41,25 @@ struct mf_est_ops {
 extern const struct mf_est_ops mf_est_post;    /* est_post.c */
 extern const struct mf_est_ops mf_est_pytorch; /* est_pytorch.c */
 
+/*
+ * What a training precision keeps (design 19), in bytes: a parameter's
+ * weight and gradient, the optimizer's fp32 master copy of it (none where
+ * the weights are the master), one moment (AdamW's m or v, SGD's
+ * momentum) in the dtype the recipe keeps it, and an activation element e
+ * of the layers' 16-bit work; mixed: autocast over fp32 weights, which
+ * keeps 16-bit copies of the linear weights (mf_est_autocast_params) and
+ * an fp32 residual stream.  One row per enum mf_precision (est_state.c).
+ */
+struct mf_est_precision {
+	int weight, grad, master, moment, act, mixed;
+};
+
+const struct mf_est_precision *mf_est_precision(enum mf_precision p);
+
+/* The activations' element bytes the layers and their hidden states
+ * work in: 4 for fp32 and for the fp32 residual stream of autocast. */
+int64_t mf_est_hidden_bytes(const struct mf_workload *w);
+
 /* bytes = P x n (or T x n) into bucket b, with its formula "sym x n". */
 void mf_est_per_param(struct mf_estimate *e, enum mf_bucket b, const char *sym,
     int64_t count, int64_t n);

@@ -5,10 +5,13 @@
  * allocation of the step (transient), beside the shared state.
  *
  * Every coefficient is a measured fact: tests/torch/measure.py builds
- * small models of each block and measures the bytes saved for backward
- * (saved_tensors_hooks, distinct storages, parameters out) and the peak
- * of a whole step, and fails when these functions are off by more than
- * 2% or below the peak (make torch; docs/estimators.md has the table).
+ * small models of each architecture with transformers' own modules
+ * (PyTorch 2.13 on the CPU; LoRA by PEFT) and measures the bytes saved
+ * for backward (saved_tensors_hooks, distinct storages, parameters out)
+ * and the peak of a whole step, and fails when these functions are off by
+ * more than 2% or below the peak (make torch; docs/estimators.md has the
+ * table).  Where a GPU's kernels keep something else than the CPU's, the
+ * comment says which this models and why.
  */
 #include <string.h>
 
@@ -24,6 +27,8 @@
 struct shapes {
 	int64_t h, a, kv, d, ad, kvd, I, s;
 	int64_t e;   /* activation bytes: 2, or 4 for fp32 */
+	int64_t eh;  /* the residual stream's and RoPE's: 4 under autocast */
+	int mixed;   /* autocast's norms (mixed_norm_terms) */
 	int lora;    /* LoRA or QLoRA: a frozen base with adapters */
 	int all;     /* LoRA targets all-linear, not attention only */
 	int64_t r;   /* LoRA rank */
@@ -40,14 +45,36 @@ struct shapes {
  * and (1 + w) itself (4h bytes a norm, not a token: see gemma_norms_const)
  * and casts the product back, which the next projections keep (eh); the
  * norms after attention and MLP feed the residual add, which keeps
- * nothing.  The mean of x^2 saves nothing in torch >= 2 (torch 1.13's
- * mean saves its input: the harness takes it as sum / n).
+ * nothing.  The mean of x^2 saves nothing (torch >= 2).
  */
+/*
+ * Under autocast (bf16-mixed on an fp32 model) the residual stream and
+ * the norms stay fp32: a norm keeps its input and the normalised x (8h)
+ * and the rsqrt (4), and each linear it feeds casts its output to 16 bits
+ * on its own, a copy the linear keeps (2h each: Llama's q, k, v and gate,
+ * up; Phi-3's qkv and gate_up); the rest of the layer works in 16 bits as
+ * under bf16 (the SDPA kernel's inputs are cast, eager's fp32 softmax is
+ * cast for its matmul).  Measured on transformers' Llama and Phi-3 under
+ * torch.autocast (tests/torch/measure.py, bf16-mixed).
+ */
+static void
+mixed_norm_terms(const struct mf_model *m, struct mf_terms *t)
+{
+	int phi3 = m->block == MF_BLOCK_PHI3;
+
+	mf_term(t, 2 * 4, "", 1);
+	mf_term(t, 2 * 8 + 2 * (phi3 ? 2 : 5), "h", m->hidden);
+}
+
 static void
 norm_terms(const struct mf_model *m, const struct shapes *x, struct mf_terms *t)
 {
 	int64_t h = m->hidden, e = x->e, pre = 2, post = m->norms_per_layer - 2;
 
+	if (x->mixed) {
+		mixed_norm_terms(m, t);
+		return;
+	}
 	mf_term(t, m->norms_per_layer * 4, "", 1);
 	if (x->lora) {
 		/* A frozen weight needs neither the normalised x nor, as the
@@ -70,10 +97,35 @@ gemma_norms_const(const struct mf_model *m)
 }
 
 /*
- * Attention.  Fused (sdpa's flash kernel, flash-attn): the kernel keeps q
- * and k after RoPE (ad, kvd), v as projected (kvd; Phi-3's v is a view of
- * its one qkv projection, which it keeps whole: ad + 2kvd), the output
- * (ad, which o_proj keeps too) and the logsumexp in fp32 (4a).
+ * The attention a job runs.  Gemma-2 soft-caps its scores, which SDPA
+ * cannot: transformers refuses sdpa for it and, when none is asked for,
+ * falls back to eager (PreTrainedModel.get_correct_attn_implementation),
+ * so its sdpa is counted as eager.  flash (flash-attn) soft-caps inside
+ * its kernel.
+ */
+enum mf_attention
+mf_est_attention(const struct mf_model *m, const struct mf_workload *w)
+{
+	if (w->attention == MF_SDPA && m->attn_softcap)
+		return MF_EAGER;
+	return w->attention;
+}
+
+/*
+ * Attention.  Fused (sdpa, flash): the kernel keeps q and k after RoPE
+ * (ad, kvd), v as projected (kvd: transformers passes enable_gqa to SDPA
+ * without a mask, so the kv heads are not repeated, on a GPU as on the
+ * CPU; Phi-3's v is a view of its one qkv projection, which it keeps
+ * whole: ad + 2kvd), the output (ad, which o_proj keeps too) and the
+ * logsumexp in fp32 (4a).  Phi-3's RoPE concatenates (partial rotary),
+ * so its q is laid out heads first, and an SDPA kernel whose output
+ * takes q's layout (the CPU's flash kernel; cuDNN's, which torch prefers
+ * on Hopper and Blackwell: cudnn/MHA.cpp alloc_with_matching_layout)
+ * returns heads first too: transformers' transpose(1, 2).contiguous()
+ * then copies it for o_proj (ad more; flash-attn's output and torch's
+ * CUDA flash kernel's are tokens first, which makes that copy a view:
+ * the estimate keeps the copy for sdpa, the safe side).  Measured on
+ * transformers' Phi-3 with sdpa (tests/torch/measure.py FIT[4], FIT[5]).
  * Eager: q after RoPE (ad), the repeated k and v (ad each), the scores'
  * softmax in fp32 (4as) and, in 16 bits, its cast back (eas) that
  * multiplies v, and the output made contiguous for o_proj (ad); Gemma-2's
@@ -88,15 +140,22 @@ attention_terms(const struct mf_model *m, const struct mf_workload *w,
 {
 	int64_t e = x->e, one = w->micro_batch == 1;
 	int phi3 = m->block == MF_BLOCK_PHI3;
+	enum mf_attention att = mf_est_attention(m, w);
 
 	/* q; and the output: the kernel's, or eager's copy that o_proj
 	 * keeps for its weight's gradient (a frozen o_proj does not). */
-	mf_term(t, w->attention == MF_EAGER && x->lora ? e : 2 * e, "ad",
-	    x->ad);
-	if (w->attention != MF_EAGER) {
+	mf_term(t, att == MF_EAGER && x->lora ? e : 2 * e, "ad", x->ad);
+	if (att != MF_EAGER) {
 		mf_term(t, e, "kvd", x->kvd);
+		/* Phi-3: the qkv v is a view of, and under sdpa the copy of
+		 * the output that o_proj keeps (a frozen o_proj keeps none,
+		 * unless the adapter's fp32 input is that copy). */
 		if (phi3)
-			mf_term(t, e, "ad", x->ad);
+			mf_term(t,
+			    e +
+			        (att == MF_SDPA && !(x->lora && e == 2) ? e :
+			                                                  0),
+			    "ad", x->ad);
 		mf_term(t, phi3 ? 2 * e : e, "kvd", x->kvd);
 		mf_term(t, 4, "a", x->a);
 		return;
@@ -121,20 +180,27 @@ attention_terms(const struct mf_model *m, const struct mf_workload *w,
  * act's output and the up projection's output (the product keeps both),
  * and the product (down_proj's input): 4eI.  Phi-3's gate_up is one
  * tensor of 2I, chunked: the same bytes.
- * Mixture of experts, per token: the router's softmax in fp32 (4E) and
- * top-k's indices (int64, 8k); Mixtral (and Qwen2-MoE with
+ * Mixture of experts, as transformers runs its experts (grouped_mm, its
+ * default on a GPU as on the CPU: integrations/moe.py,
+ * grouped_mm_experts_forward), per token: the router's softmax in fp32
+ * (4E) and top-k's indices (int64, 8k); Mixtral (and Qwen2-MoE with
  * norm_topk_prob) renormalises the top-k weights in place, which keeps a
- * copy of them and their sum (4k + 4).  Each of the
- * k routed copies of a token keeps its gathered input (eh), its expert's
- * 4e x Ie, the expert's output (eh) and its routing weight (e) that the
- * product keeps, the product that index_add_ keeps (eh), and the int64
- * positions torch.where gives (16).  Qwen2-MoE's shared expert keeps 4e
- * x Is, its sigmoid gate (e) and its output (eh).
+ * copy of them and their sum (4k + 4).  The k routed copies of a token,
+ * sorted by expert, keep: the gathered input the first grouped_mm keeps
+ * (eh), the expert's 4e x Ie, the down projection's output that the
+ * routing weight multiplies (eh), that weight (fp32 for Mixtral, whose
+ * router does not cast it back; e for Qwen2-MoE), and three int64
+ * orders (24: the gather's, the weights' and the one that undoes the
+ * sort).  Qwen2-MoE's shared expert keeps 4e x Is, its sigmoid gate (e)
+ * and its output (eh).  With LoRA (not measured: PEFT's all-linear does
+ * not reach transformers' 3-D expert weights) a frozen expert keeps
+ * neither its gathered input nor its down projection's.
  */
 static void
 mlp_terms(const struct mf_model *m, const struct shapes *x, struct mf_terms *t)
 {
 	int64_t e = x->e, k = m->experts_per_tok;
+	int64_t wb = m->block == MF_BLOCK_MIXTRAL ? 4 : e;
 
 	/* A frozen down_proj keeps no copy of its input, nor a frozen
 	 * expert's gate and up of theirs (LoRA's copies: lora_terms). */
@@ -144,10 +210,10 @@ mlp_terms(const struct mf_model *m, const struct shapes *x, struct mf_terms *t)
 		mf_term(t, keep * e, "I", x->I);
 		return;
 	}
-	mf_term(t, (keep - 1) * e, "kh", mf_cmul(k, x->h));
+	mf_term(t, (keep - 2) * e, "kh", mf_cmul(k, x->h));
 	mf_term(t, keep * e, "kIe", mf_cmul(k, mf_model_expert_width(m)));
 	mf_term(t, 4, "E", m->experts);
-	mf_term(t, e + 16 + 8, "k", k);
+	mf_term(t, wb + 24 + 8, "k", k);
 	if (m->renorm_topk) {
 		mf_term(t, 4, "k", k);
 		mf_term(t, 4, "", 1);
@@ -182,7 +248,7 @@ lora_terms(const struct mf_model *m, const struct mf_workload *w,
 	int64_t k = m->experts_per_tok, n = phi3 ? 2 : 4;
 
 	mf_term(t, sixteen && !phi3 ? 12 : 4, "h", x->h);
-	if (sixteen || w->attention == MF_EAGER)
+	if (sixteen || mf_est_attention(m, w) == MF_EAGER)
 		mf_term(t, 4, "ad", x->ad);
 	if (!x->all) {
 		mf_term(t, 4 * n, "r", x->r);
@@ -220,66 +286,234 @@ layer_terms(const struct mf_model *m, const struct mf_workload *w,
 }
 
 /*
- * activations = s x b x (L x layer + 2ed) (+ L x Gemma's (1 + w)): RoPE's
- * cos and sin, made once a forward in the activations' dtype, are kept by
- * every layer's q and k (2ed a token).  Checkpointing (non-reentrant, a
- * layer at a time) keeps each layer's input (eh) and the cos and sin it
- * was given, and backward recomputes one layer at a time, whose
- * activations are alive while it runs through it: s x b x (L x eh + 2ed
- * + layer).
+ * The layers a job checkpoints whole: every ckpt_every-th, counted from
+ * the first as torchtitan (selective_ac_option N) and torchtune
+ * (ac_option N) count (the N-th, the 2N-th, ...): floor(L / N), the
+ * fewest of the ways to choose them (transformers' every_n_layers takes
+ * the first, the (N+1)-th, ...: ceil(L / N)).
+ */
+static int64_t
+checkpointed_layers(const struct mf_model *m, const struct mf_workload *w)
+{
+	if (w->checkpointing != MF_CKPT_FULL)
+		return 0;
+	return m->layers / (w->ckpt_every > 0 ? w->ckpt_every : 1);
+}
+
+/* What every checkpoint keeps of what its layer is called with, besides
+ * the hidden states: the positions (int64, 8 bytes a position) and, for
+ * eager attention, the causal masks, one b x s x s in the activations'
+ * dtype for each kind of layer (Gemma-2's sliding and global: two).
+ * Measured on transformers' models (tests/torch/measure.py, eager with
+ * checkpointing). */
+static int64_t
+checkpoint_inputs(const struct mf_model *m, const struct mf_workload *w,
+    const struct shapes *x, struct mf_text *f)
+{
+	int64_t masks = m->block == MF_BLOCK_GEMMA ? 2 : 1, bytes;
+
+	bytes = mf_cmul(8, w->seq_len);
+	if (mf_est_attention(m, w) != MF_EAGER)
+		return bytes;
+	mf_text_str(f, " + ");
+	mf_text_int(f, masks * x->eh);
+	mf_text_str(f, "b x s x s");
+	return mf_cadd(bytes,
+	    mf_cmul(mf_cmul(masks * x->eh, w->micro_batch),
+	        mf_cmul(w->seq_len, w->seq_len)));
+}
+
+/* " + n x " (or " + L x " where n is every layer) into f. */
+static void
+text_layers(struct mf_text *f, int64_t n, int64_t L, const char *lead)
+{
+	mf_text_str(f, lead);
+	if (n == L)
+		mf_text_str(f, "L");
+	else
+		mf_text_int(f, n);
+	mf_text_str(f, " x ");
+}
+
+/*
+ * Per-op selective checkpointing as torchtitan 0.3.0 runs it
+ * (torchtitan/distributed/activation_checkpoint.py, SelectiveAC): every
+ * layer is checkpointed, and its forward keeps, besides the input (eh),
+ * the outputs of the ops on its save list: torch's compute-intensive ops
+ * (mm, addmm, bmm, the SDPA kernels), linear, topk and max, but every
+ * second mm or linear of the layer, counted in order, is recomputed
+ * instead.  transformers' Llama block runs q, k, v, o, gate, up, down:
+ * q, v, gate and down are kept (a biased projection, Qwen2's q, k and v,
+ * is an addmm: kept and not counted, so o and up are); Phi-3's qkv, o,
+ * gate_up, down: qkv and gate_up.  The fused kernel keeps its output and
+ * logsumexp (ad, 4a); eager attention's two bmm keep the scores (as,
+ * before soft-capping and softmax) and the output (ad).  Measured on
+ * transformers' models through torch.utils.checkpoint's
+ * create_selective_checkpoint_contexts with torchtitan's policy
+ * (tests/torch/measure.py, op).
+ */
+struct mm_out {
+	int64_t coef;
+	const char *sym;
+	int64_t value;
+	int biased;
+};
+
+static void
+op_terms(const struct mf_model *m, const struct mf_workload *w,
+    const struct shapes *x, struct mf_terms *t)
+{
+	int64_t e = x->e, b = m->qkv_bias;
+	const struct mm_out llama[] = { { 1, "ad", x->ad, (int)b },
+		{ 1, "kvd", x->kvd, (int)b }, { 1, "kvd", x->kvd, (int)b },
+		{ 1, "h", x->h, 0 }, { 1, "I", x->I, 0 }, { 1, "I", x->I, 0 },
+		{ 1, "h", x->h, 0 } };
+	/* Phi-3's qkv: its ad here, its 2kvd with it below. */
+	const struct mm_out phi3[] = { { 1, "ad", x->ad, 0 },
+		{ 1, "h", x->h, 0 }, { 2, "I", x->I, 0 }, { 1, "h", x->h, 0 } };
+	int isphi3 = m->block == MF_BLOCK_PHI3, count = 0;
+	const struct mm_out *v = isphi3 ? phi3 : llama;
+	size_t n = isphi3 ? 4 : 7;
+
+	memset(t, 0, sizeof(*t));
+	for (size_t i = 0; i < n; i++) {
+		if (!v[i].biased && ++count % 2 == 0)
+			continue;
+		mf_term(t, e * v[i].coef, v[i].sym, v[i].value);
+		if (isphi3 && i == 0)
+			mf_term(t, 2 * e, "kvd", x->kvd);
+	}
+	mf_term(t, e, "ad", x->ad);
+	if (mf_est_attention(m, w) == MF_EAGER)
+		mf_term(t, e, "as", mf_cmul(x->a, x->s));
+	else
+		mf_term(t, 4, "a", x->a);
+}
+
+/*
+ * activations with per-op selective checkpointing: every layer keeps its
+ * input and its saved outputs (sac, op_terms), and backward recomputes
+ * the last layer on top of them, whose saved outputs are handed to the
+ * recomputation, not made again: s x b x ((L - 1) x sac + L x eh +
+ * layer) + s x (2ed + 8) (+ eager's masks, + Gemma-2's (1 + w) of the
+ * recomputed layer).
+ */
+static void
+op_activations(const struct mf_model *m, const struct mf_workload *w,
+    const struct shapes *x, const struct mf_terms *layer, struct mf_estimate *e)
+{
+	int64_t sb = mf_cmul(w->seq_len, w->micro_batch), bytes, pos;
+	struct mf_terms sac;
+	struct mf_text f;
+
+	op_terms(m, w, x, &sac);
+	mf_text_init(&f, e->formula[MF_B_ACTIVATIONS]);
+	mf_text_str(&f, "s x b x (");
+	mf_text_int(&f, m->layers - 1);
+	mf_text_str(&f, " x (");
+	mf_text_terms(&f, &sac);
+	mf_text_str(&f, ") + L x ");
+	mf_text_int(&f, x->eh);
+	mf_text_str(&f, "h + ");
+	mf_text_terms(&f, layer);
+	mf_text_str(&f, ") + s x ");
+	mf_text_int(&f, 2 * x->eh);
+	mf_text_str(&f, "d + s x 8");
+	bytes = mf_cadd(mf_cmul(m->layers - 1, mf_terms_bytes(&sac)),
+	    mf_cadd(mf_cmul(m->layers, mf_cmul(x->eh, x->h)),
+	        mf_terms_bytes(layer)));
+	bytes = mf_cmul(sb, bytes);
+	pos = mf_cmul(w->seq_len, mf_cmul(2 * x->eh, x->d));
+	pos = mf_cadd(pos, checkpoint_inputs(m, w, x, &f));
+	bytes = mf_cadd(bytes, pos);
+	if (gemma_norms_const(m) > 0) {
+		mf_text_str(&f, " + ");
+		mf_text_int(&f, gemma_norms_const(m));
+		mf_text_str(&f, "h");
+		bytes = mf_cadd(bytes, mf_cmul(gemma_norms_const(m), x->h));
+	}
+	e->bucket[MF_B_ACTIVATIONS] = bytes;
+}
+
+/*
+ * activations = s x b x L x layer + s x 2ed (+ L x Gemma's (1 + w)):
+ * RoPE's cos and sin, made once a forward in the activations' dtype for
+ * one sequence's positions (transformers' position_ids are 1 x s, so not
+ * once per sequence of the batch) and kept by every layer's q and k.
+ * Checkpointing (non-reentrant, a layer at a time): the Lc checkpointed
+ * layers keep their input (eh) and, once for all, what they are called
+ * with (checkpoint_inputs); the other Lf keep their activations; backward
+ * recomputes one layer at a time, whose activations are alive while it
+ * runs through it: on top of everything else when the last layer is one
+ * of the checkpointed (L a multiple of N; otherwise the last layers'
+ * activations are freed before any recomputation).  Every layer: s x b x
+ * (L x eh + layer) + s x (2ed + 8) (+ the masks).
  */
 static void
 torch_activations(const struct mf_model *m, const struct mf_workload *w,
     const struct shapes *x, struct mf_estimate *e)
 {
-	int64_t sb, per, gconst, bytes;
+	int64_t sb, per, gconst, bytes, lc, lf, top, n, pos;
 	struct mf_terms t;
 	struct mf_text f;
 
 	layer_terms(m, w, x, &t);
+	if (w->checkpointing == MF_CKPT_OP && m->experts == 0) {
+		op_activations(m, w, x, &t, e);
+		return;
+	}
 	sb = mf_cmul(w->seq_len, w->micro_batch);
 	per = mf_terms_bytes(&t);
 	gconst = mf_cmul(gemma_norms_const(m), x->h);
+	lc = checkpointed_layers(m, w);
+	lf = m->layers - lc;
+	top = lc > 0 && m->layers % w->ckpt_every == 0;
+	n = lf + top; /* layers whose activations are alive at the peak */
 	mf_text_init(&f, e->formula[MF_B_ACTIVATIONS]);
 	mf_text_str(&f, "s x b x (");
-	if (w->checkpointing) {
-		mf_text_str(&f, "L x ");
-		mf_text_int(&f, x->e);
-		mf_text_str(&f, "h + ");
-		mf_text_int(&f, 2 * x->e);
-		mf_text_str(&f, "d + ");
+	if (n > 0) {
+		text_layers(&f, n, m->layers, "");
+		mf_text_str(&f, "(");
 		mf_text_terms(&f, &t);
 		mf_text_str(&f, ")");
-		per = mf_cadd(mf_cadd(mf_cmul(m->layers, mf_cmul(x->e, x->h)),
-		                  mf_cmul(2 * x->e, x->d)),
-		    per);
-		bytes = mf_cadd(mf_cmul(sb, per), gconst);
-	} else {
-		mf_text_str(&f, "L x (");
-		mf_text_terms(&f, &t);
-		mf_text_str(&f, ") + ");
-		mf_text_int(&f, 2 * x->e);
-		mf_text_str(&f, "d");
-		per = mf_cadd(mf_cmul(m->layers, per), mf_cmul(2 * x->e, x->d));
-		if (x->lora && per >= 4 * x->h + 4) {
-			/*
-			 * The frozen embeddings need no gradient, so the
-			 * first layer's first norm keeps nothing.
-			 */
-			mf_text_str(&f, " - 4h - 4");
-			per -= 4 * x->h + 4;
-		}
-		mf_text_str(&f, ")");
-		bytes = mf_cadd(mf_cmul(sb, per), mf_cmul(m->layers, gconst));
-		if (gconst > 0)
-			mf_text_str(&f, " + L x ");
 	}
-	if (gconst > 0) {
-		if (w->checkpointing)
-			mf_text_str(&f, " + ");
+	bytes = mf_cmul(mf_cmul(sb, per), n);
+	if (x->lora && lc == 0 && w->checkpointing == MF_CKPT_NONE &&
+	    bytes >= mf_cmul(sb, 4 * x->h + 4)) {
+		/*
+		 * The frozen embeddings need no gradient, so the first
+		 * layer's first norm keeps nothing.  transformers'
+		 * activation_checkpointing_enable makes the embeddings'
+		 * output require a gradient (enable_input_require_grads), so
+		 * with checkpointing it keeps its own.
+		 */
+		mf_text_str(&f, " - 4h - 4");
+		bytes -= mf_cmul(sb, 4 * x->h + 4);
+	}
+	if (lc > 0) {
+		text_layers(&f, lc, m->layers, n > 0 ? " + " : "");
+		mf_text_int(&f, x->eh);
+		mf_text_str(&f, "h");
+		bytes = mf_cadd(bytes,
+		    mf_cmul(mf_cmul(sb, lc), mf_cmul(x->eh, x->h)));
+	}
+	mf_text_str(&f, ") + s x ");
+	mf_text_int(&f, 2 * x->eh);
+	mf_text_str(&f, "d");
+	pos = mf_cmul(w->seq_len, mf_cmul(2 * x->eh, x->d));
+	if (lc > 0) {
+		mf_text_str(&f, " + s x 8");
+		pos = mf_cadd(pos, checkpoint_inputs(m, w, x, &f));
+	}
+	bytes = mf_cadd(bytes, pos);
+	if (gconst > 0 && n > 0) {
+		text_layers(&f, n, m->layers, " + ");
 		mf_text_int(&f, gemma_norms_const(m));
 		mf_text_str(&f, "h");
-		if (x->lora && !w->checkpointing && bytes >= 4 * x->h) {
+		bytes = mf_cadd(bytes, mf_cmul(n, gconst));
+		if (x->lora && w->checkpointing == MF_CKPT_NONE &&
+		    bytes >= 4 * x->h) {
+			/* Nor its (1 + w). */
 			mf_text_str(&f, " - 4h");
 			bytes -= 4 * x->h;
 		}
@@ -308,7 +542,13 @@ torch_logits(const struct mf_model *m, const struct mf_workload *w,
 		/* A frozen norm weight and lm_head: x in fp32 only. */
 		mf_term(&t, 4, "h", x->h);
 	else
-		mf_term(&t, gemma ? 8 + x->e : 4 + 2 * x->e, "h", x->h);
+		/* Under autocast: x and the normalised x in fp32, and
+		 * lm_head's 16-bit cast of the output (10h). */
+		mf_term(&t,
+		    gemma        ? 8 + x->e :
+		        x->mixed ? 10 :
+		                   4 + 2 * x->e,
+		    "h", x->h);
 	mf_term(&t, m->final_softcap ? 4 + x->e : 4, "V", m->vocab);
 	/* rsqrt; labels; token ids, which frozen embeddings do not keep. */
 	mf_term(&t, 4 + 8 + (x->lora ? 0 : 8), "", 1);
@@ -328,18 +568,29 @@ torch_logits(const struct mf_model *m, const struct mf_workload *w,
 
 /*
  * Bytes per element of the largest parameter that the optimizer step
- * holds as temporaries, the step written as a loop over parameters (the
+ * holds as temporaries, the step taken one parameter at a time (the
  * foreach implementation holds temporaries the size of the whole state
- * instead): the fp32 copy of a 16-bit gradient (4) and AdamW's
- * denominator sqrt(v) + eps (4).  8-bit Adam updates in blocks inside
- * its kernel and SGD keeps no denominator.  LoRA's adapters are fp32.
+ * instead).  With an fp32 master copy (bf16, fp16): the fp32 copy of the
+ * 16-bit gradient (4) and AdamW's denominator sqrt(v) + eps (4).  Where
+ * the weights are their own master (fp32, *-mixed, bf16-true):
+ * torch.optim.AdamW's single-tensor step, sqrt(v) and its quotient by
+ * the bias correction, alive together, in the moments' dtype (2 x 4, or
+ * 2 x 2 for bf16-true; tests/torch/measure.py, bf16-true).  8-bit Adam
+ * updates in blocks inside its kernel and SGD keeps no denominator.
+ * LoRA's adapters are fp32 (their denominator: 4).
  */
 static int64_t
 step_temp_bytes(const struct mf_workload *w)
 {
-	int sixteen = w->precision != MF_FP32 && w->method == MF_FULL;
+	const struct mf_est_precision *pr = mf_est_precision(w->precision);
+	int64_t denom = 4;
 
-	return (sixteen ? 4 : 0) + (w->optimizer == MF_ADAMW ? 4 : 0);
+	if (w->method != MF_FULL)
+		return w->optimizer == MF_ADAMW ? 4 : 0;
+	if (pr->master == 0)
+		denom = 2 * pr->moment;
+	return (pr->master > 0 ? 4 : 0) +
+	    (w->optimizer == MF_ADAMW ? denom : 0);
 }
 
 /*
@@ -390,7 +641,7 @@ torch_transient(const struct mf_model *m, const struct mf_workload *w,
 	step = mf_cmul(pmax, n);
 	mf_text_init(&f, e->formula[MF_B_TRANSIENT]);
 	mf_text_str(&f, "max(s x b x V x 8, ");
-	if (w->attention == MF_EAGER) {
+	if (mf_est_attention(m, w) == MF_EAGER) {
 		attn = mf_cmul(mf_cmul(sb, 4 + ebytes),
 		    mf_cmul(m->heads, w->seq_len));
 		mf_text_str(&f, "s x b x ");
@@ -429,8 +680,20 @@ torch_training(const struct mf_model *m, const struct mf_workload *w,
 	x.kvd = mf_cmul(m->kv_heads, m->head_dim);
 	x.I = m->intermediate;
 	x.s = w->seq_len;
-	x.e = w->precision == MF_FP32 ? 4 : 2;
 	x.lora = w->method != MF_FULL;
+	x.e = mf_est_precision(w->precision)->act;
+	x.eh = mf_est_hidden_bytes(w);
+	x.mixed = mf_est_precision(w->precision)->mixed;
+	if (x.mixed &&
+	    (x.lora || m->experts > 0 || m->block == MF_BLOCK_GEMMA)) {
+		/*
+		 * Not measured under autocast (Gemma-2's norms, transformers'
+		 * experts, which grouped_mm runs in the weights' fp32, PEFT's
+		 * adapters): counted as fp32, which keeps more.
+		 */
+		x.e = 4;
+		x.mixed = 0;
+	}
 	x.all = w->lora_targets == MF_LORA_ALL_LINEAR;
 	x.r = w->lora_rank;
 	torch_activations(m, w, &x, e);

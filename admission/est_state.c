@@ -1,9 +1,16 @@
 /*
  * est_state.c: the state a training step keeps, the same under every
  * estimator: weights, gradients, optimizer state, LoRA's adapters and
- * FSDP's sharding buffers.  The recipe: 16-bit weights and gradients with
- * fp32 master weights and moments (8-bit moments for adam8bit); fp32
- * throughout for fp32; a frozen base with fp32 adapters for LoRA.
+ * FSDP's sharding buffers, as the precision's recipe keeps them (design
+ * 19; the table below): bf16 and fp16, 16-bit weights and gradients with
+ * fp32 master weights and moments (DeepSpeed, Megatron); fp32 throughout;
+ * *-mixed, fp32 weights, gradients and moments under autocast, which
+ * keeps a 16-bit copy of every linear weight from its cast to the
+ * backward that uses it (HF Trainer's bf16=True on an fp32 model,
+ * Lightning's bf16-mixed); bf16-true, weights, gradients and moments all
+ * 16-bit (torchtune, LitGPT).  8-bit Adam keeps two 8-bit moments (and
+ * the master copy where there is one); a frozen base (in the precision's
+ * weights) with fp32 adapters for LoRA.
  *
  * Choices where the design is silent:
  * - sharding applies to full training only, the one method FSDP is offered
@@ -27,19 +34,89 @@ mf_est_per_param(struct mf_estimate *e, enum mf_bucket b, const char *sym,
 	e->bucket[b] = mf_cmul(count, n);
 }
 
-/* Optimizer state per parameter: fp32 master weights are in the figure. */
+static const struct mf_est_precision precisions[] = {
+	[MF_BF16] = { 2, 2, 4, 4, 2, 0 },
+	[MF_FP16] = { 2, 2, 4, 4, 2, 0 },
+	[MF_FP32] = { 4, 4, 0, 4, 4, 0 },
+	[MF_BF16_MIXED] = { 4, 4, 0, 4, 2, 1 },
+	[MF_BF16_TRUE] = { 2, 2, 0, 2, 2, 0 },
+	[MF_FP16_MIXED] = { 4, 4, 0, 4, 2, 1 },
+};
+
+const struct mf_est_precision *
+mf_est_precision(enum mf_precision p)
+{
+	return &precisions[(unsigned)p <= MF_FP16_MIXED ? p : MF_BF16];
+}
+
+int64_t
+mf_est_hidden_bytes(const struct mf_workload *w)
+{
+	const struct mf_est_precision *pr = mf_est_precision(w->precision);
+
+	return pr->mixed ? 4 : pr->act;
+}
+
+int64_t
+mf_est_autocast_params(const struct mf_model *m)
+{
+	int64_t n = mf_model_linear_params(m), experts;
+
+	if (m->experts > 0) {
+		/* The routed experts out; the routers (and Qwen2-MoE's
+		 * shared expert's gate) in. */
+		experts = mf_cmul(m->layers,
+		    mf_cmul(m->experts,
+		        mf_cmul(3,
+		            mf_cmul(m->hidden, mf_model_expert_width(m)))));
+		n = mf_cadd(n - experts,
+		    mf_cmul(m->layers,
+		        mf_cmul(m->hidden,
+		            m->experts + (m->shared_intermediate > 0))));
+	}
+	if (!m->no_head)
+		n = mf_cadd(n, mf_cmul(m->vocab, m->hidden));
+	return n;
+}
+
+/* Optimizer state per parameter: the master copy and the moments. */
 static int64_t
-optimizer_bytes(enum mf_optimizer o, int fp32)
+optimizer_bytes(enum mf_optimizer o, const struct mf_est_precision *pr)
 {
 	switch (o) {
 	case MF_ADAM8BIT:
-		return fp32 ? 2 : 6;
+		return pr->master + 2;
 	case MF_SGD:
-		return fp32 ? 4 : 8;
+		return pr->master + pr->moment;
 	case MF_ADAMW:
 		break;
 	}
-	return fp32 ? 8 : 12;
+	return pr->master + 2 * pr->moment;
+}
+
+/* Weights: P x the precision's bytes, and under autocast the 16-bit
+ * copies of the linear weights it keeps for backward (Pc x 2); QLoRA's
+ * 4-bit base: P x 0.5. */
+static void
+weights(const struct mf_model *m, const struct mf_workload *w,
+    const struct mf_est_precision *pr, struct mf_estimate *e)
+{
+	struct mf_text f;
+
+	mf_text_init(&f, e->formula[MF_B_WEIGHTS]);
+	if (w->method == MF_QLORA) {
+		mf_text_str(&f, "P x 0.5");
+		e->bucket[MF_B_WEIGHTS] = mf_cdiv_up(e->params, 2);
+		return;
+	}
+	mf_text_str(&f, "P x ");
+	mf_text_int(&f, pr->weight);
+	e->bucket[MF_B_WEIGHTS] = mf_cmul(e->params, pr->weight);
+	if (!pr->mixed)
+		return;
+	mf_text_str(&f, " + Pc x 2");
+	e->bucket[MF_B_WEIGHTS] = mf_cadd(e->bucket[MF_B_WEIGHTS],
+	    mf_cmul(2, mf_est_autocast_params(m)));
 }
 
 /* Adapter weight, gradient and optimizer state, all fp32. */
@@ -61,22 +138,16 @@ void
 mf_est_state(const struct mf_model *m, const struct mf_workload *w,
     struct mf_estimate *e)
 {
+	const struct mf_est_precision *pr = mf_est_precision(w->precision);
 	int64_t P = e->params, T;
-	int fp32 = w->precision == MF_FP32;
 	struct mf_text f;
 
-	if (w->method == MF_QLORA) {
-		mf_text_init(&f, e->formula[MF_B_WEIGHTS]);
-		mf_text_str(&f, "P x 0.5");
-		e->bucket[MF_B_WEIGHTS] = mf_cdiv_up(P, 2);
-	} else {
-		mf_est_per_param(e, MF_B_WEIGHTS, "P", P, fp32 ? 4 : 2);
-	}
+	weights(m, w, pr, e);
 	if (w->method == MF_FULL) {
 		e->trainable = P;
-		mf_est_per_param(e, MF_B_GRADIENTS, "P", P, fp32 ? 4 : 2);
+		mf_est_per_param(e, MF_B_GRADIENTS, "P", P, pr->grad);
 		mf_est_per_param(e, MF_B_OPTIMIZER, "P", P,
-		    optimizer_bytes(w->optimizer, fp32));
+		    optimizer_bytes(w->optimizer, pr));
 		if (w->shard_gpus > 1) {
 			/* Gather one layer while the next is prefetched. */
 			mf_text_init(&f, e->formula[MF_B_SHARDING]);

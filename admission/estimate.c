@@ -71,9 +71,10 @@ workload_ok(const struct mf_workload *w)
 {
 	if ((unsigned)w->kind > MF_INFERENCE ||
 	    (unsigned)w->method > MF_QLORA ||
-	    (unsigned)w->precision > MF_FP32 ||
+	    (unsigned)w->precision > MF_FP16_MIXED ||
 	    (unsigned)w->optimizer > MF_SGD ||
 	    (unsigned)w->attention > MF_EAGER ||
+	    (unsigned)w->checkpointing > MF_CKPT_OP ||
 	    (unsigned)w->lora_targets > MF_LORA_ATTENTION ||
 	    (unsigned)w->kv_dtype > MF_KV_FP8 ||
 	    (unsigned)w->weights_dtype > MF_WD_INT4 ||
@@ -84,7 +85,7 @@ workload_ok(const struct mf_workload *w)
 	    w->shard_gpus >= 1 && w->concurrency >= 0 && w->context_len >= 0 &&
 	    w->group_size >= 1 && w->batched_tokens >= 1 &&
 	    w->block_size >= 1 && w->graph_reserve >= 0 && w->tensor >= 1 &&
-	    w->pipeline >= 1 && w->expert >= 1;
+	    w->pipeline >= 1 && w->expert >= 1 && w->ckpt_every >= 1;
 }
 
 /* The buckets FSDP shards over its ranks: the weights, gradients and

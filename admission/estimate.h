@@ -100,6 +100,23 @@ struct mf_workload {
 	enum mf_estimator estimator;
 };
 
+/*
+ * The parameters autocast casts to 16 bits and keeps for backward under
+ * a *-mixed precision (Pc): the weights of every nn.Linear, the output
+ * head's included (tied or not), routers and Qwen2-MoE's shared expert
+ * too, but not transformers' 3-D routed experts, whose grouped_mm
+ * autocast does not cast; -1 on overflow.
+ */
+int64_t mf_est_autocast_params(const struct mf_model *m);
+
+/*
+ * The attention a training estimate counts for m under w: w's, but
+ * Gemma-2's sdpa is eager (transformers falls back to eager, SDPA cannot
+ * soft-cap).
+ */
+enum mf_attention
+mf_est_attention(const struct mf_model *m, const struct mf_workload *w);
+
 /* Default of catalogue cudaGraphReserve: 1Gi. */
 #define MF_GRAPH_RESERVE_DEFAULT (INT64_C(1) << 30)
 

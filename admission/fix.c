@@ -219,7 +219,8 @@ apply(struct mf_workload *w, enum mf_fix f, int64_t gpus)
 		w->precision = MF_BF16;
 		break;
 	case MF_FIX_CHECKPOINTING:
-		w->checkpointing = 1;
+		w->checkpointing = MF_CKPT_FULL;
+		w->ckpt_every = 1;
 		break;
 	case MF_FIX_ADAM8BIT:
 		w->optimizer = MF_ADAM8BIT;

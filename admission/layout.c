@@ -47,7 +47,7 @@ stage_buckets(const struct mf_model *m, const struct mf_workload *w, int first,
 		e.bucket[MF_B_ACTIVATIONS] =
 		    mf_cmul(e.bucket[MF_B_ACTIVATIONS], w->pipeline);
 	th = mf_cmul(forward_tokens(w),
-	    mf_cmul(m->hidden, w->precision == MF_FP32 ? 4 : 2));
+	    mf_cmul(m->hidden, mf_est_hidden_bytes(w)));
 	if (w->tensor > 1)
 		comm = th;
 	if (w->pipeline > 1)
@@ -102,7 +102,7 @@ mf_est_layout(const struct mf_model *m, const struct mf_workload *w,
 		mf_text_str(&f, "TP x PP x ");
 		mf_text_int(&f, n);
 		mf_text_str(&f, " x tokens x h x ");
-		mf_text_int(&f, w->precision == MF_FP32 ? 4 : 2);
+		mf_text_int(&f, mf_est_hidden_bytes(w));
 	}
 }
 

@@ -222,3 +222,15 @@ mf_job_read(const struct mf_node *root, const char *path,
 		*out = job;
 	return rc;
 }
+
+const char *
+mf_workload_enum_name(const char *key, int v)
+{
+	const struct mf_field *wl, *f;
+
+	wl = mf_fields_at(&mf_fields_job, "spec.workload");
+	f = wl != NULL ? mf_fields_find(wl, key) : NULL;
+	if (f == NULL || f->type != MF_FT_ENUM)
+		return NULL;
+	return mf_fields_name(f, v);
+}

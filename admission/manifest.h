@@ -25,6 +25,7 @@
 #define MF_JOB_MAX_GROUP (INT64_C(1) << 20)
 #define MF_JOB_MAX_BLOCK 4096
 #define MF_JOB_MAX_CHUNKS 1024
+#define MF_JOB_MAX_LAYERS 4096 /* gradientCheckpointing: every Nth layer */
 #define MF_JOB_MAX_HOURS 1e6
 #define MF_JOB_MAX_MONEY 1e12
 
@@ -86,5 +87,12 @@ mf_job_read_spec(const struct mf_node *spec, const char *path, const char *name,
 enum mf_rc mf_job_read_spec_floor(const struct mf_node *spec, const char *path,
     const char *name, const struct mf_models *models, int64_t floor,
     int floor_format, struct mf_job *job, struct mf_error *err);
+
+/*
+ * The manifest's name of value v of the enumerated spec.workload field key
+ * ("precision", "attention", ...), as a request writes it; NULL for an
+ * unknown key or value.
+ */
+const char *mf_workload_enum_name(const char *key, int v);
 
 #endif

@@ -285,6 +285,63 @@ smallest_fit(struct mf_jw *w, const struct mf_job *job,
 	mf_jw_close(w, '}');
 }
 
+/*
+ * The recipe a training estimate modelled (design 19), each field as the
+ * manifest names it: the precision, the attention counted (Gemma-2's sdpa
+ * is eager), the checkpointing (false, true, op or every Nth layer), and
+ * the loss, activation offloading and optimizer-in-backward, which are
+ * modelled only as standard, off and off so far.
+ */
+static void
+recipe(struct mf_jw *w, const struct mf_job *job)
+{
+	const struct mf_workload *wl = &job->work;
+
+	if (wl->kind != MF_TRAINING)
+		return;
+	mf_jw_open(w, "recipe", '{');
+	mf_jw_str(w, "precision",
+	    mf_workload_enum_name("precision", wl->precision));
+	mf_jw_str(w, "attention",
+	    mf_workload_enum_name("attention",
+	        mf_est_attention(&job->model, wl)));
+	if (wl->checkpointing == MF_CKPT_OP)
+		mf_jw_str(w, "gradientCheckpointing", "op");
+	else if (wl->checkpointing == MF_CKPT_FULL && wl->ckpt_every > 1)
+		mf_jw_int(w, "gradientCheckpointing", wl->ckpt_every);
+	else
+		mf_jw_bool(w, "gradientCheckpointing", wl->checkpointing != 0);
+	mf_jw_str(w, "loss", "standard");
+	mf_jw_bool(w, "activationOffload", 0);
+	mf_jw_bool(w, "optimizerInBackward", 0);
+	mf_jw_close(w, '}');
+}
+
+/* The recipe in words, for the text estimate. */
+static void
+text_recipe(struct mf_buf *b, const struct mf_job *job)
+{
+	const struct mf_workload *wl = &job->work;
+	char ckpt[48];
+
+	if (wl->kind != MF_TRAINING)
+		return;
+	if (wl->checkpointing == MF_CKPT_OP)
+		snprintf(ckpt, sizeof(ckpt), "op");
+	else if (wl->checkpointing == MF_CKPT_FULL && wl->ckpt_every > 1)
+		snprintf(ckpt, sizeof(ckpt), "every %lld layers",
+		    (long long)wl->ckpt_every);
+	else
+		snprintf(ckpt, sizeof(ckpt), "%s",
+		    wl->checkpointing ? "true" : "false");
+	mf_buf_printf(b,
+	    "recipe: precision %s, attention %s, gradientCheckpointing %s, loss standard\n",
+	    mf_workload_enum_name("precision", wl->precision),
+	    mf_workload_enum_name("attention",
+	        mf_est_attention(&job->model, wl)),
+	    ckpt);
+}
+
 void
 mf_write_estimate(struct mf_jw *w, const char *key, const struct mf_job *job,
     const struct mf_estimate *e, const struct mf_catalog *cat)
@@ -295,6 +352,7 @@ mf_write_estimate(struct mf_jw *w, const char *key, const struct mf_job *job,
 	mf_jw_str(w, "estimator", mf_estimator_name(e->estimator));
 	mf_jw_int(w, "parameters", e->params);
 	mf_jw_int(w, "trainableParameters", e->trainable);
+	recipe(w, job);
 	buckets(w, e);
 	mf_jw_int(w, "totalBytes", e->total);
 	mf_jw_int(w, "perGpuBytes", e->per_gpu);
@@ -610,8 +668,10 @@ mf_text_estimate(const struct mf_job *job, const struct mf_estimate *e,
 	struct mf_buf b;
 
 	mf_buf_init(&b, TEXT_MAX);
-	mf_buf_printf(&b, "%s: %lld parameters, %lld trainable\n\n", job->name,
+	mf_buf_printf(&b, "%s: %lld parameters, %lld trainable\n", job->name,
 	    (long long)e->params, (long long)e->trainable);
+	text_recipe(&b, job);
+	mf_buf_printf(&b, "\n");
 	/* The formula column is as wide as its longest, 36 at least. */
 	int fw = 36;
 

@@ -1,42 +1,29 @@
 """Small decoder models of the architectures memfloor knows, written the way
 their Hugging Face reference implementations are (transformers 4.4x:
-modeling_llama, _mistral, _qwen2, _phi3, _gemma2, _mixtral, _qwen2_moe).
+modeling_llama, _mistral, _qwen2, _phi3, _gemma2, _mixtral, _qwen2_moe),
+for what no framework runs on a CPU: a serving engine's forward
+(forward.py).  Training is measured on transformers' own modules
+(hf.py, measure.py).
 
 A model is built from a config.json-style dict, the same dict memfloor is
 given inline, so both read the same shapes.  What matters here is what each
-operation saves for backward, so every operation that saves something is
-written as the reference writes it:
+operation allocates in a no-grad forward, so every operation is written as
+the reference writes it:
 
 - RMSNorm upcasts to fp32 (x.to(float32)), normalises, casts back and
   multiplies by the weight (Llama); Gemma multiplies in fp32 by (1 + w)
-  before casting back.  The mean of x^2 is taken as sum / n: torch 1.13's
-  mean backward saves its input (an fp32 s x h tensor per norm) where
-  torch >= 2's keeps only sizes, and memfloor models torch >= 2.
+  before casting back.
 - RoPE: cos and sin are made once per forward in the activation dtype and
   shared by every layer; q*cos + rotate_half(q)*sin.
-- Eager attention: repeat_kv, q @ k^T * scale, (Gemma-2 soft-capping),
-  causal mask, softmax in fp32 then cast back, @ v, transpose, contiguous.
-- Fused attention: a torch.autograd.Function that saves what a
-  FlashAttention kernel saves (q, k, v with the kv heads as they are, the
-  output and an fp32 logsumexp) and recomputes the rest in backward.
+- Attention allocates only its output, as a serving engine's fused kernel
+  (flash_rows).
 - MLP: SwiGLU (act(gate) * up -> down) or GeGLU (Gemma-2, tanh GELU); Phi-3
   fuses qkv and gate_up into one projection each.
 - Mixtral / Qwen2-MoE: router softmax in fp32, top-k, (Mixtral: renormalise
-  in place), the experts run on their gathered tokens and index_add_ back;
-  Qwen2-MoE adds a shared expert with a sigmoid gate.
-- Loss: logits.float(), cross entropy (log_softmax + nll).
-- LoRA (add_lora) as PEFT 0.1x writes it: the base layer frozen, adapters A
-  (r x in) and B (out x r) in fp32 (PEFT's autocast_adapter_dtype), the
-  input cast to the adapters' dtype, no dropout (lora_dropout 0: identity),
-  result + B(A(x)) * scaling cast back; every parameter outside the
-  adapters frozen.  "all-linear" targets every linear of a decoder layer as
-  it is in the checkpoint (Phi-3's fused qkv_proj and gate_up_proj, the
-  experts, the router, Qwen2-MoE's shared expert and its gate), never
-  lm_head; "attention" targets q, k, v, o (Phi-3: qkv_proj, o_proj).
-- Serving (serving=True, CausalLM.serve): a no-grad forward as a serving
-  engine's profile run makes it, its attention allocating only its output
-  (flash_rows), its experts vLLM's fused-MoE buffers (fused_experts), and
-  vLLM's sampler with top-k/top-p as the profile run calls it
+  in place), the experts as vLLM's fused-MoE buffers (fused_experts);
+  Qwen2-MoE adds a shared expert with a sigmoid gate, run first.
+- CausalLM.serve: a no-grad forward as a serving engine's profile run
+  makes it, and vLLM's sampler with top-k/top-p as the profile run calls it
   (profile_sampler).
 """
 import math
@@ -44,7 +31,6 @@ import math
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-import torch.utils.checkpoint
 
 
 ARCH = {
@@ -97,8 +83,7 @@ class RMSNorm(nn.Module):
     def forward(self, x):
         dtype = x.dtype
         x32 = x.to(torch.float32)
-        # mean(-1) as sum / n: see the module comment.
-        var = x32.pow(2).sum(-1, keepdim=True) / x32.shape[-1]
+        var = x32.pow(2).mean(-1, keepdim=True)
         x32 = x32 * torch.rsqrt(var + 1e-6)
         if self.kind == "gemma":
             return (x32 * (1.0 + self.weight.float())).type_as(x)
@@ -113,31 +98,6 @@ def rotate_half(x):
 
 def rope(x, cos, sin):
     return x * cos + rotate_half(x) * sin
-
-
-def repeat_kv(x, n):
-    """(b, kv, s, d) -> (b, kv*n, s, d), as modeling_llama does it."""
-    if n == 1:
-        return x
-    b, kv, s, d = x.shape
-    return x[:, :, None, :, :].expand(b, kv, n, s, d).reshape(b, kv * n, s, d)
-
-
-def eager_core(q, k, v, scale, cap):
-    """q (b, a, s, d), k and v (b, a, s, d): the reference eager attention."""
-    w = torch.matmul(q, k.transpose(2, 3)) * scale
-    if cap is not None:
-        w = w / cap
-        w = torch.tanh(w)
-        w = w * cap
-    s = q.shape[2]
-    mask = torch.full((s, s), torch.finfo(w.dtype).min, dtype=w.dtype)
-    w = w + torch.triu(mask, diagonal=1)
-    w = F.softmax(w, dim=-1, dtype=torch.float32).to(q.dtype)
-    return torch.matmul(w, v)
-
-
-BLOCK = 64
 
 
 def tile(q, k, scale, cap, r0, c0):
@@ -155,79 +115,9 @@ def tile(q, k, scale, cap, r0, c0):
     return w.masked_fill(cols > rows, float("-inf")), t
 
 
-class FusedAttention(torch.autograd.Function):
-    """A FlashAttention stand-in on (b, s, heads, d) tensors.  It keeps what
-    the kernel keeps, q, k, v (kv heads unrepeated), the output and the fp32
-    logsumexp (b, a, s), and, like the kernel, works a head and a BLOCK x
-    BLOCK tile of scores at a time, so that what it allocates on the way
-    is a few tiles, forward and backward."""
-
-    @staticmethod
-    def forward(ctx, q, k, v, scale, cap):
-        b, s, a, d = q.shape
-        n = a // k.shape[2]
-        acc = torch.promote_types(q.dtype, torch.float32)
-        out = torch.empty_like(q)
-        lse = torch.empty((b, a, s), dtype=acc)
-        with torch.no_grad():
-            for i in range(a):
-                kj, vj = k[:, :, i // n], v[:, :, i // n]
-                for r0 in range(0, s, BLOCK):
-                    qi = q[:, r0:r0 + BLOCK, i]
-                    ends = range(0, min(s, r0 + BLOCK), BLOCK)
-                    m = torch.stack([
-                        torch.logsumexp(tile(qi, kj[:, c0:c0 + BLOCK], scale,
-                                             cap, r0, c0)[0], dim=-1)
-                        for c0 in ends]).logsumexp(0)
-                    o = torch.zeros(qi.shape, dtype=acc)
-                    for c0 in ends:
-                        w, _ = tile(qi, kj[:, c0:c0 + BLOCK], scale, cap,
-                                    r0, c0)
-                        o += torch.matmul(torch.exp(w - m[..., None]),
-                                          vj[:, c0:c0 + BLOCK].to(acc))
-                    out[:, r0:r0 + BLOCK, i] = o.to(q.dtype)
-                    lse[:, i, r0:r0 + BLOCK] = m
-        ctx.save_for_backward(q, k, v, out, lse)
-        ctx.scale, ctx.cap, ctx.n = scale, cap, n
-        return out
-
-    @staticmethod
-    def backward(ctx, grad):
-        q, k, v, out, lse = ctx.saved_tensors
-        b, s, a, d = q.shape
-        acc = lse.dtype
-        gq = torch.zeros_like(q, dtype=acc)
-        gk = torch.zeros_like(k, dtype=acc)
-        gv = torch.zeros_like(v, dtype=acc)
-        for i in range(a):
-            j = i // ctx.n
-            for r0 in range(0, s, BLOCK):
-                qi = q[:, r0:r0 + BLOCK, i]
-                go = grad[:, r0:r0 + BLOCK, i].to(acc)
-                dd = (go * out[:, r0:r0 + BLOCK, i].to(acc)).sum(
-                    -1, keepdim=True)
-                m = lse[:, i, r0:r0 + BLOCK, None]
-                for c0 in range(0, min(s, r0 + BLOCK), BLOCK):
-                    kc = k[:, c0:c0 + BLOCK, j].to(acc)
-                    vc = v[:, c0:c0 + BLOCK, j].to(acc)
-                    w, t = tile(qi, kc, ctx.scale, ctx.cap, r0, c0)
-                    p = torch.exp(w - m)
-                    gv[:, c0:c0 + BLOCK, j] += torch.matmul(
-                        p.transpose(1, 2), go)
-                    ds = p * (torch.matmul(go, vc.transpose(1, 2)) - dd)
-                    if t is not None:
-                        ds = ds * (1 - t * t)
-                    ds = ds * ctx.scale
-                    gq[:, r0:r0 + BLOCK, i] += torch.matmul(ds, kc)
-                    gk[:, c0:c0 + BLOCK, j] += torch.matmul(
-                        ds.transpose(1, 2), qi.to(acc))
-                    del w, t, p, ds
-        return gq.to(q.dtype), gk.to(k.dtype), gv.to(v.dtype), None, None
-
-
 def flash_rows(q, k, v, scale, cap):
-    """FusedAttention's forward without grad, as a serving engine's kernel
-    (vLLM's flash or paged attention) runs it: on (b, s, heads, d), the
+    """Attention without grad, as a serving engine's kernel (vLLM's flash
+    or paged attention) runs it: on (b, s, heads, d), the
     output is the one tensor it allocates.  The kernel's tiles live in
     on-chip memory; here the scores of one query row of one head at a time
     stand in for them, b x s x 4 bytes, small beside what the layer holds
@@ -245,9 +135,9 @@ def flash_rows(q, k, v, scale, cap):
 
 
 class Attention(nn.Module):
-    def __init__(self, sh, fused_kernel, serving=False):
+    def __init__(self, sh):
         super().__init__()
-        self.sh, self.fused_kernel, self.serving = sh, fused_kernel, serving
+        self.sh = sh
         h, a, kv, d = sh.h, sh.a, sh.kv, sh.d
         if sh.fused:
             self.qkv_proj = nn.Linear(h, (a + 2 * kv) * d, bias=False)
@@ -271,27 +161,14 @@ class Attention(nn.Module):
         sh = self.sh
         b, s, _ = x.shape
         q, k, v = self.project(x)
+        # (b, s, heads, d), the layout flash_attn_func takes.
         q = q.view(b, s, sh.a, sh.d)
         k = k.view(b, s, sh.kv, sh.d)
         v = v.view(b, s, sh.kv, sh.d)
-        if self.fused_kernel:
-            # (b, s, heads, d), the layout flash_attn_func takes.
-            c, sn = cos[:, :, None, :], sin[:, :, None, :]
-            q, k = rope(q, c, sn), rope(k, c, sn)
-            if self.serving:
-                o = flash_rows(q, k, v, self.scale, sh.attn_cap)
-            else:
-                o = FusedAttention.apply(q, k, v, self.scale, sh.attn_cap)
-            o = o.reshape(b, s, sh.a * sh.d)
-        else:
-            q, k, v = (t.transpose(1, 2) for t in (q, k, v))
-            c, sn = cos[:, None, :, :], sin[:, None, :, :]
-            q, k = rope(q, c, sn), rope(k, c, sn)
-            n = sh.a // sh.kv
-            o = eager_core(q, repeat_kv(k, n), repeat_kv(v, n), self.scale,
-                           sh.attn_cap)
-            o = o.transpose(1, 2).contiguous().reshape(b, s, sh.a * sh.d)
-        return self.o_proj(o)
+        c, sn = cos[:, :, None, :], sin[:, :, None, :]
+        q, k = rope(q, c, sn), rope(k, c, sn)
+        o = flash_rows(q, k, v, self.scale, sh.attn_cap)
+        return self.o_proj(o.reshape(b, s, sh.a * sh.d))
 
 
 class MLP(nn.Module):
@@ -318,9 +195,9 @@ class MLP(nn.Module):
 
 
 class MoE(nn.Module):
-    def __init__(self, sh, serving=False):
+    def __init__(self, sh):
         super().__init__()
-        self.sh, self.serving = sh, serving
+        self.sh = sh
         self.gate = nn.Linear(sh.h, sh.E, bias=False)
         self.experts = nn.ModuleList(MLP(sh, sh.I_moe) for _ in range(sh.E))
         if sh.moe == "qwen2_moe":
@@ -336,7 +213,7 @@ class MoE(nn.Module):
         b, s, h = x.shape
         x = x.view(-1, h)
         shared = None
-        if self.serving and sh.moe == "qwen2_moe":
+        if sh.moe == "qwen2_moe":
             # vLLM runs the shared expert first: its output is alive
             # while the routed experts run.
             shared = self.shared(x)
@@ -346,28 +223,10 @@ class MoE(nn.Module):
         if sh.renorm:
             w /= w.sum(dim=-1, keepdim=True)
         w = w.to(x.dtype)
-        if self.serving:
-            out = self.fused_experts(x, w, sel)
-        else:
-            out = self.looped_experts(x, w, sel)
-        if sh.moe == "qwen2_moe":
-            if shared is None:
-                shared = self.shared(x)
+        out = self.fused_experts(x, w, sel)
+        if shared is not None:
             out = out + shared
         return out.view(b, s, h)
-
-    def looped_experts(self, x, w, sel):
-        sh = self.sh
-        out = torch.zeros_like(x)
-        mask = F.one_hot(sel, num_classes=sh.E).permute(2, 1, 0)
-        for e in range(sh.E):
-            idx, top = torch.where(mask[e])
-            if top.numel() == 0:
-                continue
-            cur = x[None, top].reshape(-1, x.shape[1])
-            cur = self.experts[e](cur) * w[top, idx, None]
-            out.index_add_(0, top, cur.to(x.dtype))
-        return out
 
     def fused_experts(self, x, w, sel):
         """What vLLM's fused_moe holds (no grad): every routed copy of every
@@ -411,21 +270,25 @@ class MoE(nn.Module):
             start += n
         c3.mul_(w.reshape(-1)[order][:, None])
         out = torch.zeros_like(x)
-        out.index_add_(0, tokens, c3)
+        # Summed a row at a time, as vLLM's moe_sum adds the k copies
+        # without a buffer: torch 2's index_add_ on the CPU allocates a
+        # temporary of its own (512 bytes at these shapes).
+        for j, tok in enumerate(tokens.tolist()):
+            out[tok].add_(c3[j])
         return out
 
 
 class Layer(nn.Module):
-    def __init__(self, sh, fused_kernel, serving=False):
+    def __init__(self, sh):
         super().__init__()
         self.sh = sh
         self.input_layernorm = RMSNorm(sh.h, sh.norm)
-        self.self_attn = Attention(sh, fused_kernel, serving)
+        self.self_attn = Attention(sh)
         self.post_attention_layernorm = RMSNorm(sh.h, sh.norm)
         if sh.nnorms == 4:
             self.pre_feedforward_layernorm = RMSNorm(sh.h, sh.norm)
             self.post_feedforward_layernorm = RMSNorm(sh.h, sh.norm)
-        self.mlp = MoE(sh, serving) if sh.moe else MLP(sh, sh.I, sh.fused)
+        self.mlp = MoE(sh) if sh.moe else MLP(sh, sh.I, sh.fused)
 
     def forward(self, x, cos, sin):
         r = x
@@ -442,14 +305,11 @@ class Layer(nn.Module):
 
 
 class CausalLM(nn.Module):
-    def __init__(self, cfg, fused_kernel, checkpointing, dtype,
-                 serving=False):
+    def __init__(self, cfg, dtype):
         super().__init__()
         sh = self.sh = Shape(cfg)
-        self.checkpointing = checkpointing
         self.embed_tokens = nn.Embedding(sh.V, sh.h)
-        self.layers = nn.ModuleList(Layer(sh, fused_kernel, serving)
-                                    for _ in range(sh.L))
+        self.layers = nn.ModuleList(Layer(sh) for _ in range(sh.L))
         self.norm = RMSNorm(sh.h, sh.norm)
         self.lm_head = nn.Linear(sh.h, sh.V, bias=False)
         if sh.tied:
@@ -471,12 +331,7 @@ class CausalLM(nn.Module):
             x = x * torch.tensor(self.sh.h ** 0.5, dtype=x.dtype)
         cos, sin = self.rotary(x, ids.shape[1])
         for layer in self.layers:
-            if self.checkpointing:
-                x = torch.utils.checkpoint.checkpoint(
-                    layer, x, cos, sin, use_reentrant=False,
-                    preserve_rng_state=False)
-            else:
-                x = layer(x, cos, sin)
+            x = layer(x, cos, sin)
         return self.norm(x)
 
     def softcap(self, logits):
@@ -501,11 +356,6 @@ class CausalLM(nn.Module):
         x = hidden.view(seqs * n, -1).index_select(0, last)
         del last
         return profile_sampler(self, x)
-
-    def forward(self, ids, labels):
-        logits = self.softcap(self.lm_head(self.hidden(ids)))
-        logits = logits.float()
-        return F.cross_entropy(logits.view(-1, self.sh.V), labels.view(-1))
 
 
 SAMPLING_EPS = 1e-5
@@ -574,44 +424,3 @@ def profile_sampler(model, last):
     }
     first = sample(logits, meta)
     return first, sample(logits, meta)
-
-
-class LoraLinear(nn.Module):
-    def __init__(self, base, r):
-        super().__init__()
-        self.base_layer = base
-        base.weight.requires_grad_(False)
-        if base.bias is not None:
-            base.bias.requires_grad_(False)
-        self.lora_A = nn.Linear(base.in_features, r, bias=False)
-        self.lora_B = nn.Linear(r, base.out_features, bias=False)
-        nn.init.normal_(self.lora_B.weight, std=0.02)
-        self.lora_A.float()
-        self.lora_B.float()
-        self.scaling = 2.0
-
-    def forward(self, x):
-        result = self.base_layer(x)
-        dtype = result.dtype
-        x = x.to(self.lora_A.weight.dtype)
-        result = result + self.lora_B(self.lora_A(x)) * self.scaling
-        return result.to(dtype)
-
-
-ATTENTION = ("q_proj", "k_proj", "v_proj", "o_proj", "qkv_proj")
-
-
-def add_lora(model, r, targets):
-    """Freeze model and wrap the targeted linears of its layers."""
-    for p in model.parameters():
-        p.requires_grad_(False)
-    for layer in model.layers:
-        for name, mod in list(layer.named_modules()):
-            if not isinstance(mod, nn.Linear):
-                continue
-            if targets == "attention" and name.split(".")[-1] not in ATTENTION:
-                continue
-            parent = layer.get_submodule(name.rsplit(".", 1)[0]) \
-                if "." in name else layer
-            setattr(parent, name.split(".")[-1], LoraLinear(mod, r))
-    return model

@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Measure the activation peak of a serving engine's profile run and hold
 memfloor's mf_forward_peak (admission/forward.c) to it.
 
@@ -7,14 +7,14 @@ maxNumBatchedTokens tokens, flattened across up to seqs sequences (design
 14).  For each case (every block, bf16, shapes chosen so that each phase
 of that forward is the peak somewhere: a layer's MLP or experts, its
 attention, a norm, the logits) this builds the small model of
-tests/torch/blocks.py for serving (blocks.CausalLM(..., serving=True):
-the fused attention kernel's memory, vLLM's fused MoE buffers) and
+tests/torch/blocks.py (blocks.CausalLM: the fused attention kernel's
+memory, vLLM's fused MoE buffers) and
 measures, with the profiler's memory events as measure.py's peak_of
 does, the peak of live tensor bytes of CausalLM.serve over t tokens in
 seqs sequences, above the weights and the input ids (allocated before).
 
-fp16 is not measured: torch 1.13 has no fp16 matrix product on CPU, and
-its activations have bf16's two bytes and go through the same kernels.
+fp16 is not measured: its activations have bf16's two bytes and go
+through the same kernels.
 
 oneDNN is turned off: its bf16 matrix product on CPU allocates a
 reordered copy of the weight through torch's allocator at every call, a
@@ -74,7 +74,7 @@ CASES = [
 
 
 def measured(c, t, seqs):
-    model = blocks.CausalLM(c, True, False, torch.bfloat16, serving=True)
+    model = blocks.CausalLM(c, torch.bfloat16)
     ids = torch.randint(0, model.sh.V, (seqs, t // seqs))
     with torch.backends.mkldnn.flags(enabled=False):
         return peak_of(lambda: model.serve(ids))

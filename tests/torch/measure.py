@@ -1,39 +1,43 @@
-#!/usr/bin/python3
-"""Measure what PyTorch keeps for small models of every architecture memfloor
-knows, and hold memfloor's `pytorch` estimator to it.
+#!/usr/bin/env python3
+"""Measure what PyTorch 2 keeps for the frameworks' own modules of every
+architecture memfloor knows, and hold memfloor's `pytorch` estimator to it.
 
-For each case (architecture x shapes x bf16/fp32 x eager/fused attention x
-with and without per-layer checkpointing x full and LoRA) it measures, on
-CPU:
+The models are transformers' own (tests/torch/hf.py: built from a config
+dict with random weights, LoRA by PEFT), small, on the CPU.  For each case
+(architecture x shapes x precision x sdpa/eager attention x checkpointing
+x full and LoRA) it measures:
 
-- saved(L): the bytes saved for backward by one training forward (loss
-  included), as distinct storages packed by saved_tensors_hooks, leaving
-  out the parameters.  saved(0), a model with no layers, is what lives
-  outside the layers (memfloor's `logits` bucket); saved(L) - saved(0) is
-  the layers' share (`activations`); saved(2) - saved(1) is one layer.
-- with checkpointing the hooks never see a layer's input (the checkpoint
-  keeps it in a closure): the tensors the forward created that are still
-  alive after it are counted too (see saved_bytes); the activations are
-  then those, less the outside part, plus one layer as measured without
-  checkpointing, which backward recomputes and keeps while it runs
-  through that layer;
+- saved(L): the bytes saved for backward by one training forward (the
+  model's own loss included), as distinct storages packed by
+  saved_tensors_hooks, leaving out the parameters.  saved(0), the model
+  run over none of its layers, is what lives outside the layers
+  (memfloor's `logits` bucket); saved(L) - saved(0) is the layers' share
+  (`activations`); saved(2) - saved(1) is one layer.
+- with checkpointing the hooks never see what a checkpoint keeps (a
+  layer's inputs: the hidden states, the eager attention's mask, the
+  positions, held in a closure): the tensors the forward created that are
+  still alive after it are counted too (see saved_bytes); the activations
+  are then those, less the outside part, plus one layer as measured
+  without checkpointing, which backward recomputes and keeps while it
+  runs through that layer.  The CPU generator's state that a checkpoint
+  keeps is host memory on a GPU too, and is left out.
 - for some cases the peak of a whole step (forward, loss, backward, AdamW
   step) with the recipe the estimate assumes: 16-bit weights and
   gradients, fp32 master weights and moments (fp32: weights, gradients and
   moments in fp32, no master copy), the optimizer written as a loop over
   parameters; the peak is the profiler's, from every allocation and free
-  of the allocator in order (tensor storage only: what a GPU would hold;
-  glibc's own counters also see oneDNN's caches and autograd's nodes).
+  of the allocator in order (tensor storage only: what a GPU would hold).
 
 It then asks memfloor (the command line, -o json) for the same job with
 the same config inline, and fails when activations or logits are off by
 more than 2%, or the peak is above memfloor's perGpuBytes.  LoRA (rank 4,
-all-linear on even cases, attention on odd ones): a frozen model without
-layers keeps nothing, so activations and logits are checked together,
-and one layer as the difference of two layers and one.  Cases in FIT
-are those the coefficients were derived on; CHECK holds shapes they never
-saw.  Prints the per-layer table (bytes per layer per token, in units of
-h) and every error; exits 1 on a failure.
+all-linear on even cases, attention on odd ones; the dense architectures:
+PEFT's all-linear does not reach transformers' fused 3-D experts): a
+frozen model without layers keeps nothing, so activations and logits are
+checked together, and one layer as the difference of two layers and one.
+Cases in FIT are those the coefficients were derived on; CHECK holds
+shapes they never saw.  Prints the per-layer table (bytes per layer per
+token, in units of h) and every error; exits 1 on a failure.
 """
 import gc
 import json
@@ -44,11 +48,11 @@ import tempfile
 import warnings
 import weakref
 
-import torch
-from torch.profiler import ProfilerActivity, profile
-
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import blocks  # noqa: E402
+import hf  # noqa: E402  (quiets transformers before torch is used)
+
+import torch  # noqa: E402
+from torch.profiler import ProfilerActivity, profile  # noqa: E402
 
 TOP = os.environ.get("MF_TOP", os.getcwd())
 CLI = os.environ.get("MEMFLOOR", os.path.join(TOP, "build/memfloor"))
@@ -57,12 +61,13 @@ RANK = 4
 
 torch.manual_seed(0)
 torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+RNG_BYTES = torch.get_rng_state().numel()
 
 
 # --- measuring ------------------------------------------------------------
 
 def storage_key(t):
-    s = t.storage()
+    s = t.untyped_storage()
     return s.data_ptr(), s.nbytes()
 
 
@@ -74,24 +79,37 @@ class Box:
         self.t = t
 
 
-def tensors():
+def new_tensors():
+    """The tensors made since the last freeze() (gc.freeze() moves what is
+    alive to a generation gc.get_objects() does not list), but the CPU
+    generator states checkpoints keep (host memory on a GPU as well)."""
+    gc.collect()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return [o for o in gc.get_objects() if isinstance(o, torch.Tensor)]
+        return [o for o in gc.get_objects() if isinstance(o, torch.Tensor)
+                and not (o.dtype == torch.uint8 and o.numel() == RNG_BYTES)]
 
 
-def saved_bytes(model, ids, labels):
+def saved_bytes(model, ids, labels, held=False):
+    """The bytes of saved_storages."""
+    return sum(n for n, _ in saved_storages(model, ids, labels,
+                                            held).values())
+
+
+def saved_storages(model, ids, labels, held=False):
     """Distinct storages that one forward leaves held for backward,
-    parameters out: what the graph holds (every tensor packed by
+    parameters out, as {address: (bytes, a tensor on it)}: what the graph
+    holds (every tensor packed by
     saved_tensors_hooks whose box is still alive when the forward ends, so
     that a part of the graph dropped early does not count and a freed
     storage's reused address cannot hide a live one) and, with
-    checkpointing, what the checkpoints hold: their inputs, which the hooks
-    never see, found as the tensors the forward created that are still
+    checkpointing (held), what the checkpoints hold: their inputs, which the
+    hooks never see, found as the tensors the forward made that are still
     alive after it."""
-    gc.collect()
-    before = {id(t) for t in tensors()}
-    skip = {p.storage().data_ptr() for p in model.parameters()}
+    if held:
+        gc.collect()
+        gc.freeze()
+    skip = {p.untyped_storage().data_ptr() for p in model.parameters()}
     boxes = []
 
     def pack(t):
@@ -101,16 +119,30 @@ def saved_bytes(model, ids, labels):
 
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda b: b.t):
         loss = model(ids, labels)
-    gc.collect()
     kept = [r().t for r in boxes if r() is not None]
-    kept += [t for t in tensors() if id(t) not in before and t is not loss]
+    if held:
+        kept += [t for t in new_tensors() if t is not loss]
     seen = {}
     for t in kept:
         ptr, n = storage_key(t)
-        if ptr not in skip:
-            seen[ptr] = max(seen.get(ptr, 0), n)
+        if ptr not in skip and n >= seen.get(ptr, (0, None))[0]:
+            seen[ptr] = (n, t)
     del loss, kept
-    return sum(seen.values())
+    return seen
+
+
+def autocast_copies(model, storages):
+    """The bytes of the 16-bit copies of 2-D weights autocast made and
+    the graph keeps, among storages (saved_storages): a saved tensor of
+    16 bits with a weight's shape or its transpose (the cases' token
+    counts are none of the weights' sizes, so no activation matches)."""
+    shapes = set()
+    for p in model.parameters():
+        if p.dim() == 2:
+            shapes.add(tuple(p.shape))
+            shapes.add(tuple(p.shape)[::-1])
+    return sum(n for n, t in storages.values()
+               if t.dtype == torch.bfloat16 and tuple(t.shape) in shapes)
 
 
 def peak_of(fn):
@@ -122,21 +154,16 @@ def peak_of(fn):
     events = [e for e in p.profiler.kineto_results.events()
               if e.name() == "[memory]"]
     live = peak = 0
-    for e in sorted(events, key=lambda e: e.start_us()):
+    for e in sorted(events, key=lambda e: e.start_ns()):
         live += e.nbytes()
         peak = max(peak, live)
     return peak
 
 
-def inputs(sh, s, b):
-    ids = torch.randint(0, sh.V, (b, s))
-    labels = torch.randint(0, sh.V, (b, s))
+def inputs(c, s, b):
+    ids = torch.randint(0, c["vocab_size"], (b, s))
+    labels = torch.randint(0, c["vocab_size"], (b, s))
     return ids, labels
-
-
-def build(cfg, layers, fused, ckpt, dtype):
-    c = dict(cfg, num_hidden_layers=layers)
-    return blocks.CausalLM(c, fused, ckpt, dtype)
 
 
 class Recipe:
@@ -156,6 +183,16 @@ class Recipe:
         self.v = [torch.zeros_like(x, dtype=torch.float32)
                   for x in self.master]
 
+    def held(self):
+        """Bytes of the state it keeps besides the model's weights."""
+        return self.state_bytes()
+
+    def state_bytes(self):
+        n = sum(x.numel() * 4 for x in self.m + self.v)
+        if self.sixteen:
+            n += sum(x.numel() * 4 for x in self.master)
+        return n
+
     @torch.no_grad()
     def step(self, lr=1e-4, b1=0.9, b2=0.999, eps=1e-8, wd=0.01):
         for p, w, m, v in zip(self.params, self.master, self.m, self.v):
@@ -171,51 +208,46 @@ class Recipe:
                 p.copy_(w)
 
 
-def step_peak(model, ids, labels):
+class TrueRecipe:
+    """AdamW as torchtune and LitGPT's bf16-true run it: torch.optim.AdamW
+    on the bf16 weights (its single-tensor step, one parameter at a time),
+    whose moments take the weights' dtype; no master copy.  Its state is
+    made before the step is measured, as after the first step of a run."""
+
+    def __init__(self, params):
+        self.params = [p for p in params if p.requires_grad]
+        self.opt = torch.optim.AdamW(self.params, lr=1e-4, foreach=False)
+        for p in self.params:
+            st = self.opt.state[p]
+            st["step"] = torch.tensor(0.0)
+            st["exp_avg"] = torch.zeros_like(p)
+            st["exp_avg_sq"] = torch.zeros_like(p)
+
+    def held(self):
+        return sum(t.numel() * t.element_size()
+                   for st in self.opt.state.values() for t in st.values())
+
+    def step(self):
+        self.opt.step()
+
+
+def step_peak(step, ids, labels, recipe=Recipe):
     """Peak bytes of a whole step: weights, optimizer state and the batch,
     allocated before, are counted by size; the rest is the profiler's."""
-    opt = Recipe(model.parameters())
-    held = sum(p.numel() * p.element_size() for p in model.parameters())
-    if opt.sixteen:
-        held += sum(x.numel() * 4 for x in opt.master)
-    held += sum(x.numel() * 4 for x in opt.m + opt.v)
-    held += 2 * ids.numel() * 8
-    for p in model.parameters():
+    params = list(step.parameters())
+    opt = recipe(params)
+    held = sum(p.numel() * p.element_size() for p in params)
+    held += opt.held() + 2 * ids.numel() * 8
+    for p in params:
         p.grad = None
 
-    def step():
-        loss = model(ids, labels)
+    def one():
+        loss = step(ids, labels)
         loss.backward()
         del loss
         opt.step()
 
-    return held + peak_of(step)
-
-
-def check_fused_grad():
-    """The fused stand-in must give eager attention's gradients."""
-    # 160 query rows: three blocks, the last one short.
-    q = torch.randn(2, 160, 4, 8, dtype=torch.float64, requires_grad=True)
-    k = torch.randn(2, 160, 2, 8, dtype=torch.float64, requires_grad=True)
-    v = torch.randn(2, 160, 2, 8, dtype=torch.float64, requires_grad=True)
-    for cap in (None, 5.0):
-        check_fused_case(q, k, v, cap)
-
-
-def check_fused_case(q, k, v, cap):
-    o = blocks.FusedAttention.apply(q, k, v, 0.3, cap)
-    g = torch.randn_like(o)
-    got = torch.autograd.grad(o, (q, k, v), g)
-    e = blocks.eager_core(q.transpose(1, 2),
-                          blocks.repeat_kv(k.transpose(1, 2), 2),
-                          blocks.repeat_kv(v.transpose(1, 2), 2), 0.3,
-                          cap).transpose(1, 2)
-    want = torch.autograd.grad(e, (q, k, v), g)
-    # Eager attention's softmax runs in fp32, as the reference's does.
-    ok = all(torch.allclose(a, b, rtol=1e-4, atol=1e-5)
-             for a, b in zip((o,) + got, (e,) + want))
-    if not ok:
-        sys.exit("fused attention: gradients differ from eager attention")
+    return held + peak_of(one)
 
 
 # --- memfloor -------------------------------------------------------------
@@ -244,7 +276,7 @@ def estimate(c, workload):
     return est
 
 
-def memfloor(cfg, s, b, precision, attention, ckpt, lora=None):
+def memfloor(c, s, b, precision, attention, ckpt, lora=None):
     workload = {
         "kind": "training", "sequenceLength": s, "microBatch": b,
         "precision": precision, "attention": attention,
@@ -252,13 +284,41 @@ def memfloor(cfg, s, b, precision, attention, ckpt, lora=None):
     }
     if lora is not None:
         workload.update(method="lora", lora={"rank": RANK, "targets": lora})
-    est = estimate(cfg, workload)
+    est = estimate(c, workload)
     buckets = {x["name"]: x["bytes"] for x in est["buckets"]}
     return buckets, est["perGpuBytes"]
 
 
-# --- cases ----------------------------------------------------------------
+class Subject:
+    """One model of a case in one precision (LoRA or not), run over 0, 1 or
+    2 of its layers (the config's num_hidden_layers, which transformers'
+    forward reads) with an attention and checkpointing set in place."""
 
+    def __init__(self, c, precision, lora=None):
+        self.c = c
+        self.model = hf.build(c, 2, precision, "sdpa", lora=lora, rank=RANK)
+        self.base = self.model.get_base_model() if lora else self.model
+        self.step = hf.Step(self.model, precision)
+
+    def set(self, layers, attention, ckpt=False):
+        base = self.base
+        base.config.num_hidden_layers = layers
+        base.set_attn_implementation(
+            hf.implementation(self.c, attention) or "eager")
+        base.activation_checkpointing_disable()
+        # Enabling checkpointing makes the embeddings' output require a
+        # gradient (enable_input_require_grads); disabling it does not
+        # undo that, but a run without checkpointing never had it.
+        if getattr(base, "_require_grads_hook", None) is not None:
+            base.disable_input_require_grads()
+        if ckpt == "op":
+            hf.selective(base)
+        elif ckpt:
+            hf.every_nth(base, 1 if ckpt is True else int(ckpt))
+        return self.step
+
+
+# --- cases ----------------------------------------------------------------
 def cfg(model_type, h, a, kv, I, V, d=None, **kw):
     c = {"model_type": model_type, "hidden_size": h, "num_hidden_layers": 2,
          "num_attention_heads": a, "num_key_value_heads": kv,
@@ -309,46 +369,61 @@ CHECK = [
     (cfg("llama", 64, 8, 2, 192, 128), 512, 1),
 ]
 
-# Cases whose whole step is run for its peak: (index into FIT or CHECK).
+
+# Cases whose whole step is run for its peak: (set, index into FIT or CHECK).
 PEAK = {("FIT", 0), ("FIT", 2), ("FIT", 7), ("CHECK", 1), ("CHECK", 4),
         ("CHECK", 7)}
 
-DTYPES = {"bf16": torch.bfloat16, "fp32": torch.float32}
+# The runs of a PEAK case whose step is run: (method, precision, attention,
+# checkpointing).
+PEAK_RUNS = {("full", "bf16", "sdpa", False), ("full", "bf16", "eager", False),
+             ("full", "fp32", "sdpa", True), ("lora", "bf16", "eager", False),
+             ("lora", "bf16", "sdpa", True)}
+
+# The architectures whose every linear PEFT's all-linear reaches.
+DENSE = {"llama", "mistral", "qwen2", "phi3", "gemma2"}
+
+
+VERBOSE = "-v" in sys.argv
 
 
 def compare(errors, tag, name, bucket, want, got):
     err = (got - want) / want
     errors.append((tag, name, bucket, want, got, err))
+    if VERBOSE:
+        print("%-44s %-24s measured %10d memfloor %10d %+7.3f%%" %
+              (name, bucket, want, got, 100 * err))
     if abs(err) > TOLERANCE:
         print("FAIL %s %s: measured %d, memfloor %d (%+.2f%%)" %
               (name, bucket, want, got, 100 * err))
 
 
-def check_peak(errors, tag, name, model, ids, labels, per_gpu):
-    peak = step_peak(model, ids, labels)
+def check_peak(errors, tag, name, step, ids, labels, per_gpu):
+    peak = step_peak(step, ids, labels)
     errors.append((tag, name, "peak", peak, per_gpu, (per_gpu - peak) / peak))
+    if VERBOSE:
+        print("%-44s %-24s measured %10d memfloor %10d %+7.3f%%" %
+              (name, "step peak <= perGpuBytes", peak, per_gpu,
+               100 * (per_gpu - peak) / peak))
     if peak > per_gpu:
         print("FAIL %s peak %d above perGpuBytes %d" % (name, peak, per_gpu))
 
 
 def run_full(tag, i, c, s, b, rows, errors, ids, labels):
-    sh = blocks.Shape(c)
-    for prec, dtype in DTYPES.items():
-        for attn, fused in (("flash", True), ("eager", False)):
-            s0 = saved_bytes(build(c, 0, fused, False, dtype), ids, labels)
-            s1 = saved_bytes(build(c, 1, fused, False, dtype), ids, labels)
-            m2 = build(c, 2, fused, False, dtype)
-            s2 = saved_bytes(m2, ids, labels)
+    for prec in ("bf16", "fp32"):
+        subj = Subject(c, prec)
+        for attn in ("sdpa", "eager"):
+            s0 = saved_bytes(subj.set(0, attn), ids, labels)
+            s1 = saved_bytes(subj.set(1, attn), ids, labels)
+            s2 = saved_bytes(subj.set(2, attn), ids, labels)
             layer = s2 - s1
-            rows.append((tag, c["model_type"], "full", attn, prec, sh,
-                         layer / (s * b) / sh.h, s, b))
+            rows.append((tag, c, "full", attn, prec, layer / (s * b), s, b))
             for ckpt in (False, True):
                 got, per_gpu = memfloor(c, s, b, prec, attn, ckpt)
                 if ckpt:
-                    mc = build(c, 2, fused, True, dtype)
-                    acts = saved_bytes(mc, ids, labels) - s0 + layer
+                    acts = saved_bytes(subj.set(2, attn, True), ids,
+                                       labels, True) - s0 + layer
                 else:
-                    mc = m2
                     acts = s2 - s0
                 name = "%s[%d] %s %s %s%s" % (
                     tag, i, c["model_type"], prec, attn,
@@ -356,13 +431,9 @@ def run_full(tag, i, c, s, b, rows, errors, ids, labels):
                 compare(errors, tag, name, "activations", acts,
                         got["activations"])
                 compare(errors, tag, name, "logits", s0, got["logits"])
-                if (tag, i) in PEAK:
-                    check_peak(errors, tag, name, mc, ids, labels, per_gpu)
-
-
-def lora_model(c, layers, fused, ckpt, dtype, targets):
-    return blocks.add_lora(build(c, layers, fused, ckpt, dtype), RANK,
-                           targets)
+                if (tag, i) in PEAK and ("full", prec, attn, ckpt) in PEAK_RUNS:
+                    check_peak(errors, tag, name, subj.set(2, attn, ckpt),
+                               ids, labels, per_gpu)
 
 
 def run_lora(tag, i, c, s, b, rows, errors, ids, labels):
@@ -370,26 +441,24 @@ def run_lora(tag, i, c, s, b, rows, errors, ids, labels):
     buckets are checked together, and a layer on its own as the
     difference of two and one layers, against memfloor's for two and one
     layers."""
-    sh = blocks.Shape(c)
     targets = ("all-linear", "attention")[i % 2]
-    for prec, dtype in DTYPES.items():
-        for attn, fused in (("flash", True), ("eager", False)):
-            s1 = saved_bytes(lora_model(c, 1, fused, False, dtype, targets),
-                             ids, labels)
-            m2 = lora_model(c, 2, fused, False, dtype, targets)
-            s2 = saved_bytes(m2, ids, labels)
+    for prec in ("bf16", "fp32"):
+        subj = Subject(c, prec, targets)
+        for attn in ("sdpa", "eager"):
+            s1 = saved_bytes(subj.set(1, attn), ids, labels)
+            s2 = saved_bytes(subj.set(2, attn), ids, labels)
             layer = s2 - s1
-            rows.append((tag, c["model_type"], "lora " + targets, attn,
-                         prec, sh, layer / (s * b) / sh.h, s, b))
+            rows.append((tag, c, "lora " + targets, attn, prec,
+                         layer / (s * b), s, b))
             one, _ = memfloor(dict(c, num_hidden_layers=1), s, b, prec, attn,
                               False, targets)
             for ckpt in (False, True):
                 got, per_gpu = memfloor(c, s, b, prec, attn, ckpt, targets)
                 if ckpt:
-                    mc = lora_model(c, 2, fused, True, dtype, targets)
-                    kept = saved_bytes(mc, ids, labels) + layer
+                    kept = saved_bytes(subj.set(2, attn, True), ids,
+                                       labels, True) + layer
                 else:
-                    mc, kept = m2, s2
+                    kept = s2
                 name = "%s[%d] %s %s %s lora %s%s" % (
                     tag, i, c["model_type"], prec, attn, targets,
                     " ckpt" if ckpt else "")
@@ -398,39 +467,179 @@ def run_lora(tag, i, c, s, b, rows, errors, ids, labels):
                 if not ckpt:
                     compare(errors, tag, name, "lora layer", layer,
                             got["activations"] - one["activations"])
-                if (tag, i) in PEAK:
-                    check_peak(errors, tag, name, mc, ids, labels, per_gpu)
+                if (tag, i) in PEAK and ("lora", prec, attn, ckpt) in PEAK_RUNS:
+                    check_peak(errors, tag, name, subj.set(2, attn, ckpt),
+                               ids, labels, per_gpu)
+
+
+# Recipe cases (design 19): their token counts are none of their weights'
+# sizes, so that autocast's weight copies are told from activations.
+RECIPE = [
+    (cfg("llama", 96, 4, 2, 256, 320), 40, 3),
+    (cfg("phi3", 96, 6, 6, 256, 384), 40, 3),
+    (cfg("qwen2", 96, 3, 1, 288, 352), 56, 2),
+]
+
+
+def run_mixed(i, c, s, b, errors, ids, labels):
+    """bf16-mixed: an fp32 model under torch.autocast(bfloat16), as HF
+    Trainer's bf16=True.  The 16-bit copies of the weights autocast keeps
+    are the weights bucket's (P x 4 + Pc x 2), the rest activations and
+    logits."""
+    subj = Subject(c, "bf16-mixed")
+    for attn in ("sdpa", "eager"):
+        kept = []
+        for layers in (0, 1, 2):
+            st = saved_storages(subj.set(layers, attn), ids, labels)
+            kept.append((sum(n for n, _ in st.values()),
+                         autocast_copies(subj.model, st)))
+        s0, s1, s2 = (n - copies for n, copies in kept)
+        layer = s2 - s1
+        for ckpt in (False, True):
+            got, per_gpu = memfloor(c, s, b, "bf16-mixed", attn, ckpt)
+            if ckpt:
+                st = saved_storages(subj.set(2, attn, True), ids, labels,
+                                    True)
+                acts = sum(n for n, _ in st.values()) - \
+                    autocast_copies(subj.model, st) - s0 + layer
+            else:
+                acts = s2 - s0
+            name = "RECIPE[%d] %s bf16-mixed %s%s" % (
+                i, c["model_type"], attn, " ckpt" if ckpt else "")
+            compare(errors, "RECIPE", name, "activations", acts,
+                    got["activations"])
+            compare(errors, "RECIPE", name, "logits", s0, got["logits"])
+            params = sum(p.numel() for p in subj.model.parameters())
+            compare(errors, "RECIPE", name, "autocast copies", kept[2][1],
+                    got["weights"] - 4 * params)
+            if (attn, ckpt) in (("sdpa", False), ("eager", True)):
+                check_peak(errors, "RECIPE", name, subj.set(2, attn, ckpt),
+                           ids, labels, per_gpu)
+
+
+def run_true(i, c, s, b, errors, ids, labels):
+    """bf16-true: the bf16 model, as bf16, with torch.optim.AdamW's bf16
+    moments and no master copy; the optimizer's state as the estimate's
+    optimizer bucket."""
+    subj = Subject(c, "bf16-true")
+    for attn in ("sdpa", "eager"):
+        s0 = saved_bytes(subj.set(0, attn), ids, labels)
+        s2 = saved_bytes(subj.set(2, attn), ids, labels)
+        got, per_gpu = memfloor(c, s, b, "bf16-true", attn, False)
+        name = "RECIPE[%d] %s bf16-true %s" % (i, c["model_type"], attn)
+        compare(errors, "RECIPE", name, "activations", s2 - s0,
+                got["activations"])
+        compare(errors, "RECIPE", name, "logits", s0, got["logits"])
+        opt = TrueRecipe(subj.model.parameters())
+        compare(errors, "RECIPE", name, "optimizer", opt.held(),
+                got["optimizer"])
+        del opt
+        peak = step_peak(subj.set(2, attn), ids, labels, TrueRecipe)
+        errors.append(("RECIPE", name, "peak", peak, per_gpu,
+                       (per_gpu - peak) / peak))
+        if VERBOSE:
+            print("%-44s %-24s measured %10d memfloor %10d %+7.3f%%" %
+                  (name, "step peak <= perGpuBytes", peak, per_gpu,
+                   100 * (per_gpu - peak) / peak))
+        if peak > per_gpu:
+            print("FAIL %s peak %d above perGpuBytes %d" %
+                  (name, peak, per_gpu))
+
+
+def run_every(i, c, s, b, errors, ids, labels):
+    """gradientCheckpointing N = 2: the second of the two layers
+    checkpointed whole, as torchtitan and torchtune choose it."""
+    subj = Subject(c, "bf16")
+    for attn in ("sdpa", "eager"):
+        s0 = saved_bytes(subj.set(0, attn), ids, labels)
+        s1 = saved_bytes(subj.set(1, attn), ids, labels)
+        s2 = saved_bytes(subj.set(2, attn), ids, labels)
+        acts = saved_bytes(subj.set(2, attn, 2), ids, labels, True) - s0 + \
+            (s2 - s1)
+        got, per_gpu = memfloor(c, s, b, "bf16", attn, 2)
+        name = "RECIPE[%d] %s bf16 %s ckpt 2" % (i, c["model_type"], attn)
+        compare(errors, "RECIPE", name, "activations", acts,
+                got["activations"])
+        if attn == "eager":
+            check_peak(errors, "RECIPE", name, subj.set(2, attn, 2), ids,
+                       labels, per_gpu)
+
+
+def sac_bytes(ctx):
+    """The distinct storages a selective checkpoint's forward context keeps
+    of its ops' outputs."""
+    seen = {}
+    for outs in ctx[0].storage.values():
+        for out in outs.values():
+            for t in out if isinstance(out, (tuple, list)) else (out,):
+                # torch.utils.checkpoint keeps each in a _VersionWrapper.
+                t = getattr(t, "val", t)
+                if isinstance(t, torch.Tensor):
+                    ptr, n = storage_key(t)
+                    seen[ptr] = max(seen.get(ptr, 0), n)
+    return sum(seen.values())
+
+
+def run_op(i, c, s, b, errors, ids, labels):
+    """gradientCheckpointing op: torchtitan's per-op policy on every layer.
+    What the forward leaves (the layers' inputs and kept outputs), plus the
+    last layer as backward recomputes it, less the outputs its checkpoint
+    hands to that recomputation (its context's storage)."""
+    for prec in ("bf16", "fp32"):
+        subj = Subject(c, prec)
+        for attn in ("sdpa", "eager"):
+            s0 = saved_bytes(subj.set(0, attn), ids, labels)
+            s1 = saved_bytes(subj.set(1, attn), ids, labels)
+            s2 = saved_bytes(subj.set(2, attn), ids, labels)
+            hf.CONTEXTS.clear()
+            kept = saved_bytes(subj.set(2, attn, "op"), ids, labels, True)
+            acts = kept - s0 + (s2 - s1) - sac_bytes(hf.CONTEXTS[-1])
+            got, per_gpu = memfloor(c, s, b, prec, attn, "op")
+            name = "RECIPE[%d] %s %s %s ckpt op" % (i, c["model_type"], prec,
+                                                  attn)
+            compare(errors, "RECIPE", name, "activations", acts,
+                    got["activations"])
+            if prec == "bf16":
+                check_peak(errors, "RECIPE", name, subj.set(2, attn, "op"),
+                           ids, labels, per_gpu)
+
+
+def run_recipe(i, c, s, b, errors):
+    ids, labels = inputs(c, s, b)
+    run_mixed(i, c, s, b, errors, ids, labels)
+    run_true(i, c, s, b, errors, ids, labels)
+    run_every(i, c, s, b, errors, ids, labels)
+    run_op(i, c, s, b, errors, ids, labels)
 
 
 def run_case(tag, i, c, s, b, rows, errors):
-    ids, labels = inputs(blocks.Shape(c), s, b)
+    ids, labels = inputs(c, s, b)
     run_full(tag, i, c, s, b, rows, errors, ids, labels)
-    run_lora(tag, i, c, s, b, rows, errors, ids, labels)
+    if c["model_type"] in DENSE:
+        run_lora(tag, i, c, s, b, rows, errors, ids, labels)
 
 
-def main():
-    """measure.py [SET:INDEX ...]: every case, or only those named
-    (FIT:0 CHECK:7)."""
-    only = set(sys.argv[1:])
-    check_fused_grad()
-    rows, errors = [], []
-    for tag, cases in (("FIT", FIT), ("CHECK", CHECK)):
-        for i, (c, s, b) in enumerate(cases):
-            if not only or "%s:%d" % (tag, i) in only:
-                run_case(tag, i, c, s, b, rows, errors)
+def report(rows, errors):
     print("bytes saved per layer per token, in units of h (measured):")
-    print("%-5s %-9s %-16s %-5s %-4s %5s %3s %3s %3s %4s %3s %3s %4s %3s "
+    print("%-5s %-9s %-16s %-5s %-4s %5s %3s %3s %4s %4s %3s %3s %4s %3s "
           "%8s" % ("set", "arch", "method", "attn", "prec", "h", "a", "kv",
                    "d", "I", "E", "k", "s", "b", "bytes/h"))
-    for tag, t, method, attn, prec, sh, v, s, b in rows:
-        print("%-5s %-9s %-16s %-5s %-4s %5d %3d %3d %3d %4d %3d %3d %4d %3d "
-              "%8.2f" % (tag, t, method, attn, prec, sh.h, sh.a, sh.kv, sh.d,
-                         sh.I_moe if sh.E else sh.I, sh.E,
-                         sh.k if sh.E else 0, s, b, v))
+    for tag, c, method, attn, prec, v, s, b in rows:
+        h = c["hidden_size"]
+        E = c.get("num_local_experts", c.get("num_experts", 0))
+        print("%-5s %-9s %-16s %-5s %-4s %5d %3d %3d %4d %4d %3d %3d %4d %3d "
+              "%8.2f" % (tag, c["model_type"], method, attn, prec, h,
+                         c["num_attention_heads"], c["num_key_value_heads"],
+                         c.get("head_dim", h // c["num_attention_heads"]),
+                         c.get("moe_intermediate_size",
+                               c["intermediate_size"]),
+                         E, c.get("num_experts_per_tok", 0) if E else 0, s,
+                         b, v / h))
     failed = 0
-    for tag in ("FIT", "CHECK"):
+    for tag in ("FIT", "CHECK", "RECIPE"):
         for bucket in ("activations", "logits", "lora activations+logits",
-                       "lora layer", "peak"):
+                       "lora layer", "autocast copies", "optimizer",
+                       "peak"):
             e = [x[5] for x in errors if x[0] == tag and x[2] == bucket]
             if not e:
                 continue
@@ -447,7 +656,22 @@ def main():
                        100 * sum(abs(x) for x in e) / len(e), len(e)))
                 failed += sum(1 for x in e if abs(x) > TOLERANCE)
     print("torch harness: %d checks, %d failed" % (len(errors), failed))
-    return 1 if failed else 0
+    return failed
+
+
+def main():
+    """measure.py [-v] [SET:INDEX ...]: every case, or only those named
+    (FIT:0 CHECK:7 RECIPE:1); -v prints every check."""
+    only = set(a for a in sys.argv[1:] if a != "-v")
+    rows, errors = [], []
+    for tag, cases in (("FIT", FIT), ("CHECK", CHECK)):
+        for i, (c, s, b) in enumerate(cases):
+            if not only or "%s:%d" % (tag, i) in only:
+                run_case(tag, i, c, s, b, rows, errors)
+    for i, (c, s, b) in enumerate(RECIPE):
+        if not only or "RECIPE:%d" % i in only:
+            run_recipe(i, c, s, b, errors)
+    return 1 if report(rows, errors) else 0
 
 
 if __name__ == "__main__":

@@ -821,11 +821,15 @@ test_torch_llama8b(void **state)
 	e = est(&llama8b, &w);
 	assert_int_equal(e.bucket[MF_B_ACTIVATIONS], INT64_C(130999648256));
 	assert_int_equal(e.bucket[MF_B_TRANSIENT], INT64_C(4202692608));
-	/* Checkpointing: 4096 x (32 x 2h + 512 + 200,840) = 1,898,479,616. */
+	/*
+	 * Checkpointing: the layers' inputs, one layer recomputed, RoPE's
+	 * cos and sin and the positions the checkpoints keep (8 bytes a
+	 * position): 4096 x (32 x 2h + 200,840 + 512 + 8) = 1,898,512,384.
+	 */
 	w.attention = MF_SDPA;
 	w.checkpointing = 1;
 	e = est(&llama8b, &w);
-	assert_int_equal(e.bucket[MF_B_ACTIVATIONS], INT64_C(1898479616));
+	assert_int_equal(e.bucket[MF_B_ACTIVATIONS], INT64_C(1898512384));
 	/*
 	 * fp32 (e = 4): norms 2 x (12h + 4) = 98,312, attention 8 x 4096 +
 	 * 8 x 1024 + 128 = 41,088, MLP 16 x I = 229,376: layer 368,776;
@@ -838,6 +842,87 @@ test_torch_llama8b(void **state)
 	assert_int_equal(e.bucket[MF_B_ACTIVATIONS], INT64_C(48340402176));
 	assert_int_equal(e.bucket[MF_B_LOGITS], INT64_C(2302754816));
 	assert_int_equal(e.bucket[MF_B_TRANSIENT], INT64_C(4202692608));
+}
+
+/*
+ * Design 19's precisions and checkpointing on Llama 3.1 8B (s = 4096, b =
+ * 1, sdpa, AdamW), by hand.  P = 8,030,261,248; the linear weights
+ * autocast casts, the output head's included, Pc = P - V x h - 65h =
+ * 7,504,658,432.
+ */
+static void
+test_torch_recipes(void **state)
+{
+	struct mf_workload w = ref_workload();
+	struct mf_estimate e;
+
+	(void)state;
+	w.estimator = MF_EST_PYTORCH;
+	assert_int_equal(mf_est_autocast_params(&llama8b), INT64_C(7504658432));
+	/*
+	 * bf16-mixed: fp32 weights and their 16-bit copies, 4P + 2Pc =
+	 * 47,130,361,856; fp32 gradients 4P; fp32 moments 8P.  A layer:
+	 * fp32 norms 2 x (8h + 4) with q, k, v's and gate, up's 16-bit
+	 * casts 10h (106,504), attention 4ad + 4kvd + 4a (20,608), MLP 8I
+	 * (114,688): 241,800; fp32 RoPE 8d a position: 4096 x (32 x 241,800
+	 * + 1,024) = 31,697,403,904.  Logits: the final norm's 8h and
+	 * lm_head's cast 2h: 4096 x (10h + 4V + 20) = 2,269,200,384.
+	 */
+	w.precision = MF_BF16_MIXED;
+	e = est(&llama8b, &w);
+	assert_int_equal(e.bucket[MF_B_WEIGHTS], INT64_C(47130361856));
+	assert_int_equal(e.bucket[MF_B_GRADIENTS], INT64_C(32121044992));
+	assert_int_equal(e.bucket[MF_B_OPTIMIZER], INT64_C(64242089984));
+	assert_int_equal(e.bucket[MF_B_ACTIVATIONS], INT64_C(31697403904));
+	assert_int_equal(e.bucket[MF_B_LOGITS], INT64_C(2269200384));
+	w.precision = MF_FP16_MIXED;
+	e = est(&llama8b, &w);
+	assert_int_equal(e.bucket[MF_B_WEIGHTS], INT64_C(47130361856));
+	assert_int_equal(e.bucket[MF_B_ACTIVATIONS], INT64_C(31697403904));
+	/*
+	 * bf16-true: 16-bit weights and gradients, 2P each, bf16 moments 4P
+	 * = 32,121,044,992, no master; the activations are bf16's; the
+	 * step's sqrt(v) and its quotient, 2 x 2 bytes of the largest
+	 * parameter (V x h: 2,101,346,304), stay under the loss's 8Vs.
+	 */
+	w.precision = MF_BF16_TRUE;
+	e = est(&llama8b, &w);
+	assert_int_equal(e.bucket[MF_B_WEIGHTS], INT64_C(16060522496));
+	assert_int_equal(e.bucket[MF_B_GRADIENTS], INT64_C(16060522496));
+	assert_int_equal(e.bucket[MF_B_OPTIMIZER], INT64_C(32121044992));
+	assert_int_equal(e.bucket[MF_B_ACTIVATIONS], INT64_C(26326597632));
+	assert_int_equal(e.bucket[MF_B_TRANSIENT], INT64_C(4202692608));
+	w.precision = MF_FP16;
+	e = est(&llama8b, &w);
+	assert_int_equal(e.bucket[MF_B_OPTIMIZER], INT64_C(96363134976));
+	assert_int_equal(e.bucket[MF_B_ACTIVATIONS], INT64_C(26326597632));
+	/*
+	 * Every 4th layer checkpointed (bf16): 8 layers keep their input,
+	 * 24 their activations (a layer: 200,840), and the last, one of the
+	 * 8, is recomputed on top: 4096 x (25 x 200,840 + 8 x 2h + 4d + 8)
+	 * = 20,836,581,376.  Every 3rd: 10 checkpointed, the last two
+	 * layers not, whose activations are freed before any recomputation:
+	 * 4096 x (22 x 200,840 + 10 x 2h + 520) = 18,435,768,320.
+	 */
+	w.precision = MF_BF16;
+	w.checkpointing = MF_CKPT_FULL;
+	w.ckpt_every = 4;
+	e = est(&llama8b, &w);
+	assert_int_equal(e.bucket[MF_B_ACTIVATIONS], INT64_C(20836581376));
+	w.ckpt_every = 3;
+	e = est(&llama8b, &w);
+	assert_int_equal(e.bucket[MF_B_ACTIVATIONS], INT64_C(18435768320));
+	/*
+	 * Per op (torchtitan's policy): a layer keeps q's, v's, gate's and
+	 * down's outputs, the kernel's output and logsumexp (2ad + 2kvd +
+	 * 2I + 2h + 2ad + 4a = 55,424) and its input (2h); the last layer
+	 * is recomputed (200,840) around its kept outputs: 4096 x (31 x
+	 * 55,424 + 32 x 2h + 200,840 + 4d + 8) = 8,936,030,208.
+	 */
+	w.checkpointing = MF_CKPT_OP;
+	w.ckpt_every = 1;
+	e = est(&llama8b, &w);
+	assert_int_equal(e.bucket[MF_B_ACTIVATIONS], INT64_C(8936030208));
 }
 
 /* The tokens whose hidden states parallel layouts send (estimate.c). */
@@ -868,6 +953,7 @@ formulas_agree(const struct mf_model *m, const struct mf_workload *w)
 		            w->batched_tokens) },
 		{ "t", (double)w->batched_tokens },
 		{ "Plin", (double)mf_model_linear_params(m) },
+		{ "Pc", (double)mf_est_autocast_params(m) },
 		{ "TP", (double)w->tensor },
 		{ "PP", (double)w->pipeline },
 		{ "tokens", (double)forward_tokens(w) },
@@ -999,8 +1085,9 @@ serving_formulas_match_bytes(const struct mf_model *const *models, size_t n)
 
 /*
  * Every bucket's formula evaluates to its bytes: both estimators, every
- * kind, method, optimizer, precision and attention, with and without
- * checkpointing and FSDP, micro-batch 1 and 3, on every block.
+ * kind, method, optimizer, precision and attention, without
+ * checkpointing, with it on every layer, on every third and per op, with
+ * and without FSDP, micro-batch 1 and 3, on every block.
  */
 static void
 test_formulas_match_bytes(void **state)
@@ -1012,7 +1099,7 @@ test_formulas_match_bytes(void **state)
 
 	(void)state;
 	for (size_t i = 0; i < NELEM(models); i++)
-		for (int v = 0; v < 2 * 2 * 3 * 3 * 3 * 3 * 2 * 2 * 2; v++) {
+		for (int v = 0; v < 2 * 2 * 3 * 3 * 6 * 3 * 4 * 2 * 2; v++) {
 			int x = v;
 
 			mf_workload_defaults(&w);
@@ -1020,9 +1107,12 @@ test_formulas_match_bytes(void **state)
 			w.kind = x % 2 ? MF_INFERENCE : MF_TRAINING, x /= 2;
 			w.method = (enum mf_method)(x % 3), x /= 3;
 			w.optimizer = (enum mf_optimizer)(x % 3), x /= 3;
-			w.precision = (enum mf_precision)(x % 3), x /= 3;
+			w.precision = (enum mf_precision)(x % 6), x /= 6;
 			w.attention = (enum mf_attention)(x % 3), x /= 3;
-			w.checkpointing = x % 2, x /= 2;
+			w.checkpointing = x % 4 == 3 ? MF_CKPT_OP :
+			    x % 4                    ? MF_CKPT_FULL :
+			                               MF_CKPT_NONE;
+			w.ckpt_every = x % 4 == 2 ? 3 : 1, x /= 4;
 			w.shard_gpus = x % 2 ? 4 : 1, x /= 2;
 			w.micro_batch = x % 2 ? 3 : 1;
 			w.seq_len = 64;
@@ -1032,7 +1122,7 @@ test_formulas_match_bytes(void **state)
 			formulas_agree(models[i], &w);
 			n++;
 		}
-	assert_int_equal(n, 8 * 2592);
+	assert_int_equal(n, 8 * 10368);
 	serving_formulas_match_bytes(models, NELEM(models));
 }
 
@@ -1100,6 +1190,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_torch_llama8b),
+		cmocka_unit_test(test_torch_recipes),
 		cmocka_unit_test(test_est_serving),
 		cmocka_unit_test(test_est_max_served),
 		cmocka_unit_test(test_est_parallel),

@@ -282,6 +282,50 @@ test_read_inference(void **state)
 	free(text);
 }
 
+/* Design 19's precisions and checkpointing, each as the workload holds
+ * it; a value outside them is an error that lists the known ones. */
+static void
+test_read_recipe(void **state)
+{
+	static const struct {
+		const char *text;
+		int precision, ckpt;
+		int64_t every;
+	} cases[] = {
+		{ "precision: bf16-mixed", MF_BF16_MIXED, MF_CKPT_NONE, 1 },
+		{ "precision: bf16-true", MF_BF16_TRUE, MF_CKPT_NONE, 1 },
+		{ "precision: fp16-mixed", MF_FP16_MIXED, MF_CKPT_NONE, 1 },
+		{ "gradientCheckpointing: true", MF_BF16, MF_CKPT_FULL, 1 },
+		{ "gradientCheckpointing: op", MF_BF16, MF_CKPT_OP, 1 },
+		{ "gradientCheckpointing: 4", MF_BF16, MF_CKPT_FULL, 4 },
+		{ "gradientCheckpointing: false", MF_BF16, MF_CKPT_NONE, 1 },
+	};
+	char text[512];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct mf_doc *doc = NULL;
+		struct mf_job job;
+
+		snprintf(text, sizeof(text), SPEC "  workload:\n    %s\n",
+		    cases[i].text);
+		read_ok(text, &doc, &job);
+		assert_int_equal(job.work.precision, cases[i].precision);
+		assert_int_equal(job.work.checkpointing, cases[i].ckpt);
+		assert_int_equal(job.work.ckpt_every, cases[i].every);
+		mf_doc_free(doc);
+	}
+	expect_err(SPEC "  workload:\n    precision: bf16-amp\n",
+	    "spec.workload.precision", 10,
+	    "'bf16-amp' is not one of bf16, bf16-mixed, bf16-true, fp16, "
+	    "fp16-mixed, fp32");
+	expect_err(SPEC "  workload:\n    gradientCheckpointing: 0\n",
+	    "spec.workload.gradientCheckpointing", 10, "");
+	expect_err(SPEC "  workload:\n    gradientCheckpointing: selective\n",
+	    "spec.workload.gradientCheckpointing", 10,
+	    "not one of false, true, op or a number of layers N");
+}
+
 /* configUrl is kept for the fetcher; the model is filled later. */
 static void
 test_read_config_url(void **state)
@@ -1203,6 +1247,7 @@ main(void)
 		cmocka_unit_test(test_read_defaults),
 		cmocka_unit_test(test_read_inline_config),
 		cmocka_unit_test(test_read_inference),
+		cmocka_unit_test(test_read_recipe),
 		cmocka_unit_test(test_read_config_url),
 		cmocka_unit_test(test_read_sharding_sets_count),
 		cmocka_unit_test(test_read_min_memory_forms),
