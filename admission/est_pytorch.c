@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "est.h"
+#include "quant.h"
 
 /*
  * Bytes per token, per layer, kept for backward by a training forward
@@ -612,7 +613,32 @@ step_temp_bytes(const struct mf_workload *w)
  *   weights to leave room (tests/torch/measure.py, CHECK[7]).
  * - The optimizer step: the temporaries of the largest parameter (Pmax,
  *   see step_temp_bytes); FSDP over N GPUs steps a 1/N shard of it.
+ * - QLoRA: the 16-bit copy of a 4-bit weight that bitsandbytes'
+ *   MatMul4Bit dequantizes in forward and again in backward, the largest
+ *   (Qmax weights, 2 bytes each), with the fp32 absmax that double
+ *   quantization dequantizes first (4 bytes a block; quant.c).
  */
+/* QLoRA's dequantized weight, and its term ", Qmax x 2 + ...". */
+static int64_t
+dequant(const struct mf_model *m, const struct mf_workload *w,
+    struct mf_text *f)
+{
+	struct mf_quant_sum s;
+	struct mf_quant q;
+	int64_t b;
+
+	mf_quant_nf4(w->qlora_block, w->qlora_double_quant, &q);
+	mf_quant_sum(m, &q, &s);
+	b = mf_cmul(2, s.largest);
+	mf_text_str(f, ", Qmax x 2");
+	if (!w->qlora_double_quant)
+		return b;
+	mf_text_str(f, " + ceil(Qmax / ");
+	mf_text_int(f, w->qlora_block);
+	mf_text_str(f, ") x 4");
+	return mf_cadd(b, mf_cmul(4, mf_cdiv_up(s.largest, w->qlora_block)));
+}
+
 static void
 torch_transient(const struct mf_model *m, const struct mf_workload *w,
     int64_t ebytes, struct mf_estimate *e)
@@ -660,6 +686,8 @@ torch_transient(const struct mf_model *m, const struct mf_workload *w,
 		step = mf_cdiv_up(step, w->shard_gpus);
 		mf_text_str(&f, " / N");
 	}
+	if (w->method == MF_QLORA)
+		step = mf_max_poisoned(step, dequant(m, w, &f));
 	mf_text_str(&f, ")");
 	e->bucket[MF_B_TRANSIENT] = mf_max_poisoned(mf_max_poisoned(loss, attn),
 	    mf_max_poisoned(mlp, step));

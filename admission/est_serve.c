@@ -6,56 +6,56 @@
  */
 #include "est.h"
 #include "forward.h"
+#include "quant.h"
 
-int64_t
-mf_est_linear_bytes(enum mf_weights_dtype wd, int64_t n, int64_t group)
+void
+mf_est_weights_quant(const struct mf_model *m, const struct mf_workload *w,
+    struct mf_quant *q, const char **source)
 {
-	switch (wd) {
+	switch (w->weights_dtype) {
 	case MF_WD_FP8:
+		/* vLLM's fp8 of a 16-bit checkpoint: an fp32 scale a tensor. */
+		mf_quant_scaled("fp8", 8, MF_Q_PER_TENSOR, 4, q);
+		break;
 	case MF_WD_INT8:
-		return n;
+		/* W8A8 int8: an fp32 scale an output row. */
+		mf_quant_scaled("int8", 8, MF_Q_PER_ROW, 4, q);
+		break;
 	case MF_WD_INT4:
-		/* Two weights a byte, and an fp16 scale a group. */
-		return mf_cadd(mf_cdiv_up(n, 2),
-		    mf_cmul(2, mf_cdiv_up(n, group)));
-	case MF_WD_DEFAULT:
+		/* Design 14: an fp16 scale a group of groupSize weights. */
+		mf_quant_scaled("int4", 4, w->group_size, 2, q);
+		break;
 	case MF_WD_BF16:
 	case MF_WD_FP16:
+		mf_quant_none(q);
 		break;
+	case MF_WD_DEFAULT:
+		*q = m->quant;
+		*source = m->quant.format == MF_Q_16BIT ? "precision" :
+		                                          "quantization_config";
+		return;
 	}
-	return mf_cmul(2, n);
+	*source = "weightsDtype";
 }
 
 /*
- * Inference weights: the linear layers' Plin weights in weightsDtype, the
- * rest (embeddings, norms, biases, router, output head) in 16 bits; all
- * in fp32 when precision is fp32 and no weightsDtype is given.
+ * Inference weights: the linear layers' weights as stored (weightsDtype,
+ * else the config's quantization_config, quant.c), the rest
+ * (embeddings, norms, biases, router, output head) in 16 bits; all in
+ * fp32 when precision is fp32 and nothing else is said.
  */
 static void
 inference_weights(const struct mf_model *m, const struct mf_workload *w,
     struct mf_estimate *e)
 {
-	enum mf_weights_dtype wd = w->weights_dtype;
-	int64_t lin = mf_model_linear_params(m);
-	struct mf_text f;
-
-	if (wd == MF_WD_DEFAULT || wd == MF_WD_BF16 || wd == MF_WD_FP16) {
-		mf_est_per_param(e, MF_B_WEIGHTS, "P", e->params,
-		    wd == MF_WD_DEFAULT && w->precision == MF_FP32 ? 4 : 2);
+	mf_est_weights_quant(m, w, &e->quant, &e->quant_source);
+	if (e->quant.format == MF_Q_16BIT && w->precision == MF_FP32 &&
+	    w->weights_dtype == MF_WD_DEFAULT) {
+		mf_est_per_param(e, MF_B_WEIGHTS, "P", e->params, 4);
 		return;
 	}
-	mf_text_init(&f, e->formula[MF_B_WEIGHTS]);
-	if (wd == MF_WD_INT4) {
-		mf_text_str(&f, "ceil(Plin / 2) + ceil(Plin / ");
-		mf_text_int(&f, w->group_size);
-		mf_text_str(&f, ") x 2");
-	} else {
-		mf_text_str(&f, "Plin x 1");
-	}
-	mf_text_str(&f, " + (P - Plin) x 2");
 	e->bucket[MF_B_WEIGHTS] =
-	    mf_cadd(mf_est_linear_bytes(wd, lin, w->group_size),
-	        mf_cmul(2, e->params - lin));
+	    mf_quant_weights(m, &e->quant, e->formula[MF_B_WEIGHTS]);
 }
 
 /*

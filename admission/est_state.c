@@ -20,6 +20,7 @@
  *   weight, gradient and momentum), between AdamW's 16 and 8-bit Adam's 10.
  */
 #include "est.h"
+#include "quant.h"
 
 void
 mf_est_per_param(struct mf_estimate *e, enum mf_bucket b, const char *sym,
@@ -96,7 +97,8 @@ optimizer_bytes(enum mf_optimizer o, const struct mf_est_precision *pr)
 
 /* Weights: P x the precision's bytes, and under autocast the 16-bit
  * copies of the linear weights it keeps for backward (Pc x 2); QLoRA's
- * 4-bit base: P x 0.5. */
+ * 4-bit base as bitsandbytes stores it (quant.c), or under the estimator
+ * post the reference post's P x 0.5. */
 static void
 weights(const struct mf_model *m, const struct mf_workload *w,
     const struct mf_est_precision *pr, struct mf_estimate *e)
@@ -104,9 +106,16 @@ weights(const struct mf_model *m, const struct mf_workload *w,
 	struct mf_text f;
 
 	mf_text_init(&f, e->formula[MF_B_WEIGHTS]);
-	if (w->method == MF_QLORA) {
+	if (w->method == MF_QLORA && w->estimator == MF_EST_POST) {
 		mf_text_str(&f, "P x 0.5");
 		e->bucket[MF_B_WEIGHTS] = mf_cdiv_up(e->params, 2);
+		return;
+	}
+	if (w->method == MF_QLORA) {
+		mf_quant_nf4(w->qlora_block, w->qlora_double_quant, &e->quant);
+		e->quant_source = "qlora";
+		e->bucket[MF_B_WEIGHTS] =
+		    mf_quant_weights(m, &e->quant, e->formula[MF_B_WEIGHTS]);
 		return;
 	}
 	mf_text_str(&f, "P x ");

@@ -9,6 +9,7 @@
 
 #include "err.h"
 #include "model.h"
+#include "quant.h"
 
 enum mf_kind { MF_TRAINING, MF_INFERENCE };
 enum mf_method { MF_FULL, MF_LORA, MF_QLORA };
@@ -159,8 +160,14 @@ struct mf_estimate {
 	 * cache grows by, a block with vllm (paged), else 1; and the tokens a
 	 * sequence of contextLength takes, in whole blocks. */
 	int64_t kv_token;
+	int64_t kv_token_job; /* every GPU of a replica together */
 	int64_t block;
 	int64_t seq_tokens;
+	/* How the weights are stored (quant.h), and what said so: an
+	 * inference job's weightsDtype, "quantization_config" or
+	 * "precision"; QLoRA's "qlora"; NULL for 16-bit training. */
+	struct mf_quant quant;
+	const char *quant_source;
 	/*
 	 * The arithmetic of each bucket with bytes, written where they are
 	 * computed ("P x 2", "s x b x (L x (16h + ...) + 4d)"); symbols
@@ -217,10 +224,16 @@ void mf_est_split(const struct mf_estimate *e, struct mf_est_split *out);
  * sharded buckets. */
 int64_t mf_est_bucket_per_gpu(const struct mf_estimate *e, enum mf_bucket b);
 
-/* Bytes of a linear layer's weights in dtype wd (design 14) for n
- * weights: 2, 2, 1, 1 or 0.5 a weight; int4 adds one fp16 scale a group of
- * group weights.  -1 on overflow. */
-int64_t mf_est_linear_bytes(enum mf_weights_dtype wd, int64_t n, int64_t group);
+/*
+ * How an inference job's linear weights are stored (design 14): as
+ * weightsDtype says (fp8 with an fp32 scale a tensor, int8 with one an
+ * output row, int4 with an fp16 scale a group of groupSize weights), else
+ * as the config's quantization_config says (m->quant), else 16-bit.
+ * *source names which: "weightsDtype", "quantization_config" or
+ * "precision".
+ */
+void mf_est_weights_quant(const struct mf_model *m, const struct mf_workload *w,
+    struct mf_quant *q, const char **source);
 
 /*
  * Inference on one GPU of usable bytes: the sequences of e->seq_tokens

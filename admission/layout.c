@@ -57,6 +57,22 @@ stage_buckets(const struct mf_model *m, const struct mf_workload *w, int first,
 	*kv_token = e.kv_token;
 }
 
+/* KV cache a token on all of a replica's GPUs: every layer once, on
+ * each of the TP GPUs with its share of the KV heads (replicated when
+ * there are fewer than TP). */
+static int64_t
+job_kv_token(const struct mf_model *m, const struct mf_workload *w)
+{
+	struct mf_model part;
+
+	if (w->kind != MF_INFERENCE)
+		return 0;
+	mf_model_shard(m, w->tensor, 1, m->layers, 1, 1, &part);
+	return mf_cmul(w->tensor,
+	    mf_model_kv_bytes_per_token(&part,
+	        w->kv_dtype == MF_KV_FP8 ? 1 : 2));
+}
+
 static int64_t
 stage_sum(const int64_t *stage, int64_t shards)
 {
@@ -79,6 +95,7 @@ mf_est_layout(const struct mf_model *m, const struct mf_workload *w,
 {
 	int64_t last[MF_B_COUNT], kv_token, n;
 
+	e->kv_token_job = job_kv_token(m, w);
 	if (w->tensor == 1 && w->pipeline == 1 && w->expert == 1) {
 		memcpy(e->stage, e->bucket, sizeof(e->bucket));
 		return;

@@ -112,6 +112,76 @@ mf_model_linear_params(const struct mf_model *m)
 	return mf_cmul(m->layers, mf_cadd(per, mlp));
 }
 
+const char *
+mf_linear_name(enum mf_linear_kind k)
+{
+	static const char *const names[MF_LIN_KINDS] = {
+		[MF_LIN_Q] = "q_proj",
+		[MF_LIN_K] = "k_proj",
+		[MF_LIN_V] = "v_proj",
+		[MF_LIN_QKV] = "qkv_proj",
+		[MF_LIN_O] = "o_proj",
+		[MF_LIN_GATE] = "gate_proj",
+		[MF_LIN_UP] = "up_proj",
+		[MF_LIN_GATE_UP] = "gate_up_proj",
+		[MF_LIN_DOWN] = "down_proj",
+	};
+
+	return (unsigned)k < MF_LIN_KINDS ? names[k] : NULL;
+}
+
+static size_t
+add_linear(struct mf_linear *v, size_t n, enum mf_linear_kind kind,
+    enum mf_linear_owner owner, int64_t out, int64_t in, int64_t count)
+{
+	v[n] = (struct mf_linear){ kind, owner, out, in, count };
+	return n + 1;
+}
+
+/* Gate, up and down of an MLP of width w, count of them. */
+static size_t
+add_mlp(const struct mf_model *m, struct mf_linear *v, size_t n,
+    enum mf_linear_owner owner, int64_t w, int64_t count)
+{
+	int64_t h = m->hidden;
+
+	if (m->block == MF_BLOCK_PHI3) {
+		n = add_linear(v, n, MF_LIN_GATE_UP, owner, mf_cmul(2, w), h,
+		    count);
+	} else {
+		n = add_linear(v, n, MF_LIN_GATE, owner, w, h, count);
+		n = add_linear(v, n, MF_LIN_UP, owner, w, h, count);
+	}
+	return add_linear(v, n, MF_LIN_DOWN, owner, h, w, count);
+}
+
+size_t
+mf_model_linears(const struct mf_model *m,
+    struct mf_linear v[MF_MODEL_MAX_LINEARS])
+{
+	int64_t h = m->hidden, L = m->layers, qd, kvd;
+	size_t n = 0;
+
+	qd = mf_cmul(m->heads, m->head_dim);
+	kvd = mf_cmul(m->kv_heads, m->head_dim);
+	if (m->block == MF_BLOCK_PHI3) {
+		n = add_linear(v, n, MF_LIN_QKV, MF_LIN_LAYER,
+		    mf_cadd(qd, mf_cmul(2, kvd)), h, L);
+	} else {
+		n = add_linear(v, n, MF_LIN_Q, MF_LIN_LAYER, qd, h, L);
+		n = add_linear(v, n, MF_LIN_K, MF_LIN_LAYER, kvd, h, L);
+		n = add_linear(v, n, MF_LIN_V, MF_LIN_LAYER, kvd, h, L);
+	}
+	n = add_linear(v, n, MF_LIN_O, MF_LIN_LAYER, h, qd, L);
+	if (m->experts == 0)
+		return add_mlp(m, v, n, MF_LIN_LAYER, m->intermediate, L);
+	n = add_mlp(m, v, n, MF_LIN_ROUTED, mf_model_expert_width(m),
+	    mf_cmul(L, m->experts));
+	if (m->shared_intermediate > 0)
+		n = add_mlp(m, v, n, MF_LIN_SHARED, m->shared_intermediate, L);
+	return n;
+}
+
 static int64_t
 div_up(int64_t a, int64_t n)
 {
@@ -551,6 +621,7 @@ mf_model_read(const struct mf_node *config, const char *path,
 		    config->column, "must be a mapping, not %s",
 		    mf_node_type_name(config->type));
 	memset(&m, 0, sizeof(m));
+	mf_quant_none(&m.quant);
 	rc = read_dims(config, path, &m, err);
 	if (rc == MF_OK)
 		rc = check_heads(config, path, &m, err);

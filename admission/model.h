@@ -10,6 +10,7 @@
 
 #include "doc.h"
 #include "err.h"
+#include "quant.h"
 
 /*
  * How a decoder layer is written, as far as it changes what PyTorch keeps
@@ -49,6 +50,9 @@ struct mf_model {
 	 * embeddings; without the final norm and output head. */
 	int no_embed;
 	int no_head;
+	/* How the checkpoint stores its linear weights: its
+	 * quantization_config, else 16-bit (mf_quant_none). */
+	struct mf_quant quant;
 };
 
 enum mf_lora_targets {
@@ -116,6 +120,47 @@ int64_t mf_model_linear_params(const struct mf_model *m);
  */
 void mf_model_shard(const struct mf_model *m, int64_t tensor, int64_t expert,
     int64_t layers, int first, int last, struct mf_model *out);
+
+/*
+ * The linear projections of the decoder layers, as the checkpoints name
+ * them: the tensors quantized storage shrinks (quant.c).  Phi-3 keeps q,
+ * k and v in one qkv_proj and gate and up in one gate_up_proj.
+ */
+enum mf_linear_kind {
+	MF_LIN_Q,
+	MF_LIN_K,
+	MF_LIN_V,
+	MF_LIN_QKV,
+	MF_LIN_O,
+	MF_LIN_GATE,
+	MF_LIN_UP,
+	MF_LIN_GATE_UP,
+	MF_LIN_DOWN,
+	MF_LIN_KINDS
+};
+/* Whose projection it is: attention or a dense MLP, a routed expert, or
+ * Qwen2-MoE's shared expert. */
+enum mf_linear_owner { MF_LIN_LAYER, MF_LIN_ROUTED, MF_LIN_SHARED };
+
+struct mf_linear {
+	enum mf_linear_kind kind;
+	enum mf_linear_owner owner;
+	int64_t out, in; /* the weight is out x in */
+	int64_t count;   /* such tensors in the model: layers (x experts) */
+};
+
+#define MF_MODEL_MAX_LINEARS 16
+
+/*
+ * Fill v with the model's linear projections, one entry a shape; returns
+ * how many.  The sum of out x in x count over them is
+ * mf_model_linear_params(m).  Embeddings, norms, biases, the router and
+ * the output head are not among them.
+ */
+size_t mf_model_linears(const struct mf_model *m,
+    struct mf_linear v[MF_MODEL_MAX_LINEARS]);
+/* "q_proj", "gate_up_proj", ...; NULL out of range. */
+const char *mf_linear_name(enum mf_linear_kind k);
 
 /* Bytes of KV cache per token: 2 * L * kv_heads * head_dim * dtype_bytes. */
 int64_t mf_model_kv_bytes_per_token(const struct mf_model *m, int dtype_bytes);

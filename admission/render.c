@@ -342,6 +342,27 @@ text_recipe(struct mf_buf *b, const struct mf_job *job)
 	    ckpt);
 }
 
+/* How the weights are stored, when it is not plain 16-bit training. */
+static void
+weights_storage(struct mf_jw *w, const struct mf_estimate *e)
+{
+	const struct mf_quant *q = &e->quant;
+
+	if (e->quant_source == NULL)
+		return;
+	mf_jw_open(w, "weightsStorage", '{');
+	mf_jw_str(w, "method", q->format == MF_Q_16BIT ? "none" : q->method);
+	mf_jw_int(w, "bits", q->bits);
+	if (q->format == MF_Q_NF4 || q->group > 0)
+		mf_jw_int(w, "groupSize", q->group);
+	if (q->format == MF_Q_NF4)
+		mf_jw_bool(w, "doubleQuant", q->double_quant);
+	if (q->format == MF_Q_SCALED)
+		mf_jw_bool(w, "zeroPoints", q->zero_points);
+	mf_jw_str(w, "source", e->quant_source);
+	mf_jw_close(w, '}');
+}
+
 void
 mf_write_estimate(struct mf_jw *w, const char *key, const struct mf_job *job,
     const struct mf_estimate *e, const struct mf_catalog *cat)
@@ -360,10 +381,13 @@ mf_write_estimate(struct mf_jw *w, const char *key, const struct mf_job *job,
 	    mf_floor_for(e->per_gpu, mf_headroom(cat, &job->work)),
 	    MF_QTY_BINARY);
 	smallest_fit(w, job, e, cat);
-	if (wl->kind == MF_INFERENCE)
-		mf_jw_int(w, "kvCacheBytesPerToken",
-		    mf_model_kv_bytes_per_token(&job->model,
-		        wl->kv_dtype == MF_KV_FP8 ? 1 : 2));
+	weights_storage(w, e);
+	if (wl->kind == MF_INFERENCE) {
+		/* One GPU's, as the KV bucket's perGpuBytes; and the job's,
+		 * every GPU of a replica together. */
+		mf_jw_int(w, "kvCacheBytesPerToken", e->kv_token);
+		mf_jw_int(w, "kvCacheBytesPerTokenJob", e->kv_token_job);
+	}
 	mf_jw_close(w, '}');
 }
 
@@ -654,8 +678,12 @@ text_layout(struct mf_buf *b, const struct mf_job *job,
 		    (long long)e->shards);
 	mf_buf_printf(b, " %.1f GB in all\n", gb(e->per_gpu));
 	if (w->kind == MF_INFERENCE)
-		mf_buf_printf(b, "KV cache per token on a GPU: %lld bytes\n",
-		    (long long)e->kv_token);
+		mf_buf_printf(b,
+		    "KV cache per token: %lld bytes on a GPU, %lld on the job's GPUs\n",
+		    (long long)e->kv_token, (long long)e->kv_token_job);
+	if (e->quant_source != NULL && e->quant.format != MF_Q_16BIT)
+		mf_buf_printf(b, "weights stored as %s, %d bits (from %s)\n",
+		    e->quant.method, e->quant.bits, e->quant_source);
 }
 
 char *

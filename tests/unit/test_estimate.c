@@ -343,14 +343,19 @@ test_est_serving(void **state)
 	(void)state;
 	assert_int_equal(mf_model_linear_params(&llama8b), INT64_C(6979321856));
 	w = serving(2, 8200);
-	/* int8 and fp8: a byte a linear weight, 6,979,321,856 + 2 x
-	 * 1,050,939,392. */
+	/*
+	 * int8 and fp8: a byte a linear weight, 6,979,321,856 + 2 x
+	 * 1,050,939,392 = 9,081,200,640, and their fp32 scales: int8 one an
+	 * output row, (4,096 + 1,024 + 1,024 + 4,096 + 14,336 + 14,336 +
+	 * 4,096) x 32 = 1,376,256 rows, 5,505,024 bytes; fp8 one a tensor, 7
+	 * x 32 = 224 tensors, 896 bytes.
+	 */
 	w.weights_dtype = MF_WD_INT8;
 	assert_int_equal(est(&llama8b, &w).bucket[MF_B_WEIGHTS],
-	    INT64_C(9081200640));
+	    INT64_C(9081200640) + INT64_C(5505024));
 	w.weights_dtype = MF_WD_FP8;
 	assert_int_equal(est(&llama8b, &w).bucket[MF_B_WEIGHTS],
-	    INT64_C(9081200640));
+	    INT64_C(9081200640) + 896);
 	/* int4: Plin / 2 = 3,489,660,928, and an fp16 scale per 128 weights,
 	 * 54,525,952 x 2 = 109,051,904: 5,700,591,616 with the rest. */
 	w.weights_dtype = MF_WD_INT4;
@@ -934,11 +939,27 @@ forward_tokens(const struct mf_workload *w)
 	return w->server == MF_SERVER_VLLM ? w->batched_tokens : w->context_len;
 }
 
+/* The counts of the weights' quantized part (QLoRA's NF4 for the
+ * transient's Qmax, whose weights the post's arithmetic leaves whole). */
+static struct mf_quant_sum
+quant_counts(const struct mf_model *m, const struct mf_workload *w,
+    const struct mf_estimate *e)
+{
+	struct mf_quant_sum s;
+	struct mf_quant q = e->quant;
+
+	if (w->method == MF_QLORA)
+		mf_quant_nf4(w->qlora_block, w->qlora_double_quant, &q);
+	mf_quant_sum(m, &q, &s);
+	return s;
+}
+
 /* Check every bucket of m under w against its formula. */
 static void
 formulas_agree(const struct mf_model *m, const struct mf_workload *w)
 {
 	struct mf_estimate e = est(m, w);
+	struct mf_quant_sum q = quant_counts(m, w, &e);
 	const struct sym syms[] = {
 		{ "P", (double)e.params },
 		{ "T", (double)e.trainable },
@@ -954,6 +975,13 @@ formulas_agree(const struct mf_model *m, const struct mf_workload *w)
 		{ "t", (double)w->batched_tokens },
 		{ "Plin", (double)mf_model_linear_params(m) },
 		{ "Pc", (double)mf_est_autocast_params(m) },
+		{ "Pq", (double)q.pq },
+		{ "Wq", (double)q.packed },
+		{ "S", (double)q.scales },
+		{ "S2", (double)q.scales2 },
+		{ "nq", (double)q.tensors },
+		{ "R", (double)q.rows },
+		{ "Qmax", (double)q.largest },
 		{ "TP", (double)w->tensor },
 		{ "PP", (double)w->pipeline },
 		{ "tokens", (double)forward_tokens(w) },

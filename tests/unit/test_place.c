@@ -809,8 +809,9 @@ test_model_inference(void **state)
  *   Linear weights Plin = 32 x (2 x 4096 x (4096 + 1024) + 3 x 4096 x
  *   14336) = 6,979,321,856; the rest P - Plin = 1,050,939,392.
  * - kvfp8: KV 17,179,869,184 + 16,060,522,496 = 33,240,391,680: fits.
- * - int8: 6,979,321,856 + 2 x 1,050,939,392 = 9,081,200,640 + KV =
- *   43,440,939,008 > 43.2e9: fits nowhere.
+ * - int8: 6,979,321,856 + 2 x 1,050,939,392 = 9,081,200,640, and an
+ *   fp32 scale an output row, 1,376,256 rows x 4 = 5,505,024: + KV =
+ *   43,446,444,032 > 43.2e9: fits nowhere.
  * - int4: Plin / 2 = 3,489,660,928 + Plin / 128 x 2 = 109,051,904 +
  *   2,101,878,784 = 5,700,591,616 + KV = 40,060,329,984: fits.
  * - tensor over 2 (32 heads and 8 KV heads both divide): a GPU holds 16
@@ -837,7 +838,7 @@ test_model_inference_rejected(void **state)
 		int placed;
 	} want[] = {
 		{ MF_FIX_KVFP8, INT64_C(33240391680), 1, 0, 1 },
-		{ MF_FIX_INT8, INT64_C(43440939008), 1, 0, 0 },
+		{ MF_FIX_INT8, INT64_C(43446444032), 1, 0, 0 },
 		{ MF_FIX_INT4, INT64_C(40060329984), 1, 0, 1 },
 		{ MF_FIX_TENSOR, INT64_C(26328178688), 2, 2, 1 },
 		{ MF_FIX_CONTEXT, INT64_C(43197669376), 1, 6470, 1 },
