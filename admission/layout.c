@@ -22,6 +22,19 @@ forward_tokens(const struct mf_workload *w)
 }
 
 /*
+ * Training under tensor parallel divides the embeddings and the output
+ * head by the vocabulary, as torchtitan's plan (DTensor, Shard(0) on
+ * both) and Megatron do; the rows are DTensor's, unpadded (Megatron pads
+ * the vocabulary to a multiple of 128 x T first: up to 128 x T - 1 rows of
+ * the whole vocabulary more).  Inference keeps them whole on every GPU.
+ */
+static int64_t
+vocab_pad(const struct mf_workload *w)
+{
+	return w->kind == MF_TRAINING ? MF_VOCAB_PAD_DTENSOR : 0;
+}
+
+/*
  * One GPU of a pipeline stage (first, last, or both when there is one
  * stage) of the layout w asks for: the buckets of the model's share on
  * it (mf_model_shard).  Pipeline training runs 1F1B, so the first stage
@@ -40,7 +53,8 @@ stage_buckets(const struct mf_model *m, const struct mf_workload *w, int first,
 	struct mf_model part;
 	struct mf_estimate e;
 
-	mf_model_shard(m, w->tensor, w->expert, layers, first, last, &part);
+	mf_model_shard(m, w->tensor, w->expert, layers, first, last,
+	    vocab_pad(w), &part);
 	memset(&e, 0, sizeof(e));
 	mf_est_buckets(&part, w, &e);
 	if (w->kind == MF_TRAINING && first)
@@ -67,7 +81,7 @@ job_kv_token(const struct mf_model *m, const struct mf_workload *w)
 
 	if (w->kind != MF_INFERENCE)
 		return 0;
-	mf_model_shard(m, w->tensor, 1, m->layers, 1, 1, &part);
+	mf_model_shard(m, w->tensor, 1, m->layers, 1, 1, 0, &part);
 	return mf_cmul(w->tensor,
 	    mf_model_kv_bytes_per_token(&part,
 	        w->kv_dtype == MF_KV_FP8 ? 1 : 2));

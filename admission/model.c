@@ -76,9 +76,16 @@ mf_model_layer_params(const struct mf_model *m)
 }
 
 int64_t
+mf_model_vocab_rows(const struct mf_model *m)
+{
+	return m->vocab_rows > 0 ? m->vocab_rows : m->vocab;
+}
+
+int64_t
 mf_model_params(const struct mf_model *m)
 {
-	int64_t vh = mf_cmul(m->vocab, m->hidden), layers, outside = 0;
+	int64_t vh = mf_cmul(mf_model_vocab_rows(m), m->hidden), layers;
+	int64_t outside = 0;
 
 	if (!m->no_embed)
 		outside = vh;
@@ -190,9 +197,14 @@ div_up(int64_t a, int64_t n)
 
 void
 mf_model_shard(const struct mf_model *m, int64_t tensor, int64_t expert,
-    int64_t layers, int first, int last, struct mf_model *out)
+    int64_t layers, int first, int last, int64_t vocab_pad,
+    struct mf_model *out)
 {
 	*out = *m;
+	/* V <= MF_MODEL_MAX_VOCAB: the padded vocabulary cannot overflow. */
+	if (vocab_pad >= 1)
+		out->vocab_rows =
+		    div_up(div_up(m->vocab, vocab_pad) * vocab_pad, tensor);
 	out->heads = div_up(m->heads, tensor);
 	out->kv_heads = m->kv_heads > tensor ? div_up(m->kv_heads, tensor) : 1;
 	out->intermediate = div_up(m->intermediate, tensor);
@@ -224,7 +236,7 @@ mf_model_largest_param(const struct mf_model *m)
 
 	qd = mf_cmul(m->heads, m->head_dim);
 	kvd = mf_cmul(m->kv_heads, m->head_dim);
-	big = max64(mf_cmul(m->vocab, h), mf_cmul(h, qd));
+	big = max64(mf_cmul(mf_model_vocab_rows(m), h), mf_cmul(h, qd));
 	if (m->block == MF_BLOCK_PHI3) {
 		big = max64(big, mf_cmul(h, mf_cadd(qd, mf_cmul(2, kvd))));
 		return max64(big, mf_cmul(2, mf_cmul(h, m->intermediate)));

@@ -50,6 +50,10 @@ struct mf_model {
 	 * embeddings; without the final norm and output head. */
 	int no_embed;
 	int no_head;
+	/* Rows of the input embeddings and of the output head this share
+	 * holds: its part of the vocabulary, padded as the framework pads it
+	 * (mf_model_shard); 0: all vocab rows. */
+	int64_t vocab_rows;
 	/* How the checkpoint stores its linear weights: its
 	 * quantization_config, else 16-bit (mf_quant_none). */
 	struct mf_quant quant;
@@ -108,6 +112,27 @@ int64_t mf_model_expert_width(const struct mf_model *m);
  * output head are left out.
  */
 int64_t mf_model_linear_params(const struct mf_model *m);
+/* Rows of the embeddings and the output head m holds: vocab_rows, or the
+ * whole vocabulary. */
+int64_t mf_model_vocab_rows(const struct mf_model *m);
+
+/*
+ * How frameworks pad the vocabulary before they divide the embeddings and
+ * the output head over tensor-parallel GPUs (mf_model_shard's vocab_pad):
+ * - DTensor (torchtitan, and any plan with Shard(0) on the embedding):
+ *   no padding, the rows split as torch.chunk splits them, ceil(V / T) on
+ *   the first GPUs (torchtitan 0.3 components/loss.py, chunk_size);
+ * - vLLM: V padded to a multiple of 64, then divided by T
+ *   (vllm/model_executor/layers/vocab_parallel_embedding.py,
+ *   DEFAULT_VOCAB_PADDING_SIZE and pad_vocab_size);
+ * - Megatron: V padded to a multiple of make-vocab-size-divisible-by (128)
+ *   x T, then divided by T (megatron/training/tokenizer/tokenizer.py,
+ *   _vocab_size_with_padding): pass 128 x tensor.
+ */
+#define MF_VOCAB_PAD_DTENSOR 1
+#define MF_VOCAB_PAD_VLLM 64
+#define MF_VOCAB_PAD_MEGATRON 128 /* times the tensor-parallel GPUs */
+
 /*
  * What one GPU of a parallel layout holds of the model (design 15), as a
  * model of its own: tensor parallel over tensor GPUs divides the heads,
@@ -116,10 +141,15 @@ int64_t mf_model_linear_params(const struct mf_model *m);
  * divides the routed experts, rounding up, and keeps each whole (its
  * width is not divided by tensor too) and the router whole; the stage holds
  * layers layers, the embeddings when first and the final norm and output head
- * when last.  The hidden size, the vocabulary and top-k stay whole.
+ * when last.  With vocab_pad >= 1 the embeddings and the output head are
+ * divided by the vocabulary: the vocabulary padded to a multiple of
+ * vocab_pad, over tensor GPUs, rounding up (vocab_rows; the MF_VOCAB_PAD_*
+ * above); with vocab_pad 0 every GPU holds them whole.  The hidden size,
+ * the vocabulary (the logits' width) and top-k stay whole.
  */
 void mf_model_shard(const struct mf_model *m, int64_t tensor, int64_t expert,
-    int64_t layers, int first, int last, struct mf_model *out);
+    int64_t layers, int first, int last, int64_t vocab_pad,
+    struct mf_model *out);
 
 /*
  * The linear projections of the decoder layers, as the checkpoints name

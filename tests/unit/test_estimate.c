@@ -496,6 +496,31 @@ test_est_pipeline_training(void **state)
 	assert_int_equal(e.bucket[MF_B_LOGITS], INT64_C(2101346304));
 }
 
+/*
+ * Training under tensor parallel 8 divides the embeddings and the head by
+ * the vocabulary, as DTensor shards them (torchtitan): Llama 3.1 8B, a
+ * GPU holds 1,004,015,616 parameters (test_model.c's
+ * test_shard_vocab_parallel), 2,008,031,232 bytes of weights and as many
+ * of gradients, and 12 x 1,004,015,616 = 12,048,187,392 of AdamW's state.
+ * Whole on each GPU they were 2 x 525,336,576 more parameters than the
+ * 2 x 65,667,072 of its share.
+ */
+static void
+test_est_tensor_training_vocab(void **state)
+{
+	struct mf_workload w = ref_workload();
+	struct mf_estimate e;
+
+	(void)state;
+	w.tensor = 8;
+	e = est(&llama8b, &w);
+	assert_int_equal(e.stage[MF_B_WEIGHTS], INT64_C(2008031232));
+	assert_int_equal(e.stage[MF_B_GRADIENTS], INT64_C(2008031232));
+	assert_int_equal(e.stage[MF_B_OPTIMIZER], INT64_C(12048187392));
+	/* The whole job's weights stay P x 2. */
+	assert_int_equal(e.bucket[MF_B_WEIGHTS], INT64_C(16060522496));
+}
+
 static void
 test_est_fp32(void **state)
 {
@@ -1223,6 +1248,7 @@ main(void)
 		cmocka_unit_test(test_est_max_served),
 		cmocka_unit_test(test_est_parallel),
 		cmocka_unit_test(test_est_pipeline_training),
+		cmocka_unit_test(test_est_tensor_training_vocab),
 		cmocka_unit_test(test_formulas_match_bytes),
 		cmocka_unit_test(test_lora_sgd_formula),
 		cmocka_unit_test(test_estimator_names),

@@ -57,6 +57,65 @@ test_params_tied_tiny(void **state)
 	assert_int_equal(mf_model_params(&tiny), 138048);
 }
 
+/*
+ * The embeddings and the head divided by the vocabulary over tensor
+ * GPUs, padded as each framework pads (mf_model_shard's vocab_pad).
+ */
+static void
+test_shard_vocab_parallel(void **state)
+{
+	struct mf_model part;
+
+	(void)state;
+	/*
+	 * Llama 3.1 8B over 8, DTensor: 128,256 / 8 = 16,032 rows.  A GPU
+	 * holds a layer of 32 / 8 heads, 8 / 8 KV heads and 14,336 / 8 of
+	 * the MLP: q 4096*512 = 2,097,152, k, v 4096*128 = 524,288 each, o
+	 * 2,097,152, MLP 3*4096*1792 = 22,020,096, norms 8,192: 27,271,168
+	 * a layer, 872,677,376 for 32; embeddings and head 2*16,032*4096 =
+	 * 131,334,144; final norm 4,096: 1,004,015,616.
+	 */
+	mf_model_shard(&llama8b, 8, 1, 32, 1, 1, MF_VOCAB_PAD_DTENSOR, &part);
+	assert_int_equal(part.vocab_rows, 16032);
+	assert_int_equal(part.vocab, 128256);
+	assert_int_equal(mf_model_params(&part), INT64_C(1004015616));
+	/* The largest tensor is still a share of the vocabulary's: the
+	 * head's 16,032*4096 rows, not a layer's 4096*1792. */
+	assert_int_equal(mf_model_largest_param(&part), 65667072);
+	/*
+	 * Megatron pads 128,256 to a multiple of 128*8 = 1,024: 126*1024 =
+	 * 129,024, 16,128 rows; vLLM to one of 64: 128,256 = 2004*64 is
+	 * one, 16,032.
+	 */
+	mf_model_shard(&llama8b, 8, 1, 32, 1, 1, MF_VOCAB_PAD_MEGATRON * 8,
+	    &part);
+	assert_int_equal(part.vocab_rows, 16128);
+	mf_model_shard(&llama8b, 8, 1, 32, 1, 1, MF_VOCAB_PAD_VLLM, &part);
+	assert_int_equal(part.vocab_rows, 16032);
+	/*
+	 * tiny (V 1,000, tied) over 3: DTensor ceil(1000 / 3) = 334 rows;
+	 * vLLM pads to 1,024, ceil(1024 / 3) = 342.  Tied: one matrix,
+	 * 342*64 = 21,888 on the GPU with the embeddings, and its copy on
+	 * a last stage without them.
+	 */
+	mf_model_shard(&tiny, 3, 1, 2, 1, 1, MF_VOCAB_PAD_DTENSOR, &part);
+	assert_int_equal(part.vocab_rows, 334);
+	mf_model_shard(&tiny, 3, 1, 2, 1, 1, MF_VOCAB_PAD_VLLM, &part);
+	assert_int_equal(part.vocab_rows, 342);
+	/*
+	 * A layer over 3: q 64*32 = 2,048, k, v 64*16 = 1,024 each (2 KV
+	 * heads, one a GPU), o 2,048, MLP 3*64*43 = 8,256, norms 128:
+	 * 14,528, two 29,056; + 21,888 + 64 = 51,008.
+	 */
+	assert_int_equal(mf_model_params(&part), 51008);
+	mf_model_shard(&tiny, 3, 1, 1, 0, 1, MF_VOCAB_PAD_VLLM, &part);
+	assert_int_equal(mf_model_params(&part), 14528 + 21888 + 64);
+	/* vocab_pad 0 keeps them whole: 64,000 + 64 + 29,056. */
+	mf_model_shard(&tiny, 3, 1, 2, 1, 1, 0, &part);
+	assert_int_equal(mf_model_vocab_rows(&part), 1000);
+	assert_int_equal(mf_model_params(&part), 93120);
+}
+
 static void
 test_params_head_dim(void **state)
 {
@@ -985,6 +1044,7 @@ main(void)
 		cmocka_unit_test(test_params_llama8b),
 		cmocka_unit_test(test_params_tied_tiny),
 		cmocka_unit_test(test_params_head_dim),
+		cmocka_unit_test(test_shard_vocab_parallel),
 		cmocka_unit_test(test_params_moe_small),
 		cmocka_unit_test(test_read_unknown_type),
 		cmocka_unit_test(test_read_qwen2_moe_experts),
