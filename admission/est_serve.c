@@ -8,6 +8,67 @@
 #include "forward.h"
 #include "quant.h"
 
+#define GIB (INT64_C(1) << 30)
+
+/* vllm/engine/arg_utils.py, get_batch_defaults: by the card's memory,
+ * largest first; an A100 takes the last row whatever its memory. */
+static const struct vllm_tier {
+	int64_t memory;
+	int a100_too;
+	int64_t batched_tokens, max_num_seqs;
+} vllm_tiers[] = {
+	{ 160 * GIB, 1, 16384, 1024 }, /* B200, B300 */
+	{ 70 * GIB, 0, 8192, 1024 },   /* H100, H200 */
+	{ 0, 1, 2048, 256 },           /* every other card */
+};
+
+_Static_assert(sizeof(vllm_tiers) / sizeof(vllm_tiers[0]) == MF_VLLM_TIERS,
+    "a row a tier");
+
+int
+mf_vllm_tier(int64_t memory, int a100)
+{
+	int i = 0;
+
+	while (
+	    memory < vllm_tiers[i].memory || (a100 && !vllm_tiers[i].a100_too))
+		i++;
+	return i;
+}
+
+void
+mf_vllm_defaults(struct mf_workload *w, int tier)
+{
+	const struct vllm_tier *t = &vllm_tiers[tier];
+
+	if (w->max_num_seqs == 0) {
+		w->max_num_seqs = t->max_num_seqs;
+		if (w->batched_tokens == 0)
+			w->batched_tokens = t->batched_tokens;
+		if (w->max_num_seqs > w->batched_tokens)
+			w->max_num_seqs = w->batched_tokens;
+	}
+	if (w->batched_tokens == 0)
+		w->batched_tokens = t->batched_tokens;
+}
+
+/*
+ * What vLLM finds outside PyTorch on a GPU (gpu_worker.py
+ * determine_available_memory takes it from the KV cache's budget):
+ * cuBLAS workspaces, and at tensor > 1 NCCL's and the custom
+ * all-reduce's buffers; the card's figures (mf_place binds them).
+ */
+static void
+non_torch(const struct mf_workload *w, struct mf_estimate *e)
+{
+	struct mf_text f;
+
+	mf_text_init(&f, e->formula[MF_B_NONTORCH]);
+	mf_text_str(&f, w->tensor > 1 ? "nonTorch + allReduce" : "nonTorch");
+	e->bucket[MF_B_NONTORCH] =
+	    w->tensor > 1 ? mf_cadd(w->non_torch, w->all_reduce) : w->non_torch;
+}
+
 void
 mf_est_weights_quant(const struct mf_model *m, const struct mf_workload *w,
     struct mf_quant *q, const char **source)
@@ -91,11 +152,15 @@ mf_est_inference(const struct mf_model *m, const struct mf_workload *w,
 	    mf_cmul(e->kv_token, mf_cmul(w->concurrency, e->seq_tokens));
 	if (!vllm)
 		return;
+	/* The profile run's dummy batch: maxNumBatchedTokens over
+	 * min(maxNumSeqs, tokens) sequences (gpu_model_runner.py
+	 * _dummy_run), whatever the job's concurrency. */
 	e->bucket[MF_B_ACTIVATIONS] = mf_forward_peak(m, w->batched_tokens,
-	    w->concurrency < w->batched_tokens ? w->concurrency :
-	                                         w->batched_tokens,
+	    w->max_num_seqs < w->batched_tokens ? w->max_num_seqs :
+	                                          w->batched_tokens,
 	    e->formula[MF_B_ACTIVATIONS]);
 	mf_text_init(&f, e->formula[MF_B_GRAPHS]);
 	mf_text_str(&f, "cudaGraphReserve");
 	e->bucket[MF_B_GRAPHS] = w->graph_reserve;
+	non_torch(w, e);
 }

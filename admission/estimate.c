@@ -36,6 +36,7 @@ mf_bucket_name(enum mf_bucket b)
 		[MF_B_SHARDING] = "shardingBuffers",
 		[MF_B_GRAPHS] = "cudaGraphs",
 		[MF_B_COMM] = "commBuffers",
+		[MF_B_NONTORCH] = "nonTorch",
 	};
 
 	if ((unsigned)b >= MF_B_COUNT)
@@ -83,7 +84,8 @@ workload_ok(const struct mf_workload *w)
 		return 0;
 	return w->seq_len >= 0 && w->micro_batch >= 0 && w->lora_rank >= 0 &&
 	    w->shard_gpus >= 1 && w->concurrency >= 0 && w->context_len >= 0 &&
-	    w->group_size >= 1 && w->batched_tokens >= 1 &&
+	    w->group_size >= 1 && w->batched_tokens >= 0 &&
+	    w->max_num_seqs >= 0 && w->non_torch >= 0 && w->all_reduce >= 0 &&
 	    w->block_size >= 1 && w->graph_reserve >= 0 && w->tensor >= 1 &&
 	    w->pipeline >= 1 && w->expert >= 1 && w->ckpt_every >= 1;
 }
@@ -154,14 +156,30 @@ enum mf_rc
 mf_est_compute(const struct mf_model *m, const struct mf_workload *w,
     struct mf_estimate *out)
 {
+	struct mf_workload rw;
 	struct mf_estimate e;
+	struct mf_model padded;
 	int b;
 
 	if (!workload_ok(w))
 		return MF_EINVAL;
+	if (w->batched_tokens == 0 || w->max_num_seqs == 0) {
+		/* No card known: vLLM's defaults below 70 GiB. */
+		rw = *w;
+		mf_vllm_defaults(&rw, mf_vllm_tier(0, 0));
+		w = &rw;
+	}
 	memset(&e, 0, sizeof(e));
 	e.estimator = w->estimator;
-	mf_est_buckets(m, w, &e);
+	if (w->kind == MF_INFERENCE && w->server == MF_SERVER_VLLM) {
+		/* vLLM's embeddings and head hold the vocabulary padded to a
+		 * multiple of 64 on one GPU too (layout.c). */
+		mf_model_shard(m, 1, 1, m->layers, 1, 1, MF_VOCAB_PAD_VLLM,
+		    &padded);
+		mf_est_buckets(&padded, w, &e);
+	} else {
+		mf_est_buckets(m, w, &e);
+	}
 	e.shards =
 	    w->kind == MF_TRAINING && w->method == MF_FULL ? w->shard_gpus : 1;
 	mf_est_layout(m, w, &e);

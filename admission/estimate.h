@@ -88,12 +88,19 @@ struct mf_workload {
 	int64_t group_size; /* int4: weights per fp16 scale, default 128 */
 	enum mf_server server;
 	double gpu_util;        /* vllm: gpuMemoryUtilization, default 0.9 */
-	int64_t batched_tokens; /* vllm: maxNumBatchedTokens, default 8192 */
+	int64_t batched_tokens; /* vllm: maxNumBatchedTokens; 0: vLLM's
+	                           default for the card (mf_vllm_defaults) */
 	int64_t block_size;     /* vllm: tokens per KV block, default 16 */
 	int64_t max_num_seqs;   /* vllm: --max-num-seqs, the profile run's
-	                           sequences (design 19) */
+	                           sequences (design 19); 0: vLLM's default
+	                           for the card */
 	int64_t graph_reserve;  /* vllm: CUDA graphs' bytes, the catalogue's
 	                           cudaGraphReserve (mf_place sets it) */
+	/* vllm: memory a GPU holds outside PyTorch (cuBLAS workspaces; at
+	 * tensor > 1 NCCL's and the custom all-reduce's buffers too), the
+	 * card's (mf_place sets them; MF_NON_TORCH_* by default). */
+	int64_t non_torch;  /* at tensor 1 */
+	int64_t all_reduce; /* added at tensor > 1 */
 	/* workload.parallelism (design 15), 1 each when not given: a
 	 * replica takes tensor x pipeline GPUs; expert divides the routed
 	 * experts. */
@@ -118,8 +125,25 @@ int64_t mf_est_autocast_params(const struct mf_model *m);
 enum mf_attention
 mf_est_attention(const struct mf_model *m, const struct mf_workload *w);
 
-/* Default of catalogue cudaGraphReserve: 1Gi. */
-#define MF_GRAPH_RESERVE_DEFAULT (INT64_C(1) << 30)
+/*
+ * Default of catalogue cudaGraphReserve: what vLLM (0.21 and later, which
+ * takes its estimate of the CUDA graphs from the KV cache's budget,
+ * gpu_worker.py determine_available_memory) logged for the graphs of a
+ * dense model, "Estimated CUDA graph memory: 0.36 GiB total" (vLLM
+ * 0.27.1, TP 2; gpustack/runner pull request 251): 369Mi.
+ */
+#define MF_GRAPH_RESERVE_DEFAULT (INT64_C(369) << 20)
+/*
+ * What vLLM's profile counts outside PyTorch on a GPU (non_torch_memory),
+ * by default, when the card says nothing: at TP 1 "non_torch_memory
+ * takes 0.16GiB" (H100, vllm-project/vllm pull request 12126): 164Mi;
+ * at TP >= 2 the NCCL and custom all-reduce buffers add what an H100 over
+ * NVLink showed, TP 2's 3.58 GiB less TP 1's 1.79 GiB (vllm-project/vllm
+ * pull request 10511): 1833Mi, the larger of the figures found (two RTX
+ * 4090 over PCIe added 0.09 GiB, vllm-project/vllm issue 13061).
+ */
+#define MF_NON_TORCH_DEFAULT (INT64_C(164) << 20)
+#define MF_ALL_REDUCE_DEFAULT (INT64_C(1833) << 20)
 
 enum mf_bucket {
 	MF_B_WEIGHTS,
@@ -131,8 +155,9 @@ enum mf_bucket {
 	MF_B_TRANSIENT,
 	MF_B_KVCACHE,
 	MF_B_SHARDING,
-	MF_B_GRAPHS, /* vllm: the CUDA-graph reserve */
-	MF_B_COMM,   /* tensor and pipeline parallel buffers */
+	MF_B_GRAPHS,   /* vllm: the CUDA-graph reserve */
+	MF_B_COMM,     /* tensor and pipeline parallel buffers */
+	MF_B_NONTORCH, /* vllm: memory outside PyTorch (non_torch) */
 	MF_B_COUNT
 };
 
@@ -234,6 +259,20 @@ int64_t mf_est_bucket_per_gpu(const struct mf_estimate *e, enum mf_bucket b);
  */
 void mf_est_weights_quant(const struct mf_model *m, const struct mf_workload *w,
     struct mf_quant *q, const char **source);
+
+/*
+ * vLLM's defaults of --max-num-batched-tokens and --max-num-seqs for
+ * `vllm serve` (vllm/engine/arg_utils.py, get_batch_defaults, usage
+ * context OPENAI_API_SERVER) come in MF_VLLM_TIERS tiers by the card:
+ * mf_vllm_tier is the tier of a card of memory bytes (an A100 when a100
+ * is nonzero; memory 0: no card known), mf_vllm_defaults fills the fields
+ * of w that are 0 with tier's: 16384 and 1024 from 160 GiB; 8192 and 1024
+ * from 70 GiB but for an A100; 2048 and 256 below.  max_num_seqs is then
+ * at most max_num_batched_tokens.
+ */
+#define MF_VLLM_TIERS 3
+int mf_vllm_tier(int64_t memory, int a100);
+void mf_vllm_defaults(struct mf_workload *w, int tier);
 
 /*
  * Inference on one GPU of usable bytes: the sequences of e->seq_tokens

@@ -506,8 +506,9 @@ static const struct mf_field workload_rows[W_COUNT] = {
 	    .doc = "the share of each card vLLM may use; it replaces the catalogue's headroom" },
 	[W_BATCHED] = { .key = "maxNumBatchedTokens", .type = MF_FT_INT,
 	    .base = MF_FB_WORK, .offset = WOFF(batched_tokens),
-	    .flags = MF_FF_DEFAULT, .min = 1, .max = MF_JOB_MAX_CONTEXT,
-	    .idef = 8192, .when = { INFERENCE, VLLM }, .unit = "tokens",
+	    .min = 1, .max = MF_JOB_MAX_CONTEXT,
+	    .text = "vLLM's default for the card: 16384 from 160 GiB, 8192 from 70 GiB but an A100, else 2048",
+	    .when = { INFERENCE, VLLM }, .unit = "tokens",
 	    .title = "Batched tokens",
 	    .doc = "tokens of one forward, the activation peak of the profile run" },
 	[W_BLOCK] = { .key = "blockSize", .type = MF_FT_INT,
@@ -518,8 +519,9 @@ static const struct mf_field workload_rows[W_COUNT] = {
 	    .doc = "tokens a KV cache block holds; a sequence takes whole blocks" },
 	[W_MAX_SEQS] = { .key = "maxNumSeqs", .type = MF_FT_INT,
 	    .base = MF_FB_WORK, .offset = WOFF(max_num_seqs),
-	    .flags = MF_FF_DEFAULT, .min = 1, .max = MF_JOB_MAX_CONCURRENCY,
-	    .idef = 256, .when = { INFERENCE, VLLM }, .unit = "sequences",
+	    .min = 1, .max = MF_JOB_MAX_CONCURRENCY,
+	    .text = "vLLM's default for the card: 1024 from 70 GiB but an A100, else 256",
+	    .when = { INFERENCE, VLLM }, .unit = "sequences",
 	    .title = "Max sequences",
 	    .doc = "vLLM's --max-num-seqs: the sequences of its profile run, apart from concurrency" },
 };
@@ -651,6 +653,24 @@ static const struct mf_field slurm_rows[] = {
 	    .doc = "node features a job on this card asks for" },
 };
 
+/* What vLLM finds on a card (design 19; docs/serving.md). */
+static const struct mf_field vllm_rows[] = {
+	{ .key = "cudaMemory", .type = MF_FT_BYTES, .base = MF_FB_GPU,
+	    .offset = GOFF(cuda_memory), .offset2 = GOFF(vllm_format),
+	    .min = 1, .unit = "bytes", .title = "CUDA memory",
+	    .doc = "the total CUDA reports, vLLM's total_gpu_memory, at most memory; vLLM's budget is a share of it" },
+	{ .key = "nonTorchMemory", .type = MF_FT_BYTES, .base = MF_FB_GPU,
+	    .offset = GOFF(non_torch), .offset2 = GOFF(vllm_format),
+	    .flags = MF_FF_DEFAULT, .min = 1, .idef = MF_NON_TORCH_DEFAULT,
+	    .unit = "bytes", .title = "Memory outside PyTorch",
+	    .doc = "what vLLM holds outside PyTorch at tensor parallel 1 (cuBLAS workspaces)" },
+	{ .key = "allReduceMemory", .type = MF_FT_BYTES, .base = MF_FB_GPU,
+	    .offset = GOFF(all_reduce), .offset2 = GOFF(vllm_format),
+	    .flags = MF_FF_DEFAULT, .min = 1, .idef = MF_ALL_REDUCE_DEFAULT,
+	    .unit = "bytes", .title = "All-reduce memory",
+	    .doc = "what NCCL and the custom all-reduce add at tensor parallel 2 or more" },
+};
+
 static const struct mf_field label_value = { .key = "*",
 	.type = MF_FT_STRING, .form = &label_value_form, .max = 63 };
 
@@ -693,6 +713,9 @@ static const struct mf_field card_rows[] = {
 	{ .key = "slurm", .type = MF_FT_OBJECT, .flags = MF_FF_NONEMPTY,
 	    SUB(slurm_rows), .title = "Slurm",
 	    .doc = "how a Slurm job asks for this card (design 16)" },
+	{ .key = "vllm", .type = MF_FT_OBJECT, .flags = MF_FF_NONEMPTY,
+	    SUB(vllm_rows), .title = "vLLM",
+	    .doc = "what vLLM finds on this card: its budget's total and the memory outside PyTorch" },
 };
 
 const struct mf_field mf_fields_gpu = { .key = "gpus[]",
@@ -759,7 +782,7 @@ static const struct mf_field catalog_rows[] = {
 	[C_GRAPHS] = { .key = "cudaGraphReserve", .type = MF_FT_BYTES,
 	    .base = MF_FB_CAT, .offset = COFF(cuda_graph_reserve),
 	    .offset2 = COFF(cuda_graph_format), .flags = MF_FF_DEFAULT,
-	    .min = 1, .idef = INT64_C(1) << 30, .unit = "bytes",
+	    .min = 1, .idef = MF_GRAPH_RESERVE_DEFAULT, .unit = "bytes",
 	    .title = "CUDA graph reserve",
 	    .doc = "what a vllm server keeps for CUDA graphs (design 14)" },
 	{ .key = "timeFactors", .type = MF_FT_MAP, .base = MF_FB_CAT,
@@ -808,6 +831,8 @@ build_template(void)
 	mf_fields_defaults(&mf_fields_spec, dst);
 	/* What the catalogue gives a workload, until a catalogue does. */
 	workload_template.graph_reserve = catalog_rows[C_GRAPHS].idef;
+	workload_template.non_torch = MF_NON_TORCH_DEFAULT;
+	workload_template.all_reduce = MF_ALL_REDUCE_DEFAULT;
 	workload_template.estimator =
 	    (enum mf_estimator)catalog_rows[C_ESTIMATOR].idef;
 }

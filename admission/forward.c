@@ -22,7 +22,8 @@
  *
  * Symbols (estimate.c's): h, a, kv, d, ad = a x d, kvd = kv x d, I, Ie
  * (a routed expert's width), Is (the shared expert's), E, k, V; t the
- * tokens, seqs the sequences; the activation bytes e = 2 are written as
+ * tokens, reqs the sequences (vLLM's num_reqs); the activation bytes e =
+ * 2 are written as
  * numbers.
  */
 #include "forward.h"
@@ -139,13 +140,16 @@ mlp(const struct mf_model *m, struct mf_terms *p)
  * The logits phase, after the last layer, at its fullest moment: vLLM's
  * profile run samples with top-k and top-p (vllm/v1/worker/
  * gpu_model_runner.py, _dummy_sampler_run: temperature 0.5, top_p 0.9,
- * top_k V - 1, no logprobs, no penalties), and its PyTorch top-k/top-p
- * (vllm/v1/sample/ops/topk_topp_sampler.py, apply_top_k_top_p_pytorch)
- * holds the most once the mask of top-p is made.  FlashInfer's sampler,
- * which samples without sorting, holds less; it is not modelled.  The
- * softmax and the noise of the random draw come after the sort's tensors
- * are gone, and fewer: they are not the peak.  Gemma-2's soft-capping
- * holds two eV at a time, before the sampler: less.
+ * top_k V - 1, no logprobs, no penalties), twice, the second time with a
+ * generator, which takes TopKTopPSampler.forward_native (vllm 0.33,
+ * vllm/v1/sample/ops/topk_topp_sampler.py).  There the top-k/top-p filter
+ * is Triton's (apply_top_k_top_p_triton, topk_topp_triton.py), which
+ * masks the fp32 logits in place; the softmax and the exponential noise
+ * of random_sample follow, and that is the peak.  Triton's filter keeps a
+ * buffer of at most one row of V fp32 a streaming multiprocessor, cached
+ * across calls (132 rows, 68 MB, for Llama 3 on an H100): not counted.
+ * FlashInfer's sampler, the first call's, holds no more.  Gemma-2's
+ * soft-capping holds two eV at a time, before the sampler: less.
  */
 static void
 logits(const struct mf_model *m, struct mf_terms *tok, struct mf_terms *seq)
@@ -156,13 +160,9 @@ logits(const struct mf_model *m, struct mf_terms *tok, struct mf_terms *seq)
 	mf_term(seq, EB, "h", h); /* the last token's, which the runner keeps */
 	mf_term(seq, EB, "h", h); /* its random stand-in (rand_like), kept */
 	mf_term(seq, EB, "V", v); /* the 16-bit logits */
-	mf_term(seq, 4, "V",
-	    v); /* the sampler's fp32 copy, filtered in place */
-	mf_term(seq, 4, "V", v); /* the copy sorted (fp32) */
-	mf_term(seq, 8, "V", v); /* the order of the sort (int64) */
-	mf_term(seq, 1, "V", v); /* the mask below the k-th largest (bool) */
-	mf_term(seq, 4, "V", v); /* the sorted softmax, cumulated in place */
-	mf_term(seq, 1, "V", v); /* the mask within 1 - p (bool) */
+	mf_term(seq, 4, "V", v);  /* the sampler's fp32 copy, masked in place */
+	mf_term(seq, 4, "V", v);  /* its softmax (fp32) */
+	mf_term(seq, 4, "V", v);  /* the exponential noise (fp32) */
 	/* The dummy metadata, a value a sequence: */
 	mf_term(seq, 4, "", 1); /* temperature (fp32) */
 	mf_term(seq, 4, "", 1); /* top_p (fp32) */
@@ -173,7 +173,8 @@ logits(const struct mf_model *m, struct mf_terms *tok, struct mf_terms *seq)
 	mf_term(seq, 4, "", 1); /* the first call's ids (int32), which the
 	                         * warm-up call with a generator runs beside */
 	mf_term(seq, 8, "", 1); /* the greedy ids (int64) */
-	mf_term(seq, 4, "", 1); /* 1 - p (fp32), beside its mask */
+	mf_term(seq, 8, "", 1); /* the random ids (int64), the argmax made
+	                         * while the softmax and the noise live */
 }
 
 int64_t
@@ -225,7 +226,7 @@ mf_forward_peak(const struct mf_model *m, int64_t tokens, int64_t seqs,
 		mf_text_str(&f, " + 4h");
 	mf_text_str(&f, ", t x ");
 	mf_text_terms(&f, &tok);
-	mf_text_str(&f, " + seqs x (");
+	mf_text_str(&f, " + reqs x (");
 	mf_text_terms(&f, &seq);
 	mf_text_str(&f, "))");
 	return mf_max_poisoned(layer, out);

@@ -14,7 +14,7 @@
  * The activation peak of one no-grad forward over tokens tokens in
  * seqs sequences (a serving engine's profile run, design 14), with
  * 2-byte activations; its formula, in estimate.c's symbols plus t and
- * seqs, into formula (MF_FORMULA_MAX bytes, from estimate.h).
+ * reqs (the sequences), into formula (MF_FORMULA_MAX bytes, from estimate.h).
  * -1 when a figure passes 2^63 - 1 (or tokens or seqs is negative); the
  * formula is written either way.  formula may be NULL.
  */

@@ -26,12 +26,17 @@ forward_tokens(const struct mf_workload *w)
  * head by the vocabulary, as torchtitan's plan (DTensor, Shard(0) on
  * both) and Megatron do; the rows are DTensor's, unpadded (Megatron pads
  * the vocabulary to a multiple of 128 x T first: up to 128 x T - 1 rows of
- * the whole vocabulary more).  Inference keeps them whole on every GPU.
+ * the whole vocabulary more).  vLLM divides them too, the vocabulary
+ * padded to a multiple of 64 first; plain inference keeps them whole on
+ * every GPU.
  */
 static int64_t
 vocab_pad(const struct mf_workload *w)
 {
-	return w->kind == MF_TRAINING ? MF_VOCAB_PAD_DTENSOR : 0;
+	if (w->kind == MF_TRAINING)
+		return MF_VOCAB_PAD_DTENSOR;
+	/* vLLM's VocabParallelEmbedding and ParallelLMHead. */
+	return w->server == MF_SERVER_VLLM ? MF_VOCAB_PAD_VLLM : 0;
 }
 
 /*
@@ -123,6 +128,17 @@ mf_est_layout(const struct mf_model *m, const struct mf_workload *w,
 	}
 	e->bucket[MF_B_COMM] =
 	    mf_cmul(e->stage[MF_B_COMM], mf_cmul(w->tensor, w->pipeline));
+	/* Every GPU of a replica holds its own. */
+	e->bucket[MF_B_NONTORCH] =
+	    mf_cmul(e->stage[MF_B_NONTORCH], mf_cmul(w->tensor, w->pipeline));
+	if (e->bucket[MF_B_NONTORCH] > 0) {
+		struct mf_text f;
+
+		mf_text_init(&f, e->formula[MF_B_NONTORCH]);
+		mf_text_str(&f,
+		    w->tensor > 1 ? "TP x PP x (nonTorch + allReduce)" :
+		                    "TP x PP x nonTorch");
+	}
 	if (e->bucket[MF_B_COMM] > 0) {
 		struct mf_text f;
 

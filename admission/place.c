@@ -65,6 +65,10 @@ struct plan {
 	double time_factor;
 	/* The cost factor on lo GPUs of one node: the least there is. */
 	double k_lo;
+	/* A vllm job's need on a card of each tier of vLLM's defaults less
+	 * need (mf_vllm_tier; 0 where the job gives both settings).  The
+	 * card's memory outside PyTorch is added to it (card_delta). */
+	int64_t tier_delta[MF_VLLM_TIERS];
 	const struct mf_estimate *est; /* of the workload on lo GPUs */
 };
 
@@ -158,6 +162,29 @@ static int
 engine_budget(const struct mf_workload *w)
 {
 	return w->kind == MF_INFERENCE && w->server == MF_SERVER_VLLM;
+}
+
+/* vLLM's tier of defaults on g: by its memory, and whether it is an A100
+ * (vLLM tells by the device name; here the name or the product label). */
+static int
+card_tier(const struct mf_gpu *g)
+{
+	int a100 = strstr(g->name, "A100") != NULL;
+
+	for (size_t i = 0; !a100 && i < g->nlabels; i++)
+		a100 = strstr(g->labels[i].value, "A100") != NULL;
+	return mf_vllm_tier(g->cuda_memory > 0 ? g->cuda_memory : g->memory,
+	    a100);
+}
+
+void
+mf_work_bind_card(struct mf_workload *w, const struct mf_gpu *g)
+{
+	if (!engine_budget(w))
+		return;
+	mf_vllm_defaults(w, card_tier(g));
+	w->non_torch = g->non_torch;
+	w->all_reduce = g->all_reduce;
 }
 
 int
@@ -345,6 +372,36 @@ most_of(const struct search *s, const struct mf_gpu *g)
 	return per_pod * s->pods;
 }
 
+/* The bytes of g the job may take: vLLM's budget is a share of the
+ * memory CUDA reports, cudaMemory. */
+static int64_t
+card_usable(const struct search *s, const struct mf_gpu *g)
+{
+	struct mf_gpu t = *g;
+
+	if (engine_budget(&s->job->work) && g->cuda_memory > 0)
+		t.memory = g->cuda_memory;
+	return mf_cat_usable_keep(&t, s->keep);
+}
+
+/*
+ * What a vllm job needs on g beyond its plan's estimate: the profile run
+ * at g's defaults (tier_delta) and g's memory outside PyTorch, at the
+ * plan's tensor parallel; never below 0, so a card's usable bytes bound
+ * its plans from above (plans_within).  0 for any other job.
+ */
+static int64_t
+card_delta(const struct search *s, const struct mf_gpu *g,
+    const struct plan *pl)
+{
+	if (!engine_budget(&s->job->work) ||
+	    s->job->model_source == MF_MODEL_NONE)
+		return 0;
+	return mf_cadd(pl->tier_delta[card_tier(g)],
+	    pl->tensor > 1 ? mf_cadd(g->non_torch, g->all_reduce) :
+	                     g->non_torch);
+}
+
 /* Card g as the search tries it; 0 when the job can take none of it. */
 static int
 card_of(const struct search *s, const struct mf_gpu *g, struct card *cd)
@@ -352,7 +409,7 @@ card_of(const struct search *s, const struct mf_gpu *g, struct card *cd)
 	cd->g = g;
 	cd->usable = INT64_MAX;
 	if (s->job->model_source != MF_MODEL_NONE)
-		cd->usable = mf_cat_usable_keep(g, s->keep);
+		cd->usable = card_usable(s, g);
 	cd->most = most_of(s, g);
 	cd->unit = mf_cat_unit_cost(g);
 	return g->memory >= s->job->min_memory && cd->most > 0;
@@ -429,7 +486,7 @@ serve_figures(const struct search *s, const struct plan *pl,
 
 	if (!mf_job_serves(s->job))
 		return;
-	usable = mf_cat_usable_keep(p->gpu, s->keep);
+	usable = card_usable(s, p->gpu) - card_delta(s, p->gpu, pl);
 	p->max_seqs = mf_est_max_seqs(pl->est, usable);
 	p->max_context =
 	    mf_est_max_context(pl->est, usable, s->job->work.concurrency);
@@ -439,7 +496,8 @@ static void
 candidate(struct search *s, const struct card *cd, const struct plan *pl,
     int64_t count, struct mf_placement *p)
 {
-	candidate_of(s, cd, pl, count, need_at(pl, count), p);
+	candidate_of(s, cd, pl, count,
+	    mf_cadd(need_at(pl, count), card_delta(s, cd->g, pl)), p);
 }
 
 static enum mf_limit
@@ -664,16 +722,17 @@ try_plan(struct search *s, const struct card *cd, const struct plan *pl,
     const struct mf_placement *best, struct mf_placement *p)
 {
 	const struct mf_gpu *g = cd->g;
-	int64_t hi, fewest, c, need, nodes;
+	int64_t hi, fewest, c, need, nodes, delta;
 	double k, cost;
 
 	if (pl->tensor > g->gpus_per_node)
 		return 0;
 	hi = plan_hi(pl, cd);
-	fewest = fewest_fit(pl, cd->usable, hi);
+	delta = card_delta(s, g, pl);
+	fewest = fewest_fit(pl, cd->usable - delta, hi);
 	if (fewest == 0)
 		return 0;
-	need = need_at(pl, fewest);
+	need = mf_cadd(need_at(pl, fewest), delta);
 	nodes = nodes_of(s, g, fewest);
 	k = cost_factor(s, pl->time_factor, fewest, nodes);
 	cost = k * cd->unit;
@@ -850,6 +909,41 @@ plan_costs(struct search *s, struct plan *pl)
  * its estimate in *est; MF_ERANGE on overflow.  A job without a model
  * needs its floor at any count.
  */
+/*
+ * est of w, and for a vllm job pl's tier deltas: the estimate is made at
+ * the defaults of a card of no known tier and without the memory outside
+ * PyTorch, which cards add (card_delta).
+ */
+static enum mf_rc
+tier_deltas(const struct search *s, struct mf_workload w,
+    struct mf_estimate *est, struct plan *pl)
+{
+	struct mf_workload t;
+	struct mf_estimate e;
+	int base = mf_vllm_tier(0, 0);
+
+	if (engine_budget(&w))
+		w.non_torch = w.all_reduce = 0;
+	t = w;
+	mf_vllm_defaults(&w, base);
+	if (mf_est_compute(&s->job->model, &w, est) != MF_OK)
+		return MF_ERANGE;
+	for (int i = 0; engine_budget(&w) && i < MF_VLLM_TIERS; i++) {
+		struct mf_workload x = t;
+
+		if (i == base)
+			continue;
+		mf_vllm_defaults(&x, i);
+		if (mf_est_compute(&s->job->model, &x, &e) != MF_OK)
+			return MF_ERANGE;
+		/* More tokens and sequences never need less: a card's need
+		 * is never below the plan's (card_delta, plans_within). */
+		if (e.per_gpu > est->per_gpu)
+			pl->tier_delta[i] = e.per_gpu - est->per_gpu;
+	}
+	return MF_OK;
+}
+
 static enum mf_rc
 plan_of(struct search *s, struct mf_workload w, unsigned fixes, int64_t tp,
     int64_t lo, int64_t hi, struct mf_estimate *est, struct plan *pl)
@@ -870,7 +964,7 @@ plan_of(struct search *s, struct mf_workload w, unsigned fixes, int64_t tp,
 	}
 	if (pl->sharded)
 		w.shard_gpus = pl->lo;
-	if (mf_est_compute(&s->job->model, &w, est) != MF_OK)
+	if (tier_deltas(s, w, est, pl) != MF_OK)
 		return MF_ERANGE;
 	pl->need = est->per_gpu;
 	mf_est_split(est, &pl->split);
@@ -1073,7 +1167,8 @@ fewest_anywhere(const struct search *s, const struct plan *pl)
 		if (!card_of(s, &s->cat->gpus[i], &cd) ||
 		    pl->tensor > cd.g->gpus_per_node)
 			continue;
-		c = fewest_fit(pl, cd.usable, plan_hi(pl, &cd));
+		c = fewest_fit(pl, cd.usable - card_delta(s, cd.g, pl),
+		    plan_hi(pl, &cd));
 		if (c > 0 && (best == 0 || c < best))
 			best = c;
 	}
@@ -1162,8 +1257,10 @@ served_amount(struct search *s, const struct plan *pl, enum mf_fix fix)
 		    pl->tensor > cd.g->gpus_per_node)
 			continue;
 		v = fix == MF_FIX_CONTEXT ?
-		    mf_est_max_context(pl->est, cd.usable, w->concurrency) :
-		    mf_est_max_seqs(pl->est, cd.usable);
+		    mf_est_max_context(pl->est,
+		        cd.usable - card_delta(s, cd.g, pl), w->concurrency) :
+		    mf_est_max_seqs(pl->est,
+		        cd.usable - card_delta(s, cd.g, pl));
 		if (v < 1 || v >= want)
 			continue;
 		cost = cost_factor(s, pl->time_factor, pl->lo,
@@ -1519,8 +1616,10 @@ describe(const struct search *s, struct mf_decision *d)
 	const struct mf_job *job = s->job;
 
 	d->work = job->work;
-	if (d->admitted)
+	if (d->admitted) {
 		mf_fix_apply(&d->work, d->placement.fixes, d->placement.count);
+		mf_work_bind_card(&d->work, d->placement.gpu);
+	}
 	if (!d->from_model) {
 		d->need = job->min_memory;
 		return MF_OK;

@@ -136,6 +136,10 @@ int mf_job_serves(const struct mf_job *job);
  * graph reserve of a vllm server.  mf_place binds its own copy; an
  * estimate made outside it calls this first. */
 void mf_job_bind(struct mf_job *job, const struct mf_catalog *cat);
+/* What a vllm workload takes from the card it runs on: vLLM's defaults of
+ * the settings w leaves 0 (mf_vllm_defaults, by the card's tier) and the
+ * card's memory outside PyTorch.  Other workloads are left as they are. */
+void mf_work_bind_card(struct mf_workload *w, const struct mf_gpu *g);
 /* "limits.maxCost", ...; NULL for MF_LIMIT_NONE. */
 const char *mf_limit_name(enum mf_limit limit);
 

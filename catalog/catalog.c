@@ -101,7 +101,8 @@ no_memory(const struct ctx *c)
 
 /*
  * maxCount defaults to what the nodes hold, capped at MF_CAT_MAX_COUNT;
- * more than they hold is an error.  The rows read the three counts.
+ * more than they hold is an error.  The rows read the three counts.  A
+ * vllm.cudaMemory above the card's memory is an error too.
  */
 static enum mf_rc
 check_counts(const struct ctx *c, const struct mf_node *map, const char *path,
@@ -111,6 +112,13 @@ check_counts(const struct ctx *c, const struct mf_node *map, const char *path,
 	const struct mf_node *n;
 	char field[128];
 
+	if (gpu->cuda_memory > gpu->memory) {
+		n = mf_node_get(mf_node_get(map, "vllm"), "cudaMemory");
+		snprintf(field, sizeof(field), "%s.vllm.cudaMemory", path);
+		return fail(c, MF_EINVAL, field, n->line, n->column,
+		    "is more than the card's memory (%lld bytes)",
+		    (long long)gpu->memory);
+	}
 	if (gpu->max_count == 0) {
 		gpu->max_count =
 		    held < MF_CAT_MAX_COUNT ? held : MF_CAT_MAX_COUNT;

@@ -51,6 +51,18 @@ struct mf_gpu {
 	int64_t max_count;     /* most GPUs of this type one job may get, in
 	                          [1, min(1024, gpus_per_node x max_nodes)];
 	                          default that bound */
+	/*
+	 * What vLLM finds on this card (design 19; the entry's vllm map):
+	 * the total memory CUDA reports, which vLLM's budget is a share of
+	 * (its log's total_gpu_memory; 0: memory); what it holds outside
+	 * PyTorch at tensor parallel 1, and what NCCL and the custom
+	 * all-reduce add at 2 or more (MF_NON_TORCH_DEFAULT,
+	 * MF_ALL_REDUCE_DEFAULT when not given).
+	 */
+	int64_t cuda_memory;
+	int64_t non_torch;
+	int64_t all_reduce;
+	int vllm_format; /* the three's enum mf_qty_format, unused */
 	size_t nlabels;
 	struct mf_label *labels;
 	struct mf_slurm slurm;

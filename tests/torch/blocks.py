@@ -362,32 +362,24 @@ SAMPLING_EPS = 1e-5
 
 
 def top_k_top_p(logits, k, p):
-    """What vLLM's PyTorch top-k/top-p filter (apply_top_k_top_p_pytorch in
-    vllm/v1/sample/ops/topk_topp_sampler.py) allocates, on fp32 logits
-    (seqs, V), k int64 and p fp32 (seqs): the logits sorted (fp32) with
-    their int64 order, the k-th largest of each row (fp32, gone once
-    compared), the mask of those below it (bool, alive to the end), the
-    softmax of the sorted row made its cumulative sum in place (fp32),
-    1 - p (fp32, gone once compared) and the mask of those within 1 - p
-    (bool); the filtered row is scattered back into logits in place."""
-    vals, order = logits.sort(dim=-1)
-    kth = vals.gather(1, (vals.shape[1] - k).unsqueeze(1))
-    below_k = vals < kth
-    del kth
-    vals.masked_fill_(below_k, float("-inf"))
-    cum = vals.softmax(dim=-1)
-    torch.cumsum(cum, dim=-1, out=cum)
-    below_p = cum <= (1 - p).unsqueeze(1)
-    below_p[:, -1] = False
-    vals.masked_fill_(below_p, float("-inf"))
-    return logits.scatter_(-1, order, vals)
+    """What vLLM's top-k/top-p filter on a GPU allocates (vLLM 0.33:
+    apply_top_k_top_p_triton in vllm/v1/sample/ops/topk_topp_triton.py, on
+    fp32 logits (seqs, V), k int64 and p fp32 (seqs)): k as int32 (gone
+    once the kernel ran) and nothing of V, since the kernel masks the logits
+    in place.  The row buffer it caches across calls (one row a streaming
+    multiprocessor at most) is not emulated, as mf_forward_peak does not
+    count it.  The masking itself is left out: memory is what is
+    measured."""
+    k32 = k.to(torch.int32)
+    del k32
+    return logits
 
 
 def sample(logits, meta):
     """vLLM's v1 Sampler on 16-bit logits, as the profile run calls it (no
-    logprobs, no penalties, neither all greedy nor all random), with the
-    PyTorch top-k/top-p (TopKTopPSampler.forward_native; FlashInfer's
-    sampler, which does not sort, is not modelled): an fp32 copy, its
+    logprobs, no penalties, neither all greedy nor all random), through
+    TopKTopPSampler.forward_native with Triton's top-k/top-p (FlashInfer's
+    sampler, the first call's, holds no more): an fp32 copy, its
     greedy argmax (int64), the temperature divided in place, top_k_top_p,
     the softmax (fp32) divided in place by exponential noise (fp32) and its
     argmax, the greedy or the random id (int64), returned as int32."""

@@ -23,8 +23,8 @@ have; torch's own bf16 product allocates nothing but its output.
 
 It then asks memfloor (the command line, MEMFLOOR, -o json) to estimate
 an inference job served by vLLM with the same config inline,
-maxNumBatchedTokens t and concurrency seqs (the estimate's forward runs
-over min(concurrency, maxNumBatchedTokens) sequences, here seqs), and
+maxNumBatchedTokens t and maxNumSeqs seqs (the estimate's forward runs
+over min(maxNumSeqs, maxNumBatchedTokens) sequences, here seqs), and
 fails when its activations bucket is off by more than 2% or below the
 measured peak.  Prints the table and every error; exits 1 on a failure.
 """
@@ -85,7 +85,7 @@ def memfloor(c, t, seqs):
     c served by vLLM over t tokens in seqs sequences of t / seqs tokens."""
     est = estimate(c, {
         "kind": "inference", "server": "vllm",
-        "maxNumBatchedTokens": t, "concurrency": seqs,
+        "maxNumBatchedTokens": t, "maxNumSeqs": seqs, "concurrency": seqs,
         "contextLength": t // seqs,
     })
     for b in est["buckets"]:

@@ -301,6 +301,42 @@ test_parse_defaults(void **state)
 	mf_cat_unref(cat);
 }
 
+/*
+ * A card's vllm map (design 19): the memory CUDA reports and what vLLM
+ * holds outside PyTorch; without it, 0 (the card's memory) and the
+ * defaults of estimate.h, 164Mi and 1833Mi.
+ */
+static void
+test_parse_vllm(void **state)
+{
+	struct mf_catalog *cat = parse_ok(HDR "gpus:\n" GPU_A);
+
+	(void)state;
+	assert_int_equal(cat->gpus[0].cuda_memory, 0);
+	assert_int_equal(cat->gpus[0].non_torch, INT64_C(164) << 20);
+	assert_int_equal(cat->gpus[0].all_reduce, INT64_C(1833) << 20);
+	mf_cat_unref(cat);
+	cat = parse_ok(gpu_doc("name: A", "memory: 16G", "hourlyPrice: 1",
+	    "relativeThroughput: 1",
+	    "vllm: {cudaMemory: 14.5Gi, nonTorchMemory: 100Mi, "
+	    "allReduceMemory: 92Mi}",
+	    NULL));
+	/* 14.5 x 2^30 = 15,569,256,448. */
+	assert_int_equal(cat->gpus[0].cuda_memory, INT64_C(15569256448));
+	assert_int_equal(cat->gpus[0].non_torch, INT64_C(100) << 20);
+	assert_int_equal(cat->gpus[0].all_reduce, INT64_C(92) << 20);
+	mf_cat_unref(cat);
+	expect_fail(gpu_doc("name: A", "memory: 16G", "hourlyPrice: 1",
+	                "relativeThroughput: 1", "vllm:", "  cudaMemory: 17G",
+	                NULL),
+	    MF_EINVAL, "gpus[0].vllm.cudaMemory", 9,
+	    "t.yaml:9: gpus[0].vllm.cudaMemory: is more than the card's memory (16000000000 bytes)");
+	expect_fail(gpu_doc("name: A", "memory: 16G", "hourlyPrice: 1",
+	                "relativeThroughput: 1", "vllm: {nccl: 1Gi}", NULL),
+	    MF_EINVAL, "gpus[0].vllm.nccl", 8,
+	    "t.yaml:8: gpus[0].vllm.nccl: unknown field");
+}
+
 static void
 test_parse_overrides(void **state)
 {
@@ -1521,6 +1557,7 @@ main(void)
 		cmocka_unit_test(test_shipped_smallest_fit),
 		cmocka_unit_test(test_parse_defaults),
 		cmocka_unit_test(test_parse_overrides),
+		cmocka_unit_test(test_parse_vllm),
 		cmocka_unit_test(test_parse_boundaries),
 		cmocka_unit_test(test_parse_json),
 		cmocka_unit_test(test_parse_json_error),

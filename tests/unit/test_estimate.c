@@ -368,7 +368,8 @@ test_est_serving(void **state)
 	/*
 	 * Paged KV cache: 8,200 tokens in blocks of 16 take 513 blocks,
 	 * 8,208 tokens: 131,072 x 2 x 8,208 = 2,151,677,952 (unpaged 131,072
-	 * x 2 x 8,200 = 2,149,580,800); the CUDA graphs' 1Gi default.
+	 * x 2 x 8,200 = 2,149,580,800); the CUDA graphs' 369Mi default (a
+	 * log's 0.36 GiB, estimate.h), and the 164Mi outside PyTorch at TP 1.
 	 */
 	e = est(&llama8b, &w);
 	assert_int_equal(e.bucket[MF_B_KVCACHE], INT64_C(2149580800));
@@ -376,7 +377,8 @@ test_est_serving(void **state)
 	e = est(&llama8b, &w);
 	assert_int_equal(e.seq_tokens, 8208);
 	assert_int_equal(e.bucket[MF_B_KVCACHE], INT64_C(2151677952));
-	assert_int_equal(e.bucket[MF_B_GRAPHS], INT64_C(1073741824));
+	assert_int_equal(e.bucket[MF_B_GRAPHS], INT64_C(369) << 20);
+	assert_int_equal(e.bucket[MF_B_NONTORCH], INT64_C(164) << 20);
 	assert_true(e.bucket[MF_B_ACTIVATIONS] > 0);
 	w.block_size = 7; /* 1,172 blocks of 7: 8,204 tokens */
 	assert_int_equal(est(&llama8b, &w).seq_tokens, 8204);
@@ -415,6 +417,49 @@ test_est_max_served(void **state)
 	e.block = 16;
 	assert_int_equal(mf_est_max_context(&e, INT64_C(43200000000), 32),
 	    6464);
+}
+
+/*
+ * vLLM under tensor parallel 4, Llama 3.1 70B (h 8192, L 80, a 64, kv 8,
+ * I 28672, V 128256, a multiple of 64 already): a GPU holds 16 heads, 2
+ * KV heads and 7,168 of the MLP's width, a layer 8192 x 2048 + 2 x 8192 x
+ * 256 + 2048 x 8192 + 3 x 8192 x 7168 + 2 x 8192 = 213,925,888, x 80 =
+ * 17,114,071,040; and a quarter of the vocabulary of both the embeddings
+ * and the head (VocabParallelEmbedding, ParallelLMHead): 2 x 32,064 x
+ * 8192 = 525,336,576, with the final norm 8,192.  17,639,415,808
+ * parameters, 35,278,831,616 bytes (32.86 GiB; vLLM logs "Model loading
+ * took 32.89 GiB" and so on for this model at TP 4).  KV: 2 x 80 x 2 x
+ * 128 x 2 = 81,920 a token on a GPU, 327,680 on the job's four.  Outside
+ * PyTorch: 164Mi + 1833Mi = 2,094,006,272 a GPU.
+ */
+static void
+test_est_vllm_tensor(void **state)
+{
+	struct mf_model m = llama8b;
+	struct mf_workload w = serving(1, 1024);
+	struct mf_estimate e;
+
+	(void)state;
+	m.hidden = 8192;
+	m.layers = 80;
+	m.heads = 64;
+	m.intermediate = 28672;
+	assert_int_equal(mf_model_params(&m), INT64_C(70553706496));
+	w.server = MF_SERVER_VLLM;
+	w.tensor = 4;
+	e = est(&m, &w);
+	assert_int_equal(e.stage[MF_B_WEIGHTS], INT64_C(35278831616));
+	assert_int_equal(e.kv_token, 81920);
+	assert_int_equal(e.kv_token_job, 327680);
+	assert_int_equal(e.stage[MF_B_NONTORCH], INT64_C(2094006272));
+	assert_int_equal(e.bucket[MF_B_NONTORCH], 4 * INT64_C(2094006272));
+	/* Served plainly, every GPU holds the whole vocabulary: three
+	 * quarters more of each matrix, 2 x 3 x 262,668,288 parameters at 2
+	 * bytes. */
+	w.server = MF_SERVER_NONE;
+	e = est(&m, &w);
+	assert_int_equal(e.stage[MF_B_WEIGHTS],
+	    INT64_C(35278831616) + 2 * 2 * 3 * INT64_C(262668288));
 }
 
 /*
@@ -964,6 +1009,17 @@ forward_tokens(const struct mf_workload *w)
 	return w->server == MF_SERVER_VLLM ? w->batched_tokens : w->context_len;
 }
 
+/* w with vLLM's defaults where it leaves them to the card, as an estimate
+ * without a card takes them (below 70 GiB). */
+static struct mf_workload
+resolved(const struct mf_workload *w)
+{
+	struct mf_workload r = *w;
+
+	mf_vllm_defaults(&r, mf_vllm_tier(0, 0));
+	return r;
+}
+
 /* The counts of the weights' quantized part (QLoRA's NF4 for the
  * transient's Qmax, whose weights the post's arithmetic leaves whole). */
 static struct mf_quant_sum
@@ -985,19 +1041,22 @@ formulas_agree(const struct mf_model *m, const struct mf_workload *w)
 {
 	struct mf_estimate e = est(m, w);
 	struct mf_quant_sum q = quant_counts(m, w, &e);
+	struct mf_workload r = resolved(w);
 	const struct sym syms[] = {
 		{ "P", (double)e.params },
 		{ "T", (double)e.trainable },
 		{ "s", (double)w->seq_len },
 		{ "b", (double)w->micro_batch },
 		MODEL_SYMS(m),
-		{ "seqs",
-		    (double)(w->concurrency < w->batched_tokens ||
-		                w->kind == MF_TRAINING ||
-		                w->server != MF_SERVER_VLLM ?
-		            w->concurrency :
-		            w->batched_tokens) },
-		{ "t", (double)w->batched_tokens },
+		{ "seqs", (double)w->concurrency },
+		/* The profile run's sequences and tokens. */
+		{ "reqs",
+		    (double)(r.max_num_seqs < r.batched_tokens ?
+		            r.max_num_seqs :
+		            r.batched_tokens) },
+		{ "t", (double)r.batched_tokens },
+		{ "nonTorch", (double)w->non_torch },
+		{ "allReduce", (double)w->all_reduce },
 		{ "Plin", (double)mf_model_linear_params(m) },
 		{ "Pc", (double)mf_est_autocast_params(m) },
 		{ "Pq", (double)q.pq },
@@ -1009,7 +1068,7 @@ formulas_agree(const struct mf_model *m, const struct mf_workload *w)
 		{ "Qmax", (double)q.largest },
 		{ "TP", (double)w->tensor },
 		{ "PP", (double)w->pipeline },
-		{ "tokens", (double)forward_tokens(w) },
+		{ "tokens", (double)forward_tokens(&r) },
 		{ "cudaGraphReserve", (double)w->graph_reserve },
 		{ "ctx", (double)w->context_len },
 		{ "N", (double)w->shard_gpus },
@@ -1117,6 +1176,7 @@ serving_formulas_match_bytes(const struct mf_model *const *models, size_t n)
 
 			w = serving(3, 100);
 			w.batched_tokens = 64;
+			w.max_num_seqs = x % 5 == 0 ? 0 : 3;
 			w.weights_dtype = (enum mf_weights_dtype)(x % 6),
 			x /= 6;
 			w.group_size = x % 2 ? 32 : 128, x /= 2;
@@ -1247,6 +1307,7 @@ main(void)
 		cmocka_unit_test(test_est_serving),
 		cmocka_unit_test(test_est_max_served),
 		cmocka_unit_test(test_est_parallel),
+		cmocka_unit_test(test_est_vllm_tensor),
 		cmocka_unit_test(test_est_pipeline_training),
 		cmocka_unit_test(test_est_tensor_training_vocab),
 		cmocka_unit_test(test_formulas_match_bytes),

@@ -208,9 +208,14 @@ test_fields_workload_defaults(void **state)
 	assert_int_equal(w.group_size, 128);
 	assert_int_equal(w.server, MF_SERVER_NONE);
 	assert_true(w.gpu_util == 0.9);
-	assert_int_equal(w.batched_tokens, 8192);
+	/* vLLM's defaults for the card it runs on (mf_vllm_defaults). */
+	assert_int_equal(w.batched_tokens, 0);
+	assert_int_equal(w.max_num_seqs, 0);
 	assert_int_equal(w.block_size, 16);
-	assert_int_equal(w.graph_reserve, GIB);
+	/* 369Mi, 164Mi and 1833Mi: the logs estimate.h cites. */
+	assert_int_equal(w.graph_reserve, INT64_C(369) << 20);
+	assert_int_equal(w.non_torch, INT64_C(164) << 20);
+	assert_int_equal(w.all_reduce, INT64_C(1833) << 20);
 	assert_int_equal(w.tensor, 1);
 	assert_int_equal(w.pipeline, 1);
 	assert_int_equal(w.expert, 1);
@@ -229,7 +234,6 @@ test_fields_workload_defaults(void **state)
 	assert_true(w.reshard_after_forward);
 	assert_false(w.sequence_parallel);
 	assert_false(w.loss_parallel);
-	assert_int_equal(w.max_num_seqs, 256);
 }
 
 int

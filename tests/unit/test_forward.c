@@ -57,7 +57,7 @@ formula_agrees(const struct mf_model *m, int64_t tokens, int64_t seqs)
 {
 	const struct sym syms[] = {
 		{ "t", (double)tokens },
-		{ "seqs", (double)seqs },
+		{ "reqs", (double)seqs },
 		MODEL_SYMS(m),
 	};
 	char formula[MF_FORMULA_MAX];
@@ -84,12 +84,12 @@ formula_agrees(const struct mf_model *m, int64_t tokens, int64_t seqs)
  *   MLP          8h + 6I           = 32,768 + 86,016          = 118,784
  * the MLP, plus cos and sin (4d = 512): 119,296 a token.
  * The logits phase, per sequence: two hidden states (4h = 16,384), the
- * 16-bit logits, the fp32 copy, its sort and order, the two masks and the
- * cumulated softmax (24V = 2V + 4V + 4V + 8V + V + 4V + V = 3,078,144),
- * the dummy metadata (28), the first call's and the greedy ids and 1 - p
- * (16): 3,094,572.  vLLM's default batch, t 8192 in 256 sequences: 8192 x
- * 119,296 = 977,272,832; the logits, 8192 x 2h + 256 x 3,094,572 =
- * 67,108,864 + 792,210,432 = 859,319,296, are below.
+ * 16-bit logits, the fp32 copy masked in place by Triton's top-k/top-p,
+ * its softmax and the exponential noise (14V = 2V + 4V + 4V + 4V =
+ * 1,795,584), the dummy metadata (28), the first call's, the greedy and
+ * the random ids (20): 1,812,016.  t 8192 in 256 sequences: 8192 x
+ * 119,296 = 977,272,832; the logits, 8192 x 2h + 256 x 1,812,016 =
+ * 67,108,864 + 463,876,096 = 530,984,960, are below.
  */
 static void
 test_forward_llama8b(void **state)
@@ -103,14 +103,14 @@ test_forward_llama8b(void **state)
 	assert_string_equal(formula,
 	    "max(t x (4d + max(4h + 8ad + 4kvd, 4h + 4ad + 10kvd, "
 	    "6h + 4ad + 4kvd, 12h + 8, 8h + 6I)), "
-	    "t x 2h + seqs x (4h + 24V + 44))");
+	    "t x 2h + reqs x (4h + 14V + 48))");
 	/*
 	 * 512 sequences of one token: the layer's 512 x 119,296 =
-	 * 61,079,552 is below the logits', 512 x 2h + 512 x 3,094,572 =
-	 * 4,194,304 + 1,584,420,864 = 1,588,615,168.
+	 * 61,079,552 is below the logits', 512 x 2h + 512 x 1,812,016 =
+	 * 4,194,304 + 927,752,192 = 931,946,496.
 	 */
 	assert_int_equal(mf_forward_peak(m, 512, 512, formula),
-	    INT64_C(1588615168));
+	    INT64_C(931946496));
 	/* The hand-written shape is the shipped one. */
 	assert_int_equal(mf_forward_peak(&llama8b, 8192, 256, NULL),
 	    INT64_C(977272832));
@@ -125,8 +125,8 @@ test_forward_llama8b(void **state)
  *   2E (router logits) + 26k (weights, indices, order)      =      68
  * 221,252, plus 4d = 512: 221,764 a token.  t 8192 in 256 sequences:
  * 8192 x 221,764 = 1,816,690,688, above the logits' 8192 x 2h + 256 x
- * (4h + 24V + 44) = 67,108,864 + 256 x 784,428 = 67,108,864 +
- * 200,813,568 = 267,922,432.
+ * (4h + 14V + 48) = 67,108,864 + 256 x 464,432 = 67,108,864 +
+ * 118,894,592 = 186,003,456.
  */
 static void
 test_forward_mixtral(void **state)
@@ -140,13 +140,12 @@ test_forward_mixtral(void **state)
 	assert_string_equal(formula,
 	    "max(t x (4d + max(4h + 8ad + 4kvd, 4h + 4ad + 10kvd, "
 	    "6h + 4ad + 4kvd, 12h + 8, 8h + 2kh + 6kIe + 2E + 26k)), "
-	    "t x 2h + seqs x (4h + 24V + 44))");
+	    "t x 2h + reqs x (4h + 14V + 48))");
 	/*
 	 * 16 sequences of one token: 16 x 221,764 = 3,548,224 against
-	 * 16 x 2h + 16 x 784,428 = 131,072 + 12,550,848 = 12,681,920.
+	 * 16 x 2h + 16 x 464,432 = 131,072 + 7,430,912 = 7,561,984.
 	 */
-	assert_int_equal(mf_forward_peak(m, 16, 16, formula),
-	    INT64_C(12681920));
+	assert_int_equal(mf_forward_peak(m, 16, 16, formula), INT64_C(7561984));
 }
 
 /* Every shipped model, at batches where each phase wins. */

@@ -1044,8 +1044,9 @@ test_read_parallel_recipes(void **state)
 	    &job);
 	assert_int_equal(job.work.max_num_seqs, 512);
 	mf_doc_free(doc);
+	/* Not given: vLLM's default for the card (0 until placed). */
 	read_ok(MSPEC INF "    server: vllm\n", &doc, &job);
-	assert_int_equal(job.work.max_num_seqs, 256);
+	assert_int_equal(job.work.max_num_seqs, 0);
 	mf_doc_free(doc);
 	expect_err(MSPEC INF "    maxNumSeqs: 512\n",
 	    "spec.workload.maxNumSeqs", 11, "applies only with server: vllm");

@@ -801,6 +801,66 @@ test_model_inference(void **state)
 }
 
 /*
+ * A vllm job is sized on each card as vLLM sizes it there (design 19):
+ * the profile run at the card's defaults of maxNumBatchedTokens and
+ * maxNumSeqs (vllm/engine/arg_utils.py: 2048 tokens and 256 sequences
+ * below 70 GiB, 8192 and 1024 from it), the card's memory outside
+ * PyTorch (164Mi by default at TP 1), and a budget that is a share of
+ * the memory CUDA reports (vllm.cudaMemory) where the card says it.
+ * Llama 3.1 8B, one sequence of 1,024 tokens:
+ *   weights 2P = 16,060,522,496; KV 131,072 x 1,024 = 134,217,728;
+ *   graphs 369Mi = 386,924,544; outside PyTorch 164Mi = 171,966,464;
+ *   together 16,753,631,232.
+ * - SMALL (48G): t 2048 in 256 sequences: the logits, 2048 x 2h +
+ *   256 x (4h + 14V + 48) = 16,777,216 + 256 x 1,812,016 = 480,653,312,
+ *   above the layers' 2048 x 119,296 = 244,318,208 (test_forward.c):
+ *   need 17,234,284,544.  43.2e9 usable: (43,200,000,000 -
+ *   17,100,066,816) / 134,217,728 = 194.5 -> 194 sequences.
+ * - BIG (80Gi, cudaMemory 81121Mi): t 8192 in 1024 sequences: 67,108,864
+ *   + 1024 x 1,812,016 = 1,922,613,248: need 18,676,244,480.  Usable
+ *   81121Mi x 0.9 = 76,554,171,187: (76,554,171,187 - 18,542,026,752) /
+ *   134,217,728 = 432.2 -> 432 sequences.
+ */
+static void
+test_place_vllm_card_defaults(void **state)
+{
+	struct mf_catalog *cat =
+	    cat_parse(CAT_HDR GPU("SMALL", "48G", "0.50", "0.5") GPU("BIG",
+	        "80Gi", "2.00", "1.0") "    vllm:\n"
+	                               "      cudaMemory: 81121Mi\n");
+	struct mf_decision d;
+	struct fx f;
+
+	(void)state;
+	job_load(&f,
+	    LLAMA "  workload:\n    kind: inference\n    server: vllm\n"
+	          "    concurrency: 1\n    contextLength: 1024\n");
+	place(&f, cat, &d);
+	assert_true(d.admitted);
+	assert_string_equal(d.placement.gpu->name, "SMALL");
+	assert_int_equal(d.placement.need, INT64_C(17234284544));
+	assert_int_equal(d.placement.max_seqs, 194);
+	assert_int_equal(d.est.bucket[MF_B_ACTIVATIONS], INT64_C(480653312));
+	assert_int_equal(d.est.bucket[MF_B_NONTORCH], INT64_C(171966464));
+	assert_int_equal(d.need, INT64_C(17234284544));
+	assert_int_equal(d.nalt, 1);
+	assert_string_equal(d.alt[0].gpu->name, "BIG");
+	assert_int_equal(d.alt[0].need, INT64_C(18676244480));
+	assert_int_equal(d.alt[0].max_seqs, 432);
+	job_free(&f);
+	/* maxNumSeqs and maxNumBatchedTokens given: every card alike. */
+	job_load(&f,
+	    LLAMA "  workload:\n    kind: inference\n    server: vllm\n"
+	          "    concurrency: 1\n    contextLength: 1024\n"
+	          "    maxNumSeqs: 256\n    maxNumBatchedTokens: 2048\n");
+	place(&f, cat, &d);
+	assert_int_equal(d.placement.need, INT64_C(17234284544));
+	assert_int_equal(d.alt[0].need, INT64_C(17234284544));
+	job_free(&f);
+	mf_cat_unref(cat);
+}
+
+/*
  * An inference job has no training fix but its own (design 14), in order:
  * kvfp8, int8, int4, tensor, context, concurrency.  Llama 3.1 8B, 32
  * sequences of 8,192 tokens on one L40S (48G, 43.2e9 usable):
@@ -1910,7 +1970,10 @@ test_nodes_llama_70b(void **state)
  *   = 24,472,199,168;
  *   KV cache 2 x 32 x 8 x 128 x 2 bytes = 131,072 a token x 64 x 8,192 =
  *   68,719,476,736, in fp8 34,359,738,368;
- *   plus the forward's activations and the 1 GiB CUDA-graph reserve.
+ *   plus the profile run's activations at the card's vLLM defaults, the
+ *   369Mi CUDA-graph reserve and the 164Mi outside PyTorch; int8 also
+ *   holds an fp32 scale an output row, 32 x (4096 + 1024 + 1024 + 4096 +
+ *   8 x (14336 + 14336 + 4096)) = 8,716,288 rows, 34,865,152 bytes.
  * On a B200 (162e9 usable) bf16 with a bf16 cache (165.0 GB) does not
  * fit; an fp8 cache (130.7 GB) and int4 weights (96.1 GB) both do, at the
  * same cost: the fp8 KV cache changes the model less.  On a 140G card
@@ -1939,7 +2002,10 @@ test_tie_least_intrusive_serving(void **state)
 	place(&f, b200, &d);
 	assert_true(d.admitted);
 	expect_placement(&d.placement, "B200", 1, BIT(KVFP8));
-	rest = d.est.bucket[MF_B_ACTIVATIONS] + INT64_C(1073741824);
+	rest = d.est.bucket[MF_B_ACTIVATIONS] + d.est.bucket[MF_B_GRAPHS] +
+	    d.est.bucket[MF_B_NONTORCH];
+	assert_int_equal(d.est.bucket[MF_B_GRAPHS], INT64_C(369) << 20);
+	assert_int_equal(d.est.bucket[MF_B_NONTORCH], INT64_C(164) << 20);
 	assert_int_equal(d.placement.need,
 	    INT64_C(93405585408) + INT64_C(34359738368) + rest);
 	assert_true(INT64_C(93405585408) + INT64_C(68719476736) + rest >
@@ -1947,8 +2013,11 @@ test_tie_least_intrusive_serving(void **state)
 	near(d.placement.cost, 10 / 2.274 * 5.50);
 	place(&f, c140, &d);
 	expect_placement(&d.placement, "c140", 1, BIT(INT8));
+	rest = d.est.bucket[MF_B_ACTIVATIONS] + d.est.bucket[MF_B_GRAPHS] +
+	    d.est.bucket[MF_B_NONTORCH];
 	assert_int_equal(d.placement.need,
-	    INT64_C(46966251520) + INT64_C(68719476736) + rest);
+	    INT64_C(46966251520) + INT64_C(34865152) + INT64_C(68719476736) +
+	        rest);
 	job_free(&f);
 	mf_cat_unref(b200);
 	mf_cat_unref(c140);
@@ -2583,6 +2652,7 @@ main(void)
 		cmocka_unit_test(test_model_qlora_cheapest),
 		cmocka_unit_test(test_model_inference),
 		cmocka_unit_test(test_model_inference_rejected),
+		cmocka_unit_test(test_place_vllm_card_defaults),
 		cmocka_unit_test(test_key_case_rejected),
 		cmocka_unit_test(test_key_case_admitted),
 		cmocka_unit_test(test_key_case_time_factor),
