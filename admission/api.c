@@ -326,6 +326,8 @@ decide_estimate(const struct mf_api *api, struct mf_request *req,
 		mf_answer_err(ans, MF_EINVAL, &err, out);
 	} else if (mf_job_check_layout(job, &err) != MF_OK) {
 		mf_answer_err(ans, MF_EINVAL, &err, out);
+	} else if (mf_job_check_model(job, &err) != MF_OK) {
+		mf_answer_err(ans, MF_EINVAL, &err, out);
 	} else if (mf_est_compute(&job->model, &job->work, &est) != MF_OK ||
 	    (api->cat != NULL &&
 	        mf_floor_for(est.per_gpu, mf_headroom(api->cat, &job->work)) <

@@ -122,6 +122,23 @@ check_lengths(struct mf_job *job, const char *base, int line, int column,
 	return MF_OK;
 }
 
+/* Where the lengths are written, for the errors that need the model
+ * (mf_job_check_model). */
+static void
+note_lengths(struct mf_job *job, const struct mf_node *spec)
+{
+	const struct mf_node *wl = mf_node_get(spec, "workload"), *n;
+
+	if ((n = mf_node_get(wl, "sequenceLength")) != NULL) {
+		job->seq_line = n->line;
+		job->seq_column = n->column;
+	}
+	if ((n = mf_node_get(wl, "contextLength")) != NULL) {
+		job->context_line = n->line;
+		job->context_column = n->column;
+	}
+}
+
 /* Cross-field rules that no single field can check; spec may be NULL.
  * base is the spec's path. */
 static enum mf_rc
@@ -133,6 +150,7 @@ check_spec(struct mf_job *job, const char *base, const struct mf_node *spec,
 	char p[PATHMAX];
 	enum mf_rc rc;
 
+	note_lengths(job, spec);
 	if (job->min_memory == 0 && job->model_source == MF_MODEL_NONE)
 		return mf_error_set(err, MF_EINVAL,
 		    mf_path(p, sizeof(p), base, "resources.gpu.minMemory"),

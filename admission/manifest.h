@@ -58,6 +58,10 @@ struct mf_job {
 	 * 0: any count the catalogue allows, over as many nodes as it takes.
 	 */
 	int64_t pods;
+	/* Where workload.sequenceLength and contextLength are written, for
+	 * the errors that need the model (mf_job_check_model); 0: not
+	 * given, or JSON. */
+	int seq_line, seq_column, context_line, context_column;
 };
 
 /*

@@ -619,6 +619,110 @@ read_arch(const struct mf_node *cfg, const char *path, struct mf_model *m,
 	return mf_node_bool(n, field, &m->tied_embeddings, err);
 }
 
+/*
+ * The context limit, as vLLM derives max_model_len from the config
+ * (vllm/config/model.py _get_and_verify_max_len, vllm 0.33):
+ * max_position_embeddings, times rope_scaling's factor unless its type is
+ * one that leaves the field already scaled (su, longrope, llama3, yarn,
+ * deepseek_yarn, deepseek_llama_scaling).  Older vLLM and the model cards
+ * of YaRN checkpoints (Qwen2.5: factor 4 over an original 32,768) take
+ * original_max_position_embeddings x factor for YaRN: the larger of the
+ * two is the limit, so that no job vLLM serves is refused.  transformers
+ * 5 calls rope_scaling rope_parameters.
+ */
+static const char *const rope_prescaled[] = { "su", "longrope", "llama3",
+	"yarn", "deepseek_yarn", "deepseek_llama_scaling", NULL };
+
+static int
+in_list(const char *const *list, const char *s)
+{
+	for (size_t i = 0; s != NULL && list[i] != NULL; i++)
+		if (strcmp(list[i], s) == 0)
+			return 1;
+	return 0;
+}
+
+/* rope_scaling's type: rope_type, else type; NULL when neither. */
+static enum mf_rc
+rope_type(const struct mf_node *rs, const char *path, const char **type,
+    struct mf_error *err)
+{
+	char field[sizeof(err->field)];
+	const char *key = "rope_type";
+	const struct mf_node *n = member(rs, key);
+
+	if (n == NULL) {
+		key = "type";
+		n = member(rs, key);
+	}
+	*type = NULL;
+	mf_path(field, sizeof(field), path, key);
+	return n == NULL ? MF_OK : mf_node_str(n, field, type, err);
+}
+
+static enum mf_rc
+read_rope(const struct mf_node *rs, const char *path, struct mf_model *m,
+    struct mf_error *err)
+{
+	char field[sizeof(err->field)];
+	const struct mf_node *n;
+	const char *type;
+	int64_t orig = 0;
+	double factor = 1;
+	enum mf_rc rc;
+
+	if (rs->type != MF_NODE_MAP)
+		return mf_error_set(err, MF_EINVAL, path, rs->line, rs->column,
+		    "must be a mapping, not %s", mf_node_type_name(rs->type));
+	rc = rope_type(rs, path, &type, err);
+	n = member(rs, "factor");
+	mf_path(field, sizeof(field), path, "factor");
+	if (rc == MF_OK && n != NULL)
+		rc = mf_node_double(n, field, 1, 1e6, &factor, err);
+	if (rc == MF_OK)
+		rc = read_int(rs, path, "original_max_position_embeddings",
+		    MF_MODEL_MAX_CONTEXT, 0, &orig, err);
+	if (rc != MF_OK)
+		return rc;
+	if (!in_list(rope_prescaled, type)) {
+		m->rope_factor = factor;
+		m->max_context = (int64_t)((double)m->positions * factor);
+	}
+	if (type != NULL && strstr(type, "yarn") != NULL && orig > 0 &&
+	    (double)orig * factor > (double)m->max_context) {
+		m->rope_factor = factor;
+		m->rope_original = orig;
+		m->max_context = (int64_t)((double)orig * factor);
+	}
+	if (m->max_context > MF_MODEL_MAX_CONTEXT)
+		m->max_context = MF_MODEL_MAX_CONTEXT;
+	return MF_OK;
+}
+
+static enum mf_rc
+read_context(const struct mf_node *cfg, const char *path, struct mf_model *m,
+    struct mf_error *err)
+{
+	char field[sizeof(err->field)];
+	const char *key = "rope_scaling";
+	const struct mf_node *rs;
+	enum mf_rc rc;
+
+	rc = read_int(cfg, path, "max_position_embeddings",
+	    MF_MODEL_MAX_CONTEXT, 0, &m->positions, err);
+	m->max_context = m->positions;
+	m->rope_factor = 1;
+	rs = member(cfg, key);
+	if (rs == NULL) {
+		key = "rope_parameters";
+		rs = member(cfg, key);
+	}
+	if (rc != MF_OK || rs == NULL || m->positions == 0)
+		return rc;
+	mf_path(field, sizeof(field), path, key);
+	return read_rope(rs, field, m, err);
+}
+
 enum mf_rc
 mf_model_read(const struct mf_node *config, const char *path,
     struct mf_model *out, struct mf_error *err)
@@ -633,12 +737,15 @@ mf_model_read(const struct mf_node *config, const char *path,
 		    config->column, "must be a mapping, not %s",
 		    mf_node_type_name(config->type));
 	memset(&m, 0, sizeof(m));
-	mf_quant_none(&m.quant);
 	rc = read_dims(config, path, &m, err);
 	if (rc == MF_OK)
 		rc = check_heads(config, path, &m, err);
 	if (rc == MF_OK)
 		rc = read_arch(config, path, &m, err);
+	if (rc == MF_OK)
+		rc = read_context(config, path, &m, err);
+	if (rc == MF_OK)
+		rc = mf_model_read_quant(config, path, &m, err);
 	if (rc != MF_OK)
 		return rc;
 	if (mf_model_params(&m) < 0)

@@ -57,6 +57,22 @@ struct mf_model {
 	/* How the checkpoint stores its linear weights: its
 	 * quantization_config, else 16-bit (mf_quant_none). */
 	struct mf_quant quant;
+	/* Its quantization_config names a method quant.c does not know
+	 * (quant_method, borrowed from the config's document; estimate.c
+	 * refuses it unless weightsDtype is given): "" when known. */
+	char quant_unknown[32];
+	/*
+	 * The tokens a sequence may hold (mf_model_context): 0 when the
+	 * config gives no max_position_embeddings.  positions is that
+	 * field, rope_factor the rope_scaling factor applied to it (1 when
+	 * none), rope_original rope_scaling's
+	 * original_max_position_embeddings when the limit is that times the
+	 * factor (YaRN), else 0.
+	 */
+	int64_t max_context;
+	int64_t positions;
+	double rope_factor;
+	int64_t rope_original;
 };
 
 enum mf_lora_targets {
@@ -90,6 +106,20 @@ enum mf_rc mf_model_read(const struct mf_node *config, const char *path,
 #define MF_MODEL_MAX_HEADS 4096
 #define MF_MODEL_MAX_VOCAB (INT64_C(1) << 24)
 #define MF_MODEL_MAX_EXPERTS 1024
+/* Tokens: max_position_embeddings and the limit derived from it. */
+#define MF_MODEL_MAX_CONTEXT (INT64_C(1) << 40)
+
+/*
+ * Read cfg's quantization_config (when present) into m->quant
+ * (model_quant.c): AWQ, GPTQ, bitsandbytes, fp8 and compressed-tensors,
+ * with the linear layers it keeps 16-bit; another quant_method is kept
+ * in m->quant_unknown.  MF_EINVAL naming the field for a value of the
+ * wrong type or out of range.
+ */
+enum mf_rc mf_model_read_quant(const struct mf_node *cfg, const char *path,
+    struct mf_model *m, struct mf_error *err);
+/* The quant_method names mf_model_read_quant knows, ", " between. */
+const char *mf_quant_methods(void);
 
 /* Total parameters (design 5); equals the published totals exactly. */
 int64_t mf_model_params(const struct mf_model *m);

@@ -177,6 +177,58 @@ card_tier(const struct mf_gpu *g)
 	    a100);
 }
 
+/* " (max_position_embeddings)" and so on: where m's limit comes from. */
+static void
+context_source(const struct mf_model *m, char *buf, size_t size)
+{
+	if (m->rope_original > 0)
+		snprintf(buf, size,
+		    "rope_scaling original_max_position_embeddings %lld x factor %g",
+		    (long long)m->rope_original, m->rope_factor);
+	else if (m->rope_factor != 1)
+		snprintf(buf, size,
+		    "max_position_embeddings %lld x rope_scaling factor %g",
+		    (long long)m->positions, m->rope_factor);
+	else
+		snprintf(buf, size, "max_position_embeddings");
+}
+
+enum mf_rc
+mf_job_check_model(const struct mf_job *job, struct mf_error *err)
+{
+	const struct mf_model *m = &job->model;
+	int train = job->work.kind == MF_TRAINING;
+	int64_t tokens = train ? job->work.seq_len : job->work.context_len;
+	char from[96];
+
+	if (job->model_source == MF_MODEL_NONE)
+		return MF_OK;
+	if (!train && m->quant_unknown[0] != '\0' &&
+	    job->work.weights_dtype == MF_WD_DEFAULT)
+		return mf_error_set(err, MF_EINVAL, "spec.model", 0, 0,
+		    "quantization_config.quant_method '%s' is not a format memfloor knows (known: %s): give spec.workload.weightsDtype",
+		    m->quant_unknown, mf_quant_methods());
+	if (m->max_context == 0 || tokens <= m->max_context)
+		return MF_OK;
+	context_source(m, from, sizeof(from));
+	return mf_error_set(err, MF_EINVAL,
+	    train ? "spec.workload.sequenceLength" :
+	            "spec.workload.contextLength",
+	    train ? job->seq_line : job->context_line,
+	    train ? job->seq_column : job->context_column,
+	    "%lld tokens is more than the model's context limit, %lld (%s)",
+	    (long long)tokens, (long long)m->max_context, from);
+}
+
+/* Tokens a sequence may hold: v, no more than the model takes. */
+static int64_t
+context_cap(const struct search *s, int64_t v)
+{
+	int64_t max = s->job->model.max_context;
+
+	return max > 0 && v > max ? max : v;
+}
+
 void
 mf_work_bind_card(struct mf_workload *w, const struct mf_gpu *g)
 {
@@ -488,8 +540,8 @@ serve_figures(const struct search *s, const struct plan *pl,
 		return;
 	usable = card_usable(s, p->gpu) - card_delta(s, p->gpu, pl);
 	p->max_seqs = mf_est_max_seqs(pl->est, usable);
-	p->max_context =
-	    mf_est_max_context(pl->est, usable, s->job->work.concurrency);
+	p->max_context = context_cap(s,
+	    mf_est_max_context(pl->est, usable, s->job->work.concurrency));
 }
 
 static void
@@ -1257,8 +1309,10 @@ served_amount(struct search *s, const struct plan *pl, enum mf_fix fix)
 		    pl->tensor > cd.g->gpus_per_node)
 			continue;
 		v = fix == MF_FIX_CONTEXT ?
-		    mf_est_max_context(pl->est,
-		        cd.usable - card_delta(s, cd.g, pl), w->concurrency) :
+		    context_cap(s,
+		        mf_est_max_context(pl->est,
+		            cd.usable - card_delta(s, cd.g, pl),
+		            w->concurrency)) :
 		    mf_est_max_seqs(pl->est,
 		        cd.usable - card_delta(s, cd.g, pl));
 		if (v < 1 || v >= want)
@@ -1639,6 +1693,9 @@ mf_place(const struct mf_job *given, const struct mf_catalog *cat,
 	struct mf_decision d;
 	enum mf_rc rc;
 
+	rc = mf_job_check_model(given, err);
+	if (rc != MF_OK)
+		return rc;
 	mf_job_bind(job, cat);
 	/* As pods, every pod takes a GPU at least. */
 	if (job->pods > 0 && !job->count_given)

@@ -140,6 +140,17 @@ void mf_job_bind(struct mf_job *job, const struct mf_catalog *cat);
  * the settings w leaves 0 (mf_vllm_defaults, by the card's tier) and the
  * card's memory outside PyTorch.  Other workloads are left as they are. */
 void mf_work_bind_card(struct mf_workload *w, const struct mf_gpu *g);
+/*
+ * Whether the job asks what its model cannot give (design 19): a
+ * sequenceLength (training) or contextLength (inference) past the
+ * model's context limit (max_position_embeddings, or its rope-scaling
+ * limit) is MF_EINVAL naming both numbers; so is inference on a
+ * quantization_config of a method memfloor does not know, unless
+ * weightsDtype says how the weights are stored.  mf_place checks it; an
+ * estimate made outside it calls this first, once a configUrl's model is
+ * fetched.
+ */
+enum mf_rc mf_job_check_model(const struct mf_job *job, struct mf_error *err);
 /* "limits.maxCost", ...; NULL for MF_LIMIT_NONE. */
 const char *mf_limit_name(enum mf_limit limit);
 

@@ -3,8 +3,9 @@
  *
  * Any byte string either fails to parse or to read as a config, or gives
  * a model whose parameter count fits in 63 bits; the estimate of a
- * default training (both estimators, sdpa and eager), LoRA and inference
- * workload on it either reports
+ * default training (both estimators, sdpa and eager), LoRA, QLoRA and
+ * inference workload (plain, and served by vLLM on one GPU and two, in the
+ * config's storage and in int4) on it either reports
  * MF_ERANGE or adds up: total is the sum of the buckets and per_gpu is no
  * more than total.
  */
@@ -35,8 +36,10 @@ check_estimate(const struct mf_model *m, const struct mf_workload *w)
 		    __builtin_add_overflow(sum, e.bucket[b], &sum))
 			abort();
 	}
+	/* vLLM pads the vocabulary of the embeddings and the head. */
 	if (e.total != sum || e.per_gpu < 0 || e.per_gpu > e.total ||
-	    e.params != mf_model_params(m))
+	    e.params < mf_model_params(m) ||
+	    (w->server != MF_SERVER_VLLM && e.params != mf_model_params(m)))
 		abort();
 }
 
@@ -62,10 +65,20 @@ check_model(const struct mf_model *m)
 		w.method = MF_LORA;
 		check_estimate(m, &w);
 	}
+	w.method = MF_QLORA;
+	check_estimate(m, &w);
 	mf_workload_defaults(&w);
 	w.kind = MF_INFERENCE;
 	w.concurrency = 32;
 	w.context_len = 8192;
+	check_estimate(m, &w);
+	/* Served by vLLM (the config's quantization_config, or int4), on
+	 * one GPU and over tensor parallel 2. */
+	w.server = MF_SERVER_VLLM;
+	check_estimate(m, &w);
+	w.tensor = 2;
+	check_estimate(m, &w);
+	w.weights_dtype = MF_WD_INT4;
 	check_estimate(m, &w);
 }
 

@@ -19,6 +19,10 @@ static const struct mf_model llama8b = {
 	.intermediate = 14336,
 	.vocab = 128256,
 	.norms_per_layer = 2,
+	/* max_position_embeddings; rope_scaling llama3 leaves it as it is */
+	.max_context = 131072,
+	.positions = 131072,
+	.rope_factor = 1,
 };
 
 /* h 64, L 2, a 4, kv 2, d 16, I 128, V 1000, tied: P = 138,048. */
@@ -69,6 +73,9 @@ static const struct published {
 	{ "Qwen/Qwen1.5-MoE-A2.7B", INT64_C(14315784192) },
 	{ "Qwen/Qwen2.5-7B", INT64_C(7615616512) },
 	{ "google/gemma-2-9b", INT64_C(9241705984) },
+	/* Llama 3.1 70B's shapes, its linears stored as AWQ */
+	{ "hugging-quants/Meta-Llama-3.1-70B-Instruct-AWQ-INT4",
+	    INT64_C(70553706496) },
 	{ "meta-llama/Llama-3.1-70B", INT64_C(70553706496) },
 	{ "meta-llama/Llama-3.1-8B", INT64_C(8030261248) },
 	{ "microsoft/Phi-3-mini-4k-instruct", INT64_C(3821079552) },

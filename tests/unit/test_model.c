@@ -314,6 +314,190 @@ test_read_tiny(void **state)
 	assert_int_equal(mf_model_params(&m), 138048);
 }
 
+/*
+ * The context limit (vllm/config/model.py _get_and_verify_max_len):
+ * max_position_embeddings; times a linear or dynamic rope_scaling factor;
+ * left as it is by llama3; for YaRN the larger of it and
+ * original_max_position_embeddings x factor (Qwen2.5's recipe, 32,768 x
+ * 4 = 131,072).  No max_position_embeddings: no limit (0).
+ */
+static void
+test_read_context(void **state)
+{
+	struct mf_error err;
+	struct mf_model m;
+
+	(void)state;
+	assert_int_equal(read_text(tiny_json(NULL, NULL), &m, &err), MF_OK);
+	assert_int_equal(m.max_context, 0);
+	assert_int_equal(read_text(tiny_json(NULL,
+	                               "\"max_position_embeddings\": 4096"),
+	                     &m, &err),
+	    MF_OK);
+	assert_int_equal(m.max_context, 4096);
+	assert_int_equal(read_text(tiny_json(NULL,
+	                               "\"max_position_embeddings\": 4096, "
+	                               "\"rope_scaling\": {\"type\": "
+	                               "\"linear\", \"factor\": 4.0}"),
+	                     &m, &err),
+	    MF_OK);
+	assert_int_equal(m.max_context, 16384);
+	assert_true(m.rope_factor == 4.0);
+	assert_int_equal(read_text(tiny_json(NULL,
+	                               "\"max_position_embeddings\": 131072, "
+	                               "\"rope_scaling\": {\"rope_type\": "
+	                               "\"llama3\", \"factor\": 8.0, "
+	                               "\"original_max_position_embeddings\": "
+	                               "8192}"),
+	                     &m, &err),
+	    MF_OK);
+	assert_int_equal(m.max_context, 131072);
+	assert_true(m.rope_factor == 1.0);
+	assert_int_equal(read_text(tiny_json(NULL,
+	                               "\"max_position_embeddings\": 32768, "
+	                               "\"rope_scaling\": {\"type\": \"yarn\", "
+	                               "\"factor\": 4.0, "
+	                               "\"original_max_position_embeddings\": "
+	                               "32768}"),
+	                     &m, &err),
+	    MF_OK);
+	assert_int_equal(m.max_context, 131072);
+	assert_int_equal(m.rope_original, 32768);
+	assert_int_equal(read_text(tiny_json(NULL,
+	                               "\"max_position_embeddings\": 4096, "
+	                               "\"rope_scaling\": [4]"),
+	                     &m, &err),
+	    MF_EINVAL);
+	assert_string_equal(err.field, CFG_PATH ".rope_scaling");
+	assert_int_equal(read_text(tiny_json(NULL,
+	                               "\"max_position_embeddings\": 4096, "
+	                               "\"rope_scaling\": {\"factor\": \"x\"}"),
+	                     &m, &err),
+	    MF_EINVAL);
+	assert_string_equal(err.field, CFG_PATH ".rope_scaling.factor");
+}
+
+/*
+ * quantization_config as published checkpoints write it: AWQ
+ * (hugging-quants' Llama 3.1 AWQ INT4: bits 4, group_size 128,
+ * zero_point true, version gemm), GPTQ (group_size -1: a scale a row),
+ * bitsandbytes 4-bit with double quantization, fp8 with 128 x 128 block
+ * scales, compressed-tensors W4A16 groups of 128 with lm_head ignored.
+ */
+static void
+test_read_quantization_config(void **state)
+{
+	struct mf_error err;
+	struct mf_model m;
+
+	(void)state;
+	assert_int_equal(read_text(tiny_json(NULL,
+	                               "\"quantization_config\": {\"bits\": 4,"
+	                               " \"group_size\": 128, "
+	                               "\"modules_to_not_convert\": null, "
+	                               "\"quant_method\": \"awq\", \"version\":"
+	                               " \"gemm\", \"zero_point\": true}"),
+	                     &m, &err),
+	    MF_OK);
+	assert_int_equal(m.quant.format, MF_Q_SCALED);
+	assert_string_equal(m.quant.method, "awq");
+	assert_int_equal(m.quant.bits, 4);
+	assert_int_equal(m.quant.group, 128);
+	assert_int_equal(m.quant.scale_bytes, 2);
+	assert_int_equal(m.quant.zero_points, 1);
+	assert_int_equal(m.quant.g_idx, 0);
+	assert_int_equal(read_text(tiny_json(NULL,
+	                               "\"quantization_config\": {\"bits\": 8,"
+	                               " \"group_size\": -1, \"desc_act\": "
+	                               "false, \"sym\": true, "
+	                               "\"quant_method\": \"gptq\"}"),
+	                     &m, &err),
+	    MF_OK);
+	assert_int_equal(m.quant.bits, 8);
+	assert_int_equal(m.quant.group, MF_Q_PER_ROW);
+	assert_int_equal(m.quant.g_idx, 1);
+	assert_int_equal(read_text(tiny_json(NULL,
+	                               "\"quantization_config\": {"
+	                               "\"quant_method\": \"bitsandbytes\", "
+	                               "\"load_in_4bit\": true, "
+	                               "\"bnb_4bit_quant_type\": \"nf4\", "
+	                               "\"bnb_4bit_use_double_quant\": true, "
+	                               "\"llm_int8_skip_modules\": "
+	                               "[\"lm_head\", \"mlp.down_proj\"]}"),
+	                     &m, &err),
+	    MF_OK);
+	assert_int_equal(m.quant.format, MF_Q_NF4);
+	assert_int_equal(m.quant.group, 64);
+	assert_int_equal(m.quant.double_quant, 1);
+	assert_int_equal(m.quant.keep, 1u << MF_LIN_DOWN);
+	assert_int_equal(read_text(tiny_json(NULL,
+	                               "\"quantization_config\": {"
+	                               "\"quant_method\": \"fp8\", "
+	                               "\"activation_scheme\": \"dynamic\", "
+	                               "\"weight_block_size\": [128, 128]}"),
+	                     &m, &err),
+	    MF_OK);
+	assert_int_equal(m.quant.bits, 8);
+	assert_int_equal(m.quant.block_out, 128);
+	assert_int_equal(m.quant.block_in, 128);
+	assert_int_equal(m.quant.scale_bytes, 4);
+	assert_int_equal(read_text(tiny_json(NULL,
+	                               "\"quantization_config\": {"
+	                               "\"quant_method\": "
+	                               "\"compressed-tensors\", \"format\": "
+	                               "\"pack-quantized\", \"config_groups\": "
+	                               "{\"group_0\": {\"targets\": "
+	                               "[\"Linear\"], \"weights\": "
+	                               "{\"num_bits\": 4, \"type\": \"int\", "
+	                               "\"strategy\": \"group\", "
+	                               "\"group_size\": 128, \"symmetric\": "
+	                               "false}}}, \"ignore\": [\"lm_head\"]}"),
+	                     &m, &err),
+	    MF_OK);
+	assert_string_equal(m.quant.method, "compressed-tensors");
+	assert_int_equal(m.quant.bits, 4);
+	assert_int_equal(m.quant.group, 128);
+	assert_int_equal(m.quant.scale_bytes, 2);
+	assert_int_equal(m.quant.zero_points, 1);
+	assert_int_equal(m.quant.keep, 0);
+	/* A method memfloor does not know is kept, for a 400 at estimate
+	 * time unless weightsDtype is given. */
+	assert_int_equal(read_text(tiny_json(NULL,
+	                               "\"quantization_config\": {"
+	                               "\"quant_method\": \"hqq\"}"),
+	                     &m, &err),
+	    MF_OK);
+	assert_string_equal(m.quant_unknown, "hqq");
+	assert_int_equal(m.quant.format, MF_Q_16BIT);
+	/* Wrong types name the field. */
+	assert_int_equal(read_text(tiny_json(NULL,
+	                               "\"quantization_config\": {"
+	                               "\"quant_method\": \"awq\", \"bits\": "
+	                               "\"four\"}"),
+	                     &m, &err),
+	    MF_EINVAL);
+	assert_string_equal(err.field, CFG_PATH ".quantization_config.bits");
+	assert_int_equal(read_text(tiny_json(NULL,
+	                               "\"quantization_config\": {"
+	                               "\"quant_method\": \"bitsandbytes\"}"),
+	                     &m, &err),
+	    MF_EINVAL);
+	assert_string_equal(err.field, CFG_PATH ".quantization_config");
+	assert_int_equal(read_text(tiny_json(NULL,
+	                               "\"quantization_config\": {"
+	                               "\"quant_method\": \"awq\", "
+	                               "\"modules_to_not_convert\": \"gate\"}"),
+	                     &m, &err),
+	    MF_EINVAL);
+	assert_string_equal(err.field,
+	    CFG_PATH ".quantization_config.modules_to_not_convert");
+	assert_int_equal(
+	    read_text(tiny_json(NULL, "\"quantization_config\": {\"bits\": 4}"),
+	        &m, &err),
+	    MF_EINVAL);
+	assert_string_equal(err.text, "has no quant_method");
+}
+
 static void
 test_read_defaults(void **state)
 {
@@ -1067,6 +1251,8 @@ main(void)
 		cmocka_unit_test(test_models_load_empty),
 		cmocka_unit_test(test_models_load_dirs),
 		cmocka_unit_test(test_models_load_missing_dir),
+		cmocka_unit_test(test_read_context),
+		cmocka_unit_test(test_read_quantization_config),
 		cmocka_unit_test(test_models_load_bad_file),
 		cmocka_unit_test(test_models_load_file_too_big),
 		cmocka_unit_test(test_models_load_too_many),

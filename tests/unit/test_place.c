@@ -1470,13 +1470,80 @@ test_overflow(void **state)
 
 	(void)state;
 	memset(&err, 0, sizeof(err));
+	/* Llama 3.1 70B's shapes without max_position_embeddings, which
+	 * would refuse the sequence first (test_context_limit). */
 	job_load(&f,
-	    "  model:\n    name: meta-llama/Llama-3.1-70B\n"
+	    "  model:\n    config: {hidden_size: 8192, num_hidden_layers: 80,"
+	    " num_attention_heads: 64, num_key_value_heads: 8,"
+	    " intermediate_size: 28672, vocab_size: 128256}\n"
 	    "  workload:\n    sequenceLength: 2097152\n    microBatch: 4096\n"
 	    "    attention: eager\n");
 	assert_int_equal(mf_place(&f.job, shipped, &d, &err), MF_ERANGE);
 	assert_string_equal(err.field, "spec.workload");
 	job_free(&f);
+}
+
+/*
+ * A sequence past the model's context limit is refused, naming both
+ * numbers and where the field is (design 19): Llama 3.1 8B takes 131,072
+ * tokens (max_position_embeddings; rope_scaling llama3 leaves it as it
+ * is).  An inference job's contextLength likewise; at the limit it fits.
+ */
+static void
+test_context_limit(void **state)
+{
+	struct mf_decision d;
+	struct mf_error err;
+	struct fx f;
+
+	(void)state;
+	memset(&err, 0, sizeof(err));
+	job_load(&f, LLAMA "  workload:\n    sequenceLength: 131073\n");
+	assert_int_equal(mf_place(&f.job, shipped, &d, &err), MF_EINVAL);
+	assert_string_equal(err.field, "spec.workload.sequenceLength");
+	assert_int_equal(err.line, 9);
+	assert_int_equal(err.column, 21);
+	assert_string_equal(err.text,
+	    "131073 tokens is more than the model's context limit, 131072 (max_position_embeddings)");
+	job_free(&f);
+	job_load(&f,
+	    LLAMA "  workload:\n    kind: inference\n"
+	          "    contextLength: 200000\n");
+	assert_int_equal(mf_place(&f.job, shipped, &d, &err), MF_EINVAL);
+	assert_string_equal(err.field, "spec.workload.contextLength");
+	assert_string_equal(err.text,
+	    "200000 tokens is more than the model's context limit, 131072 (max_position_embeddings)");
+	job_free(&f);
+	job_load(&f,
+	    LLAMA "  workload:\n    kind: inference\n"
+	          "    contextLength: 131072\n");
+	place(&f, shipped, &d);
+	job_free(&f);
+}
+
+/*
+ * maxContextLength never passes the limit: one sequence of 1,024 tokens
+ * of Llama 3.1 8B on a 180G card leaves room for far more than 131,072.
+ */
+static void
+test_context_capped(void **state)
+{
+	struct mf_catalog *cat =
+	    cat_parse(CAT_HDR GPU("BIG", "180G", "1.00", "1.0"));
+	struct mf_decision d;
+	struct fx f;
+
+	(void)state;
+	job_load(&f,
+	    LLAMA "  workload:\n    kind: inference\n"
+	          "    concurrency: 1\n    contextLength: 1024\n");
+	place(&f, cat, &d);
+	assert_true(d.admitted);
+	assert_int_equal(d.placement.max_context, 131072);
+	/* (162e9 - 16,060,522,496) / 131,072 = 1,113,457 tokens fit. */
+	assert_true(d.placement.max_seqs > 1000);
+	job_free(&f);
+	mf_cat_unref(cat);
 }
 
 /* --- warnings --- */
@@ -2653,6 +2720,8 @@ main(void)
 		cmocka_unit_test(test_model_inference),
 		cmocka_unit_test(test_model_inference_rejected),
 		cmocka_unit_test(test_place_vllm_card_defaults),
+		cmocka_unit_test(test_context_limit),
+		cmocka_unit_test(test_context_capped),
 		cmocka_unit_test(test_key_case_rejected),
 		cmocka_unit_test(test_key_case_admitted),
 		cmocka_unit_test(test_key_case_time_factor),
