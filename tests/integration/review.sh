@@ -271,11 +271,13 @@ review "example job: the answer in examples/" \
     examples/k8s-admissionreview.response.json
 
 # A pod's GPUs all come from one node (design 11).  Llama 3.1 70B at
-# s = 2048: fsdp alone needs 13 B200s, two nodes of 8, by the shipped
-# catalogue's estimator; with checkpointing allowed too, 8 hold it, one
-# node.  A plain Job is one pod: placed within a node, or denied with the
-# placement over nodes and how to run it there.  The Indexed Job of
-# examples/ runs 2 pods together: 14 GPUs, 7 a pod.
+# s = 2048: fsdp alone needs 12 B200s, two nodes of 8, by the shipped
+# catalogue's estimator (the B200's 183359 MiB hold 173.0 GB after
+# headroom; 12 GPUs need 165.9 GB each, 11 would need 16P / 132 =
+# 8,551,964,424 bytes more, 174.5 GB); with checkpointing allowed too, 8
+# hold it, one node.  A plain Job is one pod: placed within a node, or
+# denied with the placement over nodes and how to run it there.  The
+# Indexed Job of examples/ runs 2 pods together: 12 GPUs, 6 a pod.
 review "one node: a plain Job gets checkpointing and fsdp over 8" \
     $data/job-70b-one-node.json 200 \
     patched $data/job-70b-one-node.json "$tmp/answer" \
@@ -286,18 +288,18 @@ review "one node: a plain Job gets checkpointing and fsdp over 8" \
 review "one node: nothing fits one, so the denial says how to run over nodes" \
     $data/job-70b-nodes.json 200 \
     denied $data/job-70b-nodes.json "$tmp/answer" 403 \
-    "it needs B200 x 13 over 2 nodes"
+    "it needs B200 x 12 over 2 nodes"
 review "one node: the denial places the Indexed Job of 2 pods" \
     $data/job-70b-nodes.json 200 \
     denied $data/job-70b-nodes.json "$tmp/answer" 403 \
-    "parallelism and completions 2, one pod a node: memfloor places it as 2 pods of B200 x 7"
-review "indexed job: 2 pods of 7 GPUs" \
+    "parallelism and completions 2, one pod a node: memfloor places it as 2 pods of B200 x 6"
+review "indexed job: 2 pods of 6 GPUs" \
     examples/k8s-indexed-admissionreview.json 200 \
     patched examples/k8s-indexed-admissionreview.json "$tmp/answer" \
     "$tsel=\"NVIDIA-B200\"" \
-    "/spec/template/spec/containers/0/$gpu=\"7\"" \
-    "/spec/template/spec/containers/0/$req=\"7\"" \
-    "${ann}placement=\"B200 x 14 (2 pods of 7)\""
+    "/spec/template/spec/containers/0/$gpu=\"6\"" \
+    "/spec/template/spec/containers/0/$req=\"6\"" \
+    "${ann}placement=\"B200 x 12 (2 pods of 6)\""
 review "indexed job: the answer in examples/" \
     examples/k8s-indexed-admissionreview.json 200 \
     same examples/k8s-indexed-admissionreview.json "$tmp/answer" \
@@ -352,7 +354,7 @@ review "denied: a second container limits nvidia.com/gpu" \
 review "denied: floor over the largest card" \
     $data/pod-too-big.json 200 \
     denied $data/pod-too-big.json "$tmp/answer" 403 \
-    "minMemory 200G (200.0 GB) is more than the largest card in the catalogue, B200 (180.0 GB)"
+    "minMemory 200G (200.0 GB) is more than the largest card in the catalogue, B200 (192.3 GB)"
 review "denied: suggested fix in the message" \
     $data/pod-eager.json 200 \
     denied $data/pod-eager.json "$tmp/answer" 403 \
@@ -400,11 +402,12 @@ else
 	    "$terms/1/matchExpressions/1/operator=\"NotIn\""
 	# The cards of at least 40Gi, cheapest per reference hour first
 	# (hourlyPrice / relativeThroughput: 2.42, 2.65, 2.70, 2.99, 3.14,
-	# 3.50, over 4), weights falling by ten from 100.
+	# 3.50, 4.10, 5.21), weights falling by ten from 100; the A100 40GB
+	# reports 40960 MiB, exactly 40Gi (design 20).
 	i=0
 	for product in NVIDIA-B200 NVIDIA-RTX-PRO-6000-Blackwell-Server-Edition \
 	    NVIDIA-L40S NVIDIA-H100-80GB-HBM3 NVIDIA-RTX-A6000 NVIDIA-H200 \
-	    NVIDIA-A100-SXM4-80GB; do
+	    NVIDIA-A100-SXM4-40GB NVIDIA-A100-SXM4-80GB; do
 		set -- "$@" "$pref/$i/weight=$((100 - 10 * i))" \
 		    "$pref/$i/preference/matchExpressions/0/key=\"nvidia.com/gpu.product\"" \
 		    "$pref/$i/preference/matchExpressions/0/values=[\"$product\"]"
@@ -416,7 +419,7 @@ else
 	review "select memory: affinity in every term, cards preferred in order, GPUs to train alone" \
 	    examples/k8s-sidecar-admissionreview.json 200 \
 	    patched examples/k8s-sidecar-admissionreview.json "$tmp/answer" \
-	    "$@" "$pref/7=-" \
+	    "$@" "$pref/8=-" \
 	    "$tpl/nodeSelector={\"kubernetes.io/os\":\"linux\"}" \
 	    "$tpl/containers/1/$gpu=\"1\"" "$tpl/containers/1/$req=\"1\"" \
 	    "$tpl/containers/1/resources/limits/memory=\"64Gi\"" \

@@ -109,19 +109,31 @@ test_estimator_key(void **state)
 /* --- the shipped catalogue ------------------------------------------ */
 
 static struct mf_catalog *
-load_shipped(void)
+load_file(const char *file)
 {
 	struct mf_catalog *cat = NULL;
 	struct mf_error err;
 	char path[512];
 	enum mf_rc rc;
 
-	rc = mf_cat_load(top_path(path, sizeof(path), "catalog/gpus.yaml"),
-	    &cat, &err);
+	rc = mf_cat_load(top_path(path, sizeof(path), file), &cat, &err);
 	if (rc != MF_OK)
 		print_message("%s\n", MSG(&err));
 	assert_int_equal(rc, MF_OK);
 	return cat;
+}
+
+static struct mf_catalog *
+load_shipped(void)
+{
+	return load_file("catalog/gpus.yaml");
+}
+
+/* The reference post's listing, decimal sizes and all (design 20). */
+static struct mf_catalog *
+load_post(void)
+{
+	return load_file("catalog/post-listing.yaml");
 }
 
 static void
@@ -142,33 +154,45 @@ test_shipped_loads(void **state)
 	mf_cat_unref(cat);
 }
 
-/* The reference post's cards, sizes and prices (design section 4). */
+/*
+ * The reference post's cards and prices (design section 4), each with the
+ * memory its driver reports (design 20): nvidia-smi's MiB, the source
+ * beside each in gpus.yaml.  The post's listing keeps its decimal sizes.
+ */
+#define MIB (INT64_C(1) << 20)
 static void
 test_shipped_post_prices(void **state)
 {
 	static const struct {
 		const char *name;
-		int64_t memory;
+		int64_t memory, listed;
 		double price;
 	} post[] = {
-		{ "RTX-A4000", 16 * GB, 0.173 },
-		{ "RTX-3090", 24 * GB, 0.180 },
-		{ "RTX-PRO-6000", 96 * GB, 1.35 },
-		{ "B200", 180 * GB, 5.50 },
+		{ "RTX-A4000", 16376 * MIB, 16 * GB, 0.173 },
+		{ "RTX-3090", 24576 * MIB, 24 * GB, 0.180 },
+		{ "RTX-PRO-6000", 97887 * MIB, 96 * GB, 1.35 },
+		{ "B200", 183359 * MIB, 180 * GB, 5.50 },
+		{ "H200", 143771 * MIB, 141 * GB, -1 },
 	};
-	struct mf_catalog *cat = load_shipped();
+	struct mf_catalog *cat = load_shipped(), *listing = load_post();
 	const struct mf_gpu *g;
 
 	(void)state;
+	assert_int_equal(listing->ngpus, 5);
 	for (size_t i = 0; i < sizeof(post) / sizeof(post[0]); i++) {
 		g = mf_cat_find(cat, post[i].name);
 		assert_non_null(g);
 		assert_int_equal(g->memory, post[i].memory);
-		assert_true(g->hourly_price == post[i].price);
+		assert_int_equal(g->memory_format, MF_QTY_BINARY);
+		if (post[i].price >= 0)
+			assert_true(g->hourly_price == post[i].price);
+		g = mf_cat_find(listing, post[i].name);
+		assert_non_null(g);
+		assert_int_equal(g->memory, post[i].listed);
+		if (post[i].price >= 0)
+			assert_true(g->hourly_price == post[i].price);
 	}
-	g = mf_cat_find(cat, "H200");
-	assert_non_null(g);
-	assert_int_equal(g->memory, 141 * GB);
+	mf_cat_unref(listing);
 	mf_cat_unref(cat);
 }
 
@@ -179,13 +203,13 @@ test_shipped_common_cards(void **state)
 		const char *name;
 		int64_t memory;
 	} cards[] = {
-		{ "H100", 80 * GB },
-		{ "A100-40GB", 40 * GB },
-		{ "A100-80GB", 80 * GB },
-		{ "L40S", 48 * GB },
-		{ "L4", 24 * GB },
-		{ "RTX-4090", 24 * GB },
-		{ "RTX-A6000", 48 * GB },
+		{ "H100", 81559 * MIB },
+		{ "A100-40GB", 40960 * MIB },
+		{ "A100-80GB", 81920 * MIB },
+		{ "L40S", 46068 * MIB },
+		{ "L4", 23034 * MIB },
+		{ "RTX-4090", 24564 * MIB },
+		{ "RTX-A6000", 49140 * MIB },
 	};
 	struct mf_catalog *cat = load_shipped();
 	const struct mf_gpu *g;
@@ -196,6 +220,11 @@ test_shipped_common_cards(void **state)
 		assert_non_null(g);
 		assert_int_equal(g->memory, cards[i].memory);
 	}
+	/* vLLM's total_gpu_memory of an H100, 79.22 GiB: 81,121 MiB. */
+	assert_int_equal(mf_cat_find(cat, "H100")->cuda_memory, 81121 * MIB);
+	/* Over PCIe the all-reduce adds 92Mi; NVLink cards the default. */
+	assert_int_equal(mf_cat_find(cat, "RTX-4090")->all_reduce, 92 * MIB);
+	assert_int_equal(mf_cat_find(cat, "H100")->all_reduce, 1833 * MIB);
 	/* H100 SXM is the throughput reference. */
 	assert_true(mf_cat_find(cat, "H100")->throughput == 1.0);
 	for (size_t i = 0; i < cat->ngpus; i++) {
@@ -247,16 +276,16 @@ smallest_fit(const struct mf_catalog *cat, int64_t need)
 }
 
 /*
- * Design section 5, last row: the smallest card with 10% headroom for the
- * post's per-GPU figures.  QLoRA 7.9 GB > 0 and <= 16 x 0.9 = 14.4;
- * LoRA 19.9 GB > 14.4 and <= 24 x 0.9 = 21.6; 8-bit Adam 83.5 GB
- * > 80 x 0.9 = 72 and <= 96 x 0.9 = 86.4; AdamW + checkpointing 131.7 GB
- * > 141 x 0.9 = 126.9 and <= 180 x 0.9 = 162.
+ * Design section 5, last row, against the post's listing: the smallest
+ * card with 10% headroom for the post's per-GPU figures.  QLoRA 7.9 GB >
+ * 0 and <= 16 x 0.9 = 14.4; LoRA 19.9 GB > 14.4 and <= 24 x 0.9 = 21.6;
+ * 8-bit Adam 83.5 GB > 24 x 0.9 and <= 96 x 0.9 = 86.4; AdamW +
+ * checkpointing 131.7 GB > 141 x 0.9 = 126.9 and <= 180 x 0.9 = 162.
  */
 static void
-test_shipped_smallest_fit(void **state)
+test_post_smallest_fit(void **state)
 {
-	struct mf_catalog *cat = load_shipped();
+	struct mf_catalog *cat = load_post();
 
 	(void)state;
 	assert_string_equal(smallest_fit(cat, 7900000000)->name, "RTX-A4000");
@@ -265,6 +294,32 @@ test_shipped_smallest_fit(void **state)
 	    "RTX-PRO-6000");
 	assert_string_equal(smallest_fit(cat, 131700000000)->name, "B200");
 	assert_null(smallest_fit(cat, 162000000001));
+	mf_cat_unref(cat);
+}
+
+/*
+ * The same figures on the shipped catalogue, where each card holds what
+ * its driver reports, x 0.9 (mf_cat_usable_at): 16376Mi =
+ * 17,171,480,576 bytes, 15,454,332,518 usable; the L4's 23034Mi,
+ * 24,152,899,584 and 21,737,609,625, the smallest to hold 19.9 GB (the
+ * RTX 3090's 24576Mi is larger); 97887Mi, 92,377,763,020; 143771Mi (the
+ * H200), 150,754,820,096 and 135,679,338,086, which now holds the 131.7
+ * GB that needed a B200 under the post's decimal sizes; the B200's
+ * 183359Mi, 192,265,846,784 and 173,039,262,105 at most.
+ */
+static void
+test_shipped_smallest_fit(void **state)
+{
+	struct mf_catalog *cat = load_shipped();
+
+	(void)state;
+	assert_string_equal(smallest_fit(cat, 7900000000)->name, "RTX-A4000");
+	assert_string_equal(smallest_fit(cat, 19900000000)->name, "L4");
+	assert_string_equal(smallest_fit(cat, 83500000000)->name,
+	    "RTX-PRO-6000");
+	assert_string_equal(smallest_fit(cat, 131700000000)->name, "H200");
+	assert_string_equal(smallest_fit(cat, 173039262105)->name, "B200");
+	assert_null(smallest_fit(cat, 173039262106));
 	mf_cat_unref(cat);
 }
 
@@ -1554,6 +1609,7 @@ main(void)
 		cmocka_unit_test(test_shipped_loads),
 		cmocka_unit_test(test_shipped_post_prices),
 		cmocka_unit_test(test_shipped_common_cards),
+		cmocka_unit_test(test_post_smallest_fit),
 		cmocka_unit_test(test_shipped_smallest_fit),
 		cmocka_unit_test(test_parse_defaults),
 		cmocka_unit_test(test_parse_overrides),

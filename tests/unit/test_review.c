@@ -1113,8 +1113,10 @@ test_review_memory_affinity_created(void **state)
  * the Job's required terms.  Cards of at least 40Gi (42.9 GB), cheapest
  * per reference hour first (prices / relativeThroughput): B200 2.419,
  * RTX-PRO-6000 2.652, L40S 2.705, H100 2.99, RTX-A6000 3.14, H200 3.50,
- * A100-80GB 4.0 and more; the A100-40GB (40 GB) is too small.  Weights
- * fall by ten from 100.  The nodeSelector is left as it is.
+ * A100-40GB 4.10, A100-80GB 5.21; the A100-40GB's driver reports 40960
+ * MiB, exactly 40Gi, so it is one of them (design 20; at its marketing
+ * 40G it was not).  Weights fall by ten from 100.  The nodeSelector is
+ * left as it is.
  */
 static void
 test_review_memory_terms_merged(void **state)
@@ -1122,7 +1124,7 @@ test_review_memory_terms_merged(void **state)
 	static const char *const products[] = { "NVIDIA-B200",
 		"NVIDIA-RTX-PRO-6000-Blackwell-Server-Edition", "NVIDIA-L40S",
 		"NVIDIA-H100-80GB-HBM3", "NVIDIA-RTX-A6000", "NVIDIA-H200",
-		"NVIDIA-A100-SXM4-80GB" };
+		"NVIDIA-A100-SXM4-40GB", "NVIDIA-A100-SXM4-80GB" };
 	json_t *rv = load(SIDECAR), *a, *patch, *pref;
 	struct mf_answer ans;
 
@@ -1134,8 +1136,8 @@ test_review_memory_terms_merged(void **state)
 	expect_op_value(patch, "add", REQ "/1/matchExpressions/-",
 	    mem_expr("40959"));
 	pref = json_object_get(find_op(patch, PREFERRED), "value");
-	assert_int_equal(json_array_size(pref), 7);
-	for (size_t i = 0; i < 7; i++)
+	assert_int_equal(json_array_size(pref), 8);
+	for (size_t i = 0; i < 8; i++)
 		expect_pref(json_array_get(pref, i), 100 - 10 * (int)i,
 		    products[i]);
 	assert_int_equal(ops_under(patch, TPL "/nodeSelector"), 0);
@@ -1200,7 +1202,7 @@ test_review_memory_shapes(void **state)
 	        "preference", "matchExpressions", "key", "disk", "operator",
 	        "In", "values", "ssd"));
 	patch = memory_patch(rv);
-	assert_int_equal(ops_under(patch, PREFERRED "/-"), 7);
+	assert_int_equal(ops_under(patch, PREFERRED "/-"), 8);
 	assert_null(find_op(patch, PREFERRED));
 	expect_pref(json_object_get(find_op(patch, PREFERRED "/-"), "value"),
 	    100, "NVIDIA-B200");
@@ -1226,7 +1228,7 @@ test_review_memory_shapes(void **state)
 	na = json_object_get(find_op(patch, TPL "/affinity/nodeAffinity"),
 	    "value");
 	assert_non_null(json_object_get(na, REQ_KEY));
-	assert_int_equal(json_array_size(json_object_get(na, PREF_KEY)), 7);
+	assert_int_equal(json_array_size(json_object_get(na, PREF_KEY)), 8);
 	assert_null(find_op(patch, TPL "/affinity"));
 	json_decref(patch);
 	json_decref(rv);
@@ -1305,7 +1307,8 @@ test_review_excluded_reported(void **state)
 
 /* --- denied ------------------------------------------------------------- */
 
-/* 200G is more than the largest card, the B200 (180G): 403. */
+/* 200G is more than the largest card, the B200 (183359 MiB, 192.3 GB):
+ * 403. */
 static void
 test_review_denied_too_big(void **state)
 {
@@ -1317,7 +1320,7 @@ test_review_denied_too_big(void **state)
 	a = send_review(rv, &ans);
 	assert_int_equal(denial(a, &msg), 403);
 	assert_non_null(strstr(msg, "200G"));
-	assert_non_null(strstr(msg, "B200 (180.0 GB)"));
+	assert_non_null(strstr(msg, "B200 (192.3 GB)"));
 	assert_int_equal(ans.kind, MF_ANS_OK);
 	assert_int_equal(ans.verdict, MF_VERDICT_REJECTED);
 	json_decref(a);
@@ -1395,9 +1398,10 @@ test_review_fsdp_applied_by_admission(void **state)
  * (10 P = 705.5 GB) fit no card; LoRA and QLoRA fit but are modelling
  * decisions; fsdp over 8 with checkpointing: 141.1 + 5.37 + 2.10
  * (logits) + 2 x 855,654,400 (largest layer) x 2 bytes = 3.42 GB = 152.0 GB
- * per GPU, which the B200 holds (162 GB usable) and no smaller card does;
- * over 7 it would be 161.3 + 10.9 = 172 GB.  So the suggestion is fsdp
- * over 8 GPUs on B200 x8.
+ * per GPU over 8; over 7, 161.3 + 10.9 = 172.2 GB, which the B200 holds
+ * (183359 MiB x 0.9 = 173.04 GB usable) and no smaller card does; over 6,
+ * 188.1 + 10.9 = 199.0 GB, which it does not.  So the suggestion is fsdp
+ * over 7 GPUs on B200 x7.
  */
 static void
 test_review_denied_fsdp_message(void **state)
@@ -1412,12 +1416,12 @@ test_review_denied_fsdp_message(void **state)
 	    "meta-llama/Llama-3.1-70B}\nworkload: {sequenceLength: 4096}\n");
 	a = send_review(rv, &ans);
 	assert_int_equal(denial(a, &msg), 403);
-	if (strstr(msg, "suggested fix: fsdp over 8 GPUs") == NULL)
+	if (strstr(msg, "suggested fix: fsdp over 7 GPUs") == NULL)
 		print_error("%s\n", msg);
 	assert_non_null(strstr(msg,
-	    "; suggested fix: fsdp over 8 GPUs "
+	    "; suggested fix: fsdp over 7 GPUs "
 	    "(spec.workload.gradientCheckpointing: true, "
-	    "spec.workload.sharding.gpus: 8), placement B200 x8"));
+	    "spec.workload.sharding.gpus: 7), placement B200 x7"));
 	assert_null(strstr(msg, "to finish"));
 	json_decref(a);
 	json_decref(rv);
@@ -1474,8 +1478,15 @@ job_70b(const char *fixes, int parallelism, int completions, const char *mode)
 #define GPU_LIMIT \
 	"/spec/template/spec/containers/0/resources/limits/nvidia.com~1gpu"
 
-/* A plain Job is one pod: placed within a node, with checkpointing and
- * fsdp over 8 rather than fsdp alone over 11 GPUs on two nodes. */
+/*
+ * A plain Job is one pod: placed within a node, with checkpointing and
+ * fsdp rather than fsdp alone over 10 GPUs on two nodes.  The B200's
+ * 183359 MiB hold 173,039,262,105 bytes after headroom; with checkpointing
+ * 16P / 7 = 161,265,614,848 and the rest (activations 2 x 2048 x 8192 x
+ * 80 = 2,684,354,560, logits 1,050,673,152, sharding buffers
+ * 3,422,617,600) make 168.4e9, which 7 GPUs hold: 1.35 x 100 / (7 x
+ * 0.9^log2(7) x 2.274) = 11.400 hours x $38.50 = $438.90.
+ */
 static void
 test_review_job_within_one_node(void **state)
 {
@@ -1487,11 +1498,11 @@ test_review_job_within_one_node(void **state)
 	(void)state;
 	a = send_review(rv, &ans);
 	patch = patch_of(a, NULL);
-	expect_op(patch, "add", GPU_LIMIT, "\"8\"");
+	expect_op(patch, "add", GPU_LIMIT, "\"7\"");
 	expect_op(patch, "add", "/metadata/annotations/memfloor.dev~1placement",
-	    "\"B200 x 8\"");
+	    "\"B200 x 7\"");
 	expect_op(patch, "add",
-	    "/metadata/annotations/memfloor.dev~1estimated-cost", "\"447.90\"");
+	    "/metadata/annotations/memfloor.dev~1estimated-cost", "\"438.90\"");
 	json_decref(patch);
 	json_decref(a);
 	json_decref(rv);
@@ -1500,10 +1511,12 @@ test_review_job_within_one_node(void **state)
 
 /*
  * With fsdp alone nothing fits one node: the denial gives the placement
- * over nodes, B200 x 11 on 2 nodes: speed 2.274 x 11 x 0.9^log2(11) x
- * 0.8^log2(2) = 13.898, 7.195 hours at $60.50/h = $435.29; as an Indexed
- * Job of 2 pods the count is a multiple of 2: 12, 2 pods of 6; and, within
- * one node, checkpointing (which admission pairs with fsdp over 8).
+ * over nodes, B200 x 10 on 2 nodes (1,128,859,303,936 / (173,039,262,105
+ * - 50,107,318,272) = 9.18): speed 2.274 x 10 x 0.9^log2(10) x
+ * 0.8^log2(2) = 12.820, 7.801 hours at $55.00/h = $429.03; as an Indexed
+ * Job of 2 pods the count is a multiple of 2: 10, 2 pods of 5; and, within
+ * one node, checkpointing (which admission pairs with fsdp over 7, see
+ * above).
  */
 static void
 test_review_job_over_nodes_denied(void **state)
@@ -1517,24 +1530,24 @@ test_review_job_over_nodes_denied(void **state)
 	assert_int_equal(denial(a, &msg), 403);
 	assert_non_null(strstr(msg,
 	    "no placement fits a pod of one node, and a pod's GPUs all come "
-	    "from one node: it needs B200 x 11 over 2 nodes ($435.29 to "
+	    "from one node: it needs B200 x 10 over 2 nodes ($429.03 to "
 	    "finish)"));
 	assert_non_null(strstr(msg,
 	    "Indexed Job (completionMode: Indexed, parallelism and "
 	    "completions 2, one pod a node: memfloor places it as 2 pods of "
-	    "B200 x 6"));
+	    "B200 x 5"));
 	assert_non_null(strstr(msg, "JobSet, LeaderWorkerSet or PyTorchJob"));
 	assert_non_null(strstr(msg,
 	    "within one node, the fix checkpointing "
 	    "(spec.workload.gradientCheckpointing: true, "
-	    "spec.duration.referenceHours: 135), placement B200 x8, $447.90"));
+	    "spec.duration.referenceHours: 135), placement B200 x7, $438.90"));
 	assert_int_equal(ans.verdict, MF_VERDICT_REJECTED);
 	json_decref(a);
 	json_decref(rv);
 	mf_answer_free(&ans);
 }
 
-/* An Indexed Job of 2 pods: 12 GPUs, each pod's container 6. */
+/* An Indexed Job of 2 pods: 10 GPUs, each pod's container 5. */
 static void
 test_review_indexed_job_pods(void **state)
 {
@@ -1544,9 +1557,9 @@ test_review_indexed_job_pods(void **state)
 	(void)state;
 	a = send_review(rv, &ans);
 	patch = patch_of(a, NULL);
-	expect_op(patch, "add", GPU_LIMIT, "\"6\"");
+	expect_op(patch, "add", GPU_LIMIT, "\"5\"");
 	expect_op(patch, "add", "/metadata/annotations/memfloor.dev~1placement",
-	    "\"B200 x 12 (2 pods of 6)\"");
+	    "\"B200 x 10 (2 pods of 5)\"");
 	json_decref(patch);
 	json_decref(a);
 	json_decref(rv);
@@ -1594,7 +1607,7 @@ test_review_pod_and_parallel_job(void **state)
 	annotate(rv, "memfloor.dev/spec", SPEC_70B("fsdp"));
 	a = send_review(rv, &ans);
 	assert_int_equal(denial(a, &msg), 403);
-	assert_non_null(strstr(msg, "it needs B200 x 11 over 2 nodes"));
+	assert_non_null(strstr(msg, "it needs B200 x 10 over 2 nodes"));
 	json_decref(a);
 	json_decref(rv);
 	mf_answer_free(&ans);
