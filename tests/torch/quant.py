@@ -1,0 +1,212 @@
+#!/usr/bin/env python3
+"""Measure 4-bit storage on bitsandbytes' own modules and hold memfloor's
+quant.c to it (design 19: QLoRA's frozen base as bitsandbytes stores NF4).
+
+For each case, a transformers model built from a small config (random
+weights, bf16: nothing is downloaded) has every linear layer of its
+decoder replaced by bitsandbytes' Linear4bit (NF4, blocks of 64, double
+quantization: the QLoRA recipe, memfloor's qlora defaults), quantized on
+the CPU as bitsandbytes 0.50 does (Params4bit, QuantState).  The bytes
+the model then holds are every parameter's storage (the packed uint8
+weights, the 16-bit embeddings, norms, biases and lm_head) and every
+QuantState tensor (absmax, code, offset, state2.absmax, state2.code).
+memfloor is asked (the command line, -o json) for a QLoRA job of the same
+config; its weights bucket must equal that exactly.  Mixture-of-experts
+models are left out: transformers 5 keeps their experts as fused
+parameters, which bitsandbytes' module swap does not reach.
+
+Then the transient a 4-bit matmul makes: one Linear4bit's forward and
+backward under the profiler peaks at the 16-bit copy of its weight that
+MatMul4Bit dequantizes (2 bytes a weight) with the fp32 absmax that double
+quantization dequantizes first (4 bytes a block), beside the input, the
+output and their gradients; memfloor's QLoRA transient counts the first
+two for the largest linear (est_pytorch.c, "Qmax x 2 + ceil(Qmax / 64) x
+4").  Prints a table; exits 1 on a failure.
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import warnings
+
+import torch
+from torch.profiler import ProfilerActivity, profile
+
+warnings.filterwarnings("ignore")
+import bitsandbytes as bnb  # noqa: E402
+from bitsandbytes.nn import Linear4bit, Params4bit  # noqa: E402
+import transformers  # noqa: E402
+
+TOP = os.environ.get("MF_TOP", os.getcwd())
+CLI = os.environ.get("MEMFLOOR", os.path.join(TOP, "build/memfloor"))
+BLOCK = 64
+
+torch.manual_seed(0)
+torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+
+
+def cfg(model_type, h, a, kv, I, V, L=2, **kw):
+    c = {"model_type": model_type, "hidden_size": h, "num_hidden_layers": L,
+         "num_attention_heads": a, "num_key_value_heads": kv,
+         "intermediate_size": I, "vocab_size": V}
+    c.update(kw)
+    return c
+
+
+CASES = [
+    cfg("llama", 128, 4, 2, 352, 512),
+    cfg("llama", 96, 4, 1, 256, 384, head_dim=32, L=3),
+    cfg("mistral", 64, 4, 4, 192, 256),
+    cfg("qwen2", 128, 8, 2, 320, 512),
+    cfg("phi3", 96, 6, 6, 256, 384, pad_token_id=0, bos_token_id=1,
+        eos_token_id=2),
+    cfg("gemma2", 64, 2, 1, 256, 512, head_dim=64),
+]
+
+
+def quantize(lin):
+    """lin as a Linear4bit of QLoRA's recipe, quantized on the CPU."""
+    q = Linear4bit(lin.in_features, lin.out_features,
+                   bias=lin.bias is not None, compute_dtype=torch.bfloat16,
+                   compress_statistics=True, quant_type="nf4")
+    q.weight = Params4bit(lin.weight.data.to(torch.bfloat16),
+                          requires_grad=False, compress_statistics=True,
+                          quant_type="nf4", blocksize=BLOCK)
+    if q.weight.quant_state is None:
+        q.weight._quantize("cpu")
+    if lin.bias is not None:
+        q.bias = torch.nn.Parameter(lin.bias.data, requires_grad=False)
+    return q
+
+
+def swap_linears(module):
+    for name, child in module.named_children():
+        if isinstance(child, torch.nn.Linear):
+            setattr(module, name, quantize(child))
+        else:
+            swap_linears(child)
+
+
+def state_tensors(qs):
+    out = [qs.absmax, qs.code]
+    if qs.offset is not None:
+        out.append(qs.offset)
+    if qs.state2 is not None:
+        out += [qs.state2.absmax, qs.state2.code]
+    return [t for t in out if isinstance(t, torch.Tensor)]
+
+
+def held_bytes(model):
+    """Distinct storages of the parameters and buffers that are weights,
+    and of every QuantState tensor."""
+    seen, total = set(), 0
+
+    def add(t):
+        nonlocal total
+        key = t.untyped_storage().data_ptr()
+        if key not in seen:
+            seen.add(key)
+            total += t.untyped_storage().nbytes()
+
+    for p in model.parameters():
+        add(p)
+        qs = getattr(p, "quant_state", None)
+        if qs is not None:
+            for t in state_tensors(qs):
+                add(t)
+    return total
+
+
+def build(c):
+    conf = transformers.AutoConfig.for_model(**c)
+    model = transformers.AutoModelForCausalLM.from_config(
+        conf, dtype=torch.bfloat16)
+    for layer in model.model.layers:
+        swap_linears(layer)
+    return model
+
+
+def memfloor_weights(c):
+    job = {"apiVersion": "memfloor.dev/v1", "kind": "Job",
+           "metadata": {"name": "quant-" + c["model_type"]},
+           "spec": {"model": {"config": c},
+                    "workload": {"method": "qlora", "sequenceLength": 64}}}
+    with tempfile.NamedTemporaryFile("w", suffix=".json") as f:
+        json.dump(job, f)
+        f.flush()
+        r = subprocess.run([CLI, "estimate", f.name, "-o", "json",
+                            "--estimator", "pytorch"],
+                           capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit("memfloor estimate failed: " + r.stdout + r.stderr)
+    est = json.loads(r.stdout)
+    for b in est["buckets"]:
+        if b["name"] == "weights":
+            return b["bytes"], est
+    sys.exit("no weights bucket: " + r.stdout)
+
+
+def peak_of(fn):
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as p:
+        fn()
+    events = [e for e in p.profiler.kineto_results.events()
+              if e.name() == "[memory]"]
+    live = peak = 0
+    for e in sorted(events, key=lambda e: e.start_ns()):
+        live += e.nbytes()
+        peak = max(peak, live)
+    return peak
+
+
+def dequant_transient(o, i, t):
+    """The peak of one Linear4bit forward and backward over t tokens, less
+    what is alive beside the dequantized weight and its fp32 absmax at that
+    moment: the output, 2 bytes an element (the gradient of the sum is an
+    expanded scalar, no storage; the input's gradient comes after the
+    dequantized copy is freed)."""
+    lin = quantize(torch.nn.Linear(i, o, bias=False))
+    x = torch.randn(t, i, dtype=torch.bfloat16, requires_grad=True)
+
+    def step():
+        lin(x).sum().backward()
+
+    return peak_of(step) - 2 * t * o
+
+
+def main():
+    failed = 0
+    print("NF4 storage (blocks of 64, double quantization): held vs memfloor")
+    print("%-8s %12s %12s" % ("arch", "held", "memfloor"))
+    for c in CASES:
+        held = held_bytes(build(c))
+        got, est = memfloor_weights(c)
+        print("%-8s %12d %12d" % (c["model_type"], held, got))
+        if held != got:
+            failed += 1
+            print("FAIL %s: held %d, memfloor %d" %
+                  (c["model_type"], held, got))
+        ws = est.get("weightsStorage", {})
+        if ws.get("method") != "nf4" or ws.get("source") != "qlora":
+            failed += 1
+            print("FAIL %s: weightsStorage %r" % (c["model_type"], ws))
+    print("4-bit matmul transient: measured vs 2n + 4 ceil(n / 64)")
+    for o, i, t in ((1024, 512, 16), (384, 640, 8)):
+        n = o * i
+        want = 2 * n + 4 * -(-n // BLOCK)
+        got = dequant_transient(o, i, t)
+        # The sum's scalar is the few bytes left over.
+        err = (got - want) / want
+        print("%5d x %-5d %10d %10d %+7.3f%%" % (o, i, got, want,
+                                                  100 * err))
+        if abs(err) > 0.02 or got < 0.98 * want:
+            failed += 1
+            print("FAIL transient %dx%d: measured %d, formula %d" %
+                  (o, i, got, want))
+    total = len(CASES) + 2
+    print("quant harness: %d checks, %d failed" % (total, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
