@@ -387,7 +387,7 @@ is "too big: sbatch exit status" "$rc" 1
 has "too big: the reason on stderr" "$err" \
     '^memfloor: llama-70b-full rejected: the job needs 1222\.2 GB per GPU, .* but the largest usable card, B200, holds 162\.0 GB'
 has "too big: the suggested fix on stderr" "$err" \
-    '^memfloor: suggested fix: lora \(checkpointing, lora\): set spec\.workload\.gradientCheckpointing: true, spec\.workload\.method: lora; then B200 x1, \$327\.09 to finish, need 158Gi; a modelling decision'
+    '^memfloor: suggested fix: lora \(checkpointing, lora\): set spec\.duration\.referenceHours: 135, spec\.workload\.gradientCheckpointing: true, spec\.workload\.method: lora; then B200 x1, \$327\.09 to finish, need 158Gi; a modelling decision'
 has "too big: the code change on stderr" "$err" '^memfloor: code change: .*peft\.get_peft_model'
 is "too big: no job was made" "$(squeue -h | wc -l)" "$n"
 sub floor500 -- --comment=memfloor:min-memory=500Gi plain.sh
