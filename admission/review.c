@@ -1302,8 +1302,8 @@ place_as(const struct review *rv, const struct mf_job *job, int64_t pods,
 static int
 over_nodes_text(struct review *rv, const struct mf_job *job, struct mf_buf *b)
 {
-	struct mf_decision *any = malloc(2 * sizeof(*any)), *indexed = any + 1;
-	const struct mf_placement *p = &any->placement;
+	struct mf_decision *any = malloc(2 * sizeof(*any)), *indexed;
+	const struct mf_placement *p;
 	int timed = job->reference_hours > 0, told = 0;
 	struct mf_error err;
 
@@ -1311,6 +1311,8 @@ over_nodes_text(struct review *rv, const struct mf_job *job, struct mf_buf *b)
 		rv->nomem = 1;
 		return 0;
 	}
+	indexed = any + 1;
+	p = &any->placement;
 	if (place_as(rv, job, 0, any, &err) != MF_OK || !any->admitted)
 		goto out;
 	mf_buf_printf(b,
