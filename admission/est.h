@@ -69,6 +69,11 @@ void mf_est_per_param(struct mf_estimate *e, enum mf_bucket b, const char *sym,
 void mf_est_state(const struct mf_model *m, const struct mf_workload *w,
     struct mf_estimate *e);
 
+/* shardingBuffers as fully_shard holds them, for FSDP over
+ * w->shard_gpus > 1 (est_fsdp.c); nothing otherwise. */
+void mf_est_fsdp(const struct mf_model *m, const struct mf_workload *w,
+    struct mf_estimate *e);
+
 /* The buckets of an inference job (est_serve.c). */
 void mf_est_inference(const struct mf_model *m, const struct mf_workload *w,
     struct mf_estimate *e);

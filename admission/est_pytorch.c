@@ -34,6 +34,10 @@ struct shapes {
 	int all;     /* LoRA targets all-linear, not attention only */
 	int64_t r;   /* LoRA rank */
 	int64_t per; /* per layer, per token (terms) */
+	int64_t sp;  /* sequence parallel: the GPUs a sequence's norms and
+	                residual stream are divided over; 1: none */
+	int64_t vl;  /* the logits' width: V, or a GPU's vocabulary rows
+	                under loss parallel */
 };
 
 /*
@@ -59,35 +63,48 @@ struct shapes {
  * torch.autocast (tests/torch/measure.py, bf16-mixed).
  */
 static void
-mixed_norm_terms(const struct mf_model *m, struct mf_terms *t)
+mixed_norm_terms(const struct mf_model *m, struct mf_terms *t,
+    struct mf_terms *own)
 {
 	int phi3 = m->block == MF_BLOCK_PHI3;
 
-	mf_term(t, 2 * 4, "", 1);
-	mf_term(t, 2 * 8 + 2 * (phi3 ? 2 : 5), "h", m->hidden);
+	mf_term(own, 2 * 4, "", 1);
+	mf_term(own, 2 * 8, "h", m->hidden);
+	mf_term(t, 2 * (phi3 ? 2 : 5), "h", m->hidden);
 }
 
+/*
+ * What a norm keeps of its own (its fp32 input, the rsqrt, the normalised
+ * x; Gemma's products in fp32) goes to own, the copies its output is kept
+ * as by what it feeds to t: under sequence parallel a GPU's norms see its
+ * 1 / T of a sequence, and their output is gathered whole before the
+ * projections (torchtitan's plan: SequenceParallel on every norm,
+ * PrepareModuleInput; tests/torch/dist.py).  Without it own is t.
+ */
 static void
-norm_terms(const struct mf_model *m, const struct shapes *x, struct mf_terms *t)
+norm_terms(const struct mf_model *m, const struct shapes *x, struct mf_terms *t,
+    struct mf_terms *own)
 {
 	int64_t h = m->hidden, e = x->e, pre = 2, post = m->norms_per_layer - 2;
 
 	if (x->mixed) {
-		mixed_norm_terms(m, t);
+		mixed_norm_terms(m, t, own);
 		return;
 	}
-	mf_term(t, m->norms_per_layer * 4, "", 1);
+	mf_term(own, m->norms_per_layer * 4, "", 1);
 	if (x->lora) {
 		/* A frozen weight needs neither the normalised x nor, as the
 		 * projections are frozen too, the output (see lora_terms). */
-		mf_term(t, m->norms_per_layer * 4, "h", h);
+		mf_term(own, m->norms_per_layer * 4, "h", h);
 		return;
 	}
 	if (m->block != MF_BLOCK_GEMMA) {
-		mf_term(t, m->norms_per_layer * (4 + 2 * e), "h", h);
+		mf_term(own, m->norms_per_layer * (4 + e), "h", h);
+		mf_term(t, m->norms_per_layer * e, "h", h);
 		return;
 	}
-	mf_term(t, pre * (8 + e) + post * 8, "h", h);
+	mf_term(own, pre * 8 + post * 8, "h", h);
+	mf_term(t, pre * e, "h", h);
 }
 
 /* Gemma's (1 + w) in fp32, kept by each norm's multiply: 4h a norm. */
@@ -274,12 +291,15 @@ lora_terms(const struct mf_model *m, const struct mf_workload *w,
 	mf_term(t, 4 * n, "r", x->r);
 }
 
+/* A layer's terms: t of every token, own of a GPU's share of the tokens
+ * under sequence parallel (norm_terms); own may be t. */
 static void
 layer_terms(const struct mf_model *m, const struct mf_workload *w,
-    const struct shapes *x, struct mf_terms *t)
+    const struct shapes *x, struct mf_terms *t, struct mf_terms *own)
 {
 	memset(t, 0, sizeof(*t));
-	norm_terms(m, x, t);
+	memset(own, 0, sizeof(*own));
+	norm_terms(m, x, t, own);
 	attention_terms(m, w, x, t);
 	mlp_terms(m, x, t);
 	if (x->lora)
@@ -391,19 +411,50 @@ op_terms(const struct mf_model *m, const struct mf_workload *w,
 		mf_term(t, 4, "a", x->a);
 }
 
+/* A GPU's tokens of a micro-batch under sequence parallel: b x ceil(s /
+ * T), each sequence divided (DTensor's Shard(1)); s x b without it. */
+static int64_t
+sp_tokens(const struct mf_workload *w, const struct shapes *x)
+{
+	return mf_cmul(w->micro_batch, mf_cdiv_up(w->seq_len, x->sp));
+}
+
+/*
+ * Under sequence parallel (x->sp GPUs) the part of the activations of
+ * every token, n layers of t, into f and bytes, and the lead of the part
+ * of a GPU's tokens: "s x b x (n x (t)) + b x ceil(s / TP) x (".
+ */
+static int64_t
+sp_whole_part(struct mf_text *f, int64_t n, int64_t L, const struct mf_terms *t,
+    int64_t sb)
+{
+	if (n > 0) {
+		text_layers(f, n, L, "");
+		mf_text_str(f, "(");
+		mf_text_terms(f, t);
+		mf_text_str(f, ")");
+	} else {
+		mf_text_str(f, "0");
+	}
+	mf_text_str(f, ") + b x ceil(s / TP) x (");
+	return mf_cmul(mf_cmul(sb, mf_terms_bytes(t)), n);
+}
+
 /*
  * activations with per-op selective checkpointing: every layer keeps its
  * input and its saved outputs (sac, op_terms), and backward recomputes
  * the last layer on top of them, whose saved outputs are handed to the
  * recomputation, not made again: s x b x ((L - 1) x sac + L x eh +
  * layer) + s x (2ed + 8) (+ eager's masks, + Gemma-2's (1 + w) of the
- * recomputed layer).
+ * recomputed layer).  Under sequence parallel the inputs and the
+ * recomputed layer's norms are of a GPU's tokens (torch_activations).
  */
 static void
 op_activations(const struct mf_model *m, const struct mf_workload *w,
-    const struct shapes *x, const struct mf_terms *layer, struct mf_estimate *e)
+    const struct shapes *x, const struct mf_terms *layer,
+    const struct mf_terms *own, struct mf_estimate *e)
 {
-	int64_t sb = mf_cmul(w->seq_len, w->micro_batch), bytes, pos;
+	int64_t sb = mf_cmul(w->seq_len, w->micro_batch), bytes, pos, part;
 	struct mf_terms sac;
 	struct mf_text f;
 
@@ -413,17 +464,42 @@ op_activations(const struct mf_model *m, const struct mf_workload *w,
 	mf_text_int(&f, m->layers - 1);
 	mf_text_str(&f, " x (");
 	mf_text_terms(&f, &sac);
-	mf_text_str(&f, ") + L x ");
-	mf_text_int(&f, x->eh);
-	mf_text_str(&f, "h + ");
-	mf_text_terms(&f, layer);
+	mf_text_str(&f, ") + ");
+	bytes = mf_cmul(m->layers - 1, mf_terms_bytes(&sac));
+	part = mf_cmul(m->layers, mf_cmul(x->eh, x->h));
+	if (own != layer) {
+		/*
+		 * Sequence parallel: the inputs and the recomputed layer's
+		 * norms are of a GPU's tokens, and torchtitan's save list
+		 * keeps the reduce-scatters' outputs too (its
+		 * _c10d_functional.reduce_scatter_tensor: o's and down's, 2eh
+		 * a layer; tests/torch/dist.py, case tp2-sp-op).
+		 */
+		mf_text_terms(&f, layer);
+		mf_text_str(&f, ") + b x ceil(s / TP) x (L x ");
+		mf_text_int(&f, x->eh);
+		mf_text_str(&f, "h + ");
+		mf_text_int(&f, m->layers - 1);
+		mf_text_str(&f, " x ");
+		mf_text_int(&f, 2 * x->e);
+		mf_text_str(&f, "h + ");
+		mf_text_terms(&f, own);
+		bytes = mf_cmul(sb, mf_cadd(bytes, mf_terms_bytes(layer)));
+		part = mf_cadd(part, mf_cmul(m->layers - 1, 2 * x->e * x->h));
+		part = mf_cmul(sp_tokens(w, x),
+		    mf_cadd(part, mf_terms_bytes(own)));
+		bytes = mf_cadd(bytes, part);
+	} else {
+		mf_text_str(&f, "L x ");
+		mf_text_int(&f, x->eh);
+		mf_text_str(&f, "h + ");
+		mf_text_terms(&f, layer);
+		bytes = mf_cadd(bytes, mf_cadd(part, mf_terms_bytes(layer)));
+		bytes = mf_cmul(sb, bytes);
+	}
 	mf_text_str(&f, ") + s x ");
 	mf_text_int(&f, 2 * x->eh);
 	mf_text_str(&f, "d + s x 8");
-	bytes = mf_cadd(mf_cmul(m->layers - 1, mf_terms_bytes(&sac)),
-	    mf_cadd(mf_cmul(m->layers, mf_cmul(x->eh, x->h)),
-	        mf_terms_bytes(layer)));
-	bytes = mf_cmul(sb, bytes);
 	pos = mf_cmul(w->seq_len, mf_cmul(2 * x->eh, x->d));
 	pos = mf_cadd(pos, checkpoint_inputs(m, w, x, &f));
 	bytes = mf_cadd(bytes, pos);
@@ -449,22 +525,28 @@ op_activations(const struct mf_model *m, const struct mf_workload *w,
  * of the checkpointed (L a multiple of N; otherwise the last layers'
  * activations are freed before any recomputation).  Every layer: s x b x
  * (L x eh + layer) + s x (2ed + 8) (+ the masks).
+ * Under sequence parallel (design 19) what the norms keep of their own
+ * (layer_terms' own) and the checkpointed layers' inputs, the residual
+ * stream, are of a GPU's b x ceil(s / TP) tokens: s x b x L x t + b x
+ * ceil(s / TP) x L x own + s x 2ed; RoPE's cos and sin are of the whole
+ * sequence, which attention sees gathered (tests/torch/dist.py).
  */
 static void
 torch_activations(const struct mf_model *m, const struct mf_workload *w,
     const struct shapes *x, struct mf_estimate *e)
 {
-	int64_t sb, per, gconst, bytes, lc, lf, top, n, pos;
-	struct mf_terms t;
+	int64_t sb, tok, per, gconst, bytes = 0, lc, lf, top, n, pos;
+	struct mf_terms t, o, *own = x->sp > 1 ? &o : &t;
 	struct mf_text f;
 
-	layer_terms(m, w, x, &t);
+	layer_terms(m, w, x, &t, own);
 	if (w->checkpointing == MF_CKPT_OP && m->experts == 0) {
-		op_activations(m, w, x, &t, e);
+		op_activations(m, w, x, &t, own, e);
 		return;
 	}
 	sb = mf_cmul(w->seq_len, w->micro_batch);
-	per = mf_terms_bytes(&t);
+	/* The tokens of the terms own and of the layers' inputs. */
+	tok = sp_tokens(w, x);
 	gconst = mf_cmul(gemma_norms_const(m), x->h);
 	lc = checkpointed_layers(m, w);
 	lf = m->layers - lc;
@@ -472,15 +554,18 @@ torch_activations(const struct mf_model *m, const struct mf_workload *w,
 	n = lf + top; /* layers whose activations are alive at the peak */
 	mf_text_init(&f, e->formula[MF_B_ACTIVATIONS]);
 	mf_text_str(&f, "s x b x (");
+	if (own != &t)
+		bytes = sp_whole_part(&f, n, m->layers, &t, sb);
+	per = mf_terms_bytes(own);
 	if (n > 0) {
 		text_layers(&f, n, m->layers, "");
 		mf_text_str(&f, "(");
-		mf_text_terms(&f, &t);
+		mf_text_terms(&f, own);
 		mf_text_str(&f, ")");
 	}
-	bytes = mf_cmul(mf_cmul(sb, per), n);
+	bytes = mf_cadd(bytes, mf_cmul(mf_cmul(tok, per), n));
 	if (x->lora && lc == 0 && w->checkpointing == MF_CKPT_NONE &&
-	    bytes >= mf_cmul(sb, 4 * x->h + 4)) {
+	    bytes >= mf_cmul(tok, 4 * x->h + 4)) {
 		/*
 		 * The frozen embeddings need no gradient, so the first
 		 * layer's first norm keeps nothing.  transformers'
@@ -489,14 +574,14 @@ torch_activations(const struct mf_model *m, const struct mf_workload *w,
 		 * with checkpointing it keeps its own.
 		 */
 		mf_text_str(&f, " - 4h - 4");
-		bytes -= mf_cmul(sb, 4 * x->h + 4);
+		bytes -= mf_cmul(tok, 4 * x->h + 4);
 	}
 	if (lc > 0) {
 		text_layers(&f, lc, m->layers, n > 0 ? " + " : "");
 		mf_text_int(&f, x->eh);
 		mf_text_str(&f, "h");
 		bytes = mf_cadd(bytes,
-		    mf_cmul(mf_cmul(sb, lc), mf_cmul(x->eh, x->h)));
+		    mf_cmul(mf_cmul(tok, lc), mf_cmul(x->eh, x->h)));
 	}
 	mf_text_str(&f, ") + s x ");
 	mf_text_int(&f, 2 * x->eh);
@@ -528,6 +613,14 @@ torch_activations(const struct mf_model *m, const struct mf_workload *w,
  * that cross_entropy keeps (4V; logits.float() itself keeps nothing),
  * the int64 token ids the embedding keeps and the labels nll_loss keeps
  * (16); Gemma-2's final soft-capping keeps its tanh (eV).
+ * Under tensor parallel the vocabulary-parallel embedding also keeps the
+ * mask it multiplies its rows' lookups by (e a token, torchtitan 0.3's
+ * Embedding).  Under sequence parallel what the final norm keeps of its
+ * own is of a GPU's b x ceil(s / TP) tokens (its output is gathered whole
+ * for lm_head, ColwiseParallel(input_layouts=Shard(1))); under loss
+ * parallel the logits stay divided by the vocabulary (lm_head's output
+ * Shard(-1), torch's loss_parallel): a GPU's log-softmax is of its Vl
+ * rows.  Measured by tests/torch/dist.py.
  */
 static void
 torch_logits(const struct mf_model *m, const struct mf_workload *w,
@@ -535,30 +628,39 @@ torch_logits(const struct mf_model *m, const struct mf_workload *w,
 {
 	int gemma = m->block == MF_BLOCK_GEMMA;
 	int64_t sb, bytes;
-	struct mf_terms t;
+	struct mf_terms t, o, *own = x->sp > 1 ? &o : &t;
 	struct mf_text f;
 
 	memset(&t, 0, sizeof(t));
-	if (x->lora)
+	memset(&o, 0, sizeof(o));
+	if (x->lora) {
 		/* A frozen norm weight and lm_head: x in fp32 only. */
-		mf_term(&t, 4, "h", x->h);
-	else
+		mf_term(own, 4, "h", x->h);
+	} else {
 		/* Under autocast: x and the normalised x in fp32, and
 		 * lm_head's 16-bit cast of the output (10h). */
-		mf_term(&t,
-		    gemma        ? 8 + x->e :
-		        x->mixed ? 10 :
-		                   4 + 2 * x->e,
-		    "h", x->h);
-	mf_term(&t, m->final_softcap ? 4 + x->e : 4, "V", m->vocab);
-	/* rsqrt; labels; token ids, which frozen embeddings do not keep. */
-	mf_term(&t, 4 + 8 + (x->lora ? 0 : 8), "", 1);
+		mf_term(own, gemma || x->mixed ? 8 : 4 + x->e, "h", x->h);
+		mf_term(&t, x->mixed ? 2 : x->e, "h", x->h);
+	}
+	mf_term(&t, m->final_softcap ? 4 + x->e : 4,
+	    x->vl != m->vocab ? "Vl" : "V", x->vl);
+	/* labels; token ids, which frozen embeddings do not keep, and the
+	 * vocabulary-parallel embedding's mask; rsqrt. */
+	mf_term(&t, 8 + (x->lora ? 0 : 8 + (m->tp > 1 ? x->e : 0)), "", 1);
+	mf_term(own, 4, "", 1);
 	sb = mf_cmul(w->seq_len, w->micro_batch);
 	bytes = mf_cmul(sb, mf_terms_bytes(&t));
 	mf_text_init(&f, e->formula[MF_B_LOGITS]);
 	mf_text_str(&f, "s x b x (");
 	mf_text_terms(&f, &t);
 	mf_text_str(&f, ")");
+	if (own != &t) {
+		mf_text_str(&f, " + b x ceil(s / TP) x (");
+		mf_text_terms(&f, own);
+		mf_text_str(&f, ")");
+		bytes = mf_cadd(bytes,
+		    mf_cmul(sp_tokens(w, x), mf_terms_bytes(own)));
+	}
 	if (gemma) {
 		/* The final norm's (1 + w) in fp32. */
 		mf_text_str(&f, " + 4h");
@@ -600,6 +702,12 @@ step_temp_bytes(const struct mf_workload *w)
  * never overlap, and the bucket is the largest.
  * - The loss's backward: nll_loss's gradient and log_softmax's, fp32 s x
  *   b x V each, alive while the saved log-softmax is (8 x s x b x V).
+ *   Under loss parallel, of a GPU's Vl vocabulary rows, three: torch's
+ *   loss_parallel() holds 12 x s x b x Vl beside the saved log-softmax
+ *   (tests/torch/dist.py, case tp2-lp-loss, where it is the step's
+ *   peak), as torchtitan 0.3's _LossParallelCrossEntropy does (its
+ *   backward, components/loss.py: the gradient's zeros, exp(log-probs)
+ *   and their sum times the incoming gradient).
  * - Eager attention's backward, in each layer: softmax's backward holds
  *   its incoming gradient in fp32 and its result in the scores' dtype, a
  *   x s x s a sequence each, alive with everything saved ((4 + e) x a x
@@ -639,9 +747,45 @@ dequant(const struct mf_model *m, const struct mf_workload *w,
 	return mf_cadd(b, mf_cmul(4, mf_cdiv_up(s.largest, w->qlora_block)));
 }
 
+/*
+ * The loss's backward, its text "max(... , " into f.  Under tensor
+ * parallel without loss parallel lm_head's output is all-gathered whole
+ * (ColwiseParallel, output Replicate): the gather's output, e x V a token,
+ * and its input, e x Vl, can stay alive into the loss's backward until
+ * the collective's work is reaped (seen on gloo, tests/torch/dist.py case
+ * tp2-loss, in about one run in two; ProcessGroupNCCL likewise stashes a
+ * collective's tensors until its watchdog sees it complete), so they are
+ * counted with it.
+ */
+static int64_t
+loss_transient(const struct mf_model *m, const struct mf_workload *w,
+    int64_t ebytes, int64_t vl, struct mf_text *f)
+{
+	int64_t sb = mf_cmul(w->seq_len, w->micro_batch);
+
+	if (vl != m->vocab) {
+		mf_text_str(f, "max(s x b x Vl x 12, ");
+		return m->no_head ? 0 : mf_cmul(sb, mf_cmul(12, vl));
+	}
+	if (m->tp <= 1) {
+		mf_text_str(f, "max(s x b x V x 8, ");
+		return m->no_head ? 0 : mf_cmul(sb, mf_cmul(8, vl));
+	}
+	mf_text_str(f, "max(s x b x (");
+	mf_text_int(f, 8 + ebytes);
+	mf_text_str(f, "V + ");
+	mf_text_int(f, ebytes);
+	mf_text_str(f, "Vl), ");
+	if (m->no_head)
+		return 0;
+	return mf_cmul(sb,
+	    mf_cadd(mf_cmul(8 + ebytes, vl),
+	        mf_cmul(ebytes, mf_model_vocab_rows(m))));
+}
+
 static void
 torch_transient(const struct mf_model *m, const struct mf_workload *w,
-    int64_t ebytes, struct mf_estimate *e)
+    int64_t ebytes, int64_t vl, struct mf_estimate *e)
 {
 	int64_t sb, loss, attn = 0, mlp, width, step, pmax;
 	int64_t n = step_temp_bytes(w);
@@ -649,8 +793,6 @@ torch_transient(const struct mf_model *m, const struct mf_workload *w,
 	struct mf_text f;
 
 	sb = mf_cmul(w->seq_len, w->micro_batch);
-	/* A pipeline stage without the head computes no loss. */
-	loss = m->no_head ? 0 : mf_cmul(sb, mf_cmul(8, m->vocab));
 	width = m->intermediate;
 	if (m->experts > 0) {
 		width = mf_model_expert_width(m);
@@ -666,7 +808,8 @@ torch_transient(const struct mf_model *m, const struct mf_workload *w,
 	    mf_model_lora_largest(m, w->lora_rank, w->lora_targets);
 	step = mf_cmul(pmax, n);
 	mf_text_init(&f, e->formula[MF_B_TRANSIENT]);
-	mf_text_str(&f, "max(s x b x V x 8, ");
+	/* A pipeline stage without the head computes no loss. */
+	loss = loss_transient(m, w, ebytes, vl, &f);
 	if (mf_est_attention(m, w) == MF_EAGER) {
 		attn = mf_cmul(mf_cmul(sb, 4 + ebytes),
 		    mf_cmul(m->heads, w->seq_len));
@@ -700,6 +843,7 @@ torch_training(const struct mf_model *m, const struct mf_workload *w,
 	struct shapes x;
 
 	mf_est_state(m, w, e);
+	mf_est_fsdp(m, w, e);
 	x.h = m->hidden;
 	x.a = m->heads;
 	x.kv = m->kv_heads;
@@ -724,9 +868,14 @@ torch_training(const struct mf_model *m, const struct mf_workload *w,
 	}
 	x.all = w->lora_targets == MF_LORA_ALL_LINEAR;
 	x.r = w->lora_rank;
+	/* A tensor-parallel share (mf_model_shard) under sequence or loss
+	 * parallel; the whole model's buckets count each tensor once. */
+	x.sp = w->sequence_parallel && m->tp > 1 ? m->tp : 1;
+	x.vl =
+	    w->loss_parallel && m->tp > 1 ? mf_model_vocab_rows(m) : m->vocab;
 	torch_activations(m, w, &x, e);
 	torch_logits(m, w, &x, e);
-	torch_transient(m, w, x.e, e);
+	torch_transient(m, w, x.e, x.vl, e);
 }
 
 const struct mf_est_ops mf_est_pytorch = { "pytorch", torch_training };

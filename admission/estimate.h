@@ -162,7 +162,7 @@ enum mf_bucket {
 };
 
 /* Room for one bucket's formula, its NUL included. */
-#define MF_FORMULA_MAX 160
+#define MF_FORMULA_MAX 256
 
 struct mf_estimate {
 	enum mf_estimator estimator;
@@ -199,6 +199,13 @@ struct mf_estimate {
 	 * are those of design 5 and of estimate.c's comments.
 	 */
 	char formula[MF_B_COUNT][MF_FORMULA_MAX];
+	/*
+	 * The arithmetic of stage[b] under a parallel layout (tensor, pipeline
+	 * or expert > 1), written by the same code on one GPU's share of the
+	 * model (mf_model_shard): P, a, kv, I, Ie, Is and E are that GPU's
+	 * share, Vl its vocabulary rows; "" when the layout is not parallel.
+	 */
+	char gpu_formula[MF_B_COUNT][MF_FORMULA_MAX];
 };
 
 /* Every field as the manifest leaves it when not given (design 3, 14,

@@ -39,6 +39,37 @@ vocab_pad(const struct mf_workload *w)
 	return w->server == MF_SERVER_VLLM ? MF_VOCAB_PAD_VLLM : 0;
 }
 
+/* The hidden states a GPU keeps for communication: 1 for tensor
+ * parallel's all-reduce, 2 for a stage's send and receive. */
+static int64_t
+comm_states(const struct mf_workload *w)
+{
+	return (w->tensor > 1 ? 1 : 0) + (w->pipeline > 1 ? 2 : 0);
+}
+
+/* "n x tokens x h x e" after what f holds. */
+static void
+comm_text(struct mf_text *f, const struct mf_workload *w)
+{
+	mf_text_int(f, comm_states(w));
+	mf_text_str(f, " x tokens x h x ");
+	mf_text_int(f, mf_est_hidden_bytes(w));
+}
+
+/* f = "PP x (" f ")": a first stage's micro-batches in flight. */
+static void
+times_pipeline(char *f)
+{
+	char inner[MF_FORMULA_MAX];
+	struct mf_text t;
+
+	memcpy(inner, f, sizeof(inner));
+	mf_text_init(&t, f);
+	mf_text_str(&t, "PP x (");
+	mf_text_str(&t, inner);
+	mf_text_str(&t, ")");
+}
+
 /*
  * One GPU of a pipeline stage (first, last, or both when there is one
  * stage) of the layout w asks for: the buckets of the model's share on
@@ -48,31 +79,34 @@ vocab_pad(const struct mf_workload *w)
  * hidden state of the forward's tokens each (e bytes an element, e the
  * activations' dtype): tensor parallel's all-reduce writes its output
  * into a new tensor beside its input; a pipeline stage sends one and
- * receives one.
+ * receives one.  Each bucket's formula, of the share, into formula.
  */
 static void
 stage_buckets(const struct mf_model *m, const struct mf_workload *w, int first,
-    int last, int64_t *stage, int64_t *kv_token)
+    int last, int64_t *stage, int64_t *kv_token,
+    char (*formula)[MF_FORMULA_MAX])
 {
-	int64_t layers = mf_cdiv_up(m->layers, w->pipeline), th, comm = 0;
+	int64_t layers = mf_cdiv_up(m->layers, w->pipeline), th;
 	struct mf_model part;
 	struct mf_estimate e;
+	struct mf_text f;
 
 	mf_model_shard(m, w->tensor, w->expert, layers, first, last,
 	    vocab_pad(w), &part);
 	memset(&e, 0, sizeof(e));
 	mf_est_buckets(&part, w, &e);
-	if (w->kind == MF_TRAINING && first)
+	if (w->kind == MF_TRAINING && first && w->pipeline > 1) {
 		e.bucket[MF_B_ACTIVATIONS] =
 		    mf_cmul(e.bucket[MF_B_ACTIVATIONS], w->pipeline);
+		times_pipeline(e.formula[MF_B_ACTIVATIONS]);
+	}
 	th = mf_cmul(forward_tokens(w),
 	    mf_cmul(m->hidden, mf_est_hidden_bytes(w)));
-	if (w->tensor > 1)
-		comm = th;
-	if (w->pipeline > 1)
-		comm = mf_cadd(comm, mf_cmul(2, th));
-	e.bucket[MF_B_COMM] = comm;
+	e.bucket[MF_B_COMM] = mf_cmul(comm_states(w), th);
+	mf_text_init(&f, e.formula[MF_B_COMM]);
+	comm_text(&f, w);
 	memcpy(stage, e.bucket, sizeof(e.bucket));
+	memcpy(formula, e.formula, sizeof(e.formula));
 	*kv_token = e.kv_token;
 }
 
@@ -112,7 +146,9 @@ void
 mf_est_layout(const struct mf_model *m, const struct mf_workload *w,
     struct mf_estimate *e)
 {
-	int64_t last[MF_B_COUNT], kv_token, n;
+	char formula[MF_B_COUNT][MF_FORMULA_MAX];
+	int64_t last[MF_B_COUNT], kv_token;
+	struct mf_text f;
 
 	e->kv_token_job = job_kv_token(m, w);
 	if (w->tensor == 1 && w->pipeline == 1 && w->expert == 1) {
@@ -120,11 +156,15 @@ mf_est_layout(const struct mf_model *m, const struct mf_workload *w,
 		return;
 	}
 	/* Every stage holds as many layers, so as much KV cache a token. */
-	stage_buckets(m, w, 1, w->pipeline == 1, e->stage, &e->kv_token);
+	stage_buckets(m, w, 1, w->pipeline == 1, e->stage, &e->kv_token,
+	    e->gpu_formula);
 	if (w->pipeline > 1) {
-		stage_buckets(m, w, 0, 1, last, &kv_token);
-		if (stage_sum(last, e->shards) > stage_sum(e->stage, e->shards))
+		stage_buckets(m, w, 0, 1, last, &kv_token, formula);
+		if (stage_sum(last, e->shards) >
+		    stage_sum(e->stage, e->shards)) {
 			memcpy(e->stage, last, sizeof(last));
+			memcpy(e->gpu_formula, formula, sizeof(formula));
+		}
 	}
 	e->bucket[MF_B_COMM] =
 	    mf_cmul(e->stage[MF_B_COMM], mf_cmul(w->tensor, w->pipeline));
@@ -132,24 +172,15 @@ mf_est_layout(const struct mf_model *m, const struct mf_workload *w,
 	e->bucket[MF_B_NONTORCH] =
 	    mf_cmul(e->stage[MF_B_NONTORCH], mf_cmul(w->tensor, w->pipeline));
 	if (e->bucket[MF_B_NONTORCH] > 0) {
-		struct mf_text f;
-
 		mf_text_init(&f, e->formula[MF_B_NONTORCH]);
 		mf_text_str(&f,
 		    w->tensor > 1 ? "TP x PP x (nonTorch + allReduce)" :
 		                    "TP x PP x nonTorch");
 	}
 	if (e->bucket[MF_B_COMM] > 0) {
-		struct mf_text f;
-
-		/* Hidden states a GPU keeps: 1 for tensor parallel's
-		 * all-reduce, 2 for a stage's send and receive. */
-		n = (w->tensor > 1 ? 1 : 0) + (w->pipeline > 1 ? 2 : 0);
 		mf_text_init(&f, e->formula[MF_B_COMM]);
 		mf_text_str(&f, "TP x PP x ");
-		mf_text_int(&f, n);
-		mf_text_str(&f, " x tokens x h x ");
-		mf_text_int(&f, mf_est_hidden_bytes(w));
+		comm_text(&f, w);
 	}
 }
 

@@ -215,6 +215,7 @@ mf_model_shard(const struct mf_model *m, int64_t tensor, int64_t expert,
 	out->router = m->router > 0 ? m->router : m->experts;
 	out->experts = div_up(m->experts, expert);
 	out->layers = layers;
+	out->tp = tensor;
 	out->no_embed = m->no_embed || !first;
 	out->no_head = m->no_head || !last;
 }

@@ -73,6 +73,9 @@ struct mf_model {
 	int64_t positions;
 	double rope_factor;
 	int64_t rope_original;
+	/* The tensor-parallel GPUs this share was cut for (mf_model_shard); 0
+	 * or 1: the whole model. */
+	int64_t tp;
 };
 
 enum mf_lora_targets {

@@ -252,6 +252,9 @@ buckets(struct mf_jw *w, const struct mf_estimate *e)
 		mf_jw_int(w, "perGpuBytes",
 		    mf_est_bucket_per_gpu(e, (enum mf_bucket)b));
 		mf_jw_str(w, "formula", e->formula[b]);
+		if (e->gpu_formula[b][0] != '\0' &&
+		    strcmp(e->gpu_formula[b], e->formula[b]) != 0)
+			mf_jw_str(w, "perGpuFormula", e->gpu_formula[b]);
 		mf_jw_close(w, '}');
 	}
 	mf_jw_close(w, ']');

@@ -271,13 +271,14 @@ review "example job: the answer in examples/" \
     examples/k8s-admissionreview.response.json
 
 # A pod's GPUs all come from one node (design 11).  Llama 3.1 70B at
-# s = 2048: fsdp alone needs 12 B200s, two nodes of 8, by the shipped
+# s = 2048: fsdp alone needs 13 B200s, two nodes of 8, by the shipped
 # catalogue's estimator (the B200's 183359 MiB hold 173.0 GB after
-# headroom; 12 GPUs need 165.9 GB each, 11 would need 16P / 132 =
-# 8,551,964,424 bytes more, 174.5 GB); with checkpointing allowed too, 8
-# hold it, one node.  A plain Job is one pod: placed within a node, or
-# denied with the placement over nodes and how to run it there.  The
-# Indexed Job of examples/ runs 2 pods together: 12 GPUs, 6 a pod.
+# headroom; 13 GPUs need 168.4 GB each, what fully_shard holds beside the
+# shards, 13.1 GB, among it; 12 would need 16P / 156 = 7,236,277,589 bytes
+# more, 175.6 GB); with checkpointing allowed too, 8 hold it, one node.  A
+# plain Job is one pod: placed within a node, or denied with the
+# placement over nodes and how to run it there.  The Indexed Job of
+# examples/ runs 2 pods together: 14 GPUs, 7 a pod.
 review "one node: a plain Job gets checkpointing and fsdp over 8" \
     $data/job-70b-one-node.json 200 \
     patched $data/job-70b-one-node.json "$tmp/answer" \
@@ -288,18 +289,18 @@ review "one node: a plain Job gets checkpointing and fsdp over 8" \
 review "one node: nothing fits one, so the denial says how to run over nodes" \
     $data/job-70b-nodes.json 200 \
     denied $data/job-70b-nodes.json "$tmp/answer" 403 \
-    "it needs B200 x 12 over 2 nodes"
+    "it needs B200 x 13 over 2 nodes"
 review "one node: the denial places the Indexed Job of 2 pods" \
     $data/job-70b-nodes.json 200 \
     denied $data/job-70b-nodes.json "$tmp/answer" 403 \
-    "parallelism and completions 2, one pod a node: memfloor places it as 2 pods of B200 x 6"
-review "indexed job: 2 pods of 6 GPUs" \
+    "parallelism and completions 2, one pod a node: memfloor places it as 2 pods of B200 x 7"
+review "indexed job: 2 pods of 7 GPUs" \
     examples/k8s-indexed-admissionreview.json 200 \
     patched examples/k8s-indexed-admissionreview.json "$tmp/answer" \
     "$tsel=\"NVIDIA-B200\"" \
-    "/spec/template/spec/containers/0/$gpu=\"6\"" \
-    "/spec/template/spec/containers/0/$req=\"6\"" \
-    "${ann}placement=\"B200 x 12 (2 pods of 6)\""
+    "/spec/template/spec/containers/0/$gpu=\"7\"" \
+    "/spec/template/spec/containers/0/$req=\"7\"" \
+    "${ann}placement=\"B200 x 14 (2 pods of 7)\""
 review "indexed job: the answer in examples/" \
     examples/k8s-indexed-admissionreview.json 200 \
     same examples/k8s-indexed-admissionreview.json "$tmp/answer" \

@@ -566,6 +566,119 @@ test_est_tensor_training_vocab(void **state)
 	assert_int_equal(e.bucket[MF_B_WEIGHTS], INT64_C(16060522496));
 }
 
+/*
+ * Sequence and loss parallel (design 19) on Llama 3.1 8B over tensor 8,
+ * s = 4096, b = 1, bf16, sdpa; a GPU holds a = 4, kv = 1, I = 1,792 and
+ * 16,032 of the 128,256 vocabulary rows (ad = 512, kvd = 128).
+ * - A layer keeps, a token: the norms' outputs 2 x 2h = 16,384, which the
+ *   projections keep gathered whole; attention 4ad + 4kvd + 4a = 2,576;
+ *   the MLP 8I = 14,336: 33,296 of every token; and what the norms keep
+ *   of their own, 2 x ((4 + 2)h + 4) = 49,160, of a GPU's ceil(4096 / 8)
+ *   = 512 tokens under sequence parallel.  RoPE's 4d = 512 a token.
+ *   Without: 4096 x (32 x (33,296 + 49,160) + 512) = 10,809,769,984;
+ *   with: 4096 x (32 x 33,296 + 512) + 512 x 32 x 49,160 = 4,366,270,464
+ *   + 805,437,440 = 5,171,707,904.
+ * - Outside the layers, a token: the final norm's output 2h = 8,192,
+ *   the fp32 log-softmax 4 x 16,032 = 64,128 under loss parallel (4 x
+ *   128,256 = 513,024 without), labels and ids 16 and the embedding's
+ *   mask 2; the final norm's own (4 + 2)h + 4 = 24,580.  Both: 4096 x
+ *   72,338 + 512 x 24,580 = 296,296,448 + 12,584,960 = 308,881,408;
+ *   neither: 4096 x (8,192 + 513,024 + 18 + 24,580) = 2,235,654,144.
+ * - The loss's backward under loss parallel: 12 x 4096 x 16,032 =
+ *   788,004,864, above the MLP's 4096 x 6 x 1,792 and the step's 8 x
+ *   65,667,072; without it 8 x 4096 x 128,256 and the all-gather of the
+ *   logits, its output 2 x 128,256 and its input 2 x 16,032 a token:
+ *   4096 x 1,314,624 = 5,384,699,904.
+ */
+static void
+test_est_sequence_loss_parallel(void **state)
+{
+	struct mf_workload w = ref_workload();
+	struct mf_estimate e;
+
+	(void)state;
+	w.estimator = MF_EST_PYTORCH;
+	w.attention = MF_SDPA;
+	w.tensor = 8;
+	e = est(&llama8b, &w);
+	assert_int_equal(e.stage[MF_B_ACTIVATIONS], INT64_C(10809769984));
+	assert_int_equal(e.stage[MF_B_LOGITS], INT64_C(2235654144));
+	assert_int_equal(e.stage[MF_B_TRANSIENT], INT64_C(5384699904));
+	w.sequence_parallel = 1;
+	w.loss_parallel = 1;
+	e = est(&llama8b, &w);
+	assert_int_equal(e.stage[MF_B_ACTIVATIONS], INT64_C(5171707904));
+	assert_int_equal(e.stage[MF_B_LOGITS], INT64_C(308881408));
+	assert_int_equal(e.stage[MF_B_TRANSIENT], INT64_C(788004864));
+	assert_string_equal(e.gpu_formula[MF_B_TRANSIENT],
+	    "max(s x b x Vl x 12, s x b x 6I, Pmax x 8)");
+	/*
+	 * The whole job's buckets count each tensor once, as without:
+	 * 4096 x (32 x (16h + 4ad + 4kvd + 4a + 8I + 8) + 4d) =
+	 * 26,326,597,632 bytes of activations.
+	 */
+	assert_int_equal(e.bucket[MF_B_ACTIVATIONS], INT64_C(26326597632));
+	/*
+	 * Checkpointing: each layer's input is the residual stream, divided
+	 * too: 4096 x (512 + 33,296) + 512 x (32 x 2h + 49,160) =
+	 * 138,477,568 + 159,387,648, and the 4096 positions the checkpoints
+	 * keep (8 bytes each): 297,897,984.
+	 */
+	w.checkpointing = 1;
+	assert_int_equal(est(&llama8b, &w).stage[MF_B_ACTIVATIONS],
+	    INT64_C(297897984));
+	/* On one GPU the fields change nothing. */
+	w.tensor = 1;
+	w.checkpointing = 0;
+	e = est(&llama8b, &w);
+	assert_int_equal(e.bucket[MF_B_ACTIVATIONS], INT64_C(26326597632));
+	assert_int_equal(e.bucket[MF_B_TRANSIENT], INT64_C(4202692608));
+}
+
+/*
+ * What fully_shard holds beside the shards (est_fsdp.c), Llama 3.1 8B
+ * over 8: the root unit R = embeddings, head and final norm = 2 x
+ * 525,336,576 + 4,096 = 1,050,677,248; the head's and final norm's
+ * gradients H = 525,340,672; a layer U = 218,112,000.  During a layer's
+ * backward R + H + 4U = 2,448,465,920, above the root held twice with a
+ * layer, 2R + U = 2,319,466,496: 4,896,931,840 bytes.  Keeping every
+ * layer gathered (reshardAfterForward false): R + H + 33U =
+ * 8,773,713,920, 17,547,427,840 bytes.  The post keeps 2U x 2.
+ */
+static void
+test_est_fsdp_buffers(void **state)
+{
+	struct mf_workload w = ref_workload();
+	struct mf_model wide = tiny;
+
+	(void)state;
+	w.estimator = MF_EST_PYTORCH;
+	w.shard_gpus = 8;
+	assert_int_equal(est(&llama8b, &w).bucket[MF_B_SHARDING],
+	    INT64_C(4896931840));
+	w.reshard_after_forward = 0;
+	assert_int_equal(est(&llama8b, &w).bucket[MF_B_SHARDING],
+	    INT64_C(17547427840));
+	w.estimator = MF_EST_POST;
+	assert_int_equal(est(&llama8b, &w).bucket[MF_B_SHARDING], 872448000);
+	/*
+	 * tiny (tied, L 2): R = 64,000 + 64 and the tied matrix's gradient
+	 * H = 64,064; U = 36,992; min(L + 1, 4) = 3 layers: R + H + 3U =
+	 * 239,104 above 2R + U = 165,120: 478,208 bytes.  With a vocabulary
+	 * of 10,000: R = H = 640,064, so 2R + U = 1,317,120 is the most
+	 * while 2R + 3U = 1,391,104 is not: 2,782,208 bytes.  Untied, R =
+	 * 1,280,064 and 2R + U = 2,597,120 beats R + H + 3U = 2,031,104:
+	 * 5,194,240 bytes.
+	 */
+	w.estimator = MF_EST_PYTORCH;
+	w.reshard_after_forward = 1;
+	assert_int_equal(est(&tiny, &w).bucket[MF_B_SHARDING], 478208);
+	wide.vocab = 10000;
+	assert_int_equal(est(&wide, &w).bucket[MF_B_SHARDING], 2782208);
+	wide.tied_embeddings = 0;
+	assert_int_equal(est(&wide, &w).bucket[MF_B_SHARDING], 5194240);
+}
+
 static void
 test_est_fp32(void **state)
 {
@@ -1035,19 +1148,43 @@ quant_counts(const struct mf_model *m, const struct mf_workload *w,
 	return s;
 }
 
-/* Check every bucket of m under w against its formula. */
-static void
-formulas_agree(const struct mf_model *m, const struct mf_workload *w)
+/* Parameters outside the layers, and the head's with the final norm's
+ * (est_fsdp.c's root and head). */
+static int64_t
+root_params(const struct mf_model *m)
 {
-	struct mf_estimate e = est(m, w);
-	struct mf_quant_sum q = quant_counts(m, w, &e);
+	return mf_model_params(m) - m->layers * mf_model_layer_params(m);
+}
+
+static int64_t
+head_params(const struct mf_model *m)
+{
+	return m->no_head ? 0 : mf_model_vocab_rows(m) * m->hidden + m->hidden;
+}
+
+/*
+ * Check formulas, each of bytes[b], against m's shapes (the whole model,
+ * or one GPU's share for the per-GPU formulas) under w, for the estimate
+ * e; P is params.
+ */
+static void
+formulas_of(const struct mf_model *m, const struct mf_workload *w,
+    const struct mf_estimate *e, int64_t params, const int64_t *bytes,
+    char (*formula)[MF_FORMULA_MAX], const char *what)
+{
+	struct mf_quant_sum q = quant_counts(m, w, e);
 	struct mf_workload r = resolved(w);
 	const struct sym syms[] = {
-		{ "P", (double)e.params },
-		{ "T", (double)e.trainable },
+		{ "P", (double)params },
+		{ "T",
+		    (double)(w->method == MF_FULL ?
+		            params :
+		            mf_model_lora_params(m, w->lora_rank,
+		                w->lora_targets)) },
 		{ "s", (double)w->seq_len },
 		{ "b", (double)w->micro_batch },
 		MODEL_SYMS(m),
+		{ "Vl", (double)mf_model_vocab_rows(m) },
 		{ "seqs", (double)w->concurrency },
 		/* The profile run's sequences and tokens. */
 		{ "reqs",
@@ -1074,6 +1211,8 @@ formulas_agree(const struct mf_model *m, const struct mf_workload *w)
 		{ "N", (double)w->shard_gpus },
 		{ "r", (double)w->lora_rank },
 		{ "layer params", (double)mf_model_layer_params(m) },
+		{ "root params", (double)root_params(m) },
+		{ "head params", (double)head_params(m) },
 		/* With LoRA the largest trainable tensor is an adapter's. */
 		{ "Pmax",
 		    w->method == MF_FULL ? (double)mf_model_largest_param(m) :
@@ -1085,19 +1224,46 @@ formulas_agree(const struct mf_model *m, const struct mf_workload *w)
 	for (int b = 0; b < MF_B_COUNT; b++) {
 		double v;
 
-		if (e.bucket[b] == 0)
+		if (bytes[b] == 0)
 			continue;
-		v = evaluate(e.formula[b], syms, NELEM(syms), &bad);
+		v = evaluate(formula[b], syms, NELEM(syms), &bad);
 		if (bad ||
-		    fabs(v - (double)e.bucket[b]) >
-		        1e-9 * (double)e.bucket[b] + 1) {
-			print_error("%s %s: '%s' is %.0f, the bytes %lld\n",
-			    mf_estimator_name(w->estimator),
-			    mf_bucket_name((enum mf_bucket)b), e.formula[b], v,
-			    (long long)e.bucket[b]);
+		    fabs(v - (double)bytes[b]) > 1e-9 * (double)bytes[b] + 1) {
+			print_error("%s %s%s: '%s' is %.0f, the bytes %lld\n",
+			    mf_estimator_name(w->estimator), what,
+			    mf_bucket_name((enum mf_bucket)b), formula[b], v,
+			    (long long)bytes[b]);
 			fail();
 		}
 	}
+}
+
+/*
+ * Check every bucket of m under w against its formula, and under tensor
+ * or expert parallel without pipeline stages each bucket one GPU holds
+ * against its per-GPU formula, on that GPU's share of m.
+ */
+static void
+formulas_agree(const struct mf_model *m, const struct mf_workload *w)
+{
+	struct mf_estimate e = est(m, w);
+	struct mf_model part;
+
+	formulas_of(m, w, &e, e.params, e.bucket, e.formula, "");
+	if (w->pipeline > 1 || (w->tensor == 1 && w->expert == 1))
+		return;
+	/* The vocabulary padded as layout.c's vocab_pad pads it. */
+	mf_model_shard(m, w->tensor, w->expert, m->layers, 1, 1,
+	    w->kind == MF_TRAINING          ? MF_VOCAB_PAD_DTENSOR :
+	        w->server == MF_SERVER_VLLM ? MF_VOCAB_PAD_VLLM :
+	                                      0,
+	    &part);
+	for (int b = 0; b < MF_B_COUNT; b++)
+		if (e.gpu_formula[b][0] == '\0')
+			snprintf(e.gpu_formula[b], MF_FORMULA_MAX, "%s",
+			    e.formula[b]);
+	formulas_of(&part, w, &e, mf_model_params(&part), e.stage,
+	    e.gpu_formula, "per GPU ");
 }
 
 /* Blocks beside Llama's, small, with their architecture facts set. */
@@ -1192,6 +1358,19 @@ serving_formulas_match_bytes(const struct mf_model *const *models, size_t n)
 			w.server = MF_SERVER_NONE;
 			w.seq_len = 32;
 			w.estimator = (enum mf_estimator)(v % 2);
+			formulas_agree(models[i], &w);
+			/* Design 19's layout fields, spread over the cases;
+			 * s = 31 leaves a short last sequence-parallel shard.
+			 */
+			w.sequence_parallel = v / 7 % 2;
+			w.loss_parallel = v / 11 % 2;
+			w.checkpointing = v / 5 % 3; /* none, full, op */
+			w.ckpt_every = v / 23 % 2 ? 2 : 1;
+			w.precision = (enum mf_precision)(v / 29 % 6);
+			w.method = (enum mf_method)(v / 3 % 3);
+			w.shard_gpus = v / 13 % 2 ? 2 : 1;
+			w.reshard_after_forward = v / 17 % 2;
+			w.seq_len = v / 19 % 2 ? 31 : 32;
 			formulas_agree(models[i], &w);
 		}
 }
@@ -1310,6 +1489,8 @@ main(void)
 		cmocka_unit_test(test_est_vllm_tensor),
 		cmocka_unit_test(test_est_pipeline_training),
 		cmocka_unit_test(test_est_tensor_training_vocab),
+		cmocka_unit_test(test_est_sequence_loss_parallel),
+		cmocka_unit_test(test_est_fsdp_buffers),
 		cmocka_unit_test(test_formulas_match_bytes),
 		cmocka_unit_test(test_lora_sgd_formula),
 		cmocka_unit_test(test_estimator_names),
