@@ -1,0 +1,668 @@
+#!/usr/bin/env python3
+"""Measure what tensor parallel (DTensor) and FSDP (fully_shard) keep on each
+rank of a training step, and hold memfloor's per-GPU estimate to it.
+
+Several CPU processes (torch.distributed over gloo, world size 2 and 4) run
+transformers' own Llama (LlamaForCausalLM from a small config, random
+weights, nothing downloaded) in bf16 with sdpa attention, laid out as
+torchtitan 0.3.0 lays out its Llama:
+
+- tensor parallel (torchtitan 0.2.2 models/llama3/infra/parallelize.py,
+  apply_tp; 0.3.0 declares the same placements in
+  models/common/decoder_sharding.py): the embeddings divided by the
+  vocabulary as torchtitan 0.3's Embedding runs them (vocab_parallel
+  below), q, k, v, gate and up ColwiseParallel, o and down
+  RowwiseParallel, lm_head ColwiseParallel (by the vocabulary); with
+  sequence parallel SequenceParallel on every norm and PrepareModuleInput
+  gathering the norms' output before attention and the MLP, the
+  row-parallel outputs reduce-scattered to Shard(1); with loss parallel
+  lm_head's output left Shard(-1) and transformers' loss taken under
+  torch's loss_parallel(), as torchtitan 0.2 takes its loss (torchtitan
+  0.3 imports triton, which has no CPU build, so its modules do not run
+  here);
+- FSDP as Hugging Face's FSDP2 wrapping (accelerate) and torchtune make
+  it: fully_shard on every decoder layer, then on the model, the root unit
+  holding the embeddings, the final norm and lm_head, each with
+  reshard_after_forward as the case asks; and a 2-D case, tensor parallel
+  inside FSDP.
+
+On every rank it measures:
+
+- the state: the bytes of the rank's parameters (DTensor local shards,
+  distinct storages), of its gradients after backward, and of the
+  optimizer state the recipe keeps (fp32 master weights and AdamW moments
+  of the local shards, 12 bytes an element);
+- with tensor parallel, the bytes saved for backward by one training
+  forward (saved_tensors_hooks, distinct storages of the local shards,
+  parameters out; with checkpointing also the tensors the checkpoints
+  hold, as measure.py finds them): a model with no layers gives `logits`,
+  two layers less none `activations`, and with checkpointing the
+  recomputed layer is one layer measured without it;
+- with FSDP, the most fully_shard holds beside the shards at any of its
+  steps (see FsdpMeter): unsharded parameters, all-gather outputs,
+  unsharded gradients and reduce-scatter inputs;
+- the peak of a whole step (forward and loss, backward, AdamW over the
+  local shards written as a loop), from the profiler's allocation events
+  in order, above the state allocated before.
+
+Then it asks memfloor (build/memfloor estimate -o json) for the same job,
+the config inline, and fails when a bucket's perGpuBytes is more than 2%
+off the largest rank's measurement, or a rank's peak is above the
+estimate's perGpuBytes.  Prints a table and every error; exits 1 on a
+failure.  dist.py [NAME ...] runs only the cases named.
+"""
+import contextlib
+import gc
+import json
+import os
+import socket
+import sys
+import tempfile
+import warnings
+import weakref
+
+os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+warnings.filterwarnings("ignore")
+
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+import torch.multiprocessing as mp  # noqa: E402
+from torch.distributed.device_mesh import init_device_mesh  # noqa: E402
+from torch.distributed.fsdp import FSDPModule, fully_shard  # noqa: E402
+from torch.distributed.fsdp._fully_shard import (  # noqa: E402
+    _fsdp_collectives, _fsdp_param_group)
+import torch.nn as nn  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+from torch.distributed.tensor import (  # noqa: E402
+    DTensor, Partial, Replicate, Shard, distribute_tensor)
+from torch.distributed.tensor.parallel import (  # noqa: E402
+    ColwiseParallel, PrepareModuleInput, RowwiseParallel, SequenceParallel,
+    loss_parallel, parallelize_module)
+from torch.profiler import ProfilerActivity, profile  # noqa: E402
+import transformers  # noqa: E402
+from transformers import AutoModelForCausalLM  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import hf  # noqa: E402
+from measure import estimate  # noqa: E402
+
+transformers.logging.set_verbosity_error()
+TOLERANCE = 0.02
+# Non-reentrant checkpointing keeps the CPU generator's state, a uint8
+# tensor of this many bytes a layer, in host memory on a GPU job too: not
+# counted (memfloor counts GPU memory).
+RNG_STATE = torch.get_rng_state().numel()
+
+
+def llama(h, a, kv, I, V, L=2, tied=False):
+    return {"model_type": "llama", "hidden_size": h, "num_hidden_layers": L,
+            "num_attention_heads": a, "num_key_value_heads": kv,
+            "intermediate_size": I, "vocab_size": V,
+            "tie_word_embeddings": tied}
+
+
+# name: (world, tensor, fsdp ranks, sequence parallel, loss parallel,
+# checkpointing, reshard after forward, config, s, b).  Shapes divide by
+# the GPUs that split them (FSDP pads each parameter's rows to a multiple
+# of its ranks, which memfloor does not count), but for the vocabulary of
+# "tp4-uneven", which DTensor splits as torch.chunk does.
+CASES = {
+    "tp2": (2, 2, 1, 0, 0, 0, 1, llama(128, 4, 2, 384, 1000), 64, 1),
+    "tp2-sp-lp": (2, 2, 1, 1, 1, 0, 1, llama(128, 4, 2, 384, 1000), 64, 1),
+    "tp2-sp-ckpt": (2, 2, 1, 1, 0, 1, 1, llama(128, 4, 2, 384, 1000), 64,
+                    1),
+    "tp2-lp-ckpt": (2, 2, 1, 0, 1, 1, 1, llama(96, 4, 2, 256, 800), 96, 1),
+    "fsdp2": (2, 1, 2, 0, 0, 0, 1, llama(128, 4, 2, 384, 1000, L=3), 64, 1),
+    "fsdp2-keep": (2, 1, 2, 0, 0, 1, 0, llama(128, 4, 2, 384, 1000, L=3),
+                   64, 1),
+    # A vocabulary wide beside the layers: the root held twice, at the
+    # start of forward and the end of backward, is the most.
+    "fsdp2-root": (2, 1, 2, 0, 0, 0, 1, llama(64, 4, 2, 128, 4000, L=1),
+                   32, 1),
+    # Tied: the head's gradient is the embeddings'.
+    "fsdp2-tied": (2, 1, 2, 0, 0, 0, 1,
+                   llama(128, 4, 2, 384, 1000, L=2, tied=True), 64, 1),
+    # A long sequence over a narrow model: the loss's backward is the
+    # peak of the step.
+    "tp2-lp-loss": (2, 2, 1, 0, 1, 0, 1, llama(64, 4, 2, 128, 4000), 512, 1),
+    "tp2-loss": (2, 2, 1, 0, 0, 0, 1, llama(64, 4, 2, 128, 4000), 512, 1),
+    # torchtitan's default: per-op checkpointing with sequence parallel.
+    "tp2-sp-op": (2, 2, 1, 1, 1, "op", 1, llama(128, 4, 2, 384, 1000), 64,
+                  1),
+    "tp4-uneven": (4, 4, 1, 1, 1, 0, 1, llama(128, 4, 4, 384, 1002), 64, 1),
+    "fsdp4": (4, 1, 4, 0, 0, 0, 1, llama(128, 4, 2, 384, 1000, L=4), 64, 1),
+    "fsdp4-keep": (4, 1, 4, 0, 0, 0, 0, llama(128, 4, 2, 384, 1000, L=4),
+                   64, 1),
+    "tp2-fsdp2": (4, 2, 2, 1, 1, 0, 1, llama(128, 4, 2, 384, 1000, L=3), 64,
+                  1),
+}
+
+
+# --- measuring --------------------------------------------------------------
+
+def local(t):
+    """A DTensor's local shard; any other tensor itself."""
+    return t._local_tensor if isinstance(t, DTensor) else t
+
+
+def storages(ts):
+    """Bytes of the distinct storages of ts (local shards)."""
+    seen = {}
+    for t in ts:
+        if t is None:
+            continue
+        s = local(t).untyped_storage()
+        if s.nbytes() > 0:
+            seen[s.data_ptr()] = s.nbytes()
+    return sum(seen.values())
+
+
+class Box:
+    """What a pack hook hands autograd; alive while the graph holds it."""
+    __slots__ = ("t", "__weakref__")
+
+    def __init__(self, t):
+        self.t = t
+
+
+def tensors():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return [o for o in gc.get_objects() if isinstance(o, torch.Tensor)]
+
+
+def saved_bytes(model, forward):
+    """Distinct storages one forward leaves held for backward, parameters
+    out: what the graph holds (measure.py's saved_bytes) and what the
+    checkpoints hold, the tensors the forward made that are still alive;
+    DTensors by their local shards."""
+    gc.collect()
+    before = {id(t) for t in tensors()}
+    skip = {local(p).untyped_storage().data_ptr() for p in model.parameters()}
+    boxes = []
+
+    def pack(t):
+        b = Box(t)
+        boxes.append(weakref.ref(b))
+        return b
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda b: b.t):
+        loss = forward()
+    gc.collect()
+    kept = [r().t for r in boxes if r() is not None]
+    kept += [t for t in tensors() if id(t) not in before and t is not loss]
+    seen = {}
+    for t in kept:
+        if t.dtype == torch.uint8 and t.numel() == RNG_STATE:
+            continue  # the CPU generator's state (below)
+        try:
+            s = local(t).untyped_storage()
+            ptr = s.data_ptr()
+        except (RuntimeError, NotImplementedError):
+            continue  # no data: a meta or wrapper tensor, not memory
+        if ptr not in skip:
+            seen[ptr] = max(seen.get(ptr, 0), s.nbytes())
+    del loss, kept
+    return sum(seen.values())
+
+
+def peak_of(fn):
+    """Peak bytes the allocator handed out and had not taken back while fn
+    ran, from zero: the profiler's memory events, in order."""
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as p:
+        fn()
+    events = [e for e in p.profiler.kineto_results.events()
+              if e.name() == "[memory]"]
+    live = peak = 0
+    for e in sorted(events, key=lambda e: e.start_ns()):
+        live += e.nbytes()
+        peak = max(peak, live)
+    return peak
+
+
+def sac_bytes(ctx):
+    """The distinct storages a selective checkpoint's forward context keeps
+    of its ops' outputs (measure.py's sac_bytes, of local shards)."""
+    ts = []
+    for outs in ctx[0].storage.values():
+        for out in outs.values():
+            for t in out if isinstance(out, (tuple, list)) else (out,):
+                t = getattr(t, "val", t)  # checkpoint's _VersionWrapper
+                if isinstance(t, torch.Tensor):
+                    ts.append(t)
+    return storages(ts)
+
+
+def torchtitan_save_ops(ops=hf.save_ops):
+    """torchtitan 0.3.0's save list (hf.save_ops) with the collective it
+    names too, the reduce-scatter sequence parallel's row-parallel
+    layers make (activation_checkpoint.py, _get_default_save_ops)."""
+    return ops() | {torch.ops._c10d_functional.reduce_scatter_tensor.default}
+
+
+hf.save_ops = torchtitan_save_ops
+
+
+class FsdpMeter:
+    """The bytes fully_shard holds beside the shards, sampled before and
+    after each of its steps (a unit's unshard, copy-out, reshard, pre- and
+    post-backward, and inside a post-backward after the reduce-scatter's
+    copy-in, when the unsharded gradients and their copy are both alive)
+    and at every module's forward and backward: each unit's unsharded
+    parameters (its all-gather outputs), an all-gather's output in flight
+    or kept for the next copy-out, the unsharded gradients, and the
+    reduce-scatter inputs kept in flight; and a gradient autograd holds for
+    a parameter before it reaches .grad (a tied head's, which waits in
+    autograd's input buffer for the embeddings' to be summed with it: see
+    watch).  max is the most at any sample."""
+
+    def __init__(self):
+        self.groups, self.extra, self.max, self.on = [], [], 0, False
+        self.flight = []
+
+    def attach(self, model):
+        self.groups, self.max = [], 0
+        for m in model.modules():
+            if isinstance(m, FSDPModule):
+                for g in m._get_fsdp_state()._fsdp_param_groups:
+                    if g not in self.groups:
+                        self.groups.append(g)
+        for m in model.modules():
+            m.register_forward_pre_hook(lambda *a: self.sample())
+            m.register_forward_hook(lambda *a: self.sample())
+            if not list(m.children()):
+                m.register_full_backward_pre_hook(lambda *a: self.sample())
+
+    def watch(self, loss):
+        """Hook every backward node that hands a parameter its gradient,
+        to follow that gradient (weakly) until it is summed into .grad
+        or dropped."""
+        seen, stack, self.flight = set(), [loss.grad_fn], []
+        while stack:
+            node = stack.pop()
+            if node is None or node in seen:
+                continue
+            seen.add(node)
+            edges = [i for i, (n, _) in enumerate(node.next_functions)
+                     if n is not None and hasattr(n, "variable")]
+            if edges:
+                node.register_hook(self._follow(edges))
+            stack += [n for n, _ in node.next_functions]
+
+    def _follow(self, edges):
+        def hook(grad_inputs, grad_outputs):
+            self.flight += [weakref.ref(grad_inputs[i]) for i in edges
+                            if grad_inputs[i] is not None]
+            self.sample()
+        return hook
+
+    def held(self):
+        ts, ctx = list(self.extra), None
+        ts += [t for t in (r() for r in self.flight) if t is not None]
+        for g in self.groups:
+            ctx = g.comm_ctx
+            if g._all_gather_result is not None:
+                ts.append(g._all_gather_result.all_gather_output)
+            for fp in g.fsdp_params:
+                ts += fp.all_gather_outputs
+                if hasattr(fp, "_unsharded_param"):
+                    ts.append(fp._unsharded_param.grad)
+                ts.append(fp.unsharded_accumulated_grad)
+        if ctx is not None:
+            if ctx.all_gather_state is not None:
+                ts.append(ctx.all_gather_state.all_gather_result
+                          .all_gather_output)
+            ts += [st.reduce_scatter_input
+                   for st in ctx.reduce_scatter_states]
+        return storages(ts)
+
+    def sample(self):
+        if self.on:
+            self.max = max(self.max, self.held())
+
+
+METER = FsdpMeter()
+
+
+def _sampled(f):
+    def step(*a, **k):
+        METER.sample()
+        r = f(*a, **k)
+        METER.sample()
+        return r
+    return step
+
+
+for _name in ("unshard", "wait_for_unshard", "reshard", "pre_forward",
+              "post_forward", "pre_backward", "post_backward"):
+    setattr(_fsdp_param_group.FSDPParamGroup, _name,
+            _sampled(getattr(_fsdp_param_group.FSDPParamGroup, _name)))
+_copy_in = _fsdp_collectives.foreach_reduce_scatter_copy_in
+
+
+def _copy_in_sampled(grads, rs_input, *a, **k):
+    r = _copy_in(grads, rs_input, *a, **k)
+    METER.extra = list(grads) + [rs_input]
+    METER.sample()
+    METER.extra = []
+    return r
+
+
+_fsdp_collectives.foreach_reduce_scatter_copy_in = _copy_in_sampled
+
+
+class Recipe:
+    """AdamW as memfloor counts it (measure.py's Recipe) over each rank's
+    local shards: fp32 master weights and moments, a loop over
+    parameters."""
+
+    def __init__(self, params):
+        self.params = [p for p in params if p.requires_grad]
+        self.master = [local(p).detach().float().clone()
+                       for p in self.params]
+        self.m = [torch.zeros_like(x) for x in self.master]
+        self.v = [torch.zeros_like(x) for x in self.master]
+
+    def bytes(self):
+        return storages(self.master + self.m + self.v)
+
+    @torch.no_grad()
+    def step(self, lr=1e-4, b1=0.9, b2=0.999, eps=1e-8, wd=0.01):
+        for p, w, m, v in zip(self.params, self.master, self.m, self.v):
+            g = local(p.grad).float()
+            w.mul_(1 - lr * wd)
+            m.mul_(b1).add_(g, alpha=1 - b1)
+            v.mul_(b2).addcmul_(g, g, value=1 - b2)
+            denom = v.sqrt()
+            denom.add_(eps)
+            w.addcdiv_(m, denom, value=-lr)
+            del g, denom
+            local(p).copy_(w)
+
+
+# --- the layouts ------------------------------------------------------------
+
+def vocab_parallel(embedding, mesh, layout):
+    """The embeddings divided by the vocabulary as torchtitan 0.3 runs them
+    (models/common/embedding.py, Embedding.forward; Megatron's
+    VocabParallelEmbedding is the same lookup): the weight Shard(0), each
+    rank looks up the ids in its rows, ceil(V / T) a rank, zeroes the
+    others, and the partial sums are reduced into layout (Shard(1) under
+    sequence parallel: a reduce-scatter).  The gradient stays the rank's
+    rows.  (torch's RowwiseParallel on an embedding, as torchtitan 0.2 ran
+    it, gives a Replicate gradient of the whole vocabulary: DTensor's
+    embedding_dense_backward has no Shard(0) strategy in torch 2.13.)"""
+    V = embedding.num_embeddings
+    embedding.weight = nn.Parameter(
+        distribute_tensor(embedding.weight.data, mesh, [Shard(0)]))
+
+    def forward(ids):
+        w = embedding.weight.to_local()
+        start = mesh.get_local_rank() * -(-V // mesh.size())
+        inside = (ids >= start) & (ids < start + w.shape[0])
+        out = F.embedding((ids - start).clamp(0, w.shape[0] - 1), w)
+        out = out * inside.unsqueeze(-1).to(out.dtype)
+        return DTensor.from_local(out, mesh, [Partial()]).redistribute(
+            mesh, [layout]).to_local()
+    embedding.forward = forward
+
+
+def tp_plan(model, mesh, sp, lp):
+    """torchtitan's tensor-parallel plan on transformers' Llama."""
+    seq = Shard(1) if sp else Replicate()
+    vocab_parallel(model.model.embed_tokens, mesh, seq)
+    root = {
+        "lm_head": ColwiseParallel(input_layouts=seq,
+                                   output_layouts=Shard(-1) if lp else
+                                   Replicate(), use_local_output=not lp),
+    }
+    if sp:
+        root["model.norm"] = SequenceParallel()
+    parallelize_module(model, mesh, root)
+    for layer in model.model.layers:
+        plan = {
+            "self_attn.q_proj": ColwiseParallel(),
+            "self_attn.k_proj": ColwiseParallel(),
+            "self_attn.v_proj": ColwiseParallel(),
+            "self_attn.o_proj": RowwiseParallel(output_layouts=seq),
+            "mlp.gate_proj": ColwiseParallel(),
+            "mlp.up_proj": ColwiseParallel(),
+            "mlp.down_proj": RowwiseParallel(output_layouts=seq),
+        }
+        if sp:
+            plan.update({
+                "input_layernorm": SequenceParallel(),
+                "post_attention_layernorm": SequenceParallel(),
+                "self_attn": PrepareModuleInput(
+                    input_kwarg_layouts={"hidden_states": Shard(1)},
+                    desired_input_kwarg_layouts={
+                        "hidden_states": Replicate()}),
+                "mlp": PrepareModuleInput(input_layouts=(Shard(1),),
+                                          desired_input_layouts=(
+                                              Replicate(),)),
+            })
+        parallelize_module(layer, mesh, plan)
+
+
+def build(case, layers, meshes):
+    world, tensor, shards, sp, lp, ckpt, raf, c, s, b = case
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_config(
+        hf.hf_config(dict(c, num_hidden_layers=layers)),
+        attn_implementation="sdpa", dtype=torch.bfloat16)
+    model.train()
+    if ckpt == "op":
+        hf.selective(model)
+    elif ckpt:
+        model.gradient_checkpointing_enable(
+            gradient_checkpointing_kwargs={"use_reentrant": False})
+    if tensor > 1:
+        tp_plan(model, meshes["tp"], sp, lp)
+    if shards > 1:
+        for layer in model.model.layers:
+            fully_shard(layer, mesh=meshes["dp"],
+                        reshard_after_forward=bool(raf))
+        fully_shard(model, mesh=meshes["dp"], reshard_after_forward=bool(raf))
+    return model
+
+
+def forward_of(model, case, ids):
+    """One training forward with transformers' own loss (labels shifted
+    inside the model, logits.float(), cross_entropy; under loss parallel
+    over the logits' Shard(-1) local shards, inside torch's
+    loss_parallel()): the loss."""
+    def forward():
+        # The positions made inside the forward, as transformers makes
+        # them when it is not given them (given here: under sequence
+        # parallel the embeddings' output is a GPU's part of the sequence).
+        pos = torch.arange(ids.shape[1]).unsqueeze(0)
+        with parallel_loss(case):
+            return model(input_ids=ids, labels=ids, position_ids=pos).loss
+    return forward
+
+
+def parallel_loss(case):
+    """Where loss parallel's forward and backward run."""
+    return loss_parallel() if case[4] else contextlib.nullcontext()
+
+
+def measure_case(case, meshes):
+    """What this rank holds of case: a dict of bytes."""
+    world, tensor, shards, sp, lp, ckpt, raf, c, s, b = case
+    L = c["num_hidden_layers"]
+    ids = torch.randint(0, c["vocab_size"], (b, s))
+    out = {}
+    if tensor > 1 and shards == 1:
+        # Without checkpointing: no layers, one, L.
+        plain = case[:5] + (0,) + case[6:]
+        kept = {}
+        for n in (0, 1, L):
+            m = build(plain, n, meshes)
+            kept[n] = saved_bytes(m, forward_of(m, plain, ids))
+        out["logits"] = kept[0]
+        out["activations"] = kept[L] - kept[0]
+        if ckpt:
+            # What the checkpoints hold, and one layer recomputed (less,
+            # per op, the outputs its checkpoint hands the recomputation:
+            # measure.py's run_op).
+            m = build(case, L, meshes)
+            layer = (kept[L] - kept[1]) // (L - 1)
+            hf.CONTEXTS.clear()
+            out["activations"] = (saved_bytes(m, forward_of(m, case, ids)) -
+                                  kept[0] + layer)
+            if ckpt == "op":
+                out["activations"] -= sac_bytes(hf.CONTEXTS[-1])
+    if shards > 1:
+        # fully_shard's buffers over a step of their own, so that the
+        # meter's hooks stay out of the profiled one.
+        model = build(case, L, meshes)
+        METER.attach(model)
+        METER.on = True
+        step_of(model, Recipe(model.parameters()), case, ids)()
+        METER.on = False
+        out["shardingBuffers"] = METER.max
+    model = build(case, L, meshes)
+    opt = Recipe(model.parameters())
+    out["weights"] = storages(model.parameters())
+    out["optimizer"] = opt.bytes()
+    # The token ids (transformers' labels are the same tensor).
+    held = out["weights"] + out["optimizer"] + ids.numel() * 8
+    out["peak"] = held + peak_of(step_of(model, opt, case, ids, out))
+    return out
+
+
+def step_of(model, opt, case, ids, out=None):
+    """A whole step of model: forward and loss, backward (the gradients'
+    bytes into out), the optimizer."""
+    forward = forward_of(model, case, ids)
+
+    def step():
+        loss = forward()
+        if METER.on:
+            METER.watch(loss)
+        with parallel_loss(case):
+            loss.backward()
+        del loss
+        if out is not None:
+            out["gradients"] = storages(p.grad for p in model.parameters())
+        opt.step()
+        for p in model.parameters():
+            p.grad = None
+    return step
+
+
+def run_rank(rank, world, names, port, path):
+    # The profiler's own start and stop lines, and the ranks' warnings, go
+    # to a log, which measure_world prints when a rank fails.
+    log = os.open(path + ".log", os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+    os.dup2(log, 1)
+    os.dup2(log, 2)
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", rank=rank, world_size=world)
+    results = {}
+    for name in names:
+        case = CASES[name]
+        tensor = case[1]
+        mesh = init_device_mesh("cpu", (world // tensor, tensor),
+                                mesh_dim_names=("dp", "tp"))
+        results[name] = measure_case(case, {"dp": mesh["dp"],
+                                            "tp": mesh["tp"]})
+    every = [None] * world
+    dist.all_gather_object(every, results)
+    if rank == 0:
+        with open(path, "w") as f:
+            json.dump(every, f)
+    dist.destroy_process_group()
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def measure_world(world, names):
+    """Every rank's measurements of the cases names, all of world size
+    world: a list by rank of {name: {what: bytes}}."""
+    with tempfile.TemporaryDirectory(prefix="mf-dist-") as d:
+        path = os.path.join(d, "ranks.json")
+        try:
+            mp.start_processes(run_rank,
+                               args=(world, names, free_port(), path),
+                               nprocs=world, start_method="fork")
+        except mp.ProcessRaisedException:
+            with open(path + ".log") as g:
+                sys.stderr.write(g.read()[-4000:])
+            raise
+        with open(path) as g:
+            return json.load(g)
+
+
+# --- memfloor ---------------------------------------------------------------
+
+def memfloor(case):
+    world, tensor, shards, sp, lp, ckpt, raf, c, s, b = case
+    workload = {
+        "kind": "training", "sequenceLength": s, "microBatch": b,
+        "precision": "bf16", "attention": "sdpa",
+        "gradientCheckpointing": ckpt if ckpt == "op" else bool(ckpt),
+        "parallelism": {"tensor": tensor, "sequenceParallel": bool(sp),
+                        "lossParallel": bool(lp)},
+    }
+    if shards > 1:
+        workload["sharding"] = {"gpus": shards,
+                                "reshardAfterForward": bool(raf)}
+    est = estimate(c, workload)
+    buckets = {x["name"]: x["perGpuBytes"] for x in est["buckets"]}
+    return buckets, est["perGpuBytes"]
+
+
+BUCKETS = ("weights", "gradients", "optimizer", "activations", "logits",
+           "shardingBuffers")
+
+
+def check(name, ranks, rows, errors):
+    got, per_gpu = memfloor(CASES[name])
+    for bucket in BUCKETS:
+        if bucket not in ranks[0]:
+            continue
+        want = max(r[bucket] for r in ranks)
+        est = got.get(bucket, 0)
+        err = (est - want) / want
+        rows.append((name, bucket, want, est, err))
+        if abs(err) > TOLERANCE:
+            errors.append("FAIL %s %s: measured %d, memfloor %d (%+.2f%%)" %
+                          (name, bucket, want, est, 100 * err))
+    peak = max(r["peak"] for r in ranks)
+    rows.append((name, "peak", peak, per_gpu, (per_gpu - peak) / peak))
+    if peak > per_gpu:
+        errors.append("FAIL %s peak %d above perGpuBytes %d" %
+                      (name, peak, per_gpu))
+
+
+def main():
+    names = sys.argv[1:] or list(CASES)
+    for n in names:
+        if n not in CASES:
+            sys.exit("dist.py: no case %s (cases: %s)" %
+                     (n, " ".join(CASES)))
+    rows, errors = [], []
+    for world in sorted({CASES[n][0] for n in names}):
+        these = [n for n in names if CASES[n][0] == world]
+        every = measure_world(world, these)
+        for n in these:
+            check(n, [r[n] for r in every], rows, errors)
+    print("%-12s %-16s %12s %12s %8s" %
+          ("case", "bucket", "measured", "memfloor", "error"))
+    for name, bucket, want, est, err in rows:
+        print("%-12s %-16s %12d %12d %+7.2f%%" %
+              (name, bucket, want, est, 100 * err))
+    for e in errors:
+        print(e)
+    print("dist harness: %d checks, %d failed" % (len(rows), len(errors)))
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
