@@ -73,7 +73,9 @@ check_placement(const struct mf_job *job, const struct mf_placement *p,
 	    p->need <= mf_cat_usable_at(g, mf_headroom(cat, &job->work)));
 	/* More GPUs than one only when asked, or by a fix that splits. */
 	check(p->count == 1 || job->count_given ||
-	    (p->fixes & (MF_FIXBIT(MF_FIX_FSDP) | MF_FIXBIT(MF_FIX_TENSOR))));
+	    (p->fixes &
+	        (MF_FIXBIT(MF_FIX_FSDP) | MF_FIXBIT(MF_FIX_TENSOR) |
+	            MF_FIXBIT(MF_FIX_REPLICAS))));
 	check(!(p->fixes & MF_FIXBIT(MF_FIX_TENSOR)) ||
 	    p->count <= g->gpus_per_node);
 
@@ -114,7 +116,9 @@ check_rejected(const struct mf_job *job, const struct mf_decision *d)
 {
 	check(d->reason[0] != '\0');
 	check(d->nfixes <= MF_FIX_COUNT);
-	check(d->from_model || d->nfixes == 0);
+	/* A floor alone has one fix: more GPUs, for a limit. */
+	check(d->from_model || d->nfixes == 0 ||
+	    (d->nfixes == 1 && d->fixes[0].fix == MF_FIX_REPLICAS));
 	check(d->suggested >= -1 && d->suggested < (int)d->nfixes);
 	check(d->suggested < 0 || d->fixes[d->suggested].placed);
 	for (size_t i = 0; i < d->nfixes; i++) {
@@ -125,7 +129,7 @@ check_rejected(const struct mf_job *job, const struct mf_decision *d)
 		check(e->need > 0 && e->min_memory >= e->need);
 		check(e->gpus >= 1);
 		if (e->placed) {
-			check_placement(job, &e->placement, 1);
+			check_placement(job, &e->placement, d->from_model);
 			check(e->placement.fixes == e->fixes);
 		}
 	}
@@ -141,6 +145,13 @@ place(const struct mf_job *job)
 	rc = mf_place(job, cat, &d, &err);
 	if (rc == MF_ERANGE) {
 		check(strcmp(err.field, "spec.workload") == 0);
+		return;
+	}
+	/* A layout or a length the model cannot take (a tensor size the
+	 * heads do not divide, a context past the model's limit). */
+	if (rc == MF_EINVAL) {
+		check(
+		    err.text[0] != '\0' && strncmp(err.field, "spec.", 5) == 0);
 		return;
 	}
 	check(rc == MF_OK);
