@@ -24,7 +24,7 @@
 #include "../catalog/catalog.h"
 #include "../catalog/datadir.h"
 #include "../catalog/kueue.h"
-#include "../daemon/fetch.h"
+#include "../fetch/fetch.h"
 #include "../daemon/memfloord.h"
 
 #ifndef MF_DATADIR

@@ -20,7 +20,7 @@
 #include <curl/curl.h>
 
 #include "../catalog/datadir.h"
-#include "fetch.h"
+#include "../fetch/fetch.h"
 #include "memfloord.h"
 
 static void

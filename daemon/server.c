@@ -27,7 +27,7 @@
 
 #include "../admission/buf.h"
 #include "../admission/review.h"
-#include "fetch.h"
+#include "../fetch/fetch.h"
 #include "guard.h"
 #include "memfloord.h"
 #include "tls.h"

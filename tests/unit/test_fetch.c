@@ -1,5 +1,5 @@
 /*
- * test_fetch.c: daemon/fetch.c against tests/integration/fetchserver.py, a
+ * test_fetch.c: fetch/fetch.c against tests/integration/fetchserver.py, a
  * local HTTP server started once for the whole run.  Each test starts the
  * fetcher with the same allowed hosts and stops it afterwards.
  */

@@ -19,7 +19,7 @@
 
 #include "../admission/buf.h"
 #include "fetch.h"
-#include "memfloord.h"
+#include "../daemon/memfloord.h"
 
 #define URL_MAX 4096  /* longer configUrls are refused as bad URLs */
 #define SHOWN_URL 120 /* characters of a URL quoted in a message */
