@@ -137,7 +137,7 @@ $(BUILD)/memfloord: $(BUILD)/daemon/main.o $(DLIB) $(FLIB) $(LIB)
 	$(CC) $(CFLAGS) -o $@ $^ $(DAEMON_LIBS)
 
 # The command line fetches a configUrl with the fetcher the daemon uses.
-$(BUILD)/memfloor: $(CLI_OBJ) $(FLIB) $(DLIB) $(LIB)
+$(BUILD)/memfloor: $(CLI_OBJ) $(FLIB) $(LIB)
 	$(CC) $(CFLAGS) -o $@ $^ $(CLI_LIBS)
 
 $(BUILD)/test_%: $(BUILD)/tests/unit/test_%.o $(FILTER_OBJ) $(DLIB) $(FLIB) \

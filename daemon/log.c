@@ -358,16 +358,23 @@ emit(enum mfd_level level, char *out, const char *body, struct text *t,
 void
 mfd_log(enum mfd_level level, const char *fmt, ...)
 {
+	va_list ap;
+
+	va_start(ap, fmt);
+	mfd_vlog(level, fmt, ap);
+	va_end(ap);
+}
+
+void
+mfd_vlog(enum mfd_level level, const char *fmt, va_list ap)
+{
 	char msg[1024], out[2300];
 	struct text t = { out, out + sizeof(out) - 2 };
 	const char *body;
-	va_list ap;
 
 	if (!mfd_log_enabled(level))
 		return;
-	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
 	stamp(&t, level);
 	body = t.p;
 	if (json_lines) {

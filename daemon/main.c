@@ -312,22 +312,43 @@ detached(int fd, int ok)
 	close(fd);
 }
 
+/* The fetcher's lines, in the daemon's log. */
+static void fetch_log(enum mf_fetch_level level, const char *fmt, va_list ap)
+    __attribute__((format(printf, 2, 0)));
+
+static void
+fetch_log(enum mf_fetch_level level, const char *fmt, va_list ap)
+{
+	switch (level) {
+	case MF_FETCH_LOG_ERROR:
+		mfd_vlog(MFD_ERROR, fmt, ap);
+		break;
+	case MF_FETCH_LOG_WARN:
+		mfd_vlog(MFD_WARN, fmt, ap);
+		break;
+	case MF_FETCH_LOG_INFO:
+		mfd_vlog(MFD_INFO, fmt, ap);
+		break;
+	}
+}
+
 /* What -n checks beyond the catalogue and models: every other flag. */
 static int
 check(const struct mfd_config *cfg)
 {
 	if (mfd_server_check(cfg) != 0)
 		return -1;
-	if (mfd_fetch_init(cfg->model_hosts, cfg->nmodel_hosts) != 0)
+	if (mf_fetch_init(cfg->model_hosts, cfg->nmodel_hosts, fetch_log) != 0)
 		return -1;
-	mfd_fetch_fini();
+	mf_fetch_fini();
 	return 0;
 }
 
 static int
 start(const struct mfd_config *cfg)
 {
-	if (mfd_fetch_init(cfg->model_hosts, cfg->nmodel_hosts) != 0) {
+	if (mf_fetch_init(cfg->model_hosts, cfg->nmodel_hosts, fetch_log) !=
+	    0) {
 		mfd_log(MFD_ERROR,
 		    "--model-host: not HOST[:PORT] or http[s]://HOST[:PORT]");
 		return -1;
@@ -336,7 +357,7 @@ start(const struct mfd_config *cfg)
 		mfd_log(MFD_WARN, "cannot watch %s; reload with SIGHUP",
 		    cfg->catalog_path);
 	if (mfd_server_start(cfg) != 0) {
-		mfd_fetch_fini();
+		mf_fetch_fini();
 		return -1;
 	}
 	return 0;
@@ -359,7 +380,7 @@ wait_signals(sigset_t *set)
 		mfd_log(MFD_INFO, "%s: draining requests in flight",
 		    strsignal(sig));
 		mfd_server_stop();
-		mfd_fetch_fini();
+		mf_fetch_fini();
 		mfd_log(MFD_INFO, "stopped");
 		return;
 	}

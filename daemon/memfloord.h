@@ -11,6 +11,7 @@
 #ifndef MFD_H
 #define MFD_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/stat.h>
@@ -70,6 +71,9 @@ void mfd_log_syslog(void);
 int mfd_log_enabled(enum mfd_level level);
 void mfd_log(enum mfd_level level, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* mfd_log with its arguments in ap. */
+void mfd_vlog(enum mfd_level level, const char *fmt, va_list ap)
+    __attribute__((format(printf, 2, 0)));
 /* One line per request; client strings are escaped here.  field: the
  * field an error answer names, or "" (then not written). */
 void mfd_log_request(const char *method, const char *path, int status,

@@ -81,7 +81,7 @@ struct request {
 	const char *url; /* borrowed from req */
 	struct MHD_Connection *conn;
 	int fetched; /* the fetcher called back */
-	struct mfd_fetch_result fetch;
+	struct mf_fetch_result fetch;
 };
 
 /* One libmicrohttpd daemon for each --listen address. */
@@ -533,21 +533,21 @@ early_status(struct MHD_Connection *c, struct request *r, const char *method,
 }
 
 static int
-fetch_status(enum mfd_fetch_status st)
+fetch_status(enum mf_fetch_status st)
 {
-	return st == MFD_FETCH_DENIED || st == MFD_FETCH_BADURL ?
+	return st == MF_FETCH_DENIED || st == MF_FETCH_BADURL ?
 	    MHD_HTTP_BAD_REQUEST :
 	    MHD_HTTP_BAD_GATEWAY;
 }
 
 /* Runs on the fetcher thread. */
 static void
-on_fetched(void *arg, struct mfd_fetch_result *res)
+on_fetched(void *arg, struct mf_fetch_result *res)
 {
 	struct request *r = arg;
 
 	mfd_metrics_fetch(
-	    res->status != MFD_FETCH_OK ? MFD_FETCHED_ERROR : MFD_FETCHED_NEW);
+	    res->status != MF_FETCH_OK ? MFD_FETCHED_ERROR : MFD_FETCHED_NEW);
 	r->fetch = *res;
 	r->fetched = 1;
 	mfd_guard_suspend(r->guard, 0);
@@ -562,7 +562,7 @@ park(struct MHD_Connection *c, struct request *r)
 	r->conn = c;
 	mfd_guard_suspend(r->guard, 1);
 	MHD_suspend_connection(c);
-	mfd_fetch_start(r->url, on_fetched, r);
+	mf_fetch_start(r->url, on_fetched, r);
 	return MHD_YES;
 }
 
@@ -593,23 +593,23 @@ phased(struct MHD_Connection *c, struct request *r)
 			return send_answer(c, r, http_status(ans.kind), &ans);
 		r->url = mf_request_url(r->req);
 		if (r->url != NULL &&
-		    mfd_fetch_allowed(r->url, why, sizeof(why)) != MFD_FETCH_OK)
+		    mf_fetch_allowed(r->url, why, sizeof(why)) != MF_FETCH_OK)
 			return send_error(c, r, MHD_HTTP_BAD_REQUEST,
 			    "spec.model.configUrl", why);
-		if (r->url != NULL && !mfd_fetch_cached(r->url, &m))
+		if (r->url != NULL && !mf_fetch_cached(r->url, &m))
 			return park(c, r);
 		if (r->url != NULL) {
 			mfd_metrics_fetch(MFD_FETCHED_CACHE);
 			mf_request_model(r->req, &m);
 		}
-	} else if (r->fetch.status != MFD_FETCH_OK) {
+	} else if (r->fetch.status != MF_FETCH_OK) {
 		return send_error(c, r, fetch_status(r->fetch.status),
 		    "spec.model.configUrl", r->fetch.message);
 	} else if (mf_request_config(r->req, r->fetch.body, r->fetch.len, &m,
 	               &ans) != MF_OK) {
 		return send_answer(c, r, http_status(ans.kind), &ans);
 	} else {
-		mfd_fetch_keep(r->url, &m);
+		mf_fetch_keep(r->url, &m);
 	}
 	api = api_begin();
 	mf_api_decide(&api, r->req, &ans);
