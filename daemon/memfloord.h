@@ -108,8 +108,16 @@ enum mfd_fetch_outcome {
 	MFD_FETCHED_N
 };
 void mfd_metrics_fetch(enum mfd_fetch_outcome o);
-/* Prometheus text; malloc'd, NULL on allocation failure. */
-char *mfd_metrics_render(uint64_t catalog_version, size_t catalog_gpus);
+/* The gauges the caller reads from the modules that own them, so that
+ * metrics.c depends on none of them. */
+struct mfd_gauges {
+	uint64_t catalog_version; /* of the catalogue in service; 0: none */
+	size_t catalog_gpus;      /* GPU types in it */
+	size_t tls_generations;   /* mfd_tls_generations() */
+};
+/* Prometheus text of the counters and g; malloc'd, NULL on allocation
+ * failure. */
+char *mfd_metrics_render(const struct mfd_gauges *g);
 
 /*
  * Load the catalogue and the models; start-up errors are returned with

@@ -193,12 +193,13 @@ static void
 do_metrics(struct request *r, struct MHD_Connection *c, struct mf_answer *ans)
 {
 	struct mf_catalog *cat = mfd_state_catalog();
+	struct mfd_gauges g = { cat ? cat->version : 0, cat ? cat->ngpus : 0,
+		mfd_tls_generations() };
 
 	(void)r;
 	(void)c;
 	memset(ans, 0, sizeof(*ans));
-	mf_answer_text(ans, MF_ANS_OK,
-	    mfd_metrics_render(cat ? cat->version : 0, cat ? cat->ngpus : 0));
+	mf_answer_text(ans, MF_ANS_OK, mfd_metrics_render(&g));
 	ans->content_type = "text/plain; version=0.0.4; charset=utf-8";
 	mf_cat_unref(cat);
 }
