@@ -1,7 +1,6 @@
 /*
- * doc.c: the document tree and its arena, the choice of reader, and the
- * typed readers of its nodes.  YAML is read in doc_yaml.c, JSON in
- * doc_json.c (with doc_skim.c and doc_scan.h).
+ * doc.c: the choice of reader (YAML in doc_yaml.c, JSON in doc_json.c)
+ * and the typed readers of the tree's nodes.
  */
 #include "doc.h"
 
@@ -16,63 +15,6 @@
 #include "doc_tree.h"
 #include "qty.h"
 #include "internal.h"
-
-#define ARENA_BLOCK 8192
-
-struct mf_doc_block {
-	struct mf_doc_block *next;
-	size_t used, size;
-	max_align_t data[];
-};
-
-void *
-mf_doc_alloc(struct mf_doc *doc, size_t n)
-{
-	struct mf_doc_block *b = doc->blocks;
-	size_t align = sizeof(max_align_t);
-
-	n = (n + align - 1) / align * align;
-	if (b == NULL || b->size - b->used < n) {
-		size_t size = n > ARENA_BLOCK ? n : ARENA_BLOCK;
-
-		b = malloc(sizeof(*b) + size);
-		if (b == NULL)
-			return NULL;
-		b->size = size;
-		b->used = 0;
-		b->next = doc->blocks;
-		doc->blocks = b;
-	}
-	b->used += n;
-	return (char *)b->data + b->used - n;
-}
-
-void
-mf_doc_clear(struct mf_doc *doc)
-{
-	struct mf_doc_block *b, *next;
-
-	for (b = doc->blocks; b != NULL; b = next) {
-		next = b->next;
-		free(b);
-	}
-	memset(doc, 0, sizeof(*doc));
-}
-
-void
-mf_doc_free(struct mf_doc *doc)
-{
-	if (doc == NULL)
-		return;
-	mf_doc_clear(doc);
-	free(doc);
-}
-
-const struct mf_node *
-mf_doc_root(const struct mf_doc *doc)
-{
-	return doc->root;
-}
 
 enum mf_rc
 mf_doc_parse_kept(const char *buf, size_t len, enum mf_doc_format fmt,
@@ -119,20 +61,6 @@ mf_doc_parse(const char *buf, size_t len, enum mf_doc_format fmt,
 }
 
 /* --- readers --------------------------------------------------------- */
-
-const struct mf_node *
-mf_node_get(const struct mf_node *map, const char *key)
-{
-	const struct mf_node *c;
-
-	if (map == NULL || map->type != MF_NODE_MAP)
-		return NULL;
-	/* The first byte turns most members away without a call. */
-	for (c = map->child; c != NULL; c = c->next)
-		if (c->key[0] == key[0] && strcmp(c->key, key) == 0)
-			return c;
-	return NULL;
-}
 
 const char *
 mf_node_type_name(enum mf_node_type type)

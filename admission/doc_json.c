@@ -19,37 +19,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "doc_json.h"
+#include "doc_jtok.h"
+#include "doc_skim.h"
 #include "str.h"
-
-#define JSON_TOO_BIG \
-	"document nested deeper than 64 levels or holding too many values"
-
-static enum mf_rc
-jfail(struct mf_jparse *j, const char *at, const char *what)
-{
-	int line = 1, column = 1;
-
-	for (const char *q = j->start; q < at && q < j->end; q++) {
-		if (*q == '\n') {
-			line++;
-			column = 1;
-		} else {
-			column++;
-		}
-	}
-	j->rc = MF_EINVAL;
-	return mf_error_set(j->err, MF_EINVAL, NULL, line, column,
-	    "not valid JSON: %s", what);
-}
-
-enum mf_rc
-mf_json_limit(struct mf_jparse *j, enum mf_rc rc)
-{
-	j->rc = rc;
-	return mf_error_set(j->err, rc, NULL, 0, 0, "%s",
-	    rc == MF_ETOOBIG ? JSON_TOO_BIG : "out of memory");
-}
 
 static inline void
 jblank(struct mf_jparse *j)
@@ -81,137 +53,6 @@ jnode(struct mf_jparse *j, enum mf_node_type type, struct mf_node **out)
 	return 0;
 }
 
-static char *
-put_utf8(char *o, uint32_t c)
-{
-	if (c < 0x80) {
-		*o++ = (char)c;
-	} else if (c < 0x800) {
-		*o++ = (char)(0xC0 | c >> 6);
-		*o++ = (char)(0x80 | (c & 0x3F));
-	} else if (c < 0x10000) {
-		*o++ = (char)(0xE0 | c >> 12);
-		*o++ = (char)(0x80 | ((c >> 6) & 0x3F));
-		*o++ = (char)(0x80 | (c & 0x3F));
-	} else {
-		*o++ = (char)(0xF0 | c >> 18);
-		*o++ = (char)(0x80 | ((c >> 12) & 0x3F));
-		*o++ = (char)(0x80 | ((c >> 6) & 0x3F));
-		*o++ = (char)(0x80 | (c & 0x3F));
-	}
-	return o;
-}
-
-/* The quote that closes the string whose text starts at p (one not
- * escaped by an odd run of backslashes), or NULL. */
-static const char *
-jclose(const char *p, const char *end)
-{
-	const char *q;
-	size_t n;
-
-	while ((q = memchr(p, '"', (size_t)(end - p))) != NULL) {
-		for (n = 0; q - n > p && q[-1 - (ptrdiff_t)n] == '\\'; n++)
-			;
-		if (n % 2 == 0)
-			return q;
-		p = q + 1;
-	}
-	return NULL;
-}
-
-/* The escape at p (its backslash, before close) decoded to *o; where the
- * text goes on, or NULL after failing. */
-static const char *
-jescape(struct mf_jparse *j, const char *p, const char *close, char **o)
-{
-	char e = p + 1 < close ? p[1] : '\0', ch = mf_scan_short_escape(e);
-	const char *next;
-	uint32_t c;
-
-	if (ch != 0) {
-		*(*o)++ = ch;
-		return p + 2;
-	}
-	if (e != 'u') {
-		jfail(j, p, "invalid escape");
-		return NULL;
-	}
-	next = mf_scan_unicode(p + 2, j->end, &c);
-	if (next != NULL && next <= close) {
-		*o = put_utf8(*o, c);
-		return next;
-	}
-	jfail(j, p, "invalid \\u escape");
-	return NULL;
-}
-
-/*
- * The text p..close of a string (inside its quotes) checked and decoded
- * into o; the end of what was written, or NULL after failing.  Decoding
- * never lengthens the text.
- */
-static char *
-jdecode(struct mf_jparse *j, const char *p, const char *close, char *o)
-{
-	const char *run;
-	size_t n;
-
-	while (p < close) {
-		run = p;
-		p = mf_scan_plain(p, close);
-		memcpy(o, run, (size_t)(p - run));
-		o += p - run;
-		if (p == close)
-			break;
-		if (*p == '\\') {
-			p = jescape(j, p, close, &o);
-			if (p == NULL)
-				return NULL;
-			continue;
-		}
-		if ((unsigned char)*p < 0x20) {
-			jfail(j, p, "control character in a string");
-			return NULL;
-		}
-		n = mf_scan_utf8((const unsigned char *)p,
-		    (const unsigned char *)close);
-		if (n == 0) {
-			jfail(j, p, "invalid UTF-8 in a string");
-			return NULL;
-		}
-		memcpy(o, p, n);
-		o += n;
-		p += n;
-	}
-	return o;
-}
-
-const char *
-mf_json_escaped(struct mf_jparse *j, const char *p, const char *q, size_t *len)
-{
-	const char *close = jclose(q, j->end);
-	char *out, *o;
-
-	if (close == NULL) {
-		jfail(j, j->end, "unterminated string");
-		return NULL;
-	}
-	out = mf_doc_alloc(j->doc, (size_t)(close - p) + 1);
-	if (out == NULL) {
-		mf_json_limit(j, MF_ENOMEM);
-		return NULL;
-	}
-	memcpy(out, p, (size_t)(q - p));
-	o = jdecode(j, q, close, out + (q - p));
-	if (o == NULL)
-		return NULL;
-	j->p = close + 1;
-	*o = '\0';
-	*len = (size_t)(o - out);
-	return out;
-}
-
 /* The number at j->p checked; where it ends, *real whether it has a
  * fraction or an exponent.  NULL after failing. */
 static const char *
@@ -229,13 +70,13 @@ jnumber_end(struct mf_jparse *j, int *real)
 		while (p < j->end && *p >= '0' && *p <= '9')
 			p++;
 	if (p == digits) {
-		jfail(j, j->p, "invalid number");
+		mf_json_fail(j, j->p, "invalid number");
 		return NULL;
 	}
 	if (p < j->end && *p == '.') {
 		*real = 1;
 		if (++p >= j->end || *p < '0' || *p > '9') {
-			jfail(j, p, "invalid number");
+			mf_json_fail(j, p, "invalid number");
 			return NULL;
 		}
 		while (p < j->end && *p >= '0' && *p <= '9')
@@ -247,7 +88,7 @@ jnumber_end(struct mf_jparse *j, int *real)
 		if (p < j->end && (*p == '+' || *p == '-'))
 			p++;
 		if (p >= j->end || *p < '0' || *p > '9') {
-			jfail(j, p, "invalid number");
+			mf_json_fail(j, p, "invalid number");
 			return NULL;
 		}
 		while (p < j->end && *p >= '0' && *p <= '9')
@@ -267,14 +108,14 @@ jinteger(struct mf_jparse *j, const char *end, char *text)
 	char *s;
 
 	if ((size_t)(end - j->p) >= 40) {
-		jfail(j, j->p, "too big integer");
+		mf_json_fail(j, j->p, "too big integer");
 		return 0;
 	}
 	for (const char *q = digits; q < end; q++) {
 		if (v > (UINT64_C(1) << 63) / 10 ||
 		    v * 10 + (uint64_t)(*q - '0') >
 		        (UINT64_C(1) << 63) - (*j->p != '-')) {
-			jfail(j, j->p, "too big integer");
+			mf_json_fail(j, j->p, "too big integer");
 			return 0;
 		}
 		v = v * 10 + (uint64_t)(*q - '0');
@@ -302,7 +143,7 @@ jreal(struct mf_jparse *j, const char *end, char *text)
 	errno = 0;
 	d = strtod(copy, NULL);
 	if (errno == ERANGE && isinf(d)) {
-		jfail(j, j->p, "real number overflow");
+		mf_json_fail(j, j->p, "real number overflow");
 		return 0;
 	}
 	return (size_t)snprintf(text, 40, "%.17g", d);
@@ -341,7 +182,7 @@ jword(struct mf_jparse *j, const char *word, enum mf_node_type type,
 	size_t len = strlen(word);
 
 	if ((size_t)(j->end - j->p) < len || memcmp(j->p, word, len) != 0) {
-		jfail(j, j->p, "invalid token");
+		mf_json_fail(j, j->p, "invalid token");
 		return -1;
 	}
 	if (jnode(j, type, out) != 0)
@@ -351,35 +192,6 @@ jword(struct mf_jparse *j, const char *word, enum mf_node_type type,
 		(*out)->text = type == MF_NODE_NULL ? "null" : word;
 		(*out)->len = len;
 	}
-	return 0;
-}
-
-static int
-by_key(const void *a, const void *b)
-{
-	const struct mf_jkey *x = a, *y = b;
-	int c = memcmp(x->s, y->s, x->len < y->len ? x->len : y->len);
-
-	return c != 0 ? c : (x->len > y->len) - (x->len < y->len);
-}
-
-int
-mf_json_grow_keys(struct mf_jparse *j)
-{
-	size_t cap = 2 * j->cap;
-	struct mf_jkey *grown;
-
-	if (j->cap == MF_JSON_FIRST_KEYS) {
-		grown = malloc(cap * sizeof(*j->keys));
-		if (grown != NULL)
-			memcpy(grown, j->keys, j->nkeys * sizeof(*j->keys));
-	} else {
-		grown = realloc(j->keys, cap * sizeof(*j->keys));
-	}
-	if (grown == NULL)
-		return -1;
-	j->keys = grown;
-	j->cap = cap;
 	return 0;
 }
 
@@ -395,7 +207,7 @@ jname(struct mf_jparse *j, struct mf_jobj *o, const char *at, const char *s,
 	size_t nk = j->nkeys - o->base;
 
 	if (nk < MF_JSON_LINEAR_KEYS && mf_json_has_key(j, o, nk, s, len)) {
-		jfail(j, at, "duplicate object key");
+		mf_json_fail(j, at, "duplicate object key");
 		return -1;
 	}
 	if (nk >= j->max_keys) {
@@ -407,19 +219,6 @@ jname(struct mf_jparse *j, struct mf_jobj *o, const char *at, const char *s,
 		return -1;
 	}
 	return 0;
-}
-
-int
-mf_json_unique_keys(struct mf_jparse *j, size_t base)
-{
-	struct mf_jkey *k = j->keys + base;
-	size_t n = j->nkeys - base;
-
-	qsort(k, n, sizeof(*k), by_key);
-	for (size_t i = 1; i < n; i++)
-		if (mf_json_same_key(&k[i - 1], k[i].s, k[i].len))
-			return 0;
-	return 1;
 }
 
 /* A bit for each length (mod 64) of a name keep names. */
@@ -487,7 +286,7 @@ jmember(struct mf_jparse *j, int depth, const struct mf_doc_keep *keep,
 	size_t klen;
 
 	if (j->p >= j->end || *j->p != '"') {
-		jfail(j, j->p, "string or '}' expected");
+		mf_json_fail(j, j->p, "string or '}' expected");
 		return -1;
 	}
 	key = mf_json_string(j, n != NULL && keep == NULL, &klen);
@@ -495,7 +294,7 @@ jmember(struct mf_jparse *j, int depth, const struct mf_doc_keep *keep,
 		return -1;
 	jblank(j);
 	if (j->p >= j->end || *j->p != ':') {
-		jfail(j, j->p, "':' expected");
+		mf_json_fail(j, j->p, "':' expected");
 		return -1;
 	}
 	j->p++;
@@ -552,14 +351,14 @@ jcollection(struct mf_jparse *j, int depth, const struct mf_doc_keep *keep,
 		}
 		if (j->p < j->end && *j->p == close)
 			break;
-		jfail(j, j->p,
+		mf_json_fail(j, j->p,
 		    map ? "',' or '}' expected" : "',' or ']' expected");
 		return -1;
 	}
 	j->p++;
 	if (map && j->nkeys - o.base > MF_JSON_LINEAR_KEYS &&
 	    !mf_json_unique_keys(j, o.base)) {
-		jfail(j, start, "duplicate object key");
+		mf_json_fail(j, start, "duplicate object key");
 		return -1;
 	}
 	j->nkeys = o.base;
@@ -579,7 +378,7 @@ jvalue(struct mf_jparse *j, int depth, const struct mf_doc_keep *keep,
 		return 0;
 	jblank(j);
 	if (j->p >= j->end) {
-		jfail(j, j->p, "'[', '{' or a value expected");
+		mf_json_fail(j, j->p, "'[', '{' or a value expected");
 		return -1;
 	}
 	switch (*j->p) {
@@ -604,7 +403,7 @@ jvalue(struct mf_jparse *j, int depth, const struct mf_doc_keep *keep,
 	default:
 		if (*j->p == '-' || (*j->p >= '0' && *j->p <= '9'))
 			return jnumber(j, out);
-		jfail(j, j->p, "invalid token");
+		mf_json_fail(j, j->p, "invalid token");
 		return -1;
 	}
 }
@@ -623,7 +422,7 @@ mf_doc_json(struct mf_doc *doc, const char *buf, size_t len, size_t max_keys,
 	} else {
 		jblank(&j);
 		if (j.p < j.end)
-			rc = jfail(&j, j.p, "end of file expected");
+			rc = mf_json_fail(&j, j.p, "end of file expected");
 	}
 	if (j.keys != first)
 		free(j.keys);

@@ -6,7 +6,7 @@
 #include <assert.h>
 #include <string.h>
 
-#include "doc_json.h"
+#include "doc_skim.h"
 
 /*
  * Past the 16-byte blocks of string text from p that hold only printable

@@ -1,7 +1,7 @@
 /*
- * doc_tree.h: what the document's readers share (doc.c, doc_yaml.c,
- * doc_json.c, doc_skim.c), and nothing outside them uses.  The public API
- * is doc.h.
+ * doc_tree.h: the document tree (doc_tree.c) as its readers build it
+ * (doc.c, doc_yaml.c, doc_json.c, doc_skim.c), which nothing else uses.
+ * The public API is doc.h.
  *
  * Nodes and their strings live in an arena owned by the document, so a
  * parse is a handful of large allocations and one free.

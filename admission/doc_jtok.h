@@ -1,12 +1,13 @@
 /*
- * doc_json.h: what the JSON reader (doc_json.c) and its skimmer of what a
- * keep list leaves out (doc_skim.c) share, and nothing else uses.
+ * doc_jtok.h: the JSON reader's state and tokens (doc_jtok.c), which the
+ * reader (doc_json.c) and its skimmer of what a keep list leaves out
+ * (doc_skim.c) share, and nothing else uses.
  *
  * Member names of every open object, kept or not, are on one stack (keys)
  * for the duplicate check; a name without escapes stays in the input there.
  */
-#ifndef MF_DOC_JSON_H
-#define MF_DOC_JSON_H
+#ifndef MF_DOC_JTOK_H
+#define MF_DOC_JTOK_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -100,6 +101,10 @@ mf_json_push_key(struct mf_jparse *j, const char *s, size_t len)
  * is lost. */
 int mf_json_unique_keys(struct mf_jparse *j, size_t base);
 
+/* The error "not valid JSON: WHAT" at the byte at, into j and its err;
+ * returns MF_EINVAL. */
+enum mf_rc mf_json_fail(struct mf_jparse *j, const char *at, const char *what);
+
 /* The error of a limit passed (rc MF_ETOOBIG) or of no memory (MF_ENOMEM)
  * into j and its err; returns rc. */
 enum mf_rc mf_json_limit(struct mf_jparse *j, enum mf_rc rc);
@@ -140,14 +145,5 @@ mf_json_string(struct mf_jparse *j, int copy, size_t *len)
 	}
 	return mf_json_escaped(j, p, q, len);
 }
-
-/*
- * The value at j->p (at depth) checked and counted, nothing built: 1 when
- * it is valid, j->p past it; 0, and nothing changed but skim_from, when
- * it meets anything it leaves to the reader (an error, a limit, a name
- * with an escape, an exponent), which then reads the value again and
- * fails, when it fails, as a built value would.
- */
-int mf_json_skim(struct mf_jparse *j, int depth);
 
 #endif
