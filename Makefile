@@ -22,7 +22,8 @@ DEBS     = libmicrohttpd-dev libyaml-dev libjansson-dev libcurl4-openssl-dev \
            libgnutls28-dev
 TESTDEBS = libcmocka-dev
 # Programs the tests run, as command:package.
-TOOLS    = python3:python3 curl:curl openssl:openssl clang-format:clang-format
+TOOLS    = python3:python3 curl:curl openssl:openssl clang-format:clang-format \
+           clang:clang
 
 WARN = -std=c11 -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes \
        -Wmissing-prototypes -Wformat=2 -Wvla
@@ -327,17 +328,22 @@ fuzz: $(DEPSTAMP)
 	  tail -1 build/fuzz/$$name.log; \
 	done
 
-SOURCES = $(wildcard admission/*.[ch] catalog/*.[ch] fetch/*.[ch] \
-            daemon/*.[ch] cli/*.c tests/*/*.[ch])
+PRODUCT = $(wildcard admission/*.[ch] catalog/*.[ch] fetch/*.[ch] \
+            daemon/*.[ch] cli/*.c)
+SOURCES = $(PRODUCT) $(wildcard tests/*/*.[ch])
+# clang-format, the banned calls, the layers' include rules and no include
+# cycle (tests/lib/layers.py), and an assert or a bound check before every
+# index into a fixed-size array (tests/lib/bounds.py, through clang's
+# syntax tree; first against tests/data/lint/bounds.c, what it must
+# refuse).
 lint:
 	clang-format --dry-run --Werror --style=file $(SOURCES)
 	@! grep -nE '\b(sprintf|strcpy|strcat|strtok|atoi|gets)\s*\(' \
 	  $(SOURCES) || { echo "lint: banned call"; exit 1; }
-	@! grep -nE '#include <(microhttpd|curl/|gnutls/)' admission/*.[ch] \
-	  catalog/*.[ch] || { echo "lint: the library includes no HTTP, curl" \
-	  "or TLS header"; exit 1; }
-	@! grep -n 'internal\.h"' daemon/*.[ch] cli/*.c || { echo "lint:" \
-	  "admission/internal.h is the library's own"; exit 1; }
+	@python3 tests/lib/layers.py
+	@python3 tests/lib/bounds.py --expect tests/data/lint/bounds.c
+	@python3 tests/lib/bounds.py $(filter %.c,$(PRODUCT)) -- \
+	  $(CPPFLAGS) -DMF_VERSION='""' $(PKG_CFLAGS)
 
 install: all
 	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(BINDIR) $(DESTDIR)$(DATADIR)/models

@@ -203,6 +203,8 @@ mf_json_skim(struct mf_jparse *j, int depth)
 	for (;;) {
 		at = p = mf_scan_blank(p, j->end);
 		if (name) {
+			/* A name is read only inside an object opened below. */
+			assert(level > 0 && level <= MF_DOC_MAX_DEPTH);
 			p = skim_name(j, p, &obj[level - 1]);
 			if (p == NULL)
 				goto fail;

@@ -4,6 +4,7 @@
  * Aliases are refused, nesting and keys are capped, duplicate keys are
  * refused, plain scalars resolve by the YAML 1.2 core schema.
  */
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 #include <yaml.h>
@@ -120,6 +121,7 @@ place(struct yparse *p, struct mf_node *n, const yaml_event_t *ev)
 		p->done = 1;
 		return MF_OK;
 	}
+	assert(p->depth <= MF_DOC_MAX_DEPTH);
 	f = &p->stack[p->depth - 1];
 	if (f->node->type == MF_NODE_SEQ) {
 		mf_doc_append(f->node, &f->tail, n);
@@ -189,7 +191,7 @@ yopen(struct yparse *p, const yaml_event_t *ev, enum mf_node_type type)
 	struct mf_node *n;
 	int line, column;
 
-	if (p->depth == MF_DOC_MAX_DEPTH)
+	if (p->depth >= MF_DOC_MAX_DEPTH)
 		return yerr(p, MF_ETOOBIG, &ev->start_mark,
 		    "nesting deeper than 64 levels");
 	line = ypos(&ev->start_mark, &column);
@@ -208,8 +210,11 @@ yopen(struct yparse *p, const yaml_event_t *ev, enum mf_node_type type)
 static enum mf_rc
 yclose(struct yparse *p, const yaml_event_t *ev)
 {
-	struct mf_node *n = p->stack[--p->depth].node;
+	struct mf_node *n;
 
+	/* libyaml and mf_yfast close only what they opened. */
+	assert(p->depth > 0 && p->depth <= MF_DOC_MAX_DEPTH);
+	n = p->stack[--p->depth].node;
 	return place(p, n, ev);
 }
 

@@ -1,5 +1,6 @@
 #include "oom.h"
 
+#include <assert.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -229,6 +230,7 @@ size(struct cur *c, int64_t *out)
 	if (k < 0)
 		return false;
 	unitb = (int64_t)1 << (10 * k);
+	assert(nfrac >= 0 && (size_t)nfrac < sizeof(pow10) / sizeof(pow10[0]));
 	den = pow10[nfrac];
 	ipart = mant / den;
 	frac = mant % den;
@@ -427,6 +429,7 @@ find_self(const struct mf_oom *o, enum mf_oom_self *from)
 	/* An entry not kept, or one NVML could not size, may be this one. */
 	if (o->nlisted > o->nprocs)
 		return -1;
+	assert(o->nprocs <= MF_OOM_MAX_PROCS);
 	for (int i = 0; i < o->nprocs; i++) {
 		if (o->procs[i].bytes < 0)
 			return -1;
@@ -466,6 +469,7 @@ identify(struct mf_oom *o, bool printed)
 	o->others = -1;
 	if (o->self < 0)
 		return;
+	assert(o->self < MF_OOM_MAX_PROCS && o->nprocs <= MF_OOM_MAX_PROCS);
 	o->process = o->procs[o->self].bytes;
 	for (int i = 0; i < o->nprocs; i++)
 		if (i != o->self && o->procs[i].bytes >= 0)
@@ -605,6 +609,7 @@ parse_runtime(struct cur *c, int k, struct mf_oom *o)
 	size_t lim = c->len - c->pos > RT_TAIL ? c->pos + RT_TAIL : c->len;
 	size_t e;
 
+	assert(k >= 0 && (size_t)k < NELEM(rt_anchors));
 	o->backend = rt_anchors[k].backend;
 	o->format = rt_anchors[k].format;
 	if (o->format == MF_OOM_RT_THC)
@@ -987,8 +992,9 @@ say_self(const struct mf_oom *o, char *buf, size_t size)
 		    o->nlisted > o->nprocs ?
 		        "not all are listed whole, so any" :
 		        "not exactly one");
-	else if (o->self_from == MF_OOM_SELF_ONLY ||
-	    o->self_from == MF_OOM_SELF_CONTEXT)
+	else if ((o->self_from == MF_OOM_SELF_ONLY ||
+	             o->self_from == MF_OOM_SELF_CONTEXT) &&
+	    o->self >= 0 && o->self < MF_OOM_MAX_PROCS)
 		snprintf(buf, size,
 		    " This process is Process %lld (%s: what PyTorch reserved plus %s, %s); other processes about %s.",
 		    (long long)o->procs[o->self].pid, self, ctx,
@@ -1014,6 +1020,7 @@ list_others(const struct mf_oom *o, char *list, size_t size)
 
 	list[0] = '\0';
 	/* Whole entries only: a pid cut short would name the wrong process. */
+	assert(o->nprocs <= MF_OOM_MAX_PROCS);
 	for (int i = 0; i < o->nprocs; i++) {
 		if (i == o->self)
 			continue;
@@ -1135,8 +1142,9 @@ write_self(struct mf_jw *w, const struct mf_oom *o)
 		return;
 	}
 	mf_jw_open(w, "thisProcess", '{');
+	assert((size_t)o->self_from < NELEM(from));
 	mf_jw_str(w, "from", from[o->self_from]);
-	if (o->self >= 0)
+	if (o->self >= 0 && o->self < MF_OOM_MAX_PROCS)
 		mf_jw_int(w, "pid", o->procs[o->self].pid);
 	else
 		mf_jw_null(w, "pid");
@@ -1160,6 +1168,7 @@ mf_oom_write(struct mf_jw *w, const struct mf_oom *o)
 	bytes(w, "allowedBytes", o->allowed);
 	bytes(w, "privatePoolBytes", o->private_pools);
 	mf_jw_open(w, "processes", '[');
+	assert(o->nprocs <= MF_OOM_MAX_PROCS);
 	for (int i = 0; i < o->nprocs; i++) {
 		mf_jw_open(w, NULL, '{');
 		mf_jw_int(w, "pid", o->procs[i].pid);
@@ -1174,6 +1183,7 @@ mf_oom_write(struct mf_jw *w, const struct mf_oom *o)
 	mf_jw_str(w, "cause", mf_oom_cause_name(o->cause));
 	mf_jw_str(w, "explanation", r.explanation);
 	mf_jw_open(w, "advice", '[');
+	assert(r.nadvice <= MAX_ADVICE);
 	for (int i = 0; i < r.nadvice; i++)
 		mf_jw_str(w, NULL, r.advice[i]);
 	mf_jw_close(w, ']');
@@ -1247,12 +1257,13 @@ mf_oom_text(const struct mf_oom *o, char *buf, size_t size)
 	put_fig(&w, "allocated", o->allocated, " (by PyTorch)");
 	put_fig(&w, "reserved, unallocated", o->reserved_unallocated, "");
 	put_fig(&w, "allowed", o->allowed, " (memory fraction)");
-	if (o->self >= 0)
+	if (o->self >= 0 && o->self < MF_OOM_MAX_PROCS)
 		snprintf(note, sizeof(note), " (Process %lld)",
 		    (long long)o->procs[o->self].pid);
 	put_fig(&w, "this process", o->process, note);
 	put_fig(&w, "other processes", o->others, "");
 	put(&w, "cause: %s\n%s\n", mf_oom_cause_name(o->cause), r.explanation);
+	assert(r.nadvice <= MAX_ADVICE);
 	for (i = 0; i < r.nadvice; i++)
 		put(&w, "- %s\n", r.advice[i]);
 	if (w.bad || w.len > (size_t)INT32_MAX)

@@ -1,5 +1,6 @@
 #include "render.h"
 
+#include <assert.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -161,6 +162,7 @@ static void
 fix_entries(struct mf_jw *w, const struct mf_job *job,
     const struct mf_decision *d)
 {
+	assert(d->nfixes <= MF_FIX_COUNT);
 	mf_jw_open(w, "fixes", '[');
 	for (size_t i = 0; i < d->nfixes; i++) {
 		const struct mf_fix_option *e = &d->fixes[i];
@@ -206,6 +208,8 @@ void
 mf_write_decision(struct mf_jw *w, const char *key, const struct mf_job *job,
     const struct mf_decision *d, const struct mf_catalog *cat)
 {
+	assert(d->nwarn <= MF_MAX_WARNINGS && d->nalt <= MF_MAX_ALTERNATIVES &&
+	    d->suggested < MF_FIX_COUNT);
 	mf_jw_open(w, key, '{');
 	mf_jw_bool(w, "admitted", d->admitted);
 	mf_jw_str(w, "job", job->name ? job->name : "");
@@ -554,6 +558,7 @@ text_fixes(struct mf_buf *b, const struct mf_job *job,
 {
 	char f[96], q[MF_QTY_STRMAX], name[48];
 
+	assert(d->nfixes <= MF_FIX_COUNT && d->suggested < MF_FIX_COUNT);
 	mf_buf_printf(b, "\n%-18s %-36s %5s %9s %-9s  %s\n", "FIX", "INCLUDES",
 	    "GPUS", "GB/GPU", "MINMEMORY", "CHEAPEST PLACEMENT");
 	for (size_t i = 0; i < d->nfixes; i++) {
@@ -592,6 +597,7 @@ mf_text_decision(const struct mf_job *job, const struct mf_decision *d)
 	char q[MF_QTY_STRMAX];
 	struct mf_buf b;
 
+	assert(d->nalt <= MF_MAX_ALTERNATIVES && d->nwarn <= MF_MAX_WARNINGS);
 	mf_buf_init(&b, TEXT_MAX);
 	mf_qty_format(d->floor, d->floor_format, q, sizeof(q));
 	mf_buf_printf(&b, "%s  %s\n", d->admitted ? "ADMITTED" : "REJECTED",

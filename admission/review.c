@@ -1,5 +1,6 @@
 #include "review.h"
 
+#include <assert.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -286,6 +287,7 @@ suggestion_text(struct mf_buf *b, const char *lead, const struct mf_job *job,
 			mf_buf_printf(b, "; no fix makes it fit");
 		return;
 	}
+	assert(d->suggested < MF_FIX_COUNT && (size_t)d->suggested < d->nfixes);
 	e = &d->fixes[d->suggested];
 	if (e->fix == MF_FIX_FSDP)
 		mf_buf_printf(b, "%sfsdp over %lld GPUs (", lead,
@@ -696,6 +698,7 @@ admit(struct review *rv)
 		deny_error(rv, doc != NULL ? ANN_SPEC : ANN_MIN, &err);
 		goto out;
 	}
+	assert(d->nwarn <= MF_MAX_WARNINGS);
 	for (size_t i = 0; i < d->nwarn; i++)
 		mf_review_warn(rv, "%s", d->warnings[i]);
 	if (d->admitted)
@@ -747,6 +750,7 @@ respond(struct review *rv, struct mf_answer *ans)
 		mf_jw_str(&w, "patchType", "JSONPatch");
 		mf_jw_base64(&w, "patch", rv->patched, rv->patched_len);
 	}
+	assert(rv->nwarn <= MAX_WARNINGS);
 	if (rv->nwarn > 0) {
 		mf_jw_open(&w, "warnings", '[');
 		for (size_t i = 0; i < rv->nwarn; i++)

@@ -4,6 +4,7 @@
  * (design 11) or by memory (design 18), with the cards the pod's own
  * constraints rule out.
  */
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -240,6 +241,7 @@ placed_cards(const struct mf_decision *d, int memory, const struct mf_gpu **out)
 	size_t n = 0;
 
 	out[n++] = d->placement.gpu;
+	assert(d->nalt <= MF_MAX_ALTERNATIVES);
 	for (size_t i = 0; memory && i < d->nalt; i++)
 		if (d->alt[i].count == d->placement.count)
 			out[n++] = d->alt[i].gpu;
@@ -265,6 +267,8 @@ write_memory(struct mf_jw *w, const char *key, const char *gt, int levels)
 		mf_jw_open(w, "values", '[');
 		mf_jw_str(w, NULL, gt);
 	} else {
+		assert(levels > 0 &&
+		    (size_t)levels <= sizeof(lists) / sizeof(lists[0]));
 		mf_jw_open(w, lists[levels - 1], '[');
 		write_memory(w, NULL, gt, levels - 1);
 	}

@@ -3,6 +3,7 @@
  * them, shared by the estimators (estimate.c, forward.c): a bucket's bytes
  * and its formula come from the same terms, so they cannot disagree.
  */
+#include <assert.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -12,6 +13,7 @@
 void
 mf_term(struct mf_terms *t, int64_t coef, const char *sym, int64_t value)
 {
+	assert(t->n >= 0 && t->n <= MF_MAX_TERMS);
 	for (int i = 0; i < t->n; i++)
 		if (strcmp(t->sym[i], sym) == 0) {
 			t->coef[i] += coef;
@@ -30,6 +32,7 @@ mf_terms_bytes(const struct mf_terms *t)
 {
 	int64_t sum = 0;
 
+	assert(t->n >= 0 && t->n <= MF_MAX_TERMS);
 	for (int i = 0; i < t->n; i++)
 		sum = mf_cadd(sum, mf_cmul(t->coef[i], t->value[i]));
 	return sum;
@@ -76,10 +79,12 @@ mf_text_terms(struct mf_text *f, const struct mf_terms *t)
 {
 	int first = 1;
 
+	assert(t->n >= 0 && t->n <= MF_MAX_TERMS);
 	/* Symbols first, in the order added, the constant last. */
 	for (int j = 0; j < 2 * t->n; j++) {
 		int i = j % t->n;
 
+		assert(i < MF_MAX_TERMS);
 		if (t->coef[i] == 0 || (j < t->n) != (t->sym[i][0] != '\0'))
 			continue;
 		if (!first)

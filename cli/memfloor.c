@@ -5,6 +5,7 @@
  * Exit status: 0 admitted / ok, 1 rejected, 2 input error, 3 the daemon
  * could not be reached or failed.
  */
+#include <assert.h>
 #include <ctype.h>
 #include <errno.h>
 #include <pthread.h>
@@ -592,6 +593,7 @@ submit(const struct opts *o)
 		return EXIT_UNREACHABLE;
 	}
 	mf_buf_init(&resp, CLI_INPUT_MAX);
+	assert((size_t)o->out < sizeof(accept) / sizeof(accept[0]));
 	h = curl_slist_append(h, accept[o->out]);
 	h = curl_slist_append(h,
 	    body[strspn(body, " \t\r\n")] == '{' ?

@@ -1,3 +1,4 @@
+#include <assert.h>
 #include <stdatomic.h>
 #include <stdio.h>
 
@@ -46,6 +47,7 @@ static const char *const routes[MFD_R_COUNT] = {
 const char *
 mfd_route_path(enum mfd_route r)
 {
+	assert(r >= 0 && r < MFD_R_COUNT);
 	return routes[r];
 }
 
@@ -54,6 +56,7 @@ mfd_metrics_request(enum mfd_route r, int status, long usec)
 {
 	size_t c = CODE_OTHER, b = 0;
 
+	assert(r >= 0 && r < MFD_R_COUNT);
 	for (size_t i = 0; i < NCODES; i++)
 		if (codes[i] == status)
 			c = i;
@@ -90,6 +93,7 @@ mfd_metrics_tls_reload(int ok)
 void
 mfd_metrics_fetch(enum mfd_fetch_outcome o)
 {
+	assert(o >= 0 && o < MFD_FETCHED_N);
 	atomic_fetch_add_explicit(&fetches[o], 1, memory_order_relaxed);
 }
 
@@ -120,6 +124,7 @@ render_route_histogram(struct mf_buf *b, int r)
 {
 	unsigned long cum = 0;
 
+	assert(r >= 0 && r < MFD_R_COUNT);
 	for (size_t i = 0; i < NBOUNDS; i++) {
 		cum += atomic_load(&hist[r][i]);
 		mf_buf_printf(b,

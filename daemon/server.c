@@ -10,6 +10,7 @@
  * 30 s connection timeout (and held up a drain as long).  Throughput
  * measured with tests/bench/bench.sh is the same either way.
  */
+#include <assert.h>
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
@@ -424,7 +425,10 @@ check_param(void *cls, enum MHD_ValueKind kind, const char *key,
     const char *value)
 {
 	struct params *p = cls;
-	const char *const *k = known_params[p->route];
+	const char *const *k;
+
+	assert(p->route >= 0 && p->route < MFD_R_COUNT);
+	k = known_params[p->route];
 
 	(void)kind;
 	(void)value;
@@ -446,8 +450,11 @@ bad_params(struct MHD_Connection *c, const struct route *rt, char *why,
     size_t size)
 {
 	struct params p = { rt->id, NULL, NULL, 0, "" };
-	const char *const *k = known_params[rt->id];
+	const char *const *k;
 	size_t n = 0;
+
+	assert(rt->id >= 0 && rt->id < MFD_R_COUNT);
+	k = known_params[rt->id];
 	char takes[128];
 
 	/* The page's query string is its view, read by its script. */
@@ -815,6 +822,7 @@ on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	if (r->status == 0)
 		r->status =
 		    toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? 200 : 499;
+	assert((size_t)r->verdict < sizeof(verdicts) / sizeof(verdicts[0]));
 	mfd_log_request(r->method, r->path, r->status, us, r->job,
 	    verdicts[r->verdict], r->field);
 	mfd_metrics_request(r->route ? r->route->id : MFD_R_OTHER, r->status,
@@ -881,7 +889,7 @@ on_mhd_log(void *cls, const char *fmt, va_list ap)
 	static time_t last;
 	static unsigned long unsaid;
 	unsigned long n;
-	char msg[512];
+	char msg[512], *nl;
 	time_t now = time(NULL);
 
 	(void)cls;
@@ -896,7 +904,9 @@ on_mhd_log(void *cls, const char *fmt, va_list ap)
 	unsaid = 0;
 	pthread_mutex_unlock(&lock);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
-	msg[strcspn(msg, "\n")] = '\0';
+	nl = strchr(msg, '\n');
+	if (nl != NULL)
+		*nl = '\0';
 	if (n > 0)
 		mfd_log(MFD_WARN, "http: %s (and %lu more lines like it)", msg,
 		    n);
@@ -977,6 +987,7 @@ mfd_server_check(const struct mfd_config *cfg)
 	struct sockaddr_storage ss;
 	socklen_t sslen;
 
+	assert(cfg->nlisten <= MFD_MAX_LISTEN);
 	for (size_t i = 0; i < cfg->nlisten; i++) {
 		if (parse_listen(cfg->listen[i], &ss, &sslen) != 0) {
 			mfd_log(MFD_ERROR,
@@ -1066,6 +1077,7 @@ stop_all(int drain)
 	MHD_socket s;
 
 	atomic_store(&draining, 1);
+	assert(ndaemons <= MFD_MAX_LISTEN);
 	for (size_t i = 0; i < ndaemons; i++) {
 		s = MHD_quiesce_daemon(daemons[i]);
 		if (s != MHD_INVALID_SOCKET)
@@ -1098,7 +1110,9 @@ mfd_server_start(const struct mfd_config *cfg)
 		mfd_log(MFD_ERROR, "cannot start the request deadline thread");
 		return -1;
 	}
+	assert(cfg->nlisten <= MFD_MAX_LISTEN && ndaemons == 0);
 	for (size_t i = 0; i < cfg->nlisten; i++) {
+		assert(ndaemons < MFD_MAX_LISTEN);
 		daemons[ndaemons] = listen_on(cfg, cfg->listen[i]);
 		if (daemons[ndaemons] == NULL) {
 			stop_all(0);
