@@ -496,15 +496,18 @@ gb(int64_t bytes)
 static void
 fix_names(unsigned fixes, char *buf, size_t size)
 {
-	size_t used = 0;
+	struct mf_buf b;
 
-	buf[0] = '\0';
-	for (int f = 0; f < MF_FIX_COUNT && used < size; f++)
-		if (fixes & MF_FIXBIT(f))
-			used += (size_t)snprintf(buf + used, size - used,
-			    "%s%s", used ? "," : "", mf_fix_name(f));
-	if (used == 0)
-		snprintf(buf, size, "-");
+	mf_buf_fixed(&b, buf, size);
+	for (int f = 0; f < MF_FIX_COUNT; f++) {
+		if (!(fixes & MF_FIXBIT(f)))
+			continue;
+		if (b.len > 0)
+			mf_buf_str(&b, ",");
+		mf_buf_str(&b, mf_fix_name(f));
+	}
+	if (b.len == 0)
+		mf_buf_str(&b, "-");
 }
 
 static void

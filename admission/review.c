@@ -455,19 +455,25 @@ answer_patch(struct review *rv)
 		rv->nomem = 1;
 }
 
-/* The placement in words: "B200 x 8", as pods "B200 x 16 (2 pods of
- * 8)". */
+/* The placement in words into text[TEXT_MAX]: "B200 x 8", as pods "B200
+ * x 16 (2 pods of 8)". */
 static void
 placement_text(const struct review *rv, const struct mf_placement *p,
-    struct text *t)
+    char *text)
 {
-	text_num(text_add(text_set(t, p->gpu->name), " x "), p->count);
-	if (rv->pods > 1)
-		text_add(text_num(text_add(text_num(text_add(t, " ("),
-		                               rv->pods),
-		                      " pods of "),
-		             p->count / rv->pods),
-		    ")");
+	struct mf_buf t;
+
+	mf_buf_fixed(&t, text, TEXT_MAX);
+	mf_buf_str(&t, p->gpu->name);
+	mf_buf_str(&t, " x ");
+	mf_buf_int(&t, p->count);
+	if (rv->pods > 1) {
+		mf_buf_str(&t, " (");
+		mf_buf_int(&t, rv->pods);
+		mf_buf_str(&t, " pods of ");
+		mf_buf_int(&t, p->count / rv->pods);
+		mf_buf_str(&t, ")");
+	}
 }
 
 static void
@@ -476,13 +482,12 @@ allow_placed(struct review *rv, const struct mf_job *job,
 {
 	const struct mf_placement *p = &d->placement;
 	/* "%.2f" of any double fits. */
-	char floor[MF_QTY_STRMAX], cost[512];
-	struct text placement;
+	char floor[MF_QTY_STRMAX], cost[512], placement[TEXT_MAX];
 
-	placement_text(rv, p, &placement);
-	if (mf_review_patch_pod(rv, d, p->count / rv->pods, placement.s) != 0)
+	placement_text(rv, p, placement);
+	if (mf_review_patch_pod(rv, d, p->count / rv->pods, placement) != 0)
 		return;
-	patch_annotation(rv, ANN_PLACEMENT, placement.s);
+	patch_annotation(rv, ANN_PLACEMENT, placement);
 	mf_qty_format(d->floor, (enum mf_qty_format)d->floor_format, floor,
 	    sizeof(floor));
 	patch_annotation(rv, ANN_MIN, floor);

@@ -16,6 +16,7 @@
 #include "patch.h"
 #include "place.h"
 #include "review.h"
+#include "buf.h"
 #include "str.h"
 
 #define ANN_MIN "memfloor.dev/min-memory"
@@ -114,50 +115,11 @@ streq(const char *a, const char *b)
 }
 
 /*
- * Text put together piece by piece (pointers, the placement annotation):
- * a request writes several, and printf would cost more than the rest of
- * the patch.  Cut to fit, always NUL-terminated.
+ * The room for a JSON Pointer or an annotation's value put together piece
+ * by piece (buf.h's mf_buf_fixed): a request writes several, and printf
+ * would cost more than the rest of the patch.  Cut to fit.
  */
-struct text {
-	char s[160];
-	size_t n;
-};
-
-static inline struct text *
-text_add(struct text *t, const char *s)
-{
-	size_t k = strlen(s);
-
-	if (k > sizeof(t->s) - 1 - t->n)
-		k = sizeof(t->s) - 1 - t->n;
-	memcpy(t->s + t->n, s, k);
-	t->n += k;
-	t->s[t->n] = '\0';
-	return t;
-}
-
-static inline struct text *
-text_num(struct text *t, int64_t v)
-{
-	char digits[24];
-	uint64_t u = (uint64_t)v;
-
-	digits[sizeof(digits) - 1] = '\0';
-	if (v < 0) {
-		text_add(t, "-");
-		u = 0 - u;
-	}
-	return text_add(t, mf_digits(u, digits + sizeof(digits) - 1));
-}
-
-/* t, emptied, holding s. */
-static inline struct text *
-text_set(struct text *t, const char *s)
-{
-	t->n = 0;
-	t->s[0] = '\0';
-	return text_add(t, s);
-}
+#define TEXT_MAX 160
 
 /* v as a whole number into *out; 0 when it is none. */
 static inline int

@@ -164,12 +164,16 @@ patch_gpus(struct review *rv, const struct mf_node *c, long i, int64_t count)
 	static const char *const what[] = { "limits", "requests" };
 	const struct mf_node *res = mf_node_get(c, "resources"), *m;
 	struct mf_patch *pt = &rv->patch;
-	struct text num, path, at;
-	const char *base, *n;
+	char n[24], base[TEXT_MAX], at[TEXT_MAX];
+	struct mf_buf t;
 
-	n = text_num(text_set(&num, ""), count)->s;
-	text_num(text_add(text_set(&path, rv->pod_path), "/containers/"), i);
-	base = text_add(&path, "/resources")->s;
+	mf_buf_fixed(&t, n, sizeof(n));
+	mf_buf_int(&t, count);
+	mf_buf_fixed(&t, base, sizeof(base));
+	mf_buf_str(&t, rv->pod_path);
+	mf_buf_str(&t, "/containers/");
+	mf_buf_int(&t, i);
+	mf_buf_str(&t, "/resources");
 	if (!is_map(res)) {
 		mf_patch_begin(pt, "add", base, NULL);
 		mf_jw_open(&pt->w, "value", '{');
@@ -184,8 +188,11 @@ patch_gpus(struct review *rv, const struct mf_node *c, long i, int64_t count)
 		if (is_map(m) && mf_node_get(m, GPU_RESOURCE) != NULL)
 			continue;
 		if (is_map(m)) {
-			text_add(text_add(text_set(&at, base), "/"), what[k]);
-			mf_patch_str(pt, "add", at.s, GPU_RESOURCE, n);
+			mf_buf_fixed(&t, at, sizeof(at));
+			mf_buf_str(&t, base);
+			mf_buf_str(&t, "/");
+			mf_buf_str(&t, what[k]);
+			mf_patch_str(pt, "add", at, GPU_RESOURCE, n);
 			continue;
 		}
 		mf_patch_begin(pt, "add", base, what[k]);
@@ -202,10 +209,13 @@ patch_selector(struct review *rv, const struct mf_gpu *gpu)
 	const struct mf_node *sel = mf_node_get(rv->pod, "nodeSelector");
 	struct mf_patch *pt = &rv->patch;
 	const struct mf_label *l;
-	const char *old, *base;
-	struct text path;
+	const char *old;
+	char base[TEXT_MAX];
+	struct mf_buf t;
 
-	base = text_add(text_set(&path, rv->pod_path), "/nodeSelector")->s;
+	mf_buf_fixed(&t, base, sizeof(base));
+	mf_buf_str(&t, rv->pod_path);
+	mf_buf_str(&t, "/nodeSelector");
 	if (gpu->nlabels == 0)
 		return;
 	if (!is_map(sel)) {

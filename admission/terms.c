@@ -4,7 +4,6 @@
  * and its formula come from the same terms, so they cannot disagree.
  */
 #include <assert.h>
-#include <stdio.h>
 #include <string.h>
 
 #include "estimate.h"
@@ -49,29 +48,19 @@ mf_max_poisoned(int64_t a, int64_t b)
 void
 mf_text_init(struct mf_text *f, char *buf)
 {
-	f->p = buf;
-	f->n = 0;
-	if (buf != NULL)
-		buf[0] = '\0';
+	mf_buf_fixed(&f->b, buf, buf != NULL ? MF_FORMULA_MAX : 0);
 }
 
 void
 mf_text_str(struct mf_text *f, const char *s)
 {
-	if (f->p == NULL)
-		return;
-	while (*s != '\0' && f->n + 1 < MF_FORMULA_MAX)
-		f->p[f->n++] = *s++;
-	f->p[f->n] = '\0';
+	mf_buf_str(&f->b, s);
 }
 
 void
 mf_text_int(struct mf_text *f, int64_t v)
 {
-	char d[24];
-
-	snprintf(d, sizeof(d), "%lld", (long long)v);
-	mf_text_str(f, d);
+	mf_buf_int(&f->b, v);
 }
 
 void
