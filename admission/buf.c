@@ -70,15 +70,13 @@ mf_buf_add_slow(struct mf_buf *b, const char *data, size_t len)
 {
 	if (b->rc != MF_OK)
 		return b->rc;
-	if (b->cap - b->len <= len && reserve(b, len) != MF_OK) {
+	if (reserve(b, len) != MF_OK) {
 		if (b->fixed)
 			cut(b, data, len);
 		return b->rc;
 	}
-	memcpy(b->data + b->len, data, len);
-	b->len += len;
-	b->data[b->len] = '\0';
-	return MF_OK;
+	/* Room now: the fast path's copy. */
+	return mf_buf_add(b, data, len);
 }
 
 enum mf_rc
