@@ -447,10 +447,14 @@ static int64_t
 card_delta(const struct search *s, const struct mf_gpu *g,
     const struct plan *pl)
 {
+	int t;
+
 	if (!engine_budget(&s->job->work) ||
 	    s->job->model_source == MF_MODEL_NONE)
 		return 0;
-	return mf_cadd(pl->tier_delta[card_tier(g)],
+	t = card_tier(g);
+	assert(t >= 0 && t < MF_VLLM_TIERS);
+	return mf_cadd(pl->tier_delta[t],
 	    pl->tensor > 1 ? mf_cadd(g->non_torch, g->all_reduce) :
 	                     g->non_torch);
 }
