@@ -8,12 +8,13 @@ MANDIR  ?= $(PREFIX)/share/man
 BUILD   ?= build
 CC      ?= cc
 
-# The library needs libyaml; the daemon adds libmicrohttpd, libcurl and
-# GnuTLS; the command line adds libcurl.  The tests read answers back with
+# The library needs libyaml; the fetcher of model configs adds libcurl;
+# the daemon adds libmicrohttpd and GnuTLS.  The tests read answers back with
 # jansson, a JSON reader not written here (in PKGS, for make deps).
 LIBPKGS    = yaml-0.1
-DAEMONPKGS = libmicrohttpd libcurl gnutls
-CLIPKGS    = libcurl
+FETCHPKGS  = libcurl
+DAEMONPKGS = libmicrohttpd $(FETCHPKGS) gnutls
+CLIPKGS    = $(FETCHPKGS)
 PKGS     = libmicrohttpd yaml-0.1 jansson libcurl gnutls
 TESTPKGS = cmocka
 # Debian package for each pkg-config name, in the same order.
@@ -21,7 +22,8 @@ DEBS     = libmicrohttpd-dev libyaml-dev libjansson-dev libcurl4-openssl-dev \
            libgnutls28-dev
 TESTDEBS = libcmocka-dev
 # Programs the tests run, as command:package.
-TOOLS    = python3:python3 curl:curl openssl:openssl clang-format:clang-format
+TOOLS    = python3:python3 curl:curl openssl:openssl clang-format:clang-format \
+           clang:clang
 
 WARN = -std=c11 -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes \
        -Wmissing-prototypes -Wformat=2 -Wvla
@@ -53,6 +55,7 @@ LDLIBS   = $(PKG_LIBS) -lm
 
 LIB_SRC    = $(wildcard admission/*.c catalog/*.c)
 LIB_OBJ    = $(LIB_SRC:%.c=$(BUILD)/%.o)
+FETCH_OBJ  = $(patsubst %.c,$(BUILD)/%.o,$(wildcard fetch/*.c))
 DAEMON_OBJ = $(patsubst %.c,$(BUILD)/%.o,$(filter-out daemon/main.c,$(wildcard daemon/*.c)))
 CLI_OBJ    = $(patsubst %.c,$(BUILD)/%.o,$(wildcard cli/*.c))
 HARNESS_OBJ = $(BUILD)/tests/integration/harness.o
@@ -61,6 +64,7 @@ SCRIPTS    = $(wildcard tests/integration/*.sh)
 UNIT       = $(patsubst tests/unit/%.c,$(BUILD)/%,$(wildcard tests/unit/test_*.c))
 INTEG      = $(patsubst tests/integration/%.c,$(BUILD)/%,$(wildcard tests/integration/it_*.c))
 LIB        = $(BUILD)/libmemfloor.a
+FLIB       = $(BUILD)/libmffetch.a
 DLIB       = $(BUILD)/libmemfloord.a
 FUZZ       = $(patsubst tests/fuzz/%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 DEPSTAMP   = $(BUILD)/.deps
@@ -98,10 +102,11 @@ $(DEPSTAMP):
 	fi
 	@mkdir -p $(@D) && touch $@
 
+$(BUILD)/fetch/%.o: MODPKGS = $(LIBPKGS) $(FETCHPKGS)
 $(BUILD)/daemon/%.o: MODPKGS = $(LIBPKGS) $(DAEMONPKGS)
 $(BUILD)/cli/%.o: MODPKGS = $(LIBPKGS) $(CLIPKGS)
 $(BUILD)/tests/%.o: MODPKGS = $(PKGS) $(TESTPKGS)
-$(BUILD)/tests/%.o: CPPFLAGS += -Itests/lib -Idaemon
+$(BUILD)/tests/%.o: CPPFLAGS += -Itests/lib -Idaemon -Ifetch
 
 $(BUILD)/%.o: %.c | $(DEPSTAMP)
 	@mkdir -p $(@D)
@@ -123,17 +128,21 @@ FORCE:
 $(LIB): $(LIB_OBJ)
 	rm -f $@ && $(AR) rcs $@ $^
 
+$(FLIB): $(FETCH_OBJ)
+	rm -f $@ && $(AR) rcs $@ $^
+
 $(DLIB): $(DAEMON_OBJ)
 	rm -f $@ && $(AR) rcs $@ $^
 
-$(BUILD)/memfloord: $(BUILD)/daemon/main.o $(DLIB) $(LIB)
+$(BUILD)/memfloord: $(BUILD)/daemon/main.o $(DLIB) $(FLIB) $(LIB)
 	$(CC) $(CFLAGS) -o $@ $^ $(DAEMON_LIBS)
 
-# The command line fetches a configUrl with the daemon's fetcher.
-$(BUILD)/memfloor: $(CLI_OBJ) $(DLIB) $(LIB)
+# The command line fetches a configUrl with the fetcher the daemon uses.
+$(BUILD)/memfloor: $(CLI_OBJ) $(FLIB) $(LIB)
 	$(CC) $(CFLAGS) -o $@ $^ $(CLI_LIBS)
 
-$(BUILD)/test_%: $(BUILD)/tests/unit/test_%.o $(FILTER_OBJ) $(DLIB) $(LIB)
+$(BUILD)/test_%: $(BUILD)/tests/unit/test_%.o $(FILTER_OBJ) $(DLIB) $(FLIB) \
+    $(LIB)
 	$(CC) $(CFLAGS) -o $@ $^ $(TEST_LDFLAGS) $(LDLIBS) $(TEST_LIBS)
 
 # test_api fails allocations one by one: it counts them itself.
@@ -141,7 +150,7 @@ $(BUILD)/test_api: TEST_LDFLAGS = \
   -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=strdup,--wrap=free
 
 $(BUILD)/it_%: $(BUILD)/tests/integration/it_%.o $(HARNESS_OBJ) $(FILTER_OBJ) \
-    $(DLIB) $(LIB)
+    $(DLIB) $(FLIB) $(LIB)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS) $(TEST_LIBS)
 
 $(BUILD)/bench_%: $(BUILD)/tests/bench/bench_%.o $(LIB)
@@ -278,7 +287,7 @@ FUZZ_SECONDS ?= 60
 FUZZ_CC      ?= clang
 FUZZ_FLAGS    = -g -O1 -fsanitize=fuzzer,address,undefined \
                 -fno-sanitize-recover=all $(CPPFLAGS) -Itests/lib -Idaemon \
-                -std=c11
+                -Ifetch -std=c11
 fuzz: $(DEPSTAMP)
 	@echo 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n)' \
 	  '{ (void)d; (void)n; return 0; }' > build/fuzzcheck.c
@@ -296,7 +305,8 @@ fuzz: $(DEPSTAMP)
 	@set -e; for f in $(FUZZ); do \
 	  echo "== $$f ($(FUZZ_SECONDS) s)"; \
 	  $(FUZZ_CC) $(FUZZ_FLAGS) $(PKG_CFLAGS) -o build/fuzz/$$f tests/fuzz/$$f.c \
-	    $(LIB_SRC) $(filter-out daemon/main.c,$(wildcard daemon/*.c)) \
+	    $(LIB_SRC) $(wildcard fetch/*.c) \
+	    $(filter-out daemon/main.c,$(wildcard daemon/*.c)) \
 	    $(PKG_LIBS) -lm -pthread; \
 	  name=$${f#fuzz_}; mkdir -p build/fuzz/$$name; \
 	  case $$name in \
@@ -318,17 +328,22 @@ fuzz: $(DEPSTAMP)
 	  tail -1 build/fuzz/$$name.log; \
 	done
 
-SOURCES = $(wildcard admission/*.[ch] catalog/*.[ch] daemon/*.[ch] cli/*.c \
-            tests/*/*.[ch])
+PRODUCT = $(wildcard admission/*.[ch] catalog/*.[ch] fetch/*.[ch] \
+            daemon/*.[ch] cli/*.c)
+SOURCES = $(PRODUCT) $(wildcard tests/*/*.[ch])
+# clang-format, the banned calls, the layers' include rules and no include
+# cycle (tests/lib/layers.py), and an assert or a bound check before every
+# index into a fixed-size array (tests/lib/bounds.py, through clang's
+# syntax tree; first against tests/data/lint/bounds.c, what it must
+# refuse).
 lint:
 	clang-format --dry-run --Werror --style=file $(SOURCES)
 	@! grep -nE '\b(sprintf|strcpy|strcat|strtok|atoi|gets)\s*\(' \
 	  $(SOURCES) || { echo "lint: banned call"; exit 1; }
-	@! grep -nE '#include <(microhttpd|curl/|gnutls/)' admission/*.[ch] \
-	  catalog/*.[ch] || { echo "lint: the library includes no HTTP, curl" \
-	  "or TLS header"; exit 1; }
-	@! grep -n 'internal\.h"' daemon/*.[ch] cli/*.c || { echo "lint:" \
-	  "admission/internal.h is the library's own"; exit 1; }
+	@python3 tests/lib/layers.py
+	@python3 tests/lib/bounds.py --expect tests/data/lint/bounds.c
+	@python3 tests/lib/bounds.py $(filter %.c,$(PRODUCT)) -- \
+	  $(CPPFLAGS) -DMF_VERSION='""' $(PKG_CFLAGS)
 
 install: all
 	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(BINDIR) $(DESTDIR)$(DATADIR)/models

@@ -1,5 +1,6 @@
 #include "api.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,6 +77,7 @@ set_body(struct mf_answer *ans, enum mf_answer_kind kind, char *text,
 	ans->kind = kind;
 	ans->body = text;
 	ans->len = len;
+	assert((size_t)out < sizeof(content_types) / sizeof(content_types[0]));
 	ans->content_type = content_types[out];
 }
 

@@ -1,5 +1,7 @@
 /*
- * buf.h: a growing text buffer with a hard cap (after curl's dynbuf).
+ * buf.h: the text builder (after curl's dynbuf): a buffer that grows on
+ * the heap up to a hard cap, or one over the caller's array (a formula, a
+ * JSON Pointer, a line), cut to fit it.
  *
  * The first failure (past the cap, out of memory) is sticky: every later
  * append does nothing and returns it, so a writer checks rc once, at the
@@ -10,6 +12,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "err.h"
 #include "str.h"
@@ -20,11 +23,42 @@ struct mf_buf {
 	size_t cap;
 	size_t max;    /* the cap: appending past it fails with MF_ETOOBIG */
 	enum mf_rc rc; /* first failure; later appends do nothing */
+	int fixed;     /* over the caller's array (mf_buf_fixed) */
 };
 
 /* An empty buffer that may grow to max bytes.  Needs no free until used. */
 void mf_buf_init(struct mf_buf *b, size_t max);
-enum mf_rc mf_buf_add(struct mf_buf *b, const char *data, size_t len);
+/*
+ * An empty buffer over storage[0..size): it never grows, and what passes
+ * its end is cut off (rc MF_ETOOBIG), the text always NUL-terminated.
+ * size 0 (storage may be NULL) takes nothing.  Never taken; mf_buf_free
+ * leaves storage alone.
+ */
+void mf_buf_fixed(struct mf_buf *b, char *storage, size_t size);
+/* mf_buf_add's slow path: growing, the cap, a cut, a failure. */
+enum mf_rc mf_buf_add_slow(struct mf_buf *b, const char *data, size_t len);
+
+/* data[0..len) appended.  Inline: a JSON Pointer is put together of a
+ * few pieces, a formula of a dozen. */
+static inline enum mf_rc
+mf_buf_add(struct mf_buf *b, const char *data, size_t len)
+{
+	if (b->rc != MF_OK || b->cap - b->len <= len)
+		return mf_buf_add_slow(b, data, len);
+	memcpy(b->data + b->len, data, len);
+	b->len += len;
+	b->data[b->len] = '\0';
+	return MF_OK;
+}
+
+/* The NUL-terminated s. */
+static inline enum mf_rc
+mf_buf_str(struct mf_buf *b, const char *s)
+{
+	return mf_buf_add(b, s, strlen(s));
+}
+/* v in decimal ("%lld"), without printf. */
+enum mf_rc mf_buf_int(struct mf_buf *b, int64_t v);
 enum mf_rc mf_buf_printf(struct mf_buf *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* Grow b for n more bytes and a NUL; mf_buf_room's slow path. */
@@ -54,7 +88,8 @@ mf_buf_done(struct mf_buf *b, char *end)
 /*
  * Hand the text to the caller (free() it) and leave the buffer empty; an
  * empty buffer gives "".  After a failure the text is freed and NULL
- * returned, so a caller needs no check of its own: rc still says why.
+ * returned, so a caller needs no check of its own: rc still says why.  Not
+ * for a fixed buffer, whose text is its storage.
  */
 char *mf_buf_take(struct mf_buf *b);
 void mf_buf_free(struct mf_buf *b);

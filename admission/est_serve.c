@@ -4,6 +4,8 @@
  * served by vLLM, the forward's activation peak (forward.c) and the
  * CUDA-graph reserve.
  */
+#include <assert.h>
+
 #include "est.h"
 #include "forward.h"
 #include "quant.h"
@@ -28,18 +30,24 @@ _Static_assert(sizeof(vllm_tiers) / sizeof(vllm_tiers[0]) == MF_VLLM_TIERS,
 int
 mf_vllm_tier(int64_t memory, int a100)
 {
-	int i = 0;
+	size_t i;
 
-	while (
-	    memory < vllm_tiers[i].memory || (a100 && !vllm_tiers[i].a100_too))
-		i++;
-	return i;
+	/* The last tier takes every card. */
+	for (i = 0; i + 1 < sizeof(vllm_tiers) / sizeof(vllm_tiers[0]); i++)
+		if (memory >= vllm_tiers[i].memory &&
+		    (!a100 || vllm_tiers[i].a100_too))
+			break;
+	return (int)i;
 }
 
 void
 mf_vllm_defaults(struct mf_workload *w, int tier)
 {
-	const struct vllm_tier *t = &vllm_tiers[tier];
+	const struct vllm_tier *t;
+
+	assert(tier >= 0 &&
+	    (size_t)tier < sizeof(vllm_tiers) / sizeof(vllm_tiers[0]));
+	t = &vllm_tiers[tier];
 
 	if (w->max_num_seqs == 0) {
 		w->max_num_seqs = t->max_num_seqs;

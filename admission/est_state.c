@@ -19,6 +19,8 @@
  * - LoRA adapters with SGD hold 12 bytes per trainable parameter (fp32
  *   weight, gradient and momentum), between AdamW's 16 and 8-bit Adam's 10.
  */
+#include <assert.h>
+
 #include "est.h"
 #include "quant.h"
 
@@ -28,6 +30,7 @@ mf_est_per_param(struct mf_estimate *e, enum mf_bucket b, const char *sym,
 {
 	struct mf_text f;
 
+	assert(b >= 0 && b < MF_B_COUNT);
 	mf_text_init(&f, e->formula[b]);
 	mf_text_str(&f, sym);
 	mf_text_str(&f, " x ");
@@ -47,7 +50,9 @@ static const struct mf_est_precision precisions[] = {
 const struct mf_est_precision *
 mf_est_precision(enum mf_precision p)
 {
-	return &precisions[(unsigned)p <= MF_FP16_MIXED ? p : MF_BF16];
+	if ((unsigned)p >= sizeof(precisions) / sizeof(precisions[0]))
+		p = MF_BF16;
+	return &precisions[p];
 }
 
 int64_t

@@ -17,6 +17,7 @@
  */
 #include "estimate.h"
 
+#include <assert.h>
 #include <string.h>
 
 #include "est.h"
@@ -114,8 +115,10 @@ mf_est_split(const struct mf_estimate *e, struct mf_est_split *out)
 	for (int b = 0; b < MF_B_COUNT; b++) {
 		if (!sharded((enum mf_bucket)b))
 			out->rest = mf_cadd(out->rest, e->stage[b]);
-		else if (e->stage[b] != 0)
+		else if (e->stage[b] != 0) {
+			assert(out->nparts < MF_EST_MAX_PARTS);
 			out->part[out->nparts++] = e->stage[b];
+		}
 	}
 }
 
@@ -145,8 +148,10 @@ mf_est_buckets(const struct mf_model *m, const struct mf_workload *w,
 	e->params = mf_model_params(m);
 	if (w->kind == MF_INFERENCE)
 		mf_est_inference(m, w, e);
-	else
+	else {
+		assert(w->estimator >= 0 && w->estimator < MF_EST_COUNT);
 		estimators[w->estimator]->training(m, w, e);
+	}
 	/* What lives outside the layers stays on the stage with the head. */
 	if (m->no_head)
 		e->bucket[MF_B_LOGITS] = 0;

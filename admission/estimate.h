@@ -252,6 +252,10 @@ struct mf_est_split {
 };
 void mf_est_split(const struct mf_estimate *e, struct mf_est_split *out);
 
+/* The layers of the largest of w's pipeline stages of m (layout.c): m's
+ * layers over w->pipeline stages, rounded up. */
+int64_t
+mf_est_stage_layers(const struct mf_model *m, const struct mf_workload *w);
 /* Bytes one GPU holds of bucket b: stage[b], divided by e->shards for the
  * sharded buckets. */
 int64_t mf_est_bucket_per_gpu(const struct mf_estimate *e, enum mf_bucket b);

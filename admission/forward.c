@@ -28,6 +28,7 @@
  */
 #include "forward.h"
 
+#include <assert.h>
 #include <string.h>
 
 #include "internal.h"
@@ -197,6 +198,7 @@ mf_forward_peak(const struct mf_model *m, int64_t tokens, int64_t seqs,
 	attention(&x, p);
 	norm(m, &p[3]);
 	n += mlp(m, &p[4]);
+	assert(n <= (int)(sizeof(p) / sizeof(p[0])));
 	for (int i = 0; i < n; i++)
 		per = mf_max_poisoned(per, mf_terms_bytes(&p[i]));
 	/* RoPE's cos and sin, made once a forward (2ed). */

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "buf.h"
 #include "err.h"
 
 /*
@@ -73,11 +74,10 @@ int64_t mf_terms_bytes(const struct mf_terms *t);
 /* The larger of a and b; -1 when either is. */
 int64_t mf_max_poisoned(int64_t a, int64_t b);
 
-/* Formula text into a buffer of MF_FORMULA_MAX bytes (estimate.h), cut
- * short past its room; a NULL buffer takes nothing. */
+/* Formula text into a buffer of MF_FORMULA_MAX bytes (estimate.h): buf.h's
+ * builder over it, cut short past its room; a NULL buffer takes nothing. */
 struct mf_text {
-	char *p;
-	size_t n;
+	struct mf_buf b;
 };
 
 void mf_text_init(struct mf_text *f, char *buf);

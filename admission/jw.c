@@ -219,6 +219,7 @@ jmember(struct mf_jw *w, const char *key, size_t value)
 
 	if (p == NULL)
 		return NULL;
+	assert(w->depth <= MF_JW_DEPTH);
 	if (w->depth > 0 && w->count[w->depth - 1]++ > 0)
 		*p++ = ',';
 	if (key != NULL) {
@@ -250,12 +251,14 @@ jmember(struct mf_jw *w, const char *key, size_t value)
 static char *
 ymember(struct mf_jw *w, const char *key, size_t value, int *top)
 {
-	int d = w->depth, ind = d > 0 ? w->indent[d - 1] : 0, first;
+	int d = w->depth, ind, first, raw;
 	size_t k = key != NULL ? strlen(key) : 0;
-	char *p = mf_buf_room(w->b,
-	    YAML_EXTRA(ind < 0 ? 0 : ind) + QUOTED_MAX(k) + 1 + value);
-	int raw;
+	char *p;
 
+	assert(d <= MF_JW_DEPTH);
+	ind = d > 0 ? w->indent[d - 1] : 0;
+	p = mf_buf_room(w->b,
+	    YAML_EXTRA(ind < 0 ? 0 : ind) + QUOTED_MAX(k) + 1 + value);
 	*top = d == 0;
 	if (p == NULL)
 		return NULL;
@@ -412,7 +415,7 @@ static void
 make_pairs(void)
 {
 	for (size_t i = 0; i < 4096; i++) {
-		b64_pairs[i][0] = b64[i >> 6];
+		b64_pairs[i][0] = b64[(i >> 6) & 63];
 		b64_pairs[i][1] = b64[i & 63];
 	}
 }
@@ -441,7 +444,7 @@ mf_jw_base64(struct mf_jw *w, const char *key, const void *data, size_t n)
 	}
 	for (; n - i >= 3; i += 3, p += 4) {
 		v = (uint32_t)s[i] << 16 | (uint32_t)s[i + 1] << 8 | s[i + 2];
-		p[0] = b64[v >> 18];
+		p[0] = b64[(v >> 18) & 63];
 		p[1] = b64[(v >> 12) & 63];
 		p[2] = b64[(v >> 6) & 63];
 		p[3] = b64[v & 63];
@@ -449,7 +452,7 @@ mf_jw_base64(struct mf_jw *w, const char *key, const void *data, size_t n)
 	if (i < n) {
 		v = (uint32_t)s[i] << 16 |
 		    (i + 1 < n ? (uint32_t)s[i + 1] << 8 : 0);
-		p[0] = b64[v >> 18];
+		p[0] = b64[(v >> 18) & 63];
 		p[1] = b64[(v >> 12) & 63];
 		p[2] = i + 1 < n ? b64[(v >> 6) & 63] : '=';
 		p[3] = '=';
@@ -488,6 +491,8 @@ mf_jw_num(struct mf_jw *w, const char *key, double v, int decimals)
 	char buf[48], *p, *e = buf + sizeof(buf);
 	uint64_t units, whole, frac;
 	int d = decimals < 0 ? 0 : decimals > 6 ? 6 : decimals;
+
+	assert((size_t)d < sizeof(scale) / sizeof(scale[0]));
 
 	if (!isfinite(v) || fabs(v) * scale[d] > 9e15) {
 		int n =

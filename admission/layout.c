@@ -81,12 +81,18 @@ times_pipeline(char *f)
  * into a new tensor beside its input; a pipeline stage sends one and
  * receives one.  Each bucket's formula, of the share, into formula.
  */
+int64_t
+mf_est_stage_layers(const struct mf_model *m, const struct mf_workload *w)
+{
+	return mf_cdiv_up(m->layers, w->pipeline);
+}
+
 static void
 stage_buckets(const struct mf_model *m, const struct mf_workload *w, int first,
     int last, int64_t *stage, int64_t *kv_token,
     char (*formula)[MF_FORMULA_MAX])
 {
-	int64_t layers = mf_cdiv_up(m->layers, w->pipeline), th;
+	int64_t layers = mf_est_stage_layers(m, w), th;
 	struct mf_model part;
 	struct mf_estimate e;
 	struct mf_text f;

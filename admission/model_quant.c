@@ -274,7 +274,9 @@ read_ct_weights(const struct mf_node *wt, const char *path, struct mf_quant *q,
 		rc = get_bool(wt, path, "symmetric", &sym, err);
 	if (rc != MF_OK)
 		return rc;
-	while (strategies[s] != NULL && strcmp(strategies[s], strategy) != 0)
+	/* Up to the NULL that ends the list. */
+	while ((size_t)s + 1 < sizeof(strategies) / sizeof(strategies[0]) &&
+	    strcmp(strategies[s], strategy) != 0)
 		s++;
 	if (strategies[s] == NULL) {
 		char field[sizeof(err->field)];

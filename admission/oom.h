@@ -222,6 +222,9 @@ const char *mf_oom_format_name(enum mf_oom_format f);
 
 /* Whether f is the CUDA runtime's error, which prints no figures. */
 int mf_oom_is_runtime(enum mf_oom_format f);
+/* Memory on the card that PyTorch's allocator in this process does not
+ * account for: total - free - (allocated + reserved but unallocated). */
+int64_t mf_oom_outside_bytes(const struct mf_oom *o);
 
 /*
  * The diagnosis's members, written into the object w has open:

@@ -23,6 +23,7 @@
  */
 #include "place.h"
 
+#include <assert.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -446,10 +447,14 @@ static int64_t
 card_delta(const struct search *s, const struct mf_gpu *g,
     const struct plan *pl)
 {
+	int t;
+
 	if (!engine_budget(&s->job->work) ||
 	    s->job->model_source == MF_MODEL_NONE)
 		return 0;
-	return mf_cadd(pl->tier_delta[card_tier(g)],
+	t = card_tier(g);
+	assert(t >= 0 && t < MF_VLLM_TIERS);
+	return mf_cadd(pl->tier_delta[t],
 	    pl->tensor > 1 ? mf_cadd(g->non_torch, g->all_reduce) :
 	                     g->non_torch);
 }
@@ -486,6 +491,7 @@ need_at(const struct plan *pl, int64_t count)
 
 	if (!pl->sharded || count == pl->lo)
 		return pl->need;
+	assert(sp->nparts <= MF_EST_MAX_PARTS);
 	for (int i = 0; i < sp->nparts; i++)
 		sum += sp->part[i] / count + (sp->part[i] % count != 0);
 	return sum;
@@ -822,11 +828,13 @@ plans_within(const struct search *s, int64_t usable)
 	 * most usable. */
 	while (lo < hi) {
 		mid = lo + (hi - lo) / 2;
+		assert(mid < MAX_PLANS);
 		if (s->bound[mid] <= usable)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
+	assert(lo <= MAX_PLANS);
 	return lo == 0 ? NULL : &s->within[lo - 1];
 }
 
@@ -852,7 +860,9 @@ best_on(struct search *s, const struct mf_gpu *g,
 	if (!card_of(s, g, &cd))
 		return 0;
 	set = plans_within(s, cd.usable);
-	for (size_t k = 0; set != NULL && k * 64 < s->nplan; k++)
+	for (size_t k = 0; set != NULL && k * 64 < s->nplan; k++) {
+		/* A bit of word k is plan k * 64 + its place. */
+		assert(k < SET_WORDS && k * 64 + 63 < MAX_PLANS);
 		for (uint64_t m = set->w[k]; m != 0; m &= m - 1) {
 			pl = &s->plan[k * 64 + (size_t)__builtin_ctzll(m)];
 			least = pl->k_lo * cd.unit;
@@ -872,6 +882,7 @@ best_on(struct search *s, const struct mf_gpu *g,
 				found = 1;
 			}
 		}
+	}
 	return found;
 }
 
@@ -1041,19 +1052,24 @@ index_bounds(struct search *s)
 {
 	size_t n = 0;
 
+	assert(s->nplan <= MAX_PLANS);
 	for (size_t i = 0; i < s->nplan; i++)
 		s->bound[i] = s->plan[i].bound;
 	qsort(s->bound, s->nplan, sizeof(s->bound[0]), by_value);
-	for (size_t i = 0; i < s->nplan; i++)
+	for (size_t i = 0; i < s->nplan; i++) {
+		assert(n < MAX_PLANS);
 		if (n == 0 || s->bound[i] != s->bound[n - 1])
 			s->bound[n++] = s->bound[i];
+	}
 	s->nbound = n;
 	for (size_t j = 0; j < n; j++) {
 		memset(&s->within[j], 0, sizeof(s->within[j]));
-		for (size_t i = 0; i < s->nplan; i++)
+		for (size_t i = 0; i < s->nplan; i++) {
+			assert(i / 64 < SET_WORDS);
 			if (s->plan[i].bound <= s->bound[j])
 				s->within[j].w[i / 64] |= UINT64_C(1)
 				    << (i % 64);
+		}
 	}
 }
 
@@ -1078,6 +1094,8 @@ list_sets(struct search *s, const struct mf_workload *w, unsigned base,
 		unsigned set = base | sub;
 		int own = (sub & MF_FIXBIT(MF_FIX_TENSOR)) != 0;
 		size_t n = own ? s->ntp : 1;
+
+		assert(n <= MAX_TP);
 
 		for (size_t i = 0; i < n && mf_fix_compatible(set); i++) {
 			if (s->nplan == MAX_PLANS)
@@ -1171,11 +1189,15 @@ search_cards(struct search *s, struct mf_decision *d)
 	struct kept top[MF_MAX_ALTERNATIVES + 1], c;
 	size_t n = 0;
 
-	for (size_t i = 0; i < s->cat->ngpus; i++)
-		if (best_on(s, &s->cat->gpus[i],
-		        n == MF_MAX_ALTERNATIVES + 1 ? &top[n - 1].p : NULL,
-		        &c.p, &c.pl))
+	for (size_t i = 0; i < s->cat->ngpus; i++) {
+		const struct mf_placement *bar = NULL;
+
+		/* The list is full: a card must beat its last. */
+		if (n == MF_MAX_ALTERNATIVES + 1)
+			bar = &top[n - 1].p;
+		if (best_on(s, &s->cat->gpus[i], bar, &c.p, &c.pl))
 			keep_top(top, &n, MF_MAX_ALTERNATIVES + 1, &c);
+	}
 	for (size_t i = 0; i < n; i++)
 		serve_figures(s, top[i].pl, &top[i].p);
 	d->admitted = n > 0;
@@ -1183,8 +1205,9 @@ search_cards(struct search *s, struct mf_decision *d)
 		return;
 	d->placement = top[0].p;
 	d->nalt = n - 1;
-	for (size_t i = 1; i < n; i++)
-		d->alt[i - 1] = top[i].p;
+	assert(d->nalt <= MF_MAX_ALTERNATIVES);
+	for (size_t i = 0; i < d->nalt; i++)
+		d->alt[i] = top[i + 1].p;
 }
 
 /* The cheapest placement of s's plans, within limits. */
@@ -1375,6 +1398,7 @@ count_entry(struct search *s, unsigned cum, struct mf_fix_option *e, int *made)
 static int64_t
 node_tensor(const struct search *s)
 {
+	assert(s->ntp <= MAX_TP);
 	return s->ntp > 0 ? s->tp[s->ntp - 1] : 0;
 }
 
@@ -1394,6 +1418,7 @@ fix_entry(struct search *s, enum mf_fix fix, unsigned fixes, unsigned cum,
 	size_t i;
 
 	*made = 1;
+	assert(s->ntp <= MAX_TP);
 	if (fix == MF_FIX_REPLICAS)
 		return count_entry(s, cum, e, made);
 	if (fix == MF_FIX_TENSOR && w.tensor > s->node) {
@@ -1470,6 +1495,8 @@ list_fixes(struct search *s, struct mf_decision *d)
 			continue;
 		if (mf_fix_info((enum mf_fix)f)->cumulative)
 			cum |= MF_FIXBIT(f);
+		/* One entry a fix at most: nfixes <= f. */
+		assert(d->nfixes < MF_FIX_COUNT);
 		rc = fix_entry(s, (enum mf_fix)f, cum | MF_FIXBIT(f), cum,
 		    &d->fixes[d->nfixes], &made);
 		d->nfixes += made != 0;

@@ -23,6 +23,7 @@
  */
 #include "qty.h"
 
+#include <assert.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -64,6 +65,7 @@ add_digit(struct scan *sc, char c)
 {
 	if (sc->ndig == 0 && c == '0')
 		return;
+	assert((size_t)sc->ndig < sizeof(sc->dig));
 	sc->dig[sc->ndig++] = (unsigned char)(c - '0');
 }
 
@@ -90,6 +92,7 @@ scan_number(const char *s, size_t len, size_t *pos, struct scan *sc)
 	}
 	if (ndigits == 0)
 		return MF_QTY_SYNTAX;
+	assert((size_t)sc->ndig <= sizeof(sc->dig));
 	while (sc->ndig > 0 && sc->dig[sc->ndig - 1] == 0) {
 		sc->ndig--;
 		sc->e10++;
@@ -174,6 +177,7 @@ apply_binary(struct scan *sc)
 {
 	int i, carry;
 
+	assert((size_t)sc->ndig <= sizeof(sc->dig));
 	for (; sc->e2 > 0; sc->e2--) {
 		carry = 0;
 		for (i = sc->ndig - 1; i >= 0; i--) {
@@ -447,10 +451,16 @@ mf_qty_format(int64_t bytes, enum mf_qty_format format, char *buf, size_t size)
 	if (format == MF_QTY_BINARY && m < 1024)
 		format = MF_QTY_DECIMAL;
 	if (m != 0 && format == MF_QTY_BINARY) {
-		suffix = bin_suffix[split_binary(&m)];
+		e = split_binary(&m);
+		assert(e >= 0 &&
+		    (size_t)e < sizeof(bin_suffix) / sizeof(bin_suffix[0]));
+		suffix = bin_suffix[e];
 	} else if (m != 0) {
 		e = split_decimal(&m);
 		if (format == MF_QTY_DECIMAL) {
+			assert(e >= 0 &&
+			    (size_t)(e / 3) <
+			        sizeof(dec_suffix) / sizeof(dec_suffix[0]));
 			suffix = dec_suffix[e / 3];
 		} else if (e != 0) {
 			p = mf_digits((uint64_t)e, p);

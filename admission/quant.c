@@ -19,6 +19,7 @@
  */
 #include "quant.h"
 
+#include <assert.h>
 #include <string.h>
 
 #include "estimate.h"
@@ -137,6 +138,7 @@ mf_quant_sum(const struct mf_model *m, const struct mf_quant *q,
 	int64_t c, sc;
 
 	memset(&s, 0, sizeof(s));
+	assert(n <= MF_MODEL_MAX_LINEARS);
 	for (size_t i = 0; i < n; i++) {
 		if (kept(q, &v[i]) || v[i].count == 0)
 			continue;

@@ -1,10 +1,12 @@
 #include "render.h"
 
+#include <assert.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "answer.h"
 #include "buf.h"
 #include "jw.h"
 #include "qty.h"
@@ -161,6 +163,7 @@ static void
 fix_entries(struct mf_jw *w, const struct mf_job *job,
     const struct mf_decision *d)
 {
+	assert(d->nfixes <= MF_FIX_COUNT);
 	mf_jw_open(w, "fixes", '[');
 	for (size_t i = 0; i < d->nfixes; i++) {
 		const struct mf_fix_option *e = &d->fixes[i];
@@ -206,6 +209,8 @@ void
 mf_write_decision(struct mf_jw *w, const char *key, const struct mf_job *job,
     const struct mf_decision *d, const struct mf_catalog *cat)
 {
+	assert(d->nwarn <= MF_MAX_WARNINGS && d->nalt <= MF_MAX_ALTERNATIVES &&
+	    d->suggested < MF_FIX_COUNT);
 	mf_jw_open(w, key, '{');
 	mf_jw_bool(w, "admitted", d->admitted);
 	mf_jw_str(w, "job", job->name ? job->name : "");
@@ -261,12 +266,9 @@ buckets(struct mf_jw *w, const struct mf_estimate *e)
 }
 
 static void
-smallest_fit(struct mf_jw *w, const struct mf_job *job,
-    const struct mf_estimate *e, const struct mf_catalog *cat)
+smallest_fit(struct mf_jw *w, const struct mf_est_answer *a)
 {
-	const struct mf_gpu *g =
-	    mf_smallest_fit(cat, e->per_gpu, mf_headroom(cat, &job->work));
-	double hours;
+	const struct mf_gpu *g = a->fit;
 
 	if (g == NULL) {
 		mf_jw_null(w, "smallestFit");
@@ -277,10 +279,9 @@ smallest_fit(struct mf_jw *w, const struct mf_job *job,
 	quantity(w, "memory", g->memory, g->memory_format);
 	mf_jw_int(w, "memoryBytes", g->memory);
 	mf_jw_num(w, "hourlyPrice", g->hourly_price, 4);
-	if (job->reference_hours > 0) {
-		hours = job->reference_hours / g->throughput;
-		mf_jw_num(w, "hours", hours, 3);
-		mf_jw_num(w, "cost", hours * g->hourly_price, 2);
+	if (a->fit_hours >= 0) {
+		mf_jw_num(w, "hours", a->fit_hours, 3);
+		mf_jw_num(w, "cost", a->fit_cost, 2);
 	} else {
 		mf_jw_null(w, "hours");
 		mf_jw_null(w, "cost");
@@ -371,7 +372,9 @@ mf_write_estimate(struct mf_jw *w, const char *key, const struct mf_job *job,
     const struct mf_estimate *e, const struct mf_catalog *cat)
 {
 	const struct mf_workload *wl = &job->work;
+	struct mf_est_answer a;
 
+	mf_est_answer(job, e, cat, &a);
 	mf_jw_open(w, key, '{');
 	mf_jw_str(w, "estimator", mf_estimator_name(e->estimator));
 	mf_jw_int(w, "parameters", e->params);
@@ -380,10 +383,8 @@ mf_write_estimate(struct mf_jw *w, const char *key, const struct mf_job *job,
 	buckets(w, e);
 	mf_jw_int(w, "totalBytes", e->total);
 	mf_jw_int(w, "perGpuBytes", e->per_gpu);
-	quantity(w, "minMemory",
-	    mf_floor_for(e->per_gpu, mf_headroom(cat, &job->work)),
-	    MF_QTY_BINARY);
-	smallest_fit(w, job, e, cat);
+	quantity(w, "minMemory", a.floor, MF_QTY_BINARY);
+	smallest_fit(w, &a);
 	weights_storage(w, e);
 	if (wl->kind == MF_INFERENCE) {
 		/* One GPU's, as the KV bucket's perGpuBytes; and the job's,
@@ -413,24 +414,6 @@ gpu_json(struct mf_jw *w, const struct mf_catalog *cat, const struct mf_gpu *g)
 	mf_jw_close(w, '}');
 }
 
-/* Cards with at least min_memory, cheapest per reference hour first; NULL
- * on allocation failure.  *n is the count. */
-static const struct mf_gpu **
-fitting(const struct mf_catalog *cat, int64_t min_memory, size_t *n)
-{
-	const struct mf_gpu **v = malloc((cat->ngpus + 1) * sizeof(*v));
-
-	*n = 0;
-	if (v == NULL)
-		return NULL;
-	for (size_t i = 0; i < cat->ngpus; i++)
-		if (cat->gpus[i].memory >= min_memory)
-			v[(*n)++] = &cat->gpus[i];
-	if (min_memory > 0)
-		mf_cat_cheapest_first(v, *n);
-	return v;
-}
-
 void
 mf_write_catalog(struct mf_jw *w, const struct mf_catalog *cat,
     int64_t min_memory, int min_format)
@@ -440,7 +423,7 @@ mf_write_catalog(struct mf_jw *w, const struct mf_catalog *cat,
 	struct tm tm;
 	size_t n;
 
-	v = fitting(cat, min_memory, &n);
+	v = mf_cat_fitting(cat, min_memory, &n);
 	if (v == NULL) {
 		w->b->rc = MF_ENOMEM;
 		return;
@@ -513,15 +496,18 @@ gb(int64_t bytes)
 static void
 fix_names(unsigned fixes, char *buf, size_t size)
 {
-	size_t used = 0;
+	struct mf_buf b;
 
-	buf[0] = '\0';
-	for (int f = 0; f < MF_FIX_COUNT && used < size; f++)
-		if (fixes & MF_FIXBIT(f))
-			used += (size_t)snprintf(buf + used, size - used,
-			    "%s%s", used ? "," : "", mf_fix_name(f));
-	if (used == 0)
-		snprintf(buf, size, "-");
+	mf_buf_fixed(&b, buf, size);
+	for (int f = 0; f < MF_FIX_COUNT; f++) {
+		if (!(fixes & MF_FIXBIT(f)))
+			continue;
+		if (b.len > 0)
+			mf_buf_str(&b, ",");
+		mf_buf_str(&b, mf_fix_name(f));
+	}
+	if (b.len == 0)
+		mf_buf_str(&b, "-");
 }
 
 static void
@@ -554,6 +540,7 @@ text_fixes(struct mf_buf *b, const struct mf_job *job,
 {
 	char f[96], q[MF_QTY_STRMAX], name[48];
 
+	assert(d->nfixes <= MF_FIX_COUNT && d->suggested < MF_FIX_COUNT);
 	mf_buf_printf(b, "\n%-18s %-36s %5s %9s %-9s  %s\n", "FIX", "INCLUDES",
 	    "GPUS", "GB/GPU", "MINMEMORY", "CHEAPEST PLACEMENT");
 	for (size_t i = 0; i < d->nfixes; i++) {
@@ -592,6 +579,7 @@ mf_text_decision(const struct mf_job *job, const struct mf_decision *d)
 	char q[MF_QTY_STRMAX];
 	struct mf_buf b;
 
+	assert(d->nalt <= MF_MAX_ALTERNATIVES && d->nwarn <= MF_MAX_WARNINGS);
 	mf_buf_init(&b, TEXT_MAX);
 	mf_qty_format(d->floor, d->floor_format, q, sizeof(q));
 	mf_buf_printf(&b, "%s  %s\n", d->admitted ? "ADMITTED" : "REJECTED",
@@ -620,31 +608,21 @@ mf_text_decision(const struct mf_job *job, const struct mf_decision *d)
 }
 
 /*
- * When the two estimators differ by more than 5% per GPU, say both: a
- * reader who knows the post's figure sees why this one differs.
+ * Both estimators' figures when the answer shows the other's (answer.h's
+ * rule): a reader who knows the post's figure sees why this one differs.
  */
 static void
-both_figures(struct mf_buf *b, const struct mf_job *job,
-    const struct mf_estimate *e)
+both_figures(struct mf_buf *b, const struct mf_estimate *e,
+    const struct mf_est_answer *a)
 {
-	struct mf_workload other = job->work;
-	struct mf_estimate o;
-	const struct mf_estimate *post, *torch;
-	double lo, hi;
+	int post = e->estimator == MF_EST_POST;
 
-	other.estimator =
-	    e->estimator == MF_EST_POST ? MF_EST_PYTORCH : MF_EST_POST;
-	if (mf_est_compute(&job->model, &other, &o) != MF_OK)
+	if (!a->shown)
 		return;
-	lo = (double)(o.per_gpu < e->per_gpu ? o.per_gpu : e->per_gpu);
-	hi = (double)(o.per_gpu < e->per_gpu ? e->per_gpu : o.per_gpu);
-	if (lo <= 0 || hi <= lo * 1.05)
-		return;
-	post = e->estimator == MF_EST_POST ? e : &o;
-	torch = e->estimator == MF_EST_POST ? &o : e;
 	mf_buf_printf(b,
 	    "post's arithmetic: %.1f GB; measured PyTorch: %.1f GB (estimator in force: %s)\n",
-	    gb(post->per_gpu), gb(torch->per_gpu),
+	    gb(post ? e->per_gpu : a->other_per_gpu),
+	    gb(post ? a->other_per_gpu : e->per_gpu),
 	    mf_estimator_name(e->estimator));
 }
 
@@ -655,7 +633,7 @@ both_figures(struct mf_buf *b, const struct mf_job *job,
  */
 static void
 text_layout(struct mf_buf *b, const struct mf_job *job,
-    const struct mf_estimate *e)
+    const struct mf_estimate *e, const struct mf_est_answer *a)
 {
 	const struct mf_workload *w = &job->work;
 
@@ -665,9 +643,7 @@ text_layout(struct mf_buf *b, const struct mf_job *job,
 	if (w->pipeline > 1)
 		mf_buf_printf(b,
 		    " the largest of %lld pipeline stages (%lld layers; the first also the embeddings, the last the head),",
-		    (long long)w->pipeline,
-		    (long long)((job->model.layers + w->pipeline - 1) /
-		        w->pipeline));
+		    (long long)w->pipeline, (long long)a->stage_layers);
 	if (w->tensor > 1)
 		mf_buf_printf(b,
 		    " 1/%lld of the linear layers, attention heads and KV heads (at least one),",
@@ -693,11 +669,11 @@ char *
 mf_text_estimate(const struct mf_job *job, const struct mf_estimate *e,
     const struct mf_catalog *cat)
 {
-	double headroom = mf_headroom(cat, &job->work);
-	const struct mf_gpu *g = mf_smallest_fit(cat, e->per_gpu, headroom);
 	char q[MF_QTY_STRMAX];
+	struct mf_est_answer a;
 	struct mf_buf b;
 
+	mf_est_answer(job, e, cat, &a);
 	mf_buf_init(&b, TEXT_MAX);
 	mf_buf_printf(&b, "%s: %lld parameters, %lld trainable\n", job->name,
 	    (long long)e->params, (long long)e->trainable);
@@ -729,13 +705,12 @@ mf_text_estimate(const struct mf_job *job, const struct mf_estimate *e,
 	if (split)
 		mf_buf_printf(&b, " %8.1f", gb(e->per_gpu));
 	mf_buf_printf(&b, "\n");
-	text_layout(&b, job, e);
-	mf_qty_format(mf_floor_for(e->per_gpu, headroom), MF_QTY_BINARY, q,
-	    sizeof(q));
+	text_layout(&b, job, e, &a);
+	mf_qty_format(a.floor, MF_QTY_BINARY, q, sizeof(q));
 	mf_buf_printf(&b,
 	    "\nminMemory %s (%.0f%% headroom); smallest fit: %s\n", q,
-	    headroom * 100, g ? g->name : "none");
-	both_figures(&b, job, e);
+	    a.headroom * 100, a.fit ? a.fit->name : "none");
+	both_figures(&b, e, &a);
 	return mf_buf_take(&b);
 }
 
@@ -748,7 +723,7 @@ mf_text_catalog(const struct mf_catalog *cat, int64_t min_memory,
 	struct mf_buf b;
 	size_t n;
 
-	v = fitting(cat, min_memory, &n);
+	v = mf_cat_fitting(cat, min_memory, &n);
 	if (v == NULL)
 		return NULL;
 	mf_buf_init(&b, TEXT_MAX);

@@ -44,6 +44,7 @@ static const char *
 path_of(const struct stack *st, const struct mf_field *f, char *buf,
     size_t size)
 {
+	assert(st->depth <= DEPTH);
 	for (int d = st->depth - 1; d >= 0; d--) {
 		const struct mf_field *o = st->obj[d];
 

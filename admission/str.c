@@ -1,5 +1,6 @@
 #include "str.h"
 
+#include <assert.h>
 #include <string.h>
 
 char *
@@ -35,6 +36,7 @@ mf_digits(uint64_t v, char *end)
 		*--end = d[0];
 	}
 	if (v >= 10) {
+		assert(2 * v + 1 < sizeof(pairs));
 		*--end = pairs[2 * v + 1];
 		*--end = pairs[2 * v];
 	} else {

@@ -3,7 +3,7 @@
  * them, shared by the estimators (estimate.c, forward.c): a bucket's bytes
  * and its formula come from the same terms, so they cannot disagree.
  */
-#include <stdio.h>
+#include <assert.h>
 #include <string.h>
 
 #include "estimate.h"
@@ -12,6 +12,7 @@
 void
 mf_term(struct mf_terms *t, int64_t coef, const char *sym, int64_t value)
 {
+	assert(t->n >= 0 && t->n <= MF_MAX_TERMS);
 	for (int i = 0; i < t->n; i++)
 		if (strcmp(t->sym[i], sym) == 0) {
 			t->coef[i] += coef;
@@ -30,6 +31,7 @@ mf_terms_bytes(const struct mf_terms *t)
 {
 	int64_t sum = 0;
 
+	assert(t->n >= 0 && t->n <= MF_MAX_TERMS);
 	for (int i = 0; i < t->n; i++)
 		sum = mf_cadd(sum, mf_cmul(t->coef[i], t->value[i]));
 	return sum;
@@ -46,29 +48,19 @@ mf_max_poisoned(int64_t a, int64_t b)
 void
 mf_text_init(struct mf_text *f, char *buf)
 {
-	f->p = buf;
-	f->n = 0;
-	if (buf != NULL)
-		buf[0] = '\0';
+	mf_buf_fixed(&f->b, buf, buf != NULL ? MF_FORMULA_MAX : 0);
 }
 
 void
 mf_text_str(struct mf_text *f, const char *s)
 {
-	if (f->p == NULL)
-		return;
-	while (*s != '\0' && f->n + 1 < MF_FORMULA_MAX)
-		f->p[f->n++] = *s++;
-	f->p[f->n] = '\0';
+	mf_buf_str(&f->b, s);
 }
 
 void
 mf_text_int(struct mf_text *f, int64_t v)
 {
-	char d[24];
-
-	snprintf(d, sizeof(d), "%lld", (long long)v);
-	mf_text_str(f, d);
+	mf_buf_int(&f->b, v);
 }
 
 void
@@ -76,10 +68,12 @@ mf_text_terms(struct mf_text *f, const struct mf_terms *t)
 {
 	int first = 1;
 
+	assert(t->n >= 0 && t->n <= MF_MAX_TERMS);
 	/* Symbols first, in the order added, the constant last. */
 	for (int j = 0; j < 2 * t->n; j++) {
 		int i = j % t->n;
 
+		assert(i < MF_MAX_TERMS);
 		if (t->coef[i] == 0 || (j < t->n) != (t->sym[i][0] != '\0'))
 			continue;
 		if (!first)

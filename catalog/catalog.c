@@ -488,6 +488,22 @@ mf_cat_cheapest_first(const struct mf_gpu **gpus, size_t n)
 		qsort((void *)gpus, n, sizeof(*gpus), by_unit_cost);
 }
 
+const struct mf_gpu **
+mf_cat_fitting(const struct mf_catalog *cat, int64_t min_memory, size_t *n)
+{
+	const struct mf_gpu **v = malloc((cat->ngpus + 1) * sizeof(*v));
+
+	*n = 0;
+	if (v == NULL)
+		return NULL;
+	for (size_t i = 0; i < cat->ngpus; i++)
+		if (cat->gpus[i].memory >= min_memory)
+			v[(*n)++] = &cat->gpus[i];
+	if (min_memory > 0)
+		mf_cat_cheapest_first(v, *n);
+	return v;
+}
+
 /*
  * memory x (1 - headroom), rounded down, in integer arithmetic.  headroom
  * is taken as the decimal the operator wrote, to nine places: the double

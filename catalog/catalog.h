@@ -126,6 +126,12 @@ const char *mf_cat_gres_type(const struct mf_gpu *gpu);
 /* Sort cards cheapest per reference hour first (mf_cat_unit_cost), then
  * by name: the order the catalogue is listed in for a floor. */
 void mf_cat_cheapest_first(const struct mf_gpu **gpus, size_t n);
+/* The cards with at least min_memory bytes: with min_memory > 0 cheapest
+ * first (mf_cat_cheapest_first), else all in the file's order.  A
+ * malloc'd array of *n pointers into cat (free() it), NULL when out of
+ * memory. */
+const struct mf_gpu **
+mf_cat_fitting(const struct mf_catalog *cat, int64_t min_memory, size_t *n);
 /* Dollars per reference hour on one card: hourlyPrice / relativeThroughput,
  * the cost of a one-GPU job per hour it takes on the reference GPU.
  * Inline, as the placement search asks it of every card. */

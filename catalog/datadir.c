@@ -1,5 +1,6 @@
 #include "datadir.h"
 
+#include <assert.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -84,6 +85,7 @@ same_dir(const char *a, const char *b)
 static int
 add_dir(struct mf_data_models *out, const char *dir)
 {
+	assert(out->n <= MF_DATA_MAX_MODEL_DIRS);
 	for (size_t i = 0; i < out->n; i++)
 		if (same_dir(out->dirs[i], dir))
 			return 0;
@@ -102,6 +104,7 @@ mf_data_model_dirs(const char *const *given, size_t ngiven,
 	memset(out, 0, sizeof(*out));
 	if (mf_data_find("models", out->shipped, sizeof(out->shipped), tried,
 	        sizeof(tried)) != NULL) {
+		assert(out->n < MF_DATA_MAX_MODEL_DIRS);
 		out->dirs[out->n++] = out->shipped;
 		out->has_shipped = 1;
 	}

@@ -5,10 +5,12 @@
  * Exit status: 0 admitted / ok, 1 rejected, 2 input error, 3 the daemon
  * could not be reached or failed.
  */
+#include <assert.h>
 #include <ctype.h>
 #include <errno.h>
 #include <pthread.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,8 +26,7 @@
 #include "../catalog/catalog.h"
 #include "../catalog/datadir.h"
 #include "../catalog/kueue.h"
-#include "../daemon/fetch.h"
-#include "../daemon/memfloord.h"
+#include "../fetch/fetch.h"
 
 #ifndef MF_DATADIR
 #define MF_DATADIR "/usr/local/share/memfloor"
@@ -192,11 +193,11 @@ struct waiter {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	int done;
-	struct mfd_fetch_result res;
+	struct mf_fetch_result res;
 };
 
 static void
-on_fetched(void *arg, struct mfd_fetch_result *res)
+on_fetched(void *arg, struct mf_fetch_result *res)
 {
 	struct waiter *w = arg;
 
@@ -205,6 +206,21 @@ on_fetched(void *arg, struct mfd_fetch_result *res)
 	w->done = 1;
 	pthread_cond_signal(&w->cond);
 	pthread_mutex_unlock(&w->lock);
+}
+
+/* Only the fetcher's warnings and errors, on stderr. */
+static void fetch_log(enum mf_fetch_level level, const char *fmt, va_list ap)
+    __attribute__((format(printf, 2, 0)));
+
+static void
+fetch_log(enum mf_fetch_level level, const char *fmt, va_list ap)
+{
+	char line[1024];
+
+	if (level > MF_FETCH_LOG_WARN)
+		return;
+	vsnprintf(line, sizeof(line), fmt, ap);
+	fprintf(stderr, "memfloor: %s\n", line);
 }
 
 /*
@@ -217,27 +233,25 @@ fetch_config(const struct opts *o, struct mf_request *req,
     struct mf_answer *ans)
 {
 	struct waiter w = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER,
-		0, { MFD_FETCH_FAILED, NULL, 0, "" } };
+		0, { MF_FETCH_FAILED, NULL, 0, "" } };
 	struct mf_model m;
 	int rc = -1;
 
-	/* Only the fetcher's warnings and errors, on stderr. */
-	mfd_log_init(0, MFD_WARN);
-	if (mfd_fetch_init(o->hosts, o->nhosts) != 0) {
+	if (mf_fetch_init(o->hosts, o->nhosts, fetch_log) != 0) {
 		mf_api_error(MF_ANS_INVALID, "--model-host",
 		    "not HOST, HOST:PORT or http[s]://HOST[:PORT]", o->out,
 		    ans);
 		return -1;
 	}
-	mfd_fetch_start(mf_request_url(req), on_fetched, &w);
+	mf_fetch_start(mf_request_url(req), on_fetched, &w);
 	pthread_mutex_lock(&w.lock);
 	while (!w.done)
 		pthread_cond_wait(&w.cond, &w.lock);
 	pthread_mutex_unlock(&w.lock);
-	mfd_fetch_fini();
-	if (w.res.status != MFD_FETCH_OK)
-		mf_api_error(w.res.status == MFD_FETCH_DENIED ||
-		            w.res.status == MFD_FETCH_BADURL ?
+	mf_fetch_fini();
+	if (w.res.status != MF_FETCH_OK)
+		mf_api_error(w.res.status == MF_FETCH_DENIED ||
+		            w.res.status == MF_FETCH_BADURL ?
 		        MF_ANS_INVALID :
 		        MF_ANS_UPSTREAM,
 		    "spec.model.configUrl", w.res.message, o->out, ans);
@@ -579,6 +593,7 @@ submit(const struct opts *o)
 		return EXIT_UNREACHABLE;
 	}
 	mf_buf_init(&resp, CLI_INPUT_MAX);
+	assert((size_t)o->out < sizeof(accept) / sizeof(accept[0]));
 	h = curl_slist_append(h, accept[o->out]);
 	h = curl_slist_append(h,
 	    body[strspn(body, " \t\r\n")] == '{' ?

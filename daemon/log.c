@@ -1,3 +1,4 @@
+#include <assert.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -311,6 +312,7 @@ stamp(struct text *t, enum mfd_level level)
 	add(t, when, when_len);
 	add(t, ms, sizeof(ms));
 	add_str(t, json_lines ? "\",\"level\":\"" : " ");
+	assert((size_t)level < sizeof(level_names) / sizeof(level_names[0]));
 	add_str(t, level_names[level]);
 	add_str(t, json_lines ? "\"," : " ");
 }
@@ -331,6 +333,7 @@ emit(enum mfd_level level, char *out, const char *body, struct text *t,
 
 	if (s == SINK_SYSLOG) {
 		*t->p = '\0';
+		assert((size_t)level < sizeof(prio) / sizeof(prio[0]));
 		syslog(prio[level], "%s", body);
 	}
 	if (s != SINK_STDERR)
@@ -358,16 +361,23 @@ emit(enum mfd_level level, char *out, const char *body, struct text *t,
 void
 mfd_log(enum mfd_level level, const char *fmt, ...)
 {
+	va_list ap;
+
+	va_start(ap, fmt);
+	mfd_vlog(level, fmt, ap);
+	va_end(ap);
+}
+
+void
+mfd_vlog(enum mfd_level level, const char *fmt, va_list ap)
+{
 	char msg[1024], out[2300];
 	struct text t = { out, out + sizeof(out) - 2 };
 	const char *body;
-	va_list ap;
 
 	if (!mfd_log_enabled(level))
 		return;
-	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
 	stamp(&t, level);
 	body = t.p;
 	if (json_lines) {

@@ -11,6 +11,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,7 +21,7 @@
 #include <curl/curl.h>
 
 #include "../catalog/datadir.h"
-#include "fetch.h"
+#include "../fetch/fetch.h"
 #include "memfloord.h"
 
 static void
@@ -97,21 +98,106 @@ find_data(struct mfd_config *cfg)
 	return 0;
 }
 
+enum {
+	O_THREADS = 256,
+	O_MAXBODY,
+	O_CERT,
+	O_KEY,
+	O_HOST,
+	O_LOGFMT,
+	O_TIMEOUT,
+	O_PERIP,
+	O_BODYMEM,
+	O_VERSION
+};
+
+#define CFG(member) \
+	offsetof(struct mfd_config, member), \
+	    sizeof(((struct mfd_config *)0)->member)
+
+/* The flags that take a number: its bounds, in words for the error, and
+ * the member of the configuration it sets (unsigned or size_t). */
+static const struct number_flag {
+	int opt;
+	size_t min, max;
+	const char *takes;
+	size_t off, size;
+} numbers[] = {
+	{ O_THREADS, 1, 1024, "a number of threads from 1 to 1024",
+	    CFG(threads) },
+	{ O_MAXBODY, 1024, 1u << 30,
+	    "a size in bytes from 1024 to 1073741824 (1 GiB)", CFG(max_body) },
+	{ O_TIMEOUT, 1, 3600, "a number of seconds from 1 to 3600",
+	    CFG(request_timeout) },
+	{ O_PERIP, 1, 8192, "a number of connections from 1 to 8192",
+	    CFG(max_conns_per_ip) },
+	{ O_BODYMEM, 1024, (size_t)64 << 30,
+	    "a size in bytes from 1024 to 68719476736 (64 GiB)",
+	    CFG(max_body_memory) },
+};
+
+/* The flags given once an entry of a list: its array and count. */
+static const struct list_flag {
+	int opt;
+	size_t max;
+	const char *takes;
+	size_t list, count;
+} lists[] = {
+	{ 'm', MF_DATA_MAX_MODEL_DIRS, "at most 16 directories",
+	    offsetof(struct mfd_config, given_models),
+	    offsetof(struct mfd_config, ngiven_models) },
+	{ 'l', MFD_MAX_LISTEN, "at most 8 addresses",
+	    offsetof(struct mfd_config, listen),
+	    offsetof(struct mfd_config, nlisten) },
+	{ O_HOST, MFD_MAX_MODEL_HOSTS, "at most 32 hosts",
+	    offsetof(struct mfd_config, model_hosts),
+	    offsetof(struct mfd_config, nmodel_hosts) },
+};
+
+/*
+ * The value of flag ch, when it is one of numbers[] or lists[], into cfg:
+ * 1 when set, 0 when ch is another flag, -1 with *takes what it takes when
+ * the value is refused.
+ */
+static int
+table_flag(struct mfd_config *cfg, int ch, const char *v, const char **takes)
+{
+	char *base = (char *)cfg;
+	size_t n;
+	unsigned u;
+
+	for (size_t i = 0; i < sizeof(numbers) / sizeof(numbers[0]); i++) {
+		const struct number_flag *f = &numbers[i];
+
+		if (f->opt != ch)
+			continue;
+		*takes = f->takes;
+		if (parse_size(v, f->min, f->max, &n) != 0)
+			return -1;
+		u = (unsigned)n;
+		memcpy(base + f->off, f->size == sizeof(u) ? (void *)&u : &n,
+		    f->size);
+		return 1;
+	}
+	for (size_t i = 0; i < sizeof(lists) / sizeof(lists[0]); i++) {
+		const struct list_flag *f = &lists[i];
+		size_t *count = (size_t *)(void *)(base + f->count);
+		const char **list = (const char **)(void *)(base + f->list);
+
+		if (f->opt != ch)
+			continue;
+		*takes = f->takes;
+		if (*count >= f->max)
+			return -1;
+		list[(*count)++] = v;
+		return 1;
+	}
+	return 0;
+}
+
 static int
 parse_args(int argc, char **argv, struct mfd_config *cfg)
 {
-	enum {
-		O_THREADS = 256,
-		O_MAXBODY,
-		O_CERT,
-		O_KEY,
-		O_HOST,
-		O_LOGFMT,
-		O_TIMEOUT,
-		O_PERIP,
-		O_BODYMEM,
-		O_VERSION
-	};
 	static const struct option longopts[] = {
 		{ "catalog", required_argument, NULL, 'f' },
 		{ "models", required_argument, NULL, 'm' },
@@ -130,11 +216,15 @@ parse_args(int argc, char **argv, struct mfd_config *cfg)
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *takes = NULL;
-	size_t n;
-	int ch;
+	int ch, set;
 
 	while ((ch = getopt_long(argc, argv, "dnvf:m:l:h", longopts, NULL)) !=
 	    -1) {
+		set = table_flag(cfg, ch, optarg, &takes);
+		if (set < 0)
+			goto bad;
+		if (set > 0)
+			continue;
 		switch (ch) {
 		case 'd':
 			cfg->foreground = 1;
@@ -148,60 +238,11 @@ parse_args(int argc, char **argv, struct mfd_config *cfg)
 		case 'f':
 			cfg->catalog_path = optarg;
 			break;
-		case 'm':
-			takes = "at most 16 directories";
-			if (cfg->ngiven_models == MF_DATA_MAX_MODEL_DIRS)
-				goto bad;
-			cfg->given_models[cfg->ngiven_models++] = optarg;
-			break;
-		case 'l':
-			takes = "at most 8 addresses";
-			if (cfg->nlisten == MFD_MAX_LISTEN)
-				goto bad;
-			cfg->listen[cfg->nlisten++] = optarg;
-			break;
-		case O_THREADS:
-			takes = "a number of threads from 1 to 1024";
-			if (parse_size(optarg, 1, 1024, &n) != 0)
-				goto bad;
-			cfg->threads = (unsigned)n;
-			break;
-		case O_MAXBODY:
-			takes =
-			    "a size in bytes from 1024 to 1073741824 (1 GiB)";
-			if (parse_size(optarg, 1024, 1u << 30, &cfg->max_body))
-				goto bad;
-			break;
-		case O_TIMEOUT:
-			takes = "a number of seconds from 1 to 3600";
-			if (parse_size(optarg, 1, 3600, &n) != 0)
-				goto bad;
-			cfg->request_timeout = (unsigned)n;
-			break;
-		case O_PERIP:
-			takes = "a number of connections from 1 to 8192";
-			if (parse_size(optarg, 1, 8192, &n) != 0)
-				goto bad;
-			cfg->max_conns_per_ip = (unsigned)n;
-			break;
-		case O_BODYMEM:
-			takes =
-			    "a size in bytes from 1024 to 68719476736 (64 GiB)";
-			if (parse_size(optarg, 1024, (size_t)64 << 30,
-			        &cfg->max_body_memory))
-				goto bad;
-			break;
 		case O_CERT:
 			cfg->tls_cert = optarg;
 			break;
 		case O_KEY:
 			cfg->tls_key = optarg;
-			break;
-		case O_HOST:
-			takes = "at most 32 hosts";
-			if (cfg->nmodel_hosts == MFD_MAX_MODEL_HOSTS)
-				goto bad;
-			cfg->model_hosts[cfg->nmodel_hosts++] = optarg;
 			break;
 		case O_LOGFMT:
 			takes = "text or json";
@@ -221,8 +262,10 @@ parse_args(int argc, char **argv, struct mfd_config *cfg)
 			return -1;
 		}
 	}
-	if (cfg->nlisten == 0)
-		cfg->listen[cfg->nlisten++] = "127.0.0.1:8080";
+	if (cfg->nlisten == 0) {
+		cfg->listen[0] = "127.0.0.1:8080";
+		cfg->nlisten = 1;
+	}
 	if (optind == argc)
 		return body_memory_fits(cfg);
 	fprintf(stderr, "memfloord: unexpected argument '%s'\n", argv[optind]);
@@ -312,22 +355,43 @@ detached(int fd, int ok)
 	close(fd);
 }
 
+/* The fetcher's lines, in the daemon's log. */
+static void fetch_log(enum mf_fetch_level level, const char *fmt, va_list ap)
+    __attribute__((format(printf, 2, 0)));
+
+static void
+fetch_log(enum mf_fetch_level level, const char *fmt, va_list ap)
+{
+	switch (level) {
+	case MF_FETCH_LOG_ERROR:
+		mfd_vlog(MFD_ERROR, fmt, ap);
+		break;
+	case MF_FETCH_LOG_WARN:
+		mfd_vlog(MFD_WARN, fmt, ap);
+		break;
+	case MF_FETCH_LOG_INFO:
+		mfd_vlog(MFD_INFO, fmt, ap);
+		break;
+	}
+}
+
 /* What -n checks beyond the catalogue and models: every other flag. */
 static int
 check(const struct mfd_config *cfg)
 {
 	if (mfd_server_check(cfg) != 0)
 		return -1;
-	if (mfd_fetch_init(cfg->model_hosts, cfg->nmodel_hosts) != 0)
+	if (mf_fetch_init(cfg->model_hosts, cfg->nmodel_hosts, fetch_log) != 0)
 		return -1;
-	mfd_fetch_fini();
+	mf_fetch_fini();
 	return 0;
 }
 
 static int
 start(const struct mfd_config *cfg)
 {
-	if (mfd_fetch_init(cfg->model_hosts, cfg->nmodel_hosts) != 0) {
+	if (mf_fetch_init(cfg->model_hosts, cfg->nmodel_hosts, fetch_log) !=
+	    0) {
 		mfd_log(MFD_ERROR,
 		    "--model-host: not HOST[:PORT] or http[s]://HOST[:PORT]");
 		return -1;
@@ -336,7 +400,7 @@ start(const struct mfd_config *cfg)
 		mfd_log(MFD_WARN, "cannot watch %s; reload with SIGHUP",
 		    cfg->catalog_path);
 	if (mfd_server_start(cfg) != 0) {
-		mfd_fetch_fini();
+		mf_fetch_fini();
 		return -1;
 	}
 	return 0;
@@ -359,7 +423,7 @@ wait_signals(sigset_t *set)
 		mfd_log(MFD_INFO, "%s: draining requests in flight",
 		    strsignal(sig));
 		mfd_server_stop();
-		mfd_fetch_fini();
+		mf_fetch_fini();
 		mfd_log(MFD_INFO, "stopped");
 		return;
 	}

@@ -11,6 +11,7 @@
 #ifndef MFD_H
 #define MFD_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/stat.h>
@@ -70,6 +71,9 @@ void mfd_log_syslog(void);
 int mfd_log_enabled(enum mfd_level level);
 void mfd_log(enum mfd_level level, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* mfd_log with its arguments in ap. */
+void mfd_vlog(enum mfd_level level, const char *fmt, va_list ap)
+    __attribute__((format(printf, 2, 0)));
 /* One line per request; client strings are escaped here.  field: the
  * field an error answer names, or "" (then not written). */
 void mfd_log_request(const char *method, const char *path, int status,
@@ -104,8 +108,16 @@ enum mfd_fetch_outcome {
 	MFD_FETCHED_N
 };
 void mfd_metrics_fetch(enum mfd_fetch_outcome o);
-/* Prometheus text; malloc'd, NULL on allocation failure. */
-char *mfd_metrics_render(uint64_t catalog_version, size_t catalog_gpus);
+/* The gauges the caller reads from the modules that own them, so that
+ * metrics.c depends on none of them. */
+struct mfd_gauges {
+	uint64_t catalog_version; /* of the catalogue in service; 0: none */
+	size_t catalog_gpus;      /* GPU types in it */
+	size_t tls_generations;   /* mfd_tls_generations() */
+};
+/* Prometheus text of the counters and g; malloc'd, NULL on allocation
+ * failure. */
+char *mfd_metrics_render(const struct mfd_gauges *g);
 
 /*
  * Load the catalogue and the models; start-up errors are returned with

@@ -1,9 +1,9 @@
+#include <assert.h>
 #include <stdatomic.h>
 #include <stdio.h>
 
 #include "../admission/buf.h"
 #include "memfloord.h"
-#include "tls.h"
 
 static const int codes[] = { 200, 400, 403, 404, 405, 411, 413, 415, 499, 500,
 	501, 502, 503 };
@@ -47,6 +47,7 @@ static const char *const routes[MFD_R_COUNT] = {
 const char *
 mfd_route_path(enum mfd_route r)
 {
+	assert(r >= 0 && r < MFD_R_COUNT);
 	return routes[r];
 }
 
@@ -55,6 +56,7 @@ mfd_metrics_request(enum mfd_route r, int status, long usec)
 {
 	size_t c = CODE_OTHER, b = 0;
 
+	assert(r >= 0 && r < MFD_R_COUNT);
 	for (size_t i = 0; i < NCODES; i++)
 		if (codes[i] == status)
 			c = i;
@@ -91,6 +93,7 @@ mfd_metrics_tls_reload(int ok)
 void
 mfd_metrics_fetch(enum mfd_fetch_outcome o)
 {
+	assert(o >= 0 && o < MFD_FETCHED_N);
 	atomic_fetch_add_explicit(&fetches[o], 1, memory_order_relaxed);
 }
 
@@ -121,6 +124,7 @@ render_route_histogram(struct mf_buf *b, int r)
 {
 	unsigned long cum = 0;
 
+	assert(r >= 0 && r < MFD_R_COUNT);
 	for (size_t i = 0; i < NBOUNDS; i++) {
 		cum += atomic_load(&hist[r][i]);
 		mf_buf_printf(b,
@@ -146,7 +150,7 @@ render_histogram(struct mf_buf *b)
 }
 
 static void
-render_daemon(struct mf_buf *b)
+render_daemon(struct mf_buf *b, size_t tls_generations)
 {
 	mf_buf_printf(b,
 	    "# HELP memfloor_catalog_file_invalid 1 while the catalogue file on disk failed its last load (the previous one is in service).\n# TYPE memfloor_catalog_file_invalid gauge\n"
@@ -161,7 +165,7 @@ render_daemon(struct mf_buf *b)
 	    "# TYPE memfloor_tls_certificate_generations gauge\n"
 	    "memfloor_tls_certificate_generations %zu\n",
 	    atomic_load(&tls_reloads[1]), atomic_load(&tls_reloads[0]),
-	    mfd_tls_generations());
+	    tls_generations);
 	mf_buf_printf(b,
 	    "# HELP memfloor_config_fetches_total spec.model.configUrl configs by where they came from: fetched, from the cache, or an error.\n# TYPE memfloor_config_fetches_total counter\n");
 	for (int i = 0; i < MFD_FETCHED_N; i++)
@@ -171,14 +175,14 @@ render_daemon(struct mf_buf *b)
 }
 
 char *
-mfd_metrics_render(uint64_t catalog_version, size_t catalog_gpus)
+mfd_metrics_render(const struct mfd_gauges *g)
 {
 	struct mf_buf b;
 
 	mf_buf_init(&b, 1u << 20);
 	render_requests(&b);
 	render_histogram(&b);
-	render_daemon(&b);
+	render_daemon(&b, g->tls_generations);
 	mf_buf_printf(&b,
 	    "# HELP memfloor_admissions_total Admission decisions.\n# TYPE memfloor_admissions_total counter\n"
 	    "memfloor_admissions_total{decision=\"admitted\"} %lu\n"
@@ -193,7 +197,7 @@ mfd_metrics_render(uint64_t catalog_version, size_t catalog_gpus)
 	    "# HELP memfloor_catalog_version Version of the catalogue in service.\n# TYPE memfloor_catalog_version gauge\n"
 	    "memfloor_catalog_version %llu\n# HELP memfloor_catalog_gpus GPU types in the catalogue in service.\n# TYPE memfloor_catalog_gpus "
 	    "gauge\nmemfloor_catalog_gpus %zu\n",
-	    (unsigned long long)catalog_version, catalog_gpus);
+	    (unsigned long long)g->catalog_version, g->catalog_gpus);
 	if (b.rc != MF_OK) {
 		mf_buf_free(&b);
 		return NULL;

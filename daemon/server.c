@@ -10,6 +10,7 @@
  * 30 s connection timeout (and held up a drain as long).  Throughput
  * measured with tests/bench/bench.sh is the same either way.
  */
+#include <assert.h>
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
@@ -27,7 +28,7 @@
 
 #include "../admission/buf.h"
 #include "../admission/review.h"
-#include "fetch.h"
+#include "../fetch/fetch.h"
 #include "guard.h"
 #include "memfloord.h"
 #include "tls.h"
@@ -81,7 +82,7 @@ struct request {
 	const char *url; /* borrowed from req */
 	struct MHD_Connection *conn;
 	int fetched; /* the fetcher called back */
-	struct mfd_fetch_result fetch;
+	struct mf_fetch_result fetch;
 };
 
 /* One libmicrohttpd daemon for each --listen address. */
@@ -193,12 +194,13 @@ static void
 do_metrics(struct request *r, struct MHD_Connection *c, struct mf_answer *ans)
 {
 	struct mf_catalog *cat = mfd_state_catalog();
+	struct mfd_gauges g = { cat ? cat->version : 0, cat ? cat->ngpus : 0,
+		mfd_tls_generations() };
 
 	(void)r;
 	(void)c;
 	memset(ans, 0, sizeof(*ans));
-	mf_answer_text(ans, MF_ANS_OK,
-	    mfd_metrics_render(cat ? cat->version : 0, cat ? cat->ngpus : 0));
+	mf_answer_text(ans, MF_ANS_OK, mfd_metrics_render(&g));
 	ans->content_type = "text/plain; version=0.0.4; charset=utf-8";
 	mf_cat_unref(cat);
 }
@@ -423,7 +425,10 @@ check_param(void *cls, enum MHD_ValueKind kind, const char *key,
     const char *value)
 {
 	struct params *p = cls;
-	const char *const *k = known_params[p->route];
+	const char *const *k;
+
+	assert(p->route >= 0 && p->route < MFD_R_COUNT);
+	k = known_params[p->route];
 
 	(void)kind;
 	(void)value;
@@ -445,8 +450,11 @@ bad_params(struct MHD_Connection *c, const struct route *rt, char *why,
     size_t size)
 {
 	struct params p = { rt->id, NULL, NULL, 0, "" };
-	const char *const *k = known_params[rt->id];
+	const char *const *k;
 	size_t n = 0;
+
+	assert(rt->id >= 0 && rt->id < MFD_R_COUNT);
+	k = known_params[rt->id];
 	char takes[128];
 
 	/* The page's query string is its view, read by its script. */
@@ -533,21 +541,21 @@ early_status(struct MHD_Connection *c, struct request *r, const char *method,
 }
 
 static int
-fetch_status(enum mfd_fetch_status st)
+fetch_status(enum mf_fetch_status st)
 {
-	return st == MFD_FETCH_DENIED || st == MFD_FETCH_BADURL ?
+	return st == MF_FETCH_DENIED || st == MF_FETCH_BADURL ?
 	    MHD_HTTP_BAD_REQUEST :
 	    MHD_HTTP_BAD_GATEWAY;
 }
 
 /* Runs on the fetcher thread. */
 static void
-on_fetched(void *arg, struct mfd_fetch_result *res)
+on_fetched(void *arg, struct mf_fetch_result *res)
 {
 	struct request *r = arg;
 
 	mfd_metrics_fetch(
-	    res->status != MFD_FETCH_OK ? MFD_FETCHED_ERROR : MFD_FETCHED_NEW);
+	    res->status != MF_FETCH_OK ? MFD_FETCHED_ERROR : MFD_FETCHED_NEW);
 	r->fetch = *res;
 	r->fetched = 1;
 	mfd_guard_suspend(r->guard, 0);
@@ -562,7 +570,7 @@ park(struct MHD_Connection *c, struct request *r)
 	r->conn = c;
 	mfd_guard_suspend(r->guard, 1);
 	MHD_suspend_connection(c);
-	mfd_fetch_start(r->url, on_fetched, r);
+	mf_fetch_start(r->url, on_fetched, r);
 	return MHD_YES;
 }
 
@@ -593,23 +601,23 @@ phased(struct MHD_Connection *c, struct request *r)
 			return send_answer(c, r, http_status(ans.kind), &ans);
 		r->url = mf_request_url(r->req);
 		if (r->url != NULL &&
-		    mfd_fetch_allowed(r->url, why, sizeof(why)) != MFD_FETCH_OK)
+		    mf_fetch_allowed(r->url, why, sizeof(why)) != MF_FETCH_OK)
 			return send_error(c, r, MHD_HTTP_BAD_REQUEST,
 			    "spec.model.configUrl", why);
-		if (r->url != NULL && !mfd_fetch_cached(r->url, &m))
+		if (r->url != NULL && !mf_fetch_cached(r->url, &m))
 			return park(c, r);
 		if (r->url != NULL) {
 			mfd_metrics_fetch(MFD_FETCHED_CACHE);
 			mf_request_model(r->req, &m);
 		}
-	} else if (r->fetch.status != MFD_FETCH_OK) {
+	} else if (r->fetch.status != MF_FETCH_OK) {
 		return send_error(c, r, fetch_status(r->fetch.status),
 		    "spec.model.configUrl", r->fetch.message);
 	} else if (mf_request_config(r->req, r->fetch.body, r->fetch.len, &m,
 	               &ans) != MF_OK) {
 		return send_answer(c, r, http_status(ans.kind), &ans);
 	} else {
-		mfd_fetch_keep(r->url, &m);
+		mf_fetch_keep(r->url, &m);
 	}
 	api = api_begin();
 	mf_api_decide(&api, r->req, &ans);
@@ -814,6 +822,7 @@ on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	if (r->status == 0)
 		r->status =
 		    toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? 200 : 499;
+	assert((size_t)r->verdict < sizeof(verdicts) / sizeof(verdicts[0]));
 	mfd_log_request(r->method, r->path, r->status, us, r->job,
 	    verdicts[r->verdict], r->field);
 	mfd_metrics_request(r->route ? r->route->id : MFD_R_OTHER, r->status,
@@ -880,7 +889,7 @@ on_mhd_log(void *cls, const char *fmt, va_list ap)
 	static time_t last;
 	static unsigned long unsaid;
 	unsigned long n;
-	char msg[512];
+	char msg[512], *nl;
 	time_t now = time(NULL);
 
 	(void)cls;
@@ -895,7 +904,9 @@ on_mhd_log(void *cls, const char *fmt, va_list ap)
 	unsaid = 0;
 	pthread_mutex_unlock(&lock);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
-	msg[strcspn(msg, "\n")] = '\0';
+	nl = strchr(msg, '\n');
+	if (nl != NULL)
+		*nl = '\0';
 	if (n > 0)
 		mfd_log(MFD_WARN, "http: %s (and %lu more lines like it)", msg,
 		    n);
@@ -976,6 +987,7 @@ mfd_server_check(const struct mfd_config *cfg)
 	struct sockaddr_storage ss;
 	socklen_t sslen;
 
+	assert(cfg->nlisten <= MFD_MAX_LISTEN);
 	for (size_t i = 0; i < cfg->nlisten; i++) {
 		if (parse_listen(cfg->listen[i], &ss, &sslen) != 0) {
 			mfd_log(MFD_ERROR,
@@ -1065,6 +1077,7 @@ stop_all(int drain)
 	MHD_socket s;
 
 	atomic_store(&draining, 1);
+	assert(ndaemons <= MFD_MAX_LISTEN);
 	for (size_t i = 0; i < ndaemons; i++) {
 		s = MHD_quiesce_daemon(daemons[i]);
 		if (s != MHD_INVALID_SOCKET)
@@ -1097,7 +1110,9 @@ mfd_server_start(const struct mfd_config *cfg)
 		mfd_log(MFD_ERROR, "cannot start the request deadline thread");
 		return -1;
 	}
+	assert(cfg->nlisten <= MFD_MAX_LISTEN && ndaemons == 0);
 	for (size_t i = 0; i < cfg->nlisten; i++) {
+		assert(ndaemons < MFD_MAX_LISTEN);
 		daemons[ndaemons] = listen_on(cfg, cfg->listen[i]);
 		if (daemons[ndaemons] == NULL) {
 			stop_all(0);

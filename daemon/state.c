@@ -7,6 +7,7 @@
  * A request still reading the old snapshot keeps it alive until it is
  * done.
  */
+#include <assert.h>
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
@@ -73,6 +74,7 @@ say_models(const char *what, const struct mf_models *m, const size_t *counts)
 	size_t n = 0, sum = 0;
 
 	line[0] = '\0';
+	assert(dirs.n <= MF_DATA_MAX_MODEL_DIRS);
 	for (size_t i = 0; i < dirs.n && n < sizeof(line); i++) {
 		n += (size_t)snprintf(line + n, sizeof(line) - n,
 		    "%s%zu from %s", i ? ", " : "", counts[i], dirs.dirs[i]);

@@ -1,5 +1,6 @@
 #include "tls.h"
 
+#include <assert.h>
 #include <gnutls/abstract.h>
 #include <gnutls/gnutls.h>
 #include <pthread.h>
@@ -40,6 +41,7 @@ gen_free(struct gen *g)
 {
 	if (g == NULL)
 		return;
+	assert(g->nchain <= MAX_CHAIN);
 	for (unsigned i = 0; i < g->nchain; i++)
 		gnutls_pcert_deinit(&g->chain[i]);
 	gnutls_privkey_deinit(g->key);

@@ -1,6 +1,7 @@
 /*
- * test_buf.c: the growable buffer's contract (buf.h): the cap, the sticky
- * first failure, and what mf_buf_take hands over.
+ * test_buf.c: the text builder's contract (buf.h): the cap, the sticky
+ * first failure, what mf_buf_take hands over, and a buffer over the
+ * caller's array, cut to fit.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -8,6 +9,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -122,6 +124,57 @@ test_buf_room_and_done(void **state)
 	mf_buf_free(&b);
 }
 
+/* Over an array of 8 bytes: 7 characters and the NUL, the rest cut off,
+ * and nothing after the cut; the array is the text and is never freed. */
+static void
+test_buf_fixed_cuts_to_fit(void **state)
+{
+	char s[8], t[8], none[1] = { 'x' };
+	struct mf_buf b;
+
+	(void)state;
+	mf_buf_fixed(&b, s, sizeof(s));
+	assert_string_equal(s, "");
+	assert_int_equal(mf_buf_str(&b, "/spec"), MF_OK);
+	assert_int_equal(mf_buf_str(&b, "/containers"), MF_ETOOBIG);
+	assert_string_equal(s, "/spec/c");
+	assert_int_equal(b.len, 7);
+	assert_int_equal(mf_buf_str(&b, ""), MF_ETOOBIG);
+	assert_int_equal(mf_buf_int(&b, 5), MF_ETOOBIG);
+	assert_string_equal(s, "/spec/c");
+	mf_buf_free(&b);
+	assert_string_equal(s, "/spec/c");
+	/* printf cut the same way, as snprintf would. */
+	mf_buf_fixed(&b, t, sizeof(t));
+	assert_int_equal(mf_buf_printf(&b, "%s", "ab"), MF_OK);
+	assert_int_equal(mf_buf_printf(&b, "%d-%d", 1234, 5678), MF_ETOOBIG);
+	assert_string_equal(t, "ab1234-");
+	/* No room at all: nothing written, not even the NUL. */
+	mf_buf_fixed(&b, none, 0);
+	assert_int_equal(mf_buf_str(&b, "a"), MF_ETOOBIG);
+	assert_int_equal(none[0], 'x');
+	mf_buf_fixed(&b, NULL, 0);
+	assert_int_equal(mf_buf_int(&b, 1), MF_ETOOBIG);
+}
+
+/* Integers as "%lld" writes them, both ends of int64 included. */
+static void
+test_buf_int(void **state)
+{
+	static const int64_t v[] = { 0, 7, -7, 10, 99, 100, -100, 1234567890123,
+		INT64_MAX, INT64_MIN };
+	char want[32], got[32];
+	struct mf_buf b;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		snprintf(want, sizeof(want), "%lld", (long long)v[i]);
+		mf_buf_fixed(&b, got, sizeof(got));
+		assert_int_equal(mf_buf_int(&b, v[i]), MF_OK);
+		assert_string_equal(got, want);
+	}
+}
+
 static void
 test_str_copy_and_digits(void **state)
 {
@@ -164,6 +217,8 @@ main(void)
 		cmocka_unit_test(test_buf_printf),
 		cmocka_unit_test(test_buf_take),
 		cmocka_unit_test(test_buf_room_and_done),
+		cmocka_unit_test(test_buf_fixed_cuts_to_fit),
+		cmocka_unit_test(test_buf_int),
 		cmocka_unit_test(test_str_copy_and_digits),
 		cmocka_unit_test(test_str_utf8),
 	};

@@ -1,5 +1,5 @@
 /*
- * test_fetch.c: daemon/fetch.c against tests/integration/fetchserver.py, a
+ * test_fetch.c: fetch/fetch.c against tests/integration/fetchserver.py, a
  * local HTTP server started once for the whole run.  Each test starts the
  * fetcher with the same allowed hosts and stops it afterwards.
  */
@@ -24,7 +24,6 @@
 #include <unistd.h>
 
 #include "fetch.h"
-#include "memfloord.h"
 #include "files.h"
 
 extern char **environ;
@@ -37,7 +36,7 @@ struct waiter {
 	int done;
 	long long at; /* monotonic ms when the callback ran */
 	pthread_t by;
-	struct mfd_fetch_result res;
+	struct mf_fetch_result res;
 };
 
 static pid_t server_pid;
@@ -139,7 +138,7 @@ waiter_fini(struct waiter *w)
 }
 
 static void
-on_done(void *arg, struct mfd_fetch_result *res)
+on_done(void *arg, struct mf_fetch_result *res)
 {
 	struct waiter *w = arg;
 
@@ -193,7 +192,7 @@ fetch(struct waiter *w, const char *path)
 
 	url_of(url, sizeof(url), path);
 	waiter_init(w);
-	mfd_fetch_start(url, on_done, w);
+	mf_fetch_start(url, on_done, w);
 	wait_for(w);
 }
 
@@ -241,33 +240,48 @@ server_hits(const char *path)
 	return n;
 }
 
+/* The fetcher's lines up to this level go to stderr (FETCH_VERBOSE: all). */
+static enum mf_fetch_level shown = MF_FETCH_LOG_ERROR;
+
+static void log_line(enum mf_fetch_level level, const char *fmt, va_list ap)
+    __attribute__((format(printf, 2, 0)));
+
+static void
+log_line(enum mf_fetch_level level, const char *fmt, va_list ap)
+{
+	if (level > shown)
+		return;
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+}
+
 static int
 start_fetcher(void **state)
 {
 	(void)state;
-	return mfd_fetch_init(hosts, sizeof(hosts) / sizeof(hosts[0]));
+	return mf_fetch_init(hosts, sizeof(hosts) / sizeof(hosts[0]), log_line);
 }
 
 static int
 stop_fetcher(void **state)
 {
 	(void)state;
-	mfd_fetch_fini();
+	mf_fetch_fini();
 	return 0;
 }
 
 /* --- the policy ------------------------------------------------------ */
 
 static void
-expect_allowed(const char *url, enum mfd_fetch_status want)
+expect_allowed(const char *url, enum mf_fetch_status want)
 {
 	char msg[256];
-	enum mfd_fetch_status got = mfd_fetch_allowed(url, msg, sizeof(msg));
+	enum mf_fetch_status got = mf_fetch_allowed(url, msg, sizeof(msg));
 
 	if (got != want)
 		fail_msg("%s: got status %d, want %d (%s)", url, (int)got,
 		    (int)want, msg);
-	if (want == MFD_FETCH_OK)
+	if (want == MF_FETCH_OK)
 		assert_string_equal(msg, "");
 	else
 		assert_true(strlen(msg) > 0);
@@ -280,41 +294,41 @@ test_allowed_hosts(void **state)
 
 	(void)state;
 	/* "models.example.com": https on 443 only. */
-	expect_allowed("https://models.example.com/x.json", MFD_FETCH_OK);
-	expect_allowed("https://MODELS.Example.COM/x.json", MFD_FETCH_OK);
-	expect_allowed("HTTPS://models.example.com/x.json", MFD_FETCH_OK);
-	expect_allowed("https://models.example.com:443/x", MFD_FETCH_OK);
-	expect_allowed("https://models.example.com:8443/x", MFD_FETCH_DENIED);
-	expect_allowed("http://models.example.com/x", MFD_FETCH_DENIED);
+	expect_allowed("https://models.example.com/x.json", MF_FETCH_OK);
+	expect_allowed("https://MODELS.Example.COM/x.json", MF_FETCH_OK);
+	expect_allowed("HTTPS://models.example.com/x.json", MF_FETCH_OK);
+	expect_allowed("https://models.example.com:443/x", MF_FETCH_OK);
+	expect_allowed("https://models.example.com:8443/x", MF_FETCH_DENIED);
+	expect_allowed("http://models.example.com/x", MF_FETCH_DENIED);
 	/* "Hub.Example.ORG:8443": https on 8443 only. */
-	expect_allowed("https://hub.example.org:8443/x", MFD_FETCH_OK);
-	expect_allowed("https://hub.example.org/x", MFD_FETCH_DENIED);
-	expect_allowed("http://hub.example.org:8443/x", MFD_FETCH_DENIED);
+	expect_allowed("https://hub.example.org:8443/x", MF_FETCH_OK);
+	expect_allowed("https://hub.example.org/x", MF_FETCH_DENIED);
+	expect_allowed("http://hub.example.org:8443/x", MF_FETCH_DENIED);
 	/* "http://plain.example": http on 80 and https on 443. */
-	expect_allowed("http://plain.example/x", MFD_FETCH_OK);
-	expect_allowed("https://plain.example/x", MFD_FETCH_OK);
-	expect_allowed("http://plain.example:8080/x", MFD_FETCH_DENIED);
-	expect_allowed("http://plain.example:443/x", MFD_FETCH_DENIED);
+	expect_allowed("http://plain.example/x", MF_FETCH_OK);
+	expect_allowed("https://plain.example/x", MF_FETCH_OK);
+	expect_allowed("http://plain.example:8080/x", MF_FETCH_DENIED);
+	expect_allowed("http://plain.example:443/x", MF_FETCH_DENIED);
 	/* "https://secure.example": the scheme written out, https only. */
-	expect_allowed("https://secure.example/x", MFD_FETCH_OK);
-	expect_allowed("http://secure.example/x", MFD_FETCH_DENIED);
+	expect_allowed("https://secure.example/x", MF_FETCH_OK);
+	expect_allowed("http://secure.example/x", MF_FETCH_DENIED);
 	/* "[::1]:9000" */
-	expect_allowed("https://[::1]:9000/x", MFD_FETCH_OK);
-	expect_allowed("https://[::1]/x", MFD_FETCH_DENIED);
+	expect_allowed("https://[::1]:9000/x", MF_FETCH_OK);
+	expect_allowed("https://[::1]/x", MF_FETCH_DENIED);
 	/* Hosts that merely look alike. */
-	expect_allowed("https://evil.example/x", MFD_FETCH_DENIED);
+	expect_allowed("https://evil.example/x", MF_FETCH_DENIED);
 	expect_allowed("https://models.example.com.evil.example/x",
-	    MFD_FETCH_DENIED);
-	expect_allowed("https://evilmodels.example.com/x", MFD_FETCH_DENIED);
-	expect_allowed("https://sub.models.example.com/x", MFD_FETCH_DENIED);
-	expect_allowed("https://127.0.0.2/x", MFD_FETCH_DENIED);
+	    MF_FETCH_DENIED);
+	expect_allowed("https://evilmodels.example.com/x", MF_FETCH_DENIED);
+	expect_allowed("https://sub.models.example.com/x", MF_FETCH_DENIED);
+	expect_allowed("https://127.0.0.2/x", MF_FETCH_DENIED);
 	/* The test server's entry, with its port. */
 	snprintf(url, sizeof(url), "http://127.0.0.1:%ld/ok", port);
-	expect_allowed(url, MFD_FETCH_OK);
+	expect_allowed(url, MF_FETCH_OK);
 	snprintf(url, sizeof(url), "http://127.0.0.1:%ld/ok",
 	    port + 1 == closed_port ? port + 2 : port + 1);
-	expect_allowed(url, MFD_FETCH_DENIED);
-	expect_allowed("http://127.0.0.1/ok", MFD_FETCH_DENIED);
+	expect_allowed(url, MF_FETCH_DENIED);
+	expect_allowed("http://127.0.0.1/ok", MF_FETCH_DENIED);
 }
 
 static void
@@ -323,51 +337,50 @@ test_allowed_messages(void **state)
 	char msg[256];
 
 	(void)state;
-	assert_int_equal(mfd_fetch_allowed("https://evil.example/x", msg,
+	assert_int_equal(mf_fetch_allowed("https://evil.example/x", msg,
 	                     sizeof(msg)),
-	    MFD_FETCH_DENIED);
+	    MF_FETCH_DENIED);
 	assert_string_equal(msg,
 	    "https://evil.example/x: host evil.example "
 	    "is not allowed (--model-host)");
-	assert_int_equal(mfd_fetch_allowed("http://models.example.com/x", msg,
+	assert_int_equal(mf_fetch_allowed("http://models.example.com/x", msg,
 	                     sizeof(msg)),
-	    MFD_FETCH_DENIED);
+	    MF_FETCH_DENIED);
 	assert_string_equal(msg,
 	    "http://models.example.com/x: plain http is "
 	    "not allowed for host models.example.com (--model-host "
 	    "http://models.example.com)");
-	assert_int_equal(mfd_fetch_allowed("https://models.example.com:8443/x",
+	assert_int_equal(mf_fetch_allowed("https://models.example.com:8443/x",
 	                     msg, sizeof(msg)),
-	    MFD_FETCH_DENIED);
+	    MF_FETCH_DENIED);
 	assert_string_equal(msg,
 	    "https://models.example.com:8443/x: port "
 	    "8443 is not allowed for host models.example.com (--model-host)");
-	assert_int_equal(mfd_fetch_allowed("ftp://models.example.com/x", msg,
+	assert_int_equal(mf_fetch_allowed("ftp://models.example.com/x", msg,
 	                     sizeof(msg)),
-	    MFD_FETCH_DENIED);
+	    MF_FETCH_DENIED);
 	assert_string_equal(msg,
 	    "ftp://models.example.com/x: scheme ftp is "
 	    "not allowed (http or https only)");
 	/* A short buffer is cut, not overrun; none at all is fine. */
-	assert_int_equal(mfd_fetch_allowed("https://evil.example/x", msg, 8),
-	    MFD_FETCH_DENIED);
+	assert_int_equal(mf_fetch_allowed("https://evil.example/x", msg, 8),
+	    MF_FETCH_DENIED);
 	assert_string_equal(msg, "https:/");
-	assert_int_equal(mfd_fetch_allowed("https://evil.example/x", NULL, 0),
-	    MFD_FETCH_DENIED);
+	assert_int_equal(mf_fetch_allowed("https://evil.example/x", NULL, 0),
+	    MF_FETCH_DENIED);
 }
 
 static void
 test_allowed_schemes(void **state)
 {
 	(void)state;
-	expect_allowed("ftp://models.example.com/x", MFD_FETCH_DENIED);
-	expect_allowed("file:///etc/passwd", MFD_FETCH_DENIED);
+	expect_allowed("ftp://models.example.com/x", MF_FETCH_DENIED);
+	expect_allowed("file:///etc/passwd", MF_FETCH_DENIED);
 	/* libcurl's URL parser refuses a file:// URL with a host. */
-	expect_allowed("file://models.example.com/etc/passwd",
-	    MFD_FETCH_BADURL);
-	expect_allowed("gopher://models.example.com/x", MFD_FETCH_DENIED);
-	expect_allowed("dict://models.example.com/x", MFD_FETCH_DENIED);
-	expect_allowed("wss://models.example.com/x", MFD_FETCH_DENIED);
+	expect_allowed("file://models.example.com/etc/passwd", MF_FETCH_BADURL);
+	expect_allowed("gopher://models.example.com/x", MF_FETCH_DENIED);
+	expect_allowed("dict://models.example.com/x", MF_FETCH_DENIED);
+	expect_allowed("wss://models.example.com/x", MF_FETCH_DENIED);
 }
 
 static void
@@ -376,26 +389,26 @@ test_allowed_bad_urls(void **state)
 	char msg[256], *huge;
 
 	(void)state;
-	expect_allowed(NULL, MFD_FETCH_BADURL);
-	expect_allowed("", MFD_FETCH_BADURL);
-	expect_allowed("not a url", MFD_FETCH_BADURL);
-	expect_allowed("models.example.com/x.json", MFD_FETCH_BADURL);
-	expect_allowed("https://", MFD_FETCH_BADURL);
-	expect_allowed("https://models.example.com:99999/x", MFD_FETCH_BADURL);
-	expect_allowed("https://models example.com/x", MFD_FETCH_BADURL);
-	expect_allowed("https://models.example.com\r\n/x", MFD_FETCH_BADURL);
+	expect_allowed(NULL, MF_FETCH_BADURL);
+	expect_allowed("", MF_FETCH_BADURL);
+	expect_allowed("not a url", MF_FETCH_BADURL);
+	expect_allowed("models.example.com/x.json", MF_FETCH_BADURL);
+	expect_allowed("https://", MF_FETCH_BADURL);
+	expect_allowed("https://models.example.com:99999/x", MF_FETCH_BADURL);
+	expect_allowed("https://models example.com/x", MF_FETCH_BADURL);
+	expect_allowed("https://models.example.com\r\n/x", MF_FETCH_BADURL);
 	/* Control bytes never reach the message (it goes into JSON and
 	 * logs), and neither do bytes that are not ASCII. */
-	assert_int_equal(mfd_fetch_allowed("x\x01y\xc3", msg, sizeof(msg)),
-	    MFD_FETCH_BADURL);
+	assert_int_equal(mf_fetch_allowed("x\x01y\xc3", msg, sizeof(msg)),
+	    MF_FETCH_BADURL);
 	assert_non_null(strstr(msg, "x?y?: not a URL"));
 	huge = malloc(10000);
 	assert_non_null(huge);
 	memset(huge, 'a', 9999);
 	memcpy(huge, "https://models.example.com/", 27);
 	huge[9999] = '\0';
-	assert_int_equal(mfd_fetch_allowed(huge, msg, sizeof(msg)),
-	    MFD_FETCH_BADURL);
+	assert_int_equal(mf_fetch_allowed(huge, msg, sizeof(msg)),
+	    MF_FETCH_BADURL);
 	/* 120 characters of the URL, then "...". */
 	assert_non_null(strstr(msg, "aaa...: not a URL (longer than"));
 	free(huge);
@@ -410,31 +423,31 @@ test_allowed_userinfo(void **state)
 	/* The host is what follows '@'. */
 	snprintf(url, sizeof(url), "http://127.0.0.1:%ld@evil.example/ok",
 	    port);
-	expect_allowed(url, MFD_FETCH_DENIED);
+	expect_allowed(url, MF_FETCH_DENIED);
 	expect_allowed("https://models.example.com@evil.example/x",
-	    MFD_FETCH_DENIED);
+	    MF_FETCH_DENIED);
 	expect_allowed("https://models.example.com:443@evil.example/x",
-	    MFD_FETCH_DENIED);
+	    MF_FETCH_DENIED);
 	/* An allowed host with credentials is refused, and the password is
 	 * not repeated in the message. */
-	assert_int_equal(mfd_fetch_allowed("https://"
-	                                   "user:s3cret@models.example.com/x",
+	assert_int_equal(mf_fetch_allowed("https://"
+	                                  "user:s3cret@models.example.com/x",
 	                     msg, sizeof(msg)),
-	    MFD_FETCH_DENIED);
+	    MF_FETCH_DENIED);
 	assert_null(strstr(msg, "s3cret"));
 	assert_non_null(strstr(msg, "user name or password"));
-	assert_int_equal(mfd_fetch_allowed("https://me:pw@evil.example/x", msg,
+	assert_int_equal(mf_fetch_allowed("https://me:pw@evil.example/x", msg,
 	                     sizeof(msg)),
-	    MFD_FETCH_DENIED);
+	    MF_FETCH_DENIED);
 	assert_null(strstr(msg, "pw@"));
 	assert_non_null(strstr(msg, "host evil.example is not allowed"));
 	/* The host checked is the host libcurl would connect to: here
 	 * models.example.com, with a user name, so refused. */
 	expect_allowed("https://evil.example\\@models.example.com/x",
-	    MFD_FETCH_DENIED);
+	    MF_FETCH_DENIED);
 	/* An encoded '@' is no separator and no host character. */
 	expect_allowed("https://models.example.com%40evil.example/x",
-	    MFD_FETCH_BADURL);
+	    MF_FETCH_BADURL);
 }
 
 static void
@@ -451,16 +464,16 @@ test_init_bad_entries(void **state)
 	(void)state;
 	/* Already running. */
 	assert_int_equal(start_fetcher(NULL), -1);
-	mfd_fetch_fini();
+	mf_fetch_fini();
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		one[0] = bad[i];
-		if (mfd_fetch_init(one, 1) != -1)
+		if (mf_fetch_init(one, 1, log_line) != -1)
 			fail_msg("--model-host '%s' was accepted", bad[i]);
 	}
 	/* None is fine: nothing is allowed then. */
-	assert_int_equal(mfd_fetch_init(NULL, 0), 0);
-	expect_allowed("https://models.example.com/x", MFD_FETCH_DENIED);
-	mfd_fetch_fini();
+	assert_int_equal(mf_fetch_init(NULL, 0, log_line), 0);
+	expect_allowed("https://models.example.com/x", MF_FETCH_DENIED);
+	mf_fetch_fini();
 	assert_int_equal(start_fetcher(NULL), 0);
 }
 
@@ -473,7 +486,7 @@ test_fetch_ok(void **state)
 
 	(void)state;
 	fetch(&w, "/ok");
-	assert_int_equal(w.res.status, MFD_FETCH_OK);
+	assert_int_equal(w.res.status, MF_FETCH_OK);
 	assert_int_equal(w.res.len, ok_len);
 	assert_memory_equal(w.res.body, ok_body, ok_len);
 	assert_int_equal(w.res.body[w.res.len], '\0');
@@ -490,7 +503,7 @@ test_fetch_not_json(void **state)
 	(void)state;
 	/* Fetching does not judge the body; the model reader does. */
 	fetch(&w, "/notjson");
-	assert_int_equal(w.res.status, MFD_FETCH_OK);
+	assert_int_equal(w.res.status, MF_FETCH_OK);
 	assert_string_equal(w.res.body, "this is not JSON\n");
 	waiter_fini(&w);
 }
@@ -502,13 +515,13 @@ test_fetch_http_404(void **state)
 
 	(void)state;
 	fetch(&w, "/404");
-	assert_int_equal(w.res.status, MFD_FETCH_HTTP);
+	assert_int_equal(w.res.status, MF_FETCH_HTTP);
 	assert_null(w.res.body);
 	expect_message(&w, "/404", "answered HTTP 404");
 	waiter_fini(&w);
 	/* A big error body is still an HTTP error, not a size error. */
 	fetch(&w, "/big-404");
-	assert_int_equal(w.res.status, MFD_FETCH_HTTP);
+	assert_int_equal(w.res.status, MF_FETCH_HTTP);
 	expect_message(&w, "/big-404", "answered HTTP 404");
 	waiter_fini(&w);
 }
@@ -521,13 +534,13 @@ test_fetch_too_big(void **state)
 	(void)state;
 	/* 300 KiB with a Content-Length. */
 	fetch(&w, "/big");
-	assert_int_equal(w.res.status, MFD_FETCH_TOOBIG);
+	assert_int_equal(w.res.status, MF_FETCH_TOOBIG);
 	assert_null(w.res.body);
 	expect_message(&w, "/big", "larger than 256 KiB");
 	waiter_fini(&w);
 	/* 300 KiB chunked: no length up front, cut by the write callback. */
 	fetch(&w, "/chunked-big");
-	assert_int_equal(w.res.status, MFD_FETCH_TOOBIG);
+	assert_int_equal(w.res.status, MF_FETCH_TOOBIG);
 	expect_message(&w, "/chunked-big", "larger than 256 KiB");
 	waiter_fini(&w);
 }
@@ -540,11 +553,11 @@ test_fetch_exactly_the_cap(void **state)
 	(void)state;
 	/* 256 KiB = 256 * 1024 = 262144 bytes is still allowed. */
 	fetch(&w, "/exact");
-	assert_int_equal(w.res.status, MFD_FETCH_OK);
+	assert_int_equal(w.res.status, MF_FETCH_OK);
 	assert_int_equal(w.res.len, 262144);
 	waiter_fini(&w);
 	fetch(&w, "/chunked-exact");
-	assert_int_equal(w.res.status, MFD_FETCH_OK);
+	assert_int_equal(w.res.status, MF_FETCH_OK);
 	assert_int_equal(w.res.len, 262144);
 	waiter_fini(&w);
 }
@@ -558,7 +571,7 @@ test_fetch_truncated(void **state)
 	(void)state;
 	/* Content-Length 1000, 100 bytes, then the server hangs up. */
 	fetch(&w, "/truncated");
-	assert_int_equal(w.res.status, MFD_FETCH_FAILED);
+	assert_int_equal(w.res.status, MF_FETCH_FAILED);
 	assert_null(w.res.body);
 	snprintf(want, sizeof(want), "%s/truncated: could not fetch: ", base);
 	assert_memory_equal(w.res.message, want, strlen(want));
@@ -574,9 +587,9 @@ test_fetch_refused_connection(void **state)
 	(void)state;
 	snprintf(url, sizeof(url), "http://127.0.0.1:%ld/ok", closed_port);
 	waiter_init(&w);
-	mfd_fetch_start(url, on_done, &w);
+	mf_fetch_start(url, on_done, &w);
 	wait_for(&w);
-	assert_int_equal(w.res.status, MFD_FETCH_FAILED);
+	assert_int_equal(w.res.status, MF_FETCH_FAILED);
 	snprintf(want, sizeof(want), "%s: could not fetch: ", url);
 	assert_memory_equal(w.res.message, want, strlen(want));
 	waiter_fini(&w);
@@ -589,19 +602,19 @@ test_fetch_denied_at_once(void **state)
 
 	(void)state;
 	waiter_init(&w);
-	mfd_fetch_start("https://evil.example/x", on_done, &w);
-	/* Refused on this thread, before mfd_fetch_start returns. */
+	mf_fetch_start("https://evil.example/x", on_done, &w);
+	/* Refused on this thread, before mf_fetch_start returns. */
 	assert_int_equal(w.done, 1);
 	assert_true(pthread_equal(w.by, pthread_self()));
-	assert_int_equal(w.res.status, MFD_FETCH_DENIED);
+	assert_int_equal(w.res.status, MF_FETCH_DENIED);
 	assert_string_equal(w.res.message,
 	    "https://evil.example/x: host "
 	    "evil.example is not allowed (--model-host)");
 	waiter_fini(&w);
 	waiter_init(&w);
-	mfd_fetch_start("no url", on_done, &w);
+	mf_fetch_start("no url", on_done, &w);
 	assert_int_equal(w.done, 1);
-	assert_int_equal(w.res.status, MFD_FETCH_BADURL);
+	assert_int_equal(w.res.status, MF_FETCH_BADURL);
 	waiter_fini(&w);
 }
 
@@ -614,7 +627,7 @@ test_redirect_same_host(void **state)
 
 	(void)state;
 	fetch(&w, "/redirect-ok");
-	assert_int_equal(w.res.status, MFD_FETCH_OK);
+	assert_int_equal(w.res.status, MF_FETCH_OK);
 	assert_int_equal(w.res.len, ok_len);
 	assert_memory_equal(w.res.body, ok_body, ok_len);
 	waiter_fini(&w);
@@ -628,7 +641,7 @@ test_redirect_not_allowed(void **state)
 
 	(void)state;
 	fetch(&w, "/redirect-away");
-	assert_int_equal(w.res.status, MFD_FETCH_REDIRECT);
+	assert_int_equal(w.res.status, MF_FETCH_REDIRECT);
 	assert_null(w.res.body);
 	snprintf(what, sizeof(what),
 	    "redirected to http://127.0.0.2:%ld/ok "
@@ -638,18 +651,18 @@ test_redirect_not_allowed(void **state)
 	waiter_fini(&w);
 	/* The target's user name and password are not repeated. */
 	fetch(&w, "/redirect-creds");
-	assert_int_equal(w.res.status, MFD_FETCH_REDIRECT);
+	assert_int_equal(w.res.status, MF_FETCH_REDIRECT);
 	expect_message(&w, "/redirect-creds", what);
 	assert_null(strstr(w.res.message, "secret"));
 	waiter_fini(&w);
 	fetch(&w, "/redirect-port");
-	assert_int_equal(w.res.status, MFD_FETCH_REDIRECT);
+	assert_int_equal(w.res.status, MF_FETCH_REDIRECT);
 	expect_message(&w, "/redirect-port",
 	    "redirected to "
 	    "http://127.0.0.1:1/ok which is not allowed");
 	waiter_fini(&w);
 	fetch(&w, "/redirect-https");
-	assert_int_equal(w.res.status, MFD_FETCH_REDIRECT);
+	assert_int_equal(w.res.status, MF_FETCH_REDIRECT);
 	expect_message(&w, "/redirect-https",
 	    "redirected to "
 	    "https://evil.invalid/ok which is not allowed");
@@ -664,15 +677,15 @@ test_redirect_limit(void **state)
 	(void)state;
 	/* Three redirects are followed, a fourth is not. */
 	fetch(&w, "/redirect-n?n=3");
-	assert_int_equal(w.res.status, MFD_FETCH_OK);
+	assert_int_equal(w.res.status, MF_FETCH_OK);
 	assert_int_equal(w.res.len, ok_len);
 	waiter_fini(&w);
 	fetch(&w, "/redirect-n?n=4");
-	assert_int_equal(w.res.status, MFD_FETCH_REDIRECT);
+	assert_int_equal(w.res.status, MF_FETCH_REDIRECT);
 	expect_message(&w, "/redirect-n?n=4", "redirected more than 3 times");
 	waiter_fini(&w);
 	fetch(&w, "/redirect-loop");
-	assert_int_equal(w.res.status, MFD_FETCH_REDIRECT);
+	assert_int_equal(w.res.status, MF_FETCH_REDIRECT);
 	expect_message(&w, "/redirect-loop", "redirected more than 3 times");
 	waiter_fini(&w);
 }
@@ -706,17 +719,17 @@ test_cache_keeps_read_models(void **state)
 
 	(void)state;
 	url_of(url, sizeof(url), "/counted");
-	assert_int_equal(mfd_fetch_cached(url, &got), 0);
+	assert_int_equal(mf_fetch_cached(url, &got), 0);
 	fetch(&w, "/counted");
-	assert_int_equal(w.res.status, MFD_FETCH_OK);
+	assert_int_equal(w.res.status, MF_FETCH_OK);
 	waiter_fini(&w);
-	assert_int_equal(mfd_fetch_cached(url, &got), 0);
-	mfd_fetch_keep(url, &m);
+	assert_int_equal(mf_fetch_cached(url, &got), 0);
+	mf_fetch_keep(url, &m);
 	memset(&got, 0, sizeof(got));
-	assert_int_equal(mfd_fetch_cached(url, &got), 1);
+	assert_int_equal(mf_fetch_cached(url, &got), 1);
 	assert_memory_equal(&got, &m, sizeof(m));
-	assert_int_equal(mfd_fetch_cached(NULL, &got), 0);
-	assert_int_equal(mfd_fetch_cached(url, NULL), 0);
+	assert_int_equal(mf_fetch_cached(NULL, &got), 0);
+	assert_int_equal(mf_fetch_cached(url, NULL), 0);
 	/* The fetcher itself always goes to the network: the caller looks in
 	 * the cache first. */
 	fetch(&w, "/counted");
@@ -736,10 +749,10 @@ test_cache_skips_failures(void **state)
 	(void)state;
 	url_of(url, sizeof(url), "/flaky");
 	fetch(&w, "/flaky");
-	assert_int_equal(w.res.status, MFD_FETCH_HTTP);
+	assert_int_equal(w.res.status, MF_FETCH_HTTP);
 	waiter_fini(&w);
 	memset(&got, 0x5a, sizeof(got));
-	assert_int_equal(mfd_fetch_cached(url, &got), 0);
+	assert_int_equal(mf_fetch_cached(url, &got), 0);
 	assert_int_equal(got.hidden, (int64_t)0x5a5a5a5a5a5a5a5aLL);
 }
 
@@ -751,20 +764,20 @@ test_cache_evicts_oldest(void **state)
 	int i;
 
 	(void)state;
-	/* MFD_FETCH_CACHE + 1 different URLs: the first one goes. */
-	for (i = 0; i <= MFD_FETCH_CACHE; i++) {
+	/* MF_FETCH_CACHE + 1 different URLs: the first one goes. */
+	for (i = 0; i <= MF_FETCH_CACHE; i++) {
 		struct mf_model m = model_of(64 + 4 * i);
 
 		snprintf(path, sizeof(path), "/ok?evict=%d", i);
 		url_of(url, sizeof(url), path);
-		mfd_fetch_keep(url, &m);
+		mf_fetch_keep(url, &m);
 	}
 	url_of(url, sizeof(url), "/ok?evict=0");
-	assert_int_equal(mfd_fetch_cached(url, &got), 0);
-	for (i = 1; i <= MFD_FETCH_CACHE; i++) {
+	assert_int_equal(mf_fetch_cached(url, &got), 0);
+	for (i = 1; i <= MF_FETCH_CACHE; i++) {
 		snprintf(path, sizeof(path), "/ok?evict=%d", i);
 		url_of(url, sizeof(url), path);
-		assert_int_equal(mfd_fetch_cached(url, &got), 1);
+		assert_int_equal(mf_fetch_cached(url, &got), 1);
 		assert_int_equal(got.hidden, 64 + 4 * i);
 	}
 }
@@ -783,20 +796,20 @@ test_fetch_slow_does_not_block(void **state)
 	waiter_init(&ok);
 	url_of(url, sizeof(url), "/slow");
 	t0 = now_ms();
-	mfd_fetch_start(url, on_done, &slow);
+	mf_fetch_start(url, on_done, &slow);
 	usleep(200 * 1000);
 	url_of(url, sizeof(url), "/ok");
-	mfd_fetch_start(url, on_done, &ok);
+	mf_fetch_start(url, on_done, &ok);
 	wait_for(&ok);
-	assert_int_equal(ok.res.status, MFD_FETCH_OK);
+	assert_int_equal(ok.res.status, MF_FETCH_OK);
 	/* /ok is back well before /slow could be: the server sleeps 10 s. */
 	assert_true(ok.at - t0 < 2000);
 	assert_false(is_done(&slow));
 	wait_for(&slow);
-	assert_int_equal(slow.res.status, MFD_FETCH_TIMEOUT);
+	assert_int_equal(slow.res.status, MF_FETCH_TIMEOUT);
 	assert_null(slow.res.body);
 	expect_message(&slow, "/slow", "timed out after 5 s");
-	/* MFD_FETCH_TIMEOUT_MS = 5000, give or take the poll. */
+	/* MF_FETCH_TIMEOUT_MS = 5000, give or take the poll. */
 	assert_true(slow.at - t0 >= 4900);
 	assert_true(slow.at - t0 < 8000);
 	waiter_fini(&slow);
@@ -815,11 +828,11 @@ test_fetch_many_at_once(void **state)
 	for (i = 0; i < N; i++) {
 		snprintf(url, sizeof(url), "%s/ok?many=%d", base, i % 8);
 		waiter_init(&w[i]);
-		mfd_fetch_start(url, on_done, &w[i]);
+		mf_fetch_start(url, on_done, &w[i]);
 	}
 	for (i = 0; i < N; i++) {
 		wait_for(&w[i]);
-		assert_int_equal(w[i].res.status, MFD_FETCH_OK);
+		assert_int_equal(w[i].res.status, MF_FETCH_OK);
 		assert_int_equal(w[i].res.len, ok_len);
 		waiter_fini(&w[i]);
 	}
@@ -834,20 +847,20 @@ test_fini_cancels_transfers(void **state)
 	(void)state;
 	waiter_init(&w);
 	url_of(url, sizeof(url), "/slow?s=3");
-	mfd_fetch_start(url, on_done, &w);
+	mf_fetch_start(url, on_done, &w);
 	usleep(200 * 1000);
-	mfd_fetch_fini();
+	mf_fetch_fini();
 	/* fini returns after every callback ran. */
 	assert_int_equal(w.done, 1);
-	assert_int_equal(w.res.status, MFD_FETCH_FAILED);
+	assert_int_equal(w.res.status, MF_FETCH_FAILED);
 	assert_non_null(strstr(w.res.message, "cancelled"));
 	waiter_fini(&w);
 	/* Stopped: nothing is allowed, and the answer comes at once. */
 	waiter_init(&w);
 	url_of(url, sizeof(url), "/ok");
-	mfd_fetch_start(url, on_done, &w);
+	mf_fetch_start(url, on_done, &w);
 	assert_int_equal(w.done, 1);
-	assert_int_not_equal(w.res.status, MFD_FETCH_OK);
+	assert_int_not_equal(w.res.status, MF_FETCH_OK);
 	waiter_fini(&w);
 	assert_int_equal(start_fetcher(NULL), 0);
 }
@@ -891,8 +904,8 @@ main(void)
 
 	for (i = 0; i < sizeof(proxies) / sizeof(proxies[0]); i++)
 		unsetenv(proxies[i]);
-	mfd_log_init(0,
-	    getenv("FETCH_VERBOSE") != NULL ? MFD_DEBUG : MFD_ERROR);
+	if (getenv("FETCH_VERBOSE") != NULL)
+		shown = MF_FETCH_LOG_INFO;
 	snprintf(path, sizeof(path), "%s/tests/data/fetch/ok.json", top());
 	ok_body = slurp(path, &ok_len);
 	closed_port = free_port();

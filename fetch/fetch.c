@@ -19,7 +19,6 @@
 
 #include "../admission/buf.h"
 #include "fetch.h"
-#include "memfloord.h"
 
 #define URL_MAX 4096  /* longer configUrls are refused as bad URLs */
 #define SHOWN_URL 120 /* characters of a URL quoted in a message */
@@ -39,9 +38,9 @@ struct job {
 	char *url; /* as requested: the cache key, quoted in messages */
 	CURLU *u;  /* the URL being fetched now (after redirects) */
 	CURL *easy;
-	mfd_fetch_done done;
+	mf_fetch_done done;
 	void *arg;
-	struct mf_buf body; /* the 200 body so far, at most MFD_FETCH_MAX */
+	struct mf_buf body; /* the 200 body so far, at most MF_FETCH_MAX */
 	int redirects;
 	long long deadline; /* monotonic ms, for all hops together */
 	char errbuf[CURL_ERROR_SIZE];
@@ -53,7 +52,8 @@ struct entry {
 	long long stored;       /* monotonic ms, for the TTL */
 	unsigned long long seq; /* order of insertion, for eviction */
 };
-/* Set by mfd_fetch_init before the thread starts; read-only until fini. */
+/* Set by mf_fetch_init before the thread starts; read-only until fini. */
+static mf_fetch_log logger;
 static struct allowed *hosts;
 static size_t nhosts;
 static int curl_ready;
@@ -70,10 +70,36 @@ static pthread_t thread;
 static struct job *active;
 
 static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct entry cache[MFD_FETCH_CACHE];
+static struct entry cache[MF_FETCH_CACHE];
 static unsigned long long cache_seq;
 
 /* --- messages -------------------------------------------------------- */
+
+static void note(enum mf_fetch_level level, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* A line for the caller's log, when it gave one. */
+static void
+note(enum mf_fetch_level level, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (logger == NULL)
+		return;
+	va_start(ap, fmt);
+	logger(level, fmt, ap);
+	va_end(ap);
+}
+
+/* Milliseconds on the monotonic clock, for deadlines and ages. */
+static long long
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 /*
  * Where the user name and password of a URL in s end (after the last '@'
@@ -208,7 +234,7 @@ show_url(char *out, size_t max, const char *url, CURLU *u)
 }
 
 /* Parse url into *out; shown gets the URL as messages quote it. */
-static enum mfd_fetch_status
+static enum mf_fetch_status
 parse(const char *url, CURLU **out, char *shown, char *msg, size_t size)
 {
 	CURLU *u;
@@ -216,31 +242,31 @@ parse(const char *url, CURLU **out, char *shown, char *msg, size_t size)
 
 	if (url == NULL || *url == '\0') {
 		say(msg, size, "\"\"", "not a URL");
-		return MFD_FETCH_BADURL;
+		return MF_FETCH_BADURL;
 	}
 	if (strlen(url) > URL_MAX) {
 		say(msg, size, url, "not a URL (longer than %d characters)",
 		    URL_MAX);
-		return MFD_FETCH_BADURL;
+		return MF_FETCH_BADURL;
 	}
 	u = curl_url();
 	if (u == NULL) {
 		say(msg, size, url, "out of memory");
-		return MFD_FETCH_FAILED;
+		return MF_FETCH_FAILED;
 	}
 	uc = curl_url_set(u, CURLUPART_URL, url, CURLU_NON_SUPPORT_SCHEME);
 	if (uc != CURLUE_OK) {
 		say(msg, size, url, "not a URL (%s)", curl_url_strerror(uc));
 		curl_url_cleanup(u);
-		return MFD_FETCH_BADURL;
+		return MF_FETCH_BADURL;
 	}
 	show_url(shown, SHOWN_URL, url, u);
 	*out = u;
-	return MFD_FETCH_OK;
+	return MF_FETCH_OK;
 }
 
 /* Is scheme://host:port covered by an allowed entry?  Say why not. */
-static enum mfd_fetch_status
+static enum mf_fetch_status
 match(const char *shown, const char *scheme, const char *host, long port,
     char *msg, size_t size)
 {
@@ -261,7 +287,7 @@ match(const char *shown, const char *scheme, const char *host, long port,
 		if (want == 0)
 			want = default_port(scheme);
 		if (port == want)
-			return MFD_FETCH_OK;
+			return MF_FETCH_OK;
 	}
 	show(h, host, SHOWN_HOST);
 	if (!host_seen)
@@ -275,19 +301,19 @@ match(const char *shown, const char *scheme, const char *host, long port,
 		say(msg, size, shown,
 		    "port %ld is not allowed for host %s (--model-host)", port,
 		    h);
-	return MFD_FETCH_DENIED;
+	return MF_FETCH_DENIED;
 }
 
-static enum mfd_fetch_status
+static enum mf_fetch_status
 policy(CURLU *u, const char *shown, char *msg, size_t size)
 {
 	char *scheme = NULL, *host = NULL, s[24];
-	enum mfd_fetch_status st = MFD_FETCH_DENIED;
+	enum mf_fetch_status st = MF_FETCH_DENIED;
 	long port;
 
 	if (curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK) {
 		say(msg, size, shown, "not a URL (no scheme)");
-		st = MFD_FETCH_BADURL;
+		st = MF_FETCH_BADURL;
 		goto out;
 	}
 	if (!is_web(scheme)) {
@@ -299,15 +325,15 @@ policy(CURLU *u, const char *shown, char *msg, size_t size)
 	if (curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK ||
 	    *host == '\0') {
 		say(msg, size, shown, "not a URL (no host)");
-		st = MFD_FETCH_BADURL;
+		st = MF_FETCH_BADURL;
 		goto out;
 	}
 	port = url_port(u);
 	st = match(shown, scheme, host, port, msg, size);
-	if (st == MFD_FETCH_OK && has_userinfo(u)) {
+	if (st == MF_FETCH_OK && has_userinfo(u)) {
 		say(msg, size, shown,
 		    "a user name or password in the URL is not allowed");
-		st = MFD_FETCH_DENIED;
+		st = MF_FETCH_DENIED;
 	}
 out:
 	curl_free(scheme);
@@ -316,28 +342,28 @@ out:
 }
 
 /* Parse and check url; *out is the parsed URL when the answer is OK. */
-static enum mfd_fetch_status
+static enum mf_fetch_status
 check(const char *url, CURLU **out, char *msg, size_t size)
 {
 	CURLU *u = NULL;
 	char shown[SHOWN_URL + 4];
-	enum mfd_fetch_status st;
+	enum mf_fetch_status st;
 
 	if (msg != NULL && size > 0)
 		msg[0] = '\0';
 	st = parse(url, &u, shown, msg, size);
-	if (st != MFD_FETCH_OK)
+	if (st != MF_FETCH_OK)
 		return st;
 	st = policy(u, shown, msg, size);
-	if (st != MFD_FETCH_OK || out == NULL)
+	if (st != MF_FETCH_OK || out == NULL)
 		curl_url_cleanup(u);
 	else
 		*out = u;
 	return st;
 }
 
-enum mfd_fetch_status
-mfd_fetch_allowed(const char *url, char *message, size_t size)
+enum mf_fetch_status
+mf_fetch_allowed(const char *url, char *message, size_t size)
 {
 	return check(url, NULL, message, size);
 }
@@ -426,7 +452,7 @@ hosts_set(const char *const *list, size_t n)
 		return -1;
 	for (i = 0; i < n; i++) {
 		if (list[i] == NULL || entry_parse(list[i], &hosts[i]) != 0) {
-			mfd_log(MFD_ERROR,
+			note(MF_FETCH_LOG_ERROR,
 			    "--model-host %s: not HOST, HOST:PORT or http://HOST[:PORT]",
 			    list[i] != NULL ? list[i] : "(null)");
 			hosts_free();
@@ -453,10 +479,10 @@ cache_slot(const char *url)
 	struct entry *oldest = &cache[0];
 	size_t i;
 
-	for (i = 0; i < MFD_FETCH_CACHE; i++)
+	for (i = 0; i < MF_FETCH_CACHE; i++)
 		if (cache[i].url != NULL && strcmp(cache[i].url, url) == 0)
 			return &cache[i];
-	for (i = 0; i < MFD_FETCH_CACHE; i++) {
+	for (i = 0; i < MF_FETCH_CACHE; i++) {
 		if (cache[i].url == NULL)
 			return &cache[i];
 		if (cache[i].seq < oldest->seq)
@@ -471,13 +497,13 @@ cache_clear(void)
 	size_t i;
 
 	pthread_mutex_lock(&cache_lock);
-	for (i = 0; i < MFD_FETCH_CACHE; i++)
+	for (i = 0; i < MF_FETCH_CACHE; i++)
 		entry_clear(&cache[i]);
 	pthread_mutex_unlock(&cache_lock);
 }
 
 void
-mfd_fetch_keep(const char *url, const struct mf_model *model)
+mf_fetch_keep(const char *url, const struct mf_model *model)
 {
 	struct entry *e;
 	char *u;
@@ -489,27 +515,27 @@ mfd_fetch_keep(const char *url, const struct mf_model *model)
 	entry_clear(e);
 	e->url = u;
 	e->model = *model;
-	e->stored = mfd_now_ms();
+	e->stored = now_ms();
 	e->seq = ++cache_seq;
 	pthread_mutex_unlock(&cache_lock);
 }
 
 int
-mfd_fetch_cached(const char *url, struct mf_model *model)
+mf_fetch_cached(const char *url, struct mf_model *model)
 {
-	long long now = mfd_now_ms();
+	long long now = now_ms();
 	int hit = 0;
 	size_t i;
 
 	if (url == NULL || model == NULL)
 		return 0;
 	pthread_mutex_lock(&cache_lock);
-	for (i = 0; i < MFD_FETCH_CACHE; i++) {
+	for (i = 0; i < MF_FETCH_CACHE; i++) {
 		struct entry *e = &cache[i];
 
 		if (e->url == NULL || strcmp(e->url, url) != 0)
 			continue;
-		if (now - e->stored >= (long long)MFD_FETCH_TTL * 1000) {
+		if (now - e->stored >= (long long)MF_FETCH_TTL * 1000) {
 			entry_clear(e);
 			break;
 		}
@@ -552,15 +578,16 @@ unlink_active(struct job *j)
 
 /* Hand res to the caller and forget the job. */
 static void
-complete(struct job *j, struct mfd_fetch_result *res)
+complete(struct job *j, struct mf_fetch_result *res)
 {
 	char u[SHOWN_URL + 4];
 
-	if (res->status == MFD_FETCH_OK) {
+	if (res->status == MF_FETCH_OK) {
 		show(u, j->url, SHOWN_URL);
-		mfd_log(MFD_INFO, "model config %s: %zu bytes", u, res->len);
+		note(MF_FETCH_LOG_INFO, "model config %s: %zu bytes", u,
+		    res->len);
 	} else {
-		mfd_log(MFD_WARN, "model config %s", res->message);
+		note(MF_FETCH_LOG_WARN, "model config %s", res->message);
 	}
 	j->done(j->arg, res);
 	pthread_mutex_lock(&lock);
@@ -569,15 +596,15 @@ complete(struct job *j, struct mfd_fetch_result *res)
 	job_free(j);
 }
 static void
-fail(struct job *j, enum mfd_fetch_status st, const char *why)
+fail(struct job *j, enum mf_fetch_status st, const char *why)
 {
-	struct mfd_fetch_result res = { st, NULL, 0, "" };
+	struct mf_fetch_result res = { st, NULL, 0, "" };
 
 	say(res.message, sizeof(res.message), j->url, "%s", why);
 	complete(j, &res);
 }
 
-/* Only a 200 body is kept, and only up to MFD_FETCH_MAX bytes. */
+/* Only a 200 body is kept, and only up to MF_FETCH_MAX bytes. */
 static size_t
 on_data(char *data, size_t size, size_t n, void *arg)
 {
@@ -619,7 +646,7 @@ easy_setup(struct job *j)
 	ok = ok && curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L) == CURLE_OK;
 	ok = ok &&
 	    curl_easy_setopt(e, CURLOPT_MAXFILESIZE_LARGE,
-	        (curl_off_t)MFD_FETCH_MAX) == CURLE_OK;
+	        (curl_off_t)MF_FETCH_MAX) == CURLE_OK;
 	ok = ok &&
 	    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_data) == CURLE_OK;
 	ok = ok && curl_easy_setopt(e, CURLOPT_WRITEDATA, j) == CURLE_OK;
@@ -636,24 +663,24 @@ easy_setup(struct job *j)
  * left of the time allowed.  The job takes u.  0, or -1 with *st set.
  */
 static int
-issue(struct job *j, CURLU *u, enum mfd_fetch_status *st)
+issue(struct job *j, CURLU *u, enum mf_fetch_status *st)
 {
-	long long left = j->deadline - mfd_now_ms();
+	long long left = j->deadline - now_ms();
 	CURLU *old = j->u;
 	CURLcode rc;
 
 	j->u = u;
 	rc = curl_easy_setopt(j->easy, CURLOPT_CURLU, u);
 	curl_url_cleanup(old);
-	*st = MFD_FETCH_FAILED;
+	*st = MF_FETCH_FAILED;
 	if (rc != CURLE_OK)
 		return -1;
 	if (left <= 0) {
-		*st = MFD_FETCH_TIMEOUT;
+		*st = MF_FETCH_TIMEOUT;
 		return -1;
 	}
 	mf_buf_free(&j->body);
-	mf_buf_init(&j->body, MFD_FETCH_MAX + 1);
+	mf_buf_init(&j->body, MF_FETCH_MAX + 1);
 	j->errbuf[0] = '\0';
 	if (curl_easy_setopt(j->easy, CURLOPT_TIMEOUT_MS, (long)left) !=
 	        CURLE_OK ||
@@ -667,13 +694,13 @@ issue(struct job *j, CURLU *u, enum mfd_fetch_status *st)
 }
 
 static void
-fail_issue(struct job *j, enum mfd_fetch_status st)
+fail_issue(struct job *j, enum mf_fetch_status st)
 {
 	char why[64];
 
-	if (st == MFD_FETCH_TIMEOUT)
+	if (st == MF_FETCH_TIMEOUT)
 		snprintf(why, sizeof(why), "timed out after %d s",
-		    MFD_FETCH_TIMEOUT_MS / 1000);
+		    MF_FETCH_TIMEOUT_MS / 1000);
 	else
 		snprintf(why, sizeof(why), "could not start the transfer");
 	fail(j, st, why);
@@ -683,14 +710,14 @@ fail_issue(struct job *j, enum mfd_fetch_status st)
 static void
 begin(struct job *j)
 {
-	enum mfd_fetch_status st;
+	enum mf_fetch_status st;
 	CURLU *u = j->u;
 
 	j->u = NULL;
-	j->deadline = mfd_now_ms() + MFD_FETCH_TIMEOUT_MS;
+	j->deadline = now_ms() + MF_FETCH_TIMEOUT_MS;
 	if (easy_setup(j) != 0) {
 		curl_url_cleanup(u);
-		fail(j, MFD_FETCH_FAILED, "could not start the transfer");
+		fail(j, MF_FETCH_FAILED, "could not start the transfer");
 		return;
 	}
 	if (issue(j, u, &st) != 0)
@@ -699,22 +726,22 @@ begin(struct job *j)
 
 /* A 3xx with a Location: follow it when allowed.  0 when re-issued. */
 static int
-redirect(struct job *j, const char *loc, struct mfd_fetch_result *res)
+redirect(struct job *j, const char *loc, struct mf_fetch_result *res)
 {
 	char why[256], to[84];
-	enum mfd_fetch_status st;
+	enum mf_fetch_status st;
 	CURLU *u = NULL;
 
 	show(to, loc, 80);
-	if (j->redirects >= MFD_FETCH_MAX_REDIRECTS) {
-		res->status = MFD_FETCH_REDIRECT;
+	if (j->redirects >= MF_FETCH_MAX_REDIRECTS) {
+		res->status = MF_FETCH_REDIRECT;
 		say(res->message, sizeof(res->message), j->url,
-		    "redirected more than %d times", MFD_FETCH_MAX_REDIRECTS);
+		    "redirected more than %d times", MF_FETCH_MAX_REDIRECTS);
 		return -1;
 	}
-	if (check(loc, &u, why, sizeof(why)) != MFD_FETCH_OK) {
-		mfd_log(MFD_INFO, "redirect refused: %s", why);
-		res->status = MFD_FETCH_REDIRECT;
+	if (check(loc, &u, why, sizeof(why)) != MF_FETCH_OK) {
+		note(MF_FETCH_LOG_INFO, "redirect refused: %s", why);
+		res->status = MF_FETCH_REDIRECT;
 		say(res->message, sizeof(res->message), j->url,
 		    "redirected to %s which is not allowed", to);
 		return -1;
@@ -723,9 +750,9 @@ redirect(struct job *j, const char *loc, struct mfd_fetch_result *res)
 	if (issue(j, u, &st) == 0)
 		return 0;
 	res->status = st;
-	if (st == MFD_FETCH_TIMEOUT)
+	if (st == MF_FETCH_TIMEOUT)
 		say(res->message, sizeof(res->message), j->url,
-		    "timed out after %d s", MFD_FETCH_TIMEOUT_MS / 1000);
+		    "timed out after %d s", MF_FETCH_TIMEOUT_MS / 1000);
 	else
 		say(res->message, sizeof(res->message), j->url,
 		    "could not follow the redirect");
@@ -734,7 +761,7 @@ redirect(struct job *j, const char *loc, struct mfd_fetch_result *res)
 
 /* Decide what a finished transfer means; 0 when it goes on (redirect). */
 static int
-outcome(struct job *j, CURLcode rc, struct mfd_fetch_result *res)
+outcome(struct job *j, CURLcode rc, struct mf_fetch_result *res)
 {
 	char *m = res->message, *loc = NULL;
 	size_t size = sizeof(res->message);
@@ -743,30 +770,30 @@ outcome(struct job *j, CURLcode rc, struct mfd_fetch_result *res)
 	curl_easy_getinfo(j->easy, CURLINFO_RESPONSE_CODE, &code);
 	if (code >= 300 && code < 400)
 		curl_easy_getinfo(j->easy, CURLINFO_REDIRECT_URL, &loc);
-	res->status = MFD_FETCH_FAILED;
+	res->status = MF_FETCH_FAILED;
 	if (rc == CURLE_OPERATION_TIMEDOUT) {
-		res->status = MFD_FETCH_TIMEOUT;
+		res->status = MF_FETCH_TIMEOUT;
 		say(m, size, j->url, "timed out after %d s",
-		    MFD_FETCH_TIMEOUT_MS / 1000);
+		    MF_FETCH_TIMEOUT_MS / 1000);
 	} else if (loc != NULL) {
 		return redirect(j, loc, res);
 	} else if (code != 0 && code != 200) {
-		res->status = MFD_FETCH_HTTP;
+		res->status = MF_FETCH_HTTP;
 		say(m, size, j->url, "answered HTTP %ld", code);
 	} else if (rc == CURLE_FILESIZE_EXCEEDED || j->body.rc == MF_ETOOBIG) {
-		res->status = MFD_FETCH_TOOBIG;
-		say(m, size, j->url, "larger than %u KiB", MFD_FETCH_MAX >> 10);
+		res->status = MF_FETCH_TOOBIG;
+		say(m, size, j->url, "larger than %u KiB", MF_FETCH_MAX >> 10);
 	} else if (j->body.rc != MF_OK) {
 		say(m, size, j->url, "out of memory");
 	} else if (rc != CURLE_OK) {
 		say(m, size, j->url, "could not fetch: %s",
 		    j->errbuf[0] != '\0' ? j->errbuf : curl_easy_strerror(rc));
 	} else {
-		res->status = MFD_FETCH_OK;
+		res->status = MF_FETCH_OK;
 		res->len = j->body.len;
 		res->body = mf_buf_take(&j->body);
 		if (res->body == NULL) {
-			res->status = MFD_FETCH_FAILED;
+			res->status = MF_FETCH_FAILED;
 			say(m, size, j->url, "out of memory");
 		}
 	}
@@ -776,7 +803,7 @@ outcome(struct job *j, CURLcode rc, struct mfd_fetch_result *res)
 static void
 reap(void)
 {
-	struct mfd_fetch_result res;
+	struct mf_fetch_result res;
 	struct job *j;
 	CURLMsg *msg;
 	int left;
@@ -804,7 +831,7 @@ cancel(struct job *list)
 		list = j->next;
 		if (j->easy != NULL)
 			curl_multi_remove_handle(multi, j->easy);
-		fail(j, MFD_FETCH_FAILED, "cancelled: the daemon is stopping");
+		fail(j, MF_FETCH_FAILED, "cancelled: the daemon is stopping");
 	}
 }
 
@@ -845,27 +872,27 @@ fetcher(void *unused)
 /* --- the public calls ------------------------------------------------ */
 
 static void
-refuse(mfd_fetch_done done, void *arg, enum mfd_fetch_status st,
+refuse(mf_fetch_done done, void *arg, enum mf_fetch_status st,
     const char *message)
 {
-	struct mfd_fetch_result res = { st, NULL, 0, "" };
+	struct mf_fetch_result res = { st, NULL, 0, "" };
 
 	mf_copy(res.message, sizeof(res.message), message);
-	mfd_log(MFD_INFO, "model config %s", res.message);
+	note(MF_FETCH_LOG_INFO, "model config %s", res.message);
 	done(arg, &res);
 }
 
 void
-mfd_fetch_start(const char *url, mfd_fetch_done done, void *arg)
+mf_fetch_start(const char *url, mf_fetch_done done, void *arg)
 {
 	char msg[256];
-	enum mfd_fetch_status st;
+	enum mf_fetch_status st;
 	struct job *j;
 	CURLU *u = NULL;
 	int up;
 
 	st = check(url, &u, msg, sizeof(msg));
-	if (st != MFD_FETCH_OK) {
+	if (st != MF_FETCH_OK) {
 		refuse(done, arg, st, msg);
 		return;
 	}
@@ -874,7 +901,7 @@ mfd_fetch_start(const char *url, mfd_fetch_done done, void *arg)
 		free(j);
 		curl_url_cleanup(u);
 		say(msg, sizeof(msg), url, "out of memory");
-		refuse(done, arg, MFD_FETCH_FAILED, msg);
+		refuse(done, arg, MF_FETCH_FAILED, msg);
 		return;
 	}
 	j->u = u;
@@ -888,7 +915,7 @@ mfd_fetch_start(const char *url, mfd_fetch_done done, void *arg)
 		    up ? "too many model fetches in progress" :
 		         "fetching is not running");
 		job_free(j);
-		refuse(done, arg, MFD_FETCH_FAILED, msg);
+		refuse(done, arg, MF_FETCH_FAILED, msg);
 		return;
 	}
 	njobs++;
@@ -904,20 +931,21 @@ warn_sync_dns(void)
 	const curl_version_info_data *v = curl_version_info(CURLVERSION_NOW);
 
 	if (nhosts > 0 && (v->features & CURL_VERSION_ASYNCHDNS) == 0)
-		mfd_log(MFD_WARN,
+		note(MF_FETCH_LOG_WARN,
 		    "libcurl %s resolves host names synchronously: a slow lookup delays other model fetches",
 		    v->version);
 }
 
 int
-mfd_fetch_init(const char *const *list, size_t n)
+mf_fetch_init(const char *const *list, size_t n, mf_fetch_log log)
 {
 	if (curl_ready) {
-		mfd_log(MFD_ERROR, "model fetching is already running");
+		note(MF_FETCH_LOG_ERROR, "model fetching is already running");
 		return -1;
 	}
+	logger = log;
 	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-		mfd_log(MFD_ERROR, "libcurl could not start");
+		note(MF_FETCH_LOG_ERROR, "libcurl could not start");
 		return -1;
 	}
 	curl_ready = 1;
@@ -930,17 +958,18 @@ mfd_fetch_init(const char *const *list, size_t n)
 	running = 1;
 	if (pthread_create(&thread, NULL, fetcher, NULL) != 0) {
 		running = 0;
-		mfd_log(MFD_ERROR, "cannot start the model fetcher thread");
+		note(MF_FETCH_LOG_ERROR,
+		    "cannot start the model fetcher thread");
 		goto fail;
 	}
 	return 0;
 fail:
-	mfd_fetch_fini();
+	mf_fetch_fini();
 	return -1;
 }
 
 void
-mfd_fetch_fini(void)
+mf_fetch_fini(void)
 {
 	int was;
 
@@ -961,4 +990,5 @@ mfd_fetch_fini(void)
 	cache_clear();
 	curl_global_cleanup();
 	curl_ready = 0;
+	logger = NULL;
 }

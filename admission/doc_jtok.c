@@ -1,0 +1,211 @@
+/*
+ * doc_jtok.c: what the JSON reader (doc_json.c) and its skimmer
+ * (doc_skim.c) both need of a token: an error at its byte, a string with
+ * escapes checked and decoded, the stack of the open objects' names.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "doc_jtok.h"
+
+#define JSON_TOO_BIG \
+	"document nested deeper than 64 levels or holding too many values"
+
+enum mf_rc
+mf_json_fail(struct mf_jparse *j, const char *at, const char *what)
+{
+	int line = 1, column = 1;
+
+	for (const char *q = j->start; q < at && q < j->end; q++) {
+		if (*q == '\n') {
+			line++;
+			column = 1;
+		} else {
+			column++;
+		}
+	}
+	j->rc = MF_EINVAL;
+	return mf_error_set(j->err, MF_EINVAL, NULL, line, column,
+	    "not valid JSON: %s", what);
+}
+
+enum mf_rc
+mf_json_limit(struct mf_jparse *j, enum mf_rc rc)
+{
+	j->rc = rc;
+	return mf_error_set(j->err, rc, NULL, 0, 0, "%s",
+	    rc == MF_ETOOBIG ? JSON_TOO_BIG : "out of memory");
+}
+
+static char *
+put_utf8(char *o, uint32_t c)
+{
+	if (c < 0x80) {
+		*o++ = (char)c;
+	} else if (c < 0x800) {
+		*o++ = (char)(0xC0 | c >> 6);
+		*o++ = (char)(0x80 | (c & 0x3F));
+	} else if (c < 0x10000) {
+		*o++ = (char)(0xE0 | c >> 12);
+		*o++ = (char)(0x80 | ((c >> 6) & 0x3F));
+		*o++ = (char)(0x80 | (c & 0x3F));
+	} else {
+		*o++ = (char)(0xF0 | c >> 18);
+		*o++ = (char)(0x80 | ((c >> 12) & 0x3F));
+		*o++ = (char)(0x80 | ((c >> 6) & 0x3F));
+		*o++ = (char)(0x80 | (c & 0x3F));
+	}
+	return o;
+}
+
+/* The quote that closes the string whose text starts at p (one not
+ * escaped by an odd run of backslashes), or NULL. */
+static const char *
+jclose(const char *p, const char *end)
+{
+	const char *q;
+	size_t n;
+
+	while ((q = memchr(p, '"', (size_t)(end - p))) != NULL) {
+		for (n = 0; q - n > p && q[-1 - (ptrdiff_t)n] == '\\'; n++)
+			;
+		if (n % 2 == 0)
+			return q;
+		p = q + 1;
+	}
+	return NULL;
+}
+
+/* The escape at p (its backslash, before close) decoded to *o; where the
+ * text goes on, or NULL after failing. */
+static const char *
+jescape(struct mf_jparse *j, const char *p, const char *close, char **o)
+{
+	char e = p + 1 < close ? p[1] : '\0', ch = mf_scan_short_escape(e);
+	const char *next;
+	uint32_t c;
+
+	if (ch != 0) {
+		*(*o)++ = ch;
+		return p + 2;
+	}
+	if (e != 'u') {
+		mf_json_fail(j, p, "invalid escape");
+		return NULL;
+	}
+	next = mf_scan_unicode(p + 2, j->end, &c);
+	if (next != NULL && next <= close) {
+		*o = put_utf8(*o, c);
+		return next;
+	}
+	mf_json_fail(j, p, "invalid \\u escape");
+	return NULL;
+}
+
+/*
+ * The text p..close of a string (inside its quotes) checked and decoded
+ * into o; the end of what was written, or NULL after failing.  Decoding
+ * never lengthens the text.
+ */
+static char *
+jdecode(struct mf_jparse *j, const char *p, const char *close, char *o)
+{
+	const char *run;
+	size_t n;
+
+	while (p < close) {
+		run = p;
+		p = mf_scan_plain(p, close);
+		memcpy(o, run, (size_t)(p - run));
+		o += p - run;
+		if (p == close)
+			break;
+		if (*p == '\\') {
+			p = jescape(j, p, close, &o);
+			if (p == NULL)
+				return NULL;
+			continue;
+		}
+		if ((unsigned char)*p < 0x20) {
+			mf_json_fail(j, p, "control character in a string");
+			return NULL;
+		}
+		n = mf_scan_utf8((const unsigned char *)p,
+		    (const unsigned char *)close);
+		if (n == 0) {
+			mf_json_fail(j, p, "invalid UTF-8 in a string");
+			return NULL;
+		}
+		memcpy(o, p, n);
+		o += n;
+		p += n;
+	}
+	return o;
+}
+
+const char *
+mf_json_escaped(struct mf_jparse *j, const char *p, const char *q, size_t *len)
+{
+	const char *close = jclose(q, j->end);
+	char *out, *o;
+
+	if (close == NULL) {
+		mf_json_fail(j, j->end, "unterminated string");
+		return NULL;
+	}
+	out = mf_doc_alloc(j->doc, (size_t)(close - p) + 1);
+	if (out == NULL) {
+		mf_json_limit(j, MF_ENOMEM);
+		return NULL;
+	}
+	memcpy(out, p, (size_t)(q - p));
+	o = jdecode(j, q, close, out + (q - p));
+	if (o == NULL)
+		return NULL;
+	j->p = close + 1;
+	*o = '\0';
+	*len = (size_t)(o - out);
+	return out;
+}
+
+static int
+by_key(const void *a, const void *b)
+{
+	const struct mf_jkey *x = a, *y = b;
+	int c = memcmp(x->s, y->s, x->len < y->len ? x->len : y->len);
+
+	return c != 0 ? c : (x->len > y->len) - (x->len < y->len);
+}
+
+int
+mf_json_grow_keys(struct mf_jparse *j)
+{
+	size_t cap = 2 * j->cap;
+	struct mf_jkey *grown;
+
+	if (j->cap == MF_JSON_FIRST_KEYS) {
+		grown = malloc(cap * sizeof(*j->keys));
+		if (grown != NULL)
+			memcpy(grown, j->keys, j->nkeys * sizeof(*j->keys));
+	} else {
+		grown = realloc(j->keys, cap * sizeof(*j->keys));
+	}
+	if (grown == NULL)
+		return -1;
+	j->keys = grown;
+	j->cap = cap;
+	return 0;
+}
+
+int
+mf_json_unique_keys(struct mf_jparse *j, size_t base)
+{
+	struct mf_jkey *k = j->keys + base;
+	size_t n = j->nkeys - base;
+
+	qsort(k, n, sizeof(*k), by_key);
+	for (size_t i = 1; i < n; i++)
+		if (mf_json_same_key(&k[i - 1], k[i].s, k[i].len))
+			return 0;
+	return 1;
+}

@@ -1,0 +1,78 @@
+/*
+ * doc_tree.c: the document tree: its arena, its nodes, finding a member.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "doc_tree.h"
+
+#define ARENA_BLOCK 8192
+
+struct mf_doc_block {
+	struct mf_doc_block *next;
+	size_t used, size;
+	max_align_t data[];
+};
+
+void *
+mf_doc_alloc(struct mf_doc *doc, size_t n)
+{
+	struct mf_doc_block *b = doc->blocks;
+	size_t align = sizeof(max_align_t);
+
+	n = (n + align - 1) / align * align;
+	if (b == NULL || b->size - b->used < n) {
+		size_t size = n > ARENA_BLOCK ? n : ARENA_BLOCK;
+
+		b = malloc(sizeof(*b) + size);
+		if (b == NULL)
+			return NULL;
+		b->size = size;
+		b->used = 0;
+		b->next = doc->blocks;
+		doc->blocks = b;
+	}
+	b->used += n;
+	return (char *)b->data + b->used - n;
+}
+
+void
+mf_doc_clear(struct mf_doc *doc)
+{
+	struct mf_doc_block *b, *next;
+
+	for (b = doc->blocks; b != NULL; b = next) {
+		next = b->next;
+		free(b);
+	}
+	memset(doc, 0, sizeof(*doc));
+}
+
+void
+mf_doc_free(struct mf_doc *doc)
+{
+	if (doc == NULL)
+		return;
+	mf_doc_clear(doc);
+	free(doc);
+}
+
+const struct mf_node *
+mf_doc_root(const struct mf_doc *doc)
+{
+	return doc->root;
+}
+
+const struct mf_node *
+mf_node_get(const struct mf_node *map, const char *key)
+{
+	const struct mf_node *c;
+
+	if (map == NULL || map->type != MF_NODE_MAP)
+		return NULL;
+	/* The first byte turns most members away without a call. */
+	for (c = map->child; c != NULL; c = c->next)
+		if (c->key[0] == key[0] && strcmp(c->key, key) == 0)
+			return c;
+	return NULL;
+}

@@ -1,0 +1,142 @@
+#!/usr/bin/env python3
+"""The include rules of the layers, and no cycle among headers.
+
+    layers.py [-v]       (from the top of the tree)
+
+The layers, lowest first: the library (admission/ and catalog/, one
+library, build/libmemfloor.a), the fetcher (fetch/, build/libmffetch.a),
+then the daemon (daemon/) and the command line (cli/), which are apart.
+A file includes only from its own layer and the ones below it:
+
+  admission/, catalog/   nothing from fetch/, daemon/ or cli/
+  fetch/                 nothing from daemon/ or cli/
+  daemon/                nothing from cli/
+  cli/                   nothing from daemon/
+
+and the system headers its layer's packages give (the library no HTTP,
+curl or TLS header, the fetcher no HTTP or TLS header).  A private header
+(PRIVATE below) is included only from the folder it is private to.  A
+quoted include is resolved as the compiler resolves it (the including
+file's folder, then -Iadmission -Icatalog); one that resolves nowhere is an
+error too, so that no path can step around a rule.  The graph of headers
+including headers has no cycle.  Exits 1 and says each broken rule.
+"""
+import os
+import re
+import sys
+
+DIRS = ["admission", "catalog", "fetch", "daemon", "cli"]
+LAYER = {"admission": 0, "catalog": 0, "fetch": 1, "daemon": 2, "cli": 2}
+SEARCH = ["admission", "catalog"]  # the -I of every product object
+# System headers a layer may not include: its packages do not give them.
+BANNED = {
+    0: ("microhttpd.h", "curl/", "gnutls/"),
+    1: ("microhttpd.h", "gnutls/"),
+}
+# Headers private to one folder: what the files of a module share.
+PRIVATE = {
+    "admission/internal.h": ("admission", "catalog"),
+    "admission/est.h": ("admission",),
+    "admission/doc_tree.h": ("admission",),
+    "admission/doc_jtok.h": ("admission",),
+    "admission/doc_skim.h": ("admission",),
+    "admission/doc_scan.h": ("admission",),
+    "admission/review_int.h": ("admission",),
+}
+INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]', re.M)
+
+
+def sources():
+    for d in DIRS:
+        if not os.path.isdir(d):
+            continue
+        for name in sorted(os.listdir(d)):
+            if name.endswith((".c", ".h")):
+                yield os.path.join(d, name)
+
+
+def resolve(path, name):
+    for base in [os.path.dirname(path)] + SEARCH:
+        cand = os.path.normpath(os.path.join(base, name))
+        if os.path.exists(cand):
+            return cand
+    return None
+
+
+def cycles(graph):
+    """Each cycle of the graph, once, as a list of its nodes."""
+    found, state, stack = [], {}, []
+
+    def visit(n):
+        state[n] = 1
+        stack.append(n)
+        for m in graph.get(n, ()):
+            if state.get(m) == 1:
+                found.append(stack[stack.index(m):] + [m])
+            elif m not in state:
+                visit(m)
+        stack.pop()
+        state[n] = 2
+
+    for n in sorted(graph):
+        if n not in state:
+            visit(n)
+    return found
+
+
+def main(argv):
+    verbose = "-v" in argv
+    problems, graph, edges = [], {}, 0
+    for path in sources():
+        folder = path.split("/")[0]
+        layer = LAYER[folder]
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        for m in INCLUDE.finditer(text):
+            line = text.count("\n", 0, m.start()) + 1
+            kind, name = m.group(1), m.group(2)
+            where = f"{path}:{line}: #include {kind}{name}" + \
+                ('"' if kind == '"' else ">")
+            if kind == "<":
+                for bad in BANNED.get(layer, ()):
+                    if name.startswith(bad):
+                        problems.append(f"{where}: the {folder}/ layer does "
+                                        f"not use {bad}")
+                continue
+            target = resolve(path, name)
+            if target is None:
+                problems.append(f"{where}: no such file in the tree")
+                continue
+            edges += 1
+            tfolder = target.split("/")[0]
+            if tfolder not in LAYER:
+                problems.append(f"{where}: {target} is no product file")
+                continue
+            tlayer = LAYER[tfolder]
+            if tlayer > layer or (tlayer == layer and tlayer == 2 and
+                                  tfolder != folder):
+                problems.append(f"{where}: {folder}/ includes nothing from "
+                                f"{tfolder}/")
+            owners = PRIVATE.get(target)
+            if owners is not None and folder not in owners:
+                problems.append(f"{where}: {target} is private to "
+                                f"{', '.join(o + '/' for o in owners)}")
+            if path.endswith(".h"):
+                graph.setdefault(path, set()).add(target)
+            if verbose:
+                print(f"{path} -> {target}")
+    for c in cycles(graph):
+        problems.append("include cycle: " + " -> ".join(c))
+    for p in problems:
+        print(p)
+    if problems:
+        print(f"layers: {len(problems)} broken")
+        return 1
+    print(f"layers: {edges} includes, each from a layer to its own or one "
+          f"below; no cycle among the {len(graph)} headers that include "
+          "others")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
