@@ -1260,8 +1260,8 @@ formulas_agree(const struct mf_model *m, const struct mf_workload *w)
 	    &part);
 	for (int b = 0; b < MF_B_COUNT; b++)
 		if (e.gpu_formula[b][0] == '\0')
-			snprintf(e.gpu_formula[b], MF_FORMULA_MAX, "%s",
-			    e.formula[b]);
+			memcpy(e.gpu_formula[b], e.formula[b],
+			    sizeof e.formula[b]);
 	formulas_of(&part, w, &e, mf_model_params(&part), e.stage,
 	    e.gpu_formula, "per GPU ");
 }
