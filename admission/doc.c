@@ -13,7 +13,6 @@
 #include <string.h>
 
 #include "doc_tree.h"
-#include "qty.h"
 #include "internal.h"
 
 enum mf_rc
@@ -163,46 +162,6 @@ mf_node_str(const struct mf_node *n, const char *path, const char **out,
 	if (n->type != MF_NODE_STR)
 		return wrong_type(n, path, "a string", err);
 	*out = n->text;
-	return MF_OK;
-}
-
-enum mf_rc
-mf_node_enum(const struct mf_node *n, const char *path,
-    const char *const *names, int *out, struct mf_error *err)
-{
-	char list[160] = "";
-	size_t used = 0;
-
-	if (n->type != MF_NODE_STR)
-		return wrong_type(n, path, "a string", err);
-	for (int i = 0; names[i] != NULL; i++)
-		if (strcmp(n->text, names[i]) == 0) {
-			*out = i;
-			return MF_OK;
-		}
-	for (int i = 0; names[i] != NULL && used < sizeof(list); i++)
-		used += (size_t)snprintf(list + used, sizeof(list) - used,
-		    "%s%s", i ? ", " : "", names[i]);
-	return mf_error_set(err, MF_EINVAL, path, n->line, n->column,
-	    "'%.40s' is not one of %s", n->text, list);
-}
-
-enum mf_rc
-mf_node_bytes(const struct mf_node *n, const char *path, int64_t *out,
-    int *format, struct mf_error *err)
-{
-	enum mf_qty_format f;
-	enum mf_qty_err qe;
-	int64_t v;
-
-	if (n->type != MF_NODE_STR && n->type != MF_NODE_NUM)
-		return wrong_type(n, path, "a quantity such as 88Gi", err);
-	qe = mf_qty_parse_bytes(n->text, n->len, &v, &f);
-	if (qe != MF_QTY_OK)
-		return bad_value(n, path, mf_qty_strerror(qe), err);
-	*out = v;
-	if (format != NULL)
-		*format = (int)f;
 	return MF_OK;
 }
 

@@ -121,12 +121,6 @@ enum mf_rc mf_node_bool(const struct mf_node *n, const char *path, int *out,
 /* Strings only (not numbers); *out borrows the node's text. */
 enum mf_rc mf_node_str(const struct mf_node *n, const char *path,
     const char **out, struct mf_error *err);
-/* One of the NULL-terminated names; *out is its index. */
-enum mf_rc mf_node_enum(const struct mf_node *n, const char *path,
-    const char *const *names, int *out, struct mf_error *err);
-/* A byte-size quantity written as a string or a number. */
-enum mf_rc mf_node_bytes(const struct mf_node *n, const char *path,
-    int64_t *out, int *format, struct mf_error *err);
 /* MF_OK when n is a map whose keys are all in the NULL-terminated known. */
 enum mf_rc mf_node_map(const struct mf_node *n, const char *path,
     const char *const *known, struct mf_error *err);
