@@ -42,6 +42,7 @@ PRIVATE = {
     "admission/doc_skim.h": ("admission",),
     "admission/doc_scan.h": ("admission",),
     "admission/review_int.h": ("admission",),
+    "admission/place_int.h": ("admission",),
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]', re.M)
 
