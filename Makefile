@@ -331,11 +331,11 @@ fuzz: $(DEPSTAMP)
 PRODUCT = $(wildcard admission/*.[ch] catalog/*.[ch] fetch/*.[ch] \
             daemon/*.[ch] cli/*.c)
 SOURCES = $(PRODUCT) $(wildcard tests/*/*.[ch])
-# clang-format, the banned calls, the layers' include rules and no include
-# cycle (tests/lib/layers.py), and an assert or a bound check before every
-# index into a fixed-size array (tests/lib/bounds.py, through clang's
-# syntax tree; first against tests/data/lint/bounds.c, what it must
-# refuse).
+# clang-format, the banned calls, the layers' include rules, no include
+# cycle and no product file over 1,200 lines (tests/lib/layers.py), and an
+# assert or a bound check before every index into a fixed-size array
+# (tests/lib/bounds.py, through clang's syntax tree; first against
+# tests/data/lint/bounds.c, what it must refuse).
 lint:
 	clang-format --dry-run --Werror --style=file $(SOURCES)
 	@! grep -nE '\b(sprintf|strcpy|strcat|strtok|atoi|gets)\s*\(' \

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""The include rules of the layers, and no cycle among headers.
+"""The include rules of the layers, no cycle among headers, and no
+product source file longer than MAX_LINES.
 
     layers.py [-v]       (from the top of the tree)
 
@@ -19,7 +20,10 @@ curl or TLS header, the fetcher no HTTP or TLS header).  A private header
 quoted include is resolved as the compiler resolves it (the including
 file's folder, then -Iadmission -Icatalog); one that resolves nowhere is an
 error too, so that no path can step around a rule.  The graph of headers
-including headers has no cycle.  Exits 1 and says each broken rule.
+including headers has no cycle.  No product file (a .c or .h of the
+folders above) is longer than MAX_LINES lines: a longer one is split by
+job, as place.c and the estimate's files are.  Exits 1 and says each
+broken rule.
 """
 import os
 import re
@@ -44,6 +48,8 @@ PRIVATE = {
     "admission/review_int.h": ("admission",),
     "admission/place_int.h": ("admission",),
 }
+# The most lines a product source file may have.
+MAX_LINES = 1200
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]', re.M)
 
 
@@ -93,6 +99,10 @@ def main(argv):
         layer = LAYER[folder]
         with open(path, encoding="utf-8") as f:
             text = f.read()
+        lines = text.count("\n") + (not text.endswith("\n") and text != "")
+        if lines > MAX_LINES:
+            problems.append(f"{path}: {lines} lines, more than {MAX_LINES}: "
+                            "split it by job")
         for m in INCLUDE.finditer(text):
             line = text.count("\n", 0, m.start()) + 1
             kind, name = m.group(1), m.group(2)
@@ -135,7 +145,7 @@ def main(argv):
         return 1
     print(f"layers: {edges} includes, each from a layer to its own or one "
           f"below; no cycle among the {len(graph)} headers that include "
-          "others")
+          f"others; no file over {MAX_LINES} lines")
     return 0
 
 
