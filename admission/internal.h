@@ -40,6 +40,26 @@ mf_cadd(int64_t a, int64_t b)
 	return r;
 }
 
+/*
+ * The reference count of an immutable snapshot (the catalogue, the model
+ * set), a plain int the GCC/Clang __atomic builtins give the semantics of
+ * an atomic counter.  Taking a reference needs no ordering; the
+ * release-acquire on the last drop makes every write to the snapshot
+ * visible to the thread that frees it.
+ */
+static inline void
+mf_ref_take(int *refs)
+{
+	__atomic_add_fetch(refs, 1, __ATOMIC_RELAXED);
+}
+
+/* Drop a reference: 1 when it was the last, and the caller frees. */
+static inline int
+mf_ref_drop(int *refs)
+{
+	return __atomic_sub_fetch(refs, 1, __ATOMIC_ACQ_REL) == 0;
+}
+
 /* Writes "parent.key" into buf (the dotted path of a field); returns buf. */
 char *mf_path(char *buf, size_t size, const char *parent, const char *key);
 

@@ -767,14 +767,14 @@ struct mf_models {
 	size_t n;
 	size_t cap;
 	struct model_entry *v; /* sorted by name once loaded */
-	int refs;              /* atomic, as mf_cat_ref's */
+	int refs;              /* mf_ref_take and mf_ref_drop */
 };
 
 struct mf_models *
 mf_models_ref(struct mf_models *models)
 {
 	if (models != NULL)
-		__atomic_add_fetch(&models->refs, 1, __ATOMIC_RELAXED);
+		mf_ref_take(&models->refs);
 	return models;
 }
 
@@ -783,8 +783,7 @@ mf_models_free(struct mf_models *models)
 {
 	size_t i;
 
-	if (models == NULL ||
-	    __atomic_sub_fetch(&models->refs, 1, __ATOMIC_ACQ_REL) != 0)
+	if (models == NULL || !mf_ref_drop(&models->refs))
 		return;
 	for (i = 0; i < models->n; i++)
 		free(models->v[i].name);

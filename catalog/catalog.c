@@ -420,25 +420,20 @@ mf_cat_load(const char *path, struct mf_catalog **out, struct mf_error *err)
 	return MF_OK;
 }
 
-/*
- * refs is a plain int in the header; the GCC/Clang __atomic builtins give
- * it the semantics of an atomic counter.  Taking a reference needs no
- * ordering; the release-acquire on the last drop makes every write to the
- * snapshot visible to the thread that frees it.
- */
+/* refs is a plain int in the header, counted by mf_ref_take and
+ * mf_ref_drop (internal.h). */
 struct mf_catalog *
 mf_cat_ref(struct mf_catalog *cat)
 {
 	if (cat != NULL)
-		__atomic_add_fetch(&cat->refs, 1, __ATOMIC_RELAXED);
+		mf_ref_take(&cat->refs);
 	return cat;
 }
 
 void
 mf_cat_unref(struct mf_catalog *cat)
 {
-	if (cat != NULL &&
-	    __atomic_sub_fetch(&cat->refs, 1, __ATOMIC_ACQ_REL) == 0)
+	if (cat != NULL && mf_ref_drop(&cat->refs))
 		cat_free(cat);
 }
 
