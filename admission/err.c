@@ -29,20 +29,28 @@ mf_strerror(enum mf_rc rc)
 }
 
 enum mf_rc
+mf_error_vset(struct mf_error *err, enum mf_rc rc, const char *field, int line,
+    int column, const char *fmt, va_list ap)
+{
+	if (err == NULL)
+		return rc;
+	vsnprintf(err->text, sizeof(err->text), fmt, ap);
+	err->file[0] = '\0';
+	mf_copy(err->field, sizeof(err->field), field ? field : "");
+	err->line = line;
+	err->column = column;
+	return rc;
+}
+
+enum mf_rc
 mf_error_set(struct mf_error *err, enum mf_rc rc, const char *field, int line,
     int column, const char *fmt, ...)
 {
 	va_list ap;
 
-	if (err == NULL)
-		return rc;
 	va_start(ap, fmt);
-	vsnprintf(err->text, sizeof(err->text), fmt, ap);
+	rc = mf_error_vset(err, rc, field, line, column, fmt, ap);
 	va_end(ap);
-	err->file[0] = '\0';
-	mf_copy(err->field, sizeof(err->field), field ? field : "");
-	err->line = line;
-	err->column = column;
 	return rc;
 }
 

@@ -10,6 +10,7 @@
 #ifndef MF_ERR_H
 #define MF_ERR_H
 
+#include <stdarg.h>
 #include <stddef.h>
 
 enum mf_rc {
@@ -47,6 +48,12 @@ const char *mf_strerror(enum mf_rc rc);
 enum mf_rc
 mf_error_set(struct mf_error *err, enum mf_rc rc, const char *field, int line,
     int column, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+
+/* mf_error_set with the text's arguments in ap, for a function of its own
+ * arguments (fmt, ...) that says where the error is; ap is used up. */
+enum mf_rc mf_error_vset(struct mf_error *err, enum mf_rc rc, const char *field,
+    int line, int column, const char *fmt, va_list ap)
+    __attribute__((format(printf, 6, 0)));
 
 /* Say which file err is about (NULL err: nothing); returns rc. */
 enum mf_rc

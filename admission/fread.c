@@ -47,20 +47,20 @@ static enum mf_rc
 fail(struct mf_fread *r, const char *path, const char *key, int line,
     int column, const char *fmt, ...)
 {
-	char field[PATHMAX], text[sizeof(r->err->text)];
+	char field[PATHMAX];
 	va_list ap;
 
 	if (r->err == NULL)
 		return MF_EINVAL;
-	va_start(ap, fmt);
-	vsnprintf(text, sizeof(text), fmt, ap);
-	va_end(ap);
 	if (key != NULL)
 		mf_path(field, sizeof(field), path, key);
 	else
 		mf_copy(field, sizeof(field), path != NULL ? path : "");
-	return mf_error_set(r->err, MF_EINVAL, field[0] ? field : NULL, line,
-	    column, "%s", text);
+	va_start(ap, fmt);
+	mf_error_vset(r->err, MF_EINVAL, field[0] ? field : NULL, line, column,
+	    fmt, ap);
+	va_end(ap);
+	return MF_EINVAL;
 }
 
 /* doc.h's readers were given no path: give their error the member's. */

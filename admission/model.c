@@ -544,15 +544,14 @@ bad_dim(const struct mf_node *cfg, const char *path, const char *key,
     struct mf_error *err, const char *fmt, ...)
 {
 	const struct mf_node *n = member(cfg, key);
-	char field[sizeof(err->field)], text[sizeof(err->text)];
+	char field[sizeof(err->field)];
 	va_list ap;
 
-	va_start(ap, fmt);
-	vsnprintf(text, sizeof(text), fmt, ap);
-	va_end(ap);
 	mf_path(field, sizeof(field), path, key);
-	return mf_error_set(err, MF_EINVAL, field, n->line, n->column, "%s",
-	    text);
+	va_start(ap, fmt);
+	mf_error_vset(err, MF_EINVAL, field, n->line, n->column, fmt, ap);
+	va_end(ap);
+	return MF_EINVAL;
 }
 
 /* Fill the defaults of kv_heads and head_dim and check they fit. */

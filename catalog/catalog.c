@@ -37,15 +37,11 @@ static enum mf_rc
 fail(const struct ctx *c, enum mf_rc rc, const char *field, int line,
     int column, const char *fmt, ...)
 {
-	char text[sizeof(c->err->text)];
 	va_list ap;
 
-	if (c->err == NULL)
-		return rc;
 	va_start(ap, fmt);
-	vsnprintf(text, sizeof(text), fmt, ap);
+	mf_error_vset(c->err, rc, field, line, column, fmt, ap);
 	va_end(ap);
-	mf_error_set(c->err, rc, field, line, column, "%s", text);
 	return mf_error_in_file(c->err, rc, c->name);
 }
 
