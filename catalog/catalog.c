@@ -153,74 +153,121 @@ read_labels(const struct ctx *c, const struct mf_node *n, struct mf_gpu *gpu)
 	return MF_OK;
 }
 
-/* Sort key for the duplicate-name check: by name, then file order. */
+/* A card and a key two cards may share: its name, its gres. */
+struct keyed {
+	const char *key;
+	const struct mf_gpu *gpu;
+};
+
+/* By key, then file order. */
 static int
-by_name(const void *a, const void *b)
+by_key(const void *a, const void *b)
 {
-	const struct mf_gpu *x = *(const struct mf_gpu *const *)a;
-	const struct mf_gpu *y = *(const struct mf_gpu *const *)b;
-	int d = strcmp(x->name, y->name);
+	const struct keyed *x = a, *y = b;
+	int d = strcmp(x->key, y->key);
 
 	if (d != 0)
 		return d;
-	return (x > y) - (x < y);
+	return (x->gpu > y->gpu) - (x->gpu < y->gpu);
 }
 
+/* Where two cards clash: the later (bad) and the first of its key. */
+struct clash {
+	const struct mf_gpu *bad, *first; /* bad NULL: no clash */
+	const struct mf_node *node;       /* bad's member, for the position */
+	char field[128];                  /* its path: "gpus[3].name" */
+};
+
 /*
- * Refuse a name used twice, reporting the first entry in file order that
- * repeats an earlier one.  Sorting keeps this O(n log n) for large files.
+ * The first card in file order (k->bad) whose key (key(card); NULL:
+ * none) an earlier card has and that clashes with the first card of that
+ * key (k->first): clash(first, card); its member outer (outer.inner when
+ * inner is not NULL) in the document's list seq is k->node.  Sorting
+ * keeps this O(n log n) for large files.
  */
+static enum mf_rc
+find_clash(const struct ctx *c, const struct mf_catalog *cat,
+    const struct mf_node *seq, const char *(*key)(const struct mf_gpu *),
+    int (*clash)(const struct mf_gpu *, const struct mf_gpu *),
+    const char *outer, const char *inner, struct clash *k)
+{
+	struct keyed *v;
+	size_t i, m = 0, head = 0, at;
+
+	k->bad = k->first = NULL;
+	v = malloc(cat->ngpus * sizeof(*v));
+	if (v == NULL)
+		return no_memory(c);
+	for (i = 0; i < cat->ngpus; i++) {
+		v[m].key = key(&cat->gpus[i]);
+		v[m].gpu = &cat->gpus[i];
+		m += v[m].key != NULL;
+	}
+	qsort(v, m, sizeof(*v), by_key);
+	for (i = 1; i < m; i++) {
+		if (strcmp(v[i - 1].key, v[i].key) != 0)
+			head = i;
+		else if (clash(v[head].gpu, v[i].gpu) &&
+		    (k->bad == NULL || v[i].gpu < k->bad)) {
+			k->bad = v[i].gpu;
+			k->first = v[head].gpu;
+		}
+	}
+	free(v);
+	if (k->bad == NULL)
+		return MF_OK;
+	at = (size_t)(k->bad - cat->gpus);
+	for (k->node = seq->child, i = 0; i < at; i++)
+		k->node = k->node->next;
+	k->node = mf_node_get(k->node, outer);
+	if (inner != NULL)
+		k->node = mf_node_get(k->node, inner);
+	snprintf(k->field, sizeof(k->field), "gpus[%zu].%s%s%s", at, outer,
+	    inner != NULL ? "." : "", inner != NULL ? inner : "");
+	return MF_OK;
+}
+
+static const char *
+name_key(const struct mf_gpu *g)
+{
+	return g->name;
+}
+
+static int
+any_two(const struct mf_gpu *a, const struct mf_gpu *b)
+{
+	(void)a;
+	(void)b;
+	return 1;
+}
+
+/* Refuse a name used twice, reporting the first entry in file order that
+ * repeats an earlier one. */
 static enum mf_rc
 check_unique(const struct ctx *c, const struct mf_catalog *cat,
     const struct mf_node *seq)
 {
-	const struct mf_gpu **sorted, *dup = NULL, *first = NULL;
-	const struct mf_node *n;
-	char field[128];
-	size_t i, k;
+	struct clash k;
+	enum mf_rc rc;
 
-	sorted = malloc(cat->ngpus * sizeof(*sorted));
-	if (sorted == NULL)
-		return no_memory(c);
-	for (i = 0; i < cat->ngpus; i++)
-		sorted[i] = &cat->gpus[i];
-	qsort(sorted, cat->ngpus, sizeof(*sorted), by_name);
-	for (i = 1; i < cat->ngpus; i++) {
-		if (strcmp(sorted[i - 1]->name, sorted[i]->name) != 0)
-			continue;
-		if (dup == NULL || sorted[i] < dup) {
-			dup = sorted[i];
-			for (k = i - 1; k > 0 &&
-			     strcmp(sorted[k - 1]->name, dup->name) == 0;
-			     k--)
-				;
-			first = sorted[k];
-		}
-	}
-	free((void *)sorted);
-	if (dup == NULL)
-		return MF_OK;
-	i = (size_t)(dup - cat->gpus);
-	for (n = seq->child, k = 0; k < i; k++)
-		n = n->next;
-	n = mf_node_get(n, "name");
-	snprintf(field, sizeof(field), "gpus[%zu].name", i);
-	return fail(c, MF_EINVAL, field, n->line, n->column,
-	    "'%s' is already the name of gpus[%zu] (line %d)", dup->name,
-	    (size_t)(first - cat->gpus), first->line);
+	rc = find_clash(c, cat, seq, name_key, any_two, "name", NULL, &k);
+	if (rc != MF_OK || k.bad == NULL)
+		return rc;
+	return fail(c, MF_EINVAL, k.field, k.node->line, k.node->column,
+	    "'%s' is already the name of gpus[%zu] (line %d)", k.bad->name,
+	    (size_t)(k.first - cat->gpus), k.first->line);
 }
 
-/* Sort key for the shared-gres check: by gres, then file order. */
-static int
-by_gres(const void *a, const void *b)
+static const char *
+gres_key(const struct mf_gpu *g)
 {
-	const struct mf_gpu *x = *(const struct mf_gpu *const *)a;
-	const struct mf_gpu *y = *(const struct mf_gpu *const *)b;
-	int d = strcmp(x->slurm.gres, y->slurm.gres);
+	return g->slurm.gres;
+}
 
-	if (d != 0)
-		return d;
-	return (x > y) - (x < y);
+static int
+memory_differs(const struct mf_gpu *a, const struct mf_gpu *b)
+{
+	return a->memory != b->memory;
 }
 
 /*
@@ -233,40 +280,16 @@ static enum mf_rc
 check_gres(const struct ctx *c, const struct mf_catalog *cat,
     const struct mf_node *seq)
 {
-	const struct mf_gpu **sorted, *bad = NULL, *first = NULL, *head = NULL;
-	const struct mf_node *n;
-	char field[128];
-	size_t i, k, m = 0;
+	struct clash k;
+	enum mf_rc rc;
 
-	sorted = malloc(cat->ngpus * sizeof(*sorted));
-	if (sorted == NULL)
-		return no_memory(c);
-	for (i = 0; i < cat->ngpus; i++)
-		if (cat->gpus[i].slurm.gres != NULL)
-			sorted[m++] = &cat->gpus[i];
-	qsort(sorted, m, sizeof(*sorted), by_gres);
-	for (i = 0; i < m; i++) {
-		if (i == 0 ||
-		    strcmp(sorted[i - 1]->slurm.gres, sorted[i]->slurm.gres) !=
-		        0)
-			head = sorted[i];
-		else if (sorted[i]->memory != head->memory &&
-		    (bad == NULL || sorted[i] < bad)) {
-			bad = sorted[i];
-			first = head;
-		}
-	}
-	free((void *)sorted);
-	if (bad == NULL)
-		return MF_OK;
-	i = (size_t)(bad - cat->gpus);
-	for (n = seq->child, k = 0; k < i; k++)
-		n = n->next;
-	n = mf_node_get(mf_node_get(n, "slurm"), "gres");
-	snprintf(field, sizeof(field), "gpus[%zu].slurm.gres", i);
-	return fail(c, MF_EINVAL, field, n->line, n->column,
+	rc = find_clash(c, cat, seq, gres_key, memory_differs, "slurm", "gres",
+	    &k);
+	if (rc != MF_OK || k.bad == NULL)
+		return rc;
+	return fail(c, MF_EINVAL, k.field, k.node->line, k.node->column,
 	    "'%s' is also the gres of gpus[%zu] (line %d), whose memory differs: Slurm could give either card",
-	    bad->slurm.gres, (size_t)(first - cat->gpus), first->line);
+	    k.bad->slurm.gres, (size_t)(k.first - cat->gpus), k.first->line);
 }
 
 /* The cards, each read by the rows of mf_fields_gpu; seq's length is
