@@ -38,6 +38,16 @@ slot(const struct mf_fread *r, const struct mf_field *f)
 	return slot_in(r->dst, f, f->offset);
 }
 
+/* A checked value into its slot, size bytes from v; a NULL slot (the
+ * document is only checked, or the row stores nothing) takes nothing. */
+static enum mf_rc
+store(char *at, const void *v, size_t size)
+{
+	if (at != NULL)
+		memcpy(at, v, size);
+	return MF_OK;
+}
+
 static enum mf_rc
 fail(struct mf_fread *r, const char *path, const char *key, int line,
     int column, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
@@ -228,10 +238,9 @@ read_enum(struct mf_fread *r, const struct mf_field *f, const struct mf_node *n,
 		return fail(r, path, n->key, n->line, n->column,
 		    "'%.40s' is not one of %s", n->text,
 		    name_list(f, list, sizeof(list)));
-	if (at != NULL)
-		memcpy(at, &v, sizeof(v));
+	store(at, &v, sizeof(v));
 	if (at != NULL && f->max > 0)
-		memcpy(slot_in(r->dst, f, f->offset2), &count, sizeof(count));
+		store(slot_in(r->dst, f, f->offset2), &count, sizeof(count));
 	return MF_OK;
 }
 
@@ -254,9 +263,7 @@ read_int(struct mf_fread *r, const struct mf_field *f, const struct mf_node *n,
 	if (f->ints != NULL && f->ints[i] == 0)
 		return fail(r, path, n->key, n->line, n->column,
 		    "%lld is not one of %s", (long long)v, list);
-	if (at != NULL)
-		memcpy(at, &v, sizeof(v));
-	return MF_OK;
+	return store(at, &v, sizeof(v));
 }
 
 static enum mf_rc
@@ -275,9 +282,7 @@ read_number(struct mf_fread *r, const struct mf_field *f,
 		    f->lo_open ? '(' : '[', f->lo, f->hi,
 		    f->hi_open ? ')' : ']');
 	v += 0.0; /* -0 becomes 0 */
-	if (at != NULL)
-		memcpy(at, &v, sizeof(v));
-	return MF_OK;
+	return store(at, &v, sizeof(v));
 }
 
 static enum mf_rc
@@ -340,9 +345,7 @@ read_set(struct mf_fread *r, const struct mf_field *f, const struct mf_node *n,
 		    "'%.40s' is not %s (%s)", e->text ? e->text : "", f->noun,
 		    name_list(f, list, sizeof(list)));
 	}
-	if (at != NULL)
-		memcpy(at, &mask, sizeof(mask));
-	return MF_OK;
+	return store(at, &mask, sizeof(mask));
 }
 
 /* A member that is not an object: path is its parent's. */
@@ -363,9 +366,7 @@ read_value(struct mf_fread *r, const struct mf_field *f,
 		if (named(r, mf_node_bool(n, NULL, &b, r->err), path, n->key) !=
 		    MF_OK)
 			return MF_EINVAL;
-		if (at != NULL)
-			memcpy(at, &b, sizeof(b));
-		return MF_OK;
+		return store(at, &b, sizeof(b));
 	case MF_FT_INT:
 		return read_int(r, f, n, path, at);
 	case MF_FT_NUMBER:
