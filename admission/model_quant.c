@@ -135,32 +135,42 @@ read_keep(const struct mf_node *qc, const char *path, const char *key,
 	return MF_OK;
 }
 
-/* group_size as AWQ and GPTQ write it: -1 is one scale a row. */
-static int64_t
-group_of(int64_t g)
+/*
+ * bits (4 when absent) and group_size (128 when absent) as AWQ and GPTQ
+ * write them: -1, and 0 as AutoAWQ also writes it, is one scale a row
+ * (*group MF_Q_PER_ROW).
+ */
+static enum mf_rc
+read_bits_group(const struct mf_node *qc, const char *path, int64_t *bits,
+    int64_t *group, struct mf_error *err)
 {
-	return g == -1 ? MF_Q_PER_ROW : g;
+	enum mf_rc rc;
+
+	*bits = 4;
+	*group = 128;
+	rc = get_int(qc, path, "bits", 2, 8, bits, err);
+	if (rc == MF_OK)
+		rc = get_int(qc, path, "group_size", -1, MF_MODEL_MAX_DIM,
+		    group, err);
+	if (rc == MF_OK && (*group == 0 || *group == -1))
+		*group = MF_Q_PER_ROW;
+	return rc;
 }
 
 static enum mf_rc
 read_awq(const struct mf_node *qc, const char *path, struct mf_quant *q,
     struct mf_error *err)
 {
-	int64_t bits = 4, group = 128;
+	int64_t bits, group;
 	int zero = 1;
 	enum mf_rc rc;
 
-	rc = get_int(qc, path, "bits", 2, 8, &bits, err);
-	if (rc == MF_OK)
-		rc = get_int(qc, path, "group_size", -1, MF_MODEL_MAX_DIM,
-		    &group, err);
+	rc = read_bits_group(qc, path, &bits, &group, err);
 	if (rc == MF_OK)
 		rc = get_bool(qc, path, "zero_point", &zero, err);
 	if (rc != MF_OK)
 		return rc;
-	if (group == 0)
-		group = -1;
-	mf_quant_scaled("awq", (int)bits, group_of(group), 2, q);
+	mf_quant_scaled("awq", (int)bits, group, 2, q);
 	q->zero_points = zero;
 	return read_keep(qc, path, "modules_to_not_convert", q, err);
 }
@@ -169,18 +179,13 @@ static enum mf_rc
 read_gptq(const struct mf_node *qc, const char *path, struct mf_quant *q,
     struct mf_error *err)
 {
-	int64_t bits = 4, group = 128;
+	int64_t bits, group;
 	enum mf_rc rc;
 
-	rc = get_int(qc, path, "bits", 2, 8, &bits, err);
-	if (rc == MF_OK)
-		rc = get_int(qc, path, "group_size", -1, MF_MODEL_MAX_DIM,
-		    &group, err);
+	rc = read_bits_group(qc, path, &bits, &group, err);
 	if (rc != MF_OK)
 		return rc;
-	if (group == 0)
-		group = -1;
-	mf_quant_scaled("gptq", (int)bits, group_of(group), 2, q);
+	mf_quant_scaled("gptq", (int)bits, group, 2, q);
 	q->zero_points = 1;
 	q->g_idx = 1;
 	return read_keep(qc, path, "modules_to_not_convert", q, err);
