@@ -377,20 +377,31 @@ out:
 	return rc;
 }
 
+/* The catalogue at path; NULL once the error is on stderr, as a compiler
+ * says it ("FILE:LINE: FIELD: problem"). */
+static struct mf_catalog *
+load_catalog(const char *path)
+{
+	struct mf_catalog *cat = NULL;
+	struct mf_error err;
+	char msg[MF_ERROR_MAX];
+
+	if (mf_cat_load(path, &cat, &err) == MF_OK)
+		return cat;
+	fprintf(stderr, "%s\n", mf_error_message(&err, msg, sizeof(msg)));
+	return NULL;
+}
+
 static int
 catalog_check(const char *path)
 {
-	struct mf_catalog *cat = NULL;
+	struct mf_catalog *cat;
 	struct mf_answer ans;
-	struct mf_error err;
-	char msg[MF_ERROR_MAX];
 	struct mf_api api = { NULL, NULL, NULL };
 
-	if (mf_cat_load(path, &cat, &err) != MF_OK) {
-		fprintf(stderr, "%s\n",
-		    mf_error_message(&err, msg, sizeof(msg)));
+	cat = load_catalog(path);
+	if (cat == NULL)
 		return EXIT_INPUT;
-	}
 	api.cat = cat;
 	mf_api_catalog(&api, NULL, MF_OUT_TEXT, &ans);
 	fwrite(ans.body, 1, ans.len, stdout);
@@ -454,16 +465,12 @@ static int
 catalog_slurm(const char *path)
 {
 	const struct mf_gpu **gpus;
-	struct mf_catalog *cat = NULL;
-	struct mf_error err;
-	char msg[MF_ERROR_MAX];
+	struct mf_catalog *cat;
 	size_t n = 0;
 
-	if (mf_cat_load(path, &cat, &err) != MF_OK) {
-		fprintf(stderr, "%s\n",
-		    mf_error_message(&err, msg, sizeof(msg)));
+	cat = load_catalog(path);
+	if (cat == NULL)
 		return EXIT_INPUT;
-	}
 	gpus = malloc(cat->ngpus * sizeof(*gpus));
 	if (gpus == NULL) {
 		fprintf(stderr, "memfloor: out of memory\n");
@@ -500,17 +507,15 @@ catalog_slurm(const char *path)
 static int
 catalog_kueue(const char *path)
 {
-	struct mf_catalog *cat = NULL;
+	struct mf_catalog *cat;
 	struct mf_error err;
 	char msg[MF_ERROR_MAX];
 	struct mf_buf out;
 	enum mf_rc rc;
 
-	if (mf_cat_load(path, &cat, &err) != MF_OK) {
-		fprintf(stderr, "%s\n",
-		    mf_error_message(&err, msg, sizeof(msg)));
+	cat = load_catalog(path);
+	if (cat == NULL)
 		return EXIT_INPUT;
-	}
 	mf_buf_init(&out, MF_CAT_MAX_BYTES);
 	rc = mf_kueue_flavors(cat, &out, &err);
 	if (rc == MF_OK)
