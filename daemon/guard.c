@@ -118,12 +118,7 @@ tick_loop(void *arg)
 	(void)arg;
 	pthread_mutex_lock(&lock);
 	while (!stopping) {
-		clock_gettime(CLOCK_MONOTONIC, &due);
-		due.tv_nsec += TICK_MS * 1000000L;
-		if (due.tv_nsec >= 1000000000L) {
-			due.tv_sec++;
-			due.tv_nsec -= 1000000000L;
-		}
+		mfd_due_in(&due, TICK_MS);
 		pthread_cond_timedwait(&wake, &lock, &due);
 		expire_locked(mfd_now_ms());
 	}

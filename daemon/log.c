@@ -98,6 +98,18 @@ mfd_now_ms(void)
 	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+void
+mfd_due_in(struct timespec *due, long ms)
+{
+	clock_gettime(CLOCK_MONOTONIC, due);
+	due->tv_sec += ms / 1000;
+	due->tv_nsec += ms % 1000 * 1000000L;
+	if (due->tv_nsec >= 1000000000L) {
+		due->tv_sec++;
+		due->tv_nsec -= 1000000000L;
+	}
+}
+
 /* s escaped for a JSON string or a quoted text field, at most max bytes
  * of it, never half an escape nor half a character; bytes that are not
  * UTF-8 become U+FFFD, as in the answers. */
@@ -171,12 +183,7 @@ flush_loop(void *arg)
 			pthread_cond_wait(&wake, &lock);
 			continue;
 		}
-		clock_gettime(CLOCK_MONOTONIC, &due);
-		due.tv_nsec += FLUSH_MS * 1000000L;
-		if (due.tv_nsec >= 1000000000L) {
-			due.tv_sec++;
-			due.tv_nsec -= 1000000000L;
-		}
+		mfd_due_in(&due, FLUSH_MS);
 		/* A wakeup before due is a new line or a flush by a writer. */
 		rc = 0;
 		while (!stopping && used > 0 && rc == 0)

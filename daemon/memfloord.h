@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "../admission/api.h"
 #include "../catalog/catalog.h"
@@ -50,6 +51,9 @@ enum mfd_level { MFD_ERROR, MFD_WARN, MFD_INFO, MFD_DEBUG };
 
 /* Milliseconds on the monotonic clock, for deadlines and ages. */
 long long mfd_now_ms(void);
+/* *due: ms milliseconds from now on the monotonic clock, for
+ * pthread_cond_timedwait on a condition that waits on that clock. */
+void mfd_due_in(struct timespec *due, long ms);
 
 /* Log to stderr, a write(2) a line; before any thread starts. */
 void mfd_log_init(int json, enum mfd_level level);

@@ -32,16 +32,6 @@ struct watch {
 	void *arg;
 };
 
-static long
-since_ms(const struct timespec *t0)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (t.tv_sec - t0->tv_sec) * 1000 +
-	    (t.tv_nsec - t0->tv_nsec) / 1000000;
-}
-
 static int
 wait_readable(int fd, int ms)
 {
@@ -59,7 +49,7 @@ watch_loop(void *arg)
 	struct watch w = *(struct watch *)arg;
 	char events[4096]
 	    __attribute__((aligned(__alignof__(struct inotify_event))));
-	struct timespec t0;
+	long long t0;
 
 	free(arg);
 	for (;;) {
@@ -67,8 +57,8 @@ watch_loop(void *arg)
 			break;
 		/* Drain the burst, but call back at least every BUSY_MS while
 		 * a writer keeps the directory busy. */
-		clock_gettime(CLOCK_MONOTONIC, &t0);
-		while (since_ms(&t0) < BUSY_MS &&
+		t0 = mfd_now_ms();
+		while (mfd_now_ms() - t0 < BUSY_MS &&
 		    wait_readable(w.fd, QUIET_MS) > 0)
 			if (read(w.fd, events, sizeof(events)) < 0 &&
 			    errno != EINTR && errno != EAGAIN)
