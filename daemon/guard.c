@@ -129,15 +129,10 @@ tick_loop(void *arg)
 int
 mfd_guard_start(unsigned request_s, unsigned idle_s, size_t body_bytes)
 {
-	pthread_condattr_t attr;
-
 	request_ms = (long long)request_s * 1000;
 	idle_ms = (long long)idle_s * 1000;
 	body_limit = body_bytes;
-	pthread_condattr_init(&attr);
-	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-	pthread_cond_init(&wake, &attr);
-	pthread_condattr_destroy(&attr);
+	mfd_cond_monotonic(&wake);
 	stopping = 0;
 	if (pthread_create(&ticker, NULL, tick_loop, NULL) != 0)
 		return -1;

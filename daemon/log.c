@@ -99,6 +99,17 @@ mfd_now_ms(void)
 }
 
 void
+mfd_cond_monotonic(pthread_cond_t *cond)
+{
+	pthread_condattr_t attr;
+
+	pthread_condattr_init(&attr);
+	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	pthread_cond_init(cond, &attr);
+	pthread_condattr_destroy(&attr);
+}
+
+void
 mfd_due_in(struct timespec *due, long ms)
 {
 	clock_gettime(CLOCK_MONOTONIC, due);
@@ -198,15 +209,11 @@ flush_loop(void *arg)
 int
 mfd_log_buffer(void)
 {
-	pthread_condattr_t attr;
 	int rc;
 
 	if (buffering)
 		return 0;
-	pthread_condattr_init(&attr);
-	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-	pthread_cond_init(&wake, &attr);
-	pthread_condattr_destroy(&attr);
+	mfd_cond_monotonic(&wake);
 	rc = pthread_create(&flusher, NULL, flush_loop, NULL);
 	if (rc != 0) {
 		pthread_cond_destroy(&wake);

@@ -11,6 +11,7 @@
 #ifndef MFD_H
 #define MFD_H
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -51,8 +52,11 @@ enum mfd_level { MFD_ERROR, MFD_WARN, MFD_INFO, MFD_DEBUG };
 
 /* Milliseconds on the monotonic clock, for deadlines and ages. */
 long long mfd_now_ms(void);
+/* Initialise cond to wait on the monotonic clock, on which a deadline of
+ * mfd_due_in is reckoned. */
+void mfd_cond_monotonic(pthread_cond_t *cond);
 /* *due: ms milliseconds from now on the monotonic clock, for
- * pthread_cond_timedwait on a condition that waits on that clock. */
+ * pthread_cond_timedwait on a condition of mfd_cond_monotonic. */
 void mfd_due_in(struct timespec *due, long ms);
 
 /* Log to stderr, a write(2) a line; before any thread starts. */
