@@ -310,10 +310,24 @@ decide_admit(const struct mf_api *api, struct mf_request *req,
 	free(d);
 }
 
+/* job's estimate, and with a catalogue its floor inside 63 bits. */
+static enum mf_rc
+estimate(const struct mf_api *api, const struct mf_job *job,
+    struct mf_estimate *est)
+{
+	enum mf_rc rc = mf_est_compute(&job->model, &job->work, est);
+
+	if (rc == MF_OK && api->cat != NULL &&
+	    mf_floor_for(est->per_gpu, mf_headroom(api->cat, &job->work)) < 0)
+		rc = MF_ERANGE;
+	return rc;
+}
+
 static void
 decide_estimate(const struct mf_api *api, struct mf_request *req,
     struct mf_answer *ans)
 {
+	enum mf_rc rc;
 	struct mf_job bound = req->job, *job = &bound;
 	enum mf_output out = req->out;
 	struct mf_estimate est;
@@ -330,11 +344,8 @@ decide_estimate(const struct mf_api *api, struct mf_request *req,
 		mf_answer_err(ans, MF_EINVAL, &err, out);
 	} else if (mf_job_check_model(job, &err) != MF_OK) {
 		mf_answer_err(ans, MF_EINVAL, &err, out);
-	} else if (mf_est_compute(&job->model, &job->work, &est) != MF_OK ||
-	    (api->cat != NULL &&
-	        mf_floor_for(est.per_gpu, mf_headroom(api->cat, &job->work)) <
-	            0)) {
-		mf_est_range_error(&err);
+	} else if ((rc = estimate(api, job, &est)) != MF_OK) {
+		mf_est_error(rc, &err);
 		mf_answer_err(ans, MF_EINVAL, &err, out);
 	} else if (out == MF_OUT_TEXT) {
 		mf_answer_text(ans, MF_ANS_OK,

@@ -199,8 +199,14 @@ mf_est_compute(const struct mf_model *m, const struct mf_workload *w,
 }
 
 enum mf_rc
-mf_est_range_error(struct mf_error *err)
+mf_est_error(enum mf_rc rc, struct mf_error *err)
 {
-	return mf_error_set(err, MF_ERANGE, "spec.workload", 0, 0,
-	    "the memory figures of this job overflow 63 bits");
+	if (rc == MF_ERANGE)
+		return mf_error_set(err, rc, "spec.workload", 0, 0,
+		    "the memory figures of this job overflow 63 bits");
+	if (rc == MF_EINVAL)
+		return mf_error_set(err, rc, "spec.workload", 0, 0,
+		    "holds a figure outside its field's bounds");
+	return mf_error_set(err, rc, "spec.workload", 0, 0, "%s",
+	    mf_strerror(rc));
 }

@@ -63,9 +63,11 @@ mf_ref_drop(int *refs)
 /* Writes "parent.key" into buf (the dotted path of a field); returns buf. */
 char *mf_path(char *buf, size_t size, const char *parent, const char *key);
 
-/* The input error of a workload whose figures pass 2^63 - 1 (a 400 naming
- * spec.workload); returns MF_ERANGE. */
-enum mf_rc mf_est_range_error(struct mf_error *err);
+/* The input error of a workload an estimate or a placement refused with
+ * rc, naming spec.workload: its figures pass 2^63 - 1 (MF_ERANGE), a
+ * figure lies outside its field's bounds (MF_EINVAL: the manifest's
+ * reader refuses those first), or memory ran out; returns rc. */
+enum mf_rc mf_est_error(enum mf_rc rc, struct mf_error *err);
 
 /* Whether the fixes of the set may be applied together: never lora and
  * qlora, nor int8 and int4; fsdp only for full fine-tuning; count never

@@ -151,7 +151,7 @@ mf_place(const struct mf_job *given, const struct mf_catalog *cat,
 	*out = d;
 	goto out;
 range:
-	mf_est_range_error(err);
+	mf_est_error(rc, err);
 out:
 	return rc;
 }
