@@ -39,7 +39,9 @@ It checks, against `memfloor estimate -o json` of the same job
   released and backward's pending buffers) no more than the activations
   and logits buckets: the step runs in backward on top of the activations,
   but each weight's after the node that made its gradient has released
-  what it saved, which holds what it leaves pending for the next;
+  what it saved, which covers the gradients it leaves pending, and the
+  residual stream's gradient is covered by what the loss and the final
+  norm released first;
 - the step's peak (the weights, the optimizers' state and the batch
   counted by size, the rest by the profiler) not above perGpuBytes.
 
