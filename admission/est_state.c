@@ -148,6 +148,42 @@ adapter_bytes(enum mf_optimizer o)
 	return 16;
 }
 
+/*
+ * Gradients with the optimizer in backward (design 19), as torchtune 0.6.1
+ * runs it (training.register_optim_in_bwd_hooks): a post-accumulate-grad
+ * hook on every weight steps that weight's own torch.optim.AdamW and sets
+ * its gradient to None.  The autograd engine runs a weight's accumulation,
+ * and so its step, as soon as the node that made the gradient returns, so
+ * the weights' gradients live one at a time: the largest, Pmax x g.  Tied
+ * embeddings are the exception: the head's gradient, made first in
+ * backward, waits in the engine's buffer for the embeddings' own, made
+ * last, so it is held through every layer's backward beside the layer
+ * weight's being stepped: (V x h + Pl) x g, Pl the largest tensor of a
+ * layer.  (The embeddings' backward then holds the two and their sum,
+ * 3 x V x h x g, with no activation left: less than these with the step's
+ * temporaries of V x h, 2g a weight, in transient.)  Measured on
+ * transformers' models with torchtune's hooks by tests/torch/optim_bwd.py.
+ */
+static void
+oib_gradients(const struct mf_model *m, const struct mf_est_precision *pr,
+    struct mf_estimate *e)
+{
+	struct mf_text f;
+	int64_t n;
+
+	mf_text_init(&f, e->formula[MF_B_GRADIENTS]);
+	if (!m->tied_embeddings || m->no_head || m->no_embed) {
+		mf_text_str(&f, "Pmax x ");
+		n = mf_model_largest_param(m);
+	} else {
+		mf_text_str(&f, "(V x h + Pl) x ");
+		n = mf_cadd(mf_cmul(m->vocab, m->hidden),
+		    mf_model_largest_layer_param(m));
+	}
+	mf_text_int(&f, pr->grad);
+	e->bucket[MF_B_GRADIENTS] = mf_cmul(n, pr->grad);
+}
+
 void
 mf_est_state(const struct mf_model *m, const struct mf_workload *w,
     struct mf_estimate *e)
@@ -159,7 +195,10 @@ mf_est_state(const struct mf_model *m, const struct mf_workload *w,
 	weights(m, w, pr, e);
 	if (w->method == MF_FULL) {
 		e->trainable = P;
-		mf_est_per_param(e, MF_B_GRADIENTS, "P", P, pr->grad);
+		if (w->optimizer_in_backward)
+			oib_gradients(m, pr, e);
+		else
+			mf_est_per_param(e, MF_B_GRADIENTS, "P", P, pr->grad);
 		mf_est_per_param(e, MF_B_OPTIMIZER, "P", P,
 		    optimizer_bytes(w->optimizer, pr));
 		if (w->shard_gpus > 1) {

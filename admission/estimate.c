@@ -18,6 +18,7 @@
 #include "estimate.h"
 
 #include <assert.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "est.h"
@@ -68,6 +69,72 @@ mf_estimator_parse(const char *name, enum mf_estimator *out)
 	return MF_EINVAL;
 }
 
+/*
+ * optimizerInBackward's domain (estimate.h).  The precision names are the
+ * manifest's (fields.c); bf16, the default, says so.
+ */
+static const char *const oib_precisions[] = {
+	[MF_BF16] = "bf16 (the default)",
+	[MF_FP16] = "fp16",
+	[MF_FP32] = "fp32",
+	[MF_BF16_MIXED] = "bf16-mixed",
+	[MF_BF16_TRUE] = "bf16-true",
+	[MF_FP16_MIXED] = "fp16-mixed",
+};
+
+static const char *
+oib_precision(enum mf_precision p)
+{
+	if ((unsigned)p >= sizeof(oib_precisions) / sizeof(oib_precisions[0]))
+		return "?";
+	return oib_precisions[p];
+}
+
+int
+mf_est_oib_refused(const struct mf_workload *w, int64_t gpus, char *why,
+    size_t size)
+{
+	char spare[8];
+
+	if (why == NULL || size == 0) {
+		why = spare;
+		size = sizeof(spare);
+	}
+	if (!w->optimizer_in_backward)
+		return 0;
+	if (w->method != MF_FULL)
+		snprintf(why, size,
+		    "applies to full fine-tuning only: torchtune 0.6.1 steps the optimizer in backward in its full fine-tuning recipes (full_finetune_single_device, full_finetune_distributed), and its LoRA and QLoRA recipes have no optimizer_in_bwd; this job has method: %s",
+		    w->method == MF_LORA ? "lora" : "qlora");
+	else if (w->precision == MF_FP16)
+		snprintf(why, size,
+		    "is modelled with precision bf16-true or fp32, as torchtune runs it, and torchtune's full fine-tuning recipes refuse fp16; this job has precision: fp16");
+	else if (w->precision != MF_BF16_TRUE && w->precision != MF_FP32)
+		snprintf(why, size,
+		    "is modelled with precision bf16-true or fp32, as torchtune runs it (the weights their own master copy): fp32 master weights (bf16) and autocast (bf16-mixed, fp16-mixed) are not torchtune's and were not measured; this job has precision: %s",
+		    oib_precision(w->precision));
+	else if (w->optimizer != MF_ADAMW)
+		snprintf(why, size,
+		    "is modelled with optimizer adamw only (a torch.optim.AdamW for each weight, as torchtune makes them): bitsandbytes' 8-bit and paged optimizers step on a GPU only, and SGD was not measured; this job has optimizer: %s",
+		    w->optimizer == MF_ADAM8BIT ? "adam8bit" : "sgd");
+	else if (w->shard_gpus > 1)
+		snprintf(why, size,
+		    "is not modelled with FSDP: torchtune 0.6.1's full_finetune_distributed steps FSDP2's sharded weights in backward, which has not been measured; this job has sharding.gpus: %lld",
+		    (long long)w->shard_gpus);
+	else if (w->tensor > 1 || w->pipeline > 1 || w->expert > 1)
+		snprintf(why, size,
+		    "is not modelled with tensor, pipeline or expert parallelism, which it has not been measured with; this job has parallelism tensor %lld, pipeline %lld, expert %lld",
+		    (long long)w->tensor, (long long)w->pipeline,
+		    (long long)w->expert);
+	else if (gpus > 1)
+		snprintf(why, size,
+		    "is modelled on one GPU: torchtune's recipe for several shards with FSDP, and DistributedDataParallel holds every gradient in its buckets; this job has resources.gpu.count: %lld",
+		    (long long)gpus);
+	else
+		return 0;
+	return 1;
+}
+
 static int
 workload_ok(const struct mf_workload *w)
 {
@@ -88,7 +155,8 @@ workload_ok(const struct mf_workload *w)
 	    w->group_size >= 1 && w->batched_tokens >= 0 &&
 	    w->max_num_seqs >= 0 && w->non_torch >= 0 && w->all_reduce >= 0 &&
 	    w->block_size >= 1 && w->graph_reserve >= 0 && w->tensor >= 1 &&
-	    w->pipeline >= 1 && w->expert >= 1 && w->ckpt_every >= 1;
+	    w->pipeline >= 1 && w->expert >= 1 && w->ckpt_every >= 1 &&
+	    (w->kind != MF_TRAINING || !mf_est_oib_refused(w, 1, NULL, 0));
 }
 
 /* The buckets FSDP shards over its ranks: the weights, gradients and

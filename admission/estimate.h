@@ -5,6 +5,7 @@
 #ifndef MF_ESTIMATE_H
 #define MF_ESTIMATE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "err.h"
@@ -219,6 +220,20 @@ const char *mf_bucket_name(enum mf_bucket b);
 const char *mf_estimator_name(enum mf_estimator e);
 /* The estimator named name; MF_EINVAL (and *out untouched) when unknown. */
 enum mf_rc mf_estimator_parse(const char *name, enum mf_estimator *out);
+
+/*
+ * Whether the estimate models w's optimizerInBackward (design 19) on gpus
+ * GPUs: 0 when it does, or w does not ask for it; otherwise 1, with why
+ * (when not NULL, size bytes) the reason, to follow the field's name:
+ * what optimizerInBackward is modelled with, and what this job has.  It
+ * is modelled as torchtune 0.6.1 runs it (full fine-tuning, weights their
+ * own master copy in bf16-true or fp32, one torch.optim.AdamW a weight,
+ * one GPU) and as tests/torch/optim_bwd.py measured it; the rest is
+ * refused rather than guessed.  The one owner of that rule: the manifest's
+ * error, the estimate's domain and the fixes offered ask it.
+ */
+int mf_est_oib_refused(const struct mf_workload *w, int64_t gpus, char *why,
+    size_t size);
 
 /*
  * Fill *out with w->estimator's arithmetic.  MF_ERANGE (and *out untouched)

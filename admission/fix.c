@@ -7,12 +7,34 @@
 #include "manifest.h"
 #include "internal.h"
 
+static void apply(struct mf_workload *w, enum mf_fix f, int64_t gpus);
+
+/*
+ * Whether fix f keeps the optimizer in backward of w as torchtune runs it
+ * and the estimate models it (mf_est_oib_refused): not microbatch, whose
+ * gradient accumulation torchtune refuses with optimizer_in_bwd, nor
+ * count, more GPUs, nor a fix whose workload is refused (autocast's bf16,
+ * adam8bit, lora, qlora, fsdp).
+ */
+static int
+keeps_oib(const struct mf_workload *w, enum mf_fix f)
+{
+	struct mf_workload t = *w;
+
+	if (f == MF_FIX_MICROBATCH || f == MF_FIX_REPLICAS)
+		return 0;
+	apply(&t, f, 2);
+	return !mf_est_oib_refused(&t, 1, NULL, 0);
+}
+
 /* When fix f changes anything for the workload w of job. */
 static int
 applies(const struct mf_job *job, const struct mf_workload *w, enum mf_fix f)
 {
 	int train = w->kind == MF_TRAINING;
 
+	if (train && w->optimizer_in_backward && !keeps_oib(w, f))
+		return 0;
 	switch (f) {
 	case MF_FIX_SDPA:
 		return train && w->attention == MF_EAGER;

@@ -139,6 +139,25 @@ note_lengths(struct mf_job *job, const struct mf_node *spec)
 	}
 }
 
+/* optimizerInBackward with what the estimate models it with
+ * (mf_est_oib_refused), the error at the field where it is written. */
+static enum mf_rc
+check_oib(const struct mf_job *job, const char *base,
+    const struct mf_node *spec, struct mf_error *err)
+{
+	const struct mf_node *n =
+	    mf_node_get(mf_node_get(spec, "workload"), "optimizerInBackward");
+	char p[PATHMAX], why[512];
+
+	if (job->work.kind != MF_TRAINING ||
+	    !mf_est_oib_refused(&job->work, job->count_given ? job->count : 1,
+	        why, sizeof(why)))
+		return MF_OK;
+	return mf_error_set(err, MF_EINVAL,
+	    mf_path(p, sizeof(p), base, "workload.optimizerInBackward"),
+	    n != NULL ? n->line : 0, n != NULL ? n->column : 0, "%s", why);
+}
+
 /* Cross-field rules that no single field can check; spec may be NULL.
  * base is the spec's path. */
 static enum mf_rc
@@ -162,6 +181,8 @@ check_spec(struct mf_job *job, const char *base, const struct mf_node *spec,
 		    line, column,
 		    "is required by limits.maxCost and limits.deadlineHours");
 	rc = check_count(job, base, line, column, err);
+	if (rc == MF_OK)
+		rc = check_oib(job, base, spec, err);
 	return rc == MF_OK ? check_lengths(job, base, line, column, err) : rc;
 }
 

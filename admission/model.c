@@ -228,25 +228,39 @@ max64(int64_t a, int64_t b)
 
 /*
  * Phi-3 keeps q, k and v in one matrix and gate and up in another; every
- * other block keeps each projection, and each expert, apart.
+ * other block keeps each projection apart.  transformers (5.x) keeps a
+ * layer's routed experts as two 3-D parameters, gate_up_proj (E x 2Ie x
+ * h) and down_proj (E x h x Ie): the first is the largest of the layer
+ * (MixtralExperts, Qwen2MoeExperts; tests/torch/optim_bwd.py measures
+ * its gradient); the router and Qwen2-MoE's shared expert are linears
+ * of their own.
  */
 int64_t
-mf_model_largest_param(const struct mf_model *m)
+mf_model_largest_layer_param(const struct mf_model *m)
 {
 	int64_t h = m->hidden, qd, kvd, big;
 
 	qd = mf_cmul(m->heads, m->head_dim);
 	kvd = mf_cmul(m->kv_heads, m->head_dim);
-	big = max64(mf_cmul(mf_model_vocab_rows(m), h), mf_cmul(h, qd));
+	big = mf_cmul(h, qd);
 	if (m->block == MF_BLOCK_PHI3) {
 		big = max64(big, mf_cmul(h, mf_cadd(qd, mf_cmul(2, kvd))));
 		return max64(big, mf_cmul(2, mf_cmul(h, m->intermediate)));
 	}
 	if (m->experts == 0)
 		return max64(big, mf_cmul(h, m->intermediate));
-	big = max64(big, mf_cmul(h, mf_model_expert_width(m)));
+	big = max64(big,
+	    mf_cmul(m->experts,
+	        mf_cmul(2, mf_cmul(h, mf_model_expert_width(m)))));
 	big = max64(big, mf_cmul(h, m->experts));
 	return max64(big, mf_cmul(h, m->shared_intermediate));
+}
+
+int64_t
+mf_model_largest_param(const struct mf_model *m)
+{
+	return max64(mf_cmul(mf_model_vocab_rows(m), m->hidden),
+	    mf_model_largest_layer_param(m));
 }
 
 /*

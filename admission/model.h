@@ -134,8 +134,11 @@ int64_t mf_model_lora_params(const struct mf_model *m, int64_t rank,
 /* Elements of the largest LoRA matrix: rank x its widest side. */
 int64_t mf_model_lora_largest(const struct mf_model *m, int64_t rank,
     enum mf_lora_targets targets);
-/* Elements of the largest single parameter tensor (a weight matrix). */
+/* Elements of the largest single parameter tensor (a weight matrix, or
+ * a layer's routed experts' gate_up_proj), and of the largest of a
+ * decoder layer's. */
 int64_t mf_model_largest_param(const struct mf_model *m);
+int64_t mf_model_largest_layer_param(const struct mf_model *m);
 /* A routed expert's width: expert_intermediate, else intermediate. */
 int64_t mf_model_expert_width(const struct mf_model *m);
 /*

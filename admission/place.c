@@ -40,8 +40,10 @@ warn(struct mf_decision *d, const char *fmt, ...)
 	va_end(ap);
 }
 
+/* The warnings of design 7, each where its fix applies (fix.c: not
+ * accumulation or autocast with the optimizer in backward). */
 static void
-add_warnings(struct mf_decision *d)
+add_warnings(const struct mf_job *job, struct mf_decision *d)
 {
 	const struct mf_workload *w = &d->work;
 
@@ -50,10 +52,10 @@ add_warnings(struct mf_decision *d)
 	if (w->kind == MF_TRAINING && w->attention == MF_EAGER)
 		warn(d,
 		    "eager attention stores the s x s scores: attn_implementation=\"sdpa\" frees them");
-	if (w->precision == MF_FP32)
+	if (mf_fix_applies(job, w, MF_FIX_AUTOCAST))
 		warn(d,
 		    "fp32 without autocast: bf16 autocast halves weights and activations");
-	if (w->kind == MF_TRAINING && w->micro_batch > 1)
+	if (mf_fix_applies(job, w, MF_FIX_MICROBATCH))
 		warn(d,
 		    "microBatch %lld: 1 with %lld accumulation steps keeps the batch and frees activation memory",
 		    (long long)w->micro_batch, (long long)w->micro_batch);
@@ -147,7 +149,7 @@ mf_place(const struct mf_job *given, const struct mf_catalog *cat,
 		if (rc != MF_OK)
 			goto range;
 	}
-	add_warnings(&d);
+	add_warnings(job, &d);
 	*out = d;
 	goto out;
 range:

@@ -293,8 +293,8 @@ smallest_fit(struct mf_jw *w, const struct mf_est_answer *a)
  * The recipe a training estimate modelled (design 19), each field as the
  * manifest names it: the precision, the attention counted (Gemma-2's sdpa
  * is eager), the checkpointing (false, true, op or every Nth layer), and
- * the loss, activation offloading and optimizer-in-backward, which are
- * modelled only as standard, off and off so far.
+ * the loss and activation offloading, which are modelled only as standard
+ * and off so far, and optimizer-in-backward (est_state.c).
  */
 static void
 recipe(struct mf_jw *w, const struct mf_job *job)
@@ -317,7 +317,7 @@ recipe(struct mf_jw *w, const struct mf_job *job)
 		mf_jw_bool(w, "gradientCheckpointing", wl->checkpointing != 0);
 	mf_jw_str(w, "loss", "standard");
 	mf_jw_bool(w, "activationOffload", 0);
-	mf_jw_bool(w, "optimizerInBackward", 0);
+	mf_jw_bool(w, "optimizerInBackward", wl->optimizer_in_backward);
 	mf_jw_close(w, '}');
 }
 
@@ -344,6 +344,9 @@ text_recipe(struct mf_buf *b, const struct mf_job *job)
 	    mf_workload_enum_name("attention",
 	        mf_est_attention(&job->model, wl)),
 	    ckpt);
+	if (wl->optimizer_in_backward)
+		mf_buf_printf(b,
+		    "recipe: optimizerInBackward true (each weight stepped as its gradient is made, torchtune)\n");
 }
 
 /* How the weights are stored, when it is not plain 16-bit training. */

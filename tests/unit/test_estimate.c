@@ -1213,6 +1213,9 @@ formulas_of(const struct mf_model *m, const struct mf_workload *w,
 		{ "layer params", (double)mf_model_layer_params(m) },
 		{ "root params", (double)root_params(m) },
 		{ "head params", (double)head_params(m) },
+		/* A decoder layer's largest tensor (optimizerInBackward's
+		 * gradients with tied embeddings). */
+		{ "Pl", (double)mf_model_largest_layer_param(m) },
 		/* With LoRA the largest trainable tensor is an adapter's. */
 		{ "Pmax",
 		    w->method == MF_FULL ? (double)mf_model_largest_param(m) :
@@ -1379,7 +1382,8 @@ serving_formulas_match_bytes(const struct mf_model *const *models, size_t n)
  * Every bucket's formula evaluates to its bytes: both estimators, every
  * kind, method, optimizer, precision and attention, without
  * checkpointing, with it on every layer, on every third and per op, with
- * and without FSDP, micro-batch 1 and 3, on every block.
+ * and without FSDP, micro-batch 1 and 3, with the optimizer in backward
+ * where it is modelled, on every block.
  */
 static void
 test_formulas_match_bytes(void **state)
@@ -1412,6 +1416,10 @@ test_formulas_match_bytes(void **state)
 			w.context_len = 128;
 			w.kv_dtype = (enum mf_kv_dtype)(v % 3);
 			formulas_agree(models[i], &w);
+			/* The optimizer in backward, where it is modelled. */
+			w.optimizer_in_backward = 1;
+			if (!mf_est_oib_refused(&w, 1, NULL, 0))
+				formulas_agree(models[i], &w);
 			n++;
 		}
 	assert_int_equal(n, 8 * 10368);
@@ -1435,6 +1443,154 @@ test_lora_sgd_formula(void **state)
 		e = est(&llama8b, &w);
 		assert_string_equal(e.formula[MF_B_ADAPTERS], "T x 12");
 		assert_int_equal(e.bucket[MF_B_ADAPTERS], 12 * e.trainable);
+	}
+}
+
+/*
+ * optimizerInBackward (design 19), as torchtune runs it: each weight is
+ * stepped as soon as its gradient is made and the gradient freed, so one
+ * is alive at a time, the largest (Pmax); a tied embedding's first
+ * gradient, the head's, waits for the embeddings' own through the layers'
+ * backward, beside the largest of a layer's (Pl).  The rest is the plain
+ * step's: the step's temporaries stay a candidate of transient.
+ */
+static void
+test_torch_optimizer_in_backward(void **state)
+{
+	struct mf_workload w = ref_workload();
+	struct mf_estimate e;
+
+	(void)state;
+	w.estimator = MF_EST_PYTORCH;
+	w.precision = MF_BF16_TRUE;
+	w.optimizer_in_backward = 1;
+	/*
+	 * Llama 3.1 8B, bf16-true: the largest tensor is the head's (and the
+	 * untied embeddings') V x h = 128,256 x 4096 = 525,336,576, above a
+	 * layer's 4096 x 14,336 = 58,720,256: gradients 2 x 525,336,576 =
+	 * 1,050,673,152, where every gradient was 2P = 16,060,522,496.
+	 * Weights 2P, moments 4P; activations and logits as without;
+	 * transient max(8 x s x V = 4,202,692,608, 6 x I x s = 352,321,536,
+	 * 4 x Pmax = 2,101,346,304).  Total 16,060,522,496 + 1,050,673,152
+	 * + 32,121,044,992 + 26,326,597,632 + 2,235,645,952 + 4,202,692,608
+	 * = 81,997,176,832 (82.0 GB, 97.0 GB without).
+	 */
+	e = est(&llama8b, &w);
+	assert_int_equal(e.bucket[MF_B_WEIGHTS], INT64_C(16060522496));
+	assert_int_equal(e.bucket[MF_B_GRADIENTS], INT64_C(1050673152));
+	assert_string_equal(e.formula[MF_B_GRADIENTS], "Pmax x 2");
+	assert_int_equal(e.bucket[MF_B_OPTIMIZER], INT64_C(32121044992));
+	assert_int_equal(e.bucket[MF_B_ACTIVATIONS], INT64_C(26326597632));
+	assert_int_equal(e.bucket[MF_B_LOGITS], INT64_C(2235645952));
+	assert_int_equal(e.bucket[MF_B_TRANSIENT], INT64_C(4202692608));
+	assert_int_equal(e.total, INT64_C(81997176832));
+	assert_int_equal(e.per_gpu, INT64_C(81997176832));
+	/* Checkpointing, as torchtune's configs run it: activations
+	 * 1,898,512,384 (test_torch_llama8b): 57,569,091,584. */
+	w.checkpointing = MF_CKPT_FULL;
+	e = est(&llama8b, &w);
+	assert_int_equal(e.total, INT64_C(57569091584));
+	/*
+	 * fp32: weights 4P = 32,121,044,992, gradients 4 x Pmax =
+	 * 2,101,346,304, moments 8P = 64,242,089,984, activations
+	 * 48,340,402,176 and logits 2,302,754,816 (test_torch_llama8b),
+	 * transient max(8 x s x V, 8 x Pmax), both 4,202,692,608 (s = h):
+	 * 153,310,330,880.
+	 */
+	w.checkpointing = MF_CKPT_NONE;
+	w.precision = MF_FP32;
+	e = est(&llama8b, &w);
+	assert_int_equal(e.bucket[MF_B_GRADIENTS], INT64_C(2101346304));
+	assert_string_equal(e.formula[MF_B_GRADIENTS], "Pmax x 4");
+	assert_int_equal(e.bucket[MF_B_TRANSIENT], INT64_C(4202692608));
+	assert_int_equal(e.total, INT64_C(153310330880));
+	/* The state is shared: post's gradients are the same. */
+	w.estimator = MF_EST_POST;
+	e = est(&llama8b, &w);
+	assert_int_equal(e.bucket[MF_B_GRADIENTS], INT64_C(2101346304));
+	/*
+	 * tiny ties its embeddings: V x h = 1000 x 64 = 64,000 held, and a
+	 * layer's largest, gate's 64 x 128 = 8,192 (q's 64 x 64 = 4,096):
+	 * bf16-true (64,000 + 8,192) x 2 = 144,384.
+	 */
+	w.estimator = MF_EST_PYTORCH;
+	w.precision = MF_BF16_TRUE;
+	w.seq_len = 64;
+	e = est(&tiny, &w);
+	assert_int_equal(e.bucket[MF_B_GRADIENTS], 144384);
+	assert_string_equal(e.formula[MF_B_GRADIENTS], "(V x h + Pl) x 2");
+	/*
+	 * transformers' experts are one 3-D tensor a layer: gate_up_proj, E
+	 * x 2I x h = 5 x 320 x 96 = 153,600, above V x h = 28,800:
+	 * 307,200.
+	 */
+	e = est(&mixtralish, &w);
+	assert_int_equal(e.bucket[MF_B_GRADIENTS], 307200);
+	/* What it is not modelled with is out of the estimate's domain. */
+	w.precision = MF_BF16;
+	assert_int_equal(mf_est_compute(&llama8b, &w, &e), MF_EINVAL);
+	w.precision = MF_BF16_TRUE;
+	w.method = MF_LORA;
+	assert_int_equal(mf_est_compute(&llama8b, &w, &e), MF_EINVAL);
+}
+
+/*
+ * What optimizerInBackward is refused with, each reason naming what this
+ * job has; nothing when it is off or what it is modelled with.
+ */
+static void
+test_optimizer_in_backward_refused(void **state)
+{
+	struct mf_workload w;
+	char why[512];
+	static const struct {
+		int field, value;
+		const char *has;
+	} cases[] = {
+		{ 0, MF_LORA, "this job has method: lora" },
+		{ 0, MF_QLORA, "this job has method: qlora" },
+		{ 1, MF_BF16, "this job has precision: bf16 (the default)" },
+		{ 1, MF_FP16, "refuse fp16; this job has precision: fp16" },
+		{ 1, MF_BF16_MIXED, "this job has precision: bf16-mixed" },
+		{ 1, MF_FP16_MIXED, "this job has precision: fp16-mixed" },
+		{ 2, MF_ADAM8BIT, "this job has optimizer: adam8bit" },
+		{ 2, MF_SGD, "this job has optimizer: sgd" },
+		{ 3, 4, "this job has sharding.gpus: 4" },
+		{ 4, 2, "parallelism tensor 1, pipeline 2, expert 1" },
+	};
+
+	(void)state;
+	mf_workload_defaults(&w);
+	w.precision = MF_BF16_TRUE;
+	assert_false(mf_est_oib_refused(&w, 4, why, sizeof(why)));
+	w.optimizer_in_backward = 1;
+	assert_false(mf_est_oib_refused(&w, 1, why, sizeof(why)));
+	assert_false(mf_est_oib_refused(&w, 1, NULL, 0));
+	w.precision = MF_FP32;
+	assert_false(mf_est_oib_refused(&w, 1, NULL, 0));
+	assert_true(mf_est_oib_refused(&w, 2, why, sizeof(why)));
+	assert_non_null(strstr(why, "resources.gpu.count: 2"));
+	for (size_t i = 0; i < NELEM(cases); i++) {
+		mf_workload_defaults(&w);
+		w.precision = MF_BF16_TRUE;
+		w.optimizer_in_backward = 1;
+		if (cases[i].field == 0)
+			w.method = (enum mf_method)cases[i].value;
+		else if (cases[i].field == 1)
+			w.precision = (enum mf_precision)cases[i].value;
+		else if (cases[i].field == 2)
+			w.optimizer = (enum mf_optimizer)cases[i].value;
+		else if (cases[i].field == 3)
+			w.shard_gpus = cases[i].value;
+		else
+			w.pipeline = cases[i].value;
+		why[0] = '\0';
+		assert_true(mf_est_oib_refused(&w, 1, why, sizeof(why)));
+		if (strstr(why, cases[i].has) == NULL)
+			fail_msg("'%s' lacks '%s'", why, cases[i].has);
+		/* A short buffer is cut, never overrun. */
+		assert_true(mf_est_oib_refused(&w, 1, why, 8));
+		assert_int_equal(strlen(why), 7);
 	}
 }
 
@@ -1483,6 +1639,8 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_torch_llama8b),
 		cmocka_unit_test(test_torch_recipes),
+		cmocka_unit_test(test_torch_optimizer_in_backward),
+		cmocka_unit_test(test_optimizer_in_backward_refused),
 		cmocka_unit_test(test_est_serving),
 		cmocka_unit_test(test_est_max_served),
 		cmocka_unit_test(test_est_parallel),

@@ -80,6 +80,47 @@ test_fix_count_applies(void **state)
 	assert_int_equal(mf_fix_info(MF_FIX_REPLICAS)->kind, MF_FIXV_GPUS);
 }
 
+/*
+ * With the optimizer in backward only the fixes that keep it as torchtune
+ * runs it and the estimate models it apply: sdpa and checkpointing; not
+ * microbatch (gradient accumulation, which torchtune refuses with
+ * optimizer_in_bwd), count (more GPUs), nor autocast, adam8bit, lora,
+ * qlora and fsdp, whose workloads mf_est_oib_refused refuses.
+ */
+static void
+test_fix_optimizer_in_backward(void **state)
+{
+	struct mf_job job;
+	struct mf_workload *w = &job.work;
+
+	(void)state;
+	memset(&job, 0, sizeof(job));
+	job.count = 2;
+	job.count_given = 1;
+	mf_workload_defaults(w);
+	w->attention = MF_EAGER;
+	w->micro_batch = 4;
+	for (int f = 0; f < MF_FIX_COUNT; f++)
+		if (f != MF_FIX_AUTOCAST && f < MF_FIX_KVFP8)
+			assert_true(mf_fix_applies(&job, w, (enum mf_fix)f));
+	assert_true(mf_fix_applies(&job, w, MF_FIX_REPLICAS));
+	w->precision = MF_BF16_TRUE;
+	w->optimizer_in_backward = 1;
+	assert_true(mf_fix_applies(&job, w, MF_FIX_SDPA));
+	assert_true(mf_fix_applies(&job, w, MF_FIX_CHECKPOINTING));
+	assert_false(mf_fix_applies(&job, w, MF_FIX_MICROBATCH));
+	assert_false(mf_fix_applies(&job, w, MF_FIX_ADAM8BIT));
+	assert_false(mf_fix_applies(&job, w, MF_FIX_LORA));
+	assert_false(mf_fix_applies(&job, w, MF_FIX_QLORA));
+	assert_false(mf_fix_applies(&job, w, MF_FIX_FSDP));
+	assert_false(mf_fix_applies(&job, w, MF_FIX_REPLICAS));
+	/* fp32 to bf16, whose fp32 master weights torchtune does not keep. */
+	w->precision = MF_FP32;
+	assert_false(mf_fix_applies(&job, w, MF_FIX_AUTOCAST));
+	w->optimizer_in_backward = 0;
+	assert_true(mf_fix_applies(&job, w, MF_FIX_AUTOCAST));
+}
+
 /* A training job and a served one run data parallel differently. */
 static void
 test_fix_code_by_kind(void **state)
@@ -103,6 +144,7 @@ main(void)
 		cmocka_unit_test(test_fix_count_compatible),
 		cmocka_unit_test(test_fix_count_applies),
 		cmocka_unit_test(test_fix_code_by_kind),
+		cmocka_unit_test(test_fix_optimizer_in_backward),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -961,13 +961,11 @@ test_read_loss_offload(void **state)
 
 	(void)state;
 	read_ok(RECIPE("    loss: chunked\n    lossChunks: 16\n"
-	               "    activationOffload: true\n"
-	               "    optimizerInBackward: true\n"),
+	               "    activationOffload: true\n"),
 	    &doc, &job);
 	assert_int_equal(job.work.loss, MF_LOSS_CHUNKED);
 	assert_int_equal(job.work.loss_chunks, 16);
 	assert_true(job.work.activation_offload);
-	assert_true(job.work.optimizer_in_backward);
 	mf_doc_free(doc);
 	read_ok(RECIPE("    loss: fused\n"), &doc, &job);
 	assert_int_equal(job.work.loss, MF_LOSS_FUSED);
@@ -988,6 +986,97 @@ test_read_loss_offload(void **state)
 	    "spec.workload.activationOffload", 11,
 	    "applies only with kind: training, and this job has kind: "
 	    "inference");
+}
+
+/*
+ * optimizerInBackward as torchtune 0.6.1 runs it and the estimate models
+ * it: full fine-tuning in bf16-true or fp32 with AdamW on one GPU.  Every
+ * other combination is refused at the field, with what it is modelled
+ * with and what this job has (estimate.c's mf_est_oib_refused).
+ */
+static void
+test_read_optimizer_in_backward(void **state)
+{
+	struct mf_doc *doc = NULL;
+	struct mf_job job;
+
+	(void)state;
+	read_ok(RECIPE("    precision: bf16-true\n"
+	               "    optimizerInBackward: true\n"),
+	    &doc, &job);
+	assert_true(job.work.optimizer_in_backward);
+	mf_doc_free(doc);
+	read_ok(RECIPE("    precision: fp32\n    optimizerInBackward: true\n"
+	               "    gradientCheckpointing: true\n"
+	               "    attention: eager\n"),
+	    &doc, &job);
+	assert_true(job.work.optimizer_in_backward);
+	mf_doc_free(doc);
+	/* false is the default, and goes with everything. */
+	read_ok(RECIPE("    method: lora\n    optimizerInBackward: false\n"),
+	    &doc, &job);
+	assert_false(job.work.optimizer_in_backward);
+	mf_doc_free(doc);
+	expect_err(RECIPE("    optimizerInBackward: true\n"),
+	    "spec.workload.optimizerInBackward", 10,
+	    "is modelled with precision bf16-true or fp32, as torchtune runs it "
+	    "(the weights their own master copy): fp32 master weights (bf16) "
+	    "and autocast (bf16-mixed, fp16-mixed) are not torchtune's and "
+	    "were not measured; this job has precision: bf16 (the default)");
+	expect_err(RECIPE("    precision: fp16\n"
+	                  "    optimizerInBackward: true\n"),
+	    "spec.workload.optimizerInBackward", 11,
+	    "torchtune's full fine-tuning recipes refuse fp16");
+	expect_err(RECIPE("    precision: bf16-mixed\n"
+	                  "    optimizerInBackward: true\n"),
+	    "spec.workload.optimizerInBackward", 11,
+	    "this job has precision: bf16-mixed");
+	expect_err(RECIPE("    optimizerInBackward: true\n    method: lora\n"
+	                  "    precision: bf16-true\n"),
+	    "spec.workload.optimizerInBackward", 10,
+	    "applies to full fine-tuning only: torchtune 0.6.1 steps the "
+	    "optimizer in backward in its full fine-tuning recipes "
+	    "(full_finetune_single_device, full_finetune_distributed), and its "
+	    "LoRA and QLoRA recipes have no optimizer_in_bwd; this job has "
+	    "method: lora");
+	expect_err(RECIPE("    method: qlora\n    optimizerInBackward: true\n"),
+	    "spec.workload.optimizerInBackward", 11,
+	    "this job has method: qlora");
+	expect_err(RECIPE("    precision: bf16-true\n    optimizer: adam8bit\n"
+	                  "    optimizerInBackward: true\n"),
+	    "spec.workload.optimizerInBackward", 12,
+	    "is modelled with optimizer adamw only (a torch.optim.AdamW for "
+	    "each weight, as torchtune makes them): bitsandbytes' 8-bit and "
+	    "paged optimizers step on a GPU only, and SGD was not measured; "
+	    "this job has optimizer: adam8bit");
+	expect_err(RECIPE("    precision: bf16-true\n    optimizer: sgd\n"
+	                  "    optimizerInBackward: true\n"),
+	    "spec.workload.optimizerInBackward", 12,
+	    "this job has optimizer: sgd");
+	expect_err(RECIPE("    precision: bf16-true\n    sharding: {gpus: 8}\n"
+	                  "    optimizerInBackward: true\n"),
+	    "spec.workload.optimizerInBackward", 12,
+	    "is not modelled with FSDP: torchtune 0.6.1's "
+	    "full_finetune_distributed steps FSDP2's sharded weights in "
+	    "backward, which has not been measured; this job has "
+	    "sharding.gpus: 8");
+	expect_err(RECIPE("    precision: bf16-true\n"
+	                  "    parallelism: {tensor: 2}\n"
+	                  "    optimizerInBackward: true\n"),
+	    "spec.workload.optimizerInBackward", 12,
+	    "this job has parallelism tensor 2, pipeline 1, expert 1");
+	expect_err(MSPEC "  resources:\n    gpu:\n      count: 2\n"
+	                 "  workload:\n    sequenceLength: 2048\n"
+	                 "    precision: bf16-true\n"
+	                 "    optimizerInBackward: true\n",
+	    "spec.workload.optimizerInBackward", 14,
+	    "is modelled on one GPU: torchtune's recipe for several shards with "
+	    "FSDP, and DistributedDataParallel holds every gradient in its "
+	    "buckets; this job has resources.gpu.count: 2");
+	/* Serving has no optimizer: the field's own rule says so first. */
+	expect_err(MSPEC INF "    optimizerInBackward: true\n",
+	    "spec.workload.optimizerInBackward", 11,
+	    "applies only with kind: training");
 }
 
 /* QLoRA as bitsandbytes stores it: the block a absmax, double quant. */
@@ -1272,6 +1361,7 @@ main(void)
 		cmocka_unit_test(test_read_precisions),
 		cmocka_unit_test(test_read_checkpointing),
 		cmocka_unit_test(test_read_loss_offload),
+		cmocka_unit_test(test_read_optimizer_in_backward),
 		cmocka_unit_test(test_read_qlora),
 		cmocka_unit_test(test_read_parallel_recipes),
 		cmocka_unit_test(test_err_limits_need_hours),

@@ -168,6 +168,13 @@ test_params_moe_small(void **state)
 	    23104);
 	/* Attention only: 256 * 2 * 8 = 4,096. */
 	assert_int_equal(mf_model_lora_params(&m, 8, MF_LORA_ATTENTION), 4096);
+	/*
+	 * The largest tensor: transformers' experts' gate_up_proj, 4 x 2*64
+	 * x 32 = 16,384, one parameter for every expert; above the
+	 * embeddings' 100*32 = 3,200 and q's 32*32 = 1,024.
+	 */
+	assert_int_equal(mf_model_largest_layer_param(&m), 16384);
+	assert_int_equal(mf_model_largest_param(&m), 16384);
 }
 
 static void

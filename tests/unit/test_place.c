@@ -1298,6 +1298,57 @@ test_fixes_applicable_only(void **state)
 }
 
 /*
+ * With the optimizer in backward only the fixes that keep it as it is
+ * modelled are listed: sdpa and checkpointing, not microbatch (gradient
+ * accumulation, which torchtune refuses with optimizer_in_bwd), autocast,
+ * adam8bit, lora, qlora nor fsdp.  Llama 8B, bf16-true, b 2, eager,
+ * under the estimator pytorch:
+ *   sdpa: weights 2P 16,060,522,496, gradients 2 x V x h 1,050,673,152,
+ *     moments 4P 32,121,044,992, activations 4096 x 2 x 32 x 200,840 +
+ *     4096 x 4d = 52,651,098,112, logits 4096 x 2 x (8h + 4V + 20) =
+ *     4,471,291,904, transient 8 x 4096 x 2 x V = 8,405,385,216:
+ *     114,760,015,872 (ceil(118.8) = 119Gi), too much for 72G usable;
+ *   + checkpointing: activations 4096 x 2 x (32 x 2h + 200,840) + 4096 x
+ *     (4d + 8) = 3,794,894,848: 65,903,812,608 (69Gi), on the H100.
+ * Admitted, such a job is not told to accumulate micro-batches.
+ */
+static void
+test_fixes_optimizer_in_backward(void **state)
+{
+	struct mf_catalog *cat = cat_parse(CAT_80);
+	struct mf_decision d;
+	struct fx f;
+
+	(void)state;
+	job_load(&f,
+	    LLAMA WL("    precision: bf16-true\n    attention: eager\n"
+	             "    microBatch: 2\n    optimizerInBackward: true\n"));
+	f.job.work.estimator = MF_EST_PYTORCH;
+	place(&f, cat, &d);
+	assert_false(d.admitted);
+	assert_int_equal(d.nfixes, 2);
+	expect_fix(&d.fixes[0], MF_FIX_SDPA, BIT(SDPA), 1,
+	    INT64_C(114760015872), 119);
+	expect_fix(&d.fixes[1], MF_FIX_CHECKPOINTING,
+	    BIT(SDPA) | BIT(CHECKPOINTING), 1, INT64_C(65903812608), 69);
+	assert_true(d.fixes[1].placed);
+	expect_placement(&d.fixes[1].placement, "H100", 1,
+	    BIT(SDPA) | BIT(CHECKPOINTING));
+	job_free(&f);
+	job_load(&f,
+	    LLAMA WL("    precision: bf16-true\n    microBatch: 2\n"
+	             "    gradientCheckpointing: true\n"
+	             "    optimizerInBackward: true\n"));
+	f.job.work.estimator = MF_EST_PYTORCH;
+	place(&f, cat, &d);
+	assert_true(d.admitted);
+	assert_int_equal(d.need, INT64_C(65903812608));
+	assert_false(has_warning(&d, "microBatch"));
+	job_free(&f);
+	mf_cat_unref(cat);
+}
+
+/*
  * lora and qlora never together, fsdp never with either.  On small16
  * with [lora, qlora, fsdp] and checkpointing on, only qlora fits: the
  * placement holds qlora alone.
@@ -2735,6 +2786,7 @@ main(void)
 		cmocka_unit_test(test_count_only_when_asked),
 		cmocka_unit_test(test_fixes_cumulative),
 		cmocka_unit_test(test_fixes_applicable_only),
+		cmocka_unit_test(test_fixes_optimizer_in_backward),
 		cmocka_unit_test(test_fix_sets_exclusive),
 		cmocka_unit_test(test_fsdp_full_only),
 		cmocka_unit_test(test_key_case_limits),

@@ -1,0 +1,342 @@
+#!/usr/bin/env python3
+"""The optimizer in backward (design 19, spec.workload.optimizerInBackward)
+as torchtune 0.6.1 runs it, measured, and memfloor's `pytorch` estimate
+held to it.
+
+torchtune's full fine-tuning recipes with optimizer_in_bwd: True make one
+optimizer per weight (config.instantiate(cfg_optimizer, [p]) for every
+parameter) and call torchtune.training.register_optim_in_bwd_hooks, which
+puts a post-accumulate-grad hook on every weight that steps that weight's
+optimizer and sets its gradient to None (zero_grad).  Here: transformers'
+models of tests/torch/hf.py in bf16-true (the model in bf16, as torchtune's
+dtype: bf16; no master copy, the moments bf16) and fp32, with sdpa and
+eager attention, without and with checkpointing (non-reentrant, every
+layer), a torch.optim.AdamW for each weight (its single-tensor step, the
+CPU's default; the foreach and fused steps once, on the case where the
+step is the peak), the optimizers' state made before the step is measured
+(as after the first step), and torchtune's own register_optim_in_bwd_hooks.
+
+One forward and backward (the hooks step every weight) runs under the
+profiler; its allocation events, each nested in the op that made or freed
+it, give the bytes alive at every moment, split by what they are:
+
+- gradients: an allocation freed by a weight's zero_grad (its .grad), and
+  the contributions summed into one (freed by the add that made it: a tied
+  weight's two gradients);
+- the step's temporaries: allocations made inside Optimizer.step;
+- the rest: what the forward left (activations, logits) and backward's
+  own buffers.
+
+It checks, against `memfloor estimate -o json` of the same job
+(optimizerInBackward: true), with a failure when one is off:
+
+- gradients: the most gradient bytes alive at once before the embeddings'
+  backward, within 2% of the gradients bucket (Pmax x g; tied embeddings
+  (V x h + Pl) x g).  The embeddings' backward, with no activation left,
+  is held by the peak check;
+- the step's temporaries never above the transient bucket;
+- at every step, what else is alive (the forward's tensors not yet
+  released and backward's pending buffers) no more than the activations
+  and logits buckets: the step runs in backward on top of the activations,
+  but each weight's after the node that made its gradient has released
+  what it saved, which covers the gradients it leaves pending, and the
+  residual stream's gradient is covered by what the loss and the final
+  norm released first;
+- the step's peak (the weights, the optimizers' state and the batch
+  counted by size, the rest by the profiler) not above perGpuBytes.
+
+Prints every case and exits 1 on a failure.  optim_bwd.py -v prints where
+each peak is and what is alive there.
+"""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import hf  # noqa: E402  (quiets transformers before torch is used)
+import measure  # noqa: E402
+
+import torch  # noqa: E402
+from torch._C._profiler import _EventType  # noqa: E402
+from torch.profiler import ProfilerActivity, profile  # noqa: E402
+from torchtune import training  # noqa: E402
+
+TOLERANCE = 0.02
+# The step's 0-dim scalars (the CPU wraps its Python numbers in tensors;
+# a GPU's are host memory too) are not its temporaries.
+SCALAR = 8
+VERBOSE = "-v" in sys.argv
+cfg, moe = measure.cfg, measure.moe
+
+# (name, config, s, b).  Chosen so that each phase is the peak somewhere:
+# the loss's backward, lm_head's step, a layer weight's step among the
+# MLP's backward, tied embeddings (Qwen2's tie_word_embeddings; Gemma-2
+# ties), Phi-3's fused qkv and gate_up, Mixtral's fused experts (the
+# largest tensor: E x 2I x h) and Qwen2's biases.
+CASES = [
+    ("llama", cfg("llama", 96, 4, 2, 256, 320), 40, 3),
+    ("llama head step", cfg("llama", 96, 4, 2, 256, 3000), 8, 1),
+    ("llama mlp", cfg("llama", 64, 4, 2, 1024, 64), 40, 3),
+    ("qwen2 tied", cfg("qwen2", 96, 3, 1, 288, 352,
+                       tie_word_embeddings=True), 56, 2),
+    ("qwen2 tied head step", cfg("qwen2", 96, 3, 1, 288, 3000,
+                                 tie_word_embeddings=True), 8, 1),
+    ("phi3", cfg("phi3", 96, 6, 6, 256, 384), 40, 3),
+    ("mixtral", moe("mixtral", 64, 4, 2, 128, 256, 4, 2), 64, 2),
+    ("gemma2", cfg("gemma2", 64, 2, 1, 256, 512, d=64, **measure.CAP),
+     32, 2),
+]
+
+# (precision, attention, checkpointing) of every case: none and every
+# layer in both precisions and attentions; every 2nd layer (torchtune's
+# ac_option) and per op (torchtitan's policy) once.  Per op is not run on
+# a mixture of experts: torch's selective checkpoint refuses transformers'
+# router, which renormalises its top-k in place (the estimate counts it
+# as no checkpointing, measure.py).
+RUNS = [(p, a, c) for p in ("bf16-true", "fp32") for a in ("sdpa", "eager")
+        for c in (False, True)] + [("bf16-true", "sdpa", 2),
+                                   ("bf16-true", "sdpa", "op")]
+
+# torch.optim.AdamW's steps: single-tensor (the CPU's default), foreach
+# (a GPU's default) and fused.  The case whose step is the peak is run
+# again with the other two.
+STEPS = {"single": {"foreach": False}, "foreach": {"foreach": True},
+         "fused": {"fused": True}}
+IMPLEMENTATIONS = ("llama head step", ("foreach", "fused"))
+
+
+def optimizers(model, impl):
+    """A torch.optim.AdamW for every weight, as torchtune's recipe makes
+    them, its state made (as after the first step)."""
+    optim = {}
+    for p in model.parameters():
+        o = torch.optim.AdamW([p], lr=1e-4, **STEPS[impl])
+        st = o.state[p]
+        st["step"] = torch.tensor(0.0)
+        st["exp_avg"] = torch.zeros_like(p)
+        st["exp_avg_sq"] = torch.zeros_like(p)
+        optim[p] = o
+    return optim
+
+
+def held_bytes(model, optim, ids):
+    """The weights, the optimizers' state and the batch (ids and labels),
+    allocated before the profile."""
+    n = sum(p.numel() * p.element_size() for p in model.parameters())
+    n += sum(t.numel() * t.element_size() for o in optim.values()
+             for st in o.state.values() for t in st.values())
+    return n + 2 * ids.numel() * ids.element_size()
+
+
+def allocations(prof):
+    """The allocator's events in order: (time, address, bytes, the names
+    of the enclosing ops, outermost first, and a number for each)."""
+    out = []
+    count = [0]
+
+    def walk(ev, names, ops):
+        if ev.tag == _EventType.Allocation:
+            ef = ev.extra_fields
+            out.append((ev.start_time_ns, ef.ptr, ef.alloc_size,
+                        tuple(names), tuple(ops)))
+            return
+        count[0] += 1
+        for ch in ev.children:
+            walk(ch, names + [ev.name], ops + [count[0]])
+
+    for root in prof.profiler.kineto_results.experimental_event_tree():
+        walk(root, [], [])
+    out.sort(key=lambda e: e[0])
+    return out
+
+
+def within(names, prefix):
+    return any(n.startswith(prefix) for n in names)
+
+
+class Timeline:
+    """Every allocation's life, classified, and the bytes alive in each
+    class after each event."""
+
+    KINDS = ("grad", "step", "rest")
+
+    def __init__(self, events):
+        self.events = events
+        n = len(events)
+        lives = []  # (made, freed, bytes, made names, freed names, ops)
+        open_ = {}
+        for i, (_, ptr, size, names, ops) in enumerate(events):
+            if size > 0:
+                open_[ptr] = (i, size, names, ops)
+            elif ptr in open_:
+                j, sz, made, mops = open_.pop(ptr)
+                lives.append((j, i, sz, made, names, mops, ops))
+        for j, sz, made, mops in open_.values():
+            lives.append((j, n, sz, made, (), mops, ()))
+        # A weight's gradient: freed by zero_grad.  The contributions
+        # summed into one (a tied weight's): its size, freed where the
+        # engine's input buffer added them, an op around the one that
+        # made the sum.
+        grads = {(life[2], op) for life in lives
+                 if within(life[4], "Optimizer.zero_grad")
+                 for op in life[5]}
+        self.kind = []
+        for life in lives:
+            j, i, sz, made, freed, mops, fops = life
+            if within(freed, "Optimizer.zero_grad") or \
+                    (fops and (sz, fops[-1]) in grads and
+                     within(freed, "autograd::engine")):
+                k = "grad"
+            elif within(made, "Optimizer.step") and sz > SCALAR:
+                k = "step"
+            else:
+                k = "rest"
+            self.kind.append((life, k))
+        self.alive = {k: [0] * (n + 1) for k in self.KINDS}
+        for (j, i, sz, *_), k in self.kind:
+            self.alive[k][j] += sz
+            self.alive[k][i] -= sz
+        for k in self.KINDS:
+            acc = 0
+            for t in range(n + 1):
+                acc += self.alive[k][t]
+                self.alive[k][t] = acc
+        self.total = [sum(self.alive[k][t] for k in self.KINDS)
+                      for t in range(n + 1)]
+        self.n = n
+
+    def names(self, t):
+        return self.events[t][3] if t < self.n else ()
+
+    def first(self, prefix):
+        """The first event inside an op named prefix, or the end."""
+        for t in range(self.n):
+            if within(self.names(t), prefix):
+                return t
+        return self.n
+
+    def peak(self, lo=0, hi=None):
+        hi = self.n + 1 if hi is None else hi
+        return max(range(lo, hi), key=lambda t: self.total[t])
+
+    def most(self, kind, hi=None):
+        hi = self.n + 1 if hi is None else hi
+        return max(self.alive[kind][:hi])
+
+    def steps(self):
+        """The moments inside an optimizer's step."""
+        return [t for t in range(self.n)
+                if within(self.names(t), "Optimizer.step")]
+
+    def describe(self, t):
+        return "%s, %s" % (
+            " / ".join(self.names(t)[-3:]),
+            ", ".join("%s %d" % (k, self.alive[k][t]) for k in self.KINDS))
+
+
+def measure_run(c, s, b, precision, attention, ckpt, impl="single"):
+    model = hf.build(c, c["num_hidden_layers"], precision, attention,
+                     ckpt=ckpt)
+    step = hf.Step(model, precision)
+    optim = optimizers(model, impl)
+    training.register_optim_in_bwd_hooks(model=model, optim_dict=optim)
+    ids, labels = measure.inputs(c, s, b)
+    held = held_bytes(model, optim, ids)
+
+    def one():
+        loss = step(ids, labels)
+        loss.backward()
+        del loss
+
+    with profile(activities=[ProfilerActivity.CPU],
+                 profile_memory=True) as prof:
+        one()
+    for p in model.parameters():
+        assert p.grad is None, "a weight's gradient outlived its step"
+    return held, Timeline(allocations(prof))
+
+
+def memfloor(c, s, b, precision, attention, ckpt):
+    est = measure.estimate(c, {
+        "kind": "training", "sequenceLength": s, "microBatch": b,
+        "precision": precision, "attention": attention,
+        "gradientCheckpointing": ckpt, "optimizerInBackward": True})
+    if not est["recipe"]["optimizerInBackward"]:
+        sys.exit("memfloor's recipe does not say optimizerInBackward")
+    buckets = {x["name"]: x["bytes"] for x in est["buckets"]}
+    return buckets, est["perGpuBytes"]
+
+
+def check(failures, name, what, ok, measured, estimated):
+    err = (estimated - measured) / measured if measured else 0.0
+    line = "%-46s %-28s measured %9d memfloor %9d %+7.2f%%" % (
+        name, what, measured, estimated, 100 * err)
+    if not ok:
+        failures.append(line)
+        print("FAIL " + line)
+    elif VERBOSE:
+        print("     " + line)
+    return err
+
+
+def run(failures, margins, label, c, s, b, precision, attention, ckpt,
+        impl="single"):
+    held, tl = measure_run(c, s, b, precision, attention, ckpt, impl)
+    got, per_gpu = memfloor(c, s, b, precision, attention, ckpt)
+    name = "%s %s %s%s%s" % (label, precision, attention,
+                             "" if ckpt is False else
+                             " ckpt" if ckpt is True else " ckpt %s" % ckpt,
+                             "" if impl == "single" else " " + impl)
+    embed = tl.first("autograd::engine::evaluate_function: Embedding")
+    grads = tl.most("grad", embed)
+    err = check(failures, name, "gradients", abs(
+        (got["gradients"] - grads) / grads) <= TOLERANCE, grads,
+        got["gradients"])
+    margins["gradients"].append(err)
+    temps = tl.most("step")
+    check(failures, name, "step temporaries <= transient",
+          temps <= got["transient"], temps, got["transient"])
+    # At each step, the tensors alive besides the gradients and the
+    # step's own.
+    steps = tl.steps()
+    beside = max(tl.alive["rest"][t] for t in steps)
+    kept = got["activations"] + got["logits"]
+    check(failures, name, "beside a step <= acts+logits", beside <= kept,
+          beside, kept)
+    at = tl.peak()
+    peak = held + tl.total[at]
+    margins["peak"].append(check(failures, name, "step peak <= perGpuBytes",
+                                 peak <= per_gpu, peak, per_gpu))
+    if VERBOSE:
+        print("       peak at %s" % tl.describe(at))
+        t = max(steps, key=lambda t: tl.total[t])
+        print("       fullest step at %s" % tl.describe(t))
+
+
+def main():
+    only = [a for a in sys.argv[1:] if a != "-v"]
+    failures = []
+    margins = {"gradients": [], "peak": []}
+    for label, c, s, b in CASES:
+        if only and label not in only:
+            continue
+        for precision, attention, ckpt in RUNS:
+            if ckpt == "op" and "num_experts_per_tok" in c:
+                continue
+            run(failures, margins, label, c, s, b, precision, attention,
+                ckpt)
+        if label == IMPLEMENTATIONS[0]:
+            for impl in IMPLEMENTATIONS[1]:
+                run(failures, margins, label, c, s, b, "bf16-true", "sdpa",
+                    False, impl)
+    for what, errs in margins.items():
+        if errs:
+            print("optimizerInBackward %-9s: memfloor %+.2f%% to %+.2f%% "
+                  "of the measured (%d runs)" %
+                  (what, 100 * min(errs), 100 * max(errs), len(errs)))
+    print("optimizer in backward: %d runs, %d checks failed" %
+          (len(margins["peak"]), len(failures)))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
