@@ -225,8 +225,10 @@ tsan:
 # bitsandbytes' own modules (tests/torch/quant.py, under a minute), and
 # tensor parallel and FSDP against what DTensor and fully_shard keep on
 # each rank (tests/torch/dist.py: gloo, 2 and 4 CPU processes, about two
-# minutes), and the optimizer in backward with torchtune's own hooks
-# (tests/torch/optim_bwd.py, about a minute); all ask the command line.
+# minutes), the optimizer in backward with torchtune's own hooks
+# (tests/torch/optim_bwd.py, about a minute), and activation offloading
+# against what torchtune's own OffloadActivations leaves on a simulated
+# device (tests/torch/offload.py, about a minute); all ask the command line.
 # They run in a virtual environment of the pinned packages of
 # tests/torch/requirements.txt, made with TORCH_PYTHON: the python3 on
 # PATH, which is Python 3.11 on purpose (torch 2.13.0's CPU wheel is
@@ -258,6 +260,7 @@ torch: all $(TORCH_VENV)/.installed
 	$(TESTENV) timeout 300 $(TORCH_PY) tests/torch/quant.py
 	$(TESTENV) timeout 600 $(TORCH_PY) tests/torch/dist.py
 	$(TESTENV) timeout 600 $(TORCH_PY) tests/torch/optim_bwd.py
+	$(TESTENV) timeout 600 $(TORCH_PY) tests/torch/offload.py
 
 # The field lists of docs/manifest.md and docs/catalog.md, from the table
 # of fields (admission/fields.c); tests/integration/docs.sh checks them.

@@ -129,6 +129,15 @@ mf_est_attention(const struct mf_model *m, const struct mf_workload *w)
 	return w->attention;
 }
 
+/* Activation offloading is the estimator pytorch's (the post's
+ * arithmetic has none), for training (fields.c). */
+int
+mf_est_offloads(const struct mf_workload *w)
+{
+	return w->activation_offload && w->kind == MF_TRAINING &&
+	    w->estimator == MF_EST_PYTORCH;
+}
+
 /*
  * Attention.  Fused (sdpa, flash): the kernel keeps q and k after RoPE
  * (ad, kvd), v as projected (kvd: transformers passes enable_gqa to SDPA
@@ -344,6 +353,60 @@ checkpoint_inputs(const struct mf_model *m, const struct mf_workload *w,
 	        mf_cmul(w->seq_len, w->seq_len)));
 }
 
+/*
+ * torchtune's min_offload_size, as its recipes run OffloadActivations
+ * (training/_activation_offloading.py, the default 1024): a saved tensor
+ * of fewer bytes stays on the GPU.
+ */
+#define OFFLOAD_MIN 1024
+
+/* Whether activation offloading moves a saved tensor of n bytes. */
+static int
+offloaded(const struct mf_workload *w, int64_t n)
+{
+	return mf_est_offloads(w) && n >= OFFLOAD_MIN;
+}
+
+/*
+ * The checkpointed layers' inputs on the GPU at the peak of backward:
+ * all lc, but under torchtune's activation offloading (design 19, with
+ * every layer checkpointed, as its recipes require: manifest.c).  Torch
+ * 2.13's non-reentrant checkpoint saves a layer's positional input, the
+ * hidden states, as a saved tensor (utils/checkpoint.py,
+ * _CheckpointFrame.save_inputs), which OffloadActivations moves to host
+ * memory; the keyword inputs (positions, RoPE's cos and sin, the masks)
+ * stay in the checkpoint's closure on the GPU, and what a layer saves
+ * inside its checkpoint goes to the checkpoint's own hooks, recomputed
+ * on the GPU in backward (the layer's terms).  Backward brings an input
+ * back when its layer recomputes and lets it go after the next autograd
+ * node that brings one back (_activation_offloading.py lines 264-266 and
+ * 334-338): with a 16-bit residual stream, whose first RMSNorm's
+ * x.to(float32) is a copy, the previous layer's input is still held
+ * while a layer recomputes: two.  With an fp32 one the cast is the input
+ * itself, which the recomputation saves: that view makes torchtune let
+ * go of it as soon as its node is done (lines 297-323, record_stream),
+ * and the layer in flight holds it as its first norm's fp32 x, a term of
+ * the layer already: none more.  transformers' LoRA with checkpointing
+ * makes the embeddings' output a leaf that requires a gradient
+ * (enable_input_require_grads), which the graph keeps on the GPU all
+ * through backward beside its host copy: one more.  Measured on
+ * torchtune's own OffloadActivations over transformers' models of every
+ * shipped block (tests/torch/offload.py), where freeing follows the
+ * references, as torch.cuda.memory_allocated counts; when a copy lands
+ * and when a block freed on the copy stream is reused only a GPU's
+ * streams show.
+ */
+static int64_t
+inputs_on_gpu(const struct mf_workload *w, const struct shapes *x, int64_t lc)
+{
+	int64_t sb = mf_cmul(w->seq_len, w->micro_batch), n;
+
+	if (!offloaded(w, mf_cmul(sb, mf_cmul(x->eh, x->h))))
+		return lc;
+	n = x->eh == 2 ? (lc < 2 ? lc : 2) : 0;
+	return n + (x->lora ? 1 : 0);
+}
+
 /* " + n x " (or " + L x " where n is every layer) into f. */
 static void
 text_layers(struct mf_text *f, int64_t n, int64_t L, const char *lead)
@@ -524,7 +587,11 @@ op_activations(const struct mf_model *m, const struct mf_workload *w,
  * runs through it: on top of everything else when the last layer is one
  * of the checkpointed (L a multiple of N; otherwise the last layers'
  * activations are freed before any recomputation).  Every layer: s x b x
- * (L x eh + layer) + s x (2ed + 8) (+ the masks).
+ * (L x eh + layer) + s x (2ed + 8) (+ the masks).  Under activation
+ * offloading the inputs on the GPU are inputs_on_gpu's, the others'
+ * copies are in host memory: s x b x (2 x eh + layer) + s x (2ed + 8)
+ * with a 16-bit residual stream, s x b x layer + s x (2ed + 8) with an
+ * fp32 one (LoRA: one more input).
  * Under sequence parallel (design 19) what the norms keep of their own
  * (layer_terms' own) and the checkpointed layers' inputs, the residual
  * stream, are of a GPU's b x ceil(s / TP) tokens: s x b x L x t + b x
@@ -535,7 +602,7 @@ static void
 torch_activations(const struct mf_model *m, const struct mf_workload *w,
     const struct shapes *x, struct mf_estimate *e)
 {
-	int64_t sb, tok, per, gconst, bytes = 0, lc, lf, top, n, pos;
+	int64_t sb, tok, per, gconst, bytes = 0, lc, lf, top, n, pos, in;
 	struct mf_terms t, o, *own = x->sp > 1 ? &o : &t;
 	struct mf_text f;
 
@@ -576,12 +643,15 @@ torch_activations(const struct mf_model *m, const struct mf_workload *w,
 		mf_text_str(&f, " - 4h - 4");
 		bytes -= mf_cmul(tok, 4 * x->h + 4);
 	}
-	if (lc > 0) {
-		text_layers(&f, lc, m->layers, n > 0 ? " + " : "");
+	in = inputs_on_gpu(w, x, lc);
+	if (in > 0) {
+		/* Offloaded, the inputs are a count, whatever L is. */
+		text_layers(&f, in, mf_est_offloads(w) ? 0 : m->layers,
+		    n > 0 ? " + " : "");
 		mf_text_int(&f, x->eh);
 		mf_text_str(&f, "h");
 		bytes = mf_cadd(bytes,
-		    mf_cmul(mf_cmul(tok, lc), mf_cmul(x->eh, x->h)));
+		    mf_cmul(mf_cmul(tok, in), mf_cmul(x->eh, x->h)));
 	}
 	mf_text_str(&f, ") + s x ");
 	mf_text_int(&f, 2 * x->eh);
@@ -605,6 +675,30 @@ torch_activations(const struct mf_model *m, const struct mf_workload *w,
 		}
 	}
 	e->bucket[MF_B_ACTIVATIONS] = bytes;
+}
+
+/*
+ * What the embeddings keep a token for backward: the int64 token ids,
+ * which activation offloading moves to host memory (8 x s x b bytes, once
+ * that is min_offload_size), and under tensor parallel the
+ * vocabulary-parallel embedding's mask.  The rest of what lives outside
+ * the layers stays on the GPU at the loss's backward, the peak it is part
+ * of: the loss is taken outside torchtune's offloading context, lm_head's
+ * input is kept under its NoOpManager, and the final norm's tensors are
+ * the last OffloadActivations moved, still held in its forward stash
+ * (max_fwd_stash_size 5, _activation_offloading.py lines 155-163) until
+ * the first node of backward that brings one back (lines 329-332), after
+ * the loss's (tests/torch/offload.py).
+ */
+static int64_t
+token_ids(const struct mf_model *m, const struct mf_workload *w,
+    const struct shapes *x)
+{
+	int64_t ids = 8;
+
+	if (offloaded(w, mf_cmul(8, mf_cmul(w->seq_len, w->micro_batch))))
+		ids = 0;
+	return ids + (m->tp > 1 ? x->e : 0);
 }
 
 /*
@@ -646,7 +740,7 @@ torch_logits(const struct mf_model *m, const struct mf_workload *w,
 	    x->vl != m->vocab ? "Vl" : "V", x->vl);
 	/* labels; token ids, which frozen embeddings do not keep, and the
 	 * vocabulary-parallel embedding's mask; rsqrt. */
-	mf_term(&t, 8 + (x->lora ? 0 : 8 + (m->tp > 1 ? x->e : 0)), "", 1);
+	mf_term(&t, 8 + (x->lora ? 0 : token_ids(m, w, x)), "", 1);
 	mf_term(own, 4, "", 1);
 	sb = mf_cmul(w->seq_len, w->micro_batch);
 	bytes = mf_cmul(sb, mf_terms_bytes(&t));

@@ -127,6 +127,14 @@ enum mf_attention
 mf_est_attention(const struct mf_model *m, const struct mf_workload *w);
 
 /*
+ * Whether an estimate of w counts activation offloading (design 19):
+ * activation_offload on a training job under the estimator pytorch; the
+ * post's arithmetic has none, so its estimate keeps every activation on
+ * the GPU.
+ */
+int mf_est_offloads(const struct mf_workload *w);
+
+/*
  * Default of catalogue cudaGraphReserve: what vLLM (0.21 and later, which
  * takes its estimate of the CUDA graphs from the KV cache's budget,
  * gpu_worker.py determine_available_memory) logged for the graphs of a

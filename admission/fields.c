@@ -444,7 +444,7 @@ static const struct mf_field workload_rows[W_COUNT] = {
 	    .base = MF_FB_WORK, .offset = WOFF(activation_offload),
 	    .flags = MF_FF_DEFAULT, .idef = 0, .when = { TRAINING },
 	    .title = "Activation offload",
-	    .doc = "saved activations in host memory (torchtune, torchao)" },
+	    .doc = "the layers' checkpointed inputs in host memory, as torchtune's OffloadActivations; needs gradientCheckpointing true" },
 	[W_OPT_BACKWARD] = { .key = "optimizerInBackward", .type = MF_FT_BOOL,
 	    .base = MF_FB_WORK, .offset = WOFF(optimizer_in_backward),
 	    .flags = MF_FF_DEFAULT, .idef = 0, .when = { TRAINING },

@@ -52,9 +52,10 @@ applies(const struct mf_job *job, const struct mf_workload *w, enum mf_fix f)
 		return train && w->method != MF_QLORA;
 	case MF_FIX_FSDP:
 		/* Full fine-tuning not yet sharded, on more than one GPU if
-		 * the job asked for a count. */
+		 * the job asked for a count; not with activation offloading,
+		 * which is not modelled under FSDP (manifest.c). */
 		return train && w->method == MF_FULL && w->shard_gpus <= 1 &&
-		    w->tensor * w->pipeline == 1 &&
+		    w->tensor * w->pipeline == 1 && !w->activation_offload &&
 		    (!job->count_given || job->count > 1);
 	case MF_FIX_KVFP8:
 		return !train && w->kv_dtype != MF_KV_FP8;

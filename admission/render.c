@@ -292,9 +292,10 @@ smallest_fit(struct mf_jw *w, const struct mf_est_answer *a)
 /*
  * The recipe a training estimate modelled (design 19), each field as the
  * manifest names it: the precision, the attention counted (Gemma-2's sdpa
- * is eager), the checkpointing (false, true, op or every Nth layer), and
- * the loss and activation offloading, which are modelled only as standard
- * and off so far, and optimizer-in-backward (est_state.c).
+ * is eager), the checkpointing (false, true, op or every Nth layer),
+ * activation offloading as the estimator counted it (mf_est_offloads:
+ * the post's arithmetic has none), optimizer-in-backward (est_state.c),
+ * and the loss, which is modelled only as standard so far.
  */
 static void
 recipe(struct mf_jw *w, const struct mf_job *job)
@@ -316,9 +317,21 @@ recipe(struct mf_jw *w, const struct mf_job *job)
 	else
 		mf_jw_bool(w, "gradientCheckpointing", wl->checkpointing != 0);
 	mf_jw_str(w, "loss", "standard");
-	mf_jw_bool(w, "activationOffload", 0);
+	mf_jw_bool(w, "activationOffload", mf_est_offloads(wl));
 	mf_jw_bool(w, "optimizerInBackward", wl->optimizer_in_backward);
 	mf_jw_close(w, '}');
+}
+
+/* Activation offloading in words, when the job asks for it. */
+static void
+text_offload(struct mf_buf *b, const struct mf_workload *wl)
+{
+	if (mf_est_offloads(wl))
+		mf_buf_printf(b,
+		    "activationOffload: the layers' inputs in host memory but those in flight (torchtune's OffloadActivations)\n");
+	else if (wl->activation_offload)
+		mf_buf_printf(b,
+		    "activationOffload: not in the post's arithmetic, which keeps every activation on the GPU\n");
 }
 
 /* The recipe in words, for the text estimate. */
@@ -347,6 +360,7 @@ text_recipe(struct mf_buf *b, const struct mf_job *job)
 	if (wl->optimizer_in_backward)
 		mf_buf_printf(b,
 		    "recipe: optimizerInBackward true (each weight stepped as its gradient is made, torchtune)\n");
+	text_offload(b, wl);
 }
 
 /* How the weights are stored, when it is not plain 16-bit training. */

@@ -13,9 +13,12 @@ x full and LoRA) it measures:
   run over none of its layers, is what lives outside the layers
   (memfloor's `logits` bucket); saved(L) - saved(0) is the layers' share
   (`activations`); saved(2) - saved(1) is one layer.
-- with checkpointing the hooks never see what a checkpoint keeps (a
-  layer's inputs: the hidden states, the eager attention's mask, the
-  positions, held in a closure): the tensors the forward created that are
+- with checkpointing the hooks see only part of what a checkpoint keeps:
+  torch 2.13 saves a layer's positional inputs, the hidden states, as
+  saved tensors, which the hooks pack (utils/checkpoint.py,
+  _CheckpointFrame.save_inputs), but its keyword inputs (the eager
+  attention's mask, the positions, RoPE's cos and sin) are held in its
+  closure, which they never see: the tensors the forward created that are
   still alive after it are counted too (see saved_bytes); the activations
   are then those, less the outside part, plus one layer as measured
   without checkpointing, which backward recomputes and keeps while it
@@ -103,9 +106,9 @@ def saved_storages(model, ids, labels, held=False):
     saved_tensors_hooks whose box is still alive when the forward ends, so
     that a part of the graph dropped early does not count and a freed
     storage's reused address cannot hide a live one) and, with
-    checkpointing (held), what the checkpoints hold: their inputs, which the
-    hooks never see, found as the tensors the forward made that are still
-    alive after it."""
+    checkpointing (held), what the checkpoints hold: their keyword inputs,
+    which the hooks never see, found as the tensors the forward made that
+    are still alive after it."""
     if held:
         gc.collect()
         gc.freeze()

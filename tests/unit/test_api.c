@@ -269,6 +269,12 @@ check_example(const struct env *e, const char *name)
 	    strstr(ans.body,
 	        json_string_value(json_object_get(want, "cause"))) == NULL)
 		fail_msg("%s: the text answer lacks the cause", name);
+	/* The text says what the recipe object says of offloading. */
+	if (json_is_true(json_object_get(json_object_get(want, "recipe"),
+	        "activationOffload")) &&
+	    strstr(ans.body, "activationOffload: the layers' inputs in host") ==
+	        NULL)
+		fail_msg("%s: the text answer lacks activationOffload", name);
 	mf_answer_free(&ans);
 	json_decref(got);
 	json_decref(want);

@@ -1113,6 +1113,96 @@ test_torch_recipes(void **state)
 	assert_int_equal(e.bucket[MF_B_ACTIVATIONS], INT64_C(8936030208));
 }
 
+/*
+ * Activation offloading (design 19, torchtune's OffloadActivations) on
+ * Llama 3.1 8B, every layer checkpointed, s = 4096, b = 1, by hand; a
+ * layer keeps 200,840 bytes a token in bf16 (test_torch_llama8b).
+ * bf16-true: the layer recomputing and the one brought back before it
+ * keep their inputs on the GPU, the other 30 are in host memory: 4096 x
+ * (200,840 + 2 x 2h + 4d + 8) = 4096 x 217,744 = 891,879,424, where
+ * checkpointing alone keeps 1,898,512,384.  The token ids (8 bytes a
+ * token) move too: logits 4096 x (8h + 4V + 12) = 2,235,613,184; the
+ * state and the transient are as without offloading: 2P + 2P + 4P +
+ * 4,202,692,608, 71,572,275,200 bytes a GPU against checkpointing's
+ * 72,578,940,928.
+ */
+static void
+test_torch_offload(void **state)
+{
+	struct mf_workload w = ref_workload();
+	struct mf_estimate e;
+
+	(void)state;
+	w.estimator = MF_EST_PYTORCH;
+	w.precision = MF_BF16_TRUE;
+	w.checkpointing = MF_CKPT_FULL;
+	w.activation_offload = 1;
+	assert_true(mf_est_offloads(&w));
+	e = est(&llama8b, &w);
+	assert_int_equal(e.bucket[MF_B_ACTIVATIONS], INT64_C(891879424));
+	assert_int_equal(e.bucket[MF_B_LOGITS], INT64_C(2235613184));
+	assert_int_equal(e.bucket[MF_B_OPTIMIZER], INT64_C(32121044992));
+	w.activation_offload = 0;
+	assert_int_equal(est(&llama8b, &w).per_gpu, INT64_C(72578940928));
+	w.activation_offload = 1;
+	e = est(&llama8b, &w);
+	assert_int_equal(e.bucket[MF_B_TRANSIENT], INT64_C(4202692608));
+	assert_int_equal(e.per_gpu, INT64_C(71572275200));
+	assert_string_equal(e.formula[MF_B_ACTIVATIONS],
+	    "s x b x (1 x (16h + 4ad + 4kvd + 4a + 8I + 8) + 2 x 2h) + s x 4d "
+	    "+ s x 8");
+	/*
+	 * fp32: the first norm's x.to(float32) is the input itself, which
+	 * the recomputed layer keeps (368,776 a token, test_torch_llama8b):
+	 * no input more.  4096 x (368,776 + 8d + 8) = 1,514,733,568; logits
+	 * 4096 x (12h + 4V + 12) = 2,302,722,048.
+	 */
+	w.precision = MF_FP32;
+	e = est(&llama8b, &w);
+	assert_int_equal(e.bucket[MF_B_ACTIVATIONS], INT64_C(1514733568));
+	assert_int_equal(e.bucket[MF_B_LOGITS], INT64_C(2302722048));
+	/*
+	 * LoRA r16 all-linear, bf16: a layer keeps 28h + 8ad + 4kvd + 4a +
+	 * 10I + 28r + 8 = 295,496 a token; the embeddings' output, which
+	 * transformers makes a leaf that requires a gradient, stays on the
+	 * GPU beside the two inputs: 4096 x (295,496 + 3 x 2h + 520) =
+	 * 1,313,144,832 (checkpointing alone: 4096 x (295,496 + 32 x 2h +
+	 * 520) = 2,286,223,360).  Frozen embeddings keep no token ids: the
+	 * logits are LoRA's, 4096 x (4h + 4V + 12) = 2,168,504,320.
+	 */
+	w.precision = MF_BF16;
+	w.method = MF_LORA;
+	w.lora_rank = 16;
+	e = est(&llama8b, &w);
+	assert_int_equal(e.bucket[MF_B_ACTIVATIONS], INT64_C(1313144832));
+	assert_int_equal(e.bucket[MF_B_LOGITS], INT64_C(2168504320));
+	w.activation_offload = 0;
+	e = est(&llama8b, &w);
+	assert_int_equal(e.bucket[MF_B_ACTIVATIONS], INT64_C(2286223360));
+	/*
+	 * A tensor under min_offload_size (1024 bytes) stays: at s = 64 the
+	 * token ids are 512 bytes, 64 x (8h + 4V + 20) = 34,931,968; the
+	 * inputs (2h x 64) move: 64 x (200,840 + 2 x 2h + 520) = 13,935,616.
+	 * At s = 128 the ids are 1024 bytes and move: 128 x 545,804.
+	 */
+	w.method = MF_FULL;
+	w.activation_offload = 1;
+	w.seq_len = 64;
+	e = est(&llama8b, &w);
+	assert_int_equal(e.bucket[MF_B_ACTIVATIONS], INT64_C(13935616));
+	assert_int_equal(e.bucket[MF_B_LOGITS], INT64_C(34931968));
+	w.seq_len = 128;
+	e = est(&llama8b, &w);
+	assert_int_equal(e.bucket[MF_B_LOGITS], INT64_C(69862912));
+	/* The post's arithmetic has no offloading: its 2sbhL stays. */
+	w = ref_workload();
+	w.checkpointing = MF_CKPT_FULL;
+	w.activation_offload = 1;
+	assert_false(mf_est_offloads(&w));
+	e = est(&llama8b, &w);
+	assert_int_equal(e.bucket[MF_B_ACTIVATIONS], INT64_C(1073741824));
+}
+
 /* The tokens whose hidden states parallel layouts send (estimate.c). */
 static int64_t
 forward_tokens(const struct mf_workload *w)
@@ -1362,9 +1452,9 @@ serving_formulas_match_bytes(const struct mf_model *const *models, size_t n)
 			w.seq_len = 32;
 			w.estimator = (enum mf_estimator)(v % 2);
 			formulas_agree(models[i], &w);
-			/* Design 19's layout fields, spread over the cases;
-			 * s = 31 leaves a short last sequence-parallel shard.
-			 */
+			/* Design 19's layout fields and activation
+			 * offloading, spread over the cases; s = 31 leaves a
+			 * short last sequence-parallel shard. */
 			w.sequence_parallel = v / 7 % 2;
 			w.loss_parallel = v / 11 % 2;
 			w.checkpointing = v / 5 % 3; /* none, full, op */
@@ -1374,6 +1464,7 @@ serving_formulas_match_bytes(const struct mf_model *const *models, size_t n)
 			w.shard_gpus = v / 13 % 2 ? 2 : 1;
 			w.reshard_after_forward = v / 17 % 2;
 			w.seq_len = v / 19 % 2 ? 31 : 32;
+			w.activation_offload = v / 31 % 2;
 			formulas_agree(models[i], &w);
 		}
 }
@@ -1641,6 +1732,7 @@ main(void)
 		cmocka_unit_test(test_torch_recipes),
 		cmocka_unit_test(test_torch_optimizer_in_backward),
 		cmocka_unit_test(test_optimizer_in_backward_refused),
+		cmocka_unit_test(test_torch_offload),
 		cmocka_unit_test(test_est_serving),
 		cmocka_unit_test(test_est_max_served),
 		cmocka_unit_test(test_est_parallel),

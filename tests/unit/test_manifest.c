@@ -961,7 +961,8 @@ test_read_loss_offload(void **state)
 
 	(void)state;
 	read_ok(RECIPE("    loss: chunked\n    lossChunks: 16\n"
-	               "    activationOffload: true\n"),
+	               "    activationOffload: true\n"
+	               "    gradientCheckpointing: true\n"),
 	    &doc, &job);
 	assert_int_equal(job.work.loss, MF_LOSS_CHUNKED);
 	assert_int_equal(job.work.loss_chunks, 16);
@@ -1073,10 +1074,69 @@ test_read_optimizer_in_backward(void **state)
 	    "is modelled on one GPU: torchtune's recipe for several shards with "
 	    "FSDP, and DistributedDataParallel holds every gradient in its "
 	    "buckets; this job has resources.gpu.count: 2");
+	expect_err(RECIPE("    precision: bf16-true\n"
+	                  "    gradientCheckpointing: true\n"
+	                  "    activationOffload: true\n"
+	                  "    optimizerInBackward: true\n"),
+	    "spec.workload.optimizerInBackward", 13,
+	    "is not modelled together with activationOffload");
 	/* Serving has no optimizer: the field's own rule says so first. */
 	expect_err(MSPEC INF "    optimizerInBackward: true\n",
 	    "spec.workload.optimizerInBackward", 11,
 	    "applies only with kind: training");
+}
+
+/*
+ * activationOffload as it is modelled (manifest.c's check_offload): with
+ * every layer checkpointed, on a GPU that holds every layer whole, not
+ * under FSDP; otherwise a 400 naming it, at its line (10 here).
+ */
+static void
+test_read_offload_layouts(void **state)
+{
+	struct mf_doc *doc = NULL;
+	struct mf_job job;
+
+	(void)state;
+	read_ok(RECIPE("    activationOffload: true\n"
+	               "    gradientCheckpointing: true\n"
+	               "    method: lora\n    precision: fp32\n"),
+	    &doc, &job);
+	assert_true(job.work.activation_offload);
+	mf_doc_free(doc);
+	/* Replicas of the job, each GPU with the whole model. */
+	read_ok(MSPEC "  resources:\n    gpu:\n      count: 4\n"
+	              "  workload:\n    sequenceLength: 2048\n"
+	              "    activationOffload: true\n"
+	              "    gradientCheckpointing: true\n",
+	    &doc, &job);
+	mf_doc_free(doc);
+	expect_err(RECIPE("    activationOffload: true\n"),
+	    "spec.workload.activationOffload", 10,
+	    "needs gradientCheckpointing: true: torchtune's recipes refuse");
+	expect_err(RECIPE("    activationOffload: true\n"
+	                  "    gradientCheckpointing: op\n"),
+	    "spec.workload.activationOffload", 10,
+	    "needs gradientCheckpointing: true");
+	expect_err(RECIPE("    activationOffload: true\n"
+	                  "    gradientCheckpointing: 2\n"),
+	    "spec.workload.activationOffload", 10,
+	    "needs gradientCheckpointing: true");
+	expect_err(RECIPE("    activationOffload: true\n"
+	                  "    gradientCheckpointing: true\n"
+	                  "    parallelism: {tensor: 2}\n"),
+	    "spec.workload.activationOffload", 10,
+	    "is not modelled under tensor, pipeline or expert parallel");
+	expect_err(RECIPE("    activationOffload: true\n"
+	                  "    gradientCheckpointing: true\n"
+	                  "    parallelism: {pipeline: 4}\n"),
+	    "spec.workload.activationOffload", 10,
+	    "is not modelled under tensor, pipeline or expert parallel");
+	expect_err(RECIPE("    activationOffload: true\n"
+	                  "    gradientCheckpointing: true\n"
+	                  "    sharding: {gpus: 8}\n"),
+	    "spec.workload.activationOffload", 10,
+	    "is not modelled under FSDP (workload.sharding.gpus 8)");
 }
 
 /* QLoRA as bitsandbytes stores it: the block a absmax, double quant. */
@@ -1362,6 +1422,7 @@ main(void)
 		cmocka_unit_test(test_read_checkpointing),
 		cmocka_unit_test(test_read_loss_offload),
 		cmocka_unit_test(test_read_optimizer_in_backward),
+		cmocka_unit_test(test_read_offload_layouts),
 		cmocka_unit_test(test_read_qlora),
 		cmocka_unit_test(test_read_parallel_recipes),
 		cmocka_unit_test(test_err_limits_need_hours),
