@@ -219,9 +219,10 @@ tsan:
 
 # The estimator pytorch against what PyTorch 2 and the frameworks' own
 # modules keep (tests/torch/measure.py: transformers, peft, torchtune on
-# the CPU, a few minutes on two cores), and a serving engine's forward
-# peak against the activations of a vllm inference job's estimate
-# (tests/torch/forward.py, under a minute), 4-bit storage on
+# the CPU, a few minutes on two cores), torchtune's chunked loss over
+# transformers' models (tests/torch/loss.py, under a minute), a serving
+# engine's forward peak against the activations of a vllm inference job's
+# estimate (tests/torch/forward.py, under a minute), 4-bit storage on
 # bitsandbytes' own modules (tests/torch/quant.py, under a minute), and
 # tensor parallel and FSDP against what DTensor and fully_shard keep on
 # each rank (tests/torch/dist.py: gloo, 2 and 4 CPU processes, about two
@@ -256,6 +257,7 @@ $(TORCH_VENV)/.installed: $(TORCH_REQ)
 
 torch: all $(TORCH_VENV)/.installed
 	$(TESTENV) timeout 1200 $(TORCH_PY) tests/torch/measure.py
+	$(TESTENV) timeout 300 $(TORCH_PY) tests/torch/loss.py
 	$(TESTENV) timeout 300 $(TORCH_PY) tests/torch/forward.py
 	$(TESTENV) timeout 300 $(TORCH_PY) tests/torch/quant.py
 	$(TESTENV) timeout 600 $(TORCH_PY) tests/torch/dist.py

@@ -151,7 +151,8 @@ workload_ok(const struct mf_workload *w)
 	    (unsigned)w->kv_dtype > MF_KV_FP8 ||
 	    (unsigned)w->weights_dtype > MF_WD_INT4 ||
 	    (unsigned)w->server > MF_SERVER_VLLM ||
-	    (unsigned)w->estimator >= MF_EST_COUNT)
+	    (unsigned)w->estimator >= MF_EST_COUNT ||
+	    (unsigned)w->loss > MF_LOSS_FUSED)
 		return 0;
 	return w->seq_len >= 0 && w->micro_batch >= 0 && w->lora_rank >= 0 &&
 	    w->shard_gpus >= 1 && w->concurrency >= 0 && w->context_len >= 0 &&
@@ -160,6 +161,25 @@ workload_ok(const struct mf_workload *w)
 	    w->block_size >= 1 && w->graph_reserve >= 0 && w->tensor >= 1 &&
 	    w->pipeline >= 1 && w->expert >= 1 && w->ckpt_every >= 1 &&
 	    (w->kind != MF_TRAINING || !mf_est_oib_refused(w, 1, NULL, 0));
+}
+
+/*
+ * The losses modelled (design 19): standard; chunked as torchtune runs it
+ * on one GPU or under FSDP, in C >= 1 pieces, without final soft-capping
+ * (Gemma-2's, which transformers applies to the logits and torchtune's
+ * Gemma-2 to the normalised hidden states: measured in neither).  Under
+ * tensor or pipeline parallel it is not measured; fused (Liger, Cut
+ * Cross-Entropy, Unsloth) runs only on a GPU and is not measured at all.
+ * manifest.c and mf_job_check_model refuse the same with the field's
+ * name.
+ */
+static int
+loss_ok(const struct mf_model *m, const struct mf_workload *w)
+{
+	if (w->kind != MF_TRAINING || w->loss == MF_LOSS_STANDARD)
+		return 1;
+	return w->loss == MF_LOSS_CHUNKED && w->loss_chunks >= 1 &&
+	    w->tensor == 1 && w->pipeline == 1 && !m->final_softcap;
 }
 
 /* The buckets FSDP shards over its ranks: the weights, gradients and
@@ -237,7 +257,7 @@ mf_est_compute(const struct mf_model *m, const struct mf_workload *w,
 	struct mf_model padded;
 	int b;
 
-	if (!workload_ok(w))
+	if (!workload_ok(w) || !loss_ok(m, w))
 		return MF_EINVAL;
 	if (w->batched_tokens == 0 || w->max_num_seqs == 0) {
 		/* No card known: vLLM's defaults below 70 GiB. */

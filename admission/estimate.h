@@ -246,7 +246,8 @@ int mf_est_oib_refused(const struct mf_workload *w, int64_t gpus, char *why,
 /*
  * Fill *out with w->estimator's arithmetic.  MF_ERANGE (and *out untouched)
  * when a figure would pass 2^63 - 1, MF_EINVAL for a workload out of range (a
- * count below 1, an enum out of range).
+ * count below 1, an enum out of range, a loss not modelled for that layout
+ * or model: estimate.c's loss_ok).
  */
 enum mf_rc mf_est_compute(const struct mf_model *m, const struct mf_workload *w,
     struct mf_estimate *out);

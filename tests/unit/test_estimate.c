@@ -1517,6 +1517,165 @@ test_formulas_match_bytes(void **state)
 	serving_formulas_match_bytes(models, NELEM(models));
 }
 
+/* h 64, V 10, one layer: a head wider than the few tokens of a step. */
+static const struct mf_model widehead = {
+	.hidden = 64,
+	.layers = 1,
+	.heads = 1,
+	.kv_heads = 1,
+	.head_dim = 64,
+	.intermediate = 4,
+	.vocab = 10,
+	.norms_per_layer = 2,
+};
+
+/*
+ * loss: chunked (design 19), torchtune's CEWithChunkedOutputLoss in C
+ * pieces of q = ceil(s / C) tokens: what the loss keeps is the standard
+ * loss's (logits), and the transient is the largest of the loss's
+ * forward (every piece's 16-bit logits, 2V a token, and one piece's fp32
+ * upcast, b x q x 4V), one piece's loss backward (b x q x 8V) and a
+ * trained head's backward (two weight gradients and their sum, less the
+ * gradient, (3 x 2 - g)Vh, the logits gradients of n - 2 pieces, the two
+ * pieces' input gradients, less the saved log-softmax, 4V a token, freed
+ * by then), beside the MLP's and the optimizer step's.
+ */
+static void
+test_torch_chunked_loss(void **state)
+{
+	struct mf_workload w = ref_workload();
+	struct mf_estimate e, standard;
+
+	(void)state;
+	w.estimator = MF_EST_PYTORCH;
+	w.precision = MF_BF16_TRUE;
+	standard = est(&llama8b, &w);
+	w.loss = MF_LOSS_CHUNKED;
+	w.loss_chunks = 8;
+	/*
+	 * Llama 3.1 8B, s 4096, b 1, 8 pieces of 512 tokens, bf16-true with
+	 * AdamW.  logits as the standard loss's, 4096 x (8h + 4V + 20) =
+	 * 2,235,645,952.  Loss forward 4096 x 2V + 512 x 4V = 1,313,341,440;
+	 * a piece's backward 512 x 8V = 525,336,576; the head's backward 4Vh
+	 * (2,101,346,304) + 6 x 512 x 2V (788,004,864) + 1,024 x 2h
+	 * (8,388,608) - 4096 x 4V (2,101,346,304) = 796,393,472; the MLP's
+	 * 4096 x 6I = 352,321,536; the step's 4 bytes of V x h:
+	 * 2,101,346,304, the largest, where the standard loss's 8Vs is
+	 * 4,202,692,608.  Per GPU 2P + 2P + 4P + 26,326,597,632 +
+	 * 2,235,645,952 + 2,101,346,304 = 94,905,679,872.
+	 */
+	e = est(&llama8b, &w);
+	assert_int_equal(e.bucket[MF_B_LOGITS], INT64_C(2235645952));
+	assert_int_equal(e.bucket[MF_B_LOGITS], standard.bucket[MF_B_LOGITS]);
+	assert_int_equal(e.bucket[MF_B_ACTIVATIONS],
+	    standard.bucket[MF_B_ACTIVATIONS]);
+	assert_int_equal(standard.bucket[MF_B_TRANSIENT], INT64_C(4202692608));
+	assert_int_equal(e.bucket[MF_B_TRANSIENT], INT64_C(2101346304));
+	assert_int_equal(e.per_gpu, INT64_C(94905679872));
+	/* SGD on bf16 weights steps without temporaries: the loss's forward,
+	 * 1,313,341,440. */
+	w.optimizer = MF_SGD;
+	e = est(&llama8b, &w);
+	assert_int_equal(e.bucket[MF_B_TRANSIENT], INT64_C(1313341440));
+	/* One piece: its forward 4096 x (2V + 4V) = 3,152,019,456, its
+	 * backward the standard's 4096 x 8V = 4,202,692,608. */
+	w.loss_chunks = 1;
+	e = est(&llama8b, &w);
+	assert_int_equal(e.bucket[MF_B_TRANSIENT], INT64_C(4202692608));
+	/*
+	 * s 512, 8 pieces of 64: forward 512 x 2V + 64 x 4V = 164,167,680;
+	 * the head's 4Vh + 6 x 64 x 2V (98,500,608) + 128 x 2h (1,048,576)
+	 * - 512 x 4V (262,668,288) = 1,938,227,200, the largest.
+	 */
+	w.loss_chunks = 8;
+	w.seq_len = 512;
+	e = est(&llama8b, &w);
+	assert_int_equal(e.bucket[MF_B_TRANSIENT], INT64_C(1938227200));
+	/* LoRA's head is frozen: bf16 with AdamW, s 4096, the forward's
+	 * 1,313,341,440 (the adapters' step is far smaller). */
+	w = ref_workload();
+	w.estimator = MF_EST_PYTORCH;
+	w.method = MF_LORA;
+	w.loss = MF_LOSS_CHUNKED;
+	w.loss_chunks = 8;
+	e = est(&llama8b, &w);
+	assert_int_equal(e.bucket[MF_B_TRANSIENT], INT64_C(1313341440));
+	/*
+	 * bf16-mixed, b 2, s 4, 4 pieces of one token (n 4, the last one
+	 * token), SGD (no step temporaries), h 64, V 10: forward 8 x 2V + 2
+	 * x 4V = 240; a piece's backward 2 x 8V = 160; the head's: the
+	 * 16-bit weight gradients less the fp32 gradient, (6 - 4)Vh = 1,280,
+	 * the logits gradients of 2 x 2 tokens, 2V each (80), the first
+	 * piece's fp32 input gradient beside its freed 16-bit cast, 2 x 2h
+	 * (256), less 8 x 4V (320): 1,296; the MLP's 8 x 6I = 192.
+	 */
+	mf_workload_defaults(&w);
+	w.seq_len = 4;
+	w.micro_batch = 2;
+	w.precision = MF_BF16_MIXED;
+	w.optimizer = MF_SGD;
+	w.loss = MF_LOSS_CHUNKED;
+	w.loss_chunks = 4;
+	e = est(&widehead, &w);
+	assert_int_equal(e.bucket[MF_B_TRANSIENT], 1296);
+	/* fp32, b 1: (12 - 4)Vh = 5,120 + 2 x 1 x 4V (80) + the two pieces'
+	 * input gradients, (1 + 1) x 4h (512), less 4 x 4V (160): 5,552. */
+	w.micro_batch = 1;
+	w.precision = MF_FP32;
+	e = est(&widehead, &w);
+	assert_int_equal(e.bucket[MF_B_TRANSIENT], 5552);
+}
+
+/*
+ * The chunked loss's formulas evaluate to their bytes: every precision,
+ * method and optimizer, 1, 3 and 8 pieces, s 31 and 64, b 1 and 3, with
+ * and without FSDP, on every block that takes it (not Gemma-2's final
+ * soft-capping), and what it is refused on (estimate.c's loss_ok).
+ */
+static void
+test_chunked_formulas(void **state)
+{
+	const struct mf_model *models[] = { &llama8b, &tiny, &given_head_dim,
+		&micro, &phi3ish, &mixtralish, &qwen2moeish, &widehead };
+	const int64_t chunks[] = { 1, 3, 8 };
+	struct mf_workload w;
+	struct mf_estimate e;
+
+	(void)state;
+	for (size_t i = 0; i < NELEM(models); i++)
+		for (int v = 0; v < 6 * 3 * 3 * 3 * 2 * 2 * 2; v++) {
+			int x = v;
+
+			mf_workload_defaults(&w);
+			w.loss = MF_LOSS_CHUNKED;
+			w.precision = (enum mf_precision)(x % 6), x /= 6;
+			w.method = (enum mf_method)(x % 3), x /= 3;
+			w.optimizer = (enum mf_optimizer)(x % 3), x /= 3;
+			w.loss_chunks = chunks[x % 3], x /= 3;
+			w.seq_len = x % 2 ? 31 : 64, x /= 2;
+			w.micro_batch = x % 2 ? 3 : 1, x /= 2;
+			w.shard_gpus = x % 2 ? 4 : 1;
+			formulas_agree(models[i], &w);
+		}
+	mf_workload_defaults(&w);
+	w.seq_len = 64;
+	w.loss = MF_LOSS_CHUNKED;
+	assert_int_equal(mf_est_compute(&gemma2ish, &w, &e), MF_EINVAL);
+	w.tensor = 2;
+	assert_int_equal(mf_est_compute(&llama8b, &w, &e), MF_EINVAL);
+	w.tensor = 1;
+	w.pipeline = 2;
+	assert_int_equal(mf_est_compute(&llama8b, &w, &e), MF_EINVAL);
+	w.pipeline = 1;
+	w.loss_chunks = 0;
+	assert_int_equal(mf_est_compute(&llama8b, &w, &e), MF_EINVAL);
+	w.loss_chunks = 8;
+	w.loss = MF_LOSS_FUSED;
+	assert_int_equal(mf_est_compute(&llama8b, &w, &e), MF_EINVAL);
+	w.loss = (enum mf_loss)3;
+	assert_int_equal(mf_est_compute(&llama8b, &w, &e), MF_EINVAL);
+}
+
 /* LoRA with SGD holds 12 bytes an adapter parameter, and says so. */
 static void
 test_lora_sgd_formula(void **state)
@@ -1742,6 +1901,8 @@ main(void)
 		cmocka_unit_test(test_est_sequence_loss_parallel),
 		cmocka_unit_test(test_est_fsdp_buffers),
 		cmocka_unit_test(test_formulas_match_bytes),
+		cmocka_unit_test(test_torch_chunked_loss),
+		cmocka_unit_test(test_chunked_formulas),
 		cmocka_unit_test(test_lora_sgd_formula),
 		cmocka_unit_test(test_estimator_names),
 		cmocka_unit_test(test_est_reference_full),
