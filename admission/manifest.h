@@ -62,6 +62,8 @@ struct mf_job {
 	 * the errors that need the model (mf_job_check_model); 0: not
 	 * given, or JSON. */
 	int seq_line, seq_column, context_line, context_column;
+	/* Where workload.loss is written, for the same; 0: not given. */
+	int loss_line, loss_column;
 };
 
 /*

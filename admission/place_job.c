@@ -67,6 +67,12 @@ mf_job_check_model(const struct mf_job *job, struct mf_error *err)
 
 	if (job->model_source == MF_MODEL_NONE)
 		return MF_OK;
+	/* estimate.c's loss_ok: the final soft-capping is not measured with
+	 * a chunked loss. */
+	if (train && job->work.loss == MF_LOSS_CHUNKED && m->final_softcap)
+		return mf_error_set(err, MF_EINVAL, "spec.workload.loss",
+		    job->loss_line, job->loss_column,
+		    "chunked is not modelled for a model with final logit soft-capping (Gemma-2's final_logit_softcapping): transformers caps the logits and torchtune's Gemma-2 the hidden states, and neither is measured with a chunked loss; use loss: standard");
 	if (!train && m->quant_unknown[0] != '\0' &&
 	    job->work.weights_dtype == MF_WD_DEFAULT)
 		return mf_error_set(err, MF_EINVAL, "spec.model", 0, 0,

@@ -968,8 +968,8 @@ test_read_loss_offload(void **state)
 	assert_int_equal(job.work.loss_chunks, 16);
 	assert_true(job.work.activation_offload);
 	mf_doc_free(doc);
-	read_ok(RECIPE("    loss: fused\n"), &doc, &job);
-	assert_int_equal(job.work.loss, MF_LOSS_FUSED);
+	read_ok(RECIPE("    loss: chunked\n"), &doc, &job);
+	assert_int_equal(job.work.loss, MF_LOSS_CHUNKED);
 	assert_int_equal(job.work.loss_chunks, 8);
 	assert_false(job.work.activation_offload);
 	mf_doc_free(doc);
@@ -1137,6 +1137,46 @@ test_read_offload_layouts(void **state)
 	                  "    sharding: {gpus: 8}\n"),
 	    "spec.workload.activationOffload", 10,
 	    "is not modelled under FSDP (workload.sharding.gpus 8)");
+}
+
+/*
+ * The losses not modelled are 400s naming the field (design 19): fused,
+ * measured on no GPU; chunked under tensor or pipeline parallel; more
+ * pieces than a sequence has tokens, or fewer than one.
+ */
+static void
+test_err_loss(void **state)
+{
+	struct mf_doc *doc = NULL;
+	struct mf_job job;
+
+	(void)state;
+	expect_err(RECIPE("    loss: fused\n"), "spec.workload.loss", 10,
+	    "fused is not modelled yet: a fused linear cross-entropy (Liger, Cut Cross-Entropy, Unsloth) runs only on a GPU, and none has been measured; loss: chunked (torchtune's CEWithChunkedOutputLoss) is measured");
+	expect_err(RECIPE("    loss: chunked\n    parallelism:\n"
+	                  "      tensor: 2\n"),
+	    "spec.workload.loss", 10,
+	    "chunked is not modelled under tensor or pipeline parallel (parallelism.tensor 2, pipeline 1): torchtune's chunked loss is measured on one GPU and under FSDP; use loss: standard");
+	expect_err(RECIPE("    parallelism:\n      pipeline: 4\n"
+	                  "    loss: chunked\n"),
+	    "spec.workload.loss", 12, "(parallelism.tensor 1, pipeline 4)");
+	expect_err(RECIPE("    loss: chunked\n    lossChunks: 0\n"),
+	    "spec.workload.lossChunks", 11, "0 is out of range [1, 1024]");
+	expect_err(RECIPE("    loss: chunked\n    lossChunks: 2000\n"),
+	    "spec.workload.lossChunks", 11, "2000 is out of range [1, 1024]");
+	expect_err(MSPEC "  workload:\n    sequenceLength: 16\n"
+	                 "    loss: chunked\n    lossChunks: 17\n",
+	    "spec.workload.lossChunks", 11,
+	    "17 pieces are more than the 16 tokens of a sequence (sequenceLength): each piece needs at least one");
+	/* As many pieces as tokens, and FSDP, are modelled. */
+	read_ok(MSPEC "  workload:\n    sequenceLength: 16\n"
+	              "    loss: chunked\n    lossChunks: 16\n"
+	              "    sharding:\n      gpus: 8\n",
+	    &doc, &job);
+	assert_int_equal(job.work.loss_chunks, 16);
+	assert_int_equal(job.loss_line, 10);
+	assert_int_equal(job.loss_column, 11);
+	mf_doc_free(doc);
 }
 
 /* QLoRA as bitsandbytes stores it: the block a absmax, double quant. */
@@ -1428,6 +1468,7 @@ main(void)
 		cmocka_unit_test(test_err_limits_need_hours),
 		cmocka_unit_test(test_err_sharding),
 		cmocka_unit_test(test_err_model_lengths),
+		cmocka_unit_test(test_err_loss),
 		cmocka_unit_test(test_err_no_effect),
 		cmocka_unit_test(test_err_memory_meant),
 		cmocka_unit_test(test_err_kind_first),

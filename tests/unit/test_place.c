@@ -1579,6 +1579,35 @@ test_context_limit(void **state)
 }
 
 /*
+ * A chunked loss on a model whose logits are soft-capped (Gemma-2) is
+ * refused where the loss is written (design 19: measured with neither
+ * transformers' capping nor torchtune's); the standard loss is not.
+ */
+static void
+test_chunked_softcap(void **state)
+{
+	struct mf_decision d;
+	struct mf_error err;
+	struct fx f;
+
+	(void)state;
+	memset(&err, 0, sizeof(err));
+	job_load(&f,
+	    "  model:\n    name: google/gemma-2-9b\n" WL(
+	        "    loss: chunked\n"));
+	assert_int_equal(mf_place(&f.job, shipped, &d, &err), MF_EINVAL);
+	assert_string_equal(err.field, "spec.workload.loss");
+	assert_int_equal(err.line, 10);
+	assert_int_equal(err.column, 11);
+	assert_string_equal(err.text,
+	    "chunked is not modelled for a model with final logit soft-capping (Gemma-2's final_logit_softcapping): transformers caps the logits and torchtune's Gemma-2 the hidden states, and neither is measured with a chunked loss; use loss: standard");
+	job_free(&f);
+	job_load(&f, "  model:\n    name: google/gemma-2-9b\n" WL(""));
+	place(&f, shipped, &d);
+	job_free(&f);
+}
+
+/*
  * maxContextLength never passes the limit: one sequence of 1,024 tokens
  * of Llama 3.1 8B on a 180G card leaves room for far more than 131,072.
  */
@@ -2778,6 +2807,7 @@ main(void)
 		cmocka_unit_test(test_model_inference_rejected),
 		cmocka_unit_test(test_place_vllm_card_defaults),
 		cmocka_unit_test(test_context_limit),
+		cmocka_unit_test(test_chunked_softcap),
 		cmocka_unit_test(test_context_capped),
 		cmocka_unit_test(test_key_case_rejected),
 		cmocka_unit_test(test_key_case_admitted),
