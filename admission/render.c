@@ -295,7 +295,7 @@ smallest_fit(struct mf_jw *w, const struct mf_est_answer *a)
  * is eager), the checkpointing (false, true, op or every Nth layer),
  * activation offloading as the estimator counted it (mf_est_offloads:
  * the post's arithmetic has none), optimizer-in-backward (est_state.c),
- * and the loss, which is modelled only as standard so far.
+ * and the loss (standard, or chunked with its lossChunks).
  */
 static void
 recipe(struct mf_jw *w, const struct mf_job *job)
@@ -316,7 +316,9 @@ recipe(struct mf_jw *w, const struct mf_job *job)
 		mf_jw_int(w, "gradientCheckpointing", wl->ckpt_every);
 	else
 		mf_jw_bool(w, "gradientCheckpointing", wl->checkpointing != 0);
-	mf_jw_str(w, "loss", "standard");
+	mf_jw_str(w, "loss", mf_workload_enum_name("loss", wl->loss));
+	if (wl->loss == MF_LOSS_CHUNKED)
+		mf_jw_int(w, "lossChunks", wl->loss_chunks);
 	mf_jw_bool(w, "activationOffload", mf_est_offloads(wl));
 	mf_jw_bool(w, "optimizerInBackward", wl->optimizer_in_backward);
 	mf_jw_close(w, '}');
@@ -339,7 +341,7 @@ static void
 text_recipe(struct mf_buf *b, const struct mf_job *job)
 {
 	const struct mf_workload *wl = &job->work;
-	char ckpt[48];
+	char ckpt[48], loss[48];
 
 	if (wl->kind != MF_TRAINING)
 		return;
@@ -351,12 +353,18 @@ text_recipe(struct mf_buf *b, const struct mf_job *job)
 	else
 		snprintf(ckpt, sizeof(ckpt), "%s",
 		    wl->checkpointing ? "true" : "false");
+	if (wl->loss == MF_LOSS_CHUNKED)
+		snprintf(loss, sizeof(loss), "chunked, lossChunks %lld",
+		    (long long)wl->loss_chunks);
+	else
+		snprintf(loss, sizeof(loss), "%s",
+		    mf_workload_enum_name("loss", wl->loss));
 	mf_buf_printf(b,
-	    "recipe: precision %s, attention %s, gradientCheckpointing %s, loss standard\n",
+	    "recipe: precision %s, attention %s, gradientCheckpointing %s, loss %s\n",
 	    mf_workload_enum_name("precision", wl->precision),
 	    mf_workload_enum_name("attention",
 	        mf_est_attention(&job->model, wl)),
-	    ckpt);
+	    ckpt, loss);
 	if (wl->optimizer_in_backward)
 		mf_buf_printf(b,
 		    "recipe: optimizerInBackward true (each weight stepped as its gradient is made, torchtune)\n");
