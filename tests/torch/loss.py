@@ -24,22 +24,29 @@ does not):
   (LoRA: a frozen model without layers keeps nothing, so the two are
   checked together);
 - the moment of the loss the case is built to make the largest, above
-  what the buckets hold, from the profiler's allocator events (every
-  allocation and free, in order), phase by phase of a step over the layers
-  the case names: "forward" the loss's forward (the forward's peak less
-  what it leaves held), "backward" one piece's loss backward (the
-  backward's peak less what the forward left), "head" the backward of a
-  trained lm_head's pieces (the backward's peak less what the forward left,
-  whose saved log-softmax is freed by then, and less the head's gradient,
-  the gradients bucket's);
+  what the other buckets hold, from the profiler's allocator events (every
+  allocation and free, in order), phase by phase of a step without the
+  optimizer over no layers (one for LoRA, whose frozen model keeps nothing
+  without): "forward" the loss's forward (the forward's peak less what it
+  leaves held), "backward" one piece's loss backward (the backward's peak
+  less what the forward left), "head" the backward of a trained lm_head's
+  pieces (the backward's peak less what the forward left, whose saved
+  log-softmax is freed by then, and less the head's gradient, the
+  gradients bucket's); and that its phase holds that run's peak;
 - the peak of a whole step over two layers (forward, loss, backward and
   the optimizer, measure.py's recipes; SGD with momentum as
   torch.optim.SGD runs it one parameter at a time, where the case needs a
-  step without temporaries).
+  step without temporaries), and for the "forward" and "backward" cases
+  the same moment in it, which is that step's peak too (not in the
+  "head" cases, whose layers, as wide as the head, hold more in their own
+  backward).
 It asks memfloor (the command line) for the same job with loss: chunked,
-and fails when logits, activations or the transient are off by more than 2%
-or the step's peak is above perGpuBytes.  loss.py [-v] [INDEX ...]: every
-case, or those named; -v prints every check.
+and fails when logits, activations or the transient are off by more than
+2% (where lossChunks does not divide s, when the transient is below the
+moment: memfloor counts the largest piece), when the moment is not its
+run's peak, or when the step's peak is above perGpuBytes.
+loss.py [-v] [INDEX ...]: every case, or those named; -v prints every
+check.
 """
 import os
 import sys
@@ -216,20 +223,29 @@ def kept(subj, step, ids, labels):
     return n
 
 
+def moment(ph, phase, head=0):
+    """The case's moment of the loss in the phases of a step (phases),
+    above what the other buckets hold, and whether its phase holds the
+    step's peak."""
+    fwd_peak, fwd_end = ph["forward"]
+    bwd_peak = ph["backward"][0]
+    top = max(ph, key=lambda k: ph[k][0])
+    if phase == "forward":
+        return fwd_peak - fwd_end, top == "forward"
+    return bwd_peak - fwd_end - head, top == "backward"
+
+
 def transient(subj, step, phase, layers, ids, labels):
-    """The case's moment of the loss, measured over layers layers."""
+    """The case's moment, measured over layers layers (no optimizer)."""
     subj.set(layers, "sdpa")
     for p in subj.model.parameters():
         p.grad = None
     ph = phases(step, ids, labels)
-    fwd_peak, fwd_end = ph["forward"]
-    bwd_peak = ph["backward"][0]
-    if phase == "forward":
-        return fwd_peak - fwd_end
-    if phase == "backward":
-        return bwd_peak - fwd_end
-    head = subj.base.lm_head.weight.grad
-    return bwd_peak - fwd_end - head.numel() * head.element_size()
+    head = 0
+    if phase == "head":
+        g = subj.base.lm_head.weight.grad
+        head = g.numel() * g.element_size()
+    return moment(ph, phase, head)
 
 
 def run_case(i, case, errors):
@@ -254,9 +270,11 @@ def run_case(i, case, errors):
         else:
             compare(errors, name, "activations+logits", s2,
                     got["activations"] + got["logits"])
-        compare(errors, name, "transient (%s)" % phase,
-                transient(subj, step, phase, layers, ids, labels),
+        t, top = transient(subj, step, phase, layers, ids, labels)
+        compare(errors, name, "transient (%s)" % phase, t,
                 got["transient"], above=not exact)
+        peak_phase(errors, name, "its moment the peak, %d layers" % layers,
+                   top)
         subj.set(2, "sdpa")
         for p in subj.model.parameters():
             p.grad = None
@@ -268,6 +286,20 @@ def run_case(i, case, errors):
         peak = held + max(p for p, _ in ph.values())
         compare(errors, name, "step peak <= perGpu", peak, per_gpu,
                 above=True)
+        if phase != "head":
+            # Over two layers the loss is the whole step's peak too (the
+            # head's moment is not: its cases' layers hold more).
+            t, top = moment(ph, phase)
+            compare(errors, name, "transient, 2-layer step", t,
+                    got["transient"], above=not exact)
+            peak_phase(errors, name, "its moment the peak, 2 layers", top)
+
+
+def peak_phase(errors, name, what, ok):
+    errors.append((name, "peak phase", 1, 1, 0.0, not ok))
+    if VERBOSE or not ok:
+        print("%s%-48s %s: %s" % ("" if ok else "FAIL ", name, what,
+                                  "yes" if ok else "no"))
 
 
 def main():
@@ -278,7 +310,8 @@ def main():
             run_case(i, case, errors)
     failed = sum(1 for e in errors if e[5])
     for bucket in ("logits", "activations", "activations+logits",
-                   "transient", "step peak <= perGpu"):
+                   "transient", "transient, 2-layer step",
+                   "step peak <= perGpu"):
         e = [x[4] for x in errors if x[1].split(" (")[0] == bucket]
         if e:
             print("LOSS %-22s: worst %+.3f%%, mean |error| %.3f%% (%d)" %
