@@ -138,6 +138,12 @@ mf_est_offloads(const struct mf_workload *w)
 	    w->estimator == MF_EST_PYTORCH;
 }
 
+enum mf_loss
+mf_est_loss(const struct mf_workload *w)
+{
+	return w->estimator == MF_EST_PYTORCH ? w->loss : MF_LOSS_STANDARD;
+}
+
 /*
  * Attention.  Fused (sdpa, flash): the kernel keeps q and k after RoPE
  * (ad, kvd), v as projected (kvd: transformers passes enable_gqa to SDPA

@@ -134,6 +134,11 @@ mf_est_attention(const struct mf_model *m, const struct mf_workload *w);
  */
 int mf_est_offloads(const struct mf_workload *w);
 
+/* The loss an estimate of w counts: w->loss under the estimator pytorch;
+ * the post's arithmetic counts the standard loss's logits whatever w
+ * says. */
+enum mf_loss mf_est_loss(const struct mf_workload *w);
+
 /*
  * Default of catalogue cudaGraphReserve: what vLLM (0.21 and later, which
  * takes its estimate of the CUDA graphs from the KV cache's budget,

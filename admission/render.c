@@ -295,7 +295,8 @@ smallest_fit(struct mf_jw *w, const struct mf_est_answer *a)
  * is eager), the checkpointing (false, true, op or every Nth layer),
  * activation offloading as the estimator counted it (mf_est_offloads:
  * the post's arithmetic has none), optimizer-in-backward (est_state.c),
- * and the loss (standard, or chunked with its lossChunks).
+ * and the loss as the estimator counted it (mf_est_loss: standard, or
+ * chunked with its lossChunks).
  */
 static void
 recipe(struct mf_jw *w, const struct mf_job *job)
@@ -316,8 +317,8 @@ recipe(struct mf_jw *w, const struct mf_job *job)
 		mf_jw_int(w, "gradientCheckpointing", wl->ckpt_every);
 	else
 		mf_jw_bool(w, "gradientCheckpointing", wl->checkpointing != 0);
-	mf_jw_str(w, "loss", mf_workload_enum_name("loss", wl->loss));
-	if (wl->loss == MF_LOSS_CHUNKED)
+	mf_jw_str(w, "loss", mf_workload_enum_name("loss", mf_est_loss(wl)));
+	if (mf_est_loss(wl) == MF_LOSS_CHUNKED)
 		mf_jw_int(w, "lossChunks", wl->loss_chunks);
 	mf_jw_bool(w, "activationOffload", mf_est_offloads(wl));
 	mf_jw_bool(w, "optimizerInBackward", wl->optimizer_in_backward);
@@ -353,12 +354,12 @@ text_recipe(struct mf_buf *b, const struct mf_job *job)
 	else
 		snprintf(ckpt, sizeof(ckpt), "%s",
 		    wl->checkpointing ? "true" : "false");
-	if (wl->loss == MF_LOSS_CHUNKED)
+	if (mf_est_loss(wl) == MF_LOSS_CHUNKED)
 		snprintf(loss, sizeof(loss), "chunked, lossChunks %lld",
 		    (long long)wl->loss_chunks);
 	else
 		snprintf(loss, sizeof(loss), "%s",
-		    mf_workload_enum_name("loss", wl->loss));
+		    mf_workload_enum_name("loss", mf_est_loss(wl)));
 	mf_buf_printf(b,
 	    "recipe: precision %s, attention %s, gradientCheckpointing %s, loss %s\n",
 	    mf_workload_enum_name("precision", wl->precision),
