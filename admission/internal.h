@@ -18,26 +18,29 @@
  * estimate and the parameter counts.  -1 in means -1 out, so a chain of
  * operations reports one overflow at its end.
  */
-/* a * b, or -1 when either is negative or the product passes 2^63 - 1. */
+enum mf_cop { MF_COP_MUL, MF_COP_ADD };
+
+/* a op b, or -1 when either is negative or the result passes 2^63 - 1. */
+static inline int64_t
+mf_checked(enum mf_cop op, int64_t a, int64_t b)
+{
+	int64_t r;
+	int over = op == MF_COP_MUL ? __builtin_mul_overflow(a, b, &r) :
+	                              __builtin_add_overflow(a, b, &r);
+
+	return a < 0 || b < 0 || over ? -1 : r;
+}
+
 static inline int64_t
 mf_cmul(int64_t a, int64_t b)
 {
-	int64_t r;
-
-	if (a < 0 || b < 0 || __builtin_mul_overflow(a, b, &r))
-		return -1;
-	return r;
+	return mf_checked(MF_COP_MUL, a, b);
 }
 
-/* a + b, or -1 when either is negative or the sum passes 2^63 - 1. */
 static inline int64_t
 mf_cadd(int64_t a, int64_t b)
 {
-	int64_t r;
-
-	if (a < 0 || b < 0 || __builtin_add_overflow(a, b, &r))
-		return -1;
-	return r;
+	return mf_checked(MF_COP_ADD, a, b);
 }
 
 /*
