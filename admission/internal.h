@@ -63,6 +63,15 @@ mf_ref_drop(int *refs)
 	return __atomic_sub_fetch(refs, 1, __ATOMIC_ACQ_REL) == 0;
 }
 
+/*
+ * The NULL-accepting x_ref and x_unref of a snapshot p with an int refs:
+ * MF_REF(p) takes a reference and is p; MF_UNREF(p) drops one and is 1
+ * when it was the last, for the caller to free p.  p is evaluated more
+ * than once: pass a plain variable.
+ */
+#define MF_REF(p) ((p) != NULL ? (mf_ref_take(&(p)->refs), (p)) : NULL)
+#define MF_UNREF(p) ((p) != NULL && mf_ref_drop(&(p)->refs))
+
 /* Writes "parent.key" into buf (the dotted path of a field); returns buf. */
 char *mf_path(char *buf, size_t size, const char *parent, const char *key);
 

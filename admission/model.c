@@ -780,15 +780,13 @@ struct mf_models {
 	size_t n;
 	size_t cap;
 	struct model_entry *v; /* sorted by name once loaded */
-	int refs;              /* mf_ref_take and mf_ref_drop */
+	int refs;              /* MF_REF and MF_UNREF */
 };
 
 struct mf_models *
 mf_models_ref(struct mf_models *models)
 {
-	if (models != NULL)
-		mf_ref_take(&models->refs);
-	return models;
+	return MF_REF(models);
 }
 
 void
@@ -796,7 +794,7 @@ mf_models_free(struct mf_models *models)
 {
 	size_t i;
 
-	if (models == NULL || !mf_ref_drop(&models->refs))
+	if (!MF_UNREF(models))
 		return;
 	for (i = 0; i < models->n; i++)
 		free(models->v[i].name);

@@ -439,20 +439,18 @@ mf_cat_load(const char *path, struct mf_catalog **out, struct mf_error *err)
 	return MF_OK;
 }
 
-/* refs is a plain int in the header, counted by mf_ref_take and
- * mf_ref_drop (internal.h). */
+/* refs is a plain int in the header, counted by MF_REF and MF_UNREF
+ * (internal.h). */
 struct mf_catalog *
 mf_cat_ref(struct mf_catalog *cat)
 {
-	if (cat != NULL)
-		mf_ref_take(&cat->refs);
-	return cat;
+	return MF_REF(cat);
 }
 
 void
 mf_cat_unref(struct mf_catalog *cat)
 {
-	if (cat != NULL && mf_ref_drop(&cat->refs))
+	if (MF_UNREF(cat))
 		cat_free(cat);
 }
 
