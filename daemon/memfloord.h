@@ -135,11 +135,10 @@ char *mfd_metrics_render(const struct mfd_gauges *g);
  */
 enum mf_rc mfd_state_init(const struct mfd_config *cfg, struct mf_error *err);
 void mfd_state_fini(void);
-/* The catalogue in service with a reference taken (mf_cat_unref it), or
- * NULL before one is loaded. */
-struct mf_catalog *mfd_state_catalog(void);
-/* The models in service with a reference taken (mf_models_free it). */
-struct mf_models *mfd_state_models(void);
+/* The catalogue in service into *cat (NULL before one is loaded) and the
+ * models into *m, from the same reload, each with a reference taken
+ * (mf_cat_unref, mf_models_free); a NULL out-parameter is not wanted. */
+void mfd_state_take(struct mf_catalog **cat, struct mf_models **m);
 /*
  * Re-read the catalogue file and the model directories (SIGHUP); each
  * that fails keeps the one in service, and a model file that no longer

@@ -100,9 +100,11 @@ static atomic_int draining;
 static struct mf_api
 api_begin(void)
 {
-	struct mf_api api = { mfd_state_catalog(), mfd_state_models(), NULL };
+	struct mf_catalog *cat;
+	struct mf_models *m;
 
-	return api;
+	mfd_state_take(&cat, &m);
+	return (struct mf_api){ cat, m, NULL };
 }
 
 static void
@@ -176,9 +178,10 @@ do_healthz(struct request *r, struct MHD_Connection *c, struct mf_answer *ans)
 static void
 do_readyz(struct request *r, struct MHD_Connection *c, struct mf_answer *ans)
 {
-	struct mf_catalog *cat = mfd_state_catalog();
+	struct mf_catalog *cat;
 
 	(void)c;
+	mfd_state_take(&cat, NULL);
 	if (cat != NULL && !atomic_load(&draining)) {
 		memset(ans, 0, sizeof(*ans));
 		mf_answer_text(ans, MF_ANS_OK, dup_text("ready\n"));
@@ -193,12 +196,14 @@ do_readyz(struct request *r, struct MHD_Connection *c, struct mf_answer *ans)
 static void
 do_metrics(struct request *r, struct MHD_Connection *c, struct mf_answer *ans)
 {
-	struct mf_catalog *cat = mfd_state_catalog();
-	struct mfd_gauges g = { cat ? cat->version : 0, cat ? cat->ngpus : 0,
-		mfd_tls_generations() };
+	struct mf_catalog *cat;
+	struct mfd_gauges g;
 
 	(void)r;
 	(void)c;
+	mfd_state_take(&cat, NULL);
+	g = (struct mfd_gauges){ cat ? cat->version : 0, cat ? cat->ngpus : 0,
+		mfd_tls_generations() };
 	memset(ans, 0, sizeof(*ans));
 	mf_answer_text(ans, MF_ANS_OK, mfd_metrics_render(&g));
 	ans->content_type = "text/plain; version=0.0.4; charset=utf-8";

@@ -32,26 +32,15 @@ static struct stat last_seen; /* the file as of the last load attempt */
 static int gone_said;         /* under reload_lock: its removal logged */
 static int stopped;           /* under reload_lock: no more reloads */
 
-struct mf_catalog *
-mfd_state_catalog(void)
+void
+mfd_state_take(struct mf_catalog **cat, struct mf_models **m)
 {
-	struct mf_catalog *cat;
-
 	pthread_mutex_lock(&swap_lock);
-	cat = mf_cat_ref(current);
+	if (cat != NULL)
+		*cat = mf_cat_ref(current);
+	if (m != NULL)
+		*m = mf_models_ref(models);
 	pthread_mutex_unlock(&swap_lock);
-	return cat;
-}
-
-struct mf_models *
-mfd_state_models(void)
-{
-	struct mf_models *m;
-
-	pthread_mutex_lock(&swap_lock);
-	m = mf_models_ref(models);
-	pthread_mutex_unlock(&swap_lock);
-	return m;
 }
 
 /* A model file that does not parse: said, and left out. */
@@ -99,16 +88,36 @@ load_models(const struct mf_models *prev, int strict, size_t *counts,
 	return mf_models_load_dirs(&how, out, err);
 }
 
+/*
+ * Put cat and m in service together under swap_lock, and drop the
+ * references to what they replace once it is released.  Every caller holds
+ * reload_lock or runs before the threads start, so what it reads of the
+ * pair in service is current; one passes what it keeps as it is.
+ */
 static void
-swap_models(struct mf_models *m)
+swap(struct mf_catalog *cat, struct mf_models *m)
 {
-	struct mf_models *old;
+	struct mf_catalog *old_cat;
+	struct mf_models *old_m;
 
 	pthread_mutex_lock(&swap_lock);
-	old = models;
+	old_cat = current;
+	old_m = models;
+	current = cat;
 	models = m;
 	pthread_mutex_unlock(&swap_lock);
-	mf_models_free(old);
+	if (old_cat != cat)
+		mf_cat_unref(old_cat);
+	if (old_m != m)
+		mf_models_free(old_m);
+}
+
+/* Give a new catalogue its version and load time. */
+static void
+stamp(struct mf_catalog *cat)
+{
+	cat->version = ++version;
+	cat->loaded_at = time(NULL);
 }
 
 /* Reload the model directories; a failure keeps the set in service. */
@@ -116,12 +125,13 @@ static void
 reload_models(const char *why)
 {
 	size_t counts[MF_DATA_MAX_MODEL_DIRS];
-	struct mf_models *m = NULL, *prev = mfd_state_models();
+	struct mf_models *m = NULL, *prev;
 	struct mf_error err;
 	char msg[MF_ERROR_MAX];
 
+	mfd_state_take(NULL, &prev);
 	if (load_models(prev, 0, counts, &m, &err) == MF_OK) {
-		swap_models(m);
+		swap(current, m);
 		say_models(why, m, counts);
 	} else {
 		mfd_log(MFD_ERROR,
@@ -130,20 +140,6 @@ reload_models(const char *why)
 		    mf_error_message(&err, msg, sizeof(msg)));
 	}
 	mf_models_free(prev);
-}
-
-static void
-swap_in(struct mf_catalog *cat)
-{
-	struct mf_catalog *old;
-
-	cat->version = ++version;
-	cat->loaded_at = time(NULL);
-	pthread_mutex_lock(&swap_lock);
-	old = current;
-	current = cat;
-	pthread_mutex_unlock(&swap_lock);
-	mf_cat_unref(old);
 }
 
 enum mf_rc
@@ -165,7 +161,8 @@ mfd_state_reload(const char *why)
 	if (rc == MF_OK) {
 		size_t ngpus = cat->ngpus; /* cat is not ours once swapped in */
 
-		swap_in(cat);
+		stamp(cat);
+		swap(cat, models);
 		mfd_log(MFD_INFO,
 		    "catalogue %s reloaded (%s): version %llu, %zu GPUs",
 		    catalog_path, why, (unsigned long long)version, ngpus);
@@ -204,14 +201,14 @@ mfd_state_init(const struct mfd_config *cfg, struct mf_error *err)
 		mf_cat_unref(cat);
 		return rc;
 	}
-	swap_models(m);
 	/* -n says "configuration OK" or the problem, and nothing else. */
 	if (!cfg->check_only) {
 		mfd_log(MFD_INFO, "catalogue %s: %zu GPUs", catalog_path,
 		    cat->ngpus);
 		say_models("loaded", m, counts);
 	}
-	swap_in(cat);
+	stamp(cat);
+	swap(cat, m);
 	return MF_OK;
 }
 
@@ -221,12 +218,8 @@ mfd_state_fini(void)
 	/* The watcher thread may still wake up; it will find stopped set. */
 	pthread_mutex_lock(&reload_lock);
 	stopped = 1;
-	pthread_mutex_lock(&swap_lock);
-	mf_cat_unref(current);
-	current = NULL;
-	pthread_mutex_unlock(&swap_lock);
+	swap(NULL, NULL);
 	pthread_mutex_unlock(&reload_lock);
-	swap_models(NULL);
 }
 
 /*
