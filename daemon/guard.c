@@ -191,44 +191,43 @@ mfd_guard_close(struct mfd_conn *c)
 	free(c);
 }
 
-void
-mfd_guard_begin(struct mfd_conn *c)
+/*
+ * Under the lock: c's deadline becomes t (0: none), or stays where it is
+ * earlier with earliest; in_request becomes in (-1: as it is).  A NULL c
+ * is a no-op.
+ */
+static void
+set_deadline(struct mfd_conn *c, int in, long long t, int earliest)
 {
-	long long t;
-
 	if (c == NULL)
 		return;
-	t = mfd_now_ms() + request_ms;
 	pthread_mutex_lock(&lock);
-	c->in_request = 1;
-	/* The first request's time runs from the connection's start. */
-	if (c->deadline == 0 || t < c->deadline)
+	if (in >= 0)
+		c->in_request = in;
+	if (!earliest || c->deadline == 0 || t < c->deadline)
 		c->deadline = t;
 	pthread_mutex_unlock(&lock);
 }
 
 void
+mfd_guard_begin(struct mfd_conn *c)
+{
+	/* The first request's time runs from the connection's start. */
+	set_deadline(c, 1, mfd_now_ms() + request_ms, 1);
+}
+
+void
 mfd_guard_end(struct mfd_conn *c, int answered)
 {
-	if (c == NULL)
-		return;
-	pthread_mutex_lock(&lock);
-	if (answered) {
-		c->in_request = 0;
-		c->deadline = mfd_now_ms() + idle_ms;
-	}
-	pthread_mutex_unlock(&lock);
+	if (answered)
+		set_deadline(c, 0, mfd_now_ms() + idle_ms, 0);
 }
 
 void
 mfd_guard_suspend(struct mfd_conn *c, int suspended)
 {
-	if (c == NULL)
-		return;
-	pthread_mutex_lock(&lock);
 	/* A suspended connection waits on a fetch, which has its own cap. */
-	c->deadline = suspended ? 0 : mfd_now_ms() + request_ms;
-	pthread_mutex_unlock(&lock);
+	set_deadline(c, -1, suspended ? 0 : mfd_now_ms() + request_ms, 0);
 }
 
 const char *
