@@ -94,36 +94,61 @@ names(struct mf_jw *w, const char *key, const struct mf_field *f, unsigned mask)
 	mf_jw_close(w, ']');
 }
 
-/* The row's default as JSON. */
+/*
+ * A row's default, for the JSON Schema and the docs alike: its text (an
+ * enum's name, true or false, the integer, the number to 15 figures, the
+ * quantity), and what JSON writes it as.
+ */
+struct dflt {
+	enum { DF_NONE, DF_NAME, DF_INT, DF_NUM } kind;
+	char text[MF_QTY_STRMAX]; /* also room for %lld and %.15g */
+};
+
 static void
-default_value(struct mf_jw *w, const struct mf_field *f)
+default_of(const struct mf_field *f, struct dflt *d)
 {
-	const char *nm;
-	char q[MF_QTY_STRMAX];
+	const char *nm = NULL;
 
 	switch (f->type) {
 	case MF_FT_ENUM:
 		nm = mf_fields_name(f, (int)f->idef);
-		if (nm != NULL)
-			name_value(w, "default", nm);
 		break;
 	case MF_FT_BOOL:
-		mf_jw_bool(w, "default", f->idef != 0);
+		nm = f->idef ? "true" : "false";
 		break;
 	case MF_FT_INT:
-		mf_jw_int(w, "default", f->idef);
-		break;
+		d->kind = DF_INT;
+		snprintf(d->text, sizeof(d->text), "%lld", (long long)f->idef);
+		return;
 	case MF_FT_NUMBER:
-		mf_jw_num(w, "default", f->ddef, 6);
-		break;
+		d->kind = DF_NUM;
+		snprintf(d->text, sizeof(d->text), "%.15g", f->ddef);
+		return;
 	case MF_FT_BYTES:
 	case MF_FT_MEMORY:
-		mf_qty_format(f->idef, MF_QTY_BINARY, q, sizeof(q));
-		mf_jw_str(w, "default", q);
-		break;
+		d->kind = DF_NAME;
+		mf_qty_format(f->idef, MF_QTY_BINARY, d->text, sizeof(d->text));
+		return;
 	default:
 		break;
 	}
+	d->kind = nm != NULL ? DF_NAME : DF_NONE;
+	mf_copy(d->text, sizeof(d->text), nm != NULL ? nm : "");
+}
+
+/* The row's default as JSON. */
+static void
+default_value(struct mf_jw *w, const struct mf_field *f)
+{
+	struct dflt d;
+
+	default_of(f, &d);
+	if (d.kind == DF_INT)
+		mf_jw_int(w, "default", f->idef);
+	else if (d.kind == DF_NUM)
+		mf_jw_num(w, "default", f->ddef, 6);
+	else if (d.kind == DF_NAME)
+		name_value(w, "default", d.text);
 }
 
 /* The bounds of a number: [lo, hi] with either end open. */
@@ -643,8 +668,7 @@ md_type(struct mf_buf *b, const struct mf_field *f)
 static void
 md_default(struct mf_buf *b, const struct mf_field *f)
 {
-	char q[MF_QTY_STRMAX];
-	const char *nm;
+	struct dflt d;
 
 	if (f->flags & MF_FF_REQUIRED) {
 		mf_buf_printf(b, "required");
@@ -656,28 +680,9 @@ md_default(struct mf_buf *b, const struct mf_field *f)
 	}
 	if (!(f->flags & MF_FF_DEFAULT))
 		return;
-	switch (f->type) {
-	case MF_FT_ENUM:
-		nm = mf_fields_name(f, (int)f->idef);
-		mf_buf_printf(b, "`%s`", nm != NULL ? nm : "?");
-		break;
-	case MF_FT_BOOL:
-		mf_buf_printf(b, "`%s`", f->idef ? "true" : "false");
-		break;
-	case MF_FT_INT:
-		mf_buf_printf(b, "`%lld`", (long long)f->idef);
-		break;
-	case MF_FT_NUMBER:
-		mf_buf_printf(b, "`%.15g`", f->ddef);
-		break;
-	case MF_FT_BYTES:
-	case MF_FT_MEMORY:
-		mf_qty_format(f->idef, MF_QTY_BINARY, q, sizeof(q));
-		mf_buf_printf(b, "`%s`", q);
-		break;
-	default:
-		break;
-	}
+	default_of(f, &d);
+	if (d.kind != DF_NONE)
+		mf_buf_printf(b, "`%s`", d.text);
 }
 
 /* "kind: `inference`; server: `vllm`", and the values' own. */
