@@ -303,6 +303,18 @@ suggestion_text(struct mf_buf *b, const char *lead, const struct mf_job *job,
 		mf_buf_printf(b, " (a modelling decision)");
 }
 
+/* A rejection, denied with b's text, or the review out of memory when b
+ * ran out. */
+static void
+deny_text(struct review *rv, const struct mf_buf *b)
+{
+	if (b->rc == MF_ENOMEM)
+		rv->nomem = 1;
+	else
+		mf_review_deny(rv, 403, b->data);
+	rv->verdict = MF_VERDICT_REJECTED;
+}
+
 static void
 deny_rejection(struct review *rv, const struct mf_job *job,
     const struct mf_decision *d)
@@ -312,12 +324,8 @@ deny_rejection(struct review *rv, const struct mf_job *job,
 	mf_buf_init(&b, MESSAGE_BUF);
 	mf_buf_printf(&b, "%s", d->reason);
 	suggestion_text(&b, "; suggested fix: ", job, d);
-	if (b.rc == MF_ENOMEM)
-		rv->nomem = 1;
-	else
-		mf_review_deny(rv, 403, b.data);
+	deny_text(rv, &b);
 	mf_buf_free(&b);
-	rv->verdict = MF_VERDICT_REJECTED;
 }
 
 /* --- the job from the annotations -------------------------------------- */
@@ -653,11 +661,7 @@ deny_placed(struct review *rv, const struct mf_job *job,
 		if (d->suggested >= 0)
 			suggestion_text(&b, "; within one node, the fix ", job,
 			    d);
-		if (b.rc == MF_ENOMEM)
-			rv->nomem = 1;
-		else
-			mf_review_deny(rv, 403, b.data);
-		rv->verdict = MF_VERDICT_REJECTED;
+		deny_text(rv, &b);
 	} else if (!rv->nomem) {
 		deny_rejection(rv, job, d);
 	}
