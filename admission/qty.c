@@ -255,8 +255,9 @@ evaluate(struct scan *sc, int64_t *out)
 	return MF_QTY_OK;
 }
 
-enum mf_qty_err
-mf_qty_parse_bytes(const char *s, size_t len, int64_t *bytes,
+/* mf_qty_parse_bytes, a value below min refused as MF_QTY_SMALL. */
+static enum mf_qty_err
+parse(const char *s, size_t len, int64_t min, int64_t *bytes,
     enum mf_qty_format *format)
 {
 	struct scan sc;
@@ -276,12 +277,21 @@ mf_qty_parse_bytes(const char *s, size_t len, int64_t *bytes,
 		err = MF_QTY_SUBUNIT;
 	if (err == MF_QTY_OK)
 		err = evaluate(&sc, &v);
+	if (err == MF_QTY_OK && v < min)
+		err = MF_QTY_SMALL;
 	if (err != MF_QTY_OK)
 		return err;
 	*bytes = v;
 	if (format != NULL)
 		*format = sc.format;
 	return MF_QTY_OK;
+}
+
+enum mf_qty_err
+mf_qty_parse_bytes(const char *s, size_t len, int64_t *bytes,
+    enum mf_qty_format *format)
+{
+	return parse(s, len, INT64_MIN, bytes, format);
 }
 
 const char *
@@ -312,19 +322,7 @@ enum mf_qty_err
 mf_qty_parse_memory(const char *s, size_t len, int64_t *bytes,
     enum mf_qty_format *format)
 {
-	enum mf_qty_format f;
-	enum mf_qty_err err;
-	int64_t v;
-
-	err = mf_qty_parse_bytes(s, len, &v, &f);
-	if (err == MF_QTY_OK && v < MF_QTY_MEMORY_MIN)
-		err = MF_QTY_SMALL;
-	if (err != MF_QTY_OK)
-		return err;
-	*bytes = v;
-	if (format != NULL)
-		*format = f;
-	return MF_QTY_OK;
+	return parse(s, len, MF_QTY_MEMORY_MIN, bytes, format);
 }
 
 /* Whether s[0..len) is digits with at most one '.': a bare number. */
@@ -407,26 +405,15 @@ mf_qty_explain(const char *s, size_t len, enum mf_qty_err err, char *buf,
 	return buf;
 }
 
-/* Largest power of 1000 that leaves a whole mantissa, as Kubernetes picks. */
+/* Largest power of base (1000 or 1024) that leaves a whole mantissa, as
+ * Kubernetes picks: its exponent, the mantissa left in *m (not 0). */
 static int
-split_decimal(uint64_t *m)
-{
-	int e = 0;
-
-	while (*m % 1000 == 0) {
-		*m /= 1000;
-		e += 3;
-	}
-	return e;
-}
-
-static int
-split_binary(uint64_t *m)
+split(uint64_t *m, uint64_t base)
 {
 	int i = 0;
 
-	while (*m % 1024 == 0) {
-		*m /= 1024;
+	while (*m % base == 0) {
+		*m /= base;
 		i++;
 	}
 	return i;
@@ -451,12 +438,12 @@ mf_qty_format(int64_t bytes, enum mf_qty_format format, char *buf, size_t size)
 	if (format == MF_QTY_BINARY && m < 1024)
 		format = MF_QTY_DECIMAL;
 	if (m != 0 && format == MF_QTY_BINARY) {
-		e = split_binary(&m);
+		e = split(&m, 1024);
 		assert(e >= 0 &&
 		    (size_t)e < sizeof(bin_suffix) / sizeof(bin_suffix[0]));
 		suffix = bin_suffix[e];
 	} else if (m != 0) {
-		e = split_decimal(&m);
+		e = 3 * split(&m, 1000);
 		if (format == MF_QTY_DECIMAL) {
 			assert(e >= 0 &&
 			    (size_t)(e / 3) <
