@@ -52,7 +52,7 @@ struct route {
 	enum mfd_route id;
 	enum body body; /* BODY_NONE: GET, else POST with this body */
 	handler_fn fn;
-	mf_api_call call; /* what do_body runs for a POST route */
+	mf_api_call call; /* what do_api runs for a POST route */
 	int phased;       /* an admit or an estimate: read, fetch, decide */
 	enum mf_call job_call;
 };
@@ -114,36 +114,26 @@ api_end(struct mf_api *api)
 	mf_models_free((struct mf_models *)api->models);
 }
 
-/* POST routes: the route's library call on the body, with the catalogue
- * in service held for the call. */
+/*
+ * The routes that call the library with the catalogue and the models in
+ * service held for the call: a POST route's call on the body, GET
+ * /v1/catalog and GET /v1/models.
+ */
 static void
-do_body(struct request *r, struct MHD_Connection *c, struct mf_answer *ans)
+do_api(struct request *r, struct MHD_Connection *c, struct mf_answer *ans)
 {
 	struct mf_api api = api_begin();
 
-	(void)c;
-	r->route->call(&api, r->body.data, r->body.len, r->fmt, r->out, ans);
-	api_end(&api);
-}
-
-static void
-do_catalog(struct request *r, struct MHD_Connection *c, struct mf_answer *ans)
-{
-	struct mf_api api = api_begin();
-
-	mf_api_catalog(&api,
-	    MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "minMemory"),
-	    r->out, ans);
-	api_end(&api);
-}
-
-static void
-do_models(struct request *r, struct MHD_Connection *c, struct mf_answer *ans)
-{
-	struct mf_api api = api_begin();
-
-	(void)c;
-	mf_api_models(&api, r->out, ans);
+	if (r->route->call != NULL)
+		r->route->call(&api, r->body.data, r->body.len, r->fmt, r->out,
+		    ans);
+	else if (r->route->id == MFD_R_CATALOG)
+		mf_api_catalog(&api,
+		    MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND,
+		        "minMemory"),
+		    r->out, ans);
+	else
+		mf_api_models(&api, r->out, ans);
 	api_end(&api);
 }
 
@@ -222,12 +212,12 @@ static const struct route routes[] = {
 	    MF_CALL_ADMIT },
 	{ "/v1/estimate", MFD_R_ESTIMATE, BODY_MANIFEST, NULL, NULL, 1,
 	    MF_CALL_ESTIMATE },
-	{ "/v1/diagnose", MFD_R_DIAGNOSE, BODY_TEXT, do_body, mf_api_diagnose,
-	    0, 0 },
-	{ "/v1/admission-review", MFD_R_REVIEW, BODY_REVIEW, do_body,
+	{ "/v1/diagnose", MFD_R_DIAGNOSE, BODY_TEXT, do_api, mf_api_diagnose, 0,
+	    0 },
+	{ "/v1/admission-review", MFD_R_REVIEW, BODY_REVIEW, do_api,
 	    mf_api_review, 0, 0 },
-	{ "/v1/catalog", MFD_R_CATALOG, BODY_NONE, do_catalog, NULL, 0, 0 },
-	{ "/v1/models", MFD_R_MODELS, BODY_NONE, do_models, NULL, 0, 0 },
+	{ "/v1/catalog", MFD_R_CATALOG, BODY_NONE, do_api, NULL, 0, 0 },
+	{ "/v1/models", MFD_R_MODELS, BODY_NONE, do_api, NULL, 0, 0 },
 	{ "/v1/schema", MFD_R_SCHEMA, BODY_NONE, do_schema, NULL, 0, 0 },
 	{ "/healthz", MFD_R_HEALTHZ, BODY_NONE, do_healthz, NULL, 0, 0 },
 	{ "/readyz", MFD_R_READYZ, BODY_NONE, do_readyz, NULL, 0, 0 },
