@@ -806,8 +806,8 @@ step_temp_bytes(const struct mf_workload *w)
 
 /*
  * transient: the largest short-lived allocation of a step, alive at the
- * step's peak on top of what the other buckets hold; the four below
- * never overlap, and the bucket is the largest.
+ * step's peak on top of what the other buckets hold; the candidates
+ * below never overlap, and the bucket is the largest.
  * - The loss's backward: nll_loss's gradient and log_softmax's, fp32 s x
  *   b x V each, alive while the saved log-softmax is (8 x s x b x V).
  *   Under loss parallel, of a GPU's Vl vocabulary rows, three: torch's
@@ -828,6 +828,8 @@ step_temp_bytes(const struct mf_workload *w)
  *   which at most every token goes to).  Measured where it is the peak:
  *   a small vocabulary and LoRA, which keeps no gradient of the base
  *   weights to leave room (tests/torch/measure.py, CHECK[7]).
+ * - LoRA's forward, in each layer and again in its recomputation under
+ *   checkpointing (lora_forward).
  * - The optimizer step: the temporaries of the largest parameter (Pmax,
  *   see step_temp_bytes); FSDP over N GPUs steps a 1/N shard of it.
  *   With the optimizer in backward (torchtune) each weight is stepped
@@ -1012,6 +1014,45 @@ chunked_transient(const struct mf_model *m, const struct mf_workload *w,
 }
 
 /*
+ * LoRA's forward, its term "s x b x Omax x (e + 8), " into f.  PEFT's
+ * lora.Linear adds the adapter to the frozen base's output, result +
+ * lora_B(lora_A(x)) * scaling, with fp32 adapters: the base's output (e
+ * bytes a value, the activations' dtype; bitsandbytes' 4-bit layer
+ * returns, and clones, its compute dtype), lora_B's fp32 output and its
+ * product with the scaling (4 each) are alive together, and then that
+ * product, the base's output and their fp32 sum, before the sum is cast
+ * back: (e + 8) bytes a value of the linear's output, for every token, on
+ * top of what the layers keep; the largest is the widest output a target
+ * reaches (Omax: Phi-3's fused gate_up, 2I, twice a Llama block's I).
+ * Under checkpointing the last layer's recomputation makes it again,
+ * above every layer's input.  Like the MLP's backward it is counted
+ * beside the logits, which are not alive then (not made yet in forward,
+ * freed by the loss's backward before any recomputation): the safe
+ * side.  On the CPU the add of a 16-bit and an fp32 tensor first copies
+ * the 16-bit one to fp32, 4 bytes a value more (TensorIterator's
+ * compute_types makes such temporaries only on the CPU; a GPU's kernel
+ * casts as it reads), which the harness's CPU peaks hold and the
+ * estimate, of a GPU, does not.
+ * Measured where it is the peak of the step: Phi-3 LoRA all-linear in
+ * bf16, the last layer's gate_up in its recomputation under
+ * checkpointing, and in the forward without it (tests/torch/measure.py,
+ * PEAK: FIT[4], and CHECK[8], a small vocabulary; tests/torch/offload.py,
+ * case 2, offloaded).
+ */
+static int64_t
+lora_forward(const struct mf_model *m, const struct mf_workload *w,
+    int64_t ebytes, struct mf_text *f)
+{
+	int64_t sb = mf_cmul(w->seq_len, w->micro_batch);
+
+	mf_text_str(f, "s x b x Omax x ");
+	mf_text_int(f, ebytes + 8);
+	mf_text_str(f, ", ");
+	return mf_cmul(sb,
+	    mf_cmul(ebytes + 8, mf_model_lora_widest(m, w->lora_targets)));
+}
+
+/*
  * The loss's backward, its text "max(... , " into f.  Under tensor
  * parallel without loss parallel lm_head's output is all-gathered whole
  * (ColwiseParallel, output Replicate): the gather's output, e x V a token,
@@ -1088,6 +1129,9 @@ torch_transient(const struct mf_model *m, const struct mf_workload *w,
 	mf_text_int(&f, 3 * ebytes);
 	mf_text_str(&f, wsym);
 	mf_text_str(&f, ", ");
+	/* LoRA's forward, like the MLP's backward a layer's own. */
+	if (w->method != MF_FULL)
+		mlp = mf_max_poisoned(mlp, lora_forward(m, w, ebytes, &f));
 	/* Pmax: the largest trainable tensor (with LoRA, an adapter). */
 	mf_text_str(&f, "Pmax x ");
 	mf_text_int(&f, n);

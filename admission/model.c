@@ -8,6 +8,7 @@
  */
 #include "model.h"
 
+#include <assert.h>
 #include <dirent.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -264,55 +265,98 @@ mf_model_largest_param(const struct mf_model *m)
 }
 
 /*
- * "all-linear" targets every linear layer of a decoder layer, as PEFT
- * does: for a mixture of experts that is each expert's gate, up and down,
- * the router and (Qwen2-MoE) the shared expert and its gate; the output
- * head is never targeted.
+ * The linears LoRA's targets reach, as PEFT's target_modules match them:
+ * attention the q, k, v and o projections (Phi-3's one qkv_proj and
+ * o_proj); "all-linear" every linear of a decoder layer: for a mixture of
+ * experts each expert's gate, up and down, and the router and
+ * (Qwen2-MoE) the shared expert's gate, which mf_model_linears leaves
+ * out (lora_extra); the output head is never targeted.
  */
+static int
+lora_reaches(enum mf_lora_targets targets, const struct mf_linear *l)
+{
+	return targets == MF_LORA_ALL_LINEAR ||
+	    (l->owner == MF_LIN_LAYER && l->kind <= MF_LIN_O);
+}
+
+/* all-linear's router (h -> E) and shared expert gate (h -> 1), into v
+ * (of kind MF_LIN_KINDS: none of the projections'); how many. */
+static size_t
+lora_extra(const struct mf_model *m, enum mf_lora_targets targets,
+    struct mf_linear *v)
+{
+	if (targets != MF_LORA_ALL_LINEAR || m->experts == 0)
+		return 0;
+	v[0] = (struct mf_linear){ MF_LIN_KINDS, MF_LIN_LAYER, m->experts,
+		m->hidden, m->layers };
+	if (m->shared_intermediate == 0)
+		return 1;
+	v[1] = (struct mf_linear){ MF_LIN_KINDS, MF_LIN_SHARED, 1, m->hidden,
+		m->layers };
+	return 2;
+}
+
+/* What lora_linears may give: mf_model_linears' and lora_extra's two. */
+#define LORA_LINEARS (MF_MODEL_MAX_LINEARS + 2)
+
+/* Every linear LoRA's targets reach, into v; how many. */
+static size_t
+lora_linears(const struct mf_model *m, enum mf_lora_targets targets,
+    struct mf_linear v[LORA_LINEARS])
+{
+	struct mf_linear all[MF_MODEL_MAX_LINEARS];
+	size_t n = 0, k = mf_model_linears(m, all);
+
+	assert(k <= MF_MODEL_MAX_LINEARS);
+	for (size_t i = 0; i < k; i++)
+		if (lora_reaches(targets, &all[i]))
+			v[n++] = all[i];
+	return n + lora_extra(m, targets, v + n);
+}
+
 int64_t
 mf_model_lora_params(const struct mf_model *m, int64_t rank,
     enum mf_lora_targets targets)
 {
-	int64_t h, qd, kvd, per, mlp;
+	struct mf_linear v[LORA_LINEARS];
+	size_t n = lora_linears(m, targets, v);
+	int64_t sum = 0;
 
-	h = m->hidden;
-	qd = mf_cmul(m->heads, m->head_dim);
-	kvd = mf_cmul(m->kv_heads, m->head_dim);
-	/* q (h -> a*d), k and v (h -> kv*d), o (a*d -> h). */
-	per = mf_cadd(mf_cmul(2, mf_cadd(h, qd)), mf_cmul(2, mf_cadd(h, kvd)));
-	if (targets == MF_LORA_ALL_LINEAR) {
-		mlp = mf_cmul(3, mf_cadd(h, m->intermediate));
-		if (m->experts > 0)
-			mlp = mf_cadd(mf_cmul(m->experts,
-			                  mf_cmul(3,
-			                      mf_cadd(h,
-			                          mf_model_expert_width(m)))),
-			    mf_cadd(h, m->experts));
-		if (m->experts > 0 && m->shared_intermediate > 0)
-			mlp = mf_cadd(mlp,
-			    mf_cadd(mf_cmul(3,
-			                mf_cadd(h, m->shared_intermediate)),
-			        mf_cadd(h, 1)));
-		per = mf_cadd(per, mlp);
-	} else if (targets != MF_LORA_ATTENTION) {
+	assert(n <= LORA_LINEARS);
+	if (targets != MF_LORA_ALL_LINEAR && targets != MF_LORA_ATTENTION)
 		return -1;
-	}
-	return mf_cmul(rank, mf_cmul(per, m->layers));
+	/* A: r x in, B: out x r. */
+	for (size_t i = 0; i < n; i++)
+		sum = mf_cadd(sum,
+		    mf_cmul(v[i].count, mf_cadd(v[i].in, v[i].out)));
+	return mf_cmul(rank, sum);
 }
 
 int64_t
 mf_model_lora_largest(const struct mf_model *m, int64_t rank,
     enum mf_lora_targets targets)
 {
-	int64_t big = max64(m->hidden, mf_cmul(m->heads, m->head_dim));
+	struct mf_linear v[LORA_LINEARS];
+	size_t n = lora_linears(m, targets, v);
+	int64_t big = 0;
 
-	if (targets == MF_LORA_ALL_LINEAR) {
-		big = max64(big,
-		    m->experts > 0 ? mf_model_expert_width(m) :
-		                     m->intermediate);
-		big = max64(big, m->shared_intermediate);
-	}
+	assert(n <= LORA_LINEARS);
+	for (size_t i = 0; i < n; i++)
+		big = mf_max_poisoned(big, mf_max_poisoned(v[i].in, v[i].out));
 	return mf_cmul(rank, big);
+}
+
+int64_t
+mf_model_lora_widest(const struct mf_model *m, enum mf_lora_targets targets)
+{
+	struct mf_linear v[LORA_LINEARS];
+	size_t n = lora_linears(m, targets, v);
+	int64_t big = 0;
+
+	assert(n <= LORA_LINEARS);
+	for (size_t i = 0; i < n; i++)
+		big = mf_max_poisoned(big, v[i].out);
+	return big;
 }
 
 int64_t

@@ -128,12 +128,17 @@ const char *mf_quant_methods(void);
 int64_t mf_model_params(const struct mf_model *m);
 /* Parameters of one decoder layer (attention, MLP or experts, norms). */
 int64_t mf_model_layer_params(const struct mf_model *m);
-/* LoRA parameters: sum of rank * (in + out) over the targeted linears x L. */
+/* LoRA parameters: sum of rank * (in + out) over the targeted linears x L
+ * (Phi-3's fused qkv_proj and gate_up_proj one linear each). */
 int64_t mf_model_lora_params(const struct mf_model *m, int64_t rank,
     enum mf_lora_targets targets);
 /* Elements of the largest LoRA matrix: rank x its widest side. */
 int64_t mf_model_lora_largest(const struct mf_model *m, int64_t rank,
     enum mf_lora_targets targets);
+/* The widest output of a linear LoRA's targets reach (Phi-3's gate_up:
+ * 2I); 0 when none. */
+int64_t
+mf_model_lora_widest(const struct mf_model *m, enum mf_lora_targets targets);
 /* Elements of the largest single parameter tensor (a weight matrix, or
  * a layer's routed experts' gate_up_proj), and of the largest of a
  * decoder layer's. */

@@ -425,11 +425,10 @@ RECIPES = {"bf16-true": measure.TrueRecipe, "fp32": measure.Recipe,
            "bf16": measure.Recipe, "bf16-mixed": measure.Recipe}
 
 
-def workload(s, b, prec, attn, ckpt, lora, offload=True):
+def workload(s, b, prec, attn, ckpt, lora):
     w = {"kind": "training", "sequenceLength": s, "microBatch": b,
-         "precision": prec, "attention": attn, "gradientCheckpointing": ckpt}
-    if offload:
-        w["activationOffload"] = True
+         "precision": prec, "attention": attn, "gradientCheckpointing": ckpt,
+         "activationOffload": True}
     if lora is not None:
         w.update(method="lora", lora={"rank": measure.RANK, "targets": lora})
     return w
@@ -467,21 +466,9 @@ def compare(errors, name, bucket, want, got):
     show(abs(err) > TOLERANCE, name, bucket, want, got)
 
 
-def check_peak(errors, name, peak, per_gpu, plain):
-    """The step's peak against perGpuBytes.  Above it, the same job
-    without offloading (plain(): its peak and perGpuBytes) tells whether
-    offloading is to blame: when that one is above its estimate too, the
-    shortfall is in a bucket offloading leaves as it is, and is reported
-    as such rather than counted here."""
+def check_peak(errors, name, peak, per_gpu):
+    """The step's peak against perGpuBytes: above it is a failure."""
     short = peak > per_gpu
-    if short:
-        p, g = plain()
-        if p > g:
-            print("NOTE %s: peak %d above perGpuBytes %d, and without "
-                  "offloading %d above %d (%+.2f%%): a shortfall that "
-                  "offloading does not make (measure.py's buckets)" %
-                  (name, peak, per_gpu, p, g, 100 * (g - p) / p))
-            short = False
     errors.append((name, "peak", (per_gpu - peak) / peak, short))
     show(short, name, "peak", peak, per_gpu)
 
@@ -516,18 +503,6 @@ def measure_run(subj, prec, attn, ckpt, ids, labels):
     return outside, layers, host, peak, meter.peaks
 
 
-def plain_peak(subj, c, s, b, prec, attn, lora, ids, labels):
-    """The same job checkpointed, without offloading: its peak (as
-    measure.py measures it) and memfloor's perGpuBytes for it."""
-    def run():
-        step = subj.set(LAYERS, attn, True)
-        peak = measure.step_peak(step, ids, labels, RECIPES[prec])
-        est = measure.estimate(c, workload(s, b, prec, attn, True, lora,
-                                           offload=False))
-        return peak, est["perGpuBytes"]
-    return run
-
-
 def run_case(i, c, s, b, errors):
     c = dict(c, num_hidden_layers=LAYERS)
     ids, labels = measure.inputs(c, s, b)
@@ -548,8 +523,7 @@ def run_case(i, c, s, b, errors):
         got = {x["name"]: x["bytes"] for x in est["buckets"]}
         compare(errors, name, "activations", layers, got["activations"])
         compare(errors, name, "logits", outside, got["logits"])
-        check_peak(errors, name, peak, est["perGpuBytes"],
-                   plain_peak(subj, c, s, b, prec, attn, lora, ids, labels))
+        check_peak(errors, name, peak, est["perGpuBytes"])
         if VERBOSE:
             print("%-38s host %d bytes; at each recomputation (layers, "
                   "outside): %s" % (name, host, peaks))

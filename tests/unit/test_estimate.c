@@ -1306,6 +1306,8 @@ formulas_of(const struct mf_model *m, const struct mf_workload *w,
 		/* A decoder layer's largest tensor (optimizerInBackward's
 		 * gradients with tied embeddings). */
 		{ "Pl", (double)mf_model_largest_layer_param(m) },
+		/* The widest output of a linear LoRA's targets reach. */
+		{ "Omax", (double)mf_model_lora_widest(m, w->lora_targets) },
 		/* With LoRA the largest trainable tensor is an adapter's. */
 		{ "Pmax",
 		    w->method == MF_FULL ? (double)mf_model_largest_param(m) :
@@ -1676,6 +1678,68 @@ test_chunked_formulas(void **state)
 	assert_int_equal(mf_est_compute(&llama8b, &w, &e), MF_EINVAL);
 }
 
+/*
+ * LoRA's forward (est_pytorch.c, lora_forward): PEFT's adapter on a
+ * frozen linear holds the base's output (e a value), lora_B's fp32 output
+ * and its product with the scaling (4 each), (e + 8) bytes a value of the
+ * widest output of a targeted linear, a candidate of transient.  Phi-3's
+ * fused gate_up (2I) makes it the largest with a small vocabulary.
+ */
+static void
+test_torch_lora_forward(void **state)
+{
+	struct mf_workload w;
+	struct mf_estimate e;
+
+	(void)state;
+	mf_workload_defaults(&w);
+	w.seq_len = 96;
+	w.checkpointing = MF_CKPT_FULL;
+	w.method = MF_LORA;
+	w.lora_rank = 4;
+	w.lora_targets = MF_LORA_ALL_LINEAR;
+	/*
+	 * phi3ish, r 4: qkv_proj 80 + 240, o 80 + 80, gate_up 80 + 448,
+	 * down 224 + 80: 1,312 a layer, 2 layers, T = 10,496; 16T =
+	 * 167,936.  transient: the loss's 96 x 300 x 8 = 230,400, the MLP's
+	 * 96 x 6 x 224 = 129,024, LoRA's forward on gate_up 96 x 448 x 10
+	 * = 430,080, the step's on gate_up's B 4 x 448 x 4 = 7,168.
+	 */
+	e = est(&phi3ish, &w);
+	assert_int_equal(e.trainable, 10496);
+	assert_int_equal(e.bucket[MF_B_ADAPTERS], 167936);
+	assert_int_equal(e.bucket[MF_B_TRANSIENT], 430080);
+	assert_string_equal(e.formula[MF_B_TRANSIENT],
+	    "max(s x b x V x 8, s x b x 6I, s x b x Omax x 10, Pmax x 4)");
+	/*
+	 * Attention only, fp32: T = 2 x 4 x (320 + 160) = 3,840; the widest
+	 * output is qkv_proj's 240: 96 x 240 x 12 = 276,480, above the
+	 * loss's 230,400 and the MLP's 96 x 12 x 224 = 258,048.
+	 */
+	w.lora_targets = MF_LORA_ATTENTION;
+	w.precision = MF_FP32;
+	e = est(&phi3ish, &w);
+	assert_int_equal(e.trainable, 3840);
+	assert_int_equal(e.bucket[MF_B_TRANSIENT], 276480);
+	/* Full training has no adapter. */
+	w.method = MF_FULL;
+	e = est(&phi3ish, &w);
+	assert_string_equal(e.formula[MF_B_TRANSIENT],
+	    "max(s x b x V x 8, s x b x 12I, Pmax x 8)");
+	/*
+	 * Llama 3.1 8B, r 16 all-linear, s 4096: gate's and up's 4096 x
+	 * 14,336 x 10 = 587,202,560 stays under the loss's 4096 x 128,256 x
+	 * 8 = 4,202,692,608.
+	 */
+	mf_workload_defaults(&w);
+	w.seq_len = 4096;
+	w.checkpointing = MF_CKPT_FULL;
+	w.method = MF_LORA;
+	w.lora_rank = 16;
+	e = est(&llama8b, &w);
+	assert_int_equal(e.bucket[MF_B_TRANSIENT], INT64_C(4202692608));
+}
+
 /* LoRA with SGD holds 12 bytes an adapter parameter, and says so. */
 static void
 test_lora_sgd_formula(void **state)
@@ -1904,6 +1968,7 @@ main(void)
 		cmocka_unit_test(test_torch_chunked_loss),
 		cmocka_unit_test(test_chunked_formulas),
 		cmocka_unit_test(test_lora_sgd_formula),
+		cmocka_unit_test(test_torch_lora_forward),
 		cmocka_unit_test(test_estimator_names),
 		cmocka_unit_test(test_est_reference_full),
 		cmocka_unit_test(test_est_reference_eager),

@@ -168,6 +168,11 @@ test_params_moe_small(void **state)
 	    23104);
 	/* Attention only: 256 * 2 * 8 = 4,096. */
 	assert_int_equal(mf_model_lora_params(&m, 8, MF_LORA_ATTENTION), 4096);
+	/* The widest output: an expert's gate or up, 64, above the
+	 * router's 4 and attention's 32; its B, 64 x 8, the largest. */
+	assert_int_equal(mf_model_lora_widest(&m, MF_LORA_ALL_LINEAR), 64);
+	assert_int_equal(mf_model_lora_widest(&m, MF_LORA_ATTENTION), 32);
+	assert_int_equal(mf_model_lora_largest(&m, 8, MF_LORA_ALL_LINEAR), 512);
 	/*
 	 * The largest tensor: transformers' experts' gate_up_proj, 4 x 2*64
 	 * x 32 = 16,384, one parameter for every expert; above the
@@ -219,6 +224,49 @@ test_lora_llama8b(void **state)
 	    0);
 	assert_int_equal(mf_model_lora_params(&llama8b, -1, MF_LORA_ALL_LINEAR),
 	    -1);
+}
+
+/*
+ * Phi-3-mini as its config.json gives it: h 3072, L 32, a = kv = 32, d
+ * 96, I 8192; q, k and v in one qkv_proj, gate and up in one
+ * gate_up_proj, each one linear to PEFT.
+ */
+static void
+test_lora_phi3_fused(void **state)
+{
+	struct mf_model m = llama8b;
+
+	(void)state;
+	m.block = MF_BLOCK_PHI3;
+	m.hidden = 3072;
+	m.heads = 32;
+	m.kv_heads = 32;
+	m.head_dim = 96;
+	m.intermediate = 8192;
+	/*
+	 * r 16: qkv_proj 16*(3072+9216) = 196,608; o 16*(3072+3072) =
+	 * 98,304; gate_up 16*(3072+16384) = 311,296; down 16*(8192+3072) =
+	 * 180,224.  Per layer 786,432; 32 layers 25,165,824.
+	 */
+	assert_int_equal(mf_model_lora_params(&m, 16, MF_LORA_ALL_LINEAR),
+	    25165824);
+	/* qkv_proj and o_proj: 294,912 per layer, 9,437,184 in all. */
+	assert_int_equal(mf_model_lora_params(&m, 16, MF_LORA_ATTENTION),
+	    9437184);
+	/* The largest adapter matrix is gate_up's B, 2I x r = 262,144;
+	 * attention's qkv B, 9216 x 16 = 147,456. */
+	assert_int_equal(mf_model_lora_largest(&m, 16, MF_LORA_ALL_LINEAR),
+	    262144);
+	assert_int_equal(mf_model_lora_largest(&m, 16, MF_LORA_ATTENTION),
+	    147456);
+	/* The widest output: gate_up's 2I = 16,384; qkv's 9,216. */
+	assert_int_equal(mf_model_lora_widest(&m, MF_LORA_ALL_LINEAR), 16384);
+	assert_int_equal(mf_model_lora_widest(&m, MF_LORA_ATTENTION), 9216);
+	/* Llama 3.1 8B: the widest is gate's and up's I; q's a*d. */
+	assert_int_equal(mf_model_lora_widest(&llama8b, MF_LORA_ALL_LINEAR),
+	    14336);
+	assert_int_equal(mf_model_lora_widest(&llama8b, MF_LORA_ATTENTION),
+	    4096);
 }
 
 static void
@@ -1241,6 +1289,7 @@ main(void)
 		cmocka_unit_test(test_read_qwen2_moe_experts),
 		cmocka_unit_test(test_params_qkv_bias_and_norms),
 		cmocka_unit_test(test_lora_llama8b),
+		cmocka_unit_test(test_lora_phi3_fused),
 		cmocka_unit_test(test_kv_bytes_llama8b),
 		cmocka_unit_test(test_params_overflow),
 		cmocka_unit_test(test_read_tiny),
