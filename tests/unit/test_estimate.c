@@ -22,7 +22,28 @@
 
 #include "estimate.h"
 #include "formula.h"
+#include "internal.h"
 #include "models.h"
+
+/* A refused estimate names spec.workload and its cause by code: an
+ * overflow only for MF_ERANGE. */
+static void
+test_est_error(void **state)
+{
+	struct mf_error err;
+
+	(void)state;
+	assert_int_equal(mf_est_error(MF_ERANGE, &err), MF_ERANGE);
+	assert_string_equal(err.field, "spec.workload");
+	assert_string_equal(err.text,
+	    "the memory figures of this job overflow 63 bits");
+	assert_int_equal(mf_est_error(MF_EINVAL, &err), MF_EINVAL);
+	assert_string_equal(err.field, "spec.workload");
+	assert_string_equal(err.text,
+	    "holds a figure outside its field's bounds");
+	assert_int_equal(mf_est_error(MF_ENOMEM, &err), MF_ENOMEM);
+	assert_null(strstr(err.text, "overflow"));
+}
 
 /*
  * h 3, L 1, a 1, kv 1, d 3, I 5, V 7, tied: embeddings 21; attention
@@ -1956,6 +1977,7 @@ main(void)
 		cmocka_unit_test(test_torch_optimizer_in_backward),
 		cmocka_unit_test(test_optimizer_in_backward_refused),
 		cmocka_unit_test(test_torch_offload),
+		cmocka_unit_test(test_est_error),
 		cmocka_unit_test(test_est_serving),
 		cmocka_unit_test(test_est_max_served),
 		cmocka_unit_test(test_est_parallel),
