@@ -58,6 +58,7 @@ import os
 import socket
 import sys
 import tempfile
+import time
 import warnings
 import weakref
 
@@ -186,24 +187,38 @@ def saved_bytes(model, forward):
         boxes.append(weakref.ref(b))
         return b
 
+    def held():
+        gc.collect()
+        kept = [r().t for r in boxes if r() is not None]
+        kept += [t for t in tensors() if id(t) not in before and t is not loss]
+        seen = {}
+        for t in kept:
+            if t.dtype == torch.uint8 and t.numel() == RNG_STATE:
+                continue  # the CPU generator's state (below)
+            try:
+                s = local(t).untyped_storage()
+                ptr = s.data_ptr()
+            except (RuntimeError, NotImplementedError):
+                continue  # no data: a meta or wrapper tensor, not memory
+            if ptr not in skip:
+                seen[ptr] = max(seen.get(ptr, 0), s.nbytes())
+        return sum(seen.values())
+
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda b: b.t):
         loss = forward()
-    gc.collect()
-    kept = [r().t for r in boxes if r() is not None]
-    kept += [t for t in tensors() if id(t) not in before and t is not loss]
-    seen = {}
-    for t in kept:
-        if t.dtype == torch.uint8 and t.numel() == RNG_STATE:
-            continue  # the CPU generator's state (below)
-        try:
-            s = local(t).untyped_storage()
-            ptr = s.data_ptr()
-        except (RuntimeError, NotImplementedError):
-            continue  # no data: a meta or wrapper tensor, not memory
-        if ptr not in skip:
-            seen[ptr] = max(seen.get(ptr, 0), s.nbytes())
-    del loss, kept
-    return sum(seen.values())
+    # A gloo worker thread drops its reference to a collective's tensors
+    # (the all-gathered logits, 128,012 bytes in case tp2) only after the
+    # wait on it has returned: counted until then, they are not what
+    # backward keeps (the loss's transient counts them where they stay).
+    # Read until two readings 50 ms apart agree.
+    now = held()
+    for _ in range(40):
+        time.sleep(0.05)
+        last, now = now, held()
+        if now == last:
+            break
+    del loss
+    return now
 
 
 def peak_of(fn):
