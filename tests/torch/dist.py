@@ -79,13 +79,12 @@ from torch.distributed.tensor import (  # noqa: E402
 from torch.distributed.tensor.parallel import (  # noqa: E402
     ColwiseParallel, PrepareModuleInput, RowwiseParallel, SequenceParallel,
     loss_parallel, parallelize_module)
-from torch.profiler import ProfilerActivity, profile  # noqa: E402
 import transformers  # noqa: E402
 from transformers import AutoModelForCausalLM  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hf  # noqa: E402
-from measure import estimate  # noqa: E402
+from measure import estimate, peak_of  # noqa: E402
 
 transformers.logging.set_verbosity_error()
 TOLERANCE = 0.02
@@ -219,20 +218,6 @@ def saved_bytes(model, forward):
             break
     del loss
     return now
-
-
-def peak_of(fn):
-    """Peak bytes the allocator handed out and had not taken back while fn
-    ran, from zero: the profiler's memory events, in order."""
-    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as p:
-        fn()
-    events = [e for e in p.profiler.kineto_results.events()
-              if e.name() == "[memory]"]
-    live = peak = 0
-    for e in sorted(events, key=lambda e: e.start_ns()):
-        live += e.nbytes()
-        peak = max(peak, live)
-    return peak
 
 
 def sac_bytes(ctx):

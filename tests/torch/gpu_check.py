@@ -58,40 +58,18 @@ except ImportError:
     sys.path.append(SITE)
 
 import hf  # noqa: E402
-from measure import TrueRecipe, cfg, estimate, moe  # noqa: E402
+from measure import Recipe, TrueRecipe, cfg, estimate, moe  # noqa: E402
 
 TOLERANCE = 0.02
 
 
-class GpuRecipe:
-    """The AdamW the estimate counts for a precision with an fp32 master
-    (bf16, fp16): master weights and moments in fp32, one parameter at a
-    time; for the others torch.optim.AdamW's single-tensor step on the
-    weights themselves (TrueRecipe)."""
-
-    def __init__(self, params):
-        self.params = [p for p in params if p.requires_grad]
-        self.master = [p.detach().float().clone() for p in self.params]
-        self.m = [torch.zeros_like(x) for x in self.master]
-        self.v = [torch.zeros_like(x) for x in self.master]
-
-    @torch.no_grad()
-    def step(self, lr=1e-4, b1=0.9, b2=0.999, eps=1e-8, wd=0.01):
-        for p, w, m, v in zip(self.params, self.master, self.m, self.v):
-            g = p.grad.float()
-            w.mul_(1 - lr * wd)
-            m.mul_(b1).add_(g, alpha=1 - b1)
-            v.mul_(b2).addcmul_(g, g, value=1 - b2)
-            denom = v.sqrt()
-            denom.add_(eps)
-            w.addcdiv_(m, denom, value=-lr)
-            del g, denom
-            p.copy_(w)
-
-
 def optimizer_for(precision, params):
+    """The AdamW the estimate counts for precision: with an fp32 master
+    (bf16, fp16) measure.py's Recipe, one parameter at a time; for the
+    others torch.optim.AdamW's single-tensor step on the weights
+    themselves (TrueRecipe)."""
     if precision in ("bf16", "fp16"):
-        return GpuRecipe(params)
+        return Recipe(params)
     return TrueRecipe(params)
 
 

@@ -31,12 +31,13 @@ import tempfile
 import warnings
 
 import torch
-from torch.profiler import ProfilerActivity, profile
 
 warnings.filterwarnings("ignore")
 import bitsandbytes as bnb  # noqa: E402
 from bitsandbytes.nn import Linear4bit, Params4bit  # noqa: E402
 import transformers  # noqa: E402
+
+from measure import peak_of  # noqa: E402  (the profiler's peak)
 
 TOP = os.environ.get("MF_TOP", os.getcwd())
 CLI = os.environ.get("MEMFLOOR", os.path.join(TOP, "build/memfloor"))
@@ -150,18 +151,6 @@ def memfloor_weights(c):
         if b["name"] == "weights":
             return b["bytes"], est
     sys.exit("no weights bucket: " + r.stdout)
-
-
-def peak_of(fn):
-    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as p:
-        fn()
-    events = [e for e in p.profiler.kineto_results.events()
-              if e.name() == "[memory]"]
-    live = peak = 0
-    for e in sorted(events, key=lambda e: e.start_ns()):
-        live += e.nbytes()
-        peak = max(peak, live)
-    return peak
 
 
 def dequant_transient(o, i, t):
