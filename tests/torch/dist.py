@@ -84,7 +84,7 @@ from transformers import AutoModelForCausalLM  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hf  # noqa: E402
-from measure import estimate, peak_of  # noqa: E402
+from measure import Recipe, estimate, peak_of  # noqa: E402
 
 transformers.logging.set_verbosity_error()
 TOLERANCE = 0.02
@@ -351,33 +351,11 @@ def _copy_in_sampled(grads, rs_input, *a, **k):
 _fsdp_collectives.foreach_reduce_scatter_copy_in = _copy_in_sampled
 
 
-class Recipe:
+def recipe(params):
     """AdamW as memfloor counts it (measure.py's Recipe) over each rank's
     local shards: fp32 master weights and moments, a loop over
     parameters."""
-
-    def __init__(self, params):
-        self.params = [p for p in params if p.requires_grad]
-        self.master = [local(p).detach().float().clone()
-                       for p in self.params]
-        self.m = [torch.zeros_like(x) for x in self.master]
-        self.v = [torch.zeros_like(x) for x in self.master]
-
-    def bytes(self):
-        return storages(self.master + self.m + self.v)
-
-    @torch.no_grad()
-    def step(self, lr=1e-4, b1=0.9, b2=0.999, eps=1e-8, wd=0.01):
-        for p, w, m, v in zip(self.params, self.master, self.m, self.v):
-            g = local(p.grad).float()
-            w.mul_(1 - lr * wd)
-            m.mul_(b1).add_(g, alpha=1 - b1)
-            v.mul_(b2).addcmul_(g, g, value=1 - b2)
-            denom = v.sqrt()
-            denom.add_(eps)
-            w.addcdiv_(m, denom, value=-lr)
-            del g, denom
-            local(p).copy_(w)
+    return Recipe(params, view=local)
 
 
 # --- the layouts ------------------------------------------------------------
@@ -518,13 +496,13 @@ def measure_case(case, meshes):
         model = build(case, L, meshes)
         METER.attach(model)
         METER.on = True
-        step_of(model, Recipe(model.parameters()), case, ids)()
+        step_of(model, recipe(model.parameters()), case, ids)()
         METER.on = False
         out["shardingBuffers"] = METER.max
     model = build(case, L, meshes)
-    opt = Recipe(model.parameters())
+    opt = recipe(model.parameters())
     out["weights"] = storages(model.parameters())
-    out["optimizer"] = opt.bytes()
+    out["optimizer"] = opt.state_bytes()
     # The token ids (transformers' labels are the same tensor).
     held = out["weights"] + out["optimizer"] + ids.numel() * 8
     out["peak"] = held + peak_of(step_of(model, opt, case, ids, out))

@@ -175,13 +175,16 @@ class Recipe:
     over the trainable parameters: fp32 moments, and fp32 master weights
     for 16-bit ones; its temporaries are an fp32 copy of one 16-bit
     gradient and the denominator, each the size of that parameter.  LoRA's
-    adapters are fp32: no master copy."""
+    adapters are fp32: no master copy.  view(t) is the tensor a rank
+    steps of a parameter or its gradient (dist.py: a DTensor's local
+    shard); the tensor itself by default."""
 
-    def __init__(self, params):
+    def __init__(self, params, view=lambda t: t):
+        self.view = view
         self.params = [p for p in params if p.requires_grad]
         self.sixteen = any(p.dtype != torch.float32 for p in self.params)
-        self.master = [p.detach().float().clone() if self.sixteen else
-                       p for p in self.params]
+        self.master = [view(p).detach().float().clone() if self.sixteen
+                       else view(p) for p in self.params]
         self.m = [torch.zeros_like(x, dtype=torch.float32)
                   for x in self.master]
         self.v = [torch.zeros_like(x, dtype=torch.float32)
@@ -200,7 +203,8 @@ class Recipe:
     @torch.no_grad()
     def step(self, lr=1e-4, b1=0.9, b2=0.999, eps=1e-8, wd=0.01):
         for p, w, m, v in zip(self.params, self.master, self.m, self.v):
-            g = p.grad.float() if self.sixteen else p.grad
+            g = self.view(p.grad)
+            g = g.float() if self.sixteen else g
             w.mul_(1 - lr * wd)
             m.mul_(b1).add_(g, alpha=1 - b1)
             v.mul_(b2).addcmul_(g, g, value=1 - b2)
@@ -209,7 +213,7 @@ class Recipe:
             w.addcdiv_(m, denom, value=-lr)
             del g, denom
             if self.sixteen:
-                p.copy_(w)
+                self.view(p).copy_(w)
 
 
 class TrueRecipe:
