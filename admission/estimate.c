@@ -163,23 +163,33 @@ workload_ok(const struct mf_workload *w)
 	    (w->kind != MF_TRAINING || !mf_est_oib_refused(w, 1, NULL, 0));
 }
 
-/*
- * The losses modelled (design 19): standard; chunked as torchtune runs it
- * on one GPU or under FSDP, in C >= 1 pieces, without final soft-capping
- * (Gemma-2's, which transformers applies to the logits and torchtune's
- * Gemma-2 to the normalised hidden states: measured in neither).  Under
- * tensor or pipeline parallel it is not measured; fused (Liger, Cut
- * Cross-Entropy, Unsloth) runs only on a GPU and is not measured at all.
- * manifest.c and mf_job_check_model refuse the same with the field's
- * name.
- */
-static int
-loss_ok(const struct mf_model *m, const struct mf_workload *w)
+int
+mf_est_loss_refused(const struct mf_model *m, const struct mf_workload *w,
+    char *why, size_t size)
 {
+	char spare[8];
+
+	if (why == NULL || size == 0) {
+		why = spare;
+		size = sizeof(spare);
+	}
 	if (w->kind != MF_TRAINING || w->loss == MF_LOSS_STANDARD)
-		return 1;
-	return w->loss == MF_LOSS_CHUNKED && w->loss_chunks >= 1 &&
-	    w->tensor == 1 && w->pipeline == 1 && !m->final_softcap;
+		return 0;
+	if (w->loss != MF_LOSS_CHUNKED)
+		snprintf(why, size,
+		    "fused is not modelled yet: a fused linear cross-entropy (Liger, Cut Cross-Entropy, Unsloth) runs only on a GPU, and none has been measured; loss: chunked (torchtune's CEWithChunkedOutputLoss) is measured, and holds a piece of the logits at a time");
+	else if (w->tensor > 1 || w->pipeline > 1)
+		snprintf(why, size,
+		    "chunked is not modelled under tensor or pipeline parallel (parallelism.tensor %lld, pipeline %lld): torchtune's chunked loss is measured on one GPU and under FSDP; use loss: standard",
+		    (long long)w->tensor, (long long)w->pipeline);
+	else if (m != NULL && m->final_softcap)
+		snprintf(why, size,
+		    "chunked is not modelled for a model with final logit soft-capping (Gemma-2's final_logit_softcapping): transformers caps the logits and torchtune's Gemma-2 the hidden states, and neither is measured with a chunked loss; use loss: standard");
+	else if (w->loss_chunks < 1)
+		snprintf(why, size, "chunked needs lossChunks of 1 or more");
+	else
+		return 0;
+	return 1;
 }
 
 /* The buckets FSDP shards over its ranks: the weights, gradients and
@@ -257,7 +267,7 @@ mf_est_compute(const struct mf_model *m, const struct mf_workload *w,
 	struct mf_model padded;
 	int b;
 
-	if (!workload_ok(w) || !loss_ok(m, w))
+	if (!workload_ok(w) || mf_est_loss_refused(m, w, NULL, 0))
 		return MF_EINVAL;
 	if (w->batched_tokens == 0 || w->max_num_seqs == 0) {
 		/* No card known: vLLM's defaults below 70 GiB. */

@@ -249,10 +249,26 @@ int mf_est_oib_refused(const struct mf_workload *w, int64_t gpus, char *why,
     size_t size);
 
 /*
+ * Whether the estimate refuses w's loss, with into why (when not NULL,
+ * size bytes) the reason, to follow the field's name (spec.workload.loss).
+ * Modelled (design 19): standard; chunked as torchtune runs it on one GPU
+ * or under FSDP, in lossChunks >= 1 pieces, on a model without final
+ * soft-capping (Gemma-2's, which transformers applies to the logits and
+ * torchtune's Gemma-2 to the normalised hidden states: measured in
+ * neither; m NULL: the model is not known yet, and that rule waits for
+ * it).  Under tensor or pipeline parallel chunked is not measured; fused
+ * (Liger, Cut Cross-Entropy, Unsloth) runs only on a GPU and is not
+ * measured at all.  The one owner of that rule: the manifest's error,
+ * mf_job_check_model's and the estimate's domain ask it.
+ */
+int mf_est_loss_refused(const struct mf_model *m, const struct mf_workload *w,
+    char *why, size_t size);
+
+/*
  * Fill *out with w->estimator's arithmetic.  MF_ERANGE (and *out untouched)
  * when a figure would pass 2^63 - 1, MF_EINVAL for a workload out of range (a
  * count below 1, an enum out of range, a loss not modelled for that layout
- * or model: estimate.c's loss_ok).
+ * or model: mf_est_loss_refused).
  */
 enum mf_rc mf_est_compute(const struct mf_model *m, const struct mf_workload *w,
     struct mf_estimate *out);

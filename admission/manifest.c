@@ -199,11 +199,10 @@ check_oib(const struct mf_job *job, const char *base,
 }
 
 /*
- * The losses not modelled (design 19; estimate.c's loss_ok says the same
- * to the estimate): fused, whose kernels run only on a GPU and were
- * measured on none, and chunked under tensor or pipeline parallel; and a
- * chunked loss in more pieces than a sequence has tokens.  Where the loss
- * is written is kept for mf_job_check_model's rule that needs the model.
+ * The losses not modelled (mf_est_loss_refused, before the model is
+ * known), and a chunked loss in more pieces than a sequence has tokens.  Where
+ * the loss is written is kept for mf_job_check_model's rule that needs the
+ * model.
  */
 static enum mf_rc
 check_loss(struct mf_job *job, const char *base, const struct mf_node *spec,
@@ -214,20 +213,16 @@ check_loss(struct mf_job *job, const char *base, const struct mf_node *spec,
 	const struct mf_node *n = mf_node_get(wl, "loss");
 	const struct mf_node *k = mf_node_get(wl, "lossChunks");
 	int line = n != NULL ? n->line : 0, column = n != NULL ? n->column : 0;
-	char p[PATHMAX];
+	char p[PATHMAX], why[512];
 
 	job->loss_line = line;
 	job->loss_column = column;
 	if (w->kind != MF_TRAINING || w->loss == MF_LOSS_STANDARD)
 		return MF_OK;
-	mf_path(p, sizeof(p), base, "workload.loss");
-	if (w->loss == MF_LOSS_FUSED)
-		return mf_error_set(err, MF_EINVAL, p, line, column,
-		    "fused is not modelled yet: a fused linear cross-entropy (Liger, Cut Cross-Entropy, Unsloth) runs only on a GPU, and none has been measured; loss: chunked (torchtune's CEWithChunkedOutputLoss) is measured, and holds a piece of the logits at a time");
-	if (w->tensor > 1 || w->pipeline > 1)
-		return mf_error_set(err, MF_EINVAL, p, line, column,
-		    "chunked is not modelled under tensor or pipeline parallel (parallelism.tensor %lld, pipeline %lld): torchtune's chunked loss is measured on one GPU and under FSDP; use loss: standard",
-		    (long long)w->tensor, (long long)w->pipeline);
+	if (mf_est_loss_refused(NULL, w, why, sizeof(why)))
+		return mf_error_set(err, MF_EINVAL,
+		    mf_path(p, sizeof(p), base, "workload.loss"), line, column,
+		    "%s", why);
 	if (w->seq_len > 0 && w->loss_chunks > w->seq_len)
 		return mf_error_set(err, MF_EINVAL,
 		    mf_path(p, sizeof(p), base, "workload.lossChunks"),

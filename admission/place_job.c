@@ -63,16 +63,14 @@ mf_job_check_model(const struct mf_job *job, struct mf_error *err)
 	const struct mf_model *m = &job->model;
 	int train = job->work.kind == MF_TRAINING;
 	int64_t tokens = train ? job->work.seq_len : job->work.context_len;
-	char from[96];
+	char from[96], why[512];
 
 	if (job->model_source == MF_MODEL_NONE)
 		return MF_OK;
-	/* estimate.c's loss_ok: the final soft-capping is not measured with
-	 * a chunked loss. */
-	if (train && job->work.loss == MF_LOSS_CHUNKED && m->final_softcap)
+	/* The loss's rule that needs the model (the final soft-capping). */
+	if (mf_est_loss_refused(m, &job->work, why, sizeof(why)))
 		return mf_error_set(err, MF_EINVAL, "spec.workload.loss",
-		    job->loss_line, job->loss_column,
-		    "chunked is not modelled for a model with final logit soft-capping (Gemma-2's final_logit_softcapping): transformers caps the logits and torchtune's Gemma-2 the hidden states, and neither is measured with a chunked loss; use loss: standard");
+		    job->loss_line, job->loss_column, "%s", why);
 	if (!train && m->quant_unknown[0] != '\0' &&
 	    job->work.weights_dtype == MF_WD_DEFAULT)
 		return mf_error_set(err, MF_EINVAL, "spec.model", 0, 0,
