@@ -220,7 +220,9 @@ tsan:
 # The estimator pytorch against what PyTorch 2 and the frameworks' own
 # modules keep (tests/torch/measure.py: transformers, peft, torchtune on
 # the CPU, a few minutes on two cores), torchtune's chunked loss over
-# transformers' models (tests/torch/loss.py, under a minute), a serving
+# transformers' models (tests/torch/loss.py, under a minute), Liger-Kernel's
+# fused linear cross-entropy over them (tests/torch/fused.py, under a
+# minute), a serving
 # engine's forward peak against the activations of a vllm inference job's
 # estimate (tests/torch/forward.py, under a minute), 4-bit storage on
 # bitsandbytes' own modules (tests/torch/quant.py, under a minute), and
@@ -258,6 +260,7 @@ $(TORCH_VENV)/.installed: $(TORCH_REQ)
 torch: all $(TORCH_VENV)/.installed
 	$(TESTENV) timeout 1200 $(TORCH_PY) tests/torch/measure.py
 	$(TESTENV) timeout 300 $(TORCH_PY) tests/torch/loss.py
+	$(TESTENV) timeout 300 $(TORCH_PY) tests/torch/fused.py
 	$(TESTENV) timeout 300 $(TORCH_PY) tests/torch/forward.py
 	$(TESTENV) timeout 300 $(TORCH_PY) tests/torch/quant.py
 	$(TESTENV) timeout 600 $(TORCH_PY) tests/torch/dist.py

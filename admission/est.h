@@ -1,7 +1,7 @@
 /*
  * est.h: what the files of the estimate share (estimate.c, est_state.c,
- * est_post.c, est_pytorch.c, est_serve.c, layout.c), and nothing outside
- * them uses.  The public API is estimate.h.
+ * est_post.c, est_pytorch.c, est_loss.c, est_serve.c, layout.c), and
+ * nothing outside them uses.  The public API is estimate.h.
  */
 #ifndef MF_EST_H
 #define MF_EST_H
@@ -73,6 +73,16 @@ void mf_est_state(const struct mf_model *m, const struct mf_workload *w,
  * w->shard_gpus > 1 (est_fsdp.c); nothing otherwise. */
 void mf_est_fsdp(const struct mf_model *m, const struct mf_workload *w,
     struct mf_estimate *e);
+
+/*
+ * What the loss of a training step holds for a moment beyond what it
+ * keeps for backward, one candidate of the transient bucket, with its
+ * text "max(... , " into f (est_loss.c): ebytes the activations' element
+ * bytes, vl the logits' width (V, or a GPU's vocabulary rows under loss
+ * parallel).  0 for a pipeline stage without the head.
+ */
+int64_t mf_est_loss_transient(const struct mf_model *m,
+    const struct mf_workload *w, int64_t ebytes, int64_t vl, struct mf_text *f);
 
 /* The buckets of an inference job (est_serve.c). */
 void mf_est_inference(const struct mf_model *m, const struct mf_workload *w,

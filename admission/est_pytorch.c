@@ -726,6 +726,11 @@ token_ids(const struct mf_model *m, const struct mf_workload *w,
  * the norm's output, views of it (copies when b > 1, torch.chunk cutting
  * each sequence); nll_loss the pieces of the labels, views or copies, 8
  * a token (tests/torch/loss.py).
+ * A fused loss (Liger's, est_loss.c) keeps neither the logits nor the
+ * labels nor the norm's output, but the input's gradient it computes in
+ * the forward, in the norm output's dtype (eh x h a token; under autocast
+ * the fp32 norm's, 4h); the head weight's gradient it keeps too is the
+ * gradients bucket's (tests/torch/fused.py).
  */
 static void
 torch_logits(const struct mf_model *m, const struct mf_workload *w,
@@ -736,6 +741,9 @@ torch_logits(const struct mf_model *m, const struct mf_workload *w,
 	struct mf_terms t, o, *own = x->sp > 1 ? &o : &t;
 	struct mf_text f;
 
+	int fused = mf_est_loss(w) == MF_LOSS_FUSED;
+	int64_t ids;
+
 	memset(&t, 0, sizeof(t));
 	memset(&o, 0, sizeof(o));
 	if (x->lora) {
@@ -745,13 +753,20 @@ torch_logits(const struct mf_model *m, const struct mf_workload *w,
 		/* Under autocast: x and the normalised x in fp32, and
 		 * lm_head's 16-bit cast of the output (10h). */
 		mf_term(own, gemma || x->mixed ? 8 : 4 + x->e, "h", x->h);
-		mf_term(&t, x->mixed ? 2 : x->e, "h", x->h);
+		if (!fused)
+			mf_term(&t, x->mixed ? 2 : x->e, "h", x->h);
 	}
-	mf_term(&t, m->final_softcap ? 4 + x->e : 4,
-	    x->vl != m->vocab ? "Vl" : "V", x->vl);
-	/* labels; token ids, which frozen embeddings do not keep, and the
-	 * vocabulary-parallel embedding's mask; rsqrt. */
-	mf_term(&t, 8 + (x->lora ? 0 : token_ids(m, w, x)), "", 1);
+	if (fused)
+		mf_term(&t, x->eh, "h", x->h);
+	else
+		mf_term(&t, m->final_softcap ? 4 + x->e : 4,
+		    x->vl != m->vocab ? "Vl" : "V", x->vl);
+	/* labels (none kept by a fused loss); token ids, which frozen
+	 * embeddings do not keep, and the vocabulary-parallel embedding's
+	 * mask; rsqrt. */
+	ids = (fused ? 0 : 8) + (x->lora ? 0 : token_ids(m, w, x));
+	if (ids > 0)
+		mf_term(&t, ids, "", 1);
 	mf_term(own, 4, "", 1);
 	sb = mf_cmul(w->seq_len, w->micro_batch);
 	bytes = mf_cmul(sb, mf_terms_bytes(&t));
@@ -815,8 +830,8 @@ step_temp_bytes(const struct mf_workload *w)
  *   (tests/torch/dist.py, case tp2-lp-loss, where it is the step's
  *   peak), as torchtitan 0.3's _LossParallelCrossEntropy does (its
  *   backward, components/loss.py: the gradient's zeros, exp(log-probs)
- *   and their sum times the incoming gradient).  A chunked loss holds
- *   less, a piece at a time (chunked_transient).
+ *   and their sum times the incoming gradient).  A chunked or fused loss
+ *   holds less, a piece at a time (est_loss.c).
  * - Eager attention's backward, in each layer: softmax's backward holds
  *   its incoming gradient in fp32 and its result in the scores' dtype, a
  *   x s x s a sequence each, alive with everything saved ((4 + e) x a x
@@ -869,148 +884,30 @@ dequant(const struct mf_model *m, const struct mf_workload *w,
 }
 
 /*
- * A chunked loss as torchtune 0.6.1 runs CEWithChunkedOutputLoss with C
- * = lossChunks (modules/transformer.py chunked_output,
- * modules/loss/ce_chunked_output_loss.py, the recipes' _loss_step): the
- * final norm's output cut along the sequence by torch.chunk into n =
- * ceil(s / q) pieces of q = ceil(s / C) tokens (the last one shorter),
- * each through lm_head in the compute dtype (el bytes: 2, 4 in fp32), the
- * list held until the loss has run (the recipe's del logits), each piece
- * upcast to fp32 alone for cross_entropy.  What the loss keeps for
- * backward is the standard loss's (torch_logits).  What it holds for a
- * moment, beyond that, at three moments of which the largest counts:
- * - the loss's forward at its last piece: the logits of every piece (el
- *   x V a token) and one piece's fp32 upcast (b x q x 4V; none in fp32,
- *   where .float() returns the logits themselves);
- * - the backward of one piece's loss: nll_loss's and log_softmax's fp32
- *   gradients, b x q x 8V;
- * - a trained lm_head's weight gradient: autograd runs every piece's loss
- *   backward first (its nodes are newer than the lm_head calls), so each
- *   piece's logits gradient (el x V a token) waits, freed as the n
- *   matmuls' backward run, the last piece's first; their weight
- *   gradients (el x Vh each, the 16-bit weight's under autocast) are
- *   summed into one, the first sum into a new tensor and the later ones
- *   in place, so that at the second piece the two gradients and their
- *   sum (3 el x Vh) are alive beside the logits gradients of the n - 2
- *   pieces left and the two pieces' input gradients (piece_grads), while
- *   the saved log-softmax has been freed.  The sum becomes the head's
- *   gradient, g x Vh with g its bytes, which the gradients bucket holds
- *   (autocast casts the 16-bit sum to the fp32 gradient after the last
- *   piece); under FSDP, the unsharded gradient that shardingBuffers
- *   holds (est_fsdp.c; a chunked loss is not measured under FSDP, whose
- *   ranks run the loss as one GPU does).  A frozen head (LoRA) has none.
- * Measured on transformers' models, their lm_head run by torchtune's own
- * chunked_output and the loss by CEWithChunkedOutputLoss itself
- * (tests/torch/loss.py: bf16, fp32, bf16-true, bf16-mixed and LoRA,
- * each moment where it is the largest): within 0.1% when C divides s;
- * otherwise the first two count the largest piece, a little above what
- * the two last pieces hold.
+ * The gradient of the residual stream that reaches a layer's backward,
+ * beside what the layer holds there: eh bytes a token of h.  The logits
+ * of a standard or chunked loss, freed before any layer's backward, are
+ * far larger and cover it; a fused loss keeps no logits, and the
+ * gradient counts (tests/torch/fused.py, the LoRA cases, where the MLP's
+ * backward of the last layer is the step's peak with it alive: 2h a
+ * token in bf16).  0 for the other losses.
  */
-/* "n x ceil(s / C)" into f: the tokens of a sequence in n pieces. */
+static int64_t
+rg_bytes(const struct mf_workload *w)
+{
+	return mf_est_loss(w) == MF_LOSS_FUSED ? mf_est_hidden_bytes(w) : 0;
+}
+
+/* " + rgh), " or ", ": the end of a layer's candidate. */
 static void
-text_pieces(struct mf_text *f, int64_t n, int64_t chunks)
+text_residual(struct mf_text *f, int64_t rg)
 {
-	mf_text_int(f, n);
-	mf_text_str(f, " x ceil(s / ");
-	mf_text_int(f, chunks);
-	mf_text_str(f, ")");
-}
-
-/*
- * The input gradients of the two pieces whose matmuls' backward have run
- * at the head's second sum, beside what has been freed of their inputs;
- * " + ..." into f.  With b = 1 a piece of the norm's output is a view,
- * freed only with the last: both gradients are alive (eh x h a token);
- * with b > 1 each piece is a copy that its matmul's backward frees as its
- * gradient comes, the same bytes.  Under autocast lm_head keeps its own
- * 16-bit cast of each piece, so the first piece's gradient, cast back to
- * fp32, is 2h a token more than its freed input (the second's, still 16
- * bits, as much).
- */
-static int64_t
-piece_grads(const struct mf_model *m, const struct mf_workload *w, int64_t q,
-    int64_t n, struct mf_text *f)
-{
-	int64_t eh = mf_est_hidden_bytes(w), last;
-
-	last = w->seq_len - (n - 1) * q; /* the last piece's tokens */
-	if (mf_est_precision(w->precision)->mixed) {
-		mf_text_str(f, " + b x (s - ");
-		text_pieces(f, n - 1, w->loss_chunks);
-		mf_text_str(f, ") x 2h");
-		return mf_cmul(mf_cmul(w->micro_batch, last),
-		    mf_cmul(2, m->hidden));
+	if (rg > 0) {
+		mf_text_str(f, " + ");
+		mf_text_int(f, rg);
+		mf_text_str(f, "h)");
 	}
-	if (w->micro_batch > 1)
-		return 0;
-	mf_text_str(f, " + (s - ");
-	text_pieces(f, n - 2, w->loss_chunks);
-	mf_text_str(f, ") x ");
-	mf_text_int(f, eh);
-	mf_text_str(f, "h");
-	return mf_cmul(mf_cmul(eh, last + q), m->hidden);
-}
-
-static int64_t
-chunked_head(const struct mf_model *m, const struct mf_workload *w, int64_t q,
-    int64_t n, struct mf_text *f)
-{
-	const struct mf_est_precision *pr = mf_est_precision(w->precision);
-	int64_t el = pr->act, sb, rest, g, pos, neg;
-
-	/* The head's gradient: the unsharded one under FSDP, as fully_shard
-	 * gathers it (est_fsdp.c). */
-	g = w->shard_gpus > 1 ? (w->precision == MF_FP32 ? 4 : 2) : pr->grad;
-	sb = mf_cmul(w->seq_len, w->micro_batch);
-	rest = mf_cmul(w->micro_batch, mf_cmul(n - 2, q));
 	mf_text_str(f, ", ");
-	mf_text_int(f, 3 * el - g);
-	mf_text_str(f, "Vh");
-	pos = mf_cmul(3 * el - g, mf_cmul(m->vocab, m->hidden));
-	if (n > 2) {
-		mf_text_str(f, " + b x ");
-		text_pieces(f, n - 2, w->loss_chunks);
-		mf_text_str(f, " x V x ");
-		mf_text_int(f, el);
-		pos = mf_cadd(pos, mf_cmul(mf_cmul(el, rest), m->vocab));
-	}
-	pos = mf_cadd(pos, piece_grads(m, w, q, n, f));
-	mf_text_str(f, " - s x b x V x 4");
-	neg = mf_cmul(mf_cmul(4, sb), m->vocab);
-	if (pos < 0 || neg < 0 || rest < 0)
-		return -1;
-	return pos > neg ? pos - neg : 0;
-}
-
-/* The chunked loss's text "max(... , " into f, and its bytes. */
-static int64_t
-chunked_transient(const struct mf_model *m, const struct mf_workload *w,
-    struct mf_text *f)
-{
-	int64_t el = mf_est_precision(w->precision)->act, q, n, bq, fwd, bwd;
-	int64_t head = 0;
-
-	q = mf_cdiv_up(w->seq_len, w->loss_chunks);
-	n = q > 0 ? mf_cdiv_up(w->seq_len, q) : 0;
-	bq = mf_cmul(w->micro_batch, q);
-	mf_text_str(f, "max(s x b x V x ");
-	mf_text_int(f, el);
-	fwd =
-	    mf_cmul(mf_cmul(w->seq_len, w->micro_batch), mf_cmul(el, m->vocab));
-	if (el < 4) {
-		mf_text_str(f, " + b x ceil(s / ");
-		mf_text_int(f, w->loss_chunks);
-		mf_text_str(f, ") x V x 4");
-		fwd = mf_cadd(fwd, mf_cmul(bq, mf_cmul(4, m->vocab)));
-	}
-	mf_text_str(f, ", b x ceil(s / ");
-	mf_text_int(f, w->loss_chunks);
-	mf_text_str(f, ") x V x 8");
-	bwd = mf_cmul(bq, mf_cmul(8, m->vocab));
-	if (w->method == MF_FULL && n >= 2)
-		head = chunked_head(m, w, q, n, f);
-	mf_text_str(f, ", ");
-	return mf_max_poisoned(mf_max_poisoned(fwd, bwd), head);
 }
 
 /*
@@ -1041,66 +938,46 @@ chunked_transient(const struct mf_model *m, const struct mf_workload *w,
  */
 static int64_t
 lora_forward(const struct mf_model *m, const struct mf_workload *w,
-    int64_t ebytes, struct mf_text *f)
+    int64_t ebytes, int64_t rg, struct mf_text *f)
 {
 	int64_t sb = mf_cmul(w->seq_len, w->micro_batch);
 
-	mf_text_str(f, "s x b x Omax x ");
+	mf_text_str(f, rg > 0 ? "s x b x (Omax x " : "s x b x Omax x ");
 	mf_text_int(f, ebytes + 8);
-	mf_text_str(f, ", ");
+	text_residual(f, rg);
 	return mf_cmul(sb,
-	    mf_cmul(ebytes + 8, mf_model_lora_widest(m, w->lora_targets)));
+	    mf_cadd(mf_cmul(ebytes + 8,
+	                mf_model_lora_widest(m, w->lora_targets)),
+	        mf_cmul(rg, m->hidden)));
 }
 
 /*
- * The loss's backward, its text "max(... , " into f.  Under tensor
- * parallel without loss parallel lm_head's output is all-gathered whole
- * (ColwiseParallel, output Replicate): the gather's output, e x V a token,
- * and its input, e x Vl, can stay alive into the loss's backward until
- * the collective's work is reaped (seen on gloo, tests/torch/dist.py case
- * tp2-loss, in about one run in two; ProcessGroupNCCL likewise stashes a
- * collective's tensors until its watchdog sees it complete), so they are
- * counted with it.
+ * A layer's candidate "s x b x nSYM, " into f, and its bytes, with the
+ * residual stream's gradient beside it when the loss is fused (rg bytes
+ * of h a token, rg_bytes).
  */
 static int64_t
-loss_transient(const struct mf_model *m, const struct mf_workload *w,
-    int64_t ebytes, int64_t vl, struct mf_text *f)
+layer_candidate(const struct mf_model *m, const struct mf_workload *w,
+    int64_t n, const char *sym, int64_t value, int64_t rg, struct mf_text *f)
 {
 	int64_t sb = mf_cmul(w->seq_len, w->micro_batch);
 
-	/* Chunked: one GPU with the head (the domain, estimate.c). */
-	if (w->loss == MF_LOSS_CHUNKED && m->tp <= 1 && !m->no_head)
-		return chunked_transient(m, w, f);
-	if (vl != m->vocab) {
-		mf_text_str(f, "max(s x b x Vl x 12, ");
-		return m->no_head ? 0 : mf_cmul(sb, mf_cmul(12, vl));
-	}
-	if (m->tp <= 1) {
-		mf_text_str(f, "max(s x b x V x 8, ");
-		return m->no_head ? 0 : mf_cmul(sb, mf_cmul(8, vl));
-	}
-	mf_text_str(f, "max(s x b x (");
-	mf_text_int(f, 8 + ebytes);
-	mf_text_str(f, "V + ");
-	mf_text_int(f, ebytes);
-	mf_text_str(f, "Vl), ");
-	if (m->no_head)
-		return 0;
-	return mf_cmul(sb,
-	    mf_cadd(mf_cmul(8 + ebytes, vl),
-	        mf_cmul(ebytes, mf_model_vocab_rows(m))));
+	mf_text_str(f, rg > 0 ? "s x b x (" : "s x b x ");
+	mf_text_int(f, n);
+	mf_text_str(f, sym);
+	text_residual(f, rg);
+	return mf_cmul(sb, mf_cadd(mf_cmul(n, value), mf_cmul(rg, m->hidden)));
 }
 
 static void
 torch_transient(const struct mf_model *m, const struct mf_workload *w,
     int64_t ebytes, int64_t vl, struct mf_estimate *e)
 {
-	int64_t sb, loss, attn = 0, mlp, width, step, pmax;
-	int64_t n = step_temp_bytes(w);
+	int64_t loss, attn = 0, mlp, width, step, pmax;
+	int64_t n = step_temp_bytes(w), rg = rg_bytes(w);
 	const char *wsym = "I";
 	struct mf_text f;
 
-	sb = mf_cmul(w->seq_len, w->micro_batch);
 	width = m->intermediate;
 	if (m->experts > 0) {
 		width = mf_model_expert_width(m);
@@ -1110,28 +987,20 @@ torch_transient(const struct mf_model *m, const struct mf_workload *w,
 			wsym = "Is";
 		}
 	}
-	mlp = mf_cmul(sb, mf_cmul(3 * ebytes, width));
 	pmax = w->method == MF_FULL ?
 	    mf_model_largest_param(m) :
 	    mf_model_lora_largest(m, w->lora_rank, w->lora_targets);
 	step = mf_cmul(pmax, n);
 	mf_text_init(&f, e->formula[MF_B_TRANSIENT]);
 	/* A pipeline stage without the head computes no loss. */
-	loss = loss_transient(m, w, ebytes, vl, &f);
-	if (mf_est_attention(m, w) == MF_EAGER) {
-		attn = mf_cmul(mf_cmul(sb, 4 + ebytes),
-		    mf_cmul(m->heads, w->seq_len));
-		mf_text_str(&f, "s x b x ");
-		mf_text_int(&f, 4 + ebytes);
-		mf_text_str(&f, "as, ");
-	}
-	mf_text_str(&f, "s x b x ");
-	mf_text_int(&f, 3 * ebytes);
-	mf_text_str(&f, wsym);
-	mf_text_str(&f, ", ");
+	loss = mf_est_loss_transient(m, w, ebytes, vl, &f);
+	if (mf_est_attention(m, w) == MF_EAGER)
+		attn = layer_candidate(m, w, 4 + ebytes, "as",
+		    mf_cmul(m->heads, w->seq_len), rg, &f);
+	mlp = layer_candidate(m, w, 3 * ebytes, wsym, width, rg, &f);
 	/* LoRA's forward, like the MLP's backward a layer's own. */
 	if (w->method != MF_FULL)
-		mlp = mf_max_poisoned(mlp, lora_forward(m, w, ebytes, &f));
+		mlp = mf_max_poisoned(mlp, lora_forward(m, w, ebytes, rg, &f));
 	/* Pmax: the largest trainable tensor (with LoRA, an adapter). */
 	mf_text_str(&f, "Pmax x ");
 	mf_text_int(&f, n);

@@ -167,6 +167,7 @@ int
 mf_est_loss_refused(const struct mf_model *m, const struct mf_workload *w,
     char *why, size_t size)
 {
+	const char *name;
 	char spare[8];
 
 	if (why == NULL || size == 0) {
@@ -175,17 +176,19 @@ mf_est_loss_refused(const struct mf_model *m, const struct mf_workload *w,
 	}
 	if (w->kind != MF_TRAINING || w->loss == MF_LOSS_STANDARD)
 		return 0;
-	if (w->loss != MF_LOSS_CHUNKED)
+	name = w->loss == MF_LOSS_CHUNKED ? "chunked" : "fused";
+	if (w->tensor > 1 || w->pipeline > 1)
 		snprintf(why, size,
-		    "fused is not modelled yet: a fused linear cross-entropy (Liger, Cut Cross-Entropy, Unsloth) runs only on a GPU, and none has been measured; loss: chunked (torchtune's CEWithChunkedOutputLoss) is measured, and holds a piece of the logits at a time");
-	else if (w->tensor > 1 || w->pipeline > 1)
-		snprintf(why, size,
-		    "chunked is not modelled under tensor or pipeline parallel (parallelism.tensor %lld, pipeline %lld): torchtune's chunked loss is measured on one GPU and under FSDP; use loss: standard",
-		    (long long)w->tensor, (long long)w->pipeline);
+		    "%s is not modelled under tensor or pipeline parallel (parallelism.tensor %lld, pipeline %lld): %s is modelled on one GPU and under FSDP; use loss: standard",
+		    name, (long long)w->tensor, (long long)w->pipeline,
+		    w->loss == MF_LOSS_CHUNKED ?
+		        "torchtune's chunked loss" :
+		        "Liger's fused linear cross-entropy");
 	else if (m != NULL && m->final_softcap)
 		snprintf(why, size,
-		    "chunked is not modelled for a model with final logit soft-capping (Gemma-2's final_logit_softcapping): transformers caps the logits and torchtune's Gemma-2 the hidden states, and neither is measured with a chunked loss; use loss: standard");
-	else if (w->loss_chunks < 1)
+		    "%s is not modelled for a model with final logit soft-capping (Gemma-2's final_logit_softcapping): not measured with a chunked or fused loss; use loss: standard",
+		    name);
+	else if (w->loss == MF_LOSS_CHUNKED && w->loss_chunks < 1)
 		snprintf(why, size, "chunked needs lossChunks of 1 or more");
 	else
 		return 0;

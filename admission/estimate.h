@@ -251,15 +251,15 @@ int mf_est_oib_refused(const struct mf_workload *w, int64_t gpus, char *why,
 /*
  * Whether the estimate refuses w's loss, with into why (when not NULL,
  * size bytes) the reason, to follow the field's name (spec.workload.loss).
- * Modelled (design 19): standard; chunked as torchtune runs it on one GPU
- * or under FSDP, in lossChunks >= 1 pieces, on a model without final
- * soft-capping (Gemma-2's, which transformers applies to the logits and
- * torchtune's Gemma-2 to the normalised hidden states: measured in
- * neither; m NULL: the model is not known yet, and that rule waits for
- * it).  Under tensor or pipeline parallel chunked is not measured; fused
- * (Liger, Cut Cross-Entropy, Unsloth) runs only on a GPU and is not
- * measured at all.  The one owner of that rule: the manifest's error,
- * mf_job_check_model's and the estimate's domain ask it.
+ * Modelled (design 19): standard; chunked as torchtune runs it, in
+ * lossChunks >= 1 pieces, and fused as Liger-Kernel runs it, each on one
+ * GPU or under FSDP, on a model without final soft-capping (Gemma-2's,
+ * which transformers applies to the logits and torchtune's Gemma-2 to
+ * the normalised hidden states: measured in neither; m NULL: the model is
+ * not known yet, and that rule waits for it).  Under tensor or pipeline
+ * parallel neither is measured.  The one owner of that rule: the
+ * manifest's error, mf_job_check_model's and the estimate's domain ask
+ * it.
  */
 int mf_est_loss_refused(const struct mf_model *m, const struct mf_workload *w,
     char *why, size_t size);

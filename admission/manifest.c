@@ -223,7 +223,8 @@ check_loss(struct mf_job *job, const char *base, const struct mf_node *spec,
 		return mf_error_set(err, MF_EINVAL,
 		    mf_path(p, sizeof(p), base, "workload.loss"), line, column,
 		    "%s", why);
-	if (w->seq_len > 0 && w->loss_chunks > w->seq_len)
+	if (w->loss == MF_LOSS_CHUNKED && w->seq_len > 0 &&
+	    w->loss_chunks > w->seq_len)
 		return mf_error_set(err, MF_EINVAL,
 		    mf_path(p, sizeof(p), base, "workload.lossChunks"),
 		    k != NULL ? k->line : line, k != NULL ? k->column : column,

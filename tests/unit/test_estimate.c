@@ -1693,9 +1693,111 @@ test_chunked_formulas(void **state)
 	w.loss_chunks = 0;
 	assert_int_equal(mf_est_compute(&llama8b, &w, &e), MF_EINVAL);
 	w.loss_chunks = 8;
-	w.loss = MF_LOSS_FUSED;
-	assert_int_equal(mf_est_compute(&llama8b, &w, &e), MF_EINVAL);
 	w.loss = (enum mf_loss)3;
+	assert_int_equal(mf_est_compute(&llama8b, &w, &e), MF_EINVAL);
+}
+
+/*
+ * loss: fused (design 19), Liger-Kernel's fused linear cross-entropy
+ * (est_loss.c): the logits bucket keeps the final norm's own and the
+ * input's gradient (eh x h a token), no logits and no labels; the loss's
+ * moment holds the norm's output and the labels' copies, one chunk's
+ * logits (c = next_power_of_2(ceil(s x b / ceil(V / h))) tokens) and, for
+ * a trained head, the portable path's product and its fp32 copy (el + 4
+ * of Vh); a layer's backward has the residual stream's gradient beside it.
+ */
+static void
+test_torch_fused_loss(void **state)
+{
+	struct mf_workload w = ref_workload();
+	struct mf_estimate e, standard;
+
+	(void)state;
+	w.estimator = MF_EST_PYTORCH;
+	w.precision = MF_BF16_TRUE;
+	standard = est(&llama8b, &w);
+	w.loss = MF_LOSS_FUSED;
+	/*
+	 * Llama 3.1 8B, s 4096, b 1, bf16-true with AdamW.  logits: the
+	 * norm's x in fp32 and normalised x (6h), the input's gradient (2h),
+	 * token ids and rsqrt (12): 4096 x (8h + 12) = 134,266,880.  Chunks
+	 * of 128 tokens (ceil(V / h) = 32, 4096 / 32).  The loss's moment:
+	 * 4096 x (2h + 5) = 33,574,912, the padded labels 8 x 4097 = 32,776,
+	 * a chunk's logits 128 x 2V = 32,833,536 and 6Vh = 3,152,019,456:
+	 * 3,218,460,680, above the MLP's 4096 x (6I + 2h) = 385,875,968 and
+	 * the step's 4Vh = 2,101,346,304.  Per GPU 8P (64,242,089,984) +
+	 * 26,326,597,632 + 134,266,880 + 3,218,460,680 = 93,921,415,176.
+	 */
+	e = est(&llama8b, &w);
+	assert_int_equal(e.bucket[MF_B_ACTIVATIONS],
+	    standard.bucket[MF_B_ACTIVATIONS]);
+	assert_int_equal(e.bucket[MF_B_LOGITS], INT64_C(134266880));
+	assert_int_equal(e.bucket[MF_B_TRANSIENT], INT64_C(3218460680));
+	assert_int_equal(e.per_gpu, INT64_C(93921415176));
+	/*
+	 * fp32 with SGD (no step temporaries): logits 4096 x (8h + 4h + 12)
+	 * = 201,375,744; the moment 4096 x (4h + 5) + 32,776 + 128 x 4V
+	 * (65,667,072) + 4Vh (2,101,346,304) = 2,234,175,496, the largest.
+	 */
+	w.precision = MF_FP32;
+	w.optimizer = MF_SGD;
+	e = est(&llama8b, &w);
+	assert_int_equal(e.bucket[MF_B_LOGITS], INT64_C(201375744));
+	assert_int_equal(e.bucket[MF_B_TRANSIENT], INT64_C(2234175496));
+	/*
+	 * LoRA, bf16, b 2: the head is frozen.  logits 8192 x (4h + 2h + 4)
+	 * = 201,359,360; chunks of 256 tokens; the moment 8192 x (2h + 5) +
+	 * 8 x 2 x 4097 + 8 x 8192 + 256 x 2V + 256 x 2h = 135,045,136; the
+	 * LoRA forward on the widest target (I) beside the residual
+	 * gradient, 8192 x (10I + 2h) = 1,241,513,984, the largest.
+	 */
+	w = ref_workload();
+	w.estimator = MF_EST_PYTORCH;
+	w.method = MF_LORA;
+	w.micro_batch = 2;
+	w.loss = MF_LOSS_FUSED;
+	e = est(&llama8b, &w);
+	assert_int_equal(e.bucket[MF_B_LOGITS], INT64_C(201359360));
+	assert_int_equal(e.bucket[MF_B_TRANSIENT], INT64_C(1241513984));
+}
+
+/*
+ * The fused loss's formulas evaluate to their bytes: every precision,
+ * method and optimizer, s 31 and 64, b 1 and 3, with and without FSDP,
+ * on every block that takes it, and what it is refused on.
+ */
+static void
+test_fused_formulas(void **state)
+{
+	const struct mf_model *models[] = { &llama8b, &tiny, &given_head_dim,
+		&micro, &phi3ish, &mixtralish, &qwen2moeish, &widehead };
+	struct mf_workload w;
+	struct mf_estimate e;
+
+	(void)state;
+	for (size_t i = 0; i < NELEM(models); i++)
+		for (int v = 0; v < 6 * 3 * 3 * 2 * 2 * 2 * 2; v++) {
+			int x = v;
+
+			mf_workload_defaults(&w);
+			w.loss = MF_LOSS_FUSED;
+			w.precision = (enum mf_precision)(x % 6), x /= 6;
+			w.method = (enum mf_method)(x % 3), x /= 3;
+			w.optimizer = (enum mf_optimizer)(x % 3), x /= 3;
+			w.attention = x % 2 ? MF_EAGER : MF_SDPA, x /= 2;
+			w.seq_len = x % 2 ? 31 : 64, x /= 2;
+			w.micro_batch = x % 2 ? 3 : 1, x /= 2;
+			w.shard_gpus = x % 2 ? 4 : 1;
+			formulas_agree(models[i], &w);
+		}
+	mf_workload_defaults(&w);
+	w.seq_len = 64;
+	w.loss = MF_LOSS_FUSED;
+	assert_int_equal(mf_est_compute(&gemma2ish, &w, &e), MF_EINVAL);
+	w.tensor = 2;
+	assert_int_equal(mf_est_compute(&llama8b, &w, &e), MF_EINVAL);
+	w.tensor = 1;
+	w.pipeline = 2;
 	assert_int_equal(mf_est_compute(&llama8b, &w, &e), MF_EINVAL);
 }
 
@@ -1989,6 +2091,8 @@ main(void)
 		cmocka_unit_test(test_formulas_match_bytes),
 		cmocka_unit_test(test_torch_chunked_loss),
 		cmocka_unit_test(test_chunked_formulas),
+		cmocka_unit_test(test_torch_fused_loss),
+		cmocka_unit_test(test_fused_formulas),
 		cmocka_unit_test(test_lora_sgd_formula),
 		cmocka_unit_test(test_torch_lora_forward),
 		cmocka_unit_test(test_estimator_names),

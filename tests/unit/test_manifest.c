@@ -1140,9 +1140,9 @@ test_read_offload_layouts(void **state)
 }
 
 /*
- * The losses not modelled are 400s naming the field (design 19): fused,
- * measured on no GPU; chunked under tensor or pipeline parallel; more
- * pieces than a sequence has tokens, or fewer than one.
+ * The losses not modelled are 400s naming the field (design 19): chunked
+ * or fused under tensor or pipeline parallel; more pieces than a sequence
+ * has tokens, or fewer than one.
  */
 static void
 test_err_loss(void **state)
@@ -1151,12 +1151,14 @@ test_err_loss(void **state)
 	struct mf_job job;
 
 	(void)state;
-	expect_err(RECIPE("    loss: fused\n"), "spec.workload.loss", 10,
-	    "fused is not modelled yet: a fused linear cross-entropy (Liger, Cut Cross-Entropy, Unsloth) runs only on a GPU, and none has been measured; loss: chunked (torchtune's CEWithChunkedOutputLoss) is measured");
+	expect_err(RECIPE("    loss: fused\n    parallelism:\n"
+	                  "      tensor: 2\n"),
+	    "spec.workload.loss", 10,
+	    "fused is not modelled under tensor or pipeline parallel (parallelism.tensor 2, pipeline 1): Liger's fused linear cross-entropy is modelled on one GPU and under FSDP; use loss: standard");
 	expect_err(RECIPE("    loss: chunked\n    parallelism:\n"
 	                  "      tensor: 2\n"),
 	    "spec.workload.loss", 10,
-	    "chunked is not modelled under tensor or pipeline parallel (parallelism.tensor 2, pipeline 1): torchtune's chunked loss is measured on one GPU and under FSDP; use loss: standard");
+	    "chunked is not modelled under tensor or pipeline parallel (parallelism.tensor 2, pipeline 1): torchtune's chunked loss is modelled on one GPU and under FSDP; use loss: standard");
 	expect_err(RECIPE("    parallelism:\n      pipeline: 4\n"
 	                  "    loss: chunked\n"),
 	    "spec.workload.loss", 12, "(parallelism.tensor 1, pipeline 4)");
@@ -1176,6 +1178,13 @@ test_err_loss(void **state)
 	assert_int_equal(job.work.loss_chunks, 16);
 	assert_int_equal(job.loss_line, 10);
 	assert_int_equal(job.loss_column, 11);
+	mf_doc_free(doc);
+	/* fused has no pieces: a sequence shorter than lossChunks' default
+	 * reads. */
+	read_ok(MSPEC "  workload:\n    sequenceLength: 4\n"
+	              "    loss: fused\n",
+	    &doc, &job);
+	assert_int_equal(job.work.loss, MF_LOSS_FUSED);
 	mf_doc_free(doc);
 }
 

@@ -1600,7 +1600,7 @@ test_chunked_softcap(void **state)
 	assert_int_equal(err.line, 10);
 	assert_int_equal(err.column, 11);
 	assert_string_equal(err.text,
-	    "chunked is not modelled for a model with final logit soft-capping (Gemma-2's final_logit_softcapping): transformers caps the logits and torchtune's Gemma-2 the hidden states, and neither is measured with a chunked loss; use loss: standard");
+	    "chunked is not modelled for a model with final logit soft-capping (Gemma-2's final_logit_softcapping): not measured with a chunked or fused loss; use loss: standard");
 	job_free(&f);
 	job_load(&f, "  model:\n    name: google/gemma-2-9b\n" WL(""));
 	place(&f, shipped, &d);

@@ -1,0 +1,277 @@
+/*
+ * est_loss.c: what the loss holds for a moment, the estimator pytorch's
+ * candidate of the transient bucket for the head and its cross-entropy:
+ * the standard loss's backward, under tensor and loss parallel too, a
+ * chunked loss (torchtune's) and a fused one (Liger's).  What each keeps
+ * for backward is the logits bucket's (est_pytorch.c, torch_logits).
+ */
+#include "est.h"
+
+/*
+ * A chunked loss as torchtune 0.6.1 runs CEWithChunkedOutputLoss with C
+ * = lossChunks (modules/transformer.py chunked_output,
+ * modules/loss/ce_chunked_output_loss.py, the recipes' _loss_step): the
+ * final norm's output cut along the sequence by torch.chunk into n =
+ * ceil(s / q) pieces of q = ceil(s / C) tokens (the last one shorter),
+ * each through lm_head in the compute dtype (el bytes: 2, 4 in fp32), the
+ * list held until the loss has run (the recipe's del logits), each piece
+ * upcast to fp32 alone for cross_entropy.  What the loss keeps for
+ * backward is the standard loss's (torch_logits).  What it holds for a
+ * moment, beyond that, at three moments of which the largest counts:
+ * - the loss's forward at its last piece: the logits of every piece (el
+ *   x V a token) and one piece's fp32 upcast (b x q x 4V; none in fp32,
+ *   where .float() returns the logits themselves);
+ * - the backward of one piece's loss: nll_loss's and log_softmax's fp32
+ *   gradients, b x q x 8V;
+ * - a trained lm_head's weight gradient: autograd runs every piece's loss
+ *   backward first (its nodes are newer than the lm_head calls), so each
+ *   piece's logits gradient (el x V a token) waits, freed as the n
+ *   matmuls' backward run, the last piece's first; their weight
+ *   gradients (el x Vh each, the 16-bit weight's under autocast) are
+ *   summed into one, the first sum into a new tensor and the later ones
+ *   in place, so that at the second piece the two gradients and their
+ *   sum (3 el x Vh) are alive beside the logits gradients of the n - 2
+ *   pieces left and the two pieces' input gradients (piece_grads), while
+ *   the saved log-softmax has been freed.  The sum becomes the head's
+ *   gradient, g x Vh with g its bytes, which the gradients bucket holds
+ *   (autocast casts the 16-bit sum to the fp32 gradient after the last
+ *   piece); under FSDP, the unsharded gradient that shardingBuffers
+ *   holds (est_fsdp.c; a chunked loss is not measured under FSDP, whose
+ *   ranks run the loss as one GPU does).  A frozen head (LoRA) has none.
+ * Measured on transformers' models, their lm_head run by torchtune's own
+ * chunked_output and the loss by CEWithChunkedOutputLoss itself
+ * (tests/torch/loss.py: bf16, fp32, bf16-true, bf16-mixed and LoRA,
+ * each moment where it is the largest): within 0.1% when C divides s;
+ * otherwise the first two count the largest piece, a little above what
+ * the two last pieces hold.
+ */
+/* "n x ceil(s / C)" into f: the tokens of a sequence in n pieces. */
+static void
+text_pieces(struct mf_text *f, int64_t n, int64_t chunks)
+{
+	mf_text_int(f, n);
+	mf_text_str(f, " x ceil(s / ");
+	mf_text_int(f, chunks);
+	mf_text_str(f, ")");
+}
+
+/*
+ * The input gradients of the two pieces whose matmuls' backward have run
+ * at the head's second sum, beside what has been freed of their inputs;
+ * " + ..." into f.  With b = 1 a piece of the norm's output is a view,
+ * freed only with the last: both gradients are alive (eh x h a token);
+ * with b > 1 each piece is a copy that its matmul's backward frees as its
+ * gradient comes, the same bytes.  Under autocast lm_head keeps its own
+ * 16-bit cast of each piece, so the first piece's gradient, cast back to
+ * fp32, is 2h a token more than its freed input (the second's, still 16
+ * bits, as much).
+ */
+static int64_t
+piece_grads(const struct mf_model *m, const struct mf_workload *w, int64_t q,
+    int64_t n, struct mf_text *f)
+{
+	int64_t eh = mf_est_hidden_bytes(w), last;
+
+	last = w->seq_len - (n - 1) * q; /* the last piece's tokens */
+	if (mf_est_precision(w->precision)->mixed) {
+		mf_text_str(f, " + b x (s - ");
+		text_pieces(f, n - 1, w->loss_chunks);
+		mf_text_str(f, ") x 2h");
+		return mf_cmul(mf_cmul(w->micro_batch, last),
+		    mf_cmul(2, m->hidden));
+	}
+	if (w->micro_batch > 1)
+		return 0;
+	mf_text_str(f, " + (s - ");
+	text_pieces(f, n - 2, w->loss_chunks);
+	mf_text_str(f, ") x ");
+	mf_text_int(f, eh);
+	mf_text_str(f, "h");
+	return mf_cmul(mf_cmul(eh, last + q), m->hidden);
+}
+
+static int64_t
+chunked_head(const struct mf_model *m, const struct mf_workload *w, int64_t q,
+    int64_t n, struct mf_text *f)
+{
+	const struct mf_est_precision *pr = mf_est_precision(w->precision);
+	int64_t el = pr->act, sb, rest, g, pos, neg;
+
+	/* The head's gradient: the unsharded one under FSDP, as fully_shard
+	 * gathers it (est_fsdp.c). */
+	g = w->shard_gpus > 1 ? (w->precision == MF_FP32 ? 4 : 2) : pr->grad;
+	sb = mf_cmul(w->seq_len, w->micro_batch);
+	rest = mf_cmul(w->micro_batch, mf_cmul(n - 2, q));
+	mf_text_str(f, ", ");
+	mf_text_int(f, 3 * el - g);
+	mf_text_str(f, "Vh");
+	pos = mf_cmul(3 * el - g, mf_cmul(m->vocab, m->hidden));
+	if (n > 2) {
+		mf_text_str(f, " + b x ");
+		text_pieces(f, n - 2, w->loss_chunks);
+		mf_text_str(f, " x V x ");
+		mf_text_int(f, el);
+		pos = mf_cadd(pos, mf_cmul(mf_cmul(el, rest), m->vocab));
+	}
+	pos = mf_cadd(pos, piece_grads(m, w, q, n, f));
+	mf_text_str(f, " - s x b x V x 4");
+	neg = mf_cmul(mf_cmul(4, sb), m->vocab);
+	if (pos < 0 || neg < 0 || rest < 0)
+		return -1;
+	return pos > neg ? pos - neg : 0;
+}
+
+/* The chunked loss's text "max(... , " into f, and its bytes. */
+static int64_t
+chunked_transient(const struct mf_model *m, const struct mf_workload *w,
+    struct mf_text *f)
+{
+	int64_t el = mf_est_precision(w->precision)->act, q, n, bq, fwd, bwd;
+	int64_t head = 0;
+
+	q = mf_cdiv_up(w->seq_len, w->loss_chunks);
+	n = q > 0 ? mf_cdiv_up(w->seq_len, q) : 0;
+	bq = mf_cmul(w->micro_batch, q);
+	mf_text_str(f, "max(s x b x V x ");
+	mf_text_int(f, el);
+	fwd =
+	    mf_cmul(mf_cmul(w->seq_len, w->micro_batch), mf_cmul(el, m->vocab));
+	if (el < 4) {
+		mf_text_str(f, " + b x ceil(s / ");
+		mf_text_int(f, w->loss_chunks);
+		mf_text_str(f, ") x V x 4");
+		fwd = mf_cadd(fwd, mf_cmul(bq, mf_cmul(4, m->vocab)));
+	}
+	mf_text_str(f, ", b x ceil(s / ");
+	mf_text_int(f, w->loss_chunks);
+	mf_text_str(f, ") x V x 8");
+	bwd = mf_cmul(bq, mf_cmul(8, m->vocab));
+	if (w->method == MF_FULL && n >= 2)
+		head = chunked_head(m, w, q, n, f);
+	mf_text_str(f, ", ");
+	return mf_max_poisoned(mf_max_poisoned(fwd, bwd), head);
+}
+
+/*
+ * A fused linear cross-entropy as Liger-Kernel 0.8.5 runs it
+ * (transformers/model/loss_utils.py LigerForCausalLMLoss, which its
+ * patched causal-LM forwards call inside the model's forward, so under
+ * autocast; ops/fused_linear_cross_entropy.py): the labels padded by one
+ * token (b x (s + 1) int64) and shifted (a copy when b > 1, a view of the
+ * padded ones when b = 1), the final norm's output (eh bytes a value,
+ * alive as the loss's input: nothing keeps it for backward) cut into
+ * chunks of c = min(next_power_of_2(ceil(s x b / ceil(V / h))), s x b)
+ * tokens, each chunk's logits (c x V in the compute dtype, el bytes) made
+ * by one matmul and turned in place into their gradient by its Triton
+ * kernel, which also writes each token's fp32 loss; the target mask (one
+ * byte a token).  The input's gradient (eh x h a token) and the head
+ * weight's are made in the forward and saved for backward, which only
+ * scales them: the first is the logits bucket's, the second the head's
+ * gradient, the gradients bucket's.  At each chunk, beside the logits:
+ * - a trained head: the head weight's gradient of the chunk, by the
+ *   portable path `grad_weight += torch.mm(grad_logits.t(), x).float()`:
+ *   the product in el bytes and its fp32 copy (el + 4 bytes of Vh, 4 in
+ *   fp32, where .float() returns the product itself).  That is every
+ *   GPU's path in releases 0.6.0 to 0.8.1 and that of GPUs below compute
+ *   capability 8 since (the CPU's too); on an 8.x or 9.x GPU 0.8.2 and
+ *   later accumulate in place with torch.addmm(out=grad_weight) and hold
+ *   none of it (Liger-Kernel PR #1239: "old mm(...).float(): extra peak
+ *   3072 MiB" at V 131072, h 4096 in bf16 on an RTX 4090, 6 x Vh, and
+ *   none with addmm): counted, the safe side for every release;
+ * - a frozen head (LoRA): the chunk's input gradient, c x h in el bytes,
+ *   before it is copied into the whole one.
+ * Under autocast the head's 16-bit weight that the chunks' matmuls cast
+ * is the weights bucket's (mf_est_autocast_params).  Measured on
+ * transformers' models with Liger's own loss and its two Triton kernels
+ * done in place by torch (tests/torch/fused.py: bf16, fp32, bf16-true,
+ * bf16-mixed and LoRA), within 0.01%.
+ */
+static int64_t
+fused_chunk(const struct mf_model *m, const struct mf_workload *w)
+{
+	int64_t n = mf_cmul(w->seq_len, w->micro_batch), c = 1;
+	int64_t want = mf_cdiv_up(n, mf_cdiv_up(m->vocab, m->hidden));
+
+	while (c < want)
+		c *= 2;
+	return c < n ? c : n;
+}
+
+static int64_t
+fused_transient(const struct mf_model *m, const struct mf_workload *w,
+    int64_t el, struct mf_text *f)
+{
+	int64_t b = w->micro_batch, sb = mf_cmul(w->seq_len, b);
+	int64_t eh = mf_est_hidden_bytes(w), c = fused_chunk(m, w), labels;
+	int64_t vh = mf_cmul(m->vocab, m->hidden), bytes;
+
+	mf_text_str(f, "max(s x b x (");
+	mf_text_int(f, eh);
+	mf_text_str(f, "h + 5) + 8 x b x (s + 1)");
+	labels = mf_cmul(8, mf_cmul(b, w->seq_len + 1));
+	if (b > 1) {
+		mf_text_str(f, " + 8 x s x b");
+		labels = mf_cadd(labels, mf_cmul(8, sb));
+	}
+	mf_text_str(f, " + ");
+	mf_text_int(f, c);
+	mf_text_str(f, " x V x ");
+	mf_text_int(f, el);
+	bytes = mf_cadd(mf_cmul(sb, mf_cadd(mf_cmul(eh, m->hidden), 5)),
+	    mf_cadd(labels, mf_cmul(c, mf_cmul(el, m->vocab))));
+	if (w->method == MF_FULL) {
+		mf_text_str(f, " + Vh x ");
+		mf_text_int(f, el < 4 ? el + 4 : 4);
+		bytes = mf_cadd(bytes, mf_cmul(vh, el < 4 ? el + 4 : 4));
+	} else {
+		mf_text_str(f, " + ");
+		mf_text_int(f, c);
+		mf_text_str(f, " x h x ");
+		mf_text_int(f, el);
+		bytes = mf_cadd(bytes, mf_cmul(c, mf_cmul(el, m->hidden)));
+	}
+	mf_text_str(f, ", ");
+	return bytes;
+}
+
+/*
+ * The loss's backward, its text "max(... , " into f.  Under tensor
+ * parallel without loss parallel lm_head's output is all-gathered whole
+ * (ColwiseParallel, output Replicate): the gather's output, e x V a token,
+ * and its input, e x Vl, can stay alive into the loss's backward until
+ * the collective's work is reaped (seen on gloo, tests/torch/dist.py case
+ * tp2-loss, in about one run in two; ProcessGroupNCCL likewise stashes a
+ * collective's tensors until its watchdog sees it complete), so they are
+ * counted with it.
+ */
+int64_t
+mf_est_loss_transient(const struct mf_model *m, const struct mf_workload *w,
+    int64_t ebytes, int64_t vl, struct mf_text *f)
+{
+	int64_t sb = mf_cmul(w->seq_len, w->micro_batch);
+
+	/* Chunked and fused: one GPU with the head (the domain,
+	 * estimate.c). */
+	if (w->loss == MF_LOSS_CHUNKED && m->tp <= 1 && !m->no_head)
+		return chunked_transient(m, w, f);
+	if (w->loss == MF_LOSS_FUSED && m->tp <= 1 && !m->no_head)
+		return fused_transient(m, w, ebytes, f);
+	if (vl != m->vocab) {
+		mf_text_str(f, "max(s x b x Vl x 12, ");
+		return m->no_head ? 0 : mf_cmul(sb, mf_cmul(12, vl));
+	}
+	if (m->tp <= 1) {
+		mf_text_str(f, "max(s x b x V x 8, ");
+		return m->no_head ? 0 : mf_cmul(sb, mf_cmul(8, vl));
+	}
+	mf_text_str(f, "max(s x b x (");
+	mf_text_int(f, 8 + ebytes);
+	mf_text_str(f, "V + ");
+	mf_text_int(f, ebytes);
+	mf_text_str(f, "Vl), ");
+	if (m->no_head)
+		return 0;
+	return mf_cmul(sb,
+	    mf_cadd(mf_cmul(8 + ebytes, vl),
+	        mf_cmul(ebytes, mf_model_vocab_rows(m))));
+}
