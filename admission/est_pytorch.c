@@ -376,12 +376,12 @@ offloaded(const struct mf_workload *w, int64_t n)
 /*
  * The checkpointed layers' inputs on the GPU at the peak of backward:
  * all lc, but under torchtune's activation offloading (design 19, with
- * every layer checkpointed, as its recipes require: manifest.c).  Torch
- * 2.13's non-reentrant checkpoint saves a layer's positional input, the
- * hidden states, as a saved tensor (utils/checkpoint.py,
- * _CheckpointFrame.save_inputs), which OffloadActivations moves to host
- * memory; the keyword inputs (positions, RoPE's cos and sin, the masks)
- * stay in the checkpoint's closure on the GPU, and what a layer saves
+ * every layer checkpointed, as its recipes require:
+ * mf_est_offload_refused).  Torch 2.13's non-reentrant checkpoint saves a
+ * layer's positional input, the hidden states, as a saved tensor
+ * (utils/checkpoint.py, _CheckpointFrame.save_inputs), which OffloadActivations
+ * moves to host memory; the keyword inputs (positions, RoPE's cos and sin, the
+ * masks) stay in the checkpoint's closure on the GPU, and what a layer saves
  * inside its checkpoint goes to the checkpoint's own hooks, recomputed
  * on the GPU in backward (the layer's terms).  Backward brings an input
  * back when its layer recomputes and lets it go after the next autograd

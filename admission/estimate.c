@@ -138,6 +138,32 @@ mf_est_oib_refused(const struct mf_workload *w, int64_t gpus, char *why,
 	return 1;
 }
 
+int
+mf_est_offload_refused(const struct mf_workload *w, char *why, size_t size)
+{
+	char spare[8];
+
+	if (why == NULL || size == 0) {
+		why = spare;
+		size = sizeof(spare);
+	}
+	if (!w->activation_offload)
+		return 0;
+	if (w->checkpointing != MF_CKPT_FULL || w->ckpt_every != 1)
+		snprintf(why, size,
+		    "needs gradientCheckpointing: true: torchtune's recipes refuse activation offloading without activation checkpointing, and memfloor models it with every layer checkpointed");
+	else if (w->tensor > 1 || w->pipeline > 1 || w->expert > 1)
+		snprintf(why, size,
+		    "is not modelled under tensor, pipeline or expert parallel (workload.parallelism): memfloor measured torchtune's activation offloading with each GPU holding every layer whole");
+	else if (w->shard_gpus > 1)
+		snprintf(why, size,
+		    "is not modelled under FSDP (workload.sharding.gpus %lld): memfloor measured torchtune's activation offloading on one GPU",
+		    (long long)w->shard_gpus);
+	else
+		return 0;
+	return 1;
+}
+
 static int
 workload_ok(const struct mf_workload *w)
 {
@@ -160,7 +186,9 @@ workload_ok(const struct mf_workload *w)
 	    w->max_num_seqs >= 0 && w->non_torch >= 0 && w->all_reduce >= 0 &&
 	    w->block_size >= 1 && w->graph_reserve >= 0 && w->tensor >= 1 &&
 	    w->pipeline >= 1 && w->expert >= 1 && w->ckpt_every >= 1 &&
-	    (w->kind != MF_TRAINING || !mf_est_oib_refused(w, 1, NULL, 0));
+	    (w->kind != MF_TRAINING ||
+	        (!mf_est_oib_refused(w, 1, NULL, 0) &&
+	            !mf_est_offload_refused(w, NULL, 0)));
 }
 
 int

@@ -235,6 +235,20 @@ const char *mf_estimator_name(enum mf_estimator e);
 enum mf_rc mf_estimator_parse(const char *name, enum mf_estimator *out);
 
 /*
+ * Whether the estimate refuses w's activationOffload (design 19): 0 when it
+ * models it, or w does not ask for it; otherwise 1, with why (when not
+ * NULL, size bytes) the reason, to follow the field's name.  It is
+ * modelled as torchtune's OffloadActivations runs it and
+ * tests/torch/offload.py measured it: with every layer checkpointed,
+ * which torchtune's recipes require ("enable_activation_offloading should
+ * only be True when enable_activation_checkpointing is True"), on one
+ * GPU's model (no tensor, pipeline or expert parallel, no FSDP); the
+ * rest is refused rather than guessed.  The one owner of that rule: the
+ * manifest's error, the estimate's domain and the fixes offered ask it.
+ */
+int mf_est_offload_refused(const struct mf_workload *w, char *why, size_t size);
+
+/*
  * Whether the estimate models w's optimizerInBackward (design 19) on gpus
  * GPUs: 0 when it does, or w does not ask for it; otherwise 1, with why
  * (when not NULL, size bytes) the reason, to follow the field's name:

@@ -10,21 +10,25 @@
 static void apply(struct mf_workload *w, enum mf_fix f, int64_t gpus);
 
 /*
- * Whether fix f keeps the optimizer in backward of w as torchtune runs it
- * and the estimate models it (mf_est_oib_refused): not microbatch, whose
- * gradient accumulation torchtune refuses with optimizer_in_bwd, nor
- * count, more GPUs, nor a fix whose workload is refused (autocast's bf16,
- * adam8bit, lora, qlora, fsdp).
+ * Whether fix f keeps the optimizer in backward and activation offloading
+ * of w as torchtune runs them and the estimate models them
+ * (mf_est_oib_refused, mf_est_offload_refused): with the optimizer in
+ * backward not microbatch, whose gradient accumulation torchtune refuses
+ * with optimizer_in_bwd, nor count, more GPUs; with either, not a fix
+ * whose workload is refused (autocast's bf16, adam8bit, lora, qlora and
+ * fsdp with the optimizer in backward; fsdp with offloading).
  */
 static int
-keeps_oib(const struct mf_workload *w, enum mf_fix f)
+keeps_recipe(const struct mf_workload *w, enum mf_fix f)
 {
 	struct mf_workload t = *w;
 
-	if (f == MF_FIX_MICROBATCH || f == MF_FIX_REPLICAS)
+	if (w->optimizer_in_backward &&
+	    (f == MF_FIX_MICROBATCH || f == MF_FIX_REPLICAS))
 		return 0;
 	apply(&t, f, 2);
-	return !mf_est_oib_refused(&t, 1, NULL, 0);
+	return !mf_est_oib_refused(&t, 1, NULL, 0) &&
+	    !mf_est_offload_refused(&t, NULL, 0);
 }
 
 /* When fix f changes anything for the workload w of job. */
@@ -33,7 +37,8 @@ applies(const struct mf_job *job, const struct mf_workload *w, enum mf_fix f)
 {
 	int train = w->kind == MF_TRAINING;
 
-	if (train && w->optimizer_in_backward && !keeps_oib(w, f))
+	if (train && (w->optimizer_in_backward || w->activation_offload) &&
+	    !keeps_recipe(w, f))
 		return 0;
 	switch (f) {
 	case MF_FIX_SDPA:
@@ -52,10 +57,9 @@ applies(const struct mf_job *job, const struct mf_workload *w, enum mf_fix f)
 		return train && w->method != MF_QLORA;
 	case MF_FIX_FSDP:
 		/* Full fine-tuning not yet sharded, on more than one GPU if
-		 * the job asked for a count; not with activation offloading,
-		 * which is not modelled under FSDP (manifest.c). */
+		 * the job asked for a count. */
 		return train && w->method == MF_FULL && w->shard_gpus <= 1 &&
-		    w->tensor * w->pipeline == 1 && !w->activation_offload &&
+		    w->tensor * w->pipeline == 1 &&
 		    (!job->count_given || job->count > 1);
 	case MF_FIX_KVFP8:
 		return !train && w->kv_dtype != MF_KV_FP8;

@@ -123,43 +123,21 @@ check_lengths(struct mf_job *job, const char *base, int line, int column,
 	return MF_OK;
 }
 
-/*
- * Activation offloading as memfloor measured it (design 19; torchtune's
- * OffloadActivations, tests/torch/offload.py): with every layer
- * checkpointed, which torchtune's recipes require
- * (full_finetune_single_device.py and the others: "enable_activation_
- * offloading should only be True when enable_activation_checkpointing
- * is True"), and on one GPU's model: a layout that divides the layers or
- * their tensors is not measured, and is refused rather than guessed.
- */
+/* Activation offloading where the estimate does not model it
+ * (mf_est_offload_refused), the error at the field where it is written. */
 static enum mf_rc
 check_offload(const struct mf_job *job, const char *base,
     const struct mf_node *spec, struct mf_error *err)
 {
-	const struct mf_workload *w = &job->work;
 	const struct mf_node *n;
-	char p[PATHMAX];
-	int line = 0, column = 0;
+	char p[PATHMAX], why[320];
 
-	if (!w->activation_offload)
+	if (!mf_est_offload_refused(&job->work, why, sizeof(why)))
 		return MF_OK;
 	n = mf_node_get(mf_node_get(spec, "workload"), "activationOffload");
-	if (n != NULL) {
-		line = n->line;
-		column = n->column;
-	}
-	mf_path(p, sizeof(p), base, "workload.activationOffload");
-	if (w->checkpointing != MF_CKPT_FULL || w->ckpt_every != 1)
-		return mf_error_set(err, MF_EINVAL, p, line, column,
-		    "needs gradientCheckpointing: true: torchtune's recipes refuse activation offloading without activation checkpointing, and memfloor models it with every layer checkpointed");
-	if (w->tensor > 1 || w->pipeline > 1 || w->expert > 1)
-		return mf_error_set(err, MF_EINVAL, p, line, column,
-		    "is not modelled under tensor, pipeline or expert parallel (workload.parallelism): memfloor measured torchtune's activation offloading with each GPU holding every layer whole");
-	if (w->shard_gpus > 1)
-		return mf_error_set(err, MF_EINVAL, p, line, column,
-		    "is not modelled under FSDP (workload.sharding.gpus %lld): memfloor measured torchtune's activation offloading on one GPU",
-		    (long long)w->shard_gpus);
-	return MF_OK;
+	return mf_error_set(err, MF_EINVAL,
+	    mf_path(p, sizeof(p), base, "workload.activationOffload"),
+	    n != NULL ? n->line : 0, n != NULL ? n->column : 0, "%s", why);
 }
 
 /* Where the lengths are written, for the errors that need the model

@@ -1222,6 +1222,22 @@ test_torch_offload(void **state)
 	assert_false(mf_est_offloads(&w));
 	e = est(&llama8b, &w);
 	assert_int_equal(e.bucket[MF_B_ACTIVATIONS], INT64_C(1073741824));
+	/* Outside what was measured (mf_est_offload_refused) there is no
+	 * estimate: without every layer checkpointed, every 2nd, under
+	 * FSDP or tensor parallel. */
+	w.checkpointing = MF_CKPT_NONE;
+	assert_int_equal(mf_est_compute(&llama8b, &w, &e), MF_EINVAL);
+	w.checkpointing = MF_CKPT_FULL;
+	w.ckpt_every = 2;
+	assert_int_equal(mf_est_compute(&llama8b, &w, &e), MF_EINVAL);
+	w.ckpt_every = 1;
+	w.shard_gpus = 4;
+	assert_int_equal(mf_est_compute(&llama8b, &w, &e), MF_EINVAL);
+	w.shard_gpus = 1;
+	w.tensor = 2;
+	assert_int_equal(mf_est_compute(&llama8b, &w, &e), MF_EINVAL);
+	w.tensor = 1;
+	assert_int_equal(mf_est_compute(&llama8b, &w, &e), MF_OK);
 }
 
 /* The tokens whose hidden states parallel layouts send (estimate.c). */
@@ -1488,6 +1504,8 @@ serving_formulas_match_bytes(const struct mf_model *const *models, size_t n)
 			w.reshard_after_forward = v / 17 % 2;
 			w.seq_len = v / 19 % 2 ? 31 : 32;
 			w.activation_offload = v / 31 % 2;
+			if (mf_est_offload_refused(&w, NULL, 0))
+				w.activation_offload = 0;
 			formulas_agree(models[i], &w);
 		}
 }
