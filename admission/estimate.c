@@ -94,12 +94,6 @@ int
 mf_est_oib_refused(const struct mf_workload *w, int64_t gpus, char *why,
     size_t size)
 {
-	char spare[8];
-
-	if (why == NULL || size == 0) {
-		why = spare;
-		size = sizeof(spare);
-	}
 	if (!w->optimizer_in_backward)
 		return 0;
 	if (w->method != MF_FULL)
@@ -141,12 +135,6 @@ mf_est_oib_refused(const struct mf_workload *w, int64_t gpus, char *why,
 int
 mf_est_offload_refused(const struct mf_workload *w, char *why, size_t size)
 {
-	char spare[8];
-
-	if (why == NULL || size == 0) {
-		why = spare;
-		size = sizeof(spare);
-	}
 	if (!w->activation_offload)
 		return 0;
 	if (w->checkpointing != MF_CKPT_FULL || w->ckpt_every != 1)
@@ -196,12 +184,6 @@ mf_est_loss_refused(const struct mf_model *m, const struct mf_workload *w,
     char *why, size_t size)
 {
 	const char *name;
-	char spare[8];
-
-	if (why == NULL || size == 0) {
-		why = spare;
-		size = sizeof(spare);
-	}
 	if (w->kind != MF_TRAINING || w->loss == MF_LOSS_STANDARD)
 		return 0;
 	name = w->loss == MF_LOSS_CHUNKED ? "chunked" : "fused";
