@@ -172,12 +172,13 @@ chunked_transient(const struct mf_model *m, const struct mf_workload *w,
  *   portable path `grad_weight += torch.mm(grad_logits.t(), x).float()`:
  *   the product in el bytes and its fp32 copy (el + 4 bytes of Vh, 4 in
  *   fp32, where .float() returns the product itself).  That is every
- *   GPU's path in releases 0.6.0 to 0.8.1 and that of GPUs below compute
- *   capability 8 since (the CPU's too); on an 8.x or 9.x GPU 0.8.2 and
- *   later accumulate in place with torch.addmm(out=grad_weight) and hold
- *   none of it (Liger-Kernel PR #1239: "old mm(...).float(): extra peak
- *   3072 MiB" at V 131072, h 4096 in bf16 on an RTX 4090, 6 x Vh, and
- *   none with addmm): counted, the safe side for every release;
+ *   GPU's path in releases 0.6.2 to 0.8.0 (PR #830) and that of GPUs
+ *   below compute capability 8 since (the CPU's too); releases before
+ *   0.6.2 accumulate in place (torch.addmm(out=grad_weight)), and so do,
+ *   on an 8.x or 9.x GPU, 0.8.1 and later for an fp32 gradient (PR #1239:
+ *   "old mm(...).float(): extra peak 3072 MiB" at V 131072, h 4096, bf16
+ *   logits on an RTX 4090, 6 x Vh, and none with addmm) and 0.8.5 for a
+ *   16-bit one: counted, the safe side for every release;
  * - a frozen head (LoRA): the chunk's input gradient, c x h in el bytes,
  *   before it is copied into the whole one.
  * Under autocast the head's 16-bit weight that the chunks' matmuls cast

@@ -19,8 +19,9 @@ arithmetic done in place a row at a time with torch (CrossEntropyKernel,
 ElementMulKernel), which allocates nothing but scalars, as the kernels
 work in registers.  On the CPU Liger takes its portable path for the head
 weight's gradient, `grad_weight += torch.mm(grad_logits.t(), x).float()`,
-the path of every GPU in releases 0.6.0 to 0.8.1 and of GPUs below compute
-capability 8 since; on an 8.x or 9.x GPU 0.8.2 and later accumulate in
+the path of every GPU in releases 0.6.2 to 0.8.0 and of GPUs below compute
+capability 8 since; releases before 0.6.2, and on an 8.x or 9.x GPU 0.8.1
+and later for an fp32 gradient and 0.8.5 for a 16-bit one, accumulate in
 place (torch.addmm(out=grad_weight)), which holds less.
 
 For each case it measures, on the CPU with oneDNN off (loss.py's reasons):
