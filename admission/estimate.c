@@ -184,6 +184,7 @@ mf_est_loss_refused(const struct mf_model *m, const struct mf_workload *w,
     char *why, size_t size)
 {
 	const char *name;
+
 	if (w->kind != MF_TRAINING || w->loss == MF_LOSS_STANDARD)
 		return 0;
 	name = w->loss == MF_LOSS_CHUNKED ? "chunked" : "fused";

@@ -121,6 +121,37 @@ test_fix_optimizer_in_backward(void **state)
 	assert_true(mf_fix_applies(&job, w, MF_FIX_AUTOCAST));
 }
 
+/*
+ * With activation offloading every fix applies but fsdp, whose workload
+ * mf_est_offload_refused refuses (measured on one GPU), and more GPUs of
+ * data parallel (count) keep it.
+ */
+static void
+test_fix_activation_offload(void **state)
+{
+	struct mf_job job;
+	struct mf_workload *w = &job.work;
+
+	(void)state;
+	memset(&job, 0, sizeof(job));
+	job.count = 2;
+	job.count_given = 1;
+	mf_workload_defaults(w);
+	w->attention = MF_EAGER;
+	w->micro_batch = 4;
+	w->precision = MF_FP32;
+	w->checkpointing = MF_CKPT_FULL;
+	w->activation_offload = 1;
+	for (int f = 0; f < MF_FIX_KVFP8; f++)
+		if (f != MF_FIX_CHECKPOINTING)
+			assert_int_equal(mf_fix_applies(&job, w,
+			                     (enum mf_fix)f),
+			    f != MF_FIX_FSDP);
+	assert_true(mf_fix_applies(&job, w, MF_FIX_REPLICAS));
+	w->activation_offload = 0;
+	assert_true(mf_fix_applies(&job, w, MF_FIX_FSDP));
+}
+
 /* A training job and a served one run data parallel differently. */
 static void
 test_fix_code_by_kind(void **state)
@@ -145,6 +176,7 @@ main(void)
 		cmocka_unit_test(test_fix_count_applies),
 		cmocka_unit_test(test_fix_code_by_kind),
 		cmocka_unit_test(test_fix_optimizer_in_backward),
+		cmocka_unit_test(test_fix_activation_offload),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
