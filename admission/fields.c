@@ -285,7 +285,7 @@ static const struct mf_fname losses[] = {
 	    "lm_head and cross-entropy in lossChunks pieces (torchtune's CEWithChunkedOutputLoss)",
 	    { 0 } },
 	{ "fused", MF_LOSS_FUSED,
-	    "a fused linear cross-entropy that never holds the logits, as Liger-Kernel runs it (chunks of about h tokens' worth of logits; Cut Cross-Entropy and Unsloth hold less)",
+	    "a fused linear cross-entropy that never holds the logits, as Liger-Kernel runs it (the logits of about s x b x h / V tokens at a time; Cut Cross-Entropy and Unsloth hold less)",
 	    { 0 } },
 	{ NULL, 0, NULL, { 0 } },
 };
