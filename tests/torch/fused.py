@@ -216,36 +216,14 @@ def run_case(i, case, errors):
                          got["transient"])
             loss.peak_phase(errors, name, "its moment the peak, 0 layers",
                             top)
-        subj.set(2, "sdpa")
-        for p in subj.model.parameters():
-            p.grad = None
-        recipe = loss.RECIPES[opt](subj.model.parameters())
-        held = sum(p.numel() * p.element_size()
-                   for p in subj.model.parameters())
-        held += recipe.held() + 2 * ids.numel() * 8
-        ph = loss.phases(step, ids, labels, recipe)
-        peak = held + max(p for p, _ in ph.values())
-        loss.compare(errors, name, "step peak <= perGpu", peak, per_gpu,
-                     above=True)
+        loss.whole_step(errors, name, subj, step, opt, ids, labels, per_gpu)
 
 
 def main():
-    only = set(a for a in sys.argv[1:] if a != "-v")
     loss.VERBOSE = VERBOSE
-    errors = []
-    for i, case in enumerate(CASES):
-        if not only or str(i) in only:
-            run_case(i, case, errors)
-    failed = sum(1 for e in errors if e[5])
-    for bucket in ("logits", "activations", "activations+logits",
-                   "transient", "step peak <= perGpu"):
-        e = [x[4] for x in errors if x[1].split(" (")[0] == bucket]
-        if e:
-            print("FUSED %-22s: worst %+.3f%%, mean |error| %.3f%% (%d)" %
-                  (bucket, 100 * max(e, key=abs),
-                   100 * sum(abs(x) for x in e) / len(e), len(e)))
-    print("torch fused loss: %d checks, %d failed" % (len(errors), failed))
-    return 1 if failed else 0
+    return loss.report(CASES, run_case, "FUSED", "fused loss",
+                       ("logits", "activations", "activations+logits",
+                        "transient", "step peak <= perGpu"))
 
 
 if __name__ == "__main__":

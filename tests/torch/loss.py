@@ -275,17 +275,7 @@ def run_case(i, case, errors):
                 got["transient"], above=not exact)
         peak_phase(errors, name, "its moment the peak, %d layers" % layers,
                    top)
-        subj.set(2, "sdpa")
-        for p in subj.model.parameters():
-            p.grad = None
-        recipe = RECIPES[opt](subj.model.parameters())
-        held = sum(p.numel() * p.element_size()
-                   for p in subj.model.parameters())
-        held += recipe.held() + 2 * ids.numel() * 8
-        ph = phases(step, ids, labels, recipe)
-        peak = held + max(p for p, _ in ph.values())
-        compare(errors, name, "step peak <= perGpu", peak, per_gpu,
-                above=True)
+        ph = whole_step(errors, name, subj, step, opt, ids, labels, per_gpu)
         if phase != "head":
             # Over two layers the loss is the whole step's peak too (the
             # head's moment is not: its cases' layers hold more).
@@ -295,6 +285,24 @@ def run_case(i, case, errors):
             peak_phase(errors, name, "its moment the peak, 2 layers", top)
 
 
+def whole_step(errors, name, subj, step, opt, ids, labels, per_gpu):
+    """A whole step over two layers (forward, loss, backward and the
+    optimizer opt of RECIPES): checks that its peak, beside the weights,
+    the optimizer's state and the inputs, is at most per_gpu, and returns
+    its phases."""
+    subj.set(2, "sdpa")
+    for p in subj.model.parameters():
+        p.grad = None
+    recipe = RECIPES[opt](subj.model.parameters())
+    held = sum(p.numel() * p.element_size()
+               for p in subj.model.parameters())
+    held += recipe.held() + 2 * ids.numel() * 8
+    ph = phases(step, ids, labels, recipe)
+    peak = held + max(p for p, _ in ph.values())
+    compare(errors, name, "step peak <= perGpu", peak, per_gpu, above=True)
+    return ph
+
+
 def peak_phase(errors, name, what, ok):
     errors.append((name, "peak phase", 1, 1, 0.0, not ok))
     if VERBOSE or not ok:
@@ -302,23 +310,31 @@ def peak_phase(errors, name, what, ok):
                                   "yes" if ok else "no"))
 
 
-def main():
+def report(cases, run_case, tag, what, buckets):
+    """Runs every case (or those the command line names) and prints each
+    bucket's worst and mean error and the count of checks failed; 1 when
+    any failed."""
     only = set(a for a in sys.argv[1:] if a != "-v")
     errors = []
-    for i, case in enumerate(CASES):
+    for i, case in enumerate(cases):
         if not only or str(i) in only:
             run_case(i, case, errors)
     failed = sum(1 for e in errors if e[5])
-    for bucket in ("logits", "activations", "activations+logits",
-                   "transient", "transient, 2-layer step",
-                   "step peak <= perGpu"):
+    for bucket in buckets:
         e = [x[4] for x in errors if x[1].split(" (")[0] == bucket]
         if e:
-            print("LOSS %-22s: worst %+.3f%%, mean |error| %.3f%% (%d)" %
-                  (bucket, 100 * max(e, key=abs),
+            print("%s %-22s: worst %+.3f%%, mean |error| %.3f%% (%d)" %
+                  (tag, bucket, 100 * max(e, key=abs),
                    100 * sum(abs(x) for x in e) / len(e), len(e)))
-    print("torch chunked loss: %d checks, %d failed" % (len(errors), failed))
+    print("torch %s: %d checks, %d failed" % (what, len(errors), failed))
     return 1 if failed else 0
+
+
+def main():
+    return report(CASES, run_case, "LOSS", "chunked loss",
+                  ("logits", "activations", "activations+logits",
+                   "transient", "transient, 2-layer step",
+                   "step peak <= perGpu"))
 
 
 if __name__ == "__main__":

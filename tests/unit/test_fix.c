@@ -80,6 +80,19 @@ test_fix_count_applies(void **state)
 	assert_int_equal(mf_fix_info(MF_FIX_REPLICAS)->kind, MF_FIXV_GPUS);
 }
 
+/* A training job on 2 GPUs that sdpa and microbatch have something to
+ * change in. */
+static void
+fixable_job(struct mf_job *job)
+{
+	memset(job, 0, sizeof(*job));
+	job->count = 2;
+	job->count_given = 1;
+	mf_workload_defaults(&job->work);
+	job->work.attention = MF_EAGER;
+	job->work.micro_batch = 4;
+}
+
 /*
  * With the optimizer in backward only the fixes that keep it as torchtune
  * runs it and the estimate models it apply: sdpa and checkpointing; not
@@ -94,12 +107,7 @@ test_fix_optimizer_in_backward(void **state)
 	struct mf_workload *w = &job.work;
 
 	(void)state;
-	memset(&job, 0, sizeof(job));
-	job.count = 2;
-	job.count_given = 1;
-	mf_workload_defaults(w);
-	w->attention = MF_EAGER;
-	w->micro_batch = 4;
+	fixable_job(&job);
 	for (int f = 0; f < MF_FIX_COUNT; f++)
 		if (f != MF_FIX_AUTOCAST && f < MF_FIX_KVFP8)
 			assert_true(mf_fix_applies(&job, w, (enum mf_fix)f));
@@ -133,12 +141,7 @@ test_fix_activation_offload(void **state)
 	struct mf_workload *w = &job.work;
 
 	(void)state;
-	memset(&job, 0, sizeof(job));
-	job.count = 2;
-	job.count_given = 1;
-	mf_workload_defaults(w);
-	w->attention = MF_EAGER;
-	w->micro_batch = 4;
+	fixable_job(&job);
 	w->precision = MF_FP32;
 	w->checkpointing = MF_CKPT_FULL;
 	w->activation_offload = 1;
