@@ -1668,13 +1668,14 @@ test_torch_chunked_loss(void **state)
 }
 
 /*
- * The chunked loss's formulas evaluate to their bytes: every precision,
- * method and optimizer, 1, 3 and 8 pieces, s 31 and 64, b 1 and 3, with
- * and without FSDP, on every block that takes it (not Gemma-2's final
- * soft-capping), and what it is refused on (estimate.c's loss_ok).
+ * loss's formulas (chunked or fused) evaluate to their bytes: every
+ * precision, method and optimizer, 1, 3 and 8 pieces, sdpa and eager, s 31
+ * and 64, b 1 and 3, with and without FSDP, on every block that takes it;
+ * and it is refused on Gemma-2's final soft-capping and under tensor or
+ * pipeline parallel (mf_est_loss_refused).
  */
 static void
-test_chunked_formulas(void **state)
+loss_formulas_agree(enum mf_loss loss)
 {
 	const struct mf_model *models[] = { &llama8b, &tiny, &given_head_dim,
 		&micro, &phi3ish, &mixtralish, &qwen2moeish, &widehead };
@@ -1682,17 +1683,17 @@ test_chunked_formulas(void **state)
 	struct mf_workload w;
 	struct mf_estimate e;
 
-	(void)state;
 	for (size_t i = 0; i < NELEM(models); i++)
-		for (int v = 0; v < 6 * 3 * 3 * 3 * 2 * 2 * 2; v++) {
+		for (int v = 0; v < 6 * 3 * 3 * 3 * 2 * 2 * 2 * 2; v++) {
 			int x = v;
 
 			mf_workload_defaults(&w);
-			w.loss = MF_LOSS_CHUNKED;
+			w.loss = loss;
 			w.precision = (enum mf_precision)(x % 6), x /= 6;
 			w.method = (enum mf_method)(x % 3), x /= 3;
 			w.optimizer = (enum mf_optimizer)(x % 3), x /= 3;
 			w.loss_chunks = chunks[x % 3], x /= 3;
+			w.attention = x % 2 ? MF_EAGER : MF_SDPA, x /= 2;
 			w.seq_len = x % 2 ? 31 : 64, x /= 2;
 			w.micro_batch = x % 2 ? 3 : 1, x /= 2;
 			w.shard_gpus = x % 2 ? 4 : 1;
@@ -1700,14 +1701,27 @@ test_chunked_formulas(void **state)
 		}
 	mf_workload_defaults(&w);
 	w.seq_len = 64;
-	w.loss = MF_LOSS_CHUNKED;
+	w.loss = loss;
 	assert_int_equal(mf_est_compute(&gemma2ish, &w, &e), MF_EINVAL);
 	w.tensor = 2;
 	assert_int_equal(mf_est_compute(&llama8b, &w, &e), MF_EINVAL);
 	w.tensor = 1;
 	w.pipeline = 2;
 	assert_int_equal(mf_est_compute(&llama8b, &w, &e), MF_EINVAL);
-	w.pipeline = 1;
+}
+
+/* The chunked loss's formulas, and a piece count or loss out of range. */
+static void
+test_chunked_formulas(void **state)
+{
+	struct mf_workload w;
+	struct mf_estimate e;
+
+	(void)state;
+	loss_formulas_agree(MF_LOSS_CHUNKED);
+	mf_workload_defaults(&w);
+	w.seq_len = 64;
+	w.loss = MF_LOSS_CHUNKED;
 	w.loss_chunks = 0;
 	assert_int_equal(mf_est_compute(&llama8b, &w, &e), MF_EINVAL);
 	w.loss_chunks = 8;
@@ -1779,44 +1793,12 @@ test_torch_fused_loss(void **state)
 	assert_int_equal(e.bucket[MF_B_TRANSIENT], INT64_C(1241513984));
 }
 
-/*
- * The fused loss's formulas evaluate to their bytes: every precision,
- * method and optimizer, s 31 and 64, b 1 and 3, with and without FSDP,
- * on every block that takes it, and what it is refused on.
- */
+/* The fused loss's formulas (lossChunks changes nothing for it). */
 static void
 test_fused_formulas(void **state)
 {
-	const struct mf_model *models[] = { &llama8b, &tiny, &given_head_dim,
-		&micro, &phi3ish, &mixtralish, &qwen2moeish, &widehead };
-	struct mf_workload w;
-	struct mf_estimate e;
-
 	(void)state;
-	for (size_t i = 0; i < NELEM(models); i++)
-		for (int v = 0; v < 6 * 3 * 3 * 2 * 2 * 2 * 2; v++) {
-			int x = v;
-
-			mf_workload_defaults(&w);
-			w.loss = MF_LOSS_FUSED;
-			w.precision = (enum mf_precision)(x % 6), x /= 6;
-			w.method = (enum mf_method)(x % 3), x /= 3;
-			w.optimizer = (enum mf_optimizer)(x % 3), x /= 3;
-			w.attention = x % 2 ? MF_EAGER : MF_SDPA, x /= 2;
-			w.seq_len = x % 2 ? 31 : 64, x /= 2;
-			w.micro_batch = x % 2 ? 3 : 1, x /= 2;
-			w.shard_gpus = x % 2 ? 4 : 1;
-			formulas_agree(models[i], &w);
-		}
-	mf_workload_defaults(&w);
-	w.seq_len = 64;
-	w.loss = MF_LOSS_FUSED;
-	assert_int_equal(mf_est_compute(&gemma2ish, &w, &e), MF_EINVAL);
-	w.tensor = 2;
-	assert_int_equal(mf_est_compute(&llama8b, &w, &e), MF_EINVAL);
-	w.tensor = 1;
-	w.pipeline = 2;
-	assert_int_equal(mf_est_compute(&llama8b, &w, &e), MF_EINVAL);
+	loss_formulas_agree(MF_LOSS_FUSED);
 }
 
 /*
