@@ -5,14 +5,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "buf.h"
-#include "fields.h"
-#include "manifest.h"
-#include "oom.h"
-#include "place.h"
-#include "qty.h"
-#include "render.h"
-#include "internal.h"
+#include "base/buf.h"
+#include "fields/fields.h"
+#include "manifest/manifest.h"
+#include "oom/oom.h"
+#include "place/place.h"
+#include "base/qty.h"
+#include "answer/render.h"
+#include "base/internal.h"
 
 /* The longest answer in JSON or YAML. */
 #define ANSWER_MAX (16u << 20)

@@ -12,8 +12,8 @@
 #include <stddef.h>
 
 #include "../catalog/catalog.h"
-#include "doc.h"
-#include "model.h"
+#include "doc/doc.h"
+#include "model/model.h"
 
 enum mf_output { MF_OUT_JSON, MF_OUT_YAML, MF_OUT_TEXT };
 

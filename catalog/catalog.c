@@ -15,12 +15,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../admission/buf.h"
-#include "../admission/doc.h"
-#include "../admission/fields.h"
-#include "../admission/file.h"
-#include "../admission/internal.h"
-#include "../admission/qty.h"
+#include "../admission/base/buf.h"
+#include "../admission/doc/doc.h"
+#include "../admission/fields/fields.h"
+#include "../admission/base/file.h"
+#include "../admission/base/internal.h"
+#include "../admission/base/qty.h"
 
 /* What every check needs to report a problem. */
 struct ctx {

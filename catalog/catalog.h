@@ -13,9 +13,9 @@
 #include <stdint.h>
 #include <time.h>
 
-#include "../admission/err.h"
-#include "../admission/estimate.h"
-#include "../admission/fix.h"
+#include "../admission/base/err.h"
+#include "../admission/estimate/estimate.h"
+#include "../admission/fix/fix.h"
 
 #define MF_CAT_MAX_GPUS 20000
 #define MF_CAT_MAX_LABELS 64

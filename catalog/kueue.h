@@ -9,8 +9,8 @@
 #ifndef MF_KUEUE_H
 #define MF_KUEUE_H
 
-#include "../admission/buf.h"
-#include "../admission/err.h"
+#include "../admission/base/buf.h"
+#include "../admission/base/err.h"
 #include "catalog.h"
 
 /* What Kueue's ResourceFlavor v1beta1 schema allows in spec.nodeLabels. */

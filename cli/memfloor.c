@@ -20,9 +20,9 @@
 #include <curl/curl.h>
 
 #include "../admission/api.h"
-#include "../admission/buf.h"
-#include "../admission/file.h"
-#include "../admission/qty.h"
+#include "../admission/base/buf.h"
+#include "../admission/base/file.h"
+#include "../admission/base/qty.h"
 #include "../catalog/catalog.h"
 #include "../catalog/datadir.h"
 #include "../catalog/kueue.h"

@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../admission/buf.h"
+#include "../admission/base/buf.h"
 #include "memfloord.h"
 
 static FILE *

@@ -24,7 +24,7 @@
 #include <sys/socket.h>
 #include <time.h>
 
-#include "../admission/buf.h"
+#include "../admission/base/buf.h"
 #include "guard.h"
 
 #define TICK_MS 250

@@ -12,8 +12,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../admission/buf.h"
-#include "../admission/str.h"
+#include "../admission/base/buf.h"
+#include "../admission/base/str.h"
 #include "memfloord.h"
 
 /*

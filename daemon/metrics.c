@@ -2,7 +2,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 
-#include "../admission/buf.h"
+#include "../admission/base/buf.h"
 #include "memfloord.h"
 
 static const int codes[] = { 200, 400, 403, 404, 405, 411, 413, 415, 499, 500,

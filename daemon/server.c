@@ -26,8 +26,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../admission/buf.h"
-#include "../admission/review.h"
+#include "../admission/base/buf.h"
+#include "../admission/review/review.h"
 #include "../fetch/fetch.h"
 #include "guard.h"
 #include "memfloord.h"

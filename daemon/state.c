@@ -18,7 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../admission/buf.h"
+#include "../admission/base/buf.h"
 #include "memfloord.h"
 
 static pthread_mutex_t swap_lock = PTHREAD_MUTEX_INITIALIZER;

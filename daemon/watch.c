@@ -20,7 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../admission/buf.h"
+#include "../admission/base/buf.h"
 #include "memfloord.h"
 
 #define QUIET_MS 100

@@ -17,7 +17,7 @@
 #include <strings.h>
 #include <time.h>
 
-#include "../admission/buf.h"
+#include "../admission/base/buf.h"
 #include "fetch.h"
 
 #define URL_MAX 4096  /* longer configUrls are refused as bad URLs */

@@ -21,7 +21,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 
-#include "../admission/model.h"
+#include "../admission/model/model.h"
 
 #define MF_FETCH_MAX (256u << 10)
 #define MF_FETCH_TIMEOUT_MS 5000

@@ -14,10 +14,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "buf.h"
-#include "doc.h"
-#include "manifest.h"
-#include "place.h"
+#include "base/buf.h"
+#include "doc/doc.h"
+#include "manifest/manifest.h"
+#include "place/place.h"
 #include "catalog.h"
 #include "msg.h"
 

@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "model.h"
+#include "model/model.h"
 #include "catalog.h"
 #include "msg.h"
 

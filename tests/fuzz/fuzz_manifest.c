@@ -19,11 +19,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "doc.h"
-#include "fix.h"
-#include "manifest.h"
-#include "model.h"
-#include "place.h"
+#include "doc/doc.h"
+#include "fix/fix.h"
+#include "manifest/manifest.h"
+#include "model/model.h"
+#include "place/place.h"
 #include "catalog.h"
 #include "fuzz.h"
 

@@ -12,9 +12,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "doc.h"
-#include "estimate.h"
-#include "model.h"
+#include "doc/doc.h"
+#include "estimate/estimate.h"
+#include "model/model.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

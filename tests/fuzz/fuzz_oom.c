@@ -13,7 +13,7 @@
 
 #include <jansson.h>
 
-#include "oom.h"
+#include "oom/oom.h"
 #include "readback.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -33,9 +33,9 @@
 #include <jansson.h>
 
 #include "api.h"
-#include "doc.h"
-#include "model.h"
-#include "review.h"
+#include "doc/doc.h"
+#include "model/model.h"
+#include "review/review.h"
 #include "catalog.h"
 #include "fuzz.h"
 #include "msg.h"

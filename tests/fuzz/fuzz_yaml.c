@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "yevents.h"
-#include "yfast.h"
+#include "doc/yfast.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,6 +1,6 @@
 #!/bin/sh
 # tests/integration/docs.sh: the field lists of docs/manifest.md and
-# docs/catalog.md are the table's (admission/fields.c, as `memfloor schema
+# docs/catalog.md are the table's (admission/fields/fields.c, as `memfloor schema
 # --markdown` writes it; make docs writes them), and every Job field path
 # the man pages and docs/ name is a field of the table
 # (tests/lib/docfields.py).  Prints one line per check; exits non-zero when

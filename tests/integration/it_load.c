@@ -48,7 +48,7 @@
 #include <cmocka.h>
 #include <jansson.h>
 
-#include "buf.h"
+#include "base/buf.h"
 #include "harness.h"
 
 #define WAIT_MS 10000

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 
 #include "catalog.h"
-#include "model.h"
+#include "model/model.h"
 #include "msg.h"
 
 static inline const char *

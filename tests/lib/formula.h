@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "estimate.h"
+#include "estimate/estimate.h"
 
 /*
  * A formula's value: numbers, the symbols of design 5 and estimate.c,

@@ -39,14 +39,14 @@ BANNED = {
 }
 # Headers private to one folder: what the files of a module share.
 PRIVATE = {
-    "admission/internal.h": ("admission", "catalog"),
-    "admission/est.h": ("admission",),
-    "admission/doc_tree.h": ("admission",),
-    "admission/doc_jtok.h": ("admission",),
-    "admission/doc_skim.h": ("admission",),
-    "admission/doc_scan.h": ("admission",),
-    "admission/review_int.h": ("admission",),
-    "admission/place_int.h": ("admission",),
+    "admission/base/internal.h": ("admission", "catalog"),
+    "admission/estimate/est.h": ("admission",),
+    "admission/doc/doc_tree.h": ("admission",),
+    "admission/doc/doc_jtok.h": ("admission",),
+    "admission/doc/doc_skim.h": ("admission",),
+    "admission/doc/doc_scan.h": ("admission",),
+    "admission/review/review_int.h": ("admission",),
+    "admission/place/place_int.h": ("admission",),
 }
 # The most lines a product source file may have.
 MAX_LINES = 1200
@@ -57,9 +57,11 @@ def sources():
     for d in DIRS:
         if not os.path.isdir(d):
             continue
-        for name in sorted(os.listdir(d)):
-            if name.endswith((".c", ".h")):
-                yield os.path.join(d, name)
+        for top, dirs, names in sorted(os.walk(d)):
+            dirs.sort()
+            for name in sorted(names):
+                if name.endswith((".c", ".h")):
+                    yield os.path.join(top, name)
 
 
 def resolve(path, name):

@@ -7,7 +7,7 @@
 
 #include <stdint.h>
 
-#include "model.h"
+#include "model/model.h"
 
 /* Llama 3.1 8B as its config.json gives it: P = 8,030,261,248. */
 static const struct mf_model llama8b = {

@@ -6,7 +6,7 @@
 #ifndef MF_TEST_MSG_H
 #define MF_TEST_MSG_H
 
-#include "err.h"
+#include "base/err.h"
 
 #define MSG(e) mf_error_message((e), (char[MF_ERROR_MAX]){ 0 }, MF_ERROR_MAX)
 

@@ -7,8 +7,8 @@
 
 #include <jansson.h>
 
-#include "jw.h"
-#include "oom.h"
+#include "base/jw.h"
+#include "oom/oom.h"
 
 /* The diagnosis as the object /v1/diagnose answers; NULL when writing or
  * reading failed. */

@@ -26,10 +26,10 @@
 
 #include "api.h"
 #include "catalog.h"
-#include "doc.h"
+#include "doc/doc.h"
 #include "files.h"
 #include "msg.h"
-#include "review.h"
+#include "review/review.h"
 
 /* --- the allocator ----------------------------------------------------- */
 

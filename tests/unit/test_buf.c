@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "buf.h"
+#include "base/buf.h"
 
 static void
 test_buf_grows_to_the_cap(void **state)

@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "catalog.h"
-#include "qty.h"
+#include "base/qty.h"
 #include "files.h"
 #include "msg.h"
 

@@ -11,9 +11,9 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "doc.h"
+#include "doc/doc.h"
 #include "msg.h"
-#include "internal.h"
+#include "base/internal.h"
 
 static struct mf_doc *
 parse_ok(const char *text, enum mf_doc_format fmt)

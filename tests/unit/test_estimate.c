@@ -20,9 +20,9 @@
 
 #include <cmocka.h>
 
-#include "estimate.h"
+#include "estimate/estimate.h"
 #include "formula.h"
-#include "internal.h"
+#include "base/internal.h"
 #include "models.h"
 
 /* A refused estimate names spec.workload and its cause by code: an

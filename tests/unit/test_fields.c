@@ -1,6 +1,6 @@
 /*
- * test_fields.c: the table of fields (admission/fields.c) holds together:
- * its flags say what its rows say, its string forms and their regular
+ * test_fields.c: the table of fields (admission/fields/fields.c) holds
+ * together: its flags say what its rows say, its string forms and their regular
  * expressions agree, every manifest field a fix sets is a row, and the
  * defaults are those of the design.
  */
@@ -14,9 +14,9 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "estimate.h"
-#include "fields.h"
-#include "fix.h"
+#include "estimate/estimate.h"
+#include "fields/fields.h"
+#include "fix/fix.h"
 
 #define GIB (INT64_C(1) << 30)
 

@@ -10,9 +10,9 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "fix.h"
-#include "manifest.h"
-#include "internal.h"
+#include "fix/fix.h"
+#include "manifest/manifest.h"
+#include "base/internal.h"
 
 #define BIT(f) MF_FIXBIT(MF_FIX_##f)
 

@@ -1,6 +1,6 @@
 /*
  * test_forward.c: the activation peak of a serving engine's profile run
- * (design 14, admission/forward.c), on the shipped Llama 3.1 8B and
+ * (design 14, admission/estimate/forward.c), on the shipped Llama 3.1 8B and
  * Mixtral 8x7B, with the arithmetic worked out by hand beside each
  * figure; every shipped model's formula evaluates to its bytes; overflow
  * is -1.
@@ -17,8 +17,8 @@
 
 #include "files.h"
 #include "formula.h"
-#include "forward.h"
-#include "model.h"
+#include "estimate/forward.h"
+#include "model/model.h"
 #include "models.h"
 #include "msg.h"
 

@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "doc.h"
-#include "jw.h"
+#include "doc/doc.h"
+#include "base/jw.h"
 
 struct out {
 	struct mf_buf b;

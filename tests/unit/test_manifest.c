@@ -13,11 +13,11 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "doc.h"
-#include "fix.h"
-#include "manifest.h"
-#include "model.h"
-#include "qty.h"
+#include "doc/doc.h"
+#include "fix/fix.h"
+#include "manifest/manifest.h"
+#include "model/model.h"
+#include "base/qty.h"
 #include "files.h"
 #include "msg.h"
 

@@ -18,7 +18,7 @@
 
 #include <cmocka.h>
 
-#include "model.h"
+#include "model/model.h"
 #include "models.h"
 #include "files.h"
 #include "msg.h"

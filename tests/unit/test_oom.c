@@ -24,7 +24,7 @@
 #include <jansson.h>
 
 #include "files.h"
-#include "oom.h"
+#include "oom/oom.h"
 #include "readback.h"
 #include "msg.h"
 

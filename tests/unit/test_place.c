@@ -41,17 +41,17 @@
 
 #include <math.h>
 
-#include "doc.h"
-#include "estimate.h"
-#include "fix.h"
-#include "manifest.h"
-#include "model.h"
-#include "place.h"
-#include "render.h"
+#include "doc/doc.h"
+#include "estimate/estimate.h"
+#include "fix/fix.h"
+#include "manifest/manifest.h"
+#include "model/model.h"
+#include "place/place.h"
+#include "answer/render.h"
 #include "catalog.h"
 #include "files.h"
 #include "msg.h"
-#include "internal.h"
+#include "base/internal.h"
 
 #define GIB (INT64_C(1) << 30)
 #define BIT(f) MF_FIXBIT(MF_FIX_##f)

@@ -15,7 +15,7 @@
 
 #include <cmocka.h>
 
-#include "qty.h"
+#include "base/qty.h"
 
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))
 

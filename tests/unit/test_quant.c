@@ -1,5 +1,5 @@
 /*
- * test_quant.c: quantized weight storage (admission/quant.c).
+ * test_quant.c: quantized weight storage (admission/model/quant.c).
  *
  * The NF4 tensors' bytes are those tests/torch/quant.py measured on
  * bitsandbytes 0.50's Params4bit and QuantState (packed weights, absmax,
@@ -12,9 +12,9 @@
 
 #include <cmocka.h>
 
-#include "model.h"
+#include "model/model.h"
 #include "models.h"
-#include "quant.h"
+#include "model/quant.h"
 
 /*
  * One tensor of bitsandbytes NF4, blocks of 64:

@@ -31,8 +31,8 @@
 #include <jansson.h>
 
 #include "api.h"
-#include "model.h"
-#include "review.h"
+#include "model/model.h"
+#include "review/review.h"
 #include "catalog.h"
 #include "files.h"
 #include "msg.h"

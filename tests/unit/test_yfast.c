@@ -12,8 +12,8 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "doc.h"
-#include "yfast.h"
+#include "doc/doc.h"
+#include "doc/yfast.h"
 #include "files.h"
 #include "yevents.h"
 

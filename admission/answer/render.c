@@ -1,0 +1,794 @@
+#include "render.h"
+
+#include <assert.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "answer.h"
+#include "../base/buf.h"
+#include "../base/jw.h"
+#include "../base/qty.h"
+
+#define TEXT_MAX (4u << 20)
+
+#define JSON_MAX (16u << 20)
+
+static void
+quantity(struct mf_jw *w, const char *key, int64_t bytes, int format)
+{
+	char q[MF_QTY_STRMAX];
+
+	mf_qty_format(bytes, (enum mf_qty_format)format, q, sizeof(q));
+	mf_jw_str(w, key, q);
+}
+
+static void
+fix_list(struct mf_jw *w, const char *key, unsigned fixes)
+{
+	mf_jw_open(w, key, '[');
+	for (int f = 0; f < MF_FIX_COUNT; f++)
+		if (fixes & MF_FIXBIT(f))
+			mf_jw_str(w, NULL, mf_fix_name(f));
+	mf_jw_close(w, ']');
+}
+
+static void
+labels(struct mf_jw *w, const struct mf_gpu *g)
+{
+	mf_jw_open(w, "labels", '{');
+	for (size_t i = 0; i < g->nlabels; i++)
+		mf_jw_str(w, g->labels[i].key, g->labels[i].value);
+	mf_jw_close(w, '}');
+}
+
+/* Hours and cost are null when the job has no referenceHours. */
+/*
+ * A card's slurm mapping, absent when it has none.  With count > 0 it is
+ * the request for a placement: the gres gets the count appended
+ * ("gpu:h100:2").
+ */
+static void
+slurm_map(struct mf_jw *w, const struct mf_gpu *g, int64_t count)
+{
+	const struct mf_slurm *s = &g->slurm;
+	char gres[96];
+
+	if (!mf_cat_has_slurm(g))
+		return;
+	mf_jw_open(w, "slurm", '{');
+	if (s->gres != NULL && count > 0) {
+		snprintf(gres, sizeof(gres), "%s:%lld", s->gres,
+		    (long long)count);
+		mf_jw_str(w, "gres", gres);
+	} else if (s->gres != NULL) {
+		mf_jw_str(w, "gres", s->gres);
+	}
+	if (s->partition != NULL)
+		mf_jw_str(w, "partition", s->partition);
+	if (s->constraint != NULL)
+		mf_jw_str(w, "constraint", s->constraint);
+	mf_jw_close(w, '}');
+}
+
+/*
+ * The manifest fields fixes set: a GPU count (fsdp, tensor, count) being
+ * gpus, another amount (tokens, sequences) amount; and referenceHours
+ * when it changes (reference_hours > 0).
+ */
+static void
+manifest_change(struct mf_jw *w, unsigned fixes, int64_t gpus, int64_t amount,
+    double reference_hours)
+{
+	mf_jw_open(w, "manifestChange", '{');
+	for (int f = 0; f < MF_FIX_COUNT; f++) {
+		const struct mf_fix_info *fi = mf_fix_info(f);
+
+		if (!(fixes & MF_FIXBIT(f)))
+			continue;
+		switch (fi->kind) {
+		case MF_FIXV_GPUS:
+			mf_jw_int(w, fi->field, gpus);
+			break;
+		case MF_FIXV_AMOUNT:
+			mf_jw_int(w, fi->field, amount);
+			break;
+		case MF_FIXV_BOOL:
+			mf_jw_bool(w, fi->field, 1);
+			break;
+		case MF_FIXV_INT:
+			mf_jw_int(w, fi->field, strtoll(fi->value, NULL, 10));
+			break;
+		case MF_FIXV_STRING:
+			mf_jw_str(w, fi->field, fi->value);
+			break;
+		}
+	}
+	if (reference_hours > 0)
+		mf_jw_num(w, "spec.duration.referenceHours", reference_hours,
+		    6);
+	mf_jw_close(w, '}');
+}
+
+/* A placement; amount is what a context or concurrency fix among its
+ * fixes sets (an entry's), 0 for the others. */
+static void
+placement(struct mf_jw *w, const char *key, const struct mf_job *job,
+    const struct mf_placement *p, int64_t amount)
+{
+	int timed = job->reference_hours > 0;
+
+	mf_jw_open(w, key, '{');
+	mf_jw_str(w, "gpu", p->gpu->name);
+	mf_jw_int(w, "count", p->count);
+	mf_jw_int(w, "nodes", p->nodes);
+	quantity(w, "memory", p->gpu->memory, p->gpu->memory_format);
+	mf_jw_int(w, "memoryBytes", p->gpu->memory);
+	mf_jw_num(w, "spareFraction", p->spare, 4);
+	mf_jw_num(w, "hourlyPrice", p->hourly_price, 4);
+	if (timed) {
+		mf_jw_num(w, "hours", p->hours, 3);
+		mf_jw_num(w, "cost", p->cost, 2);
+	} else {
+		mf_jw_null(w, "hours");
+		mf_jw_null(w, "cost");
+	}
+	mf_jw_num(w, "costPerReferenceHour", p->cost_per_ref_hour, 4);
+	if (mf_job_serves(job)) {
+		mf_jw_int(w, "maxConcurrency", p->max_seqs);
+		mf_jw_int(w, "maxContextLength", p->max_context);
+	}
+	fix_list(w, "fixes", p->fixes);
+	/* What the job as placed sets: its fixes on the placement's GPUs,
+	 * as mf_fix_apply does, and the hours of the job so written. */
+	manifest_change(w, p->fixes, p->count, amount, p->reference_hours);
+	labels(w, p->gpu);
+	slurm_map(w, p->gpu, p->count);
+	mf_jw_close(w, '}');
+}
+
+static void
+code_change(struct mf_jw *w, const struct mf_job *job, unsigned fixes)
+{
+	mf_jw_open(w, "codeChange", '[');
+	for (int f = 0; f < MF_FIX_COUNT; f++)
+		if (fixes & MF_FIXBIT(f))
+			mf_jw_str(w, NULL,
+			    mf_fix_code(f, job->work.kind == MF_INFERENCE));
+	mf_jw_close(w, ']');
+}
+
+static void
+fix_entries(struct mf_jw *w, const struct mf_job *job,
+    const struct mf_decision *d)
+{
+	assert(d->nfixes <= MF_FIX_COUNT);
+	mf_jw_open(w, "fixes", '[');
+	for (size_t i = 0; i < d->nfixes; i++) {
+		const struct mf_fix_option *e = &d->fixes[i];
+
+		mf_jw_open(w, NULL, '{');
+		mf_jw_str(w, "fix", mf_fix_name(e->fix));
+		fix_list(w, "fixes", e->fixes);
+		mf_jw_int(w, "gpus", e->gpus);
+		mf_jw_int(w, "needBytes", e->need);
+		quantity(w, "minMemory", e->min_memory, MF_QTY_BINARY);
+		if (e->placed)
+			placement(w, "placement", job, &e->placement,
+			    e->amount);
+		else
+			mf_jw_null(w, "placement");
+		manifest_change(w, e->fixes, e->amount, e->amount,
+		    e->reference_hours);
+		code_change(w, job, e->fixes);
+		mf_jw_bool(w, "modellingDecision",
+		    mf_fix_info(e->fix)->modelling);
+		mf_jw_close(w, '}');
+	}
+	mf_jw_close(w, ']');
+}
+
+static void
+need(struct mf_jw *w, const struct mf_job *job, const struct mf_decision *d)
+{
+	mf_jw_open(w, "need", '{');
+	mf_jw_str(w, "source", d->from_model ? "model" : "minMemory");
+	if (d->from_model)
+		mf_jw_int(w, "perGpuBytes", d->need);
+	else
+		mf_jw_null(w, "perGpuBytes");
+	if (job->min_memory > 0)
+		mf_jw_int(w, "minMemoryBytes", job->min_memory);
+	else
+		mf_jw_null(w, "minMemoryBytes");
+	mf_jw_close(w, '}');
+}
+
+void
+mf_write_decision(struct mf_jw *w, const char *key, const struct mf_job *job,
+    const struct mf_decision *d, const struct mf_catalog *cat)
+{
+	assert(d->nwarn <= MF_MAX_WARNINGS && d->nalt <= MF_MAX_ALTERNATIVES &&
+	    d->suggested < MF_FIX_COUNT);
+	mf_jw_open(w, key, '{');
+	mf_jw_bool(w, "admitted", d->admitted);
+	mf_jw_str(w, "job", job->name ? job->name : "");
+	mf_jw_str(w, "estimator", mf_estimator_name(d->work.estimator));
+	need(w, job, d);
+	quantity(w, "minMemory", d->floor, d->floor_format);
+	mf_jw_open(w, "warnings", '[');
+	for (size_t i = 0; i < d->nwarn; i++)
+		mf_jw_str(w, NULL, d->warnings[i]);
+	mf_jw_close(w, ']');
+	if (d->admitted) {
+		placement(w, "placement", job, &d->placement, 0);
+		mf_jw_open(w, "alternatives", '[');
+		for (size_t i = 0; i < d->nalt; i++)
+			placement(w, NULL, job, &d->alt[i], 0);
+		mf_jw_close(w, ']');
+	} else {
+		mf_jw_str(w, "reason", d->reason);
+		mf_jw_str(w, "limit", mf_limit_name(d->limit));
+		fix_entries(w, job, d);
+		mf_jw_str(w, "suggested",
+		    d->suggested < 0 ? NULL :
+		                       mf_fix_name(d->fixes[d->suggested].fix));
+	}
+	if (d->from_model) {
+		struct mf_job placed = *job;
+
+		placed.work = d->work;
+		mf_write_estimate(w, "estimate", &placed, &d->est, cat);
+	}
+	mf_jw_close(w, '}');
+}
+
+static void
+buckets(struct mf_jw *w, const struct mf_estimate *e)
+{
+	mf_jw_open(w, "buckets", '[');
+	for (int b = 0; b < MF_B_COUNT; b++) {
+		if (e->bucket[b] == 0)
+			continue;
+		mf_jw_open(w, NULL, '{');
+		mf_jw_str(w, "name", mf_bucket_name((enum mf_bucket)b));
+		mf_jw_int(w, "bytes", e->bucket[b]);
+		mf_jw_int(w, "perGpuBytes",
+		    mf_est_bucket_per_gpu(e, (enum mf_bucket)b));
+		mf_jw_str(w, "formula", e->formula[b]);
+		if (e->gpu_formula[b][0] != '\0' &&
+		    strcmp(e->gpu_formula[b], e->formula[b]) != 0)
+			mf_jw_str(w, "perGpuFormula", e->gpu_formula[b]);
+		mf_jw_close(w, '}');
+	}
+	mf_jw_close(w, ']');
+}
+
+static void
+smallest_fit(struct mf_jw *w, const struct mf_est_answer *a)
+{
+	const struct mf_gpu *g = a->fit;
+
+	if (g == NULL) {
+		mf_jw_null(w, "smallestFit");
+		return;
+	}
+	mf_jw_open(w, "smallestFit", '{');
+	mf_jw_str(w, "gpu", g->name);
+	quantity(w, "memory", g->memory, g->memory_format);
+	mf_jw_int(w, "memoryBytes", g->memory);
+	mf_jw_num(w, "hourlyPrice", g->hourly_price, 4);
+	if (a->fit_hours >= 0) {
+		mf_jw_num(w, "hours", a->fit_hours, 3);
+		mf_jw_num(w, "cost", a->fit_cost, 2);
+	} else {
+		mf_jw_null(w, "hours");
+		mf_jw_null(w, "cost");
+	}
+	mf_jw_close(w, '}');
+}
+
+/*
+ * The recipe a training estimate modelled (design 19), each field as the
+ * manifest names it: the precision, the attention counted (Gemma-2's sdpa
+ * is eager), the checkpointing (false, true, op or every Nth layer),
+ * activation offloading as the estimator counted it (mf_est_offloads:
+ * the post's arithmetic has none), optimizer-in-backward (est_state.c),
+ * and the loss as the estimator counted it (mf_est_loss: standard, or
+ * chunked with its lossChunks).
+ */
+static void
+recipe(struct mf_jw *w, const struct mf_job *job)
+{
+	const struct mf_workload *wl = &job->work;
+
+	if (wl->kind != MF_TRAINING)
+		return;
+	mf_jw_open(w, "recipe", '{');
+	mf_jw_str(w, "precision",
+	    mf_workload_enum_name("precision", wl->precision));
+	mf_jw_str(w, "attention",
+	    mf_workload_enum_name("attention",
+	        mf_est_attention(&job->model, wl)));
+	if (wl->checkpointing == MF_CKPT_OP)
+		mf_jw_str(w, "gradientCheckpointing", "op");
+	else if (wl->checkpointing == MF_CKPT_FULL && wl->ckpt_every > 1)
+		mf_jw_int(w, "gradientCheckpointing", wl->ckpt_every);
+	else
+		mf_jw_bool(w, "gradientCheckpointing", wl->checkpointing != 0);
+	mf_jw_str(w, "loss", mf_workload_enum_name("loss", mf_est_loss(wl)));
+	if (mf_est_loss(wl) == MF_LOSS_CHUNKED)
+		mf_jw_int(w, "lossChunks", wl->loss_chunks);
+	mf_jw_bool(w, "activationOffload", mf_est_offloads(wl));
+	mf_jw_bool(w, "optimizerInBackward", wl->optimizer_in_backward);
+	mf_jw_close(w, '}');
+}
+
+/* Activation offloading in words, when the job asks for it. */
+static void
+text_offload(struct mf_buf *b, const struct mf_workload *wl)
+{
+	if (mf_est_offloads(wl))
+		mf_buf_printf(b,
+		    "activationOffload: the layers' inputs in host memory but those in flight (torchtune's OffloadActivations)\n");
+	else if (wl->activation_offload)
+		mf_buf_printf(b,
+		    "activationOffload: not in the post's arithmetic, which keeps every activation on the GPU\n");
+}
+
+/* The recipe in words, for the text estimate. */
+static void
+text_recipe(struct mf_buf *b, const struct mf_job *job)
+{
+	const struct mf_workload *wl = &job->work;
+	char ckpt[48], loss[48];
+
+	if (wl->kind != MF_TRAINING)
+		return;
+	if (wl->checkpointing == MF_CKPT_OP)
+		snprintf(ckpt, sizeof(ckpt), "op");
+	else if (wl->checkpointing == MF_CKPT_FULL && wl->ckpt_every > 1)
+		snprintf(ckpt, sizeof(ckpt), "every %lld layers",
+		    (long long)wl->ckpt_every);
+	else
+		snprintf(ckpt, sizeof(ckpt), "%s",
+		    wl->checkpointing ? "true" : "false");
+	if (mf_est_loss(wl) == MF_LOSS_CHUNKED)
+		snprintf(loss, sizeof(loss), "chunked, lossChunks %lld",
+		    (long long)wl->loss_chunks);
+	else
+		snprintf(loss, sizeof(loss), "%s",
+		    mf_workload_enum_name("loss", mf_est_loss(wl)));
+	mf_buf_printf(b,
+	    "recipe: precision %s, attention %s, gradientCheckpointing %s, loss %s\n",
+	    mf_workload_enum_name("precision", wl->precision),
+	    mf_workload_enum_name("attention",
+	        mf_est_attention(&job->model, wl)),
+	    ckpt, loss);
+	if (wl->optimizer_in_backward)
+		mf_buf_printf(b,
+		    "recipe: optimizerInBackward true (each weight stepped as its gradient is made, torchtune)\n");
+	text_offload(b, wl);
+}
+
+/* How the weights are stored, when it is not plain 16-bit training. */
+static void
+weights_storage(struct mf_jw *w, const struct mf_estimate *e)
+{
+	const struct mf_quant *q = &e->quant;
+
+	if (e->quant_source == NULL)
+		return;
+	mf_jw_open(w, "weightsStorage", '{');
+	mf_jw_str(w, "method", q->format == MF_Q_16BIT ? "none" : q->method);
+	mf_jw_int(w, "bits", q->bits);
+	if (q->format == MF_Q_NF4 || q->group > 0)
+		mf_jw_int(w, "groupSize", q->group);
+	if (q->format == MF_Q_NF4)
+		mf_jw_bool(w, "doubleQuant", q->double_quant);
+	if (q->format == MF_Q_SCALED)
+		mf_jw_bool(w, "zeroPoints", q->zero_points);
+	mf_jw_str(w, "source", e->quant_source);
+	mf_jw_close(w, '}');
+}
+
+void
+mf_write_estimate(struct mf_jw *w, const char *key, const struct mf_job *job,
+    const struct mf_estimate *e, const struct mf_catalog *cat)
+{
+	const struct mf_workload *wl = &job->work;
+	struct mf_est_answer a;
+
+	mf_est_answer(job, e, cat, &a);
+	mf_jw_open(w, key, '{');
+	mf_jw_str(w, "estimator", mf_estimator_name(e->estimator));
+	mf_jw_int(w, "parameters", e->params);
+	mf_jw_int(w, "trainableParameters", e->trainable);
+	recipe(w, job);
+	buckets(w, e);
+	mf_jw_int(w, "totalBytes", e->total);
+	mf_jw_int(w, "perGpuBytes", e->per_gpu);
+	quantity(w, "minMemory", a.floor, MF_QTY_BINARY);
+	smallest_fit(w, &a);
+	weights_storage(w, e);
+	if (wl->kind == MF_INFERENCE) {
+		/* One GPU's, as the KV bucket's perGpuBytes; and the job's,
+		 * every GPU of a replica together. */
+		mf_jw_int(w, "kvCacheBytesPerToken", e->kv_token);
+		mf_jw_int(w, "kvCacheBytesPerTokenJob", e->kv_token_job);
+	}
+	mf_jw_close(w, '}');
+}
+
+static void
+gpu_json(struct mf_jw *w, const struct mf_catalog *cat, const struct mf_gpu *g)
+{
+	mf_jw_open(w, NULL, '{');
+	mf_jw_str(w, "name", g->name);
+	quantity(w, "memory", g->memory, g->memory_format);
+	mf_jw_int(w, "memoryBytes", g->memory);
+	mf_jw_int(w, "usableBytes", mf_cat_usable(cat, g));
+	mf_jw_num(w, "hourlyPrice", g->hourly_price, 6);
+	mf_jw_num(w, "relativeThroughput", g->throughput, 6);
+	mf_jw_int(w, "gpusPerNode", g->gpus_per_node);
+	mf_jw_int(w, "maxNodes", g->max_nodes);
+	mf_jw_int(w, "maxCount", g->max_count);
+	mf_jw_num(w, "costPerReferenceHour", mf_cat_unit_cost(g), 4);
+	labels(w, g);
+	slurm_map(w, g, 0);
+	mf_jw_close(w, '}');
+}
+
+void
+mf_write_catalog(struct mf_jw *w, const struct mf_catalog *cat,
+    int64_t min_memory, int min_format)
+{
+	const struct mf_gpu **v;
+	char when[32];
+	struct tm tm;
+	size_t n;
+
+	v = mf_cat_fitting(cat, min_memory, &n);
+	if (v == NULL) {
+		w->b->rc = MF_ENOMEM;
+		return;
+	}
+	gmtime_r(&cat->loaded_at, &tm);
+	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	mf_jw_open(w, NULL, '{');
+	mf_jw_int(w, "version", (int64_t)cat->version);
+	mf_jw_str(w, "loadedAt", when);
+	mf_jw_str(w, "source", cat->source ? cat->source : "");
+	mf_jw_num(w, "headroom", cat->headroom, 6);
+	mf_jw_num(w, "multiGpuEfficiency", cat->multi_gpu_efficiency, 6);
+	mf_jw_num(w, "interNodeEfficiency", cat->inter_node_efficiency, 6);
+	mf_jw_open(w, "timeFactors", '{');
+	for (int f = 0; f < MF_FIX_COUNT; f++)
+		mf_jw_num(w, mf_fix_name(f), cat->time_factor[f], 6);
+	mf_jw_close(w, '}');
+	if (min_memory > 0)
+		quantity(w, "minMemory", min_memory, min_format);
+	mf_jw_open(w, "gpus", '[');
+	for (size_t i = 0; i < n; i++)
+		gpu_json(w, cat, v[i]);
+	mf_jw_close(w, ']');
+	mf_jw_close(w, '}');
+	free(v);
+}
+
+void
+mf_write_models(struct mf_jw *w, const struct mf_models *models)
+{
+	mf_jw_open(w, NULL, '{');
+	mf_jw_open(w, "models", '[');
+	for (size_t i = 0; i < mf_models_count(models); i++) {
+		mf_jw_open(w, NULL, '{');
+		mf_jw_str(w, "name", mf_models_name(models, i));
+		mf_jw_int(w, "parameters",
+		    mf_model_params(mf_models_at(models, i)));
+		mf_jw_close(w, '}');
+	}
+	mf_jw_close(w, ']');
+	mf_jw_close(w, '}');
+}
+
+void
+mf_write_error(struct mf_jw *w, const struct mf_error *err)
+{
+	char msg[MF_ERROR_MAX];
+
+	mf_jw_open(w, NULL, '{');
+	mf_jw_str(w, "error", mf_error_message(err, msg, sizeof(msg)));
+	mf_jw_str(w, "field", err->field[0] ? err->field : NULL);
+	if (err->line > 0) {
+		mf_jw_int(w, "line", err->line);
+		mf_jw_int(w, "column", err->column);
+	} else {
+		mf_jw_null(w, "line");
+		mf_jw_null(w, "column");
+	}
+	mf_jw_close(w, '}');
+}
+
+/* --- text ------------------------------------------------------------ */
+
+static double
+gb(int64_t bytes)
+{
+	return (double)bytes / 1e9;
+}
+
+static void
+fix_names(unsigned fixes, char *buf, size_t size)
+{
+	struct mf_buf b;
+
+	mf_buf_fixed(&b, buf, size);
+	for (int f = 0; f < MF_FIX_COUNT; f++) {
+		if (!(fixes & MF_FIXBIT(f)))
+			continue;
+		if (b.len > 0)
+			mf_buf_str(&b, ",");
+		mf_buf_str(&b, mf_fix_name(f));
+	}
+	if (b.len == 0)
+		mf_buf_str(&b, "-");
+}
+
+static void
+text_placement(struct mf_buf *b, const struct mf_job *job,
+    const struct mf_placement *p)
+{
+	char f[96];
+
+	fix_names(p->fixes, f, sizeof(f));
+	mf_buf_printf(b, "%-14s %5lld %5lld %6.1f %5.0f%% %8.2f ", p->gpu->name,
+	    (long long)p->count, (long long)p->nodes, gb(p->gpu->memory),
+	    p->spare * 100, p->hourly_price);
+	if (job->reference_hours > 0)
+		mf_buf_printf(b, "%8.1f %9.2f", p->hours, p->cost);
+	else
+		mf_buf_printf(b, "%8s %9s", "-", "-");
+	mf_buf_printf(b, " %8.3f  ", p->cost_per_ref_hour);
+	if (mf_job_serves(job))
+		mf_buf_printf(b, "%8lld %8lld  ", (long long)p->max_seqs,
+		    (long long)p->max_context);
+	mf_buf_printf(b, "%s\n", f);
+}
+
+static const char placement_head[] =
+    "GPU            COUNT NODES     GB  SPARE   $/HOUR    HOURS      COST  $/REF-H  ";
+
+static void
+text_fixes(struct mf_buf *b, const struct mf_job *job,
+    const struct mf_decision *d)
+{
+	char f[96], q[MF_QTY_STRMAX], name[48];
+
+	assert(d->nfixes <= MF_FIX_COUNT && d->suggested < MF_FIX_COUNT);
+	mf_buf_printf(b, "\n%-18s %-36s %5s %9s %-9s  %s\n", "FIX", "INCLUDES",
+	    "GPUS", "GB/GPU", "MINMEMORY", "CHEAPEST PLACEMENT");
+	for (size_t i = 0; i < d->nfixes; i++) {
+		const struct mf_fix_option *e = &d->fixes[i];
+
+		fix_names(e->fixes, f, sizeof(f));
+		mf_qty_format(e->min_memory, MF_QTY_BINARY, q, sizeof(q));
+		/* context and concurrency: the amount they set. */
+		if (e->fix == MF_FIX_CONTEXT || e->fix == MF_FIX_CONCURRENCY)
+			snprintf(name, sizeof(name), "%s %lld",
+			    mf_fix_name(e->fix), (long long)e->amount);
+		else
+			snprintf(name, sizeof(name), "%s", mf_fix_name(e->fix));
+		mf_buf_printf(b, "%-18s %-36s %5lld %9.1f %-9s  ", name, f,
+		    (long long)e->gpus, gb(e->need), q);
+		if (!e->placed)
+			mf_buf_printf(b, "none\n");
+		else if (job->reference_hours > 0)
+			mf_buf_printf(b, "%s x%lld, $%.2f\n",
+			    e->placement.gpu->name,
+			    (long long)e->placement.count, e->placement.cost);
+		else
+			mf_buf_printf(b, "%s x%lld, $%.3f per reference hour\n",
+			    e->placement.gpu->name,
+			    (long long)e->placement.count,
+			    e->placement.cost_per_ref_hour);
+	}
+	if (d->suggested >= 0)
+		mf_buf_printf(b, "\nsuggested: %s\n",
+		    mf_fix_name(d->fixes[d->suggested].fix));
+}
+
+char *
+mf_text_decision(const struct mf_job *job, const struct mf_decision *d)
+{
+	char q[MF_QTY_STRMAX];
+	struct mf_buf b;
+
+	assert(d->nalt <= MF_MAX_ALTERNATIVES && d->nwarn <= MF_MAX_WARNINGS);
+	mf_buf_init(&b, TEXT_MAX);
+	mf_qty_format(d->floor, d->floor_format, q, sizeof(q));
+	mf_buf_printf(&b, "%s  %s\n", d->admitted ? "ADMITTED" : "REJECTED",
+	    job->name);
+	if (d->from_model)
+		mf_buf_printf(&b,
+		    "need: %.1f GB per GPU (derived), minMemory %s\n",
+		    gb(d->need), q);
+	else
+		mf_buf_printf(&b, "need: minMemory %s\n", q);
+	if (d->admitted) {
+		mf_buf_printf(&b, "\n%s%sFIXES\n", placement_head,
+		    mf_job_serves(job) ? "MAX-SEQS  MAX-CTX  " : "");
+		text_placement(&b, job, &d->placement);
+		for (size_t i = 0; i < d->nalt; i++)
+			text_placement(&b, job, &d->alt[i]);
+	} else {
+		mf_buf_printf(&b, "reason: %s\n", d->reason);
+		if (d->nfixes > 0)
+			text_fixes(&b, job, d);
+	}
+	for (size_t i = 0; i < d->nwarn; i++)
+		mf_buf_printf(&b, "%swarning: %s\n", i ? "" : "\n",
+		    d->warnings[i]);
+	return mf_buf_take(&b);
+}
+
+/*
+ * Both estimators' figures when the answer shows the other's (answer.h's
+ * rule): a reader who knows the post's figure sees why this one differs.
+ */
+static void
+both_figures(struct mf_buf *b, const struct mf_estimate *e,
+    const struct mf_est_answer *a)
+{
+	int post = e->estimator == MF_EST_POST;
+
+	if (!a->shown)
+		return;
+	mf_buf_printf(b,
+	    "post's arithmetic: %.1f GB; measured PyTorch: %.1f GB (estimator in force: %s)\n",
+	    gb(post ? e->per_gpu : a->other_per_gpu),
+	    gb(post ? a->other_per_gpu : e->per_gpu),
+	    mf_estimator_name(e->estimator));
+}
+
+/*
+ * What each GPU holds, in words, for a job over several: its share of the
+ * layout the workload asks (design 15), and an inference job's KV cache a
+ * token on it.
+ */
+static void
+text_layout(struct mf_buf *b, const struct mf_job *job,
+    const struct mf_estimate *e, const struct mf_est_answer *a)
+{
+	const struct mf_workload *w = &job->work;
+
+	if (e->per_gpu == e->total)
+		return;
+	mf_buf_printf(b, "\neach GPU holds");
+	if (w->pipeline > 1)
+		mf_buf_printf(b,
+		    " the largest of %lld pipeline stages (%lld layers; the first also the embeddings, the last the head),",
+		    (long long)w->pipeline, (long long)a->stage_layers);
+	if (w->tensor > 1)
+		mf_buf_printf(b,
+		    " 1/%lld of the linear layers, attention heads and KV heads (at least one),",
+		    (long long)w->tensor);
+	if (w->expert > 1)
+		mf_buf_printf(b, " 1/%lld of the routed experts,",
+		    (long long)w->expert);
+	if (e->shards > 1)
+		mf_buf_printf(b,
+		    " 1/%lld of the weights, gradients and optimizer state (FSDP),",
+		    (long long)e->shards);
+	mf_buf_printf(b, " %.1f GB in all\n", gb(e->per_gpu));
+	if (w->kind == MF_INFERENCE)
+		mf_buf_printf(b,
+		    "KV cache per token: %lld bytes on a GPU, %lld on the job's GPUs\n",
+		    (long long)e->kv_token, (long long)e->kv_token_job);
+	if (e->quant_source != NULL && e->quant.format != MF_Q_16BIT)
+		mf_buf_printf(b, "weights stored as %s, %d bits (from %s)\n",
+		    e->quant.method, e->quant.bits, e->quant_source);
+}
+
+char *
+mf_text_estimate(const struct mf_job *job, const struct mf_estimate *e,
+    const struct mf_catalog *cat)
+{
+	char q[MF_QTY_STRMAX];
+	struct mf_est_answer a;
+	struct mf_buf b;
+
+	mf_est_answer(job, e, cat, &a);
+	mf_buf_init(&b, TEXT_MAX);
+	mf_buf_printf(&b, "%s: %lld parameters, %lld trainable\n", job->name,
+	    (long long)e->params, (long long)e->trainable);
+	text_recipe(&b, job);
+	mf_buf_printf(&b, "\n");
+	/* The formula column is as wide as its longest, 36 at least. */
+	int fw = 36;
+
+	for (int i = 0; i < MF_B_COUNT; i++)
+		if (e->bucket[i] != 0 && (int)strlen(e->formula[i]) > fw)
+			fw = (int)strlen(e->formula[i]);
+	/* A job over several GPUs also says what one of them holds. */
+	int split = e->per_gpu != e->total;
+
+	mf_buf_printf(&b, "%-16s %-*s %8s%s\n", "BUCKET", fw, "FORMULA", "GB",
+	    split ? "   GB/GPU" : "");
+	for (int i = 0; i < MF_B_COUNT; i++) {
+		if (e->bucket[i] == 0)
+			continue;
+		mf_buf_printf(&b, "%-16s %-*s %8.1f",
+		    mf_bucket_name((enum mf_bucket)i), fw, e->formula[i],
+		    gb(e->bucket[i]));
+		if (split)
+			mf_buf_printf(&b, " %8.1f",
+			    gb(mf_est_bucket_per_gpu(e, (enum mf_bucket)i)));
+		mf_buf_printf(&b, "\n");
+	}
+	mf_buf_printf(&b, "%-16s %-*s %8.1f", "total", fw, "", gb(e->total));
+	if (split)
+		mf_buf_printf(&b, " %8.1f", gb(e->per_gpu));
+	mf_buf_printf(&b, "\n");
+	text_layout(&b, job, e, &a);
+	mf_qty_format(a.floor, MF_QTY_BINARY, q, sizeof(q));
+	mf_buf_printf(&b,
+	    "\nminMemory %s (%.0f%% headroom); smallest fit: %s\n", q,
+	    a.headroom * 100, a.fit ? a.fit->name : "none");
+	both_figures(&b, e, &a);
+	return mf_buf_take(&b);
+}
+
+char *
+mf_text_catalog(const struct mf_catalog *cat, int64_t min_memory,
+    int min_format)
+{
+	const struct mf_gpu **v;
+	char q[MF_QTY_STRMAX];
+	struct mf_buf b;
+	size_t n;
+
+	v = mf_cat_fitting(cat, min_memory, &n);
+	if (v == NULL)
+		return NULL;
+	mf_buf_init(&b, TEXT_MAX);
+	mf_buf_printf(&b, "catalogue %s: %zu GPU types, headroom %.0f%%",
+	    cat->source, cat->ngpus, cat->headroom * 100);
+	if (cat->version > 0)
+		mf_buf_printf(&b, ", version %llu",
+		    (unsigned long long)cat->version);
+	/* Say what was left out, so the count above the rows adds up. */
+	if (min_memory > 0) {
+		mf_qty_format(min_memory, (enum mf_qty_format)min_format, q,
+		    sizeof(q));
+		mf_buf_printf(&b,
+		    "\n%zu of them with at least %s of memory (minMemory), cheapest per reference hour first",
+		    n, q);
+	}
+	mf_buf_printf(&b, "\n\n%-14s %8s %8s %10s %9s %5s %6s %10s\n", "GPU",
+	    "GB", "$/HOUR", "THROUGHPUT", "GPUS/NODE", "NODES", "MAX",
+	    "$/REF-H");
+	for (size_t i = 0; i < n; i++)
+		mf_buf_printf(&b,
+		    "%-14s %8.1f %8.3f %10.3f %9lld %5lld %6lld %10.3f\n",
+		    v[i]->name, gb(v[i]->memory), v[i]->hourly_price,
+		    v[i]->throughput, (long long)v[i]->gpus_per_node,
+		    (long long)v[i]->max_nodes, (long long)v[i]->max_count,
+		    mf_cat_unit_cost(v[i]));
+	free(v);
+	return mf_buf_take(&b);
+}
+
+char *
+mf_text_models(const struct mf_models *models)
+{
+	struct mf_buf b;
+
+	mf_buf_init(&b, TEXT_MAX);
+	mf_buf_printf(&b, "%-40s %16s\n", "MODEL", "PARAMETERS");
+	for (size_t i = 0; i < mf_models_count(models); i++)
+		mf_buf_printf(&b, "%-40s %16lld\n", mf_models_name(models, i),
+		    (long long)mf_model_params(mf_models_at(models, i)));
+	return mf_buf_take(&b);
+}

@@ -1,0 +1,208 @@
+/*
+ * doc.c: the choice of reader (YAML in doc_yaml.c, JSON in doc_json.c)
+ * and the typed readers of the tree's nodes.
+ */
+#include "doc.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "doc_tree.h"
+#include "../base/internal.h"
+
+enum mf_rc
+mf_doc_parse_kept(const char *buf, size_t len, enum mf_doc_format fmt,
+    const struct mf_doc_keep *keep, struct mf_doc **out, struct mf_error *err)
+{
+	struct mf_doc *doc;
+	enum mf_rc rc;
+
+	if (fmt == MF_DOC_AUTO) {
+		size_t i = 0;
+
+		while (i < len && strchr(" \t\r\n", buf[i]) != NULL &&
+		    buf[i] != '\0')
+			i++;
+		fmt = i < len && (buf[i] == '{' || buf[i] == '[') ?
+		    MF_DOC_JSON :
+		    MF_DOC_YAML;
+	}
+	/* A keep list is for JSON only: YAML is always read whole. */
+	assert(keep == NULL || fmt == MF_DOC_JSON || fmt == MF_DOC_JSON_WIDE);
+	doc = calloc(1, sizeof(*doc));
+	if (doc == NULL)
+		return mf_error_set(err, MF_ENOMEM, NULL, 0, 0,
+		    "out of memory");
+	if (fmt == MF_DOC_JSON || fmt == MF_DOC_JSON_WIDE)
+		rc = mf_doc_json(doc, buf, len,
+		    fmt == MF_DOC_JSON ? MF_DOC_MAX_KEYS : MF_DOC_MAX_NODES,
+		    keep, err);
+	else
+		rc = mf_doc_yaml(doc, buf, len, err);
+	if (rc != MF_OK) {
+		mf_doc_free(doc);
+		return rc;
+	}
+	*out = doc;
+	return MF_OK;
+}
+
+enum mf_rc
+mf_doc_parse(const char *buf, size_t len, enum mf_doc_format fmt,
+    struct mf_doc **out, struct mf_error *err)
+{
+	return mf_doc_parse_kept(buf, len, fmt, NULL, out, err);
+}
+
+/* --- readers --------------------------------------------------------- */
+
+const char *
+mf_node_type_name(enum mf_node_type type)
+{
+	switch (type) {
+	case MF_NODE_NULL:
+		return "null";
+	case MF_NODE_BOOL:
+		return "a boolean";
+	case MF_NODE_NUM:
+		return "a number";
+	case MF_NODE_STR:
+		return "a string";
+	case MF_NODE_SEQ:
+		return "a list";
+	case MF_NODE_MAP:
+		return "a mapping";
+	}
+	return "unknown";
+}
+
+static enum mf_rc
+wrong_type(const struct mf_node *n, const char *path, const char *want,
+    struct mf_error *err)
+{
+	return mf_error_set(err, MF_EINVAL, path, n->line, n->column,
+	    "must be %s, not %s", want, mf_node_type_name(n->type));
+}
+
+static enum mf_rc
+bad_value(const struct mf_node *n, const char *path, const char *why,
+    struct mf_error *err)
+{
+	return mf_error_set(err, MF_EINVAL, path, n->line, n->column,
+	    "'%.40s' %s", n->text, why);
+}
+
+enum mf_rc
+mf_node_int(const struct mf_node *n, const char *path, int64_t min, int64_t max,
+    int64_t *out, struct mf_error *err)
+{
+	long long v;
+	char *end;
+
+	if (n->type != MF_NODE_NUM)
+		return wrong_type(n, path, "an integer", err);
+	errno = 0;
+	v = strtoll(n->text, &end, 10);
+	if (*end != '\0') {
+		double d = strtod(n->text, &end);
+
+		if (*end != '\0' || d != floor(d) || !isfinite(d) ||
+		    fabs(d) > 9e15)
+			return bad_value(n, path, "is not a whole number", err);
+		v = (long long)d;
+	} else if (errno == ERANGE) {
+		return bad_value(n, path, "is out of range", err);
+	}
+	if (v < min || v > max)
+		return mf_error_set(err, MF_EINVAL, path, n->line, n->column,
+		    "%lld is out of range [%" PRId64 ", %" PRId64 "]", v, min,
+		    max);
+	*out = v;
+	return MF_OK;
+}
+
+enum mf_rc
+mf_node_double(const struct mf_node *n, const char *path, double min,
+    double max, double *out, struct mf_error *err)
+{
+	char *end;
+	double v;
+
+	if (n->type != MF_NODE_NUM)
+		return wrong_type(n, path, "a number", err);
+	v = strtod(n->text, &end);
+	if (*end != '\0' || !isfinite(v))
+		return bad_value(n, path, "is not a finite number", err);
+	if (v < min || v > max)
+		return mf_error_set(err, MF_EINVAL, path, n->line, n->column,
+		    "%g is out of range [%g, %g]", v, min, max);
+	*out = v;
+	return MF_OK;
+}
+
+enum mf_rc
+mf_node_bool(const struct mf_node *n, const char *path, int *out,
+    struct mf_error *err)
+{
+	if (n->type != MF_NODE_BOOL)
+		return wrong_type(n, path, "true or false", err);
+	*out = n->text[0] == 't' || n->text[0] == 'T';
+	return MF_OK;
+}
+
+enum mf_rc
+mf_node_str(const struct mf_node *n, const char *path, const char **out,
+    struct mf_error *err)
+{
+	if (n->type != MF_NODE_STR)
+		return wrong_type(n, path, "a string", err);
+	*out = n->text;
+	return MF_OK;
+}
+
+enum mf_rc
+mf_node_map(const struct mf_node *n, const char *path, const char *const *known,
+    struct mf_error *err)
+{
+	const struct mf_node *c;
+	char field[128];
+
+	if (n->type != MF_NODE_MAP)
+		return wrong_type(n, path, "a mapping", err);
+	for (c = n->child; c != NULL && known != NULL; c = c->next) {
+		int found = 0;
+
+		for (int i = 0; known[i] != NULL && !found; i++)
+			found = c->key[0] == known[i][0] &&
+			    strcmp(c->key, known[i]) == 0;
+		if (!found)
+			return mf_error_set(err, MF_EINVAL,
+			    mf_path(field, sizeof(field), path, c->key),
+			    c->key_line, c->key_column, "unknown field");
+	}
+	return MF_OK;
+}
+
+char *
+mf_path(char *buf, size_t size, const char *parent, const char *key)
+{
+	size_t p = parent ? strlen(parent) : 0, k = strlen(key), n = 0;
+
+	if (size == 0)
+		return buf;
+	if (p > 0 && p + 1 < size) {
+		memcpy(buf, parent, p);
+		buf[p] = '.';
+		n = p + 1;
+	}
+	if (k > size - 1 - n)
+		k = size - 1 - n;
+	memcpy(buf + n, key, k);
+	buf[n + k] = '\0';
+	return buf;
+}

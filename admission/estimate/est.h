@@ -1,0 +1,105 @@
+/*
+ * est.h: what the files of the estimate share (estimate.c, est_state.c,
+ * est_post.c, est_pytorch.c, est_loss.c, est_serve.c, layout.c), and
+ * nothing outside them uses.  The public API is estimate.h.
+ */
+#ifndef MF_EST_H
+#define MF_EST_H
+
+#include <stdint.h>
+
+#include "estimate.h"
+#include "../base/internal.h"
+
+/* a / n rounded up, for a >= 0 and n >= 1; -1 stays -1. */
+static inline int64_t
+mf_cdiv_up(int64_t a, int64_t n)
+{
+	if (a < 0)
+		return -1;
+	return a / n + (a % n != 0);
+}
+
+/* a rounded up to a whole number of n; -1 stays -1. */
+static inline int64_t
+mf_round_up(int64_t a, int64_t n)
+{
+	return mf_cmul(mf_cdiv_up(a, n), n);
+}
+
+/*
+ * One estimator's arithmetic of a training step (design 13): fills the
+ * buckets of e (params already set) for model m under w.  Inference is
+ * the same under every estimator (est_serve.c).
+ */
+struct mf_est_ops {
+	const char *name;
+	void (*training)(const struct mf_model *m, const struct mf_workload *w,
+	    struct mf_estimate *e);
+};
+
+extern const struct mf_est_ops mf_est_post;    /* est_post.c */
+extern const struct mf_est_ops mf_est_pytorch; /* est_pytorch.c */
+
+/*
+ * What a training precision keeps (design 19), in bytes: a parameter's
+ * weight and gradient, the optimizer's fp32 master copy of it (none where
+ * the weights are the master), one moment (AdamW's m or v, SGD's
+ * momentum) in the dtype the recipe keeps it, and an activation element e
+ * of the layers' 16-bit work; mixed: autocast over fp32 weights, which
+ * keeps 16-bit copies of the linear weights (mf_est_autocast_params) and
+ * an fp32 residual stream.  One row per enum mf_precision (est_state.c).
+ */
+struct mf_est_precision {
+	int weight, grad, master, moment, act, mixed;
+};
+
+const struct mf_est_precision *mf_est_precision(enum mf_precision p);
+
+/* The activations' element bytes the layers and their hidden states
+ * work in: 4 for fp32 and for the fp32 residual stream of autocast. */
+int64_t mf_est_hidden_bytes(const struct mf_workload *w);
+
+/* bytes = P x n (or T x n) into bucket b, with its formula "sym x n". */
+void mf_est_per_param(struct mf_estimate *e, enum mf_bucket b, const char *sym,
+    int64_t count, int64_t n);
+
+/* Weights, gradients, optimizer, adapters and sharding buffers: the state
+ * of training, the same under every estimator (est_state.c). */
+void mf_est_state(const struct mf_model *m, const struct mf_workload *w,
+    struct mf_estimate *e);
+
+/* shardingBuffers as fully_shard holds them, for FSDP over
+ * w->shard_gpus > 1 (est_fsdp.c); nothing otherwise. */
+void mf_est_fsdp(const struct mf_model *m, const struct mf_workload *w,
+    struct mf_estimate *e);
+
+/*
+ * What the loss of a training step holds for a moment beyond what it
+ * keeps for backward, one candidate of the transient bucket, with its
+ * text "max(... , " into f (est_loss.c): ebytes the activations' element
+ * bytes, vl the logits' width (V, or a GPU's vocabulary rows under loss
+ * parallel).  0 for a pipeline stage without the head.
+ */
+int64_t mf_est_loss_transient(const struct mf_model *m,
+    const struct mf_workload *w, int64_t ebytes, int64_t vl, struct mf_text *f);
+
+/* The buckets of an inference job (est_serve.c). */
+void mf_est_inference(const struct mf_model *m, const struct mf_workload *w,
+    struct mf_estimate *e);
+
+/* Every bucket of m under w, whole, with params and trainable
+ * (estimate.c). */
+void mf_est_buckets(const struct mf_model *m, const struct mf_workload *w,
+    struct mf_estimate *e);
+
+/* Bucket b of bucket[] as one GPU of an FSDP full shard over n holds it:
+ * the weights, gradients and optimizer state divided, the rest whole. */
+int64_t mf_est_gpu_bucket(const int64_t *bucket, enum mf_bucket b, int64_t n);
+
+/* e->stage, and the whole job's communication buffers, for the tensor,
+ * pipeline and expert layout of w (layout.c). */
+void mf_est_layout(const struct mf_model *m, const struct mf_workload *w,
+    struct mf_estimate *e);
+
+#endif

@@ -1,0 +1,217 @@
+/*
+ * est_state.c: the state a training step keeps, the same under every
+ * estimator: weights, gradients, optimizer state, LoRA's adapters and
+ * FSDP's sharding buffers, as the precision's recipe keeps them (design
+ * 19; the table below): bf16 and fp16, 16-bit weights and gradients with
+ * fp32 master weights and moments (DeepSpeed, Megatron); fp32 throughout;
+ * *-mixed, fp32 weights, gradients and moments under autocast, which
+ * keeps a 16-bit copy of every linear weight from its cast to the
+ * backward that uses it (HF Trainer's bf16=True on an fp32 model,
+ * Lightning's bf16-mixed); bf16-true, weights, gradients and moments all
+ * 16-bit (torchtune, LitGPT).  8-bit Adam keeps two 8-bit moments (and
+ * the master copy where there is one); a frozen base (in the precision's
+ * weights) with fp32 adapters for LoRA.
+ *
+ * Choices where the design is silent:
+ * - sharding applies to full training only, the one method FSDP is offered
+ *   for; with any other workload shard_gpus is ignored and the estimate is
+ *   that of one GPU, which can only overstate the need;
+ * - LoRA adapters with SGD hold 12 bytes per trainable parameter (fp32
+ *   weight, gradient and momentum), between AdamW's 16 and 8-bit Adam's 10.
+ */
+#include <assert.h>
+
+#include "est.h"
+#include "../model/quant.h"
+
+void
+mf_est_per_param(struct mf_estimate *e, enum mf_bucket b, const char *sym,
+    int64_t count, int64_t n)
+{
+	struct mf_text f;
+
+	assert(b >= 0 && b < MF_B_COUNT);
+	mf_text_init(&f, e->formula[b]);
+	mf_text_str(&f, sym);
+	mf_text_str(&f, " x ");
+	mf_text_int(&f, n);
+	e->bucket[b] = mf_cmul(count, n);
+}
+
+static const struct mf_est_precision precisions[] = {
+	[MF_BF16] = { 2, 2, 4, 4, 2, 0 },
+	[MF_FP16] = { 2, 2, 4, 4, 2, 0 },
+	[MF_FP32] = { 4, 4, 0, 4, 4, 0 },
+	[MF_BF16_MIXED] = { 4, 4, 0, 4, 2, 1 },
+	[MF_BF16_TRUE] = { 2, 2, 0, 2, 2, 0 },
+	[MF_FP16_MIXED] = { 4, 4, 0, 4, 2, 1 },
+};
+
+const struct mf_est_precision *
+mf_est_precision(enum mf_precision p)
+{
+	if ((unsigned)p >= sizeof(precisions) / sizeof(precisions[0]))
+		p = MF_BF16;
+	return &precisions[p];
+}
+
+int64_t
+mf_est_hidden_bytes(const struct mf_workload *w)
+{
+	const struct mf_est_precision *pr = mf_est_precision(w->precision);
+
+	return pr->mixed ? 4 : pr->act;
+}
+
+int64_t
+mf_est_autocast_params(const struct mf_model *m)
+{
+	int64_t n = mf_model_linear_params(m), experts;
+
+	if (m->experts > 0) {
+		/* The routed experts out; the routers (and Qwen2-MoE's
+		 * shared expert's gate) in. */
+		experts = mf_cmul(m->layers,
+		    mf_cmul(m->experts,
+		        mf_cmul(3,
+		            mf_cmul(m->hidden, mf_model_expert_width(m)))));
+		n = mf_cadd(n - experts,
+		    mf_cmul(m->layers,
+		        mf_cmul(m->hidden,
+		            m->experts + (m->shared_intermediate > 0))));
+	}
+	if (!m->no_head)
+		n = mf_cadd(n, mf_cmul(m->vocab, m->hidden));
+	return n;
+}
+
+/* Optimizer state per parameter: the master copy and the moments. */
+static int64_t
+optimizer_bytes(enum mf_optimizer o, const struct mf_est_precision *pr)
+{
+	switch (o) {
+	case MF_ADAM8BIT:
+		return pr->master + 2;
+	case MF_SGD:
+		return pr->master + pr->moment;
+	case MF_ADAMW:
+		break;
+	}
+	return pr->master + 2 * pr->moment;
+}
+
+/* Weights: P x the precision's bytes, and under autocast the 16-bit
+ * copies of the linear weights it keeps for backward (Pc x 2); QLoRA's
+ * 4-bit base as bitsandbytes stores it (quant.c), or under the estimator
+ * post the reference post's P x 0.5. */
+static void
+weights(const struct mf_model *m, const struct mf_workload *w,
+    const struct mf_est_precision *pr, struct mf_estimate *e)
+{
+	struct mf_text f;
+
+	mf_text_init(&f, e->formula[MF_B_WEIGHTS]);
+	if (w->method == MF_QLORA && w->estimator == MF_EST_POST) {
+		mf_text_str(&f, "P x 0.5");
+		e->bucket[MF_B_WEIGHTS] = mf_cdiv_up(e->params, 2);
+		return;
+	}
+	if (w->method == MF_QLORA) {
+		mf_quant_nf4(w->qlora_block, w->qlora_double_quant, &e->quant);
+		e->quant_source = "qlora";
+		e->bucket[MF_B_WEIGHTS] =
+		    mf_quant_weights(m, &e->quant, e->formula[MF_B_WEIGHTS]);
+		return;
+	}
+	mf_text_str(&f, "P x ");
+	mf_text_int(&f, pr->weight);
+	e->bucket[MF_B_WEIGHTS] = mf_cmul(e->params, pr->weight);
+	if (!pr->mixed)
+		return;
+	mf_text_str(&f, " + Pc x 2");
+	e->bucket[MF_B_WEIGHTS] = mf_cadd(e->bucket[MF_B_WEIGHTS],
+	    mf_cmul(2, mf_est_autocast_params(m)));
+}
+
+/* Adapter weight, gradient and optimizer state, all fp32. */
+static int64_t
+adapter_bytes(enum mf_optimizer o)
+{
+	switch (o) {
+	case MF_ADAM8BIT:
+		return 10;
+	case MF_SGD:
+		return 12;
+	case MF_ADAMW:
+		break;
+	}
+	return 16;
+}
+
+/*
+ * Gradients with the optimizer in backward (design 19), as torchtune 0.6.1
+ * runs it (training.register_optim_in_bwd_hooks): a post-accumulate-grad
+ * hook on every weight steps that weight's own torch.optim.AdamW and sets
+ * its gradient to None.  The autograd engine runs a weight's accumulation,
+ * and so its step, as soon as the node that made the gradient returns, so
+ * the weights' gradients live one at a time: the largest, Pmax x g.  Tied
+ * embeddings are the exception: the head's gradient, made first in
+ * backward, waits in the engine's buffer for the embeddings' own, made
+ * last, so it is held through every layer's backward beside the layer
+ * weight's being stepped: (V x h + Pl) x g, Pl the largest tensor of a
+ * layer.  (The embeddings' backward then holds the two and their sum,
+ * 3 x V x h x g, with no activation left: less than these with the step's
+ * temporaries of V x h, 2g a weight, in transient.)  Measured on
+ * transformers' models with torchtune's hooks by tests/torch/optim_bwd.py.
+ */
+static void
+oib_gradients(const struct mf_model *m, const struct mf_est_precision *pr,
+    struct mf_estimate *e)
+{
+	struct mf_text f;
+	int64_t n;
+
+	mf_text_init(&f, e->formula[MF_B_GRADIENTS]);
+	if (!m->tied_embeddings || m->no_head || m->no_embed) {
+		mf_text_str(&f, "Pmax x ");
+		n = mf_model_largest_param(m);
+	} else {
+		mf_text_str(&f, "(V x h + Pl) x ");
+		n = mf_cadd(mf_cmul(m->vocab, m->hidden),
+		    mf_model_largest_layer_param(m));
+	}
+	mf_text_int(&f, pr->grad);
+	e->bucket[MF_B_GRADIENTS] = mf_cmul(n, pr->grad);
+}
+
+void
+mf_est_state(const struct mf_model *m, const struct mf_workload *w,
+    struct mf_estimate *e)
+{
+	const struct mf_est_precision *pr = mf_est_precision(w->precision);
+	int64_t P = e->params, T;
+	struct mf_text f;
+
+	weights(m, w, pr, e);
+	if (w->method == MF_FULL) {
+		e->trainable = P;
+		if (w->optimizer_in_backward)
+			oib_gradients(m, pr, e);
+		else
+			mf_est_per_param(e, MF_B_GRADIENTS, "P", P, pr->grad);
+		mf_est_per_param(e, MF_B_OPTIMIZER, "P", P,
+		    optimizer_bytes(w->optimizer, pr));
+		if (w->shard_gpus > 1) {
+			/* Gather one layer while the next is prefetched. */
+			mf_text_init(&f, e->formula[MF_B_SHARDING]);
+			mf_text_str(&f, "2 x layer params x 2");
+			e->bucket[MF_B_SHARDING] =
+			    mf_cmul(4, mf_model_layer_params(m));
+		}
+	} else {
+		T = mf_model_lora_params(m, w->lora_rank, w->lora_targets);
+		e->trainable = T;
+		mf_est_per_param(e, MF_B_ADAPTERS, "T", T,
+		    adapter_bytes(w->optimizer));
+	}
+}

@@ -1,0 +1,356 @@
+/*
+ * estimate.h: GPU memory of a training or inference job, bucket by bucket
+ * (design section 5).  Pure arithmetic on integers: no I/O, no allocation.
+ */
+#ifndef MF_ESTIMATE_H
+#define MF_ESTIMATE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../base/err.h"
+#include "../model/model.h"
+#include "../model/quant.h"
+
+enum mf_kind { MF_TRAINING, MF_INFERENCE };
+enum mf_method { MF_FULL, MF_LORA, MF_QLORA };
+/*
+ * A training recipe's dtypes (design 19).  BF16 and FP16: 16-bit weights
+ * and gradients, fp32 master weights and optimizer moments (DeepSpeed,
+ * Megatron); *_MIXED: fp32 weights and gradients under autocast, with the
+ * 16-bit weight copies autocast keeps; BF16_TRUE: weights, gradients and
+ * optimizer state all 16-bit (torchtune, LitGPT); FP32.  Appended values
+ * keep the order of the manifest's names.
+ */
+enum mf_precision {
+	MF_BF16,
+	MF_FP16,
+	MF_FP32,
+	MF_BF16_MIXED,
+	MF_BF16_TRUE,
+	MF_FP16_MIXED
+};
+/* gradientCheckpointing (design 19): none; full (every ckpt_every-th
+ * layer recomputed whole: 1, the default, is every layer); op, per-op
+ * selective as torchtitan's policy. */
+enum mf_checkpointing { MF_CKPT_NONE, MF_CKPT_FULL, MF_CKPT_OP };
+/* workload.loss (design 19). */
+enum mf_loss { MF_LOSS_STANDARD, MF_LOSS_CHUNKED, MF_LOSS_FUSED };
+enum mf_optimizer { MF_ADAMW, MF_ADAM8BIT, MF_SGD };
+enum mf_attention { MF_SDPA, MF_FLASH, MF_EAGER };
+enum mf_kv_dtype { MF_KV_BF16, MF_KV_FP16, MF_KV_FP8 };
+/* Inference: the dtype of the linear layers' weights (design 14);
+ * DEFAULT is that of precision. */
+enum mf_weights_dtype {
+	MF_WD_DEFAULT,
+	MF_WD_BF16,
+	MF_WD_FP16,
+	MF_WD_FP8,
+	MF_WD_INT8,
+	MF_WD_INT4
+};
+/* Inference: the serving engine whose budget the job is sized for. */
+enum mf_server { MF_SERVER_NONE, MF_SERVER_VLLM };
+
+/*
+ * The arithmetic an estimate is made with (design 13): pytorch, the
+ * default, counts what PyTorch keeps, with coefficients measured by
+ * tests/torch/measure.py; post is the reference post's arithmetic of
+ * design 5, kept to reproduce its figures.
+ */
+enum mf_estimator { MF_EST_PYTORCH, MF_EST_POST, MF_EST_COUNT };
+
+struct mf_workload {
+	enum mf_kind kind;
+	enum mf_method method;
+	enum mf_precision precision;
+	enum mf_optimizer optimizer;
+	enum mf_attention attention;
+	int checkpointing;  /* enum mf_checkpointing */
+	int64_t ckpt_every; /* MF_CKPT_FULL: every Nth layer; default 1 */
+	enum mf_loss loss;
+	int64_t loss_chunks;       /* MF_LOSS_CHUNKED: pieces; default 8 */
+	int activation_offload;    /* saved activations in host memory */
+	int optimizer_in_backward; /* each gradient stepped and freed */
+	int64_t qlora_block;       /* qlora.blockSize: weights an absmax, 64 */
+	int qlora_double_quant;    /* qlora.doubleQuant, default 1 */
+	int reshard_after_forward; /* sharding.reshardAfterForward, default 1 */
+	int sequence_parallel;     /* parallelism.sequenceParallel, default 0 */
+	int loss_parallel;         /* parallelism.lossParallel, default 0 */
+	int64_t seq_len;           /* training: tokens per sequence (s) */
+	int64_t micro_batch;       /* training: sequences per step (b) */
+	int64_t lora_rank;
+	enum mf_lora_targets lora_targets;
+	int64_t shard_gpus;  /* FSDP full shard over N GPUs; 1 = none */
+	int64_t concurrency; /* inference: sequences in flight */
+	int64_t context_len; /* inference: tokens per sequence */
+	enum mf_kv_dtype kv_dtype;
+	enum mf_weights_dtype weights_dtype;
+	int64_t group_size; /* int4: weights per fp16 scale, default 128 */
+	enum mf_server server;
+	double gpu_util;        /* vllm: gpuMemoryUtilization, default 0.9 */
+	int64_t batched_tokens; /* vllm: maxNumBatchedTokens; 0: vLLM's
+	                           default for the card (mf_vllm_defaults) */
+	int64_t block_size;     /* vllm: tokens per KV block, default 16 */
+	int64_t max_num_seqs;   /* vllm: --max-num-seqs, the profile run's
+	                           sequences (design 19); 0: vLLM's default
+	                           for the card */
+	int64_t graph_reserve;  /* vllm: CUDA graphs' bytes, the catalogue's
+	                           cudaGraphReserve (mf_place sets it) */
+	/* vllm: memory a GPU holds outside PyTorch (cuBLAS workspaces; at
+	 * tensor > 1 NCCL's and the custom all-reduce's buffers too), the
+	 * card's (mf_place sets them; MF_NON_TORCH_* by default). */
+	int64_t non_torch;  /* at tensor 1 */
+	int64_t all_reduce; /* added at tensor > 1 */
+	/* workload.parallelism (design 15), 1 each when not given: a
+	 * replica takes tensor x pipeline GPUs; expert divides the routed
+	 * experts. */
+	int64_t tensor, pipeline, expert;
+	enum mf_estimator estimator;
+};
+
+/*
+ * The parameters autocast casts to 16 bits and keeps for backward under
+ * a *-mixed precision (Pc): the weights of every nn.Linear, the output
+ * head's included (tied or not), routers and Qwen2-MoE's shared expert
+ * too, but not transformers' 3-D routed experts, whose grouped_mm
+ * autocast does not cast; -1 on overflow.
+ */
+int64_t mf_est_autocast_params(const struct mf_model *m);
+
+/*
+ * The attention a training estimate counts for m under w: w's, but
+ * Gemma-2's sdpa is eager (transformers falls back to eager, SDPA cannot
+ * soft-cap).
+ */
+enum mf_attention
+mf_est_attention(const struct mf_model *m, const struct mf_workload *w);
+
+/*
+ * Whether an estimate of w counts activation offloading (design 19):
+ * activation_offload on a training job under the estimator pytorch; the
+ * post's arithmetic has none, so its estimate keeps every activation on
+ * the GPU.
+ */
+int mf_est_offloads(const struct mf_workload *w);
+
+/* The loss an estimate of w counts: w->loss under the estimator pytorch;
+ * the post's arithmetic counts the standard loss's logits whatever w
+ * says. */
+enum mf_loss mf_est_loss(const struct mf_workload *w);
+
+/*
+ * Default of catalogue cudaGraphReserve: what vLLM (0.21 and later, which
+ * takes its estimate of the CUDA graphs from the KV cache's budget,
+ * gpu_worker.py determine_available_memory) logged for the graphs of a
+ * dense model, "Estimated CUDA graph memory: 0.36 GiB total" (vLLM
+ * 0.27.1, TP 2; gpustack/runner pull request 251): 369Mi.
+ */
+#define MF_GRAPH_RESERVE_DEFAULT (INT64_C(369) << 20)
+/*
+ * What vLLM's profile counts outside PyTorch on a GPU (non_torch_memory),
+ * by default, when the card says nothing: at TP 1 "non_torch_memory
+ * takes 0.16GiB" (H100, vllm-project/vllm pull request 12126): 164Mi;
+ * at TP >= 2 the NCCL and custom all-reduce buffers add what an H100 over
+ * NVLink showed, TP 2's 3.58 GiB less TP 1's 1.79 GiB (vllm-project/vllm
+ * pull request 10511): 1833Mi, the larger of the figures found (two RTX
+ * 4090 over PCIe added 0.09 GiB, vllm-project/vllm issue 13061).
+ */
+#define MF_NON_TORCH_DEFAULT (INT64_C(164) << 20)
+#define MF_ALL_REDUCE_DEFAULT (INT64_C(1833) << 20)
+
+enum mf_bucket {
+	MF_B_WEIGHTS,
+	MF_B_GRADIENTS,
+	MF_B_OPTIMIZER,
+	MF_B_ADAPTERS,
+	MF_B_ACTIVATIONS,
+	MF_B_LOGITS,
+	MF_B_TRANSIENT,
+	MF_B_KVCACHE,
+	MF_B_SHARDING,
+	MF_B_GRAPHS,   /* vllm: the CUDA-graph reserve */
+	MF_B_COMM,     /* tensor and pipeline parallel buffers */
+	MF_B_NONTORCH, /* vllm: memory outside PyTorch (non_torch) */
+	MF_B_COUNT
+};
+
+/* Room for one bucket's formula, its NUL included. */
+#define MF_FORMULA_MAX 256
+
+struct mf_estimate {
+	enum mf_estimator estimator;
+	int64_t params;    /* P */
+	int64_t trainable; /* P (full), T (lora/qlora), 0 (inference) */
+	int64_t bucket[MF_B_COUNT]; /* bytes for the whole job, before FSDP
+	                               division */
+	int64_t total;              /* sum of bucket[] */
+	/*
+	 * What one GPU of the largest pipeline stage holds of each bucket,
+	 * with tensor and expert parallelism, before FSDP's division over
+	 * shards data-parallel ranks (mf_est_bucket_per_gpu divides).  Equal
+	 * to bucket[] for a job on one GPU.
+	 */
+	int64_t stage[MF_B_COUNT];
+	int64_t shards;  /* FSDP ranks the estimate is divided over */
+	int64_t per_gpu; /* what must fit on one card: the sum of the buckets
+	                    per GPU */
+	/* Inference: KV-cache bytes per token on one GPU; the tokens the
+	 * cache grows by, a block with vllm (paged), else 1; and the tokens a
+	 * sequence of contextLength takes, in whole blocks. */
+	int64_t kv_token;
+	int64_t kv_token_job; /* every GPU of a replica together */
+	int64_t block;
+	int64_t seq_tokens;
+	/* How the weights are stored (quant.h), and what said so: an
+	 * inference job's weightsDtype, "quantization_config" or
+	 * "precision"; QLoRA's "qlora"; NULL for 16-bit training. */
+	struct mf_quant quant;
+	const char *quant_source;
+	/*
+	 * The arithmetic of each bucket with bytes, written where they are
+	 * computed ("P x 2", "s x b x (L x (16h + ...) + 4d)"); symbols
+	 * are those of design 5 and of estimate.c's comments.
+	 */
+	char formula[MF_B_COUNT][MF_FORMULA_MAX];
+	/*
+	 * The arithmetic of stage[b] under a parallel layout (tensor, pipeline
+	 * or expert > 1), written by the same code on one GPU's share of the
+	 * model (mf_model_shard): P, a, kv, I, Ie, Is and E are that GPU's
+	 * share, Vl its vocabulary rows; "" when the layout is not parallel.
+	 */
+	char gpu_formula[MF_B_COUNT][MF_FORMULA_MAX];
+};
+
+/* Every field as the manifest leaves it when not given (design 3, 14,
+ * 15, 19): the rows of fields.c, which owns each default; the estimator
+ * pytorch and cudaGraphReserve's 1Gi until a catalogue says otherwise. */
+void mf_workload_defaults(struct mf_workload *w);
+
+/* "weights", "gradients", ..., "kvCache", "shardingBuffers". */
+const char *mf_bucket_name(enum mf_bucket b);
+/* "pytorch", "post"; NULL out of range. */
+const char *mf_estimator_name(enum mf_estimator e);
+/* The estimator named name; MF_EINVAL (and *out untouched) when unknown. */
+enum mf_rc mf_estimator_parse(const char *name, enum mf_estimator *out);
+
+/*
+ * Whether the estimate refuses w's activationOffload (design 19): 0 when it
+ * models it, or w does not ask for it; otherwise 1, with why (when not
+ * NULL, size bytes) the reason, to follow the field's name.  It is
+ * modelled as torchtune's OffloadActivations runs it and
+ * tests/torch/offload.py measured it: with every layer checkpointed,
+ * which torchtune's recipes require ("enable_activation_offloading should
+ * only be True when enable_activation_checkpointing is True"), on one
+ * GPU's model (no tensor, pipeline or expert parallel, no FSDP); the
+ * rest is refused rather than guessed.  The one owner of that rule: the
+ * manifest's error, the estimate's domain and the fixes offered ask it.
+ */
+int mf_est_offload_refused(const struct mf_workload *w, char *why, size_t size);
+
+/*
+ * Whether the estimate models w's optimizerInBackward (design 19) on gpus
+ * GPUs: 0 when it does, or w does not ask for it; otherwise 1, with why
+ * (when not NULL, size bytes) the reason, to follow the field's name:
+ * what optimizerInBackward is modelled with, and what this job has.  It
+ * is modelled as torchtune 0.6.1 runs it (full fine-tuning, weights their
+ * own master copy in bf16-true or fp32, one torch.optim.AdamW a weight,
+ * one GPU) and as tests/torch/optim_bwd.py measured it; the rest is
+ * refused rather than guessed.  The one owner of that rule: the manifest's
+ * error, the estimate's domain and the fixes offered ask it.
+ */
+int mf_est_oib_refused(const struct mf_workload *w, int64_t gpus, char *why,
+    size_t size);
+
+/*
+ * Whether the estimate refuses w's loss, with into why (when not NULL,
+ * size bytes) the reason, to follow the field's name (spec.workload.loss).
+ * Modelled (design 19): standard; chunked as torchtune runs it, in
+ * lossChunks >= 1 pieces, and fused as Liger-Kernel runs it, each on one
+ * GPU or under FSDP, on a model without final soft-capping (Gemma-2's,
+ * which transformers applies to the logits and torchtune's Gemma-2 to
+ * the normalised hidden states: measured in neither; m NULL: the model is
+ * not known yet, and that rule waits for it).  Under tensor or pipeline
+ * parallel neither is measured.  The one owner of that rule: the
+ * manifest's error, mf_job_check_model's and the estimate's domain ask
+ * it.
+ */
+int mf_est_loss_refused(const struct mf_model *m, const struct mf_workload *w,
+    char *why, size_t size);
+
+/*
+ * Fill *out with w->estimator's arithmetic.  MF_ERANGE (and *out untouched)
+ * when a figure would pass 2^63 - 1, MF_EINVAL for a workload out of range (a
+ * count below 1, an enum out of range, a loss not modelled for that layout
+ * or model: mf_est_loss_refused).
+ */
+enum mf_rc mf_est_compute(const struct mf_model *m, const struct mf_workload *w,
+    struct mf_estimate *out);
+
+/*
+ * Bytes one GPU holds of e when FSDP shards it over shards >= 1 GPUs: the
+ * weights, gradients and optimizer state of its stage (e->stage) divided
+ * by shards, each rounded up, plus every other bucket of the stage whole.  So
+ * the need at N GPUs is rest + sum of ceil(b_i / N) over the sharded buckets
+ * b_i, which never grows with N.  e must be of the workload as it runs sharded
+ * (computed with shard_gpus > 1, so that it counts the sharding buffers); -1
+ * when the sum passes 2^63 - 1.
+ */
+int64_t mf_est_per_gpu(const struct mf_estimate *e, int64_t shards);
+/*
+ * mf_est_per_gpu's sum taken apart, for a search that asks it at many
+ * counts: the buckets FSDP divides (part[0..nparts)) and the rest whole,
+ * so that mf_est_per_gpu(e, n) = rest + sum of ceil(part[i] / n).  -1 in
+ * rest when it passes 2^63 - 1.
+ */
+#define MF_EST_MAX_PARTS 3
+struct mf_est_split {
+	int64_t rest;
+	int64_t part[MF_EST_MAX_PARTS];
+	int nparts;
+};
+void mf_est_split(const struct mf_estimate *e, struct mf_est_split *out);
+
+/* The layers of the largest of w's pipeline stages of m (layout.c): m's
+ * layers over w->pipeline stages, rounded up. */
+int64_t
+mf_est_stage_layers(const struct mf_model *m, const struct mf_workload *w);
+/* Bytes one GPU holds of bucket b: stage[b], divided by e->shards for the
+ * sharded buckets. */
+int64_t mf_est_bucket_per_gpu(const struct mf_estimate *e, enum mf_bucket b);
+
+/*
+ * How an inference job's linear weights are stored (design 14): as
+ * weightsDtype says (fp8 with an fp32 scale a tensor, int8 with one an
+ * output row, int4 with an fp16 scale a group of groupSize weights), else
+ * as the config's quantization_config says (m->quant), else 16-bit.
+ * *source names which: "weightsDtype", "quantization_config" or
+ * "precision".
+ */
+void mf_est_weights_quant(const struct mf_model *m, const struct mf_workload *w,
+    struct mf_quant *q, const char **source);
+
+/*
+ * vLLM's defaults of --max-num-batched-tokens and --max-num-seqs for
+ * `vllm serve` (vllm/engine/arg_utils.py, get_batch_defaults, usage
+ * context OPENAI_API_SERVER) come in MF_VLLM_TIERS tiers by the card:
+ * mf_vllm_tier is the tier of a card of memory bytes (an A100 when a100
+ * is nonzero; memory 0: no card known), mf_vllm_defaults fills the fields
+ * of w that are 0 with tier's: 16384 and 1024 from 160 GiB; 8192 and 1024
+ * from 70 GiB but for an A100; 2048 and 256 below.  max_num_seqs is then
+ * at most max_num_batched_tokens.
+ */
+#define MF_VLLM_TIERS 3
+int mf_vllm_tier(int64_t memory, int a100);
+void mf_vllm_defaults(struct mf_workload *w, int tier);
+
+/*
+ * Inference on one GPU of usable bytes: the sequences of e->seq_tokens
+ * that fit beside everything but the KV cache (maxConcurrency), and the
+ * tokens each of seqs sequences may hold, in whole blocks of e->block
+ * (maxContextLength).  0 when none fits.
+ */
+int64_t mf_est_max_seqs(const struct mf_estimate *e, int64_t usable);
+int64_t
+mf_est_max_context(const struct mf_estimate *e, int64_t usable, int64_t seqs);
+#endif

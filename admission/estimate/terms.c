@@ -1,0 +1,87 @@
+/*
+ * terms.c: sums of coef x symbol terms and the formula text written from
+ * them, shared by the estimators (estimate.c, forward.c): a bucket's bytes
+ * and its formula come from the same terms, so they cannot disagree.
+ */
+#include <assert.h>
+#include <string.h>
+
+#include "estimate.h"
+#include "../base/internal.h"
+
+void
+mf_term(struct mf_terms *t, int64_t coef, const char *sym, int64_t value)
+{
+	assert(t->n >= 0 && t->n <= MF_MAX_TERMS);
+	for (int i = 0; i < t->n; i++)
+		if (strcmp(t->sym[i], sym) == 0) {
+			t->coef[i] += coef;
+			return;
+		}
+	if (t->n == MF_MAX_TERMS)
+		return;
+	t->coef[t->n] = coef;
+	t->value[t->n] = value;
+	t->sym[t->n] = sym;
+	t->n++;
+}
+
+int64_t
+mf_terms_bytes(const struct mf_terms *t)
+{
+	int64_t sum = 0;
+
+	assert(t->n >= 0 && t->n <= MF_MAX_TERMS);
+	for (int i = 0; i < t->n; i++)
+		sum = mf_cadd(sum, mf_cmul(t->coef[i], t->value[i]));
+	return sum;
+}
+
+int64_t
+mf_max_poisoned(int64_t a, int64_t b)
+{
+	if (a < 0 || b < 0)
+		return -1;
+	return a > b ? a : b;
+}
+
+void
+mf_text_init(struct mf_text *f, char *buf)
+{
+	mf_buf_fixed(&f->b, buf, buf != NULL ? MF_FORMULA_MAX : 0);
+}
+
+void
+mf_text_str(struct mf_text *f, const char *s)
+{
+	mf_buf_str(&f->b, s);
+}
+
+void
+mf_text_int(struct mf_text *f, int64_t v)
+{
+	mf_buf_int(&f->b, v);
+}
+
+void
+mf_text_terms(struct mf_text *f, const struct mf_terms *t)
+{
+	int first = 1;
+
+	assert(t->n >= 0 && t->n <= MF_MAX_TERMS);
+	/* Symbols first, in the order added, the constant last. */
+	for (int j = 0; j < 2 * t->n; j++) {
+		int i = j % t->n;
+
+		assert(i < MF_MAX_TERMS);
+		if (t->coef[i] == 0 || (j < t->n) != (t->sym[i][0] != '\0'))
+			continue;
+		if (!first)
+			mf_text_str(f, " + ");
+		first = 0;
+		mf_text_int(f, t->coef[i]);
+		mf_text_str(f, t->sym[i]);
+	}
+	if (first)
+		mf_text_str(f, "0");
+}

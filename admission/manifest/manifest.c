@@ -1,0 +1,332 @@
+/*
+ * manifest.c: the Job manifest read through fields.h's table, and the
+ * rules across fields that no row states: a floor or a model, the
+ * referenceHours that limits need, the count a job's parallelism takes,
+ * the layouts activation offloading is modelled in, the lengths a model
+ * needs.
+ */
+#include "manifest.h"
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../fields/fields.h"
+#include "../base/internal.h"
+
+/* Path buffers: deep enough for spec.workload.lora.targets and a prefix. */
+#define PATHMAX 128
+
+struct reader {
+	const struct mf_models *models;
+	struct mf_job *job;
+};
+
+/* The rows fields.c hands back: the model, in one of its three ways. */
+static enum mf_rc
+hook(struct mf_fread *fr, const struct mf_field *f, const struct mf_node *n,
+    const char *path)
+{
+	struct reader *r = fr->ctx;
+	struct mf_job *job = r->job;
+	const struct mf_model *shipped;
+
+	if (strcmp(f->key, "config") == 0) {
+		job->model_source = MF_MODEL_INLINE;
+		return mf_model_read(n, path, &job->model, fr->err);
+	}
+	if (strcmp(f->key, "configUrl") == 0) {
+		job->model_source = MF_MODEL_URL;
+		return MF_OK;
+	}
+	shipped = r->models ? mf_models_find(r->models, job->model_name) : NULL;
+	if (shipped == NULL)
+		return mf_error_set(fr->err, MF_EINVAL, path, n->line,
+		    n->column,
+		    "'%.80s' is not a known model: GET /v1/models lists the models served, the shipped ones and those of the -m directories",
+		    job->model_name);
+	job->model_source = MF_MODEL_NAMED;
+	job->model = *shipped;
+	return MF_OK;
+}
+
+/*
+ * The GPUs of a job: a replica of tensor x pipeline GPUs on each of the
+ * sharding.gpus FSDP ranks.  A count the job gives must be that product
+ * when sharding or parallelism is given, a multiple of the replica's
+ * otherwise (its data-parallel ranks).
+ */
+static enum mf_rc
+check_count(struct mf_job *job, const char *base, int line, int column,
+    struct mf_error *err)
+{
+	struct mf_workload *w = &job->work;
+	int64_t replica = w->tensor * w->pipeline, want;
+	char p[PATHMAX];
+
+	want = replica * w->shard_gpus;
+	if (w->shard_gpus == 1 && job->count_given && job->count % replica == 0)
+		want = job->count;
+	if (want > MF_JOB_MAX_GPUS)
+		return mf_error_set(err, MF_EINVAL,
+		    mf_path(p, sizeof(p), base, "workload.parallelism"), line,
+		    column,
+		    "tensor x pipeline x sharding.gpus is %lld GPUs, more than %d",
+		    (long long)want, MF_JOB_MAX_GPUS);
+	if (job->count_given && job->count != want && replica == 1)
+		return mf_error_set(err, MF_EINVAL,
+		    mf_path(p, sizeof(p), base, "resources.gpu.count"), line,
+		    column, "is %lld but workload.sharding.gpus is %lld",
+		    (long long)job->count, (long long)w->shard_gpus);
+	if (job->count_given && job->count != want)
+		return mf_error_set(err, MF_EINVAL,
+		    mf_path(p, sizeof(p), base, "resources.gpu.count"), line,
+		    column,
+		    "is %lld but the job's parallelism takes %lld GPUs (tensor %lld x pipeline %lld x sharding.gpus %lld)",
+		    (long long)job->count, (long long)want,
+		    (long long)w->tensor, (long long)w->pipeline,
+		    (long long)w->shard_gpus);
+	/* Experts spread over the GPUs of a stage: its tensor-parallel
+	 * group and data-parallel ranks. */
+	if ((want / w->pipeline) % w->expert != 0)
+		return mf_error_set(err, MF_EINVAL,
+		    mf_path(p, sizeof(p), base, "workload.parallelism.expert"),
+		    line, column,
+		    "is %lld, which does not divide the %lld GPUs of a pipeline stage (tensor x data-parallel ranks)",
+		    (long long)w->expert, (long long)(want / w->pipeline));
+	if (want > 1) {
+		job->count = want;
+		job->count_given = 1;
+	}
+	return MF_OK;
+}
+
+/* With a model, the lengths its kind needs. */
+static enum mf_rc
+check_lengths(struct mf_job *job, const char *base, int line, int column,
+    struct mf_error *err)
+{
+	struct mf_workload *w = &job->work;
+	char p[PATHMAX];
+
+	if (job->model_source == MF_MODEL_NONE)
+		return MF_OK;
+	if (w->kind == MF_TRAINING && w->seq_len == 0)
+		return mf_error_set(err, MF_EINVAL,
+		    mf_path(p, sizeof(p), base, "workload.sequenceLength"),
+		    line, column, "is required for training with a model");
+	if (w->kind == MF_INFERENCE && w->context_len == 0)
+		return mf_error_set(err, MF_EINVAL,
+		    mf_path(p, sizeof(p), base, "workload.contextLength"), line,
+		    column, "is required for inference with a model");
+	return MF_OK;
+}
+
+/* Activation offloading where the estimate does not model it
+ * (mf_est_offload_refused), the error at the field where it is written. */
+static enum mf_rc
+check_offload(const struct mf_job *job, const char *base,
+    const struct mf_node *spec, struct mf_error *err)
+{
+	const struct mf_node *n;
+	char p[PATHMAX], why[320];
+
+	if (!mf_est_offload_refused(&job->work, why, sizeof(why)))
+		return MF_OK;
+	n = mf_node_get(mf_node_get(spec, "workload"), "activationOffload");
+	return mf_error_set(err, MF_EINVAL,
+	    mf_path(p, sizeof(p), base, "workload.activationOffload"),
+	    n != NULL ? n->line : 0, n != NULL ? n->column : 0, "%s", why);
+}
+
+/* Where the lengths are written, for the errors that need the model
+ * (mf_job_check_model). */
+static void
+note_lengths(struct mf_job *job, const struct mf_node *spec)
+{
+	const struct mf_node *wl = mf_node_get(spec, "workload"), *n;
+
+	if ((n = mf_node_get(wl, "sequenceLength")) != NULL) {
+		job->seq_line = n->line;
+		job->seq_column = n->column;
+	}
+	if ((n = mf_node_get(wl, "contextLength")) != NULL) {
+		job->context_line = n->line;
+		job->context_column = n->column;
+	}
+}
+
+/* optimizerInBackward with what the estimate models it with
+ * (mf_est_oib_refused), the error at the field where it is written. */
+static enum mf_rc
+check_oib(const struct mf_job *job, const char *base,
+    const struct mf_node *spec, struct mf_error *err)
+{
+	const struct mf_node *n =
+	    mf_node_get(mf_node_get(spec, "workload"), "optimizerInBackward");
+	char p[PATHMAX], why[512];
+
+	if (job->work.kind != MF_TRAINING ||
+	    !mf_est_oib_refused(&job->work, job->count_given ? job->count : 1,
+	        why, sizeof(why)))
+		return MF_OK;
+	return mf_error_set(err, MF_EINVAL,
+	    mf_path(p, sizeof(p), base, "workload.optimizerInBackward"),
+	    n != NULL ? n->line : 0, n != NULL ? n->column : 0, "%s", why);
+}
+
+/*
+ * The losses not modelled (mf_est_loss_refused, before the model is
+ * known), and a chunked loss in more pieces than a sequence has tokens.  Where
+ * the loss is written is kept for mf_job_check_model's rule that needs the
+ * model.
+ */
+static enum mf_rc
+check_loss(struct mf_job *job, const char *base, const struct mf_node *spec,
+    struct mf_error *err)
+{
+	const struct mf_workload *w = &job->work;
+	const struct mf_node *wl = mf_node_get(spec, "workload");
+	const struct mf_node *n = mf_node_get(wl, "loss");
+	const struct mf_node *k = mf_node_get(wl, "lossChunks");
+	int line = n != NULL ? n->line : 0, column = n != NULL ? n->column : 0;
+	char p[PATHMAX], why[512];
+
+	job->loss_line = line;
+	job->loss_column = column;
+	if (w->kind != MF_TRAINING || w->loss == MF_LOSS_STANDARD)
+		return MF_OK;
+	if (mf_est_loss_refused(NULL, w, why, sizeof(why)))
+		return mf_error_set(err, MF_EINVAL,
+		    mf_path(p, sizeof(p), base, "workload.loss"), line, column,
+		    "%s", why);
+	if (w->loss == MF_LOSS_CHUNKED && w->seq_len > 0 &&
+	    w->loss_chunks > w->seq_len)
+		return mf_error_set(err, MF_EINVAL,
+		    mf_path(p, sizeof(p), base, "workload.lossChunks"),
+		    k != NULL ? k->line : line, k != NULL ? k->column : column,
+		    "%lld pieces are more than the %lld tokens of a sequence (sequenceLength): each piece needs at least one",
+		    (long long)w->loss_chunks, (long long)w->seq_len);
+	return MF_OK;
+}
+
+/* Cross-field rules that no single field can check; spec may be NULL.
+ * base is the spec's path. */
+static enum mf_rc
+check_spec(struct mf_job *job, const char *base, const struct mf_node *spec,
+    struct mf_error *err)
+{
+	int line = spec != NULL ? spec->line : 0;
+	int column = spec != NULL ? spec->column : 0;
+	char p[PATHMAX];
+	enum mf_rc rc;
+
+	note_lengths(job, spec);
+	if (job->min_memory == 0 && job->model_source == MF_MODEL_NONE)
+		return mf_error_set(err, MF_EINVAL,
+		    mf_path(p, sizeof(p), base, "resources.gpu.minMemory"),
+		    line, column, "is required when no model is given");
+	if ((job->max_cost >= 0 || job->deadline_hours >= 0) &&
+	    job->reference_hours == 0)
+		return mf_error_set(err, MF_EINVAL,
+		    mf_path(p, sizeof(p), base, "duration.referenceHours"),
+		    line, column,
+		    "is required by limits.maxCost and limits.deadlineHours");
+	rc = check_count(job, base, line, column, err);
+	if (rc == MF_OK)
+		rc = check_oib(job, base, spec, err);
+	if (rc == MF_OK)
+		rc = check_offload(job, base, spec, err);
+	if (rc == MF_OK)
+		rc = check_lengths(job, base, line, column, err);
+	return rc == MF_OK ? check_loss(job, base, spec, err) : rc;
+}
+
+/* A job with every field as it is when not given (fields.c's rows). */
+static struct mf_job job_template;
+static pthread_once_t template_once = PTHREAD_ONCE_INIT;
+
+static void
+build_template(void)
+{
+	void *dst[MF_FB_COUNT] = { NULL };
+
+	dst[MF_FB_JOB] = &job_template;
+	dst[MF_FB_WORK] = &job_template.work;
+	mf_workload_defaults(&job_template.work);
+	mf_fields_defaults(&mf_fields_spec, dst);
+}
+
+/* Read root as the document row doc (a whole manifest, or its spec). */
+static enum mf_rc
+read_job(const struct mf_field *doc, const struct mf_node *root,
+    const char *path, const char *name, const struct mf_models *models,
+    struct mf_job *job, struct mf_error *err)
+{
+	struct reader r = { models, job };
+	struct mf_fread fr = { { NULL }, hook, &r, err };
+
+	pthread_once(&template_once, build_template);
+	*job = job_template;
+	job->name = name;
+	fr.dst[MF_FB_JOB] = job;
+	fr.dst[MF_FB_WORK] = &job->work;
+	return root != NULL ? mf_fields_read(&fr, doc, root, path) : MF_OK;
+}
+
+enum mf_rc
+mf_job_read_spec_floor(const struct mf_node *spec, const char *path,
+    const char *name, const struct mf_models *models, int64_t floor,
+    int floor_format, struct mf_job *out, struct mf_error *err)
+{
+	struct mf_job job;
+	enum mf_rc rc;
+
+	rc = read_job(&mf_fields_spec, spec, path, name, models, &job, err);
+	if (job.min_memory == 0 && floor > 0) {
+		job.min_memory = floor;
+		job.min_memory_format = floor_format;
+	}
+	if (rc == MF_OK)
+		rc = check_spec(&job, path, spec, err);
+	if (rc == MF_OK)
+		*out = job;
+	return rc;
+}
+
+enum mf_rc
+mf_job_read_spec(const struct mf_node *spec, const char *path, const char *name,
+    const struct mf_models *models, struct mf_job *out, struct mf_error *err)
+{
+	return mf_job_read_spec_floor(spec, path, name, models, 0, 0, out, err);
+}
+
+enum mf_rc
+mf_job_read(const struct mf_node *root, const char *path,
+    const struct mf_models *models, struct mf_job *out, struct mf_error *err)
+{
+	struct mf_job job;
+	char p[PATHMAX];
+	enum mf_rc rc;
+
+	rc = read_job(&mf_fields_job, root, path, NULL, models, &job, err);
+	if (rc == MF_OK)
+		rc = check_spec(&job, mf_path(p, sizeof(p), path, "spec"),
+		    mf_node_get(root, "spec"), err);
+	if (rc == MF_OK)
+		*out = job;
+	return rc;
+}
+
+const char *
+mf_workload_enum_name(const char *key, int v)
+{
+	const struct mf_field *wl, *f;
+
+	wl = mf_fields_at(&mf_fields_job, "spec.workload");
+	f = wl != NULL ? mf_fields_find(wl, key) : NULL;
+	if (f == NULL || f->type != MF_FT_ENUM)
+		return NULL;
+	return mf_fields_name(f, v);
+}

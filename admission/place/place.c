@@ -1,0 +1,159 @@
+/*
+ * place.c: a decision (mf_place): the search over the plans of the job,
+ * the floor in effect, the warnings, and for a rejection its reason and
+ * its fixes.  The files of the placement are listed in place_int.h.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "place_int.h"
+#include "../base/qty.h"
+
+const char *
+mf_limit_name(enum mf_limit limit)
+{
+	switch (limit) {
+	case MF_LIMIT_HOURLY_PRICE:
+		return "limits.maxHourlyPrice";
+	case MF_LIMIT_COST:
+		return "limits.maxCost";
+	case MF_LIMIT_DEADLINE:
+		return "limits.deadlineHours";
+	default:
+		return NULL;
+	}
+}
+
+static void warn(struct mf_decision *d, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void
+warn(struct mf_decision *d, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (d->nwarn == MF_MAX_WARNINGS)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(d->warnings[d->nwarn++], sizeof(d->warnings[0]), fmt, ap);
+	va_end(ap);
+}
+
+/* The warnings of design 7, each where its fix applies (fix.c: not
+ * accumulation or autocast with the optimizer in backward). */
+static void
+add_warnings(const struct mf_job *job, struct mf_decision *d)
+{
+	const struct mf_workload *w = &d->work;
+
+	if (!d->admitted)
+		return;
+	if (w->kind == MF_TRAINING && w->attention == MF_EAGER)
+		warn(d,
+		    "eager attention stores the s x s scores: attn_implementation=\"sdpa\" frees them");
+	if (mf_fix_applies(job, w, MF_FIX_AUTOCAST))
+		warn(d,
+		    "fp32 without autocast: bf16 autocast halves weights and activations");
+	if (mf_fix_applies(job, w, MF_FIX_MICROBATCH))
+		warn(d,
+		    "microBatch %lld: 1 with %lld accumulation steps keeps the batch and frees activation memory",
+		    (long long)w->micro_batch, (long long)w->micro_batch);
+	if (d->placement.spare < 0.10)
+		warn(d, "only %.0f%% of %s memory is spare",
+		    d->placement.spare * 100, d->placement.gpu->name);
+}
+
+/* The floor in effect: the user's, unless the derived need is above it. */
+static enum mf_rc
+set_floor(const struct search *s, struct mf_decision *d)
+{
+	const struct mf_job *job = s->job;
+	double usable = (double)job->min_memory * (1.0 - s->headroom);
+	char q[MF_QTY_STRMAX], u[MF_QTY_STRMAX];
+
+	d->floor = job->min_memory;
+	d->floor_format = job->min_memory_format;
+	if (!d->from_model ||
+	    (job->min_memory > 0 && (double)d->need <= usable))
+		return MF_OK;
+	d->floor = mf_floor_for(d->need, s->headroom);
+	d->floor_format = MF_QTY_BINARY;
+	if (d->floor < 0)
+		return MF_ERANGE;
+	if (job->min_memory == 0)
+		return MF_OK;
+	mf_qty_format(job->min_memory, job->min_memory_format, u, sizeof(u));
+	mf_qty_format(d->floor, MF_QTY_BINARY, q, sizeof(q));
+	warn(d, "minMemory %s is below what the model needs; using %s", u, q);
+	return MF_OK;
+}
+
+static enum mf_rc
+describe(const struct search *s, struct mf_decision *d)
+{
+	const struct mf_job *job = s->job;
+
+	d->work = job->work;
+	if (d->admitted) {
+		mf_fix_apply(&d->work, d->placement.fixes, d->placement.count);
+		mf_work_bind_card(&d->work, d->placement.gpu);
+	}
+	if (!d->from_model) {
+		d->need = job->min_memory;
+		return MF_OK;
+	}
+	if (mf_est_compute(&job->model, &d->work, &d->est) != MF_OK)
+		return MF_ERANGE;
+	d->need = d->est.per_gpu;
+	return MF_OK;
+}
+
+enum mf_rc
+mf_place(const struct mf_job *given, const struct mf_catalog *cat,
+    struct mf_decision *out, struct mf_error *err)
+{
+	struct mf_job bound = *given, *job = &bound;
+	struct search s;
+	struct mf_decision d;
+	enum mf_rc rc;
+
+	rc = mf_job_check_model(given, err);
+	if (rc != MF_OK)
+		return rc;
+	mf_job_bind(job, cat);
+	/* As pods, every pod takes a GPU at least. */
+	if (job->pods > 0 && !job->count_given)
+		job->count = job->pods;
+	rc = mf_job_check_layout(job, err);
+	if (rc != MF_OK)
+		return rc;
+	memset(&d, 0, sizeof(d));
+	d.limit = MF_LIMIT_NONE;
+	d.suggested = -1;
+	d.from_model = job->model_source != MF_MODEL_NONE;
+	mf_place_search_init(&s, job, cat);
+	rc = mf_place_list_sets(&s, &job->work, 0, s.allowed, 0, 0, 0);
+	if (rc != MF_OK)
+		goto range;
+	mf_place_search_cards(&s, &d);
+	rc = describe(&s, &d);
+	if (rc != MF_OK)
+		goto range;
+	rc = set_floor(&s, &d);
+	if (rc != MF_OK)
+		goto range;
+	if (!d.admitted) {
+		mf_place_explain(&s, &d);
+		rc = mf_place_list_fixes(&s, &d);
+		if (rc != MF_OK)
+			goto range;
+	}
+	add_warnings(job, &d);
+	*out = d;
+	goto out;
+range:
+	mf_est_error(rc, err);
+out:
+	return rc;
+}

@@ -1,0 +1,157 @@
+/*
+ * place.h: placement of a job on the catalogue card that is cheapest to
+ * finish (design section 6), and the fixes that make a rejected job fit
+ * (design section 7).  No allocation: a decision is a plain value that
+ * borrows GPU entries from the catalogue it was made with.
+ */
+#ifndef MF_PLACE_H
+#define MF_PLACE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../../catalog/catalog.h"
+#include "../base/err.h"
+#include "../estimate/estimate.h"
+#include "../fix/fix.h"
+#include "../manifest/manifest.h"
+
+#define MF_MAX_ALTERNATIVES 8
+#define MF_MAX_WARNINGS 8
+
+struct mf_placement {
+	const struct mf_gpu *gpu; /* borrowed from the catalogue */
+	int64_t count;
+	int64_t nodes;       /* nodes the count spans: mf_cat_nodes */
+	unsigned fixes;      /* fixes admission applied (MF_FIXBIT) */
+	unsigned order;      /* mf_fix_order(fixes): ranks ties in cost */
+	int64_t need;        /* bytes per GPU: derived need, or the floor */
+	double spare;        /* (memory - need) / memory */
+	double hourly_price; /* hourlyPrice x count */
+	double hours; /* to finish; valid when the job has referenceHours */
+	double cost;  /* likewise */
+	double cost_per_ref_hour; /* cost / referenceHours: the ranking key */
+	/* The referenceHours of the job with the fixes written in: its own x
+	 * their time factor; 0 when that is the job's own. */
+	double reference_hours;
+	/* Inference (design 14): sequences of contextLength that fit on
+	 * this card, and the tokens each of concurrency sequences may have;
+	 * 0 for training. */
+	int64_t max_seqs;
+	int64_t max_context;
+};
+
+/* One entry of a rejection's fix list. */
+struct mf_fix_option {
+	enum mf_fix fix;
+	unsigned fixes; /* every fix this entry includes */
+	int64_t gpus;   /* GPUs the entry runs on (fsdp: the shard count) */
+	int64_t amount; /* the number its manifest change sets: GPUs (fsdp,
+	                   tensor, count), tokens (context), sequences
+	                   (concurrency) */
+	/* The spec.duration.referenceHours its manifest change also sets:
+	 * referenceHours describes the job as written, so a fix that changes
+	 * the run time (a time factor) scales it; 0 when it is unchanged. */
+	double reference_hours;
+	int64_t need; /* bytes per GPU after the fixes */
+	int64_t
+	    min_memory; /* suggested floor: need / (1 - headroom), whole GiB */
+	int placed;     /* placement below is valid */
+	/* Where the job goes with the manifest change written into it: the
+	 * cheapest placement within the limits, with the allowed fixes
+	 * admission adds by itself (placement.fixes has them all). */
+	struct mf_placement placement;
+};
+
+enum mf_limit {
+	MF_LIMIT_NONE = -1,
+	MF_LIMIT_HOURLY_PRICE, /* limits.maxHourlyPrice */
+	MF_LIMIT_COST,         /* limits.maxCost */
+	MF_LIMIT_DEADLINE      /* limits.deadlineHours */
+};
+
+struct mf_decision {
+	int admitted;
+	int from_model;   /* need.source: "model", else "minMemory" */
+	int64_t need;     /* bytes per GPU of the workload as placed */
+	int64_t floor;    /* the minMemory in effect, bytes */
+	int floor_format; /* enum mf_qty_format of floor */
+	struct mf_placement placement; /* when admitted */
+	size_t nalt;
+	struct mf_placement
+	    alt[MF_MAX_ALTERNATIVES]; /* next cheapest, one per GPU type */
+	struct mf_workload work; /* the workload as placed (fixes applied) */
+	struct mf_estimate est;  /* estimate of work, when from_model */
+	enum mf_limit limit;     /* rejection: the limit that dropped the last
+	                            fitting candidate */
+	char reason[320];        /* rejection: one sentence */
+	size_t nfixes;
+	struct mf_fix_option
+	    fixes[MF_FIX_COUNT]; /* rejection: design 7 order */
+	int suggested;           /* index into fixes, or -1 */
+	size_t nwarn;
+	char warnings[MF_MAX_WARNINGS][160];
+};
+
+/*
+ * Decide where job goes on cat.  job must have a model unless it has a
+ * floor (model_source URL must have been resolved).  MF_ERANGE with err
+ * filled when the job's figures overflow, MF_EINVAL when its layout is
+ * one no framework starts (mf_job_check_layout); out is complete on MF_OK.
+ * With job->pods, every count is that many pods of the same GPUs, each on
+ * one node.
+ */
+enum mf_rc mf_place(const struct mf_job *job, const struct mf_catalog *cat,
+    struct mf_decision *out, struct mf_error *err);
+
+/*
+ * Whether vLLM and the training frameworks start tensor parallel over t
+ * GPUs for model m: t divides the attention heads, and the KV heads
+ * divide t or t divides them (a KV head replicated whole).
+ */
+int mf_tensor_valid(const struct mf_model *m, int64_t t);
+/*
+ * MF_EINVAL, naming spec.workload.parallelism.tensor, the rule and the
+ * nearest size that keeps it, when the job's tensor-parallel size breaks
+ * mf_tensor_valid; MF_OK otherwise (and for a job whose model is not
+ * known yet).
+ */
+enum mf_rc mf_job_check_layout(const struct mf_job *job, struct mf_error *err);
+
+/* Suggested floor: bytes / (1 - headroom) rounded up to a whole GiB; -1
+ * when that does not fit in 63 bits (or bytes is negative). */
+int64_t mf_floor_for(int64_t bytes, double headroom);
+/* Smallest card (by memory, then price, then name) whose memory holds
+ * bytes with headroom kept free; NULL when none. */
+const struct mf_gpu *
+mf_smallest_fit(const struct mf_catalog *cat, int64_t bytes, double headroom);
+/* The share of every card kept free for workload w: 1 -
+ * gpuMemoryUtilization for a vllm server (design 14), else the
+ * catalogue's headroom. */
+double mf_headroom(const struct mf_catalog *cat, const struct mf_workload *w);
+/* An inference job with a model: its placements answer maxConcurrency
+ * and maxContextLength (design 14). */
+int mf_job_serves(const struct mf_job *job);
+/* What a job takes from the catalogue it is estimated against: the CUDA
+ * graph reserve of a vllm server.  mf_place binds its own copy; an
+ * estimate made outside it calls this first. */
+void mf_job_bind(struct mf_job *job, const struct mf_catalog *cat);
+/* What a vllm workload takes from the card it runs on: vLLM's defaults of
+ * the settings w leaves 0 (mf_vllm_defaults, by the card's tier) and the
+ * card's memory outside PyTorch.  Other workloads are left as they are. */
+void mf_work_bind_card(struct mf_workload *w, const struct mf_gpu *g);
+/*
+ * Whether the job asks what its model cannot give (design 19): a
+ * sequenceLength (training) or contextLength (inference) past the
+ * model's context limit (max_position_embeddings, or its rope-scaling
+ * limit) is MF_EINVAL naming both numbers; so is inference on a
+ * quantization_config of a method memfloor does not know, unless
+ * weightsDtype says how the weights are stored.  mf_place checks it; an
+ * estimate made outside it calls this first, once a configUrl's model is
+ * fetched.
+ */
+enum mf_rc mf_job_check_model(const struct mf_job *job, struct mf_error *err);
+/* "limits.maxCost", ...; NULL for MF_LIMIT_NONE. */
+const char *mf_limit_name(enum mf_limit limit);
+
+#endif

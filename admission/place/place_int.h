@@ -1,0 +1,226 @@
+/*
+ * place_int.h: what the files of the placement share (place.c, which
+ * decides; place_job.c, what a job asks of its model and of a card;
+ * place_plan.c, the plans; place_search.c, the search over cards and
+ * counts; place_fix.c, the rejection's fixes; place_reason.c, the
+ * rejection's sentence), and nothing outside them uses.  The public
+ * API is place.h.
+ *
+ * Every way of running the job is first listed as a plan: a set of
+ * applied fixes, the GPU counts it may run on (the job's own; with fsdp 2
+ * up to the largest maxCount; with count the job's and more) and its
+ * memory estimate.  Then every card tries the plans, least cost first,
+ * and the best candidate of each card competes for the placement.
+ */
+#ifndef MF_PLACE_INT_H
+#define MF_PLACE_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "place.h"
+#include "../base/internal.h"
+
+/*
+ * Plans: a training job's fix sets, at most one a pattern of its nine
+ * fixes (count among them); an inference job's are fewer (autocast,
+ * kvfp8, int8 or int4, count, and tensor over each of its TP counts).
+ */
+#define MAX_PLANS 256u
+/* Tensor-parallel counts a tensor fix tries: 2 up to a node's GPUs. */
+#define MAX_TP 10
+
+struct plan {
+	unsigned fixes;
+	unsigned order; /* mf_fix_order(fixes): the tie-break after cost */
+	int sharded;    /* fsdp: the need falls as the count grows */
+	int64_t tensor; /* GPUs of a tensor-parallel group: within a node */
+	int64_t lo, hi; /* the GPU counts it may run on, multiples of step */
+	int64_t step;
+	int64_t need; /* bytes per GPU on lo GPUs */
+	/* sharded: the need on one GPU and on unboundedly many */
+	int64_t one, inf;
+	int64_t bound; /* no count of the plan needs less: need, or inf */
+	struct mf_est_split split; /* sharded: est taken apart, for
+	                             mf_place_need_at */
+	double time_factor;
+	/* The cost factor on lo GPUs of one node: the least there is. */
+	double k_lo;
+	/* A vllm job's need on a card of each tier of vLLM's defaults less
+	 * need (mf_vllm_tier; 0 where the job gives both settings).  The
+	 * card's memory outside PyTorch is added to it (mf_place_card_delta).
+	 */
+	int64_t tier_delta[MF_VLLM_TIERS];
+	const struct mf_estimate *est; /* of the workload on lo GPUs */
+};
+
+/* x^log2(n) for n up to MF_CAT_MAX_COUNT, worked out when first asked. */
+struct powers {
+	double v[MF_CAT_MAX_COUNT + 1];
+	uint64_t known[MF_CAT_MAX_COUNT / 64 + 1];
+};
+
+/* Sets of plans, a bit each by its index in the search's list. */
+#define SET_WORDS (MAX_PLANS / 64)
+struct plan_set {
+	uint64_t w[SET_WORDS];
+};
+
+struct search {
+	const struct mf_job *job;
+	const struct mf_catalog *cat;
+	double headroom;   /* the share of a card kept free: mf_headroom */
+	int64_t keep;      /* mf_cat_keep(headroom) */
+	double ref_hours;  /* referenceHours, or 1 for ranking only */
+	int64_t max_count; /* the largest maxCount of the catalogue */
+	int64_t node;      /* the most GPUs a node of the catalogue holds */
+	int64_t pods;      /* job->pods */
+	unsigned allowed;  /* fixes of allowedFixes admission may apply */
+	size_t ntp;        /* tensor-parallel counts the model takes */
+	int64_t tp[MAX_TP];
+	int flat;    /* multiGpuEfficiency so near 1 that counts may tie */
+	int limited; /* the job has a limit */
+	size_t nplan;
+	struct plan plan[MAX_PLANS];
+	struct mf_estimate est[MAX_PLANS]; /* plan[i].est, in list order */
+	/*
+	 * The plans' bounds, distinct and rising, and for each the plans
+	 * whose bound is at most it: a card tries only the plans its memory
+	 * may hold, found by bisection, not by asking every plan.
+	 */
+	size_t nbound;
+	int64_t bound[MAX_PLANS];
+	struct plan_set within[MAX_PLANS];
+	/* The cheapest candidate that fit in memory, limits aside. */
+	int have_fit;
+	struct mf_placement cheapest_fit;
+	/* eff^log2(count) and ie^log2(nodes) as mf_place_cost_factor
+	 * works them out */
+	struct powers gpu_speedup, node_speedup;
+};
+
+/* A card as the search tries it. */
+struct card {
+	const struct mf_gpu *g;
+	int64_t usable; /* bytes a GPU holds: all of them without a model */
+	int64_t most;   /* the most GPUs the job may take of it */
+	double unit;    /* cost over cost factor: price / throughput */
+};
+
+/* --- place_job.c ---------------------------------------------------------- */
+
+/* A serving engine sizes the card: its utilization, not the headroom.
+ * Inline: the search asks it of every card and plan. */
+static inline int
+mf_place_engine_budget(const struct mf_workload *w)
+{
+	return w->kind == MF_INFERENCE && w->server == MF_SERVER_VLLM;
+}
+/* vLLM's tier of defaults on g: by its memory, and whether it is an A100
+ * (vLLM tells by the device name; here the name or the product label). */
+int mf_place_card_tier(const struct mf_gpu *g);
+
+/* --- place_plan.c --------------------------------------------------------- */
+
+/* The product of the catalogue's timeFactors of fixes. */
+double mf_place_time_factor(const struct mf_catalog *cat, unsigned fixes);
+/*
+ * *pl: workload w (the job's, or one a fix entry changed) with fixes
+ * applied, on its counts (tp: a tensor fix's; lo > 0: the counts lo to
+ * hi instead), its estimate in *est, which pl borrows; MF_ERANGE on
+ * overflow.  A job without a model needs its floor at any count.
+ */
+enum mf_rc mf_place_plan(struct search *s, struct mf_workload w, unsigned fixes,
+    int64_t tp, int64_t lo, int64_t hi, struct mf_estimate *est,
+    struct plan *pl);
+/*
+ * The plans of workload w with the fixes of base and each subset of
+ * extra (each of a tensor fix's counts), into s->plan, least cost first,
+ * and s's index of their bounds; lo > 0 pins their counts to lo..hi.
+ * MF_ERANGE on overflow.
+ */
+enum mf_rc mf_place_list_sets(struct search *s, const struct mf_workload *w,
+    unsigned base, unsigned extra, int64_t tp, int64_t lo, int64_t hi);
+/* s ready for job on cat, with no plans yet: the catalogue's largest
+ * count and node, the tensor-parallel counts the model takes and the
+ * fixes admission may apply by itself. */
+void mf_place_search_init(struct search *s, const struct mf_job *job,
+    const struct mf_catalog *cat);
+
+/* --- place_search.c ------------------------------------------------------- */
+
+/* Bytes per GPU of plan pl on count GPUs: mf_est_per_gpu, from its
+ * parts. */
+int64_t mf_place_need_at(const struct plan *pl, int64_t count);
+/* Whether two costs are equal but for rounding. */
+int mf_place_ties(double a, double b);
+/* refH x tf / (eff^log2(count) x ie^log2(nodes)): cost is this times
+ * price / throughput, hours this / (throughput x count). */
+double
+mf_place_cost_factor(struct search *s, double tf, int64_t count, int64_t nodes);
+/* The first of the job's limits p breaks, in mf_limit order;
+ * MF_LIMIT_NONE when it meets them all. */
+enum mf_limit
+mf_place_violated(const struct mf_job *job, const struct mf_placement *p);
+/*
+ * The nodes count GPUs of g span: as many as they fill, or with pods,
+ * those the pods fill, each pod's count / pods GPUs on one node.
+ */
+int64_t
+mf_place_nodes(const struct search *s, const struct mf_gpu *g, int64_t count);
+/*
+ * The most GPUs the job may take of g: its maxCount; with pods, the most
+ * that many pods of one size may take, each on one node, on at most
+ * maxNodes nodes: ceil(pods / floor(gpusPerNode / G)) <= maxNodes holds
+ * for G <= gpusPerNode / ceil(pods / maxNodes).  0 when none.
+ */
+int64_t mf_place_most(const struct search *s, const struct mf_gpu *g);
+/*
+ * What a vllm job needs on g beyond its plan's estimate: the profile run
+ * at g's defaults (tier_delta) and g's memory outside PyTorch, at the
+ * plan's tensor parallel; never below 0, so a card's usable bytes bound
+ * its plans from above (the search's index of bounds).  0 for any other
+ * job.
+ */
+int64_t mf_place_card_delta(const struct search *s, const struct mf_gpu *g,
+    const struct plan *pl);
+/* *cd: card g as the search tries it; 0 when the job can take none of
+ * it. */
+int
+mf_place_card(const struct search *s, const struct mf_gpu *g, struct card *cd);
+/* The most GPUs pl may run on of cd's card: a multiple of its step. */
+int64_t mf_place_plan_hi(const struct plan *pl, const struct card *cd);
+/* Tokens a sequence may hold: v, no more than the model takes. */
+int64_t mf_place_context_cap(const struct search *s, int64_t v);
+/*
+ * The fewest GPUs in [pl->lo, hi] on which pl needs at most usable bytes,
+ * or 0.  The need on c GPUs is rest + sum ceil(b_i / c) (mf_est_per_gpu),
+ * so with one = need(1) and inf = need(unbounded) = rest + (the number of
+ * b_i), ceil(b / c) - 1 <= (b - 1) / c gives need(c) <= inf + (one - inf)
+ * / c: c = ceil((one - inf) / (usable - inf)) fits, and since need(c) >=
+ * rest + sum b_i / c, the fewest is nearly always c itself.  The need
+ * never grows with the count, so the fewest multiple of the step is the
+ * fewest count rounded up to one.
+ */
+int64_t mf_place_fewest_fit(const struct plan *pl, int64_t usable, int64_t hi);
+/* Rank every card's best candidate over s's plans; d's admitted,
+ * placement and alternatives. */
+void mf_place_search_cards(struct search *s, struct mf_decision *d);
+/* The cheapest placement of s's plans, within limits, into *best; 0 when
+ * none. */
+int mf_place_cheapest(struct search *s, struct mf_placement *best);
+
+/* --- place_fix.c ---------------------------------------------------------- */
+
+/* d's fixes and suggested: the rejection's fix list, in the post's order
+ * (design 7), then an inference job's (design 14).  It lists plans of its
+ * own into s.  MF_ERANGE on overflow. */
+enum mf_rc mf_place_list_fixes(struct search *s, struct mf_decision *d);
+
+/* --- place_reason.c ------------------------------------------------------- */
+
+/* d's reason (and limit) for a rejection: the limit that ruled out the
+ * cheapest fit, else what no card holds.  d's need and est are set. */
+void mf_place_explain(const struct search *s, struct mf_decision *d);
+
+#endif

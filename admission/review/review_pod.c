@@ -1,0 +1,593 @@
+/*
+ * review_pod.c: the pod spec's part of an admitted review's patch: which
+ * container gets the GPUs (design 18) and the node selection, by product
+ * (design 11) or by memory (design 18), with the cards the pod's own
+ * constraints rule out.
+ */
+#include <assert.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../base/jw.h"
+#include "review_int.h"
+
+#define GPU_MEMORY_LABEL "nvidia.com/gpu.memory"
+#define REQUIRED "requiredDuringSchedulingIgnoredDuringExecution"
+#define PREFERRED "preferredDuringSchedulingIgnoredDuringExecution"
+#define GPU_RESOURCE "nvidia.com/gpu"
+
+/* A container's name for messages. */
+static const char *
+container_name(const struct mf_node *c)
+{
+	const char *name = str_at(c, "name");
+
+	return name != NULL && name[0] != '\0' ? name : "?";
+}
+
+/* --- which container gets the GPUs (design 18) ------------------------- */
+
+/* What a container asks of nvidia.com/gpu in resources.requests or
+ * resources.limits. */
+struct gpu_ask {
+	int set;       /* the key is there */
+	int64_t n;     /* whole GPUs, or -1 when it is no whole number */
+	char text[32]; /* as written, for messages */
+};
+
+static void
+read_ask(const struct mf_node *c, const char *what, struct gpu_ask *a)
+{
+	const struct mf_node *v =
+	    mf_node_get(mf_node_get(mf_node_get(c, "resources"), what),
+	        GPU_RESOURCE);
+	size_t len;
+
+	memset(a, 0, sizeof(*a));
+	a->n = -1;
+	if (v == NULL)
+		return;
+	a->set = 1;
+	/* A string quantity, or a number as doc.h writes it ("%lld"). */
+	if (!is_str(v) && v->type != MF_NODE_NUM) {
+		mf_copy(a->text, sizeof(a->text), "?");
+		return;
+	}
+	mf_copy(a->text, sizeof(a->text), v->text);
+	len = v->len;
+	if (len == 0 || len > 9 || strspn(v->text, "0123456789") != len)
+		return;
+	a->n = strtoll(v->text, NULL, 10);
+}
+
+/*
+ * The index in containers of the container that gets the GPUs: the one
+ * the annotation memfloor.dev/container names, else the first.  -1 after
+ * denying the review.
+ */
+static long
+gpu_container(struct review *rv, const struct mf_node *cs)
+{
+	const struct mf_node *v = mf_node_get(rv->annotations, ANN_CONTAINER);
+	const struct mf_node *inits = mf_node_get(rv->pod, "initContainers"),
+	                     *c;
+	char why[200];
+	size_t i;
+
+	if (seq_len(cs) == 0) {
+		snprintf(why, sizeof(why),
+		    "the pod spec at %s has no containers", rv->pod_path);
+		mf_review_deny(rv, 400, why);
+		return -1;
+	}
+	if (v == NULL)
+		return 0;
+	if (!is_str(v)) {
+		mf_review_deny_annotation(rv, ANN_CONTAINER,
+		    "must be a string");
+		return -1;
+	}
+	EACH(cs, i, c)
+	if (streq(str_at(c, "name"), str_of(v)))
+		return (long)i;
+	EACH(inits, i, c)
+	if (streq(str_at(c, "name"), str_of(v))) {
+		snprintf(why, sizeof(why),
+		    "'%.63s' is an init container; GPUs go only to a container of the pod's containers",
+		    str_of(v));
+		mf_review_deny_annotation(rv, ANN_CONTAINER, why);
+		return -1;
+	}
+	snprintf(why, sizeof(why), "no container of the pod is named '%.63s'",
+	    str_of(v));
+	mf_review_deny_annotation(rv, ANN_CONTAINER, why);
+	return -1;
+}
+
+/*
+ * Deny when an entry of list (containers, or initContainers when init)
+ * asks for GPUs the placement does not give it: want (a pod's share of
+ * the placement, placed) to the entry at target, none to any other.  0
+ * when every entry agrees.
+ */
+static int
+check_asks(struct review *rv, const struct mf_node *list, int init, long target,
+    int64_t want, const char *placed, const char *gpu_name)
+{
+	static const char *const what[] = { "requests", "limits" };
+	char text[MF_REVIEW_MESSAGE_MAX + 2];
+	struct gpu_ask a;
+	const struct mf_node *c;
+	size_t i;
+
+	EACH(list, i, c)
+	{
+		int64_t mine = (long)i == target ? want : 0;
+
+		for (size_t k = 0; k < 2; k++) {
+			read_ask(c, what[k], &a);
+			if (!a.set || a.n == mine)
+				continue;
+			if ((long)i == target)
+				snprintf(text, sizeof(text),
+				    "container %s: resources.%s %s is %s, but the placement is %s; leave it out or set resources.gpu.count: %s in %s",
+				    container_name(c), what[k], GPU_RESOURCE,
+				    a.text, placed, a.text, ANN_SPEC);
+			else
+				snprintf(text, sizeof(text),
+				    "%s %s: resources.%s %s is %s, but GPUs go only to container %s (annotation %s chooses it)",
+				    init ? "init container" : "container",
+				    container_name(c), what[k], GPU_RESOURCE,
+				    a.text, gpu_name, ANN_CONTAINER);
+			mf_review_deny(rv, 400, text);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* {"nvidia.com/gpu": n} as member key of w's object. */
+static void
+write_gpu_map(struct mf_jw *w, const char *key, const char *n)
+{
+	mf_jw_open(w, key, '{');
+	mf_jw_str(w, GPU_RESOURCE, n);
+	mf_jw_close(w, '}');
+}
+
+/* The GPU container's requests and limits of nvidia.com/gpu, both count
+ * (check_asks has made sure that those it sets already agree). */
+static void
+patch_gpus(struct review *rv, const struct mf_node *c, long i, int64_t count)
+{
+	static const char *const what[] = { "limits", "requests" };
+	const struct mf_node *res = mf_node_get(c, "resources"), *m;
+	struct mf_patch *pt = &rv->patch;
+	char n[24], base[TEXT_MAX], at[TEXT_MAX];
+	struct mf_buf t;
+
+	mf_buf_fixed(&t, n, sizeof(n));
+	mf_buf_int(&t, count);
+	mf_buf_fixed(&t, base, sizeof(base));
+	mf_buf_str(&t, rv->pod_path);
+	mf_buf_str(&t, "/containers/");
+	mf_buf_int(&t, i);
+	mf_buf_str(&t, "/resources");
+	if (!is_map(res)) {
+		mf_patch_begin(pt, "add", base, NULL);
+		mf_jw_open(&pt->w, "value", '{');
+		for (size_t k = 0; k < 2; k++)
+			write_gpu_map(&pt->w, what[k], n);
+		mf_jw_close(&pt->w, '}');
+		mf_patch_end(pt);
+		return;
+	}
+	for (size_t k = 0; k < 2; k++) {
+		m = mf_node_get(res, what[k]);
+		if (is_map(m) && mf_node_get(m, GPU_RESOURCE) != NULL)
+			continue;
+		if (is_map(m)) {
+			mf_buf_fixed(&t, at, sizeof(at));
+			mf_buf_str(&t, base);
+			mf_buf_str(&t, "/");
+			mf_buf_str(&t, what[k]);
+			mf_patch_str(pt, "add", at, GPU_RESOURCE, n);
+			continue;
+		}
+		mf_patch_begin(pt, "add", base, what[k]);
+		write_gpu_map(&pt->w, "value", n);
+		mf_patch_end(pt);
+	}
+}
+
+/* --- node selection: product (design 11) -------------------------------- */
+
+static void
+patch_selector(struct review *rv, const struct mf_gpu *gpu)
+{
+	const struct mf_node *sel = mf_node_get(rv->pod, "nodeSelector");
+	struct mf_patch *pt = &rv->patch;
+	const struct mf_label *l;
+	const char *old;
+	char base[TEXT_MAX];
+	struct mf_buf t;
+
+	mf_buf_fixed(&t, base, sizeof(base));
+	mf_buf_str(&t, rv->pod_path);
+	mf_buf_str(&t, "/nodeSelector");
+	if (gpu->nlabels == 0)
+		return;
+	if (!is_map(sel)) {
+		mf_patch_begin(pt, "add", base, NULL);
+		mf_jw_open(&pt->w, "value", '{');
+		for (size_t i = 0; i < gpu->nlabels; i++)
+			mf_jw_str(&pt->w, gpu->labels[i].key,
+			    gpu->labels[i].value);
+		mf_jw_close(&pt->w, '}');
+		mf_patch_end(pt);
+		return;
+	}
+	for (size_t i = 0; i < gpu->nlabels; i++) {
+		l = &gpu->labels[i];
+		old = str_at(sel, l->key);
+		if (old != NULL && strcmp(old, l->value) != 0)
+			mf_review_warn(rv, "nodeSelector %s: %s replaced by %s",
+			    l->key, old, l->value);
+		mf_patch_str(pt, "add", base, l->key, l->value);
+	}
+}
+
+/* --- node selection: memory (design 18) --------------------------------- */
+
+/*
+ * The cards the pod may land on, cheapest first: the placement, then
+ * (select: memory) each alternative with the same GPU count, since the
+ * patched pod asks for that many wherever it runs.  Returns how many.
+ */
+static size_t
+placed_cards(const struct mf_decision *d, int memory, const struct mf_gpu **out)
+{
+	size_t n = 0;
+
+	out[n++] = d->placement.gpu;
+	assert(d->nalt <= MF_MAX_ALTERNATIVES);
+	for (size_t i = 0; memory && i < d->nalt; i++)
+		if (d->alt[i].count == d->placement.count)
+			out[n++] = d->alt[i].gpu;
+	return n;
+}
+
+/*
+ * The memory expression {"key": nvidia.com/gpu.memory, "operator": "Gt",
+ * "values": [gt]} at levels 0, wrapped in a term {"matchExpressions":
+ * [...]} at 1, and in {"nodeSelectorTerms": [a term]} at 2: the levels a
+ * pod's affinity lacks.
+ */
+static void
+write_memory(struct mf_jw *w, const char *key, const char *gt, int levels)
+{
+	static const char *const lists[] = { "matchExpressions",
+		"nodeSelectorTerms" };
+
+	mf_jw_open(w, key, '{');
+	if (levels == 0) {
+		mf_jw_str(w, "key", GPU_MEMORY_LABEL);
+		mf_jw_str(w, "operator", "Gt");
+		mf_jw_open(w, "values", '[');
+		mf_jw_str(w, NULL, gt);
+	} else {
+		assert(levels > 0 &&
+		    (size_t)levels <= sizeof(lists) / sizeof(lists[0]));
+		mf_jw_open(w, lists[levels - 1], '[');
+		write_memory(w, NULL, gt, levels - 1);
+	}
+	mf_jw_close(w, ']');
+	mf_jw_close(w, '}');
+}
+
+/* Weight of the i-th card's preferred term: 100, 90, ... (at most nine
+ * cards, so never below 20; the scheduler takes weights 1 to 100). */
+static int
+pref_weight(size_t i)
+{
+	return 100 - 10 * (int)i;
+}
+
+/* {"weight": w, "preference": {"matchExpressions": [labels In]}} */
+static void
+write_pref_term(struct mf_jw *w, const char *key, const struct mf_gpu *gpu,
+    int weight)
+{
+	mf_jw_open(w, key, '{');
+	mf_jw_int(w, "weight", weight);
+	mf_jw_open(w, "preference", '{');
+	mf_jw_open(w, "matchExpressions", '[');
+	for (size_t i = 0; i < gpu->nlabels; i++) {
+		mf_jw_open(w, NULL, '{');
+		mf_jw_str(w, "key", gpu->labels[i].key);
+		mf_jw_str(w, "operator", "In");
+		mf_jw_open(w, "values", '[');
+		mf_jw_str(w, NULL, gpu->labels[i].value);
+		mf_jw_close(w, ']');
+		mf_jw_close(w, '}');
+	}
+	mf_jw_close(w, ']');
+	mf_jw_close(w, '}');
+	mf_jw_close(w, '}');
+}
+
+/* Cards, in order, without labels to prefer them by are left out. */
+static void
+write_preferred(struct mf_jw *w, const char *key,
+    const struct mf_gpu *const *cards, size_t n)
+{
+	mf_jw_open(w, key, '[');
+	for (size_t i = 0; i < n; i++)
+		if (cards[i]->nlabels > 0)
+			write_pref_term(w, NULL, cards[i], pref_weight(i));
+	mf_jw_close(w, ']');
+}
+
+/* Into an existing list of preferred terms: one add at its end each. */
+static void
+append_preferred(struct review *rv, const char *base,
+    const struct mf_gpu *const *cards, size_t n)
+{
+	char at[192];
+
+	snprintf(at, sizeof(at), "%s/%s/-", base, PREFERRED);
+	for (size_t i = 0; i < n; i++) {
+		if (cards[i]->nlabels == 0)
+			continue;
+		mf_patch_begin(&rv->patch, "add", at, NULL);
+		write_pref_term(&rv->patch.w, "value", cards[i],
+		    pref_weight(i));
+		mf_patch_end(&rv->patch);
+	}
+}
+
+/*
+ * The memory expression ANDed into every required term the pod has (terms
+ * are ORed, so each must carry it), or one term when it has none.
+ */
+static void
+merge_required(struct review *rv, const char *base, const struct mf_node *na,
+    const char *gt)
+{
+	const struct mf_node *req = mf_node_get(na, REQUIRED);
+	const struct mf_node *terms = mf_node_get(req, "nodeSelectorTerms"), *t;
+	struct mf_patch *pt = &rv->patch;
+	char at[256];
+	size_t i;
+
+	if (!is_map(req)) {
+		mf_patch_begin(pt, "add", base, REQUIRED);
+		write_memory(&pt->w, "value", gt, 2);
+		mf_patch_end(pt);
+		return;
+	}
+	snprintf(at, sizeof(at), "%s/%s/nodeSelectorTerms", base, REQUIRED);
+	if (!is_seq(terms) || seq_len(terms) == 0) {
+		mf_patch_begin(pt, "add", at, is_seq(terms) ? "-" : NULL);
+		if (is_seq(terms))
+			write_memory(&pt->w, "value", gt, 1);
+		else {
+			mf_jw_open(&pt->w, "value", '[');
+			write_memory(&pt->w, NULL, gt, 1);
+			mf_jw_close(&pt->w, ']');
+		}
+		mf_patch_end(pt);
+		return;
+	}
+	EACH(terms, i, t)
+	{
+		char term[320];
+
+		if (!is_map(t))
+			continue; /* the API server refuses the pod anyway */
+		snprintf(term, sizeof(term), "%s/%zu/matchExpressions", at, i);
+		if (is_seq(mf_node_get(t, "matchExpressions"))) {
+			mf_patch_begin(pt, "add", term, "-");
+			write_memory(&pt->w, "value", gt, 0);
+		} else {
+			mf_patch_begin(pt, "add", term, NULL);
+			mf_jw_open(&pt->w, "value", '[');
+			write_memory(&pt->w, NULL, gt, 0);
+			mf_jw_close(&pt->w, ']');
+		}
+		mf_patch_end(pt);
+	}
+}
+
+/*
+ * select: memory.  GPU Feature Discovery labels a node's GPU memory in
+ * MiB, so a floor of F bytes wants a label of at least ceil(F / 2^20):
+ * "Gt ceil(F / 2^20) - 1".
+ */
+static void
+patch_affinity(struct review *rv, int64_t floor,
+    const struct mf_gpu *const *cards, size_t n)
+{
+	const struct mf_node *aff = mf_node_get(rv->pod, "affinity");
+	const struct mf_node *na = mf_node_get(aff, "nodeAffinity");
+	struct mf_patch *pt = &rv->patch;
+	char base[96], gt[24];
+	int64_t mib = floor / (1 << 20) + (floor % (1 << 20) != 0);
+
+	snprintf(gt, sizeof(gt), "%lld", (long long)(mib - 1));
+	snprintf(base, sizeof(base), "%s/affinity", rv->pod_path);
+	if (!is_map(aff) || !is_map(na)) {
+		mf_patch_begin(pt, "add", base,
+		    is_map(aff) ? "nodeAffinity" : NULL);
+		mf_jw_open(&pt->w, "value", '{');
+		if (!is_map(aff))
+			mf_jw_open(&pt->w, "nodeAffinity", '{');
+		write_memory(&pt->w, REQUIRED, gt, 2);
+		write_preferred(&pt->w, PREFERRED, cards, n);
+		if (!is_map(aff))
+			mf_jw_close(&pt->w, '}');
+		mf_jw_close(&pt->w, '}');
+		mf_patch_end(pt);
+		return;
+	}
+	mf_copy(base + strlen(base), sizeof(base) - strlen(base),
+	    "/nodeAffinity");
+	merge_required(rv, base, na, gt);
+	if (is_seq(mf_node_get(na, PREFERRED))) {
+		append_preferred(rv, base, cards, n);
+		return;
+	}
+	mf_patch_begin(pt, "add", base, PREFERRED);
+	write_preferred(&pt->w, "value", cards, n);
+	mf_patch_end(pt);
+}
+
+/* --- cards the pod's own constraints rule out ---------------------------- */
+
+/*
+ * Whether a node with the card's labels may satisfy one matchExpression.
+ * A key the card's labels do not name may still be on the node, so it
+ * may; an operator this code does not know is left to the API server.
+ */
+static int
+expr_admits(const struct mf_node *e, const struct mf_gpu *gpu)
+{
+	const char *key = str_at(e, "key"), *op = str_at(e, "operator");
+	const struct mf_node *vals = mf_node_get(e, "values"), *v;
+	const char *have = NULL;
+	long long a, b;
+	int found = 0;
+	size_t i;
+
+	for (i = 0; key != NULL && i < gpu->nlabels; i++)
+		if (strcmp(gpu->labels[i].key, key) == 0)
+			have = gpu->labels[i].value;
+	if (have == NULL || op == NULL)
+		return 1;
+	if (strcmp(op, "DoesNotExist") == 0)
+		return 0;
+	if (strcmp(op, "Gt") == 0 || strcmp(op, "Lt") == 0) {
+		if (!whole(have, &a) || !whole(str_of(seq_at(vals, 0)), &b))
+			return 0;
+		return op[0] == 'G' ? a > b : a < b;
+	}
+	EACH(vals, i, v)
+	found |= streq(str_of(v), have);
+	if (strcmp(op, "In") == 0)
+		return found;
+	if (strcmp(op, "NotIn") == 0)
+		return !found;
+	return 1;
+}
+
+static int
+term_admits(const struct mf_node *t, const struct mf_gpu *gpu)
+{
+	const struct mf_node *e;
+	size_t i;
+
+	EACH(mf_node_get(t, "matchExpressions"), i, e)
+	if (!expr_admits(e, gpu))
+		return 0;
+	return 1;
+}
+
+/* Whether the pod's required node affinity (and, when selector is set,
+ * its own nodeSelector) leaves the card's nodes a way in. */
+static int
+card_admitted(const struct review *rv, const struct mf_gpu *gpu, int selector)
+{
+	const struct mf_node *sel = mf_node_get(rv->pod, "nodeSelector");
+	const struct mf_node *terms, *t;
+	const char *v;
+	size_t i;
+
+	for (i = 0; selector && i < gpu->nlabels; i++) {
+		v = str_at(sel, gpu->labels[i].key);
+		if (v != NULL && strcmp(v, gpu->labels[i].value) != 0)
+			return 0;
+	}
+	terms = mf_node_get(mf_node_get(mf_node_get(mf_node_get(rv->pod,
+	                                                "affinity"),
+	                                    "nodeAffinity"),
+	                        REQUIRED),
+	    "nodeSelectorTerms");
+	if (seq_len(terms) == 0)
+		return 1;
+	EACH(terms, i, t)
+	if (is_map(t) && term_admits(t, gpu))
+		return 1;
+	return 0;
+}
+
+/*
+ * Warn when the pod's own constraints exclude every card placed: it would
+ * wait for nodes memfloor did not choose.  The product selector replaces
+ * the pod's selector keys itself (with a warning each), so only the
+ * memory selection, which keeps them, checks the nodeSelector.
+ */
+static void
+check_excluded(struct review *rv, const struct mf_gpu *const *cards, size_t n,
+    int memory)
+{
+	char names[MF_REVIEW_WARNING_MAX + 1] = "";
+	size_t used = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (card_admitted(rv, cards[i], memory))
+			return;
+	for (size_t i = 0; i < n && used + 1 < sizeof(names); i++)
+		used += (size_t)snprintf(names + used, sizeof(names) - used,
+		    "%s%s", i > 0 ? ", " : "", cards[i]->name);
+	mf_review_warn(rv,
+	    "the pod's required node affinity%s excludes every card placed: %s",
+	    memory ? " or nodeSelector" : "", names);
+}
+
+/* --- the pod's patch ---------------------------------------------------- */
+
+/* Which container gets the GPUs (want of them, placed being the
+ * placement in words), checked against what every container asks for;
+ * -1 after denying the review. */
+static long
+place_gpus(struct review *rv, int64_t want, const char *placed)
+{
+	const struct mf_node *cs = mf_node_get(rv->pod, "containers");
+	long target = gpu_container(rv, cs);
+	const char *name;
+
+	if (target < 0)
+		return -1;
+	name = container_name(seq_at(cs, (size_t)target));
+	if (check_asks(rv, cs, 0, target, want, placed, name) != 0 ||
+	    check_asks(rv, mf_node_get(rv->pod, "initContainers"), 1, -1, want,
+	        placed, name) != 0)
+		return -1;
+	return target;
+}
+
+int
+mf_review_patch_pod(struct review *rv, const struct mf_decision *d,
+    int64_t want, const char *placed)
+{
+	const struct mf_placement *p = &d->placement;
+	const struct mf_gpu *cards[1 + MF_MAX_ALTERNATIVES];
+	int memory = rv->api->cat->k8s_select == MF_K8S_SELECT_MEMORY;
+	long target;
+	size_t n;
+
+	target = place_gpus(rv, want, placed);
+	if (target < 0)
+		return -1;
+	n = placed_cards(d, memory, cards);
+	check_excluded(rv, cards, n, memory);
+	if (memory)
+		patch_affinity(rv, d->floor, cards, n);
+	else
+		patch_selector(rv, p->gpu);
+	patch_gpus(rv,
+	    seq_at(mf_node_get(rv->pod, "containers"), (size_t)target), target,
+	    want);
+	return 0;
+}
