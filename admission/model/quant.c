@@ -22,7 +22,6 @@
 #include <assert.h>
 #include <string.h>
 
-#include "../estimate/estimate.h"
 #include "../base/internal.h"
 #include "model.h"
 
