@@ -109,6 +109,45 @@ struct mf_workload {
 	enum mf_estimator estimator;
 };
 
+/* A Job as the manifest gives it (manifest.h reads it): the workload, and
+ * what placement and the fixes ask of it beside. */
+enum mf_model_source {
+	MF_MODEL_NONE,
+	MF_MODEL_NAMED,  /* a shipped config */
+	MF_MODEL_INLINE, /* spec.model.config */
+	MF_MODEL_URL /* spec.model.configUrl: model is filled once fetched */
+};
+
+struct mf_job {
+	const char *name;      /* metadata.name; borrowed from the document */
+	int64_t min_memory;    /* bytes; 0 when not given */
+	int min_memory_format; /* enum mf_qty_format of minMemory */
+	int64_t count;         /* GPUs per job, default 1 */
+	int count_given; /* resources.gpu.count or workload.sharding set */
+	enum mf_model_source model_source;
+	const char *model_name; /* shipped name, or NULL; borrowed */
+	const char *config_url; /* or NULL; borrowed */
+	struct mf_model model;  /* valid unless model_source is NONE or URL */
+	struct mf_workload work;
+	double reference_hours;  /* 0 when not given */
+	double max_hourly_price; /* < 0 when not given; same for the next two */
+	double max_cost;
+	double deadline_hours;
+	unsigned allowed_fixes; /* MF_FIXBIT set */
+	/*
+	 * Kubernetes (review.c sets it; the reader leaves it 0): the job
+	 * runs as this many pods, each on one node with count / pods GPUs.
+	 * 0: any count the catalogue allows, over as many nodes as it takes.
+	 */
+	int64_t pods;
+	/* Where workload.sequenceLength and contextLength are written, for
+	 * the errors that need the model (mf_job_check_model); 0: not
+	 * given, or JSON. */
+	int seq_line, seq_column, context_line, context_column;
+	/* Where workload.loss is written, for the same; 0: not given. */
+	int loss_line, loss_column;
+};
+
 /*
  * The parameters autocast casts to 16 bits and keeps for backward under
  * a *-mixed precision (Pc): the weights of every nn.Linear, the output

@@ -4,7 +4,6 @@
 #include <string.h>
 
 #include "../estimate/estimate.h"
-#include "../manifest/manifest.h"
 #include "../base/internal.h"
 
 static void apply(struct mf_workload *w, enum mf_fix f, int64_t gpus);
