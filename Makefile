@@ -273,7 +273,9 @@ torch: all $(TORCH_VENV)/.installed
 	$(TESTENV) timeout 600 $(TORCH_PY) tests/torch/offload.py
 
 # The field lists of docs/manifest.md and docs/catalog.md, from the table
-# of fields (admission/fields/fields.c); tests/integration/docs.sh checks them.
+# of fields (the Job's rows in admission/manifest/job_fields.c, the
+# catalogue's in catalog/catalog_fields.c); tests/integration/docs.sh
+# checks them.
 docs: $(BUILD)/memfloor
 	$(TESTENV) python3 tests/lib/docfields.py $(BUILD)/memfloor --write
 

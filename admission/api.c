@@ -452,10 +452,20 @@ mf_api_models(const struct mf_api *api, enum mf_output out,
 	doc_answer(&d, MF_ANS_OK, out, ans);
 }
 
+const struct mf_field *
+mf_api_document(const char *kind)
+{
+	if (kind == NULL || strcmp(kind, MF_FIELDS_JOB_KIND) == 0)
+		return &mf_fields_job;
+	if (strcmp(kind, MF_FIELDS_CATALOG_KIND) == 0)
+		return &mf_fields_catalog;
+	return NULL;
+}
+
 void
 mf_api_schema(const char *kind, enum mf_output out, struct mf_answer *ans)
 {
-	const struct mf_field *doc = mf_fields_document(kind);
+	const struct mf_field *doc = mf_api_document(kind);
 	struct mf_buf b;
 	struct doc d;
 	char msg[160];

@@ -115,6 +115,10 @@ void mf_api_models(const struct mf_api *api, enum mf_output out,
  * list in Markdown.  Another kind is a 400 naming the field "kind".
  */
 void mf_api_schema(const char *kind, enum mf_output out, struct mf_answer *ans);
+/* The row of the document of a kind in the table of fields: "Job" (and
+ * NULL) or "GpuCatalog"; NULL for another kind. */
+struct mf_field;
+const struct mf_field *mf_api_document(const char *kind);
 /* An answer for an error decided outside the library (404, 415, ...). */
 void mf_api_error(enum mf_answer_kind kind, const char *field,
     const char *message, enum mf_output out, struct mf_answer *ans);

@@ -324,7 +324,7 @@ read_gpus(struct mf_fread *r, const struct mf_field *f,
 	return rc == MF_OK ? check_gres(c, cat, seq) : rc;
 }
 
-/* The rows fields.c hands back: the cards and their labels. */
+/* The rows catalog_fields.c hands back: the cards and their labels. */
 static enum mf_rc
 hook(struct mf_fread *r, const struct mf_field *f, const struct mf_node *n,
     const char *path)

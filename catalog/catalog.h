@@ -165,4 +165,15 @@ mf_cat_usable_keep(const struct mf_gpu *gpu, int64_t keep)
 	    gpu->memory % MF_CAT_KEEP_SCALE * keep / MF_CAT_KEEP_SCALE;
 }
 
+/* The catalogue's rows in the table of fields (fields.h;
+ * catalog_fields.c): a whole catalogue, and one of its GPUs. */
+struct mf_field;
+extern const struct mf_field mf_fields_catalog;
+extern const struct mf_field mf_fields_gpu;
+
+/* What the catalogue gives a workload until a catalogue does: its
+ * rows' defaults of cudaGraphReserve and estimator, and the bytes outside
+ * PyTorch's allocator and of an all-reduce's buffers. */
+void mf_cat_workload_defaults(struct mf_workload *w);
+
 #endif

@@ -130,7 +130,7 @@ mf_est_attention(const struct mf_model *m, const struct mf_workload *w)
 }
 
 /* Activation offloading is the estimator pytorch's (the post's
- * arithmetic has none), for training (fields.c). */
+ * arithmetic has none), for training (job_fields.c). */
 int
 mf_est_offloads(const struct mf_workload *w)
 {

@@ -71,7 +71,7 @@ mf_estimator_parse(const char *name, enum mf_estimator *out)
 
 /*
  * optimizerInBackward's domain (estimate.h).  The precision names are the
- * manifest's (fields.c); bf16, the default, says so.
+ * manifest's (job_fields.c); bf16, the default, says so.
  */
 static const char *const oib_precisions[] = {
 	[MF_BF16] = "bf16 (the default)",

@@ -261,11 +261,6 @@ struct mf_estimate {
 	char gpu_formula[MF_B_COUNT][MF_FORMULA_MAX];
 };
 
-/* Every field as the manifest leaves it when not given (design 3, 14,
- * 15, 19): the rows of fields.c, which owns each default; the estimator
- * pytorch and cudaGraphReserve's 1Gi until a catalogue says otherwise. */
-void mf_workload_defaults(struct mf_workload *w);
-
 /* "weights", "gradients", ..., "kvCache", "shardingBuffers". */
 const char *mf_bucket_name(enum mf_bucket b);
 /* "pytorch", "post"; NULL out of range. */

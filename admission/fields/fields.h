@@ -3,7 +3,9 @@
  * (design 3, 14, 15, 19) and the GPU catalogue (design 4).
  *
  * A row says a field's name, type, bounds or allowed values, unit,
- * default, the workloads it applies to and its one-line doc (fields.c).
+ * default, the workloads it applies to and its one-line doc; each
+ * document's rows live with the module that owns its structs (the Job's
+ * in manifest/job_fields.c, the catalogue's in catalog/catalog_fields.c).
  * The readers of the manifest and the catalogue (fread.c), their
  * unknown-field and no-effect errors, the defaults, GET /v1/schema and the
  * docs' field lists (schema.c) all read it, as Redis's dispatcher, ACLs and
@@ -133,12 +135,13 @@ struct mf_field {
 /* The most members one object of the table has (test_fields.c). */
 #define MF_FIELDS_MAX_MEMBERS 40
 
-/* The documents: a Job manifest, its spec (the annotation
- * memfloor.dev/spec), a GPU catalogue and one of its GPUs. */
-extern const struct mf_field mf_fields_job;
-extern const struct mf_field mf_fields_spec;
-extern const struct mf_field mf_fields_catalog;
-extern const struct mf_field mf_fields_gpu;
+/* The documents the table reads (mf_fields_job in manifest.h,
+ * mf_fields_catalog in catalog.h): each one's kind, its row's key, and its
+ * title.  The reader of one names the other when given its kind. */
+#define MF_FIELDS_JOB_KIND "Job"
+#define MF_FIELDS_JOB_TITLE "memfloor Job manifest"
+#define MF_FIELDS_CATALOG_KIND "GpuCatalog"
+#define MF_FIELDS_CATALOG_TITLE "memfloor GPU catalogue"
 
 /* The row of obj's member key, or NULL. */
 const struct mf_field *
@@ -199,7 +202,5 @@ void mf_fields_schema(const struct mf_field *obj, struct mf_jw *w);
 /* The field list of the document obj in Markdown (docs/manifest.md,
  * docs/catalog.md), appended to b. */
 enum mf_rc mf_fields_markdown(const struct mf_field *obj, struct mf_buf *b);
-/* The document row of a kind ("Job", "GpuCatalog"), or NULL. */
-const struct mf_field *mf_fields_document(const char *kind);
 
 #endif

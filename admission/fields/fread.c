@@ -185,22 +185,33 @@ read_string(struct mf_fread *r, const struct mf_field *f,
 	return MF_OK;
 }
 
+/* The title of the document of kind, or NULL. */
+static const char *
+document_title(const char *kind)
+{
+	if (strcmp(kind, MF_FIELDS_JOB_KIND) == 0)
+		return MF_FIELDS_JOB_TITLE;
+	if (strcmp(kind, MF_FIELDS_CATALOG_KIND) == 0)
+		return MF_FIELDS_CATALOG_TITLE;
+	return NULL;
+}
+
 static enum mf_rc
 read_const(struct mf_fread *r, const struct mf_field *f,
     const struct mf_node *n, const char *path)
 {
-	const struct mf_field *doc;
+	const char *title;
 
 	if (n->type != MF_NODE_STR)
 		return wrong_type(r, n, path, n->key, "a string");
 	if (strcmp(n->text, f->text) == 0)
 		return MF_OK;
 	/* Another document of the table: say which, and what this takes. */
-	doc = strcmp(f->key, "kind") == 0 ? mf_fields_document(n->text) : NULL;
-	if (doc != NULL)
+	title = strcmp(f->key, "kind") == 0 ? document_title(n->text) : NULL;
+	if (title != NULL)
 		return fail(r, path, n->key, n->line, n->column,
 		    "'%s' is the kind of a %s; this takes kind %s", n->text,
-		    doc->title, f->text);
+		    title, f->text);
 	return fail(r, path, n->key, n->line, n->column, "'%.40s' is not '%s'",
 	    n->text, f->text);
 }
@@ -733,7 +744,9 @@ mf_fields_read(struct mf_fread *r, const struct mf_field *obj,
 		return mf_error_set(r->err, MF_EINVAL, NULL, n->line, n->column,
 		    "the document is empty: a %s (apiVersion memfloor.dev/v1, kind %s) is a mapping",
 		    obj->title, obj->key);
-	if (n->type != MF_NODE_MAP && mf_fields_document(obj->key) == obj)
+	/* A document's row: its kind is FIRST (MF_FF_FIRST on an OBJECT). */
+	if (n->type != MF_NODE_MAP && obj->type == MF_FT_OBJECT &&
+	    (obj->flags & MF_FF_FIRST))
 		return fail(r, path, NULL, n->line, n->column,
 		    "a %s must be a mapping, not %s", obj->title,
 		    mf_node_type_name(n->type));

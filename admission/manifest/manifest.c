@@ -23,7 +23,7 @@ struct reader {
 	struct mf_job *job;
 };
 
-/* The rows fields.c hands back: the model, in one of its three ways. */
+/* The rows job_fields.c hands back: the model, in one of its three ways. */
 static enum mf_rc
 hook(struct mf_fread *fr, const struct mf_field *f, const struct mf_node *n,
     const char *path)
@@ -243,7 +243,7 @@ check_spec(struct mf_job *job, const char *base, const struct mf_node *spec,
 	return rc == MF_OK ? check_loss(job, base, spec, err) : rc;
 }
 
-/* A job with every field as it is when not given (fields.c's rows). */
+/* A job with every field as it is when not given (job_fields.c's rows). */
 static struct mf_job job_template;
 static pthread_once_t template_once = PTHREAD_ONCE_INIT;
 

@@ -29,6 +29,18 @@
 #define MF_JOB_MAX_HOURS 1e6
 #define MF_JOB_MAX_MONEY 1e12
 
+/* The Job's rows in the table of fields (fields.h; job_fields.c): a
+ * whole manifest, and its spec (the annotation memfloor.dev/spec). */
+struct mf_field;
+extern const struct mf_field mf_fields_job;
+extern const struct mf_field mf_fields_spec;
+
+/* Every field as the manifest leaves it when not given (design 3, 14,
+ * 15, 19): the rows of job_fields.c, which owns each default; the
+ * estimator pytorch and cudaGraphReserve's 1Gi until a catalogue says
+ * otherwise (mf_cat_workload_defaults). */
+void mf_workload_defaults(struct mf_workload *w);
+
 /*
  * Read a whole manifest (apiVersion memfloor.dev/v1, kind Job, metadata,
  * spec) from root.  path is where root sits in the body, for errors: ""

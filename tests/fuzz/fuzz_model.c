@@ -14,6 +14,7 @@
 
 #include "doc/doc.h"
 #include "estimate/estimate.h"
+#include "manifest/manifest.h"
 #include "model/model.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

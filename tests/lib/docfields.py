@@ -6,7 +6,8 @@
 
 Each document holds its list between the lines "<!-- fields: begin -->" and
 "<!-- fields: end -->": what `MEMFLOOR schema KIND --markdown` writes, made
-from admission/fields/fields.c's rows, the rows the reader reads with.  --check
+from the table's rows (admission/manifest/job_fields.c,
+catalog/catalog_fields.c), the rows the reader reads with.  --check
 also holds every Job field path the man pages and docs/ name (spec.workload
 .lora.rank, metadata.name) to the Job schema (`MEMFLOOR schema`): a path
 under spec.resources, spec.model, spec.workload, spec.duration, spec.limits

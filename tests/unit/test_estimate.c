@@ -23,6 +23,7 @@
 #include "estimate/estimate.h"
 #include "formula.h"
 #include "base/internal.h"
+#include "manifest/manifest.h"
 #include "models.h"
 
 /* A refused estimate names spec.workload and its cause by code: an

@@ -1,8 +1,9 @@
 /*
- * test_fields.c: the table of fields (admission/fields/fields.c) holds
- * together: its flags say what its rows say, its string forms and their regular
- * expressions agree, every manifest field a fix sets is a row, and the
- * defaults are those of the design.
+ * test_fields.c: the table of fields (the Job's rows in
+ * admission/manifest/job_fields.c, the catalogue's in
+ * catalog/catalog_fields.c) holds together: its flags say what its rows
+ * say, its string forms and their regular expressions agree, every manifest
+ * field a fix sets is a row, and the defaults are those of the design.
  */
 #include <regex.h>
 #include <setjmp.h>
@@ -14,9 +15,12 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "api.h"
+#include "catalog.h"
 #include "estimate/estimate.h"
 #include "fields/fields.h"
 #include "fix/fix.h"
+#include "manifest/manifest.h"
 
 #define GIB (INT64_C(1) << 30)
 
@@ -176,9 +180,9 @@ test_fields_at(void **state)
 	    "gres");
 	assert_null(mf_fields_at(&mf_fields_job, "spec.workload.lora.rnak"));
 	assert_null(mf_fields_at(&mf_fields_job, "spec.workload.kind.x"));
-	assert_ptr_equal(mf_fields_document("Job"), &mf_fields_job);
-	assert_ptr_equal(mf_fields_document("GpuCatalog"), &mf_fields_catalog);
-	assert_null(mf_fields_document("Pod"));
+	assert_ptr_equal(mf_api_document("Job"), &mf_fields_job);
+	assert_ptr_equal(mf_api_document("GpuCatalog"), &mf_fields_catalog);
+	assert_null(mf_api_document("Pod"));
 }
 
 /* The defaults of design 3, 14, 15 and 19, as the rows give them. */

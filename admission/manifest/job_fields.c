@@ -1,166 +1,31 @@
 /*
- * fields.c: the table of fields (fields.h): every field of the Job
- * manifest and of the GPU catalogue, one row each, and the forms of the
- * strings they take.  The defaults of struct mf_workload are the rows'
- * (mf_workload_defaults), so a default is written once, here.
+ * job_fields.c: the rows of the Job manifest in the table of fields
+ * (fields.h): every field of a manifest, one row each.  The defaults of
+ * struct mf_workload are the rows' (mf_workload_defaults), so a default is
+ * written once, here; what the catalogue gives a workload until a
+ * catalogue does is the catalogue's (mf_cat_workload_defaults).
  *
  * Bounds keep every estimate inside 63 bits (manifest.h's MF_JOB_MAX_*);
  * a row that applies only to some workloads says so in its when, which
  * names the kind, method, server, weightsDtype or loss it needs.
  */
-#include "fields.h"
+#include "manifest.h"
 
 #include <pthread.h>
 #include <stddef.h>
 #include <string.h>
 
 #include "../../catalog/catalog.h"
-#include "../estimate/estimate.h"
-#include "../fix/fix.h"
-#include "../manifest/manifest.h"
 #include "../base/qty.h"
+#include "../estimate/estimate.h"
+#include "../fields/fields.h"
+#include "../fix/fix.h"
 
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))
 #define SUB(a) .sub = (a), .nsub = NELEM(a)
 #define JOFF(f) offsetof(struct mf_job, f)
 #define WOFF(f) offsetof(struct mf_workload, f)
-#define COFF(f) offsetof(struct mf_catalog, f)
-#define GOFF(f) offsetof(struct mf_gpu, f)
 #define BIT(v) (1u << (v))
-
-/* --- forms of strings -------------------------------------------------- */
-
-static int
-is_alnum(char ch)
-{
-	return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
-	    (ch >= '0' && ch <= '9');
-}
-
-static int
-name_char(char ch)
-{
-	return is_alnum(ch) || ch == '.' || ch == '_' || ch == '-';
-}
-
-/* [A-Za-z0-9._-], 1 to 63 characters: a GPU, a gres type, a partition. */
-static int
-name_ok(const char *s, size_t len)
-{
-	if (len == 0 || len > 63)
-		return 0;
-	for (size_t i = 0; i < len; i++)
-		if (!name_char(s[i]))
-			return 0;
-	return 1;
-}
-
-/* A Kubernetes label name or value: at most 63 characters of
- * [A-Za-z0-9._-] beginning and ending with a letter or digit. */
-static int
-label_part_ok(const char *s, size_t len)
-{
-	if (len > 63 || !is_alnum(s[0]) || !is_alnum(s[len - 1]))
-		return 0;
-	for (size_t i = 1; i + 1 < len; i++)
-		if (!name_char(s[i]))
-			return 0;
-	return 1;
-}
-
-/* A label value may also be empty. */
-static int
-label_value_ok(const char *s, size_t len)
-{
-	return len == 0 || label_part_ok(s, len);
-}
-
-/* A DNS-1123 subdomain (a label key's prefix): lower-case, dot-separated. */
-static int
-dns_subdomain_ok(const char *s, size_t len)
-{
-	size_t start = 0;
-
-	if (len == 0 || len > 253)
-		return 0;
-	for (size_t i = 0; i <= len; i++) {
-		char ch = i < len ? s[i] : '.';
-
-		if (ch == '.') {
-			if (i == start || s[start] == '-' || s[i - 1] == '-')
-				return 0;
-			start = i + 1;
-		} else if (!(ch >= 'a' && ch <= 'z') &&
-		    !(ch >= '0' && ch <= '9') && ch != '-') {
-			return 0;
-		}
-	}
-	return 1;
-}
-
-/* A Kubernetes label key: [prefix/]name. */
-static int
-label_key_ok(const char *s, size_t len)
-{
-	const char *slash = memchr(s, '/', len);
-	size_t p;
-
-	if (slash == NULL)
-		return len > 0 && label_part_ok(s, len);
-	p = (size_t)(slash - s);
-	return dns_subdomain_ok(s, p) && len - p - 1 > 0 &&
-	    label_part_ok(slash + 1, len - p - 1);
-}
-
-/* "gpu:TYPE". */
-static int
-gres_ok(const char *s, size_t len)
-{
-	return len > 4 && memcmp(s, "gpu:", 4) == 0 && name_ok(s + 4, len - 4);
-}
-
-/* Features of [A-Za-z0-9._-] joined by & or |. */
-static int
-constraint_ok(const char *s, size_t len)
-{
-	size_t start = 0;
-
-	if (len == 0)
-		return 0;
-	for (size_t i = 0; i <= len; i++) {
-		if (i < len && s[i] != '&' && s[i] != '|') {
-			if (!name_char(s[i]))
-				return 0;
-			continue;
-		}
-		if (i == start)
-			return 0;
-		start = i + 1;
-	}
-	return 1;
-}
-
-static const struct mf_form gpu_name_form = { name_ok, "^[A-Za-z0-9._-]{1,63}$",
-	"a GPU name (1 to 63 characters of [A-Za-z0-9._-])" };
-static const struct mf_form label_key_form = {
-	label_key_ok,
-	"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([A-Za-z0-9._-]{0,61}[A-Za-z0-9])?$",
-	"a Kubernetes label key ([prefix/]name, name at most 63 characters of [A-Za-z0-9._-])"
-};
-static const struct mf_form label_value_form = { label_value_ok,
-	"^([A-Za-z0-9]([A-Za-z0-9._-]{0,61}[A-Za-z0-9])?)?$",
-	"a Kubernetes label value (at most 63 characters of [A-Za-z0-9._-])" };
-static const struct mf_form gres_form = {
-	gres_ok, "^gpu:[A-Za-z0-9._-]{1,63}$",
-	"a Slurm GPU gres (gpu:TYPE, TYPE 1 to 63 characters of [A-Za-z0-9._-])"
-};
-static const struct mf_form partition_form = { name_ok,
-	"^[A-Za-z0-9._-]{1,63}$",
-	"a Slurm partition name (1 to 63 characters of [A-Za-z0-9._-])" };
-static const struct mf_form constraint_form = {
-	constraint_ok, "^[A-Za-z0-9._-]+([&|][A-Za-z0-9._-]+)*$",
-	"a Slurm constraint (features of [A-Za-z0-9._-] joined by & or |, at most 255 characters)"
-};
 
 /* --- names from other tables ------------------------------------------- */
 
@@ -168,12 +33,6 @@ static const char *
 fix_name(int v)
 {
 	return v >= 0 ? mf_fix_name((enum mf_fix)v) : NULL;
-}
-
-static const char *
-estimator_name(int v)
-{
-	return v >= 0 ? mf_estimator_name((enum mf_estimator)v) : NULL;
 }
 
 /* --- the Job manifest --------------------------------------------------- */
@@ -618,8 +477,8 @@ static const struct mf_field job_rows[] = {
 	    .flags = MF_FF_REQUIRED, .text = "memfloor.dev/v1",
 	    .title = "API version", .doc = "memfloor.dev/v1" },
 	{ .key = "kind", .type = MF_FT_CONST,
-	    .flags = MF_FF_REQUIRED | MF_FF_FIRST, .text = "Job",
-	    .title = "Kind", .doc = "Job" },
+	    .flags = MF_FF_REQUIRED | MF_FF_FIRST, .text = MF_FIELDS_JOB_KIND,
+	    .title = "Kind", .doc = MF_FIELDS_JOB_KIND },
 	{ .key = "metadata", .type = MF_FT_OBJECT,
 	    .flags = MF_FF_REQUIRED | MF_FF_REQUIRES, SUB(metadata_rows),
 	    .title = "Metadata", .doc = "the job's name" },
@@ -631,190 +490,13 @@ const struct mf_field mf_fields_spec = { .key = "spec",
 	.type = MF_FT_OBJECT, SUB(spec_rows), .title = "Spec",
 	.doc = "a Job manifest's spec (the annotation memfloor.dev/spec)" };
 
-const struct mf_field mf_fields_job = { .key = "Job", .type = MF_FT_OBJECT,
+const struct mf_field mf_fields_job = { .key = MF_FIELDS_JOB_KIND,
+	.type = MF_FT_OBJECT,
 	.flags = MF_FF_REQUIRES | MF_FF_FIRST, SUB(job_rows),
-	.title = "memfloor Job manifest",
+	.title = MF_FIELDS_JOB_TITLE,
 	.doc = "a job to place on the GPU cheapest to finish it (design 3)" };
 
-/* --- the GPU catalogue -------------------------------------------------- */
-
-static const struct mf_field slurm_rows[] = {
-	{ .key = "gres", .type = MF_FT_STRING, .base = MF_FB_GPU,
-	    .offset = GOFF(slurm.gres), .flags = MF_FF_OWN, .form = &gres_form,
-	    .max = 67, .title = "gres",
-	    .doc = "gpu:TYPE as in gres.conf; cards that share one have the same memory" },
-	{ .key = "partition", .type = MF_FT_STRING, .base = MF_FB_GPU,
-	    .offset = GOFF(slurm.partition), .flags = MF_FF_OWN,
-	    .form = &partition_form, .max = 63, .title = "Partition",
-	    .doc = "the partition a job on this card goes to" },
-	{ .key = "constraint", .type = MF_FT_STRING, .base = MF_FB_GPU,
-	    .offset = GOFF(slurm.constraint), .flags = MF_FF_OWN,
-	    .form = &constraint_form, .max = 255, .title = "Constraint",
-	    .doc = "node features a job on this card asks for" },
-};
-
-/* What vLLM finds on a card (design 19; docs/serving.md). */
-static const struct mf_field vllm_rows[] = {
-	{ .key = "cudaMemory", .type = MF_FT_BYTES, .base = MF_FB_GPU,
-	    .offset = GOFF(cuda_memory), .offset2 = GOFF(vllm_format),
-	    .min = 1, .unit = "bytes", .title = "CUDA memory",
-	    .doc = "the total CUDA reports, vLLM's total_gpu_memory, at most memory; vLLM's budget is a share of it" },
-	{ .key = "nonTorchMemory", .type = MF_FT_BYTES, .base = MF_FB_GPU,
-	    .offset = GOFF(non_torch), .offset2 = GOFF(vllm_format),
-	    .flags = MF_FF_DEFAULT, .min = 1, .idef = MF_NON_TORCH_DEFAULT,
-	    .unit = "bytes", .title = "Memory outside PyTorch",
-	    .doc = "what vLLM holds outside PyTorch at tensor parallel 1 (cuBLAS workspaces)" },
-	{ .key = "allReduceMemory", .type = MF_FT_BYTES, .base = MF_FB_GPU,
-	    .offset = GOFF(all_reduce), .offset2 = GOFF(vllm_format),
-	    .flags = MF_FF_DEFAULT, .min = 1, .idef = MF_ALL_REDUCE_DEFAULT,
-	    .unit = "bytes", .title = "All-reduce memory",
-	    .doc = "what NCCL and the custom all-reduce add at tensor parallel 2 or more" },
-};
-
-static const struct mf_field label_value = { .key = "*",
-	.type = MF_FT_STRING, .form = &label_value_form, .max = 63 };
-
-static const struct mf_field card_rows[] = {
-	{ .key = "name", .type = MF_FT_STRING, .base = MF_FB_GPU,
-	    .offset = GOFF(name), .flags = MF_FF_REQUIRED | MF_FF_OWN,
-	    .form = &gpu_name_form, .max = 63, .title = "Name",
-	    .doc = "unique in the catalogue; placements name it" },
-	{ .key = "memory", .type = MF_FT_MEMORY, .base = MF_FB_GPU,
-	    .offset = GOFF(memory), .offset2 = GOFF(memory_format),
-	    .flags = MF_FF_REQUIRED, .min = MF_QTY_MEMORY_MIN,
-	    .unit = "bytes", .title = "Memory",
-	    .doc = "per GPU, what its driver reports (nvidia-smi's total, e.g. 81559Mi)" },
-	{ .key = "hourlyPrice", .type = MF_FT_NUMBER, .base = MF_FB_GPU,
-	    .offset = GOFF(hourly_price), .flags = MF_FF_REQUIRED, .lo = 0,
-	    .hi = 1e6, .unit = "USD per GPU-hour", .title = "Price",
-	    .doc = "what one GPU costs an hour" },
-	{ .key = "relativeThroughput", .type = MF_FT_NUMBER,
-	    .base = MF_FB_GPU, .offset = GOFF(throughput),
-	    .flags = MF_FF_REQUIRED, .lo = 0, .hi = 1000, .lo_open = 1,
-	    .title = "Throughput",
-	    .doc = "training speed relative to the reference GPU (H100 SXM = 1.0)" },
-	{ .key = "gpusPerNode", .type = MF_FT_INT, .base = MF_FB_GPU,
-	    .offset = GOFF(gpus_per_node), .flags = MF_FF_DEFAULT, .min = 1,
-	    .max = MF_CAT_MAX_COUNT, .idef = 8, .unit = "GPUs",
-	    .title = "GPUs a node", .doc = "GPUs of this type one node holds" },
-	{ .key = "maxNodes", .type = MF_FT_INT, .base = MF_FB_GPU,
-	    .offset = GOFF(max_nodes), .flags = MF_FF_DEFAULT, .min = 1,
-	    .max = MF_CAT_MAX_COUNT, .idef = 1, .unit = "nodes",
-	    .title = "Max nodes", .doc = "most nodes one job may span" },
-	{ .key = "maxCount", .type = MF_FT_INT, .base = MF_FB_GPU,
-	    .offset = GOFF(max_count), .min = 1, .max = MF_CAT_MAX_COUNT,
-	    .text = "gpusPerNode x maxNodes, at most 1024", .unit = "GPUs",
-	    .title = "Max count",
-	    .doc = "most GPUs of this type one job may get, at most gpusPerNode x maxNodes" },
-	{ .key = "labels", .type = MF_FT_MAP, .flags = MF_FF_HOOK,
-	    .form = &label_key_form, .item = &label_value,
-	    .max = MF_CAT_MAX_LABELS, .title = "Node labels",
-	    .doc = "the node labels a Kubernetes placement selects on" },
-	{ .key = "slurm", .type = MF_FT_OBJECT, .flags = MF_FF_NONEMPTY,
-	    SUB(slurm_rows), .title = "Slurm",
-	    .doc = "how a Slurm job asks for this card (design 16)" },
-	{ .key = "vllm", .type = MF_FT_OBJECT, .flags = MF_FF_NONEMPTY,
-	    SUB(vllm_rows), .title = "vLLM",
-	    .doc = "what vLLM finds on this card: its budget's total and the memory outside PyTorch" },
-};
-
-const struct mf_field mf_fields_gpu = { .key = "gpus[]",
-	.type = MF_FT_OBJECT, .flags = MF_FF_REQUIRES, SUB(card_rows),
-	.title = "GPU", .doc = "a card jobs may be placed on" };
-
-static const struct mf_fname selects[] = {
-	{ "product", MF_K8S_SELECT_PRODUCT,
-	    "the placed card's labels in the pod's nodeSelector", { 0 } },
-	{ "memory", MF_K8S_SELECT_MEMORY,
-	    "a required node affinity on nvidia.com/gpu.memory, preferred terms for the card and its alternatives",
-	    { 0 } },
-	{ NULL, 0, NULL, { 0 } },
-};
-
-static const struct mf_field kubernetes_rows[] = {
-	{ .key = "select", .type = MF_FT_ENUM, .base = MF_FB_CAT,
-	    .offset = COFF(k8s_select), .flags = MF_FF_DEFAULT,
-	    .names = selects, .idef = MF_K8S_SELECT_PRODUCT,
-	    .title = "Select nodes on",
-	    .doc = "how an admission review selects nodes (design 18)" },
-};
-
-static const struct mf_field time_factor = { .key = "*",
-	.type = MF_FT_NUMBER, .flags = MF_FF_DEFAULT, .lo = 0, .hi = 100,
-	.lo_open = 1, .ddef = 1.0 };
-
-static const struct mf_field time_factor_rows[] = {
-	{ .key = "checkpointing", .type = MF_FT_NUMBER,
-	    .flags = MF_FF_DEFAULT, .lo = 0, .hi = 100, .lo_open = 1,
-	    .ddef = 1.35,
-	    .doc = "full recomputation costs 30-40% more time (Korthikanti et al., 2022)" },
-};
-
-enum { C_ESTIMATOR = 2, C_GRAPHS = 6 };
-
-static const struct mf_field catalog_rows[] = {
-	{ .key = "apiVersion", .type = MF_FT_CONST,
-	    .flags = MF_FF_REQUIRED, .text = "memfloor.dev/v1",
-	    .title = "API version", .doc = "memfloor.dev/v1" },
-	{ .key = "kind", .type = MF_FT_CONST,
-	    .flags = MF_FF_REQUIRED | MF_FF_FIRST, .text = "GpuCatalog",
-	    .title = "Kind", .doc = "GpuCatalog" },
-	[C_ESTIMATOR] = { .key = "estimator", .type = MF_FT_ENUM,
-	    .base = MF_FB_CAT, .offset = COFF(estimator),
-	    .flags = MF_FF_DEFAULT, .name_of = estimator_name,
-	    .idef = MF_EST_PYTORCH, .title = "Estimator",
-	    .doc = "the arithmetic of estimates (design 13); ?estimator= overrides it" },
-	{ .key = "headroom", .type = MF_FT_NUMBER, .base = MF_FB_CAT,
-	    .offset = COFF(headroom), .flags = MF_FF_DEFAULT, .lo = 0,
-	    .hi = 0.9, .hi_open = 1, .ddef = 0.10, .unit = "fraction",
-	    .title = "Headroom",
-	    .doc = "share of every card kept free (CUDA context, allocator)" },
-	{ .key = "multiGpuEfficiency", .type = MF_FT_NUMBER,
-	    .base = MF_FB_CAT, .offset = COFF(multi_gpu_efficiency),
-	    .flags = MF_FF_DEFAULT, .lo = 0, .hi = 1, .lo_open = 1,
-	    .ddef = 0.9, .unit = "fraction", .title = "Multi-GPU efficiency",
-	    .doc = "each doubling of GPUs keeps this share of linear speed-up" },
-	{ .key = "interNodeEfficiency", .type = MF_FT_NUMBER,
-	    .base = MF_FB_CAT, .offset = COFF(inter_node_efficiency),
-	    .flags = MF_FF_DEFAULT, .lo = 0, .hi = 1, .lo_open = 1,
-	    .ddef = 0.8, .unit = "fraction", .title = "Inter-node efficiency",
-	    .doc = "each doubling of nodes keeps this share of speed" },
-	[C_GRAPHS] = { .key = "cudaGraphReserve", .type = MF_FT_BYTES,
-	    .base = MF_FB_CAT, .offset = COFF(cuda_graph_reserve),
-	    .offset2 = COFF(cuda_graph_format), .flags = MF_FF_DEFAULT,
-	    .min = 1, .idef = MF_GRAPH_RESERVE_DEFAULT, .unit = "bytes",
-	    .title = "CUDA graph reserve",
-	    .doc = "what a vllm server keeps for CUDA graphs (design 14)" },
-	{ .key = "timeFactors", .type = MF_FT_MAP, .base = MF_FB_CAT,
-	    .offset = COFF(time_factor), SUB(time_factor_rows),
-	    .item = &time_factor, .name_of = fix_name, .noun = "a fix",
-	    .title = "Time factors",
-	    .doc = "the run-time multiplier of each fix, 1.0 unless given" },
-	{ .key = "kubernetes", .type = MF_FT_OBJECT, SUB(kubernetes_rows),
-	    .title = "Kubernetes", .doc = "how reviews select nodes" },
-	{ .key = "gpus", .type = MF_FT_LIST,
-	    .flags = MF_FF_REQUIRED | MF_FF_HOOK, .item = &mf_fields_gpu,
-	    .noun = "GPU", .min = 1, .max = MF_CAT_MAX_GPUS, .title = "GPUs",
-	    .doc = "the cards, at least one" },
-};
-
-const struct mf_field mf_fields_catalog = { .key = "GpuCatalog",
-	.type = MF_FT_OBJECT, .flags = MF_FF_REQUIRES | MF_FF_FIRST,
-	SUB(catalog_rows),
-	.title = "memfloor GPU catalogue",
-	.doc = "the cards jobs are placed on, with their prices (design 4)" };
-
 /* clang-format on */
-
-const struct mf_field *
-mf_fields_document(const char *kind)
-{
-	if (kind == NULL || strcmp(kind, "Job") == 0)
-		return &mf_fields_job;
-	if (strcmp(kind, "GpuCatalog") == 0)
-		return &mf_fields_catalog;
-	return NULL;
-}
 
 /* --- the workload's defaults -------------------------------------------- */
 
@@ -829,12 +511,7 @@ build_template(void)
 	memset(&workload_template, 0, sizeof(workload_template));
 	dst[MF_FB_WORK] = &workload_template;
 	mf_fields_defaults(&mf_fields_spec, dst);
-	/* What the catalogue gives a workload, until a catalogue does. */
-	workload_template.graph_reserve = catalog_rows[C_GRAPHS].idef;
-	workload_template.non_torch = MF_NON_TORCH_DEFAULT;
-	workload_template.all_reduce = MF_ALL_REDUCE_DEFAULT;
-	workload_template.estimator =
-	    (enum mf_estimator)catalog_rows[C_ESTIMATOR].idef;
+	mf_cat_workload_defaults(&workload_template);
 }
 
 void
