@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""The include rules of the layers, no cycle among headers, and no
-product source file longer than MAX_LINES.
+"""The include rules of the layers and of the library's modules, no cycle
+among headers or modules, and no product source file longer than
+MAX_LINES.
 
     layers.py [-v]       (from the top of the tree)
 
@@ -15,8 +16,16 @@ A file includes only from its own layer and the ones below it:
   cli/                   nothing from daemon/
 
 and the system headers its layer's packages give (the library no HTTP,
-curl or TLS header, the fetcher no HTTP or TLS header).  A private header
-(PRIVATE below) is included only from the folder it is private to.  A
+curl or TLS header, the fetcher no HTTP or TLS header).
+
+Within the library each folder is a module: each folder of admission/
+(admission/doc, admission/estimate, ...), admission/ itself for the files
+at its top (api.c, the library's entry), and catalog/.  A file includes
+its own module's headers and those of the modules below it: the graph of
+modules, a module to each module one of its files includes, has no cycle
+(each cycle is printed, with an include that makes each of its steps).
+A private header (PRIVATE below) is included only from the folder it is
+private to (a folder below it counts as it).  A
 quoted include is resolved as the compiler resolves it (the including
 file's folder, then -Iadmission -Icatalog); one that resolves nowhere is an
 error too, so that no path can step around a rule.  The graph of headers
@@ -37,16 +46,17 @@ BANNED = {
     0: ("microhttpd.h", "curl/", "gnutls/"),
     1: ("microhttpd.h", "gnutls/"),
 }
-# Headers private to one folder: what the files of a module share.
+# Headers private to one folder: what the files of a module share;
+# base/internal.h is what the library's modules share.
 PRIVATE = {
     "admission/base/internal.h": ("admission", "catalog"),
-    "admission/estimate/est.h": ("admission",),
-    "admission/doc/doc_tree.h": ("admission",),
-    "admission/doc/doc_jtok.h": ("admission",),
-    "admission/doc/doc_skim.h": ("admission",),
-    "admission/doc/doc_scan.h": ("admission",),
-    "admission/review/review_int.h": ("admission",),
-    "admission/place/place_int.h": ("admission",),
+    "admission/estimate/est.h": ("admission/estimate",),
+    "admission/doc/doc_tree.h": ("admission/doc",),
+    "admission/doc/doc_jtok.h": ("admission/doc",),
+    "admission/doc/doc_skim.h": ("admission/doc",),
+    "admission/doc/doc_scan.h": ("admission/doc",),
+    "admission/review/review_int.h": ("admission/review",),
+    "admission/place/place_int.h": ("admission/place",),
 }
 # The most lines a product source file may have.
 MAX_LINES = 1200
@@ -62,6 +72,21 @@ def sources():
             for name in sorted(names):
                 if name.endswith((".c", ".h")):
                     yield os.path.join(top, name)
+
+
+def module(path):
+    """The library's module of path (its folder, with admission/'s top
+    and catalog/ modules of their own), or None outside the library."""
+    parts = path.split("/")
+    if parts[0] == "catalog":
+        return "catalog"
+    if parts[0] == "admission":
+        return "/".join(parts[:2]) if len(parts) > 2 else "admission"
+    return None
+
+
+def private_to(folder, owners):
+    return any(folder == o or folder.startswith(o + "/") for o in owners)
 
 
 def resolve(path, name):
@@ -96,6 +121,7 @@ def cycles(graph):
 def main(argv):
     verbose = "-v" in argv
     problems, graph, edges = [], {}, 0
+    modules, why = {}, {}
     for path in sources():
         folder = path.split("/")[0]
         layer = LAYER[folder]
@@ -131,15 +157,26 @@ def main(argv):
                 problems.append(f"{where}: {folder}/ includes nothing from "
                                 f"{tfolder}/")
             owners = PRIVATE.get(target)
-            if owners is not None and folder not in owners:
+            if owners is not None and \
+                    not private_to(os.path.dirname(path), owners):
                 problems.append(f"{where}: {target} is private to "
                                 f"{', '.join(o + '/' for o in owners)}")
             if path.endswith(".h"):
                 graph.setdefault(path, set()).add(target)
+            mod, tmod = module(path), module(target)
+            if mod is not None:
+                modules.setdefault(mod, set())
+            if mod is not None and tmod is not None and mod != tmod:
+                modules[mod].add(tmod)
+                why.setdefault((mod, tmod), f"{path}:{line} {target}")
             if verbose:
                 print(f"{path} -> {target}")
     for c in cycles(graph):
         problems.append("include cycle: " + " -> ".join(c))
+    for c in cycles(modules):
+        steps = "; ".join(why[(a, b)] for a, b in zip(c, c[1:]))
+        problems.append("module cycle: " + " -> ".join(c) +
+                        f" ({steps})")
     for p in problems:
         print(p)
     if problems:
@@ -147,7 +184,8 @@ def main(argv):
         return 1
     print(f"layers: {edges} includes, each from a layer to its own or one "
           f"below; no cycle among the {len(graph)} headers that include "
-          f"others; no file over {MAX_LINES} lines")
+          f"others or among the library's {len(modules)} modules; no file "
+          f"over {MAX_LINES} lines")
     return 0
 
 
