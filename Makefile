@@ -56,8 +56,8 @@ LDLIBS   = $(PKG_LIBS) -lm
 # The library's modules, one folder of admission/ each, lowest first
 # (HACKING.md, The layers); a new module's folder is built once it is named
 # here.
-MODULES    = base doc fields model estimate fix manifest place oom answer \
-             review
+MODULES    = base doc fields model estimate fix manifest fingerprint place \
+             oom answer review
 LIB_SRC    = $(wildcard admission/*.c $(MODULES:%=admission/%/*.c) catalog/*.c)
 LIB_OBJ    = $(LIB_SRC:%.c=$(BUILD)/%.o)
 FETCH_OBJ  = $(patsubst %.c,$(BUILD)/%.o,$(wildcard fetch/*.c))

@@ -34,6 +34,8 @@ mf_answer_free(struct mf_answer *ans)
 		free(ans->body);
 	ans->body = NULL;
 	ans->len = 0;
+	free(ans->placed);
+	ans->placed = NULL;
 }
 
 static void
@@ -277,6 +279,27 @@ mf_request_config(struct mf_request *req, const char *text, size_t len,
 	return MF_OK;
 }
 
+/* What the store keeps of an admission (design 23): the job as placed,
+ * canonically; ans->placed stays NULL when that fails (it is not part of
+ * the answer). */
+static void
+note_placed(struct mf_answer *ans, const struct mf_job *job,
+    const struct mf_placement *pl)
+{
+	struct mf_buf b;
+	struct mf_jw w;
+
+	mf_buf_init(&b, 1u << 16);
+	mf_jw_init(&w, &b);
+	mf_fp_write(&w, NULL, job, pl->fixes, pl->count);
+	if (mf_jw_finish(&w) == MF_OK)
+		ans->placed = mf_buf_take(&b);
+	else
+		mf_buf_free(&b);
+	mf_copy(ans->placed_card, sizeof(ans->placed_card), pl->gpu->name);
+	ans->placed_count = pl->count;
+}
+
 static void
 decide_admit(const struct mf_api *api, struct mf_request *req,
     struct mf_answer *ans)
@@ -307,6 +330,11 @@ decide_admit(const struct mf_api *api, struct mf_request *req,
 		doc_answer(&doc, kind, out, ans);
 	}
 	ans->verdict = d->admitted ? MF_VERDICT_ADMITTED : MF_VERDICT_REJECTED;
+	if (d->admitted)
+		note_placed(ans, &req->job, &d->placement);
+	mf_fp_job(&req->job, d->admitted ? d->placement.fixes : 0,
+	    d->admitted ? d->placement.count : req->job.count,
+	    ans->fingerprint);
 	free(d);
 }
 
@@ -347,13 +375,16 @@ decide_estimate(const struct mf_api *api, struct mf_request *req,
 	} else if ((rc = estimate(api, job, &est)) != MF_OK) {
 		mf_est_error(rc, &err);
 		mf_answer_err(ans, MF_EINVAL, &err, out);
-	} else if (out == MF_OUT_TEXT) {
-		mf_answer_text(ans, MF_ANS_OK,
-		    mf_text_estimate(job, &est, api->cat));
 	} else {
-		mf_write_estimate(doc_begin(&d, out), NULL, job, &est,
-		    api->cat);
-		doc_answer(&d, MF_ANS_OK, out, ans);
+		if (out == MF_OUT_TEXT) {
+			mf_answer_text(ans, MF_ANS_OK,
+			    mf_text_estimate(job, &est, api->cat));
+		} else {
+			mf_write_estimate(doc_begin(&d, out), NULL, job, &est,
+			    api->cat);
+			doc_answer(&d, MF_ANS_OK, out, ans);
+		}
+		mf_fp_job(job, 0, job->count, ans->fingerprint);
 	}
 }
 

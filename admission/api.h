@@ -13,6 +13,7 @@
 
 #include "../catalog/catalog.h"
 #include "doc/doc.h"
+#include "fingerprint/fingerprint.h"
 #include "model/model.h"
 
 enum mf_output { MF_OUT_JSON, MF_OUT_YAML, MF_OUT_TEXT };
@@ -36,6 +37,15 @@ struct mf_answer {
 	char job[254];   /* job name (253 bytes at most) for the log, or "" */
 	char field[128]; /* an error's field for the log, or "" */
 	enum mf_verdict verdict;
+	/* An admit's or an estimate's job: its fingerprint (design 23), as
+	 * the body says it; "" for other answers and errors. */
+	char fingerprint[MF_FP_HEX];
+	/* An admission (verdict admitted): the job as placed, its
+	 * canonical JSON (mf_fp_write; owned, freed by mf_answer_free), the
+	 * card and the count; NULL and "" otherwise. */
+	char *placed;
+	char placed_card[128];
+	int64_t placed_count;
 };
 
 struct mf_api {

@@ -49,6 +49,7 @@ struct opts {
 	const char *hosts[CLI_MAX_HOSTS]; /* --model-host, as memfloord's */
 	size_t nhosts;
 	const char *estimator; /* --estimator, or NULL: the catalogue's */
+	int fingerprint;       /* memfloor fingerprint: print only that */
 };
 
 static void
@@ -57,6 +58,7 @@ usage(FILE *f)
 	fprintf(f,
 	    "usage: memfloor estimate FILE [-m models] [-f catalog] [--model-host HOST] [--estimator pytorch|post] [-o table|json|yaml]\n"
 	    "       memfloor admit FILE [-f catalog] [-m models] [--model-host HOST] [--estimator pytorch|post] [-o table|json|yaml]\n"
+	    "       memfloor fingerprint FILE [-m models] [-f catalog] [--model-host HOST]\n"
 	    "       memfloor diagnose [FILE|-] [-f catalog] [-m models] [-o table|json|yaml]\n"
 	    "       memfloor catalog check FILE\n"
 	    "       memfloor catalog slurm FILE\n"
@@ -333,6 +335,18 @@ print_answer(struct mf_answer *ans)
 	return rc;
 }
 
+/* memfloor fingerprint: the fingerprint an admission's answer carries (the
+ * job as placed; as written when it is rejected), else the error. */
+static int
+print_fingerprint(struct mf_answer *ans)
+{
+	if (ans->kind != MF_ANS_OK && ans->kind != MF_ANS_REJECTED)
+		return print_answer(ans);
+	printf("%s\n", ans->fingerprint);
+	mf_answer_free(ans);
+	return EXIT_ADMITTED;
+}
+
 /*
  * estimate, admit (job is set: both phases, fetching a configUrl when
  * --model-host allows its host) and diagnose (fn): load what the call
@@ -368,7 +382,8 @@ offline(mf_api_call fn, const enum mf_call *job, struct opts *o)
 	}
 	if (req != NULL)
 		mf_api_decide(&api, req, &ans);
-	rc = print_answer(&ans);
+	rc = o->fingerprint && req != NULL ? print_fingerprint(&ans) :
+	                                     print_answer(&ans);
 out:
 	mf_request_free(req);
 	free(body);
@@ -682,6 +697,11 @@ main(int argc, char **argv)
 		return offline(NULL, &(enum mf_call){ MF_CALL_ADMIT }, &o);
 	if (strcmp(argv[1], "diagnose") == 0)
 		return offline(mf_api_diagnose, NULL, &o);
+	if (strcmp(argv[1], "fingerprint") == 0) {
+		o.fingerprint = 1;
+		o.out = MF_OUT_JSON;
+		return offline(NULL, &(enum mf_call){ MF_CALL_ADMIT }, &o);
+	}
 	if (strcmp(argv[1], "submit") == 0) {
 		curl_global_init(CURL_GLOBAL_DEFAULT);
 		rc = submit(&o);

@@ -10,6 +10,7 @@
 #include "../base/buf.h"
 #include "../base/jw.h"
 #include "../base/qty.h"
+#include "../fingerprint/fingerprint.h"
 
 #define TEXT_MAX (4u << 20)
 
@@ -205,6 +206,17 @@ need(struct mf_jw *w, const struct mf_job *job, const struct mf_decision *d)
 	mf_jw_close(w, '}');
 }
 
+/* The job's fingerprint (design 23) placed with fixes over count GPUs. */
+static void
+fingerprint(struct mf_jw *w, const struct mf_job *job, unsigned fixes,
+    int64_t count)
+{
+	char hex[MF_FP_HEX];
+
+	mf_fp_job(job, fixes, count, hex);
+	mf_jw_str(w, "fingerprint", hex);
+}
+
 void
 mf_write_decision(struct mf_jw *w, const char *key, const struct mf_job *job,
     const struct mf_decision *d, const struct mf_catalog *cat)
@@ -214,6 +226,8 @@ mf_write_decision(struct mf_jw *w, const char *key, const struct mf_job *job,
 	mf_jw_open(w, key, '{');
 	mf_jw_bool(w, "admitted", d->admitted);
 	mf_jw_str(w, "job", job->name ? job->name : "");
+	fingerprint(w, job, d->admitted ? d->placement.fixes : 0,
+	    d->admitted ? d->placement.count : job->count);
 	mf_jw_str(w, "estimator", mf_estimator_name(d->work.estimator));
 	need(w, job, d);
 	quantity(w, "minMemory", d->floor, d->floor_format);
@@ -402,6 +416,9 @@ mf_write_estimate(struct mf_jw *w, const char *key, const struct mf_job *job,
 
 	mf_est_answer(job, e, cat, &a);
 	mf_jw_open(w, key, '{');
+	/* Inside a decision, the decision's is the job's (as placed). */
+	if (key == NULL)
+		fingerprint(w, job, 0, job->count);
 	mf_jw_str(w, "estimator", mf_estimator_name(e->estimator));
 	mf_jw_int(w, "parameters", e->params);
 	mf_jw_int(w, "trainableParameters", e->trainable);

@@ -1,0 +1,229 @@
+#include "fingerprint.h"
+
+#include <assert.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "../base/buf.h"
+#include "../fix/fix.h"
+
+/* The version of the canonical text: a change to what it holds or how
+ * it is written bumps it, so old and new fingerprints never meet. */
+#define FP_VERSION 1
+/* The canonical text of any job fits here (about 1,500 bytes). */
+#define FP_TEXT_MAX 4096
+
+enum ftype { F_INT, F_UINT, F_REAL };
+
+struct frow {
+	const char *key;
+	size_t offset;
+	size_t size;
+	enum ftype type;
+};
+
+#define ROW(s, m, t) \
+	{ \
+#m, offsetof(struct s, m), sizeof(((struct s *)0)->m), t \
+	}
+#define MODEL(m) ROW(mf_model, m, F_INT)
+#define QUANT(m) \
+	{ \
+		"quant_" #m, offsetof(struct mf_model, quant.m), \
+		    sizeof(((struct mf_model *)0)->quant.m), F_INT \
+	}
+#define WORK(m) ROW(mf_workload, m, F_INT)
+
+/* The model's shape: every member of struct mf_model but its strings
+ * (written apart, in model_strings). */
+static const struct frow model_rows[] = {
+	MODEL(hidden),
+	MODEL(layers),
+	MODEL(heads),
+	MODEL(kv_heads),
+	MODEL(head_dim),
+	MODEL(intermediate),
+	MODEL(vocab),
+	MODEL(experts),
+	MODEL(experts_per_tok),
+	MODEL(expert_intermediate),
+	MODEL(shared_intermediate),
+	MODEL(router),
+	MODEL(renorm_topk),
+	MODEL(tied_embeddings),
+	MODEL(qkv_bias),
+	MODEL(norms_per_layer),
+	MODEL(block),
+	MODEL(attn_softcap),
+	MODEL(final_softcap),
+	MODEL(no_embed),
+	MODEL(no_head),
+	MODEL(vocab_rows),
+	QUANT(format),
+	QUANT(bits),
+	QUANT(group),
+	QUANT(block_out),
+	QUANT(block_in),
+	QUANT(scale_bytes),
+	QUANT(zero_points),
+	QUANT(g_idx),
+	QUANT(double_quant),
+	{ "quant_keep", offsetof(struct mf_model, quant.keep),
+	    sizeof(((struct mf_model *)0)->quant.keep), F_UINT },
+	MODEL(max_context),
+	MODEL(positions),
+	ROW(mf_model, rope_factor, F_REAL),
+	MODEL(rope_original),
+	MODEL(tp),
+};
+
+/*
+ * The workload after defaults.  Left out: graph_reserve, non_torch and
+ * all_reduce, which placement takes from the card, and estimator.
+ */
+static const struct frow work_rows[] = {
+	WORK(kind),
+	WORK(method),
+	WORK(precision),
+	WORK(optimizer),
+	WORK(attention),
+	WORK(checkpointing),
+	WORK(ckpt_every),
+	WORK(loss),
+	WORK(loss_chunks),
+	WORK(activation_offload),
+	WORK(optimizer_in_backward),
+	WORK(qlora_block),
+	WORK(qlora_double_quant),
+	WORK(reshard_after_forward),
+	WORK(sequence_parallel),
+	WORK(loss_parallel),
+	WORK(seq_len),
+	WORK(micro_batch),
+	WORK(lora_rank),
+	WORK(lora_targets),
+	WORK(shard_gpus),
+	WORK(concurrency),
+	WORK(context_len),
+	WORK(kv_dtype),
+	WORK(weights_dtype),
+	WORK(group_size),
+	WORK(server),
+	ROW(mf_workload, gpu_util, F_REAL),
+	WORK(batched_tokens),
+	WORK(block_size),
+	WORK(max_num_seqs),
+	WORK(tensor),
+	WORK(pipeline),
+	WORK(expert),
+};
+
+/* The member row describes in the struct at base, as a signed integer
+ * (an enum, an int, an int64_t) or an unsigned one. */
+static int64_t
+read_int(const void *base, const struct frow *row)
+{
+	const char *p = (const char *)base + row->offset;
+	int64_t v64;
+	int32_t v32;
+	uint32_t u32;
+
+	if (row->size == sizeof(v64)) {
+		memcpy(&v64, p, sizeof(v64));
+		return v64;
+	}
+	assert(row->size == sizeof(v32));
+	if (row->type == F_UINT) {
+		memcpy(&u32, p, sizeof(u32));
+		return u32;
+	}
+	memcpy(&v32, p, sizeof(v32));
+	return v32;
+}
+
+static void
+write_rows(struct mf_jw *w, const char *key, const void *base,
+    const struct frow *rows, size_t n)
+{
+	double d;
+
+	mf_jw_open(w, key, '{');
+	for (size_t i = 0; i < n; i++) {
+		if (rows[i].type != F_REAL) {
+			mf_jw_int(w, rows[i].key, read_int(base, &rows[i]));
+			continue;
+		}
+		memcpy(&d, (const char *)base + rows[i].offset, sizeof(d));
+		mf_jw_num(w, rows[i].key, d, 6);
+	}
+}
+
+static void
+write_model(struct mf_jw *w, const struct mf_model *m)
+{
+	write_rows(w, "model", m, model_rows,
+	    sizeof(model_rows) / sizeof(model_rows[0]));
+	mf_jw_str(w, "quant_method", m->quant.method ? m->quant.method : "");
+	mf_jw_str(w, "quant_unknown", m->quant_unknown);
+	mf_jw_close(w, '}');
+}
+
+void
+mf_fp_write(struct mf_jw *w, const char *key, const struct mf_job *job,
+    unsigned fixes, int64_t count)
+{
+	struct mf_workload work = job->work;
+
+	mf_fix_apply(&work, fixes, count);
+	mf_jw_open(w, key, '{');
+	mf_jw_int(w, "v", FP_VERSION);
+	if (job->model_source == MF_MODEL_NONE) {
+		mf_jw_null(w, "model");
+		mf_jw_int(w, "minMemory", job->min_memory);
+	} else {
+		write_model(w, &job->model);
+	}
+	write_rows(w, "workload", &work, work_rows,
+	    sizeof(work_rows) / sizeof(work_rows[0]));
+	mf_jw_close(w, '}');
+	mf_jw_int(w, "count", count);
+	mf_jw_close(w, '}');
+}
+
+void
+mf_fp_job(const struct mf_job *job, unsigned fixes, int64_t count,
+    char hex[MF_FP_HEX])
+{
+	static const char digits[] = "0123456789abcdef";
+	char text[FP_TEXT_MAX];
+	unsigned char sum[32];
+	struct mf_buf b;
+	struct mf_jw w;
+
+	mf_buf_fixed(&b, text, sizeof(text));
+	mf_jw_init(&w, &b);
+	mf_fp_write(&w, NULL, job, fixes, count);
+	mf_jw_finish(&w);
+	/* The text's size is fixed by the tables: a cut is our mistake. */
+	assert(b.rc == MF_OK);
+	mf_fp_sha256(b.data, b.len, sum);
+	for (size_t i = 0; i < MF_FP_BYTES; i++) {
+		assert(i < sizeof(sum));
+		hex[2 * i] = digits[sum[i] >> 4];
+		hex[2 * i + 1] = digits[sum[i] & 15];
+	}
+	hex[2 * MF_FP_BYTES] = '\0';
+}
+
+int
+mf_fp_valid(const char *s)
+{
+	size_t i;
+
+	for (i = 0; i < 2 * MF_FP_BYTES; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') ||
+		        (s[i] >= 'a' && s[i] <= 'f')))
+			return 0;
+	return s[i] == '\0';
+}

@@ -1,0 +1,56 @@
+/*
+ * fingerprint.h: the fingerprint of a job (design 23), a digest of
+ * everything its memory and time depend on: the model's shape (not its
+ * name), the workload after defaults, the GPU count, and the fixes
+ * admission applied (through the workload they change, so a fix and the
+ * same change written into the manifest give one fingerprint).  Not the
+ * job's name, duration or limits, not the card (an observation on one
+ * card speaks for the job on every card), and not the estimator (how
+ * memfloor reckons a job, not what it runs).
+ *
+ * The job is written field by field, in the fixed order of the tables in
+ * fingerprint.c, as canonical JSON (mf_fp_write), and the fingerprint is
+ * the first 128 bits of that text's SHA-256, as 32 lowercase hex digits:
+ * short enough for a Kubernetes label value (63 characters at most).  So
+ * the same job read from another manifest, in another field order, with
+ * its config inline or by name, has the same fingerprint.  A member added
+ * to struct mf_model or struct mf_workload counts once its row is added.
+ */
+#ifndef MF_FINGERPRINT_H
+#define MF_FINGERPRINT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../base/jw.h"
+#include "../estimate/estimate.h"
+
+/* Bytes of a fingerprint, and the size of its hex text with the NUL. */
+#define MF_FP_BYTES 16
+#define MF_FP_HEX (2 * MF_FP_BYTES + 1)
+
+/*
+ * The job as placed, canonically, into w under key (NULL at the top):
+ * {"v", "model" (its shape, or null without one), "minMemory" (the floor,
+ * only without a model), "workload" (job's workload with fixes applied
+ * over count GPUs), "count"}.  job's model must be known unless
+ * model_source is MF_MODEL_NONE.  A failure is left in w's buffer.
+ */
+void mf_fp_write(struct mf_jw *w, const char *key, const struct mf_job *job,
+    unsigned fixes, int64_t count);
+/*
+ * The fingerprint of job placed with fixes (MF_FIXBIT set; 0 for the job
+ * as written) over count GPUs, into hex (32 digits and a NUL).  No
+ * allocation; never fails.
+ */
+void mf_fp_job(const struct mf_job *job, unsigned fixes, int64_t count,
+    char hex[MF_FP_HEX]);
+/* Whether s is a fingerprint's text: 32 lowercase hex digits. */
+int mf_fp_valid(const char *s);
+/*
+ * SHA-256 (FIPS 180-4) of data[0..len) into out[0..32).  Shared for its
+ * test vectors.
+ */
+void mf_fp_sha256(const void *data, size_t len, unsigned char out[32]);
+
+#endif

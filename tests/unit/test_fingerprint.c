@@ -1,0 +1,257 @@
+/*
+ * test_fingerprint.c: the fingerprint of a job (design 23): one digest for
+ * the same job however it is written, another for any change that moves
+ * its memory.
+ *
+ * Fixtures are found under $MF_TOP: the shipped catalog/models.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "base/buf.h"
+#include "base/jw.h"
+#include "doc/doc.h"
+#include "fingerprint/fingerprint.h"
+#include "fix/fix.h"
+#include "manifest/manifest.h"
+#include "model/model.h"
+#include "files.h"
+#include "msg.h"
+
+static const struct mf_models *models;
+
+static int
+setup(void **state)
+{
+	struct mf_models *m = NULL;
+
+	(void)state;
+	if (shipped_data(NULL, &m) != 0)
+		return -1;
+	models = m;
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	(void)state;
+	mf_models_free((struct mf_models *)models);
+	models = NULL;
+	return 0;
+}
+
+/* The fingerprint of text's job placed with fixes over count GPUs (0:
+ * the job's own count). */
+static void
+fingerprint(const char *text, unsigned fixes, int64_t count,
+    char hex[MF_FP_HEX])
+{
+	struct mf_doc *doc = NULL;
+	struct mf_error err;
+	struct mf_job job;
+
+	if (mf_doc_parse(text, strlen(text), MF_DOC_AUTO, &doc, &err) != MF_OK)
+		fail_msg("parse: %s", MSG(&err));
+	if (mf_job_read(mf_doc_root(doc), "", models, &job, &err) != MF_OK)
+		fail_msg("job: %s", MSG(&err));
+	mf_fp_job(&job, fixes, count ? count : job.count, hex);
+	assert_true(mf_fp_valid(hex));
+	mf_doc_free(doc);
+}
+
+static const char named_yaml[] = "apiVersion: memfloor.dev/v1\n"
+                                 "kind: Job\n"
+                                 "metadata:\n"
+                                 "  name: first\n"
+                                 "spec:\n"
+                                 "  model:\n"
+                                 "    name: meta-llama/Llama-3.1-8B\n"
+                                 "  workload:\n"
+                                 "    kind: training\n"
+                                 "    sequenceLength: 4096\n"
+                                 "    microBatch: 2\n"
+                                 "    precision: bf16\n"
+                                 "  duration:\n"
+                                 "    referenceHours: 12\n";
+
+/* The same job in JSON, another name, fields in another order, its
+ * duration and limits other, the shipped config inline. */
+static char *
+inline_json(const char *workload)
+{
+	char path[512], *config, *out;
+	size_t n;
+
+	config = slurp(top_path(path, sizeof(path),
+	                   "catalog/models/meta-llama/Llama-3.1-8B.json"),
+	    NULL);
+	assert_non_null(config);
+	n = strlen(config) + 512;
+	out = malloc(n);
+	assert_non_null(out);
+	snprintf(out, n,
+	    "{\"spec\": {\"duration\": {\"referenceHours\": 30},"
+	    " \"workload\": %s, \"model\": {\"config\": %s}},"
+	    " \"metadata\": {\"name\": \"second\"}, \"kind\": \"Job\","
+	    " \"apiVersion\": \"memfloor.dev/v1\"}",
+	    workload, config);
+	free(config);
+	return out;
+}
+
+static void
+test_fingerprint_same_job_two_ways(void **state)
+{
+	char a[MF_FP_HEX], b[MF_FP_HEX];
+	char *json = inline_json("{\"precision\": \"bf16\", \"microBatch\": 2,"
+	                         " \"sequenceLength\": 4096}");
+
+	(void)state;
+	fingerprint(named_yaml, 0, 0, a);
+	fingerprint(json, 0, 0, b);
+	assert_string_equal(a, b);
+	free(json);
+}
+
+static void
+test_fingerprint_workload_field_changes_it(void **state)
+{
+	char a[MF_FP_HEX], b[MF_FP_HEX];
+	char *json = inline_json("{\"precision\": \"bf16\", \"microBatch\": 2,"
+	                         " \"sequenceLength\": 2048}");
+
+	(void)state;
+	fingerprint(named_yaml, 0, 0, a);
+	fingerprint(json, 0, 0, b);
+	assert_string_not_equal(a, b);
+	free(json);
+}
+
+static void
+test_fingerprint_count_changes_it(void **state)
+{
+	char a[MF_FP_HEX], b[MF_FP_HEX];
+
+	(void)state;
+	fingerprint(named_yaml, 0, 1, a);
+	fingerprint(named_yaml, 0, 2, b);
+	assert_string_not_equal(a, b);
+}
+
+/* A fix admission applies and the same change written by hand are one
+ * job. */
+static void
+test_fingerprint_fix_as_written(void **state)
+{
+	char a[MF_FP_HEX], b[MF_FP_HEX], c[MF_FP_HEX];
+	char *json = inline_json("{\"precision\": \"bf16\", \"microBatch\": 2,"
+	                         " \"sequenceLength\": 4096,"
+	                         " \"gradientCheckpointing\": true}");
+
+	(void)state;
+	fingerprint(named_yaml, MF_FIXBIT(MF_FIX_CHECKPOINTING), 0, a);
+	fingerprint(json, 0, 0, b);
+	fingerprint(named_yaml, 0, 0, c);
+	assert_string_equal(a, b);
+	assert_string_not_equal(a, c);
+	free(json);
+}
+
+/* The canonical text names no job and holds the shape and the count. */
+static void
+test_fingerprint_canonical_text(void **state)
+{
+	struct mf_doc *doc = NULL;
+	struct mf_error err;
+	struct mf_job job;
+	struct mf_buf b;
+	struct mf_jw w;
+
+	(void)state;
+	assert_int_equal(mf_doc_parse(named_yaml, strlen(named_yaml),
+	                     MF_DOC_AUTO, &doc, &err),
+	    MF_OK);
+	assert_int_equal(mf_job_read(mf_doc_root(doc), "", models, &job, &err),
+	    MF_OK);
+	mf_buf_init(&b, 1 << 16);
+	mf_jw_init(&w, &b);
+	mf_fp_write(&w, NULL, &job, 0, 3);
+	assert_int_equal(mf_jw_finish(&w), MF_OK);
+	assert_non_null(strstr(b.data, "\"hidden\":4096"));
+	assert_non_null(strstr(b.data, "\"seq_len\":4096"));
+	assert_non_null(strstr(b.data, "\"count\":3"));
+	assert_null(strstr(b.data, "first"));
+	assert_null(strstr(b.data, "Llama"));
+	mf_buf_free(&b);
+	mf_doc_free(doc);
+}
+
+static void
+hex(const unsigned char *sum, char *out)
+{
+	for (int i = 0; i < 32; i++)
+		snprintf(out + 2 * i, 3, "%02x", sum[i]);
+}
+
+/* FIPS 180-4's examples, and one a block long past the padding's edge. */
+static void
+test_fingerprint_sha256_vectors(void **state)
+{
+	unsigned char sum[32];
+	char text[65], million[1000];
+	const char *two =
+	    "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
+
+	(void)state;
+	mf_fp_sha256("abc", 3, sum);
+	hex(sum, text);
+	assert_string_equal(text,
+	    "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+	mf_fp_sha256("", 0, sum);
+	hex(sum, text);
+	assert_string_equal(text,
+	    "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+	mf_fp_sha256(two, strlen(two), sum);
+	hex(sum, text);
+	assert_string_equal(text,
+	    "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+	memset(million, 'a', sizeof(million));
+	mf_fp_sha256(million, sizeof(million), sum);
+	hex(sum, text);
+	assert_string_equal(text,
+	    "41edece42d63e8d9bf515a9ba6932e1c20cbc9f5a5d134645adb5db1b9737ea3");
+}
+
+static void
+test_fingerprint_valid(void **state)
+{
+	(void)state;
+	assert_true(mf_fp_valid("0123456789abcdef0123456789abcdef"));
+	assert_false(mf_fp_valid("0123456789ABCDEF0123456789abcdef"));
+	assert_false(mf_fp_valid("0123456789abcdef0123456789abcde"));
+	assert_false(mf_fp_valid("0123456789abcdef0123456789abcdef0"));
+	assert_false(mf_fp_valid(""));
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_fingerprint_same_job_two_ways),
+		cmocka_unit_test(test_fingerprint_workload_field_changes_it),
+		cmocka_unit_test(test_fingerprint_count_changes_it),
+		cmocka_unit_test(test_fingerprint_fix_as_written),
+		cmocka_unit_test(test_fingerprint_canonical_text),
+		cmocka_unit_test(test_fingerprint_sha256_vectors),
+		cmocka_unit_test(test_fingerprint_valid),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
