@@ -9,17 +9,19 @@ BUILD   ?= build
 CC      ?= cc
 
 # The library needs libyaml; the fetcher of model configs adds libcurl;
-# the daemon adds libmicrohttpd and GnuTLS.  The tests read answers back with
+# the daemon adds libmicrohttpd and GnuTLS, and the store (store/, the
+# observations of design 23) SQLite.  The tests read answers back with
 # jansson, a JSON reader not written here (in PKGS, for make deps).
 LIBPKGS    = yaml-0.1
 FETCHPKGS  = libcurl
-DAEMONPKGS = libmicrohttpd $(FETCHPKGS) gnutls
+STOREPKGS  = sqlite3
+DAEMONPKGS = libmicrohttpd $(FETCHPKGS) gnutls $(STOREPKGS)
 CLIPKGS    = $(FETCHPKGS)
-PKGS     = libmicrohttpd yaml-0.1 jansson libcurl gnutls
+PKGS     = libmicrohttpd yaml-0.1 jansson libcurl gnutls sqlite3
 TESTPKGS = cmocka
 # Debian package for each pkg-config name, in the same order.
 DEBS     = libmicrohttpd-dev libyaml-dev libjansson-dev libcurl4-openssl-dev \
-           libgnutls28-dev
+           libgnutls28-dev libsqlite3-dev
 TESTDEBS = libcmocka-dev
 # Programs the tests run, as command:package.
 TOOLS    = python3:python3 curl:curl openssl:openssl clang-format:clang-format \
@@ -61,6 +63,7 @@ MODULES    = base doc fields model estimate fix manifest fingerprint place \
 LIB_SRC    = $(wildcard admission/*.c $(MODULES:%=admission/%/*.c) catalog/*.c)
 LIB_OBJ    = $(LIB_SRC:%.c=$(BUILD)/%.o)
 FETCH_OBJ  = $(patsubst %.c,$(BUILD)/%.o,$(wildcard fetch/*.c))
+STORE_OBJ  = $(patsubst %.c,$(BUILD)/%.o,$(wildcard store/*.c))
 DAEMON_OBJ = $(patsubst %.c,$(BUILD)/%.o,$(filter-out daemon/main.c,$(wildcard daemon/*.c)))
 CLI_OBJ    = $(patsubst %.c,$(BUILD)/%.o,$(wildcard cli/*.c))
 HARNESS_OBJ = $(BUILD)/tests/integration/harness.o
@@ -70,6 +73,7 @@ UNIT       = $(patsubst tests/unit/%.c,$(BUILD)/%,$(wildcard tests/unit/test_*.c
 INTEG      = $(patsubst tests/integration/%.c,$(BUILD)/%,$(wildcard tests/integration/it_*.c))
 LIB        = $(BUILD)/libmemfloor.a
 FLIB       = $(BUILD)/libmffetch.a
+SLIB       = $(BUILD)/libmfstore.a
 DLIB       = $(BUILD)/libmemfloord.a
 FUZZ       = $(patsubst tests/fuzz/%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 DEPSTAMP   = $(BUILD)/.deps
@@ -108,10 +112,11 @@ $(DEPSTAMP):
 	@mkdir -p $(@D) && touch $@
 
 $(BUILD)/fetch/%.o: MODPKGS = $(LIBPKGS) $(FETCHPKGS)
+$(BUILD)/store/%.o: MODPKGS = $(LIBPKGS) $(STOREPKGS)
 $(BUILD)/daemon/%.o: MODPKGS = $(LIBPKGS) $(DAEMONPKGS)
 $(BUILD)/cli/%.o: MODPKGS = $(LIBPKGS) $(CLIPKGS)
 $(BUILD)/tests/%.o: MODPKGS = $(PKGS) $(TESTPKGS)
-$(BUILD)/tests/%.o: CPPFLAGS += -Itests/lib -Idaemon -Ifetch
+$(BUILD)/tests/%.o: CPPFLAGS += -Itests/lib -Idaemon -Ifetch -Istore
 
 $(BUILD)/%.o: %.c | $(DEPSTAMP)
 	@mkdir -p $(@D)
@@ -136,18 +141,21 @@ $(LIB): $(LIB_OBJ)
 $(FLIB): $(FETCH_OBJ)
 	rm -f $@ && $(AR) rcs $@ $^
 
+$(SLIB): $(STORE_OBJ)
+	rm -f $@ && $(AR) rcs $@ $^
+
 $(DLIB): $(DAEMON_OBJ)
 	rm -f $@ && $(AR) rcs $@ $^
 
-$(BUILD)/memfloord: $(BUILD)/daemon/main.o $(DLIB) $(FLIB) $(LIB)
+$(BUILD)/memfloord: $(BUILD)/daemon/main.o $(DLIB) $(SLIB) $(FLIB) $(LIB)
 	$(CC) $(CFLAGS) -o $@ $^ $(DAEMON_LIBS)
 
 # The command line fetches a configUrl with the fetcher the daemon uses.
 $(BUILD)/memfloor: $(CLI_OBJ) $(FLIB) $(LIB)
 	$(CC) $(CFLAGS) -o $@ $^ $(CLI_LIBS)
 
-$(BUILD)/test_%: $(BUILD)/tests/unit/test_%.o $(FILTER_OBJ) $(DLIB) $(FLIB) \
-    $(LIB)
+$(BUILD)/test_%: $(BUILD)/tests/unit/test_%.o $(FILTER_OBJ) $(DLIB) $(SLIB) \
+    $(FLIB) $(LIB)
 	$(CC) $(CFLAGS) -o $@ $^ $(TEST_LDFLAGS) $(LDLIBS) $(TEST_LIBS)
 
 # test_api fails allocations one by one: it counts them itself.
@@ -155,7 +163,7 @@ $(BUILD)/test_api: TEST_LDFLAGS = \
   -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=strdup,--wrap=free
 
 $(BUILD)/it_%: $(BUILD)/tests/integration/it_%.o $(HARNESS_OBJ) $(FILTER_OBJ) \
-    $(DLIB) $(FLIB) $(LIB)
+    $(DLIB) $(SLIB) $(FLIB) $(LIB)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS) $(TEST_LIBS)
 
 $(BUILD)/bench_%: $(BUILD)/tests/bench/bench_%.o $(LIB)
@@ -304,7 +312,7 @@ FUZZ_SECONDS ?= 60
 FUZZ_CC      ?= clang
 FUZZ_FLAGS    = -g -O1 -fsanitize=fuzzer,address,undefined \
                 -fno-sanitize-recover=all $(CPPFLAGS) -Itests/lib -Idaemon \
-                -Ifetch -std=c11
+                -Ifetch -Istore -std=c11
 fuzz: $(DEPSTAMP)
 	@echo 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n)' \
 	  '{ (void)d; (void)n; return 0; }' > build/fuzzcheck.c
@@ -322,7 +330,7 @@ fuzz: $(DEPSTAMP)
 	@set -e; for f in $(FUZZ); do \
 	  echo "== $$f ($(FUZZ_SECONDS) s)"; \
 	  $(FUZZ_CC) $(FUZZ_FLAGS) $(PKG_CFLAGS) -o build/fuzz/$$f tests/fuzz/$$f.c \
-	    $(LIB_SRC) $(wildcard fetch/*.c) \
+	    $(LIB_SRC) $(wildcard fetch/*.c) $(wildcard store/*.c) \
 	    $(filter-out daemon/main.c,$(wildcard daemon/*.c)) \
 	    $(PKG_LIBS) -lm -pthread; \
 	  name=$${f#fuzz_}; mkdir -p build/fuzz/$$name; \
@@ -346,7 +354,7 @@ fuzz: $(DEPSTAMP)
 	done
 
 PRODUCT = $(wildcard admission/*.[ch] $(MODULES:%=admission/%/*.[ch]) \
-            catalog/*.[ch] fetch/*.[ch] daemon/*.[ch] cli/*.c)
+            catalog/*.[ch] fetch/*.[ch] store/*.[ch] daemon/*.[ch] cli/*.c)
 SOURCES = $(PRODUCT) $(wildcard tests/*/*.[ch])
 # clang-format, the banned calls, the layers' include rules, no include
 # cycle and no product file over 1,200 lines (tests/lib/layers.py), and an

@@ -6,17 +6,20 @@ MAX_LINES.
     layers.py [-v]       (from the top of the tree)
 
 The layers, lowest first: the library (admission/ and catalog/, one
-library, build/libmemfloor.a), the fetcher (fetch/, build/libmffetch.a),
-then the daemon (daemon/) and the command line (cli/), which are apart.
-A file includes only from its own layer and the ones below it:
+library, build/libmemfloor.a), the fetcher (fetch/, build/libmffetch.a)
+and the store (store/, build/libmfstore.a), which are apart, then the
+daemon (daemon/) and the command line (cli/), which are apart.  A file
+includes only from its own layer and the ones below it:
 
-  admission/, catalog/   nothing from fetch/, daemon/ or cli/
-  fetch/                 nothing from daemon/ or cli/
+  admission/, catalog/   nothing from fetch/, store/, daemon/ or cli/
+  fetch/                 nothing from store/, daemon/ or cli/
+  store/                 nothing from fetch/, daemon/ or cli/
   daemon/                nothing from cli/
-  cli/                   nothing from daemon/
+  cli/                   nothing from daemon/ or store/
 
 and the system headers its layer's packages give (the library no HTTP,
-curl or TLS header, the fetcher no HTTP or TLS header).
+curl, TLS, SQLite or PostgreSQL header, the fetcher no HTTP, TLS or
+database header, the store no HTTP, curl or TLS header).
 
 Within the library each folder is a module: each folder of admission/
 (admission/doc, admission/estimate, ...), admission/ itself for the files
@@ -38,13 +41,21 @@ import os
 import re
 import sys
 
-DIRS = ["admission", "catalog", "fetch", "daemon", "cli"]
-LAYER = {"admission": 0, "catalog": 0, "fetch": 1, "daemon": 2, "cli": 2}
+DIRS = ["admission", "catalog", "fetch", "store", "daemon", "cli"]
+LAYER = {"admission": 0, "catalog": 0, "fetch": 1, "store": 1, "daemon": 2,
+         "cli": 2}
+# What a folder may not include although its layer is above it: the
+# command line links no store.
+APART = {"cli": ("store",)}
 SEARCH = ["admission", "catalog"]  # the -I of every product object
-# System headers a layer may not include: its packages do not give them.
+# System headers a folder may not include: its packages do not give them.
+DATABASES = ("sqlite3.h", "libpq-fe.h", "postgresql/")
 BANNED = {
-    0: ("microhttpd.h", "curl/", "gnutls/"),
-    1: ("microhttpd.h", "gnutls/"),
+    "admission": ("microhttpd.h", "curl/", "gnutls/") + DATABASES,
+    "catalog": ("microhttpd.h", "curl/", "gnutls/") + DATABASES,
+    "fetch": ("microhttpd.h", "gnutls/") + DATABASES,
+    "store": ("microhttpd.h", "curl/", "gnutls/"),
+    "cli": DATABASES,
 }
 # Headers private to one folder: what the files of a module share;
 # base/internal.h is what the library's modules share.
@@ -57,6 +68,7 @@ PRIVATE = {
     "admission/doc/doc_scan.h": ("admission/doc",),
     "admission/review/review_int.h": ("admission/review",),
     "admission/place/place_int.h": ("admission/place",),
+    "store/store_int.h": ("store",),
 }
 # The most lines a product source file may have.
 MAX_LINES = 1200
@@ -137,10 +149,11 @@ def main(argv):
             where = f"{path}:{line}: #include {kind}{name}" + \
                 ('"' if kind == '"' else ">")
             if kind == "<":
-                for bad in BANNED.get(layer, ()):
+                for bad in BANNED.get(folder, ()):
                     if name.startswith(bad):
                         problems.append(f"{where}: the {folder}/ layer does "
                                         f"not use {bad}")
+                        break
                 continue
             target = resolve(path, name)
             if target is None:
@@ -152,8 +165,9 @@ def main(argv):
                 problems.append(f"{where}: {target} is no product file")
                 continue
             tlayer = LAYER[tfolder]
-            if tlayer > layer or (tlayer == layer and tlayer == 2 and
-                                  tfolder != folder):
+            if tlayer > layer or (tlayer == layer and tlayer >= 1 and
+                                  tfolder != folder) or \
+                    tfolder in APART.get(folder, ()):
                 problems.append(f"{where}: {folder}/ includes nothing from "
                                 f"{tfolder}/")
             owners = PRIVATE.get(target)

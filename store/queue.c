@@ -1,0 +1,178 @@
+/*
+ * queue.c: admissions, recorded off the answer's path: a request thread
+ * appends to a list and returns; the writer thread commits what the list
+ * holds in one transaction and takes it off the list after.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../admission/base/str.h"
+#include "store_int.h"
+
+int
+mf_store_admitted(struct mf_store *s, const char *fingerprint, char *job,
+    const char *card, int64_t count)
+{
+	struct pending *p;
+
+	if (s == NULL || (p = calloc(1, sizeof(*p))) == NULL) {
+		free(job);
+		if (s != NULL)
+			atomic_fetch_add(&s->dropped, 1);
+		return -1;
+	}
+	mf_copy(p->fingerprint, sizeof(p->fingerprint), fingerprint);
+	mf_copy(p->card, sizeof(p->card), card);
+	p->job = job;
+	p->count = count;
+	p->at = (int64_t)time(NULL);
+	pthread_mutex_lock(&s->lock);
+	if (s->queued >= MF_STORE_QUEUE_MAX || s->stop) {
+		pthread_mutex_unlock(&s->lock);
+		atomic_fetch_add(&s->dropped, 1);
+		free(p->job);
+		free(p);
+		return -1;
+	}
+	if (s->tail != NULL)
+		s->tail->next = p;
+	else
+		s->head = p;
+	s->tail = p;
+	s->queued++;
+	s->enqueued++;
+	pthread_cond_signal(&s->wake);
+	pthread_mutex_unlock(&s->lock);
+	return 0;
+}
+
+/* Commit first..last (n entries) in one transaction. */
+static void
+write_batch(struct mf_store *s, struct pending *first,
+    const struct pending *last, size_t n)
+{
+	int failed = 0;
+
+	pthread_mutex_lock(&s->db_lock);
+	if (mf_store_exec(s, "BEGIN IMMEDIATE") != 0) {
+		pthread_mutex_unlock(&s->db_lock);
+		atomic_fetch_add(&s->dropped, n);
+		return;
+	}
+	for (const struct pending *p = first;; p = p->next) {
+		failed |= mf_store_write_admission(s, p) != 0;
+		if (p == last)
+			break;
+	}
+	if (failed || mf_store_exec(s, "COMMIT") != 0) {
+		mf_store_exec(s, "ROLLBACK");
+		atomic_fetch_add(&s->dropped, n);
+	}
+	pthread_mutex_unlock(&s->db_lock);
+}
+
+static void
+free_batch(struct pending *first, const struct pending *last)
+{
+	struct pending *p = first, *next;
+
+	for (;;) {
+		int end = p == last;
+
+		next = p->next;
+		free(p->job);
+		free(p);
+		if (end)
+			break;
+		p = next;
+	}
+}
+
+static void *
+writer(void *arg)
+{
+	struct mf_store *s = arg;
+	struct pending *first, *last;
+	size_t n;
+
+	pthread_mutex_lock(&s->lock);
+	for (;;) {
+		while (s->head == NULL && !s->stop)
+			pthread_cond_wait(&s->wake, &s->lock);
+		if (s->head == NULL)
+			break;
+		first = s->head;
+		last = s->tail;
+		n = s->queued;
+		pthread_mutex_unlock(&s->lock);
+		write_batch(s, first, last, n);
+		pthread_mutex_lock(&s->lock);
+		s->head = last->next;
+		if (s->head == NULL)
+			s->tail = NULL;
+		s->queued -= n;
+		s->written += n;
+		pthread_cond_broadcast(&s->done);
+		pthread_mutex_unlock(&s->lock);
+		free_batch(first, last);
+		pthread_mutex_lock(&s->lock);
+	}
+	pthread_mutex_unlock(&s->lock);
+	return NULL;
+}
+
+int
+mf_store_queue_start(struct mf_store *s)
+{
+	if (pthread_create(&s->writer, NULL, writer, s) != 0)
+		return -1;
+	s->writer_running = 1;
+	return 0;
+}
+
+void
+mf_store_queue_stop(struct mf_store *s)
+{
+	if (!s->writer_running)
+		return;
+	pthread_mutex_lock(&s->lock);
+	s->stop = 1;
+	pthread_cond_signal(&s->wake);
+	pthread_mutex_unlock(&s->lock);
+	pthread_join(s->writer, NULL);
+	s->writer_running = 0;
+}
+
+void
+mf_store_flush(struct mf_store *s)
+{
+	uint64_t target;
+
+	if (s == NULL)
+		return;
+	pthread_mutex_lock(&s->lock);
+	target = s->enqueued;
+	while (s->written < target && s->writer_running)
+		pthread_cond_wait(&s->done, &s->lock);
+	pthread_mutex_unlock(&s->lock);
+}
+
+uint64_t
+mf_store_dropped(struct mf_store *s)
+{
+	return s ? atomic_load(&s->dropped) : 0;
+}
+
+int
+mf_store_knows_queued(struct mf_store *s, const char *fingerprint)
+{
+	int found = 0;
+
+	pthread_mutex_lock(&s->lock);
+	for (const struct pending *p = s->head; p != NULL && !found;
+	     p = p->next)
+		found = strcmp(p->fingerprint, fingerprint) == 0;
+	pthread_mutex_unlock(&s->lock);
+	return found;
+}

@@ -1,0 +1,305 @@
+/*
+ * test_store.c: the store of observations (design 23) on a file of its
+ * own: made and migrated, observations added, listed and taken back,
+ * admissions recorded through the queue, the file reopened; and files
+ * that are not memfloor's refused and left as they were.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include <sqlite3.h>
+
+#include "store.h"
+#include "files.h"
+#include "msg.h"
+
+#define FP_A "0123456789abcdef0123456789abcdef"
+#define FP_B "fedcba9876543210fedcba9876543210"
+
+struct scratch {
+	char dir[64];
+	char path[128];
+};
+
+static int
+setup(void **state)
+{
+	struct scratch *s = calloc(1, sizeof(*s));
+
+	if (s == NULL)
+		return -1;
+	snprintf(s->dir, sizeof(s->dir), "/tmp/mf-store.XXXXXX");
+	if (mkdtemp(s->dir) == NULL)
+		return -1;
+	snprintf(s->path, sizeof(s->path), "%s/store.db", s->dir);
+	*state = s;
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	struct scratch *s = *state;
+	char p[160];
+	static const char *const suffix[] = { "", "-wal", "-shm", "-journal" };
+
+	for (size_t i = 0; i < sizeof(suffix) / sizeof(suffix[0]); i++) {
+		snprintf(p, sizeof(p), "%s%s", s->path, suffix[i]);
+		unlink(p);
+	}
+	rmdir(s->dir);
+	free(s);
+	return 0;
+}
+
+static struct mf_store *
+open_ok(const char *path)
+{
+	struct mf_store *st = NULL;
+	struct mf_error err;
+
+	memset(&err, 0, sizeof(err));
+	if (mf_store_open(path, &st, &err) != MF_OK)
+		fail_msg("open %s: %s", path, MSG(&err));
+	return st;
+}
+
+static struct mf_observation
+observation(const char *fp, int64_t peak)
+{
+	struct mf_observation o;
+
+	memset(&o, 0, sizeof(o));
+	snprintf(o.fingerprint, sizeof(o.fingerprint), "%s", fp);
+	snprintf(o.card, sizeof(o.card), "H100");
+	snprintf(o.source, sizeof(o.source), "torch");
+	o.count = 2;
+	o.peak_reserved = peak;
+	o.peak_allocated = -1;
+	o.device_used = -1;
+	o.tokens_per_second = 1500.5;
+	o.step_seconds = -1;
+	o.tokens_per_step = -1;
+	return o;
+}
+
+static int64_t
+pragma(const char *path, const char *sql)
+{
+	sqlite3 *db;
+	sqlite3_stmt *st;
+	int64_t v = -1;
+
+	assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL),
+	    SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		v = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	return v;
+}
+
+static void
+test_store_made_and_migrated(void **state)
+{
+	struct scratch *s = *state;
+	struct mf_store *st = open_ok(s->path);
+
+	mf_store_close(st);
+	assert_int_equal(pragma(s->path, "PRAGMA user_version"),
+	    MF_STORE_SCHEMA);
+	assert_int_equal(pragma(s->path, "PRAGMA application_id"), 0x6d666c72);
+	/* Opened again, it is migrated no further and still memfloor's. */
+	st = open_ok(s->path);
+	mf_store_close(st);
+	assert_int_equal(pragma(s->path,
+	                     "SELECT count(*) FROM sqlite_master WHERE type = "
+	                     "'table' AND name IN ('observations', "
+	                     "'admissions')"),
+	    2);
+}
+
+static void
+test_store_add_list_delete(void **state)
+{
+	struct scratch *s = *state;
+	struct mf_store *st = open_ok(s->path);
+	struct mf_observation a = observation(FP_A, 1000), b, *list = NULL;
+	struct mf_error err;
+	size_t n = 0;
+
+	b = observation(FP_A, 2000);
+	assert_int_equal(mf_store_add(st, &a, &err), MF_OK);
+	assert_int_equal(mf_store_add(st, &b, &err), MF_OK);
+	assert_true(b.id > a.id && a.id > 0);
+	assert_true(a.created_at > 0);
+	assert_int_equal(mf_store_list(st, FP_A, 100, &list, &n, &err), MF_OK);
+	assert_int_equal(n, 2);
+	assert_int_equal(list[0].id, a.id);
+	assert_int_equal(list[1].peak_reserved, 2000);
+	assert_int_equal(list[0].peak_allocated, -1);
+	assert_true(list[0].tokens_per_second == 1500.5);
+	assert_true(list[0].step_seconds < 0);
+	assert_string_equal(list[0].card, "H100");
+	assert_string_equal(list[0].source, "torch");
+	free(list);
+	assert_int_equal(mf_store_list(st, FP_B, 100, &list, &n, &err), MF_OK);
+	assert_int_equal(n, 0);
+	free(list);
+	assert_int_equal(mf_store_delete(st, a.id, &err), MF_OK);
+	assert_int_equal(mf_store_delete(st, a.id, &err), MF_ENOTFOUND);
+	mf_store_close(st);
+	/* What was acknowledged is there when the file is opened again. */
+	st = open_ok(s->path);
+	assert_int_equal(mf_store_list(st, FP_A, 100, &list, &n, &err), MF_OK);
+	assert_int_equal(n, 1);
+	assert_int_equal(list[0].id, b.id);
+	free(list);
+	mf_store_close(st);
+}
+
+static char *
+text_copy(const char *t)
+{
+	char *p = malloc(strlen(t) + 1);
+
+	assert_non_null(p);
+	memcpy(p, t, strlen(t) + 1);
+	return p;
+}
+
+static void
+test_store_admissions_through_the_queue(void **state)
+{
+	struct scratch *s = *state;
+	struct mf_store *st = open_ok(s->path);
+	char *job;
+
+	assert_int_equal(mf_store_knows(st, FP_A), 0);
+	assert_int_equal(mf_store_admitted(st, FP_A, text_copy("{\"v\":1}"),
+	                     "H100", 2),
+	    0);
+	/* Known at once, whether or not the writer has been. */
+	assert_int_equal(mf_store_knows(st, FP_A), 1);
+	assert_int_equal(mf_store_admitted(st, FP_A, text_copy("{\"v\":2}"),
+	                     "H100", 2),
+	    0);
+	mf_store_flush(st);
+	job = mf_store_job(st, FP_A);
+	assert_non_null(job);
+	assert_string_equal(job, "{\"v\":2}");
+	free(job);
+	assert_null(mf_store_job(st, FP_B));
+	assert_int_equal(mf_store_dropped(st), 0);
+	/* Queued, then closed: close writes what the queue holds. */
+	assert_int_equal(mf_store_admitted(st, FP_B, text_copy("{}"), "A100",
+	                     1),
+	    0);
+	mf_store_close(st);
+	st = open_ok(s->path);
+	assert_int_equal(mf_store_knows(st, FP_B), 1);
+	assert_int_equal(
+	    pragma(s->path, "SELECT times FROM admissions WHERE card = 'H100'"),
+	    2);
+	mf_store_close(st);
+	assert_int_equal(mf_store_admitted(NULL, FP_A, text_copy("{}"), "H100",
+	                     1),
+	    -1);
+}
+
+/* path, written with data, is refused naming it and left as it was. */
+static void
+refused(const char *path, const char *want)
+{
+	struct mf_store *st = NULL;
+	struct mf_error err;
+	char *before, *after;
+	size_t n0 = 0, n1 = 0;
+
+	before = slurp(path, &n0);
+	assert_non_null(before);
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(mf_store_open(path, &st, &err), MF_EINVAL);
+	assert_null(st);
+	assert_non_null(strstr(MSG(&err), path));
+	assert_non_null(strstr(MSG(&err), want));
+	after = slurp(path, &n1);
+	assert_non_null(after);
+	assert_int_equal(n0, n1);
+	assert_memory_equal(before, after, n0);
+	free(before);
+	free(after);
+}
+
+static void
+test_store_refuses_a_file_not_sqlite(void **state)
+{
+	struct scratch *s = *state;
+	FILE *f = fopen(s->path, "w");
+
+	assert_non_null(f);
+	fputs("observations: none\n", f);
+	fclose(f);
+	refused(s->path, "not an SQLite database");
+}
+
+static void
+test_store_refuses_another_database(void **state)
+{
+	struct scratch *s = *state;
+	sqlite3 *db;
+
+	assert_int_equal(sqlite3_open(s->path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db,
+	                     "CREATE TABLE accounts (name TEXT);"
+	                     "INSERT INTO accounts VALUES ('alice')",
+	                     NULL, NULL, NULL),
+	    SQLITE_OK);
+	sqlite3_close(db);
+	refused(s->path, "not a memfloor store");
+}
+
+static void
+test_store_refuses_a_newer_schema(void **state)
+{
+	struct scratch *s = *state;
+	struct mf_store *st = open_ok(s->path);
+	sqlite3 *db;
+
+	mf_store_close(st);
+	assert_int_equal(sqlite3_open(s->path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, "PRAGMA user_version = 99", NULL,
+	                     NULL, NULL),
+	    SQLITE_OK);
+	sqlite3_close(db);
+	refused(s->path, "newer");
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_store_made_and_migrated,
+		    setup, teardown),
+		cmocka_unit_test_setup_teardown(test_store_add_list_delete,
+		    setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_store_admissions_through_the_queue, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_store_refuses_a_file_not_sqlite, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_store_refuses_another_database, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_store_refuses_a_newer_schema, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
