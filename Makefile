@@ -169,10 +169,18 @@ $(BUILD)/it_%: $(BUILD)/tests/integration/it_%.o $(HARNESS_OBJ) $(FILTER_OBJ) \
 $(BUILD)/bench_%: $(BUILD)/tests/bench/bench_%.o $(LIB)
 	$(CC) $(CFLAGS) -o $@ $^ $(LIB_LIBS)
 
-# make run LISTEN=0.0.0.0:9090 listens elsewhere.
+# make run LISTEN=0.0.0.0:9090 listens elsewhere.  Observations (design
+# 23) are kept in $(BUILD)/memfloor.db; writing them takes the token in
+# $(BUILD)/observe-token, made (random, mode 0600) when there is none.
 LISTEN ?= 127.0.0.1:8080
+OBSERVE_TOKEN = $(BUILD)/observe-token
 run: all
-	$(BUILD)/memfloord -d -l $(LISTEN) -f catalog/gpus.yaml -m catalog/models
+	@[ -s $(OBSERVE_TOKEN) ] || (umask 077 && \
+	  od -An -N24 -tx1 /dev/urandom | tr -d ' \n' > $(OBSERVE_TOKEN) && \
+	  echo >> $(OBSERVE_TOKEN))
+	@echo "run: observations take 'Authorization: Bearer $$(cat $(OBSERVE_TOKEN))' ($(OBSERVE_TOKEN))"
+	$(BUILD)/memfloord -d -l $(LISTEN) -f catalog/gpus.yaml -m catalog/models \
+	  --store $(BUILD)/memfloor.db --observe-token-file $(OBSERVE_TOKEN)
 
 # Integration tests find the programs through MEMFLOORD / MEMFLOOR, the
 # shipped data through MF_TOP and the Python venv of the full tier's

@@ -33,6 +33,7 @@ usage(FILE *f)
 	    "                 [--model-host HOST] [--log-format text|json]\n"
 	    "                 [--request-timeout SECONDS] "
 	    "[--max-conns-per-ip N] [--max-body-memory BYTES]\n"
+	    "                 [--store FILE] [--observe-token-file FILE]\n"
 	    "       memfloord --version\n");
 }
 
@@ -108,6 +109,8 @@ enum {
 	O_TIMEOUT,
 	O_PERIP,
 	O_BODYMEM,
+	O_STORE,
+	O_TOKENS,
 	O_VERSION
 };
 
@@ -211,6 +214,8 @@ parse_args(int argc, char **argv, struct mfd_config *cfg)
 		{ "request-timeout", required_argument, NULL, O_TIMEOUT },
 		{ "max-conns-per-ip", required_argument, NULL, O_PERIP },
 		{ "max-body-memory", required_argument, NULL, O_BODYMEM },
+		{ "store", required_argument, NULL, O_STORE },
+		{ "observe-token-file", required_argument, NULL, O_TOKENS },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, O_VERSION },
 		{ NULL, 0, NULL, 0 },
@@ -243,6 +248,12 @@ parse_args(int argc, char **argv, struct mfd_config *cfg)
 			break;
 		case O_KEY:
 			cfg->tls_key = optarg;
+			break;
+		case O_STORE:
+			cfg->store_path = optarg;
+			break;
+		case O_TOKENS:
+			cfg->observe_tokens = optarg;
 			break;
 		case O_LOGFMT:
 			takes = "text or json";
@@ -384,7 +395,7 @@ check(const struct mfd_config *cfg)
 	if (mf_fetch_init(cfg->model_hosts, cfg->nmodel_hosts, fetch_log) != 0)
 		return -1;
 	mf_fetch_fini();
-	return 0;
+	return mfd_obs_check(cfg);
 }
 
 static int
@@ -399,7 +410,12 @@ start(const struct mfd_config *cfg)
 	if (mfd_state_watch() != 0)
 		mfd_log(MFD_WARN, "cannot watch %s; reload with SIGHUP",
 		    cfg->catalog_path);
+	if (mfd_obs_start(cfg) != 0) {
+		mf_fetch_fini();
+		return -1;
+	}
 	if (mfd_server_start(cfg) != 0) {
+		mfd_obs_stop();
 		mf_fetch_fini();
 		return -1;
 	}
@@ -423,6 +439,7 @@ wait_signals(sigset_t *set)
 		mfd_log(MFD_INFO, "%s: draining requests in flight",
 		    strsignal(sig));
 		mfd_server_stop();
+		mfd_obs_stop();
 		mf_fetch_fini();
 		mfd_log(MFD_INFO, "stopped");
 		return;
@@ -455,6 +472,11 @@ main(int argc, char **argv)
 		rc = check(&cfg);
 		if (rc == 0)
 			printf("configuration OK\n");
+		goto out;
+	}
+	/* A --store that is not memfloor's stops it here, said on stderr. */
+	if (mfd_obs_check(&cfg) != 0) {
+		rc = 1;
 		goto out;
 	}
 	notify = cfg.foreground ? -1 : detach();

@@ -46,6 +46,10 @@ struct mfd_config {
 	int check_only;
 	int verbose;
 	int log_json;
+	/* --store FILE: where observations are kept (design 23); NULL: not
+	 * kept.  --observe-token-file: the bearer tokens that write them. */
+	const char *store_path;
+	const char *observe_tokens;
 };
 
 enum mfd_level { MFD_ERROR, MFD_WARN, MFD_INFO, MFD_DEBUG };
@@ -99,6 +103,8 @@ enum mfd_route {
 	MFD_R_READYZ,
 	MFD_R_METRICS,
 	MFD_R_PAGE,
+	MFD_R_OBSERVATIONS, /* GET and POST /v1/observations */
+	MFD_R_OBSERVATION,  /* DELETE /v1/observations/ID */
 	MFD_R_OTHER,
 	MFD_R_COUNT
 };
@@ -176,6 +182,42 @@ void mfd_page(const char *path, struct mf_answer *ans);
 /* The headers every answer of the page's routes carries: the
  * Content-Security-Policy that keeps every request on the origin. */
 void mfd_page_headers(struct MHD_Response *resp);
+
+/*
+ * The observations (observe.c, design 23).  mfd_obs_check opens the
+ * store and reads the token file and closes them again (-n, and before
+ * the daemon detaches, so that a bad --store stops it with the reason on
+ * stderr); mfd_obs_start opens them for service (after it detaches: the
+ * store has a writer thread).  -1, logged, when the store is not
+ * memfloor's (it is left as it is) or the token file cannot be read.
+ */
+int mfd_obs_check(const struct mfd_config *cfg);
+int mfd_obs_start(const struct mfd_config *cfg);
+/* Write what is queued and close the store. */
+void mfd_obs_stop(void);
+/* An admission's record (ans->placed, taken) queued for the store; the
+ * caller does not wait. */
+void mfd_obs_admitted(struct mf_answer *ans);
+/*
+ * The routes: each fills ans and returns the HTTP status (201 with the
+ * id and fingerprint, 200 with the list, 204; 400 naming the field, 401
+ * without a bearer token, 403 with a wrong one, 404 without --store or
+ * for an unknown id, 503 when the store fails).  auth is the
+ * Authorization header, or NULL.
+ */
+int mfd_obs_post(const char *auth, const char *body, size_t len,
+    enum mf_doc_format fmt, enum mf_output out, struct mf_answer *ans);
+int mfd_obs_list(const char *fingerprint, enum mf_output out,
+    struct mf_answer *ans);
+int mfd_obs_delete(const char *auth, const char *id, enum mf_output out,
+    struct mf_answer *ans);
+
+/* Accept (NULL: none): text/plain, YAML or JSON, whichever is listed
+ * first; JSON by default. */
+enum mf_output mfd_negotiate(const char *accept);
+/* The body's format from Content-Type (NULL: sniffed); -1 for a type
+ * refused (415), as is any but JSON when json_only. */
+int mfd_body_format(const char *ctype, int json_only);
 
 /* Check --listen and the TLS files without serving; -1 (logged) if bad. */
 int mfd_server_check(const struct mfd_config *cfg);

@@ -5,8 +5,8 @@
 #include "../admission/base/buf.h"
 #include "memfloord.h"
 
-static const int codes[] = { 200, 400, 403, 404, 405, 411, 413, 415, 499, 500,
-	501, 502, 503 };
+static const int codes[] = { 200, 201, 204, 400, 401, 403, 404, 405, 411, 413,
+	415, 499, 500, 501, 502, 503 };
 #define NCODES (sizeof(codes) / sizeof(codes[0]))
 #define CODE_OTHER NCODES
 
@@ -41,6 +41,8 @@ static const char *const routes[MFD_R_COUNT] = {
 	"/readyz",
 	"/metrics",
 	"/",
+	"/v1/observations",
+	"/v1/observations/ID",
 	"other",
 };
 

@@ -41,7 +41,16 @@
 /* Seconds a client refused for the body budget is told to wait. */
 #define RETRY_AFTER "1"
 
-enum body { BODY_NONE, BODY_MANIFEST, BODY_TEXT, BODY_REVIEW };
+/* BODY_NONE: GET (and HEAD); BODY_OBSERVATION: GET, or POST with a
+ * body; BODY_DELETE: DELETE; else POST with this body. */
+enum body {
+	BODY_NONE,
+	BODY_MANIFEST,
+	BODY_TEXT,
+	BODY_REVIEW,
+	BODY_OBSERVATION,
+	BODY_DELETE
+};
 
 struct request;
 typedef void (*handler_fn)(struct request *r, struct MHD_Connection *c,
@@ -50,7 +59,7 @@ typedef void (*handler_fn)(struct request *r, struct MHD_Connection *c,
 struct route {
 	const char *path;
 	enum mfd_route id;
-	enum body body; /* BODY_NONE: GET, else POST with this body */
+	enum body body; /* the methods it takes, and its body */
 	handler_fn fn;
 	mf_api_call call; /* what do_api runs for a POST route */
 	int phased;       /* an admit or an estimate: read, fetch, decide */
@@ -207,6 +216,27 @@ do_page(struct request *r, struct MHD_Connection *c, struct mf_answer *ans)
 	mfd_page(r->path, ans);
 }
 
+/* The observations (observe.c): the status is the route's own. */
+static void
+do_observations(struct request *r, struct MHD_Connection *c,
+    struct mf_answer *ans)
+{
+	const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+	    MHD_HTTP_HEADER_AUTHORIZATION);
+
+	if (r->route->body == BODY_DELETE)
+		r->early = mfd_obs_delete(auth,
+		    r->path + strlen(r->route->path), r->out, ans);
+	else if (strcmp(r->method, "POST") == 0)
+		r->early = mfd_obs_post(auth, r->body.data, r->body.len, r->fmt,
+		    r->out, ans);
+	else
+		r->early =
+		    mfd_obs_list(MHD_lookup_connection_value(c,
+		                     MHD_GET_ARGUMENT_KIND, "fingerprint"),
+		        r->out, ans);
+}
+
 static const struct route routes[] = {
 	{ "/v1/admit", MFD_R_ADMIT, BODY_MANIFEST, NULL, NULL, 1,
 	    MF_CALL_ADMIT },
@@ -222,6 +252,11 @@ static const struct route routes[] = {
 	{ "/healthz", MFD_R_HEALTHZ, BODY_NONE, do_healthz, NULL, 0, 0 },
 	{ "/readyz", MFD_R_READYZ, BODY_NONE, do_readyz, NULL, 0, 0 },
 	{ "/metrics", MFD_R_METRICS, BODY_NONE, do_metrics, NULL, 0, 0 },
+	{ "/v1/observations", MFD_R_OBSERVATIONS, BODY_OBSERVATION,
+	    do_observations, NULL, 0, 0 },
+	/* A path that goes on past it: /v1/observations/ID. */
+	{ "/v1/observations/", MFD_R_OBSERVATION, BODY_DELETE, do_observations,
+	    NULL, 0, 0 },
 	{ "/", MFD_R_PAGE, BODY_NONE, do_page, NULL, 0, 0 },
 	{ "/page.js", MFD_R_PAGE, BODY_NONE, do_page, NULL, 0, 0 },
 	{ "/page.css", MFD_R_PAGE, BODY_NONE, do_page, NULL, 0, 0 },
@@ -233,86 +268,6 @@ static const char *
 header(struct MHD_Connection *c, const char *name)
 {
 	return MHD_lookup_connection_value(c, MHD_HEADER_KIND, name);
-}
-
-/* Where in list (lower-cased) the media type t appears whole; -1 if not. */
-static long
-media_pos(const char *list, const char *t)
-{
-	size_t n = strlen(t);
-
-	for (const char *p = list; (p = strstr(p, t)) != NULL; p += n)
-		if ((p == list || strchr(" ,", p[-1])) &&
-		    strchr(" ,;", p[n]) != NULL)
-			return p - list;
-	return -1;
-}
-
-/* Accept: text/plain, YAML or JSON, whichever is listed first. */
-static enum mf_output
-negotiate(struct MHD_Connection *c)
-{
-	static const struct {
-		const char *type;
-		enum mf_output out;
-	} types[] = { { "text/plain", MF_OUT_TEXT },
-		{ "application/yaml", MF_OUT_YAML },
-		{ "application/x-yaml", MF_OUT_YAML },
-		{ "text/yaml", MF_OUT_YAML },
-		{ "application/json", MF_OUT_JSON } };
-	const char *h = header(c, MHD_HTTP_HEADER_ACCEPT);
-	enum mf_output out = MF_OUT_JSON;
-	long best = -1, pos;
-	char accept[256];
-	size_t i;
-
-	if (h == NULL)
-		return out;
-	for (i = 0; h[i] != '\0' && i < sizeof(accept) - 1; i++)
-		accept[i] = (char)tolower((unsigned char)h[i]);
-	accept[i] = '\0';
-	for (i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
-		pos = media_pos(accept, types[i].type);
-		if (pos >= 0 && (best < 0 || pos < best)) {
-			best = pos;
-			out = types[i].out;
-		}
-	}
-	return out;
-}
-
-/* The body's format from Content-Type; -1 for a type we refuse (415). */
-static int
-body_format(const char *ctype, enum body body)
-{
-	static const struct {
-		const char *type;
-		int fmt;
-	} types[] = {
-		{ "application/json", MF_DOC_JSON },
-		{ "application/yaml", MF_DOC_YAML },
-		{ "application/x-yaml", MF_DOC_YAML },
-		{ "text/yaml", MF_DOC_YAML },
-		{ "text/x-yaml", MF_DOC_YAML },
-		{ "text/plain", MF_DOC_AUTO },
-		/* curl --data-binary sends this when told nothing else */
-		{ "application/x-www-form-urlencoded", MF_DOC_AUTO },
-		{ "application/octet-stream", MF_DOC_AUTO },
-	};
-	size_t n;
-
-	if (ctype == NULL)
-		return MF_DOC_AUTO;
-	n = strcspn(ctype, "; \t");
-	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
-		if (strlen(types[i].type) != n ||
-		    strncasecmp(ctype, types[i].type, n) != 0)
-			continue;
-		if (body == BODY_REVIEW && types[i].fmt != MF_DOC_JSON)
-			return -1;
-		return types[i].fmt;
-	}
-	return -1;
 }
 
 /* --- plumbing -------------------------------------------------------- */
@@ -336,6 +291,48 @@ http_status(enum mf_answer_kind kind)
 	}
 }
 
+/* The methods a route takes, for Allow. */
+static const char *
+allowed(const struct route *rt)
+{
+	switch (rt->body) {
+	case BODY_NONE:
+		return "GET, HEAD";
+	case BODY_OBSERVATION:
+		return "GET, HEAD, POST";
+	case BODY_DELETE:
+		return "DELETE";
+	default:
+		return "POST";
+	}
+}
+
+static int
+method_ok(const struct route *rt, const char *method)
+{
+	int get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
+
+	switch (rt->body) {
+	case BODY_NONE:
+		return get;
+	case BODY_OBSERVATION:
+		return get || strcmp(method, "POST") == 0;
+	case BODY_DELETE:
+		return strcmp(method, "DELETE") == 0;
+	default:
+		return strcmp(method, "POST") == 0;
+	}
+}
+
+/* Whether a request of method on rt has a body. */
+static int
+takes_body(const struct route *rt, const char *method)
+{
+	if (rt->body == BODY_OBSERVATION)
+		return strcmp(method, "POST") == 0;
+	return rt->body != BODY_NONE && rt->body != BODY_DELETE;
+}
+
 static enum MHD_Result
 send_answer(struct MHD_Connection *c, struct request *r, int status,
     struct mf_answer *ans)
@@ -355,7 +352,10 @@ send_answer(struct MHD_Connection *c, struct request *r, int status,
 		mfd_page_headers(resp);
 	if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW,
-		    r->route->body == BODY_NONE ? "GET, HEAD" : "POST");
+		    allowed(r->route));
+	if (status == MHD_HTTP_UNAUTHORIZED)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
+		    "Bearer");
 	if (status == MHD_HTTP_SERVICE_UNAVAILABLE && r->early == status)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER,
 		    RETRY_AFTER);
@@ -385,12 +385,18 @@ send_error(struct MHD_Connection *c, struct request *r, int status,
 	return send_answer(c, r, status, &ans);
 }
 
+/* A route's path, or for BODY_DELETE a path that goes on past it. */
 static const struct route *
 find_route(const char *url)
 {
-	for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++)
-		if (strcmp(routes[i].path, url) == 0)
+	for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
+		const char *p = routes[i].path;
+
+		if (strcmp(p, url) == 0 ||
+		    (routes[i].body == BODY_DELETE &&
+		        strncmp(p, url, strlen(p)) == 0 && url[strlen(p)]))
 			return &routes[i];
+	}
 	return NULL;
 }
 
@@ -406,6 +412,7 @@ static const char *const known_params[MFD_R_COUNT][MAX_PARAMS] = {
 	[MFD_R_REVIEW] = { "timeout" },
 	[MFD_R_CATALOG] = { "minMemory" },
 	[MFD_R_SCHEMA] = { "kind" },
+	[MFD_R_OBSERVATIONS] = { "fingerprint" },
 };
 
 struct params {
@@ -504,13 +511,11 @@ early_status(struct MHD_Connection *c, struct request *r, const char *method,
 		       MHD_HTTP_NOT_IMPLEMENTED;
 	if (rt == NULL)
 		return *why = "no such endpoint", MHD_HTTP_NOT_FOUND;
-	if (rt->body == BODY_NONE ?
-	        strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0 :
-	        strcmp(method, "POST") != 0)
+	if (!method_ok(rt, method))
 		return *why = "method not allowed", MHD_HTTP_METHOD_NOT_ALLOWED;
 	if ((*why = bad_params(c, rt, r->why, sizeof(r->why))) != NULL)
 		return MHD_HTTP_BAD_REQUEST;
-	if (rt->body == BODY_NONE)
+	if (!takes_body(rt, method))
 		return 0;
 	/* RFC 9112 6.3: two lengths, or a length and chunked, frame the
 	 * body two ways; a proxy may read the other one (smuggling). */
@@ -525,7 +530,8 @@ early_status(struct MHD_Connection *c, struct request *r, const char *method,
 	if (len != NULL && strtoull(len, NULL, 10) > max_body)
 		return *why = "body over the size limit",
 		       MHD_HTTP_CONTENT_TOO_LARGE;
-	fmt = body_format(header(c, MHD_HTTP_HEADER_CONTENT_TYPE), rt->body);
+	fmt = mfd_body_format(header(c, MHD_HTTP_HEADER_CONTENT_TYPE),
+	    rt->body == BODY_REVIEW);
 	if (fmt < 0)
 		return *why = rt->body == BODY_REVIEW ?
 		           "an AdmissionReview must be application/json" :
@@ -617,6 +623,7 @@ phased(struct MHD_Connection *c, struct request *r)
 	api = api_begin();
 	mf_api_decide(&api, r->req, &ans);
 	api_end(&api);
+	mfd_obs_admitted(&ans);
 	return send_answer(c, r, http_status(ans.kind), &ans);
 }
 
@@ -724,7 +731,7 @@ begin(struct MHD_Connection *c, const char *url, const char *method)
 		return NULL;
 	clock_gettime(CLOCK_MONOTONIC, &r->start);
 	r->route = find_route(url);
-	r->out = negotiate(c);
+	r->out = mfd_negotiate(header(c, MHD_HTTP_HEADER_ACCEPT));
 	mf_buf_init(&r->body, max_body + 1);
 	mf_copy(r->method, sizeof(r->method), method);
 	mf_copy(r->path, sizeof(r->path), url);
@@ -755,7 +762,7 @@ on_request(void *cls, struct MHD_Connection *c, const char *url,
 			return send_error(c, r, MHD_HTTP_BAD_REQUEST, NULL,
 			    "the path or query holds %00 (a NUL byte)");
 		status = early_status(c, r, method, &why);
-		if (status == 0 && r->route->body != BODY_NONE &&
+		if (status == 0 && takes_body(r->route, method) &&
 		    body_room(r, content_length(c)) != 0)
 			return refuse_busy(c, r);
 		if (status == MHD_HTTP_CONTENT_TOO_LARGE && drains(c)) {
@@ -781,7 +788,7 @@ on_request(void *cls, struct MHD_Connection *c, const char *url,
 	if (r->early != 0)
 		return send_error(c, r, r->early, NULL,
 		    early_message(r->early));
-	if (r->route->body != BODY_NONE && r->body.data == NULL)
+	if (takes_body(r->route, r->method) && r->body.data == NULL)
 		return send_error(c, r, MHD_HTTP_BAD_REQUEST, NULL,
 		    "the body is empty");
 	if (r->route->phased)

@@ -1,0 +1,292 @@
+#!/bin/sh
+# tests/integration/observations.sh: what the runs memfloor admitted
+# measured, kept (design 23), against the real daemon with --store.
+#
+# An admission answers a fingerprint that `memfloor fingerprint` gives
+# too, and is recorded in the store (an observation that names only that
+# fingerprint is taken, also after a restart); POST /v1/observations
+# answers 201 with the id, by fingerprint or by the job's manifest, in
+# JSON or YAML; GET ?fingerprint= lists them; DELETE takes one back (204,
+# then 404).  Writing without a bearer token is a 401, with a wrong one
+# a 403.  Each kind of bad observation (a peak above the card, a negative
+# speed, an unknown card, a manifest that does not parse, a field left
+# out, an unknown fingerprint, an unknown field) is a 400 naming the field,
+# and nothing is kept.  Every observation acknowledged with 201 is there
+# after kill -9 of the daemon and a restart.  A --store file that is not
+# SQLite, or an SQLite database that is not memfloor's, stops the daemon
+# with a message naming it and is left byte for byte as it was.
+#
+# Run from the repository root (or set MF_TOP).  Prints one line per check
+# and "N passed, M failed"; exits non-zero when a check failed.
+set -eu
+
+top=${MF_TOP:-.}
+cd "$top"
+daemon_bin=${MEMFLOORD:-build/memfloord}
+cli_bin=${MEMFLOOR:-build/memfloor}
+check_name=observations
+pid=""
+cleanup() {
+	stop_all "$pid"
+}
+. "$top/tests/lib/check.sh"
+
+db=$tmp/store.db
+token=$tmp/token
+printf '# the tokens that write observations\nfirst-token\nsecond-token\n' \
+    >"$token"
+auth="Authorization: Bearer second-token"
+
+cat >"$tmp/job.yaml" <<'YAML'
+apiVersion: memfloor.dev/v1
+kind: Job
+metadata:
+  name: observed
+spec:
+  model:
+    name: meta-llama/Llama-3.1-8B
+  workload:
+    kind: inference
+    concurrency: 4
+    contextLength: 4096
+YAML
+
+start() {
+	serve "$tmp/daemon.log" --store "$db" --observe-token-file "$token"
+	base=http://127.0.0.1:$port
+}
+
+# post BODY [CURL ARGS...]: POST BODY to /v1/observations as YAML; the
+# answer's body in $tmp/ans, its status in $code.
+post() {
+	body=$1
+	shift
+	code=$(curl -s -m 10 -o "$tmp/ans" -w '%{http_code}' -X POST \
+	    -H 'Content-Type: application/yaml' --data-binary "$body" "$@" \
+	    "$base/v1/observations")
+}
+
+# field KEY: the answer's top-level KEY (a dotted path: placement.gpu).
+field() {
+	python3 -c 'import json, sys
+v = json.load(open(sys.argv[1]))
+for k in sys.argv[2].split("."):
+    v = v.get(k) if isinstance(v, dict) else None
+print("" if v is None else v)' "$tmp/ans" "$1"
+}
+
+# listed: how many observations GET lists for $fp.
+listed() {
+	curl -s -m 10 "$base/v1/observations?fingerprint=$fp" >"$tmp/list"
+	python3 -c 'import json, sys
+print(len(json.load(open(sys.argv[1]))["observations"]))' "$tmp/list"
+}
+
+start
+
+# --- an admission's fingerprint, and its record ----------------------------
+curl -s -m 10 -o "$tmp/ans" -X POST --data-binary @"$tmp/job.yaml" \
+    "$base/v1/admit"
+is "the job is admitted" "$(field admitted)" True
+fp=$(field fingerprint)
+card=$(field placement.gpu)
+product=$(python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))["placement"].get("labels") or {}
+print(d.get("nvidia.com/gpu.product", ""))' "$tmp/ans")
+is "memfloor fingerprint gives the admission's fingerprint" \
+    "$("$cli_bin" fingerprint "$tmp/job.yaml" -f catalog/gpus.yaml \
+        -m catalog/models)" "$fp"
+curl -s -m 10 -o "$tmp/ans" -X POST --data-binary @"$tmp/job.yaml" \
+    "$base/v1/estimate"
+is "the estimate carries the job's fingerprint" "$(field fingerprint)" "$fp"
+
+good="fingerprint: $fp
+card: $card
+count: 1
+peakReservedBytes: 21474836480
+peakAllocatedBytes: 19327352832
+tokensPerSecond: 1800.5
+source: torch"
+
+# --- writes take a bearer token ---------------------------------------------
+post "$good"
+is "no token: 401" "$code" 401
+post "$good" -H "Authorization: Bearer third-token"
+is "a wrong token: 403" "$code" 403
+post "$good" -H "Authorization: Basic c2Vjb25kLXRva2Vu"
+is "not a bearer token: 401" "$code" 401
+is "nothing kept without a token" "$(listed)" 0
+
+# --- the round trip ---------------------------------------------------------
+post "$good" -H "$auth"
+is "an observation by fingerprint: 201" "$code" 201
+id=$(field id)
+is "its answer names the fingerprint" "$(field fingerprint)" "$fp"
+post "$good" -H "Authorization: Bearer first-token"
+is "the file's other token writes too" "$code" 201
+is "GET lists both" "$(listed)" 2
+is "GET says the peak" "$(python3 -c 'import json, sys
+print(json.load(open(sys.argv[1]))["observations"][0]["peakReservedBytes"])' \
+    "$tmp/list")" 21474836480
+
+{
+	printf 'card: %s\ncount: 1\ndeviceUsedBytes: 23622320128\n' "$card"
+	printf 'stepSeconds: 0.5\ntokensPerStep: 2048\nsource: dcgm\njob:\n'
+	sed 's/^/  /' "$tmp/job.yaml"
+} >"$tmp/byjob.yaml"
+post "$(cat "$tmp/byjob.yaml")" -H "$auth"
+is "an observation by the job's manifest: 201" "$code" 201
+is "the manifest's fingerprint is the admission's" "$(field fingerprint)" \
+    "$fp"
+if [ -n "$product" ]; then
+	post "$(printf '%s\n' "$good" | sed "s|^card: .*|card: $product|")" \
+	    -H "$auth"
+	is "a card by its nvidia.com/gpu.product: 201" "$code" 201
+	curl -s -m 10 -X DELETE -H "$auth" \
+	    "$base/v1/observations/$(field id)" >/dev/null
+	spaced=$(printf '%s' "$product" | tr '-' ' ')
+	post "$(printf '%s\n' "$good" | sed "s|^card: .*|card: $spaced|")" \
+	    -H "$auth"
+	is "a card by the driver's name ('$spaced'): 201" "$code" 201
+	curl -s -m 10 -X DELETE -H "$auth" \
+	    "$base/v1/observations/$(field id)" >/dev/null
+fi
+code=$(curl -s -m 10 -o "$tmp/ans" -w '%{http_code}' -X POST -H "$auth" \
+    -H 'Content-Type: application/json' \
+    --data-binary "{\"fingerprint\": \"$fp\", \"card\": \"$card\", \"count\": 1, \"peakReservedBytes\": 21474836480, \"source\": \"log\"}" \
+    "$base/v1/observations")
+is "an observation in JSON: 201" "$code" 201
+is "GET lists four" "$(listed)" 4
+
+# --- bad observations: a 400 naming the field, nothing kept -----------------
+# bad NAME FIELD BODY: posting BODY is a 400 whose field is FIELD.
+bad() {
+	post "$3" -H "$auth"
+	if [ "$code" = 400 ] && [ "$(field field)" = "$2" ]; then
+		pass "$1: 400 naming $2"
+	else
+		fail "$1: got $code $(cat "$tmp/ans"), want 400 naming $2"
+	fi
+}
+swap() { printf '%s\n' "$good" | sed "$1"; }
+bad "a peak above the card" peakReservedBytes \
+    "$(swap 's/^peakReservedBytes: .*/peakReservedBytes: 1000000000000000/')"
+bad "a negative speed" tokensPerSecond \
+    "$(swap 's/^tokensPerSecond: .*/tokensPerSecond: -3/')"
+bad "an unknown card" card "$(swap 's/^card: .*/card: NoSuchCard/')"
+bad "a missing count" count "$(swap '/^count:/d')"
+bad "a missing source" source "$(swap '/^source:/d')"
+bad "no memory figure" peakReservedBytes \
+    "$(swap '/^peak/d')"
+bad "allocated above reserved" peakAllocatedBytes \
+    "$(swap 's/^peakAllocatedBytes: .*/peakAllocatedBytes: 30000000000/')"
+bad "stepSeconds without tokensPerStep" tokensPerStep \
+    "$(swap 's/^tokensPerSecond: .*/stepSeconds: 0.5/')"
+bad "an unknown fingerprint" fingerprint \
+    "$(swap 's/^fingerprint: .*/fingerprint: 0123456789abcdef0123456789abcdef/')"
+bad "not a fingerprint" fingerprint "$(swap 's/^fingerprint: .*/fingerprint: xyz/')"
+bad "an unknown field" peakBytes "$(printf '%s\npeakBytes: 1\n' "$good")"
+bad "neither job nor fingerprint" job "$(swap '/^fingerprint:/d')"
+bad "a manifest that does not parse" job.spec.workload.concurrency \
+    "$(sed 's/^  fingerprint: .*//; s/concurrency: 4/concurrency: lots/' \
+        "$tmp/byjob.yaml")"
+bad "a job that is not a manifest" job \
+    "$(swap 's/^fingerprint: .*/job: 3/')"
+post "not: [yaml" -H "$auth"
+is "a body that is not YAML: 400" "$code" 400
+is "nothing kept of the bad ones" "$(listed)" 4
+
+# --- DELETE -----------------------------------------------------------------
+code=$(curl -s -m 10 -o /dev/null -w '%{http_code}' -X DELETE \
+    "$base/v1/observations/$id")
+is "DELETE without a token: 401" "$code" 401
+code=$(curl -s -m 10 -o /dev/null -w '%{http_code}' -X DELETE -H "$auth" \
+    "$base/v1/observations/$id")
+is "DELETE: 204" "$code" 204
+code=$(curl -s -m 10 -o /dev/null -w '%{http_code}' -X DELETE -H "$auth" \
+    "$base/v1/observations/$id")
+is "DELETE again: 404" "$code" 404
+code=$(curl -s -m 10 -o /dev/null -w '%{http_code}' -X DELETE -H "$auth" \
+    "$base/v1/observations/abc")
+is "DELETE of no id: 404" "$code" 404
+is "GET lists three" "$(listed)" 3
+code=$(curl -s -m 10 -o /dev/null -w '%{http_code}' \
+    "$base/v1/observations?fingerprint=nope")
+is "GET ?fingerprint=nope: 400" "$code" 400
+code=$(curl -s -m 10 -o /dev/null -w '%{http_code}' -X PUT \
+    "$base/v1/observations")
+is "PUT: 405" "$code" 405
+
+# --- acknowledged, then kill -9 ---------------------------------------------
+n=0
+acked=0
+while [ $n -lt 40 ]; do
+	post "$good" -H "$auth"
+	[ "$code" = 201 ] && acked=$((acked + 1))
+	n=$((n + 1))
+done
+is "40 more acknowledged" "$acked" 40
+kill -9 "$pid"
+wait "$pid" 2>/dev/null || true
+pid=""
+start
+is "after kill -9 and a restart: all 43 there" "$(listed)" 43
+post "$good" -H "$auth"
+is "after the restart the admission is known: 201" "$code" 201
+if command -v sqlite3 >/dev/null 2>&1; then
+	is "the admission's record holds the job as placed" \
+	    "$(sqlite3 "$db" "SELECT card FROM admissions WHERE fingerprint = '$fp' AND job LIKE '%\"workload\":{%'")" \
+	    "$card"
+fi
+stop_all "$pid"
+pid=""
+
+# --- a store that is not memfloor's is left alone ---------------------------
+# refused NAME FILE: memfloord --store FILE exits 1 naming FILE, and
+# FILE is as it was.
+refused() {
+	cp "$2" "$tmp/before"
+	rc=""
+	"$daemon_bin" -d -l 127.0.0.1:0 -f catalog/gpus.yaml -m catalog/models \
+	    --store "$2" >"$tmp/refused.log" 2>&1 &
+	rpid=$!
+	w=0
+	while kill -0 "$rpid" 2>/dev/null && [ $w -lt 50 ]; do
+		sleep 0.1
+		w=$((w + 1))
+	done
+	if kill -0 "$rpid" 2>/dev/null; then
+		kill -9 "$rpid"
+		rc=running
+	fi
+	if wait "$rpid" 2>/dev/null; then
+		rc=${rc:-0}
+	else
+		rc=${rc:-$?}
+	fi
+	if [ "$rc" != 0 ] && [ "$rc" != running ] &&
+	    grep -qF -- "$2" "$tmp/refused.log" &&
+	    cmp -s "$2" "$tmp/before"; then
+		pass "$1: refused, named, left as it was"
+	else
+		fail "$1: exit $rc, $(cat "$tmp/refused.log"), file changed: $(cmp "$2" "$tmp/before" 2>&1 || true)"
+	fi
+	rc=0
+	"$daemon_bin" -n -f catalog/gpus.yaml -m catalog/models --store "$2" \
+	    >"$tmp/refused.log" 2>&1 || rc=$?
+	if [ "$rc" != 0 ] && grep -qF -- "$2" "$tmp/refused.log"; then
+		pass "$1: memfloord -n says so"
+	else
+		fail "$1: memfloord -n exit $rc: $(cat "$tmp/refused.log")"
+	fi
+}
+printf 'observations: none\n' >"$tmp/notes.txt"
+refused "a file that is not SQLite" "$tmp/notes.txt"
+python3 -c 'import sqlite3, sys
+c = sqlite3.connect(sys.argv[1])
+c.execute("CREATE TABLE accounts (name TEXT)")
+c.execute("INSERT INTO accounts VALUES (?)", ("alice",))
+c.commit()' "$tmp/other.db"
+refused "an SQLite database that is not memfloor's" "$tmp/other.db"
+
+summary
