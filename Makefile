@@ -58,8 +58,8 @@ LDLIBS   = $(PKG_LIBS) -lm
 # The library's modules, one folder of admission/ each, lowest first
 # (HACKING.md, The layers); a new module's folder is built once it is named
 # here.
-MODULES    = base doc fields model estimate fix manifest fingerprint place \
-             oom answer review
+MODULES    = base doc fields model estimate time fix manifest fingerprint \
+             place oom answer review
 LIB_SRC    = $(wildcard admission/*.c $(MODULES:%=admission/%/*.c) catalog/*.c)
 LIB_OBJ    = $(LIB_SRC:%.c=$(BUILD)/%.o)
 FETCH_OBJ  = $(patsubst %.c,$(BUILD)/%.o,$(wildcard fetch/*.c))
@@ -252,7 +252,11 @@ tsan:
 # minutes), the optimizer in backward with torchtune's own hooks
 # (tests/torch/optim_bwd.py, about a minute), and activation offloading
 # against what torchtune's own OffloadActivations leaves on a simulated
-# device (tests/torch/offload.py, about a minute); all ask the command line.
+# device (tests/torch/offload.py, about a minute), and the time model's
+# matmul FLOPs against FlopCounterMode on the same models (tests/torch/
+# flops.py, two minutes) and its other kernels' bytes and count against
+# what a dispatch mode sees them move (tests/torch/traffic.py, under a
+# minute); all ask the command line.
 # They run in a virtual environment of the pinned packages of
 # tests/torch/requirements.txt, made with TORCH_PYTHON: the python3 on
 # PATH, which is Python 3.11 on purpose (torch 2.13.0's CPU wheel is
@@ -287,6 +291,8 @@ torch: all $(TORCH_VENV)/.installed
 	$(TESTENV) timeout 600 $(TORCH_PY) tests/torch/dist.py
 	$(TESTENV) timeout 600 $(TORCH_PY) tests/torch/optim_bwd.py
 	$(TESTENV) timeout 600 $(TORCH_PY) tests/torch/offload.py
+	$(TESTENV) timeout 600 $(TORCH_PY) tests/torch/flops.py
+	$(TESTENV) timeout 600 $(TORCH_PY) tests/torch/traffic.py
 
 # The field lists of docs/manifest.md and docs/catalog.md, from the table
 # of fields (the Job's rows in admission/manifest/job_fields.c, the

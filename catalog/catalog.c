@@ -74,6 +74,7 @@ cat_free(struct mf_catalog *cat)
 	for (size_t i = 0; i < cat->ngpus; i++)
 		gpu_clear(&cat->gpus[i]);
 	free(cat->gpus);
+	free(cat->reference);
 	free(cat->source);
 	free(cat);
 }
@@ -335,6 +336,61 @@ hook(struct mf_fread *r, const struct mf_field *f, const struct mf_node *n,
 	return read_labels(r->ctx, n, r->dst[MF_FB_GPU]);
 }
 
+/* A card's achieved bf16 FLOPS: what a job whose work is not known is
+ * timed by. */
+static double
+achieved(const struct mf_gpu *g)
+{
+	return (double)g->speed.flops[MF_DT_BF16] * mf_speed_matmul(&g->speed);
+}
+
+/*
+ * Design 21: each card gives relativeThroughput or the figures its time
+ * is modelled from; a catalogue with modelled cards names a modelled
+ * reference card (referenceHours are measured on it), and their
+ * throughput is their achieved bf16 FLOPS over its.
+ */
+static enum mf_rc
+check_speeds(const struct ctx *c, struct mf_catalog *cat)
+{
+	const char *name = cat->reference ? cat->reference : MF_CAT_REFERENCE;
+	const struct mf_gpu *ref = mf_cat_find(cat, name);
+	int modelled = 0;
+
+	for (size_t i = 0; i < cat->ngpus; i++) {
+		struct mf_gpu *g = &cat->gpus[i];
+
+		g->throughput_given = g->throughput > 0;
+		if (g->throughput_given)
+			continue;
+		if (!mf_speed_known(&g->speed)) {
+			char path[64];
+
+			snprintf(path, sizeof(path),
+			    "gpus[%zu].relativeThroughput", i);
+			return fail(c, MF_EINVAL, path, g->line, 0,
+			    "is required unless the card gives flops.bf16, memoryBandwidth and architecture (design 21)");
+		}
+		modelled = 1;
+	}
+	if (ref == NULL && (modelled || cat->reference != NULL))
+		return fail(c, MF_EINVAL, "reference", 0, 0,
+		    "no GPU named '%s' in the catalogue: name the card referenceHours are measured on",
+		    name);
+	if (ref == NULL || (!modelled && !mf_speed_known(&ref->speed)))
+		return MF_OK;
+	if (!mf_speed_known(&ref->speed))
+		return fail(c, MF_EINVAL, "reference", ref->line, 0,
+		    "'%s' gives no flops.bf16, memoryBandwidth and architecture: the modelled cards' hours are converted through it",
+		    name);
+	cat->ref = ref;
+	for (size_t i = 0; i < cat->ngpus; i++)
+		if (!cat->gpus[i].throughput_given)
+			cat->gpus[i].throughput =
+			    achieved(&cat->gpus[i]) / achieved(ref);
+	return MF_OK;
+}
+
 static enum mf_rc
 read_catalog(const struct ctx *c, const struct mf_node *root,
     struct mf_catalog *cat)
@@ -344,7 +400,9 @@ read_catalog(const struct ctx *c, const struct mf_node *root,
 
 	r.dst[MF_FB_CAT] = cat;
 	rc = mf_fields_read(&r, &mf_fields_catalog, root, "");
-	return rc == MF_OK ? rc : in_file(c, rc);
+	if (rc == MF_OK)
+		return check_speeds(c, cat);
+	return in_file(c, rc);
 }
 
 static struct mf_catalog *

@@ -16,11 +16,14 @@
 #include "../admission/base/err.h"
 #include "../admission/estimate/estimate.h"
 #include "../admission/fix/fix.h"
+#include "../admission/time/time.h"
 
 #define MF_CAT_MAX_GPUS 20000
 #define MF_CAT_MAX_LABELS 64
 #define MF_CAT_MAX_COUNT 1024 /* bound on gpusPerNode, maxNodes, maxCount */
 #define MF_CAT_MAX_BYTES (16u << 20) /* catalogue file size cap */
+/* The reference card when the catalogue names none (design 21). */
+#define MF_CAT_REFERENCE "H100"
 
 struct mf_label {
 	char *key;
@@ -41,10 +44,17 @@ struct mf_slurm {
 
 struct mf_gpu {
 	char *name;
-	int64_t memory;        /* bytes per GPU */
-	int memory_format;     /* enum mf_qty_format, for printing */
-	double hourly_price;   /* USD per GPU-hour, >= 0 */
-	double throughput;     /* relative to H100 SXM = 1.0, > 0 */
+	int64_t memory;      /* bytes per GPU */
+	int memory_format;   /* enum mf_qty_format, for printing */
+	double hourly_price; /* USD per GPU-hour, >= 0 */
+	/* Speed relative to the catalogue's reference card on a job whose
+	 * work is not known (a floor without a model): relativeThroughput,
+	 * else the achieved bf16 FLOPS over the reference's (mf_cat_parse);
+	 * > 0.  throughput_given: relativeThroughput was written, and then
+	 * overrides the modelled ratio of every job (design 21). */
+	double throughput;
+	int throughput_given;
+	struct mf_speed speed; /* the card's figures (design 21) */
 	int64_t gpus_per_node; /* [1, 1024], default 8 */
 	int64_t max_nodes;     /* most nodes one job may span, [1, 1024],
 	                          default 1 */
@@ -94,6 +104,12 @@ struct mf_catalog {
 	size_t ngpus;                     /* >= 1 */
 	struct mf_gpu *gpus;              /* in file order */
 	enum mf_k8s_select k8s_select;    /* kubernetes.select */
+	/* The card referenceHours are measured on (design 21), default H100,
+	 * and that card; ref is NULL when the catalogue names no such card
+	 * and every card gives relativeThroughput (then no card is
+	 * modelled: the hours are design 6's). */
+	char *reference;
+	const struct mf_gpu *ref;
 	uint64_t version; /* set by the owner that serves it; 0 until then */
 	time_t loaded_at;
 	char *source; /* file name, or "<memory>" */

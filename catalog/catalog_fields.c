@@ -205,6 +205,74 @@ static const struct mf_field vllm_rows[] = {
 	    .doc = "what NCCL and the custom all-reduce add at tensor parallel 2 or more" },
 };
 
+/* The card's speed (design 21; docs/time.md): each figure with its
+ * source beside it in the catalogue. */
+static const struct mf_fname archs[] = {
+	{ "ampere", MF_ARCH_AMPERE, "A100, A10, RTX 30 and RTX A cards",
+	    { 0 } },
+	{ "ada", MF_ARCH_ADA, "L4, L40S, RTX 40 and RTX Ada cards", { 0 } },
+	{ "hopper", MF_ARCH_HOPPER, "H100, H200", { 0 } },
+	{ "blackwell", MF_ARCH_BLACKWELL, "B200, B300, RTX PRO 6000", { 0 } },
+	{ NULL, 0, NULL, { 0 } },
+};
+
+static const struct mf_fname links[] = {
+	{ "nvswitch", MF_LINK_NVSWITCH, "every GPU of a node at full NVLink bandwidth", { 0 } },
+	{ "nvlink", MF_LINK_NVLINK, "NVLink bridges between pairs", { 0 } },
+	{ "pcie", MF_LINK_PCIE, "PCIe with peer-to-peer", { 0 } },
+	{ "pcie-no-p2p", MF_LINK_PCIE_NO_P2P,
+	    "PCIe through host memory (GeForce cards)", { 0 } },
+	{ NULL, 0, NULL, { 0 } },
+};
+
+#define FLOPS_ROW(k, d, what)                                              \
+	{ .key = k, .type = MF_FT_BYTES, .base = MF_FB_GPU,                  \
+		.offset = GOFF(speed.flops[d]), .offset2 = GOFF(speed.format), \
+		.min = 1, .unit = "FLOP/s", .title = k,                      \
+		.doc = "dense " what " FLOP/s a GPU, no sparsity" }
+
+static const struct mf_field flops_rows[] = {
+	FLOPS_ROW("bf16", MF_DT_BF16,
+	    "bf16 tensor (GeForce: with FP32 accumulate, as PyTorch runs)"),
+	FLOPS_ROW("fp16", MF_DT_FP16, "fp16 tensor (FP32 accumulate)"),
+	FLOPS_ROW("fp8", MF_DT_FP8, "fp8 tensor; only where the card has it"),
+	FLOPS_ROW("tf32", MF_DT_TF32, "tf32 tensor"),
+	FLOPS_ROW("fp32", MF_DT_FP32, "fp32 (no tensor cores)"),
+};
+
+static const struct mf_field efficiency_rows[] = {
+	{ .key = "matmul", .type = MF_FT_NUMBER, .base = MF_FB_GPU,
+	    .offset = GOFF(speed.eff_matmul), .lo = 0, .hi = 1, .lo_open = 1,
+	    .text = "the architecture's", .unit = "fraction",
+	    .title = "Matmul efficiency",
+	    .doc = "achieved share of flops on large matmuls" },
+	{ .key = "memory", .type = MF_FT_NUMBER, .base = MF_FB_GPU,
+	    .offset = GOFF(speed.eff_memory), .lo = 0, .hi = 1, .lo_open = 1,
+	    .text = "the architecture's", .unit = "fraction",
+	    .title = "Memory efficiency",
+	    .doc = "achieved share of memoryBandwidth (STREAM triad)" },
+};
+
+static const struct mf_field interconnect_rows[] = {
+	{ .key = "kind", .type = MF_FT_ENUM, .base = MF_FB_GPU,
+	    .offset = GOFF(speed.link), .flags = MF_FF_DEFAULT, .names = links,
+	    .idef = MF_LINK_PCIE, .title = "Link",
+	    .doc = "how the GPUs of a node reach each other" },
+	{ .key = "bandwidth", .type = MF_FT_BYTES, .base = MF_FB_GPU,
+	    .offset = GOFF(speed.link_bw), .offset2 = GOFF(speed.format),
+	    .flags = MF_FF_REQUIRED, .min = 1, .unit = "bytes/s",
+	    .title = "Link bandwidth",
+	    .doc = "what a collective achieves a GPU, one way" },
+};
+
+static const struct mf_field network_rows[] = {
+	{ .key = "bandwidth", .type = MF_FT_BYTES, .base = MF_FB_GPU,
+	    .offset = GOFF(speed.net_bw), .offset2 = GOFF(speed.format),
+	    .flags = MF_FF_REQUIRED, .min = 1, .unit = "bytes/s",
+	    .title = "Network bandwidth",
+	    .doc = "between nodes, a GPU, one way" },
+};
+
 static const struct mf_field label_value = { .key = "*",
 	.type = MF_FT_STRING, .form = &label_value_form, .max = 63 };
 
@@ -223,10 +291,30 @@ static const struct mf_field card_rows[] = {
 	    .hi = 1e6, .unit = "USD per GPU-hour", .title = "Price",
 	    .doc = "what one GPU costs an hour" },
 	{ .key = "relativeThroughput", .type = MF_FT_NUMBER,
-	    .base = MF_FB_GPU, .offset = GOFF(throughput),
-	    .flags = MF_FF_REQUIRED, .lo = 0, .hi = 1000, .lo_open = 1,
+	    .base = MF_FB_GPU, .offset = GOFF(throughput), .lo = 0,
+	    .hi = 1000, .lo_open = 1, .text = "modelled (design 21)",
 	    .title = "Throughput",
-	    .doc = "training speed relative to the reference GPU (H100 SXM = 1.0)" },
+	    .doc = "overrides the modelled speed: relative to the reference card's, for every job" },
+	{ .key = "architecture", .type = MF_FT_ENUM, .base = MF_FB_GPU,
+	    .offset = GOFF(speed.arch), .names = archs, .idef = MF_ARCH_NONE,
+	    .title = "Architecture",
+	    .doc = "selects the achieved shares' defaults" },
+	{ .key = "flops", .type = MF_FT_OBJECT, .flags = MF_FF_NONEMPTY,
+	    SUB(flops_rows), .title = "FLOPS",
+	    .doc = "dense tensor FLOP/s a GPU by data type, no sparsity" },
+	{ .key = "memoryBandwidth", .type = MF_FT_BYTES, .base = MF_FB_GPU,
+	    .offset = GOFF(speed.bandwidth), .offset2 = GOFF(speed.format),
+	    .min = 1, .unit = "bytes/s", .title = "Memory bandwidth",
+	    .doc = "the datasheet's memory bandwidth" },
+	{ .key = "efficiency", .type = MF_FT_OBJECT, .flags = MF_FF_NONEMPTY,
+	    SUB(efficiency_rows), .title = "Efficiency",
+	    .doc = "achieved shares measured on this card, over the architecture's" },
+	{ .key = "interconnect", .type = MF_FT_OBJECT,
+	    .flags = MF_FF_REQUIRES, SUB(interconnect_rows), .title = "Interconnect",
+	    .doc = "the GPUs of one node: how they are linked and at what bandwidth" },
+	{ .key = "network", .type = MF_FT_OBJECT, .flags = MF_FF_REQUIRES,
+	    SUB(network_rows),
+	    .title = "Network", .doc = "between nodes" },
 	{ .key = "gpusPerNode", .type = MF_FT_INT, .base = MF_FB_GPU,
 	    .offset = GOFF(gpus_per_node), .flags = MF_FF_DEFAULT, .min = 1,
 	    .max = MF_CAT_MAX_COUNT, .idef = 8, .unit = "GPUs",
@@ -284,7 +372,7 @@ static const struct mf_field time_factor_rows[] = {
 	    .doc = "full recomputation costs 30-40% more time (Korthikanti et al., 2022)" },
 };
 
-enum { C_ESTIMATOR = 2, C_GRAPHS = 6 };
+enum { C_ESTIMATOR = 2, C_GRAPHS = 7 };
 
 static const struct mf_field catalog_rows[] = {
 	{ .key = "apiVersion", .type = MF_FT_CONST,
@@ -299,6 +387,11 @@ static const struct mf_field catalog_rows[] = {
 	    .flags = MF_FF_DEFAULT, .name_of = estimator_name,
 	    .idef = MF_EST_PYTORCH, .title = "Estimator",
 	    .doc = "the arithmetic of estimates (design 13); ?estimator= overrides it" },
+	{ .key = "reference", .type = MF_FT_STRING, .base = MF_FB_CAT,
+	    .offset = COFF(reference), .flags = MF_FF_OWN,
+	    .form = &gpu_name_form, .max = 63, .text = MF_CAT_REFERENCE,
+	    .title = "Reference card",
+	    .doc = "the card referenceHours are measured on (design 21)" },
 	{ .key = "headroom", .type = MF_FT_NUMBER, .base = MF_FB_CAT,
 	    .offset = COFF(headroom), .flags = MF_FF_DEFAULT, .lo = 0,
 	    .hi = 0.9, .hi_open = 1, .ddef = 0.10, .unit = "fraction",

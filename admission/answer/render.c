@@ -112,13 +112,41 @@ manifest_change(struct mf_jw *w, unsigned fixes, int64_t gpus, int64_t amount,
 	mf_jw_close(w, '}');
 }
 
+/* A placement's speed and step (design 21), when its hours are
+ * modelled. */
+static void
+step(struct mf_jw *w, const struct mf_placement *p)
+{
+	const struct mf_step *st = &p->step;
+
+	if (st->seconds <= 0)
+		return;
+	mf_jw_num(w, "costPerMillionTokens", p->cost_per_mtok, 4);
+	mf_jw_num(w, "tokensPerSecond", st->tokens_per_second, 1);
+	mf_jw_num(w, "mfu", st->mfu, 3);
+	mf_jw_str(w, "bound", mf_bound_name(st->bound));
+	mf_jw_open(w, "time", '{');
+	mf_jw_num(w, "stepSeconds", st->seconds, 6);
+	mf_jw_int(w, "tokensPerStep", p->tokens_per_step);
+	mf_jw_open(w, "terms", '[');
+	for (int t = 0; t < MF_ST_COUNT; t++) {
+		mf_jw_open(w, NULL, '{');
+		mf_jw_str(w, "name", mf_step_term_name(t));
+		mf_jw_num(w, "seconds", st->term[t], 6);
+		mf_jw_str(w, "formula", st->formula[t]);
+		mf_jw_close(w, '}');
+	}
+	mf_jw_close(w, ']');
+	mf_jw_close(w, '}');
+}
+
 /* A placement; amount is what a context or concurrency fix among its
  * fixes sets (an entry's), 0 for the others. */
 static void
 placement(struct mf_jw *w, const char *key, const struct mf_job *job,
     const struct mf_placement *p, int64_t amount)
 {
-	int timed = job->reference_hours > 0;
+	int timed = p->timed;
 
 	mf_jw_open(w, key, '{');
 	mf_jw_str(w, "gpu", p->gpu->name);
@@ -126,7 +154,7 @@ placement(struct mf_jw *w, const char *key, const struct mf_job *job,
 	mf_jw_int(w, "nodes", p->nodes);
 	quantity(w, "memory", p->gpu->memory, p->gpu->memory_format);
 	mf_jw_int(w, "memoryBytes", p->gpu->memory);
-	mf_jw_num(w, "spareFraction", p->spare, 4);
+	mf_jw_num(w, "spareFraction", p->spare, 6);
 	mf_jw_num(w, "hourlyPrice", p->hourly_price, 4);
 	if (timed) {
 		mf_jw_num(w, "hours", p->hours, 3);
@@ -135,7 +163,8 @@ placement(struct mf_jw *w, const char *key, const struct mf_job *job,
 		mf_jw_null(w, "hours");
 		mf_jw_null(w, "cost");
 	}
-	mf_jw_num(w, "costPerReferenceHour", p->cost_per_ref_hour, 4);
+	mf_jw_num(w, "costPerReferenceHour", p->cost_per_ref_hour, 6);
+	step(w, p);
 	if (mf_job_serves(job)) {
 		mf_jw_int(w, "maxConcurrency", p->max_seqs);
 		mf_jw_int(w, "maxContextLength", p->max_context);
@@ -407,6 +436,42 @@ weights_storage(struct mf_jw *w, const struct mf_estimate *e)
 	mf_jw_close(w, '}');
 }
 
+/* The work of the job's step (design 21): its matmul FLOPs (what
+ * tests/torch/flops.py holds to FlopCounterMode): training, one
+ * micro-batch's forward, backward and recomputation; inference, a prefill
+ * of contextLength tokens and a decode step of a sequence at that
+ * length. */
+static void
+work(struct mf_jw *w, const struct mf_job *job, const struct mf_estimate *e)
+{
+	struct mf_flops f;
+	struct mf_work wk;
+
+	if (job->model_source == MF_MODEL_NONE ||
+	    mf_work_of(&job->model, &job->work, e, &wk) != MF_OK)
+		return;
+	mf_work_flops(&job->model, &job->work, &f);
+	mf_jw_open(w, "work", '{');
+	mf_jw_int(w, "tokensPerStep", wk.tokens);
+	/* The bytes the other kernels move, and the kernels, of a step (a
+	 * decode step's KV cache reads, for inference): what
+	 * tests/torch/traffic.py measures. */
+	mf_jw_num(w, "bytes", wk.bytes + wk.opt_bytes, 0);
+	mf_jw_num(w, "kernels", wk.kernels, 0);
+	mf_jw_open(w, "flops", '{');
+	if (job->work.kind == MF_INFERENCE) {
+		mf_jw_num(w, "prefill", f.prefill, 0);
+		mf_jw_num(w, "decode", f.decode, 0);
+	} else {
+		mf_jw_num(w, "forward", f.fwd, 0);
+		mf_jw_num(w, "backward", f.bwd, 0);
+		mf_jw_num(w, "recompute", f.rec, 0);
+		mf_jw_num(w, "total", f.fwd + f.bwd + f.rec, 0);
+	}
+	mf_jw_close(w, '}');
+	mf_jw_close(w, '}');
+}
+
 void
 mf_write_estimate(struct mf_jw *w, const char *key, const struct mf_job *job,
     const struct mf_estimate *e, const struct mf_catalog *cat)
@@ -424,6 +489,7 @@ mf_write_estimate(struct mf_jw *w, const char *key, const struct mf_job *job,
 	mf_jw_int(w, "trainableParameters", e->trainable);
 	recipe(w, job);
 	buckets(w, e);
+	work(w, job, e);
 	mf_jw_int(w, "totalBytes", e->total);
 	mf_jw_int(w, "perGpuBytes", e->per_gpu);
 	quantity(w, "minMemory", a.floor, MF_QTY_BINARY);
@@ -555,7 +621,7 @@ fix_names(unsigned fixes, char *buf, size_t size)
 
 static void
 text_placement(struct mf_buf *b, const struct mf_job *job,
-    const struct mf_placement *p)
+    const struct mf_placement *p, int speed)
 {
 	char f[96];
 
@@ -563,10 +629,17 @@ text_placement(struct mf_buf *b, const struct mf_job *job,
 	mf_buf_printf(b, "%-14s %5lld %5lld %6.1f %5.0f%% %8.2f ", p->gpu->name,
 	    (long long)p->count, (long long)p->nodes, gb(p->gpu->memory),
 	    p->spare * 100, p->hourly_price);
-	if (job->reference_hours > 0)
-		mf_buf_printf(b, "%8.1f %9.2f", p->hours, p->cost);
+	if (p->timed)
+		mf_buf_printf(b, "%8.1f ", p->hours);
 	else
-		mf_buf_printf(b, "%8s %9s", "-", "-");
+		mf_buf_printf(b, "%8s ", "-");
+	if (speed)
+		mf_buf_printf(b, "%8.0f %-13s ", p->step.tokens_per_second,
+		    p->step.seconds > 0 ? mf_bound_name(p->step.bound) : "-");
+	if (p->timed)
+		mf_buf_printf(b, "%9.2f", p->cost);
+	else
+		mf_buf_printf(b, "%9s", "-");
 	mf_buf_printf(b, " %8.3f  ", p->cost_per_ref_hour);
 	if (mf_job_serves(job))
 		mf_buf_printf(b, "%8lld %8lld  ", (long long)p->max_seqs,
@@ -574,8 +647,16 @@ text_placement(struct mf_buf *b, const struct mf_job *job,
 	mf_buf_printf(b, "%s\n", f);
 }
 
-static const char placement_head[] =
-    "GPU            COUNT NODES     GB  SPARE   $/HOUR    HOURS      COST  $/REF-H  ";
+/* The table's head: the speed columns (design 21) where the placements
+ * have a modelled step. */
+static void
+text_placement_head(struct mf_buf *b, const struct mf_job *job, int speed)
+{
+	mf_buf_printf(b,
+	    "\nGPU            COUNT NODES     GB  SPARE   $/HOUR    HOURS %s     COST  $/REF-H  %sFIXES\n",
+	    speed ? "   TOK/S BOUND         " : "",
+	    mf_job_serves(job) ? "MAX-SEQS  MAX-CTX  " : "");
+}
 
 static void
 text_fixes(struct mf_buf *b, const struct mf_job *job,
@@ -634,11 +715,12 @@ mf_text_decision(const struct mf_job *job, const struct mf_decision *d)
 	else
 		mf_buf_printf(&b, "need: minMemory %s\n", q);
 	if (d->admitted) {
-		mf_buf_printf(&b, "\n%s%sFIXES\n", placement_head,
-		    mf_job_serves(job) ? "MAX-SEQS  MAX-CTX  " : "");
-		text_placement(&b, job, &d->placement);
+		int speed = d->placement.step.seconds > 0;
+
+		text_placement_head(&b, job, speed);
+		text_placement(&b, job, &d->placement, speed);
 		for (size_t i = 0; i < d->nalt; i++)
-			text_placement(&b, job, &d->alt[i]);
+			text_placement(&b, job, &d->alt[i], speed);
 	} else {
 		mf_buf_printf(&b, "reason: %s\n", d->reason);
 		if (d->nfixes > 0)

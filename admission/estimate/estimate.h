@@ -84,6 +84,9 @@ struct mf_workload {
 	int64_t shard_gpus;  /* FSDP full shard over N GPUs; 1 = none */
 	int64_t concurrency; /* inference: sequences in flight */
 	int64_t context_len; /* inference: tokens per sequence */
+	/* Inference: a request's average prompt and output tokens (design
+	 * 21); 0 when not given. */
+	int64_t prompt_tokens, output_tokens;
 	enum mf_kv_dtype kv_dtype;
 	enum mf_weights_dtype weights_dtype;
 	int64_t group_size; /* int4: weights per fp16 scale, default 128 */
@@ -129,7 +132,10 @@ struct mf_job {
 	const char *config_url; /* or NULL; borrowed */
 	struct mf_model model;  /* valid unless model_source is NONE or URL */
 	struct mf_workload work;
-	double reference_hours;  /* 0 when not given */
+	double reference_hours; /* 0 when not given */
+	/* spec.duration (design 21): tokens to train on, requests to
+	 * serve; 0 when not given. */
+	int64_t tokens, requests;
 	double max_hourly_price; /* < 0 when not given; same for the next two */
 	double max_cost;
 	double deadline_hours;

@@ -228,11 +228,31 @@ check_spec(struct mf_job *job, const char *base, const struct mf_node *spec,
 		    mf_path(p, sizeof(p), base, "resources.gpu.minMemory"),
 		    line, column, "is required when no model is given");
 	if ((job->max_cost >= 0 || job->deadline_hours >= 0) &&
-	    job->reference_hours == 0)
+	    !mf_job_has_duration(job))
 		return mf_error_set(err, MF_EINVAL,
 		    mf_path(p, sizeof(p), base, "duration.referenceHours"),
 		    line, column,
-		    "is required by limits.maxCost and limits.deadlineHours");
+		    "is required by limits.maxCost and limits.deadlineHours (or duration.tokens, duration.requests)");
+	if ((job->reference_hours > 0) + (job->tokens > 0) +
+	        (job->requests > 0) >
+	    1)
+		return mf_error_set(err, MF_EINVAL,
+		    mf_path(p, sizeof(p), base, "duration"), line, column,
+		    "gives more than one of referenceHours, tokens and requests: give one");
+	if (job->tokens > 0 && job->work.kind != MF_TRAINING)
+		return mf_error_set(err, MF_EINVAL,
+		    mf_path(p, sizeof(p), base, "duration.tokens"), line,
+		    column,
+		    "applies to training; an inference job gives duration.requests");
+	if (job->requests > 0 && job->work.kind != MF_INFERENCE)
+		return mf_error_set(err, MF_EINVAL,
+		    mf_path(p, sizeof(p), base, "duration.requests"), line,
+		    column,
+		    "applies to inference; a training job gives duration.tokens");
+	if (job->requests > 0 && job->work.output_tokens == 0)
+		return mf_error_set(err, MF_EINVAL,
+		    mf_path(p, sizeof(p), base, "workload.outputTokens"), line,
+		    column, "is required by duration.requests");
 	rc = check_count(job, base, line, column, err);
 	if (rc == MF_OK)
 		rc = check_oib(job, base, spec, err);
@@ -241,6 +261,12 @@ check_spec(struct mf_job *job, const char *base, const struct mf_node *spec,
 	if (rc == MF_OK)
 		rc = check_lengths(job, base, line, column, err);
 	return rc == MF_OK ? check_loss(job, base, spec, err) : rc;
+}
+
+int
+mf_job_has_duration(const struct mf_job *job)
+{
+	return job->reference_hours > 0 || job->tokens > 0 || job->requests > 0;
 }
 
 /* A job with every field as it is when not given (job_fields.c's rows). */

@@ -28,6 +28,7 @@
 #define MF_JOB_MAX_LAYERS 4096 /* gradientCheckpointing: every Nth layer */
 #define MF_JOB_MAX_HOURS 1e6
 #define MF_JOB_MAX_MONEY 1e12
+#define MF_JOB_MAX_TOKENS (INT64_C(1) << 50) /* duration.tokens, requests */
 
 /* The Job's rows in the table of fields (fields.h; job_fields.c): a
  * whole manifest, and its spec (the annotation memfloor.dev/spec). */
@@ -68,6 +69,10 @@ mf_job_read_spec(const struct mf_node *spec, const char *path, const char *name,
 enum mf_rc mf_job_read_spec_floor(const struct mf_node *spec, const char *path,
     const char *name, const struct mf_models *models, int64_t floor,
     int floor_format, struct mf_job *job, struct mf_error *err);
+
+/* Whether the job says how much work it is (spec.duration:
+ * referenceHours, tokens or requests), so that its hours are known. */
+int mf_job_has_duration(const struct mf_job *job);
 
 /*
  * The manifest's name of value v of the enumerated spec.workload field key

@@ -133,7 +133,9 @@ mf_place(const struct mf_job *given, const struct mf_catalog *cat,
 	d.suggested = -1;
 	d.from_model = job->model_source != MF_MODEL_NONE;
 	mf_place_search_init(&s, job, cat);
-	rc = mf_place_list_sets(&s, &job->work, 0, s.allowed, 0, 0, 0);
+	rc = mf_place_time_init(&s);
+	if (rc == MF_OK)
+		rc = mf_place_list_sets(&s, &job->work, 0, s.allowed, 0, 0, 0);
 	if (rc != MF_OK)
 		goto range;
 	mf_place_search_cards(&s, &d);

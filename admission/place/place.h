@@ -15,6 +15,7 @@
 #include "../estimate/estimate.h"
 #include "../fix/fix.h"
 #include "../manifest/manifest.h"
+#include "../time/time.h"
 
 #define MF_MAX_ALTERNATIVES 8
 #define MF_MAX_WARNINGS 8
@@ -39,6 +40,15 @@ struct mf_placement {
 	 * 0 for training. */
 	int64_t max_seqs;
 	int64_t max_context;
+	/* Design 21, when the catalogue's reference card is modelled and
+	 * the job has a model (else step.seconds is 0): one step of the job
+	 * on this placement, with its terms' formulas, and the tokens it
+	 * advances the job by (every replica's). */
+	struct mf_step step;
+	int64_t tokens_per_step;
+	double cost_per_mtok; /* cost of a million of its tokens (output
+	                         tokens, serving) */
+	int timed; /* hours and cost are the job's (it gives a duration) */
 };
 
 /* One entry of a rejection's fix list. */

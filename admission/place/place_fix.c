@@ -45,18 +45,6 @@ entry_placement(struct search *s, const struct mf_workload *w, unsigned set,
 	return MF_OK;
 }
 
-/* What entry e's manifest change writes beside its fixes' fields: the
- * referenceHours of the job run with them (design 6's time factors). */
-static void
-entry_hours(const struct search *s, struct mf_fix_option *e)
-{
-	double tf = mf_place_time_factor(s->cat, e->fixes);
-
-	e->reference_hours = 0;
-	if (s->job->reference_hours > 0 && tf != 1.0)
-		e->reference_hours = s->job->reference_hours * tf;
-}
-
 /*
  * Entry e for fix with the set fixes of plan pl, on c GPUs (the fewest
  * that fit somewhere, else the most there are); amount is what its
@@ -78,7 +66,6 @@ entry_of(struct search *s, enum mf_fix fix, const struct mf_workload *w,
 	e->amount = fix == MF_FIX_FSDP ? c : amount;
 	e->need = mf_place_need_at(pl, c);
 	e->min_memory = mf_floor_for(e->need, s->headroom);
-	entry_hours(s, e);
 	if (e->min_memory < 0 ||
 	    entry_placement(s, w, pl->fixes, tp, pin ? c : 0, c, e) != MF_OK)
 		return MF_ERANGE;
@@ -88,6 +75,9 @@ entry_of(struct search *s, enum mf_fix fix, const struct mf_workload *w,
 		if (e->placed)
 			e->gpus = e->amount = e->placement.count;
 	}
+	/* What its manifest change writes beside its fixes' fields. */
+	e->reference_hours = mf_place_reference_hours(s, pl,
+	    mf_place_written_count(s, e->fixes, e->amount));
 	return MF_OK;
 }
 
@@ -118,7 +108,7 @@ served_amount(struct search *s, const struct plan *pl, enum mf_fix fix)
 		        cd.usable - mf_place_card_delta(s, cd.g, pl));
 		if (v < 1 || v >= want)
 			continue;
-		cost = mf_place_cost_factor(s, pl->time_factor, pl->lo,
+		cost = mf_place_cost_factor(s, cd.g, pl, pl->lo,
 		           mf_place_nodes(s, cd.g, pl->lo)) *
 		    cd.unit;
 		if (best == 0 || cost < least ||
@@ -158,14 +148,16 @@ count_entry(struct search *s, unsigned cum, struct mf_fix_option *e, int *made)
 		e->min_memory = s->job->model_source == MF_MODEL_NONE ?
 		    s->job->min_memory :
 		    mf_floor_for(pl.need, s->headroom);
-		entry_hours(s, e);
 		if (e->min_memory < 0 ||
 		    entry_placement(s, w, sets[i], 0, 0, 0, e) != MF_OK)
 			return MF_ERANGE;
 		*made = e->placed && e->placement.count > s->job->count;
 	}
-	if (*made)
+	if (*made) {
 		e->gpus = e->amount = e->placement.count;
+		e->reference_hours = mf_place_reference_hours(s, &pl,
+		    mf_place_written_count(s, e->fixes, e->amount));
+	}
 	return MF_OK;
 }
 

@@ -43,7 +43,8 @@ struct plan {
 	int64_t bound; /* no count of the plan needs less: need, or inf */
 	struct mf_est_split split; /* sharded: est taken apart, for
 	                             mf_place_need_at */
-	double time_factor;
+	double time_factor;  /* design 6's, of the catalogue's timeFactors */
+	struct mf_work work; /* design 21's, when the search is timed */
 	/* The cost factor on lo GPUs of one node: the least there is. */
 	double k_lo;
 	/* A vllm job's need on a card of each tier of vLLM's defaults less
@@ -69,9 +70,16 @@ struct plan_set {
 struct search {
 	const struct mf_job *job;
 	const struct mf_catalog *cat;
-	double headroom;   /* the share of a card kept free: mf_headroom */
-	int64_t keep;      /* mf_cat_keep(headroom) */
-	double ref_hours;  /* referenceHours, or 1 for ranking only */
+	double headroom; /* the share of a card kept free: mf_headroom */
+	int64_t keep;    /* mf_cat_keep(headroom) */
+	/* The hours the job takes on the reference card: referenceHours,
+	 * or 1 for ranking only; timed, those of its tokens or requests. */
+	double ref_hours;
+	/* Design 21: the catalogue's reference card is modelled and the job
+	 * has a model; then units is its work, in tokens (requests for a
+	 * batch of them: mf_place_time_init). */
+	int timed;
+	double units;
 	int64_t max_count; /* the largest maxCount of the catalogue */
 	int64_t node;      /* the most GPUs a node of the catalogue holds */
 	int64_t pods;      /* job->pods */
@@ -94,7 +102,7 @@ struct search {
 	/* The cheapest candidate that fit in memory, limits aside. */
 	int have_fit;
 	struct mf_placement cheapest_fit;
-	/* eff^log2(count) and ie^log2(nodes) as mf_place_cost_factor
+	/* eff^log2(count) and ie^log2(nodes) as design 6's cost factor
 	 * works them out */
 	struct powers gpu_speedup, node_speedup;
 };
@@ -104,7 +112,8 @@ struct card {
 	const struct mf_gpu *g;
 	int64_t usable; /* bytes a GPU holds: all of them without a model */
 	int64_t most;   /* the most GPUs the job may take of it */
-	double unit;    /* cost over cost factor: price / throughput */
+	double unit;    /* cost over cost factor: price / speed */
+	double speed;   /* mf_place_card_speed */
 };
 
 /* --- place_job.c ---------------------------------------------------------- */
@@ -154,10 +163,39 @@ void mf_place_search_init(struct search *s, const struct mf_job *job,
 int64_t mf_place_need_at(const struct plan *pl, int64_t count);
 /* Whether two costs are equal but for rounding. */
 int mf_place_ties(double a, double b);
-/* refH x tf / (eff^log2(count) x ie^log2(nodes)): cost is this times
- * price / throughput, hours this / (throughput x count). */
+/* --- place_time.c --------------------------------------------------------- */
+
+/* s->timed, s->units and s->ref_hours (design 21); MF_ERANGE when the job's
+ * work on the reference card cannot be worked out. */
+enum mf_rc mf_place_time_init(struct search *s);
+/*
+ * The cost factor of plan pl on count GPUs of g over nodes: cost is this
+ * times g's price / mf_place_card_speed, hours this / (that speed x
+ * count).  Timed, the GPU-hours of the job's units; else design 6's
+ * refH x tf / (eff^log2(count) x ie^log2(nodes)).
+ */
+double mf_place_cost_factor(struct search *s, const struct mf_gpu *g,
+    const struct plan *pl, int64_t count, int64_t nodes);
+/* 1 when timed (the cost factor is the card's own); else relativeThroughput. */
+double mf_place_card_speed(const struct search *s, const struct mf_gpu *g);
+/* No count of pl on cd costs less than this. */
 double
-mf_place_cost_factor(struct search *s, double tf, int64_t count, int64_t nodes);
+mf_place_least(struct search *s, const struct card *cd, const struct plan *pl);
+/* The GPU count a manifest change with fixes writes: gpus where one of
+ * them sets a count (MF_FIXV_GPUS), else the job's own. */
+int64_t
+mf_place_written_count(const struct search *s, unsigned fixes, int64_t gpus);
+/* The referenceHours of the job run as pl runs it on count GPUs, for its
+ * manifest change: the reference card's hours with pl's fixes; 0 when
+ * they are the job's own. */
+double mf_place_reference_hours(struct search *s, const struct plan *pl,
+    int64_t count);
+/* The cost of a million of the job's tokens (output tokens, serving) at
+ * cost for its whole work; 0 when the search is not timed. */
+double mf_place_cost_per_mtok(const struct search *s, double cost);
+/* p's step (design 21, its formulas written) when the search is timed. */
+void mf_place_step(const struct search *s, const struct plan *pl,
+    struct mf_placement *p);
 /* The first of the job's limits p breaks, in mf_limit order;
  * MF_LIMIT_NONE when it meets them all. */
 enum mf_limit

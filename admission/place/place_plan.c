@@ -80,11 +80,16 @@ counts(const struct search *s, const struct mf_workload *w, unsigned fixes,
 	pl->hi -= pl->hi % pl->step;
 }
 
+/* The plan's cost factor on its fewest GPUs of one node: the order plans
+ * are tried in; timed, on the reference card. */
 static void
 plan_costs(struct search *s, struct plan *pl)
 {
+	const struct mf_gpu *ref = s->cat->ref;
+
 	pl->time_factor = mf_place_time_factor(s->cat, pl->fixes);
-	pl->k_lo = mf_place_cost_factor(s, pl->time_factor, pl->lo, 1);
+	pl->k_lo = mf_place_cost_factor(s, ref, pl, pl->lo,
+	    s->timed ? mf_place_nodes(s, ref, pl->lo) : 1);
 }
 
 /*
@@ -145,6 +150,8 @@ mf_place_plan(struct search *s, struct mf_workload w, unsigned fixes,
 	if (pl->sharded)
 		w.shard_gpus = pl->lo;
 	if (tier_deltas(s, w, est, pl) != MF_OK)
+		return MF_ERANGE;
+	if (s->timed && mf_work_of(&s->job->model, &w, est, &pl->work) != MF_OK)
 		return MF_ERANGE;
 	pl->need = est->per_gpu;
 	mf_est_split(est, &pl->split);
@@ -284,6 +291,7 @@ mf_place_search_init(struct search *s, const struct mf_job *job,
 			s->node = cat->gpus[i].gpus_per_node;
 	}
 	s->flat = cat->multi_gpu_efficiency >= FLAT_EFFICIENCY;
+	s->timed = 0;
 	tensor_counts(s);
 	s->allowed = allowed_of(s);
 	s->limited = job->max_hourly_price >= 0 || job->max_cost >= 0 ||

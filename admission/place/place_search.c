@@ -62,36 +62,6 @@ rank(const struct mf_placement *a, const struct mf_placement *b)
 	return strcmp(a->gpu->name, b->gpu->name);
 }
 
-/* x^log2(n), kept in t->v[n] for the counts a card may take, since cards
- * try the same few; a bit a count says which are worked out, so that a
- * search starts by clearing 136 bytes, not the 8 KiB of the values. */
-static double
-power(struct powers *t, double x, int64_t n)
-{
-	uint64_t bit;
-
-	if (n > MF_CAT_MAX_COUNT)
-		return pow(x, log2((double)n));
-	bit = UINT64_C(1) << (n % 64);
-	if (!(t->known[n / 64] & bit)) {
-		t->v[n] = pow(x, log2((double)n));
-		t->known[n / 64] |= bit;
-	}
-	return t->v[n];
-}
-
-double
-mf_place_cost_factor(struct search *s, double tf, int64_t count, int64_t nodes)
-{
-	double k = s->ref_hours * tf /
-	    power(&s->gpu_speedup, s->cat->multi_gpu_efficiency, count);
-
-	if (nodes > 1)
-		k /= power(&s->node_speedup, s->cat->inter_node_efficiency,
-		    nodes);
-	return k;
-}
-
 enum mf_limit
 mf_place_violated(const struct mf_job *job, const struct mf_placement *p)
 {
@@ -166,7 +136,8 @@ mf_place_card(const struct search *s, const struct mf_gpu *g, struct card *cd)
 	if (s->job->model_source != MF_MODEL_NONE)
 		cd->usable = card_usable(s, g);
 	cd->most = mf_place_most(s, g);
-	cd->unit = mf_cat_unit_cost(g);
+	cd->speed = mf_place_card_speed(s, g);
+	cd->unit = g->hourly_price / cd->speed;
 	return g->memory >= s->job->min_memory && cd->most > 0;
 }
 
@@ -229,12 +200,12 @@ fill(const struct search *s, const struct card *cd, const struct plan *pl,
 	p->spare = (double)(g->memory - need) / (double)g->memory;
 	p->hourly_price = g->hourly_price * (double)count;
 	p->cost = k * cd->unit;
-	p->hours = k / (g->throughput * (double)count);
+	p->hours = k / (cd->speed * (double)count);
 	p->cost_per_ref_hour = p->cost / s->ref_hours;
 	p->reference_hours = 0;
-	if (s->job->reference_hours > 0 && pl->time_factor != 1.0)
-		p->reference_hours = s->job->reference_hours * pl->time_factor;
 	p->max_seqs = p->max_context = 0;
+	p->timed = mf_job_has_duration(s->job) &&
+	    (s->timed || s->job->reference_hours > 0);
 }
 
 /* p: plan pl on count GPUs of the card, where it needs need bytes a GPU. */
@@ -245,7 +216,7 @@ candidate_of(struct search *s, const struct card *cd, const struct plan *pl,
 	int64_t nodes = mf_place_nodes(s, cd->g, count);
 
 	fill(s, cd, pl, count, nodes, need,
-	    mf_place_cost_factor(s, pl->time_factor, count, nodes), p);
+	    mf_place_cost_factor(s, cd->g, pl, count, nodes), p);
 }
 
 /* An inference placement's serving figures (design 14), once it is kept:
@@ -262,6 +233,18 @@ serve_figures(const struct search *s, const struct plan *pl,
 	p->max_seqs = mf_est_max_seqs(pl->est, usable);
 	p->max_context = mf_place_context_cap(s,
 	    mf_est_max_context(pl->est, usable, s->job->work.concurrency));
+}
+
+/* What a kept candidate says beside its cost: its serving figures, its
+ * step (design 21) and the referenceHours of its manifest change. */
+static void
+kept_figures(struct search *s, const struct plan *pl, struct mf_placement *p)
+{
+	serve_figures(s, pl, p);
+	mf_place_step(s, pl, p);
+	p->reference_hours = mf_place_reference_hours(s, pl,
+	    mf_place_written_count(s, p->fixes, p->count));
+	p->cost_per_mtok = mf_place_cost_per_mtok(s, p->cost);
 }
 
 static void
@@ -346,7 +329,7 @@ static int64_t
 meet_deadline(struct search *s, const struct card *cd, const struct plan *pl,
     int64_t c, int64_t hi, struct mf_placement *p)
 {
-	int rising = s->cat->multi_gpu_efficiency > 0.5;
+	int rising = s->timed || s->cat->multi_gpu_efficiency > 0.5;
 	int64_t st = pl->step, end, mid, lo;
 
 	for (c += st; c <= hi; c = end + st) {
@@ -379,8 +362,7 @@ tie_ok(struct search *s, const struct card *cd, const struct plan *pl,
 	struct mf_placement p;
 
 	candidate(s, cd, pl, count, &p);
-	return mf_place_ties(mf_place_cost_factor(s, pl->time_factor, count,
-	                         p.nodes),
+	return mf_place_ties(mf_place_cost_factor(s, cd->g, pl, count, p.nodes),
 	           k) &&
 	    (!limits || mf_place_violated(s->job, &p) == MF_LIMIT_NONE);
 }
@@ -397,8 +379,8 @@ static int64_t
 widest_tie(struct search *s, const struct card *cd, const struct plan *pl,
     int64_t c, int64_t hi, int limits)
 {
-	double k = mf_place_cost_factor(s, pl->time_factor, c,
-	    mf_place_nodes(s, cd->g, c));
+	double k =
+	    mf_place_cost_factor(s, cd->g, pl, c, mf_place_nodes(s, cd->g, c));
 	int64_t st = pl->step, lo = c, mid, least;
 
 	while (lo < hi) {
@@ -463,7 +445,7 @@ try_plan(struct search *s, const struct card *cd, const struct plan *pl,
 		return 0;
 	need = mf_cadd(mf_place_need_at(pl, fewest), delta);
 	nodes = mf_place_nodes(s, g, fewest);
-	k = mf_place_cost_factor(s, pl->time_factor, fewest, nodes);
+	k = mf_place_cost_factor(s, g, pl, fewest, nodes);
 	cost = k * cd->unit;
 	if (best != NULL &&
 	    (s->flat ? cost > best->cost && !mf_place_ties(cost, best->cost) :
@@ -536,13 +518,22 @@ best_on(struct search *s, const struct mf_gpu *g,
 		assert(k < SET_WORDS && k * 64 + 63 < MAX_PLANS);
 		for (uint64_t m = set->w[k]; m != 0; m &= m - 1) {
 			pl = &s->plan[k * 64 + (size_t)__builtin_ctzll(m)];
-			least = pl->k_lo * cd.unit;
+			least = mf_place_least(s, &cd, pl);
+			/* Plans come least cost first on every card but
+			 * when timed, where the order is the reference
+			 * card's: a plan above the bar is passed over. */
 			if (bar != NULL && least > bar->cost &&
-			    !mf_place_ties(least, bar->cost))
+			    !mf_place_ties(least, bar->cost)) {
+				if (s->timed)
+					continue;
 				return found;
+			}
 			if (found && least > best->cost &&
-			    !mf_place_ties(least, best->cost))
+			    !mf_place_ties(least, best->cost)) {
+				if (s->timed)
+					continue;
 				return 1;
+			}
 			if (found && pl->order > best->order &&
 			    (least > best->cost ||
 			        mf_place_ties(least, best->cost)))
@@ -599,7 +590,7 @@ mf_place_search_cards(struct search *s, struct mf_decision *d)
 			keep_top(top, &n, MF_MAX_ALTERNATIVES + 1, &c);
 	}
 	for (size_t i = 0; i < n; i++)
-		serve_figures(s, top[i].pl, &top[i].p);
+		kept_figures(s, top[i].pl, &top[i].p);
 	d->admitted = n > 0;
 	if (n == 0)
 		return;
@@ -624,7 +615,7 @@ mf_place_cheapest(struct search *s, struct mf_placement *best)
 			found = 1;
 		}
 	if (found) {
-		serve_figures(s, b.pl, &b.p);
+		kept_figures(s, b.pl, &b.p);
 		*best = b.p;
 	}
 	return found;

@@ -411,7 +411,7 @@ has "schema: a draft 2020-12 JSON Schema" "$out" \
 mf schema GpuCatalog --markdown
 is "schema GpuCatalog --markdown: exits 0" "$rc" 0
 has "schema GpuCatalog --markdown: the cards' fields" "$out" \
-    '^\| `relativeThroughput` \| number in \(0, 1000\] \| required \|'
+    '^\| `memoryBandwidth` \| quantity .*\(bytes/s\) \|'
 mf schema Pod
 is "schema Pod: exits 2" "$rc" 2
 has "schema Pod: names the kinds there are" "$err" \

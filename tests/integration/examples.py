@@ -118,7 +118,8 @@ def check_expect(path, status, doc, prefix):
                 got = gb(doc, key[3:-1])
             else:
                 got = lookup(doc, key)
-                got = json.dumps(got) if not isinstance(got, str) else got
+                got = json.dumps(got, separators=(",", ":")) \
+                    if not isinstance(got, str) else got
         except (KeyError, StopIteration, TypeError) as e:
             got = "missing (%r)" % e
         if got != want:
@@ -188,11 +189,14 @@ def readme_blocks(text):
 
 
 def row_of(p):
-    """A placement as the text table writes it, one column a field."""
+    """A placement as the text table writes it, one column a field; its
+    speed and bound beside the hours where they are modelled."""
+    speed = ["%.0f" % p["tokensPerSecond"], p["bound"]] \
+        if "tokensPerSecond" in p else []
     return [p["gpu"], str(p["count"]), str(p["nodes"]),
             "%.1f" % (p["memoryBytes"] / 1e9),
             "%.0f%%" % (p["spareFraction"] * 100),
-            "%.2f" % p["hourlyPrice"], "%.1f" % p["hours"],
+            "%.2f" % p["hourlyPrice"], "%.1f" % p["hours"]] + speed + [
             "%.2f" % p["cost"], "%.3f" % p["costPerReferenceHour"],
             ",".join(p["fixes"]) or "-"]
 
@@ -214,9 +218,11 @@ def readme_problems(path):
                         (need["perGpuBytes"] / 1e9, doc["minMemory"]))
         else:
             want.append("need: minMemory %s" % doc["minMemory"])
+        speed = ["TOK/S", "BOUND"] \
+            if "tokensPerSecond" in doc["placement"] else []
         want.append(" ".join(["GPU", "COUNT", "NODES", "GB", "SPARE",
-                              "$/HOUR", "HOURS", "COST", "$/REF-H",
-                              "FIXES"]))
+                              "$/HOUR", "HOURS"] + speed +
+                             ["COST", "$/REF-H", "FIXES"]))
         for p in [doc["placement"]] + doc["alternatives"]:
             want.append(" ".join(row_of(p)))
         got = [" ".join(b.split()) for b in block]

@@ -12,6 +12,8 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include <math.h>
+
 #include <fcntl.h>
 #include <pthread.h>
 #include <unistd.h>
@@ -926,6 +928,57 @@ test_gpu_price(void **state)
 	    "t.yaml:6: gpus[0].hourlyPrice: must be a number, not a string");
 }
 
+/*
+ * Design 21: a card gives its figures or relativeThroughput.  A modelled
+ * card's throughput (what a job without a model is timed by) is its
+ * achieved bf16 FLOPS over the reference's: Ada's share of 0.776 of
+ * 362.05T over Hopper's 0.803 of 989.4T, 280.95 / 794.49 = 0.35362.
+ */
+#define H100_CARD \
+	"  - name: H100\n    memory: 80Gi\n    hourlyPrice: 3\n" \
+	"    architecture: hopper\n    flops: {bf16: 989.4T}\n" \
+	"    memoryBandwidth: 3.35T\n"
+#define L40S_CARD \
+	"  - name: L40S\n    memory: 48G\n    hourlyPrice: 1\n" \
+	"    architecture: ada\n    flops: {bf16: 362.05T, fp8: 733T}\n" \
+	"    memoryBandwidth: 864G\n" \
+	"    interconnect: {kind: pcie, bandwidth: 25G}\n"
+
+static void
+test_gpu_speed(void **state)
+{
+	struct mf_catalog *cat;
+	const struct mf_gpu *g;
+
+	(void)state;
+	cat = parse_ok(HDR "gpus:\n" H100_CARD L40S_CARD GPU_A);
+	assert_ptr_equal(cat->ref, &cat->gpus[0]);
+	g = mf_cat_find(cat, "L40S");
+	assert_non_null(g);
+	assert_false(g->throughput_given);
+	assert_true(fabs(g->throughput - 0.35362) < 1e-5);
+	assert_int_equal(g->speed.arch, MF_ARCH_ADA);
+	assert_true(g->speed.flops[MF_DT_FP8] == INT64_C(733000000000000));
+	assert_true(g->speed.bandwidth == INT64_C(864000000000));
+	assert_int_equal(g->speed.link, MF_LINK_PCIE);
+	assert_true(g->speed.link_bw == INT64_C(25000000000));
+	/* A: relativeThroughput, which overrides the model for it. */
+	assert_true(mf_cat_find(cat, "A")->throughput_given);
+	mf_cat_unref(cat);
+	/* Figures without a reference card to convert referenceHours by. */
+	expect_fail(HDR "gpus:\n" L40S_CARD, MF_EINVAL, "reference", 0,
+	    "t.yaml: reference: no GPU named 'H100' in the catalogue: name the card referenceHours are measured on");
+	/* A reference card that is not modelled. */
+	expect_fail(HDR "reference: A\ngpus:\n" GPU_A L40S_CARD, MF_EINVAL,
+	    "reference", 5,
+	    "t.yaml:5: reference: 'A' gives no flops.bf16, memoryBandwidth and architecture: the modelled cards' hours are converted through it");
+	/* Figures without an architecture have no achieved shares. */
+	expect_fail(gpu_doc("name: B", "memory: 2G", "hourlyPrice: 1",
+	                "flops: {bf16: 100T}", "memoryBandwidth: 1T", NULL),
+	    MF_EINVAL, "gpus[0].relativeThroughput", 4,
+	    "t.yaml:4: gpus[0].relativeThroughput: is required unless the card gives flops.bf16, memoryBandwidth and architecture (design 21)");
+}
+
 static void
 test_gpu_throughput(void **state)
 {
@@ -933,7 +986,7 @@ test_gpu_throughput(void **state)
 	expect_fail(gpu_doc("name: A", "memory: 2G", "hourlyPrice: 1", NULL),
 	    MF_EINVAL, "gpus[0].relativeThroughput", 4,
 	    "t.yaml:4: "
-	    "gpus[0].relativeThroughput: is required");
+	    "gpus[0].relativeThroughput: is required unless the card gives flops.bf16, memoryBandwidth and architecture (design 21)");
 	expect_fail(gpu_doc("name: A", "memory: 2G", "hourlyPrice: 1",
 	                "relativeThroughput: 0", NULL),
 	    MF_EINVAL, "gpus[0].relativeThroughput", 7,
@@ -1640,6 +1693,7 @@ main(void)
 		cmocka_unit_test(test_gpu_memory),
 		cmocka_unit_test(test_gpu_price),
 		cmocka_unit_test(test_gpu_throughput),
+		cmocka_unit_test(test_gpu_speed),
 		cmocka_unit_test(test_gpu_max_count),
 		cmocka_unit_test(test_gpu_nodes),
 		cmocka_unit_test(test_gpu_labels),

@@ -1283,6 +1283,47 @@ test_err_limits_need_hours(void **state)
 	mf_doc_free(doc);
 }
 
+/* Design 21: one duration; tokens train, requests serve and need the
+ * output of a request; tokens alone satisfy the limits. */
+static void
+test_err_duration(void **state)
+{
+	struct mf_doc *doc = NULL;
+	struct mf_job job;
+
+	(void)state;
+	expect_err(MSPEC "  duration:\n    referenceHours: 2\n"
+	                 "    tokens: 1000\n",
+	    "spec.duration", -1,
+	    "gives more than one of referenceHours, tokens and requests");
+	expect_err(MSPEC "  workload:\n    kind: inference\n"
+	                 "    contextLength: 4096\n"
+	                 "  duration:\n    tokens: 1000\n",
+	    "spec.duration.tokens", -1, "applies to training");
+	expect_err(MSPEC "  workload:\n    sequenceLength: 4096\n"
+	                 "  duration:\n    requests: 1000\n",
+	    "spec.duration.requests", -1, "applies to inference");
+	expect_err(MSPEC "  workload:\n    kind: inference\n"
+	                 "    contextLength: 4096\n"
+	                 "  duration:\n    requests: 1000\n",
+	    "spec.workload.outputTokens", -1, "required by duration.requests");
+	read_ok(MSPEC "  workload:\n    kind: inference\n"
+	              "    contextLength: 4096\n    promptTokens: 1000\n"
+	              "    outputTokens: 200\n"
+	              "  duration:\n    requests: 5000\n"
+	              "  limits:\n    maxCost: 100\n",
+	    &doc, &job);
+	assert_int_equal(job.requests, 5000);
+	assert_int_equal(job.work.prompt_tokens, 1000);
+	assert_int_equal(job.work.output_tokens, 200);
+	mf_doc_free(doc);
+	read_ok(MSPEC "  workload:\n    sequenceLength: 4096\n"
+	              "  duration:\n    tokens: 3000000000\n",
+	    &doc, &job);
+	assert_int_equal(job.tokens, INT64_C(3000000000));
+	mf_doc_free(doc);
+}
+
 /* FSDP sharding is for full fine-tuning (sharding's when in the table);
  * count must agree with it. */
 static void
@@ -1475,6 +1516,7 @@ main(void)
 		cmocka_unit_test(test_read_qlora),
 		cmocka_unit_test(test_read_parallel_recipes),
 		cmocka_unit_test(test_err_limits_need_hours),
+		cmocka_unit_test(test_err_duration),
 		cmocka_unit_test(test_err_sharding),
 		cmocka_unit_test(test_err_model_lengths),
 		cmocka_unit_test(test_err_loss),

@@ -3,9 +3,9 @@
  *
  * Inputs are the real AdmissionReview samples of shared/testdata/admission
  * copied to tests/data/review/ with memfloor's annotations added, and
- * examples/k8s-admissionreview.json.  Decisions use the shipped catalogue
- * and models; files are found under $MF_TOP (the repository root; "."
- * when unset).
+ * examples/k8s-admissionreview.json.  Decisions use the shipped cards as
+ * design 6 times them (DESIGN6 below) and the shipped models; files are
+ * found under $MF_TOP (the repository root; "." when unset).
  *
  * Cost per reference hour of one card (price / relativeThroughput), the
  * ranking key when a job has no referenceHours (design 6):
@@ -40,6 +40,11 @@
 #define DATA "tests/data/review/"
 
 static struct mf_catalog *cat;
+/* The shipped cards as design 6 times them (each by its
+ * relativeThroughput: tests/data/catalog/design6.yaml), which the
+ * figures below are worked out on. */
+#define DESIGN6 "tests/data/catalog/design6.yaml"
+
 static struct mf_catalog *cat_memory; /* the shipped one, select: memory */
 static struct mf_models *models;
 
@@ -55,7 +60,7 @@ load_memory_catalog(void)
 	size_t len = 0;
 	enum mf_rc rc;
 
-	text = slurp(top_path(path, sizeof(path), "catalog/gpus.yaml"), &len);
+	text = slurp(top_path(path, sizeof(path), DESIGN6), &len);
 	if (text == NULL)
 		return -1;
 	both = malloc(len + sizeof(add));
@@ -82,8 +87,8 @@ setup(void **state)
 	char path[512];
 
 	(void)state;
-	if (mf_cat_load(top_path(path, sizeof(path), "catalog/gpus.yaml"), &cat,
-	        &err) != MF_OK ||
+	if (mf_cat_load(top_path(path, sizeof(path), DESIGN6), &cat, &err) !=
+	        MF_OK ||
 	    mf_models_load(top_path(path, sizeof(path), "catalog/models"),
 	        &models, &err) != MF_OK) {
 		print_error("%s\n", MSG(&err));

@@ -1,0 +1,223 @@
+/*
+ * place_time.c: the hours of a candidate (design 21 over design 6).  On
+ * a catalogue whose reference card is modelled, a job with a model is
+ * timed by its work on each card (time/time.h): the seconds a unit of its
+ * work takes there (a token trained, an output token served, a request of
+ * a batch), times the units the job gives or that referenceHours take on
+ * the reference card.  Otherwise design 6's arithmetic stands:
+ * referenceHours x time factors over relativeThroughput, the GPUs' and
+ * the nodes' efficiencies.
+ */
+#include <assert.h>
+#include <math.h>
+#include <string.h>
+
+#include "place_int.h"
+
+/* A batch of requests is timed by the request; the rest by the token. */
+static int
+by_request(const struct search *s)
+{
+	return s->job->work.kind == MF_INFERENCE && s->job->requests > 0;
+}
+
+/*
+ * Seconds a unit of work wk takes on count GPUs of g over nodes nodes: a
+ * modelled card's step, else the reference card's over relativeThroughput
+ * (design 21: it overrides the modelled ratio).  *st, when not NULL, is
+ * the step on the card that is modelled.
+ */
+static double
+unit_seconds(const struct search *s, const struct mf_gpu *g,
+    const struct mf_work *wk, int64_t count, int64_t nodes, struct mf_step *st)
+{
+	const struct mf_gpu *ref = s->cat->ref;
+	struct mf_step one;
+	int64_t replicas = count / wk->gpus;
+	double u;
+
+	if (st == NULL)
+		st = &one;
+	if (g->throughput_given)
+		return unit_seconds(s, ref, wk, count,
+		           mf_place_nodes(s, ref, count), st) /
+		    g->throughput;
+	mf_step_of(wk, &g->speed, count, nodes, 0, st);
+	if (st->seconds <= 0 || replicas < 1)
+		return INFINITY;
+	if (by_request(s))
+		u = mf_request_seconds(wk, &g->speed,
+		    s->job->work.output_tokens);
+	else
+		u = st->seconds / (double)wk->tokens;
+	return u / (double)replicas;
+}
+
+/* x^log2(n), kept in t->v[n] for the counts a card may take, since cards
+ * try the same few; a bit a count says which are worked out, so that a
+ * search starts by clearing 136 bytes, not the 8 KiB of the values. */
+static double
+power(struct powers *t, double x, int64_t n)
+{
+	uint64_t bit;
+
+	if (n > MF_CAT_MAX_COUNT)
+		return pow(x, log2((double)n));
+	bit = UINT64_C(1) << (n % 64);
+	if (!(t->known[n / 64] & bit)) {
+		t->v[n] = pow(x, log2((double)n));
+		t->known[n / 64] |= bit;
+	}
+	return t->v[n];
+}
+
+/* Design 6: refH x tf / (eff^log2(count) x ie^log2(nodes)). */
+static double
+design6_factor(struct search *s, double tf, int64_t count, int64_t nodes)
+{
+	double k = s->ref_hours * tf /
+	    power(&s->gpu_speedup, s->cat->multi_gpu_efficiency, count);
+
+	if (nodes > 1)
+		k /= power(&s->node_speedup, s->cat->inter_node_efficiency,
+		    nodes);
+	return k;
+}
+
+double
+mf_place_cost_factor(struct search *s, const struct mf_gpu *g,
+    const struct plan *pl, int64_t count, int64_t nodes)
+{
+	if (!s->timed)
+		return design6_factor(s, pl->time_factor, count, nodes);
+	return s->units * unit_seconds(s, g, &pl->work, count, nodes, NULL) /
+	    3600 * (double)count;
+}
+
+double
+mf_place_card_speed(const struct search *s, const struct mf_gpu *g)
+{
+	return s->timed ? 1.0 : g->throughput;
+}
+
+double
+mf_place_least(struct search *s, const struct card *cd, const struct plan *pl)
+{
+	if (!s->timed)
+		return pl->k_lo * cd->unit;
+	return mf_place_cost_factor(s, cd->g, pl, pl->lo,
+	           mf_place_nodes(s, cd->g, pl->lo)) *
+	    cd->unit;
+}
+
+int64_t
+mf_place_written_count(const struct search *s, unsigned fixes, int64_t gpus)
+{
+	for (int f = 0; f < MF_FIX_COUNT; f++)
+		if ((fixes & MF_FIXBIT(f)) &&
+		    mf_fix_info((enum mf_fix)f)->kind == MF_FIXV_GPUS)
+			return gpus;
+	return s->job->count;
+}
+
+double
+mf_place_reference_hours(struct search *s, const struct plan *pl, int64_t c)
+{
+	const struct mf_job *job = s->job;
+	double h;
+
+	if (job->reference_hours <= 0)
+		return 0;
+	if (!s->timed)
+		return pl->time_factor != 1.0 ?
+		    job->reference_hours * pl->time_factor :
+		    0;
+	if (c < pl->work.gpus)
+		c = pl->work.gpus;
+	h = s->units *
+	    unit_seconds(s, s->cat->ref, &pl->work, c,
+	        mf_place_nodes(s, s->cat->ref, c), NULL) /
+	    3600;
+	return fabs(h - job->reference_hours) > 1e-9 * h ? h : 0;
+}
+
+void
+mf_place_step(const struct search *s, const struct plan *pl,
+    struct mf_placement *p)
+{
+	const struct mf_gpu *g = p->gpu;
+
+	memset(&p->step, 0, sizeof(p->step));
+	if (!s->timed)
+		return;
+	if (g->throughput_given)
+		g = s->cat->ref;
+	mf_step_of(&pl->work, &g->speed, p->count,
+	    mf_place_nodes(s, g, p->count), 1, &p->step);
+	if (p->gpu->throughput_given) {
+		/* The reference card's step over relativeThroughput. */
+		p->step.seconds /= p->gpu->throughput;
+		for (int t = 0; t < MF_ST_COUNT; t++)
+			p->step.term[t] /= p->gpu->throughput;
+		p->step.tokens_per_second *= p->gpu->throughput;
+	}
+	p->tokens_per_step = pl->work.tokens * (p->count / pl->work.gpus);
+}
+
+double
+mf_place_cost_per_mtok(const struct search *s, double cost)
+{
+	double tokens = s->units;
+
+	if (!s->timed)
+		return 0;
+	if (by_request(s))
+		tokens *= (double)s->job->work.output_tokens;
+	return cost / tokens * 1e6;
+}
+
+/* The work of the job as written, for referenceHours on the reference
+ * card. */
+static enum mf_rc
+base_work(const struct search *s, struct mf_work *out)
+{
+	struct mf_workload w = s->job->work;
+	struct mf_estimate e;
+
+	mf_vllm_defaults(&w, mf_vllm_tier(0, 0));
+	if (mf_est_compute(&s->job->model, &w, &e) != MF_OK)
+		return MF_ERANGE;
+	return mf_work_of(&s->job->model, &w, &e, out) == MF_OK ? MF_OK :
+	                                                          MF_ERANGE;
+}
+
+enum mf_rc
+mf_place_time_init(struct search *s)
+{
+	const struct mf_job *job = s->job;
+	const struct mf_gpu *ref = s->cat->ref;
+	struct mf_work wk;
+	int64_t c;
+	double u;
+
+	s->timed = ref != NULL && job->model_source != MF_MODEL_NONE;
+	s->units = 0;
+	if (!s->timed)
+		return MF_OK;
+	if (base_work(s, &wk) != MF_OK)
+		return MF_ERANGE;
+	c = job->count > wk.gpus ? job->count - job->count % wk.gpus : wk.gpus;
+	u = unit_seconds(s, ref, &wk, c, mf_place_nodes(s, ref, c), NULL);
+	if (!(u > 0) || !isfinite(u))
+		return MF_ERANGE;
+	if (job->tokens > 0)
+		s->units = (double)job->tokens;
+	else if (job->requests > 0)
+		s->units = (double)job->requests;
+	else
+		s->units = s->ref_hours * 3600 / u;
+	/* What the job takes on the reference card: the figure a
+	 * reference hour's cost is of. */
+	s->ref_hours = s->units * u / 3600;
+	return MF_OK;
+}

@@ -1,0 +1,270 @@
+/*
+ * time.c: a step's time on a card (design 21): the matmuls at the card's
+ * achieved FLOPS, the other kernels' bytes at its achieved bandwidth, a
+ * fixed time each kernel launch costs, and the communication compute does
+ * not hide.
+ */
+#include <assert.h>
+#include <math.h>
+#include <stdio.h>
+
+#include "time.h"
+
+#define NELEM(a) (sizeof(a) / sizeof((a)[0]))
+
+static const char *const dtypes[MF_DT_COUNT] = { "bf16", "fp16", "fp8", "tf32",
+	"fp32" };
+static const char *const archs[MF_ARCH_COUNT] = { "none", "ampere", "ada",
+	"hopper", "blackwell" };
+static const char *const links[] = { "nvswitch", "nvlink", "pcie",
+	"pcie-no-p2p" };
+
+const char *
+mf_dtype_name(enum mf_dtype d)
+{
+	return (unsigned)d < MF_DT_COUNT ? dtypes[d] : NULL;
+}
+
+const char *
+mf_arch_name(enum mf_arch a)
+{
+	return (unsigned)a < MF_ARCH_COUNT ? archs[a] : NULL;
+}
+
+const char *
+mf_link_name(enum mf_link l)
+{
+	return (unsigned)l < NELEM(links) ? links[l] : NULL;
+}
+
+/*
+ * The achieved shares of an architecture, measured on large kernels.
+ * matmul: the best bf16 GEMM over the card's dense peak
+ * (stas00/ml-engineering compute/accelerator/README.md, "Maximum
+ * Achievable Matmul FLOPS comparison table": A100 SXM 86.9%, H100 SXM
+ * 80.3%, B200 77.6%); no Ada card is measured there, so Ada takes the
+ * lowest of the three.  memory: STREAM triad over the datasheet's
+ * bandwidth (te42kyfo/gpu-benches gpu-stream/a100_80.txt 86%, l40.txt 93%,
+ * h100_pcie.txt 92%); no Blackwell card is measured there, so it takes
+ * the lowest of the HBM cards', the A100's.
+ */
+static const double arch_matmul[MF_ARCH_COUNT] = { 0, 0.869, 0.776, 0.803,
+	0.776 };
+static const double arch_memory[MF_ARCH_COUNT] = { 0, 0.86, 0.93, 0.92, 0.86 };
+
+double
+mf_speed_matmul(const struct mf_speed *s)
+{
+	if (s->eff_matmul > 0)
+		return s->eff_matmul;
+	return (unsigned)s->arch < MF_ARCH_COUNT ? arch_matmul[s->arch] : 0;
+}
+
+double
+mf_speed_memory(const struct mf_speed *s)
+{
+	if (s->eff_memory > 0)
+		return s->eff_memory;
+	return (unsigned)s->arch < MF_ARCH_COUNT ? arch_memory[s->arch] : 0;
+}
+
+int
+mf_speed_known(const struct mf_speed *s)
+{
+	return s->flops[MF_DT_BF16] > 0 && s->bandwidth > 0 &&
+	    mf_speed_matmul(s) > 0 && mf_speed_memory(s) > 0;
+}
+
+const char *
+mf_bound_name(enum mf_bound b)
+{
+	static const char *const names[] = { "compute", "memory",
+		"communication" };
+
+	return (unsigned)b < NELEM(names) ? names[b] : NULL;
+}
+
+const char *
+mf_step_term_name(enum mf_step_term t)
+{
+	static const char *const names[MF_ST_COUNT] = { "matmul", "memory",
+		"communication" };
+
+	return (unsigned)t < MF_ST_COUNT ? names[t] : NULL;
+}
+
+/* The FLOPS the step's matmuls run at on s: its dtype's, bf16 where the
+ * card has no such tensor cores (fp8 weights are then dequantized). */
+static double
+peak_of(const struct mf_speed *s, enum mf_dtype d)
+{
+	assert((unsigned)d < MF_DT_COUNT);
+	return (double)(s->flops[d] > 0 ? s->flops[d] : s->flops[MF_DT_BF16]);
+}
+
+/*
+ * A ring's bytes on the wire a GPU: all-reduce 2 (n - 1) / n of the
+ * buffer, all-gather and reduce-scatter (n - 1) / n (Patarasuk and Yuan
+ * 2009; NCCL's "bus bandwidth", nccl-tests doc/PERFORMANCE.md).
+ */
+static double
+ring(double bytes, int64_t n, int all_reduce)
+{
+	if (n <= 1)
+		return 0;
+	return bytes * (all_reduce ? 2.0 : 1.0) * (double)(n - 1) / (double)n;
+}
+
+/*
+ * The least an all-reduce takes within a node, whatever its size: what
+ * nccl-tests' all_reduce_perf measured for 8 bytes.  Over NVSwitch about
+ * 6 microseconds (8 x H100 80GB HBM3, NVIDIA/nccl issue 1259); over PCIe,
+ * where GeForce cards go through the host, 42.56 microseconds (8 x RTX
+ * 4090, NVIDIA/nccl issue 1530; 8 x RTX 3090 took 54.18, issue 1439).
+ * No measurement of an NVLink bridge's was found: it takes NVSwitch's.
+ */
+static double
+link_latency(const struct mf_speed *s)
+{
+	return s->link == MF_LINK_PCIE || s->link == MF_LINK_PCIE_NO_P2P ?
+	    42.56e-6 :
+	    6e-6;
+}
+
+/* Tensor parallel's all-reduces, a step: their bytes over the node's
+ * link, and each its least time. */
+static double
+tp_comm(const struct mf_work *wk, const struct mf_speed *s)
+{
+	if (wk->tensor <= 1 || s->link_bw <= 0)
+		return 0;
+	return ring(wk->tp_bytes, wk->tensor, 1) / (double)s->link_bw +
+	    wk->tp_collectives * link_latency(s);
+}
+
+/* The bandwidth a ring over count GPUs on nodes nodes runs at: the
+ * slowest link it crosses. */
+static double
+ring_bw(const struct mf_speed *s, int64_t nodes)
+{
+	if (nodes > 1 && s->net_bw > 0 &&
+	    (s->link_bw <= 0 || s->net_bw < s->link_bw))
+		return (double)s->net_bw;
+	return (double)s->link_bw;
+}
+
+static double
+pos(double x)
+{
+	return x > 0 ? x : 0;
+}
+
+/*
+ * The communication of a training step compute does not hide, a GPU:
+ * data parallel's all-reduce runs beside the backward (PyTorch DDP's
+ * buckets), FSDP's forward all-gather beside the forward and its backward
+ * all-gather and reduce-scatter beside the backward (prefetching);
+ * tensor parallel's all-reduces sit between a layer's matmuls and hide
+ * behind nothing.
+ */
+static double
+train_comm(const struct mf_work *wk, const struct mf_speed *s, int64_t count,
+    int64_t nodes, double fwd_s, double bwd_s)
+{
+	int64_t replicas = count / wk->gpus;
+	double bw = ring_bw(s, nodes), t = 0, g;
+
+	if (bw <= 0)
+		return tp_comm(wk, s);
+	if (wk->shards > 1) {
+		/* FSDP shards over every data-parallel rank. */
+		g = ring(wk->gather_bytes / (double)wk->gpus, replicas, 0) / bw;
+		t += pos(g - fwd_s);
+		t += pos(g * (wk->gathers - 1) +
+		    ring(wk->scatter_bytes / (double)wk->gpus, replicas, 0) /
+		        bw -
+		    bwd_s);
+	} else if (replicas > 1) {
+		t += pos(
+		    ring(wk->grad_bytes / (double)wk->gpus, replicas, 1) / bw -
+		    bwd_s);
+	}
+	return t + tp_comm(wk, s);
+}
+
+/* Seconds of a kernel class: flops at the achieved FLOPS or bytes at the
+ * achieved bandwidth, whichever binds. */
+static double
+roofline(double flops, double bytes, double fl, double bw)
+{
+	double c = flops / fl, m = bytes / bw;
+
+	return c > m ? c : m;
+}
+
+void
+mf_step_of(const struct mf_work *wk, const struct mf_speed *card, int64_t count,
+    int64_t nodes, int explain, struct mf_step *out)
+{
+	double peak = peak_of(card, wk->dtype), g = (double)wk->gpus;
+	double fl = peak * mf_speed_matmul(card);
+	double bw = (double)card->bandwidth * mf_speed_memory(card);
+	double mm = wk->fwd + wk->bwd + wk->rec, fwd_share, model, opt;
+	double *t = out->term;
+
+	*out = (struct mf_step){ 0 };
+	if (!mf_speed_known(card) || count < wk->gpus)
+		return;
+	t[MF_ST_MATMUL] = roofline(mm / g, wk->mm_bytes / g, fl, bw);
+	/* FSDP steps each rank's shard of the optimizer state alone. */
+	opt = wk->opt_bytes / (wk->shards > 1 ? (double)(count / wk->gpus) : 1);
+	t[MF_ST_MEMORY] =
+	    (wk->bytes + opt) / g / bw + wk->kernels * MF_KERNEL_SECONDS;
+	fwd_share = mm > 0 ? wk->fwd / mm : 1;
+	if (wk->kind == MF_TRAINING)
+		t[MF_ST_COMM] = train_comm(wk, card, count, nodes,
+		    fwd_share * (t[0] + t[1]), (1 - fwd_share) * (t[0] + t[1]));
+	else
+		t[MF_ST_COMM] = tp_comm(wk, card);
+	out->seconds = t[0] + t[1] + t[2];
+	out->bound = MF_BOUND_COMPUTE;
+	if (t[MF_ST_MEMORY] > t[out->bound])
+		out->bound = MF_BOUND_MEMORY;
+	if (t[MF_ST_COMM] > t[out->bound])
+		out->bound = MF_BOUND_COMM;
+	if (out->seconds <= 0)
+		return;
+	out->tokens_per_second =
+	    (double)wk->tokens * (double)(count / wk->gpus) / out->seconds;
+	model = wk->fwd + wk->bwd;
+	out->mfu = model / g / (out->seconds * peak);
+	if (!explain)
+		return;
+	snprintf(out->formula[MF_ST_MATMUL], MF_STEP_FORMULA_MAX,
+	    "max(%.4g FLOP / (%.4g FLOP/s x %.3g), %.4g B / (%.4g B/s x %.3g))",
+	    mm / g, peak, mf_speed_matmul(card), wk->mm_bytes / g,
+	    (double)card->bandwidth, mf_speed_memory(card));
+	snprintf(out->formula[MF_ST_MEMORY], MF_STEP_FORMULA_MAX,
+	    "%.4g B / (%.4g B/s x %.3g) + %.0f kernels x %g s",
+	    (wk->bytes + opt) / g, (double)card->bandwidth,
+	    mf_speed_memory(card), wk->kernels, MF_KERNEL_SECONDS);
+	snprintf(out->formula[MF_ST_COMM], MF_STEP_FORMULA_MAX,
+	    "ring bytes / %.4g B/s, less what overlaps", ring_bw(card, nodes));
+}
+
+double
+mf_request_seconds(const struct mf_work *wk, const struct mf_speed *card,
+    int64_t output)
+{
+	struct mf_step st;
+	double peak = peak_of(card, wk->dtype), g = (double)wk->gpus;
+	double prefill;
+
+	if (!mf_speed_known(card) || wk->tokens <= 0)
+		return 0;
+	mf_step_of(wk, card, wk->gpus, 1, 0, &st);
+	prefill = roofline(wk->prefill_flops / g, wk->prefill_bytes / g,
+	    peak * mf_speed_matmul(card),
+	    (double)card->bandwidth * mf_speed_memory(card));
+	return prefill + (double)output * st.seconds / (double)wk->tokens;
+}

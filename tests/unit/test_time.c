@@ -1,0 +1,410 @@
+/*
+ * test_time.c: the hours half of cheapest to finish (design 21): the work
+ * of a step (matmul FLOPs worked out by hand below, for Llama 3.1 8B:
+ * h 4096, L 32, a 32, kv 8, d 128, I 14336, V 128256, its linear
+ * projections' weights 6,979,321,856), its time on a card, and the
+ * placement that follows from it.  The physics the design asks of the
+ * model hold whatever its constants: doubling the tokens doubles the
+ * hours, recomputation slows a step, LoRA is faster a token than full
+ * fine-tuning, bandwidth moves decode and FLOPS large training, NVSwitch
+ * scales better than PCIe.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include <math.h>
+
+#include "doc/doc.h"
+#include "estimate/estimate.h"
+#include "manifest/manifest.h"
+#include "place/place.h"
+#include "time/time.h"
+#include "catalog.h"
+#include "files.h"
+#include "models.h"
+#include "msg.h"
+
+static struct mf_models *models;
+
+/* An H100 SXM as the shipped catalogue gives it. */
+static const struct mf_speed h100 = {
+	.arch = MF_ARCH_HOPPER,
+	.flops = { [MF_DT_BF16] = INT64_C(989400000000000),
+	    [MF_DT_FP16] = INT64_C(989400000000000),
+	    [MF_DT_FP8] = INT64_C(1979000000000000),
+	    [MF_DT_FP32] = INT64_C(67000000000000) },
+	.bandwidth = INT64_C(3350000000000),
+	.link = MF_LINK_NVSWITCH,
+	.link_bw = INT64_C(450000000000),
+	.net_bw = INT64_C(50000000000),
+};
+
+static int
+setup(void **state)
+{
+	(void)state;
+	return shipped_data(NULL, &models);
+}
+
+static int
+teardown(void **state)
+{
+	(void)state;
+	mf_models_free(models);
+	return 0;
+}
+
+static struct mf_workload
+training(int64_t s, int64_t b)
+{
+	struct mf_workload w;
+
+	mf_workload_defaults(&w);
+	w.kind = MF_TRAINING;
+	w.seq_len = s;
+	w.micro_batch = b;
+	return w;
+}
+
+static void
+near(double got, double want, double rel)
+{
+	if (fabs(got - want) > rel * fabs(want))
+		fail_msg("%.6g, want %.6g (within %g)", got, want, rel);
+}
+
+/*
+ * A token's forward at s = 4096 (sdpa: a causal kernel multiplies a query
+ * with (s + 1) / 2 keys on average): the linears 2 x 6,979,321,856 =
+ * 13,958,643,712, the head 2 x 4096 x 128256 = 1,050,673,152, attention
+ * 4 x 2048.5 x 32 x 128 x 32 = 1,074,003,968: 16,083,320,832, x 4096
+ * tokens = 65,877,282,127,872.  Full fine-tuning: backward twice that,
+ * nothing recomputed.
+ */
+static void
+test_time_flops_full(void **state)
+{
+	struct mf_workload w = training(4096, 1);
+	struct mf_flops f;
+
+	(void)state;
+	mf_work_flops(&llama8b, &w, &f);
+	near(f.fwd, 65877282127872.0, 1e-12);
+	near(f.bwd, 2 * 65877282127872.0, 1e-12);
+	assert_true(f.rec == 0);
+	/* Eager attention multiplies every query with all s keys: 4 x 4096
+	 * x 32 x 128 x 32 = 2,147,483,648 a token, not 1,074,003,968. */
+	w.attention = MF_EAGER;
+	mf_work_flops(&llama8b, &w, &f);
+	near(f.fwd, 4096.0 * (13958643712.0 + 1050673152.0 + 2147483648.0),
+	    1e-12);
+}
+
+/*
+ * Checkpointing every layer runs a layer's forward again but its last
+ * matmul, down_proj (2 x 14336 x 4096 = 117,440,512 a token), which torch
+ * never reruns (tests/torch/flops.py): a layer's forward is
+ * (13,958,643,712 + 1,074,003,968) / 32 = 469,770,240 a token, so
+ * 4096 x 32 x (469,770,240 - 117,440,512) = 46,180,562,108,416.
+ */
+static void
+test_time_flops_recompute(void **state)
+{
+	struct mf_workload w = training(4096, 1);
+	struct mf_flops f;
+
+	(void)state;
+	w.checkpointing = MF_CKPT_FULL;
+	mf_work_flops(&llama8b, &w, &f);
+	near(f.rec, 46180562108416.0, 1e-12);
+	/* Every second layer: half of it. */
+	w.ckpt_every = 2;
+	mf_work_flops(&llama8b, &w, &f);
+	near(f.rec, 46180562108416.0 / 2, 1e-12);
+}
+
+/*
+ * LoRA rank 16 on every linear: the adapters' forward is 2 x 16 x the
+ * linears' in + out, 41,943,040 / 16 x 2 x 16 = 83,886,080 a token; the
+ * frozen base's backward is its input gradients alone (one matmul, not
+ * two), attention's and the adapters' twice; without checkpointing layer
+ * 0's q, k and v get no input gradient (the embeddings are frozen):
+ * 2 x 4096 x (32 + 16) x 128 = 50,331,648 for the base, 3 x 2 x 16 x
+ * 4096 = 393,216 for their lora_A.
+ */
+static void
+test_time_flops_lora(void **state)
+{
+	struct mf_workload w = training(4096, 1);
+	struct mf_flops f;
+	double lin = 13958643712.0, head = 1050673152.0, attn = 1074003968.0;
+	double lora = 83886080.0;
+
+	(void)state;
+	w.method = MF_LORA;
+	w.lora_rank = 16;
+	w.lora_targets = MF_LORA_ALL_LINEAR;
+	mf_work_flops(&llama8b, &w, &f);
+	near(f.fwd, 4096 * (lin + head + attn + lora), 1e-12);
+	near(f.bwd,
+	    4096 * (lin + head + 2 * attn + 2 * lora - 50331648.0 - 393216.0),
+	    1e-12);
+}
+
+/* Decode at 4096 tokens: the linears and the head once, attention over
+ * all 4096 keys: 13,958,643,712 + 1,050,673,152 + 4 x 4096 x 4096 x 32. */
+static void
+test_time_flops_decode(void **state)
+{
+	struct mf_workload w;
+	struct mf_flops f;
+
+	(void)state;
+	mf_workload_defaults(&w);
+	w.kind = MF_INFERENCE;
+	w.context_len = 4096;
+	mf_work_flops(&llama8b, &w, &f);
+	near(f.decode, 13958643712.0 + 1050673152.0 + 4.0 * 4096 * 4096 * 32,
+	    1e-12);
+}
+
+/* The work and one step of w on count GPUs of card. */
+static struct mf_step
+step_of(const struct mf_model *m, struct mf_workload w,
+    const struct mf_speed *card, int64_t count, int64_t nodes)
+{
+	struct mf_estimate e;
+	struct mf_work wk;
+	struct mf_step st;
+
+	assert_int_equal(mf_est_compute(m, &w, &e), MF_OK);
+	assert_int_equal(mf_work_of(m, &w, &e, &wk), MF_OK);
+	mf_step_of(&wk, card, count, nodes, 1, &st);
+	assert_true(st.seconds > 0);
+	return st;
+}
+
+/* The step is its terms' sum; MFU is the forward and backward's FLOPs
+ * over the step at the card's peak. */
+static void
+test_time_step_terms(void **state)
+{
+	struct mf_workload w = training(4096, 1);
+	struct mf_step st = step_of(&llama8b, w, &h100, 1, 1);
+	struct mf_flops f;
+
+	(void)state;
+	near(st.seconds, st.term[0] + st.term[1] + st.term[2], 1e-12);
+	assert_true(st.term[MF_ST_COMM] == 0);
+	mf_work_flops(&llama8b, &w, &f);
+	near(st.mfu, (f.fwd + f.bwd) / (st.seconds * 989.4e12), 1e-9);
+	near(st.tokens_per_second, 4096 / st.seconds, 1e-12);
+	assert_non_null(strstr(st.formula[MF_ST_MATMUL], "FLOP"));
+	/* A card without figures is not modelled. */
+	struct mf_speed none = { 0 };
+	struct mf_estimate e;
+	struct mf_work wk;
+
+	assert_int_equal(mf_est_compute(&llama8b, &w, &e), MF_OK);
+	assert_int_equal(mf_work_of(&llama8b, &w, &e, &wk), MF_OK);
+	mf_step_of(&wk, &none, 1, 1, 0, &st);
+	assert_true(st.seconds == 0);
+}
+
+static void
+test_time_recompute_slows(void **state)
+{
+	struct mf_workload w = training(4096, 1);
+	double plain = step_of(&llama8b, w, &h100, 1, 1).seconds;
+
+	(void)state;
+	w.checkpointing = MF_CKPT_FULL;
+	assert_true(step_of(&llama8b, w, &h100, 1, 1).seconds > plain);
+	w.checkpointing = MF_CKPT_OP;
+	assert_true(step_of(&llama8b, w, &h100, 1, 1).seconds > plain);
+}
+
+static void
+test_time_lora_faster(void **state)
+{
+	struct mf_workload w = training(4096, 1);
+	double full = step_of(&llama8b, w, &h100, 1, 1).seconds;
+
+	(void)state;
+	w.method = MF_LORA;
+	w.lora_rank = 16;
+	w.lora_targets = MF_LORA_ATTENTION;
+	assert_true(step_of(&llama8b, w, &h100, 1, 1).seconds < full);
+}
+
+/* A card like h100 with its FLOPS or its bandwidth times k. */
+static struct mf_speed
+scaled(double flops, double bandwidth)
+{
+	struct mf_speed c = h100;
+
+	for (int d = 0; d < MF_DT_COUNT; d++)
+		c.flops[d] = (int64_t)((double)c.flops[d] * flops);
+	c.bandwidth = (int64_t)((double)c.bandwidth * bandwidth);
+	return c;
+}
+
+/*
+ * Decode reads every weight for a few tokens: twice the bandwidth nearly
+ * halves a step, twice the FLOPS hardly moves it.  Training 70B on long
+ * sequences is the other way round.
+ */
+static void
+test_time_bandwidth_and_flops(void **state)
+{
+	struct mf_speed fast_mem = scaled(1, 2), fast_math = scaled(2, 1);
+	const struct mf_model *big =
+	    mf_models_find(models, "meta-llama/Llama-3.1-70B");
+	struct mf_workload w;
+	double base;
+
+	(void)state;
+	mf_workload_defaults(&w);
+	w.kind = MF_INFERENCE;
+	w.context_len = 4096;
+	w.concurrency = 1;
+	base = step_of(&llama8b, w, &h100, 1, 1).seconds;
+	assert_true(base / step_of(&llama8b, w, &fast_mem, 1, 1).seconds > 1.8);
+	assert_true(
+	    base / step_of(&llama8b, w, &fast_math, 1, 1).seconds < 1.1);
+	assert_non_null(big);
+	w = training(8192, 4);
+	w.checkpointing = MF_CKPT_FULL;
+	base = step_of(big, w, &h100, 1, 1).seconds;
+	assert_true(base / step_of(big, w, &fast_math, 1, 1).seconds > 1.5);
+	assert_true(base / step_of(big, w, &fast_mem, 1, 1).seconds < 1.3);
+}
+
+/* Data parallel over 8 GPUs: the gradients' all-reduce hides behind the
+ * backward over NVSwitch, not over PCIe through the host. */
+static void
+test_time_nvswitch_scales(void **state)
+{
+	struct mf_speed pcie = h100;
+	struct mf_workload w = training(2048, 1);
+	double one, nvs, pc;
+
+	(void)state;
+	pcie.link = MF_LINK_PCIE_NO_P2P;
+	pcie.link_bw = INT64_C(25000000000);
+	one = step_of(&llama8b, w, &h100, 1, 1).tokens_per_second;
+	nvs = step_of(&llama8b, w, &h100, 8, 1).tokens_per_second / 8;
+	pc = step_of(&llama8b, w, &pcie, 8, 1).tokens_per_second / 8;
+	assert_true(nvs > pc);
+	assert_true(nvs <= one * (1 + 1e-12));
+	/* Over two nodes the ring crosses the network. */
+	assert_true(
+	    step_of(&llama8b, w, &h100, 16, 2).tokens_per_second / 16 < nvs);
+}
+
+/* --- placement ------------------------------------------------------------ */
+
+#define CATALOG \
+	"apiVersion: memfloor.dev/v1\nkind: GpuCatalog\nreference: REF\n" \
+	"gpus:\n" \
+	"  - name: REF\n    memory: 80Gi\n    hourlyPrice: 3\n" \
+	"    architecture: hopper\n" \
+	"    flops: {bf16: 989.4T, fp16: 989.4T}\n" \
+	"    memoryBandwidth: 3.35T\n" \
+	"    interconnect: {kind: nvswitch, bandwidth: 450G}\n" \
+	"  - name: HALF\n    memory: 80Gi\n    hourlyPrice: 1\n" \
+	"    relativeThroughput: 0.5\n"
+
+#define JOB \
+	"apiVersion: memfloor.dev/v1\nkind: Job\nmetadata:\n  name: t\n" \
+	"spec:\n  model:\n    name: meta-llama/Llama-3.1-8B\n" \
+	"  workload:\n    sequenceLength: 2048\n" \
+	"    method: lora\n    lora: {rank: 16, targets: all-linear}\n" \
+	"    gradientCheckpointing: true\n"
+
+static struct mf_decision
+admit(const char *duration)
+{
+	static struct mf_catalog *cat;
+	struct mf_decision d;
+	struct mf_error err;
+	struct mf_doc *doc;
+	struct mf_job job;
+	char text[1024];
+
+	if (cat == NULL &&
+	    mf_cat_parse(CATALOG, strlen(CATALOG), "t.yaml", &cat, &err) !=
+	        MF_OK)
+		fail_msg("catalogue: %s", MSG(&err));
+	snprintf(text, sizeof(text), JOB "  duration:\n    %s\n", duration);
+	if (mf_doc_parse(text, strlen(text), MF_DOC_YAML, &doc, &err) !=
+	        MF_OK ||
+	    mf_job_read(mf_doc_root(doc), "", models, &job, &err) != MF_OK ||
+	    mf_place(&job, cat, &d, &err) != MF_OK)
+		fail_msg("%s", MSG(&err));
+	mf_doc_free(doc);
+	assert_true(d.admitted);
+	return d;
+}
+
+static const struct mf_placement *
+on(const struct mf_decision *d, const char *gpu)
+{
+	if (strcmp(d->placement.gpu->name, gpu) == 0)
+		return &d->placement;
+	for (size_t i = 0; i < d->nalt; i++)
+		if (strcmp(d->alt[i].gpu->name, gpu) == 0)
+			return &d->alt[i];
+	fail_msg("no placement on %s", gpu);
+	return NULL;
+}
+
+/*
+ * Hours follow the tokens: twice as many take twice as long.  A job of
+ * referenceHours takes them on the reference card; a card with
+ * relativeThroughput 0.5 takes twice as long (its override), and so it
+ * costs 2 x $1 against $3 an hour.
+ */
+static void
+test_time_place_hours(void **state)
+{
+	struct mf_decision a = admit("tokens: 1000000000");
+	struct mf_decision b = admit("tokens: 2000000000");
+	struct mf_decision r = admit("referenceHours: 10");
+
+	(void)state;
+	near(on(&b, "REF")->hours, 2 * on(&a, "REF")->hours, 1e-9);
+	near(on(&b, "HALF")->cost, 2 * on(&a, "HALF")->cost, 1e-9);
+	near(on(&a, "REF")->hours,
+	    1e9 / on(&a, "REF")->step.tokens_per_second / 3600, 1e-9);
+	near(on(&r, "REF")->hours, 10, 1e-9);
+	near(on(&r, "HALF")->hours, 20, 1e-9);
+	near(on(&r, "HALF")->step.tokens_per_second,
+	    on(&r, "REF")->step.tokens_per_second / 2, 1e-9);
+	assert_string_equal(r.placement.gpu->name, "HALF");
+	near(r.placement.cost, 20 * 1.0, 1e-9);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_time_flops_full),
+		cmocka_unit_test(test_time_flops_recompute),
+		cmocka_unit_test(test_time_flops_lora),
+		cmocka_unit_test(test_time_flops_decode),
+		cmocka_unit_test(test_time_step_terms),
+		cmocka_unit_test(test_time_recompute_slows),
+		cmocka_unit_test(test_time_lora_faster),
+		cmocka_unit_test(test_time_bandwidth_and_flops),
+		cmocka_unit_test(test_time_nvswitch_scales),
+		cmocka_unit_test(test_time_place_hours),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
