@@ -79,8 +79,10 @@ static const struct frow model_rows[] = {
 };
 
 /*
- * The workload after defaults.  Left out: graph_reserve, non_torch and
- * all_reduce, which placement takes from the card, and estimator.
+ * The workload after defaults: what its memory and its time (design 21: a
+ * request's prompt and output too) depend on.  Left out: graph_reserve,
+ * non_torch and all_reduce, which placement takes from the card, and
+ * estimator.
  */
 static const struct frow work_rows[] = {
 	WORK(kind),
@@ -106,6 +108,8 @@ static const struct frow work_rows[] = {
 	WORK(shard_gpus),
 	WORK(concurrency),
 	WORK(context_len),
+	WORK(prompt_tokens),
+	WORK(output_tokens),
 	WORK(kv_dtype),
 	WORK(weights_dtype),
 	WORK(group_size),

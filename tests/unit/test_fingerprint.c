@@ -134,6 +134,31 @@ test_fingerprint_workload_field_changes_it(void **state)
 	free(json);
 }
 
+/* What a request holds moves the time, not the memory: it counts. */
+static void
+test_fingerprint_prompt_changes_it(void **state)
+{
+	static const char serve[] = "apiVersion: memfloor.dev/v1\n"
+	                            "kind: Job\n"
+	                            "metadata:\n"
+	                            "  name: serve\n"
+	                            "spec:\n"
+	                            "  model:\n"
+	                            "    name: meta-llama/Llama-3.1-8B\n"
+	                            "  workload:\n"
+	                            "    kind: inference\n"
+	                            "    concurrency: 4\n"
+	                            "    contextLength: 4096\n";
+	char text[sizeof(serve) + 32], a[MF_FP_HEX], b[MF_FP_HEX];
+
+	(void)state;
+	snprintf(text, sizeof(text), "%s    promptTokens: %d\n", serve, 1000);
+	fingerprint(text, 0, 0, a);
+	snprintf(text, sizeof(text), "%s    promptTokens: %d\n", serve, 2000);
+	fingerprint(text, 0, 0, b);
+	assert_string_not_equal(a, b);
+}
+
 static void
 test_fingerprint_count_changes_it(void **state)
 {
@@ -246,6 +271,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_fingerprint_same_job_two_ways),
 		cmocka_unit_test(test_fingerprint_workload_field_changes_it),
+		cmocka_unit_test(test_fingerprint_prompt_changes_it),
 		cmocka_unit_test(test_fingerprint_count_changes_it),
 		cmocka_unit_test(test_fingerprint_fix_as_written),
 		cmocka_unit_test(test_fingerprint_canonical_text),
