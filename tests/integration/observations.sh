@@ -220,17 +220,17 @@ is "PUT: 405" "$code" 405
 # --- acknowledged, then kill -9 ---------------------------------------------
 n=0
 acked=0
-while [ $n -lt 40 ]; do
+while [ $n -lt 200 ]; do
 	post "$good" -H "$auth"
 	[ "$code" = 201 ] && acked=$((acked + 1))
 	n=$((n + 1))
 done
-is "40 more acknowledged" "$acked" 40
+is "200 more acknowledged" "$acked" 200
 kill -9 "$pid"
 wait "$pid" 2>/dev/null || true
 pid=""
 start
-is "after kill -9 and a restart: all 43 there" "$(listed)" 43
+is "after kill -9 and a restart: all 203 there" "$(listed)" 203
 post "$good" -H "$auth"
 is "after the restart the admission is known: 201" "$code" 201
 if command -v sqlite3 >/dev/null 2>&1; then
