@@ -637,9 +637,11 @@ function table(head, rows) {
     el("tbody", {}, ...rows)));
 }
 
-// A placement's cells; MARK names the chosen one's figures (data-mf), and
-// SERVING adds an inference job's maxConcurrency and maxContextLength.
-function placementCells(p, mark, serving) {
+// A placement's cells; MARK names the chosen one's figures (data-mf),
+// SPEED adds its modelled tokens a second and bound (design 21) beside the
+// hours, and SERVING an inference job's maxConcurrency and
+// maxContextLength.
+function placementCells(p, mark, serving, speed) {
   const fig = (name, v, text) => (mark ? figure(name, v, text) : text);
   return [
     el("td", {}, fig("placement-gpu", p.gpu, p.gpu)),
@@ -647,6 +649,9 @@ function placementCells(p, mark, serving) {
     el("td", { class: "n", text: pct(p.spareFraction) }),
     el("td", { class: "n", text: money(p.hourlyPrice) }),
     el("td", { class: "n", text: num(p.hours, 1) }),
+    speed ? el("td", { class: "n" }, fig("placement-tokensPerSecond",
+      p.tokensPerSecond, whole(Math.round(p.tokensPerSecond)))) : null,
+    speed ? el("td", {}, fig("placement-bound", p.bound, p.bound)) : null,
     el("td", { class: "n" }, fig("placement-cost", p.cost, money(p.cost))),
     el("td", { class: "n", text: num(p.costPerReferenceHour, 3) }),
     serving ? el("td", { class: "n" }, fig("maxConcurrency", p.maxConcurrency,
@@ -665,12 +670,14 @@ function renderPlacement(d) {
     return;
   }
   const serving = d.placement.maxConcurrency !== undefined;
+  const speed = d.placement.tokensPerSecond !== undefined;
   const rows = [el("tr", { class: "placed" },
-    ...placementCells(d.placement, true, serving))];
+    ...placementCells(d.placement, true, serving, speed))];
   for (const a of d.alternatives || [])
-    rows.push(el("tr", {}, ...placementCells(a, false, serving)));
+    rows.push(el("tr", {}, ...placementCells(a, false, serving, speed)));
   box.append(table({ caption: "Placement (first row) and the best on each other card",
-    cols: ["Card", "Count", "Spare", "$/hour", "Hours", "Cost", "$/ref-h",
+    cols: ["Card", "Count", "Spare", "$/hour", "Hours",
+      ...(speed ? ["Tokens/s", "Bound"] : []), "Cost", "$/ref-h",
       ...(serving ? ["Max sequences", "Max context"] : []), "Fixes applied"] }, rows));
 }
 

@@ -504,6 +504,38 @@ mf_write_estimate(struct mf_jw *w, const char *key, const struct mf_job *job,
 	mf_jw_close(w, '}');
 }
 
+/* A card's speed figures (design 21), with the achieved shares in
+ * effect (its own, else its architecture's); none for a card without
+ * them. */
+static void
+speed_json(struct mf_jw *w, const struct mf_speed *s)
+{
+	if (!mf_speed_known(s))
+		return;
+	mf_jw_str(w, "architecture", mf_arch_name(s->arch));
+	mf_jw_open(w, "flops", '{');
+	for (int d = 0; d < MF_DT_COUNT; d++)
+		if (s->flops[d] > 0)
+			mf_jw_int(w, mf_dtype_name(d), s->flops[d]);
+	mf_jw_close(w, '}');
+	mf_jw_int(w, "memoryBandwidth", s->bandwidth);
+	mf_jw_open(w, "efficiency", '{');
+	mf_jw_num(w, "matmul", mf_speed_matmul(s), 4);
+	mf_jw_num(w, "memory", mf_speed_memory(s), 4);
+	mf_jw_close(w, '}');
+	if (s->link_bw > 0) {
+		mf_jw_open(w, "interconnect", '{');
+		mf_jw_str(w, "kind", mf_link_name(s->link));
+		mf_jw_int(w, "bandwidth", s->link_bw);
+		mf_jw_close(w, '}');
+	}
+	if (s->net_bw > 0) {
+		mf_jw_open(w, "network", '{');
+		mf_jw_int(w, "bandwidth", s->net_bw);
+		mf_jw_close(w, '}');
+	}
+}
+
 static void
 gpu_json(struct mf_jw *w, const struct mf_catalog *cat, const struct mf_gpu *g)
 {
@@ -514,6 +546,8 @@ gpu_json(struct mf_jw *w, const struct mf_catalog *cat, const struct mf_gpu *g)
 	mf_jw_int(w, "usableBytes", mf_cat_usable(cat, g));
 	mf_jw_num(w, "hourlyPrice", g->hourly_price, 6);
 	mf_jw_num(w, "relativeThroughput", g->throughput, 6);
+	mf_jw_bool(w, "relativeThroughputGiven", g->throughput_given);
+	speed_json(w, &g->speed);
 	mf_jw_int(w, "gpusPerNode", g->gpus_per_node);
 	mf_jw_int(w, "maxNodes", g->max_nodes);
 	mf_jw_int(w, "maxCount", g->max_count);
@@ -544,6 +578,8 @@ mf_write_catalog(struct mf_jw *w, const struct mf_catalog *cat,
 	mf_jw_str(w, "loadedAt", when);
 	mf_jw_str(w, "source", cat->source ? cat->source : "");
 	mf_jw_num(w, "headroom", cat->headroom, 6);
+	if (cat->ref != NULL)
+		mf_jw_str(w, "reference", cat->ref->name);
 	mf_jw_num(w, "multiGpuEfficiency", cat->multi_gpu_efficiency, 6);
 	mf_jw_num(w, "interNodeEfficiency", cat->inter_node_efficiency, 6);
 	mf_jw_open(w, "timeFactors", '{');

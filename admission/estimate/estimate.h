@@ -79,6 +79,7 @@ struct mf_workload {
 	int loss_parallel;         /* parallelism.lossParallel, default 0 */
 	int64_t seq_len;           /* training: tokens per sequence (s) */
 	int64_t micro_batch;       /* training: sequences per step (b) */
+	int64_t grad_accum;        /* micro-batches an optimizer step */
 	int64_t lora_rank;
 	enum mf_lora_targets lora_targets;
 	int64_t shard_gpus;  /* FSDP full shard over N GPUs; 1 = none */

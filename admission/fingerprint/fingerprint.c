@@ -103,6 +103,7 @@ static const struct frow work_rows[] = {
 	WORK(loss_parallel),
 	WORK(seq_len),
 	WORK(micro_batch),
+	WORK(grad_accum),
 	WORK(lora_rank),
 	WORK(lora_targets),
 	WORK(shard_gpus),

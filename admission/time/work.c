@@ -455,6 +455,7 @@ training_work(const struct mf_model *m, const struct mf_workload *w,
 	double T = (double)out->tokens, eb = (double)act_bytes(w);
 	double L = (double)m->layers, h = (double)m->hidden;
 	double passes, rec = 0, rl, P = (double)e->params;
+	int64_t accum = w->grad_accum > 0 ? w->grad_accum : 1;
 
 	mf_work_flops(m, w, &f);
 	out->fwd = f.fwd;
@@ -477,7 +478,10 @@ training_work(const struct mf_model *m, const struct mf_workload *w,
 	        (layer_bytes(m, w, 0) + layer_bytes(m, w, 1) +
 	            rl * layer_bytes(m, w, 2)) +
 	    T * LOSS_BYTES * (double)m->vocab;
-	out->opt_bytes = optimizer_bytes(w, e->trainable);
+	/* Gradient accumulation steps the optimizer once in grad_accum
+	 * micro-batches, and data parallel all-reduces once (DDP's
+	 * no_sync); FSDP reduce-scatters every micro-batch. */
+	out->opt_bytes = optimizer_bytes(w, e->trainable) / (double)accum;
 	/* Autocast casts each weight a pass: forward, recomputed forward,
 	 * and backward where the weight trains; the head's too. */
 	if (mixed(w))
@@ -501,12 +505,29 @@ training_work(const struct mf_model *m, const struct mf_workload *w,
 	out->shards = w->shard_gpus > 1 ? w->shard_gpus : 1;
 	out->gather_bytes = P * eb;
 	out->scatter_bytes = out->grad_bytes;
+	out->grad_bytes /= (double)accum;
 	out->gathers = w->reshard_after_forward ? 2 : 1;
 	/* Megatron's tensor parallel all-reduces a layer's activations
 	 * after attention and after the MLP, forward and backward (and
 	 * again where recomputed): s x b x h x e each. */
 	out->tp_bytes = (4 + 2 * rec) * L * T * h * eb;
 	out->tp_collectives = (4 + 2 * rl) * L;
+}
+
+/* The routed experts' weights, every layer's. */
+static double
+routed_params(const struct mf_model *m)
+{
+	struct mf_linear v[MF_MODEL_MAX_LINEARS];
+	size_t n = mf_model_linears(m, v);
+	double sum = 0;
+
+	assert(n <= MF_MODEL_MAX_LINEARS);
+	for (size_t i = 0; i < n; i++)
+		if (v[i].owner == MF_LIN_ROUTED)
+			sum += (double)v[i].out * (double)v[i].in *
+			    (double)v[i].count;
+	return sum;
 }
 
 static void
@@ -535,9 +556,7 @@ inference_work(const struct mf_model *m, const struct mf_workload *w,
 		       k = (double)m->experts_per_tok / (double)m->experts;
 		for (int64_t i = 0; i < w->concurrency && miss > 1e-9; i++)
 			miss *= 1 - k;
-		share = 1 -
-		    miss * (double)mf_model_linear_params(m) /
-		        (double)e->params;
+		share = 1 - miss * routed_params(m) / (double)e->params;
 	}
 	out->mm_bytes = weights * share + C * eb * linear_io(m);
 	/* vLLM replays a decode step as a CUDA graph: no launch each. */

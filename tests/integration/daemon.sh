@@ -170,6 +170,22 @@ is "catalogue removed: still ready" \
 is "catalogue removed: still served, version 1" \
     "$(curl -s -m 5 "http://127.0.0.1:$port/v1/catalog" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["version"], len(d["gpus"]))')" \
     "1 $ncards"
+# Design 21: each card's speed figures as the catalogue states them, the
+# achieved shares in effect (Hopper's 0.803 and 0.92, time.c), the
+# reference card, and a derived relativeThroughput: an L40S's 362.05T x
+# 0.776 over an H100's 989.4T x 0.803, 280.9508 / 794.4882 = 0.3536.
+is "catalogue: the cards' speed figures and the reference" \
+    "$(curl -s -m 5 "http://127.0.0.1:$port/v1/catalog" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+g = {c["name"]: c for c in d["gpus"]}
+h, l = g["H100"], g["L40S"]
+print(d["reference"], h["architecture"], h["flops"]["bf16"],
+      h["memoryBandwidth"], h["efficiency"]["matmul"],
+      h["efficiency"]["memory"], h["interconnect"]["kind"],
+      h["interconnect"]["bandwidth"], h["network"]["bandwidth"],
+      "%.4f" % l["relativeThroughput"], l["relativeThroughputGiven"])')" \
+    "H100 hopper 989400000000000 3350000000000 0.803 0.92 nvswitch 450000000000 50000000000 0.3536 False"
 cp catalog/gpus.yaml "$tmp/gpus.yaml"
 wait_log "$tmp/cat.log" 'reloaded \(file changed\): version 2' || true
 has_line "catalogue put back: loaded as a change" \

@@ -577,6 +577,23 @@ def run(pg):
                  ".map(r => r.cells[0].textContent)")
     check("link: placement and alternatives, in the API's order", rows,
           [p["gpu"]] + [a["gpu"] for a in d["alternatives"]])
+    # Design 21: the modelled speed and bound beside the hours.
+    # (Math.round: halves up.)
+    tps = pg.mf("placement-tokensPerSecond")
+    check("link: placement tokens a second and bound",
+          [[float(tps[0]), tps[1]] if tps else None, pg.mf("placement-bound")],
+          [[p["tokensPerSecond"],
+            "{:,}".format(int(p["tokensPerSecond"] + 0.5))],
+           [p["bound"], p["bound"]]])
+    speeds = pg.js("(() => { const h = [...document.querySelectorAll("
+                   "'#placement thead th')].map(c => c.textContent); "
+                   "const i = h.indexOf('Tokens/s'), j = h.indexOf('Bound'); "
+                   "return [...document.querySelectorAll('#placement tbody tr')]"
+                   ".map(r => [r.cells[i].textContent, r.cells[j].textContent])"
+                   "; })()")
+    check("link: every placement's tokens a second and bound, as the API's",
+          speeds, [["{:,}".format(int(a["tokensPerSecond"] + 0.5)),
+                    a["bound"]] for a in [p] + d["alternatives"]])
     _, cat = api("/v1/catalog")
     check("link: the catalogue in service",
           pg.js("[...document.querySelectorAll('#catalog tbody th')]"
@@ -709,9 +726,11 @@ def run(pg):
         check("apply: on the card the API places it", pl["gpu"],
               d["placement"]["gpu"])
 
-    # 3b. Admission applies FSDP (Llama 3.1 70B over 13 B200s): the need is
-    # the job as placed, and so is the other estimator's figure beside it
-    # (not the 1 TB of the unsharded job as written).
+    # 3b. Admission applies FSDP (Llama 3.1 70B over one node of B200s, with
+    # checkpointing, which keeps FSDP's all-gathers on NVSwitch: design 21,
+    # examples/llama-70b-fsdp-nodes.yaml): the need is the job as placed,
+    # and so is the other estimator's figure beside it (not the 1 TB of the
+    # unsharded job as written).
     link70 = ("/?model=meta-llama/Llama-3.1-70B&sequenceLength=2048"
               "&referenceHours=100&allowedFixes=checkpointing,fsdp")
     m70 = job({"sequenceLength": 2048}, model="meta-llama/Llama-3.1-70B",
@@ -722,7 +741,7 @@ def run(pg):
     _, e70 = api("/v1/estimate", m70)
     check("the API places the 70B job with FSDP", [st, (d70.get(
         "placement") or {}).get("fixes"), bool((d70.get("placement") or
-        {}).get("manifestChange"))], [200, ["fsdp"], True])
+        {}).get("manifestChange"))], [200, ["checkpointing", "fsdp"], True])
     same_figures(pg, "fsdp", d70, e70)
     other_estimator(pg, "fsdp", m70, d70, e70)
     wraps(pg, "fsdp: the bucket formulas stay inside the page",

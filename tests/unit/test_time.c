@@ -229,6 +229,21 @@ test_time_recompute_slows(void **state)
 	assert_true(step_of(&llama8b, w, &h100, 1, 1).seconds > plain);
 }
 
+/* Gradient accumulation shares the optimizer step among its
+ * micro-batches: a step of each is faster, its FLOPs the same. */
+static void
+test_time_accumulation(void **state)
+{
+	struct mf_workload w = training(2048, 1);
+	struct mf_step one = step_of(&llama8b, w, &h100, 1, 1);
+
+	(void)state;
+	w.grad_accum = 16;
+	assert_true(step_of(&llama8b, w, &h100, 1, 1).seconds < one.seconds);
+	near(step_of(&llama8b, w, &h100, 1, 1).term[MF_ST_MATMUL],
+	    one.term[MF_ST_MATMUL], 1e-12);
+}
+
 static void
 test_time_lora_faster(void **state)
 {
@@ -401,6 +416,7 @@ main(void)
 		cmocka_unit_test(test_time_step_terms),
 		cmocka_unit_test(test_time_recompute_slows),
 		cmocka_unit_test(test_time_lora_faster),
+		cmocka_unit_test(test_time_accumulation),
 		cmocka_unit_test(test_time_bandwidth_and_flops),
 		cmocka_unit_test(test_time_nvswitch_scales),
 		cmocka_unit_test(test_time_place_hours),
