@@ -202,6 +202,18 @@ roofline(double flops, double bytes, double fl, double bw)
 	return c > m ? c : m;
 }
 
+/* The largest term's bound: matmuls that wait on their bytes (a decode
+ * step reading every weight) are memory's. */
+static enum mf_bound
+bound_of(const double t[MF_ST_COUNT], int mm_on_bytes)
+{
+	if (t[MF_ST_COMM] > t[MF_ST_MATMUL] && t[MF_ST_COMM] > t[MF_ST_MEMORY])
+		return MF_BOUND_COMM;
+	if (t[MF_ST_MEMORY] > t[MF_ST_MATMUL] || mm_on_bytes)
+		return MF_BOUND_MEMORY;
+	return MF_BOUND_COMPUTE;
+}
+
 void
 mf_step_of(const struct mf_work *wk, const struct mf_speed *card, int64_t count,
     int64_t nodes, int explain, struct mf_step *out)
@@ -227,11 +239,7 @@ mf_step_of(const struct mf_work *wk, const struct mf_speed *card, int64_t count,
 	else
 		t[MF_ST_COMM] = tp_comm(wk, card);
 	out->seconds = t[0] + t[1] + t[2];
-	out->bound = MF_BOUND_COMPUTE;
-	if (t[MF_ST_MEMORY] > t[out->bound])
-		out->bound = MF_BOUND_MEMORY;
-	if (t[MF_ST_COMM] > t[out->bound])
-		out->bound = MF_BOUND_COMM;
+	out->bound = bound_of(t, mm / g / fl < wk->mm_bytes / g / bw);
 	if (out->seconds <= 0)
 		return;
 	out->tokens_per_second =

@@ -289,6 +289,8 @@ test_time_bandwidth_and_flops(void **state)
 	w.context_len = 4096;
 	w.concurrency = 1;
 	base = step_of(&llama8b, w, &h100, 1, 1).seconds;
+	assert_int_equal(step_of(&llama8b, w, &h100, 1, 1).bound,
+	    MF_BOUND_MEMORY);
 	assert_true(base / step_of(&llama8b, w, &fast_mem, 1, 1).seconds > 1.8);
 	assert_true(
 	    base / step_of(&llama8b, w, &fast_math, 1, 1).seconds < 1.1);
@@ -296,6 +298,7 @@ test_time_bandwidth_and_flops(void **state)
 	w = training(8192, 4);
 	w.checkpointing = MF_CKPT_FULL;
 	base = step_of(big, w, &h100, 1, 1).seconds;
+	assert_int_equal(step_of(big, w, &h100, 1, 1).bound, MF_BOUND_COMPUTE);
 	assert_true(base / step_of(big, w, &fast_math, 1, 1).seconds > 1.5);
 	assert_true(base / step_of(big, w, &fast_mem, 1, 1).seconds < 1.3);
 }
