@@ -140,6 +140,36 @@ step(struct mf_jw *w, const struct mf_placement *p)
 	mf_jw_close(w, '}');
 }
 
+/* Design 23: which figures of a placement the job's runs measured, from
+ * how many, with the estimate beside them; left out when none did. */
+static void
+observed(struct mf_jw *w, const struct mf_placement *p)
+{
+	const struct mf_obs_note *n = &p->observed;
+
+	if (n->runs == 0)
+		return;
+	mf_jw_open(w, "observed", '{');
+	mf_jw_int(w, "runs", n->runs);
+	mf_jw_bool(w, "onThisCard", n->here);
+	mf_jw_str(w, "peak", n->device ? "device" : "torch");
+	mf_jw_int(w, "needBytes", p->need);
+	mf_jw_int(w, "estimatedNeedBytes", n->estimate);
+	mf_jw_num(w, "needRatio", n->memory, 4);
+	mf_jw_num(w, "speedRatio", n->speed, 4);
+	if (p->step.seconds > 0) {
+		mf_jw_num(w, "tokensPerSecond",
+		    p->step.tokens_per_second * n->speed, 3);
+		mf_jw_num(w, "estimatedTokensPerSecond",
+		    p->step.tokens_per_second, 3);
+	}
+	if (p->timed) {
+		mf_jw_num(w, "hours", p->hours, 3);
+		mf_jw_num(w, "estimatedHours", n->est_hours, 3);
+	}
+	mf_jw_close(w, '}');
+}
+
 /* A placement; amount is what a context or concurrency fix among its
  * fixes sets (an entry's), 0 for the others. */
 static void
@@ -165,6 +195,7 @@ placement(struct mf_jw *w, const char *key, const struct mf_job *job,
 	}
 	mf_jw_num(w, "costPerReferenceHour", p->cost_per_ref_hour, 6);
 	step(w, p);
+	observed(w, p);
 	if (mf_job_serves(job)) {
 		mf_jw_int(w, "maxConcurrency", p->max_seqs);
 		mf_jw_int(w, "maxContextLength", p->max_context);
@@ -265,6 +296,7 @@ mf_write_decision(struct mf_jw *w, const char *key, const struct mf_job *job,
 		mf_jw_str(w, NULL, d->warnings[i]);
 	mf_jw_close(w, ']');
 	if (d->admitted) {
+		observed(w, &d->placement);
 		placement(w, "placement", job, &d->placement, 0);
 		mf_jw_open(w, "alternatives", '[');
 		for (size_t i = 0; i < d->nalt; i++)

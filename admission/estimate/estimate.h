@@ -153,6 +153,9 @@ struct mf_job {
 	int seq_line, seq_column, context_line, context_column;
 	/* Where workload.loss is written, for the same; 0: not given. */
 	int loss_line, loss_column;
+	/* Design 23: what runs of this job measured, a card each, for
+	 * mf_place (place.h); borrowed, NULL when none. */
+	const struct mf_observed *observed;
 };
 
 /*

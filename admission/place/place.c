@@ -106,6 +106,9 @@ describe(const struct search *s, struct mf_decision *d)
 	if (mf_est_compute(&job->model, &d->work, &d->est) != MF_OK)
 		return MF_ERANGE;
 	d->need = d->est.per_gpu;
+	/* Design 23: the need the runs measured on the card placed. */
+	if (d->admitted && d->placement.observed.runs > 0)
+		d->need = d->placement.need;
 	return MF_OK;
 }
 
@@ -138,6 +141,7 @@ mf_place(const struct mf_job *given, const struct mf_catalog *cat,
 		rc = mf_place_list_sets(&s, &job->work, 0, s.allowed, 0, 0, 0);
 	if (rc != MF_OK)
 		goto range;
+	mf_place_obs_init(&s);
 	mf_place_search_cards(&s, &d);
 	rc = describe(&s, &d);
 	if (rc != MF_OK)

@@ -18,6 +18,39 @@
 #include "../time/time.h"
 
 #define MF_MAX_ALTERNATIVES 8
+/* Design 23: the cards one job's observations may name. */
+#define MF_OBS_CARDS 16
+/* A device figure (DCGM) is held against the card's memory less this
+ * share; the estimate falls by no more than this on a card without
+ * observations (observations.margin, observations.maxLowering). */
+#define MF_OBS_MARGIN 0.05
+#define MF_OBS_MAX_LOWERING 0.10
+
+/* What the runs of one job (one fingerprint) measured on one card. */
+struct mf_obs_card {
+	char card[128]; /* the catalogue's name */
+	int64_t runs;   /* observations */
+	int64_t peak;   /* bytes a GPU, the largest observed; -1: none */
+	int device;     /* peak is the device's figure (DCGM), not torch's */
+	double tokens_per_second; /* the median observed; <= 0: none */
+};
+
+/* A job's observations (struct mf_job's observed): plain data. */
+struct mf_observed {
+	size_t n;
+	struct mf_obs_card card[MF_OBS_CARDS];
+};
+
+/* Where observations moved a placement's figures; runs 0: they did not. */
+struct mf_obs_note {
+	int64_t runs;     /* observations behind the figures */
+	int here;         /* measured on this card, not moved by a ratio */
+	int device;       /* the peak is a device figure */
+	int64_t estimate; /* the need the estimate gives, bytes a GPU */
+	double memory;    /* need / estimate */
+	double speed;     /* observed over modelled speed; 1: none */
+	double est_hours; /* the hours the model gives */
+};
 #define MF_MAX_WARNINGS 8
 
 struct mf_placement {
@@ -49,6 +82,7 @@ struct mf_placement {
 	double cost_per_mtok; /* cost of a million of its tokens (output
 	                         tokens, serving) */
 	int timed; /* hours and cost are the job's (it gives a duration) */
+	struct mf_obs_note observed; /* design 23 */
 };
 
 /* One entry of a rejection's fix list. */

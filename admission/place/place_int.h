@@ -105,6 +105,13 @@ struct search {
 	/* eff^log2(count) and ie^log2(nodes) as design 6's cost factor
 	 * works them out */
 	struct powers gpu_speedup, node_speedup;
+	/* Design 23 (place_obs.c): each observed card's need over the
+	 * estimate and observed over modelled speed, in job->observed's
+	 * order, and what the other cards take from them. */
+	double obs_mem[MF_OBS_CARDS], obs_speed[MF_OBS_CARDS];
+	double other_mem, other_speed;
+	int64_t obs_runs;
+	int64_t obs_estimate; /* the need the observed runs were estimated */
 };
 
 /* A card as the search tries it. */
@@ -114,6 +121,7 @@ struct card {
 	int64_t most;   /* the most GPUs the job may take of it */
 	double unit;    /* cost over cost factor: price / speed */
 	double speed;   /* mf_place_card_speed */
+	struct mf_obs_note obs; /* design 23: what observations move here */
 };
 
 /* --- place_job.c ---------------------------------------------------------- */
@@ -156,6 +164,12 @@ enum mf_rc mf_place_list_sets(struct search *s, const struct mf_workload *w,
 void mf_place_search_init(struct search *s, const struct mf_job *job,
     const struct mf_catalog *cat);
 
+/* --- place_obs.c ---------------------------------------------------------- */
+/* s's design 23 factors from s->job->observed, once its plans are
+ * listed; without observations every factor is 1. */
+void mf_place_obs_init(struct search *s);
+/* cd's usable bytes and speed as the observations move them. */
+void mf_place_obs_card(const struct search *s, struct card *cd);
 /* --- place_search.c ------------------------------------------------------- */
 
 /* Bytes per GPU of plan pl on count GPUs: mf_est_per_gpu, from its

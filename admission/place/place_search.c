@@ -138,6 +138,7 @@ mf_place_card(const struct search *s, const struct mf_gpu *g, struct card *cd)
 	cd->most = mf_place_most(s, g);
 	cd->speed = mf_place_card_speed(s, g);
 	cd->unit = g->hourly_price / cd->speed;
+	mf_place_obs_card(s, cd);
 	return g->memory >= s->job->min_memory && cd->most > 0;
 }
 
@@ -206,6 +207,14 @@ fill(const struct search *s, const struct card *cd, const struct plan *pl,
 	p->max_seqs = p->max_context = 0;
 	p->timed = mf_job_has_duration(s->job) &&
 	    (s->timed || s->job->reference_hours > 0);
+	p->observed = cd->obs;
+	if (cd->obs.runs > 0) {
+		/* Design 23: the need observed beside the estimate's. */
+		p->observed.estimate = need;
+		p->observed.est_hours = p->hours * cd->obs.speed;
+		p->need = (int64_t)((double)need * cd->obs.memory + 0.5);
+		p->spare = (double)(g->memory - p->need) / (double)g->memory;
+	}
 }
 
 /* p: plan pl on count GPUs of the card, where it needs need bytes a GPU. */

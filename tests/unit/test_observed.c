@@ -1,0 +1,237 @@
+/*
+ * test_observed.c: a job's observations used at its next admission
+ * (design 23; admission/place/place_obs.c).
+ *
+ * The job is LoRA on Llama 3.1 8B, on one GPU of two 80Gi cards: REF,
+ * modelled (design 21), and HALF at relativeThroughput 0.5.  Its need e
+ * on a card is the estimate's, the same on both; the figures below are
+ * that e moved by hand:
+ *
+ *   a torch peak 1.25e on REF: REF needs 1.25e; HALF, moved by the
+ *     largest ratio, 1.25e too;
+ *   a torch peak 0.70e on REF: REF needs 0.70e; HALF falls by no more
+ *     than 10%: 0.90e;
+ *   2x the modelled tokens/s on REF: REF's hours halve, and HALF's, by
+ *     the same ratio.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include <math.h>
+
+#include "doc/doc.h"
+#include "estimate/estimate.h"
+#include "manifest/manifest.h"
+#include "place/place.h"
+#include "catalog.h"
+#include "files.h"
+#include "msg.h"
+
+static struct mf_models *models;
+static struct mf_catalog *cat;
+
+#define CATALOG \
+	"apiVersion: memfloor.dev/v1\nkind: GpuCatalog\nreference: REF\n" \
+	"gpus:\n" \
+	"  - name: REF\n    memory: 80Gi\n    hourlyPrice: 3\n" \
+	"    architecture: hopper\n" \
+	"    flops: {bf16: 989.4T, fp16: 989.4T}\n" \
+	"    memoryBandwidth: 3.35T\n" \
+	"    interconnect: {kind: nvswitch, bandwidth: 450G}\n" \
+	"  - name: HALF\n    memory: 80Gi\n    hourlyPrice: 1\n" \
+	"    relativeThroughput: 0.5\n"
+
+#define JOB \
+	"apiVersion: memfloor.dev/v1\nkind: Job\nmetadata:\n  name: t\n" \
+	"spec:\n  model:\n    name: meta-llama/Llama-3.1-8B\n" \
+	"  workload:\n    sequenceLength: 2048\n" \
+	"    method: lora\n    lora: {rank: 16, targets: all-linear}\n" \
+	"    gradientCheckpointing: true\n" \
+	"  duration:\n    tokens: 1000000000\n"
+
+static int
+setup(void **state)
+{
+	struct mf_error err;
+
+	(void)state;
+	if (shipped_data(NULL, &models) != 0)
+		return -1;
+	if (mf_cat_parse(CATALOG, strlen(CATALOG), "t.yaml", &cat, &err) !=
+	    MF_OK) {
+		fprintf(stderr, "setup: %s\n", MSG(&err));
+		return -1;
+	}
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	(void)state;
+	mf_models_free(models);
+	mf_cat_unref(cat);
+	return 0;
+}
+
+/* The job placed with obs (NULL: none). */
+static struct mf_decision
+admit(const struct mf_observed *obs)
+{
+	struct mf_decision d;
+	struct mf_error err;
+	struct mf_doc *doc;
+	struct mf_job job;
+
+	if (mf_doc_parse(JOB, strlen(JOB), MF_DOC_YAML, &doc, &err) != MF_OK ||
+	    mf_job_read(mf_doc_root(doc), "", models, &job, &err) != MF_OK)
+		fail_msg("%s", MSG(&err));
+	job.observed = obs;
+	if (mf_place(&job, cat, &d, &err) != MF_OK)
+		fail_msg("%s", MSG(&err));
+	mf_doc_free(doc);
+	assert_true(d.admitted);
+	return d;
+}
+
+static const struct mf_placement *
+on(const struct mf_decision *d, const char *gpu)
+{
+	if (strcmp(d->placement.gpu->name, gpu) == 0)
+		return &d->placement;
+	for (size_t i = 0; i < d->nalt; i++)
+		if (strcmp(d->alt[i].gpu->name, gpu) == 0)
+			return &d->alt[i];
+	fail_msg("no placement on %s", gpu);
+	return NULL;
+}
+
+static void
+near(double got, double want, double rel)
+{
+	if (fabs(got - want) > rel * fabs(want))
+		fail_msg("%.9g, not %.9g", got, want);
+}
+
+/* One card's observations: runs, a peak (-1: none), tokens/s (0: none). */
+static struct mf_observed
+observed(const char *card, int64_t runs, int64_t peak, int device, double tps)
+{
+	struct mf_observed o;
+
+	memset(&o, 0, sizeof(o));
+	o.n = 1;
+	snprintf(o.card[0].card, sizeof(o.card[0].card), "%s", card);
+	o.card[0].runs = runs;
+	o.card[0].peak = peak;
+	o.card[0].device = device;
+	o.card[0].tokens_per_second = tps;
+	return o;
+}
+
+/* The same job without observations: no "observed", the estimate. */
+static void
+test_observed_none(void **state)
+{
+	struct mf_decision d = admit(NULL);
+
+	(void)state;
+	assert_int_equal(on(&d, "REF")->observed.runs, 0);
+	assert_int_equal(on(&d, "REF")->need, on(&d, "HALF")->need);
+}
+
+/* A peak 25% above the estimate raises REF's need to it, and HALF's by
+ * the same ratio. */
+static void
+test_observed_peak_higher(void **state)
+{
+	struct mf_decision e = admit(NULL);
+	int64_t est = on(&e, "REF")->need;
+	struct mf_observed o = observed("REF", 3, est + est / 4, 0, 0);
+	struct mf_decision d = admit(&o);
+	const struct mf_placement *ref = on(&d, "REF"), *half = on(&d, "HALF");
+
+	(void)state;
+	assert_int_equal(ref->observed.runs, 3);
+	assert_true(ref->observed.here);
+	assert_int_equal(ref->observed.estimate, est);
+	near((double)ref->need, (double)est * 1.25, 1e-9);
+	assert_false(half->observed.here);
+	assert_int_equal(half->observed.estimate, est);
+	near((double)half->need, (double)est * 1.25, 1e-9);
+	near(half->observed.memory, 1.25, 1e-9);
+	/* No speed observed: the hours stay the model's. */
+	near(ref->hours, on(&e, "REF")->hours, 1e-12);
+}
+
+/* A peak 30% below lowers REF's need by 30%; HALF's by no more than
+ * 10%. */
+static void
+test_observed_peak_lower(void **state)
+{
+	struct mf_decision e = admit(NULL);
+	int64_t est = on(&e, "REF")->need;
+	struct mf_observed o =
+	    observed("REF", 1, (int64_t)((double)est * 0.7), 0, 0);
+	struct mf_decision d = admit(&o);
+
+	(void)state;
+	near((double)on(&d, "REF")->need, (double)est * 0.7, 1e-9);
+	near((double)on(&d, "HALF")->need, (double)est * 0.9, 1e-9);
+	near(on(&d, "HALF")->observed.memory, 0.9, 1e-12);
+}
+
+/* A device figure (DCGM) raises the other cards, never lowers them. */
+static void
+test_observed_device_raises_only(void **state)
+{
+	struct mf_decision e = admit(NULL);
+	int64_t est = on(&e, "REF")->need;
+	struct mf_observed o =
+	    observed("REF", 1, (int64_t)((double)est * 0.7), 1, 0);
+	struct mf_decision d = admit(&o);
+
+	(void)state;
+	assert_true(on(&d, "REF")->observed.device);
+	near((double)on(&d, "REF")->need, (double)est * 0.7, 1e-9);
+	assert_int_equal(on(&d, "HALF")->need, est);
+}
+
+/* Twice the modelled tokens/s on REF: its hours halve, and HALF's by the
+ * same ratio; the model's hours stay beside them. */
+static void
+test_observed_speed_sets_hours(void **state)
+{
+	struct mf_decision e = admit(NULL);
+	const struct mf_placement *eref = on(&e, "REF");
+	double model = 1e9 / (eref->hours * 3600);
+	struct mf_observed o = observed("REF", 2, -1, 0, 2 * model);
+	struct mf_decision d = admit(&o);
+
+	(void)state;
+	near(on(&d, "REF")->hours, eref->hours / 2, 1e-9);
+	near(on(&d, "REF")->observed.est_hours, eref->hours, 1e-9);
+	near(on(&d, "HALF")->hours, on(&e, "HALF")->hours / 2, 1e-9);
+	near(on(&d, "HALF")->cost, on(&e, "HALF")->cost / 2, 1e-9);
+	/* No peak observed: the need stays the estimate's. */
+	assert_int_equal(on(&d, "REF")->need, eref->need);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_observed_none),
+		cmocka_unit_test(test_observed_peak_higher),
+		cmocka_unit_test(test_observed_peak_lower),
+		cmocka_unit_test(test_observed_device_raises_only),
+		cmocka_unit_test(test_observed_speed_sets_hours),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
