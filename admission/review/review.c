@@ -10,6 +10,7 @@
 
 #include "../base/buf.h"
 #include "../doc/doc.h"
+#include "../fingerprint/fingerprint.h"
 #include "../base/jw.h"
 #include "../manifest/manifest.h"
 #include "patch.h"
@@ -455,6 +456,54 @@ patch_annotation(struct review *rv, const char *key, const char *value)
 	    "/metadata/annotations", key, value);
 }
 
+/*
+ * The job's fingerprint as placed (design 23), the one its admit answer
+ * carries, as the label LABEL_FINGERPRINT of the pods it runs as (a Pod's
+ * own labels, a Job's pod template's), so that what watches the pods
+ * (dcgm-exporter with pod labels) names the job: one add of the metadata
+ * or of the labels where there are none, else one add of the key (which
+ * replaces a value already there).
+ */
+static void
+patch_fingerprint(struct review *rv, const struct mf_job *job,
+    const struct mf_placement *p)
+{
+	int pod = rv->target == TARGET_POD;
+	const struct mf_node *meta = pod ?
+	    mf_node_get(rv->object, "metadata") :
+	    mf_node_get(mf_node_get(mf_node_get(rv->object, "spec"),
+	                    "template"),
+	        "metadata");
+	const char *base = pod ? "/metadata" : "/spec/template/metadata";
+	struct mf_patch *pt = &rv->patch;
+	char hex[MF_FP_HEX], at[TEXT_MAX];
+	struct mf_buf t;
+
+	mf_fp_job(job, p->fixes, p->count, hex);
+	if (!is_map(meta)) {
+		mf_patch_begin(pt, "add", base, NULL);
+		mf_jw_open(&pt->w, "value", '{');
+		mf_jw_open(&pt->w, "labels", '{');
+		mf_jw_str(&pt->w, LABEL_FINGERPRINT, hex);
+		mf_jw_close(&pt->w, '}');
+		mf_jw_close(&pt->w, '}');
+		mf_patch_end(pt);
+		return;
+	}
+	if (!is_map(mf_node_get(meta, "labels"))) {
+		mf_patch_begin(pt, "add", base, "labels");
+		mf_jw_open(&pt->w, "value", '{');
+		mf_jw_str(&pt->w, LABEL_FINGERPRINT, hex);
+		mf_jw_close(&pt->w, '}');
+		mf_patch_end(pt);
+		return;
+	}
+	mf_buf_fixed(&t, at, sizeof(at));
+	mf_buf_str(&t, base);
+	mf_buf_str(&t, "/labels");
+	mf_patch_str(pt, "add", at, LABEL_FINGERPRINT, hex);
+}
+
 static void
 answer_patch(struct review *rv)
 {
@@ -502,6 +551,7 @@ allow_placed(struct review *rv, const struct mf_job *job,
 	if (job->reference_hours > 0)
 		snprintf(cost, sizeof(cost), "%.2f", p->cost);
 	patch_annotation(rv, ANN_COST, job->reference_hours > 0 ? cost : NULL);
+	patch_fingerprint(rv, job, p);
 	answer_patch(rv);
 	rv->verdict = MF_VERDICT_ADMITTED;
 }
@@ -797,7 +847,19 @@ static const struct mf_doc_keep keep_pod_spec[] = {
 	MF_DOC_KEEP_END,
 };
 
+/* Of the labels, the one the patch sets. */
+static const struct mf_doc_keep keep_labels[] = {
+	MF_DOC_KEEP(LABEL_FINGERPRINT, NULL),
+	MF_DOC_KEEP_END,
+};
+
+static const struct mf_doc_keep keep_template_metadata[] = {
+	MF_DOC_KEEP("labels", keep_labels),
+	MF_DOC_KEEP_END,
+};
+
 static const struct mf_doc_keep keep_template[] = {
+	MF_DOC_KEEP("metadata", keep_template_metadata),
 	MF_DOC_KEEP("spec", keep_pod_spec),
 	MF_DOC_KEEP_END,
 };
@@ -828,6 +890,7 @@ static const struct mf_doc_keep keep_metadata[] = {
 	MF_DOC_KEEP("name", NULL),
 	MF_DOC_KEEP("generateName", NULL),
 	MF_DOC_KEEP("annotations", keep_annotations),
+	MF_DOC_KEEP("labels", keep_labels),
 	MF_DOC_KEEP_END,
 };
 

@@ -42,6 +42,10 @@
  *     floor in effect, canonical) and memfloor.dev/estimated-cost (USD
  *     with two decimals; without spec.duration.referenceHours there is no
  *     cost, and a stale one is removed).
+ *   - sets the label memfloor.dev/fingerprint of the pods the object runs
+ *     as (a Pod's metadata.labels, a Job's spec.template.metadata.labels,
+ *     created when absent) to the job's fingerprint as placed, the one
+ *     its admit answer carries (fingerprint.h, design 23).
  * A pod's GPUs all come from one node, so a pod is placed within one
  * (gpusPerNode): a Pod and a Job run as one pod, and an Indexed Job
  * (completionMode: Indexed) with parallelism N > 1, which must have N

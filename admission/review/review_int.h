@@ -24,6 +24,8 @@
 #define ANN_PLACEMENT "memfloor.dev/placement"
 #define ANN_COST "memfloor.dev/estimated-cost"
 #define ANN_CONTAINER "memfloor.dev/container"
+/* The pods' label that carries the job's fingerprint (design 23). */
+#define LABEL_FINGERPRINT "memfloor.dev/fingerprint"
 #define MAX_WARNINGS 16 /* in one response */
 
 enum target { TARGET_NONE, TARGET_POD, TARGET_JOB };

@@ -17,7 +17,10 @@
 # limits, a container that asks otherwise is denied; and, from a second
 # daemon whose catalogue has kubernetes.select: memory, the memory affinity
 # in every required term with the floor in MiB, the preferred terms in
-# placement order, the pod's own terms and keys kept.
+# placement order, the pod's own terms and keys kept.  Design 23: the
+# label memfloor.dev/fingerprint on the pods (a Pod's own labels, a Job's
+# pod template's) is what $MEMFLOOR (default build/memfloor) fingerprint
+# prints for the review's job as placed.
 # The examples' answers come from a daemon of the shipped catalogue, as
 # make run serves it.
 #
@@ -30,6 +33,7 @@ set -eu
 top=${MF_TOP:-.}
 cd "$top"
 daemon_bin=${MEMFLOORD:-build/memfloord}
+cli=${MEMFLOOR:-build/memfloor}
 data=tests/data/review
 check_name=review
 daemon=""
@@ -219,9 +223,40 @@ review() {
 	fi
 }
 
+# The review's job as a memfloor Job manifest: its memfloor.dev/spec
+# annotation, as written, under spec (or its min-memory annotation as
+# resources.gpu.minMemory), and the extra lines of spec given.
+cat >"$tmp/manifest.py" <<'EOF'
+import json, sys
+
+with open(sys.argv[1]) as f:
+    ann = json.load(f)["request"]["object"]["metadata"]["annotations"]
+lines = ["apiVersion: memfloor.dev/v1", "kind: Job",
+         "metadata: {name: review}", "spec:"]
+if "memfloor.dev/spec" in ann:
+    lines += ["  " + l for l in ann["memfloor.dev/spec"].splitlines()]
+else:
+    lines.append("  resources: {gpu: {minMemory: %s}}"
+                 % ann["memfloor.dev/min-memory"])
+lines += ["  " + l for l in sys.argv[2:]]
+print("\n".join(lines))
+EOF
+
+# fingerprint REVIEW [SPEC-LINE...]: what memfloor fingerprint prints for
+# the review's job on the main daemon's catalogue, as a JSON string.
+fingerprint() {
+	review_file=$1
+	shift
+	"$py" "$tmp/manifest.py" "$review_file" "$@" >"$tmp/manifest.yaml" &&
+	    printf '"%s"' "$("$cli" fingerprint "$tmp/manifest.yaml" \
+	        -f "$design6" -m catalog/models 2>/dev/null)"
+}
+
 sel=/spec/nodeSelector/nvidia.com~1gpu.product
 tsel=/spec/template/spec/nodeSelector/nvidia.com~1gpu.product
 ann=/metadata/annotations/memfloor.dev~1
+label=/metadata/labels/memfloor.dev~1fingerprint
+tlabel=/spec/template$label
 gpu=resources/limits/nvidia.com~1gpu
 req=resources/requests/nvidia.com~1gpu
 
@@ -231,7 +266,8 @@ review "pod without nodeSelector: created, limits added" \
     patched $data/pod-min-memory.json "$tmp/answer" \
     "$sel=\"NVIDIA-B200\"" "/spec/containers/0/$gpu=\"1\"" \
     "/spec/containers/0/$req=\"1\"" "${ann}placement=\"B200 x 1\"" "${ann}min-memory=\"88Gi\"" \
-    "${ann}estimated-cost=-" "/metadata/labels/app=\"echo-server\""
+    "${ann}estimated-cost=-" "/metadata/labels/app=\"echo-server\"" \
+    "$label=$(fingerprint $data/pod-min-memory.json)"
 
 # 12Gi: the RTX-A4000 (16G) is cheapest; the pod's own selector stays.
 # Only the first container gets the GPU (design 18): not the sidecar, not
@@ -270,7 +306,9 @@ review "example job: patched" \
     "/spec/template/spec/containers/0/$gpu=\"1\"" \
     "/spec/template/spec/containers/0/$req=\"1\"" \
     "${ann}placement=\"B200 x 1\"" "${ann}min-memory=\"27Gi\"" \
-    "${ann}estimated-cost=\"29.02\""
+    "${ann}estimated-cost=\"29.02\"" "$label=-" \
+    "/spec/template/metadata/labels/app=\"llama-8b-lora\"" \
+    "$tlabel=$(fingerprint examples/k8s-admissionreview.json)"
 
 # A pod's GPUs all come from one node (design 11).  Llama 3.1 70B at
 # s = 2048: fsdp alone needs 13 B200s, two nodes of 8, by the shipped
@@ -280,7 +318,9 @@ review "example job: patched" \
 # more, 175.6 GB); with checkpointing allowed too, 8 hold it, one node.  A
 # plain Job is one pod: placed within a node, or denied with the
 # placement over nodes and how to run it there.  The Indexed Job of
-# examples/ runs 2 pods together: 14 GPUs, 7 a pod.
+# examples/ runs 2 pods together: 14 GPUs, 7 a pod; its pods' label is
+# the fingerprint of the job as placed, the spec with those 14 GPUs (over
+# nodes alone, 13 would do).
 review "one node: a plain Job gets checkpointing and fsdp over 8" \
     $data/job-70b-one-node.json 200 \
     patched $data/job-70b-one-node.json "$tmp/answer" \
@@ -302,7 +342,9 @@ review "indexed job: 2 pods of 7 GPUs" \
     "$tsel=\"NVIDIA-B200\"" \
     "/spec/template/spec/containers/0/$gpu=\"7\"" \
     "/spec/template/spec/containers/0/$req=\"7\"" \
-    "${ann}placement=\"B200 x 14 (2 pods of 7)\""
+    "${ann}placement=\"B200 x 14 (2 pods of 7)\"" \
+    "$tlabel=$(fingerprint examples/k8s-indexed-admissionreview.json \
+        'resources: {gpu: {count: 14}}')"
 
 # Each example review is what the API server makes of its Job's YAML:
 # every field the YAML sets is in request.object, unchanged.

@@ -31,7 +31,12 @@
 #include <jansson.h>
 
 #include "api.h"
+#include "base/qty.h"
+#include "doc/doc.h"
+#include "fingerprint/fingerprint.h"
+#include "manifest/manifest.h"
 #include "model/model.h"
+#include "place/place.h"
 #include "review/review.h"
 #include "catalog.h"
 #include "files.h"
@@ -460,7 +465,7 @@ test_review_pod_creates_node_selector(void **state)
 	(void)state;
 	a = send_review(rv, &ans);
 	patch = patch_of(a, NULL);
-	assert_int_equal(json_array_size(patch), 5);
+	assert_int_equal(json_array_size(patch), 6);
 	expect_op(patch, "add", "/spec/nodeSelector",
 	    "{\"nvidia.com/gpu.product\": \"NVIDIA-B200\"}");
 	expect_op(patch, "add", "/spec/containers/0/resources/limits",
@@ -518,8 +523,8 @@ test_review_pod_adds_selector_key(void **state)
 	    "\"RTX-A4000 x 1\"");
 	expect_op(patch, "replace",
 	    "/metadata/annotations/memfloor.dev~1min-memory", "\"12Gi\"");
-	/* 1 selector key + limits and requests + 2 annotations */
-	assert_int_equal(json_array_size(patch), 5);
+	/* 1 selector key + limits and requests + 2 annotations + the label */
+	assert_int_equal(json_array_size(patch), 6);
 	assert_null(json_object_get(response(a), "warnings"));
 	free(raw);
 	json_decref(patch);
@@ -561,7 +566,7 @@ test_review_job_patches_template(void **state)
 	    "/metadata/annotations/memfloor.dev~1min-memory", "\"21Gi\"");
 	expect_op(patch, "add",
 	    "/metadata/annotations/memfloor.dev~1estimated-cost", "\"29.02\"");
-	assert_int_equal(json_array_size(patch), 6);
+	assert_int_equal(json_array_size(patch), 7);
 	assert_string_equal(ans.job, "llama-8b-lora");
 	assert_int_equal(ans.verdict, MF_VERDICT_ADMITTED);
 	json_decref(patch);
@@ -601,8 +606,8 @@ test_review_job_count_from_spec(void **state)
 	    "\"B200 x 2\"");
 	expect_op(patch, "replace",
 	    "/metadata/annotations/memfloor.dev~1min-memory", "\"88Gi\"");
-	/* selector, one limit, two annotations */
-	assert_int_equal(json_array_size(patch), 4);
+	/* selector, one limit, two annotations, the label */
+	assert_int_equal(json_array_size(patch), 5);
 	assert_null(json_object_get(response(a), "warnings"));
 	/* metadata.name is absent: generateName names the job */
 	assert_string_equal(ans.job, "train-");
@@ -889,8 +894,8 @@ test_review_own_limit_kept(void **state)
 		expect_op(patch, "add", "/spec/containers/3/resources/requests",
 		    "{\"nvidia.com/gpu\": \"1\"}");
 		assert_int_equal(ops_under(patch, "/spec/containers/"), 1);
-		/* selector key, requests, placement, min-memory */
-		assert_int_equal(json_array_size(patch), 4);
+		/* selector key, requests, placement, min-memory, label */
+		assert_int_equal(json_array_size(patch), 5);
 		json_decref(patch);
 		json_decref(a);
 		mf_answer_free(&ans);
@@ -1082,8 +1087,8 @@ test_review_memory_affinity_created(void **state)
 	    "{\"nvidia.com/gpu\": \"1\"}");
 	expect_op(patch, "add", "/metadata/annotations/memfloor.dev~1placement",
 	    "\"B200 x 1\"");
-	/* affinity, limits, requests, placement, min-memory */
-	assert_int_equal(json_array_size(patch), 5);
+	/* affinity, limits, requests, placement, min-memory, label */
+	assert_int_equal(json_array_size(patch), 6);
 	json_decref(patch);
 	json_decref(a);
 	mf_answer_free(&ans);
@@ -1153,8 +1158,8 @@ test_review_memory_terms_merged(void **state)
 	/* $29.02: 12 h / 2.274 x $5.50 on the B200 */
 	expect_op(patch, "add",
 	    "/metadata/annotations/memfloor.dev~1estimated-cost", "\"29.02\"");
-	/* 2 terms, preferred, limits, requests, 3 annotations */
-	assert_int_equal(json_array_size(patch), 8);
+	/* 2 terms, preferred, limits, requests, 3 annotations, label */
+	assert_int_equal(json_array_size(patch), 9);
 	assert_null(json_object_get(response(a), "warnings"));
 	json_decref(patch);
 	json_decref(a);
@@ -1571,6 +1576,200 @@ test_review_indexed_job_pods(void **state)
 	mf_answer_free(&ans);
 }
 
+/* --- the fingerprint label (design 23) ----------------------------------- */
+
+#define LABEL "memfloor.dev/fingerprint"
+#define LABEL_PTR "memfloor.dev~1fingerprint"
+
+/*
+ * The library's own fingerprint of the job a review's annotations
+ * describe: spec (the memfloor.dev/spec text, NULL without one) with the
+ * floor min (memfloor.dev/min-memory, NULL without one), placed as pods
+ * pods on the review's catalogue; what the admit answer carries for it.
+ */
+static void
+placed_fingerprint(const char *spec, const char *min, int64_t pods,
+    char hex[MF_FP_HEX])
+{
+	struct mf_decision *d = malloc(sizeof(*d));
+	enum mf_qty_format f = MF_QTY_DECIMAL;
+	struct mf_doc *doc = NULL;
+	struct mf_error err;
+	int64_t bytes = 0;
+	struct mf_job job;
+
+	assert_non_null(d);
+	if (min != NULL)
+		assert_int_equal(mf_qty_parse_memory(min, strlen(min), &bytes,
+		                     &f),
+		    MF_QTY_OK);
+	if (spec != NULL)
+		assert_int_equal(mf_doc_parse(spec, strlen(spec), MF_DOC_AUTO,
+		                     &doc, &err),
+		    MF_OK);
+	assert_int_equal(mf_job_read_spec_floor(doc != NULL ? mf_doc_root(doc) :
+	                                                      NULL,
+	                     "spec", "job", models, bytes, (int)f, &job, &err),
+	    MF_OK);
+	job.work.estimator = cat->estimator;
+	job.pods = pods;
+	assert_int_equal(mf_place(&job, cat, d, &err), MF_OK);
+	assert_true(d->admitted);
+	mf_fp_job(&job, d->placement.fixes, d->placement.count, hex);
+	free(d);
+	mf_doc_free(doc);
+}
+
+/* The annotation key of review, or NULL. */
+static const char *
+annotation_of(json_t *review, const char *key)
+{
+	return json_string_value(json_object_get(annotations(review), key));
+}
+
+/* The label's op: an add of want at base/labels/KEY when the labels are
+ * there (labels), else of {"memfloor.dev/fingerprint": want} at
+ * base/labels. */
+static void
+expect_label(json_t *patch, const char *base, int labels, const char *want)
+{
+	char at[128], value[128];
+
+	assert_true(mf_fp_valid(want));
+	snprintf(at, sizeof(at), "%s/labels", base);
+	assert_int_equal(ops_under(patch, at), 1);
+	if (labels) {
+		snprintf(at, sizeof(at), "%s/labels/" LABEL_PTR, base);
+		snprintf(value, sizeof(value), "\"%s\"", want);
+	} else {
+		snprintf(at, sizeof(at), "%s/labels", base);
+		snprintf(value, sizeof(value), "{\"" LABEL "\": \"%s\"}", want);
+	}
+	expect_op(patch, "add", at, value);
+}
+
+/*
+ * A Pod carries the label itself: its labels exist (app: echo-server), so
+ * the key is added, '/' escaped as ~1; without labels the map is added.
+ * The value is the job as placed (88Gi: B200 x 1).
+ */
+static void
+test_review_fingerprint_label_pod(void **state)
+{
+	json_t *rv = load(DATA "pod-min-memory.json"), *a, *patch, *meta;
+	struct mf_answer ans;
+	char want[MF_FP_HEX], *raw;
+
+	(void)state;
+	placed_fingerprint(NULL, annotation_of(rv, "memfloor.dev/min-memory"),
+	    1, want);
+	a = send_review(rv, &ans);
+	patch = patch_of(a, &raw);
+	assert_non_null(strstr(raw, "\"/metadata/labels/" LABEL_PTR "\""));
+	expect_label(patch, "/metadata", 1, want);
+	free(raw);
+	json_decref(patch);
+	json_decref(a);
+	mf_answer_free(&ans);
+	meta = json_object_get(json_object_get(json_object_get(rv, "request"),
+	                           "object"),
+	    "metadata");
+	json_object_del(meta, "labels");
+	a = send_review(rv, &ans);
+	patch = patch_of(a, NULL);
+	expect_label(patch, "/metadata", 0, want);
+	json_decref(patch);
+	json_decref(a);
+	mf_answer_free(&ans);
+	json_decref(rv);
+}
+
+/*
+ * A Job's label goes on its pod template (the pods are what dcgm-exporter
+ * sees), not on the Job: the example's template has labels; a template
+ * without metadata gets {"labels": {...}}; a fingerprint already there
+ * (a stale one) is overwritten by the add.
+ */
+static void
+test_review_fingerprint_label_job(void **state)
+{
+	json_t *rv = load("examples/k8s-admissionreview.json"), *a, *patch;
+	json_t *tpl;
+	struct mf_answer ans;
+	char want[MF_FP_HEX], value[128];
+
+	(void)state;
+	placed_fingerprint(annotation_of(rv, "memfloor.dev/spec"), NULL, 1,
+	    want);
+	tpl =
+	    json_object_get(json_object_get(json_object_get(json_object_get(rv,
+	                                                        "request"),
+	                                        "object"),
+	                        "spec"),
+	        "template");
+	json_object_set_new(json_object_get(json_object_get(tpl, "metadata"),
+	                        "labels"),
+	    LABEL, json_string("0123456789abcdef0123456789abcdef"));
+	a = send_review(rv, &ans);
+	patch = patch_of(a, NULL);
+	expect_label(patch, "/spec/template/metadata", 1, want);
+	assert_null(find_op(patch, "/metadata/labels"));
+	json_decref(patch);
+	json_decref(a);
+	mf_answer_free(&ans);
+	json_object_del(tpl, "metadata");
+	a = send_review(rv, &ans);
+	patch = patch_of(a, NULL);
+	snprintf(value, sizeof(value), "{\"labels\": {\"" LABEL "\": \"%s\"}}",
+	    want);
+	expect_op(patch, "add", "/spec/template/metadata", value);
+	assert_int_equal(ops_under(patch, "/spec/template/metadata"), 1);
+	json_decref(patch);
+	json_decref(a);
+	mf_answer_free(&ans);
+	json_decref(rv);
+}
+
+/*
+ * An Indexed Job of 2 pods (B200 x 10, 2 pods of 5): every pod carries the
+ * fingerprint of the whole job as placed, fsdp over 10 GPUs, the same as
+ * the job placed anywhere (B200 x 10 over 2 nodes) and not that of the job
+ * as written (one GPU, no fix).
+ */
+static void
+test_review_fingerprint_label_indexed(void **state)
+{
+	json_t *rv = job_70b(SPEC_70B("fsdp"), 2, 2, "Indexed"), *a, *patch;
+	char want[MF_FP_HEX], anywhere[MF_FP_HEX], written[MF_FP_HEX];
+	struct mf_answer ans;
+	struct mf_error err;
+	struct mf_doc *doc;
+	struct mf_job job;
+
+	(void)state;
+	placed_fingerprint(SPEC_70B("fsdp"), NULL, 2, want);
+	placed_fingerprint(SPEC_70B("fsdp"), NULL, 0, anywhere);
+	assert_string_equal(want, anywhere);
+	assert_int_equal(mf_doc_parse(SPEC_70B("fsdp"),
+	                     strlen(SPEC_70B("fsdp")), MF_DOC_AUTO, &doc, &err),
+	    MF_OK);
+	assert_int_equal(mf_job_read_spec(mf_doc_root(doc), "spec", "job",
+	                     models, &job, &err),
+	    MF_OK);
+	mf_fp_job(&job, 0, job.count, written);
+	mf_doc_free(doc);
+	assert_string_not_equal(want, written);
+	a = send_review(rv, &ans);
+	patch = patch_of(a, NULL);
+	expect_op(patch, "add", "/metadata/annotations/memfloor.dev~1placement",
+	    "\"B200 x 10 (2 pods of 5)\"");
+	expect_label(patch, "/spec/template/metadata", 1, want);
+	json_decref(patch);
+	json_decref(a);
+	json_decref(rv);
+	mf_answer_free(&ans);
+}
+
 /* Pods that do not run together, or a count that does not split. */
 static void
 test_review_indexed_job_bad(void **state)
@@ -1887,6 +2086,9 @@ main(void)
 		cmocka_unit_test(test_review_job_within_one_node),
 		cmocka_unit_test(test_review_job_over_nodes_denied),
 		cmocka_unit_test(test_review_indexed_job_pods),
+		cmocka_unit_test(test_review_fingerprint_label_pod),
+		cmocka_unit_test(test_review_fingerprint_label_job),
+		cmocka_unit_test(test_review_fingerprint_label_indexed),
 		cmocka_unit_test(test_review_indexed_job_bad),
 		cmocka_unit_test(test_review_pod_and_parallel_job),
 		cmocka_unit_test(test_review_annotation_not_string_denied_400),
