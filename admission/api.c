@@ -300,6 +300,26 @@ note_placed(struct mf_answer *ans, const struct mf_job *job,
 	ans->placed_count = pl->count;
 }
 
+/* mf_place, with what the job's runs measured when api says (design 23):
+ * the runs of the job as written, no fixes, on its own count. */
+static enum mf_rc
+place_observed(const struct mf_api *api, const struct mf_job *given,
+    struct mf_decision *d, struct mf_error *err)
+{
+	struct mf_job job = *given;
+	struct mf_observed obs;
+	char fp[MF_FP_HEX];
+
+	if (api->observed == NULL || job.model_source == MF_MODEL_NONE)
+		return mf_place(&job, api->cat, d, err);
+	mf_fp_job(&job, 0, job.count, fp);
+	memset(&obs, 0, sizeof(obs));
+	api->observed(fp, &obs);
+	if (obs.n > 0)
+		job.observed = &obs;
+	return mf_place(&job, api->cat, d, err);
+}
+
 static void
 decide_admit(const struct mf_api *api, struct mf_request *req,
     struct mf_answer *ans)
@@ -315,7 +335,7 @@ decide_admit(const struct mf_api *api, struct mf_request *req,
 		answer_oom(ans);
 		return;
 	}
-	rc = mf_place(&req->job, api->cat, d, &err);
+	rc = place_observed(api, &req->job, d, &err);
 	if (rc != MF_OK) {
 		mf_answer_err(ans, rc, &err, out);
 		free(d);

@@ -48,12 +48,18 @@ struct mf_answer {
 	int64_t placed_count;
 };
 
+struct mf_observed; /* place/place.h */
+
 struct mf_api {
 	const struct mf_catalog *cat;   /* borrowed for the call */
 	const struct mf_models *models; /* borrowed; may be NULL */
 	/* The estimator asked for (?estimator=, --estimator), or NULL for
 	 * the catalogue's. */
 	const char *estimator;
+	/* Design 23: what runs of the job of fingerprint fp measured, a
+	 * card each, into *out (out->n 0: none); NULL: observations are not
+	 * used.  Called once an admit, from the request's thread. */
+	void (*observed)(const char *fp, struct mf_observed *out);
 };
 
 /*

@@ -152,6 +152,11 @@ static const char list_sql[] =
     " device_used, tokens_per_second, step_seconds, tokens_per_step,"
     " source, created_at FROM observations WHERE fingerprint = ?"
     " ORDER BY id LIMIT ?";
+static const char all_sql[] =
+    "SELECT id, fingerprint, card, count, peak_reserved, peak_allocated,"
+    " device_used, tokens_per_second, step_seconds, tokens_per_step,"
+    " source, created_at FROM observations"
+    " ORDER BY fingerprint, card, id LIMIT ?";
 
 /* The rows of st into a list of at most max. */
 static enum mf_rc
@@ -192,13 +197,15 @@ mf_store_list(struct mf_store *s, const char *fingerprint, size_t max,
 	enum mf_rc rc;
 
 	pthread_mutex_lock(&s->db_lock);
-	if (sqlite3_prepare_v2(s->db, list_sql, -1, &st, NULL) != SQLITE_OK) {
+	if (sqlite3_prepare_v2(s->db, fingerprint ? list_sql : all_sql, -1, &st,
+	        NULL) != SQLITE_OK) {
 		rc = db_fail(s, "list", err);
 		pthread_mutex_unlock(&s->db_lock);
 		return rc;
 	}
-	bind_text(st, 1, fingerprint);
-	sqlite3_bind_int64(st, 2, (int64_t)max);
+	if (fingerprint != NULL)
+		bind_text(st, 1, fingerprint);
+	sqlite3_bind_int64(st, fingerprint ? 2 : 1, (int64_t)max);
 	rc = read_rows(s, st, max, out, n, err);
 	sqlite3_finalize(st);
 	pthread_mutex_unlock(&s->db_lock);

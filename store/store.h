@@ -65,7 +65,8 @@ enum mf_rc mf_store_add(struct mf_store *s, struct mf_observation *o,
 enum mf_rc
 mf_store_delete(struct mf_store *s, int64_t id, struct mf_error *err);
 /*
- * The observations of fingerprint, oldest first, at most max of them:
+ * The observations of fingerprint, oldest first, at most max of them
+ * (fingerprint NULL: every fingerprint's, by fingerprint and card):
  * *out (malloc'd; the caller frees it) and *n.  MF_ENOMEM, MF_EIO.
  */
 enum mf_rc mf_store_list(struct mf_store *s, const char *fingerprint,
