@@ -195,6 +195,12 @@ int mfd_obs_check(const struct mfd_config *cfg);
 int mfd_obs_start(const struct mfd_config *cfg);
 /* Write what is queued and close the store. */
 void mfd_obs_stop(void);
+/*
+ * What the runs of the job of fingerprint fp measured, a card each, from
+ * the summaries in memory (struct mf_api's observed): never waits on the
+ * store; out->n 0 without --store or observations.
+ */
+void mfd_obs_observed(const char *fp, struct mf_observed *out);
 /* An admission's record (ans->placed, taken) queued for the store; the
  * caller does not wait. */
 void mfd_obs_admitted(struct mf_answer *ans);

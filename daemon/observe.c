@@ -7,6 +7,8 @@
  */
 #include <assert.h>
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +16,8 @@
 #include "../admission/base/buf.h"
 #include "../admission/base/file.h"
 #include "../admission/base/jw.h"
+#include "../admission/base/str.h"
+#include "../admission/place/place.h"
 #include "../store/observe.h"
 #include "../store/store.h"
 #include "memfloord.h"
@@ -70,6 +74,254 @@ free_tokens(void)
 	ntokens = 0;
 }
 
+/*
+ * The summaries of design 23, a (fingerprint, card) each: the runs, the
+ * largest peak (torch's, else the device's) and the median tokens/s.
+ * Built from the store at start, after this replica's own writes and
+ * every REFRESH_SECONDS; an admission takes a reference to the snapshot
+ * in service under a mutex held for a few instructions and never waits
+ * on SQLite.
+ */
+#define REFRESH_SECONDS 30
+/* The most observations a summary is built from. */
+#define SUMMARY_ROWS 100000
+
+struct summary {
+	char fingerprint[MF_FP_HEX];
+	struct mf_obs_card c;
+};
+
+struct summaries {
+	atomic_int refs;
+	size_t n;
+	struct summary s[]; /* by fingerprint, then card */
+};
+
+static pthread_mutex_t sum_swap = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t sum_build = PTHREAD_MUTEX_INITIALIZER;
+static struct summaries *sums;
+static pthread_t refresher;
+static pthread_mutex_t refresh_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t refresh_cond;
+static int refresh_stop, refresh_started;
+
+static void
+sums_unref(struct summaries *m)
+{
+	if (m != NULL && atomic_fetch_sub(&m->refs, 1) == 1)
+		free(m);
+}
+
+static int
+cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* An observation's tokens/s: given, or a step's tokens over its
+ * seconds; -1 when it has neither. */
+static double
+obs_speed(const struct mf_observation *o)
+{
+	if (o->tokens_per_second > 0)
+		return o->tokens_per_second;
+	if (o->step_seconds > 0 && o->tokens_per_step > 0)
+		return o->tokens_per_step / o->step_seconds;
+	return -1;
+}
+
+/* The summary of list[0..n), the observations of one fingerprint and
+ * card; speeds is scratch for n figures. */
+static void
+summarize(const struct mf_observation *list, size_t n, double *speeds,
+    struct summary *out)
+{
+	int64_t torch = -1, device = -1;
+	size_t ns = 0;
+
+	memset(out, 0, sizeof(*out));
+	memcpy(out->fingerprint, list[0].fingerprint, MF_FP_HEX);
+	mf_copy(out->c.card, sizeof(out->c.card), list[0].card);
+	out->c.runs = (int64_t)n;
+	for (size_t i = 0; i < n; i++) {
+		const struct mf_observation *o = &list[i];
+		int64_t t =
+		    o->peak_reserved > 0 ? o->peak_reserved : o->peak_allocated;
+		double v = obs_speed(o);
+
+		if (t > torch)
+			torch = t;
+		if (o->device_used > device)
+			device = o->device_used;
+		if (v > 0)
+			speeds[ns++] = v;
+	}
+	out->c.peak = torch > 0 ? torch : device;
+	out->c.device = torch <= 0 && device > 0;
+	out->c.tokens_per_second = -1;
+	if (ns == 0)
+		return;
+	qsort(speeds, ns, sizeof(*speeds), cmp_double);
+	out->c.tokens_per_second =
+	    ns % 2 ? speeds[ns / 2] : (speeds[ns / 2 - 1] + speeds[ns / 2]) / 2;
+}
+
+static int
+same_group(const struct mf_observation *a, const struct mf_observation *b)
+{
+	return strcmp(a->fingerprint, b->fingerprint) == 0 &&
+	    strcmp(a->card, b->card) == 0;
+}
+
+/* The summaries of list[0..n), sorted as the store lists them; NULL on
+ * allocation failure. */
+static struct summaries *
+sums_of(const struct mf_observation *list, size_t n)
+{
+	struct summaries *m = malloc(sizeof(*m) + n * sizeof(m->s[0]));
+	double *speeds = malloc((n ? n : 1) * sizeof(*speeds));
+	size_t i = 0, j;
+
+	if (m == NULL || speeds == NULL) {
+		free(m);
+		free(speeds);
+		return NULL;
+	}
+	atomic_init(&m->refs, 1);
+	m->n = 0;
+	while (i < n) {
+		for (j = i + 1; j < n && same_group(&list[i], &list[j]); j++)
+			;
+		summarize(&list[i], j - i, speeds, &m->s[m->n++]);
+		i = j;
+	}
+	free(speeds);
+	return m;
+}
+
+/* Rebuild the summaries from the store and put them in service; a store
+ * that fails keeps those in service (logged). */
+static void
+sums_refresh(const char *why)
+{
+	struct mf_observation *list = NULL;
+	struct summaries *m, *old;
+	struct mf_error err;
+	size_t n = 0;
+
+	pthread_mutex_lock(&sum_build);
+	if (mf_store_list(store, NULL, SUMMARY_ROWS, &list, &n, &err) !=
+	    MF_OK) {
+		mfd_log(MFD_ERROR,
+		    "observations (%s): %s; admissions use the summaries they have",
+		    why, err.text);
+		pthread_mutex_unlock(&sum_build);
+		return;
+	}
+	m = sums_of(list, n);
+	free(list);
+	if (m != NULL) {
+		pthread_mutex_lock(&sum_swap);
+		old = sums;
+		sums = m;
+		pthread_mutex_unlock(&sum_swap);
+		sums_unref(old);
+	}
+	pthread_mutex_unlock(&sum_build);
+}
+
+static int
+cmp_fp(const void *key, const void *elem)
+{
+	return strcmp(key, ((const struct summary *)elem)->fingerprint);
+}
+
+void
+mfd_obs_observed(const char *fp, struct mf_observed *out)
+{
+	struct summaries *m;
+	const struct summary *hit;
+	size_t i;
+
+	out->n = 0;
+	pthread_mutex_lock(&sum_swap);
+	m = sums;
+	if (m != NULL)
+		atomic_fetch_add(&m->refs, 1);
+	pthread_mutex_unlock(&sum_swap);
+	if (m == NULL)
+		return;
+	hit = bsearch(fp, m->s, m->n, sizeof(m->s[0]), cmp_fp);
+	if (hit != NULL) {
+		i = (size_t)(hit - m->s);
+		while (i > 0 && strcmp(m->s[i - 1].fingerprint, fp) == 0)
+			i--;
+		for (; i < m->n && out->n < MF_OBS_CARDS &&
+		     strcmp(m->s[i].fingerprint, fp) == 0;
+		     i++)
+			out->card[out->n++] = m->s[i].c;
+	}
+	sums_unref(m);
+}
+
+static void *
+refresh_loop(void *arg)
+{
+	struct timespec due;
+
+	(void)arg;
+	pthread_mutex_lock(&refresh_lock);
+	while (!refresh_stop) {
+		mfd_due_in(&due, REFRESH_SECONDS * 1000L);
+		if (pthread_cond_timedwait(&refresh_cond, &refresh_lock,
+		        &due) == 0 ||
+		    refresh_stop)
+			continue;
+		pthread_mutex_unlock(&refresh_lock);
+		sums_refresh("refresh");
+		pthread_mutex_lock(&refresh_lock);
+	}
+	pthread_mutex_unlock(&refresh_lock);
+	return NULL;
+}
+
+/* The summaries built and their refresher started; without it they are
+ * still refreshed on this replica's writes (logged). */
+static void
+sums_start(void)
+{
+	sums_refresh("start");
+	mfd_cond_monotonic(&refresh_cond);
+	refresh_stop = 0;
+	if (pthread_create(&refresher, NULL, refresh_loop, NULL) == 0)
+		refresh_started = 1;
+	else
+		mfd_log(MFD_ERROR,
+		    "observations: no refresh thread; summaries follow this replica's writes only");
+}
+
+static void
+sums_stop(void)
+{
+	struct summaries *old;
+
+	if (refresh_started) {
+		pthread_mutex_lock(&refresh_lock);
+		refresh_stop = 1;
+		pthread_cond_signal(&refresh_cond);
+		pthread_mutex_unlock(&refresh_lock);
+		pthread_join(refresher, NULL);
+		refresh_started = 0;
+	}
+	pthread_mutex_lock(&sum_swap);
+	old = sums;
+	sums = NULL;
+	pthread_mutex_unlock(&sum_swap);
+	sums_unref(old);
+}
+
 /* Open the store, saying why not: a file that is not memfloor's stays
  * as it is and stops the daemon. */
 static struct mf_store *
@@ -124,12 +376,15 @@ mfd_obs_start(const struct mfd_config *cfg)
 	}
 	mfd_log(MFD_INFO, "observations kept in %s%s", cfg->store_path,
 	    ntokens ? "" : " (no --observe-token-file: not written)");
+	sums_start();
 	return 0;
 }
 
 void
 mfd_obs_stop(void)
 {
+	if (store != NULL)
+		sums_stop();
 	mf_store_close(store);
 	store = NULL;
 	free_tokens();
@@ -315,6 +570,7 @@ mfd_obs_post(const char *auth, const char *body, size_t len,
 		    out, ans);
 		return 503;
 	}
+	sums_refresh("posted");
 	begin_doc(&b, &w, out);
 	mf_jw_open(&w, NULL, '{');
 	mf_jw_int(&w, "id", o.id);
@@ -404,6 +660,7 @@ mfd_obs_delete(const char *auth, const char *id, enum mf_output out,
 		    out, ans);
 		return 503;
 	}
+	sums_refresh("deleted");
 	memset(ans, 0, sizeof(*ans));
 	ans->content_type = "application/json";
 	return 204;

@@ -113,7 +113,7 @@ api_begin(void)
 	struct mf_models *m;
 
 	mfd_state_take(&cat, &m);
-	return (struct mf_api){ cat, m, NULL };
+	return (struct mf_api){ cat, m, NULL, mfd_obs_observed };
 }
 
 static void
