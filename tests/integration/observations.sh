@@ -233,6 +233,96 @@ start
 is "after kill -9 and a restart: all 203 there" "$(listed)" 203
 post "$good" -H "$auth"
 is "after the restart the admission is known: 201" "$code" 201
+# --- used at admission (design 23) ------------------------------------------
+# A training job of its own fingerprint, timed by its tokens.  Its first
+# admission is the estimate's, on a 24G card; a torch peak 25% above it
+# on an RTX-A6000 raises its need there and every other card's by the
+# same ratio, past the 24G cards; taken back and posted 30% below on the
+# card of the first admission with twice the modelled tokens/s, the need
+# there is the peak, the other cards' falls by no more than 10%, and the
+# hours halve.
+cat >"$tmp/train.yaml" <<'YAML'
+apiVersion: memfloor.dev/v1
+kind: Job
+metadata:
+  name: trained
+spec:
+  model:
+    name: meta-llama/Llama-3.1-8B
+  workload:
+    sequenceLength: 2048
+    method: lora
+    lora: {rank: 16, targets: all-linear}
+    gradientCheckpointing: true
+  duration:
+    tokens: 1000000000
+YAML
+admit_train() {
+	curl -s -m 10 -o "$tmp/ans" -X POST --data-binary @"$tmp/train.yaml" \
+	    "$base/v1/admit"
+}
+# observe_train CARD PEAK [TOKENS/S]: post PEAK (and TOKENS/S) on CARD
+# for the job, by its manifest.
+observe_train() {
+	{
+		printf 'card: %s\ncount: 1\npeakReservedBytes: %s\n' \
+		    "$1" "$2"
+		if [ -n "${3:-}" ]; then
+			printf 'tokensPerSecond: %s\n' "$3"
+		fi
+		printf 'source: torch\njob:\n'
+		sed 's/^/  /' "$tmp/train.yaml"
+	} >"$tmp/tobs.yaml"
+	post "$(cat "$tmp/tobs.yaml")" -H "$auth"
+}
+# placed EXPR: EXPR over the answer's placement and alternatives (ps),
+# the estimate's need (est), the card observed (card) and the first
+# admission's hours (hours).
+placed() {
+	python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+ps = [d["placement"]] + d["alternatives"]
+est, card = int(sys.argv[2]), sys.argv[3]
+hours = float(sys.argv[5] or 0)
+print(eval(sys.argv[4]))' "$tmp/ans" "$est" "$tcard" "$1" "${hours:-}"
+}
+admit_train
+tcard=$(field placement.gpu)
+est=$(field need.perGpuBytes)
+hours=$(field placement.hours)
+is "a new job: admitted, no figure observed" \
+    "$(field admitted) $(placed 'any("observed" in p for p in ps)')" \
+    "True False"
+observe_train RTX-A6000 $((est + est / 4))
+is "a peak 25% above the estimate on RTX-A6000: 201" "$code" 201
+tid=$(field id)
+admit_train
+is "the next admission: the need 25% higher, past $tcard" \
+    "$(placed 'card in [p["gpu"] for p in ps]')" False
+is "the placement says so: 1 run, the estimate beside it, ratio 1.25" \
+    "$(field observed.runs) $(field observed.estimatedNeedBytes) $(field observed.needRatio)" \
+    "1 $est 1.25"
+is "the need 25% higher on every card, measured on RTX-A6000 only" \
+    "$(placed 'all(abs(p["observed"]["needBytes"] - est * 1.25) < 2 and p["observed"]["onThisCard"] == (p["gpu"] == "RTX-A6000") for p in ps)')" \
+    True
+code=$(curl -s -m 10 -o /dev/null -w '%{http_code}' -X DELETE -H "$auth" \
+    "$base/v1/observations/$tid")
+is "taken back: 204" "$code" 204
+speed=$(python3 -c 'import sys
+print(2 * 1e9 / (float(sys.argv[1]) * 3600))' "$hours")
+observe_train "$tcard" $((est * 7 / 10)) "$speed"
+is "a peak 30% below, twice the modelled speed: 201" "$code" 201
+admit_train
+is "the next admission: back on $tcard at the observed peak" \
+    "$(field placement.gpu) $(placed 'abs(ps[0]["observed"]["needBytes"] - est * 0.7) < 2 and ps[0]["observed"]["onThisCard"]')" \
+    "$tcard True"
+is "every other card's need 10% lower, no more" \
+    "$(placed 'all(abs(p["observed"]["needBytes"] - est * 0.9) < 2 for p in ps[1:])')" \
+    True
+is "the hours halve, the model's beside them" \
+    "$(placed 'abs(ps[0]["hours"] * 2 - hours) < 0.01 and abs(ps[0]["observed"]["estimatedHours"] - hours) < 0.01')" \
+    True
+
 if command -v sqlite3 >/dev/null 2>&1; then
 	is "the admission's record holds the job as placed" \
 	    "$(sqlite3 "$db" "SELECT card FROM admissions WHERE fingerprint = '$fp' AND job LIKE '%\"workload\":{%'")" \
