@@ -5,8 +5,8 @@
  * card's headroom, a device figure (DCGM) against the card's memory less
  * MF_OBS_MARGIN.  Other cards take the largest observed/estimated ratio,
  * lowered by no more than MF_OBS_MAX_LOWERING (a device figure raises
- * only).  Observed speed replaces the modelled one on its card and
- * scales the others by the same ratio.
+ * only, on its own card too).  Observed speed replaces the modelled one on its
+ * card and scales the others by the same ratio.
  *
  * A need n on a card of usable bytes u moved by a ratio r fits when
  * n x r <= u: the search keeps its needs and takes u / r as the card's
@@ -128,7 +128,11 @@ mf_place_obs_card(const struct search *s, struct card *cd)
 		assert(i < MF_OBS_CARDS);
 		n->runs = obs->card[i].runs;
 		n->here = 1;
-		if (s->obs_mem[i] > 0) {
+		/* A device figure is the whole card's (CUDA context and
+		 * all): it raises a low estimate, never lowers one
+		 * (design 23). */
+		if (s->obs_mem[i] > 0 &&
+		    !(obs->card[i].device && s->obs_mem[i] < 1)) {
 			n->memory = s->obs_mem[i];
 			n->device = obs->card[i].device;
 		}

@@ -186,7 +186,9 @@ test_observed_peak_lower(void **state)
 	near(on(&d, "HALF")->observed.memory, 0.9, 1e-12);
 }
 
-/* A device figure (DCGM) raises the other cards, never lowers them. */
+/* A device figure (DCGM) is the whole card's: below the estimate it
+ * lowers nothing, on its own card or the others; above it, it raises
+ * both. */
 static void
 test_observed_device_raises_only(void **state)
 {
@@ -195,11 +197,17 @@ test_observed_device_raises_only(void **state)
 	struct mf_observed o =
 	    observed("REF", 1, (int64_t)((double)est * 0.7), 1, 0);
 	struct mf_decision d = admit(&o);
+	struct mf_observed hi =
+	    observed("REF", 1, (int64_t)((double)est * 1.2), 1, 0);
+	struct mf_decision u = admit(&hi);
 
 	(void)state;
-	assert_true(on(&d, "REF")->observed.device);
-	near((double)on(&d, "REF")->need, (double)est * 0.7, 1e-9);
+	assert_false(on(&d, "REF")->observed.device);
+	assert_int_equal(on(&d, "REF")->need, est);
 	assert_int_equal(on(&d, "HALF")->need, est);
+	assert_true(on(&u, "REF")->observed.device);
+	near((double)on(&u, "REF")->need, (double)est * 1.2, 1e-9);
+	near((double)on(&u, "HALF")->need, (double)est * 1.2, 1e-9);
 }
 
 /* Twice the modelled tokens/s on REF: its hours halve, and HALF's by the
