@@ -56,9 +56,7 @@ measured figures, one JSON object a case; -v prints every part.
 import argparse
 import json
 import os
-import subprocess
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hf  # noqa: E402  (quiets transformers before torch is used)
@@ -68,8 +66,6 @@ from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
 
 import measure  # noqa: E402  (the cases, Subject, RANK)
 
-TOP = os.environ.get("MF_TOP", os.getcwd())
-CLI = os.environ.get("MEMFLOOR", os.path.join(TOP, "build/memfloor"))
 TOLERANCE = 0.01
 PRECISION = "fp32"
 
@@ -236,29 +232,6 @@ def serving(c, s, model):
 
 # --- memfloor -------------------------------------------------------------
 
-def estimate(c, workload):
-    """memfloor's estimate (a dict), or a string saying why there is none."""
-    job = {"apiVersion": "memfloor.dev/v1", "kind": "Job",
-           "metadata": {"name": "flops-" + c["model_type"]},
-           "spec": {"model": {"config": c}, "workload": workload}}
-    with tempfile.NamedTemporaryFile("w", suffix=".json") as f:
-        json.dump(job, f)
-        f.flush()
-        try:
-            r = subprocess.run([CLI, "estimate", f.name, "-o", "json",
-                                "--estimator", "pytorch"],
-                               capture_output=True, text=True)
-        except OSError as e:
-            return "cannot run %s: %s" % (CLI, e)
-    if r.returncode != 0:
-        return "memfloor estimate failed (%d): %s%s" % (
-            r.returncode, r.stdout.strip(), r.stderr.strip())
-    try:
-        return json.loads(r.stdout)
-    except ValueError:
-        return "memfloor printed no JSON: " + r.stdout[:200]
-
-
 def workload(case):
     if case["recipe"] in ("prefill", "decode", "serving"):
         return {"kind": "inference", "contextLength": case["s"],
@@ -398,7 +371,7 @@ def main():
                 if a.measured:
                     print(json.dumps(case), flush=True)
                     continue
-                ok = judge(case, estimate(c, workload(case)), a.v)
+                ok = judge(case, hf.estimate(c, workload(case), "flops-" + c["model_type"]), a.v)
                 if ok is not None:
                     passed += ok
                     failed += not ok

@@ -221,3 +221,48 @@ class Step(nn.Module):
     def forward(self, ids, labels):
         with autocast(self.precision, ids.device.type):
             return self.model(input_ids=ids, labels=labels).loss
+
+
+def config(model_type, h, a, kv, I, V=1000, d=None, **kw):
+    """A config.json dict of two layers (num_hidden_layers), as the
+    harnesses build their cases from."""
+    c = {"model_type": model_type, "hidden_size": h, "num_hidden_layers": 2,
+         "num_attention_heads": a, "num_key_value_heads": kv,
+         "intermediate_size": I, "vocab_size": V}
+    if d is not None:
+        c["head_dim"] = d
+    c.update(kw)
+    return c
+
+
+CLI = os.environ.get("MEMFLOOR", os.path.join(
+    os.environ.get("MF_TOP", os.getcwd()), "build/memfloor"))
+
+
+def estimate(c, workload, name):
+    """memfloor's estimate of a job of config c and workload (a dict of
+    spec.workload) with the estimator pytorch, from the command line
+    (-o json): the answer (a dict), or a string saying why there is
+    none."""
+    import json
+    import subprocess
+    import tempfile
+    job = {"apiVersion": "memfloor.dev/v1", "kind": "Job",
+           "metadata": {"name": name},
+           "spec": {"model": {"config": c}, "workload": workload}}
+    with tempfile.NamedTemporaryFile("w", suffix=".json") as f:
+        json.dump(job, f)
+        f.flush()
+        try:
+            r = subprocess.run([CLI, "estimate", f.name, "-o", "json",
+                                "--estimator", "pytorch"],
+                               capture_output=True, text=True)
+        except OSError as e:
+            return "cannot run %s: %s" % (CLI, e)
+    if r.returncode != 0:
+        return "memfloor estimate failed (%d): %s%s" % (
+            r.returncode, r.stdout.strip(), r.stderr.strip())
+    try:
+        return json.loads(r.stdout)
+    except ValueError:
+        return "memfloor printed no JSON: " + r.stdout[:200]

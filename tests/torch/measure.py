@@ -327,14 +327,7 @@ class Subject:
 
 
 # --- cases ----------------------------------------------------------------
-def cfg(model_type, h, a, kv, I, V, d=None, **kw):
-    c = {"model_type": model_type, "hidden_size": h, "num_hidden_layers": 2,
-         "num_attention_heads": a, "num_key_value_heads": kv,
-         "intermediate_size": I, "vocab_size": V}
-    if d is not None:
-        c["head_dim"] = d
-    c.update(kw)
-    return c
+cfg = hf.config
 
 
 def moe(model_type, h, a, kv, I, V, E, k, **kw):

@@ -88,11 +88,8 @@ Usage: traffic.py [-v] [--only SUBSTRING] [--measured] [--fit]
 """
 import argparse
 import collections
-import json
 import os
-import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -106,8 +103,6 @@ from torch.utils._pytree import tree_flatten  # noqa: E402
 
 torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
 
-TOP = os.environ.get("MF_TOP", os.getcwd())
-CLI = os.environ.get("MEMFLOOR", os.path.join(TOP, "build/memfloor"))
 S, B, LAYERS, RANK = 128, 2, 4, 8
 # Relative tolerances (bytes, kernels): the Llama block, and the others.
 LLAMA_FAMILY = {"llama", "mistral", "qwen2"}
@@ -367,14 +362,7 @@ class Counter(TorchDispatchMode):
 
 # --- running --------------------------------------------------------------
 
-def cfg(model_type, h, a, kv, I, V=1000, d=None, **kw):
-    c = {"model_type": model_type, "hidden_size": h, "num_hidden_layers": 2,
-         "num_attention_heads": a, "num_key_value_heads": kv,
-         "intermediate_size": I, "vocab_size": V}
-    if d is not None:
-        c["head_dim"] = d
-    c.update(kw)
-    return c
+cfg = hf.config
 
 
 CAP = dict(attn_logit_softcapping=50.0, final_logit_softcapping=30.0)
@@ -684,29 +672,6 @@ def fit_report(args):
 
 # --- memfloor -------------------------------------------------------------
 
-def estimate(c, workload):
-    """memfloor's estimate (a dict), or a string saying why there is none."""
-    job = {"apiVersion": "memfloor.dev/v1", "kind": "Job",
-           "metadata": {"name": "traffic-" + c["model_type"]},
-           "spec": {"model": {"config": c}, "workload": workload}}
-    with tempfile.NamedTemporaryFile("w", suffix=".json") as f:
-        json.dump(job, f)
-        f.flush()
-        try:
-            r = subprocess.run([CLI, "estimate", f.name, "-o", "json",
-                                "--estimator", "pytorch"],
-                               capture_output=True, text=True)
-        except OSError as e:
-            return "cannot run %s: %s" % (CLI, e)
-    if r.returncode != 0:
-        return "memfloor estimate failed (%d): %s%s" % (
-            r.returncode, r.stdout.strip(), r.stderr.strip())
-    try:
-        return json.loads(r.stdout)
-    except ValueError:
-        return "memfloor printed no JSON: " + r.stdout[:200]
-
-
 def workload(prec, attn, ckpt, lora, s, b):
     w = {"kind": "training", "sequenceLength": s, "microBatch": b,
          "precision": prec, "attention": attn,
@@ -799,8 +764,9 @@ def compare(args):
         if args.only and args.only not in name:
             continue
         m = measured_step(c, prec, attn, ckpt, lora, S, B, LAYERS)
-        est = estimate(dict(c, num_hidden_layers=LAYERS),
-                       workload(prec, attn, ckpt, lora, S, B))
+        est = hf.estimate(dict(c, num_hidden_layers=LAYERS),
+                          workload(prec, attn, ckpt, lora, S, B),
+                          "traffic-" + c["model_type"])
         ok = judge(name, model_name, m, est, args.v)
         passed += ok
         failed += not ok
