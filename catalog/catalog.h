@@ -110,6 +110,13 @@ struct mf_catalog {
 	 * modelled: the hours are design 6's). */
 	char *reference;
 	const struct mf_gpu *ref;
+	/* observations: (design 23): a device figure is held against the
+	 * card's memory less margin; other cards fall by no more than
+	 * max_lowering; the daemon refreshes its summaries every
+	 * refresh_seconds. */
+	double obs_margin;
+	double obs_max_lowering;
+	int64_t obs_refresh_seconds;
 	uint64_t version; /* set by the owner that serves it; 0 until then */
 	time_t loaded_at;
 	char *source; /* file name, or "<memory>" */

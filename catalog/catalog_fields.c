@@ -372,6 +372,25 @@ static const struct mf_field time_factor_rows[] = {
 	    .doc = "full recomputation costs 30-40% more time (Korthikanti et al., 2022)" },
 };
 
+/* What observed runs do at admission (design 23). */
+static const struct mf_field observations_rows[] = {
+	{ .key = "margin", .type = MF_FT_NUMBER, .base = MF_FB_CAT,
+	    .offset = COFF(obs_margin), .flags = MF_FF_DEFAULT, .lo = 0,
+	    .hi = 0.5, .hi_open = 1, .ddef = 0.05, .unit = "fraction",
+	    .title = "Device margin",
+	    .doc = "a device figure (DCGM's) is held against the card's memory less this share" },
+	{ .key = "maxLowering", .type = MF_FT_NUMBER, .base = MF_FB_CAT,
+	    .offset = COFF(obs_max_lowering), .flags = MF_FF_DEFAULT,
+	    .lo = 0, .hi = 1, .hi_open = 1, .ddef = 0.10,
+	    .unit = "fraction", .title = "Most lowering",
+	    .doc = "the most an observation lowers a job's need on the cards it was not measured on" },
+	{ .key = "refreshSeconds", .type = MF_FT_INT, .base = MF_FB_CAT,
+	    .offset = COFF(obs_refresh_seconds), .flags = MF_FF_DEFAULT,
+	    .min = 1, .max = 86400, .idef = 10, .unit = "seconds",
+	    .title = "Refresh",
+	    .doc = "how often memfloord reads the observations from its store" },
+};
+
 enum { C_ESTIMATOR = 2, C_GRAPHS = 7 };
 
 static const struct mf_field catalog_rows[] = {
@@ -418,6 +437,9 @@ static const struct mf_field catalog_rows[] = {
 	    .item = &time_factor, .name_of = fix_name, .noun = "a fix",
 	    .title = "Time factors",
 	    .doc = "the run-time multiplier of each fix, 1.0 unless given" },
+	{ .key = "observations", .type = MF_FT_OBJECT, SUB(observations_rows),
+	    .title = "Observations",
+	    .doc = "what the runs of a job measured, at its next admission (design 23)" },
 	{ .key = "kubernetes", .type = MF_FT_OBJECT, SUB(kubernetes_rows),
 	    .title = "Kubernetes", .doc = "how reviews select nodes" },
 	{ .key = "gpus", .type = MF_FT_LIST,

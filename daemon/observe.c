@@ -78,11 +78,11 @@ free_tokens(void)
  * The summaries of design 23, a (fingerprint, card) each: the runs, the
  * largest peak (torch's, else the device's) and the median tokens/s.
  * Built from the store at start, after this replica's own writes and
- * every REFRESH_SECONDS; an admission takes a reference to the snapshot
- * in service under a mutex held for a few instructions and never waits
- * on SQLite.
+ * every observations.refreshSeconds (the catalogue in service's); an admission
+ * takes a reference to the snapshot in service under a mutex held for a few
+ * instructions and never waits on SQLite.
  */
-#define REFRESH_SECONDS 30
+#define REFRESH_DEFAULT_SECONDS 10
 /* The most observations a summary is built from. */
 #define SUMMARY_ROWS 100000
 
@@ -266,6 +266,23 @@ mfd_obs_observed(const char *fp, struct mf_observed *out)
 	sums_unref(m);
 }
 
+/* The catalogue's observations.refreshSeconds, in milliseconds; its
+ * default when none is in service. */
+static long
+refresh_ms(void)
+{
+	struct mf_catalog *cat;
+	struct mf_models *models;
+	long ms = REFRESH_DEFAULT_SECONDS * 1000L;
+
+	mfd_state_take(&cat, &models);
+	if (cat != NULL)
+		ms = (long)cat->obs_refresh_seconds * 1000L;
+	mf_cat_unref(cat);
+	mf_models_free(models);
+	return ms;
+}
+
 static void *
 refresh_loop(void *arg)
 {
@@ -274,7 +291,7 @@ refresh_loop(void *arg)
 	(void)arg;
 	pthread_mutex_lock(&refresh_lock);
 	while (!refresh_stop) {
-		mfd_due_in(&due, REFRESH_SECONDS * 1000L);
+		mfd_due_in(&due, refresh_ms());
 		if (pthread_cond_timedwait(&refresh_cond, &refresh_lock,
 		        &due) == 0 ||
 		    refresh_stop)

@@ -20,12 +20,6 @@
 #define MF_MAX_ALTERNATIVES 8
 /* Design 23: the cards one job's observations may name. */
 #define MF_OBS_CARDS 16
-/* A device figure (DCGM) is held against the card's memory less this
- * share; the estimate falls by no more than this on a card without
- * observations (observations.margin, observations.maxLowering). */
-#define MF_OBS_MARGIN 0.05
-#define MF_OBS_MAX_LOWERING 0.10
-
 /* What the runs of one job (one fingerprint) measured on one card. */
 struct mf_obs_card {
 	char card[128]; /* the catalogue's name */

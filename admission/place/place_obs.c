@@ -3,8 +3,9 @@
  * admission (design 23).  On a card with observations the largest
  * observed peak stands where the estimate stood: a torch peak under the
  * card's headroom, a device figure (DCGM) against the card's memory less
- * MF_OBS_MARGIN.  Other cards take the largest observed/estimated ratio,
- * lowered by no more than MF_OBS_MAX_LOWERING (a device figure raises
+ * the catalogue's observations.margin.  Other cards take the largest
+ * observed/estimated ratio, lowered by no more than
+ * observations.maxLowering (a device figure raises
  * only, on its own card too).  Observed speed replaces the modelled one on its
  * card and scales the others by the same ratio.
  *
@@ -93,8 +94,8 @@ mf_place_obs_init(struct search *s)
 		}
 	}
 	if (other > 0)
-		s->other_mem = other < 1 - MF_OBS_MAX_LOWERING ?
-		    1 - MF_OBS_MAX_LOWERING :
+		s->other_mem = other < 1 - s->cat->obs_max_lowering ?
+		    1 - s->cat->obs_max_lowering :
 		    other;
 }
 
@@ -140,7 +141,8 @@ mf_place_obs_card(const struct search *s, struct card *cd)
 			n->speed = s->obs_speed[i];
 	}
 	if (n->device)
-		base = (int64_t)((double)cd->g->memory * (1 - MF_OBS_MARGIN));
+		base =
+		    (int64_t)((double)cd->g->memory * (1 - s->cat->obs_margin));
 	if (cd->usable != INT64_MAX)
 		cd->usable = (int64_t)((double)base / n->memory);
 	cd->speed *= n->speed;

@@ -979,6 +979,29 @@ test_gpu_speed(void **state)
 	    "t.yaml:4: gpus[0].relativeThroughput: is required unless the card gives flops.bf16, memoryBandwidth and architecture (design 21)");
 }
 
+/* observations: (design 23), with its defaults. */
+static void
+test_observations_key(void **state)
+{
+	struct mf_catalog *cat;
+
+	(void)state;
+	cat = parse_ok(HDR "gpus:\n" GPU_A);
+	assert_true(cat->obs_margin == 0.05);
+	assert_true(cat->obs_max_lowering == 0.10);
+	assert_int_equal(cat->obs_refresh_seconds, 10);
+	mf_cat_unref(cat);
+	cat = parse_ok(HDR "observations: {margin: 0.02, maxLowering: 0.2, "
+	                   "refreshSeconds: 60}\ngpus:\n" GPU_A);
+	assert_true(cat->obs_margin == 0.02);
+	assert_true(cat->obs_max_lowering == 0.2);
+	assert_int_equal(cat->obs_refresh_seconds, 60);
+	mf_cat_unref(cat);
+	expect_fail(HDR "observations: {refreshSeconds: 0}\ngpus:\n" GPU_A,
+	    MF_EINVAL, "observations.refreshSeconds", 3,
+	    "t.yaml:3: observations.refreshSeconds: 0 is out of range [1, 86400]");
+}
+
 static void
 test_gpu_throughput(void **state)
 {
@@ -1694,6 +1717,7 @@ main(void)
 		cmocka_unit_test(test_gpu_price),
 		cmocka_unit_test(test_gpu_throughput),
 		cmocka_unit_test(test_gpu_speed),
+		cmocka_unit_test(test_observations_key),
 		cmocka_unit_test(test_gpu_max_count),
 		cmocka_unit_test(test_gpu_nodes),
 		cmocka_unit_test(test_gpu_labels),
