@@ -14,6 +14,14 @@
 
 #include "place_int.h"
 
+/* Whether g is timed through the reference card: it writes
+ * relativeThroughput (the reference card itself is always modelled). */
+static int
+by_reference(const struct search *s, const struct mf_gpu *g)
+{
+	return g->throughput_given && g != s->cat->ref;
+}
+
 /* A batch of requests is timed by the request; the rest by the token. */
 static int
 by_request(const struct search *s)
@@ -38,7 +46,7 @@ unit_seconds(const struct search *s, const struct mf_gpu *g,
 
 	if (st == NULL)
 		st = &one;
-	if (g->throughput_given)
+	if (by_reference(s, g))
 		return unit_seconds(s, ref, wk, count,
 		           mf_place_nodes(s, ref, count), st) /
 		    g->throughput;
@@ -150,11 +158,11 @@ mf_place_step(const struct search *s, const struct plan *pl,
 	memset(&p->step, 0, sizeof(p->step));
 	if (!s->timed)
 		return;
-	if (g->throughput_given)
+	if (by_reference(s, g))
 		g = s->cat->ref;
 	mf_step_of(&pl->work, &g->speed, p->count,
 	    mf_place_nodes(s, g, p->count), 1, &p->step);
-	if (p->gpu->throughput_given) {
+	if (by_reference(s, p->gpu)) {
 		/* The reference card's step over relativeThroughput. */
 		p->step.seconds /= p->gpu->throughput;
 		for (int t = 0; t < MF_ST_COUNT; t++)

@@ -331,6 +331,7 @@ test_time_nvswitch_scales(void **state)
 	"apiVersion: memfloor.dev/v1\nkind: GpuCatalog\nreference: REF\n" \
 	"gpus:\n" \
 	"  - name: REF\n    memory: 80Gi\n    hourlyPrice: 3\n" \
+	"    relativeThroughput: 1\n" \
 	"    architecture: hopper\n" \
 	"    flops: {bf16: 989.4T, fp16: 989.4T}\n" \
 	"    memoryBandwidth: 3.35T\n" \
@@ -384,7 +385,8 @@ on(const struct mf_decision *d, const char *gpu)
 
 /*
  * Hours follow the tokens: twice as many take twice as long.  A job of
- * referenceHours takes them on the reference card; a card with
+ * referenceHours takes them on the reference card (modelled, though it
+ * writes relativeThroughput: the card others are timed through); a card with
  * relativeThroughput 0.5 takes twice as long (its override), and so it
  * costs 2 x $1 against $3 an hour.
  */
