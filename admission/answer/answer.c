@@ -39,7 +39,10 @@ mf_est_answer(const struct mf_job *job, const struct mf_estimate *e,
 	a->floor = mf_floor_for(e->per_gpu, a->headroom);
 	a->fit = mf_smallest_fit(cat, e->per_gpu, a->headroom);
 	a->fit_hours = a->fit_cost = -1;
-	if (a->fit != NULL && job->reference_hours > 0) {
+	/* Design 6's hours; a modelled catalogue's are the job's work on
+	 * the card, which the admission's placements give (design 21). */
+	if (a->fit != NULL && job->reference_hours > 0 &&
+	    (cat->ref == NULL || job->model_source == MF_MODEL_NONE)) {
 		a->fit_hours = job->reference_hours / a->fit->throughput;
 		a->fit_cost = a->fit_hours * a->fit->hourly_price;
 	}
