@@ -6,7 +6,9 @@
 #include <string.h>
 
 #include "../base/buf.h"
+#include "../doc/doc.h"
 #include "../fix/fix.h"
+#include "../model/quant.h"
 
 /* The version of the canonical text: a change to what it holds or how
  * it is written bumps it, so old and new fingerprints never meet. */
@@ -231,4 +233,133 @@ mf_fp_valid(const char *s)
 		        (s[i] >= 'a' && s[i] <= 'f')))
 			return 0;
 	return s[i] == '\0';
+}
+
+/* The member row describes in the struct at base, from n. */
+static enum mf_rc
+read_row(const struct mf_node *n, void *base, const struct frow *row,
+    struct mf_error *err)
+{
+	char *p = (char *)base + row->offset;
+	int64_t v;
+	int32_t v32;
+	uint32_t u32;
+	double d;
+
+	if (row->type == F_REAL) {
+		if (mf_node_double(n, row->key, -1e300, 1e300, &d, err) !=
+		    MF_OK)
+			return MF_EINVAL;
+		memcpy(p, &d, sizeof(d));
+		return MF_OK;
+	}
+	if (mf_node_int(n, row->key, INT64_MIN, INT64_MAX, &v, err) != MF_OK)
+		return MF_EINVAL;
+	if (row->size == sizeof(v)) {
+		memcpy(p, &v, sizeof(v));
+		return MF_OK;
+	}
+	assert(row->size == sizeof(v32));
+	if (row->type == F_UINT) {
+		u32 = (uint32_t)v;
+		memcpy(p, &u32, sizeof(u32));
+	} else {
+		v32 = (int32_t)v;
+		memcpy(p, &v32, sizeof(v32));
+	}
+	return MF_OK;
+}
+
+static enum mf_rc
+read_rows(const struct mf_node *map, void *base, const struct frow *rows,
+    size_t n, struct mf_error *err)
+{
+	for (size_t i = 0; i < n; i++) {
+		const struct mf_node *v = mf_node_get(map, rows[i].key);
+
+		if (v == NULL)
+			return mf_error_set(err, MF_EINVAL, rows[i].key, 0, 0,
+			    "the job as placed has no %s", rows[i].key);
+		if (read_row(v, base, &rows[i], err) != MF_OK)
+			return MF_EINVAL;
+	}
+	return MF_OK;
+}
+
+static enum mf_rc
+read_model(const struct mf_node *m, struct mf_job *job, struct mf_error *err)
+{
+	const struct mf_node *u = mf_node_get(m, "quant_unknown"), *q;
+	const char *text;
+
+	if (u == NULL)
+		return mf_error_set(err, MF_EINVAL, "quant_unknown", 0, 0,
+		    "the job as placed has no quant_unknown");
+	if (mf_node_str(u, "quant_unknown", &text, err) != MF_OK)
+		return MF_EINVAL;
+	if (strlen(text) >= sizeof(job->model.quant_unknown))
+		return mf_error_set(err, MF_EINVAL, "quant_unknown", 0, 0,
+		    "the job as placed has a quant_unknown too long");
+	memcpy(job->model.quant_unknown, text, strlen(text) + 1);
+	/* Unquantized weights' method is named, for a text written again
+	 * to match; a quantized one's name is not kept. */
+	q = mf_node_get(m, "quant_method");
+	if (q != NULL && q->type == MF_NODE_STR && strcmp(q->text, "none") == 0)
+		mf_quant_none(&job->model.quant);
+	job->model_source = MF_MODEL_INLINE;
+	return read_rows(m, &job->model, model_rows,
+	    sizeof(model_rows) / sizeof(model_rows[0]), err);
+}
+
+/* map's integer member key in [min, max]. */
+static enum mf_rc
+member_int(const struct mf_node *map, const char *key, int64_t min, int64_t max,
+    int64_t *out, struct mf_error *err)
+{
+	const struct mf_node *n = mf_node_get(map, key);
+
+	if (n == NULL)
+		return mf_error_set(err, MF_EINVAL, key, 0, 0,
+		    "the job as placed has no %s", key);
+	return mf_node_int(n, key, min, max, out, err);
+}
+
+enum mf_rc
+mf_fp_read(const char *text, size_t len, struct mf_job *job, int64_t *count,
+    struct mf_error *err)
+{
+	const struct mf_node *root, *m;
+	struct mf_doc *doc = NULL;
+	struct mf_job j;
+	int64_t v = 0, c = 0;
+	enum mf_rc rc;
+
+	rc = mf_doc_parse(text, len, MF_DOC_JSON, &doc, err);
+	if (rc != MF_OK)
+		return rc;
+	memset(&j, 0, sizeof(j));
+	root = mf_doc_root(doc);
+	m = mf_node_get(root, "model");
+	rc = member_int(root, "v", FP_VERSION, FP_VERSION, &v, err);
+	if (rc == MF_OK && m == NULL)
+		rc = mf_error_set(err, MF_EINVAL, "model", 0, 0,
+		    "the job as placed has no model");
+	if (rc == MF_OK && m->type == MF_NODE_NULL)
+		rc = member_int(root, "minMemory", 1, INT64_MAX, &j.min_memory,
+		    err);
+	else if (rc == MF_OK)
+		rc = read_model(m, &j, err);
+	if (rc == MF_OK)
+		rc = read_rows(mf_node_get(root, "workload"), &j.work,
+		    work_rows, sizeof(work_rows) / sizeof(work_rows[0]), err);
+	if (rc == MF_OK)
+		rc = member_int(root, "count", 1, INT64_MAX, &c, err);
+	mf_doc_free(doc);
+	if (rc != MF_OK)
+		return rc;
+	j.count = c;
+	j.count_given = 1;
+	*job = j;
+	*count = c;
+	return MF_OK;
 }

@@ -45,6 +45,19 @@ void mf_fp_write(struct mf_jw *w, const char *key, const struct mf_job *job,
  */
 void mf_fp_job(const struct mf_job *job, unsigned fixes, int64_t count,
     char hex[MF_FP_HEX]);
+/*
+ * The job as placed back from text[0..len), mf_fp_write's (version 1), into
+ * *job (its model's shape, or its floor, and its workload, with fixes
+ * already in it: place it with none) and *count.  What the text does not
+ * hold (name, duration, limits, allowed fixes) is left 0, and so is the
+ * name of a quantized model's method (quant.method NULL: a label for
+ * answers, which no arithmetic reads; its format and figures are read).
+ * An unquantized model's text written again is the text read.
+ * MF_EINVAL naming the member for a text that is not mf_fp_write's;
+ * MF_ENOMEM.  *job and *count are untouched on error.
+ */
+enum mf_rc mf_fp_read(const char *text, size_t len, struct mf_job *job,
+    int64_t *count, struct mf_error *err);
 /* Whether s is a fingerprint's text: 32 lowercase hex digits. */
 int mf_fp_valid(const char *s);
 /*

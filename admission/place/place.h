@@ -156,6 +156,17 @@ int mf_tensor_valid(const struct mf_model *m, int64_t t);
  */
 enum mf_rc mf_job_check_layout(const struct mf_job *job, struct mf_error *err);
 
+/*
+ * Design 23's calibration: what the model gives job as placed (its fixes
+ * in its workload; mf_fp_read's) on count GPUs of card g of cat: the need
+ * a GPU the placement reckons there (*need) and the tokens a second of the
+ * whole job (*tokens_per_second; 0 when the catalogue's reference card is
+ * not modelled).  Observations play no part.  MF_EINVAL or MF_ERANGE as
+ * mf_place; the out-parameters are untouched on error.
+ */
+enum mf_rc mf_place_modelled(const struct mf_job *job,
+    const struct mf_catalog *cat, const struct mf_gpu *g, int64_t count,
+    int64_t *need, double *tokens_per_second, struct mf_error *err);
 /* Suggested floor: bytes / (1 - headroom) rounded up to a whole GiB; -1
  * when that does not fit in 63 bits (or bytes is negative). */
 int64_t mf_floor_for(int64_t bytes, double headroom);

@@ -14,6 +14,7 @@
  * usable bytes, and fill reports n x r beside n.
  */
 #include <assert.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "place_int.h"
@@ -147,4 +148,49 @@ mf_place_obs_card(const struct search *s, struct card *cd)
 		cd->usable = (int64_t)((double)base / n->memory);
 	cd->speed *= n->speed;
 	cd->unit = cd->g->hourly_price / cd->speed;
+}
+
+enum mf_rc
+mf_place_modelled(const struct mf_job *given, const struct mf_catalog *cat,
+    const struct mf_gpu *g, int64_t count, int64_t *need,
+    double *tokens_per_second, struct mf_error *err)
+{
+	struct mf_job job = *given;
+	const struct plan *pl;
+	struct search *s;
+	enum mf_rc rc;
+
+	job.count = count;
+	job.count_given = 1;
+	job.allowed_fixes = 0;
+	job.observed = NULL;
+	rc = mf_job_check_model(&job, err);
+	if (rc != MF_OK)
+		return rc;
+	mf_job_bind(&job, cat);
+	rc = mf_job_check_layout(&job, err);
+	if (rc != MF_OK)
+		return rc;
+	/* The search holds every plan's estimate: too large for a stack. */
+	s = malloc(sizeof(*s));
+	if (s == NULL)
+		return mf_error_set(err, MF_ENOMEM, NULL, 0, 0,
+		    "out of memory");
+	mf_place_search_init(s, &job, cat);
+	s->allowed = 0;
+	rc = mf_place_time_init(s);
+	if (rc == MF_OK)
+		rc = mf_place_list_sets(s, &job.work, 0, 0, 0, 0, 0);
+	pl = rc == MF_OK ? own_plan(s) : NULL;
+	if (rc == MF_OK && pl == NULL)
+		rc = MF_ERANGE;
+	if (rc == MF_OK) {
+		*need = mf_cadd(mf_place_need_at(pl, count),
+		    mf_place_card_delta(s, g, pl));
+		*tokens_per_second = modelled_speed(s, g, pl, count);
+	}
+	free(s);
+	if (rc != MF_OK && rc != MF_ENOMEM)
+		mf_est_error(rc, err);
+	return rc;
 }

@@ -218,6 +218,50 @@ test_fingerprint_canonical_text(void **state)
 	mf_doc_free(doc);
 }
 
+/* The job as placed read back (mf_fp_read) is the job placed: its
+ * fingerprint, with no fixes, is the placed job's, and its count the
+ * count; a text of another version, or cut short, is refused. */
+static void
+test_fingerprint_read_back(void **state)
+{
+	char a[MF_FP_HEX], b[MF_FP_HEX];
+	struct mf_doc *doc = NULL;
+	struct mf_job job, back;
+	struct mf_error err;
+	struct mf_buf buf;
+	struct mf_jw w;
+	int64_t count = 0;
+	char *v2;
+
+	(void)state;
+	assert_int_equal(mf_doc_parse(named_yaml, strlen(named_yaml),
+	                     MF_DOC_AUTO, &doc, &err),
+	    MF_OK);
+	assert_int_equal(mf_job_read(mf_doc_root(doc), "", models, &job, &err),
+	    MF_OK);
+	mf_buf_init(&buf, 1 << 16);
+	mf_jw_init(&w, &buf);
+	mf_fp_write(&w, NULL, &job, MF_FIXBIT(MF_FIX_CHECKPOINTING), 2);
+	assert_int_equal(mf_jw_finish(&w), MF_OK);
+	assert_int_equal(mf_fp_read(buf.data, buf.len, &back, &count, &err),
+	    MF_OK);
+	assert_int_equal(count, 2);
+	assert_int_equal(back.work.checkpointing, MF_CKPT_FULL);
+	mf_fp_job(&job, MF_FIXBIT(MF_FIX_CHECKPOINTING), 2, a);
+	mf_fp_job(&back, 0, count, b);
+	assert_string_equal(a, b);
+	assert_int_equal(mf_fp_read(buf.data, buf.len / 2, &back, &count, &err),
+	    MF_EINVAL);
+	v2 = strstr(buf.data, "\"v\":1");
+	assert_non_null(v2);
+	v2[4] = '2';
+	assert_int_equal(mf_fp_read(buf.data, buf.len, &back, &count, &err),
+	    MF_EINVAL);
+	assert_string_equal(err.field, "v");
+	mf_buf_free(&buf);
+	mf_doc_free(doc);
+}
+
 static void
 hex(const unsigned char *sum, char *out)
 {
@@ -275,6 +319,7 @@ main(void)
 		cmocka_unit_test(test_fingerprint_count_changes_it),
 		cmocka_unit_test(test_fingerprint_fix_as_written),
 		cmocka_unit_test(test_fingerprint_canonical_text),
+		cmocka_unit_test(test_fingerprint_read_back),
 		cmocka_unit_test(test_fingerprint_sha256_vectors),
 		cmocka_unit_test(test_fingerprint_valid),
 	};
