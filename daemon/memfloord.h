@@ -105,6 +105,7 @@ enum mfd_route {
 	MFD_R_PAGE,
 	MFD_R_OBSERVATIONS, /* GET and POST /v1/observations */
 	MFD_R_OBSERVATION,  /* DELETE /v1/observations/ID */
+	MFD_R_CALIBRATION,  /* GET /v1/calibration */
 	MFD_R_OTHER,
 	MFD_R_COUNT
 };
@@ -122,12 +123,49 @@ enum mfd_fetch_outcome {
 	MFD_FETCHED_N
 };
 void mfd_metrics_fetch(enum mfd_fetch_outcome o);
+/*
+ * Design 23's calibration (calibrate.c): a recipe and card's
+ * observations, each error the model's figure / the observed one - 1
+ * (positive: the safe side).  A figure of n 0 has none.
+ */
+struct mfd_calib_figure {
+	size_t n;
+	double median;
+	double worst; /* the least: the furthest on the unsafe side */
+};
+struct mfd_calib_group {
+	const char *method; /* the manifest's names; static strings */
+	const char *precision;
+	const char *checkpointing;
+	char card[128];
+	int64_t count;                  /* observations */
+	struct mfd_calib_figure memory; /* the estimate a GPU, the peak */
+	struct mfd_calib_figure speed;  /* modelled tokens/s, observed */
+};
+struct mfd_calibration {
+	size_t n;
+	struct mfd_calib_group g[]; /* by recipe, then card */
+};
+struct mf_store;
+/*
+ * The calibration of the first max observations of st: each against the
+ * job its fingerprint's admission recorded, through the library on the
+ * catalogue in service, on the observation's card and count.  An
+ * observation whose job, card or peak is not known is left out.
+ * malloc'd (mfd_calibration_free); NULL with err on failure.
+ */
+struct mfd_calibration *
+mfd_calibrate(struct mf_store *st, size_t max, struct mf_error *err);
+void mfd_calibration_free(struct mfd_calibration *c);
+
 /* The gauges the caller reads from the modules that own them, so that
  * metrics.c depends on none of them. */
 struct mfd_gauges {
 	uint64_t catalog_version; /* of the catalogue in service; 0: none */
 	size_t catalog_gpus;      /* GPU types in it */
 	size_t tls_generations;   /* mfd_tls_generations() */
+	/* mfd_obs_calibration(); NULL: none written */
+	const struct mfd_calibration *calibration;
 };
 /* Prometheus text of the counters and g; malloc'd, NULL on allocation
  * failure. */
@@ -217,6 +255,12 @@ int mfd_obs_list(const char *fingerprint, enum mf_output out,
     struct mf_answer *ans);
 int mfd_obs_delete(const char *auth, const char *id, enum mf_output out,
     struct mf_answer *ans);
+/* GET /v1/calibration: 200 {"groups": [...]}, 404 without --store, 503
+ * when the store fails. */
+int mfd_obs_calibration_answer(enum mf_output out, struct mf_answer *ans);
+/* The calibration of the store's observations for /metrics; NULL without
+ * --store or on failure (logged). */
+struct mfd_calibration *mfd_obs_calibration(void);
 
 /* Accept (NULL: none): text/plain, YAML or JSON, whichever is listed
  * first; JSON by default. */

@@ -43,6 +43,7 @@ static const char *const routes[MFD_R_COUNT] = {
 	"/",
 	"/v1/observations",
 	"/v1/observations/ID",
+	"/v1/calibration",
 	"other",
 };
 
@@ -176,6 +177,65 @@ render_daemon(struct mf_buf *b, size_t tls_generations)
 		    fetch_results[i], atomic_load(&fetches[i]));
 }
 
+/* s as a label value: backslash, quote and newline escaped. */
+static void
+label(struct mf_buf *b, const char *name, const char *s)
+{
+	mf_buf_printf(b, ",%s=\"", name);
+	for (; s != NULL && *s != '\0'; s++) {
+		if (*s == '\\' || *s == '"')
+			mf_buf_printf(b, "\\%c", *s);
+		else if (*s == '\n')
+			mf_buf_printf(b, "\\n");
+		else
+			mf_buf_printf(b, "%c", *s);
+	}
+	mf_buf_printf(b, "\"");
+}
+
+static void
+calib_labels(struct mf_buf *b, const char *kind,
+    const struct mfd_calib_group *g)
+{
+	mf_buf_printf(b, "{kind=\"%s\"", kind);
+	label(b, "card", g->card);
+	label(b, "method", g->method);
+	label(b, "precision", g->precision);
+	label(b, "gradient_checkpointing", g->checkpointing);
+}
+
+static void
+render_calib_figure(struct mf_buf *b, const char *kind,
+    const struct mfd_calib_group *g, const struct mfd_calib_figure *f)
+{
+	if (f->n == 0)
+		return;
+	mf_buf_printf(b, "memfloor_calibration_error");
+	calib_labels(b, kind, g);
+	mf_buf_printf(b, ",stat=\"median\"} %.6g\n", f->median);
+	mf_buf_printf(b, "memfloor_calibration_error");
+	calib_labels(b, kind, g);
+	mf_buf_printf(b, ",stat=\"worst\"} %.6g\n", f->worst);
+	mf_buf_printf(b, "memfloor_calibration_observations");
+	calib_labels(b, kind, g);
+	mf_buf_printf(b, "} %zu\n", f->n);
+}
+
+/* Design 23's calibration, a series a kind, recipe, card and statistic. */
+static void
+render_calibration(struct mf_buf *b, const struct mfd_calibration *c)
+{
+	if (c == NULL)
+		return;
+	mf_buf_printf(b,
+	    "# HELP memfloor_calibration_error The model's figure over the observed one, less 1 (positive: the safe side), by kind (memory, speed), card and recipe: the median and the worst.\n# TYPE memfloor_calibration_error gauge\n"
+	    "# HELP memfloor_calibration_observations Observations behind memfloor_calibration_error.\n# TYPE memfloor_calibration_observations gauge\n");
+	for (size_t i = 0; i < c->n; i++) {
+		render_calib_figure(b, "memory", &c->g[i], &c->g[i].memory);
+		render_calib_figure(b, "speed", &c->g[i], &c->g[i].speed);
+	}
+}
+
 char *
 mfd_metrics_render(const struct mfd_gauges *g)
 {
@@ -200,6 +260,7 @@ mfd_metrics_render(const struct mfd_gauges *g)
 	    "memfloor_catalog_version %llu\n# HELP memfloor_catalog_gpus GPU types in the catalogue in service.\n# TYPE memfloor_catalog_gpus "
 	    "gauge\nmemfloor_catalog_gpus %zu\n",
 	    (unsigned long long)g->catalog_version, g->catalog_gpus);
+	render_calibration(&b, g->calibration);
 	if (b.rc != MF_OK) {
 		mf_buf_free(&b);
 		return NULL;

@@ -682,3 +682,73 @@ mfd_obs_delete(const char *auth, const char *id, enum mf_output out,
 	ans->content_type = "application/json";
 	return 204;
 }
+
+struct mfd_calibration *
+mfd_obs_calibration(void)
+{
+	struct mfd_calibration *c;
+	struct mf_error err;
+
+	if (store == NULL)
+		return NULL;
+	c = mfd_calibrate(store, SUMMARY_ROWS, &err);
+	if (c == NULL)
+		mfd_log(MFD_ERROR, "calibration: %s", err.text);
+	return c;
+}
+
+static void
+write_calib_figure(struct mf_jw *w, const char *key,
+    const struct mfd_calib_figure *f)
+{
+	if (f->n == 0) {
+		mf_jw_null(w, key);
+		return;
+	}
+	mf_jw_open(w, key, '{');
+	mf_jw_num(w, "median", f->median, 6);
+	mf_jw_num(w, "worst", f->worst, 6);
+	mf_jw_close(w, '}');
+}
+
+static void
+write_calib_group(struct mf_jw *w, const struct mfd_calib_group *g)
+{
+	mf_jw_open(w, NULL, '{');
+	mf_jw_str(w, "method", g->method ? g->method : "");
+	mf_jw_str(w, "precision", g->precision ? g->precision : "");
+	mf_jw_str(w, "gradientCheckpointing",
+	    g->checkpointing ? g->checkpointing : "");
+	mf_jw_str(w, "card", g->card);
+	mf_jw_int(w, "count", g->count);
+	write_calib_figure(w, "memory", &g->memory);
+	write_calib_figure(w, "speed", &g->speed);
+	mf_jw_close(w, '}');
+}
+
+int
+mfd_obs_calibration_answer(enum mf_output out, struct mf_answer *ans)
+{
+	struct mfd_calibration *c;
+	struct mf_error err;
+	struct mf_buf b;
+	struct mf_jw w;
+
+	if (store == NULL)
+		return no_store(out, ans);
+	c = mfd_calibrate(store, SUMMARY_ROWS, &err);
+	if (c == NULL) {
+		mf_api_error(MF_ANS_INTERNAL, NULL, err.text, out, ans);
+		return 503;
+	}
+	begin_doc(&b, &w, out);
+	mf_jw_open(&w, NULL, '{');
+	mf_jw_open(&w, "groups", '[');
+	for (size_t i = 0; i < c->n; i++)
+		write_calib_group(&w, &c->g[i]);
+	mf_jw_close(&w, ']');
+	mf_jw_close(&w, '}');
+	mfd_calibration_free(c);
+	answer_doc(&b, &w, out, ans);
+	return ans->kind == MF_ANS_OK ? 200 : 500;
+}

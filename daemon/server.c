@@ -195,16 +195,19 @@ do_readyz(struct request *r, struct MHD_Connection *c, struct mf_answer *ans)
 static void
 do_metrics(struct request *r, struct MHD_Connection *c, struct mf_answer *ans)
 {
+	struct mfd_calibration *calib;
 	struct mf_catalog *cat;
 	struct mfd_gauges g;
 
 	(void)r;
 	(void)c;
 	mfd_state_take(&cat, NULL);
+	calib = mfd_obs_calibration();
 	g = (struct mfd_gauges){ cat ? cat->version : 0, cat ? cat->ngpus : 0,
-		mfd_tls_generations() };
+		mfd_tls_generations(), calib };
 	memset(ans, 0, sizeof(*ans));
 	mf_answer_text(ans, MF_ANS_OK, mfd_metrics_render(&g));
+	mfd_calibration_free(calib);
 	ans->content_type = "text/plain; version=0.0.4; charset=utf-8";
 	mf_cat_unref(cat);
 }
@@ -237,6 +240,14 @@ do_observations(struct request *r, struct MHD_Connection *c,
 		        r->out, ans);
 }
 
+static void
+do_calibration(struct request *r, struct MHD_Connection *c,
+    struct mf_answer *ans)
+{
+	(void)c;
+	r->early = mfd_obs_calibration_answer(r->out, ans);
+}
+
 static const struct route routes[] = {
 	{ "/v1/admit", MFD_R_ADMIT, BODY_MANIFEST, NULL, NULL, 1,
 	    MF_CALL_ADMIT },
@@ -257,6 +268,8 @@ static const struct route routes[] = {
 	/* A path that goes on past it: /v1/observations/ID. */
 	{ "/v1/observations/", MFD_R_OBSERVATION, BODY_DELETE, do_observations,
 	    NULL, 0, 0 },
+	{ "/v1/calibration", MFD_R_CALIBRATION, BODY_NONE, do_calibration, NULL,
+	    0, 0 },
 	{ "/", MFD_R_PAGE, BODY_NONE, do_page, NULL, 0, 0 },
 	{ "/page.js", MFD_R_PAGE, BODY_NONE, do_page, NULL, 0, 0 },
 	{ "/page.css", MFD_R_PAGE, BODY_NONE, do_page, NULL, 0, 0 },

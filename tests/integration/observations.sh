@@ -331,6 +331,98 @@ fi
 stop_all "$pid"
 pid=""
 
+# --- the calibration (design 23, "Seen") ------------------------------------
+# On a store of its own, a job admitted on a card with a peak 20% above
+# its estimate a GPU and one 10% below, at 1.25 and at 0.5 times the
+# modelled tokens/s (the tokens over the admission's hours): one group,
+# count 2; memory errors 1/1.2 - 1 and 1/0.9 - 1, speed errors 1.25 - 1
+# and 0.5 - 1 (estimate / observed - 1), their medians the means of the
+# two and the worst the least.
+db=$tmp/calibration.db
+start
+cat >"$tmp/calib.yaml" <<'YAML'
+apiVersion: memfloor.dev/v1
+kind: Job
+metadata:
+  name: calibrated
+spec:
+  model:
+    name: meta-llama/Llama-3.1-8B
+  workload:
+    sequenceLength: 1024
+    method: lora
+    precision: bf16
+    lora: {rank: 8, targets: all-linear}
+    gradientCheckpointing: true
+  duration:
+    tokens: 1000000000
+YAML
+curl -s -m 10 -o "$tmp/ans" -X POST --data-binary @"$tmp/calib.yaml" \
+    "$base/v1/admit"
+is "the calibrated job is admitted" "$(field admitted)" True
+cfp=$(field fingerprint)
+ccard=$(field placement.gpu)
+ccount=$(field placement.count)
+cest=$(field need.perGpuBytes)
+cspeed=$(python3 -c 'import sys
+print(1e9 / (float(sys.argv[1]) * 3600))' "$(field placement.hours)")
+curl -s -m 10 "$base/v1/calibration" >"$tmp/calib0"
+is "no observations: no groups" "$(python3 -c 'import json, sys
+print(json.load(open(sys.argv[1]))["groups"])' "$tmp/calib0")" "[]"
+# calib_obs PEAK TOKENS/S: one observation of the job by its fingerprint.
+calib_obs() {
+	post "fingerprint: $cfp
+card: $ccard
+count: $ccount
+peakReservedBytes: $1
+tokensPerSecond: $2
+source: torch" -H "$auth"
+}
+calib_obs $((cest + cest / 5)) "$(python3 -c 'import sys
+print(float(sys.argv[1]) / 1.25)' "$cspeed")"
+is "a peak 20% above the estimate: 201" "$code" 201
+calib_obs $((cest - cest / 10)) "$(python3 -c 'import sys
+print(float(sys.argv[1]) / 0.5)' "$cspeed")"
+is "a peak 10% below the estimate: 201" "$code" 201
+code=$(curl -s -m 10 -o "$tmp/calib" -w '%{http_code}' \
+    "$base/v1/calibration")
+is "GET /v1/calibration: 200" "$code" 200
+# calib EXPR: EXPR over the one group (g), the estimate (e) and the
+# errors the arithmetic gives (hi, lo: memory; fast, slow: speed).
+calib() {
+	python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+g = d["groups"][0] if len(d["groups"]) == 1 else None
+e = int(sys.argv[2])
+hi = e / (e + e // 5) - 1
+lo = e / (e - e // 10) - 1
+fast, slow = 1.25 - 1, 0.5 - 1
+print(eval(sys.argv[3]))' "$tmp/calib" "$cest" "$1"
+}
+is "one group: the recipe and the card" \
+    "$(calib '(g["method"], g["precision"], g["gradientCheckpointing"], g["card"], g["count"])')" \
+    "('lora', 'bf16', 'true', '$ccard', 2)"
+is "memory: the median and the worst of 1/1.2 - 1 and 1/0.9 - 1" \
+    "$(calib 'abs(g["memory"]["median"] - (hi + lo) / 2) < 1e-4 and abs(g["memory"]["worst"] - hi) < 1e-4')" \
+    True
+is "speed: the median and the worst of 1.25 - 1 and 0.5 - 1" \
+    "$(calib 'abs(g["speed"]["median"] - (fast + slow) / 2) < 1e-3 and abs(g["speed"]["worst"] - slow) < 1e-3')" \
+    True
+curl -s -m 10 "$base/metrics" >"$tmp/metrics"
+is "the metrics: the memory median and its count" \
+    "$(python3 -c 'import re, sys
+e = int(sys.argv[2])
+med = (e / (e + e // 5) - 1 + e / (e - e // 10) - 1) / 2
+t = open(sys.argv[1]).read()
+lab = "kind=\"memory\",card=\"%s\",method=\"lora\",precision=\"bf16\",gradient_checkpointing=\"true\"" % sys.argv[3]
+m = re.search(r"^memfloor_calibration_error\{%s,stat=\"median\"\} (\S+)$" % re.escape(lab), t, re.M)
+n = re.search(r"^memfloor_calibration_observations\{%s\} (\S+)$" % re.escape(lab), t, re.M)
+print(bool(m and n and abs(float(m.group(1)) - med) < 1e-4 and n.group(1) == "2"))' \
+        "$tmp/metrics" "$cest" "$ccard")" \
+    True
+stop_all "$pid"
+pid=""
+
 # --- a store that is not memfloor's is left alone ---------------------------
 # refused NAME FILE: memfloord --store FILE exits 1 naming FILE, and
 # FILE is as it was.
