@@ -169,6 +169,11 @@ $(BUILD)/it_%: $(BUILD)/tests/integration/it_%.o $(HARNESS_OBJ) $(FILTER_OBJ) \
 $(BUILD)/bench_%: $(BUILD)/tests/bench/bench_%.o $(LIB)
 	$(CC) $(CFLAGS) -o $@ $^ $(LIB_LIBS)
 
+# libmicrohttpd's hello-world, built with the daemon's flags: the floor
+# make bench measures memfloord's requests against.
+$(BUILD)/bench_hello: $(BUILD)/tests/bench/bench_hello.o
+	$(CC) $(CFLAGS) -o $@ $^ $(shell pkg-config --libs libmicrohttpd)
+
 # make run LISTEN=0.0.0.0:9090 listens elsewhere.  Observations (design
 # 23) are kept in $(BUILD)/memfloor.db; writing them takes the token in
 # $(BUILD)/observe-token, made (random, mode 0600) when there is none.
@@ -314,8 +319,9 @@ gpu-check: all $(TORCH_VENV)/.installed
 	site=$$($(TORCH_PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])'); \
 	$(TESTENV) MF_TORCH_SITE=$$site timeout 900 $$py tests/torch/gpu_check.py
 
-bench: all $(BUILD)/bench_place
-	$(TESTENV) BENCH_PLACE=$(abspath $(BUILD)/bench_place) sh tests/bench/bench.sh
+bench: all $(BUILD)/bench_place $(BUILD)/bench_hello
+	$(TESTENV) BENCH_PLACE=$(abspath $(BUILD)/bench_place) \
+	  BENCH_HELLO=$(abspath $(BUILD)/bench_hello) sh tests/bench/bench.sh
 
 # libFuzzer harnesses, built with clang against the library's sources.
 # Each runs FUZZ_SECONDS from its seed corpus: tests/fuzz/corpus/NAME (read

@@ -1,17 +1,33 @@
 #!/bin/sh
-# make bench: memfloord against nginx on the same machine, same run.
+# make bench: memfloord against libmicrohttpd's hello-world and nginx on
+# the same machine, same run.
 #
-# nginx answers every POST with a static 200 of the same size as
-# memfloord's decision; wrk drives both with the same connection counts
-# and POST bodies.  Prints requests per second, p50 and p99 latency, and
-# the ratio memfloord / nginx: for /v1/admit over plain HTTP, then for
-# /v1/admission-review over TLS with real AdmissionReview bodies, compact
-# as the API server sends them (tests/bench/review_body.py): the Job of
-# examples/k8s-admissionreview.json with only memfloor.dev/min-memory: 88Gi
-# and as it is (its spec annotation), and a Pod, the kube-rs sample of
-# tests/data/review/ with memfloor.dev/min-memory: 88Gi, also as that file
-# is, indented; memfloord and nginx serve the same throwaway certificate
-# (made with openssl).  Then the in-process placement benchmark.
+# First instructions a request, counted with callgrind (the same count on
+# a busy machine as on a quiet one): the hello-world of the same HTTP
+# layer (tests/bench/bench_hello.c, built by make bench with the daemon's
+# flags) and memfloord's admit of a model-derived job and of a floor, its
+# estimate and its admission-review over plain HTTP.  Each server, under
+# valgrind --tool=callgrind, is sent BENCH_WARMUP requests and then
+# BENCH_REQUESTS more on one keep-alive connection (tests/bench/
+# keepalive.py), and stopped; a second run is sent the warm-up alone.  The
+# count is the whole process's, every thread, start and stop included:
+# (count of the two together - count of the warm-up alone) / BENCH_REQUESTS
+# leaves what the requests after the warm-up cost.
+#
+# Then requests a second, with wrk: nginx answers every POST with a static
+# 200 of the same size as memfloord's decision; wrk drives both with the
+# same connection counts and POST bodies.  Prints requests per second, p50
+# and p99 latency, and the ratio memfloord / nginx: for /v1/admit over
+# plain HTTP, then memfloord's admit of the model-derived job against the
+# hello-world, one thread each, then for /v1/admission-review over TLS
+# with real AdmissionReview bodies, compact as the API server sends them
+# (tests/bench/review_body.py): the Job of
+# examples/k8s-admissionreview.json with only memfloor.dev/min-memory:
+# 88Gi and as it is (its spec annotation), and a Pod, the kube-rs sample
+# of tests/data/review/ with memfloor.dev/min-memory: 88Gi, also as that
+# file is, indented; memfloord and nginx serve the same throwaway
+# certificate (made with openssl).  Then the in-process placement
+# benchmark.
 #
 # On a shared machine one run of either can be off by a third, so the two
 # take turns, BENCH_ROUNDS times each, and the medians are printed.
@@ -24,7 +40,10 @@
 set -eu
 top=${MF_TOP:-$(pwd)}
 daemon=${MEMFLOORD:-$top/build/memfloord}
-secs=${BENCH_SECONDS:-5}
+hello=${BENCH_HELLO:-$top/build/bench_hello}
+secs=${BENCH_SECONDS:-3}
+warmup=${BENCH_WARMUP:-100}
+requests=${BENCH_REQUESTS:-1000}
 rounds=${BENCH_ROUNDS:-3}
 conns=${BENCH_CONNECTIONS:-"16 64"}
 pin=${BENCH_PIN:-1}
@@ -64,13 +83,16 @@ need() {
 	    { echo "bench: needs $1 (apt-get install $2)"; exit 1; }
 }
 need wrk wrk
+need valgrind valgrind
 [ -x /usr/sbin/nginx ] || need nginx nginx-light
 nginx=/usr/sbin/nginx
 
 work=$(mktemp -d)
 dpid=
+hpid=
 cleanup() {
 	[ -n "$dpid" ] && kill "$dpid" 2>/dev/null || true
+	[ -n "$hpid" ] && kill "$hpid" 2>/dev/null || true
 	[ -f "$work/nginx.pid" ] && kill "$(cat "$work/nginx.pid")" 2>/dev/null || true
 	rm -rf "$work"
 }
@@ -92,6 +114,77 @@ start_daemon() {
 	done
 	[ -n "$mport" ] || { cat "$dlog"; exit 1; }
 }
+# counted OUT PATH BODY CONTENT-TYPE N PROGRAM ARGS...: PROGRAM under
+# callgrind, sent N requests on one keep-alive connection, then stopped;
+# prints the answer's size and the instructions the whole process ran.
+counted() {
+	out=$1 path=$2 body=$3 ctype=$4 n=$5
+	shift 5
+	# The log is the previous run's until the new one truncates it.
+	: >"$out.log"
+	valgrind --tool=callgrind --callgrind-out-file="$out" "$@" \
+	    >/dev/null 2>>"$out.log" &
+	cpid=$!
+	cport=""
+	for _ in $(seq 600); do
+		cport=$(sed -n 's/.*listening on .* port \([0-9]*\).*/\1/p' \
+		    "$out.log")
+		[ -n "$cport" ] && break
+		sleep 0.1
+	done
+	if [ -z "$cport" ] || ! answer=$(python3 \
+	    "$top/tests/bench/keepalive.py" "$cport" "$path" "$body" "$ctype" \
+	    "$n"); then
+		kill "$cpid"
+		cat "$out.log" >&2
+		exit 1
+	fi
+	kill "$cpid"
+	wait "$cpid" || { cat "$out.log" >&2; exit 1; }
+	echo "${answer#* } $(awk '$1 == "summary:" {print $2}' "$out")"
+}
+
+# per_request NAME PATH BODY CONTENT-TYPE PROGRAM ARGS...: one line of
+# $work/counts, "NAME BYTES INSTRUCTIONS": the answer's size and the
+# instructions a request after the warm-up.
+per_request() {
+	name=$1 path=$2 body=$3 ctype=$4
+	shift 4
+	warm=$(counted "$work/cg.warm" "$path" "$body" "$ctype" "$warmup" "$@")
+	all=$(counted "$work/cg.all" "$path" "$body" "$ctype" \
+	    "$((warmup + requests))" "$@")
+	echo "$name ${all% *} $(((${all#* } - ${warm#* }) / requests))" \
+	    >>"$work/counts"
+}
+
+python3 "$top/tests/bench/review_body.py" \
+    "$top/examples/k8s-admissionreview.json" >"$work/job-spec.json"
+llama=$top/examples/llama-8b-8bit-admit.yaml
+: >"$work/counts"
+per_request hello-world / "$llama" application/yaml "$hello" 1
+for m in llama-8b-8bit-admit min-memory-88Gi; do
+	per_request "admit-$m" /v1/admit "$top/examples/$m.yaml" \
+	    application/yaml "$daemon" -d -l 127.0.0.1:0 \
+	    -f "$top/catalog/gpus.yaml" -m "$top/catalog/models" --threads 1
+done
+per_request estimate-llama-8b-8bit-admit /v1/estimate "$llama" \
+    application/yaml "$daemon" -d -l 127.0.0.1:0 \
+    -f "$top/catalog/gpus.yaml" -m "$top/catalog/models" --threads 1
+per_request review-job-spec /v1/admission-review "$work/job-spec.json" \
+    application/json "$daemon" -d -l 127.0.0.1:0 \
+    -f "$top/catalog/gpus.yaml" -m "$top/catalog/models" --threads 1
+awk -v n="$requests" -v w="$warmup" '
+NR == 1 { hw = $3 }
+{ rows[NR] = sprintf("%-32s %6d %14.1fk %14.2f", $1, $2, $3 / 1000, $3 / hw) }
+END {
+	printf "%-32s %6s %15s %14s\n", "instructions a request, HTTP", \
+	    "bytes", "instructions", "x hello-world"
+	for (i = 1; i <= NR; i++)
+		print rows[i]
+	printf "\ncallgrind, whole process, one thread: (%d + %d requests" \
+	    " - %d requests) / %d, one keep-alive connection\n\n", w, n, w, n
+}' "$work/counts"
+
 start_daemon "$work/daemon.log"
 
 # A free port for nginx: bind to 0 in python, release, reuse.
@@ -112,6 +205,34 @@ LUA
 	p99=$(awk '$1 == "99%" {print $2}' "$work/wrk.out")
 	errs=$(awk '/Non-2xx|Socket errors/ {print}' "$work/wrk.out" | tr '\n' ' ')
 	echo "$rps $p50 $p99 $errs"
+}
+
+# compare NAME BYTES CONNS: one line of the table, the medians of
+# $work/m.runs (memfloord) and of $work/n.runs (the other server), then
+# what wrk reported besides.
+compare() {
+	python3 - "$1" "$2" "$3" "$work/m.runs" "$work/n.runs" <<'PY'
+import statistics, sys
+
+def seconds(t):
+    for unit, scale in (("us", 1e-6), ("ms", 1e-3), ("s", 1.0)):
+        if t.endswith(unit):
+            return float(t[:-len(unit)]) * scale
+
+def medians(path):
+    runs = [line.split()[:3] for line in open(path)]
+    return [statistics.median(float(r[0]) for r in runs),
+            statistics.median(seconds(r[1]) for r in runs),
+            statistics.median(seconds(r[2]) for r in runs)]
+
+name, size, conns = sys.argv[1:4]
+m, n = medians(sys.argv[4]), medians(sys.argv[5])
+ms = lambda s: "%.2fms" % (s * 1e3)
+print("%-24s %6s %5s %12.0f %9s %9s %12.0f %9s %9s %7.2f" % (name, size,
+      conns, m[0], ms(m[1]), ms(m[2]), n[0], ms(n[1]), ms(n[2]), m[0] / n[0]))
+PY
+	errs=$(cut -d' ' -f4- "$work/m.runs" "$work/n.runs" | tr -s ' \n' ' ')
+	[ -z "${errs# }" ] || echo "  wrk reported: $errs"
 }
 
 # row NAME BODY PATH CONTENT-TYPE SCHEME: one line of the table, memfloord
@@ -158,46 +279,54 @@ NGINX
 			run_wrk "$scheme://127.0.0.1:$nport$path" "$body" "$c" \
 			    "$ctype" >>"$work/n.runs"
 		done
-		python3 - "$name" "$size" "$c" "$work/m.runs" \
-		    "$work/n.runs" <<'PY'
-import statistics, sys
-
-def seconds(t):
-    for unit, scale in (("us", 1e-6), ("ms", 1e-3), ("s", 1.0)):
-        if t.endswith(unit):
-            return float(t[:-len(unit)]) * scale
-
-def medians(path):
-    runs = [line.split()[:3] for line in open(path)]
-    return [statistics.median(float(r[0]) for r in runs),
-            statistics.median(seconds(r[1]) for r in runs),
-            statistics.median(seconds(r[2]) for r in runs)]
-
-name, size, conns = sys.argv[1:4]
-m, n = medians(sys.argv[4]), medians(sys.argv[5])
-ms = lambda s: "%.2fms" % (s * 1e3)
-print("%-24s %6s %5s %12.0f %9s %9s %12.0f %9s %9s %7.2f" % (name, size,
-      conns, m[0], ms(m[1]), ms(m[2]), n[0], ms(n[1]), ms(n[2]), m[0] / n[0]))
-PY
-		errs=$(cut -d' ' -f4- "$work/m.runs" "$work/n.runs" | tr -s ' \n' ' ')
-		[ -z "${errs# }" ] || echo "  wrk reported: $errs"
+		compare "$name" "$size" "$c"
 	done
 	kill "$(cat "$work/nginx.pid")"
 	sleep 0.2
 }
 
-header() {
+header() { # TITLE OTHER-SERVER
 	printf '%-24s %6s %5s %12s %9s %9s %12s %9s %9s %7s\n' "$1" bytes \
-	    conns memfloord p50 p99 nginx p50 p99 ratio
+	    conns memfloord p50 p99 "$2" p50 p99 ratio
 }
 
-header "/v1/admit, HTTP"
+header "/v1/admit, HTTP" nginx
 for manifest in min-memory-88Gi llama-8b-8bit-admit; do
 	row "$manifest" "$top/examples/$manifest.yaml" /v1/admit \
 	    application/yaml http
 done
 kill "$dpid" 2>/dev/null || true
 wait "$dpid" 2>/dev/null || true
+
+# The model-derived admit against the hello-world, one thread each on the
+# servers' CPUs, at the first connection count.
+echo
+start_daemon "$work/daemon-1.log" --threads 1
+$on_server "$hello" 1 2>"$work/hello.log" &
+hpid=$!
+hport=""
+for _ in $(seq 100); do
+	hport=$(sed -n 's/.*listening on .* port \([0-9]*\).*/\1/p' \
+	    "$work/hello.log")
+	[ -n "$hport" ] && break
+	sleep 0.05
+done
+[ -n "$hport" ] || { cat "$work/hello.log"; exit 1; }
+c=${conns%% *}
+size=$(curl -s --data-binary @"$llama" -H 'Content-Type: application/yaml' \
+    -o /dev/null -w '%{size_download}' "http://127.0.0.1:$mport/v1/admit")
+: >"$work/m.runs"
+: >"$work/n.runs"
+for _ in $(seq "$rounds"); do
+	run_wrk "http://127.0.0.1:$mport/v1/admit" "$llama" "$c" \
+	    >>"$work/m.runs"
+	run_wrk "http://127.0.0.1:$hport/" "$llama" "$c" >>"$work/n.runs"
+done
+header "one thread each, HTTP" hello
+compare llama-8b-8bit-admit "$size" "$c"
+kill "$hpid" "$dpid"
+wait "$hpid" "$dpid" 2>/dev/null || true
+hpid=
 
 # The same throwaway certificate for both servers.
 echo
@@ -211,7 +340,7 @@ if openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=127.0.0.1 \
 	    >"$work/job-min-memory.json"
 	python3 "$top/tests/bench/review_body.py" "$job" >"$work/job-spec.json"
 	python3 "$top/tests/bench/review_body.py" "$pod" >"$work/pod-min-memory.json"
-	header "admission-review, TLS"
+	header "admission-review, TLS" nginx
 	for b in job-min-memory job-spec pod-min-memory; do
 		row "$b" "$work/$b.json" /v1/admission-review \
 		    application/json https
