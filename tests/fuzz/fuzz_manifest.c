@@ -51,8 +51,11 @@ check_job(const struct mf_job *job)
 	check(job->model_source != MF_MODEL_URL || job->config_url != NULL);
 	check(job->model_source != MF_MODEL_NAMED || job->model_name != NULL);
 	check(job->allowed_fixes < (1u << MF_FIX_COUNT));
-	check(job->max_cost < 0 || job->reference_hours > 0);
-	check(job->deadline_hours < 0 || job->reference_hours > 0);
+	check(job->max_cost < 0 || mf_job_has_duration(job));
+	check(job->deadline_hours < 0 || mf_job_has_duration(job));
+	check((job->reference_hours > 0) + (job->tokens > 0) +
+	        (job->requests > 0) <=
+	    1);
 }
 
 /* A candidate the search may return for job: it fits and obeys the rules
