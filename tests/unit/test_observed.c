@@ -31,6 +31,7 @@
 #include "catalog.h"
 #include "files.h"
 #include "msg.h"
+#include "placed.h"
 
 static struct mf_models *models;
 static struct mf_catalog *cat;
@@ -97,18 +98,6 @@ admit(const struct mf_observed *obs)
 	mf_doc_free(doc);
 	assert_true(d.admitted);
 	return d;
-}
-
-static const struct mf_placement *
-on(const struct mf_decision *d, const char *gpu)
-{
-	if (strcmp(d->placement.gpu->name, gpu) == 0)
-		return &d->placement;
-	for (size_t i = 0; i < d->nalt; i++)
-		if (strcmp(d->alt[i].gpu->name, gpu) == 0)
-			return &d->alt[i];
-	fail_msg("no placement on %s", gpu);
-	return NULL;
 }
 
 static void

@@ -28,6 +28,7 @@
 #include "files.h"
 #include "models.h"
 #include "msg.h"
+#include "placed.h"
 
 static struct mf_models *models;
 
@@ -369,18 +370,6 @@ admit(const char *duration)
 	mf_doc_free(doc);
 	assert_true(d.admitted);
 	return d;
-}
-
-static const struct mf_placement *
-on(const struct mf_decision *d, const char *gpu)
-{
-	if (strcmp(d->placement.gpu->name, gpu) == 0)
-		return &d->placement;
-	for (size_t i = 0; i < d->nalt; i++)
-		if (strcmp(d->alt[i].gpu->name, gpu) == 0)
-			return &d->alt[i];
-	fail_msg("no placement on %s", gpu);
-	return NULL;
 }
 
 /*
