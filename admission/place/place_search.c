@@ -78,11 +78,13 @@ mf_place_violated(const struct mf_job *job, const struct mf_placement *p)
 int64_t
 mf_place_nodes(const struct search *s, const struct mf_gpu *g, int64_t count)
 {
-	int64_t per;
+	int64_t pod = s->pods > 0 ? count / s->pods : 0, per;
 
-	if (s->pods == 0)
+	/* A count that is not whole pods of one node each (the reference
+	 * card's, timing another card: place_time.c) fills nodes. */
+	if (pod < 1 || pod > g->gpus_per_node)
 		return count <= g->gpus_per_node ? 1 : mf_cat_nodes(g, count);
-	per = g->gpus_per_node / (count / s->pods);
+	per = g->gpus_per_node / pod;
 	return (s->pods + per - 1) / per;
 }
 
