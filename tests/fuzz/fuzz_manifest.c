@@ -133,7 +133,11 @@ check_rejected(const struct mf_job *job, const struct mf_decision *d)
 		check(e->gpus >= 1);
 		if (e->placed) {
 			check_placement(job, &e->placement, d->from_model);
-			check(e->placement.fixes == e->fixes);
+			/* Its own fixes, and those admission may add by
+			 * itself (docs/api.md). */
+			check((e->placement.fixes & e->fixes) == e->fixes);
+			check((e->placement.fixes &
+			          ~(e->fixes | job->allowed_fixes)) == 0);
 		}
 	}
 }
