@@ -352,9 +352,7 @@ decide_admit(const struct mf_api *api, struct mf_request *req,
 	ans->verdict = d->admitted ? MF_VERDICT_ADMITTED : MF_VERDICT_REJECTED;
 	if (d->admitted)
 		note_placed(ans, &req->job, &d->placement);
-	mf_fp_job(&req->job, d->admitted ? d->placement.fixes : 0,
-	    d->admitted ? d->placement.count : req->job.count,
-	    ans->fingerprint);
+	memcpy(ans->fingerprint, d->fingerprint, sizeof(ans->fingerprint));
 	free(d);
 }
 

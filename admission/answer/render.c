@@ -266,14 +266,13 @@ need(struct mf_jw *w, const struct mf_job *job, const struct mf_decision *d)
 	mf_jw_close(w, '}');
 }
 
-/* The job's fingerprint (design 23) placed with fixes over count GPUs. */
+/* An estimate's fingerprint (design 23): the job as written. */
 static void
-fingerprint(struct mf_jw *w, const struct mf_job *job, unsigned fixes,
-    int64_t count)
+fingerprint(struct mf_jw *w, const struct mf_job *job)
 {
 	char hex[MF_FP_HEX];
 
-	mf_fp_job(job, fixes, count, hex);
+	mf_fp_job(job, 0, job->count, hex);
 	mf_jw_str(w, "fingerprint", hex);
 }
 
@@ -286,8 +285,7 @@ mf_write_decision(struct mf_jw *w, const char *key, const struct mf_job *job,
 	mf_jw_open(w, key, '{');
 	mf_jw_bool(w, "admitted", d->admitted);
 	mf_jw_str(w, "job", job->name ? job->name : "");
-	fingerprint(w, job, d->admitted ? d->placement.fixes : 0,
-	    d->admitted ? d->placement.count : job->count);
+	mf_jw_str(w, "fingerprint", d->fingerprint);
 	mf_jw_str(w, "estimator", mf_estimator_name(d->work.estimator));
 	need(w, job, d);
 	quantity(w, "minMemory", d->floor, d->floor_format);
@@ -515,7 +513,7 @@ mf_write_estimate(struct mf_jw *w, const char *key, const struct mf_job *job,
 	mf_jw_open(w, key, '{');
 	/* Inside a decision, the decision's is the job's (as placed). */
 	if (key == NULL)
-		fingerprint(w, job, 0, job->count);
+		fingerprint(w, job);
 	mf_jw_str(w, "estimator", mf_estimator_name(e->estimator));
 	mf_jw_int(w, "parameters", e->params);
 	mf_jw_int(w, "trainableParameters", e->trainable);

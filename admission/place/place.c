@@ -156,6 +156,8 @@ mf_place(const struct mf_job *given, const struct mf_catalog *cat,
 			goto range;
 	}
 	add_warnings(job, &d);
+	mf_fp_job(given, d.admitted ? d.placement.fixes : 0,
+	    d.admitted ? d.placement.count : given->count, d.fingerprint);
 	*out = d;
 	goto out;
 range:

@@ -13,6 +13,7 @@
 #include "../../catalog/catalog.h"
 #include "../base/err.h"
 #include "../estimate/estimate.h"
+#include "../fingerprint/fingerprint.h"
 #include "../fix/fix.h"
 #include "../manifest/manifest.h"
 #include "../time/time.h"
@@ -129,6 +130,10 @@ struct mf_decision {
 	int suggested;           /* index into fixes, or -1 */
 	size_t nwarn;
 	char warnings[MF_MAX_WARNINGS][160];
+	/* The fingerprint (design 23) of the job as placed: with its
+	 * placement's fixes over its count, or as written when rejected;
+	 * the answer's and the store's, worked out once. */
+	char fingerprint[MF_FP_HEX];
 };
 
 /*
