@@ -10,18 +10,19 @@ CC      ?= cc
 
 # The library needs libyaml; the fetcher of model configs adds libcurl;
 # the daemon adds libmicrohttpd and GnuTLS, and the store (store/, the
-# observations of design 23) SQLite.  The tests read answers back with
-# jansson, a JSON reader not written here (in PKGS, for make deps).
+# observations of design 23) SQLite and libpq (PostgreSQL's client).  The
+# tests read answers back with jansson, a JSON reader not written here (in
+# PKGS, for make deps).
 LIBPKGS    = yaml-0.1
 FETCHPKGS  = libcurl
-STOREPKGS  = sqlite3
+STOREPKGS  = sqlite3 libpq
 DAEMONPKGS = libmicrohttpd $(FETCHPKGS) gnutls $(STOREPKGS)
 CLIPKGS    = $(FETCHPKGS)
-PKGS     = libmicrohttpd yaml-0.1 jansson libcurl gnutls sqlite3
+PKGS     = libmicrohttpd yaml-0.1 jansson libcurl gnutls sqlite3 libpq
 TESTPKGS = cmocka
 # Debian package for each pkg-config name, in the same order.
 DEBS     = libmicrohttpd-dev libyaml-dev libjansson-dev libcurl4-openssl-dev \
-           libgnutls28-dev libsqlite3-dev
+           libgnutls28-dev libsqlite3-dev libpq-dev
 TESTDEBS = libcmocka-dev
 # Programs the tests run, as command:package.
 TOOLS    = python3:python3 curl:curl openssl:openssl clang-format:clang-format \

@@ -47,29 +47,34 @@ mf_store_admitted(struct mf_store *s, const char *fingerprint, char *job,
 	return 0;
 }
 
-/* Commit first..last (n entries) in one transaction. */
-static void
+/* Commit first..last in one transaction: 0, -1 when a statement failed
+ * (the batch is dropped), 1 when the database could not be reached (it
+ * is tried again). */
+static int
 write_batch(struct mf_store *s, struct pending *first,
-    const struct pending *last, size_t n)
+    const struct pending *last)
 {
 	int failed = 0;
 
 	pthread_mutex_lock(&s->db_lock);
-	if (mf_store_exec(s, "BEGIN IMMEDIATE") != 0) {
+	if (mf_store_exec(s, s->ops->begin) != 0) {
 		pthread_mutex_unlock(&s->db_lock);
-		atomic_fetch_add(&s->dropped, n);
-		return;
+		return atomic_load(&s->up) ? -1 : 1;
 	}
 	for (const struct pending *p = first;; p = p->next) {
 		failed |= mf_store_write_admission(s, p) != 0;
-		if (p == last)
+		if (p == last || failed)
 			break;
 	}
-	if (failed || mf_store_exec(s, "COMMIT") != 0) {
-		mf_store_exec(s, "ROLLBACK");
-		atomic_fetch_add(&s->dropped, n);
+	if (!failed && mf_store_exec(s, "COMMIT") == 0) {
+		pthread_mutex_unlock(&s->db_lock);
+		return 0;
 	}
+	/* Whether it was reached is the statement's, not the rollback's. */
+	failed = atomic_load(&s->up) ? -1 : 1;
+	mf_store_exec(s, "ROLLBACK");
 	pthread_mutex_unlock(&s->db_lock);
+	return failed;
 }
 
 static void
@@ -89,12 +94,29 @@ free_batch(struct pending *first, const struct pending *last)
 	}
 }
 
+/* Under s->lock: a second for the database to come back, or stop. */
+static void
+stall(struct mf_store *s)
+{
+	struct timespec due;
+
+	s->stalled = 1;
+	pthread_cond_broadcast(&s->done);
+	clock_gettime(CLOCK_REALTIME, &due);
+	due.tv_sec += 1;
+	while (
+	    !s->stop && pthread_cond_timedwait(&s->wake, &s->lock, &due) == 0)
+		;
+	s->stalled = 0;
+}
+
 static void *
 writer(void *arg)
 {
 	struct mf_store *s = arg;
 	struct pending *first, *last;
 	size_t n;
+	int rc;
 
 	pthread_mutex_lock(&s->lock);
 	for (;;) {
@@ -106,8 +128,14 @@ writer(void *arg)
 		last = s->tail;
 		n = s->queued;
 		pthread_mutex_unlock(&s->lock);
-		write_batch(s, first, last, n);
+		rc = write_batch(s, first, last);
 		pthread_mutex_lock(&s->lock);
+		if (rc > 0 && !s->stop) {
+			stall(s);
+			continue;
+		}
+		if (rc != 0)
+			atomic_fetch_add(&s->dropped, n);
 		s->head = last->next;
 		if (s->head == NULL)
 			s->tail = NULL;
@@ -153,7 +181,7 @@ mf_store_flush(struct mf_store *s)
 		return;
 	pthread_mutex_lock(&s->lock);
 	target = s->enqueued;
-	while (s->written < target && s->writer_running)
+	while (s->written < target && s->writer_running && !s->stalled)
 		pthread_cond_wait(&s->done, &s->lock);
 	pthread_mutex_unlock(&s->lock);
 }

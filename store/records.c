@@ -1,6 +1,7 @@
 /*
- * records.c: the statements of the store: observations added, listed and
- * taken back, admissions written and looked up.  Each runs under db_lock.
+ * records.c: the statements of the store, one text for both databases:
+ * observations added, listed and taken back, admissions written and
+ * looked up.  Each runs under db_lock through the back end's run.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -9,232 +10,239 @@
 #include "../admission/base/str.h"
 #include "store_int.h"
 
-static enum mf_rc
-db_fail(struct mf_store *s, const char *what, struct mf_error *err)
-{
-	mf_error_set(err, MF_EIO, NULL, 0, 0, "store: %s: %s", what,
-	    sqlite3_errmsg(s->db));
-	return MF_EIO;
-}
-
-static void
-bind_int(sqlite3_stmt *st, int i, int64_t v)
-{
-	if (v < 0)
-		sqlite3_bind_null(st, i);
-	else
-		sqlite3_bind_int64(st, i, v);
-}
-
-static void
-bind_real(sqlite3_stmt *st, int i, double v)
-{
-	if (v < 0)
-		sqlite3_bind_null(st, i);
-	else
-		sqlite3_bind_double(st, i, v);
-}
-
-static void
-bind_text(sqlite3_stmt *st, int i, const char *s)
-{
-	sqlite3_bind_text(st, i, s, -1, SQLITE_STATIC);
-}
-
-static const char insert_sql[] =
+const char mf_sql_insert[] =
     "INSERT INTO observations (fingerprint, card, count, peak_reserved,"
     " peak_allocated, device_used, tokens_per_second, step_seconds,"
     " tokens_per_step, source, created_at)"
-    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+    " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id";
+const char mf_sql_delete[] = "DELETE FROM observations WHERE id = $1"
+                             " RETURNING id";
+const char mf_sql_list[] =
+    "SELECT id, fingerprint, card, count, peak_reserved, peak_allocated,"
+    " device_used, tokens_per_second, step_seconds, tokens_per_step,"
+    " source, created_at FROM observations WHERE fingerprint = $1"
+    " ORDER BY id LIMIT $2";
+const char mf_sql_all[] =
+    "SELECT id, fingerprint, card, count, peak_reserved, peak_allocated,"
+    " device_used, tokens_per_second, step_seconds, tokens_per_step,"
+    " source, created_at FROM observations"
+    " ORDER BY fingerprint, card, id LIMIT $1";
+/* One row a job as placed on a card: an admission of it again counts
+ * and moves seen_at. */
+const char mf_sql_admit[] =
+    "INSERT INTO admissions (fingerprint, job, card, count, created_at,"
+    " seen_at, times) VALUES ($1, $2, $3, $4, $5, $6, 1)"
+    " ON CONFLICT (fingerprint, card, count) DO UPDATE SET"
+    " job = excluded.job, seen_at = excluded.seen_at,"
+    " times = admissions.times + 1";
+const char mf_sql_job[] = "SELECT job FROM admissions WHERE fingerprint = $1"
+                          " ORDER BY seen_at DESC LIMIT 1";
+
+static struct sqlv
+v_int(int64_t v)
+{
+	return (struct sqlv){ .type = v < 0 ? SQLV_NULL : SQLV_INT, .i = v };
+}
+
+static struct sqlv
+v_count(int64_t v)
+{
+	return (struct sqlv){ .type = SQLV_INT, .i = v };
+}
+
+static struct sqlv
+v_real(double v)
+{
+	return (struct sqlv){ .type = v < 0 ? SQLV_NULL : SQLV_REAL, .d = v };
+}
+
+static struct sqlv
+v_text(const char *t)
+{
+	return (struct sqlv){ .type = SQLV_TEXT, .t = t };
+}
+
+/* A column as a figure, -1 when NULL. */
+static int64_t
+c_int(const struct sqlv *c)
+{
+	return c->type == SQLV_NULL ? -1 : c->i;
+}
+
+static double
+c_real(const struct sqlv *c)
+{
+	return c->type == SQLV_NULL ? -1 : c->d;
+}
+
+static const char *
+c_text(const struct sqlv *c)
+{
+	return c->type == SQLV_TEXT ? c->t : "";
+}
+
+/* The first column of the first row, an integer, into *(int64_t *)arg. */
+static int
+first_int(void *arg, const struct sqlv *cols, size_t n)
+{
+	if (n > 0)
+		*(int64_t *)arg = c_int(&cols[0]);
+	return 1;
+}
+
+/* The statement under db_lock; s->up follows whether it reached the
+ * database. */
+static enum mf_rc
+locked_run(struct mf_store *s, const char *sql, const struct sqlv *p, size_t np,
+    const struct sql_rows *rows, struct mf_error *err)
+{
+	enum mf_rc rc;
+
+	pthread_mutex_lock(&s->db_lock);
+	rc = s->ops->run(s, sql, p, np, rows, err);
+	pthread_mutex_unlock(&s->db_lock);
+	return rc;
+}
 
 enum mf_rc
 mf_store_add(struct mf_store *s, struct mf_observation *o, struct mf_error *err)
 {
-	int64_t now = (int64_t)time(NULL);
-	enum mf_rc rc = MF_OK;
-	sqlite3_stmt *st;
+	int64_t now = (int64_t)time(NULL), id = -1;
+	const struct sqlv p[] = { v_text(o->fingerprint), v_text(o->card),
+		v_count(o->count), v_int(o->peak_reserved),
+		v_int(o->peak_allocated), v_int(o->device_used),
+		v_real(o->tokens_per_second), v_real(o->step_seconds),
+		v_real(o->tokens_per_step), v_text(o->source), v_count(now) };
+	const struct sql_rows rows = { first_int, &id };
+	enum mf_rc rc;
 
-	pthread_mutex_lock(&s->db_lock);
-	if (sqlite3_prepare_v2(s->db, insert_sql, -1, &st, NULL) != SQLITE_OK) {
-		rc = db_fail(s, "add", err);
-		goto out;
-	}
-	bind_text(st, 1, o->fingerprint);
-	bind_text(st, 2, o->card);
-	sqlite3_bind_int64(st, 3, o->count);
-	bind_int(st, 4, o->peak_reserved);
-	bind_int(st, 5, o->peak_allocated);
-	bind_int(st, 6, o->device_used);
-	bind_real(st, 7, o->tokens_per_second);
-	bind_real(st, 8, o->step_seconds);
-	bind_real(st, 9, o->tokens_per_step);
-	bind_text(st, 10, o->source);
-	sqlite3_bind_int64(st, 11, now);
-	if (sqlite3_step(st) != SQLITE_DONE) {
-		rc = db_fail(s, "add", err);
-	} else {
-		o->id = sqlite3_last_insert_rowid(s->db);
-		o->created_at = now;
-	}
-	sqlite3_finalize(st);
-out:
-	pthread_mutex_unlock(&s->db_lock);
-	return rc;
+	rc = locked_run(s, mf_sql_insert, p, sizeof(p) / sizeof(p[0]), &rows,
+	    err);
+	if (rc != MF_OK)
+		return rc;
+	if (id <= 0)
+		return mf_error_set(err, MF_EIO, NULL, 0, 0,
+		    "store: add: no id came back");
+	o->id = id;
+	o->created_at = now;
+	return MF_OK;
 }
 
 enum mf_rc
 mf_store_delete(struct mf_store *s, int64_t id, struct mf_error *err)
 {
-	enum mf_rc rc = MF_OK;
-	sqlite3_stmt *st;
+	const struct sqlv p[] = { v_count(id) };
+	int64_t gone = -1;
+	const struct sql_rows rows = { first_int, &gone };
+	enum mf_rc rc = locked_run(s, mf_sql_delete, p, 1, &rows, err);
 
-	pthread_mutex_lock(&s->db_lock);
-	if (sqlite3_prepare_v2(s->db, "DELETE FROM observations WHERE id = ?",
-	        -1, &st, NULL) != SQLITE_OK) {
-		rc = db_fail(s, "delete", err);
-		goto out;
-	}
-	sqlite3_bind_int64(st, 1, id);
-	if (sqlite3_step(st) != SQLITE_DONE)
-		rc = db_fail(s, "delete", err);
-	else if (sqlite3_changes(s->db) == 0)
+	if (rc == MF_OK && gone != id)
 		rc = mf_error_set(err, MF_ENOTFOUND, NULL, 0, 0,
 		    "no observation %lld", (long long)id);
-	sqlite3_finalize(st);
-out:
-	pthread_mutex_unlock(&s->db_lock);
 	return rc;
 }
 
-static int64_t
-col_int(sqlite3_stmt *st, int i)
-{
-	return sqlite3_column_type(st, i) == SQLITE_NULL ?
-	    -1 :
-	    sqlite3_column_int64(st, i);
-}
-
-static double
-col_real(sqlite3_stmt *st, int i)
-{
-	return sqlite3_column_type(st, i) == SQLITE_NULL ?
-	    -1 :
-	    sqlite3_column_double(st, i);
-}
-
 static void
-col_text(sqlite3_stmt *st, int i, char *dst, size_t size)
+read_row(const struct sqlv *c, struct mf_observation *o)
 {
-	const unsigned char *t = sqlite3_column_text(st, i);
-
-	mf_copy(dst, size, t ? (const char *)t : "");
+	o->id = c_int(&c[0]);
+	mf_copy(o->fingerprint, sizeof(o->fingerprint), c_text(&c[1]));
+	mf_copy(o->card, sizeof(o->card), c_text(&c[2]));
+	o->count = c_int(&c[3]);
+	o->peak_reserved = c_int(&c[4]);
+	o->peak_allocated = c_int(&c[5]);
+	o->device_used = c_int(&c[6]);
+	o->tokens_per_second = c_real(&c[7]);
+	o->step_seconds = c_real(&c[8]);
+	o->tokens_per_step = c_real(&c[9]);
+	mf_copy(o->source, sizeof(o->source), c_text(&c[10]));
+	o->created_at = c_int(&c[11]);
 }
 
-static void
-read_row(sqlite3_stmt *st, struct mf_observation *o)
+/* The list being read: at most max rows; nomem when one could not be
+ * kept. */
+struct reading {
+	struct mf_observation *list;
+	size_t n, cap, max;
+	int nomem;
+};
+
+static int
+take_row(void *arg, const struct sqlv *cols, size_t n)
 {
-	o->id = sqlite3_column_int64(st, 0);
-	col_text(st, 1, o->fingerprint, sizeof(o->fingerprint));
-	col_text(st, 2, o->card, sizeof(o->card));
-	o->count = sqlite3_column_int64(st, 3);
-	o->peak_reserved = col_int(st, 4);
-	o->peak_allocated = col_int(st, 5);
-	o->device_used = col_int(st, 6);
-	o->tokens_per_second = col_real(st, 7);
-	o->step_seconds = col_real(st, 8);
-	o->tokens_per_step = col_real(st, 9);
-	col_text(st, 10, o->source, sizeof(o->source));
-	o->created_at = sqlite3_column_int64(st, 11);
-}
+	struct reading *r = arg;
+	struct mf_observation *p;
 
-static const char list_sql[] =
-    "SELECT id, fingerprint, card, count, peak_reserved, peak_allocated,"
-    " device_used, tokens_per_second, step_seconds, tokens_per_step,"
-    " source, created_at FROM observations WHERE fingerprint = ?"
-    " ORDER BY id LIMIT ?";
-static const char all_sql[] =
-    "SELECT id, fingerprint, card, count, peak_reserved, peak_allocated,"
-    " device_used, tokens_per_second, step_seconds, tokens_per_step,"
-    " source, created_at FROM observations"
-    " ORDER BY fingerprint, card, id LIMIT ?";
-
-/* The rows of st into a list of at most max. */
-static enum mf_rc
-read_rows(struct mf_store *s, sqlite3_stmt *st, size_t max,
-    struct mf_observation **out, size_t *n, struct mf_error *err)
-{
-	struct mf_observation *list = NULL, *p;
-	size_t cap = 0, k = 0;
-	int step;
-
-	while ((step = sqlite3_step(st)) == SQLITE_ROW && k < max) {
-		if (k == cap) {
-			cap = cap ? 2 * cap : 16;
-			p = realloc(list, cap * sizeof(*list));
-			if (p == NULL) {
-				free(list);
-				return mf_error_set(err, MF_ENOMEM, NULL, 0, 0,
-				    "out of memory");
-			}
-			list = p;
+	if (n < 12 || r->n >= r->max)
+		return 1;
+	if (r->n == r->cap) {
+		r->cap = r->cap ? 2 * r->cap : 16;
+		p = realloc(r->list, r->cap * sizeof(*p));
+		if (p == NULL) {
+			r->nomem = 1;
+			return 1;
 		}
-		read_row(st, &list[k++]);
+		r->list = p;
 	}
-	if (step != SQLITE_ROW && step != SQLITE_DONE) {
-		free(list);
-		return db_fail(s, "list", err);
-	}
-	*out = list;
-	*n = k;
-	return MF_OK;
+	read_row(cols, &r->list[r->n++]);
+	return 0;
 }
 
 enum mf_rc
 mf_store_list(struct mf_store *s, const char *fingerprint, size_t max,
     struct mf_observation **out, size_t *n, struct mf_error *err)
 {
-	sqlite3_stmt *st;
+	struct reading r = { NULL, 0, 0, max, 0 };
+	const struct sql_rows rows = { take_row, &r };
+	const struct sqlv one[] = { v_text(fingerprint ? fingerprint : ""),
+		v_count((int64_t)max) };
+	const struct sqlv every[] = { v_count((int64_t)max) };
 	enum mf_rc rc;
 
-	pthread_mutex_lock(&s->db_lock);
-	if (sqlite3_prepare_v2(s->db, fingerprint ? list_sql : all_sql, -1, &st,
-	        NULL) != SQLITE_OK) {
-		rc = db_fail(s, "list", err);
-		pthread_mutex_unlock(&s->db_lock);
+	if (fingerprint != NULL)
+		rc = locked_run(s, mf_sql_list, one, 2, &rows, err);
+	else
+		rc = locked_run(s, mf_sql_all, every, 1, &rows, err);
+	if (rc == MF_OK && r.nomem)
+		rc = mf_error_set(err, MF_ENOMEM, NULL, 0, 0, "out of memory");
+	if (rc != MF_OK) {
+		free(r.list);
 		return rc;
 	}
-	if (fingerprint != NULL)
-		bind_text(st, 1, fingerprint);
-	sqlite3_bind_int64(st, fingerprint ? 2 : 1, (int64_t)max);
-	rc = read_rows(s, st, max, out, n, err);
-	sqlite3_finalize(st);
-	pthread_mutex_unlock(&s->db_lock);
-	return rc;
+	*out = r.list;
+	*n = r.n;
+	return MF_OK;
 }
-
-static const char admit_sql[] =
-    "INSERT INTO admissions (fingerprint, job, card, count, created_at,"
-    " seen_at, times) VALUES (?, ?, ?, ?, ?, ?, 1)"
-    " ON CONFLICT (fingerprint, card, count) DO UPDATE SET"
-    " job = excluded.job, seen_at = excluded.seen_at, times = times + 1";
 
 int
 mf_store_write_admission(struct mf_store *s, const struct pending *p)
 {
-	sqlite3_stmt *st;
-	int rc;
+	const struct sqlv v[] = { v_text(p->fingerprint), v_text(p->job),
+		v_text(p->card), v_count(p->count), v_count(p->at),
+		v_count(p->at) };
 
-	if (sqlite3_prepare_v2(s->db, admit_sql, -1, &st, NULL) != SQLITE_OK)
-		return -1;
-	bind_text(st, 1, p->fingerprint);
-	bind_text(st, 2, p->job);
-	bind_text(st, 3, p->card);
-	sqlite3_bind_int64(st, 4, p->count);
-	sqlite3_bind_int64(st, 5, p->at);
-	sqlite3_bind_int64(st, 6, p->at);
-	rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
-	sqlite3_finalize(st);
-	return rc;
+	return s->ops->run(s, mf_sql_admit, v, sizeof(v) / sizeof(v[0]), NULL,
+	           NULL) == MF_OK ?
+	    0 :
+	    -1;
+}
+
+/* The job of a row, copied; found set. */
+struct found_job {
+	char *job;
+	int found, nomem;
+};
+
+static int
+take_job(void *arg, const struct sqlv *cols, size_t n)
+{
+	struct found_job *f = arg;
+	const char *t = n > 0 ? c_text(&cols[0]) : "";
+
+	f->found = 1;
+	f->job = strdup(t);
+	f->nomem = f->job == NULL;
+	return 1;
 }
 
 /* The job of fingerprint's latest admission (malloc'd), "" when none
@@ -242,34 +250,17 @@ mf_store_write_admission(struct mf_store *s, const struct pending *p)
 static char *
 latest_job(struct mf_store *s, const char *fingerprint, int *found)
 {
-	sqlite3_stmt *st;
-	char *job = NULL;
-	int step;
+	struct found_job f = { NULL, 0, 0 };
+	const struct sql_rows rows = { take_job, &f };
+	const struct sqlv p[] = { v_text(fingerprint) };
 
 	*found = 0;
-	pthread_mutex_lock(&s->db_lock);
-	if (sqlite3_prepare_v2(s->db,
-	        "SELECT job FROM admissions WHERE fingerprint = ?"
-	        " ORDER BY seen_at DESC LIMIT 1",
-	        -1, &st, NULL) != SQLITE_OK) {
-		pthread_mutex_unlock(&s->db_lock);
+	if (locked_run(s, mf_sql_job, p, 1, &rows, NULL) != MF_OK || f.nomem) {
+		free(f.job);
 		return NULL;
 	}
-	bind_text(st, 1, fingerprint);
-	step = sqlite3_step(st);
-	if (step == SQLITE_ROW) {
-		const unsigned char *t = sqlite3_column_text(st, 0);
-		size_t n = t ? strlen((const char *)t) + 1 : 1;
-
-		*found = 1;
-		if ((job = malloc(n)) != NULL)
-			mf_copy(job, n, t ? (const char *)t : "");
-	} else if (step == SQLITE_DONE) {
-		job = calloc(1, 1);
-	}
-	sqlite3_finalize(st);
-	pthread_mutex_unlock(&s->db_lock);
-	return job;
+	*found = f.found;
+	return f.found ? f.job : calloc(1, 1);
 }
 
 int

@@ -1,16 +1,25 @@
 /*
  * store.h: what the runs memfloor admitted measured, kept (design 23):
  * observations, and the admissions that tie a fingerprint to the job as
- * placed.  One SQLite file in WAL mode, its schema versioned
- * (PRAGMA user_version, under memfloor's PRAGMA application_id) and
- * migrated when it is opened.
+ * placed.  Two databases behind one API, with the same statements:
  *
- * The layer between the library and the daemon: it includes the library
- * and SQLite, nothing of fetch/, daemon/ or cli/.  A struct mf_store may
- * be used from any thread (the connection is SQLite's serialized mode);
- * a write returns once it is durable.  Admissions go through a queue
- * drained by the store's own writer thread, so that the answer to an
- * admit never waits on the file.
+ *   - a file: SQLite in WAL mode, its schema versioned (PRAGMA
+ *     user_version, under memfloor's PRAGMA application_id);
+ *   - postgresql://... or postgres://... (libpq's URL): PostgreSQL, or a
+ *     database that speaks its protocol and plain SQL (CockroachDB,
+ *     YugabyteDB), shared by several memfloord replicas; its schema
+ *     versioned in the table memfloor_schema.
+ *
+ * Either is migrated when it is opened.  The layer between the library
+ * and the daemon: it includes the library, SQLite and libpq, nothing of
+ * fetch/, daemon/ or cli/.  A struct mf_store may be used from any thread
+ * (one statement sequence at a time on its connection); a write returns
+ * once it is durable.  A PostgreSQL connection that is lost is made again
+ * on a later use, at most once a second, each try and each statement
+ * bounded in time (MF_STORE_CONNECT_SECONDS, MF_STORE_STATEMENT_MS), so
+ * that a database that is down or hung costs a caller little.  Admissions
+ * go through a queue drained by the store's own writer thread, so that
+ * the answer to an admit never waits on the database.
  */
 #ifndef MF_STORE_H
 #define MF_STORE_H
@@ -28,6 +37,13 @@
 #define MF_STORE_QUEUE_MAX 4096
 #define MF_STORE_CARD_MAX 128
 #define MF_STORE_SOURCE_MAX 16
+/* PostgreSQL: the longest a connection is waited for (libpq's
+ * connect_timeout, unless the URL sets its own), the longest a statement
+ * runs (statement_timeout), and a little more, the longest a caller waits
+ * for an answer from a database that does not answer at all. */
+#define MF_STORE_CONNECT_SECONDS 2
+#define MF_STORE_STATEMENT_MS 3000
+#define MF_STORE_WAIT_MS 4000
 
 /* One run's measurements on one card.  A figure not given is -1. */
 struct mf_observation {
@@ -47,18 +63,37 @@ struct mf_observation {
 
 struct mf_store;
 
+/* Which database --store names: a URL of PostgreSQL's (its scheme
+ * postgresql:// or postgres://, in any case) or else a file. */
+enum mf_store_kind { MF_STORE_FILE, MF_STORE_POSTGRES };
+enum mf_store_kind mf_store_kind_of(const char *where);
 /*
- * Open the store at path, creating it when there is no file (or an empty
- * one), and migrate its schema.  A file that is not SQLite, an SQLite
- * database that is not memfloor's, or one of a newer schema is MF_EINVAL
- * naming the file, and is left as it was.  *out is untouched on error.
+ * where as it may be shown (a log line, an error): a URL's password, if
+ * it has one, written "***" (user:***@host); a file's path as it is.
+ * Into out (size bytes, cut to fit); returns out.
+ */
+char *mf_store_redact(const char *where, char *out, size_t size);
+
+/*
+ * Open the store at where (a file, or a PostgreSQL URL: mf_store_kind_of),
+ * a file created when there is none (or an empty one), and migrate its
+ * schema.  A file that is not SQLite, a database that is not memfloor's
+ * (SQLite: another application_id; PostgreSQL: a table that is not
+ * memfloor's, named), or one of a newer schema is MF_EINVAL naming it
+ * (mf_store_redact's form), and is left as it was; a database that cannot
+ * be reached is MF_EIO.  *out is untouched on error.
  */
 enum mf_rc
-mf_store_open(const char *path, struct mf_store **out, struct mf_error *err);
+mf_store_open(const char *where, struct mf_store **out, struct mf_error *err);
+/* Whether the last statement reached the database (1) or it could not be
+ * reached (0): the daemon says when an outage starts and ends.  A file is
+ * always 1 unless SQLite failed. */
+int mf_store_up(struct mf_store *s);
 /* Drain the admissions queued, stop the writer, close.  NULL is a no-op. */
 void mf_store_close(struct mf_store *s);
 
-/* Keep o (its id and created_at are set); MF_EIO when SQLite fails. */
+/* Keep o (its id and created_at are set); MF_EIO when the database fails
+ * or cannot be reached. */
 enum mf_rc mf_store_add(struct mf_store *s, struct mf_observation *o,
     struct mf_error *err);
 /* Take back observation id: MF_OK, MF_ENOTFOUND, or MF_EIO. */
@@ -81,15 +116,17 @@ enum mf_rc mf_store_list(struct mf_store *s, const char *fingerprint,
 int mf_store_admitted(struct mf_store *s, const char *fingerprint, char *job,
     const char *card, int64_t count);
 /* Whether an admission of fingerprint is kept or queued: 1, 0, or -1
- * when SQLite fails. */
+ * when the database fails. */
 int mf_store_knows(struct mf_store *s, const char *fingerprint);
 /* The job as placed of fingerprint's latest admission (malloc'd), or
  * NULL when none (or on failure). */
 char *mf_store_job(struct mf_store *s, const char *fingerprint);
-/* Wait until every admission queued before the call is written (tests,
- * and a clean stop). */
+/* Wait until every admission queued before the call is written, or the
+ * writer waits for a database that cannot be reached (tests, and a clean
+ * stop). */
 void mf_store_flush(struct mf_store *s);
-/* Admissions dropped because the queue was full, or not written. */
+/* Admissions dropped because the queue was full, or not written (a
+ * statement failed, or the store closed while the database was down). */
 uint64_t mf_store_dropped(struct mf_store *s);
 
 #endif

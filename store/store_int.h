@@ -1,13 +1,15 @@
 /*
  * store_int.h: what the store's files share: the handle, its queue of
- * admissions (queue.c) and the SQLite connection (store.c).
+ * admissions (queue.c), the statements both databases run (records.c),
+ * and the two back ends behind them: SQLite (sqlite.c) and PostgreSQL
+ * (pg.c), each one struct store_ops.
  */
 #ifndef MF_STORE_INT_H
 #define MF_STORE_INT_H
 
 #include <pthread.h>
-#include <sqlite3.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "store.h"
@@ -22,8 +24,57 @@ struct pending {
 	int64_t at; /* Unix seconds */
 };
 
+/* A parameter of a statement or a column of a row: NULL, an integer, a
+ * real or a text (borrowed: valid for the call, or the row, only). */
+enum sqlv_type { SQLV_NULL, SQLV_INT, SQLV_REAL, SQLV_TEXT };
+struct sqlv {
+	enum sqlv_type type;
+	int64_t i;
+	double d;
+	const char *t;
+};
+
+/* Called with each row of a statement (cols[0..n)); nonzero stops. */
+struct sql_rows {
+	int (*row)(void *arg, const struct sqlv *cols, size_t n);
+	void *arg;
+};
+
+struct store_ops {
+	const char *name; /* "SQLite", "PostgreSQL" */
+	/* What starts a transaction that writes. */
+	const char *begin;
+	/*
+	 * Open the database where names (s->where), check it is memfloor's
+	 * and migrate it; set s->db.  MF_EINVAL naming it when it is not
+	 * memfloor's or is of a newer schema (left as it is), MF_EIO when it
+	 * cannot be reached.  s->db stays NULL on error.
+	 */
+	enum mf_rc (*open)(struct mf_store *s, struct mf_error *err);
+	void (*close)(struct mf_store *s); /* s->db NULL: a no-op */
+	/*
+	 * Run sql (the text records.c shares: $1, $2, ... in the order they
+	 * appear) with p[0..np), under db_lock held by the caller; each row
+	 * to rows (NULL: none wanted).  MF_OK, or MF_EIO with err (and
+	 * s->up 0 when the database could not be reached).  A row callback's
+	 * nonzero stops the rows without an error.
+	 */
+	enum mf_rc (*run)(struct mf_store *s, const char *sql,
+	    const struct sqlv *p, size_t np, const struct sql_rows *rows,
+	    struct mf_error *err);
+};
+
+extern const struct store_ops mf_store_sqlite;
+extern const struct store_ops mf_store_pg;
+
 struct mf_store {
-	sqlite3 *db;
+	const struct store_ops *ops;
+	void *db;    /* the back end's connection */
+	char *where; /* the file or the URL, as given */
+	/* How to name it in messages: the URL without its password. */
+	char name[256];
+	/* Whether the last statement reached the database. */
+	atomic_int up;
 	/* One statement sequence at a time on the connection: a writer's
 	 * transaction never takes in another thread's statement. */
 	pthread_mutex_t db_lock;
@@ -31,11 +82,12 @@ struct mf_store {
 	 * mf_store_knows sees an admission at every moment. */
 	pthread_mutex_t lock;
 	pthread_cond_t wake; /* an entry came, or stop */
-	pthread_cond_t done; /* a batch was written */
+	pthread_cond_t done; /* a batch was written, or the writer waits */
 	struct pending *head, *tail;
 	size_t queued;
 	uint64_t enqueued, written; /* entries ever queued, ever handled */
 	int stop;
+	int stalled; /* the writer waits for the database to come back */
 	int writer_running;
 	pthread_t writer;
 	atomic_uint_least64_t dropped;
@@ -50,7 +102,15 @@ void mf_store_queue_stop(struct mf_store *s);
 int mf_store_write_admission(struct mf_store *s, const struct pending *p);
 /* Whether an admission of fingerprint waits in the queue. */
 int mf_store_knows_queued(struct mf_store *s, const char *fingerprint);
-/* sql run whole under db_lock held by the caller: 0 or -1. */
+/* sql with no parameter and no row under db_lock held by the caller:
+ * 0 or -1. */
 int mf_store_exec(struct mf_store *s, const char *sql);
+
+/* The data statements' text, the same for both databases. */
+extern const char mf_sql_insert[], mf_sql_delete[], mf_sql_list[], mf_sql_all[],
+    mf_sql_admit[], mf_sql_job[];
+
+/* The SQLite migrations of the schema, migrations[v - 1] taking a file
+ * from version v - 1 to v (sqlite.c); PostgreSQL's in pg.c. */
 
 #endif
