@@ -201,8 +201,35 @@ sums_of(const struct mf_observation *list, size_t n)
 	return m;
 }
 
+/* Whether the store is in an outage, as the log last said; and the store
+ * as the log names it (a URL without its password). */
+static atomic_int outage;
+static char store_name[256];
+
+/*
+ * What a call of the store (what) came to, for the log: an outage (the
+ * database not reachable) said when it starts and when it ends, not at
+ * every call while it lasts; any other failure every time.
+ */
+static void
+store_said(enum mf_rc rc, const char *what, const char *text)
+{
+	if (rc != MF_OK && !mf_store_up(store)) {
+		if (atomic_exchange(&outage, 1) == 0)
+			mfd_log(MFD_ERROR,
+			    "observations (%s): %s; admissions answer from the summaries in memory, writes answer 503 until it is back",
+			    what, text);
+		return;
+	}
+	if (atomic_exchange(&outage, 0) == 1)
+		mfd_log(MFD_INFO, "observations: %s is reachable again",
+		    store_name);
+	if (rc != MF_OK)
+		mfd_log(MFD_ERROR, "observations (%s): %s", what, text);
+}
+
 /* Rebuild the summaries from the store and put them in service; a store
- * that fails keeps those in service (logged). */
+ * that fails keeps those in service (logged, an outage once). */
 static void
 sums_refresh(const char *why)
 {
@@ -214,12 +241,11 @@ sums_refresh(const char *why)
 	pthread_mutex_lock(&sum_build);
 	if (mf_store_list(store, NULL, SUMMARY_ROWS, &list, &n, &err) !=
 	    MF_OK) {
-		mfd_log(MFD_ERROR,
-		    "observations (%s): %s; admissions use the summaries they have",
-		    why, err.text);
+		store_said(MF_EIO, why, err.text);
 		pthread_mutex_unlock(&sum_build);
 		return;
 	}
+	store_said(MF_OK, why, NULL);
 	m = sums_of(list, n);
 	free(list);
 	if (m != NULL) {
@@ -391,7 +417,8 @@ mfd_obs_start(const struct mfd_config *cfg)
 		free_tokens();
 		return -1;
 	}
-	mfd_log(MFD_INFO, "observations kept in %s%s", cfg->store_path,
+	mf_store_redact(cfg->store_path, store_name, sizeof(store_name));
+	mfd_log(MFD_INFO, "observations kept in %s%s", store_name,
 	    ntokens ? "" : " (no --observe-token-file: not written)");
 	sums_start();
 	return 0;
@@ -582,7 +609,7 @@ mfd_obs_post(const char *auth, const char *body, size_t len,
 	if (named && (status = known(&o, out, ans)) != 0)
 		return status;
 	if (mf_store_add(store, &o, &err) != MF_OK) {
-		mfd_log(MFD_ERROR, "%s", err.text);
+		store_said(MF_EIO, "write", err.text);
 		mf_api_error(MF_ANS_INTERNAL, NULL, "the store could not write",
 		    out, ans);
 		return 503;
@@ -616,6 +643,7 @@ mfd_obs_list(const char *fingerprint, enum mf_output out, struct mf_answer *ans)
 	}
 	if (mf_store_list(store, fingerprint, LIST_MAX, &list, &n, &err) !=
 	    MF_OK) {
+		store_said(MF_EIO, "list", err.text);
 		mf_api_error(MF_ANS_INTERNAL, NULL, err.text, out, ans);
 		return 503;
 	}
@@ -673,6 +701,7 @@ mfd_obs_delete(const char *auth, const char *id, enum mf_output out,
 		return 404;
 	}
 	if (rc != MF_OK) {
+		store_said(rc, "delete", err.text);
 		mf_api_error(MF_ANS_INTERNAL, NULL, "the store could not write",
 		    out, ans);
 		return 503;
@@ -693,7 +722,7 @@ mfd_obs_calibration(void)
 		return NULL;
 	c = mfd_calibrate(store, SUMMARY_ROWS, &err);
 	if (c == NULL)
-		mfd_log(MFD_ERROR, "calibration: %s", err.text);
+		store_said(MF_EIO, "calibration", err.text);
 	return c;
 }
 
