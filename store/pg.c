@@ -92,7 +92,7 @@ pq_fail(struct mf_error *err, const char *name, const char *what,
 	while (n > 0 && (text[n - 1] == '\n' || text[n - 1] == ' '))
 		text[--n] = '\0';
 	for (char *p = text; *p != '\0'; p++)
-		if (*p == '\n')
+		if (*p == '\n' || *p == '\t')
 			*p = ' ';
 	return mf_error_set(err, MF_EIO, NULL, 0, 0, "%s: %s: %s", name, what,
 	    text);

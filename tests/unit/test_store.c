@@ -2,7 +2,10 @@
  * test_store.c: the store of observations (design 23) on a file of its
  * own: made and migrated, observations added, listed and taken back,
  * admissions recorded through the queue, the file reopened; and files
- * that are not memfloor's refused and left as they were.
+ * that are not memfloor's refused and left as they were; which database
+ * --store names and how it is named in messages (a URL's password left
+ * out), and a PostgreSQL that cannot be reached refused at once.  The
+ * PostgreSQL store against a server is tests/integration/postgres.sh's.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -283,6 +286,76 @@ test_store_refuses_a_newer_schema(void **state)
 	refused(s->path, "newer");
 }
 
+static void
+test_store_kind_of_a_url(void **state)
+{
+	(void)state;
+	assert_int_equal(mf_store_kind_of("postgresql://db/memfloor"),
+	    MF_STORE_POSTGRES);
+	assert_int_equal(mf_store_kind_of("postgres://u@db:5432/m"),
+	    MF_STORE_POSTGRES);
+	assert_int_equal(mf_store_kind_of("PostgreSQL://db/m"),
+	    MF_STORE_POSTGRES);
+	assert_int_equal(mf_store_kind_of("build/memfloor.db"), MF_STORE_FILE);
+	/* A file whose name starts like a scheme is still a file. */
+	assert_int_equal(mf_store_kind_of("postgresql:memfloor.db"),
+	    MF_STORE_FILE);
+	assert_int_equal(mf_store_kind_of("./postgres://x"), MF_STORE_FILE);
+	assert_int_equal(mf_store_kind_of(""), MF_STORE_FILE);
+}
+
+/* where redacted into a buffer of size bytes is want. */
+static void
+redacts(const char *where, size_t size, const char *want)
+{
+	char out[256];
+
+	assert_true(size <= sizeof(out));
+	assert_string_equal(mf_store_redact(where, out, size), want);
+}
+
+static void
+test_store_redact_leaves_out_the_password(void **state)
+{
+	(void)state;
+	redacts("postgresql://memfloor:s3cret@db.internal:5432/obs", 256,
+	    "postgresql://memfloor:***@db.internal:5432/obs");
+	redacts("postgres://u:p@a@h/d", 256, "postgres://u:***@h/d");
+	redacts("postgresql://memfloor@db/obs?sslmode=require", 256,
+	    "postgresql://memfloor@db/obs?sslmode=require");
+	redacts(
+	    "postgresql://db/obs?user=m&password=s3cret&sslmode=verify-full",
+	    256, "postgresql://db/obs?user=m&password=***&sslmode=verify-full");
+	redacts("postgresql:///obs?password=x", 256,
+	    "postgresql:///obs?password=***");
+	redacts("postgresql://", 256, "postgresql://");
+	redacts("postgresql://:@", 256, "postgresql://:***@");
+	redacts("build/memfloor.db", 256, "build/memfloor.db");
+	/* Cut to fit, never past the buffer, the password never shown. */
+	redacts("postgresql://memfloor:s3cret@db/obs", 24,
+	    "postgresql://memfloor:*");
+	redacts("postgresql://memfloor:s3cret@db/obs", 1, "");
+}
+
+static void
+test_store_refuses_a_database_it_cannot_reach(void **state)
+{
+	struct mf_store *st = NULL;
+	struct mf_error err;
+	char where[160];
+	struct scratch *s = *state;
+
+	/* A Unix socket directory with no server in it. */
+	snprintf(where, sizeof(where),
+	    "postgresql://memfloor:s3cret@/memfloor?host=%s&port=5", s->dir);
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(mf_store_open(where, &st, &err), MF_EIO);
+	assert_null(st);
+	assert_non_null(strstr(MSG(&err), "memfloor:***@/memfloor?host="));
+	assert_non_null(strstr(MSG(&err), "cannot connect"));
+	assert_null(strstr(MSG(&err), "s3cret"));
+}
+
 int
 main(void)
 {
@@ -299,6 +372,11 @@ main(void)
 		    test_store_refuses_another_database, setup, teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_store_refuses_a_newer_schema, setup, teardown),
+		cmocka_unit_test(test_store_kind_of_a_url),
+		cmocka_unit_test(test_store_redact_leaves_out_the_password),
+		cmocka_unit_test_setup_teardown(
+		    test_store_refuses_a_database_it_cannot_reach, setup,
+		    teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
