@@ -39,6 +39,7 @@ struct pg {
 	/* A transaction is open (BEGIN ran); its connection was lost, so
 	 * its statements fail until COMMIT or ROLLBACK ends it. */
 	int in_tx, lost_tx;
+	int late; /* the last statement had no answer in time */
 };
 
 /* The statements that begin and end a transaction. */
@@ -270,10 +271,17 @@ roundtrip(struct mf_store *s, struct pg *pg, const char *sql,
 	}
 	*sent = 1;
 	rc = collect(s, pg->conn, deadline, rows, &late, err);
-	if (late || PQstatus(pg->conn) == CONNECTION_BAD)
+	pg->late = late;
+	if (late) {
+		/* A database that does not answer is not asked again at
+		 * once, by this caller or the next. */
 		drop(s, pg);
-	else
+		pg->retry_at = now_ms() + RETRY_MS;
+	} else if (PQstatus(pg->conn) == CONNECTION_BAD) {
+		drop(s, pg);
+	} else {
 		atomic_store(&s->up, 1);
+	}
 	return rc;
 }
 
@@ -291,8 +299,8 @@ connect_db(struct mf_store *s, struct pg *pg, struct mf_error *err)
 	int sent;
 
 	snprintf(timeout, sizeof(timeout), "%d", MF_STORE_CONNECT_SECONDS);
-	pg->retry_at = now_ms() + RETRY_MS;
 	pg->conn = PQconnectdbParams(keys, values, 1);
+	pg->retry_at = now_ms() + RETRY_MS;
 	if (pg->conn == NULL || PQstatus(pg->conn) != CONNECTION_OK) {
 		rc = pq_fail(err, s->name, "cannot connect",
 		    pg->conn ? PQerrorMessage(pg->conn) : "out of memory");
@@ -386,7 +394,7 @@ run_once(struct mf_store *s, struct pg *pg, const char *sql,
 	rc = roundtrip(s, pg, sql, p, np, rows, &sent, err);
 	/* A connection the database closed (a restart) is only found so
 	 * when it is used: once, on a new one. */
-	if (rc != MF_OK && had && pg->conn == NULL &&
+	if (rc != MF_OK && had && pg->conn == NULL && !pg->late &&
 	    (!sent || repeatable(sql))) {
 		pg->retry_at = 0;
 		rc = ensure(s, pg, err);
