@@ -113,10 +113,12 @@ struct mf_catalog {
 	/* observations: (design 23): a device figure is held against the
 	 * card's memory less margin; other cards fall by no more than
 	 * max_lowering; the daemon refreshes its summaries every
-	 * refresh_seconds. */
+	 * refresh_seconds; a run whose DCGM series had no sample for
+	 * finish_after seconds is over (its Prometheus reader). */
 	double obs_margin;
 	double obs_max_lowering;
 	int64_t obs_refresh_seconds;
+	int64_t obs_finish_after;
 	uint64_t version; /* set by the owner that serves it; 0 until then */
 	time_t loaded_at;
 	char *source; /* file name, or "<memory>" */

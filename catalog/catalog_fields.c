@@ -389,6 +389,11 @@ static const struct mf_field observations_rows[] = {
 	    .min = 1, .max = 86400, .idef = 10, .unit = "seconds",
 	    .title = "Refresh",
 	    .doc = "how often memfloord reads the observations from its store" },
+	{ .key = "finishAfter", .type = MF_FT_INT, .base = MF_FB_CAT,
+	    .offset = COFF(obs_finish_after), .flags = MF_FF_DEFAULT,
+	    .min = 1, .max = 604800, .idef = 300, .unit = "seconds",
+	    .title = "Finished after",
+	    .doc = "a run whose DCGM series have had no sample for this long is over, and its peak is kept (--prometheus)" },
 };
 
 enum { C_ESTIMATOR = 2, C_GRAPHS = 7 };

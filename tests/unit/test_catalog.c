@@ -990,13 +990,19 @@ test_observations_key(void **state)
 	assert_true(cat->obs_margin == 0.05);
 	assert_true(cat->obs_max_lowering == 0.10);
 	assert_int_equal(cat->obs_refresh_seconds, 10);
+	assert_int_equal(cat->obs_finish_after, 300);
 	mf_cat_unref(cat);
-	cat = parse_ok(HDR "observations: {margin: 0.02, maxLowering: 0.2, "
-	                   "refreshSeconds: 60}\ngpus:\n" GPU_A);
+	cat =
+	    parse_ok(HDR "observations: {margin: 0.02, maxLowering: 0.2, "
+	                 "refreshSeconds: 60, finishAfter: 20}\ngpus:\n" GPU_A);
 	assert_true(cat->obs_margin == 0.02);
 	assert_true(cat->obs_max_lowering == 0.2);
 	assert_int_equal(cat->obs_refresh_seconds, 60);
+	assert_int_equal(cat->obs_finish_after, 20);
 	mf_cat_unref(cat);
+	expect_fail(HDR "observations: {finishAfter: 0}\ngpus:\n" GPU_A,
+	    MF_EINVAL, "observations.finishAfter", 3,
+	    "t.yaml:3: observations.finishAfter: 0 is out of range [1, 604800]");
 	expect_fail(HDR "observations: {refreshSeconds: 0}\ngpus:\n" GPU_A,
 	    MF_EINVAL, "observations.refreshSeconds", 3,
 	    "t.yaml:3: observations.refreshSeconds: 0 is out of range [1, 86400]");
