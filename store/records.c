@@ -15,6 +15,14 @@ const char mf_sql_insert[] =
     " peak_allocated, device_used, tokens_per_second, step_seconds,"
     " tokens_per_step, source, created_at)"
     " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id";
+/* The same with the id a reader gave: a run kept already is left as it
+ * is, and answers no row. */
+const char mf_sql_insert_id[] =
+    "INSERT INTO observations (fingerprint, card, count, peak_reserved,"
+    " peak_allocated, device_used, tokens_per_second, step_seconds,"
+    " tokens_per_step, source, created_at, id)"
+    " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)"
+    " ON CONFLICT (id) DO NOTHING RETURNING id";
 const char mf_sql_delete[] = "DELETE FROM observations WHERE id = $1"
                              " RETURNING id";
 const char mf_sql_list[] =
@@ -112,14 +120,20 @@ mf_store_add(struct mf_store *s, struct mf_observation *o, struct mf_error *err)
 		v_count(o->count), v_int(o->peak_reserved),
 		v_int(o->peak_allocated), v_int(o->device_used),
 		v_real(o->tokens_per_second), v_real(o->step_seconds),
-		v_real(o->tokens_per_step), v_text(o->source), v_count(now) };
+		v_real(o->tokens_per_step), v_text(o->source), v_count(now),
+		v_count(o->id) };
 	const struct sql_rows rows = { first_int, &id };
+	size_t np = sizeof(p) / sizeof(p[0]);
 	enum mf_rc rc;
 
-	rc = locked_run(s, mf_sql_insert, p, sizeof(p) / sizeof(p[0]), &rows,
-	    err);
+	rc = o->id > 0 ? locked_run(s, mf_sql_insert_id, p, np, &rows, err) :
+	                 locked_run(s, mf_sql_insert, p, np - 1, &rows, err);
 	if (rc != MF_OK)
 		return rc;
+	if (id <= 0 && o->id > 0) {
+		o->id = 0;
+		return MF_OK;
+	}
 	if (id <= 0)
 		return mf_error_set(err, MF_EIO, NULL, 0, 0,
 		    "store: add: no id came back");

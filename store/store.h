@@ -37,6 +37,10 @@
 #define MF_STORE_QUEUE_MAX 4096
 #define MF_STORE_CARD_MAX 128
 #define MF_STORE_SOURCE_MAX 16
+/* The ids a reader gives a run's observation: [2^52, 2^53), above those
+ * the store gives in a store's lifetime, and read exactly by a page's
+ * JavaScript. */
+#define MF_STORE_RUN_ID (INT64_C(1) << 52)
 /* PostgreSQL: the longest a connection is waited for (libpq's
  * connect_timeout, unless the URL sets its own), the longest a statement
  * runs (statement_timeout), and a little more, the longest a caller waits
@@ -47,7 +51,10 @@
 
 /* One run's measurements on one card.  A figure not given is -1. */
 struct mf_observation {
-	int64_t id; /* set by mf_store_add */
+	/* Set by mf_store_add; or given, from MF_STORE_RUN_ID on, by a
+	 * reader that names the run it measured (design 23: a run read by
+	 * two replicas is kept once). */
+	int64_t id;
 	char fingerprint[MF_FP_HEX];
 	char card[MF_STORE_CARD_MAX]; /* the catalogue's name */
 	int64_t count;
@@ -93,7 +100,8 @@ int mf_store_up(struct mf_store *s);
 void mf_store_close(struct mf_store *s);
 
 /* Keep o (its id and created_at are set); MF_EIO when the database fails
- * or cannot be reached. */
+ * or cannot be reached.  An id given (o->id > 0) is kept as it is; when an
+ * observation has it already, nothing is written and o->id is 0. */
 enum mf_rc mf_store_add(struct mf_store *s, struct mf_observation *o,
     struct mf_error *err);
 /* Take back observation id: MF_OK, MF_ENOTFOUND, or MF_EIO. */

@@ -107,8 +107,8 @@ int mf_store_knows_queued(struct mf_store *s, const char *fingerprint);
 int mf_store_exec(struct mf_store *s, const char *sql);
 
 /* The data statements' text, the same for both databases. */
-extern const char mf_sql_insert[], mf_sql_delete[], mf_sql_list[], mf_sql_all[],
-    mf_sql_admit[], mf_sql_job[];
+extern const char mf_sql_insert[], mf_sql_insert_id[], mf_sql_delete[],
+    mf_sql_list[], mf_sql_all[], mf_sql_admit[], mf_sql_job[];
 
 /* The SQLite migrations of the schema, migrations[v - 1] taking a file
  * from version v - 1 to v (sqlite.c); PostgreSQL's in pg.c. */

@@ -169,6 +169,34 @@ test_store_add_list_delete(void **state)
 	mf_store_close(st);
 }
 
+/* A run's observation with the id its reader gave (design 23): kept
+ * once, by this handle or another on the same file (a second replica);
+ * the store's own ids go on. */
+static void
+test_store_run_kept_once(void **state)
+{
+	struct scratch *s = *state;
+	struct mf_store *st = open_ok(s->path), *other = open_ok(s->path);
+	struct mf_observation a = observation(FP_A, 1000), b, c, *list = NULL;
+	struct mf_error err;
+	size_t n = 0;
+
+	a.id = MF_STORE_RUN_ID + 12345;
+	b = a;
+	c = observation(FP_A, 2000);
+	assert_int_equal(mf_store_add(st, &a, &err), MF_OK);
+	assert_true(a.id == MF_STORE_RUN_ID + 12345);
+	assert_int_equal(mf_store_add(other, &b, &err), MF_OK);
+	assert_int_equal(b.id, 0);
+	assert_int_equal(mf_store_add(st, &c, &err), MF_OK);
+	assert_true(c.id > 0 && c.id != a.id);
+	assert_int_equal(mf_store_list(st, FP_A, 100, &list, &n, &err), MF_OK);
+	assert_int_equal(n, 2);
+	free(list);
+	mf_store_close(other);
+	mf_store_close(st);
+}
+
 static char *
 text_copy(const char *t)
 {
@@ -364,6 +392,8 @@ main(void)
 		    setup, teardown),
 		cmocka_unit_test_setup_teardown(test_store_add_list_delete,
 		    setup, teardown),
+		cmocka_unit_test_setup_teardown(test_store_run_kept_once, setup,
+		    teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_store_admissions_through_the_queue, setup, teardown),
 		cmocka_unit_test_setup_teardown(
