@@ -50,6 +50,13 @@ struct mfd_config {
 	 * kept.  --observe-token-file: the bearer tokens that write them. */
 	const char *store_path;
 	const char *observe_tokens;
+	/* --prometheus URL: where the DCGM peaks are read (prometheus.c);
+	 * NULL: not read.  Its bearer token's file, its CA file (NULL:
+	 * none, the system's) and the window its peaks are taken over. */
+	const char *prometheus_url;
+	const char *prometheus_token;
+	const char *prometheus_ca;
+	unsigned prometheus_window; /* seconds */
 };
 
 enum mfd_level { MFD_ERROR, MFD_WARN, MFD_INFO, MFD_DEBUG };
@@ -147,6 +154,7 @@ struct mfd_calibration {
 	struct mfd_calib_group g[]; /* by recipe, then card */
 };
 struct mf_store;
+struct mf_observation;
 /*
  * The calibration of the first max observations of st: each against the
  * job its fingerprint's admission recorded, through the library on the
@@ -255,6 +263,21 @@ int mfd_obs_list(const char *fingerprint, enum mf_output out,
     struct mf_answer *ans);
 int mfd_obs_delete(const char *auth, const char *id, enum mf_output out,
     struct mf_answer *ans);
+/* What became of an observation given to be kept. */
+enum mfd_obs_kept {
+	MFD_OBS_KEPT,
+	MFD_OBS_DUPLICATE, /* its run (the id it gave) was kept before */
+	MFD_OBS_INVALID,   /* against the catalogue's rules */
+	MFD_OBS_UNKNOWN,   /* no admission of its fingerprint is known */
+	MFD_OBS_FAILED     /* no --store, or the store failed */
+};
+/*
+ * Keep o, which names its fingerprint, by the path POST takes (the same
+ * checks, the same write, the summaries refreshed): the Prometheus
+ * reader's way in.  err says why not.
+ */
+enum mfd_obs_kept
+mfd_obs_record(struct mf_observation *o, struct mf_error *err);
 /* GET /v1/calibration: 200 {"groups": [...]}, 404 without --store, 503
  * when the store fails. */
 int mfd_obs_calibration_answer(enum mf_output out, struct mf_answer *ans);

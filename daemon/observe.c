@@ -564,20 +564,77 @@ bad_body(enum mf_rc rc, const struct mf_error *err, enum mf_output out,
 	return rc == MF_ENOMEM ? 500 : 400;
 }
 
-/* Whether the store knows a fingerprint given alone: 0, or the status. */
-static int
-known(const struct mf_observation *o, enum mf_output out, struct mf_answer *ans)
+/*
+ * The one way an observation is kept, posted or read from Prometheus: held
+ * to the rules against the catalogue in service (mf_obs_check), its
+ * fingerprint known to the store when it came alone (named), written, and
+ * the summaries refreshed.  err says why not (MFD_OBS_FAILED: the store's
+ * text).
+ */
+static enum mfd_obs_kept
+keep(struct mf_observation *o, int named, struct mf_error *err)
 {
-	int k = mf_store_knows(store, o->fingerprint);
+	struct mf_catalog *cat;
+	enum mf_rc rc;
+	int k;
 
-	if (k > 0)
+	mfd_state_take(&cat, NULL);
+	rc = cat ?
+	    mf_obs_check(cat, o, err) :
+	    mf_error_set(err, MF_EINVAL, NULL, 0, 0, "no catalogue loaded");
+	mf_cat_unref(cat);
+	if (rc != MF_OK)
+		return MFD_OBS_INVALID;
+	if (named && (k = mf_store_knows(store, o->fingerprint)) <= 0) {
+		mf_error_set(err, MF_EINVAL, "fingerprint", 0, 0, "%s",
+		    k < 0 ?
+		        "the store could not be read" :
+		        "no admission of this fingerprint is known: post the job instead");
+		return k < 0 ? MFD_OBS_FAILED : MFD_OBS_UNKNOWN;
+	}
+	if (mf_store_add(store, o, err) != MF_OK)
+		return MFD_OBS_FAILED;
+	if (o->id == 0)
+		return MFD_OBS_DUPLICATE;
+	sums_refresh(o->source);
+	return MFD_OBS_KEPT;
+}
+
+enum mfd_obs_kept
+mfd_obs_record(struct mf_observation *o, struct mf_error *err)
+{
+	if (store == NULL) {
+		mf_error_set(err, MF_EINVAL, NULL, 0, 0,
+		    "observations are not kept (no --store)");
+		return MFD_OBS_FAILED;
+	}
+	return keep(o, 1, err);
+}
+
+/* The status and answer of what keep said. */
+static int
+kept_status(enum mfd_obs_kept k, const struct mf_error *err, enum mf_output out,
+    struct mf_answer *ans)
+{
+	switch (k) {
+	case MFD_OBS_KEPT:
+	case MFD_OBS_DUPLICATE:
 		return 0;
-	mf_api_error(MF_ANS_INVALID, "fingerprint",
-	    k < 0 ?
+	case MFD_OBS_INVALID:
+	case MFD_OBS_UNKNOWN:
+		mf_api_error(MF_ANS_INVALID, err->field[0] ? err->field : NULL,
+		    err->text, out, ans);
+		return 400;
+	case MFD_OBS_FAILED:
+		break;
+	}
+	store_said(MF_EIO, "write", err->text);
+	mf_api_error(MF_ANS_INTERNAL, NULL,
+	    strcmp(err->field, "fingerprint") == 0 ?
 	        "the store could not be read" :
-	        "no admission of this fingerprint is known: post the job instead",
+	        "the store could not write",
 	    out, ans);
-	return k < 0 ? 503 : 400;
+	return 503;
 }
 
 int
@@ -606,15 +663,9 @@ mfd_obs_post(const char *auth, const char *body, size_t len,
 	mf_models_free(models);
 	if (rc != MF_OK)
 		return bad_body(rc, &err, out, ans);
-	if (named && (status = known(&o, out, ans)) != 0)
+	status = kept_status(keep(&o, named, &err), &err, out, ans);
+	if (status != 0)
 		return status;
-	if (mf_store_add(store, &o, &err) != MF_OK) {
-		store_said(MF_EIO, "write", err.text);
-		mf_api_error(MF_ANS_INTERNAL, NULL, "the store could not write",
-		    out, ans);
-		return 503;
-	}
-	sums_refresh("posted");
 	begin_doc(&b, &w, out);
 	mf_jw_open(&w, NULL, '{');
 	mf_jw_int(&w, "id", o.id);

@@ -243,6 +243,71 @@ read_rest(const struct mf_node *root, struct mf_observation *o,
 	return MF_OK;
 }
 
+static int
+speed_ok(double v)
+{
+	return v == -1 || (v > 0 && v < 1e15);
+}
+
+/* A memory figure of one GPU: absent (-1), or from 1 to the card's. */
+static enum mf_rc
+check_bytes(const char *key, int64_t v, const struct mf_gpu *g,
+    struct mf_error *err)
+{
+	if (v == -1 || (v >= 1 && v <= g->memory))
+		return MF_OK;
+	return mf_error_set(err, MF_EINVAL, key, 0, 0,
+	    "%lld bytes is not a figure of a %s (1 to %lld)", (long long)v,
+	    g->name, (long long)g->memory);
+}
+
+static enum mf_rc
+check_memory(const struct mf_observation *o, const struct mf_gpu *g,
+    struct mf_error *err)
+{
+	if (check_bytes("peakReservedBytes", o->peak_reserved, g, err) ||
+	    check_bytes("peakAllocatedBytes", o->peak_allocated, g, err) ||
+	    check_bytes("deviceUsedBytes", o->device_used, g, err))
+		return MF_EINVAL;
+	if (o->peak_reserved < 0 && o->device_used < 0)
+		return missing("peakReservedBytes",
+		    "is required (torch.cuda.max_memory_reserved), or deviceUsedBytes",
+		    err);
+	if (o->peak_allocated > o->peak_reserved)
+		return missing("peakAllocatedBytes",
+		    "is more than peakReservedBytes: the allocator reserves what it allocates",
+		    err);
+	return MF_OK;
+}
+
+enum mf_rc
+mf_obs_check(const struct mf_catalog *cat, struct mf_observation *o,
+    struct mf_error *err)
+{
+	const struct mf_gpu *g;
+
+	if (!mf_fp_valid(o->fingerprint))
+		return missing("fingerprint", "is not 32 hex digits", err);
+	if ((g = find_card(cat, o->card)) == NULL)
+		return mf_error_set(err, MF_EINVAL, "card", 0, 0,
+		    "'%.60s' is no card of the catalogue (by name or nvidia.com/gpu.product)",
+		    o->card);
+	if (o->count < 1 || o->count > OBS_MAX_GPUS)
+		return missing("count", "is not from 1 to 65536", err);
+	if (check_memory(o, g, err) != MF_OK)
+		return MF_EINVAL;
+	if (!speed_ok(o->tokens_per_second) || !speed_ok(o->step_seconds) ||
+	    !speed_ok(o->tokens_per_step) ||
+	    (o->step_seconds < 0) != (o->tokens_per_step < 0))
+		return missing("tokensPerSecond",
+		    "speeds are more than 0, and stepSeconds comes with tokensPerStep",
+		    err);
+	if (!is_source(o->source))
+		return missing("source", "is not torch, dcgm or log", err);
+	mf_copy(o->card, sizeof(o->card), g->name);
+	return MF_OK;
+}
+
 enum mf_rc
 mf_obs_read(const char *body, size_t len, enum mf_doc_format fmt,
     const struct mf_catalog *cat, const struct mf_models *models,
