@@ -23,6 +23,7 @@
 #include "../catalog/datadir.h"
 #include "../fetch/fetch.h"
 #include "memfloord.h"
+#include "prometheus.h"
 
 static void
 usage(FILE *f)
@@ -34,6 +35,8 @@ usage(FILE *f)
 	    "                 [--request-timeout SECONDS] "
 	    "[--max-conns-per-ip N] [--max-body-memory BYTES]\n"
 	    "                 [--store FILE] [--observe-token-file FILE]\n"
+	    "                 [--prometheus URL [--prometheus-token-file FILE]\n"
+	    "                  [--prometheus-ca FILE] [--prometheus-window SECONDS]]\n"
 	    "       memfloord --version\n");
 }
 
@@ -111,6 +114,10 @@ enum {
 	O_BODYMEM,
 	O_STORE,
 	O_TOKENS,
+	O_PROM,
+	O_PROMTOKEN,
+	O_PROMCA,
+	O_PROMWINDOW,
 	O_VERSION
 };
 
@@ -137,6 +144,9 @@ static const struct number_flag {
 	{ O_BODYMEM, 1024, (size_t)64 << 30,
 	    "a size in bytes from 1024 to 68719476736 (64 GiB)",
 	    CFG(max_body_memory) },
+	{ O_PROMWINDOW, 60, 2592000,
+	    "a number of seconds from 60 to 2592000 (30 days)",
+	    CFG(prometheus_window) },
 };
 
 /* The flags given once an entry of a list: its array and count. */
@@ -216,6 +226,11 @@ parse_args(int argc, char **argv, struct mfd_config *cfg)
 		{ "max-body-memory", required_argument, NULL, O_BODYMEM },
 		{ "store", required_argument, NULL, O_STORE },
 		{ "observe-token-file", required_argument, NULL, O_TOKENS },
+		{ "prometheus", required_argument, NULL, O_PROM },
+		{ "prometheus-token-file", required_argument, NULL,
+		    O_PROMTOKEN },
+		{ "prometheus-ca", required_argument, NULL, O_PROMCA },
+		{ "prometheus-window", required_argument, NULL, O_PROMWINDOW },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, O_VERSION },
 		{ NULL, 0, NULL, 0 },
@@ -254,6 +269,15 @@ parse_args(int argc, char **argv, struct mfd_config *cfg)
 			break;
 		case O_TOKENS:
 			cfg->observe_tokens = optarg;
+			break;
+		case O_PROM:
+			cfg->prometheus_url = optarg;
+			break;
+		case O_PROMTOKEN:
+			cfg->prometheus_token = optarg;
+			break;
+		case O_PROMCA:
+			cfg->prometheus_ca = optarg;
 			break;
 		case O_LOGFMT:
 			takes = "text or json";
@@ -395,6 +419,8 @@ check(const struct mfd_config *cfg)
 	if (mf_fetch_init(cfg->model_hosts, cfg->nmodel_hosts, fetch_log) != 0)
 		return -1;
 	mf_fetch_fini();
+	if (mfd_prom_check(cfg) != 0)
+		return -1;
 	return mfd_obs_check(cfg);
 }
 
@@ -414,7 +440,13 @@ start(const struct mfd_config *cfg)
 		mf_fetch_fini();
 		return -1;
 	}
+	if (mfd_prom_start(cfg) != 0) {
+		mfd_obs_stop();
+		mf_fetch_fini();
+		return -1;
+	}
 	if (mfd_server_start(cfg) != 0) {
+		mfd_prom_stop();
 		mfd_obs_stop();
 		mf_fetch_fini();
 		return -1;
@@ -439,6 +471,7 @@ wait_signals(sigset_t *set)
 		mfd_log(MFD_INFO, "%s: draining requests in flight",
 		    strsignal(sig));
 		mfd_server_stop();
+		mfd_prom_stop();
 		mfd_obs_stop();
 		mf_fetch_fini();
 		mfd_log(MFD_INFO, "stopped");
@@ -475,7 +508,7 @@ main(int argc, char **argv)
 		goto out;
 	}
 	/* A --store that is not memfloor's stops it here, said on stderr. */
-	if (mfd_obs_check(&cfg) != 0) {
+	if (mfd_prom_check(&cfg) != 0 || mfd_obs_check(&cfg) != 0) {
 		rc = 1;
 		goto out;
 	}

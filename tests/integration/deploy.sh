@@ -8,6 +8,9 @@
 # features deploy/ uses.  When a real kustomize ran, the Python renderer
 # runs too and must agree with it.  MF_RENDER=fallback forces the Python one.
 #
+# The component deploy/postgres is rendered over the base's Deployment and
+# checked: --store from the Secret through the environment.
+#
 # Needs python3 with PyYAML; as root it installs Debian's python3-yaml when
 # missing.  When $MEMFLOORD (or build/memfloord) exists, the daemon is run
 # with the Deployment's own arguments: `memfloord -n`, then on a loopback
@@ -169,8 +172,50 @@ def same_object(obj, patch):
                  or om.get("namespace") == pm.get("namespace")))
 
 
+def json6902(doc, ops, where):
+    """The JSON Patch ops add and replace (a list's "-" appends)."""
+    for op in ops:
+        if op.get("op") not in ("add", "replace") or "value" not in op:
+            raise Unsupported(where + ": JSON patch op " + str(op.get("op")))
+        keys = [k.replace("~1", "/").replace("~0", "~")
+                for k in op["path"].lstrip("/").split("/")]
+        cur = doc
+        for k in keys[:-1]:
+            cur = cur[int(k)] if isinstance(cur, list) else cur[k]
+        last = keys[-1]
+        if isinstance(cur, dict):
+            cur[last] = op["value"]
+        elif last == "-" and op["op"] == "add":
+            cur.append(op["value"])
+        elif op["op"] == "add":
+            cur.insert(int(last), op["value"])
+        else:
+            cur[int(last)] = op["value"]
+
+
+def targeted(objs, p):
+    """A patch with a target: JSON 6902 ops on the one object it names."""
+    t = p["target"]
+    if set(t) - {"group", "version", "kind", "name"}:
+        raise Unsupported("patches: target " + ", ".join(sorted(t)))
+    api = "/".join(x for x in (t.get("group"), t.get("version")) if x)
+    hits = [o for o in objs if o.get("kind") == t.get("kind")
+            and o["metadata"].get("name") == t.get("name")
+            and (not api or o.get("apiVersion", "").startswith(api))]
+    if len(hits) != 1:
+        raise Unsupported("patch target %s/%s matches %d objects" % (
+            t.get("kind"), t.get("name"), len(hits)))
+    ops = yaml.safe_load(p["patch"])
+    if not isinstance(ops, list):
+        raise Unsupported("patches: a target's patch that is not JSON 6902")
+    json6902(hits[0], ops, "patch of %s/%s" % (t["kind"], t["name"]))
+
+
 def apply_patches(d, objs, patches):
     for p in patches or []:
+        if "target" in p and set(p) == {"target", "patch"}:
+            targeted(objs, p)
+            continue
         if set(p) - {"path", "patch"}:
             raise Unsupported("patches: only path/patch are handled")
         if "path" in p:
@@ -449,14 +494,16 @@ def selector_matches(sel, labels):
     return True
 
 
-def parse_args(args):
-    """memfloord's argv after the program name -> ({flag: value}, errors)."""
+def parse_args(args, takes=None):
+    """memfloord's argv after the program name -> ({flag: value}, errors);
+    takes: the flags with a value that are allowed (DAEMON_OPTS)."""
+    takes = DAEMON_OPTS if takes is None else takes
     opts, errs, i = {}, [], 0
     while i < len(args):
         a = args[i]
         if a in DAEMON_FLAGS:
             opts[a] = True
-        elif a in DAEMON_OPTS and i + 1 < len(args):
+        elif a in takes and i + 1 < len(args):
             opts[a] = args[i + 1]
             i += 1
         else:
@@ -663,6 +710,49 @@ def check_network_policy(d, dep, plabels):
           len(scrapers) == 1 and scrapers[0].get("podSelector"), scrapers)
 
 
+def check_store_component(d, dep):
+    """deploy/postgres on a copy of the Deployment: --store from the
+    Secret through the environment, the tokens from the Secret too."""
+    import copy
+    name = "Deployment memfloor (component postgres)"
+    try:
+        objs = build(d, [copy.deepcopy(dep)], component=True)
+    except Unsupported as e:
+        check(name + ": renders", False, e)
+        return
+    base = dep["spec"]["template"]["spec"]["containers"][0]
+    pod = objs[0]["spec"]["template"]["spec"]
+    c = pod["containers"][0]
+    args = c.get("args") or []
+    env = {e["name"]: e for e in c.get("env") or []}
+    ref = ((env.get("MEMFLOOR_STORE") or {}).get("valueFrom") or
+           {}).get("secretKeyRef")
+    check(name + ": MEMFLOOR_STORE from Secret memfloor-store, key url",
+          ref == {"name": "memfloor-store", "key": "url"}, ref)
+    check(name + ": the base's arguments kept, in order",
+          args[:len(base.get("args") or [])] == (base.get("args") or []),
+          args)
+    opts, errs = parse_args(args, DAEMON_OPTS | {"--store",
+                                                 "--observe-token-file"})
+    check(name + ": every argument is a memfloord flag", not errs, errs)
+    check(name + ": --store $(MEMFLOOR_STORE), expanded by the kubelet",
+          opts.get("--store") == "$(MEMFLOOR_STORE)", opts.get("--store"))
+    tok = opts.get("--observe-token-file", "")
+    m = mount_for(c, tok)
+    vol = [v for v in pod.get("volumes") or []
+           if m and v.get("name") == m.get("name")]
+    sec = (vol[0].get("secret") or {}) if vol else {}
+    items = {i.get("path"): i.get("key") for i in sec.get("items") or []}
+    check(name + ": --observe-token-file is key observe-token of the "
+          "Secret, mounted read-only",
+          m and m.get("readOnly") and sec.get("secretName") == "memfloor-store"
+          and items.get(tok[len(m["mountPath"].rstrip("/")) + 1:]) ==
+          "observe-token", (tok, m, sec))
+    text = yaml.safe_dump_all(objs)
+    check(name + ": no database URL in the manifests",
+          "postgres://" not in text and "postgresql://" not in text)
+
+
 def sample_objects():
     """(description, object, should the webhook be called)."""
     out = []
@@ -844,6 +934,7 @@ def cmd_check(rendered, top):
     check_priority(one("PriorityClass", "memfloor-webhook"), dep)
     check_network_policy(os.path.join(top, "deploy", "network-policy"),
                          dep, plabels)
+    check_store_component(os.path.join(top, "deploy", "postgres"), dep)
     check_webhook(objs, whc, svc, dep)
     if cm is not None:
         with open(os.path.join(top, "deploy", "gpus.yaml"),
