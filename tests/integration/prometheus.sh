@@ -1,0 +1,316 @@
+#!/bin/sh
+# tier: full (installs and starts Debian's prometheus)
+# tests/integration/prometheus.sh: memfloord's Prometheus reader (design 23,
+# --prometheus) against a real Prometheus scraping a stand-in for
+# dcgm-exporter (tests/integration/dcgm_exporter.py, its exposition format
+# and label set).
+#
+# Installs Debian's prometheus when missing (as root, with apt-get); starts
+# the exporter, Prometheus (a 1 s scrape, its TSDB in the scratch
+# directory, free loopback ports) and two memfloord replicas on one store,
+# both reading Prometheus every second with observations.finishAfter 3 s:
+#   - a job admitted (so the store knows its fingerprint) runs on two
+#     H100s, the exporter serving a peak of 75000 MiB on one GPU and 60000
+#     on the other, then nothing: within a minute its observation is
+#     listed, once although two replicas read it, source dcgm, on H100,
+#     2 GPUs, 75000 x 1048576 bytes; and still once periods later;
+#   - its next admission needs the peak on every card (the estimate moved
+#     by peak / estimate); on H100 the device figure is held against the
+#     card's memory less observations.margin (75000 <= 81559 x 0.95 =
+#     77481.05 MiB: it fits, where a torch peak would have to be within
+#     81559 x 0.90 = 73403.1), and A100-80GB (81920 x 0.90 = 73728 MiB
+#     usable at most) is no longer offered;
+#   - another job, its host label spelt hostname, with a peak half its
+#     estimate: kept, and its next admission is where it was, its need the
+#     estimate (a device figure lowers nothing);
+#   - a run of a fingerprint no admission recorded is skipped and logged;
+#   - memfloord pointed at a port where nothing listens, and at one that
+#     answers garbage: admissions answer, the outage is logged once, and
+#     nothing is kept.
+# Every process it started is stopped on exit; each memfloord must stop
+# cleanly (exit 0).  It never skips: no Prometheus is a failure.
+#
+# Run from the repository root (or set MF_TOP).  Prints one line per check
+# and "N passed, M failed"; exits non-zero when a check failed.
+set -eu
+
+top=${MF_TOP:-.}
+cd "$top"
+daemon_bin=${MEMFLOORD:-build/memfloord}
+check_name=prometheus
+procs=""
+cleanup() {
+	# shellcheck disable=SC2086 # a list of PIDs
+	stop_all $procs
+}
+. "$top/tests/lib/check.sh"
+
+MIB=1048576
+
+# --- prometheus ---------------------------------------------------------------
+find_prometheus() {
+	for c in /usr/bin/prometheus "$(command -v prometheus || true)"; do
+		if [ -n "$c" ] && [ -x "$c" ]; then
+			echo "$c"
+			return 0
+		fi
+	done
+	return 1
+}
+if ! prom=$(find_prometheus); then
+	apt_install prometheus prometheus
+	if ! prom=$(find_prometheus); then
+		fail "prometheus is needed (Debian: apt-get install prometheus)"
+		summary || true
+		exit 1
+	fi
+fi
+for t in python3 curl; do
+	if ! command -v $t >/dev/null 2>&1; then
+		fail "$t is needed"
+		summary || true
+		exit 1
+	fi
+done
+
+free_port() {
+	python3 -c 'import socket
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+print(s.getsockname()[1])'
+}
+
+# wait_for WHAT TENTHS COMMAND...: COMMAND succeeds within TENTHS tenths
+# of a second, or the test fails saying WHAT and stops.
+wait_for() {
+	what=$1
+	n=$2
+	shift 2
+	while ! "$@" >/dev/null 2>&1; do
+		n=$((n - 1))
+		if [ $n -le 0 ]; then
+			fail "$what"
+			for f in "$tmp"/*.log; do
+				[ -f "$f" ] && { echo "--- $f"; tail -n 15 "$f"; }
+			done
+			summary || true
+			exit 1
+		fi
+		sleep 0.1
+	done
+}
+
+# --- the exporter and Prometheus ------------------------------------------------
+series=$tmp/series
+: >"$series"
+python3 tests/integration/dcgm_exporter.py "$tmp/exporter.port" "$series" \
+    >"$tmp/exporter.log" 2>&1 &
+procs="$! $procs"
+wait_for "the stand-in exporter did not start" 100 test -s "$tmp/exporter.port"
+eport=$(cat "$tmp/exporter.port")
+
+pport=$(free_port)
+cat >"$tmp/prometheus.yml" <<EOF
+global:
+  scrape_interval: 1s
+  scrape_timeout: 1s
+  evaluation_interval: 1s
+scrape_configs:
+  - job_name: dcgm
+    static_configs:
+      - targets: ['127.0.0.1:$eport']
+EOF
+"$prom" --config.file="$tmp/prometheus.yml" \
+    --storage.tsdb.path="$tmp/tsdb" \
+    --web.listen-address="127.0.0.1:$pport" >"$tmp/prometheus.log" 2>&1 &
+procs="$! $procs"
+pbase=http://127.0.0.1:$pport
+wait_for "Prometheus did not become ready on $pbase" 300 \
+    curl -sf -m 2 "$pbase/-/ready"
+
+# --- memfloord: two replicas on one store ---------------------------------------
+# The shipped catalogue, read every second, a run over after 3 s.
+cp catalog/gpus.yaml "$tmp/gpus.yaml"
+printf 'observations:\n  refreshSeconds: 1\n  finishAfter: 3\n' \
+    >>"$tmp/gpus.yaml"
+db=$tmp/store.db
+serve "$tmp/daemon.log" -f "$tmp/gpus.yaml" --store "$db" \
+    --prometheus "$pbase" --prometheus-window 600
+procs="$pid $procs"
+d1=$pid
+base=http://127.0.0.1:$port
+serve "$tmp/replica.log" -f "$tmp/gpus.yaml" --store "$db" \
+    --prometheus "$pbase/" --prometheus-window 600
+procs="$pid $procs"
+d2=$pid
+
+# admit FILE [BASE]: the answer of POST /v1/admit in $tmp/ans.
+admit() {
+	curl -s -m 10 -o "$tmp/ans" -w '%{http_code}' -X POST \
+	    --data-binary @"$1" "${2:-$base}/v1/admit"
+}
+# field KEY: the answer's dotted KEY.
+field() {
+	python3 -c 'import json, sys
+v = json.load(open(sys.argv[1]))
+for k in sys.argv[2].split("."):
+    v = v.get(k) if isinstance(v, dict) else None
+print("" if v is None else v)' "$tmp/ans" "$1"
+}
+# listed FP [BASE]: the observations of FP, as JSON, in $tmp/list; prints
+# how many.
+listed() {
+	curl -s -m 10 "${2:-$base}/v1/observations?fingerprint=$1" >"$tmp/list"
+	python3 -c 'import json, sys
+print(len(json.load(open(sys.argv[1]))["observations"]))' "$tmp/list"
+}
+# one FP: FP has exactly one observation.
+one() { [ "$(listed "$1")" = 1 ]; }
+# placed EXPR: EXPR over the answer's placement and alternatives (ps),
+# with the job's estimate (est: $pest) and its peak in bytes (peak:
+# $ppeak).
+pest=0
+ppeak=0
+placed() {
+	python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+ps = [d["placement"]] + d["alternatives"]
+est, peak = int(sys.argv[2]), int(sys.argv[3])
+print(eval(sys.argv[4]))' "$tmp/ans" "$pest" "$ppeak" "$1"
+}
+# gpu LABELS MIB: a series line of DCGM_FI_DEV_FB_USED.
+gpu() {
+	printf '{%s} %s\n' "$1" "$2"
+}
+
+# --- a run above the estimate ----------------------------------------------------
+cat >"$tmp/a.yaml" <<'YAML'
+apiVersion: memfloor.dev/v1
+kind: Job
+metadata:
+  name: served
+spec:
+  model:
+    name: meta-llama/Llama-3.1-8B
+  workload:
+    kind: inference
+    concurrency: 4
+    contextLength: 4096
+YAML
+is "job a: admitted" "$(admit "$tmp/a.yaml")" 200
+fpa=$(field fingerprint)
+est=$(field need.perGpuBytes)
+carda=$(field placement.gpu)
+is "job a: offered on A100-80GB before any run" \
+    "$(placed '"A100-80GB" in [p["gpu"] for p in ps]')" True
+
+h100='modelName="NVIDIA H100 80GB HBM3",Hostname="node1",container="train",namespace="default",pod="job-a-0"'
+run_a() {
+	gpu "gpu=\"0\",UUID=\"GPU-7d6a1c2e-0000-4000-8000-000000000000\",device=\"nvidia0\",$h100,memfloor_dev_fingerprint=\"$fpa\"" "$1"
+	gpu "gpu=\"1\",UUID=\"GPU-7d6a1c2e-0000-4000-8000-000000000001\",device=\"nvidia1\",$h100,memfloor_dev_fingerprint=\"$fpa\"" "$2"
+}
+run_a 40000 30000 >"$series"
+sleep 3
+run_a 75000 60000 >"$series"
+sleep 3
+: >"$series"
+wait_for "job a's run was not kept within a minute" 600 one "$fpa"
+pass "job a's run is kept once the exporter stops serving it"
+peak=$((75000 * MIB))
+pest=$est
+ppeak=$peak
+obs() {
+	python3 -c 'import json, sys
+o = json.load(open(sys.argv[1]))["observations"][0]
+print(eval(sys.argv[2]))' "$tmp/list" "$1"
+}
+listed "$fpa" >/dev/null
+is "its observation: source dcgm, on H100, 2 GPUs, the larger GPU's peak in bytes" \
+    "$(obs '(o["source"], o["card"], o["count"], o["deviceUsedBytes"], o["peakReservedBytes"])')" \
+    "('dcgm', 'H100', 2, $peak, None)"
+sleep 4
+is "read by two replicas, periods later: kept once" "$(listed "$fpa")" 1
+
+is "job a again: admitted" "$(admit "$tmp/a.yaml")" 200
+is "the need on every card is the peak (the estimate x peak / estimate)" \
+    "$(placed 'all(abs(p["observed"]["needBytes"] - peak) < 2 for p in ps)')" \
+    True
+is "the ratio is peak / estimate" \
+    "$(placed 'abs(ps[0]["observed"]["needRatio"] - peak / est) < 0.01')" True
+is "H100 holds it against 95% of its memory, measured there" \
+    "$(placed '[p["observed"]["onThisCard"] for p in ps if p["gpu"] == "H100"]')" \
+    "[True]"
+is "A100-80GB (at most 90% usable) is no longer offered" \
+    "$(placed '"A100-80GB" in [p["gpu"] for p in ps]')" False
+
+# --- a run below the estimate, host label spelt hostname ----------------------
+cat >"$tmp/b.yaml" <<'YAML'
+apiVersion: memfloor.dev/v1
+kind: Job
+metadata:
+  name: small
+spec:
+  model:
+    name: meta-llama/Llama-3.1-8B
+  workload:
+    kind: inference
+    concurrency: 2
+    contextLength: 2048
+YAML
+is "job b: admitted" "$(admit "$tmp/b.yaml")" 200
+fpb=$(field fingerprint)
+estb=$(field need.perGpuBytes)
+cardb=$(field placement.gpu)
+low=$((estb / 2 / MIB))
+gpu "gpu=\"0\",UUID=\"GPU-7d6a1c2e-0000-4000-8000-000000000002\",device=\"nvidia0\",modelName=\"NVIDIA H100 80GB HBM3\",hostname=\"node2\",container=\"serve\",namespace=\"default\",pod=\"job-b-0\",memfloor_dev_fingerprint=\"$fpb\"" \
+    "$low" >"$series"
+sleep 3
+: >"$series"
+wait_for "job b's run (hostname) was not kept within a minute" 600 one "$fpb"
+pass "the hostname spelling: job b's run is kept"
+listed "$fpb" >/dev/null
+is "its peak: $low MiB in bytes" "$(obs 'o["deviceUsedBytes"]')" \
+    $((low * MIB))
+is "job b again: admitted" "$(admit "$tmp/b.yaml")" 200
+pest=$estb
+ppeak=$((low * MIB))
+is "a peak below the estimate lowers nothing: the same card, the estimate's need" \
+    "$(field placement.gpu) $(field need.perGpuBytes) $(placed 'all(abs(p["observed"]["needBytes"] - est) < 2 for p in ps)')" \
+    "$cardb $estb True"
+
+# --- a fingerprint no admission recorded ---------------------------------------
+stranger=0123456789abcdef0123456789abcdef
+gpu "gpu=\"0\",UUID=\"GPU-7d6a1c2e-0000-4000-8000-000000000003\",device=\"nvidia0\",modelName=\"NVIDIA H100 80GB HBM3\",Hostname=\"node3\",namespace=\"default\",pod=\"job-c-0\",memfloor_dev_fingerprint=\"$stranger\"" \
+    1000 >"$series"
+sleep 3
+: >"$series"
+wait_for "the unknown fingerprint's run was not logged" 600 \
+    grep -q "knows no admission of fingerprint $stranger" "$tmp/daemon.log"
+pass "a run of an unknown fingerprint is logged"
+is "and nothing is kept of it" "$(listed "$stranger")" 0
+
+stop_all "$d1" "$d2"
+rc1=0
+rc2=0
+wait "$d1" 2>/dev/null || rc1=$?
+wait "$d2" 2>/dev/null || rc2=$?
+is "both replicas stop cleanly" "$rc1 $rc2" "0 0"
+
+# --- Prometheus down, or answering garbage ----------------------------------
+# outage NAME URL: a memfloord of its own store reading URL.
+outage() {
+	serve "$tmp/$1.log" -f "$tmp/gpus.yaml" --store "$tmp/$1.db" \
+	    --prometheus "$2"
+	procs="$pid $procs"
+	is "$1: admissions answer" "$(admit "$tmp/a.yaml" "http://127.0.0.1:$port")" 200
+	ofp=$(field fingerprint)
+	sleep 5
+	is "$1: the outage is logged once in 5 periods" \
+	    "$(grep -c 'nothing is read from it until it answers' "$tmp/$1.log" || true)" 1
+	is "$1: nothing is kept" "$(listed "$ofp" "http://127.0.0.1:$port")" 0
+	stop_all "$pid"
+}
+outage down "http://127.0.0.1:$(free_port)"
+outage garbage "http://127.0.0.1:$eport"
+
+summary
