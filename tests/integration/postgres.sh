@@ -299,9 +299,16 @@ is "the admissions were recorded through the queue" \
     t
 is "no log line shows the password" \
     "$(cat "$tmp/a.log" "$tmp/b.log" | grep -c "$secret" || true)" 0
-stop_all "$pid_a" "$pid_b"
-pid_a=""
-pid_b=""
+for r in a b; do
+	eval "p=\$pid_$r"
+	kill "$p"
+	rc=0
+	wait "$p" || rc=$?
+	eval "pid_$r=''"
+	is "replica $r: exit status on SIGTERM" "$rc" 0
+	is "replica $r: no sanitizer report" \
+	    "$(grep -Ec 'Sanitizer|runtime error' "$tmp/$r.log" || true)" 0
+done
 
 # --- databases that are not memfloor's ---------------------------------------
 
