@@ -1,6 +1,7 @@
 // page.js: memfloord's web page.  The controls build a Job manifest; the
 // page sends it to this daemon's JSON API (POST /v1/admit, POST
-// /v1/estimate, GET /v1/catalog, GET /v1/models) and shows the answers.
+// /v1/estimate, GET /v1/catalog, GET /v1/models, GET /v1/calibration) and
+// shows the answers.
 // The controls themselves are made from GET /v1/schema: which fields there
 // are, which workloads each applies to, their values and defaults.
 // Every figure shown comes from an answer: the page only formats them
@@ -46,6 +47,9 @@ const whole = (x) => (x === null || x === undefined ? "—"
   : x.toLocaleString("en-US"));
 const pct = (f) => (f === null || f === undefined ? "—"
   : Math.round(f * 100) + "%");
+// An error as a signed percentage: + is the safe side.
+const signed = (f) => (f === null || f === undefined ? "—"
+  : (f > 0 ? "+" : "") + (f * 100).toFixed(1) + "%");
 
 // An element tests and scripts can find: data-mf names the figure and
 // data-value holds it exactly as the API gave it.
@@ -435,11 +439,12 @@ async function update() {
     shownType + "' " + location.origin + "/v1/admit";
   $("results").setAttribute("aria-busy", "true");
   const withModel = s.source !== "floor";
-  const [admit, est, cat] = await Promise.all([
+  const [admit, est, cat, calib] = await Promise.all([
     call("POST", "/v1/admit" + query(s.estimator), body, ctype),
     withModel ? call("POST", "/v1/estimate" + query(s.estimator), body, ctype)
       : null,
     call("GET", "/v1/catalog"),
+    call("GET", "/v1/calibration"),
   ]);
   let other = null;
   const placed = (admit.status === 200 || admit.status === 403) &&
@@ -452,6 +457,7 @@ async function update() {
   if (gen !== generation) return;
   $("results").removeAttribute("aria-busy");
   try {
+    renderCalibration(calib);
     show(s, admit, est, cat, other);
   } finally {
     document.body.dataset.state = timer ? "pending" : "ready";
@@ -761,6 +767,47 @@ function renderCatalog(c, d) {
     el("td", { class: "labels", text: Object.entries(g.labels || {}).map(([k, v]) => k + "=" + v).join("\n") })));
   $("catalog").replaceChildren(table({ caption: "GPUs in service",
     cols: ["Card", "Memory", "Usable", "$/GPU-hour", "Throughput", "Max count", "$/ref-h", "Node labels"] }, rows));
+}
+
+// An error figure of a group (median or worst), named for tests.
+function calibCell(name, f, key) {
+  const v = f ? f[key] : null;
+  return el("td", { class: "n" }, figure(name, v, signed(v)));
+}
+
+// Design 23's calibration: a row a recipe and card, with the count and
+// the median and worst error of memory and speed.  Without --store the
+// daemon keeps none (404), which the section says.
+function renderCalibration(r) {
+  const box = $("calibration");
+  if (r.status === 404) {
+    box.replaceChildren(el("p", { text: "memfloord keeps no observations (no --store)." }));
+    return;
+  }
+  if (r.status !== 200) {
+    box.replaceChildren(el("p", { class: "err", text: "GET /v1/calibration: " +
+      ((r.json && r.json.error) || "answer " + r.status) }));
+    return;
+  }
+  const groups = r.json.groups || [];
+  if (!groups.length) {
+    box.replaceChildren(el("p", { text: "No observations yet." }));
+    return;
+  }
+  const rows = groups.map((g) => el("tr", { "data-mf": "calibration-group",
+    "data-card": g.card, "data-method": g.method },
+  el("td", { text: g.method || "—" }),
+  el("td", { text: g.precision || "—" }),
+  el("td", { text: g.gradientCheckpointing || "—" }),
+  el("th", { scope: "row", text: g.card }),
+  el("td", { class: "n" }, figure("calibration-count", g.count, whole(g.count))),
+  calibCell("calibration-memory-median", g.memory, "median"),
+  calibCell("calibration-memory-worst", g.memory, "worst"),
+  calibCell("calibration-speed-median", g.speed, "median"),
+  calibCell("calibration-speed-worst", g.speed, "worst")));
+  box.replaceChildren(table({ caption: "Estimator error by recipe and card",
+    cols: ["Method", "Precision", "Checkpointing", "Card", "Runs",
+      "Memory median", "Memory worst", "Speed median", "Speed worst"] }, rows));
 }
 
 // --- YAML for the copyable manifest ----------------------------------

@@ -554,6 +554,47 @@ def serving(pg):
         serving_figures(pg, "serve-reject", d, api("/v1/estimate", sent)[1])
 
 
+def signed(f):
+    """An error as the page writes it: a signed percentage."""
+    if f is None:
+        return "\u2014"
+    return ("+" if f > 0 else "") + "%.1f%%" % (f * 100)
+
+
+def calibration(pg):
+    """The section shows GET /v1/calibration's groups, formatted; page.sh
+    posted peaks 1.2 and 0.9 times the estimate at 1/1.25 and 1/0.5 of the
+    modelled tokens/s, so the errors (estimate / observed - 1) are
+    1/1.2 - 1 and 1/0.9 - 1, and 1.25 - 1 and 0.5 - 1."""
+    st, cal = api("/v1/calibration")
+    groups = cal.get("groups", []) if st == 200 else []
+    rows = pg.js("[...document.querySelectorAll('#calibration tbody tr')]"
+                 ".map(r => [...r.cells].map(c => c.textContent))")
+    want = [[g["method"] or "\u2014", g["precision"] or "\u2014",
+             g["gradientCheckpointing"] or "\u2014", g["card"],
+             "{:,}".format(g["count"]),
+             signed(g["memory"] and g["memory"]["median"]),
+             signed(g["memory"] and g["memory"]["worst"]),
+             signed(g["speed"] and g["speed"]["median"]),
+             signed(g["speed"] and g["speed"]["worst"])] for g in groups]
+    check("calibration: the section shows GET /v1/calibration's groups",
+          rows, want)
+    hi, lo = 1 / 1.2 - 1, 1 / 0.9 - 1
+    fast, slow = 1.25 - 1, 0.5 - 1
+    g = groups[0] if len(groups) == 1 else None
+    check("calibration: one recipe and card, two runs, the errors' median "
+          "and worst",
+          g is not None and g["count"] == 2 and g["method"] == "lora"
+          and abs(g["memory"]["median"] - (hi + lo) / 2) < 1e-3
+          and abs(g["memory"]["worst"] - hi) < 1e-3
+          and abs(g["speed"]["median"] - (fast + slow) / 2) < 1e-3
+          and abs(g["speed"]["worst"] - slow) < 1e-3, True)
+    check("calibration: the figures as the API gave them",
+          pg.mf("calibration-memory-worst"),
+          [str(g["memory"]["worst"]), signed(g["memory"]["worst"])]
+          if g else None)
+
+
 def run(pg):
     # 1. A shared link: Llama 3.1 8B, checkpointing, 8-bit Adam.
     link = ("/?model=meta-llama/Llama-3.1-8B&sequenceLength=4096"
@@ -594,6 +635,7 @@ def run(pg):
     check("link: every placement's tokens a second and bound, as the API's",
           speeds, [["{:,}".format(int(a["tokensPerSecond"] + 0.5)),
                     a["bound"]] for a in [p] + d["alternatives"]])
+    calibration(pg)
     _, cat = api("/v1/catalog")
     check("link: the catalogue in service",
           pg.js("[...document.querySelectorAll('#catalog tbody th')]"

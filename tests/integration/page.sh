@@ -13,7 +13,9 @@
 # field, a job name that is HTML shown as text, an inference job under vLLM
 # (each placement's maxConcurrency and maxContextLength) and over 4
 # tensor-parallel GPUs (the per-GPU buckets), an inference rejection and
-# its tensor fix, no console error but the API's own non-2xx answers.
+# its tensor fix, the calibration section (two runs posted to the store
+# it starts with) against GET /v1/calibration and the arithmetic of the
+# errors, no console error but the API's own non-2xx answers.
 # Screenshots land beside memfloord (build/page-desktop.png,
 # page-phone.png, page-reject.png, page-serve.png).
 #
@@ -62,9 +64,42 @@ for t in python3 curl; do
 done
 
 # --- the daemon and the headers -----------------------------------------------
-serve "$tmp/daemon.log"
+# A store with two runs of one job posted, so that the calibration section
+# has a row: peaks 20% above and 10% below its estimate a GPU, at 1.25 and
+# 0.5 times the modelled tokens/s (page.py checks the figures).
+printf 'page-token\n' >"$tmp/token"
+serve "$tmp/daemon.log" --store "$tmp/store.db" \
+    --observe-token-file "$tmp/token"
 daemon=$pid
 base=http://127.0.0.1:$port
+cat >"$tmp/calib.json" <<'JSON'
+{"apiVersion": "memfloor.dev/v1", "kind": "Job",
+ "metadata": {"name": "calibrated"},
+ "spec": {"model": {"name": "meta-llama/Llama-3.1-8B"},
+  "workload": {"sequenceLength": 1024, "method": "lora", "precision": "bf16",
+   "lora": {"rank": 8, "targets": "all-linear"},
+   "gradientCheckpointing": true},
+  "duration": {"tokens": 1000000000}}}
+JSON
+curl -sS --max-time 10 -X POST -H 'Content-Type: application/json' \
+    --data-binary @"$tmp/calib.json" "$base/v1/admit" >"$tmp/calib-ans" 2>&1
+posted=0
+for k in 1.2:1.25 0.9:0.5; do
+	obs=$(python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+p, s = (float(x) for x in sys.argv[2].split(":"))
+speed = 1e9 / (d["placement"]["hours"] * 3600)
+print(json.dumps({"fingerprint": d["fingerprint"],
+    "card": d["placement"]["gpu"], "count": d["placement"]["count"],
+    "peakReservedBytes": int(d["need"]["perGpuBytes"] * p),
+    "tokensPerSecond": speed / s, "source": "torch"}))' "$tmp/calib-ans" "$k")
+	code=$(curl -sS --max-time 10 -o /dev/null -w '%{http_code}' -X POST \
+	    -H 'Authorization: Bearer page-token' \
+	    -H 'Content-Type: application/json' --data-binary "$obs" \
+	    "$base/v1/observations")
+	[ "$code" = 201 ] && posted=$((posted + 1))
+done
+is "two observations posted for the calibration section" "$posted" 2
 
 # headers PATH: the answer's status line and headers, lower-cased names.
 headers() {
