@@ -9,7 +9,9 @@
 # runs too and must agree with it.  MF_RENDER=fallback forces the Python one.
 #
 # The component deploy/postgres is rendered over the base's Deployment and
-# checked: --store from the Secret through the environment.
+# checked: --store from the Secret through the environment; so is
+# deploy/prometheus: --prometheus a Service's URL, dcgm-exporter's settings
+# said.
 #
 # Needs python3 with PyYAML; as root it installs Debian's python3-yaml when
 # missing.  When $MEMFLOORD (or build/memfloord) exists, the daemon is run
@@ -753,6 +755,37 @@ def check_store_component(d, dep):
           "postgres://" not in text and "postgresql://" not in text)
 
 
+def check_prometheus_component(d, dep):
+    """deploy/prometheus on a copy of the Deployment: the base's arguments
+    kept, --prometheus an http URL of a Service, every argument a flag of
+    memfloord's, dcgm-exporter's settings named where they are set."""
+    import copy
+    name = "Deployment memfloor (component prometheus)"
+    try:
+        objs = build(d, [copy.deepcopy(dep)], component=True)
+    except Unsupported as e:
+        check(name + ": renders", False, e)
+        return
+    base = dep["spec"]["template"]["spec"]["containers"][0]
+    args = objs[0]["spec"]["template"]["spec"]["containers"][0].get(
+        "args") or []
+    check(name + ": the base's arguments kept, in order",
+          args[:len(base.get("args") or [])] == (base.get("args") or []),
+          args)
+    opts, errs = parse_args(args, DAEMON_OPTS | {"--prometheus"})
+    check(name + ": every argument is a memfloord flag", not errs, errs)
+    url = opts.get("--prometheus", "")
+    check(name + ": --prometheus an http URL of a Service",
+          re.match(r"^https?://[a-z0-9.-]+\.svc(:[0-9]+)?$", url), url)
+    with open(os.path.join(d, "kustomization.yaml"), encoding="utf-8") as f:
+        text = f.read()
+    for s in ("DCGM_EXPORTER_KUBERNETES",
+              "DCGM_EXPORTER_KUBERNETES_ENABLE_POD_LABELS",
+              "DCGM_EXPORTER_KUBERNETES_POD_LABEL_ALLOWLIST_REGEX",
+              "memfloor\\\\.dev/fingerprint"):
+        check(name + ": says dcgm-exporter's " + s, s in text)
+
+
 def sample_objects():
     """(description, object, should the webhook be called)."""
     out = []
@@ -935,6 +968,8 @@ def cmd_check(rendered, top):
     check_network_policy(os.path.join(top, "deploy", "network-policy"),
                          dep, plabels)
     check_store_component(os.path.join(top, "deploy", "postgres"), dep)
+    check_prometheus_component(os.path.join(top, "deploy", "prometheus"),
+                               dep)
     check_webhook(objs, whc, svc, dep)
     if cm is not None:
         with open(os.path.join(top, "deploy", "gpus.yaml"),
