@@ -552,14 +552,19 @@ loop(void *arg)
 int
 mfd_prom_start(const struct mfd_config *cfg)
 {
+	size_t n;
+
 	if (cfg->prometheus_url == NULL)
 		return 0;
 	if (mfd_prom_check(cfg) != 0)
 		return -1;
-	snprintf(url, sizeof(url), "%s", cfg->prometheus_url);
-	while (url[0] != '\0' && url[strlen(url) - 1] == '/')
-		url[strlen(url) - 1] = '\0';
-	mf_copy(url + strlen(url), sizeof(url) - strlen(url), "/api/v1/query");
+	n = strlen(cfg->prometheus_url);
+	/* good_url held it to URL_MAX - 16: room for the path. */
+	assert(n < sizeof(url) - 16);
+	while (n > 0 && cfg->prometheus_url[n - 1] == '/')
+		n--;
+	snprintf(url, sizeof(url), "%.*s/api/v1/query", (int)n,
+	    cfg->prometheus_url);
 	if (cfg->prometheus_token != NULL &&
 	    (auth_header = read_token(cfg->prometheus_token)) == NULL)
 		return -1;
