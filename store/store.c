@@ -69,10 +69,13 @@ mf_store_redact(const char *where, char *out, size_t size)
 	}
 	out[0] = '\0';
 	auth = strstr(where, "://") + 3;
-	end = auth + strcspn(auth, "/?");
-	for (const char *p = auth; p < end; p++)
+	/* The user's part ends at the last '@' before the query: a password
+	 * written with a '/' in it, not percent-encoded, is still hidden. */
+	query = auth + strcspn(auth, "?");
+	for (const char *p = auth; p < query; p++)
 		if (*p == '@')
 			at = p;
+	end = (at ? at : auth) + strcspn(at ? at : auth, "/?");
 	if (at != NULL)
 		colon = memchr(auth, ':', (size_t)(at - auth));
 	if (colon != NULL) {

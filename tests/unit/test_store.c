@@ -349,6 +349,9 @@ test_store_redact_leaves_out_the_password(void **state)
 	redacts("postgresql://memfloor:s3cret@db.internal:5432/obs", 256,
 	    "postgresql://memfloor:***@db.internal:5432/obs");
 	redacts("postgres://u:p@a@h/d", 256, "postgres://u:***@h/d");
+	redacts("postgresql://u:pa/ss@h:5432/d", 256,
+	    "postgresql://u:***@h:5432/d");
+	redacts("postgresql://h/d@b", 256, "postgresql://h/d@b");
 	redacts("postgresql://memfloor@db/obs?sslmode=require", 256,
 	    "postgresql://memfloor@db/obs?sslmode=require");
 	redacts(
