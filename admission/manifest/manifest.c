@@ -44,7 +44,7 @@ hook(struct mf_fread *fr, const struct mf_field *f, const struct mf_node *n,
 	if (shipped == NULL)
 		return mf_error_set(fr->err, MF_EINVAL, path, n->line,
 		    n->column,
-		    "'%.80s' is not a known model: GET /v1/models lists the models served, the shipped ones and those of the -m directories",
+		    "'%.80s' is not a known model: GET /v1/models lists the models served (shipped and memfloord -m DIR); give its config.json as spec.model.config, or its URL as spec.model.configUrl (a host memfloord --model-host allows)",
 		    job->model_name);
 	job->model_source = MF_MODEL_NAMED;
 	job->model = *shipped;

@@ -96,6 +96,8 @@ code=$(curl -s -m 10 -o "$tmp/nope.json" -w '%{http_code}' --data-binary @"$tmp/
 is "POST /v1/estimate: an unknown model is a 400" "$code" 400
 has "an unknown model: named, and where the known ones are listed" "$tmp/nope.json" \
     "'acme/nope' is not a known model: GET /v1/models lists the models served"
+has "an unknown model: how to give its config" "$tmp/nope.json" \
+    "give its config.json as spec.model.config, or its URL as spec.model.configUrl"
 hasnt "an unknown model: not said to be 'not a shipped model'" "$tmp/nope.json" 'shipped model'
 
 # --- SIGHUP reads the directories again -------------------------------------------------------

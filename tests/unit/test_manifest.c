@@ -742,7 +742,7 @@ test_err_model(void **state)
 	expect_err(HDR "spec:\n  model:\n    name: meta-llama/Llama-9-8B\n"
 	               "  workload:\n    sequenceLength: 1\n",
 	    "spec.model.name", 7,
-	    "'meta-llama/Llama-9-8B' is not a known model: GET /v1/models lists the models served, the shipped ones and those of the -m directories");
+	    "'meta-llama/Llama-9-8B' is not a known model: GET /v1/models lists the models served (shipped and memfloord -m DIR); give its config.json as spec.model.config, or its URL as spec.model.configUrl (a host memfloord --model-host allows)");
 	expect_err(HDR "spec:\n  model:\n    name: 8\n", "spec.model.name", 7,
 	    "must be a string");
 	expect_err(HDR "spec:\n  model:\n    configUrl: 8\n",
