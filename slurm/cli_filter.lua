@@ -14,7 +14,9 @@ A comment that says memfloor:... wins over the environment.  The script
 sends the Job to memfloord, sets the gres (type and count), partition and
 constraint of the placement memfloord chose, adds the floor in effect to
 the comment (memfloor:min-memory=QTY, which job_submit.lua checks on the
-controller) and prints one line with the decision.  A rejection prints the
+controller) with the job's fingerprint (memfloor:fingerprint=HEX, which an
+epilog posts the job's measured peak under: docs/slurm.md) and prints one
+line with the decision.  A rejection prints the
 reason and the suggested fix and stops the submission.  A job that states
 nothing is left untouched and memfloord is not asked.
 
@@ -65,6 +67,9 @@ end
 -- nothing, or nil and an error.
 local function stated(options)
 	local words = comment_words(options["comment"])
+	-- A fingerprint is what cli_filter.lua recorded (a comment copied
+	-- from an earlier job), not a statement.
+	words.fingerprint = nil
 	local from = "--comment"
 	if next(words) == nil then
 		words = {
@@ -230,16 +235,32 @@ local function apply(options, p, d)
 	    money(p), alt, table.concat(what, ", "), d.minMemory)
 end
 
--- Add memfloor:min-memory=QTY to the comment unless it has one.
-local function record_floor(options, qty)
+-- Add memfloor:KEY=VALUE to the comment unless it has KEY.
+local function record(options, key, value)
 	local comment = options["comment"] or ""
-	if comment_words(comment)["min-memory"] ~= nil then
+	if comment_words(comment)[key] ~= nil then
 		return
 	end
 	if comment ~= "" then
 		comment = comment .. " "
 	end
-	options["comment"] = comment .. "memfloor:min-memory=" .. qty
+	options["comment"] = comment .. "memfloor:" .. key .. "=" .. value
+end
+
+-- Add memfloor:min-memory=QTY to the comment unless it has one.
+local function record_floor(options, qty)
+	record(options, "min-memory", qty)
+end
+
+-- Add memfloor:fingerprint=HEX, the job as memfloor placed it (design
+-- 23): what an epilog posts the job's measured peak under
+-- (docs/slurm.md).
+local function record_fingerprint(options, d)
+	local fp = d.fingerprint
+	if type(fp) == "string" and string.match(fp, "^%x+$") ~= nil
+	    and #fp == 32 then
+		record(options, "fingerprint", fp)
+	end
 end
 
 local units = { [""] = 1, k = 1e3, M = 1e6, G = 1e9, T = 1e12, P = 1e15,
@@ -379,6 +400,7 @@ local function pre_submit(options)
 	end
 	apply(options, p, d)
 	record_floor(options, floor_to_record(d, p))
+	record_fingerprint(options, d)
 	return slurm.SUCCESS
 end
 

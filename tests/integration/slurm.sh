@@ -17,8 +17,8 @@
 # with the real sbatch as the user nobody:
 #   - a floor (#SBATCH --comment, or MEMFLOOR_MIN_MEMORY, or a manifest in
 #     MEMFLOOR_JOB) gets the gres type, count, partition and constraint
-#     memfloor chose, the floor in its comment and the check in its
-#     AdminComment (scontrol show job);
+#     memfloor chose, the floor and the job's fingerprint in its comment
+#     and the check in its AdminComment (scontrol show job);
 #   - a job too big for every card is refused with the suggested fix on
 #     sbatch's stderr, and no job is made;
 #   - through a SLURM_CONF without CliFilterPlugins, job_submit.lua refuses
@@ -379,6 +379,13 @@ has "rounded floor above the card: placed on the H100" "$err" \
     '^memfloor: infer: H100 x1, .*; gres gpu:h100:1, partition gpu, need 75Gi$'
 is "rounded floor above the card: the comment has the card's memory" \
     "$(show Comment)" "memfloor:min-memory=80000000000"
+# The job's fingerprint (design 23), which memfloor fingerprint gives for
+# the same manifest and catalogue, follows in the comment: what an epilog
+# posts the job's peak under (docs/slurm.md).
+fp=$("$cli" fingerprint "$D/infer.yaml" -f "$cat" -m catalog/models)
+scontrol show job "$job" >"$tmp/job"
+has "the comment records the job's fingerprint" "$tmp/job" \
+    "Comment=memfloor:min-memory=80000000000 memfloor:fingerprint=$fp( |\$)"
 
 # Too big for every card: refused, with the suggested fix, and no job.
 n=$(squeue -h | wc -l)
