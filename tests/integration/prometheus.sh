@@ -308,7 +308,10 @@ outage() {
 	is "$1: the outage is logged once in 5 periods" \
 	    "$(grep -c 'nothing is read from it until it answers' "$tmp/$1.log" || true)" 1
 	is "$1: nothing is kept" "$(listed "$ofp" "http://127.0.0.1:$port")" 0
-	stop_all "$pid"
+	kill "$pid"
+	orc=0
+	wait "$pid" 2>/dev/null || orc=$?
+	is "$1: memfloord stops cleanly" "$orc" 0
 }
 outage down "http://127.0.0.1:$(free_port)"
 outage garbage "http://127.0.0.1:$eport"
