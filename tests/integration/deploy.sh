@@ -1139,7 +1139,8 @@ def cmd_dockerfile(path):
         return pk
 
     dev = {"libmicrohttpd-dev", "libyaml-dev", "libjansson-dev",
-           "libcurl4-openssl-dev"}
+           "libcurl4-openssl-dev", "libgnutls28-dev", "libsqlite3-dev",
+           "libpq-dev"}
     check(name + ": build stage installs the -dev packages",
           dev <= set(installed(build)), installed(build))
     check(name + ": build stage runs make and make install PREFIX=/usr "
@@ -1147,7 +1148,7 @@ def cmd_dockerfile(path):
           re.search(r"\bmake\b", runs(build)) and
           re.search(r"make install PREFIX=/usr DESTDIR=/out", runs(build)))
     rt = {"libmicrohttpd12", "libyaml-0-2", "libjansson4", "libcurl4",
-          "ca-certificates"}
+          "libsqlite3-0", "libpq5", "ca-certificates"}
     check(name + ": runtime stage installs only the runtime libraries",
           set(installed(run)) == rt, installed(run))
     check(name + ": runtime stage copies /out from the build stage",
