@@ -126,7 +126,7 @@ sql() {
 	"$pgbin/psql" -X -q -t -A -v ON_ERROR_STOP=1 -h "$tmp/pg" -p "$pgport" \
 	    -U memfloor -d "$1" -c "$2"
 }
-for d in memfloor other newer; do
+for d in memfloor other newer race; do
 	sql postgres "CREATE DATABASE $d" >/dev/null ||
 	    give_up "CREATE DATABASE $d failed"
 done
@@ -346,6 +346,26 @@ for r in a b; do
 	is "replica $r: no sanitizer report" \
 	    "$(grep -Ec 'Sanitizer|runtime error' "$tmp/$r.log" || true)" 0
 done
+
+# --- two replicas migrating one new database at once -------------------------
+
+# Both make the schema in a transaction; the one that loses reads the
+# winner's, and both start.
+race="postgresql://memfloor@/race?host=$tmp/pg&port=$pgport"
+"$daemon_bin" -n -f catalog/gpus.yaml -m catalog/models --store "$race" \
+    >"$tmp/race1.log" 2>&1 &
+r1=$!
+"$daemon_bin" -n -f catalog/gpus.yaml -m catalog/models --store "$race" \
+    >"$tmp/race2.log" 2>&1 &
+r2=$!
+rc1=0
+rc2=0
+wait "$r1" || rc1=$?
+wait "$r2" || rc2=$?
+is "two replicas migrating a new database at once: both start" \
+    "$rc1 $rc2" "0 0"
+is "two replicas migrating a new database at once: one schema, version 1" \
+    "$(sql race 'SELECT count(*), max(version) FROM memfloor_schema')" "1|1"
 
 # --- databases that are not memfloor's ---------------------------------------
 
