@@ -100,6 +100,38 @@ wait_for() {
 	done
 }
 
+# --- the flags, checked with -n ------------------------------------------------
+# flag_error NAME WANT ARGS...: memfloord -n ARGS exits 1 saying WANT.
+flag_error() {
+	name=$1
+	want=$2
+	shift 2
+	frc=0
+	"$daemon_bin" -n -f catalog/gpus.yaml -m catalog/models "$@" \
+	    >"$tmp/n.out" 2>&1 || frc=$?
+	if [ "$frc" = 1 ] && grep -qF -- "$want" "$tmp/n.out"; then
+		pass "$name"
+	else
+		fail "$name: exit $frc, $(cat "$tmp/n.out")"
+	fi
+}
+flag_error "--prometheus without --store is refused" \
+    "--prometheus needs --store" --prometheus http://127.0.0.1:9
+flag_error "--prometheus of another scheme is refused" \
+    "not an http:// or https:// URL" --store "$tmp/n.db" \
+    --prometheus ftp://127.0.0.1/
+flag_error "--prometheus-token-file without --prometheus is refused" \
+    "need --prometheus URL" --prometheus-token-file /dev/null
+flag_error "an empty --prometheus-token-file is refused" \
+    "holds no token" --store "$tmp/n.db" --prometheus http://127.0.0.1:9 \
+    --prometheus-token-file /dev/null
+frc=0
+"$daemon_bin" -n -f catalog/gpus.yaml -m catalog/models --store "$tmp/n.db" \
+    --prometheus http://127.0.0.1:9/ --prometheus-window 3600 \
+    >"$tmp/n.out" 2>&1 || frc=$?
+is "memfloord -n with --prometheus and --store: configuration OK" \
+    "$frc $(cat "$tmp/n.out")" "0 configuration OK"
+
 # --- the exporter and Prometheus ------------------------------------------------
 series=$tmp/series
 : >"$series"
