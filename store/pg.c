@@ -79,15 +79,17 @@ now_ms(void)
 	return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
 }
 
-/* libpq's message, its line breaks made spaces, into err. */
+/* libpq's message, its line breaks made spaces and the URL's passwords
+ * hidden (it may quote them), into err. */
 static enum mf_rc
-pq_fail(struct mf_error *err, const char *name, const char *what,
+pq_fail(struct mf_error *err, const struct mf_store *s, const char *what,
     const char *msg)
 {
+	const char *name = s->name;
 	char text[256];
 	size_t n;
 
-	snprintf(text, sizeof(text), "%s", msg ? msg : "");
+	mf_store_scrub(s->where, msg ? msg : "", text, sizeof(text));
 	n = strlen(text);
 	assert(n < sizeof(text));
 	while (n > 0 && (text[n - 1] == '\n' || text[n - 1] == ' '))
@@ -215,7 +217,7 @@ collect(struct mf_store *s, PGconn *c, long long deadline,
 			deliver(r, rows, &stopped);
 		else if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK &&
 		    rc == MF_OK)
-			rc = pq_fail(err, s->name, "statement",
+			rc = pq_fail(err, s, "statement",
 			    PQresultErrorMessage(r));
 		PQclear(r);
 	}
@@ -223,7 +225,7 @@ collect(struct mf_store *s, PGconn *c, long long deadline,
 		rc = mf_error_set(err, MF_EIO, NULL, 0, 0,
 		    "%s: no answer within %d ms", s->name, MF_STORE_WAIT_MS);
 	else if (PQstatus(c) == CONNECTION_BAD && rc == MF_OK)
-		rc = pq_fail(err, s->name, "connection", PQerrorMessage(c));
+		rc = pq_fail(err, s, "connection", PQerrorMessage(c));
 	return rc;
 }
 
@@ -268,7 +270,7 @@ roundtrip(struct mf_store *s, struct pg *pg, const char *sql,
 
 	*sent = 0;
 	if (!send_sql(pg->conn, sql, p, np) || flush(pg->conn, deadline) != 0) {
-		rc = pq_fail(err, s->name, "send", PQerrorMessage(pg->conn));
+		rc = pq_fail(err, s, "send", PQerrorMessage(pg->conn));
 		drop(s, pg);
 		return rc;
 	}
@@ -305,14 +307,14 @@ connect_db(struct mf_store *s, struct pg *pg, struct mf_error *err)
 	pg->conn = PQconnectdbParams(keys, values, 1);
 	pg->retry_at = now_ms() + RETRY_MS;
 	if (pg->conn == NULL || PQstatus(pg->conn) != CONNECTION_OK) {
-		rc = pq_fail(err, s->name, "cannot connect",
+		rc = pq_fail(err, s, "cannot connect",
 		    pg->conn ? PQerrorMessage(pg->conn) : "out of memory");
 		drop(s, pg);
 		return rc;
 	}
 	if (PQsetnonblocking(pg->conn, 1) != 0) {
 		drop(s, pg);
-		return pq_fail(err, s->name, "cannot connect",
+		return pq_fail(err, s, "cannot connect",
 		    "no non-blocking mode");
 	}
 	snprintf(set, sizeof(set), "SET statement_timeout = %d",

@@ -3,6 +3,7 @@
  * names, how it is named in messages, and the handle opened and closed
  * around the back end's connection.
  */
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -88,6 +89,68 @@ mf_store_redact(const char *where, char *out, size_t size)
 	query = end + strcspn(end, "?");
 	put(out, size, &k, end, (size_t)(query - end));
 	redact_query(query, out, size, &k);
+	return out;
+}
+
+/* The most passwords a URL is searched for: its user's part's and those
+ * of its query. */
+#define SECRETS_MAX 4
+
+/* A span of where that holds a password. */
+struct span {
+	const char *p;
+	size_t n;
+};
+
+/* The passwords of where, a PostgreSQL URL, into sp: how many. */
+static size_t
+secrets(const char *where, struct span *sp)
+{
+	const char *auth = strstr(where, "://") + 3, *at = NULL, *colon;
+	const char *query = auth + strcspn(auth, "?");
+	size_t k = 0;
+
+	for (const char *p = auth; p < query; p++)
+		if (*p == '@')
+			at = p;
+	colon = at ? memchr(auth, ':', (size_t)(at - auth)) : NULL;
+	if (colon != NULL && at > colon + 1)
+		sp[k++] = (struct span){ colon + 1, (size_t)(at - colon - 1) };
+	for (const char *q = query; *q != '\0' && k < SECRETS_MAX;
+	     q += strcspn(q + 1, "&") + 1) {
+		if (strncmp(q + 1, "password=", 9) == 0 && q[10] != '\0' &&
+		    q[10] != '&')
+			sp[k++] = (struct span){ q + 10, strcspn(q + 10, "&") };
+	}
+	return k;
+}
+
+char *
+mf_store_scrub(const char *where, const char *text, char *out, size_t size)
+{
+	struct span sp[SECRETS_MAX];
+	size_t n = 0, k = 0;
+
+	if (size == 0)
+		return out;
+	out[0] = '\0';
+	if (mf_store_kind_of(where) == MF_STORE_POSTGRES)
+		n = secrets(where, sp);
+	while (*text != '\0' && k < size - 1) {
+		size_t hit = 0;
+
+		for (size_t i = 0; i < n && hit == 0; i++) {
+			assert(i < SECRETS_MAX);
+			if (strncmp(text, sp[i].p, sp[i].n) == 0)
+				hit = sp[i].n;
+		}
+		if (hit > 0) {
+			put(out, size, &k, "***", 3);
+			text += hit;
+		} else {
+			put(out, size, &k, text++, 1);
+		}
+	}
 	return out;
 }
 

@@ -80,6 +80,13 @@ enum mf_store_kind mf_store_kind_of(const char *where);
  * Into out (size bytes, cut to fit); returns out.
  */
 char *mf_store_redact(const char *where, char *out, size_t size);
+/*
+ * text (a message about where: libpq's may quote the URL, or a part of
+ * it) into out (size bytes, cut to fit) with every password where holds
+ * written "***"; returns out.  A file's text is copied as it is.
+ */
+char *
+mf_store_scrub(const char *where, const char *text, char *out, size_t size);
 
 /*
  * Open the store at where (a file, or a PostgreSQL URL: mf_store_kind_of),

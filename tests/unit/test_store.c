@@ -368,6 +368,36 @@ test_store_redact_leaves_out_the_password(void **state)
 	redacts("postgresql://memfloor:s3cret@db/obs", 1, "");
 }
 
+/* libpq's message about where, scrubbed, is want. */
+static void
+scrubs(const char *where, const char *text, const char *want)
+{
+	char out[256];
+
+	assert_string_equal(mf_store_scrub(where, text, out, sizeof(out)),
+	    want);
+}
+
+static void
+test_store_scrub_hides_what_libpq_quotes(void **state)
+{
+	(void)state;
+	/* libpq quotes the URL, or the part it could not read. */
+	scrubs("postgres://u:secret@[::1",
+	    "end of string reached in URI: \"postgres://u:secret@[::1\"",
+	    "end of string reached in URI: \"postgres://u:***@[::1\"");
+	scrubs("postgresql://u:sec%zzret@h/d",
+	    "invalid percent-encoded token: \"sec%zzret\"",
+	    "invalid percent-encoded token: \"***\"");
+	scrubs("postgresql://h/d?user=u&password=pw1&x=y",
+	    "invalid URI query parameter: \"x\" in password=pw1&x=y",
+	    "invalid URI query parameter: \"x\" in password=***&x=y");
+	/* No password: the text as it is; a file's too. */
+	scrubs("postgresql://u@h/d", "u@h: refused", "u@h: refused");
+	scrubs("postgresql://u:@h/d?password=", "u:@h", "u:@h");
+	scrubs("store.db", "store.db: secret", "store.db: secret");
+}
+
 static void
 test_store_refuses_a_database_it_cannot_reach(void **state)
 {
@@ -407,6 +437,7 @@ main(void)
 		    test_store_refuses_a_newer_schema, setup, teardown),
 		cmocka_unit_test(test_store_kind_of_a_url),
 		cmocka_unit_test(test_store_redact_leaves_out_the_password),
+		cmocka_unit_test(test_store_scrub_hides_what_libpq_quotes),
 		cmocka_unit_test_setup_teardown(
 		    test_store_refuses_a_database_it_cannot_reach, setup,
 		    teardown),
