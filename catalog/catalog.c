@@ -60,6 +60,7 @@ gpu_clear(struct mf_gpu *gpu)
 		free(gpu->labels[i].value);
 	}
 	free(gpu->labels);
+	free(gpu->dcgm_model);
 	free(gpu->slurm.gres);
 	free(gpu->slurm.partition);
 	free(gpu->slurm.constraint);

@@ -75,6 +75,10 @@ struct mf_gpu {
 	int vllm_format; /* the three's enum mf_qty_format, unused */
 	size_t nlabels;
 	struct mf_label *labels;
+	/* dcgmModelName: the GPU model dcgm-exporter reports (its modelName
+	 * label), for a card whose labels name no nvidia.com/gpu.product;
+	 * NULL when not given. */
+	char *dcgm_model;
 	struct mf_slurm slurm;
 	int line; /* where the entry starts in the file */
 };

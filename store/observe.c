@@ -46,18 +46,30 @@ same_product(const char *label, const char *name)
 	return *label == *name;
 }
 
-/* The card named by a catalogue name or its nvidia.com/gpu.product. */
+/* Whether g is the card the driver or DCGM names name: its
+ * nvidia.com/gpu.product label, or its dcgmModelName. */
+static int
+names_card(const struct mf_gpu *g, const char *name)
+{
+	if (g->dcgm_model != NULL && strcmp(g->dcgm_model, name) == 0)
+		return 1;
+	for (size_t k = 0; k < g->nlabels; k++)
+		if (strcmp(g->labels[k].key, "nvidia.com/gpu.product") == 0 &&
+		    same_product(g->labels[k].value, name))
+			return 1;
+	return 0;
+}
+
+/* The card named by a catalogue name, its nvidia.com/gpu.product or its
+ * dcgmModelName. */
 static const struct mf_gpu *
 find_card(const struct mf_catalog *cat, const char *name)
 {
 	const struct mf_gpu *g = mf_cat_find(cat, name);
 
 	for (size_t i = 0; g == NULL && i < cat->ngpus; i++)
-		for (size_t k = 0; k < cat->gpus[i].nlabels; k++)
-			if (strcmp(cat->gpus[i].labels[k].key,
-			        "nvidia.com/gpu.product") == 0 &&
-			    same_product(cat->gpus[i].labels[k].value, name))
-				g = &cat->gpus[i];
+		if (names_card(&cat->gpus[i], name))
+			g = &cat->gpus[i];
 	return g;
 }
 
@@ -133,7 +145,7 @@ read_card(const struct mf_node *root, const struct mf_catalog *cat,
 		return MF_EINVAL;
 	if ((*gpu = find_card(cat, s)) == NULL)
 		return mf_error_set(err, MF_EINVAL, "card", n->line, n->column,
-		    "'%.60s' is no card of the catalogue (by name or nvidia.com/gpu.product)",
+		    "'%.60s' is no card of the catalogue (by name, nvidia.com/gpu.product or dcgmModelName)",
 		    s);
 	mf_copy(o->card, sizeof(o->card), (*gpu)->name);
 	return MF_OK;
@@ -290,7 +302,7 @@ mf_obs_check(const struct mf_catalog *cat, struct mf_observation *o,
 		return missing("fingerprint", "is not 32 hex digits", err);
 	if ((g = find_card(cat, o->card)) == NULL)
 		return mf_error_set(err, MF_EINVAL, "card", 0, 0,
-		    "'%.60s' is no card of the catalogue (by name or nvidia.com/gpu.product)",
+		    "'%.60s' is no card of the catalogue (by name, nvidia.com/gpu.product or dcgmModelName)",
 		    o->card);
 	if (o->count < 1 || o->count > OBS_MAX_GPUS)
 		return missing("count", "is not from 1 to 65536", err);

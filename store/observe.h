@@ -4,7 +4,7 @@
  *
  *   job (a Job manifest) or fingerprint (32 hex digits): one of them;
  *   card: a catalogue name, or the product name the driver reports (a
- *     card's nvidia.com/gpu.product label);
+ *     card's nvidia.com/gpu.product label, or its dcgmModelName);
  *   count: GPUs the run had;
  *   peakReservedBytes (one GPU, torch.cuda.max_memory_reserved) with
  *     peakAllocatedBytes optional, or deviceUsedBytes (the device's, as

@@ -161,10 +161,20 @@ wait_for "Prometheus did not become ready on $pbase" 300 \
     curl -sf -m 2 "$pbase/-/ready"
 
 # --- memfloord: two replicas on one store ---------------------------------------
-# The shipped catalogue, read every second, a run over after 3 s.
+# The shipped catalogue, read every second, a run over after 3 s, with a
+# card no job is placed on (the dearest) that DCGM names by its
+# dcgmModelName alone.
 cp catalog/gpus.yaml "$tmp/gpus.yaml"
-printf 'observations:\n  refreshSeconds: 1\n  finishAfter: 3\n' \
-    >>"$tmp/gpus.yaml"
+cat >>"$tmp/gpus.yaml" <<'YAML'
+  - name: STAND-IN
+    memory: 40Gi
+    hourlyPrice: 900
+    relativeThroughput: 1
+    dcgmModelName: NVIDIA Stand-in 40GB
+observations:
+  refreshSeconds: 1
+  finishAfter: 3
+YAML
 db=$tmp/store.db
 serve "$tmp/daemon.log" -f "$tmp/gpus.yaml" --store "$db" \
     --prometheus "$pbase" --prometheus-window 600
@@ -309,6 +319,20 @@ ppeak=$((low * MIB))
 is "a peak below the estimate lowers nothing: the same card, the estimate's need" \
     "$(field placement.gpu) $(field need.perGpuBytes) $(placed 'all(abs(p["observed"]["needBytes"] - est) < 2 for p in ps)')" \
     "$cardb $estb True"
+
+# --- a card known by its dcgmModelName ------------------------------------------
+gpu "gpu=\"0\",UUID=\"GPU-7d6a1c2e-0000-4000-8000-000000000004\",device=\"nvidia0\",modelName=\"NVIDIA Stand-in 40GB\",Hostname=\"node4\",namespace=\"default\",pod=\"job-b-1\",memfloor_dev_fingerprint=\"$fpb\"" \
+    2000 >"$series"
+sleep 3
+: >"$series"
+two() { [ "$(listed "$1")" = 2 ]; }
+wait_for "job b's run on the card named by dcgmModelName was not kept" 600 \
+    two "$fpb"
+is "a card named by its dcgmModelName: kept on STAND-IN, 2000 MiB in bytes" \
+    "$(python3 -c 'import json, sys
+os = json.load(open(sys.argv[1]))["observations"]
+print(*[(o["card"], o["deviceUsedBytes"]) for o in os if o["card"] != "H100"])' \
+        "$tmp/list")" "('STAND-IN', $((2000 * MIB)))"
 
 # --- a fingerprint no admission recorded ---------------------------------------
 stranger=0123456789abcdef0123456789abcdef

@@ -1000,6 +1000,13 @@ test_observations_key(void **state)
 	assert_int_equal(cat->obs_refresh_seconds, 60);
 	assert_int_equal(cat->obs_finish_after, 20);
 	mf_cat_unref(cat);
+	cat = parse_ok(HDR "gpus:\n" GPU_A
+	                   "    dcgmModelName: NVIDIA Custom 16GB\n");
+	assert_string_equal(cat->gpus[0].dcgm_model, "NVIDIA Custom 16GB");
+	mf_cat_unref(cat);
+	cat = parse_ok(HDR "gpus:\n" GPU_A);
+	assert_null(cat->gpus[0].dcgm_model);
+	mf_cat_unref(cat);
 	expect_fail(HDR "observations: {finishAfter: 0}\ngpus:\n" GPU_A,
 	    MF_EINVAL, "observations.finishAfter", 3,
 	    "t.yaml:3: observations.finishAfter: 0 is out of range [1, 604800]");
