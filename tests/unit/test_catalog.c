@@ -1000,8 +1000,8 @@ test_observations_key(void **state)
 	assert_int_equal(cat->obs_refresh_seconds, 60);
 	assert_int_equal(cat->obs_finish_after, 20);
 	mf_cat_unref(cat);
-	cat = parse_ok(HDR "gpus:\n" GPU_A
-	                   "    dcgmModelName: NVIDIA Custom 16GB\n");
+	cat = parse_ok(
+	    HDR "gpus:\n" GPU_A "    dcgmModelName: NVIDIA Custom 16GB\n");
 	assert_string_equal(cat->gpus[0].dcgm_model, "NVIDIA Custom 16GB");
 	mf_cat_unref(cat);
 	cat = parse_ok(HDR "gpus:\n" GPU_A);
