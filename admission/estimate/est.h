@@ -56,6 +56,10 @@ struct mf_est_precision {
 
 const struct mf_est_precision *mf_est_precision(enum mf_precision p);
 
+/* Bytes of an adapter's element (lora.dtype): 4, or 2 for bf16 and
+ * fp16. */
+int64_t mf_est_lora_bytes(const struct mf_workload *w);
+
 /* The activations' element bytes the layers and their hidden states
  * work in: 4 for fp32 and for the fp32 residual stream of autocast. */
 int64_t mf_est_hidden_bytes(const struct mf_workload *w);

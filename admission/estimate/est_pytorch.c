@@ -27,17 +27,18 @@
  */
 struct shapes {
 	int64_t h, a, kv, d, ad, kvd, I, s;
-	int64_t e;   /* activation bytes: 2, or 4 for fp32 */
-	int64_t eh;  /* the residual stream's and RoPE's: 4 under autocast */
-	int mixed;   /* autocast's norms (mixed_norm_terms) */
-	int lora;    /* LoRA or QLoRA: a frozen base with adapters */
-	int all;     /* LoRA targets all-linear, not attention only */
-	int64_t r;   /* LoRA rank */
-	int64_t per; /* per layer, per token (terms) */
-	int64_t sp;  /* sequence parallel: the GPUs a sequence's norms and
-	                residual stream are divided over; 1: none */
-	int64_t vl;  /* the logits' width: V, or a GPU's vocabulary rows
-	                under loss parallel */
+	int64_t e;     /* activation bytes: 2, or 4 for fp32 */
+	int64_t eh;    /* the residual stream's and RoPE's: 4 under autocast */
+	int mixed;     /* autocast's norms (mixed_norm_terms) */
+	int lora;      /* LoRA or QLoRA: a frozen base with adapters */
+	unsigned mask; /* the modules LoRA reaches (mf_est_lora_mask) */
+	int64_t ab;    /* an adapter's element bytes (lora.dtype) */
+	int64_t r;     /* LoRA rank */
+	int64_t per;   /* per layer, per token (terms) */
+	int64_t sp;    /* sequence parallel: the GPUs a sequence's norms and
+	                  residual stream are divided over; 1: none */
+	int64_t vl;    /* the logits' width: V, or a GPU's vocabulary rows
+	                  under loss parallel */
 };
 
 /*
@@ -167,6 +168,14 @@ mf_est_loss(const struct mf_workload *w)
  * a) is kept as projected (Phi-3: its qkv) and, with kv = 1, the
  * repeated k and v are stride-0 views of kvd; otherwise it copies (ad).
  */
+/* Whether o_proj keeps its input: trained, or an adapter's of the
+ * activations' dtype (no cast). */
+static int
+o_copy(const struct shapes *x)
+{
+	return !x->lora || (x->e == x->ab && (x->mask & MF_LORA_BIT(MF_LIN_O)));
+}
+
 static void
 attention_terms(const struct mf_model *m, const struct mf_workload *w,
     const struct shapes *x, struct mf_terms *t)
@@ -182,12 +191,9 @@ attention_terms(const struct mf_model *m, const struct mf_workload *w,
 		mf_term(t, e, "kvd", x->kvd);
 		/* Phi-3: the qkv v is a view of, and under sdpa the copy of
 		 * the output that o_proj keeps (a frozen o_proj keeps none,
-		 * unless the adapter's fp32 input is that copy). */
+		 * unless o_proj's adapter's fp32 input is that copy). */
 		if (phi3)
-			mf_term(t,
-			    e +
-			        (att == MF_SDPA && !(x->lora && e == 2) ? e :
-			                                                  0),
+			mf_term(t, e + (att == MF_SDPA && o_copy(x) ? e : 0),
 			    "ad", x->ad);
 		mf_term(t, phi3 ? 2 * e : e, "kvd", x->kvd);
 		mf_term(t, 4, "a", x->a);
@@ -258,52 +264,159 @@ mlp_terms(const struct mf_model *m, const struct shapes *x, struct mf_terms *t)
 	}
 }
 
+/* The projections that take the first norm's output (q, k, v; Phi-3's
+ * qkv) and the second's (gate, up; Phi-3's gate_up). */
+#define ATTN_IN \
+	(MF_LORA_BIT(MF_LIN_Q) | MF_LORA_BIT(MF_LIN_K) | \
+	    MF_LORA_BIT(MF_LIN_V) | MF_LORA_BIT(MF_LIN_QKV))
+#define MLP_IN \
+	(MF_LORA_BIT(MF_LIN_GATE) | MF_LORA_BIT(MF_LIN_UP) | \
+	    MF_LORA_BIT(MF_LIN_GATE_UP))
+
+/* How many of a layer's own linears (no routed or shared expert's) of
+ * the kinds in kinds the mask reaches. */
+static int64_t
+lora_count(const struct mf_model *m, unsigned mask, unsigned kinds)
+{
+	unsigned bits = mf_model_lora_names(m) & mask & kinds;
+	int64_t n = 0;
+
+	for (; bits != 0; bits &= bits - 1)
+		n++;
+	return n;
+}
+
 /*
  * LoRA's adapters, as PEFT runs them: the frozen base keeps nothing of
  * its input (a frozen weight needs no gradient; QLoRA's 4-bit matmul in
  * bitsandbytes keeps only the quantised weight), and each adapter casts
  * its input to its fp32 weights' dtype, a copy that lora_A keeps (4 x
  * in), and lora_B keeps lora_A's output (4r).  With 16-bit activations
- * every targeted linear makes its own copy: q, k and v three of the same
- * input (Phi-3's one qkv_proj, one), gate and up two (Phi-3's gate_up,
- * one).  With fp32 ones the cast is the input itself, shared: q, k, v's
- * and gate, up's once; o_proj's is the fused kernel's output, already
- * kept (eager's contiguous copy is kept only here).  all-linear also
- * adds each routed expert's copies (per routed token: gate and up's, and
- * down's 4 x Ie), the router's and Qwen2-MoE's shared expert's and its
- * gate's.  Measured by tests/torch/measure.py (its LoRA cases).
+ * every targeted linear makes its own copy: each of q, k and v targeted
+ * one of the same input (Phi-3's one qkv_proj, one), each of gate and up
+ * one (Phi-3's gate_up, one).  With fp32 ones the cast is the input
+ * itself, shared: q, k, v's and gate, up's once whichever of them are
+ * targeted; o_proj's is the fused kernel's output, already kept (eager's
+ * contiguous copy is kept only here).  all-linear also adds each routed
+ * expert's copies (per routed token: gate and up's, and down's 4 x Ie),
+ * the router's and Qwen2-MoE's shared expert's and its gate's.  A list
+ * of modules (design 22) keeps the copies of those it names.  Measured
+ * by tests/torch/measure.py (its LoRA cases: all-linear, attention and
+ * lists).
  */
 static void
 lora_terms(const struct mf_model *m, const struct mf_workload *w,
     const struct shapes *x, struct mf_terms *t)
 {
-	int sixteen = x->e == 2, phi3 = m->block == MF_BLOCK_PHI3;
-	int64_t k = m->experts_per_tok, n = phi3 ? 2 : 4;
+	int sixteen = x->e == 2, cast = x->e != x->ab;
+	int64_t k = m->experts_per_tok, n, in, copy = cast ? x->ab : x->e;
 
-	mf_term(t, sixteen && !phi3 ? 12 : 4, "h", x->h);
-	if (sixteen || mf_est_attention(m, w) == MF_EAGER)
-		mf_term(t, 4, "ad", x->ad);
-	if (!x->all) {
-		mf_term(t, 4 * n, "r", x->r);
-		return;
-	}
+	n = lora_count(m, x->mask, ~0u);
+	in = lora_count(m, x->mask, ATTN_IN);
+	if (in > 0)
+		mf_term(t, copy * (cast ? in : 1), "h", x->h);
+	if ((x->mask & MF_LORA_BIT(MF_LIN_O)) &&
+	    (cast || mf_est_attention(m, w) == MF_EAGER))
+		mf_term(t, copy, "ad", x->ad);
 	if (m->experts == 0) {
-		mf_term(t, sixteen && !phi3 ? 8 : 4, "h", x->h);
-		mf_term(t, 4, "I", x->I);
-		n += phi3 ? 2 : 3;
-	} else {
+		in = lora_count(m, x->mask, MLP_IN);
+		if (in > 0)
+			mf_term(t, copy * (cast ? in : 1), "h", x->h);
+		if (x->mask & MF_LORA_BIT(MF_LIN_DOWN))
+			mf_term(t, copy, "I", x->I);
+	} else if (x->mask & MF_LORA_MOE) {
+		/* Measured with fp32 adapters; 16-bit ones keep less. */
 		mf_term(t, 4, "h", x->h); /* the router's */
 		mf_term(t, sixteen ? 8 : 4, "kh", mf_cmul(k, x->h));
 		mf_term(t, 4, "kIe", mf_cmul(k, mf_model_expert_width(m)));
 		mf_term(t, 12, "kr", mf_cmul(k, x->r));
 		n += 1;
+		if (m->shared_intermediate > 0) {
+			mf_term(t, sixteen ? 12 : 0, "h", x->h);
+			mf_term(t, 4, "Is", m->shared_intermediate);
+			n += 4;
+		}
+		mf_term(t, 4 * n, "r", x->r);
+		return;
 	}
-	if (m->experts > 0 && m->shared_intermediate > 0) {
-		mf_term(t, sixteen ? 12 : 0, "h", x->h);
-		mf_term(t, 4, "Is", m->shared_intermediate);
-		n += 4;
+	mf_term(t, x->ab * n, "r", x->r);
+}
+
+/*
+ * What the first layer does not keep under LoRA without checkpointing:
+ * the frozen embeddings need no gradient, so nothing before the first
+ * adapter does (transformers' activation_checkpointing_enable makes the
+ * embeddings' output require a gradient, enable_input_require_grads, so
+ * with checkpointing the layer keeps its own).  Its first norm keeps
+ * nothing.  Eager attention's matmuls keep an input only for the other's
+ * gradient: q without an adapter on k, the repeated k without one on q,
+ * the probabilities' 16-bit cast without one on v, and without one on q
+ * or k neither the softmax (nor Gemma-2's tanh) nor the repeated v.  A
+ * list without q, k or v (design 22) keeps nothing of attention either,
+ * but for o_proj's adapter its input, the fused kernel's output (fp32;
+ * a 16-bit copy is lora_terms').  A list of the MLP's alone is counted
+ * so too (what its layer keeps before the MLP's adapters is more: the
+ * safe side).  Measured by tests/torch/measure.py (its LoRA lists).
+ */
+static void
+frozen_terms(const struct mf_model *m, const struct mf_workload *w,
+    const struct shapes *x, struct mf_terms *off)
+{
+	unsigned mk = mf_model_lora_names(m) & x->mask;
+	int q = (mk & (MF_LORA_BIT(MF_LIN_Q) | MF_LORA_BIT(MF_LIN_QKV))) != 0;
+	int k = (mk & (MF_LORA_BIT(MF_LIN_K) | MF_LORA_BIT(MF_LIN_QKV))) != 0;
+	int v = (mk & (MF_LORA_BIT(MF_LIN_V) | MF_LORA_BIT(MF_LIN_QKV))) != 0;
+	int64_t e = x->e, one = w->micro_batch == 1;
+
+	memset(off, 0, sizeof(*off));
+	mf_term(off, 4, "h", x->h);
+	mf_term(off, 4, "", 1);
+	if (!(mk & ATTN_IN)) {
+		attention_terms(m, w, x, off);
+		if ((mk & MF_LORA_BIT(MF_LIN_O)) && e == x->ab &&
+		    mf_est_attention(m, w) != MF_EAGER)
+			mf_term(off, -e, "ad", x->ad);
+		return;
 	}
-	mf_term(t, 4 * n, "r", x->r);
+	if (mf_est_attention(m, w) != MF_EAGER || m->block == MF_BLOCK_PHI3)
+		return;
+	if (!k)
+		mf_term(off, e, "ad", x->ad);
+	if (!q)
+		mf_term(off, e, one && x->kv == 1 ? "kvd" : "ad",
+		    one && x->kv == 1 ? x->kvd : x->ad);
+	if (!v && e == 2)
+		mf_term(off, e, "as", mf_cmul(x->a, x->s));
+	if (q || k)
+		return;
+	/* Only v: the repeated v, the softmax, and the tanh. */
+	mf_term(off, e, one && (x->kv == x->a || x->kv == 1) ? "kvd" : "ad",
+	    one && (x->kv == x->a || x->kv == 1) ? x->kvd : x->ad);
+	mf_term(off, (e == 2 ? 4 : 0) + (m->attn_softcap ? e : 0), "as",
+	    mf_cmul(x->a, x->s));
+}
+
+/* The first layer's bytes frozen_terms leaves out, taken from bytes (of
+ * tok tokens), and " - 4h - 4" (or " - (terms)") into f. */
+static int64_t
+first_layer_frozen(const struct mf_model *m, const struct mf_workload *w,
+    const struct shapes *x, int64_t tok, int64_t bytes, struct mf_text *f)
+{
+	struct mf_terms off;
+	int64_t sub;
+
+	frozen_terms(m, w, x, &off);
+	sub = mf_cmul(tok, mf_terms_bytes(&off));
+	if (sub < 0 || bytes < sub)
+		return bytes;
+	if (off.n == 2) {
+		mf_text_str(f, " - 4h - 4");
+	} else {
+		mf_text_str(f, " - (");
+		mf_text_terms(f, &off);
+		mf_text_str(f, ")");
+	}
+	return bytes - sub;
 }
 
 /* A layer's terms: t of every token, own of a GPU's share of the tokens
@@ -637,18 +750,8 @@ torch_activations(const struct mf_model *m, const struct mf_workload *w,
 		mf_text_str(&f, ")");
 	}
 	bytes = mf_cadd(bytes, mf_cmul(mf_cmul(tok, per), n));
-	if (x->lora && lc == 0 && w->checkpointing == MF_CKPT_NONE &&
-	    bytes >= mf_cmul(tok, 4 * x->h + 4)) {
-		/*
-		 * The frozen embeddings need no gradient, so the first
-		 * layer's first norm keeps nothing.  transformers'
-		 * activation_checkpointing_enable makes the embeddings'
-		 * output require a gradient (enable_input_require_grads), so
-		 * with checkpointing it keeps its own.
-		 */
-		mf_text_str(&f, " - 4h - 4");
-		bytes -= mf_cmul(tok, 4 * x->h + 4);
-	}
+	if (x->lora && lc == 0 && w->checkpointing == MF_CKPT_NONE)
+		bytes = first_layer_frozen(m, w, x, tok, bytes, &f);
 	in = inputs_on_gpu(w, x, lc);
 	if (in > 0) {
 		/* Offloaded, the inputs are a count, whatever L is. */
@@ -911,7 +1014,8 @@ text_residual(struct mf_text *f, int64_t rg)
 }
 
 /*
- * LoRA's forward, its term "s x b x Omax x (e + 8), " into f.  PEFT's
+ * LoRA's forward, its term "s x b x Omax x (e + 8), " into f (16-bit
+ * adapters, lora.dtype: e + 4).  PEFT's
  * lora.Linear adds the adapter to the frozen base's output, result +
  * lora_B(lora_A(x)) * scaling, with fp32 adapters: the base's output (e
  * bytes a value, the activations' dtype; bitsandbytes' 4-bit layer
@@ -941,13 +1045,13 @@ lora_forward(const struct mf_model *m, const struct mf_workload *w,
     int64_t ebytes, int64_t rg, struct mf_text *f)
 {
 	int64_t sb = mf_cmul(w->seq_len, w->micro_batch);
+	int64_t n = ebytes + 2 * mf_est_lora_bytes(w);
 
 	mf_text_str(f, rg > 0 ? "s x b x (Omax x " : "s x b x Omax x ");
-	mf_text_int(f, ebytes + 8);
+	mf_text_int(f, n);
 	text_residual(f, rg);
 	return mf_cmul(sb,
-	    mf_cadd(mf_cmul(ebytes + 8,
-	                mf_model_lora_widest(m, w->lora_targets)),
+	    mf_cadd(mf_cmul(n, mf_model_lora_widest(m, mf_est_lora_mask(w))),
 	        mf_cmul(rg, m->hidden)));
 }
 
@@ -989,7 +1093,7 @@ torch_transient(const struct mf_model *m, const struct mf_workload *w,
 	}
 	pmax = w->method == MF_FULL ?
 	    mf_model_largest_param(m) :
-	    mf_model_lora_largest(m, w->lora_rank, w->lora_targets);
+	    mf_model_lora_largest(m, w->lora_rank, mf_est_lora_mask(w));
 	step = mf_cmul(pmax, n);
 	mf_text_init(&f, e->formula[MF_B_TRANSIENT]);
 	/* A pipeline stage without the head computes no loss. */
@@ -1046,7 +1150,8 @@ torch_training(const struct mf_model *m, const struct mf_workload *w,
 		x.e = 4;
 		x.mixed = 0;
 	}
-	x.all = w->lora_targets == MF_LORA_ALL_LINEAR;
+	x.mask = mf_est_lora_mask(w);
+	x.ab = mf_est_lora_bytes(w);
 	x.r = w->lora_rank;
 	/* A tensor-parallel share (mf_model_shard) under sequence or loss
 	 * parallel; the whole model's buckets count each tensor once. */

@@ -18,6 +18,11 @@
  *   that of one GPU, which can only overstate the need;
  * - LoRA adapters with SGD hold 12 bytes per trainable parameter (fp32
  *   weight, gradient and momentum), between AdamW's 16 and 8-bit Adam's 10.
+ * - 16-bit adapters (lora.dtype bf16 or fp16, design 22) keep their
+ *   gradients and optimizer state in their own dtype with no master copy,
+ *   as torchtune's recipes step a bf16 model's adapters (torch.optim.AdamW
+ *   makes its moments like the parameter): AdamW 8 bytes, 8-bit Adam 6,
+ *   SGD 6.
  */
 #include <assert.h>
 
@@ -133,19 +138,25 @@ weights(const struct mf_model *m, const struct mf_workload *w,
 	    mf_cmul(2, mf_est_autocast_params(m)));
 }
 
-/* Adapter weight, gradient and optimizer state, all fp32. */
+/* Adapter weight, gradient and optimizer state, a bytes each. */
 static int64_t
-adapter_bytes(enum mf_optimizer o)
+adapter_bytes(enum mf_optimizer o, int64_t a)
 {
 	switch (o) {
 	case MF_ADAM8BIT:
-		return 10;
+		return 2 * a + 2;
 	case MF_SGD:
-		return 12;
+		return 3 * a;
 	case MF_ADAMW:
 		break;
 	}
-	return 16;
+	return 4 * a;
+}
+
+int64_t
+mf_est_lora_bytes(const struct mf_workload *w)
+{
+	return w->lora_dtype == MF_LORA_FP32 ? 4 : 2;
 }
 
 /*
@@ -209,9 +220,9 @@ mf_est_state(const struct mf_model *m, const struct mf_workload *w,
 			    mf_cmul(4, mf_model_layer_params(m));
 		}
 	} else {
-		T = mf_model_lora_params(m, w->lora_rank, w->lora_targets);
+		T = mf_model_lora_params(m, w->lora_rank, mf_est_lora_mask(w));
 		e->trainable = T;
 		mf_est_per_param(e, MF_B_ADAPTERS, "T", T,
-		    adapter_bytes(w->optimizer));
+		    adapter_bytes(w->optimizer, mf_est_lora_bytes(w)));
 	}
 }

@@ -161,7 +161,8 @@ workload_ok(const struct mf_workload *w)
 	    (unsigned)w->optimizer > MF_SGD ||
 	    (unsigned)w->attention > MF_EAGER ||
 	    (unsigned)w->checkpointing > MF_CKPT_OP ||
-	    (unsigned)w->lora_targets > MF_LORA_ATTENTION ||
+	    (unsigned)w->lora_targets > MF_LORA_LIST ||
+	    (unsigned)w->lora_dtype > MF_LORA_FP16 ||
 	    (unsigned)w->kv_dtype > MF_KV_FP8 ||
 	    (unsigned)w->weights_dtype > MF_WD_INT4 ||
 	    (unsigned)w->server > MF_SERVER_VLLM ||
@@ -203,6 +204,60 @@ mf_est_loss_refused(const struct mf_model *m, const struct mf_workload *w,
 		snprintf(why, size, "chunked needs lossChunks of 1 or more");
 	else
 		return 0;
+	return 1;
+}
+
+unsigned
+mf_est_lora_mask(const struct mf_workload *w)
+{
+	return mf_lora_mask(w->lora_targets, w->lora_modules);
+}
+
+/* The names of mask's modules, ", " between, into buf. */
+static void
+lora_names(unsigned mask, char *buf, size_t size)
+{
+	const char *nm;
+	size_t used = 0;
+
+	buf[0] = '\0';
+	for (int v = 0; (nm = mf_lora_module_name(v)) != NULL; v++)
+		if ((mask & MF_LORA_BIT(v)) && used < size)
+			used += (size_t)snprintf(buf + used, size - used,
+			    "%s%s", used ? ", " : "", nm);
+}
+
+int
+mf_est_lora_refused(const struct mf_model *m, const struct mf_workload *w,
+    char *why, size_t size)
+{
+	unsigned has = mf_model_lora_names(m), bad;
+	char list[160];
+	int v = 0;
+
+	if (w->kind != MF_TRAINING || w->method == MF_FULL ||
+	    w->lora_targets != MF_LORA_LIST)
+		return 0;
+	bad = w->lora_modules & ~has;
+	if (bad == 0)
+		return 0;
+	while (!(bad & MF_LORA_BIT(v)))
+		v++;
+	if (why == NULL)
+		return 1;
+	lora_names(has, list, sizeof(list));
+	if (v == MF_LORA_HEAD_BIT)
+		snprintf(why, size,
+		    "lm_head: LoRA on the output head is not modelled (not measured); the modules of this model a list may name: %s",
+		    list);
+	else
+		snprintf(why, size,
+		    "'%s' is not a module of this model%s; the ones it has: %s",
+		    mf_lora_module_name(v),
+		    m->experts > 0 ?
+		        " that a list may name (its routed experts are 3-D parameters, not modules)" :
+		        "",
+		    list);
 	return 1;
 }
 
@@ -281,7 +336,8 @@ mf_est_compute(const struct mf_model *m, const struct mf_workload *w,
 	struct mf_model padded;
 	int b;
 
-	if (!workload_ok(w) || mf_est_loss_refused(m, w, NULL, 0))
+	if (!workload_ok(w) || mf_est_loss_refused(m, w, NULL, 0) ||
+	    mf_est_lora_refused(m, w, NULL, 0))
 		return MF_EINVAL;
 	if (w->batched_tokens == 0 || w->max_num_seqs == 0) {
 		/* No card known: vLLM's defaults below 70 GiB. */

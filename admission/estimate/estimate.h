@@ -37,6 +37,9 @@ enum mf_checkpointing { MF_CKPT_NONE, MF_CKPT_FULL, MF_CKPT_OP };
 /* workload.loss (design 19). */
 enum mf_loss { MF_LOSS_STANDARD, MF_LOSS_CHUNKED, MF_LOSS_FUSED };
 enum mf_optimizer { MF_ADAMW, MF_ADAM8BIT, MF_SGD };
+/* lora.dtype (design 22): the adapters' weights, gradients and optimizer
+ * state; fp32 as PEFT keeps them, 16-bit as torchtune's bf16 recipes. */
+enum mf_lora_dtype { MF_LORA_FP32, MF_LORA_BF16, MF_LORA_FP16 };
 enum mf_attention { MF_SDPA, MF_FLASH, MF_EAGER };
 enum mf_kv_dtype { MF_KV_BF16, MF_KV_FP16, MF_KV_FP8 };
 /* Inference: the dtype of the linear layers' weights (design 14);
@@ -82,6 +85,8 @@ struct mf_workload {
 	int64_t grad_accum;        /* micro-batches an optimizer step */
 	int64_t lora_rank;
 	enum mf_lora_targets lora_targets;
+	unsigned lora_modules; /* MF_LORA_LIST: the names, MF_LORA_BIT */
+	enum mf_lora_dtype lora_dtype;
 	int64_t shard_gpus;  /* FSDP full shard over N GPUs; 1 = none */
 	int64_t concurrency; /* inference: sequences in flight */
 	int64_t context_len; /* inference: tokens per sequence */
@@ -153,6 +158,8 @@ struct mf_job {
 	int seq_line, seq_column, context_line, context_column;
 	/* Where workload.loss is written, for the same; 0: not given. */
 	int loss_line, loss_column;
+	/* Where workload.lora.targets is written, for the same. */
+	int targets_line, targets_column;
 	/* Design 23: what runs of this job measured, a card each, for
 	 * mf_place (place.h); borrowed, NULL when none. */
 	const struct mf_observed *observed;
@@ -320,6 +327,19 @@ int mf_est_oib_refused(const struct mf_workload *w, int64_t gpus, char *why,
  * it.
  */
 int mf_est_loss_refused(const struct mf_model *m, const struct mf_workload *w,
+    char *why, size_t size);
+
+/* The modules w's LoRA reaches: mf_lora_mask of its targets. */
+unsigned mf_est_lora_mask(const struct mf_workload *w);
+
+/*
+ * Whether w's LoRA targets are a list that names a module m has not
+ * (mf_model_lora_names), or lm_head, whose LoRA is not modelled: 1 with
+ * the reason, naming the module and listing m's, in why (NULL: not
+ * written); 0 otherwise, and for a job without LoRA.  mf_job_check_model
+ * and the estimate's domain ask it.
+ */
+int mf_est_lora_refused(const struct mf_model *m, const struct mf_workload *w,
     char *why, size_t size);
 
 /*

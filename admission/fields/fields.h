@@ -33,7 +33,9 @@ enum mf_ftype {
 	MF_FT_ENUM,   /* one of names, stored as int; "false" and "true"
 	                 among them are booleans; with max > 0 also a whole
 	                 number in [min, max] (int64_t at offset2), which
-	                 stores ival */
+	                 stores ival; with item (a SET) also a list of at
+	                 least one of item's names (its mask, unsigned at
+	                 offset2), which stores ival */
 	MF_FT_BOOL,   /* stored as int */
 	MF_FT_INT,    /* int64_t in [min, max], one of ints when given */
 	MF_FT_NUMBER, /* double between lo and hi */
@@ -107,7 +109,8 @@ struct mf_field {
 	const struct mf_field *sub; /* OBJECT: members; MAP: keys of their
 	                               own; nsub of them */
 	size_t nsub;
-	const struct mf_field *item;       /* LIST, MAP: each value's row */
+	const struct mf_field *item;       /* LIST, MAP: each value's row;
+	                                      ENUM: a list's (a SET) */
 	const struct mf_fname *names;      /* ENUM, SET, MAP keys: ends with
 	                                      a NULL name */
 	const char *(*name_of)(int value); /* or names from their own table:

@@ -216,6 +216,29 @@ read_const(struct mf_fread *r, const struct mf_field *f,
 	    n->text, f->text);
 }
 
+static enum mf_rc read_set(struct mf_fread *r, const struct mf_field *f,
+    const struct mf_node *n, const char *path, char *at);
+
+/* An ENUM's list: item's names (a SET) into offset2, f->ival into at. */
+static enum mf_rc
+read_enum_list(struct mf_fread *r, const struct mf_field *f,
+    const struct mf_node *n, const char *path, char *at)
+{
+	char list[LISTMAX];
+	int v = f->ival;
+	enum mf_rc rc;
+
+	if (n->child == NULL)
+		return fail(r, path, n->key, n->line, n->column,
+		    "is an empty list: give at least one of %s",
+		    name_list(f->item, list, sizeof(list)));
+	rc = read_set(r, f->item, n, path,
+	    at != NULL ? slot_in(r->dst, f, f->offset2) : NULL);
+	if (rc == MF_OK)
+		store(at, &v, sizeof(v));
+	return rc;
+}
+
 static enum mf_rc
 read_enum(struct mf_fread *r, const struct mf_field *f, const struct mf_node *n,
     const char *path, char *at)
@@ -236,10 +259,13 @@ read_enum(struct mf_fread *r, const struct mf_field *f, const struct mf_node *n,
 		        path, n->key) != MF_OK)
 			return MF_EINVAL;
 		v = f->ival;
-	} else
+	} else if (n->type == MF_NODE_SEQ && f->item != NULL)
+		return read_enum_list(r, f, n, path, at);
+	else
 		return fail(r, path, n->key, n->line, n->column,
-		    "must be one of %s, not %s",
+		    "must be one of %s%s, not %s",
 		    name_list(f, list, sizeof(list)),
+		    f->item != NULL ? " or a list of names" : "",
 		    mf_node_type_name(n->type));
 	if (v < 0 && n->type == MF_NODE_STR && lookup(f, n->text, 1) >= 0)
 		return fail(r, path, n->key, n->line, n->column,

@@ -162,7 +162,7 @@ number_bounds(struct mf_jw *w, const struct mf_field *f)
 static void
 enum_type(struct mf_jw *w, const struct mf_field *f)
 {
-	if (f->max == 0) {
+	if (f->max == 0 && f->item == NULL) {
 		names(w, "enum", f, ~0u);
 		return;
 	}
@@ -171,11 +171,21 @@ enum_type(struct mf_jw *w, const struct mf_field *f)
 	names(w, "enum", f, ~0u);
 	mf_jw_close(w, '}');
 	mf_jw_open(w, NULL, '{');
-	mf_jw_str(w, "type", "integer");
-	mf_jw_int(w, "minimum", f->min);
-	mf_jw_int(w, "maximum", f->max);
-	if (f->noun != NULL)
-		mf_jw_str(w, "description", f->noun);
+	if (f->item != NULL) {
+		mf_jw_str(w, "type", "array");
+		mf_jw_int(w, "minItems", 1);
+		mf_jw_open(w, "items", '{');
+		names(w, "enum", f->item, ~0u);
+		mf_jw_close(w, '}');
+		if (f->item->noun != NULL)
+			mf_jw_str(w, "description", f->item->noun);
+	} else {
+		mf_jw_str(w, "type", "integer");
+		mf_jw_int(w, "minimum", f->min);
+		mf_jw_int(w, "maximum", f->max);
+		if (f->noun != NULL)
+			mf_jw_str(w, "description", f->noun);
+	}
 	mf_jw_close(w, '}');
 	mf_jw_close(w, ']');
 }
@@ -628,6 +638,10 @@ md_type(struct mf_buf *b, const struct mf_field *f)
 		break;
 	case MF_FT_ENUM:
 		md_names(b, f, ~0u, " \\| ");
+		if (f->item != NULL) {
+			mf_buf_printf(b, " \\| list of ");
+			md_names(b, f->item, ~0u, ", ");
+		}
 		if (f->max > 0)
 			mf_buf_printf(b, " \\| %s, %lld to %lld", f->noun,
 			    (long long)f->min, (long long)f->max);

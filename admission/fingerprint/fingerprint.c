@@ -108,6 +108,8 @@ static const struct frow work_rows[] = {
 	WORK(grad_accum),
 	WORK(lora_rank),
 	WORK(lora_targets),
+	ROW(mf_workload, lora_modules, F_UINT),
+	WORK(lora_dtype),
 	WORK(shard_gpus),
 	WORK(concurrency),
 	WORK(context_len),

@@ -177,8 +177,30 @@ static const struct mf_fname servers[] = {
 };
 
 static const struct mf_fname lora_targets[] = {
-	{ "all-linear", MF_LORA_ALL_LINEAR, "q k v o gate up down", { 0 } },
-	{ "attention", MF_LORA_ATTENTION, "q k v o", { 0 } },
+	{ "all-linear", MF_LORA_ALL_LINEAR,
+	    "every linear of a layer, as PEFT's all-linear (the output head not)",
+	    { 0 } },
+	{ "attention", MF_LORA_ATTENTION, "q k v o (Phi-3: qkv o)", { 0 } },
+	{ NULL, 0, NULL, { 0 } },
+};
+
+/* lora.targets as a list: PEFT's target_modules, the names the model's
+ * modules have (mf_lora_module_name; mf_est_lora_refused holds them to
+ * the model's). */
+static const struct mf_field lora_modules = {
+	.key = "targets", .type = MF_FT_SET, .base = MF_FB_WORK,
+	.offset = WOFF(lora_modules), .name_of = mf_lora_module_name,
+	.noun = "a module name",
+};
+
+static const struct mf_fname lora_dtypes[] = {
+	{ "fp32", MF_LORA_FP32,
+	    "fp32 adapters, gradients and optimizer state (PEFT's default, autocast_adapter_dtype)",
+	    { 0 } },
+	{ "bf16", MF_LORA_BF16,
+	    "bf16 adapters, gradients and optimizer state, no master copy (torchtune's recipes, dtype: bf16)",
+	    { 0 } },
+	{ "fp16", MF_LORA_FP16, "as bf16, in fp16", { 0 } },
 	{ NULL, 0, NULL, { 0 } },
 };
 
@@ -193,10 +215,16 @@ static const struct mf_field lora_rows[] = {
 	    .max = MF_JOB_MAX_RANK, .idef = 16, .title = "LoRA rank",
 	    .doc = "rank of every adapter" },
 	{ .key = "targets", .type = MF_FT_ENUM, .base = MF_FB_WORK,
-	    .offset = WOFF(lora_targets), .flags = MF_FF_DEFAULT,
+	    .offset = WOFF(lora_targets), .offset2 = WOFF(lora_modules),
+	    .flags = MF_FF_DEFAULT, .item = &lora_modules,
 	    .names = lora_targets, .idef = MF_LORA_ALL_LINEAR,
-	    .title = "LoRA targets",
-	    .doc = "the linear layers that get adapters" },
+	    .ival = MF_LORA_LIST, .title = "LoRA targets",
+	    .doc = "the linear layers that get adapters: all-linear, attention, or a list of the model's module names as PEFT's target_modules takes them ([q_proj, v_proj], PEFT's and torchtune's default for Llama)" },
+	{ .key = "dtype", .type = MF_FT_ENUM, .base = MF_FB_WORK,
+	    .offset = WOFF(lora_dtype), .flags = MF_FF_DEFAULT,
+	    .names = lora_dtypes, .idef = MF_LORA_FP32,
+	    .title = "LoRA dtype",
+	    .doc = "the adapters' weights, their gradients and optimizer state, and the copies of their inputs they keep" },
 };
 
 static const struct mf_field qlora_rows[] = {

@@ -140,8 +140,8 @@ check_offload(const struct mf_job *job, const char *base,
 	    n != NULL ? n->line : 0, n != NULL ? n->column : 0, "%s", why);
 }
 
-/* Where the lengths are written, for the errors that need the model
- * (mf_job_check_model). */
+/* Where the lengths and LoRA's targets are written, for the errors that
+ * need the model (mf_job_check_model). */
 static void
 note_lengths(struct mf_job *job, const struct mf_node *spec)
 {
@@ -154,6 +154,10 @@ note_lengths(struct mf_job *job, const struct mf_node *spec)
 	if ((n = mf_node_get(wl, "contextLength")) != NULL) {
 		job->context_line = n->line;
 		job->context_column = n->column;
+	}
+	if ((n = mf_node_get(mf_node_get(wl, "lora"), "targets")) != NULL) {
+		job->targets_line = n->line;
+		job->targets_column = n->column;
 	}
 }
 

@@ -78,9 +78,13 @@ struct mf_model {
 	int64_t tp;
 };
 
+/* LoRA's targets (design 22), as PEFT's target_modules takes them: the
+ * string "all-linear", the attention's projections, or a list of module
+ * names (struct mf_workload's lora_modules, a mask of MF_LORA_BIT). */
 enum mf_lora_targets {
 	MF_LORA_ALL_LINEAR, /* q k v o gate up down */
-	MF_LORA_ATTENTION   /* q k v o */
+	MF_LORA_ATTENTION,  /* q k v o */
+	MF_LORA_LIST        /* the modules a list names */
 };
 
 /*
@@ -128,17 +132,17 @@ const char *mf_quant_methods(void);
 int64_t mf_model_params(const struct mf_model *m);
 /* Parameters of one decoder layer (attention, MLP or experts, norms). */
 int64_t mf_model_layer_params(const struct mf_model *m);
-/* LoRA parameters: sum of rank * (in + out) over the targeted linears x L
- * (Phi-3's fused qkv_proj and gate_up_proj one linear each). */
-int64_t mf_model_lora_params(const struct mf_model *m, int64_t rank,
-    enum mf_lora_targets targets);
-/* Elements of the largest LoRA matrix: rank x its widest side. */
-int64_t mf_model_lora_largest(const struct mf_model *m, int64_t rank,
-    enum mf_lora_targets targets);
-/* The widest output of a linear LoRA's targets reach (Phi-3's gate_up:
- * 2I); 0 when none. */
+/* LoRA parameters: sum of rank * (in + out) over the linears of the
+ * mask (mf_lora_mask) x L (Phi-3's fused qkv_proj and gate_up_proj one
+ * linear each). */
 int64_t
-mf_model_lora_widest(const struct mf_model *m, enum mf_lora_targets targets);
+mf_model_lora_params(const struct mf_model *m, int64_t rank, unsigned mask);
+/* Elements of the largest LoRA matrix: rank x its widest side. */
+int64_t
+mf_model_lora_largest(const struct mf_model *m, int64_t rank, unsigned mask);
+/* The widest output of a linear the mask reaches (Phi-3's gate_up: 2I);
+ * 0 when none. */
+int64_t mf_model_lora_widest(const struct mf_model *m, unsigned mask);
 /* Elements of the largest single parameter tensor (a weight matrix, or
  * a layer's routed experts' gate_up_proj), and of the largest of a
  * decoder layer's. */
@@ -232,6 +236,38 @@ size_t mf_model_linears(const struct mf_model *m,
     struct mf_linear v[MF_MODEL_MAX_LINEARS]);
 /* "q_proj", "gate_up_proj", ...; NULL out of range. */
 const char *mf_linear_name(enum mf_linear_kind k);
+
+/*
+ * The modules LoRA reaches, as a mask: bit k (MF_LORA_BIT) for the
+ * projections of kind k; MF_LORA_HEAD the output head (lm_head);
+ * MF_LORA_MOE what PEFT's "all-linear" also reaches on a mixture of
+ * experts (the routed experts, the router, Qwen2-MoE's shared expert and
+ * its gate).  MF_LORA_MASK_ALL is all-linear's, MF_LORA_MASK_ATTENTION
+ * attention's.
+ */
+#define MF_LORA_BIT(k) (1u << (k))
+#define MF_LORA_HEAD_BIT MF_LIN_KINDS
+#define MF_LORA_HEAD (1u << MF_LORA_HEAD_BIT)
+#define MF_LORA_MOE (1u << (MF_LIN_KINDS + 1))
+#define MF_LORA_MASK_ALL (MF_LORA_HEAD - 1u + MF_LORA_MOE)
+#define MF_LORA_MASK_ATTENTION \
+	(MF_LORA_BIT(MF_LIN_Q) | MF_LORA_BIT(MF_LIN_K) | \
+	    MF_LORA_BIT(MF_LIN_V) | MF_LORA_BIT(MF_LIN_QKV) | \
+	    MF_LORA_BIT(MF_LIN_O))
+/* The mask of targets; modules is a list's (MF_LORA_LIST). */
+unsigned mf_lora_mask(enum mf_lora_targets targets, unsigned modules);
+/* The name of bit v of a list's mask ("q_proj", ..., "lm_head"); NULL
+ * past the last. */
+const char *mf_lora_module_name(int v);
+/*
+ * The bits of the modules a list may name on m, as transformers builds
+ * it and PEFT's target_modules matches them: every projection of a dense
+ * layer (Phi-3's fused qkv_proj and gate_up_proj), and on a mixture of
+ * experts the attention's (its routed experts are 3-D parameters, not
+ * modules a name matches).  The output head is not among them (LoRA on
+ * lm_head is not modelled).
+ */
+unsigned mf_model_lora_names(const struct mf_model *m);
 
 /* Bytes of KV cache per token: 2 * L * kv_heads * head_dim * dtype_bytes. */
 int64_t mf_model_kv_bytes_per_token(const struct mf_model *m, int dtype_bytes);

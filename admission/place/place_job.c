@@ -71,6 +71,11 @@ mf_job_check_model(const struct mf_job *job, struct mf_error *err)
 	if (mf_est_loss_refused(m, &job->work, why, sizeof(why)))
 		return mf_error_set(err, MF_EINVAL, "spec.workload.loss",
 		    job->loss_line, job->loss_column, "%s", why);
+	/* A LoRA list's names against the model's modules. */
+	if (mf_est_lora_refused(m, &job->work, why, sizeof(why)))
+		return mf_error_set(err, MF_EINVAL,
+		    "spec.workload.lora.targets", job->targets_line,
+		    job->targets_column, "%s", why);
 	if (!train && m->quant_unknown[0] != '\0' &&
 	    job->work.weights_dtype == MF_WD_DEFAULT)
 		return mf_error_set(err, MF_EINVAL, "spec.model", 0, 0,

@@ -95,7 +95,7 @@ lora_flops(const struct mf_model *m, const struct mf_workload *w)
 	if (w->method == MF_FULL)
 		return 0;
 	return 2.0 *
-	    (double)mf_model_lora_params(m, w->lora_rank, w->lora_targets);
+	    (double)mf_model_lora_params(m, w->lora_rank, mf_est_lora_mask(w));
 }
 
 /* The FLOPs of a linear of kind k of the layer (routed experts: all a
@@ -180,36 +180,92 @@ op_recompute_flops(const struct mf_model *m)
 	return L * sum;
 }
 
-/* The FLOPs of a layer's last matmul, a token: down_proj, or with
- * all-linear LoRA down_proj's lora_B (r -> h). */
+/* The FLOPs of a layer's last matmul, a token: down_proj, or with LoRA
+ * on down_proj its lora_B (r -> h). */
 static double
 last_matmul_flops(const struct mf_model *m, const struct mf_workload *w)
 {
-	if (w->method != MF_FULL && w->lora_targets == MF_LORA_ALL_LINEAR)
+	if (w->method != MF_FULL &&
+	    (mf_est_lora_mask(w) & MF_LORA_BIT(MF_LIN_DOWN)))
 		return 2.0 * (double)w->lora_rank * (double)m->hidden;
 	return kind_flops(m, MF_LIN_DOWN, MF_LIN_LAYER);
 }
+
+/* The base's input-gradient FLOPs of a layer's linears of the kinds in
+ * kinds, and their adapters' (lora_A's, r x in) where the mask reaches
+ * them, a token. */
+static double
+input_grad_flops(const struct mf_model *m, const struct mf_workload *w,
+    unsigned kinds)
+{
+	struct mf_linear v[MF_MODEL_MAX_LINEARS];
+	size_t n = mf_model_linears(m, v);
+	unsigned mask = mf_est_lora_mask(w);
+	double sum = 0;
+
+	assert(n <= MF_MODEL_MAX_LINEARS);
+	for (size_t i = 0; i < n; i++) {
+		if (v[i].owner != MF_LIN_LAYER ||
+		    !(kinds & MF_LORA_BIT(v[i].kind)))
+			continue;
+		sum += 2.0 * (double)v[i].out * (double)v[i].in;
+		if (mask & MF_LORA_BIT(v[i].kind))
+			sum += 2.0 * (double)w->lora_rank * (double)v[i].in;
+	}
+	return sum;
+}
+
+#define KINDS_QKV \
+	(MF_LORA_BIT(MF_LIN_Q) | MF_LORA_BIT(MF_LIN_K) | \
+	    MF_LORA_BIT(MF_LIN_V) | MF_LORA_BIT(MF_LIN_QKV))
+#define KINDS_GATE_UP \
+	(MF_LORA_BIT(MF_LIN_GATE) | MF_LORA_BIT(MF_LIN_UP) | \
+	    MF_LORA_BIT(MF_LIN_GATE_UP))
 
 /*
  * What a LoRA or QLoRA backward skips where the embeddings are frozen and
  * nothing makes their output require a gradient (no checkpointing:
  * transformers' gradient_checkpointing_enable calls
- * enable_input_require_grads): the first layer's q, k and v take the
- * norm of the embedding, so neither the base's input gradient nor their
- * adapters' lora_A input gradients are computed, a token.
+ * enable_input_require_grads), a token: in the first layer nothing before
+ * the first adapter requires a gradient.  q, k and v take the norm of the
+ * embedding, so neither the base's input gradient nor their adapters'
+ * lora_A input gradients are computed; without an adapter on q, k or v
+ * attention's backward is not run either, nor o_proj's input gradients;
+ * without one on o_proj too, gate's and up's; without one on those,
+ * down's (design 22's lists: tests/torch/flops.py).  all-linear and
+ * attention target q, k and v.  Eager attention's two bmm compute the
+ * gradient of an input only where it requires one: with an adapter on
+ * some of q, k and v, q's, k's and v's of those, and the probabilities'
+ * with one on q or k (a quarter of its backward each); a fused kernel
+ * computes all of them.
  */
 static double
-frozen_input_flops(const struct mf_model *m, const struct mf_workload *w)
+frozen_input_flops(const struct mf_model *m, const struct mf_workload *w,
+    double attn_layer, int eager)
 {
-	double h = (double)m->hidden, qkv, adapters;
+	unsigned mask = mf_est_lora_mask(w) & mf_model_lora_names(m);
+	unsigned o = MF_LORA_BIT(MF_LIN_O), down = MF_LORA_BIT(MF_LIN_DOWN);
+	unsigned q = MF_LORA_BIT(MF_LIN_Q) | MF_LORA_BIT(MF_LIN_QKV);
+	unsigned k = MF_LORA_BIT(MF_LIN_K) | MF_LORA_BIT(MF_LIN_QKV);
+	unsigned v = MF_LORA_BIT(MF_LIN_V) | MF_LORA_BIT(MF_LIN_QKV);
+	double skip;
 
 	if (w->method == MF_FULL || w->checkpointing != MF_CKPT_NONE)
 		return 0;
-	qkv = 2.0 * h * (double)(m->heads + 2 * m->kv_heads) *
-	    (double)m->head_dim;
-	adapters = (m->block == MF_BLOCK_PHI3 ? 1 : 3) * 2.0 *
-	    (double)w->lora_rank * h;
-	return qkv + adapters;
+	skip = input_grad_flops(m, w, KINDS_QKV);
+	if ((mask & KINDS_QKV) && eager)
+		skip += attn_layer / 2 *
+		    (!(mask & q) + !(mask & k) + !(mask & v) +
+		        !(mask & (q | k)));
+	if (mask & KINDS_QKV)
+		return skip;
+	skip += 2 * attn_layer + input_grad_flops(m, w, o);
+	if (mask & o)
+		return skip;
+	skip += input_grad_flops(m, w, KINDS_GATE_UP);
+	if (mask & KINDS_GATE_UP)
+		return skip;
+	return skip + input_grad_flops(m, w, down);
 }
 
 void
@@ -245,7 +301,7 @@ mf_work_flops(const struct mf_model *m, const struct mf_workload *w,
 	else
 		out->bwd = T *
 		    (lin + head + 2 * attn + 2 * lora -
-		        frozen_input_flops(m, w));
+		        frozen_input_flops(m, w, attn / (double)L, !skip));
 	if (w->checkpointing == MF_CKPT_FULL) {
 		int64_t every = w->ckpt_every > 0 ? w->ckpt_every : 1;
 		double one = layer / (double)L;
@@ -334,24 +390,28 @@ lora_io(const struct mf_model *m, const struct mf_workload *w)
 		return 0;
 	n = mf_model_linears(m, v);
 	assert(n <= MF_MODEL_MAX_LINEARS);
-	for (size_t i = 0; w->lora_targets == MF_LORA_ALL_LINEAR && i < n; i++)
+	for (size_t i = 0; (mf_est_lora_mask(w) & MF_LORA_MOE) && i < n; i++)
 		if (v[i].owner == MF_LIN_ROUTED)
 			routed +=
 			    (double)(v[i].in + v[i].out) * (double)v[i].count;
-	return ((double)mf_model_lora_params(m, 1, w->lora_targets) - routed) /
+	return ((double)mf_model_lora_params(m, 1, mf_est_lora_mask(w)) -
+	           routed) /
 	    (double)m->layers;
 }
 
 /* The linears a layer adapts: Phi-3's fused qkv_proj and gate_up_proj one
- * each. */
+ * each; all-linear on a mixture of experts counted as a dense layer's 7. */
 static double
 lora_linears(const struct mf_model *m, const struct mf_workload *w)
 {
-	int all = w->lora_targets == MF_LORA_ALL_LINEAR;
+	unsigned mask = mf_est_lora_mask(w), bits;
+	double n = 0;
 
-	if (m->block == MF_BLOCK_PHI3)
-		return all ? 4 : 2;
-	return all ? 7 : 4;
+	if ((mask & MF_LORA_MOE) && m->experts > 0)
+		return 7;
+	for (bits = mf_model_lora_names(m) & mask; bits != 0; bits &= bits - 1)
+		n++;
+	return n;
 }
 
 /* Bytes a token, a layer, of pass p (0 forward, 1 backward, 2

@@ -37,7 +37,8 @@ micro-batch (b sequences of s tokens; the model's own loss):
 Recipes: full fine-tuning with checkpointing false, true (every layer,
 as HF Trainer), op (torchtitan's per-op policy, hf.selective) and 2 (the
 second of the two layers, hf.every_nth); LoRA all-linear and attention
-(q, k, v, o), without and with checkpointing (the dense architectures:
+(q, k, v, o) and measure.py's lists of module names (design 22: with and
+without q, k or v), without and with checkpointing (the dense architectures:
 PEFT's all-linear does not reach transformers' fused 3-D experts);
 QLoRA (every linear of the decoder a bitsandbytes Linear4bit, NF4, as
 quant.py makes them, LoRA all-linear on top, bf16), without and with
@@ -290,12 +291,15 @@ def cases_of(tag, i, c, s, b, recipes):
                 targets=None, ckpt=None, prefill=p, decode=dcd, detail=d))
         del subj
     dense = c["model_type"] in measure.DENSE
-    for targets in ("all-linear", "attention"):
+    lists = measure.LISTS.get(c["model_type"], measure.LISTS[None])
+    for targets in ("all-linear", "attention") + lists:
         if "lora" in recipes and dense:
+            label = "+".join(targets) if isinstance(targets, list) else \
+                targets
             subj = Subject(c, targets)
             for ckpt, f, bw, r, d in training(c, s, b, subj, ids, labels,
                                               (False, True), True):
-                add("lora " + targets, "lora", targets, ckpt, f, bw, r, d)
+                add("lora " + label, "lora", targets, ckpt, f, bw, r, d)
             del subj
     if "qlora" in recipes and dense:
         subj = QSubject(c)

@@ -28,8 +28,8 @@ so that both read the same shapes.  What each recipe is, here:
   model under torch.autocast(bfloat16), as HF Trainer's bf16=True and
   Lightning's bf16-mixed), bf16-true (the model in bf16, its optimizer
   state too, as torchtune and LitGPT).
-- LoRA: peft.get_peft_model with LoraConfig(r, target_modules "all-linear"
-  or q, k, v, o), lora_dropout 0 (an identity), adapters in fp32 (PEFT's
+- LoRA: peft.get_peft_model with LoraConfig(r, target_modules "all-linear",
+  q, k, v, o, or a list of module names as given), lora_dropout 0 (an identity), adapters in fp32 (PEFT's
   autocast_adapter_dtype).
 """
 import contextlib
@@ -73,11 +73,14 @@ def implementation(c, attention):
 
 
 def build(c, layers, precision, attention, ckpt=False, lora=None, rank=4,
-          device="cpu"):
+          device="cpu", lora_dtype="fp32"):
     """The model of config c with that many layers, for a training step in
     precision, with memfloor's attention, ckpt (False, True, an int N:
     every Nth layer, or "op": torchtitan's per-op policy) and LoRA targets
-    (None, "all-linear" or "attention")."""
+    (None, "all-linear", "attention" or a list of module names), the
+    adapters in fp32 (PEFT's autocast_adapter_dtype) or, lora_dtype
+    "bf16", in the model's dtype (autocast_adapter_dtype=False), as
+    torchtune keeps them."""
     cfg = hf_config(dict(c, num_hidden_layers=layers))
     torch.manual_seed(0)
     model = AutoModelForCausalLM.from_config(
@@ -91,11 +94,16 @@ def build(c, layers, precision, attention, ckpt=False, lora=None, rank=4,
         every_nth(model, 1 if ckpt is True else int(ckpt))
     if lora is not None:
         peft = import_peft()
-        targets = "all-linear" if lora == "all-linear" else \
-            [t for t in ATTENTION_TARGETS if has_module(model, t)]
+        if isinstance(lora, list):
+            targets = lora
+        elif lora == "all-linear":
+            targets = "all-linear"
+        else:
+            targets = [t for t in ATTENTION_TARGETS if has_module(model, t)]
         model = peft.get_peft_model(model, peft.LoraConfig(
             r=rank, lora_alpha=2 * rank, lora_dropout=0.0,
-            target_modules=targets))
+            target_modules=targets),
+            autocast_adapter_dtype=lora_dtype == "fp32")
     return model
 
 

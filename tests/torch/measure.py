@@ -284,14 +284,15 @@ def estimate(c, workload):
     return est
 
 
-def memfloor(c, s, b, precision, attention, ckpt, lora=None):
+def memfloor(c, s, b, precision, attention, ckpt, lora=None, dtype="fp32"):
     workload = {
         "kind": "training", "sequenceLength": s, "microBatch": b,
         "precision": precision, "attention": attention,
         "gradientCheckpointing": ckpt,
     }
     if lora is not None:
-        workload.update(method="lora", lora={"rank": RANK, "targets": lora})
+        workload.update(method="lora", lora={"rank": RANK, "targets": lora,
+                                             "dtype": dtype})
     est = estimate(c, workload)
     buckets = {x["name"]: x["bytes"] for x in est["buckets"]}
     return buckets, est["perGpuBytes"]
@@ -302,9 +303,10 @@ class Subject:
     2 of its layers (the config's num_hidden_layers, which transformers'
     forward reads) with an attention and checkpointing set in place."""
 
-    def __init__(self, c, precision, lora=None):
+    def __init__(self, c, precision, lora=None, layers=2, lora_dtype="fp32"):
         self.c = c
-        self.model = hf.build(c, 2, precision, "sdpa", lora=lora, rank=RANK)
+        self.model = hf.build(c, layers, precision, "sdpa", lora=lora,
+                              rank=RANK, lora_dtype=lora_dtype)
         self.base = self.model.get_base_model() if lora else self.model
         self.step = hf.Step(self.model, precision)
 
@@ -405,8 +407,8 @@ def compare(errors, tag, name, bucket, want, got):
               (name, bucket, want, got, 100 * err))
 
 
-def check_peak(errors, tag, name, step, ids, labels, per_gpu):
-    peak = step_peak(step, ids, labels)
+def check_peak(errors, tag, name, step, ids, labels, per_gpu, recipe=Recipe):
+    peak = step_peak(step, ids, labels, recipe)
     errors.append((tag, name, "peak", peak, per_gpu, (per_gpu - peak) / peak))
     if VERBOSE:
         print("%-44s %-24s measured %10d memfloor %10d %+7.3f%%" %
@@ -452,43 +454,92 @@ def adapter_bytes(model):
                    if p.requires_grad)
 
 
+# LoRA's targets as a list of module names (design 22), PEFT's
+# target_modules: [q_proj, v_proj] (PEFT's and torchtune's default for
+# Llama) on even cases, a list without q, k or v on odd ones (the first
+# layer then keeps nothing before o_proj's adapter); Phi-3's fused names.
+LISTS = {
+    "phi3": (["qkv_proj", "down_proj"], ["o_proj", "gate_up_proj"]),
+    None: (["q_proj", "v_proj"], ["o_proj", "up_proj", "down_proj"]),
+}
+
+
+QKV = {"q_proj", "k_proj", "v_proj", "qkv_proj"}
+
+
+def lora_targets(c, i):
+    """The targets a LoRA case runs: all-linear or attention, and a list."""
+    lists = LISTS.get(c["model_type"], LISTS[None])
+    return ("all-linear", "attention")[i % 2], lists[i % 2]
+
+
 def run_lora(tag, i, c, s, b, rows, errors, ids, labels):
+    for targets in lora_targets(c, i):
+        run_lora_targets(tag, i, c, s, b, rows, errors, ids, labels, targets)
+    # lora.dtype bf16 (design 22): bf16 adapters on the bf16 model, as
+    # torchtune keeps them, on both kinds of targets.
+    for targets in lora_targets(c, i):
+        run_lora_targets(tag, i, c, s, b, rows, errors, ids, labels, targets,
+                         "bf16")
+
+
+def run_lora_targets(tag, i, c, s, b, rows, errors, ids, labels, targets,
+                     dtype="fp32"):
     """A frozen model with no layers keeps nothing at all, so LoRA's two
     buckets are checked together, and a layer on its own as the
     difference of two and one layers, against memfloor's for two and one
-    layers."""
-    targets = ("all-linear", "attention")[i % 2]
-    for prec in ("bf16", "fp32"):
-        subj = Subject(c, prec, targets)
+    layers.  A list without q, k or v: the first layer keeps none of
+    attention, and RoPE's cos and sin are left to the second, so a layer
+    on its own is the difference of three layers and two."""
+    label = "+".join(targets) if isinstance(targets, list) else targets
+    if dtype != "fp32":
+        label += " " + dtype + " adapters"
+    late = isinstance(targets, list) and not set(targets) & QKV
+    for prec in ("bf16", "fp32") if dtype == "fp32" else (dtype,):
+        subj = Subject(c, prec, targets, 3 if late else 2, dtype)
         for attn in ("sdpa", "eager"):
             s1 = saved_bytes(subj.set(1, attn), ids, labels)
             s2 = saved_bytes(subj.set(2, attn), ids, labels)
             layer = s2 - s1
-            rows.append((tag, c, "lora " + targets, attn, prec,
+            if late:
+                layer = saved_bytes(subj.set(3, attn), ids, labels) - s2
+            rows.append((tag, c, "lora " + label, attn, prec,
                          layer / (s * b), s, b))
-            one, _ = memfloor(dict(c, num_hidden_layers=1), s, b, prec, attn,
-                              False, targets)
+            n = 2 if late else 1
+            one, _ = memfloor(dict(c, num_hidden_layers=n), s, b, prec, attn,
+                              False, targets, dtype)
+            two, _ = memfloor(dict(c, num_hidden_layers=n + 1), s, b, prec,
+                              attn, False, targets, dtype)
             for ckpt in (False, True):
-                got, per_gpu = memfloor(c, s, b, prec, attn, ckpt, targets)
+                got, per_gpu = memfloor(c, s, b, prec, attn, ckpt, targets,
+                                        dtype)
                 if ckpt:
                     kept = saved_bytes(subj.set(2, attn, True), ids,
                                        labels, True) + layer
                 else:
                     kept = s2
                 name = "%s[%d] %s %s %s lora %s%s" % (
-                    tag, i, c["model_type"], prec, attn, targets,
+                    tag, i, c["model_type"], prec, attn, label,
                     " ckpt" if ckpt else "")
                 compare(errors, tag, name, "lora activations+logits", kept,
                         got["activations"] + got["logits"])
                 if not ckpt:
                     compare(errors, tag, name, "lora layer", layer,
-                            got["activations"] - one["activations"])
+                            two["activations"] - one["activations"])
                 if not ckpt and attn == "sdpa":
                     compare(errors, tag, name, "lora adapters",
-                            adapter_bytes(subj.model), got["adapters"])
-                if (tag, i) in PEAK and ("lora", prec, attn, ckpt) in PEAK_RUNS:
-                    check_peak(errors, tag, name, subj.set(2, attn, ckpt),
-                               ids, labels, per_gpu)
+                            adapter_bytes(subj.model), two["adapters"])
+                # bf16 adapters are stepped as torchtune steps them,
+                # torch.optim.AdamW with bf16 moments (TrueRecipe).
+                if (tag, i) in PEAK and \
+                        ("lora", prec, attn, ckpt) in PEAK_RUNS:
+                    # The step of two layers: every adapter trained.
+                    two_layers = Subject(c, prec, targets, 2, dtype) \
+                        if late else subj
+                    check_peak(errors, tag, name,
+                               two_layers.set(2, attn, ckpt), ids, labels,
+                               per_gpu,
+                               Recipe if dtype == "fp32" else TrueRecipe)
 
 
 # Recipe cases (design 19): their token counts are none of their weights'

@@ -1308,7 +1308,7 @@ formulas_of(const struct mf_model *m, const struct mf_workload *w,
 		    (double)(w->method == MF_FULL ?
 		            params :
 		            mf_model_lora_params(m, w->lora_rank,
-		                w->lora_targets)) },
+		                mf_est_lora_mask(w))) },
 		{ "s", (double)w->seq_len },
 		{ "b", (double)w->micro_batch },
 		MODEL_SYMS(m),
@@ -1345,12 +1345,14 @@ formulas_of(const struct mf_model *m, const struct mf_workload *w,
 		 * gradients with tied embeddings). */
 		{ "Pl", (double)mf_model_largest_layer_param(m) },
 		/* The widest output of a linear LoRA's targets reach. */
-		{ "Omax", (double)mf_model_lora_widest(m, w->lora_targets) },
+		{ "Omax",
+		    (double)mf_model_lora_widest(m, mf_est_lora_mask(w)) },
 		/* With LoRA the largest trainable tensor is an adapter's. */
 		{ "Pmax",
-		    w->method == MF_FULL ? (double)mf_model_largest_param(m) :
-		                           (double)mf_model_lora_largest(m,
-		                               w->lora_rank, w->lora_targets) },
+		    w->method == MF_FULL ?
+		        (double)mf_model_largest_param(m) :
+		        (double)mf_model_lora_largest(m, w->lora_rank,
+		            mf_est_lora_mask(w)) },
 	};
 	int bad;
 
@@ -1864,6 +1866,142 @@ test_torch_lora_forward(void **state)
 	assert_int_equal(e.bucket[MF_B_TRANSIENT], INT64_C(4202692608));
 }
 
+/*
+ * LoRA's targets as a list of module names (design 22): PEFT's and
+ * torchtune's default for Llama, [q_proj, v_proj], on Llama 3.1 8B, r 16,
+ * s 4096, b 1, bf16, no checkpointing.
+ */
+static void
+test_torch_lora_list(void **state)
+{
+	struct mf_workload w;
+	struct mf_estimate e;
+
+	(void)state;
+	mf_workload_defaults(&w);
+	w.seq_len = 4096;
+	w.method = MF_LORA;
+	w.lora_rank = 16;
+	w.lora_targets = MF_LORA_LIST;
+	w.lora_modules = MF_LORA_BIT(MF_LIN_Q) | MF_LORA_BIT(MF_LIN_V);
+	/* T = 32 x 16 x ((4,096 + 4,096) + (4,096 + 1,024)) = 6,815,744
+	 * (PEFT's print_trainable_parameters for Llama 3 8B, q and v, r 16);
+	 * fp32 weight, gradient and two moments: 16T = 109,051,904. */
+	e = est(&llama8b, &w);
+	assert_int_equal(e.trainable, 6815744);
+	assert_int_equal(e.bucket[MF_B_ADAPTERS], 109051904);
+	/*
+	 * A layer a token: the norms 8h + 8, sdpa's q and output 4ad, k and
+	 * v 4kvd, the logsumexp 4a, the frozen MLP 6I, q's and v's fp32 input
+	 * copies 8h and lora_A's outputs 8r: 65,536 + 8 + 16,384 + 4,096 +
+	 * 128 + 86,016 + 32,768 + 128 = 172,296 (in h: 8h + 8h = 16h).  L
+	 * = 32: 5,513,472, less the first layer's first norm (4h + 4 =
+	 * 16,388): 5,497,084 x 4,096 = 22,516,056,064, and RoPE's cos and
+	 * sin 4,096 x 4 x 128 = 2,097,152: 22,518,153,216.
+	 */
+	assert_int_equal(e.bucket[MF_B_ACTIVATIONS], INT64_C(22518153216));
+	assert_string_equal(e.formula[MF_B_ACTIVATIONS],
+	    "s x b x (L x (16h + 4ad + 4kvd + 4a + 6I + 8r + 8) - 4h - 4) + s x 4d");
+	/*
+	 * Eager: q 2ad, the repeated k and v 4ad, the scores 6as (fp32
+	 * softmax and its bf16 cast); the first layer also keeps no q,
+	 * which only k's gradient needs (2ad = 8,192): 962,696 x 32 -
+	 * 24,580 = 30,781,692 a token, x 4,096 + 2,097,152 =
+	 * 126,083,907,584.
+	 */
+	w.attention = MF_EAGER;
+	e = est(&llama8b, &w);
+	assert_int_equal(e.bucket[MF_B_ACTIVATIONS], INT64_C(126083907584));
+	assert_string_equal(e.formula[MF_B_ACTIVATIONS],
+	    "s x b x (L x (16h + 6ad + 6as + 6I + 8r + 8) - (4h + 2ad + 4)) + s x 4d");
+	/* Phi-3's fused names: qkv_proj 80 + 240 and down_proj 224 + 80,
+	 * 624 a layer, 2 layers, r 4: T = 4,992. */
+	w.lora_rank = 4;
+	w.lora_modules = MF_LORA_BIT(MF_LIN_QKV) | MF_LORA_BIT(MF_LIN_DOWN);
+	assert_int_equal(est(&phi3ish, &w).trainable, 4992);
+}
+
+/*
+ * lora.dtype bf16 (design 22), as torchtune keeps a bf16 model's adapters:
+ * weights, gradients and AdamW's moments 2 bytes each, no master copy;
+ * the adapters take their bf16 inputs as they are, so q's and v's share
+ * the norm's output (2h once) and lora_B keeps lora_A's bf16 output (2r
+ * each).  Llama 3.1 8B, [q_proj, v_proj], r 16, s 4096, bf16, sdpa.
+ */
+static void
+test_torch_lora_dtype(void **state)
+{
+	struct mf_workload w;
+	struct mf_estimate e;
+
+	(void)state;
+	mf_workload_defaults(&w);
+	assert_int_equal(w.lora_dtype, MF_LORA_FP32);
+	w.seq_len = 4096;
+	w.method = MF_LORA;
+	w.lora_rank = 16;
+	w.lora_targets = MF_LORA_LIST;
+	w.lora_modules = MF_LORA_BIT(MF_LIN_Q) | MF_LORA_BIT(MF_LIN_V);
+	w.lora_dtype = MF_LORA_BF16;
+	/* 8T = 8 x 6,815,744 = 54,525,952. */
+	e = est(&llama8b, &w);
+	assert_int_equal(e.bucket[MF_B_ADAPTERS], 54525952);
+	assert_string_equal(e.formula[MF_B_ADAPTERS], "T x 8");
+	/*
+	 * A layer a token: 8h + 8 (norms), 4ad + 4kvd + 4a (sdpa), 6I (the
+	 * frozen MLP), 2h (q's and v's one input), 4r: 10h = 40,960, + 8 +
+	 * 16,384 + 4,096 + 128 + 86,016 + 64 = 147,656.  x 32 = 4,724,992,
+	 * less the first layer's first norm, 4h + 4 = 16,388:
+	 * 4,708,604 x 4,096 = 19,286,441,984, + 2,097,152 (cos, sin):
+	 * 19,288,539,136.
+	 */
+	assert_int_equal(e.bucket[MF_B_ACTIVATIONS], INT64_C(19288539136));
+	assert_string_equal(e.formula[MF_B_ACTIVATIONS],
+	    "s x b x (L x (10h + 4ad + 4kvd + 4a + 6I + 4r + 8) - 4h - 4) + s x 4d");
+	/* The adapter's forward: base output, lora_B's output and its
+	 * product with the scaling, 2 bytes each: Omax x 6. */
+	assert_non_null(strstr(e.formula[MF_B_TRANSIENT], "Omax x 6"));
+	/* 8-bit Adam: 2 + 2 + two 8-bit moments; SGD: weight, gradient and
+	 * momentum, 2 each. */
+	w.optimizer = MF_ADAM8BIT;
+	assert_int_equal(est(&llama8b, &w).bucket[MF_B_ADAPTERS], 6 * 6815744);
+	w.optimizer = MF_SGD;
+	assert_int_equal(est(&llama8b, &w).bucket[MF_B_ADAPTERS], 6 * 6815744);
+}
+
+/* A list's name the model has not is refused, naming it and listing the
+ * model's; lm_head is not modelled. */
+static void
+test_lora_list_refused(void **state)
+{
+	struct mf_workload w;
+	struct mf_estimate e;
+	char why[512];
+
+	(void)state;
+	mf_workload_defaults(&w);
+	w.seq_len = 64;
+	w.method = MF_LORA;
+	w.lora_targets = MF_LORA_LIST;
+	w.lora_modules = MF_LORA_BIT(MF_LIN_GATE_UP);
+	assert_true(mf_est_lora_refused(&llama8b, &w, why, sizeof(why)));
+	assert_string_equal(why,
+	    "'gate_up_proj' is not a module of this model; the ones it has: q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj");
+	assert_int_equal(mf_est_compute(&llama8b, &w, &e), MF_EINVAL);
+	assert_false(mf_est_lora_refused(&phi3ish, &w, why, sizeof(why)));
+	w.lora_modules = MF_LORA_BIT(MF_LIN_Q) | MF_LORA_BIT(MF_LIN_GATE);
+	assert_true(mf_est_lora_refused(&mixtralish, &w, why, sizeof(why)));
+	assert_string_equal(why,
+	    "'gate_proj' is not a module of this model that a list may name (its routed experts are 3-D parameters, not modules); the ones it has: q_proj, k_proj, v_proj, o_proj");
+	w.lora_modules = MF_LORA_HEAD;
+	assert_true(mf_est_lora_refused(&llama8b, &w, why, sizeof(why)));
+	assert_non_null(
+	    strstr(why, "lm_head: LoRA on the output head is not modelled"));
+	/* all-linear and attention name no module. */
+	w.lora_targets = MF_LORA_ATTENTION;
+	assert_false(mf_est_lora_refused(&llama8b, &w, why, sizeof(why)));
+}
+
 /* LoRA with SGD holds 12 bytes an adapter parameter, and says so. */
 static void
 test_lora_sgd_formula(void **state)
@@ -2096,6 +2234,9 @@ main(void)
 		cmocka_unit_test(test_fused_formulas),
 		cmocka_unit_test(test_lora_sgd_formula),
 		cmocka_unit_test(test_torch_lora_forward),
+		cmocka_unit_test(test_torch_lora_list),
+		cmocka_unit_test(test_lora_list_refused),
+		cmocka_unit_test(test_torch_lora_dtype),
 		cmocka_unit_test(test_estimator_names),
 		cmocka_unit_test(test_est_reference_full),
 		cmocka_unit_test(test_est_reference_eager),

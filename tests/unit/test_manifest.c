@@ -326,6 +326,56 @@ test_read_recipe(void **state)
 	    "not one of false, true, op or a number of layers N");
 }
 
+/* lora.targets: all-linear, attention, or a list of module names (design
+ * 22), PEFT's target_modules; lines 8 to 11 below MSPEC. */
+#define LORA MSPEC "  workload:\n    method: lora\n    sequenceLength: 64\n"
+
+static void
+test_read_lora_targets(void **state)
+{
+	struct mf_doc *doc = NULL;
+	struct mf_job job;
+
+	(void)state;
+	read_ok(LORA "    lora:\n      targets: [q_proj, v_proj]\n", &doc,
+	    &job);
+	assert_int_equal(job.work.lora_targets, MF_LORA_LIST);
+	assert_int_equal(job.work.lora_modules,
+	    MF_LORA_BIT(MF_LIN_Q) | MF_LORA_BIT(MF_LIN_V));
+	assert_int_equal(job.targets_line, 12);
+	mf_doc_free(doc);
+	read_ok(LORA "    lora: {targets: [gate_up_proj, lm_head]}\n", &doc,
+	    &job);
+	assert_int_equal(job.work.lora_modules,
+	    MF_LORA_BIT(MF_LIN_GATE_UP) | MF_LORA_HEAD);
+	mf_doc_free(doc);
+	read_ok(LORA "    lora: {targets: attention}\n", &doc, &job);
+	assert_int_equal(job.work.lora_targets, MF_LORA_ATTENTION);
+	mf_doc_free(doc);
+	expect_err(LORA "    lora:\n      targets: [q_proj, qproj]\n",
+	    "spec.workload.lora.targets[1]", 12,
+	    "'qproj' is not a module name (q_proj, k_proj, v_proj, qkv_proj, o_proj, gate_proj, up_proj, gate_up_proj, down_proj, lm_head)");
+	expect_err(LORA "    lora:\n      targets: []\n",
+	    "spec.workload.lora.targets", 12,
+	    "is an empty list: give at least one of q_proj");
+	expect_err(LORA "    lora:\n      targets: 4\n",
+	    "spec.workload.lora.targets", 12,
+	    "must be one of all-linear, attention or a list of names");
+	expect_err(LORA "    lora:\n      targets: all\n",
+	    "spec.workload.lora.targets", 12,
+	    "'all' is not one of all-linear, attention");
+	/* lora.dtype: the adapters' dtype, fp32 by default (PEFT's). */
+	read_ok(LORA, &doc, &job);
+	assert_int_equal(job.work.lora_dtype, MF_LORA_FP32);
+	mf_doc_free(doc);
+	read_ok(LORA "    lora: {dtype: bf16}\n", &doc, &job);
+	assert_int_equal(job.work.lora_dtype, MF_LORA_BF16);
+	mf_doc_free(doc);
+	expect_err(LORA "    lora:\n      dtype: fp8\n",
+	    "spec.workload.lora.dtype", 12,
+	    "'fp8' is not one of fp32, bf16, fp16");
+}
+
 /* configUrl is kept for the fetcher; the model is filled later. */
 static void
 test_read_config_url(void **state)
@@ -1487,6 +1537,7 @@ main(void)
 		cmocka_unit_test(test_read_defaults),
 		cmocka_unit_test(test_read_inline_config),
 		cmocka_unit_test(test_read_inference),
+		cmocka_unit_test(test_read_lora_targets),
 		cmocka_unit_test(test_read_recipe),
 		cmocka_unit_test(test_read_config_url),
 		cmocka_unit_test(test_read_sharding_sets_count),

@@ -164,15 +164,15 @@ test_params_moe_small(void **state)
 	 * gate, up, down 3*(32+64) = 288, times 4 = 1,152; router 32+4 =
 	 * 36.  Per layer 1,444; 2 layers 2,888; times 8 = 23,104.
 	 */
-	assert_int_equal(mf_model_lora_params(&m, 8, MF_LORA_ALL_LINEAR),
-	    23104);
+	assert_int_equal(mf_model_lora_params(&m, 8, MF_LORA_MASK_ALL), 23104);
 	/* Attention only: 256 * 2 * 8 = 4,096. */
-	assert_int_equal(mf_model_lora_params(&m, 8, MF_LORA_ATTENTION), 4096);
+	assert_int_equal(mf_model_lora_params(&m, 8, MF_LORA_MASK_ATTENTION),
+	    4096);
 	/* The widest output: an expert's gate or up, 64, above the
 	 * router's 4 and attention's 32; its B, 64 x 8, the largest. */
-	assert_int_equal(mf_model_lora_widest(&m, MF_LORA_ALL_LINEAR), 64);
-	assert_int_equal(mf_model_lora_widest(&m, MF_LORA_ATTENTION), 32);
-	assert_int_equal(mf_model_lora_largest(&m, 8, MF_LORA_ALL_LINEAR), 512);
+	assert_int_equal(mf_model_lora_widest(&m, MF_LORA_MASK_ALL), 64);
+	assert_int_equal(mf_model_lora_widest(&m, MF_LORA_MASK_ATTENTION), 32);
+	assert_int_equal(mf_model_lora_largest(&m, 8, MF_LORA_MASK_ALL), 512);
 	/*
 	 * The largest tensor: transformers' experts' gate_up_proj, 4 x 2*64
 	 * x 32 = 16,384, one parameter for every expert; above the
@@ -215,14 +215,15 @@ test_lora_llama8b(void **state)
 	 * each; o 131,072; gate, up 16*(4096+14336) = 294,912 each; down
 	 * 294,912.  Per layer 1,310,720; 32 layers 41,943,040 (design 5).
 	 */
-	assert_int_equal(mf_model_lora_params(&llama8b, 16, MF_LORA_ALL_LINEAR),
+	assert_int_equal(mf_model_lora_params(&llama8b, 16, MF_LORA_MASK_ALL),
 	    41943040);
 	/* q k v o only: 425,984 per layer, 13,631,488 in all. */
-	assert_int_equal(mf_model_lora_params(&llama8b, 16, MF_LORA_ATTENTION),
+	assert_int_equal(mf_model_lora_params(&llama8b, 16,
+	                     MF_LORA_MASK_ATTENTION),
 	    13631488);
-	assert_int_equal(mf_model_lora_params(&llama8b, 0, MF_LORA_ALL_LINEAR),
+	assert_int_equal(mf_model_lora_params(&llama8b, 0, MF_LORA_MASK_ALL),
 	    0);
-	assert_int_equal(mf_model_lora_params(&llama8b, -1, MF_LORA_ALL_LINEAR),
+	assert_int_equal(mf_model_lora_params(&llama8b, -1, MF_LORA_MASK_ALL),
 	    -1);
 }
 
@@ -248,24 +249,25 @@ test_lora_phi3_fused(void **state)
 	 * 98,304; gate_up 16*(3072+16384) = 311,296; down 16*(8192+3072) =
 	 * 180,224.  Per layer 786,432; 32 layers 25,165,824.
 	 */
-	assert_int_equal(mf_model_lora_params(&m, 16, MF_LORA_ALL_LINEAR),
+	assert_int_equal(mf_model_lora_params(&m, 16, MF_LORA_MASK_ALL),
 	    25165824);
 	/* qkv_proj and o_proj: 294,912 per layer, 9,437,184 in all. */
-	assert_int_equal(mf_model_lora_params(&m, 16, MF_LORA_ATTENTION),
+	assert_int_equal(mf_model_lora_params(&m, 16, MF_LORA_MASK_ATTENTION),
 	    9437184);
 	/* The largest adapter matrix is gate_up's B, 2I x r = 262,144;
 	 * attention's qkv B, 9216 x 16 = 147,456. */
-	assert_int_equal(mf_model_lora_largest(&m, 16, MF_LORA_ALL_LINEAR),
+	assert_int_equal(mf_model_lora_largest(&m, 16, MF_LORA_MASK_ALL),
 	    262144);
-	assert_int_equal(mf_model_lora_largest(&m, 16, MF_LORA_ATTENTION),
+	assert_int_equal(mf_model_lora_largest(&m, 16, MF_LORA_MASK_ATTENTION),
 	    147456);
 	/* The widest output: gate_up's 2I = 16,384; qkv's 9,216. */
-	assert_int_equal(mf_model_lora_widest(&m, MF_LORA_ALL_LINEAR), 16384);
-	assert_int_equal(mf_model_lora_widest(&m, MF_LORA_ATTENTION), 9216);
+	assert_int_equal(mf_model_lora_widest(&m, MF_LORA_MASK_ALL), 16384);
+	assert_int_equal(mf_model_lora_widest(&m, MF_LORA_MASK_ATTENTION),
+	    9216);
 	/* Llama 3.1 8B: the widest is gate's and up's I; q's a*d. */
-	assert_int_equal(mf_model_lora_widest(&llama8b, MF_LORA_ALL_LINEAR),
+	assert_int_equal(mf_model_lora_widest(&llama8b, MF_LORA_MASK_ALL),
 	    14336);
-	assert_int_equal(mf_model_lora_widest(&llama8b, MF_LORA_ATTENTION),
+	assert_int_equal(mf_model_lora_widest(&llama8b, MF_LORA_MASK_ATTENTION),
 	    4096);
 }
 
@@ -287,7 +289,7 @@ test_params_overflow(void **state)
 	/* q alone is 2^20 * 2^12 * 2^20 = 2^52 per layer; 2^12 layers. */
 	assert_int_equal(mf_model_params(&m), -1);
 	assert_int_equal(mf_model_lora_params(&m, INT64_C(1) << 40,
-	                     MF_LORA_ALL_LINEAR),
+	                     MF_LORA_MASK_ALL),
 	    -1);
 	m.hidden = -1;
 	assert_int_equal(mf_model_layer_params(&m), -1);

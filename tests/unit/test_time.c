@@ -155,6 +155,31 @@ test_time_flops_lora(void **state)
 	near(f.bwd,
 	    4096 * (lin + head + 2 * attn + 2 * lora - 50331648.0 - 393216.0),
 	    1e-12);
+	/*
+	 * A list (design 22), [q_proj, v_proj]: T = 6,815,744, the adapters'
+	 * forward 2T = 13,631,488 a token; layer 0 skips the base's q, k and
+	 * v input gradients and q's and v's lora_A's, 2 x 2 x 16 x 4096 =
+	 * 131,072 each.
+	 */
+	lora = 13631488.0;
+	w.lora_targets = MF_LORA_LIST;
+	w.lora_modules = MF_LORA_BIT(MF_LIN_Q) | MF_LORA_BIT(MF_LIN_V);
+	mf_work_flops(&llama8b, &w, &f);
+	near(f.fwd, 4096 * (lin + head + attn + lora), 1e-12);
+	near(f.bwd,
+	    4096 * (lin + head + 2 * attn + 2 * lora - 50331648.0 - 262144.0),
+	    1e-12);
+	/* Eager (no causal skip: 4 x 4096 x 32 x 128 a layer, 67,108,864):
+	 * k needs no gradient in layer 0, a quarter of its attention's
+	 * backward, 33,554,432. */
+	w.attention = MF_EAGER;
+	attn = 4.0 * 4096 * 32 * 128 * 32;
+	mf_work_flops(&llama8b, &w, &f);
+	near(f.bwd,
+	    4096 *
+	        (lin + head + 2 * attn + 2 * lora - 50331648.0 - 262144.0 -
+	            33554432.0),
+	    1e-12);
 }
 
 /* Decode at 4096 tokens: the linears and the head once, attention over
