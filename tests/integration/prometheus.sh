@@ -26,7 +26,10 @@
 #   - a run of a fingerprint no admission recorded is skipped and logged;
 #   - memfloord pointed at a port where nothing listens, and at one that
 #     answers garbage: admissions answer, the outage is logged once, and
-#     nothing is kept.
+#     nothing is kept; the query carries --prometheus-token-file's bearer
+#     token, and over https --prometheus-ca's certificate is trusted and
+#     without it refused;
+#   - the flags are checked by memfloord -n.
 # Every process it started is stopped on exit; each memfloord must stop
 # cleanly (exit 0).  It never skips: no Prometheus is a failure.
 #
@@ -136,7 +139,7 @@ is "memfloord -n with --prometheus and --store: configuration OK" \
 series=$tmp/series
 : >"$series"
 python3 tests/integration/dcgm_exporter.py "$tmp/exporter.port" "$series" \
-    >"$tmp/exporter.log" 2>&1 &
+    "$tmp/auth" >"$tmp/exporter.log" 2>&1 &
 procs="$! $procs"
 wait_for "the stand-in exporter did not start" 100 test -s "$tmp/exporter.port"
 eport=$(cat "$tmp/exporter.port")
@@ -353,23 +356,64 @@ wait "$d2" 2>/dev/null || rc2=$?
 is "both replicas stop cleanly" "$rc1 $rc2" "0 0"
 
 # --- Prometheus down, or answering garbage ----------------------------------
-# outage NAME URL: a memfloord of its own store reading URL.
+# outage NAME URL [ARGS...]: a memfloord of its own store reading URL.
 outage() {
-	serve "$tmp/$1.log" -f "$tmp/gpus.yaml" --store "$tmp/$1.db" \
-	    --prometheus "$2"
+	oname=$1
+	ourl=$2
+	shift 2
+	serve "$tmp/$oname.log" -f "$tmp/gpus.yaml" --store "$tmp/$oname.db" \
+	    --prometheus "$ourl" "$@"
 	procs="$pid $procs"
-	is "$1: admissions answer" "$(admit "$tmp/a.yaml" "http://127.0.0.1:$port")" 200
+	is "$oname: admissions answer" \
+	    "$(admit "$tmp/a.yaml" "http://127.0.0.1:$port")" 200
 	ofp=$(field fingerprint)
 	sleep 5
-	is "$1: the outage is logged once in 5 periods" \
-	    "$(grep -c 'nothing is read from it until it answers' "$tmp/$1.log" || true)" 1
-	is "$1: nothing is kept" "$(listed "$ofp" "http://127.0.0.1:$port")" 0
+	is "$oname: the outage is logged once in 5 periods" \
+	    "$(grep -c 'nothing is read from it until it answers' "$tmp/$oname.log" || true)" 1
+	is "$oname: nothing is kept" \
+	    "$(listed "$ofp" "http://127.0.0.1:$port")" 0
 	kill "$pid"
 	orc=0
 	wait "$pid" 2>/dev/null || orc=$?
-	is "$1: memfloord stops cleanly" "$orc" 0
+	is "$oname: memfloord stops cleanly" "$orc" 0
 }
 outage down "http://127.0.0.1:$(free_port)"
-outage garbage "http://127.0.0.1:$eport"
+printf 'prom-secret-token\n\n' >"$tmp/prom-token"
+outage garbage "http://127.0.0.1:$eport" \
+    --prometheus-token-file "$tmp/prom-token"
+is "garbage: the query carried --prometheus-token-file's bearer token" \
+    "$(cat "$tmp/auth" 2>/dev/null)" "Bearer prom-secret-token"
+
+# --- https: --prometheus-ca -----------------------------------------------------
+# The exporter again, over TLS with a certificate of its own: with that
+# certificate as --prometheus-ca the connection is made (and the answer,
+# exposition text, is garbage to the API); without it, the certificate
+# is refused.
+if ! timeout 60 openssl req -x509 -newkey ec \
+    -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
+    -subj "/CN=memfloor test prometheus" \
+    -addext "subjectAltName=IP:127.0.0.1,DNS:localhost" \
+    -keyout "$tmp/key.pem" -out "$tmp/cert.pem" >/dev/null 2>&1; then
+	fail "openssl could not make a self-signed pair"
+	summary || true
+	exit 1
+fi
+python3 tests/integration/dcgm_exporter.py "$tmp/tls.port" "$series" "" \
+    "$tmp/cert.pem" "$tmp/key.pem" >"$tmp/tls-exporter.log" 2>&1 &
+procs="$! $procs"
+wait_for "the exporter over TLS did not start" 100 test -s "$tmp/tls.port"
+tport=$(cat "$tmp/tls.port")
+outage tls-ca "https://127.0.0.1:$tport" --prometheus-ca "$tmp/cert.pem"
+if grep -q 'HTTP 200: not valid JSON' "$tmp/tls-ca.log"; then
+	pass "--prometheus-ca: the certificate it names is trusted"
+else
+	fail "--prometheus-ca: $(grep 'nothing is read' "$tmp/tls-ca.log")"
+fi
+outage tls-no-ca "https://127.0.0.1:$tport"
+if grep -qi 'certificate' "$tmp/tls-no-ca.log"; then
+	pass "without --prometheus-ca the certificate is refused"
+else
+	fail "without --prometheus-ca: $(grep 'nothing is read' "$tmp/tls-no-ca.log")"
+fi
 
 summary
