@@ -130,6 +130,10 @@ enum mfd_fetch_outcome {
 	MFD_FETCHED_N
 };
 void mfd_metrics_fetch(enum mfd_fetch_outcome o);
+/* The Prometheus reader's periods (ok: every query answered) and what
+ * became of each finished run it handed on (an enum mfd_obs_kept). */
+void mfd_metrics_prom_read(int ok);
+void mfd_metrics_prom_run(int kept);
 /*
  * Design 23's calibration (calibrate.c): a recipe and card's
  * observations, each error the model's figure / the observed one - 1

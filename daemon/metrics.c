@@ -25,6 +25,14 @@ static atomic_ulong reloads[2];
 static atomic_int catalog_invalid; /* the last load of the file failed */
 static atomic_ulong tls_reloads[2];
 static atomic_ulong fetches[MFD_FETCHED_N];
+static atomic_ulong prom_reads[2];
+/* by enum mfd_obs_kept, in its order */
+static const char *const prom_outcomes[] = { "kept", "duplicate", "invalid",
+	"unknown", "failed" };
+#define NOUTCOMES (sizeof(prom_outcomes) / sizeof(prom_outcomes[0]))
+_Static_assert(NOUTCOMES == MFD_OBS_FAILED + 1,
+    "a name for each enum mfd_obs_kept");
+static atomic_ulong prom_runs[NOUTCOMES];
 
 static const char *const fetch_results[MFD_FETCHED_N] = { "ok", "cached",
 	"error" };
@@ -98,6 +106,37 @@ mfd_metrics_fetch(enum mfd_fetch_outcome o)
 {
 	assert(o >= 0 && o < MFD_FETCHED_N);
 	atomic_fetch_add_explicit(&fetches[o], 1, memory_order_relaxed);
+}
+
+void
+mfd_metrics_prom_read(int ok)
+{
+	atomic_fetch_add_explicit(&prom_reads[ok != 0], 1,
+	    memory_order_relaxed);
+}
+
+void
+mfd_metrics_prom_run(int kept)
+{
+	assert(kept >= 0 && (size_t)kept < NOUTCOMES);
+	atomic_fetch_add_explicit(&prom_runs[kept], 1, memory_order_relaxed);
+}
+
+/* The Prometheus reader's counters (all 0 without --prometheus). */
+static void
+render_prometheus(struct mf_buf *b)
+{
+	mf_buf_printf(b,
+	    "# HELP memfloor_prometheus_reads_total Periods of the Prometheus reader (--prometheus) by result: every query answered, or not.\n# TYPE memfloor_prometheus_reads_total counter\n"
+	    "memfloor_prometheus_reads_total{result=\"ok\"} %lu\n"
+	    "memfloor_prometheus_reads_total{result=\"error\"} %lu\n",
+	    atomic_load(&prom_reads[1]), atomic_load(&prom_reads[0]));
+	mf_buf_printf(b,
+	    "# HELP memfloor_prometheus_runs_total Finished runs the Prometheus reader handed on, by what became of them.\n# TYPE memfloor_prometheus_runs_total counter\n");
+	for (size_t i = 0; i < NOUTCOMES; i++)
+		mf_buf_printf(b,
+		    "memfloor_prometheus_runs_total{outcome=\"%s\"} %lu\n",
+		    prom_outcomes[i], atomic_load(&prom_runs[i]));
 }
 
 static void
@@ -261,6 +300,7 @@ mfd_metrics_render(const struct mfd_gauges *g)
 	    "gauge\nmemfloor_catalog_gpus %zu\n",
 	    (unsigned long long)g->catalog_version, g->catalog_gpus);
 	render_calibration(&b, g->calibration);
+	render_prometheus(&b);
 	if (b.rc != MF_OK) {
 		mf_buf_free(&b);
 		return NULL;

@@ -402,12 +402,14 @@ record(const struct run *r, const char *name)
 
 	memset(&err, 0, sizeof(err));
 	if (observation_of(r, name, &o) != 0) {
+		mfd_metrics_prom_run(MFD_OBS_INVALID);
 		mfd_log(MFD_WARN,
 		    "prometheus: run %s on %s: %g GPUs, %g MiB: not figures of a run; skipped",
 		    name, r->id->model, r->gpus, r->peak_mib);
 		return 0;
 	}
 	k = mfd_obs_record(&o, &err);
+	mfd_metrics_prom_run((int)k);
 	switch (k) {
 	case MFD_OBS_KEPT:
 		mfd_log(MFD_INFO,
@@ -508,10 +510,13 @@ read_once(CURL *e, long period, long finish_after)
 		        sizeof(why)) != 0)
 			break;
 	if (q < Q_COUNT) {
-		if (!atomic_load(&stop))
+		if (!atomic_load(&stop)) {
+			mfd_metrics_prom_read(0);
 			outage(why, period);
+		}
 		goto out;
 	}
+	mfd_metrics_prom_read(1);
 	if (down)
 		mfd_log(MFD_INFO, "prometheus %s answers again", url);
 	down = 0;

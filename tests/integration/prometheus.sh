@@ -188,6 +188,19 @@ serve "$tmp/replica.log" -f "$tmp/gpus.yaml" --store "$db" \
     --prometheus "$pbase/" --prometheus-window 600
 procs="$pid $procs"
 d2=$pid
+base2=http://127.0.0.1:$port
+
+# metric BASE SERIES: the value of SERIES (name and labels, as written) in
+# BASE's /metrics; 0 when absent.
+metric() {
+	curl -s -m 10 "$1/metrics" | awk -v s="$2" \
+	    '$1 == s { v = $2 } END { print v + 0 }'
+}
+# runs OUTCOME: the runs of that outcome, both replicas together.
+runs() {
+	s="memfloor_prometheus_runs_total{outcome=\"$1\"}"
+	echo $(($(metric "$base" "$s") + $(metric "$base2" "$s")))
+}
 
 # admit FILE [BASE]: the answer of POST /v1/admit in $tmp/ans.
 admit() {
@@ -347,6 +360,13 @@ wait_for "the unknown fingerprint's run was not logged" 600 \
     grep -q "knows no admission of fingerprint $stranger" "$tmp/daemon.log"
 pass "a run of an unknown fingerprint is logged"
 is "and nothing is kept of it" "$(listed "$stranger")" 0
+# Four runs, each handled once by each replica: three kept by one and
+# kept before for the other, the stranger's unknown to both.
+unknown_by_both() { [ "$(runs unknown)" = 2 ]; }
+wait_for "both replicas did not handle the stranger's run" 300 unknown_by_both
+is "the replicas' metrics: 3 runs kept, 3 kept before, 2 unknown, none invalid or failed" \
+    "$(runs kept) $(runs duplicate) $(runs unknown) $(runs invalid) $(runs failed)" \
+    "3 3 2 0 0"
 
 stop_all "$d1" "$d2"
 rc1=0
@@ -372,6 +392,14 @@ outage() {
 	    "$(grep -c 'nothing is read from it until it answers' "$tmp/$oname.log" || true)" 1
 	is "$oname: nothing is kept" \
 	    "$(listed "$ofp" "http://127.0.0.1:$port")" 0
+	oreads=$(metric "http://127.0.0.1:$port" \
+	    'memfloor_prometheus_reads_total{result="ok"}'):$(metric \
+	    "http://127.0.0.1:$port" \
+	    'memfloor_prometheus_reads_total{result="error"}')
+	case $oreads in
+	0:0 | [1-9]*:*) fail "$oname: reads ok:error $oreads, want 0:1 or more" ;;
+	*) pass "$oname: the metrics count failed reads only ($oreads)" ;;
+	esac
 	kill "$pid"
 	orc=0
 	wait "$pid" 2>/dev/null || orc=$?
