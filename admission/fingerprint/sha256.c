@@ -97,49 +97,61 @@ be32(const unsigned char *p)
 	    (uint32_t)p[2] << 8 | (uint32_t)p[3];
 }
 
-/* The message schedule of one block. */
-static void
-schedule(const unsigned char *block, uint32_t w[ROUNDS])
-{
-	for (size_t i = 0; i < ROUNDS; i++) {
-		if (i < 16) {
-			w[i] = be32(block + 4 * i);
-			continue;
-		}
-		uint32_t s0 =
-		    ror(w[i - 15], 7) ^ ror(w[i - 15], 18) ^ (w[i - 15] >> 3);
-		uint32_t s1 =
-		    ror(w[i - 2], 17) ^ ror(w[i - 2], 19) ^ (w[i - 2] >> 10);
-		w[i] = w[i - 16] + s0 + w[i - 7] + s1;
-	}
-}
+#define BSIG0(x) (ror(x, 2) ^ ror(x, 13) ^ ror(x, 22))
+#define BSIG1(x) (ror(x, 6) ^ ror(x, 11) ^ ror(x, 25))
+#define SSIG0(x) (ror(x, 7) ^ ror(x, 18) ^ ((x) >> 3))
+#define SSIG1(x) (ror(x, 17) ^ ror(x, 19) ^ ((x) >> 10))
+/* Round i on the working variables named in their order this round:
+ * rather than moving eight values each round, the names rotate. */
+#define ROUND(a, b, c, d, e, f, g, h, i) \
+	do { \
+		uint32_t t1 = (h) + BSIG1(e) + (((e) & (f)) ^ (~(e) & (g))) + \
+		    k[(i)&63] + w[(i)&15]; \
+		(d) += t1; \
+		(h) = \
+		    t1 + BSIG0(a) + (((a) & (b)) ^ ((a) & (c)) ^ ((b) & (c))); \
+	} while (0)
 
+/* One block into s->h (FIPS 180-4, 6.2.2): the message schedule kept as
+ * a ring of 16 words, eight rounds a pass. */
 static void
 compress(struct sha *s, const unsigned char *block)
 {
-	uint32_t w[ROUNDS], v[8];
+	uint32_t w[16];
+	uint32_t a = s->h[0], b = s->h[1], c = s->h[2], d = s->h[3];
+	uint32_t e = s->h[4], f = s->h[5], g = s->h[6], h = s->h[7];
 
-	schedule(block, w);
-	memcpy(v, s->h, sizeof(v));
-	for (size_t i = 0; i < ROUNDS; i++) {
-		uint32_t s1 = ror(v[4], 6) ^ ror(v[4], 11) ^ ror(v[4], 25);
-		uint32_t ch = (v[4] & v[5]) ^ (~v[4] & v[6]);
-		uint32_t t1 = v[7] + s1 + ch + k[i] + w[i];
-		uint32_t s0 = ror(v[0], 2) ^ ror(v[0], 13) ^ ror(v[0], 22);
-		uint32_t maj = (v[0] & v[1]) ^ (v[0] & v[2]) ^ (v[1] & v[2]);
-
-		memmove(v + 1, v, 7 * sizeof(v[0]));
-		v[4] += t1;
-		v[0] = t1 + s0 + maj;
+	for (size_t i = 0; i < 16; i++)
+		w[i] = be32(block + 4 * i);
+	for (size_t i = 0; i < ROUNDS; i += 8) {
+		for (size_t j = i; i >= 16 && j < i + 8; j++)
+			w[j & 15] += SSIG0(w[(j - 15) & 15]) + w[(j - 7) & 15] +
+			    SSIG1(w[(j - 2) & 15]);
+		ROUND(a, b, c, d, e, f, g, h, i);
+		ROUND(h, a, b, c, d, e, f, g, i + 1);
+		ROUND(g, h, a, b, c, d, e, f, i + 2);
+		ROUND(f, g, h, a, b, c, d, e, i + 3);
+		ROUND(e, f, g, h, a, b, c, d, i + 4);
+		ROUND(d, e, f, g, h, a, b, c, i + 5);
+		ROUND(c, d, e, f, g, h, a, b, i + 6);
+		ROUND(b, c, d, e, f, g, h, a, i + 7);
 	}
-	for (size_t i = 0; i < 8; i++)
-		s->h[i] += v[i];
+	s->h[0] += a;
+	s->h[1] += b;
+	s->h[2] += c;
+	s->h[3] += d;
+	s->h[4] += e;
+	s->h[5] += f;
+	s->h[6] += g;
+	s->h[7] += h;
 }
 
 static void
 update(struct sha *s, const unsigned char *p, size_t len)
 {
 	s->total += len;
+	for (; s->used == 0 && len >= sizeof(s->block); p += 64, len -= 64)
+		compress(s, p);
 	while (len > 0) {
 		size_t n = sizeof(s->block) - s->used;
 
