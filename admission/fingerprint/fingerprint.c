@@ -1,6 +1,7 @@
 #include "fingerprint.h"
 
 #include <assert.h>
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -13,8 +14,10 @@
 /* The version of the canonical text: a change to what it holds or how
  * it is written bumps it, so old and new fingerprints never meet. */
 #define FP_VERSION 1
-/* The canonical text of any job fits here (about 1,500 bytes). */
-#define FP_TEXT_MAX 4096
+/* The form the digest is of (mf_fp_job): a change to it bumps this. */
+#define FP_DIGEST_FORM 2
+/* The digest's form of any job fits here (about 400 bytes). */
+#define FP_BIN_MAX 1024
 
 enum ftype { F_INT, F_UINT, F_REAL };
 
@@ -200,23 +203,88 @@ mf_fp_write(struct mf_jw *w, const char *key, const struct mf_job *job,
 	mf_jw_close(w, '}');
 }
 
+/* The job as placed in the form the digest is of: mf_fp_write's members
+ * in its order, each row's value in its member's bytes, little-endian (a
+ * real in millionths, as the text rounds it), a string after its length.
+ * A third of the text's bytes, written without formatting a number. */
+struct fpbin {
+	unsigned char b[FP_BIN_MAX];
+	size_t n;
+};
+
+static void
+put(struct fpbin *o, uint64_t v, size_t size)
+{
+	/* The form's size is fixed by the tables: past it is our mistake. */
+	assert(size <= sizeof(o->b) - o->n);
+	for (size_t i = 0; i < size; i++)
+		o->b[o->n++] = (unsigned char)(v >> (8 * i));
+}
+
+static void
+put_str(struct fpbin *o, const char *s)
+{
+	size_t len = strlen(s);
+
+	put(o, len, 4);
+	assert(len <= sizeof(o->b) - o->n);
+	memcpy(o->b + o->n, s, len);
+	o->n += len;
+}
+
+static void
+put_rows(struct fpbin *o, const void *base, const struct frow *rows, size_t n)
+{
+	uint64_t bits;
+	double d;
+
+	for (size_t i = 0; i < n; i++) {
+		if (rows[i].type != F_REAL) {
+			put(o, (uint64_t)read_int(base, &rows[i]),
+			    rows[i].size);
+			continue;
+		}
+		memcpy(&d, (const char *)base + rows[i].offset, sizeof(d));
+		memcpy(&bits, &d, sizeof(bits));
+		/* Past millionths' range (never a field's), the bits. */
+		put(o, fabs(d) < 9e12 ? (uint64_t)llround(d * 1e6) : bits, 8);
+	}
+}
+
+static void
+put_job(struct fpbin *o, const struct mf_job *job, unsigned fixes,
+    int64_t count)
+{
+	struct mf_workload work = job->work;
+
+	mf_fix_apply(&work, fixes, count);
+	put(o, FP_DIGEST_FORM, 1);
+	if (job->model_source == MF_MODEL_NONE) {
+		put(o, 0, 1);
+		put(o, (uint64_t)job->min_memory, 8);
+	} else {
+		put(o, 1, 1);
+		put_rows(o, &job->model, model_rows,
+		    sizeof(model_rows) / sizeof(model_rows[0]));
+		put_str(o,
+		    job->model.quant.method ? job->model.quant.method : "");
+		put_str(o, job->model.quant_unknown);
+	}
+	put_rows(o, &work, work_rows, sizeof(work_rows) / sizeof(work_rows[0]));
+	put(o, (uint64_t)count, 8);
+}
+
 void
 mf_fp_job(const struct mf_job *job, unsigned fixes, int64_t count,
     char hex[MF_FP_HEX])
 {
 	static const char digits[] = "0123456789abcdef";
-	char text[FP_TEXT_MAX];
 	unsigned char sum[32];
-	struct mf_buf b;
-	struct mf_jw w;
+	struct fpbin o;
 
-	mf_buf_fixed(&b, text, sizeof(text));
-	mf_jw_init(&w, &b);
-	mf_fp_write(&w, NULL, job, fixes, count);
-	mf_jw_finish(&w);
-	/* The text's size is fixed by the tables: a cut is our mistake. */
-	assert(b.rc == MF_OK);
-	mf_fp_sha256(b.data, b.len, sum);
+	o.n = 0;
+	put_job(&o, job, fixes, count);
+	mf_fp_sha256(o.b, o.n, sum);
 	for (size_t i = 0; i < MF_FP_BYTES; i++) {
 		assert(i < sizeof(sum));
 		hex[2 * i] = digits[sum[i] >> 4];

@@ -9,9 +9,12 @@
  * memfloor reckons a job, not what it runs).
  *
  * The job is written field by field, in the fixed order of the tables in
- * fingerprint.c, as canonical JSON (mf_fp_write), and the fingerprint is
- * the first 128 bits of that text's SHA-256, as 32 lowercase hex digits:
- * short enough for a Kubernetes label value (63 characters at most).  So
+ * fingerprint.c: as canonical JSON for the store's record (mf_fp_write),
+ * and for the digest as those members' values in binary (mf_fp_job: the
+ * same fields, a third of the bytes to hash).  The fingerprint is the
+ * first 128 bits of the SHA-256 of that binary form, as 32 lowercase hex
+ * digits: short enough for a Kubernetes label value (63 characters at
+ * most).  So
  * the same job read from another manifest, in another field order, with
  * its config inline or by name, has the same fingerprint.  A member added
  * to struct mf_model or struct mf_workload counts once its row is added.
