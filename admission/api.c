@@ -308,15 +308,12 @@ place_observed(const struct mf_api *api, const struct mf_job *given,
 {
 	struct mf_job job = *given;
 	struct mf_observed obs;
-	char fp[MF_FP_HEX];
 
 	if (api->observed == NULL || job.model_source == MF_MODEL_NONE)
 		return mf_place(&job, api->cat, d, err);
-	mf_fp_job(&job, 0, job.count, fp);
-	memset(&obs, 0, sizeof(obs));
-	api->observed(fp, &obs);
-	if (obs.n > 0)
-		job.observed = &obs;
+	mf_fp_job(&job, 0, job.count, obs.fingerprint);
+	api->observed(obs.fingerprint, &obs);
+	job.observed = &obs;
 	return mf_place(&job, api->cat, d, err);
 }
 

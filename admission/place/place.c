@@ -4,6 +4,7 @@
  * its fixes.  The files of the placement are listed in place_int.h.
  */
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -112,13 +113,28 @@ describe(const struct search *s, struct mf_decision *d)
 	return MF_OK;
 }
 
+/* The fingerprint of the job as placed (as written when rejected): the
+ * one its runs were looked up under when that is the same job. */
+static void
+fingerprint(const struct mf_job *given, struct mf_decision *d)
+{
+	unsigned fixes = d->admitted ? d->placement.fixes : 0;
+	int64_t count = d->admitted ? d->placement.count : given->count;
+
+	if (fixes == 0 && count == given->count && given->observed != NULL)
+		memcpy(d->fingerprint, given->observed->fingerprint,
+		    sizeof(d->fingerprint));
+	else
+		mf_fp_job(given, fixes, count, d->fingerprint);
+}
+
 enum mf_rc
 mf_place(const struct mf_job *given, const struct mf_catalog *cat,
     struct mf_decision *out, struct mf_error *err)
 {
 	struct mf_job bound = *given, *job = &bound;
 	struct search s;
-	struct mf_decision d;
+	struct mf_decision *d = out;
 	enum mf_rc rc;
 
 	rc = mf_job_check_model(given, err);
@@ -131,10 +147,10 @@ mf_place(const struct mf_job *given, const struct mf_catalog *cat,
 	rc = mf_job_check_layout(job, err);
 	if (rc != MF_OK)
 		return rc;
-	memset(&d, 0, sizeof(d));
-	d.limit = MF_LIMIT_NONE;
-	d.suggested = -1;
-	d.from_model = job->model_source != MF_MODEL_NONE;
+	memset(d, 0, offsetof(struct mf_decision, est));
+	d->limit = MF_LIMIT_NONE;
+	d->suggested = -1;
+	d->from_model = job->model_source != MF_MODEL_NONE;
 	mf_place_search_init(&s, job, cat);
 	rc = mf_place_time_init(&s);
 	if (rc == MF_OK)
@@ -142,23 +158,21 @@ mf_place(const struct mf_job *given, const struct mf_catalog *cat,
 	if (rc != MF_OK)
 		goto range;
 	mf_place_obs_init(&s);
-	mf_place_search_cards(&s, &d);
-	rc = describe(&s, &d);
+	mf_place_search_cards(&s, d);
+	rc = describe(&s, d);
 	if (rc != MF_OK)
 		goto range;
-	rc = set_floor(&s, &d);
+	rc = set_floor(&s, d);
 	if (rc != MF_OK)
 		goto range;
-	if (!d.admitted) {
-		mf_place_explain(&s, &d);
-		rc = mf_place_list_fixes(&s, &d);
+	if (!d->admitted) {
+		mf_place_explain(&s, d);
+		rc = mf_place_list_fixes(&s, d);
 		if (rc != MF_OK)
 			goto range;
 	}
-	add_warnings(job, &d);
-	mf_fp_job(given, d.admitted ? d.placement.fixes : 0,
-	    d.admitted ? d.placement.count : given->count, d.fingerprint);
-	*out = d;
+	add_warnings(job, d);
+	fingerprint(given, d);
 	goto out;
 range:
 	mf_est_error(rc, err);

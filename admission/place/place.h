@@ -32,6 +32,9 @@ struct mf_obs_card {
 
 /* A job's observations (struct mf_job's observed): plain data. */
 struct mf_observed {
+	/* The fingerprint of the job as written, whose runs these are:
+	 * the decision's too when it is placed as written. */
+	char fingerprint[MF_FP_HEX];
 	size_t n;
 	struct mf_obs_card card[MF_OBS_CARDS];
 };
@@ -116,24 +119,24 @@ struct mf_decision {
 	int64_t floor;    /* the minMemory in effect, bytes */
 	int floor_format; /* enum mf_qty_format of floor */
 	struct mf_placement placement; /* when admitted */
-	size_t nalt;
-	struct mf_placement
-	    alt[MF_MAX_ALTERNATIVES]; /* next cheapest, one per GPU type */
 	struct mf_workload work; /* the workload as placed (fixes applied) */
-	struct mf_estimate est;  /* estimate of work, when from_model */
 	enum mf_limit limit;     /* rejection: the limit that dropped the last
 	                            fitting candidate */
 	char reason[320];        /* rejection: one sentence */
-	size_t nfixes;
-	struct mf_fix_option
-	    fixes[MF_FIX_COUNT]; /* rejection: design 7 order */
 	int suggested;           /* index into fixes, or -1 */
-	size_t nwarn;
-	char warnings[MF_MAX_WARNINGS][160];
 	/* The fingerprint (design 23) of the job as placed: with its
 	 * placement's fixes over its count, or as written when rejected;
 	 * the answer's and the store's, worked out once. */
 	char fingerprint[MF_FP_HEX];
+	size_t nalt, nfixes, nwarn;
+	/* Past here, mf_place writes only what it fills: est when
+	 * from_model, and the first nalt, nfixes and nwarn entries. */
+	struct mf_estimate est; /* estimate of work, when from_model */
+	struct mf_placement
+	    alt[MF_MAX_ALTERNATIVES]; /* next cheapest, one per GPU type */
+	struct mf_fix_option
+	    fixes[MF_FIX_COUNT]; /* rejection: design 7 order */
+	char warnings[MF_MAX_WARNINGS][160];
 };
 
 /*

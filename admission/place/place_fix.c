@@ -267,6 +267,7 @@ mf_place_list_fixes(struct search *s, struct mf_decision *d)
 			cum |= MF_FIXBIT(f);
 		/* One entry a fix at most: nfixes <= f. */
 		assert(d->nfixes < MF_FIX_COUNT);
+		memset(&d->fixes[d->nfixes], 0, sizeof(d->fixes[0]));
 		rc = fix_entry(s, (enum mf_fix)f, cum | MF_FIXBIT(f), cum,
 		    &d->fixes[d->nfixes], &made);
 		d->nfixes += made != 0;
