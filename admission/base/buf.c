@@ -1,6 +1,7 @@
 #include "buf.h"
 
 #include <assert.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -88,6 +89,110 @@ mf_buf_int(struct mf_buf *b, int64_t v)
 	if (v < 0)
 		*--s = '-';
 	return mf_buf_add(b, s, (size_t)(end - s));
+}
+
+/* 10^i, exact in a double for i <= 22. */
+static const double pow10_exact[] = { 1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7,
+	1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19,
+	1e20, 1e21, 1e22 };
+#define POW10_MAX ((int)(sizeof(pow10_exact) / sizeof(pow10_exact[0])) - 1)
+
+/* |v| scaled by 10^-shift (|shift| <= POW10_MAX). */
+static double
+scaled(double a, int shift)
+{
+	int at = shift >= 0 ? shift : -shift;
+
+	assert(at <= POW10_MAX);
+	return shift >= 0 ? a / pow10_exact[at] : a * pow10_exact[at];
+}
+
+/*
+ * The prec significant digits of a > 0 (*digits, in [10^(prec-1),
+ * 10^prec)) and its decimal exponent (*exp), rounded to nearest; 0 when
+ * a double's arithmetic cannot be sure of them (a tie too near to call,
+ * or a scale past the exact powers of ten).
+ */
+static int
+g_digits(double a, int prec, uint64_t *digits, int *exp)
+{
+	double lo, m, r;
+	int e = (int)floor(log10(a));
+
+	assert(prec >= 1 && prec - 1 <= POW10_MAX);
+	lo = pow10_exact[prec - 1];
+
+	for (int tries = 0; tries < 2; tries++) {
+		if (e - prec + 1 > POW10_MAX || prec - 1 - e > POW10_MAX)
+			return 0;
+		m = scaled(a, e - prec + 1);
+		if (m >= lo && m < 10 * lo)
+			break;
+		e += m < lo ? -1 : 1;
+	}
+	if (!(m >= lo && m < 10 * lo))
+		return 0;
+	r = floor(m);
+	/* m is a / 10^k rounded once (10^k is exact): within an ulp of
+	 * the true quotient; nearer .5 than a few ulps, printf's exact
+	 * arithmetic decides. */
+	if (fabs(m - r - 0.5) < 1e-9 + m * 1e-15)
+		return 0;
+	r += m - r > 0.5;
+	if (r >= 10 * lo) {
+		r = lo;
+		e++;
+	}
+	*digits = (uint64_t)r;
+	*exp = e;
+	return 1;
+}
+
+/* "e+XX" or "e-XX", two digits at least, as printf writes it. */
+static char *
+g_exponent(char *p, int e)
+{
+	char d[8], *end = d + sizeof(d), *s;
+
+	*p++ = 'e';
+	*p++ = e < 0 ? '-' : '+';
+	s = mf_digits((uint64_t)(e < 0 ? -e : e), end);
+	if (end - s < 2)
+		*p++ = '0';
+	memcpy(p, s, (size_t)(end - s));
+	return p + (end - s);
+}
+
+enum mf_rc
+mf_buf_g(struct mf_buf *b, double v, int prec)
+{
+	char d[24], *end = d + sizeof(d), *s, out[48], *p = out;
+	uint64_t digits;
+	int e, n, point;
+
+	assert(prec >= 1 && prec <= 15);
+	if (v == 0 || !isfinite(v) || !g_digits(fabs(v), prec, &digits, &e))
+		return mf_buf_printf(b, "%.*g", prec, v);
+	s = mf_digits(digits, end);
+	/* %g drops the fraction's trailing zeros. */
+	for (n = prec; n > 1 && s[n - 1] == '0'; n--)
+		;
+	if (v < 0)
+		*p++ = '-';
+	/* Fixed when -4 <= e < prec, else exponential (C11 7.21.6.1). */
+	point = e < -4 || e >= prec ? 0 : e;
+	if (point < 0) {
+		memcpy(p, "0.0000", (size_t)(1 - point));
+		p += 1 - point;
+	}
+	for (int i = 0; i < n || i <= point; i++) {
+		if (i == point + 1 && point >= 0)
+			*p++ = '.';
+		*p++ = i < n ? s[i] : '0';
+	}
+	if (e < -4 || e >= prec)
+		p = g_exponent(p, e);
+	return mf_buf_add(b, out, (size_t)(p - out));
 }
 
 char *

@@ -59,6 +59,13 @@ mf_buf_str(struct mf_buf *b, const char *s)
 }
 /* v in decimal ("%lld"), without printf. */
 enum mf_rc mf_buf_int(struct mf_buf *b, int64_t v);
+/*
+ * v as printf's "%.{prec}g" writes it (1 <= prec <= 15), byte for byte,
+ * without printf where the digits are plain: those of v scaled to prec
+ * significant digits and rounded, unless v is too near a tie between two
+ * roundings for a double's arithmetic to tell (then printf's exact ones).
+ */
+enum mf_rc mf_buf_g(struct mf_buf *b, double v, int prec);
 enum mf_rc mf_buf_printf(struct mf_buf *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* Grow b for n more bytes and a NUL; mf_buf_room's slow path. */

@@ -6,9 +6,9 @@
  */
 #include <assert.h>
 #include <math.h>
-#include <stdio.h>
 
 #include "time.h"
+#include "../base/buf.h"
 
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -214,6 +214,50 @@ bound_of(const double t[MF_ST_COUNT], int mm_on_bytes)
 	return MF_BOUND_COMPUTE;
 }
 
+/* "BYTES B / (BANDWIDTH B/s x SHARE)": bytes at the achieved bandwidth. */
+static void
+at_bandwidth(struct mf_buf *b, double bytes, const struct mf_speed *card)
+{
+	mf_buf_g(b, bytes, 4);
+	mf_buf_str(b, " B / (");
+	mf_buf_g(b, (double)card->bandwidth, 4);
+	mf_buf_str(b, " B/s x ");
+	mf_buf_g(b, mf_speed_memory(card), 3);
+	mf_buf_str(b, ")");
+}
+
+/* Each term's arithmetic (out->formula): mm the matmul FLOPs of a GPU,
+ * bytes the other kernels' and the optimizer's. */
+static void
+formulas(const struct mf_work *wk, const struct mf_speed *card, double mm,
+    double bytes, int64_t nodes, struct mf_step *out)
+{
+	struct mf_buf b;
+
+	mf_buf_fixed(&b, out->formula[MF_ST_MATMUL], MF_STEP_FORMULA_MAX);
+	mf_buf_str(&b, "max(");
+	mf_buf_g(&b, mm, 4);
+	mf_buf_str(&b, " FLOP / (");
+	mf_buf_g(&b, peak_of(card, wk->dtype), 4);
+	mf_buf_str(&b, " FLOP/s x ");
+	mf_buf_g(&b, mf_speed_matmul(card), 3);
+	mf_buf_str(&b, "), ");
+	at_bandwidth(&b, wk->mm_bytes / (double)wk->gpus, card);
+	mf_buf_str(&b, ")");
+	mf_buf_fixed(&b, out->formula[MF_ST_MEMORY], MF_STEP_FORMULA_MAX);
+	at_bandwidth(&b, bytes, card);
+	mf_buf_str(&b, " + ");
+	/* printf's %.0f: to nearest, ties to even. */
+	mf_buf_int(&b, (int64_t)nearbyint(wk->kernels));
+	mf_buf_str(&b, " kernels x ");
+	mf_buf_g(&b, MF_KERNEL_SECONDS, 6);
+	mf_buf_str(&b, " s");
+	mf_buf_fixed(&b, out->formula[MF_ST_COMM], MF_STEP_FORMULA_MAX);
+	mf_buf_str(&b, "ring bytes / ");
+	mf_buf_g(&b, ring_bw(card, nodes), 4);
+	mf_buf_str(&b, " B/s, less what overlaps");
+}
+
 void
 mf_step_of(const struct mf_work *wk, const struct mf_speed *card, int64_t count,
     int64_t nodes, int explain, struct mf_step *out)
@@ -246,18 +290,8 @@ mf_step_of(const struct mf_work *wk, const struct mf_speed *card, int64_t count,
 	    (double)wk->tokens * (double)(count / wk->gpus) / out->seconds;
 	model = wk->fwd + wk->bwd;
 	out->mfu = model / g / (out->seconds * peak);
-	if (!explain)
-		return;
-	snprintf(out->formula[MF_ST_MATMUL], MF_STEP_FORMULA_MAX,
-	    "max(%.4g FLOP / (%.4g FLOP/s x %.3g), %.4g B / (%.4g B/s x %.3g))",
-	    mm / g, peak, mf_speed_matmul(card), wk->mm_bytes / g,
-	    (double)card->bandwidth, mf_speed_memory(card));
-	snprintf(out->formula[MF_ST_MEMORY], MF_STEP_FORMULA_MAX,
-	    "%.4g B / (%.4g B/s x %.3g) + %.0f kernels x %g s",
-	    (wk->bytes + opt) / g, (double)card->bandwidth,
-	    mf_speed_memory(card), wk->kernels, MF_KERNEL_SECONDS);
-	snprintf(out->formula[MF_ST_COMM], MF_STEP_FORMULA_MAX,
-	    "ring bytes / %.4g B/s, less what overlaps", ring_bw(card, nodes));
+	if (explain)
+		formulas(wk, card, mm / g, (wk->bytes + opt) / g, nodes, out);
 }
 
 double

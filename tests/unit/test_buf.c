@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -175,6 +176,52 @@ test_buf_int(void **state)
 	}
 }
 
+/* v through mf_buf_g and through printf's %.*g: the same bytes. */
+static void
+same_as_printf(double v, int prec)
+{
+	char got[64], want[64];
+	struct mf_buf b;
+
+	mf_buf_fixed(&b, got, sizeof(got));
+	assert_int_equal(mf_buf_g(&b, v, prec), MF_OK);
+	snprintf(want, sizeof(want), "%.*g", prec, v);
+	if (strcmp(got, want) != 0)
+		fail_msg("%.17g at %d: got %s, printf %s", v, prec, got, want);
+}
+
+static void
+test_buf_g_is_printfs(void **state)
+{
+	/* The cases of each branch: fixed and exponential on both sides of
+	 * C11's bounds (-4 <= X < P), a carry into the next power of ten,
+	 * trailing zeros dropped, exact ties (printf rounds the binary
+	 * value: 0.125 to even, 2.5e-5 is below its tie), the fallbacks. */
+	static const double cases[] = { 0, -0.0, 1, -1, 0.5, 0.125, 2.5e-5,
+		1e-4, 9.9995e-5, 0.0001234, 1e-5, 1234, 12345, 99995, 9999.5,
+		1e15, 2.438e14, 5.038e14, 0.776, 0.86, 5.8e-6, 1.429e11,
+		123456789012345678.0, 1e300, 5e-324, 1.0 / 3, 2.0 / 3, 1e22,
+		1e23, HUGE_VAL, -HUGE_VAL, NAN };
+	unsigned long long x = 88172645463325252ull;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		for (int p = 1; p <= 15; p++)
+			same_as_printf(cases[i], p);
+	/* And a spread of doubles, every exponent, from a fixed xorshift. */
+	for (int i = 0; i < 200000; i++) {
+		double v;
+
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		memcpy(&v, &x, sizeof(v));
+		same_as_printf(v, 1 + i % 15);
+		same_as_printf((double)(x % 1000000) / 1000, 1 + i % 15);
+		same_as_printf((double)(x >> 11) / 1e6, 1 + i % 15);
+	}
+}
+
 static void
 test_str_copy_and_digits(void **state)
 {
@@ -219,6 +266,7 @@ main(void)
 		cmocka_unit_test(test_buf_room_and_done),
 		cmocka_unit_test(test_buf_fixed_cuts_to_fit),
 		cmocka_unit_test(test_buf_int),
+		cmocka_unit_test(test_buf_g_is_printfs),
 		cmocka_unit_test(test_str_copy_and_digits),
 		cmocka_unit_test(test_str_utf8),
 	};
