@@ -347,7 +347,7 @@ decide_admit(const struct mf_api *api, struct mf_request *req,
 		doc_answer(&doc, kind, out, ans);
 	}
 	ans->verdict = d->admitted ? MF_VERDICT_ADMITTED : MF_VERDICT_REJECTED;
-	if (d->admitted)
+	if (d->admitted && api->record)
 		note_placed(ans, &req->job, &d->placement);
 	memcpy(ans->fingerprint, d->fingerprint, sizeof(ans->fingerprint));
 	free(d);

@@ -40,9 +40,9 @@ struct mf_answer {
 	/* An admit's or an estimate's job: its fingerprint (design 23), as
 	 * the body says it; "" for other answers and errors. */
 	char fingerprint[MF_FP_HEX];
-	/* An admission (verdict admitted): the job as placed, its
-	 * canonical JSON (mf_fp_write; owned, freed by mf_answer_free), the
-	 * card and the count; NULL and "" otherwise. */
+	/* An admission (verdict admitted) when mf_api's record is set: the
+	 * job as placed, its canonical JSON (mf_fp_write; owned, freed by
+	 * mf_answer_free), the card and the count; NULL and "" otherwise. */
 	char *placed;
 	char placed_card[128];
 	int64_t placed_count;
@@ -60,6 +60,9 @@ struct mf_api {
 	 * card each, into *out (out->n 0: none); NULL: observations are not
 	 * used.  Called once an admit, from the request's thread. */
 	void (*observed)(const char *fp, struct mf_observed *out);
+	/* Keep an admission's job as placed (mf_answer's placed): a store
+	 * takes it; 0: nothing keeps it, so it is not written. */
+	int record;
 };
 
 /*

@@ -264,6 +264,12 @@ cmp_fp(const void *key, const void *elem)
 	return strcmp(key, ((const struct summary *)elem)->fingerprint);
 }
 
+int
+mfd_obs_kept(void)
+{
+	return store != NULL;
+}
+
 void
 mfd_obs_observed(const char *fp, struct mf_observed *out)
 {

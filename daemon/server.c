@@ -113,7 +113,10 @@ api_begin(void)
 	struct mf_models *m;
 
 	mfd_state_take(&cat, &m);
-	return (struct mf_api){ cat, m, NULL, mfd_obs_observed };
+	int kept = mfd_obs_kept();
+
+	return (struct mf_api){ cat, m, NULL, kept ? mfd_obs_observed : NULL,
+		kept };
 }
 
 static void
