@@ -16,7 +16,7 @@
 #define FP_VERSION 1
 /* The form the digest is of (mf_fp_job): a change to it bumps this. */
 #define FP_DIGEST_FORM 2
-/* The digest's form of any job fits here (about 400 bytes). */
+/* The digest's form of any job fits here (about 120 bytes). */
 #define FP_BIN_MAX 1024
 
 enum ftype { F_INT, F_UINT, F_REAL };
@@ -204,21 +204,27 @@ mf_fp_write(struct mf_jw *w, const char *key, const struct mf_job *job,
 }
 
 /* The job as placed in the form the digest is of: mf_fp_write's members
- * in its order, each row's value in its member's bytes, little-endian (a
- * real in millionths, as the text rounds it), a string after its length.
- * A third of the text's bytes, written without formatting a number. */
+ * in its order, each row's value a varint (a real in millionths, as the
+ * text rounds it), a string after its length.  Most values are small: a
+ * byte each, a tenth of the text's bytes, and no number formatted. */
 struct fpbin {
 	unsigned char b[FP_BIN_MAX];
 	size_t n;
 };
 
+/* v zigzagged (a small magnitude of either sign is a small number), then
+ * seven bits a byte, low first, the high bit marking more (protobuf's
+ * sint64): one encoding a value, and each one's end is known. */
 static void
-put(struct fpbin *o, uint64_t v, size_t size)
+put(struct fpbin *o, int64_t v)
 {
+	uint64_t z = v < 0 ? ~((uint64_t)v << 1) : (uint64_t)v << 1;
+
 	/* The form's size is fixed by the tables: past it is our mistake. */
-	assert(size <= sizeof(o->b) - o->n);
-	for (size_t i = 0; i < size; i++)
-		o->b[o->n++] = (unsigned char)(v >> (8 * i));
+	assert(o->n + 10 <= sizeof(o->b));
+	for (; z >= 0x80; z >>= 7)
+		o->b[o->n++] = (unsigned char)(z | 0x80);
+	o->b[o->n++] = (unsigned char)z;
 }
 
 static void
@@ -226,7 +232,7 @@ put_str(struct fpbin *o, const char *s)
 {
 	size_t len = strlen(s);
 
-	put(o, len, 4);
+	put(o, (int64_t)len);
 	assert(len <= sizeof(o->b) - o->n);
 	memcpy(o->b + o->n, s, len);
 	o->n += len;
@@ -240,14 +246,13 @@ put_rows(struct fpbin *o, const void *base, const struct frow *rows, size_t n)
 
 	for (size_t i = 0; i < n; i++) {
 		if (rows[i].type != F_REAL) {
-			put(o, (uint64_t)read_int(base, &rows[i]),
-			    rows[i].size);
+			put(o, read_int(base, &rows[i]));
 			continue;
 		}
 		memcpy(&d, (const char *)base + rows[i].offset, sizeof(d));
 		memcpy(&bits, &d, sizeof(bits));
 		/* Past millionths' range (never a field's), the bits. */
-		put(o, fabs(d) < 9e12 ? (uint64_t)llround(d * 1e6) : bits, 8);
+		put(o, fabs(d) < 9e12 ? llround(d * 1e6) : (int64_t)bits);
 	}
 }
 
@@ -258,12 +263,12 @@ put_job(struct fpbin *o, const struct mf_job *job, unsigned fixes,
 	struct mf_workload work = job->work;
 
 	mf_fix_apply(&work, fixes, count);
-	put(o, FP_DIGEST_FORM, 1);
+	put(o, FP_DIGEST_FORM);
 	if (job->model_source == MF_MODEL_NONE) {
-		put(o, 0, 1);
-		put(o, (uint64_t)job->min_memory, 8);
+		put(o, 0);
+		put(o, job->min_memory);
 	} else {
-		put(o, 1, 1);
+		put(o, 1);
 		put_rows(o, &job->model, model_rows,
 		    sizeof(model_rows) / sizeof(model_rows[0]));
 		put_str(o,
@@ -271,7 +276,7 @@ put_job(struct fpbin *o, const struct mf_job *job, unsigned fixes,
 		put_str(o, job->model.quant_unknown);
 	}
 	put_rows(o, &work, work_rows, sizeof(work_rows) / sizeof(work_rows[0]));
-	put(o, (uint64_t)count, 8);
+	put(o, count);
 }
 
 void

@@ -10,8 +10,8 @@
  *
  * The job is written field by field, in the fixed order of the tables in
  * fingerprint.c: as canonical JSON for the store's record (mf_fp_write),
- * and for the digest as those members' values in binary (mf_fp_job: the
- * same fields, a third of the bytes to hash).  The fingerprint is the
+ * and for the digest as those members' values, a varint each (mf_fp_job:
+ * the same fields, a tenth of the bytes to hash).  The fingerprint is the
  * first 128 bits of the SHA-256 of that binary form, as 32 lowercase hex
  * digits: short enough for a Kubernetes label value (63 characters at
  * most).  So
