@@ -112,6 +112,18 @@ manifest_change(struct mf_jw *w, unsigned fixes, int64_t gpus, int64_t amount,
 	mf_jw_close(w, '}');
 }
 
+/* Term t's arithmetic, as the member "formula". */
+static void
+formula(struct mf_jw *w, const struct mf_step *st, enum mf_step_term t)
+{
+	char text[MF_STEP_FORMULA_MAX];
+	struct mf_buf b;
+
+	mf_buf_fixed(&b, text, sizeof(text));
+	mf_step_formula(st, t, &b);
+	mf_jw_str(w, "formula", text);
+}
+
 /* A placement's speed and step (design 21), when its hours are
  * modelled. */
 static void
@@ -133,7 +145,7 @@ step(struct mf_jw *w, const struct mf_placement *p)
 		mf_jw_open(w, NULL, '{');
 		mf_jw_str(w, "name", mf_step_term_name(t));
 		mf_jw_num(w, "seconds", st->term[t], 6);
-		mf_jw_str(w, "formula", st->formula[t]);
+		formula(w, st, (enum mf_step_term)t);
 		mf_jw_close(w, '}');
 	}
 	mf_jw_close(w, ']');

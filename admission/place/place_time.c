@@ -50,7 +50,7 @@ unit_seconds(const struct search *s, const struct mf_gpu *g,
 		return unit_seconds(s, ref, wk, count,
 		           mf_place_nodes(s, ref, count), st) /
 		    g->throughput;
-	mf_step_of(wk, &g->speed, count, nodes, 0, st);
+	mf_step_of(wk, &g->speed, count, nodes, st);
 	if (st->seconds <= 0 || replicas < 1)
 		return INFINITY;
 	if (by_request(s))
@@ -161,7 +161,7 @@ mf_place_step(const struct search *s, const struct plan *pl,
 	if (by_reference(s, g))
 		g = s->cat->ref;
 	mf_step_of(&pl->work, &g->speed, p->count,
-	    mf_place_nodes(s, g, p->count), 1, &p->step);
+	    mf_place_nodes(s, g, p->count), &p->step);
 	if (by_reference(s, p->gpu)) {
 		/* The reference card's step over relativeThroughput. */
 		p->step.seconds /= p->gpu->throughput;

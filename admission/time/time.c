@@ -216,51 +216,68 @@ bound_of(const double t[MF_ST_COUNT], int mm_on_bytes)
 
 /* "BYTES B / (BANDWIDTH B/s x SHARE)": bytes at the achieved bandwidth. */
 static void
-at_bandwidth(struct mf_buf *b, double bytes, const struct mf_speed *card)
+at_bandwidth(struct mf_buf *b, const struct mf_step *st, double bytes)
 {
 	mf_buf_g(b, bytes, 4);
 	mf_buf_str(b, " B / (");
-	mf_buf_g(b, (double)card->bandwidth, 4);
+	mf_buf_g(b, st->fig[MF_SF_BANDWIDTH], 4);
 	mf_buf_str(b, " B/s x ");
-	mf_buf_g(b, mf_speed_memory(card), 3);
+	mf_buf_g(b, st->fig[MF_SF_MEMORY], 3);
 	mf_buf_str(b, ")");
 }
 
-/* Each term's arithmetic (out->formula): mm the matmul FLOPs of a GPU,
- * bytes the other kernels' and the optimizer's. */
+void
+mf_step_formula(const struct mf_step *st, enum mf_step_term t, struct mf_buf *b)
+{
+	const double *f = st->fig;
+
+	if (t == MF_ST_MATMUL) {
+		mf_buf_str(b, "max(");
+		mf_buf_g(b, f[MF_SF_FLOPS], 4);
+		mf_buf_str(b, " FLOP / (");
+		mf_buf_g(b, f[MF_SF_PEAK], 4);
+		mf_buf_str(b, " FLOP/s x ");
+		mf_buf_g(b, f[MF_SF_MATMUL], 3);
+		mf_buf_str(b, "), ");
+		at_bandwidth(b, st, f[MF_SF_MM_BYTES]);
+		mf_buf_str(b, ")");
+	} else if (t == MF_ST_MEMORY) {
+		at_bandwidth(b, st, f[MF_SF_BYTES]);
+		mf_buf_str(b, " + ");
+		/* printf's %.0f: to nearest, ties to even. */
+		mf_buf_int(b, (int64_t)nearbyint(f[MF_SF_KERNELS]));
+		mf_buf_str(b, " kernels x ");
+		mf_buf_g(b, MF_KERNEL_SECONDS, 6);
+		mf_buf_str(b, " s");
+	} else {
+		mf_buf_str(b, "ring bytes / ");
+		mf_buf_g(b, f[MF_SF_RING], 4);
+		mf_buf_str(b, " B/s, less what overlaps");
+	}
+}
+
+/* The figures of out's formulas: mm the matmul FLOPs of a GPU, bytes
+ * the other kernels' and the optimizer's. */
 static void
-formulas(const struct mf_work *wk, const struct mf_speed *card, double mm,
+figures(const struct mf_work *wk, const struct mf_speed *card, double mm,
     double bytes, int64_t nodes, struct mf_step *out)
 {
-	struct mf_buf b;
+	double *f = out->fig;
 
-	mf_buf_fixed(&b, out->formula[MF_ST_MATMUL], MF_STEP_FORMULA_MAX);
-	mf_buf_str(&b, "max(");
-	mf_buf_g(&b, mm, 4);
-	mf_buf_str(&b, " FLOP / (");
-	mf_buf_g(&b, peak_of(card, wk->dtype), 4);
-	mf_buf_str(&b, " FLOP/s x ");
-	mf_buf_g(&b, mf_speed_matmul(card), 3);
-	mf_buf_str(&b, "), ");
-	at_bandwidth(&b, wk->mm_bytes / (double)wk->gpus, card);
-	mf_buf_str(&b, ")");
-	mf_buf_fixed(&b, out->formula[MF_ST_MEMORY], MF_STEP_FORMULA_MAX);
-	at_bandwidth(&b, bytes, card);
-	mf_buf_str(&b, " + ");
-	/* printf's %.0f: to nearest, ties to even. */
-	mf_buf_int(&b, (int64_t)nearbyint(wk->kernels));
-	mf_buf_str(&b, " kernels x ");
-	mf_buf_g(&b, MF_KERNEL_SECONDS, 6);
-	mf_buf_str(&b, " s");
-	mf_buf_fixed(&b, out->formula[MF_ST_COMM], MF_STEP_FORMULA_MAX);
-	mf_buf_str(&b, "ring bytes / ");
-	mf_buf_g(&b, ring_bw(card, nodes), 4);
-	mf_buf_str(&b, " B/s, less what overlaps");
+	f[MF_SF_FLOPS] = mm;
+	f[MF_SF_PEAK] = peak_of(card, wk->dtype);
+	f[MF_SF_MATMUL] = mf_speed_matmul(card);
+	f[MF_SF_MM_BYTES] = wk->mm_bytes / (double)wk->gpus;
+	f[MF_SF_BANDWIDTH] = (double)card->bandwidth;
+	f[MF_SF_MEMORY] = mf_speed_memory(card);
+	f[MF_SF_BYTES] = bytes;
+	f[MF_SF_KERNELS] = wk->kernels;
+	f[MF_SF_RING] = ring_bw(card, nodes);
 }
 
 void
 mf_step_of(const struct mf_work *wk, const struct mf_speed *card, int64_t count,
-    int64_t nodes, int explain, struct mf_step *out)
+    int64_t nodes, struct mf_step *out)
 {
 	double peak = peak_of(card, wk->dtype), g = (double)wk->gpus;
 	double fl = peak * mf_speed_matmul(card);
@@ -290,8 +307,7 @@ mf_step_of(const struct mf_work *wk, const struct mf_speed *card, int64_t count,
 	    (double)wk->tokens * (double)(count / wk->gpus) / out->seconds;
 	model = wk->fwd + wk->bwd;
 	out->mfu = model / g / (out->seconds * peak);
-	if (explain)
-		formulas(wk, card, mm / g, (wk->bytes + opt) / g, nodes, out);
+	figures(wk, card, mm / g, (wk->bytes + opt) / g, nodes, out);
 }
 
 double
@@ -304,7 +320,7 @@ mf_request_seconds(const struct mf_work *wk, const struct mf_speed *card,
 
 	if (!mf_speed_known(card) || wk->tokens <= 0)
 		return 0;
-	mf_step_of(wk, card, wk->gpus, 1, 0, &st);
+	mf_step_of(wk, card, wk->gpus, 1, &st);
 	prefill = roofline(wk->prefill_flops / g, wk->prefill_bytes / g,
 	    peak * mf_speed_matmul(card),
 	    (double)card->bandwidth * mf_speed_memory(card));

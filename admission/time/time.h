@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../base/buf.h"
 #include "../estimate/estimate.h"
 #include "../model/model.h"
 
@@ -152,6 +153,24 @@ enum mf_step_term { MF_ST_MATMUL, MF_ST_MEMORY, MF_ST_COMM, MF_ST_COUNT };
 /* "matmul", "memory", "communication". */
 const char *mf_step_term_name(enum mf_step_term t);
 
+/* The figures the terms' formulas show: a GPU's matmul FLOPs, the card's
+ * peak FLOPS and its achieved share, the matmuls' bytes, the card's
+ * bandwidth and its achieved share, the other kernels' and the
+ * optimizer's bytes, the kernels, the ring's bandwidth. */
+enum mf_step_fig {
+	MF_SF_FLOPS,
+	MF_SF_PEAK,
+	MF_SF_MATMUL,
+	MF_SF_MM_BYTES,
+	MF_SF_BANDWIDTH,
+	MF_SF_MEMORY,
+	MF_SF_BYTES,
+	MF_SF_KERNELS,
+	MF_SF_RING,
+	MF_SF_COUNT
+};
+
+/* The most bytes mf_step_formula writes. */
 #define MF_STEP_FORMULA_MAX 200
 
 /* One step of a job on a card. */
@@ -161,18 +180,22 @@ struct mf_step {
 	double tokens_per_second; /* the job's: every replica */
 	double mfu;               /* model FLOPs / (seconds x peak) */
 	enum mf_bound bound;      /* the largest term */
-	/* Filled only when asked (mf_step_of's explain): each term's
-	 * arithmetic, written where it is computed. */
-	char formula[MF_ST_COUNT][MF_STEP_FORMULA_MAX];
+	/* What the terms' arithmetic is of: the formulas are written from
+	 * these when an answer shows them (mf_step_formula), not for every
+	 * candidate. */
+	double fig[MF_SF_COUNT];
 };
 
 /*
  * The step of wk on count GPUs of card over nodes nodes (count a multiple
- * of wk->gpus).  explain: fill out->formula.  A card that is not modelled
- * (mf_speed_known) gives a step of 0 seconds.
+ * of wk->gpus).  A card that is not modelled (mf_speed_known) gives a step
+ * of 0 seconds.
  */
 void mf_step_of(const struct mf_work *wk, const struct mf_speed *card,
-    int64_t count, int64_t nodes, int explain, struct mf_step *out);
+    int64_t count, int64_t nodes, struct mf_step *out);
+/* Term t's arithmetic, from st's figures, added to b. */
+void mf_step_formula(const struct mf_step *st, enum mf_step_term t,
+    struct mf_buf *b);
 
 /*
  * Inference: seconds to serve one request of wk->prompt prompt tokens and

@@ -210,7 +210,7 @@ step_of(const struct mf_model *m, struct mf_workload w,
 
 	assert_int_equal(mf_est_compute(m, &w, &e), MF_OK);
 	assert_int_equal(mf_work_of(m, &w, &e, &wk), MF_OK);
-	mf_step_of(&wk, card, count, nodes, 1, &st);
+	mf_step_of(&wk, card, count, nodes, &st);
 	assert_true(st.seconds > 0);
 	return st;
 }
@@ -230,7 +230,21 @@ test_time_step_terms(void **state)
 	mf_work_flops(&llama8b, &w, &f);
 	near(st.mfu, (f.fwd + f.bwd) / (st.seconds * 989.4e12), 1e-9);
 	near(st.tokens_per_second, 4096 / st.seconds, 1e-12);
-	assert_non_null(strstr(st.formula[MF_ST_MATMUL], "FLOP"));
+	/* The formulas show the card's figures (H100: 989.4 TFLOP/s at
+	 * Hopper's 0.803, 3.35 TB/s at 0.92) and a GPU's FLOPs. */
+	char text[MF_STEP_FORMULA_MAX], want[MF_STEP_FORMULA_MAX];
+	struct mf_buf b;
+
+	mf_buf_fixed(&b, text, sizeof(text));
+	mf_step_formula(&st, MF_ST_MATMUL, &b);
+	snprintf(want, sizeof(want),
+	    "max(%.4g FLOP / (9.894e+14 FLOP/s x 0.803), %.4g B / (3.35e+12 B/s x 0.92))",
+	    f.fwd + f.bwd + f.rec, st.fig[MF_SF_MM_BYTES]);
+	assert_string_equal(text, want);
+	mf_buf_fixed(&b, text, sizeof(text));
+	mf_step_formula(&st, MF_ST_COMM, &b);
+	assert_string_equal(text,
+	    "ring bytes / 4.5e+11 B/s, less what overlaps");
 	/* A card without figures is not modelled. */
 	struct mf_speed none = { 0 };
 	struct mf_estimate e;
@@ -238,7 +252,7 @@ test_time_step_terms(void **state)
 
 	assert_int_equal(mf_est_compute(&llama8b, &w, &e), MF_OK);
 	assert_int_equal(mf_work_of(&llama8b, &w, &e, &wk), MF_OK);
-	mf_step_of(&wk, &none, 1, 1, 0, &st);
+	mf_step_of(&wk, &none, 1, 1, &st);
 	assert_true(st.seconds == 0);
 }
 
