@@ -10,7 +10,6 @@
 
 #include "../base/buf.h"
 #include "../doc/doc.h"
-#include "../fingerprint/fingerprint.h"
 #include "../base/jw.h"
 #include "../manifest/manifest.h"
 #include "patch.h"
@@ -457,16 +456,15 @@ patch_annotation(struct review *rv, const char *key, const char *value)
 }
 
 /*
- * The job's fingerprint as placed (design 23), the one its admit answer
- * carries, as the label LABEL_FINGERPRINT of the pods it runs as (a Pod's
- * own labels, a Job's pod template's), so that what watches the pods
- * (dcgm-exporter with pod labels) names the job: one add of the metadata
- * or of the labels where there are none, else one add of the key (which
- * replaces a value already there).
+ * hex, the job's fingerprint as placed (design 23: the decision's, the one
+ * its admit answer carries), as the label LABEL_FINGERPRINT of the pods it
+ * runs as (a Pod's own labels, a Job's pod template's), so that what
+ * watches the pods (dcgm-exporter with pod labels) names the job: one add
+ * of the metadata or of the labels where there are none, else one add of
+ * the key (which replaces a value already there).
  */
 static void
-patch_fingerprint(struct review *rv, const struct mf_job *job,
-    const struct mf_placement *p)
+patch_fingerprint(struct review *rv, const char *hex)
 {
 	int pod = rv->target == TARGET_POD;
 	const struct mf_node *meta = pod ?
@@ -476,10 +474,9 @@ patch_fingerprint(struct review *rv, const struct mf_job *job,
 	        "metadata");
 	const char *base = pod ? "/metadata" : "/spec/template/metadata";
 	struct mf_patch *pt = &rv->patch;
-	char hex[MF_FP_HEX], at[TEXT_MAX];
+	char at[TEXT_MAX];
 	struct mf_buf t;
 
-	mf_fp_job(job, p->fixes, p->count, hex);
 	if (!is_map(meta)) {
 		mf_patch_begin(pt, "add", base, NULL);
 		mf_jw_open(&pt->w, "value", '{');
@@ -551,7 +548,7 @@ allow_placed(struct review *rv, const struct mf_job *job,
 	if (job->reference_hours > 0)
 		snprintf(cost, sizeof(cost), "%.2f", p->cost);
 	patch_annotation(rv, ANN_COST, job->reference_hours > 0 ? cost : NULL);
-	patch_fingerprint(rv, job, p);
+	patch_fingerprint(rv, d->fingerprint);
 	answer_patch(rv);
 	rv->verdict = MF_VERDICT_ADMITTED;
 }
