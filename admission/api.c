@@ -34,7 +34,6 @@ mf_answer_free(struct mf_answer *ans)
 		free(ans->body);
 	ans->body = NULL;
 	ans->len = 0;
-	free(ans->placed);
 	ans->placed = NULL;
 }
 
@@ -280,22 +279,13 @@ mf_request_config(struct mf_request *req, const char *text, size_t len,
 }
 
 /* What the store keeps of an admission (design 23): the job as placed,
- * canonically; ans->placed stays NULL when that fails (it is not part of
- * the answer). */
+ * which it writes canonically when it commits. */
 static void
 note_placed(struct mf_answer *ans, const struct mf_job *job,
     const struct mf_placement *pl)
 {
-	struct mf_buf b;
-	struct mf_jw w;
-
-	mf_buf_init(&b, 1u << 16);
-	mf_jw_init(&w, &b);
-	mf_fp_write(&w, NULL, job, pl->fixes, pl->count);
-	if (mf_jw_finish(&w) == MF_OK)
-		ans->placed = mf_buf_take(&b);
-	else
-		mf_buf_free(&b);
+	ans->placed = job;
+	ans->placed_fixes = pl->fixes;
 	mf_copy(ans->placed_card, sizeof(ans->placed_card), pl->gpu->name);
 	ans->placed_count = pl->count;
 }

@@ -41,9 +41,11 @@ struct mf_answer {
 	 * the body says it; "" for other answers and errors. */
 	char fingerprint[MF_FP_HEX];
 	/* An admission (verdict admitted) when mf_api's record is set: the
-	 * job as placed, its canonical JSON (mf_fp_write; owned, freed by
-	 * mf_answer_free), the card and the count; NULL and "" otherwise. */
-	char *placed;
+	 * job (borrowed from the request: valid until mf_request_free), the
+	 * fixes admission applied, the card and the count, which place it;
+	 * NULL and "" otherwise. */
+	const struct mf_job *placed;
+	unsigned placed_fixes;
 	char placed_card[128];
 	int64_t placed_count;
 };

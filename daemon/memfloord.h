@@ -254,7 +254,7 @@ void mfd_obs_observed(const char *fp, struct mf_observed *out);
 /* Whether observations are kept (--store): admissions are recorded and
  * their observations looked up only then. */
 int mfd_obs_kept(void);
-/* An admission's record (ans->placed, taken) queued for the store; the
+/* An admission's record (ans->placed, copied) queued for the store; the
  * caller does not wait. */
 void mfd_obs_admitted(struct mf_answer *ans);
 /*

@@ -447,8 +447,7 @@ mfd_obs_admitted(struct mf_answer *ans)
 	    ans->placed == NULL)
 		return;
 	mf_store_admitted(store, ans->fingerprint, ans->placed,
-	    ans->placed_card, ans->placed_count);
-	ans->placed = NULL;
+	    ans->placed_fixes, ans->placed_count, ans->placed_card);
 }
 
 /* a and b equal, in a time that does not depend on where they differ. */

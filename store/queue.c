@@ -1,7 +1,10 @@
 /*
  * queue.c: admissions, recorded off the answer's path: a request thread
  * appends to a list and returns; the writer thread commits what the list
- * holds in one transaction and takes it off the list after.
+ * holds in one transaction and takes it off the list after.  An admission
+ * of a job (fingerprint, card and count) already waiting is counted in
+ * that entry, and the writer gathers for MF_STORE_WINDOW_MS before it
+ * commits: one statement a job a window, however many admissions.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -10,28 +13,62 @@
 #include "../admission/base/str.h"
 #include "store_int.h"
 
+/* The job as placed, for the writer: what mf_fp_write reads of it, the
+ * strings it borrows (which the request frees) left out. */
+static void
+placed_copy(struct mf_job *to, const struct mf_job *job)
+{
+	*to = *job;
+	to->name = to->model_name = to->config_url = NULL;
+	to->observed = NULL;
+}
+
+/* Under s->lock: whether p's job waits already, not yet taken by the
+ * writer; then that entry counts p and takes its text (the latest
+ * admission's, as a row's update takes it). */
+static int
+counted(struct mf_store *s, struct pending *p)
+{
+	for (struct pending *q = s->head; q != NULL; q = q->next)
+		if (!q->taken && q->count == p->count &&
+		    strcmp(q->fingerprint, p->fingerprint) == 0 &&
+		    strcmp(q->card, p->card) == 0) {
+			q->times++;
+			q->at = p->at;
+			q->job = p->job;
+			q->fixes = p->fixes;
+			return 1;
+		}
+	return 0;
+}
+
 int
-mf_store_admitted(struct mf_store *s, const char *fingerprint, char *job,
-    const char *card, int64_t count)
+mf_store_admitted(struct mf_store *s, const char *fingerprint,
+    const struct mf_job *job, unsigned fixes, int64_t count, const char *card)
 {
 	struct pending *p;
 
 	if (s == NULL || (p = calloc(1, sizeof(*p))) == NULL) {
-		free(job);
 		if (s != NULL)
 			atomic_fetch_add(&s->dropped, 1);
 		return -1;
 	}
 	mf_copy(p->fingerprint, sizeof(p->fingerprint), fingerprint);
 	mf_copy(p->card, sizeof(p->card), card);
-	p->job = job;
+	placed_copy(&p->job, job);
+	p->fixes = fixes;
 	p->count = count;
 	p->at = (int64_t)time(NULL);
+	p->times = 1;
 	pthread_mutex_lock(&s->lock);
+	if (counted(s, p)) {
+		pthread_mutex_unlock(&s->lock);
+		free(p);
+		return 0;
+	}
 	if (s->queued >= MF_STORE_QUEUE_MAX || s->stop) {
 		pthread_mutex_unlock(&s->lock);
 		atomic_fetch_add(&s->dropped, 1);
-		free(p->job);
 		free(p);
 		return -1;
 	}
@@ -86,7 +123,6 @@ free_batch(struct pending *first, const struct pending *last)
 		int end = p == last;
 
 		next = p->next;
-		free(p->job);
 		free(p);
 		if (end)
 			break;
@@ -110,6 +146,22 @@ stall(struct mf_store *s)
 	s->stalled = 0;
 }
 
+/* Under s->lock: MF_STORE_WINDOW_MS for more admissions to come, unless
+ * the store stops or a flush waits. */
+static void
+gather(struct mf_store *s)
+{
+	struct timespec due;
+
+	clock_gettime(CLOCK_REALTIME, &due);
+	due.tv_nsec += MF_STORE_WINDOW_MS * 1000000L;
+	due.tv_sec += due.tv_nsec / 1000000000L;
+	due.tv_nsec %= 1000000000L;
+	while (!s->stop && !s->hurry &&
+	    pthread_cond_timedwait(&s->wake, &s->lock, &due) == 0)
+		;
+}
+
 static void *
 writer(void *arg)
 {
@@ -124,9 +176,12 @@ writer(void *arg)
 			pthread_cond_wait(&s->wake, &s->lock);
 		if (s->head == NULL)
 			break;
+		gather(s);
 		first = s->head;
 		last = s->tail;
 		n = s->queued;
+		for (struct pending *p = first; p != last->next; p = p->next)
+			p->taken = 1;
 		pthread_mutex_unlock(&s->lock);
 		rc = write_batch(s, first, last);
 		pthread_mutex_lock(&s->lock);
@@ -181,8 +236,11 @@ mf_store_flush(struct mf_store *s)
 		return;
 	pthread_mutex_lock(&s->lock);
 	target = s->enqueued;
+	s->hurry++;
+	pthread_cond_signal(&s->wake);
 	while (s->written < target && s->writer_running && !s->stalled)
 		pthread_cond_wait(&s->done, &s->lock);
+	s->hurry--;
 	pthread_mutex_unlock(&s->lock);
 }
 

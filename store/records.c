@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../admission/base/buf.h"
 #include "../admission/base/str.h"
 #include "store_int.h"
 
@@ -35,14 +36,14 @@ const char mf_sql_all[] =
     " device_used, tokens_per_second, step_seconds, tokens_per_step,"
     " source, created_at FROM observations"
     " ORDER BY fingerprint, card, id LIMIT $1";
-/* One row a job as placed on a card: an admission of it again counts
- * and moves seen_at. */
+/* One row a job as placed on a card: admissions of it again count and
+ * move seen_at. */
 const char mf_sql_admit[] =
     "INSERT INTO admissions (fingerprint, job, card, count, created_at,"
-    " seen_at, times) VALUES ($1, $2, $3, $4, $5, $6, 1)"
+    " seen_at, times) VALUES ($1, $2, $3, $4, $5, $6, $7)"
     " ON CONFLICT (fingerprint, card, count) DO UPDATE SET"
     " job = excluded.job, seen_at = excluded.seen_at,"
-    " times = admissions.times + 1";
+    " times = admissions.times + excluded.times";
 const char mf_sql_job[] = "SELECT job FROM admissions WHERE fingerprint = $1"
                           " ORDER BY seen_at DESC LIMIT 1";
 
@@ -228,17 +229,37 @@ mf_store_list(struct mf_store *s, const char *fingerprint, size_t max,
 	return MF_OK;
 }
 
+/* The job as placed, canonically (mf_fp_write), into b: MF_OK or
+ * MF_ENOMEM. */
+static enum mf_rc
+placed_text(const struct pending *p, struct mf_buf *b)
+{
+	struct mf_jw w;
+
+	mf_buf_init(b, 1u << 16);
+	mf_jw_init(&w, b);
+	mf_fp_write(&w, NULL, &p->job, p->fixes, p->count);
+	return mf_jw_finish(&w);
+}
+
 int
 mf_store_write_admission(struct mf_store *s, const struct pending *p)
 {
-	const struct sqlv v[] = { v_text(p->fingerprint), v_text(p->job),
-		v_text(p->card), v_count(p->count), v_count(p->at),
-		v_count(p->at) };
+	struct mf_buf b;
+	int rc = -1;
 
-	return s->ops->run(s, mf_sql_admit, v, sizeof(v) / sizeof(v[0]), NULL,
-	           NULL) == MF_OK ?
-	    0 :
-	    -1;
+	if (placed_text(p, &b) == MF_OK) {
+		const struct sqlv v[] = { v_text(p->fingerprint),
+			v_text(b.data), v_text(p->card), v_count(p->count),
+			v_count(p->at), v_count(p->at), v_count(p->times) };
+
+		rc = s->ops->run(s, mf_sql_admit, v, sizeof(v) / sizeof(v[0]),
+		         NULL, NULL) == MF_OK ?
+		    0 :
+		    -1;
+	}
+	mf_buf_free(&b);
+	return rc;
 }
 
 /* The job of a row, copied; found set. */

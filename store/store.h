@@ -35,6 +35,10 @@
 /* Admissions waiting for the writer; one past it is dropped and counted
  * (the answer never waits). */
 #define MF_STORE_QUEUE_MAX 4096
+/* How long the writer gathers admissions before it commits them: the
+ * admissions of one job in that window are one row's update, so a busy
+ * replica writes once a window, not once an admission. */
+#define MF_STORE_WINDOW_MS 1000
 #define MF_STORE_CARD_MAX 128
 #define MF_STORE_SOURCE_MAX 16
 /* The ids a reader gives a run's observation: [2^52, 2^53), above those
@@ -123,13 +127,14 @@ enum mf_rc mf_store_list(struct mf_store *s, const char *fingerprint,
     size_t max, struct mf_observation **out, size_t *n, struct mf_error *err);
 
 /*
- * An admission: the job's fingerprint, the job as placed (canonical JSON;
- * taken, freed by the store), the card and count.  Queued for the writer
- * thread and returned at once; 0, or -1 when the queue is full or the
- * store is NULL (job freed then too).
+ * An admission: the job's fingerprint, and the job placed with fixes over
+ * count GPUs of card (copied; its strings are not read).  Queued for the
+ * writer thread and returned at once; the writer keeps the job as placed
+ * as mf_fp_write writes it.  0, or -1 when the queue is full or the store
+ * is NULL.
  */
-int mf_store_admitted(struct mf_store *s, const char *fingerprint, char *job,
-    const char *card, int64_t count);
+int mf_store_admitted(struct mf_store *s, const char *fingerprint,
+    const struct mf_job *job, unsigned fixes, int64_t count, const char *card);
 /* Whether an admission of fingerprint is kept or queued: 1, 0, or -1
  * when the database fails. */
 int mf_store_knows(struct mf_store *s, const char *fingerprint);

@@ -18,10 +18,13 @@
 struct pending {
 	struct pending *next;
 	char fingerprint[MF_FP_HEX];
-	char *job; /* owned */
+	struct mf_job job; /* its borrowed strings cleared */
+	unsigned fixes;
 	char card[MF_STORE_CARD_MAX];
 	int64_t count;
-	int64_t at; /* Unix seconds */
+	int64_t at;    /* Unix seconds: the last of them */
+	int64_t times; /* admissions of the job it stands for */
+	int taken;     /* in the batch the writer is committing */
 };
 
 /* A parameter of a statement or a column of a row: NULL, an integer, a
@@ -87,6 +90,7 @@ struct mf_store {
 	size_t queued;
 	uint64_t enqueued, written; /* entries ever queued, ever handled */
 	int stop;
+	int hurry;   /* mf_store_flush waits: write without a window */
 	int stalled; /* the writer waits for the database to come back */
 	int writer_running;
 	pthread_t writer;

@@ -197,14 +197,17 @@ test_store_run_kept_once(void **state)
 	mf_store_close(st);
 }
 
-static char *
-text_copy(const char *t)
+/* A job of a floor of gib GiB, no model. */
+static struct mf_job
+floor_job(int64_t gib)
 {
-	char *p = malloc(strlen(t) + 1);
+	struct mf_job job;
 
-	assert_non_null(p);
-	memcpy(p, t, strlen(t) + 1);
-	return p;
+	memset(&job, 0, sizeof(job));
+	job.model_source = MF_MODEL_NONE;
+	job.min_memory = gib << 30;
+	job.count = 1;
+	return job;
 }
 
 static void
@@ -212,38 +215,42 @@ test_store_admissions_through_the_queue(void **state)
 {
 	struct scratch *s = *state;
 	struct mf_store *st = open_ok(s->path);
+	struct mf_job one = floor_job(1), two = floor_job(2);
 	char *job;
 
 	assert_int_equal(mf_store_knows(st, FP_A), 0);
-	assert_int_equal(mf_store_admitted(st, FP_A, text_copy("{\"v\":1}"),
-	                     "H100", 2),
-	    0);
+	assert_int_equal(mf_store_admitted(st, FP_A, &one, 0, 2, "H100"), 0);
 	/* Known at once, whether or not the writer has been. */
 	assert_int_equal(mf_store_knows(st, FP_A), 1);
-	assert_int_equal(mf_store_admitted(st, FP_A, text_copy("{\"v\":2}"),
-	                     "H100", 2),
-	    0);
+	assert_int_equal(mf_store_admitted(st, FP_A, &two, 0, 2, "H100"), 0);
+	/* The job is the caller's no longer: the store copied it. */
+	two.min_memory = 0;
 	mf_store_flush(st);
+	/* The latest admission's job as placed, written canonically: its
+	 * floor (2 GiB) and its count. */
 	job = mf_store_job(st, FP_A);
 	assert_non_null(job);
-	assert_string_equal(job, "{\"v\":2}");
+	assert_non_null(strstr(job, "\"minMemory\":2147483648,"));
+	assert_non_null(strstr(job, "\"count\":2}"));
 	free(job);
 	assert_null(mf_store_job(st, FP_B));
 	assert_int_equal(mf_store_dropped(st), 0);
+	/* Admissions of one job within the writer's window: each counted,
+	 * in the entry waiting, however the writer's batches fall. */
+	for (int i = 0; i < 50; i++)
+		assert_int_equal(mf_store_admitted(st, FP_A, &one, 0, 2,
+		                     "H100"),
+		    0);
 	/* Queued, then closed: close writes what the queue holds. */
-	assert_int_equal(mf_store_admitted(st, FP_B, text_copy("{}"), "A100",
-	                     1),
-	    0);
+	assert_int_equal(mf_store_admitted(st, FP_B, &one, 0, 1, "A100"), 0);
 	mf_store_close(st);
 	st = open_ok(s->path);
 	assert_int_equal(mf_store_knows(st, FP_B), 1);
 	assert_int_equal(
 	    pragma(s->path, "SELECT times FROM admissions WHERE card = 'H100'"),
-	    2);
+	    52);
 	mf_store_close(st);
-	assert_int_equal(mf_store_admitted(NULL, FP_A, text_copy("{}"), "H100",
-	                     1),
-	    -1);
+	assert_int_equal(mf_store_admitted(NULL, FP_A, &one, 0, 1, "H100"), -1);
 }
 
 /* path, written with data, is refused naming it and left as it was. */
