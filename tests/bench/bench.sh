@@ -160,6 +160,23 @@ per_request() {
 python3 "$top/tests/bench/review_body.py" \
     "$top/examples/k8s-admissionreview.json" >"$work/job-spec.json"
 llama=$top/examples/llama-8b-8bit-admit.yaml
+
+# A store as a site's daemon holds one: $observations observations of
+# other jobs (tests/bench/observations.py), posted to a daemon that is
+# then stopped; each daemon below that has a store starts on a copy.
+observations=${BENCH_OBSERVATIONS:-1000}
+echo "bench-token-0123456789abcdef" >"$work/token"
+start_daemon "$work/seed.log" --store "$work/seed.db" \
+    --observe-token-file "$work/token"
+python3 "$top/tests/bench/observations.py" "$mport" "$work/token" "$llama" \
+    "$observations"
+kill "$dpid"
+wait "$dpid" 2>/dev/null || true
+store() { # NAME: a copy of the seeded store, as memfloord's arguments
+	cp "$work/seed.db" "$work/$1.db"
+	echo --store "$work/$1.db" --observe-token-file "$work/token"
+}
+
 : >"$work/counts"
 per_request hello-world / "$llama" application/yaml "$hello" 1
 for m in llama-8b-8bit-admit min-memory-88Gi; do
@@ -167,13 +184,18 @@ for m in llama-8b-8bit-admit min-memory-88Gi; do
 	    application/yaml "$daemon" -d -l 127.0.0.1:0 \
 	    -f "$top/catalog/gpus.yaml" -m "$top/catalog/models" --threads 1
 done
+# shellcheck disable=SC2046 # store's words are arguments
+per_request "admit-llama-8b-8bit-admit-store" /v1/admit "$llama" \
+    application/yaml "$daemon" -d -l 127.0.0.1:0 \
+    -f "$top/catalog/gpus.yaml" -m "$top/catalog/models" --threads 1 \
+    $(store counted)
 per_request estimate-llama-8b-8bit-admit /v1/estimate "$llama" \
     application/yaml "$daemon" -d -l 127.0.0.1:0 \
     -f "$top/catalog/gpus.yaml" -m "$top/catalog/models" --threads 1
 per_request review-job-spec /v1/admission-review "$work/job-spec.json" \
     application/json "$daemon" -d -l 127.0.0.1:0 \
     -f "$top/catalog/gpus.yaml" -m "$top/catalog/models" --threads 1
-awk -v n="$requests" -v w="$warmup" '
+awk -v n="$requests" -v w="$warmup" -v obs="$observations" '
 NR == 1 { hw = $3 }
 { rows[NR] = sprintf("%-32s %6d %14.1fk %14.2f", $1, $2, $3 / 1000, $3 / hw) }
 END {
@@ -182,7 +204,8 @@ END {
 	for (i = 1; i <= NR; i++)
 		print rows[i]
 	printf "\ncallgrind, whole process, one thread: (%d + %d requests" \
-	    " - %d requests) / %d, one keep-alive connection\n\n", w, n, w, n
+	    " - %d requests) / %d, one keep-alive connection; -store: with" \
+	    " a store of %d observations of other jobs\n\n", w, n, w, n, obs
 }' "$work/counts"
 
 start_daemon "$work/daemon.log"
@@ -324,9 +347,27 @@ for _ in $(seq "$rounds"); do
 done
 header "one thread each, HTTP" hello
 compare llama-8b-8bit-admit "$size" "$c"
-kill "$hpid" "$dpid"
-wait "$hpid" "$dpid" 2>/dev/null || true
+kill "$hpid"
+wait "$hpid" 2>/dev/null || true
 hpid=
+
+# The same daemon with the store of $observations observations, against
+# itself without one, taking turns.
+plain=$mport plain_pid=$dpid
+# shellcheck disable=SC2046 # store's words are arguments
+start_daemon "$work/daemon-store.log" --threads 1 $(store wrk)
+: >"$work/m.runs"
+: >"$work/n.runs"
+for _ in $(seq "$rounds"); do
+	run_wrk "http://127.0.0.1:$mport/v1/admit" "$llama" "$c" \
+	    >>"$work/m.runs"
+	run_wrk "http://127.0.0.1:$plain/v1/admit" "$llama" "$c" \
+	    >>"$work/n.runs"
+done
+header "with a store, one thread" "no store"
+compare llama-8b-8bit-admit "$size" "$c"
+kill "$dpid" "$plain_pid"
+wait "$dpid" "$plain_pid" 2>/dev/null || true
 
 # The same throwaway certificate for both servers.
 echo
