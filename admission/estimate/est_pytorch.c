@@ -1125,9 +1125,23 @@ torch_training(const struct mf_model *m, const struct mf_workload *w,
     struct mf_estimate *e)
 {
 	struct shapes x;
+	struct mf_workload fp32;
 
 	mf_est_state(m, w, e);
 	mf_est_fsdp(m, w, e);
+	/*
+	 * PEFT's prepare_model_for_kbit_training casts the embeddings and the
+	 * norms to fp32: the residual stream, the norms' outputs and the
+	 * 4-bit linears' outputs (bitsandbytes casts each back to its input's
+	 * dtype) are fp32, and lm_head's logits too, so the layers and the
+	 * loss keep what they keep with fp32 activations (tests/torch/quant.py,
+	 * kbit cases: exact).
+	 */
+	if (w->method == MF_QLORA && w->qlora_kbit_prep) {
+		fp32 = *w;
+		fp32.precision = MF_FP32;
+		w = &fp32;
+	}
 	x.h = m->hidden;
 	x.a = m->heads;
 	x.kv = m->kv_heads;

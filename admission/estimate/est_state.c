@@ -25,6 +25,8 @@
  *   SGD 6.
  */
 #include <assert.h>
+#include <stdio.h>
+#include <string.h>
 
 #include "est.h"
 #include "../model/quant.h"
@@ -105,6 +107,30 @@ optimizer_bytes(enum mf_optimizer o, const struct mf_est_precision *pr)
 	return pr->master + 2 * pr->moment;
 }
 
+/*
+ * PEFT's prepare_model_for_kbit_training (peft/utils/other.py, 0.21.2):
+ * every parameter that is not a bitsandbytes 4-bit one and is 16-bit is
+ * cast to fp32, so the embeddings, norms and lm_head take 4 bytes a
+ * parameter, not 2: (P - Pq) x 2 more.  Measured on transformers' Llama
+ * with bitsandbytes' Linear4bit (tests/torch/quant.py, kbit cases).
+ */
+static void
+kbit_prep(const struct mf_model *m, struct mf_estimate *e)
+{
+	char *f = e->formula[MF_B_WEIGHTS];
+	struct mf_quant_sum s;
+	size_t n = strlen(f);
+
+	mf_quant_sum(m, &e->quant, &s);
+	if (s.pq < 0 || e->params < s.pq || e->bucket[MF_B_WEIGHTS] < 0) {
+		e->bucket[MF_B_WEIGHTS] = -1;
+		return;
+	}
+	snprintf(f + n, MF_FORMULA_MAX - n, " + (P - Pq) x 2 (kbitPrep: fp32)");
+	e->bucket[MF_B_WEIGHTS] =
+	    mf_cadd(e->bucket[MF_B_WEIGHTS], mf_cmul(2, e->params - s.pq));
+}
+
 /* Weights: P x the precision's bytes, and under autocast the 16-bit
  * copies of the linear weights it keeps for backward (Pc x 2); QLoRA's
  * 4-bit base as bitsandbytes stores it (quant.c), or under the estimator
@@ -126,6 +152,8 @@ weights(const struct mf_model *m, const struct mf_workload *w,
 		e->quant_source = "qlora";
 		e->bucket[MF_B_WEIGHTS] =
 		    mf_quant_weights(m, &e->quant, e->formula[MF_B_WEIGHTS]);
+		if (w->qlora_kbit_prep)
+			kbit_prep(m, e);
 		return;
 	}
 	mf_text_str(&f, "P x ");

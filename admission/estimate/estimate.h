@@ -77,6 +77,8 @@ struct mf_workload {
 	int optimizer_in_backward; /* each gradient stepped and freed */
 	int64_t qlora_block;       /* qlora.blockSize: weights an absmax, 64 */
 	int qlora_double_quant;    /* qlora.doubleQuant, default 1 */
+	int qlora_kbit_prep;       /* qlora.kbitPrep: PEFT's
+	                              prepare_model_for_kbit_training */
 	int reshard_after_forward; /* sharding.reshardAfterForward, default 1 */
 	int sequence_parallel;     /* parallelism.sequenceParallel, default 0 */
 	int loss_parallel;         /* parallelism.lossParallel, default 0 */

@@ -103,6 +103,7 @@ static const struct frow work_rows[] = {
 	WORK(optimizer_in_backward),
 	WORK(qlora_block),
 	WORK(qlora_double_quant),
+	WORK(qlora_kbit_prep),
 	WORK(reshard_after_forward),
 	WORK(sequence_parallel),
 	WORK(loss_parallel),

@@ -237,6 +237,10 @@ static const struct mf_field qlora_rows[] = {
 	    .offset = WOFF(qlora_double_quant), .flags = MF_FF_DEFAULT,
 	    .idef = 1, .title = "Double quantization",
 	    .doc = "absmax in 8 bits with a second fp32 level a 256 blocks, as the QLoRA recipe" },
+	{ .key = "kbitPrep", .type = MF_FT_BOOL, .base = MF_FB_WORK,
+	    .offset = WOFF(qlora_kbit_prep), .flags = MF_FF_DEFAULT,
+	    .idef = 0, .title = "PEFT's k-bit preparation",
+	    .doc = "peft.prepare_model_for_kbit_training, as HF + PEFT QLoRA runs call it: the parameters not quantized (embeddings, norms, lm_head) cast to fp32, and with them the activations between the 4-bit linears (it also turns on gradient checkpointing by default: state gradientCheckpointing)" },
 };
 
 static const struct mf_field sharding_rows[] = {

@@ -21,7 +21,17 @@ MatMul4Bit dequantizes (2 bytes a weight) with the fp32 absmax that double
 quantization dequantizes first (4 bytes a block), beside the input, the
 output and their gradients; memfloor's QLoRA transient counts the first
 two for the largest linear (est_pytorch.c, "Qmax x 2 + ceil(Qmax / 64) x
-4").  Prints a table; exits 1 on a failure.
+4").
+
+Then QLoRA through HF + PEFT with peft.prepare_model_for_kbit_training
+(qlora.kbitPrep, design 22) on measure.py's dense FIT shapes: the model
+quantized as above, prepared (use_gradient_checkpointing=False: the
+manifest states checkpointing apart), LoRA all-linear on top.  It checks
+the bytes held (weights, quantization state and the fp32 adapters) against
+memfloor's weights + 4T exactly, what one forward keeps for backward
+(measure.py's saved_bytes over two layers) against activations + logits
+within 2%, and that the peak of a whole step (measure.py's step_peak) is
+at or below perGpuBytes.  Prints a table; exits 1 on a failure.
 """
 import json
 import os
@@ -37,6 +47,7 @@ import bitsandbytes as bnb  # noqa: E402
 from bitsandbytes.nn import Linear4bit, Params4bit  # noqa: E402
 import transformers  # noqa: E402
 
+import measure  # noqa: E402
 from measure import peak_of  # noqa: E402  (the profiler's peak)
 
 TOP = os.environ.get("MF_TOP", os.getcwd())
@@ -168,6 +179,61 @@ def dequant_transient(o, i, t):
     return peak_of(step) - 2 * t * o
 
 
+def kbit_model(c):
+    """c's model with its decoder's linears 4-bit, prepared by PEFT's
+    prepare_model_for_kbit_training, LoRA all-linear on top."""
+    import hf
+    model = hf.build(c, c["num_hidden_layers"], "bf16", "sdpa")
+    for layer in hf.decoder_layers(model):
+        swap_linears(layer)
+    # As transformers marks a model loaded with load_in_4bit.
+    model.is_loaded_in_4bit = True
+    peft = hf.import_peft()
+    model = peft.prepare_model_for_kbit_training(
+        model, use_gradient_checkpointing=False)
+    return peft.get_peft_model(model, peft.LoraConfig(
+        r=measure.RANK, lora_alpha=2 * measure.RANK, lora_dropout=0.0,
+        target_modules="all-linear"))
+
+
+def kbit_cases():
+    """(failed, checks) of the kbitPrep cases."""
+    import hf
+    failed = checks = 0
+    print("QLoRA with prepare_model_for_kbit_training: measured vs memfloor")
+    for c, s, b in measure.FIT:
+        if c["model_type"] not in measure.DENSE:
+            continue
+        model = kbit_model(c)
+        ids, labels = measure.inputs(c, s, b)
+        step = hf.Step(model, "bf16")
+        est = hf.estimate(c, {"kind": "training", "sequenceLength": s,
+                              "microBatch": b, "method": "qlora",
+                              "lora": {"rank": measure.RANK},
+                              "qlora": {"kbitPrep": True}},
+                          "kbit-" + c["model_type"])
+        if isinstance(est, str):
+            sys.exit(est)
+        got = {x["name"]: x["bytes"] for x in est["buckets"]}
+        rows = (("weights + 4T", held_bytes(model),
+                 got["weights"] + 4 * est["trainableParameters"], 0.0),
+                ("activations + logits",
+                 measure.saved_bytes(step, ids, labels),
+                 got["activations"] + got["logits"], 0.02),
+                ("step peak <= perGpuBytes",
+                 measure.step_peak(step, ids, labels), est["perGpuBytes"],
+                 None))
+        for what, want, have, tol in rows:
+            err = (have - want) / want
+            bad = have < want if tol is None else abs(err) > tol
+            checks += 1
+            failed += bad
+            print("%s%-8s %-26s %10d %10d %+7.3f%%" % (
+                "FAIL " if bad else "", c["model_type"], what, want, have,
+                100 * err))
+    return failed, checks
+
+
 def main():
     failed = 0
     print("NF4 storage (blocks of 64, double quantization): held vs memfloor")
@@ -198,6 +264,9 @@ def main():
             print("FAIL transient %dx%d: measured %d, formula %d" %
                   (o, i, got, want))
     total = len(CASES) + 2
+    kf, kc = kbit_cases()
+    failed += kf
+    total += kc
     print("quant harness: %d checks, %d failed" % (total, failed))
     return 1 if failed else 0
 

@@ -1969,6 +1969,42 @@ test_torch_lora_dtype(void **state)
 	assert_int_equal(est(&llama8b, &w).bucket[MF_B_ADAPTERS], 6 * 6815744);
 }
 
+/*
+ * qlora.kbitPrep (design 22): PEFT's prepare_model_for_kbit_training casts
+ * Llama 3.1 8B's parameters that are not 4-bit to fp32: embeddings and
+ * lm_head 2 x 128,256 x 4096 = 1,050,673,152, norms 65 x 4096 = 266,240;
+ * P - Pq = 1,050,939,392, 2 bytes more each: 2,101,878,784.  The layers
+ * and the loss then keep what fp32 activations keep.
+ */
+static void
+test_torch_kbit_prep(void **state)
+{
+	struct mf_workload w, f32;
+	struct mf_estimate plain, prep, fp32;
+
+	(void)state;
+	mf_workload_defaults(&w);
+	assert_int_equal(w.qlora_kbit_prep, 0);
+	w.seq_len = 1024;
+	w.method = MF_QLORA;
+	w.checkpointing = MF_CKPT_FULL;
+	plain = est(&llama8b, &w);
+	w.qlora_kbit_prep = 1;
+	prep = est(&llama8b, &w);
+	assert_int_equal(prep.bucket[MF_B_WEIGHTS] - plain.bucket[MF_B_WEIGHTS],
+	    INT64_C(2101878784));
+	assert_non_null(strstr(prep.formula[MF_B_WEIGHTS], " + (P - Pq) x 2"));
+	f32 = w;
+	f32.qlora_kbit_prep = 0;
+	f32.precision = MF_FP32;
+	fp32 = est(&llama8b, &f32);
+	assert_int_equal(prep.bucket[MF_B_ACTIVATIONS],
+	    fp32.bucket[MF_B_ACTIVATIONS]);
+	assert_int_equal(prep.bucket[MF_B_LOGITS], fp32.bucket[MF_B_LOGITS]);
+	assert_true(
+	    prep.bucket[MF_B_ACTIVATIONS] > plain.bucket[MF_B_ACTIVATIONS]);
+}
+
 /* A list's name the model has not is refused, naming it and listing the
  * model's; lm_head is not modelled. */
 static void
@@ -2237,6 +2273,7 @@ main(void)
 		cmocka_unit_test(test_torch_lora_list),
 		cmocka_unit_test(test_lora_list_refused),
 		cmocka_unit_test(test_torch_lora_dtype),
+		cmocka_unit_test(test_torch_kbit_prep),
 		cmocka_unit_test(test_estimator_names),
 		cmocka_unit_test(test_est_reference_full),
 		cmocka_unit_test(test_est_reference_eager),

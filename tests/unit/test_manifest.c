@@ -376,6 +376,24 @@ test_read_lora_targets(void **state)
 	    "'fp8' is not one of fp32, bf16, fp16");
 }
 
+/* qlora.kbitPrep: PEFT's prepare_model_for_kbit_training, with qlora. */
+static void
+test_read_kbit_prep(void **state)
+{
+	struct mf_doc *doc = NULL;
+	struct mf_job job;
+
+	(void)state;
+	read_ok(MSPEC "  workload:\n    method: qlora\n    sequenceLength: 64\n"
+	              "    qlora: {kbitPrep: true}\n",
+	    &doc, &job);
+	assert_int_equal(job.work.qlora_kbit_prep, 1);
+	mf_doc_free(doc);
+	/* With method lora the qlora block has no effect: refused. */
+	expect_err(LORA "    qlora: {kbitPrep: true}\n", "spec.workload.qlora",
+	    11, "");
+}
+
 /* configUrl is kept for the fetcher; the model is filled later. */
 static void
 test_read_config_url(void **state)
@@ -1538,6 +1556,7 @@ main(void)
 		cmocka_unit_test(test_read_inline_config),
 		cmocka_unit_test(test_read_inference),
 		cmocka_unit_test(test_read_lora_targets),
+		cmocka_unit_test(test_read_kbit_prep),
 		cmocka_unit_test(test_read_recipe),
 		cmocka_unit_test(test_read_config_url),
 		cmocka_unit_test(test_read_sharding_sets_count),
