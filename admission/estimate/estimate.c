@@ -163,6 +163,7 @@ workload_ok(const struct mf_workload *w)
 	    (unsigned)w->checkpointing > MF_CKPT_OP ||
 	    (unsigned)w->lora_targets > MF_LORA_LIST ||
 	    (unsigned)w->lora_dtype > MF_LORA_FP16 ||
+	    (w->lora_modules & ~(MF_LORA_HEAD | (MF_LORA_HEAD - 1u))) != 0 ||
 	    (unsigned)w->kv_dtype > MF_KV_FP8 ||
 	    (unsigned)w->weights_dtype > MF_WD_INT4 ||
 	    (unsigned)w->server > MF_SERVER_VLLM ||
@@ -232,6 +233,7 @@ mf_est_lora_refused(const struct mf_model *m, const struct mf_workload *w,
     char *why, size_t size)
 {
 	unsigned has = mf_model_lora_names(m), bad;
+	const char *name;
 	char list[160];
 	int v = 0;
 
@@ -241,10 +243,13 @@ mf_est_lora_refused(const struct mf_model *m, const struct mf_workload *w,
 	bad = w->lora_modules & ~has;
 	if (bad == 0)
 		return 0;
-	while (!(bad & MF_LORA_BIT(v)))
+	while (v < 31 && !(bad & MF_LORA_BIT(v)))
 		v++;
 	if (why == NULL)
 		return 1;
+	/* A mask read back from elsewhere (a fingerprint) may hold a bit no
+	 * name has. */
+	name = mf_lora_module_name(v);
 	lora_names(has, list, sizeof(list));
 	if (v == MF_LORA_HEAD_BIT)
 		snprintf(why, size,
@@ -253,7 +258,7 @@ mf_est_lora_refused(const struct mf_model *m, const struct mf_workload *w,
 	else
 		snprintf(why, size,
 		    "'%s' is not a module of this model%s; the ones it has: %s",
-		    mf_lora_module_name(v),
+		    name != NULL ? name : "?",
 		    m->experts > 0 ?
 		        " that a list may name (its routed experts are 3-D parameters, not modules)" :
 		        "",

@@ -2033,6 +2033,12 @@ test_lora_list_refused(void **state)
 	assert_true(mf_est_lora_refused(&llama8b, &w, why, sizeof(why)));
 	assert_non_null(
 	    strstr(why, "lm_head: LoRA on the output head is not modelled"));
+	/* A bit no name has (a mask read back from elsewhere) is refused,
+	 * and said without a name. */
+	w.lora_modules = 1u << 20;
+	assert_int_equal(mf_est_compute(&llama8b, &w, &e), MF_EINVAL);
+	assert_true(mf_est_lora_refused(&llama8b, &w, why, sizeof(why)));
+	assert_non_null(strstr(why, "'?' is not a module"));
 	/* all-linear and attention name no module. */
 	w.lora_targets = MF_LORA_ATTENTION;
 	assert_false(mf_est_lora_refused(&llama8b, &w, why, sizeof(why)));
