@@ -66,14 +66,6 @@ post() {
 	    "$base/v1/observations")
 }
 
-# field KEY: the answer's top-level KEY (a dotted path: placement.gpu).
-field() {
-	python3 -c 'import json, sys
-v = json.load(open(sys.argv[1]))
-for k in sys.argv[2].split("."):
-    v = v.get(k) if isinstance(v, dict) else None
-print("" if v is None else v)' "$tmp/ans" "$1"
-}
 
 # listed: how many observations GET lists for $fp.
 listed() {
@@ -241,22 +233,9 @@ is "after the restart the admission is known: 201" "$code" 201
 # card of the first admission with twice the modelled tokens/s, the need
 # there is the peak, the other cards' falls by no more than 10%, and the
 # hours halve.
-cat >"$tmp/train.yaml" <<'YAML'
-apiVersion: memfloor.dev/v1
-kind: Job
-metadata:
-  name: trained
-spec:
-  model:
-    name: meta-llama/Llama-3.1-8B
-  workload:
-    sequenceLength: 2048
-    method: lora
-    lora: {rank: 16, targets: all-linear}
-    gradientCheckpointing: true
-  duration:
-    tokens: 1000000000
-YAML
+# The job (tests/data/observations/trained.yaml): Llama 3.1 8B, LoRA all-linear
+# rank 16, checkpointing, sequences of 2,048, a billion tokens.
+cp "$top/tests/data/observations/trained.yaml" "$tmp/train.yaml"
 admit_train() {
 	curl -s -m 10 -o "$tmp/ans" -X POST --data-binary @"$tmp/train.yaml" \
 	    "$base/v1/admit"

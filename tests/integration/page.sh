@@ -36,32 +36,10 @@ cleanup() {
 . "$top/tests/lib/check.sh"
 
 # --- chromium -----------------------------------------------------------------
-find_chromium() {
-	for c in /usr/lib/chromium/chromium "$(command -v chromium || true)" \
-	    "$(command -v chromium-browser || true)"; do
-		if [ -n "$c" ] && [ -x "$c" ]; then
-			echo "$c"
-			return 0
-		fi
-	done
-	return 1
-}
-
-if ! chromium=$(find_chromium); then
-	apt_install page chromium
-	if ! chromium=$(find_chromium); then
-		fail "chromium is needed (Debian: apt-get install chromium)"
-		summary || true
-		exit 1
-	fi
-fi
-for t in python3 curl; do
-	if ! command -v $t >/dev/null 2>&1; then
-		fail "$t is needed"
-		summary || true
-		exit 1
-	fi
-done
+need_program chromium page chromium /usr/lib/chromium/chromium chromium \
+    chromium-browser
+need_program python3 page python3 python3
+need_program curl page curl curl
 
 # --- the daemon and the headers -----------------------------------------------
 # A store with two runs of one job posted, so that the calibration section

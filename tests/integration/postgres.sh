@@ -152,36 +152,15 @@ is "the schema is made once: version 1" \
     "$(sql memfloor 'SELECT count(*), max(version) FROM memfloor_schema')" \
     "1|1"
 
-cat >"$tmp/train.yaml" <<'YAML'
-apiVersion: memfloor.dev/v1
-kind: Job
-metadata:
-  name: trained
-spec:
-  model:
-    name: meta-llama/Llama-3.1-8B
-  workload:
-    sequenceLength: 2048
-    method: lora
-    lora: {rank: 16, targets: all-linear}
-    gradientCheckpointing: true
-  duration:
-    tokens: 1000000000
-YAML
+# The job (tests/data/observations/trained.yaml): Llama 3.1 8B, LoRA all-linear
+# rank 16, checkpointing, sequences of 2,048, a billion tokens.
+cp "$top/tests/data/observations/trained.yaml" "$tmp/train.yaml"
 
 # admit BASE: the job admitted by BASE; the answer in $tmp/ans, the
 # status in $code.
 admit() {
 	code=$(curl -s -m 10 -o "$tmp/ans" -w '%{http_code}' -X POST \
 	    --data-binary @"$tmp/train.yaml" "$1/v1/admit")
-}
-# field KEY: the answer's dotted KEY.
-field() {
-	python3 -c 'import json, sys
-v = json.load(open(sys.argv[1]))
-for k in sys.argv[2].split("."):
-    v = v.get(k) if isinstance(v, dict) else None
-print("" if v is None else v)' "$tmp/ans" "$1"
 }
 # raised: whether the answer's need is the estimate * 1.25 on every card
 # (to the byte, give or take the rounding of the ratio) and tcard is

@@ -51,30 +51,9 @@ cleanup() {
 MIB=1048576
 
 # --- prometheus ---------------------------------------------------------------
-find_prometheus() {
-	for c in /usr/bin/prometheus "$(command -v prometheus || true)"; do
-		if [ -n "$c" ] && [ -x "$c" ]; then
-			echo "$c"
-			return 0
-		fi
-	done
-	return 1
-}
-if ! prom=$(find_prometheus); then
-	apt_install prometheus prometheus
-	if ! prom=$(find_prometheus); then
-		fail "prometheus is needed (Debian: apt-get install prometheus)"
-		summary || true
-		exit 1
-	fi
-fi
-for t in python3 curl; do
-	if ! command -v $t >/dev/null 2>&1; then
-		fail "$t is needed"
-		summary || true
-		exit 1
-	fi
-done
+need_program prom prometheus prometheus /usr/bin/prometheus prometheus
+need_program python3 prometheus python3 python3
+need_program curl prometheus curl curl
 
 free_port() {
 	python3 -c 'import socket
@@ -206,14 +185,6 @@ runs() {
 admit() {
 	curl -s -m 10 -o "$tmp/ans" -w '%{http_code}' -X POST \
 	    --data-binary @"$1" "${2:-$base}/v1/admit"
-}
-# field KEY: the answer's dotted KEY.
-field() {
-	python3 -c 'import json, sys
-v = json.load(open(sys.argv[1]))
-for k in sys.argv[2].split("."):
-    v = v.get(k) if isinstance(v, dict) else None
-print("" if v is None else v)' "$tmp/ans" "$1"
 }
 # listed FP [BASE]: the observations of FP, as JSON, in $tmp/list; prints
 # how many.

@@ -113,6 +113,42 @@ apt_install() {
 	    --no-install-recommends "$@" >/dev/null 2>&1; } || true
 }
 
+# field KEY: the dotted KEY (placement.gpu) of the JSON answer in
+# $tmp/ans; "" when it is not there or null.
+field() {
+	python3 -c 'import json, sys
+v = json.load(open(sys.argv[1]))
+for k in sys.argv[2].split("."):
+    v = v.get(k) if isinstance(v, dict) else None
+print("" if v is None else v)' "$tmp/ans" "$1"
+}
+
+# need_program VAR WHO PACKAGE CANDIDATE...: sets VAR to the first
+# CANDIDATE that is an executable (a path, or a name looked up on PATH);
+# when none is, installs PACKAGE (apt_install, for WHO) and looks again;
+# when still none is, the test fails naming the package and stops: a test
+# never passes by skipping what it needs.
+need_program() {
+	_np_var=$1 _np_who=$2 _np_pkg=$3
+	shift 3
+	for _np_pass in 1 2; do
+		for _np_c in "$@"; do
+			case $_np_c in
+			*/*) _np_p=$_np_c ;;
+			*) _np_p=$(command -v "$_np_c" || true) ;;
+			esac
+			if [ -n "$_np_p" ] && [ -x "$_np_p" ]; then
+				eval "$_np_var=\$_np_p"
+				return 0
+			fi
+		done
+		[ "$_np_pass" = 2 ] || apt_install "$_np_who" "$_np_pkg"
+	done
+	fail "$_np_who: none of $* (Debian: apt-get install $_np_pkg)"
+	summary || true
+	exit 1
+}
+
 # stop_all PID...: end the processes a test started (empty PIDs skipped),
 # then wait for them, so a test's exit leaves none running.
 stop_all() {
