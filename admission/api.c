@@ -337,7 +337,7 @@ decide_admit(const struct mf_api *api, struct mf_request *req,
 		doc_answer(&doc, kind, out, ans);
 	}
 	ans->verdict = d->admitted ? MF_VERDICT_ADMITTED : MF_VERDICT_REJECTED;
-	if (d->admitted && api->record)
+	if (d->admitted && api->observed != NULL)
 		note_placed(ans, &req->job, &d->placement);
 	memcpy(ans->fingerprint, d->fingerprint, sizeof(ans->fingerprint));
 	free(d);

@@ -40,7 +40,7 @@ struct mf_answer {
 	/* An admit's or an estimate's job: its fingerprint (design 23), as
 	 * the body says it; "" for other answers and errors. */
 	char fingerprint[MF_FP_HEX];
-	/* An admission (verdict admitted) when mf_api's record is set: the
+	/* An admission (verdict admitted) when mf_api's observed is set: the
 	 * job (borrowed from the request: valid until mf_request_free), the
 	 * fixes admission applied, the card and the count, which place it;
 	 * NULL and "" otherwise. */
@@ -60,11 +60,10 @@ struct mf_api {
 	const char *estimator;
 	/* Design 23: what runs of the job of fingerprint fp measured, a
 	 * card each, into *out (out->n 0: none); NULL: observations are not
-	 * used.  Called once an admit, from the request's thread. */
+	 * kept, so an admit neither looks its runs up nor notes itself for
+	 * the store (mf_answer's placed).  Called once an admit, from the
+	 * request's thread. */
 	void (*observed)(const char *fp, struct mf_observed *out);
-	/* Keep an admission's job as placed (mf_answer's placed): a store
-	 * takes it; 0: nothing keeps it, so it is not written. */
-	int record;
 };
 
 /*

@@ -359,7 +359,7 @@ offline(mf_api_call fn, const enum mf_call *job, struct opts *o)
 	struct mf_models *models = NULL;
 	struct mf_request *req = NULL;
 	struct mf_answer ans;
-	struct mf_api api = { NULL, NULL, NULL, NULL, 0 };
+	struct mf_api api = { NULL, NULL, NULL, NULL };
 	char *body = NULL;
 	size_t len = 0;
 	int rc = EXIT_INPUT;
@@ -412,7 +412,7 @@ catalog_check(const char *path)
 {
 	struct mf_catalog *cat;
 	struct mf_answer ans;
-	struct mf_api api = { NULL, NULL, NULL, NULL, 0 };
+	struct mf_api api = { NULL, NULL, NULL, NULL };
 
 	cat = load_catalog(path);
 	if (cat == NULL)

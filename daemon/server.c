@@ -113,10 +113,8 @@ api_begin(void)
 	struct mf_models *m;
 
 	mfd_state_take(&cat, &m);
-	int kept = mfd_obs_kept();
-
-	return (struct mf_api){ cat, m, NULL, kept ? mfd_obs_observed : NULL,
-		kept };
+	return (struct mf_api){ cat, m, NULL,
+		mfd_obs_kept() ? mfd_obs_observed : NULL };
 }
 
 static void
