@@ -98,6 +98,17 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
+# port_of LOG TRIES PAUSE: the port a server's LOG says it listens on,
+# looked for TRIES times PAUSE seconds apart; "" when it never says.
+port_of() {
+	for _ in $(seq "$2"); do
+		port=$(sed -n 's/.*listening on .* port \([0-9]*\).*/\1/p' "$1")
+		[ -n "$port" ] && break
+		sleep "$3"
+	done
+	echo "$port"
+}
+
 # start_daemon LOG ARGS...: memfloord on a free port, its pid in $dpid and
 # its port in $mport.
 start_daemon() {
@@ -106,12 +117,7 @@ start_daemon() {
 	$on_server "$daemon" -d -l 127.0.0.1:0 -f "$top/catalog/gpus.yaml" \
 	    -m "$top/catalog/models" "$@" 2>"$dlog" &
 	dpid=$!
-	mport=""
-	for _ in $(seq 100); do
-		mport=$(sed -n 's/.*listening on .* port \([0-9]*\).*/\1/p' "$dlog")
-		[ -n "$mport" ] && break
-		sleep 0.05
-	done
+	mport=$(port_of "$dlog" 100 0.05)
 	[ -n "$mport" ] || { cat "$dlog"; exit 1; }
 }
 # counted OUT PATH BODY CONTENT-TYPE N PROGRAM ARGS...: PROGRAM under
@@ -125,13 +131,7 @@ counted() {
 	valgrind --tool=callgrind --callgrind-out-file="$out" "$@" \
 	    >/dev/null 2>>"$out.log" &
 	cpid=$!
-	cport=""
-	for _ in $(seq 600); do
-		cport=$(sed -n 's/.*listening on .* port \([0-9]*\).*/\1/p' \
-		    "$out.log")
-		[ -n "$cport" ] && break
-		sleep 0.1
-	done
+	cport=$(port_of "$out.log" 600 0.1)
 	if [ -z "$cport" ] || ! answer=$(python3 \
 	    "$top/tests/bench/keepalive.py" "$cport" "$path" "$body" "$ctype" \
 	    "$n"); then
@@ -258,6 +258,18 @@ PY
 	[ -z "${errs# }" ] || echo "  wrk reported: $errs"
 }
 
+# turns URL OTHER-URL BODY CONNS [CONTENT-TYPE]: wrk against memfloord at
+# URL and the other server at OTHER-URL, taking turns, $rounds runs each,
+# into $work/m.runs and $work/n.runs (for compare).
+turns() {
+	: >"$work/m.runs"
+	: >"$work/n.runs"
+	for _ in $(seq "$rounds"); do
+		run_wrk "$1" "$3" "$4" "${5:-}" >>"$work/m.runs"
+		run_wrk "$2" "$3" "$4" "${5:-}" >>"$work/n.runs"
+	done
+}
+
 # row NAME BODY PATH CONTENT-TYPE SCHEME: one line of the table, memfloord
 # at $mport and nginx, over SCHEME (http or https), taking turns.
 row() {
@@ -294,14 +306,8 @@ NGINX
 	$on_server $nginx -c "$work/nginx.conf" -p "$work" 2>/dev/null
 	sleep 0.2
 	for c in $conns; do
-		: >"$work/m.runs"
-		: >"$work/n.runs"
-		for _ in $(seq "$rounds"); do
-			run_wrk "$scheme://127.0.0.1:$mport$path" "$body" "$c" \
-			    "$ctype" >>"$work/m.runs"
-			run_wrk "$scheme://127.0.0.1:$nport$path" "$body" "$c" \
-			    "$ctype" >>"$work/n.runs"
-		done
+		turns "$scheme://127.0.0.1:$mport$path" \
+		    "$scheme://127.0.0.1:$nport$path" "$body" "$c" "$ctype"
 		compare "$name" "$size" "$c"
 	done
 	kill "$(cat "$work/nginx.pid")"
@@ -327,24 +333,13 @@ echo
 start_daemon "$work/daemon-1.log" --threads 1
 $on_server "$hello" 1 2>"$work/hello.log" &
 hpid=$!
-hport=""
-for _ in $(seq 100); do
-	hport=$(sed -n 's/.*listening on .* port \([0-9]*\).*/\1/p' \
-	    "$work/hello.log")
-	[ -n "$hport" ] && break
-	sleep 0.05
-done
+hport=$(port_of "$work/hello.log" 100 0.05)
 [ -n "$hport" ] || { cat "$work/hello.log"; exit 1; }
 c=${conns%% *}
 size=$(curl -s --data-binary @"$llama" -H 'Content-Type: application/yaml' \
     -o /dev/null -w '%{size_download}' "http://127.0.0.1:$mport/v1/admit")
-: >"$work/m.runs"
-: >"$work/n.runs"
-for _ in $(seq "$rounds"); do
-	run_wrk "http://127.0.0.1:$mport/v1/admit" "$llama" "$c" \
-	    >>"$work/m.runs"
-	run_wrk "http://127.0.0.1:$hport/" "$llama" "$c" >>"$work/n.runs"
-done
+turns "http://127.0.0.1:$mport/v1/admit" "http://127.0.0.1:$hport/" \
+    "$llama" "$c"
 header "one thread each, HTTP" hello
 compare llama-8b-8bit-admit "$size" "$c"
 kill "$hpid"
@@ -356,14 +351,8 @@ hpid=
 plain=$mport plain_pid=$dpid
 # shellcheck disable=SC2046 # store's words are arguments
 start_daemon "$work/daemon-store.log" --threads 1 $(store wrk)
-: >"$work/m.runs"
-: >"$work/n.runs"
-for _ in $(seq "$rounds"); do
-	run_wrk "http://127.0.0.1:$mport/v1/admit" "$llama" "$c" \
-	    >>"$work/m.runs"
-	run_wrk "http://127.0.0.1:$plain/v1/admit" "$llama" "$c" \
-	    >>"$work/n.runs"
-done
+turns "http://127.0.0.1:$mport/v1/admit" "http://127.0.0.1:$plain/v1/admit" \
+    "$llama" "$c"
 header "with a store, one thread" "no store"
 compare llama-8b-8bit-admit "$size" "$c"
 kill "$dpid" "$plain_pid"
