@@ -374,6 +374,44 @@ smallest_fit(struct mf_jw *w, const struct mf_est_answer *a)
 	mf_jw_close(w, '}');
 }
 
+/* The framework named (design 22) and the fields whose values came from
+ * it, as paths under spec.workload; nothing without one. */
+static void
+from_framework(struct mf_jw *w, const struct mf_job *job)
+{
+	const char *f;
+
+	if (!job->framework_given)
+		return;
+	mf_jw_str(w, "framework", mf_framework_name(job->framework));
+	mf_jw_open(w, "fromFramework", '[');
+	for (int i = 0; (f = mf_framework_field(job->framework,
+	                     job->work.method, i)) != NULL;
+	     i++)
+		if (job->from_framework >> i & 1u)
+			mf_jw_str(w, NULL, f);
+	mf_jw_close(w, ']');
+}
+
+/* The same in words, for the text estimate. */
+static void
+text_framework(struct mf_buf *b, const struct mf_job *job)
+{
+	const char *f;
+	int k = 0;
+
+	if (!job->framework_given)
+		return;
+	mf_buf_printf(b, "recipe: from %s:", mf_framework_name(job->framework));
+	for (int i = 0; (f = mf_framework_field(job->framework,
+	                     job->work.method, i)) != NULL;
+	     i++)
+		if (job->from_framework >> i & 1u)
+			mf_buf_printf(b, "%s %s", k++ ? "," : "", f);
+	mf_buf_printf(b, "%s\n",
+	    k ? "" : " nothing (the manifest states every field it sets)");
+}
+
 /*
  * The recipe a training estimate modelled (design 19), each field as the
  * manifest names it: the precision, the attention counted (Gemma-2's sdpa
@@ -381,7 +419,8 @@ smallest_fit(struct mf_jw *w, const struct mf_est_answer *a)
  * activation offloading as the estimator counted it (mf_est_offloads:
  * the post's arithmetic has none), optimizer-in-backward (est_state.c),
  * and the loss as the estimator counted it (mf_est_loss: standard, or
- * chunked with its lossChunks).
+ * chunked with its lossChunks); with a framework, which one and the
+ * fields it supplied (from_framework).
  */
 static void
 recipe(struct mf_jw *w, const struct mf_job *job)
@@ -407,6 +446,7 @@ recipe(struct mf_jw *w, const struct mf_job *job)
 		mf_jw_int(w, "lossChunks", wl->loss_chunks);
 	mf_jw_bool(w, "activationOffload", mf_est_offloads(wl));
 	mf_jw_bool(w, "optimizerInBackward", wl->optimizer_in_backward);
+	from_framework(w, job);
 	mf_jw_close(w, '}');
 }
 
@@ -455,6 +495,7 @@ text_recipe(struct mf_buf *b, const struct mf_job *job)
 		mf_buf_printf(b,
 		    "recipe: optimizerInBackward true (each weight stepped as its gradient is made, torchtune)\n");
 	text_offload(b, wl);
+	text_framework(b, job);
 }
 
 /* How the weights are stored, when it is not plain 16-bit training. */

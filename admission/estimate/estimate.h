@@ -162,6 +162,12 @@ struct mf_job {
 	int loss_line, loss_column;
 	/* Where workload.lora.targets is written, for the same. */
 	int targets_line, targets_column;
+	/* workload.framework (design 22): the release whose recipe gave
+	 * the fields the manifest leaves out (mf_framework_name), when
+	 * framework_given; from_framework: bit i set when the i-th field
+	 * mf_framework_field names took the framework's value. */
+	int framework, framework_given;
+	unsigned from_framework;
 	/* Design 23: what runs of this job measured, a card each, for
 	 * mf_place (place.h); borrowed, NULL when none. */
 	const struct mf_observed *observed;

@@ -62,9 +62,11 @@ enum {
 	MF_FF_NONEMPTY = 1 << 3,  /* OBJECT: at least one member */
 	MF_FF_OWN = 1 << 4,       /* STRING: copied; the struct frees it */
 	MF_FF_HOOK = 1 << 5,      /* read by mf_fread.hook */
-	MF_FF_FIRST = 1 << 6,     /* checked before the object's other
-	                             members (a document's kind); on an
-	                             OBJECT: a member is FIRST */
+	MF_FF_FIRST = 1 << 6,     /* read before the object's other
+	                             members, in the rows' order (a
+	                             document's kind; the workload's kind,
+	                             method and framework); on an OBJECT: a
+	                             document, whose kind is FIRST */
 	MF_FF_MARK = 1 << 7,      /* offset2 is an int set to 1 when given */
 	MF_FF_DEFAULT = 1 << 8,   /* idef or ddef is a default the docs
 	                             state; else it means "not given" */

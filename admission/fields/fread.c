@@ -629,23 +629,29 @@ mf_fields_at(const struct mf_field *obj, const char *path)
 	return obj;
 }
 
-/* The members read before all others: a document's kind, so that a
- * catalogue sent for a Job is told so, not that its headroom is unknown. */
+/* The members read before all others, in the rows' order: a document's
+ * kind, so that a catalogue sent for a Job is told so, not that its
+ * headroom is unknown; the workload's kind and method, then its framework,
+ * whose hook sets the defaults the other members then replace. */
 static enum mf_rc
 read_first(struct mf_fread *r, const struct mf_field *obj,
     const struct mf_node *n, const char *path)
 {
+	const struct mf_field *f;
 	const struct mf_node *m;
 	enum mf_rc rc;
 
 	for (size_t i = 0; i < obj->nsub; i++) {
-		if (!(obj->sub[i].flags & MF_FF_FIRST))
+		f = &obj->sub[i];
+		if (!(f->flags & MF_FF_FIRST))
 			continue;
-		m = mf_node_get(n, obj->sub[i].key);
+		m = mf_node_get(n, f->key);
+		if (m == NULL && !(f->flags & MF_FF_REQUIRED))
+			continue;
 		if (m == NULL)
-			return fail(r, path, obj->sub[i].key, n->line,
-			    n->column, "is required ('%s')", obj->sub[i].text);
-		rc = read_value(r, &obj->sub[i], m, path, NULL);
+			return fail(r, path, f->key, n->line, n->column,
+			    "is required ('%s')", f->text);
+		rc = read_member(r, f, m, path);
 		if (rc != MF_OK)
 			return rc;
 	}
@@ -720,8 +726,7 @@ read_object(struct mf_fread *r, const struct mf_field *obj,
 	if (n->type != MF_NODE_MAP)
 		return fail(r, path, NULL, n->line, n->column,
 		    "must be a mapping, not %s", mf_node_type_name(n->type));
-	if (obj->flags & MF_FF_FIRST)
-		rc = read_first(r, obj, n, path);
+	rc = read_first(r, obj, n, path);
 	for (c = n->child, i = 0; rc == MF_OK && c != NULL; c = c->next, i++) {
 		f = mf_fields_find(obj, c->key);
 		if (f == NULL)

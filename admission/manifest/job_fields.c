@@ -47,6 +47,7 @@ fix_name(int v)
 enum {
 	W_KIND,
 	W_METHOD,
+	W_FRAMEWORK,
 	W_SEQ,
 	W_BATCH,
 	W_ACCUM,
@@ -283,14 +284,26 @@ static const struct mf_field parallelism_rows[] = {
 
 static const struct mf_field workload_rows[W_COUNT] = {
 	[W_KIND] = { .key = "kind", .type = MF_FT_ENUM, .base = MF_FB_WORK,
-	    .offset = WOFF(kind), .flags = MF_FF_DEFAULT, .names = kinds,
+	    .offset = WOFF(kind), .flags = MF_FF_DEFAULT | MF_FF_FIRST,
+	    .names = kinds,
 	    .idef = MF_TRAINING, .title = "Kind",
 	    .doc = "what the job does with the model" },
 	[W_METHOD] = { .key = "method", .type = MF_FT_ENUM,
 	    .base = MF_FB_WORK, .offset = WOFF(method),
-	    .flags = MF_FF_DEFAULT | MF_FF_VALUE_WHEN, .names = methods,
-	    .idef = MF_FULL, .title = "Method",
+	    .flags = MF_FF_DEFAULT | MF_FF_VALUE_WHEN | MF_FF_FIRST,
+	    .names = methods, .idef = MF_FULL, .title = "Method",
 	    .doc = "which weights are trained" },
+	/* Read after kind and method, before the rest (MF_FF_FIRST): its
+	 * hook puts the framework's values (framework.c) where the fields
+	 * the manifest states then replace them. */
+	[W_FRAMEWORK] = { .key = "framework", .type = MF_FT_ENUM,
+	    .base = MF_FB_JOB, .offset = JOFF(framework),
+	    .offset2 = JOFF(framework_given),
+	    .flags = MF_FF_FIRST | MF_FF_HOOK | MF_FF_MARK,
+	    .name_of = mf_framework_name, .idef = 0,
+	    .text = "none: each field's own default", .when = { TRAINING },
+	    .title = "Framework",
+	    .doc = "the framework the job runs, alone (its latest release measured) or at a release (torchtune@0.4): each workload field the manifest leaves out takes the value the framework's own recipe sets for the method (the answer's recipe.fromFramework lists them); a field the manifest states wins" },
 	[W_SEQ] = { .key = "sequenceLength", .type = MF_FT_INT,
 	    .base = MF_FB_WORK, .offset = WOFF(seq_len), .min = 1,
 	    .max = MF_JOB_MAX_SEQ, .when = { TRAINING }, .unit = "tokens",

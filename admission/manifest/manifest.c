@@ -7,6 +7,7 @@
  */
 #include "manifest.h"
 
+#include <assert.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -36,6 +37,8 @@ hook(struct mf_fread *fr, const struct mf_field *f, const struct mf_node *n,
 		job->model_source = MF_MODEL_INLINE;
 		return mf_model_read(n, path, &job->model, fr->err);
 	}
+	if (strcmp(f->key, "framework") == 0)
+		return mf_framework_apply(job->framework, fr, n, path);
 	if (strcmp(f->key, "configUrl") == 0) {
 		job->model_source = MF_MODEL_URL;
 		return MF_OK;
@@ -161,6 +164,42 @@ note_lengths(struct mf_job *job, const struct mf_node *spec)
 	}
 }
 
+/* The node at path ("lora.dtype") under the mapping n, or NULL. */
+static const struct mf_node *
+node_at(const struct mf_node *n, const char *path)
+{
+	char key[PATHMAX];
+	const char *dot;
+
+	while (n != NULL && (dot = strchr(path, '.')) != NULL) {
+		mf_copy(key, sizeof(key), path);
+		if ((size_t)(dot - path) < sizeof(key))
+			key[dot - path] = '\0';
+		n = mf_node_get(n, key);
+		path = dot + 1;
+	}
+	return mf_node_get(n, path);
+}
+
+/* The fields the framework supplied that the manifest does not state
+ * (the answer's recipe.fromFramework). */
+static void
+note_framework(struct mf_job *job, const struct mf_node *spec)
+{
+	const struct mf_node *wl = mf_node_get(spec, "workload");
+	const char *f;
+
+	job->from_framework = 0;
+	for (int i = 0; job->framework_given &&
+	     (f = mf_framework_field(job->framework, job->work.method, i)) !=
+	         NULL;
+	     i++) {
+		assert(i < 32);
+		if (node_at(wl, f) == NULL)
+			job->from_framework |= 1u << i;
+	}
+}
+
 /* optimizerInBackward with what the estimate models it with
  * (mf_est_oib_refused), the error at the field where it is written. */
 static enum mf_rc
@@ -227,6 +266,7 @@ check_spec(struct mf_job *job, const char *base, const struct mf_node *spec,
 	enum mf_rc rc;
 
 	note_lengths(job, spec);
+	note_framework(job, spec);
 	if (job->min_memory == 0 && job->model_source == MF_MODEL_NONE)
 		return mf_error_set(err, MF_EINVAL,
 		    mf_path(p, sizeof(p), base, "resources.gpu.minMemory"),

@@ -75,6 +75,29 @@ enum mf_rc mf_job_read_spec_floor(const struct mf_node *spec, const char *path,
 int mf_job_has_duration(const struct mf_job *job);
 
 /*
+ * spec.workload.framework (design 22; framework.c owns the table): the
+ * name of value v, a framework ("torchtune", its latest release measured)
+ * or a framework at a release ("torchtune@0.4"), NULL past the last.
+ */
+const char *mf_framework_name(int v);
+/*
+ * The path under spec.workload of the i-th field framework v supplies for
+ * a training job of method m ("precision", "lora.dtype"), NULL past the
+ * last; fewer than 32.
+ */
+const char *mf_framework_field(int v, enum mf_method m, int i);
+struct mf_fread;
+/*
+ * Put framework v's values for the method w already holds into the
+ * workload r->dst[MF_FB_WORK], read by r's table as a manifest's are; the
+ * manifest's own fields, read afterwards, replace them.  n and path are the
+ * framework's field, for the error when the framework has no recipe for
+ * the method.
+ */
+enum mf_rc mf_framework_apply(int v, struct mf_fread *r,
+    const struct mf_node *n, const char *path);
+
+/*
  * The manifest's name of value v of the enumerated spec.workload field key
  * ("precision", "attention", ...), as a request writes it; NULL for an
  * unknown key or value.

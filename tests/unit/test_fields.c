@@ -125,6 +125,10 @@ check_object(struct walk *w, const struct mf_field *obj)
 
 		required |= (f->flags & MF_FF_REQUIRED) != 0;
 		first |= (f->flags & MF_FF_FIRST) != 0;
+		/* read_first reads a value, never an object. */
+		if ((f->flags & MF_FF_FIRST) && f->type == MF_FT_OBJECT)
+			fail_msg("%s: %s, an object, is MF_FF_FIRST", obj->key,
+			    f->key);
 		assert_non_null(f->doc);
 		for (size_t k = 0; k < i; k++)
 			if (strcmp(obj->sub[k].key, f->key) == 0)
@@ -135,9 +139,11 @@ check_object(struct walk *w, const struct mf_field *obj)
 	if (required != !!(obj->flags & MF_FF_REQUIRES))
 		fail_msg("%s: MF_FF_REQUIRES says %d, its members %d", obj->key,
 		    !!(obj->flags & MF_FF_REQUIRES), required);
-	if (first != !!(obj->flags & MF_FF_FIRST))
-		fail_msg("%s: MF_FF_FIRST says %d, its members %d", obj->key,
-		    !!(obj->flags & MF_FF_FIRST), first);
+	/* A document (MF_FF_FIRST on an object) has its kind FIRST. */
+	if ((obj->flags & MF_FF_FIRST) && !first)
+		fail_msg(
+		    "%s: MF_FF_FIRST says a document, and no member is first",
+		    obj->key);
 	w->depth--;
 }
 

@@ -14,6 +14,8 @@
 #include <cmocka.h>
 
 #include "doc/doc.h"
+#include "fields/fields.h"
+#include "fingerprint/fingerprint.h"
 #include "fix/fix.h"
 #include "manifest/manifest.h"
 #include "model/model.h"
@@ -1546,6 +1548,253 @@ test_err_model_lengths(void **state)
 	    "required");
 }
 
+/* --- framework (design 22) --- */
+
+/* Bit i of job->from_framework for field, or 0 when framework v does not
+ * supply it for method m. */
+static unsigned
+fw_bit(int v, enum mf_method m, const char *field)
+{
+	const char *f;
+
+	for (int i = 0; (f = mf_framework_field(v, m, i)) != NULL; i++)
+		if (strcmp(f, field) == 0)
+			return 1u << i;
+	return 0;
+}
+
+/* The value of a framework's name, as the reader gives it. */
+static int
+fw_value(const char *name)
+{
+	const char *nm;
+
+	for (int v = 0; (nm = mf_framework_name(v)) != NULL; v++)
+		if (strcmp(nm, name) == 0)
+			return v;
+	fail_msg("no framework %s", name);
+	return -1;
+}
+
+#define TT_LORA_MODULES \
+	(MF_LORA_BIT(MF_LIN_Q) | MF_LORA_BIT(MF_LIN_V) | \
+	    MF_LORA_BIT(MF_LIN_O) | MF_LORA_BIT(MF_LIN_GATE) | \
+	    MF_LORA_BIT(MF_LIN_UP) | MF_LORA_BIT(MF_LIN_DOWN))
+
+/* torchtune's 8B_lora_single_device.yaml, field by field (framework.c's
+ * citations), every one from the framework; the framework written before
+ * the method still takes the method's recipe. */
+static void
+test_read_framework_torchtune(void **state)
+{
+	struct mf_doc *doc = NULL;
+	struct mf_job job;
+	const struct mf_workload *w = &job.work;
+
+	(void)state;
+	read_ok(MSPEC "  workload:\n    framework: torchtune\n"
+	              "    method: lora\n    sequenceLength: 64\n",
+	    &doc, &job);
+	assert_int_equal(job.framework_given, 1);
+	assert_int_equal(job.framework, fw_value("torchtune"));
+	assert_int_equal(w->precision, MF_BF16_TRUE);
+	assert_int_equal(w->checkpointing, MF_CKPT_FULL);
+	assert_int_equal(w->ckpt_every, 1);
+	assert_int_equal(w->attention, MF_SDPA);
+	assert_int_equal(w->loss, MF_LOSS_CHUNKED);
+	assert_int_equal(w->loss_chunks, 8);
+	assert_int_equal(w->activation_offload, 0);
+	assert_int_equal(w->optimizer, MF_ADAMW);
+	assert_int_equal(w->lora_rank, 8);
+	assert_int_equal(w->lora_targets, MF_LORA_LIST);
+	assert_int_equal(w->lora_modules, TT_LORA_MODULES);
+	assert_int_equal(w->lora_dtype, MF_LORA_BF16);
+	/* Ten fields, every one from the framework. */
+	assert_null(mf_framework_field(job.framework, MF_LORA, 10));
+	assert_int_equal(job.from_framework, (1u << 10) - 1);
+	mf_doc_free(doc);
+	/* qlora adds torchao's NF4 storage, double-quantized; full the
+	 * optimizer in backward. */
+	read_ok(MSPEC "  workload:\n    method: qlora\n"
+	              "    framework: torchtune@0.4\n    sequenceLength: 64\n",
+	    &doc, &job);
+	assert_int_equal(w->qlora_block, 64);
+	assert_int_equal(w->qlora_double_quant, 1);
+	assert_int_equal(w->qlora_kbit_prep, 0);
+	assert_int_equal(w->lora_dtype, MF_LORA_BF16);
+	mf_doc_free(doc);
+	read_ok(MSPEC "  workload:\n    framework: torchtune\n"
+	              "    sequenceLength: 64\n",
+	    &doc, &job);
+	assert_int_equal(w->optimizer_in_backward, 1);
+	assert_int_equal(w->optimizer, MF_ADAMW);
+	assert_int_equal(fw_bit(job.framework, MF_FULL, "optimizer"), 0);
+	mf_doc_free(doc);
+}
+
+/* A field the manifest states wins, and is not in fromFramework;
+ * lossChunks alone is taken, the framework's chunked loss read first. */
+static void
+test_read_framework_stated_wins(void **state)
+{
+	struct mf_doc *doc = NULL;
+	struct mf_job job;
+	int v = fw_value("torchtune");
+	unsigned stated;
+
+	(void)state;
+	read_ok(MSPEC
+	    "  workload:\n    method: lora\n    framework: torchtune\n"
+	    "    sequenceLength: 64\n    lossChunks: 16\n"
+	    "    gradientCheckpointing: false\n"
+	    "    lora: {dtype: fp32}\n",
+	    &doc, &job);
+	assert_int_equal(job.work.loss, MF_LOSS_CHUNKED);
+	assert_int_equal(job.work.loss_chunks, 16);
+	assert_int_equal(job.work.checkpointing, MF_CKPT_NONE);
+	assert_int_equal(job.work.lora_dtype, MF_LORA_FP32);
+	assert_int_equal(job.work.lora_rank, 8);
+	stated = fw_bit(v, MF_LORA, "lossChunks") |
+	    fw_bit(v, MF_LORA, "gradientCheckpointing") |
+	    fw_bit(v, MF_LORA, "lora.dtype");
+	assert_int_equal(__builtin_popcount(stated), 3);
+	assert_int_equal(job.from_framework, ((1u << 10) - 1) & ~stated);
+	mf_doc_free(doc);
+}
+
+/* transformers' Trainer and PEFT, torchtitan and LitGPT as framework.c
+ * cites them. */
+static void
+test_read_framework_others(void **state)
+{
+	struct mf_doc *doc = NULL;
+	struct mf_job job;
+	const struct mf_workload *w = &job.work;
+
+	(void)state;
+	read_ok(MSPEC "  workload:\n    method: qlora\n"
+	              "    framework: transformers\n    sequenceLength: 64\n",
+	    &doc, &job);
+	assert_int_equal(w->precision, MF_BF16_TRUE);
+	assert_int_equal(w->checkpointing, MF_CKPT_NONE);
+	assert_int_equal(w->loss, MF_LOSS_STANDARD);
+	assert_int_equal(w->lora_rank, 8);
+	assert_int_equal(w->lora_targets, MF_LORA_LIST);
+	assert_int_equal(w->lora_modules,
+	    MF_LORA_BIT(MF_LIN_Q) | MF_LORA_BIT(MF_LIN_V));
+	assert_int_equal(w->lora_dtype, MF_LORA_FP32);
+	assert_int_equal(w->qlora_block, 64);
+	assert_int_equal(w->qlora_double_quant, 0);
+	assert_int_equal(w->qlora_kbit_prep, 0);
+	mf_doc_free(doc);
+	read_ok(MSPEC "  workload:\n    framework: torchtitan@0.1\n"
+	              "    sequenceLength: 64\n",
+	    &doc, &job);
+	assert_int_equal(w->precision, MF_BF16_MIXED);
+	assert_int_equal(w->checkpointing, MF_CKPT_OP);
+	assert_int_equal(w->sequence_parallel, 1);
+	assert_int_equal(w->loss_parallel, 1);
+	mf_doc_free(doc);
+	read_ok(MSPEC "  workload:\n    method: lora\n    framework: litgpt\n"
+	              "    sequenceLength: 64\n",
+	    &doc, &job);
+	assert_int_equal(w->precision, MF_BF16_MIXED);
+	assert_int_equal(w->lora_dtype, MF_LORA_FP32);
+	/* LitGPT's 16-bit chunked loss is not stated: not supplied. */
+	assert_int_equal(fw_bit(job.framework, MF_LORA, "loss"), 0);
+	assert_int_equal(w->loss, MF_LOSS_STANDARD);
+	mf_doc_free(doc);
+	read_ok(MSPEC "  workload:\n    method: qlora\n"
+	              "    framework: litgpt@0.4.5\n    sequenceLength: 64\n",
+	    &doc, &job);
+	assert_int_equal(w->precision, MF_BF16_TRUE);
+	assert_int_equal(w->lora_dtype, MF_LORA_BF16);
+	assert_int_equal(w->qlora_double_quant, 0);
+	mf_doc_free(doc);
+}
+
+/* Every release's recipe for every method it has reads (its values are
+ * the manifest's), names rows that exist, and fingerprints as the same job
+ * with no framework: the framework is not the job, its values are. */
+static void
+test_read_framework_every_release(void **state)
+{
+	static const char *const methods[] = { "full", "lora", "qlora" };
+	char text[512], path[128];
+	struct mf_doc *doc = NULL, *plain = NULL;
+	struct mf_job job, none;
+	char a[MF_FP_HEX], b[MF_FP_HEX];
+	const char *f;
+
+	(void)state;
+	for (int v = 0; mf_framework_name(v) != NULL; v++)
+		for (int m = 0; m < 3; m++) {
+			for (int i = 0; (f = mf_framework_field(v,
+			                     (enum mf_method)m, i)) != NULL;
+			     i++) {
+				snprintf(path, sizeof(path), "spec.workload.%s",
+				    f);
+				assert_non_null(
+				    mf_fields_at(&mf_fields_job, path));
+			}
+			if (mf_framework_field(v, (enum mf_method)m, 0) == NULL)
+				continue;
+			snprintf(text, sizeof(text),
+			    MSPEC
+			    "  workload:\n    method: %s\n"
+			    "    framework: '%s'\n    sequenceLength: 64\n",
+			    methods[m], mf_framework_name(v));
+			read_ok(text, &doc, &job);
+			assert_int_equal(job.framework, v);
+			read_ok(MSPEC "  workload:\n    sequenceLength: 64\n",
+			    &plain, &none);
+			none.work = job.work;
+			mf_fp_job(&job, 0, 1, a);
+			mf_fp_job(&none, 0, 1, b);
+			assert_string_equal(a, b);
+			mf_doc_free(plain);
+			mf_doc_free(doc);
+		}
+}
+
+/* Without framework nothing is supplied and the defaults are section 3's. */
+static void
+test_read_framework_absent(void **state)
+{
+	struct mf_doc *doc = NULL;
+	struct mf_job job;
+
+	(void)state;
+	read_ok(MSPEC "  workload:\n    method: lora\n    sequenceLength: 64\n",
+	    &doc, &job);
+	assert_int_equal(job.framework_given, 0);
+	assert_int_equal(job.from_framework, 0);
+	assert_int_equal(job.work.lora_targets, MF_LORA_ALL_LINEAR);
+	assert_int_equal(job.work.precision, MF_BF16);
+	mf_doc_free(doc);
+}
+
+static void
+test_err_framework(void **state)
+{
+	(void)state;
+	/* An unknown framework or release: the known ones listed. */
+	expect_err(MSPEC "  workload:\n    framework: torchtune@0.3\n",
+	    "spec.workload.framework", 9,
+	    "'torchtune@0.3' is not one of transformers, transformers@5.24, torchtune, torchtune@0.6, torchtune@0.4, torchtitan");
+	expect_err(MSPEC "  workload:\n    framework: deepspeed\n",
+	    "spec.workload.framework", 9, "litgpt@0.4.5");
+	/* torchtitan has no LoRA recipe. */
+	expect_err(MSPEC "  workload:\n    method: lora\n"
+	                 "    framework: torchtitan\n    sequenceLength: 64\n",
+	    "spec.workload.framework", 10,
+	    "'torchtitan' has no recipe for method lora: its recipes are method full");
+	/* A recipe is a training job's. */
+	expect_err(MSPEC "  workload:\n    kind: inference\n"
+	                 "    framework: torchtune\n    contextLength: 64\n",
+	    "spec.workload.framework", 10, "has no effect here");
+}
+
 int
 main(void)
 {
@@ -1593,6 +1842,12 @@ main(void)
 		cmocka_unit_test(test_err_no_effect),
 		cmocka_unit_test(test_err_memory_meant),
 		cmocka_unit_test(test_err_kind_first),
+		cmocka_unit_test(test_read_framework_torchtune),
+		cmocka_unit_test(test_read_framework_stated_wins),
+		cmocka_unit_test(test_read_framework_others),
+		cmocka_unit_test(test_read_framework_every_release),
+		cmocka_unit_test(test_read_framework_absent),
+		cmocka_unit_test(test_err_framework),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
