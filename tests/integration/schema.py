@@ -283,6 +283,12 @@ PROBES = [
      True),
     ("a catalogue's kind", with_(FLOOR, "kind", "GpuCatalog"), False),
     ("an unknown fix", with_(FLOOR, "spec.allowedFixes", ["fsdq"]), False),
+    ("a framework at a release",
+     with_(TRAIN, "spec.workload.framework", "torchtune@0.4"), True),
+    ("a framework's unknown release",
+     with_(TRAIN, "spec.workload.framework", "torchtune@0.3"), False),
+    ("a framework for inference",
+     with_(SERVE, "spec.workload.framework", "torchtune"), False),
 ]
 
 

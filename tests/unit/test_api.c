@@ -211,6 +211,27 @@ same_tree(const json_t *j, const struct mf_node *n, const char *at)
 	same_scalar(j, n, at);
 }
 
+/* The text names the framework and each field the recipe's fromFramework
+ * lists, as the JSON does. */
+static void
+text_framework(const char *name, const json_t *recipe, const char *text)
+{
+	const json_t *fw = json_object_get(recipe, "framework"), *f;
+	char want[128];
+	size_t i;
+
+	if (!json_is_string(fw))
+		return;
+	snprintf(want, sizeof(want), "recipe: from %s:", json_string_value(fw));
+	if (strstr(text, want) == NULL)
+		fail_msg("%s: the text answer lacks '%s'", name, want);
+	json_array_foreach (json_object_get(recipe, "fromFramework"), i, f)
+		if (strstr(strstr(text, want), json_string_value(f)) == NULL)
+			fail_msg(
+			    "%s: the text answer lacks %s from the framework",
+			    name, json_string_value(f));
+}
+
 /* --- every example ------------------------------------------------------ */
 
 static void
@@ -284,6 +305,7 @@ check_example(const struct env *e, const char *name)
 	    strstr(ans.body, "activationOffload: the layers' inputs in host") ==
 	        NULL)
 		fail_msg("%s: the text answer lacks activationOffload", name);
+	text_framework(name, json_object_get(want, "recipe"), ans.body);
 	mf_answer_free(&ans);
 	json_decref(got);
 	json_decref(want);
