@@ -385,8 +385,9 @@ from_framework(struct mf_jw *w, const struct mf_job *job)
 		return;
 	mf_jw_str(w, "framework", mf_framework_name(job->framework));
 	mf_jw_open(w, "fromFramework", '[');
-	for (int i = 0; (f = mf_framework_field(job->framework,
-	                     job->work.method, i)) != NULL;
+	for (int i = 0;
+	     (f = mf_framework_field(job->framework, job->work.method,
+	          job->framework_sharded, i)) != NULL;
 	     i++)
 		if (job->from_framework >> i & 1u)
 			mf_jw_str(w, NULL, f);
@@ -403,8 +404,9 @@ text_framework(struct mf_buf *b, const struct mf_job *job)
 	if (!job->framework_given)
 		return;
 	mf_buf_printf(b, "recipe: from %s:", mf_framework_name(job->framework));
-	for (int i = 0; (f = mf_framework_field(job->framework,
-	                     job->work.method, i)) != NULL;
+	for (int i = 0;
+	     (f = mf_framework_field(job->framework, job->work.method,
+	          job->framework_sharded, i)) != NULL;
 	     i++)
 		if (job->from_framework >> i & 1u)
 			mf_buf_printf(b, "%s %s", k++ ? "," : "", f);

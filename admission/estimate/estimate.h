@@ -165,8 +165,10 @@ struct mf_job {
 	/* workload.framework (design 22): the release whose recipe gave
 	 * the fields the manifest leaves out (mf_framework_name), when
 	 * framework_given; from_framework: bit i set when the i-th field
-	 * mf_framework_field names took the framework's value. */
-	int framework, framework_given;
+	 * mf_framework_field names took the framework's value;
+	 * framework_sharded: the manifest states sharding, and the
+	 * framework's distributed recipe is taken. */
+	int framework, framework_given, framework_sharded;
 	unsigned from_framework;
 	/* Design 23: what runs of this job measured, a card each, for
 	 * mf_place (place.h); borrowed, NULL when none. */

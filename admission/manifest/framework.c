@@ -31,9 +31,14 @@ struct value {
 	const char *yaml;
 };
 
-/* A release's recipes by method; NULL: the framework has none. */
+/*
+ * A release's recipes by method, on one GPU and sharded (a manifest with
+ * workload.sharding: the framework's distributed recipe); NULL: the
+ * framework has none, and a sharded one NULL is the same as on one GPU.
+ */
 struct recipes {
 	const struct value *full, *lora, *qlora;
+	const struct value *full_sharded, *lora_sharded;
 };
 
 /*
@@ -98,14 +103,15 @@ static const struct recipes hf_5_24 = { hf_full, hf_lora, hf_qlora };
  * ce_chunked_output_loss.py: num_output_chunks=8); attention through
  * torchtune/modules/attention_utils.py's sdpa.
  */
-#define TT_COMMON                                                             \
-	{ "precision", "bf16-true" }, { "gradientCheckpointing", "true" },    \
+/* The common values, with whether every layer is checkpointed (ckpt). */
+#define TT_COMMON(ckpt)                                                       \
+	{ "precision", "bf16-true" }, { "gradientCheckpointing", ckpt },      \
 	    { "attention", "sdpa" }, { "loss", "chunked" },                   \
 	    { "lossChunks", "8" }, { "activationOffload", "false" }
 
 /* 8B_full_single_device.yaml: optimizer_in_bwd: True.  Its optimizer,
  * bitsandbytes.optim.PagedAdamW8bit, no field states yet: left out. */
-static const struct value tt_full[] = { TT_COMMON,
+static const struct value tt_full[] = { TT_COMMON("true"),
 	{ "optimizerInBackward", "true" }, { NULL, NULL } };
 
 /* 8B_lora_single_device.yaml and 8B_qlora_single_device.yaml: optimizer
@@ -118,15 +124,30 @@ static const struct value tt_full[] = { TT_COMMON,
 		"[q_proj, v_proj, o_proj, gate_proj, up_proj, down_proj]" },  \
 	    { "lora.dtype", "bf16" }
 
-static const struct value tt_lora[] = { TT_COMMON, TT_LORA, { NULL, NULL } };
+static const struct value tt_lora[] = { TT_COMMON("true"), TT_LORA,
+	{ NULL, NULL } };
 /* torchtune/modules/peft/lora.py: to_nf4(weight), torchao's
  * dtypes/nf4tensor.py: block_size=64, scaler_block_size=256 (the absmax in
  * 8 bits, a second level a 256 blocks); no PEFT k-bit preparation. */
-static const struct value tt_qlora[] = { TT_COMMON, TT_LORA,
+static const struct value tt_qlora[] = { TT_COMMON("true"), TT_LORA,
 	{ "qlora.blockSize", "64" }, { "qlora.doubleQuant", "true" },
 	{ "qlora.kbitPrep", "false" }, { NULL, NULL } };
 
-static const struct recipes tt_0_6 = { tt_full, tt_lora, tt_qlora };
+/* recipes/configs/llama3_1/8B_full.yaml (full_finetune_distributed):
+ * optimizer torch.optim.AdamW, optimizer_in_bwd: False (70B_full.yaml
+ * too). */
+static const struct value tt_full_sharded[] = { TT_COMMON("true"),
+	{ "optimizer", "adamw" }, { "optimizerInBackward", "false" },
+	{ NULL, NULL } };
+/* recipes/configs/llama3_1/8B_lora.yaml (lora_finetune_distributed):
+ * enable_activation_checkpointing: False, the rest as on one GPU.
+ * (70B_lora.yaml turns it on, with lora_rank 16: a 70B job states
+ * them.) */
+static const struct value tt_lora_sharded[] = { TT_COMMON("false"), TT_LORA,
+	{ NULL, NULL } };
+
+static const struct recipes tt_0_6 = { tt_full, tt_lora, tt_qlora,
+	tt_full_sharded, tt_lora_sharded };
 
 /* --- torchtitan 0.1.0 and 0.2.2 ------------------------------------- */
 
@@ -215,20 +236,24 @@ mf_framework_name(int v)
 }
 
 static const struct value *
-values_of(int v, enum mf_method m)
+values_of(int v, enum mf_method m, int sharded)
 {
 	const struct recipes *r;
 
 	if (v < 0 || (size_t)v >= NELEM(releases))
 		return NULL;
 	r = releases[v].recipes;
+	if (sharded && m == MF_FULL && r->full_sharded != NULL)
+		return r->full_sharded;
+	if (sharded && m == MF_LORA && r->lora_sharded != NULL)
+		return r->lora_sharded;
 	return m == MF_QLORA ? r->qlora : m == MF_LORA ? r->lora : r->full;
 }
 
 const char *
-mf_framework_field(int v, enum mf_method m, int i)
+mf_framework_field(int v, enum mf_method m, int sharded, int i)
 {
-	const struct value *vals = values_of(v, m);
+	const struct value *vals = values_of(v, m, sharded);
 
 	for (int k = 0; vals != NULL && vals[k].field != NULL; k++)
 		if (k == i)
@@ -283,15 +308,15 @@ method_list(int v, char *buf, size_t size)
 
 	buf[0] = '\0';
 	for (size_t k = 0; k < NELEM(all) && used < size; k++)
-		if (values_of(v, all[k]) != NULL)
+		if (values_of(v, all[k], 0) != NULL)
 			used += (size_t)snprintf(buf + used, size - used,
 			    "%s%s", used ? ", " : "",
 			    mf_workload_enum_name("method", (int)all[k]));
 }
 
 enum mf_rc
-mf_framework_apply(int v, struct mf_fread *r, const struct mf_node *n,
-    const char *path)
+mf_framework_apply(int v, int sharded, struct mf_fread *r,
+    const struct mf_node *n, const char *path)
 {
 	const struct mf_workload *w = r->dst[MF_FB_WORK];
 	const struct mf_field *wl = mf_fields_at(&mf_fields_spec, "workload");
@@ -303,7 +328,7 @@ mf_framework_apply(int v, struct mf_fread *r, const struct mf_node *n,
 	/* An inference job: the reader says framework has no effect. */
 	if (w->kind != MF_TRAINING)
 		return MF_OK;
-	vals = values_of(v, w->method);
+	vals = values_of(v, w->method, sharded);
 	if (vals == NULL) {
 		method_list(v, list, sizeof(list));
 		return mf_error_set(r->err, MF_EINVAL, path, n->line, n->column,

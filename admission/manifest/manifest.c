@@ -24,6 +24,17 @@ struct reader {
 	struct mf_job *job;
 };
 
+/* Whether the workload under root, read as the document row doc, states
+ * sharding: a framework's distributed recipe then (framework.c). */
+static int
+states_sharding(const struct mf_field *doc, const struct mf_node *root)
+{
+	const struct mf_node *spec =
+	    doc == &mf_fields_spec ? root : mf_node_get(root, "spec");
+
+	return mf_node_get(mf_node_get(spec, "workload"), "sharding") != NULL;
+}
+
 /* The rows job_fields.c hands back: the model, in one of its three ways. */
 static enum mf_rc
 hook(struct mf_fread *fr, const struct mf_field *f, const struct mf_node *n,
@@ -38,7 +49,8 @@ hook(struct mf_fread *fr, const struct mf_field *f, const struct mf_node *n,
 		return mf_model_read(n, path, &job->model, fr->err);
 	}
 	if (strcmp(f->key, "framework") == 0)
-		return mf_framework_apply(job->framework, fr, n, path);
+		return mf_framework_apply(job->framework,
+		    job->framework_sharded, fr, n, path);
 	if (strcmp(f->key, "configUrl") == 0) {
 		job->model_source = MF_MODEL_URL;
 		return MF_OK;
@@ -191,8 +203,8 @@ note_framework(struct mf_job *job, const struct mf_node *spec)
 
 	job->from_framework = 0;
 	for (int i = 0; job->framework_given &&
-	     (f = mf_framework_field(job->framework, job->work.method, i)) !=
-	         NULL;
+	     (f = mf_framework_field(job->framework, job->work.method,
+	          job->framework_sharded, i)) != NULL;
 	     i++) {
 		assert(i < 32);
 		if (node_at(wl, f) == NULL)
@@ -340,6 +352,7 @@ read_job(const struct mf_field *doc, const struct mf_node *root,
 	pthread_once(&template_once, build_template);
 	*job = job_template;
 	job->name = name;
+	job->framework_sharded = root != NULL && states_sharding(doc, root);
 	fr.dst[MF_FB_JOB] = job;
 	fr.dst[MF_FB_WORK] = &job->work;
 	return root != NULL ? mf_fields_read(&fr, doc, root, path) : MF_OK;

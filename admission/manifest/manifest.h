@@ -82,19 +82,20 @@ int mf_job_has_duration(const struct mf_job *job);
 const char *mf_framework_name(int v);
 /*
  * The path under spec.workload of the i-th field framework v supplies for
- * a training job of method m ("precision", "lora.dtype"), NULL past the
- * last; fewer than 32.
+ * a training job of method m ("precision", "lora.dtype"), by its
+ * distributed recipe when sharded (the manifest states sharding), NULL
+ * past the last; fewer than 32.
  */
-const char *mf_framework_field(int v, enum mf_method m, int i);
+const char *mf_framework_field(int v, enum mf_method m, int sharded, int i);
 struct mf_fread;
 /*
- * Put framework v's values for the method w already holds into the
- * workload r->dst[MF_FB_WORK], read by r's table as a manifest's are; the
- * manifest's own fields, read afterwards, replace them.  n and path are the
- * framework's field, for the error when the framework has no recipe for
- * the method.
+ * Put framework v's values for the method w already holds (its
+ * distributed recipe when sharded) into the workload r->dst[MF_FB_WORK], read
+ * by r's table as a manifest's are; the manifest's own fields, read afterwards,
+ * replace them.  n and path are the framework's field, for the error when the
+ * framework has no recipe for the method.
  */
-enum mf_rc mf_framework_apply(int v, struct mf_fread *r,
+enum mf_rc mf_framework_apply(int v, int sharded, struct mf_fread *r,
     const struct mf_node *n, const char *path);
 
 /*

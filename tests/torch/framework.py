@@ -81,13 +81,14 @@ def paths(d, prefix=""):
     return out
 
 
-def check(framework, method, derived, absent=()):
+def check(framework, method, derived, absent=(), layout=None):
     """memfloor with framework alone against memfloor with the derived
-    fields stated."""
-    base = {"method": method, "sequenceLength": SEQ}
+    fields stated, both with the layout fields given (sharding: the
+    framework's distributed recipe)."""
+    base = dict({"method": method, "sequenceLength": SEQ}, **(layout or {}))
     a = estimate(dict(base, framework=framework), "framework")
     b = estimate(dict(base, **derived), "stated")
-    case = "%s %s" % (framework, method)
+    case = "%s %s%s" % (framework, method, " sharded" if layout else "")
     if isinstance(a, str) or isinstance(b, str):
         FAILS.append("%s: %s" % (case, a if isinstance(a, str) else b))
         print("FAIL", FAILS[-1])
@@ -191,16 +192,22 @@ def tune_lora(cfg, d):
 def torchtune_cases():
     import torchtune
     print("torchtune %s" % torchtune.__version__)
-    for method in ("full", "lora", "qlora"):
-        cfg = tune_config("8B_%s_single_device" % method)
+    # The single-device configs, and with sharding the distributed one
+    # (full_finetune_distributed's).
+    for method, name, layout in (
+            ("full", "8B_full_single_device", None),
+            ("lora", "8B_lora_single_device", None),
+            ("qlora", "8B_qlora_single_device", None),
+            ("full", "8B_full", {"sharding": {"gpus": 2}})):
+        cfg = tune_config(name)
         d = tune_common(cfg)
         absent = tune_optimizer(cfg, d)
         if method == "full":
             d["optimizerInBackward"] = bool(cfg.optimizer_in_bwd)
         else:
             tune_lora(cfg, d)
-        check("torchtune@0.6", method, d, absent)
-        check("torchtune", method, d, absent)
+        check("torchtune@0.6", method, d, absent, layout)
+        check("torchtune", method, d, absent, layout)
 
 
 # --- transformers, PEFT -----------------------------------------------------

@@ -1557,7 +1557,7 @@ fw_bit(int v, enum mf_method m, const char *field)
 {
 	const char *f;
 
-	for (int i = 0; (f = mf_framework_field(v, m, i)) != NULL; i++)
+	for (int i = 0; (f = mf_framework_field(v, m, 0, i)) != NULL; i++)
 		if (strcmp(f, field) == 0)
 			return 1u << i;
 	return 0;
@@ -1610,7 +1610,7 @@ test_read_framework_torchtune(void **state)
 	assert_int_equal(w->lora_modules, TT_LORA_MODULES);
 	assert_int_equal(w->lora_dtype, MF_LORA_BF16);
 	/* Ten fields, every one from the framework. */
-	assert_null(mf_framework_field(job.framework, MF_LORA, 10));
+	assert_null(mf_framework_field(job.framework, MF_LORA, 0, 10));
 	assert_int_equal(job.from_framework, (1u << 10) - 1);
 	mf_doc_free(doc);
 	/* qlora adds torchao's NF4 storage, double-quantized; full the
@@ -1629,6 +1629,36 @@ test_read_framework_torchtune(void **state)
 	assert_int_equal(w->optimizer_in_backward, 1);
 	assert_int_equal(w->optimizer, MF_ADAMW);
 	assert_int_equal(fw_bit(job.framework, MF_FULL, "optimizer"), 0);
+	mf_doc_free(doc);
+}
+
+/* A sharded full job takes torchtune's distributed recipe (8B_full.yaml:
+ * optimizer_in_bwd False, AdamW), which FSDP models; the same job written
+ * without sharding the single-device one. */
+static void
+test_read_framework_sharded(void **state)
+{
+	struct mf_doc *doc = NULL;
+	struct mf_job job;
+	int v = fw_value("torchtune");
+
+	(void)state;
+	read_ok(MSPEC "  workload:\n    framework: torchtune\n"
+	              "    sequenceLength: 64\n    sharding: {gpus: 2}\n",
+	    &doc, &job);
+	assert_int_equal(job.framework_sharded, 1);
+	assert_int_equal(job.work.optimizer_in_backward, 0);
+	assert_int_equal(job.work.optimizer, MF_ADAMW);
+	assert_int_equal(job.work.checkpointing, MF_CKPT_FULL);
+	assert_int_not_equal(fw_bit(v, MF_FULL, "optimizerInBackward"), 0);
+	assert_non_null(mf_framework_field(v, MF_FULL, 1, 0));
+	assert_int_equal(job.from_framework & 1u, 1u);
+	mf_doc_free(doc);
+	read_ok(MSPEC "  workload:\n    framework: torchtune\n"
+	              "    sequenceLength: 64\n",
+	    &doc, &job);
+	assert_int_equal(job.framework_sharded, 0);
+	assert_int_equal(job.work.optimizer_in_backward, 1);
 	mf_doc_free(doc);
 }
 
@@ -1730,14 +1760,15 @@ test_read_framework_every_release(void **state)
 	for (int v = 0; mf_framework_name(v) != NULL; v++)
 		for (int m = 0; m < 3; m++) {
 			for (int i = 0; (f = mf_framework_field(v,
-			                     (enum mf_method)m, i)) != NULL;
+			                     (enum mf_method)m, 0, i)) != NULL;
 			     i++) {
 				snprintf(path, sizeof(path), "spec.workload.%s",
 				    f);
 				assert_non_null(
 				    mf_fields_at(&mf_fields_job, path));
 			}
-			if (mf_framework_field(v, (enum mf_method)m, 0) == NULL)
+			if (mf_framework_field(v, (enum mf_method)m, 0, 0) ==
+			    NULL)
 				continue;
 			snprintf(text, sizeof(text),
 			    MSPEC
@@ -1843,6 +1874,7 @@ main(void)
 		cmocka_unit_test(test_err_memory_meant),
 		cmocka_unit_test(test_err_kind_first),
 		cmocka_unit_test(test_read_framework_torchtune),
+		cmocka_unit_test(test_read_framework_sharded),
 		cmocka_unit_test(test_read_framework_stated_wins),
 		cmocka_unit_test(test_read_framework_others),
 		cmocka_unit_test(test_read_framework_every_release),
