@@ -15,6 +15,9 @@
 #define TEXT_MAX (4u << 20)
 
 #define JSON_MAX (16u << 20)
+/* Why the paged optimizer's state is apart from the total (design 22). */
+#define PAGED_NOTE \
+	"the 8-bit moments bitsandbytes' paged optimizer keeps in CUDA unified memory, which pages to the host under pressure instead of failing: not counted toward the fit; the host needs room for them, and a step that pages them runs slower"
 
 static void
 quantity(struct mf_jw *w, const char *key, int64_t bytes, int format)
@@ -334,7 +337,7 @@ buckets(struct mf_jw *w, const struct mf_estimate *e)
 {
 	mf_jw_open(w, "buckets", '[');
 	for (int b = 0; b < MF_B_COUNT; b++) {
-		if (e->bucket[b] == 0)
+		if (e->bucket[b] == 0 || !mf_est_counted((enum mf_bucket)b))
 			continue;
 		mf_jw_open(w, NULL, '{');
 		mf_jw_str(w, "name", mf_bucket_name((enum mf_bucket)b));
@@ -348,6 +351,21 @@ buckets(struct mf_jw *w, const struct mf_estimate *e)
 		mf_jw_close(w, '}');
 	}
 	mf_jw_close(w, ']');
+}
+
+/* What a paged optimizer keeps in CUDA unified memory, apart from the
+ * buckets and the fit (mf_est_counted), with why. */
+static void
+paged(struct mf_jw *w, const struct mf_estimate *e)
+{
+	if (e->bucket[MF_B_PAGED] == 0)
+		return;
+	mf_jw_open(w, "pagedOptimizer", '{');
+	mf_jw_int(w, "bytes", e->bucket[MF_B_PAGED]);
+	mf_jw_int(w, "perGpuBytes", mf_est_bucket_per_gpu(e, MF_B_PAGED));
+	mf_jw_str(w, "formula", e->formula[MF_B_PAGED]);
+	mf_jw_str(w, "note", PAGED_NOTE);
+	mf_jw_close(w, '}');
 }
 
 static void
@@ -574,6 +592,7 @@ mf_write_estimate(struct mf_jw *w, const char *key, const struct mf_job *job,
 	mf_jw_int(w, "trainableParameters", e->trainable);
 	recipe(w, job);
 	buckets(w, e);
+	paged(w, e);
 	work(w, job, e);
 	mf_jw_int(w, "totalBytes", e->total);
 	mf_jw_int(w, "perGpuBytes", e->per_gpu);
@@ -937,7 +956,7 @@ mf_text_estimate(const struct mf_job *job, const struct mf_estimate *e,
 	mf_buf_printf(&b, "%-16s %-*s %8s%s\n", "BUCKET", fw, "FORMULA", "GB",
 	    split ? "   GB/GPU" : "");
 	for (int i = 0; i < MF_B_COUNT; i++) {
-		if (e->bucket[i] == 0)
+		if (e->bucket[i] == 0 || !mf_est_counted((enum mf_bucket)i))
 			continue;
 		mf_buf_printf(&b, "%-16s %-*s %8.1f",
 		    mf_bucket_name((enum mf_bucket)i), fw, e->formula[i],
@@ -951,6 +970,10 @@ mf_text_estimate(const struct mf_job *job, const struct mf_estimate *e,
 	if (split)
 		mf_buf_printf(&b, " %8.1f", gb(e->per_gpu));
 	mf_buf_printf(&b, "\n");
+	if (e->bucket[MF_B_PAGED] != 0)
+		mf_buf_printf(&b, "%-16s %-*s %8.1f  not in the total: %s\n",
+		    mf_bucket_name(MF_B_PAGED), fw, e->formula[MF_B_PAGED],
+		    gb(e->bucket[MF_B_PAGED]), PAGED_NOTE);
 	text_layout(&b, job, e, &a);
 	mf_qty_format(a.floor, MF_QTY_BINARY, q, sizeof(q));
 	mf_buf_printf(&b,

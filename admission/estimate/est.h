@@ -72,6 +72,15 @@ void mf_est_per_param(struct mf_estimate *e, enum mf_bucket b, const char *sym,
  * of training, the same under every estimator (est_state.c). */
 void mf_est_state(const struct mf_model *m, const struct mf_workload *w,
     struct mf_estimate *e);
+/*
+ * With the optimizer in backward and tied embeddings, the embeddings'
+ * backward holds the head's gradient, the embeddings' own and their sum,
+ * 3 x V x h x g, of which the gradients bucket counts one and a layer
+ * weight's: a transient candidate of V x h x 2g (", V x h x 2g" into f,
+ * its bytes); 0, and nothing written, otherwise.
+ */
+int64_t mf_est_oib_tied(const struct mf_model *m, const struct mf_workload *w,
+    struct mf_text *f);
 
 /* shardingBuffers as fully_shard holds them, for FSDP over
  * w->shard_gpus > 1 (est_fsdp.c); nothing otherwise. */

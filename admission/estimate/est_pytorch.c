@@ -1115,6 +1115,7 @@ torch_transient(const struct mf_model *m, const struct mf_workload *w,
 	}
 	if (w->method == MF_QLORA)
 		step = mf_max_poisoned(step, dequant(m, w, &f));
+	step = mf_max_poisoned(step, mf_est_oib_tied(m, w, &f));
 	mf_text_str(&f, ")");
 	e->bucket[MF_B_TRANSIENT] = mf_max_poisoned(mf_max_poisoned(loss, attn),
 	    mf_max_poisoned(mlp, step));

@@ -98,6 +98,7 @@ optimizer_bytes(enum mf_optimizer o, const struct mf_est_precision *pr)
 {
 	switch (o) {
 	case MF_ADAM8BIT:
+	case MF_PAGED_ADAMW8BIT:
 		return pr->master + 2;
 	case MF_SGD:
 		return pr->master + pr->moment;
@@ -105,6 +106,90 @@ optimizer_bytes(enum mf_optimizer o, const struct mf_est_precision *pr)
 		break;
 	}
 	return pr->master + 2 * pr->moment;
+}
+
+/*
+ * bitsandbytes' 8-bit Adam, as 0.50.2 keeps its state a tensor
+ * (bitsandbytes/optim/optimizer.py, Optimizer2State.init_state and
+ * Optimizer8bit.get_state_buffer): a tensor under min_8bit_size (4096)
+ * elements keeps two fp32 moments, 8 bytes an element; a larger one two
+ * uint8 moments and an fp32 absmax for each moment a block of 256
+ * elements (blocks rounded up a tensor).  A paged optimizer allocates the
+ * moments of a tensor of 1e5 elements or more in CUDA unified memory
+ * (F.get_paged), the rest, absmax included, as device tensors.  Each
+ * optimizer copies its two quantization maps (create_dynamic_map, 256
+ * fp32 each) to the device with its first 8-bit tensor: once, or with
+ * the optimizer in backward (one optimizer a weight, torchtune) once for
+ * each 8-bit tensor, N8 of them.  Ps: the elements of tensors under
+ * 4096; B8: the 256-element blocks of the others; Pp: the elements of
+ * tensors of 1e5 or more (0 unless paged).  Measured on transformers'
+ * models, each weight's optimizer made by bitsandbytes' own init_state,
+ * by tests/torch/optim_bwd.py.
+ */
+#define BNB_MIN_8BIT 4096
+#define BNB_BLOCK 256
+#define BNB_PAGED_MIN 100000
+#define BNB_QMAPS (2 * 256 * 4)
+
+struct bnb_state {
+	int64_t small, blocks, paged, tensors;
+};
+
+static void
+bnb_state(const struct mf_model *m, int paged, struct bnb_state *s)
+{
+	struct mf_tensor v[MF_MODEL_MAX_TENSORS];
+	size_t n = mf_model_tensors(m, v);
+
+	memset(s, 0, sizeof(*s));
+	assert(n <= MF_MODEL_MAX_TENSORS);
+	for (size_t i = 0; i < n; i++) {
+		int64_t k = v[i].count, t = v[i].numel;
+
+		if (t < BNB_MIN_8BIT) {
+			s->small = mf_cadd(s->small, mf_cmul(k, t));
+			continue;
+		}
+		s->tensors = mf_cadd(s->tensors, k);
+		s->blocks =
+		    mf_cadd(s->blocks, mf_cmul(k, mf_cdiv_up(t, BNB_BLOCK)));
+		if (paged && t >= BNB_PAGED_MIN)
+			s->paged = mf_cadd(s->paged, mf_cmul(k, t));
+	}
+}
+
+/* Full training's 8-bit state under the estimator pytorch: the master
+ * copy where there is one, and bnb_state's, the paged moments apart. */
+static void
+bnb_optimizer(const struct mf_model *m, const struct mf_workload *w,
+    const struct mf_est_precision *pr, struct mf_estimate *e)
+{
+	int paged = w->optimizer == MF_PAGED_ADAMW8BIT;
+	int64_t P = e->params, b;
+	struct bnb_state s;
+	struct mf_text f;
+
+	bnb_state(m, paged, &s);
+	mf_text_init(&f, e->formula[MF_B_OPTIMIZER]);
+	b = mf_cmul(P, pr->master);
+	if (pr->master > 0) {
+		mf_text_str(&f, "P x ");
+		mf_text_int(&f, pr->master);
+		mf_text_str(&f, " + ");
+	}
+	mf_text_str(&f, paged ? "(P - Ps - Pp) x 2" : "(P - Ps) x 2");
+	mf_text_str(&f, " + B8 x 8 + Ps x 8 + ");
+	b = mf_cadd(b, mf_cmul(2, P - s.small - s.paged));
+	b = mf_cadd(b, mf_cmul(8, mf_cadd(s.blocks, s.small)));
+	if (s.tensors > 0 && w->optimizer_in_backward) {
+		mf_text_str(&f, "N8 x ");
+		b = mf_cadd(b, mf_cmul(s.tensors, BNB_QMAPS));
+	} else if (s.tensors > 0)
+		b = mf_cadd(b, BNB_QMAPS);
+	mf_text_int(&f, s.tensors > 0 ? BNB_QMAPS : 0);
+	e->bucket[MF_B_OPTIMIZER] = b;
+	if (paged)
+		mf_est_per_param(e, MF_B_PAGED, "Pp", s.paged, 2);
 }
 
 /*
@@ -172,6 +257,7 @@ adapter_bytes(enum mf_optimizer o, int64_t a)
 {
 	switch (o) {
 	case MF_ADAM8BIT:
+	case MF_PAGED_ADAMW8BIT:
 		return 2 * a + 2;
 	case MF_SGD:
 		return 3 * a;
@@ -185,6 +271,14 @@ int64_t
 mf_est_lora_bytes(const struct mf_workload *w)
 {
 	return w->lora_dtype == MF_LORA_FP32 ? 4 : 2;
+}
+
+/* Whether the optimizer in backward steps tied embeddings (below). */
+static int
+oib_tied(const struct mf_model *m, const struct mf_workload *w)
+{
+	return w->optimizer_in_backward && w->method == MF_FULL &&
+	    m->tied_embeddings && !m->no_head && !m->no_embed;
 }
 
 /*
@@ -204,14 +298,14 @@ mf_est_lora_bytes(const struct mf_workload *w)
  * transformers' models with torchtune's hooks by tests/torch/optim_bwd.py.
  */
 static void
-oib_gradients(const struct mf_model *m, const struct mf_est_precision *pr,
-    struct mf_estimate *e)
+oib_gradients(const struct mf_model *m, const struct mf_workload *w,
+    const struct mf_est_precision *pr, struct mf_estimate *e)
 {
 	struct mf_text f;
 	int64_t n;
 
 	mf_text_init(&f, e->formula[MF_B_GRADIENTS]);
-	if (!m->tied_embeddings || m->no_head || m->no_embed) {
+	if (!oib_tied(m, w)) {
 		mf_text_str(&f, "Pmax x ");
 		n = mf_model_largest_param(m);
 	} else {
@@ -221,6 +315,30 @@ oib_gradients(const struct mf_model *m, const struct mf_est_precision *pr,
 	}
 	mf_text_int(&f, pr->grad);
 	e->bucket[MF_B_GRADIENTS] = mf_cmul(n, pr->grad);
+}
+
+/* Whether full training's optimizer state is bitsandbytes' per tensor
+ * (bnb_optimizer); the post's arithmetic keeps its P x 2 moments. */
+static int
+eight_bit(const struct mf_workload *w)
+{
+	return w->estimator == MF_EST_PYTORCH &&
+	    (w->optimizer == MF_ADAM8BIT || w->optimizer == MF_PAGED_ADAMW8BIT);
+}
+
+/* The step's temporaries cover it with AdamW; 8-bit Adam's kernel has
+ * none (tests/torch/optim_bwd.py, qwen2 tied head step). */
+int64_t
+mf_est_oib_tied(const struct mf_model *m, const struct mf_workload *w,
+    struct mf_text *f)
+{
+	int64_t g = 2 * mf_est_precision(w->precision)->grad;
+
+	if (!oib_tied(m, w))
+		return 0;
+	mf_text_str(f, ", V x h x ");
+	mf_text_int(f, g);
+	return mf_cmul(mf_cmul(m->vocab, m->hidden), g);
 }
 
 void
@@ -235,11 +353,14 @@ mf_est_state(const struct mf_model *m, const struct mf_workload *w,
 	if (w->method == MF_FULL) {
 		e->trainable = P;
 		if (w->optimizer_in_backward)
-			oib_gradients(m, pr, e);
+			oib_gradients(m, w, pr, e);
 		else
 			mf_est_per_param(e, MF_B_GRADIENTS, "P", P, pr->grad);
-		mf_est_per_param(e, MF_B_OPTIMIZER, "P", P,
-		    optimizer_bytes(w->optimizer, pr));
+		if (eight_bit(w))
+			bnb_optimizer(m, w, pr, e);
+		else
+			mf_est_per_param(e, MF_B_OPTIMIZER, "P", P,
+			    optimizer_bytes(w->optimizer, pr));
 		if (w->shard_gpus > 1) {
 			/* Gather one layer while the next is prefetched. */
 			mf_text_init(&f, e->formula[MF_B_SHARDING]);

@@ -39,6 +39,7 @@ mf_bucket_name(enum mf_bucket b)
 		[MF_B_GRAPHS] = "cudaGraphs",
 		[MF_B_COMM] = "commBuffers",
 		[MF_B_NONTORCH] = "nonTorch",
+		[MF_B_PAGED] = "pagedOptimizer",
 	};
 
 	if ((unsigned)b >= MF_B_COUNT)
@@ -107,10 +108,9 @@ mf_est_oib_refused(const struct mf_workload *w, int64_t gpus, char *why,
 		snprintf(why, size,
 		    "is modelled with precision bf16-true or fp32, as torchtune runs it (the weights their own master copy): fp32 master weights (bf16) and autocast (bf16-mixed, fp16-mixed) are not torchtune's and were not measured; this job has precision: %s",
 		    oib_precision(w->precision));
-	else if (w->optimizer != MF_ADAMW)
+	else if (w->optimizer == MF_SGD)
 		snprintf(why, size,
-		    "is modelled with optimizer adamw only (a torch.optim.AdamW for each weight, as torchtune makes them): bitsandbytes' 8-bit and paged optimizers step on a GPU only, and SGD was not measured; this job has optimizer: %s",
-		    w->optimizer == MF_ADAM8BIT ? "adam8bit" : "sgd");
+		    "is modelled with optimizer adamw, adam8bit or paged-adamw8bit (one optimizer for each weight, as torchtune makes them): SGD was not measured; this job has optimizer: sgd");
 	else if (w->shard_gpus > 1)
 		snprintf(why, size,
 		    "is not modelled with FSDP: torchtune 0.6.1's full_finetune_distributed steps FSDP2's sharded weights in backward, which has not been measured; this job has sharding.gpus: %lld",
@@ -158,7 +158,7 @@ workload_ok(const struct mf_workload *w)
 	if ((unsigned)w->kind > MF_INFERENCE ||
 	    (unsigned)w->method > MF_QLORA ||
 	    (unsigned)w->precision > MF_FP16_MIXED ||
-	    (unsigned)w->optimizer > MF_SGD ||
+	    (unsigned)w->optimizer > MF_PAGED_ADAMW8BIT ||
 	    (unsigned)w->attention > MF_EAGER ||
 	    (unsigned)w->checkpointing > MF_CKPT_OP ||
 	    (unsigned)w->lora_targets > MF_LORA_LIST ||
@@ -267,11 +267,18 @@ mf_est_lora_refused(const struct mf_model *m, const struct mf_workload *w,
 }
 
 /* The buckets FSDP shards over its ranks: the weights, gradients and
- * optimizer state. */
+ * optimizer state, paged or not. */
 static int
 sharded(enum mf_bucket b)
 {
-	return b == MF_B_WEIGHTS || b == MF_B_GRADIENTS || b == MF_B_OPTIMIZER;
+	return b == MF_B_WEIGHTS || b == MF_B_GRADIENTS ||
+	    b == MF_B_OPTIMIZER || b == MF_B_PAGED;
+}
+
+int
+mf_est_counted(enum mf_bucket b)
+{
+	return b != MF_B_PAGED;
 }
 
 int64_t
@@ -288,6 +295,8 @@ mf_est_split(const struct mf_estimate *e, struct mf_est_split *out)
 	out->rest = 0;
 	out->nparts = 0;
 	for (int b = 0; b < MF_B_COUNT; b++) {
+		if (!mf_est_counted((enum mf_bucket)b))
+			continue;
 		if (!sharded((enum mf_bucket)b))
 			out->rest = mf_cadd(out->rest, e->stage[b]);
 		else if (e->stage[b] != 0) {
@@ -303,8 +312,10 @@ mf_est_per_gpu(const struct mf_estimate *e, int64_t shards)
 	int64_t sum = 0;
 
 	for (int b = 0; b < MF_B_COUNT; b++)
-		sum = mf_cadd(sum,
-		    mf_est_gpu_bucket(e->stage, (enum mf_bucket)b, shards));
+		if (mf_est_counted((enum mf_bucket)b))
+			sum = mf_cadd(sum,
+			    mf_est_gpu_bucket(e->stage, (enum mf_bucket)b,
+			        shards));
 	return sum;
 }
 
@@ -365,7 +376,8 @@ mf_est_compute(const struct mf_model *m, const struct mf_workload *w,
 	    w->kind == MF_TRAINING && w->method == MF_FULL ? w->shard_gpus : 1;
 	mf_est_layout(m, w, &e);
 	for (b = 0; b < MF_B_COUNT; b++)
-		e.total = mf_cadd(e.total, e.bucket[b]);
+		if (mf_est_counted((enum mf_bucket)b))
+			e.total = mf_cadd(e.total, e.bucket[b]);
 	e.per_gpu = mf_est_per_gpu(&e, e.shards);
 	if (e.params < 0 || e.trainable < 0 || e.total < 0 || e.per_gpu < 0 ||
 	    e.kv_token < 0 || e.seq_tokens < 0)

@@ -36,7 +36,10 @@ enum mf_precision {
 enum mf_checkpointing { MF_CKPT_NONE, MF_CKPT_FULL, MF_CKPT_OP };
 /* workload.loss (design 19). */
 enum mf_loss { MF_LOSS_STANDARD, MF_LOSS_CHUNKED, MF_LOSS_FUSED };
-enum mf_optimizer { MF_ADAMW, MF_ADAM8BIT, MF_SGD };
+/* workload.optimizer: torch's AdamW; bitsandbytes' AdamW8bit; SGD;
+ * bitsandbytes' PagedAdamW8bit (design 22), whose 8-bit moments of the
+ * tensors it pages live in CUDA unified memory (MF_B_PAGED). */
+enum mf_optimizer { MF_ADAMW, MF_ADAM8BIT, MF_SGD, MF_PAGED_ADAMW8BIT };
 /* lora.dtype (design 22): the adapters' weights, gradients and optimizer
  * state; fp32 as PEFT keeps them, 16-bit as torchtune's bf16 recipes. */
 enum mf_lora_dtype { MF_LORA_FP32, MF_LORA_BF16, MF_LORA_FP16 };
@@ -238,8 +241,20 @@ enum mf_bucket {
 	MF_B_GRAPHS,   /* vllm: the CUDA-graph reserve */
 	MF_B_COMM,     /* tensor and pipeline parallel buffers */
 	MF_B_NONTORCH, /* vllm: memory outside PyTorch (non_torch) */
+	/* A paged optimizer's state in CUDA unified memory, which pages to
+	 * the host under pressure instead of failing: not counted toward the
+	 * fit (mf_est_counted). */
+	MF_B_PAGED,
 	MF_B_COUNT
 };
+
+/*
+ * Whether bucket b counts toward an estimate's total and per_gpu, and so
+ * toward the fit: every bucket but MF_B_PAGED (design 22: a paged
+ * optimizer's state does not count toward the fit; the answer shows it
+ * apart).
+ */
+int mf_est_counted(enum mf_bucket b);
 
 /* Room for one bucket's formula, its NUL included. */
 #define MF_FORMULA_MAX 256
@@ -315,8 +330,9 @@ int mf_est_offload_refused(const struct mf_workload *w, char *why, size_t size);
  * (when not NULL, size bytes) the reason, to follow the field's name:
  * what optimizerInBackward is modelled with, and what this job has.  It
  * is modelled as torchtune 0.6.1 runs it (full fine-tuning, weights their
- * own master copy in bf16-true or fp32, one torch.optim.AdamW a weight,
- * one GPU) and as tests/torch/optim_bwd.py measured it; the rest is
+ * own master copy in bf16-true or fp32, one optimizer a weight, AdamW or
+ * bitsandbytes' AdamW8bit or PagedAdamW8bit, one GPU) and as
+ * tests/torch/optim_bwd.py measured it; the rest is
  * refused rather than guessed.  The one owner of that rule: the manifest's
  * error, the estimate's domain and the fixes offered ask it.
  */

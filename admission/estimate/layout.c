@@ -138,8 +138,10 @@ stage_sum(const int64_t *stage, int64_t shards)
 	int64_t sum = 0;
 
 	for (int b = 0; b < MF_B_COUNT; b++)
-		sum = mf_cadd(sum,
-		    mf_est_gpu_bucket(stage, (enum mf_bucket)b, shards));
+		if (mf_est_counted((enum mf_bucket)b))
+			sum = mf_cadd(sum,
+			    mf_est_gpu_bucket(stage, (enum mf_bucket)b,
+			        shards));
 	return sum;
 }
 

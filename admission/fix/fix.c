@@ -14,8 +14,8 @@ static void apply(struct mf_workload *w, enum mf_fix f, int64_t gpus);
  * (mf_est_oib_refused, mf_est_offload_refused): with the optimizer in
  * backward not microbatch, whose gradient accumulation torchtune refuses
  * with optimizer_in_bwd, nor count, more GPUs; with either, not a fix
- * whose workload is refused (autocast's bf16, adam8bit, lora, qlora and
- * fsdp with the optimizer in backward; fsdp with offloading).
+ * whose workload is refused (autocast's bf16, lora, qlora and fsdp with
+ * the optimizer in backward; fsdp with offloading).
  */
 static int
 keeps_recipe(const struct mf_workload *w, enum mf_fix f)

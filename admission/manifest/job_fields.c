@@ -121,6 +121,9 @@ static const struct mf_fname optimizers[] = {
 	{ "adamw", MF_ADAMW, "two fp32 moments a trained weight", { 0 } },
 	{ "adam8bit", MF_ADAM8BIT, "bitsandbytes' 8-bit Adam", { 0 } },
 	{ "sgd", MF_SGD, "no state", { 0 } },
+	{ "paged-adamw8bit", MF_PAGED_ADAMW8BIT,
+	    "bitsandbytes' PagedAdamW8bit: the 8-bit moments of tensors of 1e5 elements or more in CUDA unified memory, not counted toward the fit",
+	    { 0 } },
 	{ NULL, 0, NULL, { 0 } },
 };
 
@@ -362,7 +365,7 @@ static const struct mf_field workload_rows[W_COUNT] = {
 	    .base = MF_FB_WORK, .offset = WOFF(optimizer_in_backward),
 	    .flags = MF_FF_DEFAULT, .idef = 0, .when = { TRAINING },
 	    .title = "Optimizer in backward",
-	    .doc = "each weight stepped and its gradient freed as soon as it is ready, as torchtune runs it: full fine-tuning, bf16-true or fp32, adamw, one GPU" },
+	    .doc = "each weight stepped and its gradient freed as soon as it is ready, as torchtune runs it: full fine-tuning, bf16-true or fp32, adamw, adam8bit or paged-adamw8bit, one GPU" },
 	[W_LORA] = { .key = "lora", .type = MF_FT_OBJECT, SUB(lora_rows),
 	    .when = { TRAINING,
 	        WHEN(W_METHOD, BIT(MF_LORA) | BIT(MF_QLORA)) },

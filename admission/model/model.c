@@ -190,6 +190,76 @@ mf_model_linears(const struct mf_model *m,
 	return n;
 }
 
+static size_t
+add_tensor(struct mf_tensor *v, size_t n, int64_t numel, int64_t count)
+{
+	assert(n < MF_MODEL_MAX_TENSORS);
+	if (numel > 0 && count > 0)
+		v[n++] = (struct mf_tensor){ numel, count };
+	return n;
+}
+
+/* Outside the layers: the embeddings, and on the stage with the head the
+ * final norm and the head (the embeddings themselves when tied). */
+static size_t
+outside_tensors(const struct mf_model *m, struct mf_tensor *v)
+{
+	int64_t vh = mf_cmul(mf_model_vocab_rows(m), m->hidden);
+	size_t n = 0;
+
+	if (!m->no_embed)
+		n = add_tensor(v, n, vh, 1);
+	if (m->no_head)
+		return n;
+	n = add_tensor(v, n, m->hidden, 1);
+	if (!m->tied_embeddings || m->no_embed)
+		n = add_tensor(v, n, vh, 1);
+	return n;
+}
+
+/* A linear's tensor: a layer's routed experts are two 3-D tensors,
+ * gate_up_proj (E x 2Ie x h) and down_proj (E x h x Ie), as
+ * transformers keeps them; 0 for the up projection gate_up holds. */
+static int64_t
+linear_tensor(const struct mf_model *m, const struct mf_linear *l)
+{
+	int64_t n = mf_cmul(l->out, l->in);
+
+	if (l->owner != MF_LIN_ROUTED)
+		return n;
+	if (l->kind == MF_LIN_UP)
+		return 0;
+	if (l->kind == MF_LIN_GATE)
+		n = mf_cmul(2, n);
+	return mf_cmul(m->experts, n);
+}
+
+size_t
+mf_model_tensors(const struct mf_model *m,
+    struct mf_tensor v[MF_MODEL_MAX_TENSORS])
+{
+	struct mf_linear lin[MF_MODEL_MAX_LINEARS];
+	size_t nl = mf_model_linears(m, lin), n = outside_tensors(m, v);
+	int64_t L = m->layers, kvd = mf_cmul(m->kv_heads, m->head_dim);
+
+	n = add_tensor(v, n, m->hidden, mf_cmul(L, m->norms_per_layer));
+	if (m->qkv_bias) {
+		n = add_tensor(v, n, mf_cmul(m->heads, m->head_dim), L);
+		n = add_tensor(v, n, kvd, mf_cmul(2, L));
+	}
+	assert(nl <= MF_MODEL_MAX_LINEARS);
+	for (size_t i = 0; i < nl; i++)
+		n = add_tensor(v, n, linear_tensor(m, &lin[i]),
+		    lin[i].owner == MF_LIN_ROUTED ? L : lin[i].count);
+	if (m->experts > 0)
+		n = add_tensor(v, n,
+		    mf_cmul(m->hidden, m->router > 0 ? m->router : m->experts),
+		    L);
+	if (m->experts > 0 && m->shared_intermediate > 0)
+		n = add_tensor(v, n, m->hidden, L);
+	return n;
+}
+
 static int64_t
 div_up(int64_t a, int64_t n)
 {

@@ -237,6 +237,26 @@ size_t mf_model_linears(const struct mf_model *m,
 /* "q_proj", "gate_up_proj", ...; NULL out of range. */
 const char *mf_linear_name(enum mf_linear_kind k);
 
+/* A shape of parameter tensor: its elements, and how many the model has. */
+struct mf_tensor {
+	int64_t numel;
+	int64_t count;
+};
+
+#define MF_MODEL_MAX_TENSORS (MF_MODEL_MAX_LINEARS + 8)
+
+/*
+ * Fill v with m's parameter tensors as transformers holds them, one entry
+ * a shape (the embeddings, the output head, the final norm, a layer's
+ * norms, q/k/v biases, linears, router and Qwen2-MoE's shared expert
+ * gate; a layer's routed experts one gate, up and down tensor each, of
+ * every expert); returns how many.  The sum of numel x count over them
+ * is mf_model_params(m).  What an optimizer keeps per tensor
+ * (bitsandbytes' 8-bit state, est_state.c) is reckoned from it.
+ */
+size_t mf_model_tensors(const struct mf_model *m,
+    struct mf_tensor v[MF_MODEL_MAX_TENSORS]);
+
 /*
  * The modules LoRA reaches, as a mask: bit k (MF_LORA_BIT) for the
  * projections of kind k; MF_LORA_HEAD the output head (lm_head);

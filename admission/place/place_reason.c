@@ -110,8 +110,9 @@ mf_place_explain(const struct search *s, struct mf_decision *d)
 		return;
 	}
 	for (int i = 1; i < MF_B_COUNT; i++)
-		if (mf_est_bucket_per_gpu(&d->est, (enum mf_bucket)i) >
-		    mf_est_bucket_per_gpu(&d->est, (enum mf_bucket)b))
+		if (mf_est_counted((enum mf_bucket)i) &&
+		    mf_est_bucket_per_gpu(&d->est, (enum mf_bucket)i) >
+		        mf_est_bucket_per_gpu(&d->est, (enum mf_bucket)b))
 			b = i;
 	if (mf_place_engine_budget(&job->work))
 		snprintf(kept, sizeof(kept), "at gpuMemoryUtilization %.2f",

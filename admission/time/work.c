@@ -476,7 +476,7 @@ optimizer_bytes(const struct mf_workload *w, int64_t trained)
 	    w->precision == MF_BF16_TRUE && w->method == MF_FULL ? 2 : 4;
 	double gb = wb;
 
-	if (w->optimizer == MF_ADAM8BIT)
+	if (w->optimizer == MF_ADAM8BIT || w->optimizer == MF_PAGED_ADAMW8BIT)
 		return (double)trained * (2 * wb + gb + 4);
 	if (w->optimizer == MF_SGD)
 		return (double)trained * (2 * wb + gb);

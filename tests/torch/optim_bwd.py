@@ -16,6 +16,20 @@ CPU's default; the foreach and fused steps once, on the case where the
 step is the peak), the optimizers' state made before the step is measured
 (as after the first step), and torchtune's own register_optim_in_bwd_hooks.
 
+bitsandbytes' AdamW8bit and PagedAdamW8bit, one a weight as torchtune
+makes them from its configs (llama3_1/8B_full_single_device.yaml names
+bitsandbytes.optim.PagedAdamW8bit), run too: each weight's state made by
+bitsandbytes' own init_state, the step by its CPU kernels (0.50.2 has
+them; a paged optimizer on the CPU allocates its state as plain tensors).
+Their state is measured tensor by tensor and held exactly to the
+optimizer bucket and, for the paged one, to pagedOptimizer: the moments
+of a weight of 1e5 elements or more are the ones get_state_buffer puts
+in CUDA unified memory on a GPU.  The CPU kernel dequantizes each state to
+fp32 around its update; the CUDA kernel updates in place and allocates
+nothing (backends/cuda/ops.py, _optimizer_update_8bit_blockwise_impl), so
+an 8-bit run's step temporaries are left out of its peak and not held to
+transient.
+
 One forward and backward (the hooks step every weight) runs under the
 profiler; its allocation events, each nested in the op that made or freed
 it, give the bytes alive at every moment, split by what they are:
@@ -46,7 +60,7 @@ It checks, against `memfloor estimate -o json` of the same job
   counted by size, the rest by the profiler) not above perGpuBytes.
 
 Prints every case and exits 1 on a failure.  optim_bwd.py -v prints where
-each peak is and what is alive there.
+each peak is and what is alive there; --8bit runs bitsandbytes' runs only.
 """
 import os
 import sys
@@ -55,6 +69,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hf  # noqa: E402  (quiets transformers before torch is used)
 import measure  # noqa: E402
 
+import bitsandbytes as bnb  # noqa: E402
 import torch  # noqa: E402
 from torch._C._profiler import _EventType  # noqa: E402
 from torch.profiler import ProfilerActivity, profile  # noqa: E402
@@ -65,6 +80,8 @@ TOLERANCE = 0.02
 # a GPU's are host memory too) are not its temporaries.
 SCALAR = 8
 VERBOSE = "-v" in sys.argv
+# optim_bwd.py --8bit: bitsandbytes' optimizers' runs only.
+ONLY_8BIT = "--8bit" in sys.argv
 cfg, moe = measure.cfg, measure.moe
 
 # (name, config, s, b).  Chosen so that each phase is the peak somewhere:
@@ -103,12 +120,26 @@ STEPS = {"single": {"foreach": False}, "foreach": {"foreach": True},
          "fused": {"fused": True}}
 IMPLEMENTATIONS = ("llama head step", ("foreach", "fused"))
 
+# bitsandbytes' 8-bit optimizers (memfloor's optimizer names), the runs of
+# every case they take, and the size from which a paged optimizer's
+# get_state_buffer allocates in unified memory (optim/optimizer.py).
+BNB = {"adam8bit": bnb.optim.AdamW8bit,
+       "paged-adamw8bit": bnb.optim.PagedAdamW8bit}
+BNB_RUNS = [("bf16-true", "sdpa", False), ("fp32", "eager", True)]
+PAGED_MIN = 1e5
+
 
 def optimizers(model, impl):
-    """A torch.optim.AdamW for every weight, as torchtune's recipe makes
-    them, its state made (as after the first step)."""
+    """A torch.optim.AdamW (or bitsandbytes' optimizer impl) for every
+    weight, as torchtune's recipe makes them, its state made (as after the
+    first step)."""
     optim = {}
     for p in model.parameters():
+        if impl in BNB:
+            o = BNB[impl]([p], lr=1e-4)
+            o.init_state(o.param_groups[0], p, 0, 0)
+            optim[p] = o
+            continue
         o = torch.optim.AdamW([p], lr=1e-4, **STEPS[impl])
         st = o.state[p]
         st["step"] = torch.tensor(0.0)
@@ -118,12 +149,31 @@ def optimizers(model, impl):
     return optim
 
 
+def state_bytes(optim):
+    """The optimizers' state tensors, each storage once: (on the device,
+    in unified memory), the moments of a paged optimizer's weight of
+    PAGED_MIN elements or more in the second."""
+    seen, dev, paged = set(), 0, 0
+    for o in optim.values():
+        for p, st in o.state.items():
+            for k, t in st.items():
+                if not torch.is_tensor(t) or t.data_ptr() in seen:
+                    continue
+                seen.add(t.data_ptr())
+                n = t.untyped_storage().nbytes()
+                if getattr(o, "is_paged", False) and \
+                        k in ("state1", "state2") and p.numel() >= PAGED_MIN:
+                    paged += n
+                else:
+                    dev += n
+    return dev, paged
+
+
 def held_bytes(model, optim, ids):
-    """The weights, the optimizers' state and the batch (ids and labels),
-    allocated before the profile."""
+    """The weights, the optimizers' state on the device and the batch
+    (ids and labels), allocated before the profile."""
     n = sum(p.numel() * p.element_size() for p in model.parameters())
-    n += sum(t.numel() * t.element_size() for o in optim.values()
-             for st in o.state.values() for t in st.values())
+    n += state_bytes(optim)[0]
     return n + 2 * ids.numel() * ids.element_size()
 
 
@@ -247,22 +297,28 @@ def measure_run(c, s, b, precision, attention, ckpt, impl="single"):
         loss.backward()
         del loss
 
-    with profile(activities=[ProfilerActivity.CPU],
-                 profile_memory=True) as prof:
+    # With 8-bit state no AdamW temporaries cover the peak, and oneDNN's
+    # bf16 matmul's scratch copy of its operand, a CPU artefact (loss.py,
+    # forward.py), would stand in for them: oneDNN off.
+    with torch.backends.mkldnn.flags(enabled=impl not in BNB), \
+            profile(activities=[ProfilerActivity.CPU],
+                    profile_memory=True) as prof:
         one()
     for p in model.parameters():
         assert p.grad is None, "a weight's gradient outlived its step"
-    return held, Timeline(allocations(prof))
+    return held, state_bytes(optim), Timeline(allocations(prof))
 
 
-def memfloor(c, s, b, precision, attention, ckpt):
+def memfloor(c, s, b, precision, attention, ckpt, impl="single"):
     est = measure.estimate(c, {
         "kind": "training", "sequenceLength": s, "microBatch": b,
         "precision": precision, "attention": attention,
-        "gradientCheckpointing": ckpt, "optimizerInBackward": True})
+        "gradientCheckpointing": ckpt, "optimizerInBackward": True,
+        "optimizer": impl if impl in BNB else "adamw"})
     if not est["recipe"]["optimizerInBackward"]:
         sys.exit("memfloor's recipe does not say optimizerInBackward")
     buckets = {x["name"]: x["bytes"] for x in est["buckets"]}
+    buckets["pagedOptimizer"] = est.get("pagedOptimizer", {}).get("bytes", 0)
     return buckets, est["perGpuBytes"]
 
 
@@ -280,8 +336,9 @@ def check(failures, name, what, ok, measured, estimated):
 
 def run(failures, margins, label, c, s, b, precision, attention, ckpt,
         impl="single"):
-    held, tl = measure_run(c, s, b, precision, attention, ckpt, impl)
-    got, per_gpu = memfloor(c, s, b, precision, attention, ckpt)
+    held, (dev, paged), tl = measure_run(c, s, b, precision, attention,
+                                         ckpt, impl)
+    got, per_gpu = memfloor(c, s, b, precision, attention, ckpt, impl)
     name = "%s %s %s%s%s" % (label, precision, attention,
                              "" if ckpt is False else
                              " ckpt" if ckpt is True else " ckpt %s" % ckpt,
@@ -292,9 +349,15 @@ def run(failures, margins, label, c, s, b, precision, attention, ckpt,
         (got["gradients"] - grads) / grads) <= TOLERANCE, grads,
         got["gradients"])
     margins["gradients"].append(err)
-    temps = tl.most("step")
-    check(failures, name, "step temporaries <= transient",
-          temps <= got["transient"], temps, got["transient"])
+    if impl in BNB:
+        check(failures, name, "optimizer state on the device",
+              dev == got["optimizer"], dev, got["optimizer"])
+        check(failures, name, "optimizer state paged",
+              paged == got["pagedOptimizer"], paged, got["pagedOptimizer"])
+    else:
+        temps = tl.most("step")
+        check(failures, name, "step temporaries <= transient",
+              temps <= got["transient"], temps, got["transient"])
     # At each step, the tensors alive besides the gradients and the
     # step's own.
     steps = tl.steps()
@@ -302,6 +365,11 @@ def run(failures, margins, label, c, s, b, precision, attention, ckpt,
     kept = got["activations"] + got["logits"]
     check(failures, name, "beside a step <= acts+logits", beside <= kept,
           beside, kept)
+    if impl in BNB:
+        # The CPU kernel's fp32 copies of the state, which a GPU's does
+        # not make (above).
+        for t in range(tl.n + 1):
+            tl.total[t] -= tl.alive["step"][t]
     at = tl.peak()
     peak = held + tl.total[at]
     margins["peak"].append(check(failures, name, "step peak <= perGpuBytes",
@@ -313,21 +381,25 @@ def run(failures, margins, label, c, s, b, precision, attention, ckpt,
 
 
 def main():
-    only = [a for a in sys.argv[1:] if a != "-v"]
+    only = [a for a in sys.argv[1:] if a not in ("-v", "--8bit")]
     failures = []
     margins = {"gradients": [], "peak": []}
     for label, c, s, b in CASES:
         if only and label not in only:
             continue
-        for precision, attention, ckpt in RUNS:
+        for precision, attention, ckpt in [] if ONLY_8BIT else RUNS:
             if ckpt == "op" and "num_experts_per_tok" in c:
                 continue
             run(failures, margins, label, c, s, b, precision, attention,
                 ckpt)
-        if label == IMPLEMENTATIONS[0]:
+        if label == IMPLEMENTATIONS[0] and not ONLY_8BIT:
             for impl in IMPLEMENTATIONS[1]:
                 run(failures, margins, label, c, s, b, "bf16-true", "sdpa",
                     False, impl)
+        for impl in BNB:
+            for precision, attention, ckpt in BNB_RUNS:
+                run(failures, margins, label, c, s, b, precision, attention,
+                    ckpt, impl)
     for what, errs in margins.items():
         if errs:
             print("optimizerInBackward %-9s: memfloor %+.2f%% to %+.2f%% "

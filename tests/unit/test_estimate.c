@@ -117,7 +117,9 @@ est(const struct mf_model *m, const struct mf_workload *w)
 	assert_int_equal(mf_est_compute(m, w, &e), MF_OK);
 	for (b = 0; b < MF_B_COUNT; b++) {
 		assert_true(e.bucket[b] >= 0);
-		sum += e.bucket[b];
+		/* A paged optimizer's state is not counted (design 22). */
+		if (b != MF_B_PAGED)
+			sum += e.bucket[b];
 	}
 	assert_int_equal(e.total, sum);
 	/* Buckets are one micro-batch of the whole job; a pipeline's first
@@ -1295,6 +1297,36 @@ head_params(const struct mf_model *m)
  * or one GPU's share for the per-GPU formulas) under w, for the estimate
  * e; P is params.
  */
+/*
+ * bitsandbytes 0.50.2's 8-bit state of m's tensors (optim/optimizer.py):
+ * the elements of tensors under min_8bit_size (4096), the 256-element
+ * blocks and the count of the others, and the elements of those a paged
+ * optimizer pages (1e5 or more).
+ */
+struct bnb {
+	int64_t small, blocks, paged, tensors;
+};
+
+static struct bnb
+bnb_counts(const struct mf_model *m, const struct mf_workload *w)
+{
+	struct mf_tensor v[MF_MODEL_MAX_TENSORS];
+	size_t n = mf_model_tensors(m, v);
+	struct bnb b = { 0, 0, 0, 0 };
+
+	for (size_t i = 0; i < n; i++) {
+		if (v[i].numel < 4096) {
+			b.small += v[i].numel * v[i].count;
+			continue;
+		}
+		b.tensors += v[i].count;
+		b.blocks += (v[i].numel + 255) / 256 * v[i].count;
+		if (w->optimizer == MF_PAGED_ADAMW8BIT && v[i].numel >= 100000)
+			b.paged += v[i].numel * v[i].count;
+	}
+	return b;
+}
+
 static void
 formulas_of(const struct mf_model *m, const struct mf_workload *w,
     const struct mf_estimate *e, int64_t params, const int64_t *bytes,
@@ -1302,7 +1334,13 @@ formulas_of(const struct mf_model *m, const struct mf_workload *w,
 {
 	struct mf_quant_sum q = quant_counts(m, w, e);
 	struct mf_workload r = resolved(w);
+	struct bnb b8 = bnb_counts(m, w);
 	const struct sym syms[] = {
+		/* bitsandbytes' 8-bit state, tensor by tensor. */
+		{ "Ps", (double)b8.small },
+		{ "B8", (double)b8.blocks },
+		{ "Pp", (double)b8.paged },
+		{ "N8", (double)b8.tensors },
 		{ "P", (double)params },
 		{ "T",
 		    (double)(w->method == MF_FULL ?
@@ -1530,14 +1568,14 @@ test_formulas_match_bytes(void **state)
 
 	(void)state;
 	for (size_t i = 0; i < NELEM(models); i++)
-		for (int v = 0; v < 2 * 2 * 3 * 3 * 6 * 3 * 4 * 2 * 2; v++) {
+		for (int v = 0; v < 2 * 2 * 3 * 4 * 6 * 3 * 4 * 2 * 2; v++) {
 			int x = v;
 
 			mf_workload_defaults(&w);
 			w.estimator = (enum mf_estimator)(x % 2), x /= 2;
 			w.kind = x % 2 ? MF_INFERENCE : MF_TRAINING, x /= 2;
 			w.method = (enum mf_method)(x % 3), x /= 3;
-			w.optimizer = (enum mf_optimizer)(x % 3), x /= 3;
+			w.optimizer = (enum mf_optimizer)(x % 4), x /= 4;
 			w.precision = (enum mf_precision)(x % 6), x /= 6;
 			w.attention = (enum mf_attention)(x % 3), x /= 3;
 			w.checkpointing = x % 4 == 3 ? MF_CKPT_OP :
@@ -1557,7 +1595,7 @@ test_formulas_match_bytes(void **state)
 				formulas_agree(models[i], &w);
 			n++;
 		}
-	assert_int_equal(n, 8 * 10368);
+	assert_int_equal(n, 8 * 13824);
 	serving_formulas_match_bytes(models, NELEM(models));
 }
 
@@ -1694,7 +1732,7 @@ loss_formulas_agree(enum mf_loss loss)
 			w.loss = loss;
 			w.precision = (enum mf_precision)(x % 6), x /= 6;
 			w.method = (enum mf_method)(x % 3), x /= 3;
-			w.optimizer = (enum mf_optimizer)(x % 3), x /= 3;
+			w.optimizer = (enum mf_optimizer)(x % 4), x /= 4;
 			w.loss_chunks = chunks[x % 3], x /= 3;
 			w.attention = x % 2 ? MF_EAGER : MF_SDPA, x /= 2;
 			w.seq_len = x % 2 ? 31 : 64, x /= 2;
@@ -2072,6 +2110,89 @@ test_lora_sgd_formula(void **state)
  * backward, beside the largest of a layer's (Pl).  The rest is the plain
  * step's: the step's temporaries stay a candidate of transient.
  */
+/*
+ * bitsandbytes' 8-bit AdamW, paged or not, on Llama 3.1 8B (design 22),
+ * tensor by tensor as bitsandbytes 0.50.2 keeps it: no tensor under 4096
+ * elements (the norms are 4096 each), so two uint8 moments a weight, 2P =
+ * 16,060,522,496, and an fp32 absmax for each moment a 256-element block:
+ * every tensor is a multiple of 256, B8 = P / 256 = 31,368,208, 8 bytes
+ * each, 250,945,664; the quantization maps, 2 x 256 x 4 = 2048 bytes,
+ * once, or with the optimizer in backward once for each of the 291
+ * tensors (embeddings, head, final norm, 64 norms, 7 x 32 linears):
+ * 595,968.  PagedAdamW8bit pages the moments of the tensors of 1e5
+ * elements or more, all but the 65 norms: Pp = P - 65 x 4096 =
+ * 8,029,995,008, 2 bytes each, 16,059,990,016 in pagedOptimizer, which
+ * is not counted; on the device stay the norms' moments (266,240 x 2 =
+ * 532,480), the absmax and the maps.
+ */
+static void
+test_torch_8bit_state(void **state)
+{
+	struct mf_workload w = ref_workload();
+	struct mf_estimate e;
+
+	(void)state;
+	w.estimator = MF_EST_PYTORCH;
+	w.precision = MF_BF16_TRUE;
+	w.optimizer = MF_ADAM8BIT;
+	e = est(&llama8b, &w);
+	/* 16,060,522,496 + 250,945,664 + 2048. */
+	assert_int_equal(e.bucket[MF_B_OPTIMIZER], INT64_C(16311470208));
+	assert_int_equal(e.bucket[MF_B_PAGED], 0);
+	w.optimizer_in_backward = 1;
+	e = est(&llama8b, &w);
+	/* 16,060,522,496 + 250,945,664 + 595,968. */
+	assert_int_equal(e.bucket[MF_B_OPTIMIZER], INT64_C(16312064128));
+	assert_string_equal(e.formula[MF_B_OPTIMIZER],
+	    "(P - Ps) x 2 + B8 x 8 + Ps x 8 + N8 x 2048");
+	w.optimizer = MF_PAGED_ADAMW8BIT;
+	e = est(&llama8b, &w);
+	/* 532,480 + 250,945,664 + 595,968. */
+	assert_int_equal(e.bucket[MF_B_OPTIMIZER], INT64_C(252074112));
+	assert_int_equal(e.bucket[MF_B_PAGED], INT64_C(16059990016));
+	assert_string_equal(e.formula[MF_B_PAGED], "Pp x 2");
+	/*
+	 * Weights 2P 16,060,522,496, gradients Pmax x 2 1,050,673,152,
+	 * optimizer 252,074,112, activations 26,326,597,632, logits
+	 * 2,235,645,952, transient 8 x s x V = 4,202,692,608 (the 8-bit
+	 * kernel holds no temporaries): 50,128,205,952, the paged state
+	 * apart.
+	 */
+	assert_int_equal(e.bucket[MF_B_TRANSIENT], INT64_C(4202692608));
+	assert_int_equal(e.total, INT64_C(50128205952));
+	assert_int_equal(e.per_gpu, INT64_C(50128205952));
+	/* bf16 keeps its fp32 master copy, 4P more, on the device; the
+	 * post's arithmetic keeps P x 6 whatever the optimizer pages. */
+	w.optimizer_in_backward = 0;
+	w.precision = MF_BF16;
+	e = est(&llama8b, &w);
+	assert_int_equal(e.bucket[MF_B_OPTIMIZER],
+	    INT64_C(252074112) - 595968 + 2048 + 4 * INT64_C(8030261248));
+	w.estimator = MF_EST_POST;
+	e = est(&llama8b, &w);
+	assert_int_equal(e.bucket[MF_B_OPTIMIZER], 6 * INT64_C(8030261248));
+	assert_int_equal(e.bucket[MF_B_PAGED], 0);
+}
+
+/* The tensors of every model hold its parameters. */
+static void
+test_model_tensors(void **state)
+{
+	const struct mf_model *models[] = { &llama8b, &tiny, &given_head_dim,
+		&micro, &gemma2ish, &phi3ish, &mixtralish, &qwen2moeish };
+
+	(void)state;
+	for (size_t i = 0; i < NELEM(models); i++) {
+		struct mf_tensor v[MF_MODEL_MAX_TENSORS];
+		size_t n = mf_model_tensors(models[i], v);
+		int64_t sum = 0;
+
+		for (size_t k = 0; k < n; k++)
+			sum += v[k].numel * v[k].count;
+		assert_int_equal(sum, mf_model_params(models[i]));
+	}
+}
+
 static void
 test_torch_optimizer_in_backward(void **state)
 {
@@ -2171,7 +2292,6 @@ test_optimizer_in_backward_refused(void **state)
 		{ 1, MF_FP16, "refuse fp16; this job has precision: fp16" },
 		{ 1, MF_BF16_MIXED, "this job has precision: bf16-mixed" },
 		{ 1, MF_FP16_MIXED, "this job has precision: fp16-mixed" },
-		{ 2, MF_ADAM8BIT, "this job has optimizer: adam8bit" },
 		{ 2, MF_SGD, "this job has optimizer: sgd" },
 		{ 3, 4, "this job has sharding.gpus: 4" },
 		{ 4, 2, "parallelism tensor 1, pipeline 2, expert 1" },
@@ -2184,6 +2304,12 @@ test_optimizer_in_backward_refused(void **state)
 	w.optimizer_in_backward = 1;
 	assert_false(mf_est_oib_refused(&w, 1, why, sizeof(why)));
 	assert_false(mf_est_oib_refused(&w, 1, NULL, 0));
+	/* bitsandbytes' 8-bit optimizers, one a weight (optim_bwd.py). */
+	w.optimizer = MF_ADAM8BIT;
+	assert_false(mf_est_oib_refused(&w, 1, NULL, 0));
+	w.optimizer = MF_PAGED_ADAMW8BIT;
+	assert_false(mf_est_oib_refused(&w, 1, NULL, 0));
+	w.optimizer = MF_ADAMW;
 	w.precision = MF_FP32;
 	assert_false(mf_est_oib_refused(&w, 1, NULL, 0));
 	assert_true(mf_est_oib_refused(&w, 2, why, sizeof(why)));
@@ -2292,6 +2418,8 @@ main(void)
 		cmocka_unit_test(test_est_reference_inference),
 		cmocka_unit_test(test_est_fp32),
 		cmocka_unit_test(test_est_optimizers),
+		cmocka_unit_test(test_torch_8bit_state),
+		cmocka_unit_test(test_model_tensors),
 		cmocka_unit_test(test_est_lora_variants),
 		cmocka_unit_test(test_est_rounding),
 		cmocka_unit_test(test_est_per_gpu),

@@ -97,8 +97,8 @@ fixable_job(struct mf_job *job)
  * With the optimizer in backward only the fixes that keep it as torchtune
  * runs it and the estimate models it apply: sdpa and checkpointing; not
  * microbatch (gradient accumulation, which torchtune refuses with
- * optimizer_in_bwd), count (more GPUs), nor autocast, adam8bit, lora,
- * qlora and fsdp, whose workloads mf_est_oib_refused refuses.
+ * optimizer_in_bwd), count (more GPUs), nor autocast, lora, qlora and
+ * fsdp, whose workloads mf_est_oib_refused refuses; adam8bit is.
  */
 static void
 test_fix_optimizer_in_backward(void **state)
@@ -117,7 +117,8 @@ test_fix_optimizer_in_backward(void **state)
 	assert_true(mf_fix_applies(&job, w, MF_FIX_SDPA));
 	assert_true(mf_fix_applies(&job, w, MF_FIX_CHECKPOINTING));
 	assert_false(mf_fix_applies(&job, w, MF_FIX_MICROBATCH));
-	assert_false(mf_fix_applies(&job, w, MF_FIX_ADAM8BIT));
+	/* bitsandbytes' AdamW8bit a weight, as torchtune makes them. */
+	assert_true(mf_fix_applies(&job, w, MF_FIX_ADAM8BIT));
 	assert_false(mf_fix_applies(&job, w, MF_FIX_LORA));
 	assert_false(mf_fix_applies(&job, w, MF_FIX_QLORA));
 	assert_false(mf_fix_applies(&job, w, MF_FIX_FSDP));

@@ -1061,7 +1061,8 @@ test_read_loss_offload(void **state)
 
 /*
  * optimizerInBackward as torchtune 0.6.1 runs it and the estimate models
- * it: full fine-tuning in bf16-true or fp32 with AdamW on one GPU.  Every
+ * it: full fine-tuning in bf16-true or fp32 with AdamW or bitsandbytes'
+ * 8-bit AdamW, paged or not, on one GPU.  Every
  * other combination is refused at the field, with what it is modelled
  * with and what this job has (estimate.c's mf_est_oib_refused).
  */
@@ -1113,17 +1114,31 @@ test_read_optimizer_in_backward(void **state)
 	expect_err(RECIPE("    method: qlora\n    optimizerInBackward: true\n"),
 	    "spec.workload.optimizerInBackward", 11,
 	    "this job has method: qlora");
-	expect_err(RECIPE("    precision: bf16-true\n    optimizer: adam8bit\n"
-	                  "    optimizerInBackward: true\n"),
-	    "spec.workload.optimizerInBackward", 12,
-	    "is modelled with optimizer adamw only (a torch.optim.AdamW for "
-	    "each weight, as torchtune makes them): bitsandbytes' 8-bit and "
-	    "paged optimizers step on a GPU only, and SGD was not measured; "
-	    "this job has optimizer: adam8bit");
 	expect_err(RECIPE("    precision: bf16-true\n    optimizer: sgd\n"
 	                  "    optimizerInBackward: true\n"),
 	    "spec.workload.optimizerInBackward", 12,
-	    "this job has optimizer: sgd");
+	    "is modelled with optimizer adamw, adam8bit or paged-adamw8bit "
+	    "(one optimizer for each weight, as torchtune makes them): SGD "
+	    "was not measured; this job has optimizer: sgd");
+	/* bitsandbytes' 8-bit optimizers, one a weight (torchtune's
+	 * llama3_1/8B_full_single_device.yaml: PagedAdamW8bit). */
+	read_ok(RECIPE("    precision: bf16-true\n"
+	               "    optimizer: paged-adamw8bit\n"
+	               "    optimizerInBackward: true\n"),
+	    &doc, &job);
+	assert_int_equal(job.work.optimizer, MF_PAGED_ADAMW8BIT);
+	assert_true(job.work.optimizer_in_backward);
+	mf_doc_free(doc);
+	read_ok(RECIPE("    precision: bf16-true\n    optimizer: adam8bit\n"
+	               "    optimizerInBackward: true\n"),
+	    &doc, &job);
+	assert_int_equal(job.work.optimizer, MF_ADAM8BIT);
+	mf_doc_free(doc);
+	/* An unknown optimizer lists the known ones. */
+	expect_err(RECIPE("    optimizer: paged-adamw\n"),
+	    "spec.workload.optimizer", 10,
+	    "'paged-adamw' is not one of adamw, adam8bit, sgd, "
+	    "paged-adamw8bit");
 	expect_err(RECIPE("    precision: bf16-true\n    sharding: {gpus: 8}\n"
 	                  "    optimizerInBackward: true\n"),
 	    "spec.workload.optimizerInBackward", 12,

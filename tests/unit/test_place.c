@@ -1314,17 +1314,20 @@ test_fixes_applicable_only(void **state)
 
 /*
  * With the optimizer in backward only the fixes that keep it as it is
- * modelled are listed: sdpa and checkpointing, not microbatch (gradient
- * accumulation, which torchtune refuses with optimizer_in_bwd), autocast,
- * adam8bit, lora, qlora nor fsdp.  Llama 8B, bf16-true, b 2, eager,
- * under the estimator pytorch:
+ * modelled are listed: sdpa, checkpointing and adam8bit (bitsandbytes'
+ * AdamW8bit a weight), not microbatch (gradient accumulation, which
+ * torchtune refuses with optimizer_in_bwd), autocast, lora, qlora nor
+ * fsdp.  Llama 8B, bf16-true, b 2, eager, under the estimator pytorch:
  *   sdpa: weights 2P 16,060,522,496, gradients 2 x V x h 1,050,673,152,
  *     moments 4P 32,121,044,992, activations 4096 x 2 x 32 x 200,840 +
  *     4096 x 4d = 52,651,098,112, logits 4096 x 2 x (8h + 4V + 20) =
  *     4,471,291,904, transient 8 x 4096 x 2 x V = 8,405,385,216:
  *     114,760,015,872 (ceil(118.8) = 119Gi), too much for 72G usable;
  *   + checkpointing: activations 4096 x 2 x (32 x 2h + 200,840) + 4096 x
- *     (4d + 8) = 3,794,894,848: 65,903,812,608 (69Gi), on the H100.
+ *     (4d + 8) = 3,794,894,848: 65,903,812,608 (69Gi), on the H100;
+ *   + adam8bit: the moments 32,121,044,992 become 2P + P / 256 x 8 +
+ *     291 x 2048 = 16,312,064,128 (test_estimate.c,
+ *     test_torch_8bit_state): 50,094,831,744 (ceil(51.8) = 52Gi).
  * Admitted, such a job is not told to accumulate micro-batches.
  */
 static void
@@ -1341,11 +1344,14 @@ test_fixes_optimizer_in_backward(void **state)
 	f.job.work.estimator = MF_EST_PYTORCH;
 	place(&f, cat, &d);
 	assert_false(d.admitted);
-	assert_int_equal(d.nfixes, 2);
+	assert_int_equal(d.nfixes, 3);
 	expect_fix(&d.fixes[0], MF_FIX_SDPA, BIT(SDPA), 1,
 	    INT64_C(114760015872), 119);
 	expect_fix(&d.fixes[1], MF_FIX_CHECKPOINTING,
 	    BIT(SDPA) | BIT(CHECKPOINTING), 1, INT64_C(65903812608), 69);
+	expect_fix(&d.fixes[2], MF_FIX_ADAM8BIT,
+	    BIT(SDPA) | BIT(CHECKPOINTING) | BIT(ADAM8BIT), 1,
+	    INT64_C(50094831744), 52);
 	assert_true(d.fixes[1].placed);
 	expect_placement(&d.fixes[1].placement, "H100", 1,
 	    BIT(SDPA) | BIT(CHECKPOINTING));
