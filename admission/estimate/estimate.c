@@ -120,9 +120,6 @@ mf_est_oib_refused(const struct mf_workload *w, int64_t gpus, char *why,
 		    "is not modelled with tensor, pipeline or expert parallelism, which it has not been measured with; this job has parallelism tensor %lld, pipeline %lld, expert %lld",
 		    (long long)w->tensor, (long long)w->pipeline,
 		    (long long)w->expert);
-	else if (w->activation_offload)
-		snprintf(why, size,
-		    "is not modelled together with activationOffload: the optimizer's steps in backward beside the tensors offloading brings back were not measured; this job has activationOffload: true");
 	else if (gpus > 1)
 		snprintf(why, size,
 		    "is modelled on one GPU: torchtune's recipe for several shards with FSDP, and DistributedDataParallel holds every gradient in its buckets; this job has resources.gpu.count: %lld",

@@ -365,7 +365,7 @@ static const struct mf_field workload_rows[W_COUNT] = {
 	    .base = MF_FB_WORK, .offset = WOFF(optimizer_in_backward),
 	    .flags = MF_FF_DEFAULT, .idef = 0, .when = { TRAINING },
 	    .title = "Optimizer in backward",
-	    .doc = "each weight stepped and its gradient freed as soon as it is ready, as torchtune runs it: full fine-tuning, bf16-true or fp32, adamw, adam8bit or paged-adamw8bit, one GPU" },
+	    .doc = "each weight stepped and its gradient freed as soon as it is ready, as torchtune runs it: full fine-tuning, bf16-true or fp32, adamw, adam8bit or paged-adamw8bit, one GPU, with or without activationOffload" },
 	[W_LORA] = { .key = "lora", .type = MF_FT_OBJECT, SUB(lora_rows),
 	    .when = { TRAINING,
 	        WHEN(W_METHOD, BIT(MF_LORA) | BIT(MF_QLORA)) },

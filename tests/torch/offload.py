@@ -65,8 +65,13 @@ It asks memfloor (the command line, -o json) for the same job with
 activationOffload true and fails when activations or logits are more than
 2% off, or the peak is above perGpuBytes; and, measured the same way
 without checkpointing, that memfloor refuses that job (400, naming
-spec.workload.activationOffload).  offload.py [-v] [INDEX ...] runs only
-the cases named; -v prints every check.
+spec.workload.activationOffload).  Each case runs again with the
+optimizer in backward (optimizerInBackward: true), torch's AdamW and
+bitsandbytes' PagedAdamW8bit for each weight stepped by torchtune's hooks
+(optim_bwd.hooked), its peak held to perGpuBytes.  offload.py [-v]
+[--in-backward] [INDEX ...] runs only the cases named, and with
+--in-backward only their optimizer-in-backward runs; -v prints every
+check.
 """
 import contextlib
 import gc
@@ -80,6 +85,7 @@ import weakref
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import measure  # noqa: E402  (imports hf, which quiets transformers)
 import hf  # noqa: E402
+import optim_bwd  # noqa: E402
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
@@ -89,6 +95,8 @@ import torchtune.training._activation_offloading as ao  # noqa: E402
 
 TOLERANCE = 0.02
 VERBOSE = "-v" in sys.argv
+# offload.py --in-backward: the optimizer-in-backward runs only.
+ONLY_OIB = "--in-backward" in sys.argv
 
 
 # --- the device, simulated ------------------------------------------------
@@ -425,10 +433,13 @@ RECIPES = {"bf16-true": measure.TrueRecipe, "fp32": measure.Recipe,
            "bf16": measure.Recipe, "bf16-mixed": measure.Recipe}
 
 
-def workload(s, b, prec, attn, ckpt, lora):
+def workload(s, b, prec, attn, ckpt, lora, oib=False):
     w = {"kind": "training", "sequenceLength": s, "microBatch": b,
          "precision": prec, "attention": attn, "gradientCheckpointing": ckpt,
          "activationOffload": True}
+    if oib:
+        w["optimizerInBackward"] = True
+        w["optimizer"] = oib if oib in optim_bwd.BNB else "adamw"
     if lora is not None:
         w.update(method="lora", lora={"rank": measure.RANK, "targets": lora})
     return w
@@ -473,10 +484,12 @@ def check_peak(errors, name, peak, per_gpu):
     show(short, name, "peak", peak, per_gpu)
 
 
-def measure_run(subj, prec, attn, ckpt, ids, labels):
+def measure_run(subj, prec, attn, ckpt, ids, labels, oib=None):
     """One step of subj's model under the offloading context: the logits
-    bucket's bytes, the layers' most, the host bytes, the peak and the
-    layers' and outside bytes at each recomputation."""
+    bucket's bytes, the layers' most, the host bytes, the peak (of a step
+    with the precision's optimizer after backward, or with oib's in
+    backward as torchtune runs it, optim_bwd.py) and the layers' and
+    outside bytes at each recomputation."""
     step = subj.set(LAYERS, attn, ckpt)
     COPIES.clear()
     if prec == "bf16-mixed":
@@ -496,8 +509,13 @@ def measure_run(subj, prec, attn, ckpt, ids, labels):
         del loss
         for p in subj.model.parameters():
             p.grad = None
-        peak = measure.step_peak(Step(subj, offload_context(subj.base),
-                                      prec), ids, labels, RECIPES[prec])
+        step = Step(subj, offload_context(subj.base), prec)
+        if oib is None:
+            peak = measure.step_peak(step, ids, labels, RECIPES[prec])
+        else:
+            held, _, tl = optim_bwd.hooked(subj.model, step, ids, labels,
+                                           oib)
+            peak = held + tl.total[optim_bwd.device_peak(tl, oib)]
     del step
     layers = max((p[0] for p in meter.peaks), default=0)
     return outside, layers, host, peak, meter.peaks
@@ -506,20 +524,29 @@ def measure_run(subj, prec, attn, ckpt, ids, labels):
 def run_case(i, c, s, b, errors):
     c = dict(c, num_hidden_layers=LAYERS)
     ids, labels = measure.inputs(c, s, b)
-    runs = [(prec, "sdpa", None) for prec in ("bf16-true", "fp32")]
+    runs = [(prec, "sdpa", None, None) for prec in ("bf16-true", "fp32")]
     if c["model_type"] in MIXED:
-        runs.append(("bf16-mixed", "sdpa", None))
-    runs.append(("bf16-true", "eager", None))
+        runs.append(("bf16-mixed", "sdpa", None, None))
+    runs.append(("bf16-true", "eager", None, None))
     if c["model_type"] in DENSE:
         targets = ("all-linear", "attention")[i % 2]
-        runs += [("bf16", "sdpa", targets), ("fp32", "sdpa", targets)]
-    for prec, attn, lora in runs:
+        runs += [("bf16", "sdpa", targets, None),
+                 ("fp32", "sdpa", targets, None)]
+    # The optimizer in backward with offloading (torchtune's hooks;
+    # optim_bwd.py's optimizers: torch's AdamW, bitsandbytes' 8-bit).
+    runs += [(prec, "sdpa", None, impl) for prec in ("bf16-true", "fp32")
+             for impl in ("single", "paged-adamw8bit")]
+    if ONLY_OIB:
+        runs = [r for r in runs if r[3]]
+    for prec, attn, lora, oib in runs:
         subj = Subject(c, prec, lora)
-        name = "%d %s %s %s%s" % (i, c["model_type"], prec, attn,
-                                  " lora " + lora if lora else "")
+        name = "%d %s %s %s%s%s" % (i, c["model_type"], prec, attn,
+                                    " lora " + lora if lora else "",
+                                    " in backward " + oib if oib else "")
         outside, layers, host, peak, peaks = measure_run(
-            subj, prec, attn, True, ids, labels)
-        est = measure.estimate(c, workload(s, b, prec, attn, True, lora))
+            subj, prec, attn, True, ids, labels, oib)
+        est = measure.estimate(c, workload(s, b, prec, attn, True, lora,
+                                           oib))
         got = {x["name"]: x["bytes"] for x in est["buckets"]}
         compare(errors, name, "activations", layers, got["activations"])
         compare(errors, name, "logits", outside, got["logits"])
@@ -527,7 +554,7 @@ def run_case(i, c, s, b, errors):
         if VERBOSE:
             print("%-38s host %d bytes; at each recomputation (layers, "
                   "outside): %s" % (name, host, peaks))
-        if lora is None and attn == "sdpa":
+        if lora is None and attn == "sdpa" and not oib:
             no_checkpointing(errors, name, subj, c, s, b, prec, ids, labels)
 
 
@@ -548,7 +575,7 @@ def no_checkpointing(errors, name, subj, c, s, b, prec, ids, labels):
 
 def main():
     """offload.py [-v] [INDEX ...]: every case, or those of CASES named."""
-    only = set(a for a in sys.argv[1:] if a != "-v")
+    only = set(a for a in sys.argv[1:] if a not in ("-v", "--in-backward"))
     errors = []
     for i, (c, s, b) in enumerate(CASES):
         if not only or str(i) in only:

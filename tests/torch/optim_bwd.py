@@ -286,10 +286,17 @@ class Timeline:
 def measure_run(c, s, b, precision, attention, ckpt, impl="single"):
     model = hf.build(c, c["num_hidden_layers"], precision, attention,
                      ckpt=ckpt)
-    step = hf.Step(model, precision)
+    return hooked(model, hf.Step(model, precision),
+                  *measure.inputs(c, s, b), impl)
+
+
+def hooked(model, step, ids, labels, impl):
+    """One forward and backward of step (a module whose parameters are
+    model's) on ids and labels with the optimizer impl in backward, as
+    torchtune runs it, under the profiler: the bytes held before it, the
+    optimizers' state (on the device, paged) and the Timeline."""
     optim = optimizers(model, impl)
     training.register_optim_in_bwd_hooks(model=model, optim_dict=optim)
-    ids, labels = measure.inputs(c, s, b)
     held = held_bytes(model, optim, ids)
 
     def one():
@@ -307,6 +314,16 @@ def measure_run(c, s, b, precision, attention, ckpt, impl="single"):
     for p in model.parameters():
         assert p.grad is None, "a weight's gradient outlived its step"
     return held, state_bytes(optim), Timeline(allocations(prof))
+
+
+def device_peak(tl, impl):
+    """The moment of tl's peak as a GPU would hold it: for bitsandbytes'
+    optimizers without the CPU kernel's fp32 copies of the state, which a
+    GPU's does not make (above), taken out of tl.total."""
+    if impl in BNB:
+        for t in range(tl.n + 1):
+            tl.total[t] -= tl.alive["step"][t]
+    return tl.peak()
 
 
 def memfloor(c, s, b, precision, attention, ckpt, impl="single"):
@@ -365,12 +382,7 @@ def run(failures, margins, label, c, s, b, precision, attention, ckpt,
     kept = got["activations"] + got["logits"]
     check(failures, name, "beside a step <= acts+logits", beside <= kept,
           beside, kept)
-    if impl in BNB:
-        # The CPU kernel's fp32 copies of the state, which a GPU's does
-        # not make (above).
-        for t in range(tl.n + 1):
-            tl.total[t] -= tl.alive["step"][t]
-    at = tl.peak()
+    at = device_peak(tl, impl)
     peak = held + tl.total[at]
     margins["peak"].append(check(failures, name, "step peak <= perGpuBytes",
                                  peak <= per_gpu, peak, per_gpu))

@@ -2174,6 +2174,47 @@ test_torch_8bit_state(void **state)
 	assert_int_equal(e.bucket[MF_B_PAGED], 0);
 }
 
+/*
+ * The optimizer in backward with activation offloading (torchtune's
+ * recipe takes both; offload.py measured them together): Llama 3.1 8B,
+ * bf16-true, checkpointed, s 4096, b 1.  The buckets are each recipe's
+ * own: weights 2P 16,060,522,496, gradients Pmax x 2 1,050,673,152,
+ * moments 4P 32,121,044,992, offloaded activations 4096 x (200,840 +
+ * 4h) + 4096 x (4d + 8) = 891,879,424, logits without the ids 4096 x (8h
+ * + 4V + 12) = 2,235,613,184, transient 8 x s x V = 4,202,692,608:
+ * 56,562,425,856 (71.6 GB offloaded with every gradient, 15.0 GB more).
+ * As torchtune's 8B_full_single_device config runs it, with
+ * PagedAdamW8bit, b 2: moments on the device 252,074,112
+ * (test_torch_8bit_state), activations 8192 x 217,224 + 2,129,920 =
+ * 1,781,628,928, logits 8192 x 545,804 = 4,471,226,368, transient
+ * 8,405,385,216: 32,021,510,272.
+ */
+static void
+test_torch_offload_in_backward(void **state)
+{
+	struct mf_workload w = ref_workload();
+	struct mf_estimate e;
+
+	(void)state;
+	w.estimator = MF_EST_PYTORCH;
+	w.precision = MF_BF16_TRUE;
+	w.checkpointing = MF_CKPT_FULL;
+	w.activation_offload = 1;
+	w.optimizer_in_backward = 1;
+	e = est(&llama8b, &w);
+	assert_int_equal(e.bucket[MF_B_GRADIENTS], INT64_C(1050673152));
+	assert_int_equal(e.bucket[MF_B_ACTIVATIONS], INT64_C(891879424));
+	assert_int_equal(e.bucket[MF_B_LOGITS], INT64_C(2235613184));
+	assert_int_equal(e.bucket[MF_B_TRANSIENT], INT64_C(4202692608));
+	assert_int_equal(e.total, INT64_C(56562425856));
+	w.optimizer = MF_PAGED_ADAMW8BIT;
+	w.micro_batch = 2;
+	e = est(&llama8b, &w);
+	assert_int_equal(e.bucket[MF_B_ACTIVATIONS], INT64_C(1781628928));
+	assert_int_equal(e.bucket[MF_B_LOGITS], INT64_C(4471226368));
+	assert_int_equal(e.per_gpu, INT64_C(32021510272));
+}
+
 /* The tensors of every model hold its parameters. */
 static void
 test_model_tensors(void **state)
@@ -2420,6 +2461,7 @@ main(void)
 		cmocka_unit_test(test_est_optimizers),
 		cmocka_unit_test(test_torch_8bit_state),
 		cmocka_unit_test(test_model_tensors),
+		cmocka_unit_test(test_torch_offload_in_backward),
 		cmocka_unit_test(test_est_lora_variants),
 		cmocka_unit_test(test_est_rounding),
 		cmocka_unit_test(test_est_per_gpu),
