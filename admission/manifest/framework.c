@@ -9,8 +9,8 @@
  * setting that gives it.  Where a framework has several recipes for a
  * method, the one its documentation starts from is taken (docs/manifest.md
  * says which).  What a framework sets that no field states yet (LitGPT's
- * 16-bit chunked cross-entropy, torchtune's paged 8-bit AdamW, compile) is
- * left out, not mapped to a neighbour; docs/manifest.md lists it.
+ * 16-bit chunked cross-entropy, compile) is left out, not mapped to a
+ * neighbour; docs/manifest.md lists it.
  * tests/torch/framework.py holds the transformers and torchtune values to
  * the frameworks' own config objects.
  */
@@ -109,10 +109,11 @@ static const struct recipes hf_5_24 = { hf_full, hf_lora, hf_qlora };
 	    { "attention", "sdpa" }, { "loss", "chunked" },                   \
 	    { "lossChunks", "8" }, { "activationOffload", "false" }
 
-/* 8B_full_single_device.yaml: optimizer_in_bwd: True.  Its optimizer,
- * bitsandbytes.optim.PagedAdamW8bit, no field states yet: left out. */
+/* 8B_full_single_device.yaml: optimizer
+ * bitsandbytes.optim.PagedAdamW8bit, optimizer_in_bwd: True. */
 static const struct value tt_full[] = { TT_COMMON("true"),
-	{ "optimizerInBackward", "true" }, { NULL, NULL } };
+	{ "optimizer", "paged-adamw8bit" }, { "optimizerInBackward", "true" },
+	{ NULL, NULL } };
 
 /* 8B_lora_single_device.yaml and 8B_qlora_single_device.yaml: optimizer
  * torch.optim.AdamW; lora_attn_modules ['q_proj', 'v_proj', 'output_proj'],

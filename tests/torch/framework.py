@@ -148,10 +148,12 @@ def tune_common(cfg):
 
 def tune_optimizer(cfg, d):
     comp = cfg.optimizer._component_
-    if comp == "torch.optim.AdamW":
-        d["optimizer"] = "adamw"
+    names = {"torch.optim.AdamW": "adamw",
+             "bitsandbytes.optim.PagedAdamW8bit": "paged-adamw8bit"}
+    if comp in names:
+        d["optimizer"] = names[comp]
         return ()
-    # bitsandbytes.optim.PagedAdamW8bit: no field states it yet.
+    FAILS.append("torchtune: optimizer %s has no name" % comp)
     return ("optimizer",)
 
 

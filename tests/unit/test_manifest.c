@@ -1646,8 +1646,8 @@ test_read_framework_torchtune(void **state)
 	              "    sequenceLength: 64\n",
 	    &doc, &job);
 	assert_int_equal(w->optimizer_in_backward, 1);
-	assert_int_equal(w->optimizer, MF_ADAMW);
-	assert_int_equal(fw_bit(job.framework, MF_FULL, "optimizer"), 0);
+	assert_int_equal(w->optimizer, MF_PAGED_ADAMW8BIT);
+	assert_int_not_equal(fw_bit(job.framework, MF_FULL, "optimizer"), 0);
 	mf_doc_free(doc);
 }
 
