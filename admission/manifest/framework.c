@@ -90,7 +90,8 @@ static const struct value hf_qlora[] = { HF_COMMON, HF_LORA,
 	 * prepare_model_for_kbit_training */
 	{ "qlora.kbitPrep", "false" }, { NULL, NULL } };
 
-static const struct recipes hf_5_24 = { hf_full, hf_lora, hf_qlora };
+static const struct recipes hf_5_24 = { .full = hf_full, .lora = hf_lora,
+	.qlora = hf_qlora };
 
 /* --- torchtune 0.4.0 and 0.6.1 -------------------------------------- */
 
@@ -147,8 +148,9 @@ static const struct value tt_full_sharded[] = { TT_COMMON("true"),
 static const struct value tt_lora_sharded[] = { TT_COMMON("false"), TT_LORA,
 	{ NULL, NULL } };
 
-static const struct recipes tt_0_6 = { tt_full, tt_lora, tt_qlora,
-	tt_full_sharded, tt_lora_sharded };
+static const struct recipes tt_0_6 = { .full = tt_full, .lora = tt_lora,
+	.qlora = tt_qlora, .full_sharded = tt_full_sharded,
+	.lora_sharded = tt_lora_sharded };
 
 /* --- torchtitan 0.1.0 and 0.2.2 ------------------------------------- */
 
@@ -169,7 +171,7 @@ static const struct value titan_full[] = { { "precision", "bf16-mixed" },
 	{ "parallelism.sequenceParallel", "true" },
 	{ "parallelism.lossParallel", "true" }, { NULL, NULL } };
 
-static const struct recipes titan = { titan_full, NULL, NULL };
+static const struct recipes titan = { .full = titan_full };
 
 /* --- LitGPT 0.4.5, 0.4.13, 0.5.13 ----------------------------------- */
 
@@ -205,7 +207,8 @@ static const struct value lit_qlora[] = { { "precision", "bf16-true" },
 	{ "qlora.blockSize", "64" }, { "qlora.doubleQuant", "false" },
 	{ "qlora.kbitPrep", "false" }, { NULL, NULL } };
 
-static const struct recipes litgpt = { lit_full, lit_lora, lit_qlora };
+static const struct recipes litgpt = { .full = lit_full, .lora = lit_lora,
+	.qlora = lit_qlora };
 
 /* clang-format on */
 
