@@ -115,4 +115,22 @@ int64_t mf_est_gpu_bucket(const int64_t *bucket, enum mf_bucket b, int64_t n);
 void mf_est_layout(const struct mf_model *m, const struct mf_workload *w,
     struct mf_estimate *e);
 
+/*
+ * Whether w's vLLM release counts the CUDA context in its peak (peak_memory
+ * = total - free, vLLM 0.2.6 to 0.3.0: est_serve.c's releases[]).
+ */
+int mf_est_vllm_context(const struct mf_workload *w);
+/*
+ * What peak_memory = total - free counts above the current accounting at
+ * TP 1: the CUDA context and what the allocator holds above torch's
+ * peak.  vllm-project/vllm pull request 2031 measured the change from
+ * torch's peak to total - free, Llama 2 7B on one A100 80GB: 7449 blocks
+ * to 7351, 98 blocks of 8 MiB (16 tokens of 2 x 32 x 4096 x 2 bytes), 784
+ * MiB; less the 164 MiB vLLM later counts outside PyTorch at TP 1
+ * (MF_NON_TORCH_DEFAULT, which nonTorch already holds): 620 MiB, written
+ * cudaContext in the formula.
+ */
+#define MF_EST_CONTEXT (INT64_C(620) << 20)
+#define MF_EST_CONTEXT_TEXT "cudaContext"
+
 #endif

@@ -27,6 +27,76 @@ static const struct vllm_tier {
 _Static_assert(sizeof(vllm_tiers) / sizeof(vllm_tiers[0]) == MF_VLLM_TIERS,
     "a row a tier");
 
+/*
+ * vLLM's accounting by release (design 22's serverVersion), each family
+ * from its first release on (the row of the largest from at or below the
+ * job's release; 0, the current accounting, takes the last).  How each
+ * release found its KV cache's budget, from its own source:
+ * - 0.2.6 (pull request 2031, in 0.2.5; 2151, in 0.2.6, which stopped
+ *   torch.distributed's all-reduce keeping its inputs): worker.py
+ *   profile_num_available_blocks takes peak_memory = total - free after
+ *   the profile run, so the CUDA context counts (context below).
+ * - 0.3.0: the same; the sampler's top-k/top-p rewritten (1885).
+ * - 0.3.1 (2863): peak_memory = init_gpu_memory - free, the context no
+ *   longer counted; 0.6.4 (9352) and 0.6.5 (10511) count torch's peak and
+ *   the memory outside it apart, which memfloor counts the same way.
+ * - 0.5.3 (6666): chunked prefill on by default past 32,768 tokens.
+ * - 0.5.5 (2937): the sampler works on an fp32 copy of the logits.
+ * - 0.8.0: the V1 engine by default, with today's sampler and defaults.
+ * - 0.21.0: the CUDA graphs' memory taken from the budget (before, they
+ *   were captured after the KV cache, in the share vLLM leaves).
+ * Up to 0.7.x the V0 engine's defaults hold (config.py SchedulerConfig,
+ * arg_utils.py EngineArgs): max_num_seqs 256, max_num_batched_tokens
+ * max(max_model_len, 2048), or 512 with chunked prefill; max_model_len
+ * is the job's contextLength (--max-model-len).
+ */
+static const struct vllm_release {
+	int64_t from;
+	int context;      /* the CUDA context is in the peak */
+	int v0;           /* the V0 engine's defaults */
+	int chunked_long; /* chunked prefill past 32,768 tokens */
+	enum mf_sampler sampler;
+	int graphs; /* the CUDA graphs are taken from the budget */
+} releases[] = {
+	{ MF_VLLM_OLDEST, 1, 1, 0, MF_SAMPLER_V0_P16, 0 },
+	{ MF_VLLM_VERSION(0, 3, 0), 1, 1, 0, MF_SAMPLER_V0_16, 0 },
+	{ MF_VLLM_VERSION(0, 3, 1), 0, 1, 0, MF_SAMPLER_V0_16, 0 },
+	{ MF_VLLM_VERSION(0, 5, 3), 0, 1, 1, MF_SAMPLER_V0_16, 0 },
+	{ MF_VLLM_VERSION(0, 5, 5), 0, 1, 1, MF_SAMPLER_V0_32, 0 },
+	{ MF_VLLM_VERSION(0, 8, 0), 0, 0, 0, MF_SAMPLER_V1, 0 },
+	{ MF_VLLM_VERSION(0, 21, 0), 0, 0, 0, MF_SAMPLER_V1, 1 },
+};
+
+#define NRELEASES (sizeof(releases) / sizeof(releases[0]))
+
+static const struct vllm_release *
+release_of(int64_t version)
+{
+	size_t i = NRELEASES - 1;
+
+	/* 0, the current accounting, is the last family's. */
+	for (; version != 0 && i > 0; i--) {
+		assert(i < NRELEASES);
+		if (releases[i].from <= version)
+			break;
+	}
+	assert(i < NRELEASES);
+	return &releases[i];
+}
+
+int
+mf_est_vllm_context(const struct mf_workload *w)
+{
+	return w->server == MF_SERVER_VLLM &&
+	    release_of(w->server_version)->context;
+}
+
+int
+mf_vllm_release_known(int64_t version)
+{
+	return version == 0 || version >= releases[0].from;
+}
+
 int
 mf_vllm_tier(int64_t memory, int a100)
 {
@@ -40,6 +110,20 @@ mf_vllm_tier(int64_t memory, int a100)
 	return (int)i;
 }
 
+/* The V0 engine's defaults, whatever the card (releases[]). */
+static void
+v0_defaults(struct mf_workload *w)
+{
+	const struct vllm_release *r = release_of(w->server_version);
+
+	if (w->batched_tokens == 0)
+		w->batched_tokens = r->chunked_long && w->context_len > 32768 ?
+		    512 :
+		    (w->context_len > 2048 ? w->context_len : 2048);
+	if (w->max_num_seqs == 0)
+		w->max_num_seqs = 256;
+}
+
 void
 mf_vllm_defaults(struct mf_workload *w, int tier)
 {
@@ -48,6 +132,10 @@ mf_vllm_defaults(struct mf_workload *w, int tier)
 	assert(tier >= 0 &&
 	    (size_t)tier < sizeof(vllm_tiers) / sizeof(vllm_tiers[0]));
 	t = &vllm_tiers[tier];
+	if (release_of(w->server_version)->v0) {
+		v0_defaults(w);
+		return;
+	}
 
 	if (w->max_num_seqs == 0) {
 		w->max_num_seqs = t->max_num_seqs;
@@ -70,11 +158,17 @@ static void
 non_torch(const struct mf_workload *w, struct mf_estimate *e)
 {
 	struct mf_text f;
+	int ctx = mf_est_vllm_context(w);
 
 	mf_text_init(&f, e->formula[MF_B_NONTORCH]);
 	mf_text_str(&f, w->tensor > 1 ? "nonTorch + allReduce" : "nonTorch");
+	if (ctx)
+		mf_text_str(&f, " + " MF_EST_CONTEXT_TEXT);
 	e->bucket[MF_B_NONTORCH] =
 	    w->tensor > 1 ? mf_cadd(w->non_torch, w->all_reduce) : w->non_torch;
+	if (ctx)
+		e->bucket[MF_B_NONTORCH] =
+		    mf_cadd(e->bucket[MF_B_NONTORCH], MF_EST_CONTEXT);
 }
 
 void
@@ -138,6 +232,7 @@ mf_est_inference(const struct mf_model *m, const struct mf_workload *w,
     struct mf_estimate *e)
 {
 	int kvb = w->kv_dtype == MF_KV_FP8 ? 1 : 2, vllm;
+	const struct vllm_release *r;
 	struct mf_text f;
 
 	vllm = w->server == MF_SERVER_VLLM;
@@ -163,12 +258,14 @@ mf_est_inference(const struct mf_model *m, const struct mf_workload *w,
 	/* The profile run's dummy batch: maxNumBatchedTokens over
 	 * min(maxNumSeqs, tokens) sequences (gpu_model_runner.py
 	 * _dummy_run), whatever the job's concurrency. */
-	e->bucket[MF_B_ACTIVATIONS] = mf_forward_peak(m, w->batched_tokens,
-	    w->max_num_seqs < w->batched_tokens ? w->max_num_seqs :
-	                                          w->batched_tokens,
-	    e->formula[MF_B_ACTIVATIONS]);
+	r = release_of(w->server_version);
+	e->bucket[MF_B_ACTIVATIONS] =
+	    mf_forward_peak_sampler(m, w->batched_tokens,
+	        w->max_num_seqs < w->batched_tokens ? w->max_num_seqs :
+	                                              w->batched_tokens,
+	        r->sampler, e->formula[MF_B_ACTIVATIONS]);
 	mf_text_init(&f, e->formula[MF_B_GRAPHS]);
-	mf_text_str(&f, "cudaGraphReserve");
-	e->bucket[MF_B_GRAPHS] = w->graph_reserve;
+	mf_text_str(&f, r->graphs ? "cudaGraphReserve" : "0");
+	e->bucket[MF_B_GRAPHS] = r->graphs ? w->graph_reserve : 0;
 	non_torch(w, e);
 }

@@ -109,6 +109,9 @@ struct mf_workload {
 	int64_t max_num_seqs;   /* vllm: --max-num-seqs, the profile run's
 	                           sequences (design 19); 0: vLLM's default
 	                           for the card */
+	int64_t server_version; /* vllm: serverVersion (design 22),
+	                           MF_VLLM_VERSION's number; 0: the current
+	                           accounting */
 	int64_t graph_reserve;  /* vllm: CUDA graphs' bytes, the catalogue's
 	                           cudaGraphReserve (mf_place sets it) */
 	/* vllm: memory a GPU holds outside PyTorch (cuBLAS workspaces; at
@@ -433,6 +436,20 @@ void mf_est_weights_quant(const struct mf_model *m, const struct mf_workload *w,
 #define MF_VLLM_TIERS 3
 int mf_vllm_tier(int64_t memory, int a100);
 void mf_vllm_defaults(struct mf_workload *w, int tier);
+
+/*
+ * A vLLM release as a number (serverVersion, design 22): 0.7.3 is
+ * MF_VLLM_VERSION(0, 7, 3).  The accounting is that of the oldest release
+ * memfloor models, MF_VLLM_OLDEST, and later: est_serve.c's releases[]
+ * groups them into families (docs/serving.md lists them).
+ */
+#define MF_VLLM_VERSION(major, minor, patch) \
+	((int64_t)(major)*1000000 + (int64_t)(minor)*1000 + (patch))
+#define MF_VLLM_OLDEST MF_VLLM_VERSION(0, 2, 6)
+#define MF_VLLM_OLDEST_TEXT "0.2.6"
+/* Whether version (0: none given) is one memfloor has an accounting of:
+ * MF_VLLM_OLDEST or later. */
+int mf_vllm_release_known(int64_t version);
 
 /*
  * Inference on one GPU of usable bytes: the sequences of e->seq_tokens

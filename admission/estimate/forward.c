@@ -178,14 +178,58 @@ logits(const struct mf_model *m, struct mf_terms *tok, struct mf_terms *seq)
 	                         * while the softmax and the noise live */
 }
 
+/*
+ * The V0 engine's logits phase (vllm/model_executor/layers/sampler.py up to
+ * vLLM 0.7.x; vllm/worker/model_runner.py profile_run samples every
+ * sequence with top_p 0.99 and top_k V - 1, so the filter runs), at its
+ * fullest moment, the gather that re-sorts the filtered logits: per
+ * sequence the logits (b bytes a value: 16-bit before vLLM 0.5.5; from
+ * 0.5.5, pull request 2937, an fp32 copy beside the runner's 16-bit
+ * ones), the sorted logits, their int64 order and its inverse, the
+ * softmax of the sorted logits and its cumulative sum, the boolean masks
+ * and the re-sorted output.
+ * - 0.2.6, 0.2.7 (_apply_top_p_top_k): logits, sorted, probs, cumsum,
+ *   output (5b), order and inverse (16), top-p, top-k and their union
+ *   (3); two arange(V) int64 rows besides, once (16V).
+ * - 0.3.0 on (_apply_top_k_top_p, pull request 1885): logits, sorted,
+ *   probs, cumsum, output (5b), order and inverse (16), the top-k and
+ *   top-p masks (2); one arange(V) row (8V).
+ * The softmax, log_softmax and exponential noise that follow hold less
+ * (4V each beside the logits).  Not counted: the sort's own workspace
+ * (CUDA's segmented radix sort), which the CPU does not show, and the
+ * sampling tensors (a few values a sequence).
+ */
+static int64_t
+logits_v0(const struct mf_model *m, enum mf_sampler s, struct mf_terms *tok,
+    struct mf_terms *seq)
+{
+	int64_t h = m->hidden, v = m->vocab;
+	int b = s == MF_SAMPLER_V0_32 ? 4 : EB;
+
+	mf_term(tok, EB, "h", h); /* every token's hidden state */
+	mf_term(seq, EB, "h", h); /* the last token's, index_select's copy */
+	if (s == MF_SAMPLER_V0_32)
+		mf_term(seq, EB, "V", v); /* the runner's 16-bit logits */
+	mf_term(seq, 5 * b, "V", v);
+	mf_term(seq, 16 + (s == MF_SAMPLER_V0_P16 ? 3 : 2), "V", v);
+	return mf_cmul(s == MF_SAMPLER_V0_P16 ? 16 : 8, v);
+}
+
 int64_t
 mf_forward_peak(const struct mf_model *m, int64_t tokens, int64_t seqs,
     char *formula)
 {
+	return mf_forward_peak_sampler(m, tokens, seqs, MF_SAMPLER_V1, formula);
+}
+
+int64_t
+mf_forward_peak_sampler(const struct mf_model *m, int64_t tokens, int64_t seqs,
+    enum mf_sampler s, char *formula)
+{
 	struct mf_terms p[6], tok, seq;
 	struct dims x;
 	struct mf_text f;
-	int64_t per = 0, layer, out, gconst = 0;
+	int64_t per = 0, layer, out, gconst = 0, once = 0;
 	int n = 4;
 
 	mf_text_init(&f, formula);
@@ -210,9 +254,13 @@ mf_forward_peak(const struct mf_model *m, int64_t tokens, int64_t seqs,
 		gconst = mf_cmul(4, m->hidden);
 		layer = mf_cadd(layer, gconst);
 	}
-	logits(m, &tok, &seq);
-	out = mf_cadd(mf_cmul(tokens, mf_terms_bytes(&tok)),
-	    mf_cmul(seqs, mf_terms_bytes(&seq)));
+	if (s == MF_SAMPLER_V1)
+		logits(m, &tok, &seq);
+	else
+		once = logits_v0(m, s, &tok, &seq);
+	out = mf_cadd(mf_cadd(mf_cmul(tokens, mf_terms_bytes(&tok)),
+	                  mf_cmul(seqs, mf_terms_bytes(&seq))),
+	    once);
 	if (formula != NULL)
 		formula[0] = '\0';
 	mf_text_str(&f, "max(t x (");
@@ -230,6 +278,12 @@ mf_forward_peak(const struct mf_model *m, int64_t tokens, int64_t seqs,
 	mf_text_terms(&f, &tok);
 	mf_text_str(&f, " + reqs x (");
 	mf_text_terms(&f, &seq);
-	mf_text_str(&f, "))");
+	mf_text_str(&f, ")");
+	if (once > 0) {
+		mf_text_str(&f, " + ");
+		mf_text_int(&f, s == MF_SAMPLER_V0_P16 ? 16 : 8);
+		mf_text_str(&f, "V");
+	}
+	mf_text_str(&f, ")");
 	return mf_max_poisoned(layer, out);
 }

@@ -21,4 +21,20 @@
 int64_t mf_forward_peak(const struct mf_model *m, int64_t tokens, int64_t seqs,
     char *formula);
 
+/*
+ * The sampler a profile run ends with (design 22's serverVersion):
+ * the current V1 sampler's, or the V0 engine's top-k/top-p of a release
+ * family, which sorts the whole vocabulary (forward.c says which).
+ */
+enum mf_sampler {
+	MF_SAMPLER_V1,
+	MF_SAMPLER_V0_P16, /* 0.2.6, 0.2.7: _apply_top_p_top_k, 16-bit */
+	MF_SAMPLER_V0_16,  /* 0.3.0 to 0.5.4: _apply_top_k_top_p, 16-bit */
+	MF_SAMPLER_V0_32   /* 0.5.5 to 0.7.x: the same on an fp32 copy */
+};
+
+/* mf_forward_peak with sampler s's logits phase. */
+int64_t mf_forward_peak_sampler(const struct mf_model *m, int64_t tokens,
+    int64_t seqs, enum mf_sampler s, char *formula);
+
 #endif

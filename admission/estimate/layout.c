@@ -180,10 +180,16 @@ mf_est_layout(const struct mf_model *m, const struct mf_workload *w,
 	e->bucket[MF_B_NONTORCH] =
 	    mf_cmul(e->stage[MF_B_NONTORCH], mf_cmul(w->tensor, w->pipeline));
 	if (e->bucket[MF_B_NONTORCH] > 0) {
+		int ctx = mf_est_vllm_context(w), paren = w->tensor > 1 || ctx;
+
 		mf_text_init(&f, e->formula[MF_B_NONTORCH]);
+		mf_text_str(&f, paren ? "TP x PP x (" : "TP x PP x ");
 		mf_text_str(&f,
-		    w->tensor > 1 ? "TP x PP x (nonTorch + allReduce)" :
-		                    "TP x PP x nonTorch");
+		    w->tensor > 1 ? "nonTorch + allReduce" : "nonTorch");
+		if (ctx)
+			mf_text_str(&f, " + " MF_EST_CONTEXT_TEXT);
+		if (paren)
+			mf_text_str(&f, ")");
 	}
 	if (e->bucket[MF_B_COMM] > 0) {
 		mf_text_init(&f, e->formula[MF_B_COMM]);

@@ -130,6 +130,7 @@ static const struct frow work_rows[] = {
 	WORK(tensor),
 	WORK(pipeline),
 	WORK(expert),
+	WORK(server_version),
 };
 
 /* The member row describes in the struct at base, as a signed integer

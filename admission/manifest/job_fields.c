@@ -42,6 +42,33 @@ fix_name(int v)
  * order of struct mf_field.  clang-format would give each member a line
  * of its own, and the table four hundred lines more.
  */
+/* clang-format on */
+
+/* MAJOR.MINOR.PATCH, each 1 to 3 digits: a vLLM release. */
+static int
+version_ok(const char *s, size_t len)
+{
+	size_t i = 0, digits = 0;
+	int dots = 0;
+
+	for (; i < len; i++) {
+		if (s[i] >= '0' && s[i] <= '9') {
+			if (++digits > 3)
+				return 0;
+		} else if (s[i] == '.' && digits > 0 && dots < 2) {
+			dots++;
+			digits = 0;
+		} else {
+			return 0;
+		}
+	}
+	return dots == 2 && digits > 0;
+}
+
+static const struct mf_form version_form = { version_ok,
+	"^[0-9]{1,3}\\.[0-9]{1,3}\\.[0-9]{1,3}$",
+	"a vLLM release, MAJOR.MINOR.PATCH (0.7.3)" };
+
 /* clang-format off */
 /* The workload's rows by index, for the conditions that name them. */
 enum {
@@ -75,6 +102,7 @@ enum {
 	W_BATCHED,
 	W_BLOCK,
 	W_MAX_SEQS,
+	W_SERVER_VERSION,
 	W_COUNT
 };
 
@@ -433,7 +461,7 @@ static const struct mf_field workload_rows[W_COUNT] = {
 	[W_BATCHED] = { .key = "maxNumBatchedTokens", .type = MF_FT_INT,
 	    .base = MF_FB_WORK, .offset = WOFF(batched_tokens),
 	    .min = 1, .max = MF_JOB_MAX_CONTEXT,
-	    .text = "vLLM's default for the card: 16384 from 160 GiB, 8192 from 70 GiB but an A100, else 2048",
+	    .text = "vLLM's default for the card: 16384 from 160 GiB, 8192 from 70 GiB but an A100, else 2048; with a serverVersion before 0.8.0, max(contextLength, 2048), or 512 past 32768 tokens from 0.5.3",
 	    .when = { INFERENCE, VLLM }, .unit = "tokens",
 	    .title = "Batched tokens",
 	    .doc = "tokens of one forward, the activation peak of the profile run" },
@@ -446,10 +474,16 @@ static const struct mf_field workload_rows[W_COUNT] = {
 	[W_MAX_SEQS] = { .key = "maxNumSeqs", .type = MF_FT_INT,
 	    .base = MF_FB_WORK, .offset = WOFF(max_num_seqs),
 	    .min = 1, .max = MF_JOB_MAX_CONCURRENCY,
-	    .text = "vLLM's default for the card: 1024 from 70 GiB but an A100, else 256",
+	    .text = "vLLM's default for the card: 1024 from 70 GiB but an A100, else 256; with a serverVersion before 0.8.0, 256",
 	    .when = { INFERENCE, VLLM }, .unit = "sequences",
 	    .title = "Max sequences",
 	    .doc = "vLLM's --max-num-seqs: the sequences of its profile run, apart from concurrency" },
+	[W_SERVER_VERSION] = { .key = "serverVersion", .type = MF_FT_STRING,
+	    .base = MF_FB_NONE, .flags = MF_FF_HOOK, .form = &version_form,
+	    .max = 11, .text = "the current accounting",
+	    .when = { INFERENCE, VLLM }, .title = "vLLM release",
+	    .doc = "the vLLM release that serves the job (0.2.6 or later): a release before 0.21 sizes its KV cache as its own source did (docs/serving.md)",
+	    .example = "0.7.3" },
 };
 
 static const struct mf_field gpu_rows[] = {

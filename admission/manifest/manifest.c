@@ -35,6 +35,35 @@ states_sharding(const struct mf_field *doc, const struct mf_node *root)
 	return mf_node_get(mf_node_get(spec, "workload"), "sharding") != NULL;
 }
 
+/* serverVersion, whose form the reader has checked: its number, and a
+ * release memfloor has an accounting of (design 22). */
+static enum mf_rc
+server_version(struct mf_fread *fr, const struct mf_node *n, const char *path,
+    struct mf_workload *w)
+{
+	int64_t part[3] = { 0, 0, 0 };
+	int64_t v;
+	int i = 0;
+
+	for (size_t k = 0; k < n->len; k++) {
+		if (n->text[k] == '.') {
+			i++;
+			assert(i < 3);
+			continue;
+		}
+		part[i] = part[i] * 10 + (n->text[k] - '0');
+	}
+	v = MF_VLLM_VERSION(part[0], part[1], part[2]);
+	if (!mf_vllm_release_known(v) || v == 0)
+		return mf_error_set(fr->err, MF_EINVAL, path, n->line,
+		    n->column,
+		    "'%.16s' is older than the vLLM releases memfloor models (" MF_VLLM_OLDEST_TEXT
+		    " and later)",
+		    n->text);
+	w->server_version = v;
+	return MF_OK;
+}
+
 /* The rows job_fields.c hands back: the model, in one of its three ways. */
 static enum mf_rc
 hook(struct mf_fread *fr, const struct mf_field *f, const struct mf_node *n,
@@ -55,6 +84,8 @@ hook(struct mf_fread *fr, const struct mf_field *f, const struct mf_node *n,
 		job->model_source = MF_MODEL_URL;
 		return MF_OK;
 	}
+	if (strcmp(f->key, "serverVersion") == 0)
+		return server_version(fr, n, path, &job->work);
 	shipped = r->models ? mf_models_find(r->models, job->model_name) : NULL;
 	if (shipped == NULL)
 		return mf_error_set(fr->err, MF_EINVAL, path, n->line,

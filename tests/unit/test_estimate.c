@@ -487,6 +487,126 @@ test_est_vllm_tensor(void **state)
 }
 
 /*
+ * serverVersion (design 22): Llama 3.1 70B at TP 4 (test_est_vllm_tensor's
+ * shapes), 16 sequences of 4,096 tokens, each release family's
+ * accounting.  The V0 engine's profile run (0.2.6 to 0.7.x): 256
+ * sequences of max(4096, 2048) = 4,096 tokens; the logits phase is the
+ * peak (every token's hidden state, 4096 x 2h = 67,108,864, and per
+ * sequence the last token's, 2h = 16,384, and the sampler's V terms, V
+ * 128,256):
+ * - 0.2.6: 29V = 3,719,424, so 256 x 3,735,808 = 956,366,848, and two
+ *   arange(V) rows, 16V = 2,052,096: 1,025,527,808.
+ * - 0.3.0 to 0.5.4: 28V = 3,591,168, 256 x 3,607,552 = 923,533,312, one
+ *   row 8V = 1,026,048: 991,668,224.
+ * - 0.5.5 to 0.7.x: 40V = 5,130,240, 256 x 5,146,624 = 1,317,535,744:
+ *   1,385,670,656.
+ * The layer's peak on a GPU's share (h 8192, ad 2048, kvd 256, I 7168):
+ * the MLP's 8h + 6I = 108,544 with 4d = 512, x 4096 = 446,693,376, below.
+ * Outside PyTorch a GPU holds 164Mi + 1833Mi = 2,094,006,272, and to
+ * 0.3.0 the CUDA context's 620Mi more: 2,744,123,392.  CUDA graphs are
+ * taken from the budget from 0.21.0 only.
+ */
+static void
+test_est_vllm_release(void **state)
+{
+	struct mf_model m = llama8b;
+	struct mf_workload w = serving(16, 4096), now;
+	struct mf_estimate e, cur;
+
+	(void)state;
+	m.hidden = 8192;
+	m.layers = 80;
+	m.heads = 64;
+	m.intermediate = 28672;
+	w.server = MF_SERVER_VLLM;
+	w.tensor = 4;
+	w.graph_reserve = INT64_C(369) << 20;
+	w.server_version = MF_VLLM_VERSION(0, 2, 6);
+	e = est(&m, &w);
+	assert_int_equal(e.stage[MF_B_ACTIVATIONS], INT64_C(1025527808));
+	assert_int_equal(e.stage[MF_B_NONTORCH], INT64_C(2744123392));
+	assert_int_equal(e.stage[MF_B_GRAPHS], 0);
+	w.server_version = MF_VLLM_VERSION(0, 3, 0);
+	e = est(&m, &w);
+	assert_int_equal(e.stage[MF_B_ACTIVATIONS], INT64_C(991668224));
+	assert_int_equal(e.stage[MF_B_NONTORCH], INT64_C(2744123392));
+	w.server_version = MF_VLLM_VERSION(0, 5, 4);
+	e = est(&m, &w);
+	assert_int_equal(e.stage[MF_B_ACTIVATIONS], INT64_C(991668224));
+	assert_int_equal(e.stage[MF_B_NONTORCH], INT64_C(2094006272));
+	w.server_version = MF_VLLM_VERSION(0, 7, 3);
+	e = est(&m, &w);
+	assert_int_equal(e.stage[MF_B_ACTIVATIONS], INT64_C(1385670656));
+	assert_int_equal(e.stage[MF_B_NONTORCH], INT64_C(2094006272));
+	assert_int_equal(e.stage[MF_B_GRAPHS], 0);
+	/* From 0.8.0 the current defaults and sampler; the graphs from
+	 * 0.21.0, where the accounting is the current one. */
+	now = w;
+	now.server_version = 0;
+	cur = est(&m, &now);
+	w.server_version = MF_VLLM_VERSION(0, 8, 0);
+	e = est(&m, &w);
+	assert_int_equal(e.stage[MF_B_ACTIVATIONS],
+	    cur.stage[MF_B_ACTIVATIONS]);
+	assert_int_equal(e.stage[MF_B_GRAPHS], 0);
+	assert_int_equal(cur.stage[MF_B_GRAPHS], INT64_C(369) << 20);
+	w.server_version = MF_VLLM_VERSION(0, 21, 0);
+	e = est(&m, &w);
+	assert_memory_equal(e.stage, cur.stage, sizeof(e.stage));
+	assert_string_equal(e.formula[MF_B_NONTORCH],
+	    cur.formula[MF_B_NONTORCH]);
+}
+
+/*
+ * The V0 engine's profile run (serverVersion before 0.8.0) whatever the
+ * card: 256 sequences of max(contextLength, 2048) tokens; from 0.5.3 past
+ * 32,768 tokens chunked prefill's 512.  A setting the job gives stays.
+ */
+static void
+test_est_vllm_release_defaults(void **state)
+{
+	struct mf_workload w = serving(1, 1024), r;
+
+	(void)state;
+	w.server = MF_SERVER_VLLM;
+	w.server_version = MF_VLLM_VERSION(0, 4, 0);
+	for (int tier = 0; tier < MF_VLLM_TIERS; tier++) {
+		r = w;
+		mf_vllm_defaults(&r, tier);
+		assert_int_equal(r.batched_tokens, 2048);
+		assert_int_equal(r.max_num_seqs, 256);
+	}
+	w.context_len = 65536;
+	r = w;
+	mf_vllm_defaults(&r, 0);
+	assert_int_equal(r.batched_tokens, 65536);
+	w.server_version = MF_VLLM_VERSION(0, 5, 3);
+	r = w;
+	mf_vllm_defaults(&r, 0);
+	assert_int_equal(r.batched_tokens, 512);
+	w.context_len = 32768;
+	r = w;
+	mf_vllm_defaults(&r, 0);
+	assert_int_equal(r.batched_tokens, 32768);
+	w.batched_tokens = 1000;
+	w.max_num_seqs = 8;
+	r = w;
+	mf_vllm_defaults(&r, 0);
+	assert_int_equal(r.batched_tokens, 1000);
+	assert_int_equal(r.max_num_seqs, 8);
+	/* From 0.8.0, the card's tier: 8192 and 1024 from 70 GiB. */
+	w = serving(1, 1024);
+	w.server = MF_SERVER_VLLM;
+	w.server_version = MF_VLLM_VERSION(0, 8, 0);
+	mf_vllm_defaults(&w, mf_vllm_tier(INT64_C(80) << 30, 0));
+	assert_int_equal(w.batched_tokens, 8192);
+	assert_int_equal(w.max_num_seqs, 1024);
+	assert_true(mf_vllm_release_known(MF_VLLM_VERSION(0, 2, 6)));
+	assert_false(mf_vllm_release_known(MF_VLLM_VERSION(0, 2, 5)));
+	assert_true(mf_vllm_release_known(0));
+}
+
+/*
  * What one GPU holds under tensor and pipeline parallelism (design 15),
  * Llama 3.1 8B serving 32 sequences of 8,192 tokens.
  * - Tensor 4: a GPU holds 8 of 32 heads, 2 of 8 KV heads and 3,584 of
@@ -1373,6 +1493,7 @@ formulas_of(const struct mf_model *m, const struct mf_workload *w,
 		{ "PP", (double)w->pipeline },
 		{ "tokens", (double)forward_tokens(&r) },
 		{ "cudaGraphReserve", (double)w->graph_reserve },
+		{ "cudaContext", (double)(INT64_C(620) << 20) },
 		{ "ctx", (double)w->context_len },
 		{ "N", (double)w->shard_gpus },
 		{ "r", (double)w->lora_rank },
@@ -1507,6 +1628,10 @@ static const struct mf_model qwen2moeish = {
 static void
 serving_formulas_match_bytes(const struct mf_model *const *models, size_t n)
 {
+	/* A release of each of serverVersion's families, and none. */
+	static const int64_t versions[] = { 0, MF_VLLM_VERSION(0, 2, 6),
+		MF_VLLM_VERSION(0, 3, 0), MF_VLLM_VERSION(0, 4, 2),
+		MF_VLLM_VERSION(0, 7, 3), MF_VLLM_VERSION(0, 12, 0) };
 	struct mf_workload w;
 
 	for (size_t i = 0; i < n; i++)
@@ -1524,7 +1649,9 @@ serving_formulas_match_bytes(const struct mf_model *const *models, size_t n)
 			w.tensor = x % 2 ? 2 : 1;
 			w.pipeline = x / 2 % 2 ? 2 : 1, x /= 4;
 			w.expert = x % 2 ? 2 : 1;
+			w.server_version = versions[v % NELEM(versions)];
 			formulas_agree(models[i], &w);
+			w.server_version = 0;
 			/* The same layouts for training. */
 			w.kind = MF_TRAINING;
 			w.weights_dtype = MF_WD_DEFAULT;
@@ -2432,6 +2559,8 @@ main(void)
 		cmocka_unit_test(test_est_max_served),
 		cmocka_unit_test(test_est_parallel),
 		cmocka_unit_test(test_est_vllm_tensor),
+		cmocka_unit_test(test_est_vllm_release),
+		cmocka_unit_test(test_est_vllm_release_defaults),
 		cmocka_unit_test(test_est_pipeline_training),
 		cmocka_unit_test(test_est_tensor_training_vocab),
 		cmocka_unit_test(test_est_sequence_loss_parallel),

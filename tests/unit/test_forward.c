@@ -117,6 +117,51 @@ test_forward_llama8b(void **state)
 }
 
 /*
+ * The V0 engine's sampler (serverVersion before 0.8.0), Llama 3.1 8B, 512
+ * sequences of one token, where the logits are the peak (the layer's
+ * 512 x 119,296 = 61,079,552 is below).  Every token's hidden state, 512
+ * x 2h = 4,194,304; per sequence the last one's, 2h = 8,192, with V
+ * 128,256:
+ * - 0.2.6 (16-bit logits, sorted, probs, cumsum, output: 5 x 2; order and
+ *   inverse 16; three masks 3): 29V = 3,719,424; 512 x 3,727,616 =
+ *   1,908,539,392; two arange(V) int64 rows, 16V = 2,052,096:
+ *   1,914,785,792.
+ * - 0.3.0 (two masks): 28V = 3,591,168; 512 x 3,599,360 = 1,842,872,320;
+ *   one row, 8V = 1,026,048: 1,848,092,672.
+ * - 0.5.5 (an fp32 copy, 5 x 4, beside the runner's 16-bit logits, 2):
+ *   40V = 5,130,240; 512 x 5,138,432 = 2,630,877,184: 2,636,097,536.
+ */
+static void
+test_forward_v0_samplers(void **state)
+{
+	const struct mf_model *m = model("meta-llama/Llama-3.1-8B");
+	char formula[MF_FORMULA_MAX];
+
+	(void)state;
+	assert_int_equal(mf_forward_peak_sampler(m, 512, 512, MF_SAMPLER_V0_P16,
+	                     formula),
+	    INT64_C(1914785792));
+	assert_string_equal(formula,
+	    "max(t x (4d + max(4h + 8ad + 4kvd, 4h + 4ad + 10kvd, "
+	    "6h + 4ad + 4kvd, 12h + 8, 8h + 6I)), "
+	    "t x 2h + reqs x (2h + 29V) + 16V)");
+	assert_int_equal(mf_forward_peak_sampler(m, 512, 512, MF_SAMPLER_V0_16,
+	                     formula),
+	    INT64_C(1848092672));
+	assert_int_equal(mf_forward_peak_sampler(m, 512, 512, MF_SAMPLER_V0_32,
+	                     formula),
+	    INT64_C(2636097536));
+	assert_string_equal(formula,
+	    "max(t x (4d + max(4h + 8ad + 4kvd, 4h + 4ad + 10kvd, "
+	    "6h + 4ad + 4kvd, 12h + 8, 8h + 6I)), "
+	    "t x 2h + reqs x (2h + 40V) + 8V)");
+	/* The current sampler's is mf_forward_peak's. */
+	assert_int_equal(mf_forward_peak_sampler(m, 512, 512, MF_SAMPLER_V1,
+	                     NULL),
+	    mf_forward_peak(m, 512, 512, NULL));
+}
+
+/*
  * Mixtral 8x7B: Llama's attention (the three moments and the norm as
  * above), Ie = I = 14336, E 8, k 2, V 32000.  The experts, per token:
  *   8h (input, residual, normalised, output)               =  32,768
@@ -198,6 +243,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_forward_llama8b),
+		cmocka_unit_test(test_forward_v0_samplers),
 		cmocka_unit_test(test_forward_mixtral),
 		cmocka_unit_test(test_forward_formulas_match_bytes),
 		cmocka_unit_test(test_forward_gemma_constant),

@@ -1348,6 +1348,53 @@ test_read_parallel_recipes(void **state)
 	    "must be true or false, not a number");
 }
 
+/*
+ * serverVersion (design 22): a vLLM release as a number, MAJOR x 10^6 +
+ * MINOR x 10^3 + PATCH; not given, 0 (the current accounting).  Not a
+ * release, or one before 0.2.6, is a 400 naming the field and the range.
+ */
+static void
+test_read_server_version(void **state)
+{
+	struct mf_doc *doc = NULL;
+	struct mf_job job;
+
+	(void)state;
+	read_ok(MSPEC INF "    server: vllm\n    serverVersion: 0.7.3\n", &doc,
+	    &job);
+	assert_int_equal(job.work.server_version, 7003);
+	mf_doc_free(doc);
+	read_ok(MSPEC INF "    server: vllm\n    serverVersion: \"0.2.6\"\n",
+	    &doc, &job);
+	assert_int_equal(job.work.server_version, 2006);
+	mf_doc_free(doc);
+	read_ok(MSPEC INF "    server: vllm\n    serverVersion: 1.10.100\n",
+	    &doc, &job);
+	assert_int_equal(job.work.server_version, 1010100);
+	mf_doc_free(doc);
+	read_ok(MSPEC INF "    server: vllm\n", &doc, &job);
+	assert_int_equal(job.work.server_version, 0);
+	mf_doc_free(doc);
+	expect_err(MSPEC INF "    server: vllm\n    serverVersion: 0.2.5\n",
+	    "spec.workload.serverVersion", 12,
+	    "'0.2.5' is older than the vLLM releases memfloor models (0.2.6 and later)");
+	expect_err(MSPEC INF "    server: vllm\n    serverVersion: \"0.7\"\n",
+	    "spec.workload.serverVersion", 12,
+	    "is not a vLLM release, MAJOR.MINOR.PATCH (0.7.3)");
+	/* YAML reads 0.7 as a number. */
+	expect_err(MSPEC INF "    server: vllm\n    serverVersion: 0.7\n",
+	    "spec.workload.serverVersion", 12, "must be a string");
+	expect_err(MSPEC INF "    server: vllm\n    serverVersion: v0.7.3\n",
+	    "spec.workload.serverVersion", 12, "is not a vLLM release");
+	expect_err(MSPEC INF "    server: vllm\n    serverVersion: 0.7.3.1\n",
+	    "spec.workload.serverVersion", 12, "is not a vLLM release");
+	expect_err(MSPEC INF "    server: vllm\n    serverVersion: 0.7.3000\n",
+	    "spec.workload.serverVersion", 12, "is not a vLLM release");
+	expect_err(MSPEC INF "    serverVersion: 0.7.3\n",
+	    "spec.workload.serverVersion", 11,
+	    "applies only with server: vllm");
+}
+
 /* maxCost and deadlineHours need referenceHours; maxHourlyPrice does not. */
 static void
 test_err_limits_need_hours(void **state)
@@ -1884,6 +1931,7 @@ main(void)
 		cmocka_unit_test(test_read_offload_layouts),
 		cmocka_unit_test(test_read_qlora),
 		cmocka_unit_test(test_read_parallel_recipes),
+		cmocka_unit_test(test_read_server_version),
 		cmocka_unit_test(test_err_limits_need_hours),
 		cmocka_unit_test(test_err_duration),
 		cmocka_unit_test(test_err_sharding),
