@@ -40,6 +40,8 @@ _Static_assert(sizeof(vllm_tiers) / sizeof(vllm_tiers[0]) == MF_VLLM_TIERS,
  * - 0.3.1 (2863): peak_memory = init_gpu_memory - free, the context no
  *   longer counted; 0.6.4 (9352) and 0.6.5 (10511) count torch's peak and
  *   the memory outside it apart, which memfloor counts the same way.
+ * - 0.5.0 (5289): the profile run's prompt tokens no longer copied to
+ *   the GPU for the sampler.
  * - 0.5.3 (6666): chunked prefill on by default past 32,768 tokens.
  * - 0.5.5 (2937): the sampler works on an fp32 copy of the logits.
  * - 0.8.0: the V1 engine by default, with today's sampler and defaults.
@@ -59,8 +61,9 @@ static const struct vllm_release {
 	int graphs; /* the CUDA graphs are taken from the budget */
 } releases[] = {
 	{ MF_VLLM_OLDEST, 1, 1, 0, MF_SAMPLER_V0_P16, 0 },
-	{ MF_VLLM_VERSION(0, 3, 0), 1, 1, 0, MF_SAMPLER_V0_16, 0 },
-	{ MF_VLLM_VERSION(0, 3, 1), 0, 1, 0, MF_SAMPLER_V0_16, 0 },
+	{ MF_VLLM_VERSION(0, 3, 0), 1, 1, 0, MF_SAMPLER_V0_16P, 0 },
+	{ MF_VLLM_VERSION(0, 3, 1), 0, 1, 0, MF_SAMPLER_V0_16P, 0 },
+	{ MF_VLLM_VERSION(0, 5, 0), 0, 1, 0, MF_SAMPLER_V0_16, 0 },
 	{ MF_VLLM_VERSION(0, 5, 3), 0, 1, 1, MF_SAMPLER_V0_16, 0 },
 	{ MF_VLLM_VERSION(0, 5, 5), 0, 1, 1, MF_SAMPLER_V0_32, 0 },
 	{ MF_VLLM_VERSION(0, 8, 0), 0, 0, 0, MF_SAMPLER_V1, 0 },

@@ -182,24 +182,24 @@ logits(const struct mf_model *m, struct mf_terms *tok, struct mf_terms *seq)
  * The V0 engine's logits phase (vllm/model_executor/layers/sampler.py up to
  * vLLM 0.7.x; vllm/worker/model_runner.py profile_run samples every
  * sequence with top_p 0.99 and top_k V - 1, so the filter runs), at its
- * fullest moment, the gather that re-sorts the filtered logits: per
- * sequence the logits (b bytes a value: 16-bit before vLLM 0.5.5; from
+ * fullest moment, the gather that re-sorts the filtered logits.  Per
+ * sequence: the logits (b bytes a value: 16-bit before vLLM 0.5.5; from
  * 0.5.5, pull request 2937, an fp32 copy beside the runner's 16-bit
- * ones), the sorted logits, their int64 order and its inverse, the
- * softmax of the sorted logits and its cumulative sum, the boolean masks
- * and the re-sorted output.
- * - 0.2.6, 0.2.7 (_apply_top_p_top_k): logits, sorted, probs, cumsum,
- *   output (5b), order and inverse (16), top-p, top-k and their union
- *   (3); two arange(V) int64 rows besides, once (16V).
- * - 0.3.0 on (_apply_top_k_top_p, pull request 1885): logits, sorted,
- *   probs, cumsum, output (5b), order and inverse (16), the top-k and
- *   top-p masks (2); one arange(V) row (8V).
- * The softmax, log_softmax and exponential noise that follow hold less
- * (4V each beside the logits).  Not counted: the sort's own workspace
- * (CUDA's segmented radix sort), which the CPU does not show, and the
- * sampling tensors (a few values a sequence).
+ * ones), the sorted logits, the softmax of the sorted logits and its
+ * cumulative sum, the re-sorted output (5b), their int64 order and its
+ * inverse (16), the boolean masks (top-p, top-k and their union to 0.2.7,
+ * _apply_top_p_top_k; top-k and top-p from 0.3.0, _apply_top_k_top_p,
+ * pull request 1885: 3, then 2), from 0.3.0 the k-th largest value
+ * gathered (b), and the sampling tensors (sampling_metadata.py
+ * SamplingTensors: temperature, top-p, min-p and three penalties in the
+ * 16-bit logits' dtype, top-k in int32: 16).  Once: the arange(V) int64
+ * row the inverse order is scattered from (8V).  Per token, before 0.5.0
+ * (pull request 5289 made them only with penalties): the prompt tokens,
+ * int64 (8).  The softmax, log_softmax and exponential noise that follow
+ * hold less.  Not counted: the sort's own workspace (CUDA's segmented
+ * radix sort), which the CPU does not show.
  */
-static int64_t
+static void
 logits_v0(const struct mf_model *m, enum mf_sampler s, struct mf_terms *tok,
     struct mf_terms *seq)
 {
@@ -207,12 +207,14 @@ logits_v0(const struct mf_model *m, enum mf_sampler s, struct mf_terms *tok,
 	int b = s == MF_SAMPLER_V0_32 ? 4 : EB;
 
 	mf_term(tok, EB, "h", h); /* every token's hidden state */
+	if (s == MF_SAMPLER_V0_P16 || s == MF_SAMPLER_V0_16P)
+		mf_term(tok, 8, "", 1); /* its prompt token (int64) */
 	mf_term(seq, EB, "h", h); /* the last token's, index_select's copy */
 	if (s == MF_SAMPLER_V0_32)
 		mf_term(seq, EB, "V", v); /* the runner's 16-bit logits */
 	mf_term(seq, 5 * b, "V", v);
 	mf_term(seq, 16 + (s == MF_SAMPLER_V0_P16 ? 3 : 2), "V", v);
-	return mf_cmul(s == MF_SAMPLER_V0_P16 ? 16 : 8, v);
+	mf_term(seq, 16 + (s == MF_SAMPLER_V0_P16 ? 0 : b), "", 1);
 }
 
 int64_t
@@ -257,7 +259,9 @@ mf_forward_peak_sampler(const struct mf_model *m, int64_t tokens, int64_t seqs,
 	if (s == MF_SAMPLER_V1)
 		logits(m, &tok, &seq);
 	else
-		once = logits_v0(m, s, &tok, &seq);
+		logits_v0(m, s, &tok, &seq);
+	if (s != MF_SAMPLER_V1)
+		once = mf_cmul(8, m->vocab); /* the V0 filter's arange(V) */
 	out = mf_cadd(mf_cadd(mf_cmul(tokens, mf_terms_bytes(&tok)),
 	                  mf_cmul(seqs, mf_terms_bytes(&seq))),
 	    once);
@@ -274,16 +278,15 @@ mf_forward_peak_sampler(const struct mf_model *m, int64_t tokens, int64_t seqs,
 	mf_text_str(&f, "))");
 	if (gconst > 0)
 		mf_text_str(&f, " + 4h");
-	mf_text_str(&f, ", t x ");
+	mf_text_str(&f, tok.n > 1 ? ", t x (" : ", t x ");
 	mf_text_terms(&f, &tok);
+	if (tok.n > 1)
+		mf_text_str(&f, ")");
 	mf_text_str(&f, " + reqs x (");
 	mf_text_terms(&f, &seq);
 	mf_text_str(&f, ")");
-	if (once > 0) {
-		mf_text_str(&f, " + ");
-		mf_text_int(&f, s == MF_SAMPLER_V0_P16 ? 16 : 8);
-		mf_text_str(&f, "V");
-	}
+	if (once > 0)
+		mf_text_str(&f, " + 8V");
 	mf_text_str(&f, ")");
 	return mf_max_poisoned(layer, out);
 }

@@ -24,7 +24,9 @@ the reference writes it:
   Qwen2-MoE adds a shared expert with a sigmoid gate, run first.
 - CausalLM.serve: a no-grad forward as a serving engine's profile run
   makes it, and vLLM's sampler with top-k/top-p as the profile run calls it
-  (profile_sampler).
+  (profile_sampler); CausalLM.serve_v0 the same forward with the V0
+  engine's sampler of a release family (v0_sampler, serverVersion before
+  0.8.0).
 """
 import math
 
@@ -356,6 +358,115 @@ class CausalLM(nn.Module):
         x = hidden.view(seqs * n, -1).index_select(0, last)
         del last
         return profile_sampler(self, x)
+
+
+    @torch.no_grad()
+    def serve_v0(self, ids, family):
+        """The V0 engine's profile run (vllm/worker/model_runner.py
+        profile_run, vLLM 0.2.6 to 0.7.x): the same forward, the last
+        token's hidden state of each sequence (the sampler's index_select),
+        its 16-bit logits, then v0_sampler of family ("0.2.6", "0.3.0",
+        "0.5.0" or "0.5.5") with the sequences' prompt tokens.  The runner
+        keeps every token's hidden states and, from 0.5.5, the 16-bit
+        logits it handed the sampler."""
+        hidden = self.hidden(ids)
+        seqs, n = ids.shape
+        last = torch.arange(n - 1, seqs * n, n)
+        x = hidden.view(seqs * n, -1).index_select(0, last)
+        del last
+        logits = self.softcap(self.lm_head(x))
+        return v0_sampler(logits, family, n)
+
+
+def gather16(x, index):
+    """torch.gather as a GPU runs it on 16-bit values, allocating only its
+    output: on the CPU a bf16 gather holds an fp32 buffer of the output's
+    size besides (a CPU artefact), which gathering the same bits as int16
+    does not."""
+    if x.element_size() != 2:
+        return torch.gather(x, -1, index)
+    return torch.gather(x.view(torch.int16), -1, index).view(x.dtype)
+
+
+def v0_filter_p16(logits, p, k):
+    """The top-p then top-k filter of vLLM 0.2.6 and 0.2.7
+    (vllm/model_executor/layers/sampler.py, _apply_top_p_top_k), tensor for
+    tensor: the logits sorted descending with their int64 order, the
+    softmax of the sorted logits and its cumulative sum less itself, the
+    top-p mask, the top-k mask from an arange of V (whose int64 row is
+    gone once the comparison is made), their union, the sorted logits
+    masked in place, and the inverse order (an arange row scattered)
+    gathering them back."""
+    srt, idx = logits.sort(dim=-1, descending=True)
+    probs = srt.softmax(dim=-1)
+    cum = probs.cumsum(dim=-1).sub_(probs)
+    top_p = cum > p.unsqueeze(1)
+    top_k = torch.arange(idx.shape[-1]).expand(idx.shape[0], -1)
+    top_k = top_k >= k.unsqueeze(1)
+    mask = top_p | top_k
+    srt.masked_fill_(mask, -float("inf"))
+    src = torch.arange(idx.shape[-1]).expand_as(idx)
+    inv = torch.empty_like(idx).scatter_(dim=-1, index=idx, src=src)
+    return gather16(srt, inv)
+
+
+def v0_filter(logits, p, k):
+    """The top-k then top-p filter of vLLM 0.3.0 to 0.7.x (sampler.py,
+    _apply_top_k_top_p, pull request 1885), tensor for tensor: the logits
+    sorted ascending with their int64 order, the k-th largest of each row
+    gathered and the mask of those below it, the softmax and its cumulative
+    sum, the top-p mask (its last column kept), both masked in place, and
+    the inverse order gathering them back."""
+    srt, idx = logits.sort(dim=-1, descending=False)
+    kth = srt.size(1) - k.to(torch.long)
+    kth = srt.gather(1, kth.unsqueeze(dim=1))
+    top_k = srt < kth
+    srt.masked_fill_(top_k, -float("inf"))
+    probs = srt.softmax(dim=-1)
+    cum = probs.cumsum(dim=-1)
+    top_p = cum <= 1 - p.unsqueeze(dim=1)
+    top_p[:, -1] = False
+    srt.masked_fill_(top_p, -float("inf"))
+    src = torch.arange(idx.shape[-1]).expand_as(idx)
+    inv = torch.empty_like(idx).scatter_(dim=-1, index=idx, src=src)
+    return gather16(srt, inv)
+
+
+def v0_sampler(logits, family, prompt):
+    """The V0 Sampler.forward as profile_run calls it (every sequence with
+    temperature 1, top_p 0.99 and top_k V - 1, random sampling, one
+    sample).  The sampling tensors (sampling_metadata.py SamplingTensors:
+    temperature, top-p, min-p and three penalties in the 16-bit logits'
+    dtype, top-k in int32, a value a sequence) and, before 0.5.0 (pull
+    request 5289), the prompt tokens (int64, the sequences' prompt
+    lengths); from 0.5.5 (pull request 2937) an fp32 copy of the logits,
+    before on the 16-bit logits themselves; the temperature divided in
+    place, the family's filter, the fp32 softmax and log_softmax, and
+    _multinomial on the rows sampled (an indexed copy of the
+    probabilities) divided by exponential noise, whose argmax is the
+    id."""
+    n, V = logits.shape
+    dt = logits.dtype
+    temp = torch.ones(n, dtype=dt)
+    top_p = torch.full((n,), 0.99, dtype=dt)
+    values = [torch.zeros(n, dtype=dt) for _ in range(4)]
+    top_k = torch.full((n,), V - 1, dtype=torch.int)
+    tokens = None
+    if family in ("0.2.6", "0.3.0"):
+        tokens = torch.zeros(n, prompt, dtype=torch.long)
+    x = logits.to(torch.float32) if family == "0.5.5" else logits
+    x.div_(temp.unsqueeze(1))
+    if family == "0.2.6":
+        x = v0_filter_p16(x, top_p, top_k)
+    else:
+        x = v0_filter(x, top_p, top_k)
+    probs = torch.softmax(x, dim=-1, dtype=torch.float32)
+    logprobs = torch.log_softmax(x, dim=-1, dtype=torch.float32)
+    rows = probs[torch.arange(n)]
+    noise = torch.empty_like(rows).exponential_(1)
+    ids = rows.div_(noise).argmax(dim=1)
+    del logprobs, values, tokens
+    return ids
 
 
 SAMPLING_EPS = 1e-5

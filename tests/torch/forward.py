@@ -21,6 +21,11 @@ reordered copy of the weight through torch's allocator at every call, a
 CPU artefact that a GPU's GEMM (its workspace allocated once) does not
 have; torch's own bf16 product allocates nothing but its output.
 
+The V0 cases run CausalLM.serve_v0, the profile run of the V0 engine's
+releases (serverVersion 0.2.6, 0.3.0, 0.5.0 and 0.5.5 families: their
+sampler sorts the vocabulary; a bf16 gather is run as int16, which a GPU's
+kernel matches and the CPU's bf16 one does not, blocks.gather16), and ask memfloor with that serverVersion.
+
 It then asks memfloor (the command line, MEMFLOOR, -o json) to estimate
 an inference job served by vLLM with the same config inline,
 maxNumBatchedTokens t and maxNumSeqs seqs (the estimate's forward runs
@@ -72,22 +77,40 @@ CASES = [
     (moe("mixtral", 96, 6, 3, 160, 6000, 5, 2), 48, 24, "logits"),
 ]
 
+# The V0 engine's sampler (serverVersion, design 22): (config, t, seqs,
+# release) with the logits the peak.
+V0_CASES = [
+    (cfg("llama", 64, 4, 2, 192, 4096), 64, 16, "0.2.6"),
+    (cfg("llama", 64, 4, 2, 192, 4096), 64, 16, "0.3.0"),
+    (cfg("llama", 64, 4, 2, 192, 4096), 64, 16, "0.5.0"),
+    (cfg("llama", 64, 4, 2, 192, 4096), 64, 16, "0.5.5"),
+    (cfg("phi3", 128, 4, 2, 384, 8192), 32, 32, "0.2.6"),
+    (cfg("qwen2", 128, 8, 2, 320, 6000), 48, 24, "0.3.0"),
+    (moe("mixtral", 96, 6, 3, 160, 6000, 5, 2), 48, 24, "0.5.5"),
+]
 
-def measured(c, t, seqs):
+
+def measured(c, t, seqs, release=None):
     model = blocks.CausalLM(c, torch.bfloat16)
     ids = torch.randint(0, model.sh.V, (seqs, t // seqs))
     with torch.backends.mkldnn.flags(enabled=False):
+        if release is not None:
+            return peak_of(lambda: model.serve_v0(ids, release))
         return peak_of(lambda: model.serve(ids))
 
 
-def memfloor(c, t, seqs):
+def memfloor(c, t, seqs, release=None):
     """The activations bucket of memfloor's estimate (bytes, formula) for
-    c served by vLLM over t tokens in seqs sequences of t / seqs tokens."""
-    est = estimate(c, {
+    c served by vLLM (serverVersion release, if given) over t tokens in
+    seqs sequences of t / seqs tokens."""
+    workload = {
         "kind": "inference", "server": "vllm",
         "maxNumBatchedTokens": t, "maxNumSeqs": seqs, "concurrency": seqs,
         "contextLength": t // seqs,
-    })
+    }
+    if release is not None:
+        workload["serverVersion"] = release
+    est = estimate(c, workload)
     for b in est["buckets"]:
         if b["name"] == "activations":
             return b["bytes"], b["formula"]
@@ -100,9 +123,11 @@ def main():
     print("%-3s %-9s %-9s %5s %4s %10s %10s %8s" %
           ("#", "arch", "phase", "t", "seqs", "measured", "memfloor",
            "error"))
-    for i, (c, t, seqs, phase) in enumerate(CASES):
-        want = measured(c, t, seqs)
-        got, formula = memfloor(c, t, seqs)
+    cases = [(c, t, seqs, phase, None) for c, t, seqs, phase in CASES]
+    cases += [(c, t, seqs, "v0 " + r, r) for c, t, seqs, r in V0_CASES]
+    for i, (c, t, seqs, phase, release) in enumerate(cases):
+        want = measured(c, t, seqs, release)
+        got, formula = memfloor(c, t, seqs, release)
         err = (got - want) / want
         print("%-3d %-9s %-9s %5d %4d %10d %10d %+7.3f%%" %
               (i, c["model_type"], phase, t, seqs, want, got, 100 * err))
@@ -110,7 +135,7 @@ def main():
             failed += 1
             print("FAIL %d %s: measured %d, memfloor %d (%s)" %
                   (i, c["model_type"], want, got, formula))
-    print("forward harness: %d checks, %d failed" % (len(CASES), failed))
+    print("forward harness: %d checks, %d failed" % (len(cases), failed))
     return 1 if failed else 0
 
 

@@ -491,15 +491,18 @@ test_est_vllm_tensor(void **state)
  * shapes), 16 sequences of 4,096 tokens, each release family's
  * accounting.  The V0 engine's profile run (0.2.6 to 0.7.x): 256
  * sequences of max(4096, 2048) = 4,096 tokens; the logits phase is the
- * peak (every token's hidden state, 4096 x 2h = 67,108,864, and per
- * sequence the last token's, 2h = 16,384, and the sampler's V terms, V
- * 128,256):
- * - 0.2.6: 29V = 3,719,424, so 256 x 3,735,808 = 956,366,848, and two
- *   arange(V) rows, 16V = 2,052,096: 1,025,527,808.
- * - 0.3.0 to 0.5.4: 28V = 3,591,168, 256 x 3,607,552 = 923,533,312, one
- *   row 8V = 1,026,048: 991,668,224.
- * - 0.5.5 to 0.7.x: 40V = 5,130,240, 256 x 5,146,624 = 1,317,535,744:
- *   1,385,670,656.
+ * peak (forward.c's logits_v0, V 128,256): every token's hidden state,
+ * 2h = 16,384, with its int64 prompt token before 0.5.0; per sequence the
+ * last token's (16,384), the sampling tensors (16) and the sampler's V
+ * terms; once an arange(V) row, 8V = 1,026,048:
+ * - 0.2.6: 4096 x 16,392 = 67,141,632; 29V = 3,719,424, 256 x 3,735,824
+ *   = 956,370,944: 1,024,538,624.
+ * - 0.3.0 to 0.4.x: 28V = 3,591,168 and the k-th value (2), 256 x
+ *   3,607,570 = 923,537,920: 991,705,600.
+ * - 0.5.0 to 0.5.4: without the prompt tokens, 4096 x 16,384 =
+ *   67,108,864: 991,672,832.
+ * - 0.5.5 to 0.7.x: 40V = 5,130,240 and the k-th value (4), 256 x
+ *   5,146,644 = 1,317,540,864: 1,385,675,776.
  * The layer's peak on a GPU's share (h 8192, ad 2048, kvd 256, I 7168):
  * the MLP's 8h + 6I = 108,544 with 4d = 512, x 4096 = 446,693,376, below.
  * Outside PyTorch a GPU holds 164Mi + 1833Mi = 2,094,006,272, and to
@@ -523,20 +526,25 @@ test_est_vllm_release(void **state)
 	w.graph_reserve = INT64_C(369) << 20;
 	w.server_version = MF_VLLM_VERSION(0, 2, 6);
 	e = est(&m, &w);
-	assert_int_equal(e.stage[MF_B_ACTIVATIONS], INT64_C(1025527808));
+	assert_int_equal(e.stage[MF_B_ACTIVATIONS], INT64_C(1024538624));
 	assert_int_equal(e.stage[MF_B_NONTORCH], INT64_C(2744123392));
 	assert_int_equal(e.stage[MF_B_GRAPHS], 0);
 	w.server_version = MF_VLLM_VERSION(0, 3, 0);
 	e = est(&m, &w);
-	assert_int_equal(e.stage[MF_B_ACTIVATIONS], INT64_C(991668224));
+	assert_int_equal(e.stage[MF_B_ACTIVATIONS], INT64_C(991705600));
 	assert_int_equal(e.stage[MF_B_NONTORCH], INT64_C(2744123392));
+	/* 0.3.1: the context no longer counted. */
+	w.server_version = MF_VLLM_VERSION(0, 3, 1);
+	e = est(&m, &w);
+	assert_int_equal(e.stage[MF_B_ACTIVATIONS], INT64_C(991705600));
+	assert_int_equal(e.stage[MF_B_NONTORCH], INT64_C(2094006272));
 	w.server_version = MF_VLLM_VERSION(0, 5, 4);
 	e = est(&m, &w);
-	assert_int_equal(e.stage[MF_B_ACTIVATIONS], INT64_C(991668224));
+	assert_int_equal(e.stage[MF_B_ACTIVATIONS], INT64_C(991672832));
 	assert_int_equal(e.stage[MF_B_NONTORCH], INT64_C(2094006272));
 	w.server_version = MF_VLLM_VERSION(0, 7, 3);
 	e = est(&m, &w);
-	assert_int_equal(e.stage[MF_B_ACTIVATIONS], INT64_C(1385670656));
+	assert_int_equal(e.stage[MF_B_ACTIVATIONS], INT64_C(1385675776));
 	assert_int_equal(e.stage[MF_B_NONTORCH], INT64_C(2094006272));
 	assert_int_equal(e.stage[MF_B_GRAPHS], 0);
 	/* From 0.8.0 the current defaults and sampler; the graphs from
@@ -1631,7 +1639,8 @@ serving_formulas_match_bytes(const struct mf_model *const *models, size_t n)
 	/* A release of each of serverVersion's families, and none. */
 	static const int64_t versions[] = { 0, MF_VLLM_VERSION(0, 2, 6),
 		MF_VLLM_VERSION(0, 3, 0), MF_VLLM_VERSION(0, 4, 2),
-		MF_VLLM_VERSION(0, 7, 3), MF_VLLM_VERSION(0, 12, 0) };
+		MF_VLLM_VERSION(0, 5, 1), MF_VLLM_VERSION(0, 7, 3),
+		MF_VLLM_VERSION(0, 12, 0) };
 	struct mf_workload w;
 
 	for (size_t i = 0; i < n; i++)

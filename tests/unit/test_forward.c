@@ -119,17 +119,22 @@ test_forward_llama8b(void **state)
 /*
  * The V0 engine's sampler (serverVersion before 0.8.0), Llama 3.1 8B, 512
  * sequences of one token, where the logits are the peak (the layer's
- * 512 x 119,296 = 61,079,552 is below).  Every token's hidden state, 512
- * x 2h = 4,194,304; per sequence the last one's, 2h = 8,192, with V
- * 128,256:
+ * 512 x 119,296 = 61,079,552 is below).  Every token's hidden state, 2h =
+ * 8,192 (with its int64 prompt token before 0.5.0, 8); per sequence the
+ * last one's, 2h = 8,192, the sampling tensors (six 16-bit values and an
+ * int32, 16) and the sampler's V terms, V 128,256; once an arange(V)
+ * int64 row, 8V = 1,026,048:
  * - 0.2.6 (16-bit logits, sorted, probs, cumsum, output: 5 x 2; order and
- *   inverse 16; three masks 3): 29V = 3,719,424; 512 x 3,727,616 =
- *   1,908,539,392; two arange(V) int64 rows, 16V = 2,052,096:
- *   1,914,785,792.
- * - 0.3.0 (two masks): 28V = 3,591,168; 512 x 3,599,360 = 1,842,872,320;
- *   one row, 8V = 1,026,048: 1,848,092,672.
- * - 0.5.5 (an fp32 copy, 5 x 4, beside the runner's 16-bit logits, 2):
- *   40V = 5,130,240; 512 x 5,138,432 = 2,630,877,184: 2,636,097,536.
+ *   inverse 16; three masks 3): 29V = 3,719,424.  512 x 8,200 =
+ *   4,198,400; 512 x (8,192 + 3,719,424 + 16) = 1,908,547,584:
+ *   1,913,772,032.
+ * - 0.3.0 (two masks, 28V = 3,591,168, and the k-th value, 2): 4,198,400
+ *   + 512 x 3,599,378 = 1,842,881,536: 1,848,105,984.
+ * - 0.5.0 (no prompt tokens): 4,194,304 + 1,842,881,536 + 1,026,048 =
+ *   1,848,101,888.
+ * - 0.5.5 (an fp32 copy, 5 x 4, beside the runner's 16-bit logits, 2;
+ *   the k-th value 4): 40V = 5,130,240; 4,194,304 + 512 x 5,138,452 =
+ *   2,630,887,424: 2,636,107,776.
  */
 static void
 test_forward_v0_samplers(void **state)
@@ -140,21 +145,24 @@ test_forward_v0_samplers(void **state)
 	(void)state;
 	assert_int_equal(mf_forward_peak_sampler(m, 512, 512, MF_SAMPLER_V0_P16,
 	                     formula),
-	    INT64_C(1914785792));
+	    INT64_C(1913772032));
 	assert_string_equal(formula,
 	    "max(t x (4d + max(4h + 8ad + 4kvd, 4h + 4ad + 10kvd, "
 	    "6h + 4ad + 4kvd, 12h + 8, 8h + 6I)), "
-	    "t x 2h + reqs x (2h + 29V) + 16V)");
+	    "t x (2h + 8) + reqs x (2h + 29V + 16) + 8V)");
+	assert_int_equal(mf_forward_peak_sampler(m, 512, 512, MF_SAMPLER_V0_16P,
+	                     formula),
+	    INT64_C(1848105984));
 	assert_int_equal(mf_forward_peak_sampler(m, 512, 512, MF_SAMPLER_V0_16,
 	                     formula),
-	    INT64_C(1848092672));
+	    INT64_C(1848101888));
 	assert_int_equal(mf_forward_peak_sampler(m, 512, 512, MF_SAMPLER_V0_32,
 	                     formula),
-	    INT64_C(2636097536));
+	    INT64_C(2636107776));
 	assert_string_equal(formula,
 	    "max(t x (4d + max(4h + 8ad + 4kvd, 4h + 4ad + 10kvd, "
 	    "6h + 4ad + 4kvd, 12h + 8, 8h + 6I)), "
-	    "t x 2h + reqs x (2h + 40V) + 8V)");
+	    "t x 2h + reqs x (2h + 40V + 20) + 8V)");
 	/* The current sampler's is mf_forward_peak's. */
 	assert_int_equal(mf_forward_peak_sampler(m, 512, 512, MF_SAMPLER_V1,
 	                     NULL),
