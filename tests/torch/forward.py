@@ -23,8 +23,9 @@ have; torch's own bf16 product allocates nothing but its output.
 
 The V0 cases run CausalLM.serve_v0, the profile run of the V0 engine's
 releases (serverVersion 0.2.6, 0.3.0, 0.5.0 and 0.5.5 families: their
-sampler sorts the vocabulary; a bf16 gather is run as int16, which a GPU's
-kernel matches and the CPU's bf16 one does not, blocks.gather16), and ask memfloor with that serverVersion.
+sampler sorts the vocabulary; a bf16 gather is run as int16, which a
+GPU's kernel matches and the CPU's bf16 one does not, blocks.gather16),
+and ask memfloor with that serverVersion.
 
 It then asks memfloor (the command line, MEMFLOOR, -o json) to estimate
 an inference job served by vLLM with the same config inline,
