@@ -35,7 +35,8 @@ _Static_assert(sizeof(vllm_tiers) / sizeof(vllm_tiers[0]) == MF_VLLM_TIERS,
  * - 0.2.6 (pull request 2031, in 0.2.5; 2151, in 0.2.6, which stopped
  *   torch.distributed's all-reduce keeping its inputs): worker.py
  *   profile_num_available_blocks takes peak_memory = total - free after
- *   the profile run, so the CUDA context counts (context below).
+ *   the profile run, so the CUDA context counts (MF_EST_CONTEXT,
+ *   est.h).
  * - 0.3.0: the same; the sampler's top-k/top-p rewritten (1885).
  * - 0.3.1 (2863): peak_memory = init_gpu_memory - free, the context no
  *   longer counted; 0.6.4 (9352) and 0.6.5 (10511) count torch's peak and
@@ -44,19 +45,21 @@ _Static_assert(sizeof(vllm_tiers) / sizeof(vllm_tiers[0]) == MF_VLLM_TIERS,
  *   the GPU for the sampler.
  * - 0.5.3 (6666): chunked prefill on by default past 32,768 tokens.
  * - 0.5.5 (2937): the sampler works on an fp32 copy of the logits.
+ * - 0.6.5 (10544): chunked prefill's default 2048 tokens, not 512.
  * - 0.8.0: the V1 engine by default, with today's sampler and defaults.
  * - 0.21.0: the CUDA graphs' memory taken from the budget (before, they
  *   were captured after the KV cache, in the share vLLM leaves).
  * Up to 0.7.x the V0 engine's defaults hold (config.py SchedulerConfig,
  * arg_utils.py EngineArgs): max_num_seqs 256, max_num_batched_tokens
- * max(max_model_len, 2048), or 512 with chunked prefill; max_model_len
- * is the job's contextLength (--max-model-len).
+ * max(max_model_len, 2048), or chunked prefill's (512, then 2048);
+ * max_model_len is the job's contextLength (--max-model-len).
  */
 static const struct vllm_release {
 	int64_t from;
-	int context;      /* the CUDA context is in the peak */
-	int v0;           /* the V0 engine's defaults */
-	int chunked_long; /* chunked prefill past 32,768 tokens */
+	int context;     /* the CUDA context is in the peak */
+	int v0;          /* the V0 engine's defaults */
+	int64_t chunked; /* chunked prefill past 32,768 tokens, with this
+	                    maxNumBatchedTokens; 0: off by default */
 	enum mf_sampler sampler;
 	int graphs; /* the CUDA graphs are taken from the budget */
 } releases[] = {
@@ -64,8 +67,9 @@ static const struct vllm_release {
 	{ MF_VLLM_VERSION(0, 3, 0), 1, 1, 0, MF_SAMPLER_V0_16P, 0 },
 	{ MF_VLLM_VERSION(0, 3, 1), 0, 1, 0, MF_SAMPLER_V0_16P, 0 },
 	{ MF_VLLM_VERSION(0, 5, 0), 0, 1, 0, MF_SAMPLER_V0_16, 0 },
-	{ MF_VLLM_VERSION(0, 5, 3), 0, 1, 1, MF_SAMPLER_V0_16, 0 },
-	{ MF_VLLM_VERSION(0, 5, 5), 0, 1, 1, MF_SAMPLER_V0_32, 0 },
+	{ MF_VLLM_VERSION(0, 5, 3), 0, 1, 512, MF_SAMPLER_V0_16, 0 },
+	{ MF_VLLM_VERSION(0, 5, 5), 0, 1, 512, MF_SAMPLER_V0_32, 0 },
+	{ MF_VLLM_VERSION(0, 6, 5), 0, 1, 2048, MF_SAMPLER_V0_32, 0 },
 	{ MF_VLLM_VERSION(0, 8, 0), 0, 0, 0, MF_SAMPLER_V1, 0 },
 	{ MF_VLLM_VERSION(0, 21, 0), 0, 0, 0, MF_SAMPLER_V1, 1 },
 };
@@ -120,8 +124,8 @@ v0_defaults(struct mf_workload *w)
 	const struct vllm_release *r = release_of(w->server_version);
 
 	if (w->batched_tokens == 0)
-		w->batched_tokens = r->chunked_long && w->context_len > 32768 ?
-		    512 :
+		w->batched_tokens = r->chunked > 0 && w->context_len > 32768 ?
+		    r->chunked :
 		    (w->context_len > 2048 ? w->context_len : 2048);
 	if (w->max_num_seqs == 0)
 		w->max_num_seqs = 256;

@@ -431,7 +431,10 @@ void mf_est_weights_quant(const struct mf_model *m, const struct mf_workload *w,
  * is nonzero; memory 0: no card known), mf_vllm_defaults fills the fields
  * of w that are 0 with tier's: 16384 and 1024 from 160 GiB; 8192 and 1024
  * from 70 GiB but for an A100; 2048 and 256 below.  max_num_seqs is then
- * at most max_num_batched_tokens.
+ * at most max_num_batched_tokens.  With a serverVersion before 0.8.0 the
+ * V0 engine's, whatever the tier: 256 sequences and max(contextLength,
+ * 2048) tokens, or from 0.5.3 past 32,768 tokens chunked prefill's 512
+ * (2048 from 0.6.5).
  */
 #define MF_VLLM_TIERS 3
 int mf_vllm_tier(int64_t memory, int a100);

@@ -568,7 +568,8 @@ test_est_vllm_release(void **state)
 /*
  * The V0 engine's profile run (serverVersion before 0.8.0) whatever the
  * card: 256 sequences of max(contextLength, 2048) tokens; from 0.5.3 past
- * 32,768 tokens chunked prefill's 512.  A setting the job gives stays.
+ * 32,768 tokens chunked prefill's 512, 2048 from 0.6.5.  A setting the
+ * job gives stays.
  */
 static void
 test_est_vllm_release_defaults(void **state)
@@ -592,6 +593,10 @@ test_est_vllm_release_defaults(void **state)
 	r = w;
 	mf_vllm_defaults(&r, 0);
 	assert_int_equal(r.batched_tokens, 512);
+	w.server_version = MF_VLLM_VERSION(0, 6, 5);
+	r = w;
+	mf_vllm_defaults(&r, 0);
+	assert_int_equal(r.batched_tokens, 2048);
 	w.context_len = 32768;
 	r = w;
 	mf_vllm_defaults(&r, 0);
