@@ -117,7 +117,7 @@ void mf_est_layout(const struct mf_model *m, const struct mf_workload *w,
 
 /*
  * Whether w's vLLM release counts the CUDA context in its peak (peak_memory
- * = total - free, vLLM 0.2.6 to 0.3.0: est_serve.c's releases[]).
+ * = total - free, vLLM 0.2.5 to 0.3.0: est_serve.c's releases[]).
  */
 int mf_est_vllm_context(const struct mf_workload *w);
 /*

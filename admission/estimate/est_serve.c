@@ -5,6 +5,7 @@
  * CUDA-graph reserve.
  */
 #include <assert.h>
+#include <string.h>
 
 #include "est.h"
 #include "forward.h"
@@ -32,11 +33,18 @@ _Static_assert(sizeof(vllm_tiers) / sizeof(vllm_tiers[0]) == MF_VLLM_TIERS,
  * from its first release on (the row of the largest from at or below the
  * job's release; 0, the current accounting, takes the last).  How each
  * release found its KV cache's budget, from its own source:
- * - 0.2.6 (pull request 2031, in 0.2.5; 2151, in 0.2.6, which stopped
- *   torch.distributed's all-reduce keeping its inputs): worker.py
- *   profile_num_available_blocks takes peak_memory = total - free after
- *   the profile run, so the CUDA context counts (MF_EST_CONTEXT,
- *   est.h).
+ * - 0.2.5 (pull request 2031): worker.py profile_num_available_blocks
+ *   takes peak_memory = total - free after the profile run, so the CUDA
+ *   context counts (MF_EST_CONTEXT, est.h), and so does what torch's
+ *   allocator keeps reserved: at tensor > 1 torch.distributed.all_reduce
+ *   records its input on NCCL's stream, whose block is not reused until
+ *   the collective is seen done, and the profile run's forward keeps every
+ *   layer's two (o_proj's and down_proj's), 2 x L x t x h x 2 bytes, at
+ *   most (issue 2150's memory trace; pull request 2031 measured Llama 2
+ *   70B at TP 4 on A100s falling from 31615 blocks to 20865).
+ * - 0.2.6 (2151: TORCH_NCCL_AVOID_RECORD_STREAMS): the inputs freed; the
+ *   sampler's re-sort gathers with a scattered inverse, not argsort, and
+ *   its settings are tensors (1889).
  * - 0.3.0: the same; the sampler's top-k/top-p rewritten (1885).
  * - 0.3.1 (2863): peak_memory = init_gpu_memory - free, the context no
  *   longer counted; 0.6.4 (9352) and 0.6.5 (10511) count torch's peak and
@@ -62,16 +70,19 @@ static const struct vllm_release {
 	                    maxNumBatchedTokens; 0: off by default */
 	enum mf_sampler sampler;
 	int graphs; /* the CUDA graphs are taken from the budget */
+	int kept;   /* at tensor > 1 every all-reduce's input stays reserved
+	               to the forward's end */
 } releases[] = {
-	{ MF_VLLM_OLDEST, 1, 1, 0, MF_SAMPLER_V0_P16, 0 },
-	{ MF_VLLM_VERSION(0, 3, 0), 1, 1, 0, MF_SAMPLER_V0_16P, 0 },
-	{ MF_VLLM_VERSION(0, 3, 1), 0, 1, 0, MF_SAMPLER_V0_16P, 0 },
-	{ MF_VLLM_VERSION(0, 5, 0), 0, 1, 0, MF_SAMPLER_V0_16, 0 },
-	{ MF_VLLM_VERSION(0, 5, 3), 0, 1, 512, MF_SAMPLER_V0_16, 0 },
-	{ MF_VLLM_VERSION(0, 5, 5), 0, 1, 512, MF_SAMPLER_V0_32, 0 },
-	{ MF_VLLM_VERSION(0, 6, 5), 0, 1, 2048, MF_SAMPLER_V0_32, 0 },
-	{ MF_VLLM_VERSION(0, 8, 0), 0, 0, 0, MF_SAMPLER_V1, 0 },
-	{ MF_VLLM_VERSION(0, 21, 0), 0, 0, 0, MF_SAMPLER_V1, 1 },
+	{ MF_VLLM_OLDEST, 1, 1, 0, MF_SAMPLER_V0_A16, 0, 1 },
+	{ MF_VLLM_VERSION(0, 2, 6), 1, 1, 0, MF_SAMPLER_V0_P16, 0, 0 },
+	{ MF_VLLM_VERSION(0, 3, 0), 1, 1, 0, MF_SAMPLER_V0_16P, 0, 0 },
+	{ MF_VLLM_VERSION(0, 3, 1), 0, 1, 0, MF_SAMPLER_V0_16P, 0, 0 },
+	{ MF_VLLM_VERSION(0, 5, 0), 0, 1, 0, MF_SAMPLER_V0_16, 0, 0 },
+	{ MF_VLLM_VERSION(0, 5, 3), 0, 1, 512, MF_SAMPLER_V0_16, 0, 0 },
+	{ MF_VLLM_VERSION(0, 5, 5), 0, 1, 512, MF_SAMPLER_V0_32, 0, 0 },
+	{ MF_VLLM_VERSION(0, 6, 5), 0, 1, 2048, MF_SAMPLER_V0_32, 0, 0 },
+	{ MF_VLLM_VERSION(0, 8, 0), 0, 0, 0, MF_SAMPLER_V1, 0, 0 },
+	{ MF_VLLM_VERSION(0, 21, 0), 0, 0, 0, MF_SAMPLER_V1, 1, 0 },
 };
 
 #define NRELEASES (sizeof(releases) / sizeof(releases[0]))
@@ -178,6 +189,24 @@ non_torch(const struct mf_workload *w, struct mf_estimate *e)
 		    mf_cadd(e->bucket[MF_B_NONTORCH], MF_EST_CONTEXT);
 }
 
+/* vLLM 0.2.5 at tensor > 1: every all-reduce's input of the profile run
+ * reserved to the forward's end (releases[]), with the activations. */
+static void
+kept_inputs(const struct mf_model *m, const struct mf_workload *w,
+    struct mf_estimate *e)
+{
+	char peak[MF_FORMULA_MAX];
+	struct mf_text f;
+
+	e->bucket[MF_B_ACTIVATIONS] = mf_cadd(e->bucket[MF_B_ACTIVATIONS],
+	    mf_cmul(mf_cmul(4, m->layers),
+	        mf_cmul(w->batched_tokens, m->hidden)));
+	memcpy(peak, e->formula[MF_B_ACTIVATIONS], sizeof(peak));
+	mf_text_init(&f, e->formula[MF_B_ACTIVATIONS]);
+	mf_text_str(&f, peak);
+	mf_text_str(&f, " + 2 x L x t x 2h");
+}
+
 void
 mf_est_weights_quant(const struct mf_model *m, const struct mf_workload *w,
     struct mf_quant *q, const char **source)
@@ -271,6 +300,8 @@ mf_est_inference(const struct mf_model *m, const struct mf_workload *w,
 	        w->max_num_seqs < w->batched_tokens ? w->max_num_seqs :
 	                                              w->batched_tokens,
 	        r->sampler, e->formula[MF_B_ACTIVATIONS]);
+	if (r->kept && w->tensor > 1)
+		kept_inputs(m, w, e);
 	mf_text_init(&f, e->formula[MF_B_GRAPHS]);
 	mf_text_str(&f, r->graphs ? "cudaGraphReserve" : "0");
 	e->bucket[MF_B_GRAPHS] = r->graphs ? w->graph_reserve : 0;

@@ -448,8 +448,8 @@ void mf_vllm_defaults(struct mf_workload *w, int tier);
  */
 #define MF_VLLM_VERSION(major, minor, patch) \
 	((int64_t)(major)*1000000 + (int64_t)(minor)*1000 + (patch))
-#define MF_VLLM_OLDEST MF_VLLM_VERSION(0, 2, 6)
-#define MF_VLLM_OLDEST_TEXT "0.2.6"
+#define MF_VLLM_OLDEST MF_VLLM_VERSION(0, 2, 5)
+#define MF_VLLM_OLDEST_TEXT "0.2.5"
 /* Whether version (0: none given) is one memfloor has an accounting of:
  * MF_VLLM_OLDEST or later. */
 int mf_vllm_release_known(int64_t version);

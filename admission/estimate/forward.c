@@ -198,6 +198,13 @@ logits(const struct mf_model *m, struct mf_terms *tok, struct mf_terms *seq)
  * int64 (8).  The softmax, log_softmax and exponential noise that follow
  * hold less.  Not counted: the sort's own workspace (CUDA's segmented
  * radix sort), which the CPU does not show.
+ * vLLM 0.2.5's _apply_top_p_top_k (before pull request 1889) is fullest
+ * earlier, at the argsort of
+ * the order that re-sorts the logits: the logits, sorted, probs and
+ * cumsum (4 x 2), the order (8), the top-p and top-k masks (2), and
+ * argsort's sorted copy of the order and its indices (16); with top-p
+ * (16-bit) and top-k (int32) a sequence (6), and no sampling tensors,
+ * prompt tokens or arange row left.
  */
 static void
 logits_v0(const struct mf_model *m, enum mf_sampler s, struct mf_terms *tok,
@@ -207,6 +214,12 @@ logits_v0(const struct mf_model *m, enum mf_sampler s, struct mf_terms *tok,
 	int b = s == MF_SAMPLER_V0_32 ? 4 : EB;
 
 	mf_term(tok, EB, "h", h); /* every token's hidden state */
+	if (s == MF_SAMPLER_V0_A16) {
+		mf_term(seq, EB, "h", h); /* the last token's */
+		mf_term(seq, 4 * EB + 26, "V", v);
+		mf_term(seq, EB + 4, "", 1);
+		return;
+	}
 	if (s == MF_SAMPLER_V0_P16 || s == MF_SAMPLER_V0_16P)
 		mf_term(tok, 8, "", 1); /* its prompt token (int64) */
 	mf_term(seq, EB, "h", h); /* the last token's, index_select's copy */
@@ -260,7 +273,7 @@ mf_forward_peak_sampler(const struct mf_model *m, int64_t tokens, int64_t seqs,
 		logits(m, &tok, &seq);
 	else
 		logits_v0(m, s, &tok, &seq);
-	if (s != MF_SAMPLER_V1)
+	if (s != MF_SAMPLER_V1 && s != MF_SAMPLER_V0_A16)
 		once = mf_cmul(8, m->vocab); /* the V0 filter's arange(V) */
 	out = mf_cadd(mf_cadd(mf_cmul(tokens, mf_terms_bytes(&tok)),
 	                  mf_cmul(seqs, mf_terms_bytes(&seq))),

@@ -28,6 +28,7 @@ int64_t mf_forward_peak(const struct mf_model *m, int64_t tokens, int64_t seqs,
  */
 enum mf_sampler {
 	MF_SAMPLER_V1,
+	MF_SAMPLER_V0_A16, /* 0.2.5: _apply_top_p_top_k with argsort */
 	MF_SAMPLER_V0_P16, /* 0.2.6, 0.2.7: _apply_top_p_top_k, 16-bit */
 	MF_SAMPLER_V0_16P, /* 0.3.0 to 0.4.x: _apply_top_k_top_p, 16-bit,
 	                      with the prompt tokens */

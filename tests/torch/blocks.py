@@ -388,6 +388,26 @@ def gather16(x, index):
     return torch.gather(x.view(torch.int16), -1, index).view(x.dtype)
 
 
+def v0_filter_a16(logits, p, k):
+    """The top-p then top-k filter of vLLM 0.2.5 (sampler.py,
+    _apply_top_p_top_k before pull request 1889, in 0.2.6), tensor for
+    tensor: the logits sorted descending with their int64 order, the
+    softmax of the sorted logits and its cumulative sum, the top-p mask
+    (from the difference of the two, gone once compared), the sorted
+    logits masked in place, the top-k mask from an arange of V (gone once
+    compared), and the order's argsort (a sort of the int64 order, whose
+    sorted copy is dropped) gathering them back."""
+    srt, idx = logits.sort(dim=-1, descending=True)
+    probs = srt.softmax(dim=-1)
+    cum = probs.cumsum(dim=-1)
+    top_p = (cum - probs) > p.unsqueeze(dim=1)
+    srt.masked_fill_(top_p, -float("inf"))
+    top_k = torch.arange(idx.shape[-1]).expand(idx.shape[0], -1)
+    top_k = top_k >= k.unsqueeze(dim=1)
+    srt.masked_fill_(top_k, -float("inf"))
+    return gather16(srt, torch.argsort(idx, dim=-1))
+
+
 def v0_filter_p16(logits, p, k):
     """The top-p then top-k filter of vLLM 0.2.6 and 0.2.7
     (vllm/model_executor/layers/sampler.py, _apply_top_p_top_k), tensor for
@@ -447,6 +467,14 @@ def v0_sampler(logits, family, prompt):
     id."""
     n, V = logits.shape
     dt = logits.dtype
+    if family == "0.2.5":
+        # Lists, not tensors: the filter makes top-p and top-k itself and
+        # a temperature of 1 divides nothing.
+        p = torch.full((n,), 0.99, dtype=dt)
+        k = torch.full((n,), V - 1, dtype=torch.int)
+        x = v0_filter_a16(logits, p, k)
+        del p, k
+        return v0_draw(x)
     temp = torch.ones(n, dtype=dt)
     top_p = torch.full((n,), 0.99, dtype=dt)
     values = [torch.zeros(n, dtype=dt) for _ in range(4)]
@@ -460,12 +488,22 @@ def v0_sampler(logits, family, prompt):
         x = v0_filter_p16(x, top_p, top_k)
     else:
         x = v0_filter(x, top_p, top_k)
+    ids = v0_draw(x)
+    del values, tokens
+    return ids
+
+
+def v0_draw(x):
+    """The fp32 softmax and log_softmax of the filtered logits, and
+    _multinomial on the rows sampled (an indexed copy of the
+    probabilities) divided by exponential noise, whose argmax is the
+    id."""
     probs = torch.softmax(x, dim=-1, dtype=torch.float32)
     logprobs = torch.log_softmax(x, dim=-1, dtype=torch.float32)
-    rows = probs[torch.arange(n)]
+    rows = probs[torch.arange(x.shape[0])]
     noise = torch.empty_like(rows).exponential_(1)
     ids = rows.div_(noise).argmax(dim=1)
-    del logprobs, values, tokens
+    del logprobs
     return ids
 
 

@@ -489,12 +489,17 @@ test_est_vllm_tensor(void **state)
 /*
  * serverVersion (design 22): Llama 3.1 70B at TP 4 (test_est_vllm_tensor's
  * shapes), 16 sequences of 4,096 tokens, each release family's
- * accounting.  The V0 engine's profile run (0.2.6 to 0.7.x): 256
+ * accounting.  The V0 engine's profile run (0.2.5 to 0.7.x): 256
  * sequences of max(4096, 2048) = 4,096 tokens; the logits phase is the
  * peak (forward.c's logits_v0, V 128,256): every token's hidden state,
  * 2h = 16,384, with its int64 prompt token before 0.5.0; per sequence the
  * last token's (16,384), the sampling tensors (16) and the sampler's V
  * terms; once an arange(V) row, 8V = 1,026,048:
+ * - 0.2.5: fullest at the argsort, 34V = 4,360,704, with top-p and top-k
+ *   (6), and no sampling tensors, prompt tokens or arange row: 4096 x
+ *   16,384 = 67,108,864 and 256 x 4,377,094 = 1,120,536,064,
+ *   1,187,644,928; and every all-reduce's input kept, 2 x 80 x 4096 x
+ *   8192 x 2 = 10,737,418,240.
  * - 0.2.6: 4096 x 16,392 = 67,141,632; 29V = 3,719,424, 256 x 3,735,824
  *   = 956,370,944: 1,024,538,624.
  * - 0.3.0 to 0.4.x: 28V = 3,591,168 and the k-th value (2), 256 x
@@ -524,6 +529,12 @@ test_est_vllm_release(void **state)
 	w.server = MF_SERVER_VLLM;
 	w.tensor = 4;
 	w.graph_reserve = INT64_C(369) << 20;
+	w.server_version = MF_VLLM_VERSION(0, 2, 5);
+	e = est(&m, &w);
+	assert_int_equal(e.stage[MF_B_ACTIVATIONS],
+	    INT64_C(1187644928) + INT64_C(10737418240));
+	assert_int_equal(e.stage[MF_B_NONTORCH], INT64_C(2744123392));
+	assert_int_equal(e.stage[MF_B_GRAPHS], 0);
 	w.server_version = MF_VLLM_VERSION(0, 2, 6);
 	e = est(&m, &w);
 	assert_int_equal(e.stage[MF_B_ACTIVATIONS], INT64_C(1024538624));
@@ -614,8 +625,8 @@ test_est_vllm_release_defaults(void **state)
 	mf_vllm_defaults(&w, mf_vllm_tier(INT64_C(80) << 30, 0));
 	assert_int_equal(w.batched_tokens, 8192);
 	assert_int_equal(w.max_num_seqs, 1024);
-	assert_true(mf_vllm_release_known(MF_VLLM_VERSION(0, 2, 6)));
-	assert_false(mf_vllm_release_known(MF_VLLM_VERSION(0, 2, 5)));
+	assert_true(mf_vllm_release_known(MF_VLLM_VERSION(0, 2, 5)));
+	assert_false(mf_vllm_release_known(MF_VLLM_VERSION(0, 2, 4)));
 	assert_true(mf_vllm_release_known(0));
 }
 
@@ -1642,10 +1653,10 @@ static void
 serving_formulas_match_bytes(const struct mf_model *const *models, size_t n)
 {
 	/* A release of each of serverVersion's families, and none. */
-	static const int64_t versions[] = { 0, MF_VLLM_VERSION(0, 2, 6),
-		MF_VLLM_VERSION(0, 3, 0), MF_VLLM_VERSION(0, 4, 2),
-		MF_VLLM_VERSION(0, 5, 1), MF_VLLM_VERSION(0, 7, 3),
-		MF_VLLM_VERSION(0, 12, 0) };
+	static const int64_t versions[] = { 0, MF_VLLM_VERSION(0, 2, 5),
+		MF_VLLM_VERSION(0, 2, 6), MF_VLLM_VERSION(0, 3, 0),
+		MF_VLLM_VERSION(0, 4, 2), MF_VLLM_VERSION(0, 5, 1),
+		MF_VLLM_VERSION(0, 7, 3), MF_VLLM_VERSION(0, 12, 0) };
 	struct mf_workload w;
 
 	for (size_t i = 0; i < n; i++)

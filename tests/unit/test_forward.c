@@ -117,13 +117,13 @@ test_forward_llama8b(void **state)
 }
 
 /*
- * The V0 engine's sampler (serverVersion before 0.8.0), Llama 3.1 8B, 512
- * sequences of one token, where the logits are the peak (the layer's
- * 512 x 119,296 = 61,079,552 is below).  Every token's hidden state, 2h =
- * 8,192 (with its int64 prompt token before 0.5.0, 8); per sequence the
- * last one's, 2h = 8,192, the sampling tensors (six 16-bit values and an
- * int32, 16) and the sampler's V terms, V 128,256; once an arange(V)
- * int64 row, 8V = 1,026,048:
+ * The V0 engine's sampler (serverVersion before 0.8.0; 0.2.5's below),
+ * Llama 3.1 8B, 512 sequences of one token, where the logits are the peak
+ * (the layer's 512 x 119,296 = 61,079,552 is below).  Every token's
+ * hidden state, 2h = 8,192 (with its int64 prompt token before 0.5.0, 8);
+ * per sequence the last one's, 2h = 8,192, the sampling tensors (six
+ * 16-bit values and an int32, 16) and the sampler's V terms, V 128,256;
+ * once an arange(V) int64 row, 8V = 1,026,048:
  * - 0.2.6 (16-bit logits, sorted, probs, cumsum, output: 5 x 2; order and
  *   inverse 16; three masks 3): 29V = 3,719,424.  512 x 8,200 =
  *   4,198,400; 512 x (8,192 + 3,719,424 + 16) = 1,908,547,584:
@@ -143,6 +143,16 @@ test_forward_v0_samplers(void **state)
 	char formula[MF_FORMULA_MAX];
 
 	(void)state;
+	/* 0.2.5, fullest at the argsort (4 x 2 + 8 + 2 + 16 = 34V =
+	 * 4,360,704), top-p and top-k (6), nothing once: 512 x 8,192 =
+	 * 4,194,304 and 512 x 4,368,902 = 2,236,877,824: 2,241,072,128. */
+	assert_int_equal(mf_forward_peak_sampler(m, 512, 512, MF_SAMPLER_V0_A16,
+	                     formula),
+	    INT64_C(2241072128));
+	assert_string_equal(formula,
+	    "max(t x (4d + max(4h + 8ad + 4kvd, 4h + 4ad + 10kvd, "
+	    "6h + 4ad + 4kvd, 12h + 8, 8h + 6I)), "
+	    "t x 2h + reqs x (2h + 34V + 6))");
 	assert_int_equal(mf_forward_peak_sampler(m, 512, 512, MF_SAMPLER_V0_P16,
 	                     formula),
 	    INT64_C(1913772032));

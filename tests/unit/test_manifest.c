@@ -1351,7 +1351,7 @@ test_read_parallel_recipes(void **state)
 /*
  * serverVersion (design 22): a vLLM release as a number, MAJOR x 10^6 +
  * MINOR x 10^3 + PATCH; not given, 0 (the current accounting).  Not a
- * release, or one before 0.2.6, is a 400 naming the field and the range.
+ * release, or one before 0.2.5, is a 400 naming the field and the range.
  */
 static void
 test_read_server_version(void **state)
@@ -1375,9 +1375,9 @@ test_read_server_version(void **state)
 	read_ok(MSPEC INF "    server: vllm\n", &doc, &job);
 	assert_int_equal(job.work.server_version, 0);
 	mf_doc_free(doc);
-	expect_err(MSPEC INF "    server: vllm\n    serverVersion: 0.2.5\n",
+	expect_err(MSPEC INF "    server: vllm\n    serverVersion: 0.2.4\n",
 	    "spec.workload.serverVersion", 12,
-	    "'0.2.5' is older than the vLLM releases memfloor models (0.2.6 and later)");
+	    "'0.2.4' is older than the vLLM releases memfloor models (0.2.5 and later)");
 	expect_err(MSPEC INF "    server: vllm\n    serverVersion: \"0.7\"\n",
 	    "spec.workload.serverVersion", 12,
 	    "is not a vLLM release, MAJOR.MINOR.PATCH (0.7.3)");
