@@ -197,14 +197,14 @@ logits(const struct mf_model *m, struct mf_terms *tok, struct mf_terms *seq)
  * (pull request 5289 made them only with penalties): the prompt tokens,
  * int64 (8).  The softmax, log_softmax and exponential noise that follow
  * hold less.  Not counted: the sort's own workspace (CUDA's segmented
- * radix sort), which the CPU does not show.
+ * radix sort; the CPU's sort holds a row of its own, which
+ * tests/torch/forward.py takes off).
  * vLLM 0.2.5's _apply_top_p_top_k (before pull request 1889) is fullest
- * earlier, at the argsort of
- * the order that re-sorts the logits: the logits, sorted, probs and
- * cumsum (4 x 2), the order (8), the top-p and top-k masks (2), and
- * argsort's sorted copy of the order and its indices (16); with top-p
- * (16-bit) and top-k (int32) a sequence (6), and no sampling tensors,
- * prompt tokens or arange row left.
+ * earlier, at the argsort of the order that re-sorts the logits: the
+ * logits, sorted, probs and cumsum (4 x 2), the order (8), the top-p and
+ * top-k masks (2), and argsort's sorted copy of the order and its indices
+ * (16); with top-p (16-bit) and top-k (int32) a sequence (6), and no
+ * sampling tensors, prompt tokens or arange row left.
  */
 static void
 logits_v0(const struct mf_model *m, enum mf_sampler s, struct mf_terms *tok,
