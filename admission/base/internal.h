@@ -82,7 +82,7 @@ char *mf_path(char *buf, size_t size, const char *parent, const char *key);
 enum mf_rc mf_est_error(enum mf_rc rc, struct mf_error *err);
 
 /* Whether the fixes of the set may be applied together: never lora and
- * qlora, nor int8 and int4; fsdp only for full fine-tuning; count never
+ * qlora, nor int8 and int4; fsdp never with qlora; count never
  * with fsdp or tensor, which choose their own counts. */
 int mf_fix_compatible(unsigned fixes);
 

@@ -34,7 +34,30 @@
  * output beside its parameters; its gradients beside their reduce-scatter
  * input) with one layer: 2R + U.  Measured by tests/torch/dist.py on
  * fully_shard over gloo, every buffer sampled at each of FSDP's steps.
+ *
+ * LoRA under FSDP (design 22), as torchtune 0.6.1's distributed LoRA
+ * recipe wraps it (training/_distributed.py, shard_model with
+ * get_shard_conditions: each layers.i, adapters and all, one unit, then
+ * the model) and accelerate's FSDP2 wrapping of a PEFT model: a unit
+ * gathers its frozen base in the base's dtype and its adapters in theirs
+ * (torch 2.13 all-gathers a unit of mixed dtypes), Ug = U x the base's
+ * bytes + A x the adapters' (A a layer's adapter parameters, T / L).
+ * Only the adapters have gradients, so a unit's unsharded gradients and
+ * its reduce-scatter input are A x the adapters' bytes each, and the
+ * frozen head and final norm have none (H = 0).  During a layer's
+ * backward: the root, the layer and the prefetched one gathered
+ * (min(L, 2)), the layer's adapter gradients and, from L = 3, the last
+ * unit's reduce-scatter input.  With reshardAfterForward false, L + 1
+ * units, as with full fine-tuning: every layer gathered and an
+ * all-gather's output beside its copy-out; or, in backward, the layers
+ * with a unit's adapter gradients and the last reduce-scatter input
+ * (R + L x Ug + 2 x A x a, the larger when the adapters outweigh the
+ * base's half of a unit).  Measured by
+ * tests/torch/dist.py on PEFT's adapters (fp32 and bf16) under
+ * fully_shard over gloo.
  */
+#include <stdio.h>
+
 #include "est.h"
 
 /* The layers a layer's backward holds gathered or in flight. */
@@ -46,29 +69,107 @@ held_layers(const struct mf_model *m, const struct mf_workload *w)
 	return m->layers + 1 < 4 ? m->layers + 1 : 4;
 }
 
-void
-mf_est_fsdp(const struct mf_model *m, const struct mf_workload *w,
-    struct mf_estimate *e)
+/* The bytes a unit is gathered in: the base's (16-bit but for fp32). */
+static int64_t
+gathered_bytes(const struct mf_workload *w)
 {
-	int64_t u = mf_model_layer_params(m), root, head = 0, k, peak;
-	int64_t bytes = w->precision == MF_FP32 ? 4 : 2;
-	struct mf_text f;
+	return w->precision == MF_FP32 ? 4 : 2;
+}
 
-	if (w->method != MF_FULL || w->shard_gpus <= 1)
-		return;
-	root = mf_model_params(m) - mf_cmul(m->layers, u);
+/* Full fine-tuning: max(2R + U, R + H + kU) x bytes, and its text. */
+static int64_t
+full_buffers(const struct mf_model *m, const struct mf_workload *w,
+    int64_t root, struct mf_text *f)
+{
+	int64_t u = mf_model_layer_params(m), head = 0, k;
+
 	if (!m->no_head)
 		head = mf_cadd(mf_cmul(mf_model_vocab_rows(m), m->hidden),
 		    m->hidden);
 	k = held_layers(m, w);
-	peak = mf_max_poisoned(mf_cadd(mf_cmul(2, root), u),
-	    mf_cadd(mf_cadd(root, head), mf_cmul(k, u)));
-	mf_text_init(&f, e->formula[MF_B_SHARDING]);
-	mf_text_str(&f,
+	mf_text_str(f,
 	    "max(2 x root params + layer params, root params + "
 	    "head params + ");
-	mf_text_int(&f, k);
-	mf_text_str(&f, " x layer params) x ");
-	mf_text_int(&f, bytes);
-	e->bucket[MF_B_SHARDING] = mf_cmul(peak, bytes);
+	mf_text_int(f, k);
+	mf_text_str(f, " x layer params) x ");
+	mf_text_int(f, gathered_bytes(w));
+	return mf_cmul(mf_max_poisoned(mf_cadd(mf_cmul(2, root), u),
+	                   mf_cadd(mf_cadd(root, head), mf_cmul(k, u))),
+	    gathered_bytes(w));
+}
+
+/* sep, then "n x sym" (sym alone when n is 1) into f. */
+static void
+term(struct mf_text *f, const char *sep, int64_t n, const char *sym)
+{
+	mf_text_str(f, sep);
+	if (n != 1) {
+		mf_text_int(f, n);
+		mf_text_str(f, " x ");
+	}
+	mf_text_str(f, sym);
+}
+
+/* LoRA: a unit Ug = U x b + A x a (A = ceil(T / L)), its adapter
+ * gradients A x a; the root R x b.  max(2R + Ug, R + g x Ug + r x A x a),
+ * and with the layers kept R + L x Ug + 2 x A x a too; its text, Ug and
+ * the root written out. */
+static int64_t
+lora_buffers(const struct mf_model *m, const struct mf_workload *w,
+    int64_t root, struct mf_text *f)
+{
+	int64_t b = gathered_bytes(w), a = mf_est_lora_bytes(w), g, r, peak;
+	int64_t ad = mf_cmul(mf_cdiv_up(mf_model_lora_params(m, w->lora_rank,
+	                                    mf_est_lora_mask(w)),
+	                         m->layers > 0 ? m->layers : 1),
+	    a);
+	int64_t ug = mf_cadd(mf_cmul(mf_model_layer_params(m), b), ad);
+	char unit[64], rb[32], grads[32];
+
+	snprintf(unit, sizeof(unit),
+	    "(layer params x %lld + ceil(T / L) x %lld)", (long long)b,
+	    (long long)a);
+	snprintf(rb, sizeof(rb), "root params x %lld", (long long)b);
+	snprintf(grads, sizeof(grads), "ceil(T / L) x %lld", (long long)a);
+	g = w->reshard_after_forward ? (m->layers < 2 ? m->layers : 2) :
+	                               mf_cadd(m->layers, 1);
+	r = w->reshard_after_forward ? (m->layers >= 3 ? 2 : 1) : 0;
+	root = mf_cmul(root, b);
+	peak = mf_max_poisoned(mf_cadd(mf_cmul(2, root), ug),
+	    mf_cadd(mf_cadd(root, mf_cmul(g, ug)), mf_cmul(r, ad)));
+	term(f, "max(", 2, rb);
+	term(f, " + ", 1, unit);
+	term(f, ", ", 1, rb);
+	term(f, " + ", g, unit);
+	if (r > 0)
+		term(f, " + ", r, grads);
+	if (!w->reshard_after_forward) {
+		/* The layers kept, a unit's adapter gradients and the last
+		 * unit's reduce-scatter input. */
+		peak = mf_max_poisoned(peak,
+		    mf_cadd(mf_cadd(root, mf_cmul(m->layers, ug)),
+		        mf_cmul(2, ad)));
+		term(f, ", ", 1, rb);
+		term(f, " + ", m->layers, unit);
+		term(f, " + ", 2, grads);
+	}
+	mf_text_str(f, ")");
+	return peak;
+}
+
+void
+mf_est_fsdp(const struct mf_model *m, const struct mf_workload *w,
+    struct mf_estimate *e)
+{
+	int64_t root;
+	struct mf_text f;
+
+	if (w->shard_gpus <= 1)
+		return;
+	root =
+	    mf_model_params(m) - mf_cmul(m->layers, mf_model_layer_params(m));
+	mf_text_init(&f, e->formula[MF_B_SHARDING]);
+	e->bucket[MF_B_SHARDING] = w->method == MF_FULL ?
+	    full_buffers(m, w, root, &f) :
+	    lora_buffers(m, w, root, &f);
 }

@@ -1108,7 +1108,7 @@ torch_transient(const struct mf_model *m, const struct mf_workload *w,
 	/* Pmax: the largest trainable tensor (with LoRA, an adapter). */
 	mf_text_str(&f, "Pmax x ");
 	mf_text_int(&f, n);
-	if (w->method == MF_FULL && w->shard_gpus > 1) {
+	if (w->shard_gpus > 1) {
 		/* FSDP steps each GPU's shard of every parameter. */
 		step = mf_cdiv_up(step, w->shard_gpus);
 		mf_text_str(&f, " / N");

@@ -13,9 +13,9 @@
  * weights) with fp32 adapters for LoRA.
  *
  * Choices where the design is silent:
- * - sharding applies to full training only, the one method FSDP is offered
- *   for; with any other workload shard_gpus is ignored and the estimate is
- *   that of one GPU, which can only overstate the need;
+ * - sharding applies to training, full and LoRA (design 22): the frozen
+ *   base is the weights FSDP shards, the adapters the state it shards
+ *   with them (estimate.c); with inference shard_gpus is ignored;
  * - LoRA adapters with SGD hold 12 bytes per trainable parameter (fp32
  *   weight, gradient and momentum), between AdamW's 16 and 8-bit Adam's 10.
  * - 16-bit adapters (lora.dtype bf16 or fp16, design 22) keep their
@@ -361,17 +361,17 @@ mf_est_state(const struct mf_model *m, const struct mf_workload *w,
 		else
 			mf_est_per_param(e, MF_B_OPTIMIZER, "P", P,
 			    optimizer_bytes(w->optimizer, pr));
-		if (w->shard_gpus > 1) {
-			/* Gather one layer while the next is prefetched. */
-			mf_text_init(&f, e->formula[MF_B_SHARDING]);
-			mf_text_str(&f, "2 x layer params x 2");
-			e->bucket[MF_B_SHARDING] =
-			    mf_cmul(4, mf_model_layer_params(m));
-		}
 	} else {
 		T = mf_model_lora_params(m, w->lora_rank, mf_est_lora_mask(w));
 		e->trainable = T;
 		mf_est_per_param(e, MF_B_ADAPTERS, "T", T,
 		    adapter_bytes(w->optimizer, mf_est_lora_bytes(w)));
+	}
+	if (w->shard_gpus > 1) {
+		/* The post's: one layer gathered while the next is
+		 * prefetched (the estimator pytorch's in est_fsdp.c). */
+		mf_text_init(&f, e->formula[MF_B_SHARDING]);
+		mf_text_str(&f, "2 x layer params x 2");
+		e->bucket[MF_B_SHARDING] = mf_cmul(4, mf_model_layer_params(m));
 	}
 }

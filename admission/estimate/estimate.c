@@ -149,6 +149,25 @@ mf_est_offload_refused(const struct mf_workload *w, char *why, size_t size)
 	return 1;
 }
 
+int
+mf_est_shard_refused(const struct mf_workload *w, char *why, size_t size)
+{
+	if (w->kind != MF_TRAINING || w->shard_gpus <= 1 ||
+	    w->method == MF_FULL)
+		return 0;
+	if (w->method == MF_QLORA)
+		snprintf(why, size,
+		    "is not modelled with method qlora: FSDP-QLoRA's sharded 4-bit storage has not been measured; sharding applies to methods full and lora");
+	else if (w->tensor > 1 || w->pipeline > 1 || w->expert > 1)
+		snprintf(why, size,
+		    "is modelled for LoRA with FSDP alone: LoRA under FSDP with tensor, pipeline or expert parallelism has not been measured; this job has parallelism tensor %lld, pipeline %lld, expert %lld",
+		    (long long)w->tensor, (long long)w->pipeline,
+		    (long long)w->expert);
+	else
+		return 0;
+	return 1;
+}
+
 static int
 workload_ok(const struct mf_workload *w)
 {
@@ -175,7 +194,8 @@ workload_ok(const struct mf_workload *w)
 	    w->pipeline >= 1 && w->expert >= 1 && w->ckpt_every >= 1 &&
 	    (w->kind != MF_TRAINING ||
 	        (!mf_est_oib_refused(w, 1, NULL, 0) &&
-	            !mf_est_offload_refused(w, NULL, 0)));
+	            !mf_est_offload_refused(w, NULL, 0) &&
+	            !mf_est_shard_refused(w, NULL, 0)));
 }
 
 int
@@ -263,13 +283,15 @@ mf_est_lora_refused(const struct mf_model *m, const struct mf_workload *w,
 	return 1;
 }
 
-/* The buckets FSDP shards over its ranks: the weights, gradients and
- * optimizer state, paged or not. */
+/* The buckets FSDP shards over its ranks: the weights (LoRA's frozen
+ * base), gradients, optimizer state, paged or not, and LoRA's adapters
+ * (their weights, gradients and optimizer state: each a DTensor's
+ * shard). */
 static int
 sharded(enum mf_bucket b)
 {
 	return b == MF_B_WEIGHTS || b == MF_B_GRADIENTS ||
-	    b == MF_B_OPTIMIZER || b == MF_B_PAGED;
+	    b == MF_B_OPTIMIZER || b == MF_B_PAGED || b == MF_B_ADAPTERS;
 }
 
 int
@@ -369,8 +391,7 @@ mf_est_compute(const struct mf_model *m, const struct mf_workload *w,
 	} else {
 		mf_est_buckets(m, w, &e);
 	}
-	e.shards =
-	    w->kind == MF_TRAINING && w->method == MF_FULL ? w->shard_gpus : 1;
+	e.shards = w->kind == MF_TRAINING ? w->shard_gpus : 1;
 	mf_est_layout(m, w, &e);
 	for (b = 0; b < MF_B_COUNT; b++)
 		if (mf_est_counted((enum mf_bucket)b))

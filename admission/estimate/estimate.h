@@ -328,6 +328,17 @@ enum mf_rc mf_estimator_parse(const char *name, enum mf_estimator *out);
 int mf_est_offload_refused(const struct mf_workload *w, char *why, size_t size);
 
 /*
+ * Whether the estimate refuses w's sharding (design 22): 0 when it models
+ * it (full fine-tuning; LoRA under FSDP alone, as torchtune's distributed
+ * LoRA recipe and accelerate run it and tests/torch/dist.py measured it),
+ * or w is not sharded; otherwise 1, with why (when not NULL, size bytes)
+ * the reason, to follow the field's name.  The one owner of that rule:
+ * the manifest's error, the estimate's domain and the fixes offered ask
+ * it.
+ */
+int mf_est_shard_refused(const struct mf_workload *w, char *why, size_t size);
+
+/*
  * Whether the estimate models w's optimizerInBackward (design 19) on gpus
  * GPUs: 0 when it does, or w does not ask for it; otherwise 1, with why
  * (when not NULL, size bytes) the reason, to follow the field's name:

@@ -55,9 +55,10 @@ applies(const struct mf_job *job, const struct mf_workload *w, enum mf_fix f)
 	case MF_FIX_QLORA:
 		return train && w->method != MF_QLORA;
 	case MF_FIX_FSDP:
-		/* Full fine-tuning not yet sharded, on more than one GPU if
-		 * the job asked for a count. */
-		return train && w->method == MF_FULL && w->shard_gpus <= 1 &&
+		/* Full fine-tuning or LoRA not yet sharded, on more than one
+		 * GPU if the job asked for a count (QLoRA's sharding is not
+		 * modelled: mf_est_shard_refused). */
+		return train && w->method != MF_QLORA && w->shard_gpus <= 1 &&
 		    w->tensor * w->pipeline == 1 &&
 		    (!job->count_given || job->count > 1);
 	case MF_FIX_KVFP8:
@@ -302,5 +303,8 @@ mf_fix_compatible(unsigned fixes)
 	/* fsdp and tensor choose their own counts. */
 	if ((fixes & MF_FIXBIT(MF_FIX_REPLICAS)) && (fixes & split))
 		return 0;
-	return !((fixes & lora) && (fixes & MF_FIXBIT(MF_FIX_FSDP)));
+	/* LoRA under FSDP is modelled, QLoRA's is not
+	 * (mf_est_shard_refused). */
+	return !((fixes & MF_FIXBIT(MF_FIX_QLORA)) &&
+	    (fixes & MF_FIXBIT(MF_FIX_FSDP)));
 }

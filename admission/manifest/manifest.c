@@ -169,21 +169,34 @@ check_lengths(struct mf_job *job, const char *base, int line, int column,
 	return MF_OK;
 }
 
-/* Activation offloading where the estimate does not model it
- * (mf_est_offload_refused), the error at the field where it is written. */
+/* The error why at spec's workload.name, where it is written. */
+static enum mf_rc
+refuse_at(const char *base, const struct mf_node *spec, const char *name,
+    const char *why, struct mf_error *err)
+{
+	const struct mf_node *n =
+	    mf_node_get(mf_node_get(spec, "workload"), name);
+	char p[PATHMAX], field[64];
+
+	snprintf(field, sizeof(field), "workload.%s", name);
+	return mf_error_set(err, MF_EINVAL, mf_path(p, sizeof(p), base, field),
+	    n != NULL ? n->line : 0, n != NULL ? n->column : 0, "%s", why);
+}
+
+/* Activation offloading and sharding where the estimate does not model
+ * them (mf_est_offload_refused, mf_est_shard_refused), the error at the
+ * field where it is written. */
 static enum mf_rc
 check_offload(const struct mf_job *job, const char *base,
     const struct mf_node *spec, struct mf_error *err)
 {
-	const struct mf_node *n;
-	char p[PATHMAX], why[320];
+	char why[320];
 
-	if (!mf_est_offload_refused(&job->work, why, sizeof(why)))
-		return MF_OK;
-	n = mf_node_get(mf_node_get(spec, "workload"), "activationOffload");
-	return mf_error_set(err, MF_EINVAL,
-	    mf_path(p, sizeof(p), base, "workload.activationOffload"),
-	    n != NULL ? n->line : 0, n != NULL ? n->column : 0, "%s", why);
+	if (mf_est_offload_refused(&job->work, why, sizeof(why)))
+		return refuse_at(base, spec, "activationOffload", why, err);
+	if (mf_est_shard_refused(&job->work, why, sizeof(why)))
+		return refuse_at(base, spec, "sharding", why, err);
+	return MF_OK;
 }
 
 /* Where the lengths and LoRA's targets are written, for the errors that

@@ -102,7 +102,8 @@ def llama(h, a, kv, I, V, L=2, tied=False):
 
 
 # name: (world, tensor, fsdp ranks, sequence parallel, loss parallel,
-# checkpointing, reshard after forward, config, s, b).  Shapes divide by
+# checkpointing, reshard after forward, config, s, b[, LoRA's adapters'
+# dtype]).  Shapes divide by
 # the GPUs that split them (FSDP pads each parameter's rows to a multiple
 # of its ranks, which memfloor does not count), but for the vocabulary of
 # "tp4-uneven", which DTensor splits as torch.chunk does.
@@ -135,7 +136,32 @@ CASES = {
                    64, 1),
     "tp2-fsdp2": (4, 2, 2, 1, 1, 0, 1, llama(128, 4, 2, 384, 1000, L=3), 64,
                   1),
+    # LoRA under FSDP (design 22): PEFT's all-linear adapters on the frozen
+    # bf16 base, fp32 (PEFT's) or bf16 (torchtune's, its recipe's AdamW
+    # with bf16 moments), every decoder layer a unit with its adapters
+    # and the root the rest, as torchtune 0.6.1's shard_model and
+    # accelerate's FSDP2 wrapping make them.
+    "fsdp2-lora": (2, 1, 2, 0, 0, 0, 1, llama(128, 4, 2, 384, 1000, L=3),
+                   64, 1, "fp32"),
+    # Two layers: no reduce-scatter input kept beside a layer's gradients
+    # while the next layer is prefetched.
+    "fsdp2-lora-bf16": (2, 1, 2, 0, 0, 1, 1,
+                        llama(128, 4, 2, 384, 1000, L=2), 64, 1, "bf16"),
+    # A vocabulary wide beside one layer: the root held twice (2R + Ug).
+    "fsdp2-lora-root": (2, 1, 2, 0, 0, 0, 1,
+                        llama(64, 4, 2, 128, 4000, L=1), 32, 1, "fp32"),
+    "fsdp4-lora": (4, 1, 4, 0, 0, 0, 1, llama(128, 4, 2, 384, 1000, L=4),
+                   64, 1, "fp32"),
+    "fsdp4-lora-keep": (4, 1, 4, 0, 0, 0, 0,
+                        llama(128, 4, 2, 384, 1000, L=4), 64, 1, "bf16"),
 }
+# LoRA's rank in the LoRA cases (PEFT's all-linear targets).
+LORA_RANK = 8
+
+
+def lora_of(case):
+    """The adapters' dtype of a LoRA case; None for full fine-tuning."""
+    return case[10] if len(case) > 10 else None
 
 
 # --- measuring --------------------------------------------------------------
@@ -351,10 +377,36 @@ def _copy_in_sampled(grads, rs_input, *a, **k):
 _fsdp_collectives.foreach_reduce_scatter_copy_in = _copy_in_sampled
 
 
-def recipe(params):
+class TrueLocal:
+    """torch.optim.AdamW over 16-bit adapters, as torchtune steps a bf16
+    model's (measure.py's TrueRecipe): moments in the parameters' dtype,
+    no master copy; its state made before the step is measured, and
+    counted by the rank's local shards."""
+
+    def __init__(self, params):
+        self.params = [p for p in params if p.requires_grad]
+        self.opt = torch.optim.AdamW(self.params, lr=1e-4, foreach=False)
+        for p in self.params:
+            st = self.opt.state[p]
+            st["step"] = torch.tensor(0.0)
+            st["exp_avg"] = torch.zeros_like(p)
+            st["exp_avg_sq"] = torch.zeros_like(p)
+
+    def state_bytes(self):
+        return storages(t for st in self.opt.state.values()
+                        for k, t in st.items() if k != "step")
+
+    def step(self):
+        self.opt.step()
+
+
+def recipe(params, case=None):
     """AdamW as memfloor counts it (measure.py's Recipe) over each rank's
     local shards: fp32 master weights and moments, a loop over
-    parameters."""
+    parameters; fp32 adapters their own master; bf16 adapters as
+    TrueLocal steps them."""
+    if case is not None and lora_of(case) == "bf16":
+        return TrueLocal(params)
     return Recipe(params, view=local)
 
 
@@ -423,7 +475,9 @@ def tp_plan(model, mesh, sp, lp):
 
 
 def build(case, layers, meshes):
-    world, tensor, shards, sp, lp, ckpt, raf, c, s, b = case
+    world, tensor, shards, sp, lp, ckpt, raf, c, s, b = case[:10]
+    if lora_of(case) is not None:
+        return build_lora(case, layers, meshes)
     torch.manual_seed(0)
     model = AutoModelForCausalLM.from_config(
         hf.hf_config(dict(c, num_hidden_layers=layers)),
@@ -441,6 +495,23 @@ def build(case, layers, meshes):
             fully_shard(layer, mesh=meshes["dp"],
                         reshard_after_forward=bool(raf))
         fully_shard(model, mesh=meshes["dp"], reshard_after_forward=bool(raf))
+    return model
+
+
+def build_lora(case, layers, meshes):
+    """PEFT's all-linear LoRA on the bf16 model (hf.build), fully_shard on
+    every decoder layer, adapters and all, then on the whole: the units of
+    torchtune 0.6.1's shard_model (training/_distributed.py,
+    get_shard_conditions: the modules named layers.i, then the model) and
+    of accelerate's FSDP2 wrapping of a PEFT model."""
+    world, tensor, shards, sp, lp, ckpt, raf, c, s, b = case[:10]
+    model = hf.build(c, layers, "bf16", "sdpa", ckpt=bool(ckpt),
+                     lora="all-linear", rank=LORA_RANK,
+                     lora_dtype=lora_of(case))
+    for layer in model.get_base_model().model.layers:
+        fully_shard(layer, mesh=meshes["dp"],
+                    reshard_after_forward=bool(raf))
+    fully_shard(model, mesh=meshes["dp"], reshard_after_forward=bool(raf))
     return model
 
 
@@ -466,7 +537,7 @@ def parallel_loss(case):
 
 def measure_case(case, meshes):
     """What this rank holds of case: a dict of bytes."""
-    world, tensor, shards, sp, lp, ckpt, raf, c, s, b = case
+    world, tensor, shards, sp, lp, ckpt, raf, c, s, b = case[:10]
     L = c["num_hidden_layers"]
     ids = torch.randint(0, c["vocab_size"], (b, s))
     out = {}
@@ -496,16 +567,24 @@ def measure_case(case, meshes):
         model = build(case, L, meshes)
         METER.attach(model)
         METER.on = True
-        step_of(model, recipe(model.parameters()), case, ids)()
+        step_of(model, recipe(model.parameters(), case), case, ids)()
         METER.on = False
         out["shardingBuffers"] = METER.max
     model = build(case, L, meshes)
-    opt = recipe(model.parameters())
+    opt = recipe(model.parameters(), case)
     out["weights"] = storages(model.parameters())
     out["optimizer"] = opt.state_bytes()
     # The token ids (transformers' labels are the same tensor).
     held = out["weights"] + out["optimizer"] + ids.numel() * 8
     out["peak"] = held + peak_of(step_of(model, opt, case, ids, out))
+    if lora_of(case) is not None:
+        # memfloor's adapters: their weights, gradients and optimizer
+        # state; its weights the frozen base.
+        trained = [p for p in model.parameters() if p.requires_grad]
+        out["weights"] = storages(p for p in model.parameters()
+                                  if not p.requires_grad)
+        out["adapters"] = (storages(trained) + out.pop("gradients") +
+                           out.pop("optimizer"))
     return out
 
 
@@ -580,7 +659,7 @@ def measure_world(world, names):
 # --- memfloor ---------------------------------------------------------------
 
 def memfloor(case):
-    world, tensor, shards, sp, lp, ckpt, raf, c, s, b = case
+    world, tensor, shards, sp, lp, ckpt, raf, c, s, b = case[:10]
     workload = {
         "kind": "training", "sequenceLength": s, "microBatch": b,
         "precision": "bf16", "attention": "sdpa",
@@ -591,13 +670,17 @@ def memfloor(case):
     if shards > 1:
         workload["sharding"] = {"gpus": shards,
                                 "reshardAfterForward": bool(raf)}
+    if lora_of(case) is not None:
+        workload.update(method="lora", lora={
+            "rank": LORA_RANK, "targets": "all-linear",
+            "dtype": lora_of(case)})
     est = estimate(c, workload)
     buckets = {x["name"]: x["perGpuBytes"] for x in est["buckets"]}
     return buckets, est["perGpuBytes"]
 
 
-BUCKETS = ("weights", "gradients", "optimizer", "activations", "logits",
-           "shardingBuffers")
+BUCKETS = ("weights", "gradients", "optimizer", "adapters", "activations",
+           "logits", "shardingBuffers")
 
 
 def check(name, ranks, rows, errors):

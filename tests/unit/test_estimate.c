@@ -997,26 +997,58 @@ test_est_per_gpu(void **state)
 	assert_int_equal(mf_est_per_gpu(&e, INT64_MAX), 611);
 }
 
+/*
+ * LoRA under FSDP over 8 GPUs (design 22), Llama 3.1 8B, all-linear rank
+ * 16, fp32 adapters on the bf16 base, s 4096: a layer U = 2 x 4096^2 +
+ * 2 x 4096 x 1024 + 3 x 4096 x 14336 + 2 x 4096 = 218,112,000, the root
+ * 8,030,261,248 - 32 x U = 1,050,677,248, a layer's adapters A = 16 x
+ * (8192 + 5120 + 5120 + 8192 + 3 x 18432) = 1,310,720 (T = 32 A =
+ * 41,943,040).  A unit gathered: Ug = 2U + 4A = 441,466,880.
+ * - reshard after forward: max(2 x 2R + Ug, 2R + 2Ug + 2 x 4A) =
+ *   max(4,644,175,872, 2,101,354,496 + 882,933,760 + 10,485,760 =
+ *   2,994,774,016) = 4,644,175,872;
+ * - layers kept: max(the first, 2R + 33 Ug = 16,669,761,536, 2R + 32 Ug
+ *   + 2 x 4A = 16,238,780,416) = 16,669,761,536.
+ * Per GPU the base 16,060,522,496 / 8 = 2,007,565,312 and the adapters
+ * 16T = 671,088,640 / 8 = 83,886,080.  The estimator post's buffers: 4U =
+ * 872,448,000.  Inference ignores sharding; QLoRA's is refused.
+ */
 static void
-test_est_sharding_only_full(void **state)
+test_est_sharding_lora(void **state)
 {
-	struct mf_workload w = ref_workload();
+	struct mf_workload w;
 	struct mf_estimate e;
 
 	(void)state;
-	/* One GPU: no buffers, nothing divided. */
-	w.shard_gpus = 1;
-	e = est(&llama8b, &w);
-	assert_int_equal(e.bucket[MF_B_SHARDING], 0);
-	assert_int_equal(e.per_gpu, e.total);
-	/* FSDP is for full training: LoRA and inference ignore it. */
-	w.shard_gpus = 8;
+	mf_workload_defaults(&w);
+	w.seq_len = 4096;
 	w.method = MF_LORA;
+	w.shard_gpus = 8;
 	e = est(&llama8b, &w);
-	assert_int_equal(e.bucket[MF_B_SHARDING], 0);
-	assert_int_equal(e.per_gpu, e.total);
+	assert_int_equal(e.trainable, INT64_C(41943040));
+	assert_int_equal(e.shards, 8);
+	assert_int_equal(e.bucket[MF_B_SHARDING], INT64_C(4644175872));
+	assert_int_equal(mf_est_bucket_per_gpu(&e, MF_B_WEIGHTS),
+	    INT64_C(2007565312));
+	assert_int_equal(mf_est_bucket_per_gpu(&e, MF_B_ADAPTERS),
+	    INT64_C(83886080));
+	assert_int_equal(e.per_gpu,
+	    e.total - INT64_C(16060522496) - INT64_C(671088640) +
+	        INT64_C(2007565312) + INT64_C(83886080));
+	w.reshard_after_forward = 0;
+	assert_int_equal(est(&llama8b, &w).bucket[MF_B_SHARDING],
+	    INT64_C(16669761536));
+	w.estimator = MF_EST_POST;
+	assert_int_equal(est(&llama8b, &w).bucket[MF_B_SHARDING],
+	    INT64_C(872448000));
+	w.method = MF_QLORA;
+	assert_true(mf_est_shard_refused(&w, NULL, 0));
+	assert_int_equal(mf_est_compute(&llama8b, &w, &e), MF_EINVAL);
+	w.method = MF_LORA;
+	w.tensor = 2;
+	assert_true(mf_est_shard_refused(&w, NULL, 0));
+	w.tensor = 1;
 	w.kind = MF_INFERENCE;
-	w.method = MF_FULL;
 	w.context_len = 16;
 	e = est(&llama8b, &w);
 	assert_int_equal(e.bucket[MF_B_SHARDING], 0);
@@ -1699,6 +1731,9 @@ serving_formulas_match_bytes(const struct mf_model *const *models, size_t n)
 			w.activation_offload = v / 31 % 2;
 			if (mf_est_offload_refused(&w, NULL, 0))
 				w.activation_offload = 0;
+			/* QLoRA is not sharded (mf_est_shard_refused). */
+			if (mf_est_shard_refused(&w, NULL, 0))
+				w.shard_gpus = 1;
 			formulas_agree(models[i], &w);
 		}
 }
@@ -1740,6 +1775,8 @@ test_formulas_match_bytes(void **state)
 			w.concurrency = 4;
 			w.context_len = 128;
 			w.kv_dtype = (enum mf_kv_dtype)(v % 3);
+			if (mf_est_shard_refused(&w, NULL, 0))
+				w.shard_gpus = 1;
 			formulas_agree(models[i], &w);
 			/* The optimizer in backward, where it is modelled. */
 			w.optimizer_in_backward = 1;
@@ -1890,6 +1927,8 @@ loss_formulas_agree(enum mf_loss loss)
 			w.seq_len = x % 2 ? 31 : 64, x /= 2;
 			w.micro_batch = x % 2 ? 3 : 1, x /= 2;
 			w.shard_gpus = x % 2 ? 4 : 1;
+			if (mf_est_shard_refused(&w, NULL, 0))
+				w.shard_gpus = 1;
 			formulas_agree(models[i], &w);
 		}
 	mf_workload_defaults(&w);
@@ -2619,7 +2658,7 @@ main(void)
 		cmocka_unit_test(test_est_lora_variants),
 		cmocka_unit_test(test_est_rounding),
 		cmocka_unit_test(test_est_per_gpu),
-		cmocka_unit_test(test_est_sharding_only_full),
+		cmocka_unit_test(test_est_sharding_lora),
 		cmocka_unit_test(test_est_head_dim_inference),
 		cmocka_unit_test(test_est_overflow),
 		cmocka_unit_test(test_est_bad_workload),

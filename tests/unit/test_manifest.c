@@ -436,6 +436,14 @@ test_read_sharding_sets_count(void **state)
 	    &doc, &job);
 	assert_int_equal(job.count, 4);
 	mf_doc_free(doc);
+	/* LoRA under FSDP (design 22). */
+	read_ok(MSPEC "  workload:\n    method: lora\n"
+	              "    sequenceLength: 4096\n    sharding: {gpus: 8}\n",
+	    &doc, &job);
+	assert_int_equal(job.work.method, MF_LORA);
+	assert_int_equal(job.work.shard_gpus, 8);
+	assert_int_equal(job.count, 8);
+	mf_doc_free(doc);
 }
 
 /* Quantities in every notation of design 2. */
@@ -1466,13 +1474,17 @@ static void
 test_err_sharding(void **state)
 {
 	(void)state;
-	expect_err(MSPEC "  workload:\n    method: lora\n"
+	/* QLoRA under FSDP, and LoRA under FSDP with tensor parallel, are
+	 * not modelled (mf_est_shard_refused). */
+	expect_err(MSPEC "  workload:\n    method: qlora\n"
 	                 "    sequenceLength: 4096\n    sharding: {gpus: 2}\n",
 	    "spec.workload.sharding", 11,
-	    "applies only with method: full, and this job has method: lora");
-	expect_err(MSPEC "  workload:\n    method: qlora\n"
-	                 "    sequenceLength: 4096\n    sharding: {gpus: 1}\n",
-	    "spec.workload.sharding", 11, "this job has method: qlora");
+	    "is not modelled with method qlora: FSDP-QLoRA's sharded 4-bit storage has not been measured");
+	expect_err(MSPEC "  workload:\n    method: lora\n"
+	                 "    sequenceLength: 4096\n    sharding: {gpus: 2}\n"
+	                 "    parallelism: {tensor: 2}\n",
+	    "spec.workload.sharding", 11,
+	    "LoRA under FSDP with tensor, pipeline or expert parallelism has not been measured");
 	expect_err(MSPEC "  workload:\n    kind: inference\n"
 	                 "    contextLength: 4096\n    sharding: {gpus: 2}\n",
 	    "spec.workload.sharding", 11,

@@ -1414,22 +1414,49 @@ test_fix_sets_exclusive(void **state)
 	mf_cat_unref(c24);
 }
 
-/* fsdp is for full fine-tuning only: a LoRA job is never sharded. */
+/*
+ * fsdp shards a LoRA job too (design 22), never a QLoRA one
+ * (mf_est_shard_refused).  LoRA without checkpointing: 16,060,522,496 +
+ * 671,088,640 + 18,253,611,008 + 2,101,346,304 = 37,086,568,448 on one
+ * GPU.  The fsdp entry takes the post's cumulative fixes before it
+ * (checkpointing: the activations 32 x 4096 x 4096 x 2 = 1,073,741,824);
+ * over N GPUs the base and the adapters divided, the activations and
+ * transient whole, and the post's buffers 4 x 218,112,000:
+ * ceil(16,060,522,496 / N) + ceil(671,088,640 / N) + 1,073,741,824 +
+ * 2,101,346,304 + 872,448,000.
+ */
 static void
-test_fsdp_full_only(void **state)
+test_fsdp_lora_not_qlora(void **state)
 {
 	struct mf_catalog *cat =
 	    cat_parse(CAT_HDR GPU("small16", "16G", "0.20", "0.1"));
 	struct mf_decision d;
 	struct fx f;
+	int seen = 0;
 
 	(void)state;
-	/* LoRA without checkpointing: 16,060,522,496 + 671,088,640 +
-	 * 18,253,611,008 + 2,101,346,304 = 37,086,568,448. */
 	job_load(&f, LLAMA WL("    method: lora\n") FIXES("fsdp"));
 	place(&f, cat, &d);
 	assert_false(d.admitted);
 	assert_int_equal(d.need, INT64_C(37086568448));
+	for (size_t i = 0; i < d.nfixes; i++) {
+		int64_t n = d.fixes[i].gpus;
+
+		if (d.fixes[i].fix != MF_FIX_FSDP)
+			continue;
+		seen = 1;
+		assert_true(n > 1);
+		assert_true(d.fixes[i].fixes & MF_FIXBIT(MF_FIX_CHECKPOINTING));
+		assert_int_equal(d.fixes[i].need,
+		    (INT64_C(16060522496) + n - 1) / n +
+		        (INT64_C(671088640) + n - 1) / n + INT64_C(1073741824) +
+		        INT64_C(2101346304) + INT64_C(872448000));
+	}
+	assert_true(seen);
+	job_free(&f);
+	job_load(&f, LLAMA WL("    method: qlora\n") FIXES("fsdp"));
+	place(&f, cat, &d);
+	assert_false(d.admitted);
 	for (size_t i = 0; i < d.nfixes; i++)
 		assert_int_not_equal(d.fixes[i].fix, MF_FIX_FSDP);
 	job_free(&f);
@@ -2839,7 +2866,7 @@ main(void)
 		cmocka_unit_test(test_fixes_applicable_only),
 		cmocka_unit_test(test_fixes_optimizer_in_backward),
 		cmocka_unit_test(test_fix_sets_exclusive),
-		cmocka_unit_test(test_fsdp_full_only),
+		cmocka_unit_test(test_fsdp_lora_not_qlora),
 		cmocka_unit_test(test_key_case_limits),
 		cmocka_unit_test(test_many_options),
 		cmocka_unit_test(test_nodes_speed_and_cost),
