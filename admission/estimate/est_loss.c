@@ -99,7 +99,7 @@ chunked_head(const struct mf_model *m, const struct mf_workload *w, int64_t q,
 
 	/* The head's gradient: the unsharded one under FSDP, as fully_shard
 	 * gathers it (est_fsdp.c). */
-	g = w->shard_gpus > 1 ? (w->precision == MF_FP32 ? 4 : 2) : pr->grad;
+	g = mf_est_fsdp_on(w) ? (w->precision == MF_FP32 ? 4 : 2) : pr->grad;
 	sb = mf_cmul(w->seq_len, w->micro_batch);
 	rest = mf_cmul(w->micro_batch, mf_cmul(n - 2, q));
 	mf_text_str(f, ", ");

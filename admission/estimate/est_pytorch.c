@@ -1106,9 +1106,16 @@ torch_transient(const struct mf_model *m, const struct mf_workload *w,
 	if (w->method != MF_FULL)
 		mlp = mf_max_poisoned(mlp, lora_forward(m, w, ebytes, rg, &f));
 	/* Pmax: the largest trainable tensor (with LoRA, an adapter). */
-	mf_text_str(&f, "Pmax x ");
-	mf_text_int(&f, n);
-	if (w->shard_gpus > 1) {
+	if (w->shard_cpu_offload) {
+		/* FSDP's CPU offload steps the host's shards: nothing on the
+		 * GPU. */
+		step = 0;
+		mf_text_str(&f, "0");
+	} else {
+		mf_text_str(&f, "Pmax x ");
+		mf_text_int(&f, n);
+	}
+	if (w->shard_gpus > 1 && !w->shard_cpu_offload) {
 		/* FSDP steps each GPU's shard of every parameter. */
 		step = mf_cdiv_up(step, w->shard_gpus);
 		mf_text_str(&f, " / N");

@@ -367,7 +367,7 @@ mf_est_state(const struct mf_model *m, const struct mf_workload *w,
 		mf_est_per_param(e, MF_B_ADAPTERS, "T", T,
 		    adapter_bytes(w->optimizer, mf_est_lora_bytes(w)));
 	}
-	if (w->shard_gpus > 1) {
+	if (mf_est_fsdp_on(w)) {
 		/* The post's: one layer gathered while the next is
 		 * prefetched (the estimator pytorch's in est_fsdp.c). */
 		mf_text_init(&f, e->formula[MF_B_SHARDING]);

@@ -150,14 +150,46 @@ mf_est_offload_refused(const struct mf_workload *w, char *why, size_t size)
 }
 
 int
+mf_est_fsdp_on(const struct mf_workload *w)
+{
+	return w->kind == MF_TRAINING &&
+	    (w->shard_gpus > 1 || w->shard_cpu_offload);
+}
+
+/* Why w's sharding.cpuOffload is refused into why; 0 when it is not. */
+static int
+cpu_offload_refused(const struct mf_workload *w, char *why, size_t size)
+{
+	if (!w->shard_cpu_offload)
+		return 0;
+	if (w->tensor > 1 || w->pipeline > 1 || w->expert > 1)
+		snprintf(why, size,
+		    "cpuOffload is modelled with FSDP alone: with tensor, pipeline or expert parallelism it has not been measured; this job has parallelism tensor %lld, pipeline %lld, expert %lld",
+		    (long long)w->tensor, (long long)w->pipeline,
+		    (long long)w->expert);
+	else if (w->activation_offload)
+		snprintf(why, size,
+		    "cpuOffload is not modelled together with activationOffload: the two offloads together have not been measured; this job has activationOffload: true");
+	else if (w->optimizer_in_backward)
+		snprintf(why, size,
+		    "cpuOffload is not modelled together with optimizerInBackward: the optimizer stepping the host's shards in backward has not been measured; this job has optimizerInBackward: true");
+	else
+		return 0;
+	return 1;
+}
+
+int
 mf_est_shard_refused(const struct mf_workload *w, char *why, size_t size)
 {
-	if (w->kind != MF_TRAINING || w->shard_gpus <= 1 ||
-	    w->method == MF_FULL)
+	if (!mf_est_fsdp_on(w))
 		return 0;
 	if (w->method == MF_QLORA)
 		snprintf(why, size,
 		    "is not modelled with method qlora: FSDP-QLoRA's sharded 4-bit storage has not been measured; sharding applies to methods full and lora");
+	else if (cpu_offload_refused(w, why, size))
+		return 1;
+	else if (w->method == MF_FULL)
+		return 0;
 	else if (w->tensor > 1 || w->pipeline > 1 || w->expert > 1)
 		snprintf(why, size,
 		    "is modelled for LoRA with FSDP alone: LoRA under FSDP with tensor, pipeline or expert parallelism has not been measured; this job has parallelism tensor %lld, pipeline %lld, expert %lld",
@@ -346,6 +378,35 @@ mf_est_bucket_per_gpu(const struct mf_estimate *e, enum mf_bucket b)
 	return mf_est_gpu_bucket(e->stage, b, e->shards);
 }
 
+/*
+ * sharding.cpuOffload (design 22): FSDP2's CPUOffloadPolicy keeps the
+ * shards on the host (FSDPParam's sharded data, refused on the device by
+ * _validate_cpu_offload_params), copies each reduce-scattered gradient
+ * shard there (foreach_reduce) and the optimizer steps them there, so the
+ * weights, gradients, optimizer state and adapters take no GPU memory: 0,
+ * their formula kept after "host memory: ".  Measured on the simulated
+ * device of tests/torch/dist.py.
+ */
+static void
+host_state(struct mf_estimate *e)
+{
+	static const enum mf_bucket state[] = { MF_B_WEIGHTS, MF_B_GRADIENTS,
+		MF_B_OPTIMIZER, MF_B_ADAPTERS };
+	char was[MF_FORMULA_MAX];
+	struct mf_text f;
+
+	for (size_t i = 0; i < sizeof(state) / sizeof(state[0]); i++) {
+		assert(state[i] >= 0 && state[i] < MF_B_COUNT);
+		if (e->bucket[state[i]] == 0)
+			continue;
+		memcpy(was, e->formula[state[i]], sizeof(was));
+		mf_text_init(&f, e->formula[state[i]]);
+		mf_text_str(&f, "host memory: ");
+		mf_text_str(&f, was);
+		e->bucket[state[i]] = 0;
+	}
+}
+
 void
 mf_est_buckets(const struct mf_model *m, const struct mf_workload *w,
     struct mf_estimate *e)
@@ -356,6 +417,8 @@ mf_est_buckets(const struct mf_model *m, const struct mf_workload *w,
 	else {
 		assert(w->estimator >= 0 && w->estimator < MF_EST_COUNT);
 		estimators[w->estimator]->training(m, w, e);
+		if (w->shard_cpu_offload)
+			host_state(e);
 	}
 	/* What lives outside the layers stays on the stage with the head. */
 	if (m->no_head)

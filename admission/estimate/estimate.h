@@ -83,6 +83,9 @@ struct mf_workload {
 	int qlora_kbit_prep;       /* qlora.kbitPrep: PEFT's
 	                              prepare_model_for_kbit_training */
 	int reshard_after_forward; /* sharding.reshardAfterForward, default 1 */
+	int shard_cpu_offload;     /* sharding.cpuOffload: FSDP's shards, their
+	                              gradients and the optimizer state in host
+	                              memory, default 0 */
 	int sequence_parallel;     /* parallelism.sequenceParallel, default 0 */
 	int loss_parallel;         /* parallelism.lossParallel, default 0 */
 	int64_t seq_len;           /* training: tokens per sequence (s) */
@@ -337,6 +340,10 @@ int mf_est_offload_refused(const struct mf_workload *w, char *why, size_t size);
  * it.
  */
 int mf_est_shard_refused(const struct mf_workload *w, char *why, size_t size);
+
+/* Whether w trains under FSDP: over more than one GPU, or with
+ * sharding.cpuOffload on any count (FSDP on one GPU offloads too). */
+int mf_est_fsdp_on(const struct mf_workload *w);
 
 /*
  * Whether the estimate models w's optimizerInBackward (design 19) on gpus

@@ -131,6 +131,7 @@ static const struct frow work_rows[] = {
 	WORK(pipeline),
 	WORK(expert),
 	WORK(server_version),
+	WORK(shard_cpu_offload),
 };
 
 /* The member row describes in the struct at base, as a signed integer

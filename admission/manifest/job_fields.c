@@ -285,6 +285,10 @@ static const struct mf_field sharding_rows[] = {
 	    .base = MF_FB_WORK, .offset = WOFF(reshard_after_forward),
 	    .flags = MF_FF_DEFAULT, .idef = 1, .title = "Reshard after forward",
 	    .doc = "false keeps each layer's gathered weights from forward to backward" },
+	{ .key = "cpuOffload", .type = MF_FT_BOOL, .base = MF_FB_WORK,
+	    .offset = WOFF(shard_cpu_offload), .flags = MF_FF_DEFAULT,
+	    .idef = 0, .title = "FSDP CPU offload",
+	    .doc = "the shards, their gradients and the optimizer state in host memory, the optimizer stepped there (FSDP2's CPUOffloadPolicy, torchtune's fsdp_cpu_offload): the GPU holds the units in flight; with gpus 1, FSDP on one GPU" },
 };
 
 static const struct mf_field parallelism_rows[] = {

@@ -1055,6 +1055,63 @@ test_est_sharding_lora(void **state)
 	assert_int_equal(e.per_gpu, e.total);
 }
 
+/*
+ * sharding.cpuOffload (design 22), Llama 3.1 8B over 8 GPUs, s 4096: the
+ * weights, gradients and optimizer state on the host, none on a GPU, and
+ * no optimizer step on it.  Full fine-tuning's buffers (U = 218,112,000,
+ * R = 1,050,677,248, H = 128256 x 4096 + 4096 = 525,340,672): max(2R + U
+ * + ceil(U / 8) = 2,346,730,496, R + H + 4U = 2,448,465,920) x 2 =
+ * 4,896,931,840, the same on one GPU (no all-gather, no copies).  LoRA's
+ * (test_est_sharding_lora's Ug = 441,466,880, A x 4 = 5,242,880, 2R =
+ * 2,101,354,496 bytes): 2 x 2,101,354,496 + Ug + ceil(Ug / 8) =
+ * 4,699,359,232 above R + 2Ug + 2 x 4A = 2,994,774,016 and the prefetch's
+ * R + 2Ug + ceil(Ug / 8) + 4A = 3,044,714,496.
+ */
+static void
+test_est_cpu_offload(void **state)
+{
+	struct mf_workload w;
+	struct mf_estimate e;
+
+	(void)state;
+	mf_workload_defaults(&w);
+	w.seq_len = 4096;
+	w.shard_gpus = 8;
+	w.shard_cpu_offload = 1;
+	e = est(&llama8b, &w);
+	assert_int_equal(e.bucket[MF_B_WEIGHTS], 0);
+	assert_int_equal(e.bucket[MF_B_GRADIENTS], 0);
+	assert_int_equal(e.bucket[MF_B_OPTIMIZER], 0);
+	assert_int_equal(e.bucket[MF_B_SHARDING], INT64_C(4896931840));
+	assert_int_equal(e.per_gpu,
+	    e.bucket[MF_B_ACTIVATIONS] + e.bucket[MF_B_LOGITS] +
+	        e.bucket[MF_B_TRANSIENT] + e.bucket[MF_B_SHARDING]);
+	assert_non_null(strstr(e.formula[MF_B_WEIGHTS], "host memory: P x 2"));
+	w.shard_gpus = 1;
+	e = est(&llama8b, &w);
+	assert_int_equal(e.bucket[MF_B_SHARDING], INT64_C(4896931840));
+	assert_int_equal(e.bucket[MF_B_WEIGHTS], 0);
+	w.shard_gpus = 8;
+	w.method = MF_LORA;
+	e = est(&llama8b, &w);
+	assert_int_equal(e.bucket[MF_B_ADAPTERS], 0);
+	assert_int_equal(e.bucket[MF_B_SHARDING], INT64_C(4699359232));
+	/* Not measured: with tensor parallel, activation offloading, the
+	 * optimizer in backward. */
+	w.method = MF_FULL;
+	w.tensor = 2;
+	assert_true(mf_est_shard_refused(&w, NULL, 0));
+	w.tensor = 1;
+	w.shard_gpus = 1;
+	w.checkpointing = MF_CKPT_FULL;
+	w.activation_offload = 1;
+	assert_true(mf_est_shard_refused(&w, NULL, 0));
+	w.activation_offload = 0;
+	w.optimizer_in_backward = 1;
+	w.precision = MF_BF16_TRUE;
+	assert_true(mf_est_shard_refused(&w, NULL, 0));
+}
+
 static void
 test_est_head_dim_inference(void **state)
 {
@@ -1468,6 +1525,17 @@ head_params(const struct mf_model *m)
 	return m->no_head ? 0 : mf_model_vocab_rows(m) * m->hidden + m->hidden;
 }
 
+/* A LoRA layer's FSDP unit in bytes: U x b + ceil(T / L) x a. */
+static int64_t
+lora_unit(const struct mf_model *m, const struct mf_workload *w)
+{
+	int64_t t = mf_model_lora_params(m, w->lora_rank, mf_est_lora_mask(w));
+	int64_t l = m->layers > 0 ? m->layers : 1;
+
+	return mf_model_layer_params(m) * (w->precision == MF_FP32 ? 4 : 2) +
+	    (t + l - 1) / l * (w->lora_dtype == MF_LORA_FP32 ? 4 : 2);
+}
+
 /*
  * Check formulas, each of bytes[b], against m's shapes (the whole model,
  * or one GPU's share for the per-GPU formulas) under w, for the estimate
@@ -1554,6 +1622,9 @@ formulas_of(const struct mf_model *m, const struct mf_workload *w,
 		{ "N", (double)w->shard_gpus },
 		{ "r", (double)w->lora_rank },
 		{ "layer params", (double)mf_model_layer_params(m) },
+		/* A LoRA layer's FSDP unit as gathered: its base in the
+		 * base's dtype, its adapters in theirs (est_fsdp.c). */
+		{ "Ug", (double)lora_unit(m, w) },
 		{ "root params", (double)root_params(m) },
 		{ "head params", (double)head_params(m) },
 		/* A decoder layer's largest tensor (optimizerInBackward's
@@ -1731,6 +1802,9 @@ serving_formulas_match_bytes(const struct mf_model *const *models, size_t n)
 			w.activation_offload = v / 31 % 2;
 			if (mf_est_offload_refused(&w, NULL, 0))
 				w.activation_offload = 0;
+			w.shard_cpu_offload = v / 37 % 2;
+			if (mf_est_shard_refused(&w, NULL, 0))
+				w.shard_cpu_offload = 0;
 			/* QLoRA is not sharded (mf_est_shard_refused). */
 			if (mf_est_shard_refused(&w, NULL, 0))
 				w.shard_gpus = 1;
@@ -2659,6 +2733,7 @@ main(void)
 		cmocka_unit_test(test_est_rounding),
 		cmocka_unit_test(test_est_per_gpu),
 		cmocka_unit_test(test_est_sharding_lora),
+		cmocka_unit_test(test_est_cpu_offload),
 		cmocka_unit_test(test_est_head_dim_inference),
 		cmocka_unit_test(test_est_overflow),
 		cmocka_unit_test(test_est_bad_workload),

@@ -443,6 +443,15 @@ test_read_sharding_sets_count(void **state)
 	assert_int_equal(job.work.method, MF_LORA);
 	assert_int_equal(job.work.shard_gpus, 8);
 	assert_int_equal(job.count, 8);
+	assert_int_equal(job.work.shard_cpu_offload, 0);
+	mf_doc_free(doc);
+	/* FSDP with CPU offload on one GPU. */
+	read_ok(MSPEC "  workload:\n    sequenceLength: 4096\n"
+	              "    sharding: {gpus: 1, cpuOffload: true}\n",
+	    &doc, &job);
+	assert_int_equal(job.work.shard_gpus, 1);
+	assert_int_equal(job.work.shard_cpu_offload, 1);
+	assert_int_equal(job.count, 1);
 	mf_doc_free(doc);
 }
 
@@ -1485,6 +1494,15 @@ test_err_sharding(void **state)
 	                 "    parallelism: {tensor: 2}\n",
 	    "spec.workload.sharding", 11,
 	    "LoRA under FSDP with tensor, pipeline or expert parallelism has not been measured");
+	expect_err(MSPEC "  workload:\n    sequenceLength: 4096\n"
+	                 "    gradientCheckpointing: true\n"
+	                 "    activationOffload: true\n"
+	                 "    sharding: {gpus: 1, cpuOffload: true}\n",
+	    "spec.workload.sharding", 12,
+	    "cpuOffload is not modelled together with activationOffload");
+	expect_err(MSPEC "  workload:\n    sequenceLength: 4096\n"
+	                 "    sharding: {gpus: 2, cpuOffload: yes}\n",
+	    "spec.workload.sharding.cpuOffload", 10, "");
 	expect_err(MSPEC "  workload:\n    kind: inference\n"
 	                 "    contextLength: 4096\n    sharding: {gpus: 2}\n",
 	    "spec.workload.sharding", 11,
