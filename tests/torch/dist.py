@@ -66,6 +66,7 @@ import gc
 import json
 import os
 import socket
+import subprocess
 import sys
 import tempfile
 import time
@@ -96,7 +97,7 @@ from transformers import AutoModelForCausalLM  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hf  # noqa: E402
-from measure import Recipe, estimate, peak_of  # noqa: E402
+from measure import CLI, Recipe, estimate, peak_of  # noqa: E402
 
 transformers.logging.set_verbosity_error()
 TOLERANCE = 0.02
@@ -185,6 +186,11 @@ CASES = {
                            {"lora": "fp32", "offload": True}),
     "fsdp1-offload": (1, 1, 1, 0, 0, 0, 1, llama(128, 4, 2, 384, 1000, L=3),
                       64, 1, {"offload": True}),
+    # FSDP-QLoRA (bitsandbytes' NF4 with bf16 quant storage, as
+    # accelerate's FSDP-QLoRA stores it) under fully_shard: does it run?
+    # memfloor refuses it until it does and is measured.
+    "fsdp2-qlora": (2, 1, 2, 0, 0, 0, 1, llama(128, 4, 2, 384, 1000, L=2),
+                    64, 1, {"qlora": True}),
     "fsdp1-lora-offload": (1, 1, 1, 0, 0, 0, 1,
                            llama(128, 4, 2, 384, 1000, L=3), 64, 1,
                            {"lora": "bf16", "offload": True}),
@@ -664,8 +670,38 @@ def parallel_loss(case):
     return loss_parallel() if case[4] else contextlib.nullcontext()
 
 
+def qlora_runs(case, meshes):
+    """Whether bitsandbytes' Linear4bit (NF4, blocks of 64, double
+    quantization, quant_storage bfloat16: accelerate's FSDP-QLoRA) runs a
+    forward and backward under fully_shard: {"runs": 1} or {"runs": 0,
+    "why": the error}."""
+    import bitsandbytes.nn as bnn
+    world, tensor, shards, sp, lp, ckpt, raf, c, s, b = case[:10]
+    torch.manual_seed(0)
+    lin = nn.Linear(c["hidden_size"], c["intermediate_size"], bias=False)
+    q = bnn.Linear4bit(lin.in_features, lin.out_features, bias=False,
+                       compute_dtype=torch.bfloat16, compress_statistics=True,
+                       quant_type="nf4", quant_storage=torch.bfloat16)
+    q.weight = bnn.Params4bit(lin.weight.data.to(torch.bfloat16),
+                              requires_grad=False, compress_statistics=True,
+                              quant_type="nf4", blocksize=64,
+                              quant_storage=torch.bfloat16)
+    q.weight._quantize("cpu")
+    model = nn.Sequential(q)
+    try:
+        fully_shard(model, mesh=meshes["dp"])
+        x = torch.randn(s, c["hidden_size"], dtype=torch.bfloat16,
+                        requires_grad=True)
+        model(x).sum().backward()
+    except Exception as e:  # any failure: it does not run
+        return {"runs": 0, "why": "%s: %s" % (type(e).__name__, e)}
+    return {"runs": 1}
+
+
 def measure_case(case, meshes):
     """What this rank holds of case: a dict of bytes."""
+    if len(case) > 10 and case[10].get("qlora"):
+        return qlora_runs(case, meshes)
     world, tensor, shards, sp, lp, ckpt, raf, c, s, b = case[:10]
     L = c["num_hidden_layers"]
     ids = torch.randint(0, c["vocab_size"], (b, s))
@@ -850,7 +886,45 @@ BUCKETS = ("weights", "gradients", "optimizer", "adapters", "activations",
            "logits", "shardingBuffers")
 
 
+def refused(case):
+    """The field memfloor's error names for case as a QLoRA job, None
+    when it does not refuse it."""
+    c = case[7]
+    job = {"apiVersion": "memfloor.dev/v1", "kind": "Job",
+           "metadata": {"name": "dist-qlora"},
+           "spec": {"model": {"config": c}, "workload": {
+               "kind": "training", "method": "qlora",
+               "sequenceLength": case[8], "sharding": {"gpus": case[2]}}}}
+    with tempfile.NamedTemporaryFile("w", suffix=".json") as f:
+        json.dump(job, f)
+        f.flush()
+        r = subprocess.run([CLI, "estimate", f.name, "-o", "json"],
+                           capture_output=True, text=True)
+    if r.returncode == 0:
+        return None
+    try:
+        return json.loads(r.stdout or r.stderr).get("field")
+    except ValueError:
+        return r.stdout + r.stderr
+
+
+def check_qlora(name, ranks, rows, errors):
+    """FSDP-QLoRA: memfloor refuses it while bitsandbytes does not run
+    under fully_shard; once it runs, it is to be measured."""
+    field = refused(CASES[name])
+    rows.append((name, "runs", ranks[0]["runs"], int(field is None), 0.0))
+    if ranks[0]["runs"]:
+        errors.append("FAIL %s: bitsandbytes' Linear4bit runs under "
+                      "fully_shard now: measure FSDP-QLoRA and model it" %
+                      name)
+    elif field != "spec.workload.sharding":
+        errors.append("FAIL %s: memfloor does not refuse it at "
+                      "spec.workload.sharding (%s)" % (name, field))
+
+
 def check(name, ranks, rows, errors):
+    if "runs" in ranks[0]:
+        return check_qlora(name, ranks, rows, errors)
     got, per_gpu = memfloor(CASES[name])
     for bucket in BUCKETS:
         if bucket not in ranks[0]:
