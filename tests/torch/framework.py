@@ -200,7 +200,8 @@ def torchtune_cases():
             ("full", "8B_full_single_device", None),
             ("lora", "8B_lora_single_device", None),
             ("qlora", "8B_qlora_single_device", None),
-            ("full", "8B_full", {"sharding": {"gpus": 2}})):
+            ("full", "8B_full", {"sharding": {"gpus": 2}}),
+            ("lora", "8B_lora", {"sharding": {"gpus": 2}})):
         cfg = tune_config(name)
         d = tune_common(cfg)
         absent = tune_optimizer(cfg, d)
