@@ -37,6 +37,9 @@
 # one worker per core it has (memfloord's default; nginx is told so).
 # Sharing, the scheduler's time slices between load and server set the
 # tail latency of both.  BENCH_PIN=0 lets them share all cores.
+#
+# BENCH_COUNTS=only prints the instructions a request and stops: the
+# counts are the same on a busy machine, the requests a second are not.
 set -eu
 top=${MF_TOP:-$(pwd)}
 daemon=${MEMFLOORD:-$top/build/memfloord}
@@ -47,6 +50,7 @@ requests=${BENCH_REQUESTS:-1000}
 rounds=${BENCH_ROUNDS:-3}
 conns=${BENCH_CONNECTIONS:-"16 64"}
 pin=${BENCH_PIN:-1}
+counts=${BENCH_COUNTS:-}
 
 # The CPUs this script may use, as a list taskset reads ("0-3,8").
 cpus=$(taskset -cp $$ 2>/dev/null | sed 's/.*: //') || cpus=""
@@ -82,9 +86,11 @@ need() {
 	command -v "$1" >/dev/null 2>&1 ||
 	    { echo "bench: needs $1 (apt-get install $2)"; exit 1; }
 }
-need wrk wrk
 need valgrind valgrind
-[ -x /usr/sbin/nginx ] || need nginx nginx-light
+if [ "$counts" != only ]; then
+	need wrk wrk
+	[ -x /usr/sbin/nginx ] || need nginx nginx-light
+fi
 nginx=/usr/sbin/nginx
 
 work=$(mktemp -d)
@@ -207,6 +213,7 @@ END {
 	    " - %d requests) / %d, one keep-alive connection; -store: with" \
 	    " a store of %d observations of other jobs\n\n", w, n, w, n, obs
 }' "$work/counts"
+[ "$counts" != only ] || exit 0
 
 start_daemon "$work/daemon.log"
 
