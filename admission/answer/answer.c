@@ -22,7 +22,7 @@ other_figure(const struct mf_job *job, const struct mf_estimate *e,
 	a->other_per_gpu = -1;
 	a->shown = 0;
 	other.estimator = a->other;
-	if (mf_est_compute(&job->model, &other, &o) != MF_OK)
+	if (mf_est_figures(&job->model, &other, &o) != MF_OK)
 		return;
 	a->other_per_gpu = o.per_gpu;
 	lo = (double)(o.per_gpu < e->per_gpu ? o.per_gpu : e->per_gpu);

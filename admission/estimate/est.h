@@ -6,6 +6,7 @@
 #ifndef MF_EST_H
 #define MF_EST_H
 
+#include <assert.h>
 #include <stdint.h>
 
 #include "estimate.h"
@@ -63,6 +64,16 @@ int64_t mf_est_lora_bytes(const struct mf_workload *w);
 /* The activations' element bytes the layers and their hidden states
  * work in: 4 for fp32 and for the fp32 residual stream of autocast. */
 int64_t mf_est_hidden_bytes(const struct mf_workload *w);
+
+/* Where bucket b's formula is written: e->formula[b], or NULL for an
+ * estimate of figures alone (mf_est_figures), which the mf_text_*
+ * writers take as nothing to write. */
+static inline char *
+mf_est_text(struct mf_estimate *e, enum mf_bucket b)
+{
+	assert(b >= 0 && b < MF_B_COUNT);
+	return e->figures_only ? NULL : e->formula[b];
+}
 
 /* bytes = P x n (or T x n) into bucket b, with its formula "sym x n". */
 void mf_est_per_param(struct mf_estimate *e, enum mf_bucket b, const char *sym,

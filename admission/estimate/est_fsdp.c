@@ -230,7 +230,7 @@ mf_est_fsdp(const struct mf_model *m, const struct mf_workload *w,
 		return;
 	root =
 	    mf_model_params(m) - mf_cmul(m->layers, mf_model_layer_params(m));
-	mf_text_init(&f, e->formula[MF_B_SHARDING]);
+	mf_text_init(&f, mf_est_text(e, MF_B_SHARDING));
 	e->bucket[MF_B_SHARDING] = w->method == MF_FULL ?
 	    full_buffers(m, w, root, &f) :
 	    lora_buffers(m, w, root, &f);

@@ -19,7 +19,7 @@ post_activations(const struct mf_model *m, const struct mf_workload *w,
 	int64_t sb, per;
 	struct mf_text f;
 
-	mf_text_init(&f, e->formula[MF_B_ACTIVATIONS]);
+	mf_text_init(&f, mf_est_text(e, MF_B_ACTIVATIONS));
 	sb = mf_cmul(w->seq_len, w->micro_batch);
 	if (w->checkpointing) {
 		mf_text_str(&f, "2 x s x b x h x L");
@@ -46,7 +46,7 @@ post_training(const struct mf_model *m, const struct mf_workload *w,
 
 	mf_est_state(m, w, e);
 	post_activations(m, w, e);
-	mf_text_init(&f, e->formula[MF_B_LOGITS]);
+	mf_text_init(&f, mf_est_text(e, MF_B_LOGITS));
 	mf_text_str(&f, "s x b x V x 4");
 	e->bucket[MF_B_LOGITS] =
 	    mf_cmul(mf_cmul(w->seq_len, w->micro_batch), mf_cmul(m->vocab, 4));

@@ -641,7 +641,7 @@ op_activations(const struct mf_model *m, const struct mf_workload *w,
 	struct mf_text f;
 
 	op_terms(m, w, x, &sac);
-	mf_text_init(&f, e->formula[MF_B_ACTIVATIONS]);
+	mf_text_init(&f, mf_est_text(e, MF_B_ACTIVATIONS));
 	mf_text_str(&f, "s x b x (");
 	mf_text_int(&f, m->layers - 1);
 	mf_text_str(&f, " x (");
@@ -738,7 +738,7 @@ torch_activations(const struct mf_model *m, const struct mf_workload *w,
 	lf = m->layers - lc;
 	top = lc > 0 && m->layers % w->ckpt_every == 0;
 	n = lf + top; /* layers whose activations are alive at the peak */
-	mf_text_init(&f, e->formula[MF_B_ACTIVATIONS]);
+	mf_text_init(&f, mf_est_text(e, MF_B_ACTIVATIONS));
 	mf_text_str(&f, "s x b x (");
 	if (own != &t)
 		bytes = sp_whole_part(&f, n, m->layers, &t, sb);
@@ -873,7 +873,7 @@ torch_logits(const struct mf_model *m, const struct mf_workload *w,
 	mf_term(own, 4, "", 1);
 	sb = mf_cmul(w->seq_len, w->micro_batch);
 	bytes = mf_cmul(sb, mf_terms_bytes(&t));
-	mf_text_init(&f, e->formula[MF_B_LOGITS]);
+	mf_text_init(&f, mf_est_text(e, MF_B_LOGITS));
 	mf_text_str(&f, "s x b x (");
 	mf_text_terms(&f, &t);
 	mf_text_str(&f, ")");
@@ -1095,7 +1095,7 @@ torch_transient(const struct mf_model *m, const struct mf_workload *w,
 	    mf_model_largest_param(m) :
 	    mf_model_lora_largest(m, w->lora_rank, mf_est_lora_mask(w));
 	step = mf_cmul(pmax, n);
-	mf_text_init(&f, e->formula[MF_B_TRANSIENT]);
+	mf_text_init(&f, mf_est_text(e, MF_B_TRANSIENT));
 	/* A pipeline stage without the head computes no loss. */
 	loss = mf_est_loss_transient(m, w, ebytes, vl, &f);
 	if (mf_est_attention(m, w) == MF_EAGER)

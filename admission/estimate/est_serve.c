@@ -178,7 +178,7 @@ non_torch(const struct mf_workload *w, struct mf_estimate *e)
 	struct mf_text f;
 	int ctx = mf_est_vllm_context(w);
 
-	mf_text_init(&f, e->formula[MF_B_NONTORCH]);
+	mf_text_init(&f, mf_est_text(e, MF_B_NONTORCH));
 	mf_text_str(&f, w->tensor > 1 ? "nonTorch + allReduce" : "nonTorch");
 	if (ctx)
 		mf_text_str(&f, " + " MF_EST_CONTEXT_TEXT);
@@ -195,14 +195,16 @@ static void
 kept_inputs(const struct mf_model *m, const struct mf_workload *w,
     struct mf_estimate *e)
 {
-	char peak[MF_FORMULA_MAX];
+	char peak[MF_FORMULA_MAX], *t = mf_est_text(e, MF_B_ACTIVATIONS);
 	struct mf_text f;
 
 	e->bucket[MF_B_ACTIVATIONS] = mf_cadd(e->bucket[MF_B_ACTIVATIONS],
 	    mf_cmul(mf_cmul(4, m->layers),
 	        mf_cmul(w->batched_tokens, m->hidden)));
-	memcpy(peak, e->formula[MF_B_ACTIVATIONS], sizeof(peak));
-	mf_text_init(&f, e->formula[MF_B_ACTIVATIONS]);
+	if (t == NULL)
+		return;
+	memcpy(peak, t, sizeof(peak));
+	mf_text_init(&f, t);
 	mf_text_str(&f, peak);
 	mf_text_str(&f, " + 2 x L x t x 2h");
 }
@@ -254,7 +256,7 @@ inference_weights(const struct mf_model *m, const struct mf_workload *w,
 		return;
 	}
 	e->bucket[MF_B_WEIGHTS] =
-	    mf_quant_weights(m, &e->quant, e->formula[MF_B_WEIGHTS]);
+	    mf_quant_weights(m, &e->quant, mf_est_text(e, MF_B_WEIGHTS));
 }
 
 /*
@@ -276,7 +278,7 @@ mf_est_inference(const struct mf_model *m, const struct mf_workload *w,
 	e->kv_token = mf_model_kv_bytes_per_token(m, kvb);
 	e->block = vllm ? w->block_size : 1;
 	e->seq_tokens = mf_round_up(w->context_len, e->block);
-	mf_text_init(&f, e->formula[MF_B_KVCACHE]);
+	mf_text_init(&f, mf_est_text(e, MF_B_KVCACHE));
 	mf_text_str(&f, "2 x L x kv x d x ");
 	mf_text_int(&f, kvb);
 	if (vllm) {
@@ -299,10 +301,10 @@ mf_est_inference(const struct mf_model *m, const struct mf_workload *w,
 	    mf_forward_peak_sampler(m, w->batched_tokens,
 	        w->max_num_seqs < w->batched_tokens ? w->max_num_seqs :
 	                                              w->batched_tokens,
-	        r->sampler, e->formula[MF_B_ACTIVATIONS]);
+	        r->sampler, mf_est_text(e, MF_B_ACTIVATIONS));
 	if (r->kept && w->tensor > 1)
 		kept_inputs(m, w, e);
-	mf_text_init(&f, e->formula[MF_B_GRAPHS]);
+	mf_text_init(&f, mf_est_text(e, MF_B_GRAPHS));
 	mf_text_str(&f, r->graphs ? "cudaGraphReserve" : "0");
 	e->bucket[MF_B_GRAPHS] = r->graphs ? w->graph_reserve : 0;
 	non_torch(w, e);

@@ -38,7 +38,7 @@ mf_est_per_param(struct mf_estimate *e, enum mf_bucket b, const char *sym,
 	struct mf_text f;
 
 	assert(b >= 0 && b < MF_B_COUNT);
-	mf_text_init(&f, e->formula[b]);
+	mf_text_init(&f, mf_est_text(e, b));
 	mf_text_str(&f, sym);
 	mf_text_str(&f, " x ");
 	mf_text_int(&f, n);
@@ -170,7 +170,7 @@ bnb_optimizer(const struct mf_model *m, const struct mf_workload *w,
 	struct mf_text f;
 
 	bnb_state(m, paged, &s);
-	mf_text_init(&f, e->formula[MF_B_OPTIMIZER]);
+	mf_text_init(&f, mf_est_text(e, MF_B_OPTIMIZER));
 	b = mf_cmul(P, pr->master);
 	if (pr->master > 0) {
 		mf_text_str(&f, "P x ");
@@ -202,16 +202,17 @@ bnb_optimizer(const struct mf_model *m, const struct mf_workload *w,
 static void
 kbit_prep(const struct mf_model *m, struct mf_estimate *e)
 {
-	char *f = e->formula[MF_B_WEIGHTS];
+	char *f = mf_est_text(e, MF_B_WEIGHTS);
 	struct mf_quant_sum s;
-	size_t n = strlen(f);
 
 	mf_quant_sum(m, &e->quant, &s);
 	if (s.pq < 0 || e->params < s.pq || e->bucket[MF_B_WEIGHTS] < 0) {
 		e->bucket[MF_B_WEIGHTS] = -1;
 		return;
 	}
-	snprintf(f + n, MF_FORMULA_MAX - n, " + (P - Pq) x 2 (kbitPrep: fp32)");
+	if (f != NULL)
+		snprintf(f + strlen(f), MF_FORMULA_MAX - strlen(f),
+		    " + (P - Pq) x 2 (kbitPrep: fp32)");
 	e->bucket[MF_B_WEIGHTS] =
 	    mf_cadd(e->bucket[MF_B_WEIGHTS], mf_cmul(2, e->params - s.pq));
 }
@@ -226,7 +227,7 @@ weights(const struct mf_model *m, const struct mf_workload *w,
 {
 	struct mf_text f;
 
-	mf_text_init(&f, e->formula[MF_B_WEIGHTS]);
+	mf_text_init(&f, mf_est_text(e, MF_B_WEIGHTS));
 	if (w->method == MF_QLORA && w->estimator == MF_EST_POST) {
 		mf_text_str(&f, "P x 0.5");
 		e->bucket[MF_B_WEIGHTS] = mf_cdiv_up(e->params, 2);
@@ -235,8 +236,8 @@ weights(const struct mf_model *m, const struct mf_workload *w,
 	if (w->method == MF_QLORA) {
 		mf_quant_nf4(w->qlora_block, w->qlora_double_quant, &e->quant);
 		e->quant_source = "qlora";
-		e->bucket[MF_B_WEIGHTS] =
-		    mf_quant_weights(m, &e->quant, e->formula[MF_B_WEIGHTS]);
+		e->bucket[MF_B_WEIGHTS] = mf_quant_weights(m, &e->quant,
+		    mf_est_text(e, MF_B_WEIGHTS));
 		if (w->qlora_kbit_prep)
 			kbit_prep(m, e);
 		return;
@@ -304,7 +305,7 @@ oib_gradients(const struct mf_model *m, const struct mf_workload *w,
 	struct mf_text f;
 	int64_t n;
 
-	mf_text_init(&f, e->formula[MF_B_GRADIENTS]);
+	mf_text_init(&f, mf_est_text(e, MF_B_GRADIENTS));
 	if (!oib_tied(m, w)) {
 		mf_text_str(&f, "Pmax x ");
 		n = mf_model_largest_param(m);
@@ -370,7 +371,7 @@ mf_est_state(const struct mf_model *m, const struct mf_workload *w,
 	if (mf_est_fsdp_on(w)) {
 		/* The post's: one layer gathered while the next is
 		 * prefetched (the estimator pytorch's in est_fsdp.c). */
-		mf_text_init(&f, e->formula[MF_B_SHARDING]);
+		mf_text_init(&f, mf_est_text(e, MF_B_SHARDING));
 		mf_text_str(&f, "2 x layer params x 2");
 		e->bucket[MF_B_SHARDING] = mf_cmul(4, mf_model_layer_params(m));
 	}

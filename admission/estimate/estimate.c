@@ -18,6 +18,7 @@
 #include "estimate.h"
 
 #include <assert.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -392,18 +393,21 @@ host_state(struct mf_estimate *e)
 {
 	static const enum mf_bucket state[] = { MF_B_WEIGHTS, MF_B_GRADIENTS,
 		MF_B_OPTIMIZER, MF_B_ADAPTERS };
-	char was[MF_FORMULA_MAX];
+	char was[MF_FORMULA_MAX], *t;
 	struct mf_text f;
 
 	for (size_t i = 0; i < sizeof(state) / sizeof(state[0]); i++) {
 		assert(state[i] >= 0 && state[i] < MF_B_COUNT);
 		if (e->bucket[state[i]] == 0)
 			continue;
-		memcpy(was, e->formula[state[i]], sizeof(was));
-		mf_text_init(&f, e->formula[state[i]]);
+		e->bucket[state[i]] = 0;
+		t = mf_est_text(e, state[i]);
+		if (t == NULL)
+			continue;
+		memcpy(was, t, sizeof(was));
+		mf_text_init(&f, t);
 		mf_text_str(&f, "host memory: ");
 		mf_text_str(&f, was);
-		e->bucket[state[i]] = 0;
 	}
 }
 
@@ -425,8 +429,13 @@ mf_est_buckets(const struct mf_model *m, const struct mf_workload *w,
 		e->bucket[MF_B_LOGITS] = 0;
 }
 
-enum mf_rc
-mf_est_compute(const struct mf_model *m, const struct mf_workload *w,
+/* The bytes of an estimate that come before its formulas: all of an
+ * estimate of figures alone. */
+#define FIGURES offsetof(struct mf_estimate, formula)
+
+/* mf_est_compute, with the formulas unless figures_only. */
+static enum mf_rc
+compute(const struct mf_model *m, const struct mf_workload *w, int figures_only,
     struct mf_estimate *out)
 {
 	struct mf_workload rw;
@@ -443,7 +452,8 @@ mf_est_compute(const struct mf_model *m, const struct mf_workload *w,
 		mf_vllm_defaults(&rw, mf_vllm_tier(0, 0));
 		w = &rw;
 	}
-	memset(&e, 0, sizeof(e));
+	memset(&e, 0, figures_only ? FIGURES : sizeof(e));
+	e.figures_only = figures_only;
 	e.estimator = w->estimator;
 	if (w->kind == MF_INFERENCE && w->server == MF_SERVER_VLLM) {
 		/* vLLM's embeddings and head hold the vocabulary padded to a
@@ -463,8 +473,22 @@ mf_est_compute(const struct mf_model *m, const struct mf_workload *w,
 	if (e.params < 0 || e.trainable < 0 || e.total < 0 || e.per_gpu < 0 ||
 	    e.kv_token < 0 || e.seq_tokens < 0)
 		return MF_ERANGE;
-	*out = e;
+	memcpy(out, &e, figures_only ? FIGURES : sizeof(e));
 	return MF_OK;
+}
+
+enum mf_rc
+mf_est_compute(const struct mf_model *m, const struct mf_workload *w,
+    struct mf_estimate *out)
+{
+	return compute(m, w, 0, out);
+}
+
+enum mf_rc
+mf_est_figures(const struct mf_model *m, const struct mf_workload *w,
+    struct mf_estimate *out)
+{
+	return compute(m, w, 1, out);
 }
 
 enum mf_rc

@@ -294,6 +294,10 @@ struct mf_estimate {
 	 * "precision"; QLoRA's "qlora"; NULL for 16-bit training. */
 	struct mf_quant quant;
 	const char *quant_source;
+	/* 1: the formulas below were not written (mf_est_figures); they
+	 * stay last, so that such an estimate is cleared and copied without
+	 * them. */
+	int figures_only;
 	/*
 	 * The arithmetic of each bucket with bytes, written where they are
 	 * computed ("P x 2", "s x b x (L x (16h + ...) + 4d)"); symbols
@@ -396,6 +400,14 @@ int mf_est_lora_refused(const struct mf_model *m, const struct mf_workload *w,
  * or model: mf_est_loss_refused).
  */
 enum mf_rc mf_est_compute(const struct mf_model *m, const struct mf_workload *w,
+    struct mf_estimate *out);
+/*
+ * mf_est_compute's figures without its formulas, for an estimate whose
+ * formulas no answer shows (a plan's, the work of referenceHours, the
+ * other estimator's figure): out->figures_only is 1 and out->formula and
+ * out->gpu_formula are left as they were.
+ */
+enum mf_rc mf_est_figures(const struct mf_model *m, const struct mf_workload *w,
     struct mf_estimate *out);
 
 /*

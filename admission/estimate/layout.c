@@ -4,6 +4,7 @@
  * expert parallelism, and an inference job's capacity on one card
  * (maxConcurrency, maxContextLength).
  */
+#include <stddef.h>
 #include <string.h>
 
 #include "est.h"
@@ -56,13 +57,16 @@ comm_text(struct mf_text *f, const struct mf_workload *w)
 	mf_text_int(f, mf_est_hidden_bytes(w));
 }
 
-/* f = "PP x (" f ")": a first stage's micro-batches in flight. */
+/* f = "PP x (" f ")": a first stage's micro-batches in flight; nothing
+ * for a NULL f. */
 static void
 times_pipeline(char *f)
 {
 	char inner[MF_FORMULA_MAX];
 	struct mf_text t;
 
+	if (f == NULL)
+		return;
 	memcpy(inner, f, sizeof(inner));
 	mf_text_init(&t, f);
 	mf_text_str(&t, "PP x (");
@@ -79,7 +83,8 @@ times_pipeline(char *f)
  * hidden state of the forward's tokens each (e bytes an element, e the
  * activations' dtype): tensor parallel's all-reduce writes its output
  * into a new tensor beside its input; a pipeline stage sends one and
- * receives one.  Each bucket's formula, of the share, into formula.
+ * receives one.  Each bucket's formula, of the share, into formula
+ * (NULL: none written).
  */
 int64_t
 mf_est_stage_layers(const struct mf_model *m, const struct mf_workload *w)
@@ -99,20 +104,24 @@ stage_buckets(const struct mf_model *m, const struct mf_workload *w, int first,
 
 	mf_model_shard(m, w->tensor, w->expert, layers, first, last,
 	    vocab_pad(w), &part);
-	memset(&e, 0, sizeof(e));
+	memset(&e, 0,
+	    formula != NULL ? sizeof(e) :
+	                      offsetof(struct mf_estimate, formula));
+	e.figures_only = formula == NULL;
 	mf_est_buckets(&part, w, &e);
 	if (w->kind == MF_TRAINING && first && w->pipeline > 1) {
 		e.bucket[MF_B_ACTIVATIONS] =
 		    mf_cmul(e.bucket[MF_B_ACTIVATIONS], w->pipeline);
-		times_pipeline(e.formula[MF_B_ACTIVATIONS]);
+		times_pipeline(mf_est_text(&e, MF_B_ACTIVATIONS));
 	}
 	th = mf_cmul(forward_tokens(w),
 	    mf_cmul(m->hidden, mf_est_hidden_bytes(w)));
 	e.bucket[MF_B_COMM] = mf_cmul(comm_states(w), th);
-	mf_text_init(&f, e.formula[MF_B_COMM]);
+	mf_text_init(&f, mf_est_text(&e, MF_B_COMM));
 	comm_text(&f, w);
 	memcpy(stage, e.bucket, sizeof(e.bucket));
-	memcpy(formula, e.formula, sizeof(e.formula));
+	if (formula != NULL)
+		memcpy(formula, e.formula, sizeof(e.formula));
 	*kv_token = e.kv_token;
 }
 
@@ -155,6 +164,7 @@ mf_est_layout(const struct mf_model *m, const struct mf_workload *w,
     struct mf_estimate *e)
 {
 	char formula[MF_B_COUNT][MF_FORMULA_MAX];
+	char(*text)[MF_FORMULA_MAX] = e->figures_only ? NULL : formula;
 	int64_t last[MF_B_COUNT], kv_token;
 	struct mf_text f;
 
@@ -165,13 +175,15 @@ mf_est_layout(const struct mf_model *m, const struct mf_workload *w,
 	}
 	/* Every stage holds as many layers, so as much KV cache a token. */
 	stage_buckets(m, w, 1, w->pipeline == 1, e->stage, &e->kv_token,
-	    e->gpu_formula);
+	    e->figures_only ? NULL : e->gpu_formula);
 	if (w->pipeline > 1) {
-		stage_buckets(m, w, 0, 1, last, &kv_token, formula);
+		stage_buckets(m, w, 0, 1, last, &kv_token, text);
 		if (stage_sum(last, e->shards) >
 		    stage_sum(e->stage, e->shards)) {
 			memcpy(e->stage, last, sizeof(last));
-			memcpy(e->gpu_formula, formula, sizeof(formula));
+			if (text != NULL)
+				memcpy(e->gpu_formula, formula,
+				    sizeof(formula));
 		}
 	}
 	e->bucket[MF_B_COMM] =
@@ -182,7 +194,7 @@ mf_est_layout(const struct mf_model *m, const struct mf_workload *w,
 	if (e->bucket[MF_B_NONTORCH] > 0) {
 		int ctx = mf_est_vllm_context(w), paren = w->tensor > 1 || ctx;
 
-		mf_text_init(&f, e->formula[MF_B_NONTORCH]);
+		mf_text_init(&f, mf_est_text(e, MF_B_NONTORCH));
 		mf_text_str(&f, paren ? "TP x PP x (" : "TP x PP x ");
 		mf_text_str(&f,
 		    w->tensor > 1 ? "nonTorch + allReduce" : "nonTorch");
@@ -192,7 +204,7 @@ mf_est_layout(const struct mf_model *m, const struct mf_workload *w,
 			mf_text_str(&f, ")");
 	}
 	if (e->bucket[MF_B_COMM] > 0) {
-		mf_text_init(&f, e->formula[MF_B_COMM]);
+		mf_text_init(&f, mf_est_text(e, MF_B_COMM));
 		mf_text_str(&f, "TP x PP x ");
 		comm_text(&f, w);
 	}

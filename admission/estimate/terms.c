@@ -54,13 +54,15 @@ mf_text_init(struct mf_text *f, char *buf)
 void
 mf_text_str(struct mf_text *f, const char *s)
 {
-	mf_buf_str(&f->b, s);
+	if (f->b.data != NULL)
+		mf_buf_str(&f->b, s);
 }
 
 void
 mf_text_int(struct mf_text *f, int64_t v)
 {
-	mf_buf_int(&f->b, v);
+	if (f->b.data != NULL)
+		mf_buf_int(&f->b, v);
 }
 
 void
@@ -69,6 +71,8 @@ mf_text_terms(struct mf_text *f, const struct mf_terms *t)
 	int first = 1;
 
 	assert(t->n >= 0 && t->n <= MF_MAX_TERMS);
+	if (f->b.data == NULL)
+		return;
 	/* Symbols first, in the order added, the constant last. */
 	for (int j = 0; j < 2 * t->n; j++) {
 		int i = j % t->n;

@@ -109,7 +109,7 @@ tier_deltas(const struct search *s, struct mf_workload w,
 		w.non_torch = w.all_reduce = 0;
 	t = w;
 	mf_vllm_defaults(&w, base);
-	if (mf_est_compute(&s->job->model, &w, est) != MF_OK)
+	if (mf_est_figures(&s->job->model, &w, est) != MF_OK)
 		return MF_ERANGE;
 	for (int i = 0; mf_place_engine_budget(&w) && i < MF_VLLM_TIERS; i++) {
 		struct mf_workload x = t;
@@ -117,7 +117,7 @@ tier_deltas(const struct search *s, struct mf_workload w,
 		if (i == base)
 			continue;
 		mf_vllm_defaults(&x, i);
-		if (mf_est_compute(&s->job->model, &x, &e) != MF_OK)
+		if (mf_est_figures(&s->job->model, &x, &e) != MF_OK)
 			return MF_ERANGE;
 		/* More tokens and sequences never need less: a card's need
 		 * is never below the plan's (mf_place_card_delta, and

@@ -193,7 +193,7 @@ base_work(const struct search *s, struct mf_work *out)
 	struct mf_estimate e;
 
 	mf_vllm_defaults(&w, mf_vllm_tier(0, 0));
-	if (mf_est_compute(&s->job->model, &w, &e) != MF_OK)
+	if (mf_est_figures(&s->job->model, &w, &e) != MF_OK)
 		return MF_ERANGE;
 	return mf_work_of(&s->job->model, &w, &e, out) == MF_OK ? MF_OK :
 	                                                          MF_ERANGE;

@@ -107,6 +107,40 @@ serving(int64_t seqs, int64_t ctx)
 }
 
 /* Compute, and check what holds for every estimate. */
+/*
+ * mf_est_figures gives mf_est_compute's figures, e's, and writes no
+ * formula: those of f, filled with 'x' first, are still 'x'.
+ */
+static void
+same_figures(const struct mf_model *m, const struct mf_workload *w,
+    const struct mf_estimate *e)
+{
+	static struct mf_estimate f;
+
+	memset(f.formula, 'x', sizeof(f.formula));
+	memset(f.gpu_formula, 'x', sizeof(f.gpu_formula));
+	assert_int_equal(mf_est_figures(m, w, &f), MF_OK);
+	assert_int_equal(f.figures_only, 1);
+	assert_int_equal(e->figures_only, 0);
+	assert_int_equal(f.params, e->params);
+	assert_int_equal(f.trainable, e->trainable);
+	assert_memory_equal(f.bucket, e->bucket, sizeof(e->bucket));
+	assert_memory_equal(f.stage, e->stage, sizeof(e->stage));
+	assert_int_equal(f.total, e->total);
+	assert_int_equal(f.shards, e->shards);
+	assert_int_equal(f.per_gpu, e->per_gpu);
+	assert_int_equal(f.kv_token, e->kv_token);
+	assert_int_equal(f.kv_token_job, e->kv_token_job);
+	assert_int_equal(f.block, e->block);
+	assert_int_equal(f.seq_tokens, e->seq_tokens);
+	assert_int_equal(f.quant.format, e->quant.format);
+	assert_ptr_equal(f.quant_source, e->quant_source);
+	for (size_t i = 0; i < sizeof(f.formula); i++) {
+		assert_int_equal(((const char *)f.formula)[i], 'x');
+		assert_int_equal(((const char *)f.gpu_formula)[i], 'x');
+	}
+}
+
 static struct mf_estimate
 est(const struct mf_model *m, const struct mf_workload *w)
 {
@@ -115,6 +149,7 @@ est(const struct mf_model *m, const struct mf_workload *w)
 	int b;
 
 	assert_int_equal(mf_est_compute(m, w, &e), MF_OK);
+	same_figures(m, w, &e);
 	for (b = 0; b < MF_B_COUNT; b++) {
 		assert_true(e.bucket[b] >= 0);
 		/* A paged optimizer's state is not counted (design 22). */
