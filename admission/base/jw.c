@@ -98,9 +98,8 @@ yaml_unsafe(const unsigned char *s, size_t u)
 static char *
 copy(char *p, const char *s, size_t n)
 {
-	while (n-- > 0)
-		*p++ = *s++;
-	return p;
+	memcpy(p, s, n);
+	return p + n;
 }
 
 static char *
@@ -488,11 +487,14 @@ void
 mf_jw_num(struct mf_jw *w, const char *key, double v, int decimals)
 {
 	static const double scale[] = { 1, 10, 100, 1e3, 1e4, 1e5, 1e6 };
+	static const uint64_t uscale[] = { 1, 10, 100, 1000, 10000, 100000,
+		1000000 };
 	char buf[48], *p, *e = buf + sizeof(buf);
 	uint64_t units, whole, frac;
 	int d = decimals < 0 ? 0 : decimals > 6 ? 6 : decimals;
 
 	assert((size_t)d < sizeof(scale) / sizeof(scale[0]));
+	assert((size_t)d < sizeof(uscale) / sizeof(uscale[0]));
 
 	if (!isfinite(v) || fabs(v) * scale[d] > 9e15) {
 		int n =
@@ -502,8 +504,8 @@ mf_jw_num(struct mf_jw *w, const char *key, double v, int decimals)
 		return;
 	}
 	units = (uint64_t)llround(fabs(v) * scale[d]);
-	whole = units / (uint64_t)scale[d];
-	frac = units % (uint64_t)scale[d];
+	whole = units / uscale[d];
+	frac = units % uscale[d];
 	while (d > 1 && frac % 10 == 0) {
 		frac /= 10;
 		d--;
