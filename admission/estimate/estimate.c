@@ -491,6 +491,13 @@ mf_est_figures(const struct mf_model *m, const struct mf_workload *w,
 	return compute(m, w, 1, out);
 }
 
+void
+mf_est_copy_figures(struct mf_estimate *dst, const struct mf_estimate *src)
+{
+	memcpy(dst, src, FIGURES);
+	dst->figures_only = 1;
+}
+
 enum mf_rc
 mf_est_error(enum mf_rc rc, struct mf_error *err)
 {

@@ -409,6 +409,9 @@ enum mf_rc mf_est_compute(const struct mf_model *m, const struct mf_workload *w,
  */
 enum mf_rc mf_est_figures(const struct mf_model *m, const struct mf_workload *w,
     struct mf_estimate *out);
+/* src's figures into dst, which is then an estimate of figures alone. */
+void
+mf_est_copy_figures(struct mf_estimate *dst, const struct mf_estimate *src);
 
 /*
  * Bytes one GPU holds of e when FSDP shards it over shards >= 1 GPUs: the

@@ -112,6 +112,12 @@ struct search {
 	double other_mem, other_speed;
 	int64_t obs_runs;
 	int64_t obs_estimate; /* the need the observed runs were estimated */
+	/* The estimate of figures last made (mf_place_figures) and its
+	 * workload, when have_figures: the work of referenceHours and the
+	 * plan without fixes ask the same one. */
+	int have_figures;
+	struct mf_workload figures_of;
+	struct mf_estimate figures;
 };
 
 /* A card as the search tries it. */
@@ -158,6 +164,13 @@ enum mf_rc mf_place_plan(struct search *s, struct mf_workload w, unsigned fixes,
  */
 enum mf_rc mf_place_list_sets(struct search *s, const struct mf_workload *w,
     unsigned base, unsigned extra, int64_t tp, int64_t lo, int64_t hi);
+/*
+ * mf_est_figures of s->job's model under w into *out, made once for the
+ * same w in one search (its workload byte for byte); MF_ERANGE when the
+ * estimate is refused.
+ */
+enum mf_rc mf_place_figures(struct search *s, const struct mf_workload *w,
+    struct mf_estimate *out);
 /* s ready for job on cat, with no plans yet: the catalogue's largest
  * count and node, the tensor-parallel counts the model takes and the
  * fixes admission may apply by itself. */

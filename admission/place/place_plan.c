@@ -92,14 +92,29 @@ plan_costs(struct search *s, struct plan *pl)
 	    s->timed ? mf_place_nodes(s, ref, pl->lo) : 1);
 }
 
+enum mf_rc
+mf_place_figures(struct search *s, const struct mf_workload *w,
+    struct mf_estimate *out)
+{
+	if (!s->have_figures || memcmp(&s->figures_of, w, sizeof(*w)) != 0) {
+		s->have_figures = 0;
+		if (mf_est_figures(&s->job->model, w, &s->figures) != MF_OK)
+			return MF_ERANGE;
+		s->figures_of = *w;
+		s->have_figures = 1;
+	}
+	mf_est_copy_figures(out, &s->figures);
+	return MF_OK;
+}
+
 /*
  * est of w, and for a vllm job pl's tier deltas: the estimate is made at
  * the defaults of a card of no known tier and without the memory outside
  * PyTorch, which cards add (mf_place_card_delta).
  */
 static enum mf_rc
-tier_deltas(const struct search *s, struct mf_workload w,
-    struct mf_estimate *est, struct plan *pl)
+tier_deltas(struct search *s, struct mf_workload w, struct mf_estimate *est,
+    struct plan *pl)
 {
 	struct mf_workload t;
 	struct mf_estimate e;
@@ -109,7 +124,7 @@ tier_deltas(const struct search *s, struct mf_workload w,
 		w.non_torch = w.all_reduce = 0;
 	t = w;
 	mf_vllm_defaults(&w, base);
-	if (mf_est_figures(&s->job->model, &w, est) != MF_OK)
+	if (mf_place_figures(s, &w, est) != MF_OK)
 		return MF_ERANGE;
 	for (int i = 0; mf_place_engine_budget(&w) && i < MF_VLLM_TIERS; i++) {
 		struct mf_workload x = t;
@@ -298,6 +313,7 @@ mf_place_search_init(struct search *s, const struct mf_job *job,
 	    job->deadline_hours >= 0;
 	s->nplan = 0;
 	s->have_fit = 0;
+	s->have_figures = 0;
 	memset(s->gpu_speedup.known, 0, sizeof(s->gpu_speedup.known));
 	memset(s->node_speedup.known, 0, sizeof(s->node_speedup.known));
 }

@@ -187,13 +187,13 @@ mf_place_cost_per_mtok(const struct search *s, double cost)
 /* The work of the job as written, for referenceHours on the reference
  * card. */
 static enum mf_rc
-base_work(const struct search *s, struct mf_work *out)
+base_work(struct search *s, struct mf_work *out)
 {
 	struct mf_workload w = s->job->work;
 	struct mf_estimate e;
 
 	mf_vllm_defaults(&w, mf_vllm_tier(0, 0));
-	if (mf_est_figures(&s->job->model, &w, &e) != MF_OK)
+	if (mf_place_figures(s, &w, &e) != MF_OK)
 		return MF_ERANGE;
 	return mf_work_of(&s->job->model, &w, &e, out) == MF_OK ? MF_OK :
 	                                                          MF_ERANGE;

@@ -109,7 +109,8 @@ serving(int64_t seqs, int64_t ctx)
 /* Compute, and check what holds for every estimate. */
 /*
  * mf_est_figures gives mf_est_compute's figures, e's, and writes no
- * formula: those of f, filled with 'x' first, are still 'x'.
+ * formula: those of f, filled with 'x' first, are still 'x';
+ * mf_est_copy_figures copies the figures alone.
  */
 static void
 same_figures(const struct mf_model *m, const struct mf_workload *w,
@@ -139,6 +140,12 @@ same_figures(const struct mf_model *m, const struct mf_workload *w,
 		assert_int_equal(((const char *)f.formula)[i], 'x');
 		assert_int_equal(((const char *)f.gpu_formula)[i], 'x');
 	}
+	/* A copy of e's figures is an estimate of figures alone. */
+	mf_est_copy_figures(&f, e);
+	assert_int_equal(f.figures_only, 1);
+	assert_memory_equal(f.stage, e->stage, sizeof(e->stage));
+	assert_int_equal(f.per_gpu, e->per_gpu);
+	assert_int_equal(f.formula[0][0], 'x');
 }
 
 static struct mf_estimate
