@@ -498,6 +498,12 @@ mf_est_copy_figures(struct mf_estimate *dst, const struct mf_estimate *src)
 	dst->figures_only = 1;
 }
 
+int
+mf_est_same_figures(const struct mf_estimate *a, const struct mf_estimate *b)
+{
+	return memcmp(a, b, FIGURES) == 0;
+}
+
 enum mf_rc
 mf_est_error(enum mf_rc rc, struct mf_error *err)
 {

@@ -412,6 +412,10 @@ enum mf_rc mf_est_figures(const struct mf_model *m, const struct mf_workload *w,
 /* src's figures into dst, which is then an estimate of figures alone. */
 void
 mf_est_copy_figures(struct mf_estimate *dst, const struct mf_estimate *src);
+/* Whether a and b, each made by mf_est_figures or mf_est_copy_figures,
+ * hold the same figures. */
+int
+mf_est_same_figures(const struct mf_estimate *a, const struct mf_estimate *b);
 
 /*
  * Bytes one GPU holds of e when FSDP shards it over shards >= 1 GPUs: the

@@ -118,6 +118,12 @@ struct search {
 	int have_figures;
 	struct mf_workload figures_of;
 	struct mf_estimate figures;
+	/* The same for the work last worked out (mf_place_work), of its
+	 * workload and estimate. */
+	int have_work;
+	struct mf_workload work_of;
+	struct mf_estimate work_est;
+	struct mf_work work;
 };
 
 /* A card as the search tries it. */
@@ -171,6 +177,11 @@ enum mf_rc mf_place_list_sets(struct search *s, const struct mf_workload *w,
  */
 enum mf_rc mf_place_figures(struct search *s, const struct mf_workload *w,
     struct mf_estimate *out);
+/* mf_work_of s->job's model under w with e's figures into *out, worked
+ * out once for the same w and figures in one search; MF_ERANGE when
+ * refused. */
+enum mf_rc mf_place_work(struct search *s, const struct mf_workload *w,
+    const struct mf_estimate *e, struct mf_work *out);
 /* s ready for job on cat, with no plans yet: the catalogue's largest
  * count and node, the tensor-parallel counts the model takes and the
  * fixes admission may apply by itself. */

@@ -107,6 +107,23 @@ mf_place_figures(struct search *s, const struct mf_workload *w,
 	return MF_OK;
 }
 
+enum mf_rc
+mf_place_work(struct search *s, const struct mf_workload *w,
+    const struct mf_estimate *e, struct mf_work *out)
+{
+	if (!s->have_work || memcmp(&s->work_of, w, sizeof(*w)) != 0 ||
+	    !mf_est_same_figures(&s->work_est, e)) {
+		s->have_work = 0;
+		if (mf_work_of(&s->job->model, w, e, &s->work) != MF_OK)
+			return MF_ERANGE;
+		s->work_of = *w;
+		mf_est_copy_figures(&s->work_est, e);
+		s->have_work = 1;
+	}
+	*out = s->work;
+	return MF_OK;
+}
+
 /*
  * est of w, and for a vllm job pl's tier deltas: the estimate is made at
  * the defaults of a card of no known tier and without the memory outside
@@ -166,7 +183,7 @@ mf_place_plan(struct search *s, struct mf_workload w, unsigned fixes,
 		w.shard_gpus = pl->lo;
 	if (tier_deltas(s, w, est, pl) != MF_OK)
 		return MF_ERANGE;
-	if (s->timed && mf_work_of(&s->job->model, &w, est, &pl->work) != MF_OK)
+	if (s->timed && mf_place_work(s, &w, est, &pl->work) != MF_OK)
 		return MF_ERANGE;
 	pl->need = est->per_gpu;
 	mf_est_split(est, &pl->split);
@@ -314,6 +331,7 @@ mf_place_search_init(struct search *s, const struct mf_job *job,
 	s->nplan = 0;
 	s->have_fit = 0;
 	s->have_figures = 0;
+	s->have_work = 0;
 	memset(s->gpu_speedup.known, 0, sizeof(s->gpu_speedup.known));
 	memset(s->node_speedup.known, 0, sizeof(s->node_speedup.known));
 }

@@ -185,18 +185,19 @@ mf_place_cost_per_mtok(const struct search *s, double cost)
 }
 
 /* The work of the job as written, for referenceHours on the reference
- * card. */
+ * card: the estimate at vLLM's defaults for no card known, as a plan's
+ * (mf_place_plan), and the work of the workload as the plan has it, whose
+ * work vLLM's batch defaults do not change (time/ reads neither). */
 static enum mf_rc
 base_work(struct search *s, struct mf_work *out)
 {
-	struct mf_workload w = s->job->work;
+	struct mf_workload w = s->job->work, d = w;
 	struct mf_estimate e;
 
-	mf_vllm_defaults(&w, mf_vllm_tier(0, 0));
-	if (mf_place_figures(s, &w, &e) != MF_OK)
+	mf_vllm_defaults(&d, mf_vllm_tier(0, 0));
+	if (mf_place_figures(s, &d, &e) != MF_OK)
 		return MF_ERANGE;
-	return mf_work_of(&s->job->model, &w, &e, out) == MF_OK ? MF_OK :
-	                                                          MF_ERANGE;
+	return mf_place_work(s, &w, &e, out);
 }
 
 enum mf_rc

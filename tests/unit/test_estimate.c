@@ -110,13 +110,14 @@ serving(int64_t seqs, int64_t ctx)
 /*
  * mf_est_figures gives mf_est_compute's figures, e's, and writes no
  * formula: those of f, filled with 'x' first, are still 'x';
- * mf_est_copy_figures copies the figures alone.
+ * mf_est_copy_figures copies the figures alone, which
+ * mf_est_same_figures compares.
  */
 static void
 same_figures(const struct mf_model *m, const struct mf_workload *w,
     const struct mf_estimate *e)
 {
-	static struct mf_estimate f;
+	static struct mf_estimate f, g;
 
 	memset(f.formula, 'x', sizeof(f.formula));
 	memset(f.gpu_formula, 'x', sizeof(f.gpu_formula));
@@ -146,6 +147,10 @@ same_figures(const struct mf_model *m, const struct mf_workload *w,
 	assert_memory_equal(f.stage, e->stage, sizeof(e->stage));
 	assert_int_equal(f.per_gpu, e->per_gpu);
 	assert_int_equal(f.formula[0][0], 'x');
+	assert_int_equal(mf_est_figures(m, w, &g), MF_OK);
+	assert_true(mf_est_same_figures(&f, &g));
+	g.per_gpu++;
+	assert_false(mf_est_same_figures(&f, &g));
 }
 
 static struct mf_estimate
