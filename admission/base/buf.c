@@ -107,6 +107,17 @@ scaled(double a, int shift)
 	return shift >= 0 ? a / pow10_exact[at] : a * pow10_exact[at];
 }
 
+/* floor(log10(a)) of a > 0, or one less: from its binary exponent, a
+ * in [2^(k-1), 2^k), floor((k - 1) log10 2), without log10. */
+static int
+decimal_exponent(double a)
+{
+	int k;
+
+	(void)frexp(a, &k);
+	return (int)floor((k - 1) * 0.30102999566398120);
+}
+
 /*
  * The prec significant digits of a > 0 (*digits, in [10^(prec-1),
  * 10^prec)) and its decimal exponent (*exp), rounded to nearest; 0 when
@@ -117,7 +128,7 @@ static int
 g_digits(double a, int prec, uint64_t *digits, int *exp)
 {
 	double lo, m, r;
-	int e = (int)floor(log10(a));
+	int e = decimal_exponent(a);
 
 	assert(prec >= 1 && prec - 1 <= POW10_MAX);
 	lo = pow10_exact[prec - 1];
