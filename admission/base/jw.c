@@ -155,7 +155,7 @@ escaped(char *p, const char *s, const char *end, int yaml)
 
 /* Whether s, n bytes before its NUL, is written between its quotes as it
  * is: nearly every string is. */
-static int
+static inline int
 as_is(const struct mf_jw *w, const char *s, size_t n)
 {
 	return plain(s, n) &&
