@@ -90,8 +90,10 @@ set_floor(const struct search *s, struct mf_decision *d)
 	return MF_OK;
 }
 
+/* d's workload as placed and its need; the estimate's formulas too
+ * unless figures_only. */
 static enum mf_rc
-describe(const struct search *s, struct mf_decision *d)
+describe(const struct search *s, int figures_only, struct mf_decision *d)
 {
 	const struct mf_job *job = s->job;
 
@@ -104,7 +106,8 @@ describe(const struct search *s, struct mf_decision *d)
 		d->need = job->min_memory;
 		return MF_OK;
 	}
-	if (mf_est_compute(&job->model, &d->work, &d->est) != MF_OK)
+	if ((figures_only ? mf_est_figures : mf_est_compute)(&job->model,
+	        &d->work, &d->est) != MF_OK)
 		return MF_ERANGE;
 	d->need = d->est.per_gpu;
 	/* Design 23: the need the runs measured on the card placed. */
@@ -128,9 +131,10 @@ fingerprint(const struct mf_job *given, struct mf_decision *d)
 		mf_fp_job(given, fixes, count, d->fingerprint);
 }
 
-enum mf_rc
-mf_place(const struct mf_job *given, const struct mf_catalog *cat,
-    struct mf_decision *out, struct mf_error *err)
+/* mf_place; the estimate's formulas unless figures_only. */
+static enum mf_rc
+place(const struct mf_job *given, const struct mf_catalog *cat,
+    int figures_only, struct mf_decision *out, struct mf_error *err)
 {
 	struct mf_job bound = *given, *job = &bound;
 	struct search s;
@@ -159,7 +163,7 @@ mf_place(const struct mf_job *given, const struct mf_catalog *cat,
 		goto range;
 	mf_place_obs_init(&s);
 	mf_place_search_cards(&s, d);
-	rc = describe(&s, d);
+	rc = describe(&s, figures_only, d);
 	if (rc != MF_OK)
 		goto range;
 	rc = set_floor(&s, d);
@@ -178,4 +182,18 @@ range:
 	mf_est_error(rc, err);
 out:
 	return rc;
+}
+
+enum mf_rc
+mf_place(const struct mf_job *job, const struct mf_catalog *cat,
+    struct mf_decision *out, struct mf_error *err)
+{
+	return place(job, cat, 0, out, err);
+}
+
+enum mf_rc
+mf_place_no_formulas(const struct mf_job *job, const struct mf_catalog *cat,
+    struct mf_decision *out, struct mf_error *err)
+{
+	return place(job, cat, 1, out, err);
 }

@@ -149,6 +149,12 @@ struct mf_decision {
  */
 enum mf_rc mf_place(const struct mf_job *job, const struct mf_catalog *cat,
     struct mf_decision *out, struct mf_error *err);
+/* mf_place for a caller that shows no estimate (the AdmissionReview):
+ * out->est holds its figures alone (mf_est_figures), its formulas not
+ * written. */
+enum mf_rc
+mf_place_no_formulas(const struct mf_job *job, const struct mf_catalog *cat,
+    struct mf_decision *out, struct mf_error *err);
 
 /*
  * Whether vLLM and the training frameworks start tensor parallel over t

@@ -645,7 +645,7 @@ place_as(const struct review *rv, const struct mf_job *job, int64_t pods,
 	struct mf_job as = *job;
 
 	as.pods = pods;
-	return mf_place(&as, rv->api->cat, d, err);
+	return mf_place_no_formulas(&as, rv->api->cat, d, err);
 }
 
 /*
@@ -745,7 +745,7 @@ admit(struct review *rv)
 		goto out;
 	}
 	memset(&err, 0, sizeof(err));
-	rc = mf_place(&job, rv->api->cat, d, &err);
+	rc = mf_place_no_formulas(&job, rv->api->cat, d, &err);
 	if (rc == MF_ENOMEM) {
 		rv->nomem = 1;
 		goto out;

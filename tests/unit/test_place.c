@@ -151,6 +151,40 @@ cat_parse(const char *text)
 	return cat;
 }
 
+/*
+ * mf_place_no_formulas decides as mf_place did (d) with the estimate's
+ * figures alone: its formulas, filled with 0xa5 first, stay so.
+ */
+static void
+same_without_formulas(const struct fx *f, const struct mf_catalog *cat,
+    const struct mf_decision *d)
+{
+	static struct mf_decision q;
+	struct mf_error err;
+
+	memset(&q, 0xa5, sizeof(q));
+	if (mf_place_no_formulas(&f->job, cat, &q, &err) != MF_OK)
+		fail_msg("mf_place_no_formulas: %s", MSG(&err));
+	assert_int_equal(q.admitted, d->admitted);
+	assert_int_equal(q.need, d->need);
+	assert_int_equal(q.floor, d->floor);
+	assert_string_equal(q.fingerprint, d->fingerprint);
+	assert_string_equal(q.reason, d->reason);
+	assert_int_equal(q.nalt, d->nalt);
+	assert_int_equal(q.nfixes, d->nfixes);
+	if (d->admitted) {
+		assert_ptr_equal(q.placement.gpu, d->placement.gpu);
+		assert_int_equal(q.placement.count, d->placement.count);
+	}
+	if (!d->from_model)
+		return;
+	assert_int_equal(q.est.figures_only, 1);
+	assert_int_equal(d->est.figures_only, 0);
+	assert_int_equal(q.est.per_gpu, d->est.per_gpu);
+	assert_memory_equal(q.est.stage, d->est.stage, sizeof(d->est.stage));
+	assert_int_equal((unsigned char)q.est.formula[0][0], 0xa5);
+}
+
 static void
 place(const struct fx *f, const struct mf_catalog *cat, struct mf_decision *d)
 {
@@ -161,6 +195,7 @@ place(const struct fx *f, const struct mf_catalog *cat, struct mf_decision *d)
 	rc = mf_place(&f->job, cat, d, &err);
 	if (rc != MF_OK)
 		fail_msg("mf_place: %s", MSG(&err));
+	same_without_formulas(f, cat, d);
 }
 
 #define near(a, b) near_at((a), (b), __FILE__, __LINE__)
