@@ -90,10 +90,22 @@ set_floor(const struct search *s, struct mf_decision *d)
 	return MF_OK;
 }
 
+/* d's estimate of figures alone: through the search's (vLLM's defaults
+ * for no card known where the workload has none, as mf_est_compute takes
+ * them), the plan's when the workload placed is the same. */
+static enum mf_rc
+figures_of(struct search *s, struct mf_decision *d)
+{
+	struct mf_workload w = d->work;
+
+	mf_vllm_defaults(&w, mf_vllm_tier(0, 0));
+	return mf_place_figures(s, &w, &d->est);
+}
+
 /* d's workload as placed and its need; the estimate's formulas too
  * unless figures_only. */
 static enum mf_rc
-describe(const struct search *s, int figures_only, struct mf_decision *d)
+describe(struct search *s, int figures_only, struct mf_decision *d)
 {
 	const struct mf_job *job = s->job;
 
@@ -106,8 +118,9 @@ describe(const struct search *s, int figures_only, struct mf_decision *d)
 		d->need = job->min_memory;
 		return MF_OK;
 	}
-	if ((figures_only ? mf_est_figures : mf_est_compute)(&job->model,
-	        &d->work, &d->est) != MF_OK)
+	if (figures_only ?
+	        figures_of(s, d) != MF_OK :
+	        mf_est_compute(&job->model, &d->work, &d->est) != MF_OK)
 		return MF_ERANGE;
 	d->need = d->est.per_gpu;
 	/* Design 23: the need the runs measured on the card placed. */
