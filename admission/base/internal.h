@@ -120,5 +120,8 @@ void mf_text_int(struct mf_text *f, int64_t v);
 /* The terms as "16h + 8I + 8": symbols in the order added, then the
  * constant; "0" when none. */
 void mf_text_terms(struct mf_text *f, const struct mf_terms *t);
+/* The formula in buf (MF_FORMULA_MAX bytes; NULL takes nothing) written
+ * again between before and after: "PP x (" it ")". */
+void mf_text_around(char *buf, const char *before, const char *after);
 
 #endif

@@ -195,18 +195,11 @@ static void
 kept_inputs(const struct mf_model *m, const struct mf_workload *w,
     struct mf_estimate *e)
 {
-	char peak[MF_FORMULA_MAX], *t = mf_est_text(e, MF_B_ACTIVATIONS);
-	struct mf_text f;
-
 	e->bucket[MF_B_ACTIVATIONS] = mf_cadd(e->bucket[MF_B_ACTIVATIONS],
 	    mf_cmul(mf_cmul(4, m->layers),
 	        mf_cmul(w->batched_tokens, m->hidden)));
-	if (t == NULL)
-		return;
-	memcpy(peak, t, sizeof(peak));
-	mf_text_init(&f, t);
-	mf_text_str(&f, peak);
-	mf_text_str(&f, " + 2 x L x t x 2h");
+	mf_text_around(mf_est_text(e, MF_B_ACTIVATIONS), "",
+	    " + 2 x L x t x 2h");
 }
 
 void

@@ -202,7 +202,6 @@ bnb_optimizer(const struct mf_model *m, const struct mf_workload *w,
 static void
 kbit_prep(const struct mf_model *m, struct mf_estimate *e)
 {
-	char *f = mf_est_text(e, MF_B_WEIGHTS);
 	struct mf_quant_sum s;
 
 	mf_quant_sum(m, &e->quant, &s);
@@ -210,9 +209,8 @@ kbit_prep(const struct mf_model *m, struct mf_estimate *e)
 		e->bucket[MF_B_WEIGHTS] = -1;
 		return;
 	}
-	if (f != NULL)
-		snprintf(f + strlen(f), MF_FORMULA_MAX - strlen(f),
-		    " + (P - Pq) x 2 (kbitPrep: fp32)");
+	mf_text_around(mf_est_text(e, MF_B_WEIGHTS), "",
+	    " + (P - Pq) x 2 (kbitPrep: fp32)");
 	e->bucket[MF_B_WEIGHTS] =
 	    mf_cadd(e->bucket[MF_B_WEIGHTS], mf_cmul(2, e->params - s.pq));
 }

@@ -393,21 +393,12 @@ host_state(struct mf_estimate *e)
 {
 	static const enum mf_bucket state[] = { MF_B_WEIGHTS, MF_B_GRADIENTS,
 		MF_B_OPTIMIZER, MF_B_ADAPTERS };
-	char was[MF_FORMULA_MAX], *t;
-	struct mf_text f;
-
 	for (size_t i = 0; i < sizeof(state) / sizeof(state[0]); i++) {
 		assert(state[i] >= 0 && state[i] < MF_B_COUNT);
 		if (e->bucket[state[i]] == 0)
 			continue;
 		e->bucket[state[i]] = 0;
-		t = mf_est_text(e, state[i]);
-		if (t == NULL)
-			continue;
-		memcpy(was, t, sizeof(was));
-		mf_text_init(&f, t);
-		mf_text_str(&f, "host memory: ");
-		mf_text_str(&f, was);
+		mf_text_around(mf_est_text(e, state[i]), "host memory: ", "");
 	}
 }
 

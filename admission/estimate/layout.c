@@ -57,23 +57,6 @@ comm_text(struct mf_text *f, const struct mf_workload *w)
 	mf_text_int(f, mf_est_hidden_bytes(w));
 }
 
-/* f = "PP x (" f ")": a first stage's micro-batches in flight; nothing
- * for a NULL f. */
-static void
-times_pipeline(char *f)
-{
-	char inner[MF_FORMULA_MAX];
-	struct mf_text t;
-
-	if (f == NULL)
-		return;
-	memcpy(inner, f, sizeof(inner));
-	mf_text_init(&t, f);
-	mf_text_str(&t, "PP x (");
-	mf_text_str(&t, inner);
-	mf_text_str(&t, ")");
-}
-
 /*
  * One GPU of a pipeline stage (first, last, or both when there is one
  * stage) of the layout w asks for: the buckets of the model's share on
@@ -109,10 +92,12 @@ stage_buckets(const struct mf_model *m, const struct mf_workload *w, int first,
 	                      offsetof(struct mf_estimate, formula));
 	e.figures_only = formula == NULL;
 	mf_est_buckets(&part, w, &e);
+	/* A first stage's micro-batches in flight. */
 	if (w->kind == MF_TRAINING && first && w->pipeline > 1) {
 		e.bucket[MF_B_ACTIVATIONS] =
 		    mf_cmul(e.bucket[MF_B_ACTIVATIONS], w->pipeline);
-		times_pipeline(mf_est_text(&e, MF_B_ACTIVATIONS));
+		mf_text_around(mf_est_text(&e, MF_B_ACTIVATIONS), "PP x (",
+		    ")");
 	}
 	th = mf_cmul(forward_tokens(w),
 	    mf_cmul(m->hidden, mf_est_hidden_bytes(w)));

@@ -66,6 +66,21 @@ mf_text_int(struct mf_text *f, int64_t v)
 }
 
 void
+mf_text_around(char *buf, const char *before, const char *after)
+{
+	char was[MF_FORMULA_MAX];
+	struct mf_text f;
+
+	if (buf == NULL)
+		return;
+	memcpy(was, buf, sizeof(was));
+	mf_text_init(&f, buf);
+	mf_text_str(&f, before);
+	mf_text_str(&f, was);
+	mf_text_str(&f, after);
+}
+
+void
 mf_text_terms(struct mf_text *f, const struct mf_terms *t)
 {
 	int first = 1;
