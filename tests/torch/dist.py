@@ -66,7 +66,6 @@ import gc
 import json
 import os
 import socket
-import subprocess
 import sys
 import tempfile
 import time
@@ -97,7 +96,7 @@ from transformers import AutoModelForCausalLM  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hf  # noqa: E402
-from measure import CLI, Recipe, estimate, peak_of  # noqa: E402
+from measure import Recipe, estimate, peak_of  # noqa: E402
 
 transformers.logging.set_verbosity_error()
 TOLERANCE = 0.02
@@ -889,23 +888,9 @@ BUCKETS = ("weights", "gradients", "optimizer", "adapters", "activations",
 def refused(case):
     """The field memfloor's error names for case as a QLoRA job, None
     when it does not refuse it."""
-    c = case[7]
-    job = {"apiVersion": "memfloor.dev/v1", "kind": "Job",
-           "metadata": {"name": "dist-qlora"},
-           "spec": {"model": {"config": c}, "workload": {
-               "kind": "training", "method": "qlora",
-               "sequenceLength": case[8], "sharding": {"gpus": case[2]}}}}
-    with tempfile.NamedTemporaryFile("w", suffix=".json") as f:
-        json.dump(job, f)
-        f.flush()
-        r = subprocess.run([CLI, "estimate", f.name, "-o", "json"],
-                           capture_output=True, text=True)
-    if r.returncode == 0:
-        return None
-    try:
-        return json.loads(r.stdout or r.stderr).get("field")
-    except ValueError:
-        return r.stdout + r.stderr
+    return hf.refused(case[7], {
+        "kind": "training", "method": "qlora", "sequenceLength": case[8],
+        "sharding": {"gpus": case[2]}}, "dist-qlora")
 
 
 def check_qlora(name, ranks, rows, errors):

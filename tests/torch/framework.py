@@ -32,7 +32,6 @@ absent from fromFramework.  Prints every case and exits 1 on a failure.
 import functools
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
@@ -54,19 +53,8 @@ LORA_DTYPES = {torch.float32: "fp32", torch.bfloat16: "bf16",
 
 
 def estimate(workload, name):
-    job = {"apiVersion": "memfloor.dev/v1", "kind": "Job",
-           "metadata": {"name": name},
-           "spec": {"model": {"name": MODEL}, "workload": workload}}
-    with tempfile.NamedTemporaryFile("w", suffix=".json") as f:
-        json.dump(job, f)
-        f.flush()
-        r = subprocess.run([hf.CLI, "estimate", f.name, "-o", "json",
-                            "--estimator", "pytorch"],
-                           capture_output=True, text=True)
-    if r.returncode != 0:
-        return "memfloor estimate failed (%d): %s%s" % (
-            r.returncode, r.stdout.strip(), r.stderr.strip())
-    return json.loads(r.stdout)
+    """memfloor's answer for the shipped model MODEL under workload."""
+    return hf.answer(hf.run_estimate({"name": MODEL}, workload, name))
 
 
 def paths(d, prefix=""):

@@ -247,26 +247,34 @@ CLI = os.environ.get("MEMFLOOR", os.path.join(
     os.environ.get("MF_TOP", os.getcwd()), "build/memfloor"))
 
 
-def estimate(c, workload, name):
-    """memfloor's estimate of a job of config c and workload (a dict of
-    spec.workload) with the estimator pytorch, from the command line
-    (-o json): the answer (a dict), or a string saying why there is
-    none."""
+def run_estimate(model, workload, name):
+    """memfloor estimate -o json, estimator pytorch, of a job of spec.model
+    model ({"config": c} or {"name": n}) and workload (a dict of
+    spec.workload): the finished process, or a string saying why it did
+    not run."""
     import json
     import subprocess
     import tempfile
     job = {"apiVersion": "memfloor.dev/v1", "kind": "Job",
            "metadata": {"name": name},
-           "spec": {"model": {"config": c}, "workload": workload}}
+           "spec": {"model": model, "workload": workload}}
     with tempfile.NamedTemporaryFile("w", suffix=".json") as f:
         json.dump(job, f)
         f.flush()
         try:
-            r = subprocess.run([CLI, "estimate", f.name, "-o", "json",
-                                "--estimator", "pytorch"],
-                               capture_output=True, text=True)
+            return subprocess.run([CLI, "estimate", f.name, "-o", "json",
+                                   "--estimator", "pytorch"],
+                                  capture_output=True, text=True)
         except OSError as e:
             return "cannot run %s: %s" % (CLI, e)
+
+
+def answer(r):
+    """The answer (a dict) of run_estimate's r, or a string saying why
+    there is none."""
+    import json
+    if isinstance(r, str):
+        return r
     if r.returncode != 0:
         return "memfloor estimate failed (%d): %s%s" % (
             r.returncode, r.stdout.strip(), r.stderr.strip())
@@ -274,3 +282,24 @@ def estimate(c, workload, name):
         return json.loads(r.stdout)
     except ValueError:
         return "memfloor printed no JSON: " + r.stdout[:200]
+
+
+def estimate(c, workload, name):
+    """memfloor's estimate of a job of config c and workload: the answer,
+    or a string saying why there is none."""
+    return answer(run_estimate({"config": c}, workload, name))
+
+
+def refused(c, workload, name):
+    """The field memfloor's error names for a job of config c and
+    workload, None when it takes the job."""
+    import json
+    r = run_estimate({"config": c}, workload, name)
+    if isinstance(r, str):
+        return r
+    if r.returncode == 0:
+        return None
+    try:
+        return json.loads(r.stdout or r.stderr).get("field")
+    except ValueError:
+        return r.stdout + r.stderr

@@ -75,11 +75,8 @@ check.
 """
 import contextlib
 import gc
-import json
 import os
-import subprocess
 import sys
-import tempfile
 import weakref
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -448,20 +445,7 @@ def workload(s, b, prec, attn, ckpt, lora, oib=False):
 def refused(c, w):
     """The field memfloor's error names for the job of config c and
     workload w, None when it does not refuse it."""
-    job = {"apiVersion": "memfloor.dev/v1", "kind": "Job",
-           "metadata": {"name": "offload-" + c["model_type"]},
-           "spec": {"model": {"config": c}, "workload": w}}
-    with tempfile.NamedTemporaryFile("w", suffix=".json") as f:
-        json.dump(job, f)
-        f.flush()
-        r = subprocess.run([measure.CLI, "estimate", f.name, "-o", "json"],
-                           capture_output=True, text=True)
-    if r.returncode == 0:
-        return None
-    try:
-        return json.loads(r.stdout or r.stderr).get("field")
-    except ValueError:
-        return r.stdout + r.stderr
+    return hf.refused(c, w, "offload-" + c["model_type"])
 
 
 def show(fail, name, what, want, got):
