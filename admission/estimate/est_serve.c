@@ -5,7 +5,6 @@
  * CUDA-graph reserve.
  */
 #include <assert.h>
-#include <string.h>
 
 #include "est.h"
 #include "forward.h"
