@@ -25,7 +25,6 @@
  *   SGD 6.
  */
 #include <assert.h>
-#include <stdio.h>
 #include <string.h>
 
 #include "est.h"
