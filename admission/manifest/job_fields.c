@@ -486,8 +486,7 @@ static const struct mf_field workload_rows[W_COUNT] = {
 	    .base = MF_FB_NONE, .flags = MF_FF_HOOK, .form = &version_form,
 	    .max = 11, .text = "the current accounting",
 	    .when = { INFERENCE, VLLM }, .title = "vLLM release",
-	    .doc = "the vLLM release that serves the job (0.2.5 or later): a release before 0.21 sizes its KV cache as its own source did (docs/serving.md)",
-	    .example = "0.7.3" },
+	    .doc = "the vLLM release that serves the job (0.2.5 or later, as 0.7.3): a release before 0.21 sizes its KV cache as its own source did (docs/serving.md)" },
 };
 
 static const struct mf_field gpu_rows[] = {
