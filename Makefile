@@ -300,6 +300,7 @@ torch: all $(TORCH_VENV)/.installed
 	$(TESTENV) timeout 600 $(TORCH_PY) tests/torch/flops.py
 	$(TESTENV) timeout 600 $(TORCH_PY) tests/torch/traffic.py
 	$(TESTENV) timeout 300 $(TORCH_PY) tests/torch/framework.py
+	$(TESTENV) timeout 600 $(TORCH_PY) tests/torch/compile.py
 
 # The field lists of docs/manifest.md and docs/catalog.md, from the table
 # of fields (the Job's rows in admission/manifest/job_fields.c, the

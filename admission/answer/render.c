@@ -438,9 +438,9 @@ text_framework(struct mf_buf *b, const struct mf_job *job)
  * is eager), the checkpointing (false, true, op or every Nth layer),
  * activation offloading as the estimator counted it (mf_est_offloads:
  * the post's arithmetic has none), optimizer-in-backward (est_state.c),
- * and the loss as the estimator counted it (mf_est_loss: standard, or
- * chunked with its lossChunks); with a framework, which one and the
- * fields it supplied (from_framework).
+ * compile when the job compiles (est_pytorch.c), and the loss as the estimator
+ * counted it (mf_est_loss: standard, or chunked with its lossChunks); with a
+ * framework, which one and the fields it supplied (from_framework).
  */
 static void
 recipe(struct mf_jw *w, const struct mf_job *job)
@@ -466,6 +466,8 @@ recipe(struct mf_jw *w, const struct mf_job *job)
 		mf_jw_int(w, "lossChunks", wl->loss_chunks);
 	mf_jw_bool(w, "activationOffload", mf_est_offloads(wl));
 	mf_jw_bool(w, "optimizerInBackward", wl->optimizer_in_backward);
+	if (wl->compile)
+		mf_jw_bool(w, "compile", 1);
 	from_framework(w, job);
 	mf_jw_close(w, '}');
 }

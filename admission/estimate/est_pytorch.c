@@ -31,6 +31,7 @@ struct shapes {
 	int64_t eh;    /* the residual stream's and RoPE's: 4 under autocast */
 	int mixed;     /* autocast's norms (mixed_norm_terms) */
 	int lora;      /* LoRA or QLoRA: a frozen base with adapters */
+	int compiled;  /* compile: each layer compiled (norm_terms) */
 	unsigned mask; /* the modules LoRA reaches (mf_est_lora_mask) */
 	int64_t ab;    /* an adapter's element bytes (lora.dtype) */
 	int64_t r;     /* LoRA rank */
@@ -93,6 +94,15 @@ norm_terms(const struct mf_model *m, const struct shapes *x, struct mf_terms *t,
 		return;
 	}
 	mf_term(own, m->norms_per_layer * 4, "", 1);
+	if (x->compiled) {
+		/* Each layer compiled (compile_model; Llama's block): 2e h
+		 * a norm, its fp32 upcast recomputed in backward, measured
+		 * with inductor (tests/torch/compile.py, docs/estimators.md).
+		 */
+		mf_term(own, m->norms_per_layer * e, "h", h);
+		mf_term(t, m->norms_per_layer * e, "h", h);
+		return;
+	}
 	if (x->lora) {
 		/* A frozen weight needs neither the normalised x nor, as the
 		 * projections are frozen too, the output (see lora_terms). */
@@ -242,8 +252,9 @@ mlp_terms(const struct mf_model *m, const struct shapes *x, struct mf_terms *t)
 	int64_t wb = m->block == MF_BLOCK_MIXTRAL ? 4 : e;
 
 	/* A frozen down_proj keeps no copy of its input, nor a frozen
-	 * expert's gate and up of theirs (LoRA's copies: lora_terms). */
-	int64_t keep = x->lora ? 3 : 4;
+	 * expert's gate and up of theirs (LoRA's copies: lora_terms); a
+	 * compiled layer keeps 3eI too (tests/torch/compile.py). */
+	int64_t keep = x->lora || x->compiled ? 3 : 4;
 
 	if (m->experts == 0) {
 		mf_term(t, keep * e, "I", x->I);
@@ -1159,6 +1170,7 @@ torch_training(const struct mf_model *m, const struct mf_workload *w,
 	x.I = m->intermediate;
 	x.s = w->seq_len;
 	x.lora = w->method != MF_FULL;
+	x.compiled = w->compile;
 	x.e = mf_est_precision(w->precision)->act;
 	x.eh = mf_est_hidden_bytes(w);
 	x.mixed = mf_est_precision(w->precision)->mixed;

@@ -150,6 +150,73 @@ mf_est_offload_refused(const struct mf_workload *w, char *why, size_t size)
 	return 1;
 }
 
+/* The precision compile was measured in: bf16, bf16-true, fp32. */
+static int
+compile_precision(enum mf_precision p)
+{
+	return p == MF_BF16 || p == MF_BF16_TRUE || p == MF_FP32;
+}
+
+/* Why w's compile is refused for reasons of the workload alone into why;
+ * 0 when it is not. */
+static int
+compile_work_refused(const struct mf_workload *w, char *why, size_t size)
+{
+	static const char lead[] =
+	    "is modelled as torchtune compiles a model (each decoder layer) and tests/torch/compile.py measured it: full fine-tuning in bf16, bf16-true or fp32 with sdpa attention and the standard loss, every layer checkpointed or none, on one GPU's model";
+
+	if (w->method != MF_FULL)
+		snprintf(why, size,
+		    "%s; LoRA's compiled layers were not measured; this job has method: %s",
+		    lead, w->method == MF_LORA ? "lora" : "qlora");
+	else if (!compile_precision(w->precision))
+		snprintf(why, size, "%s; this job has precision: %s", lead,
+		    oib_precision(w->precision));
+	else if (w->attention != MF_SDPA)
+		snprintf(why, size, "%s; this job has attention: %s", lead,
+		    w->attention == MF_EAGER ? "eager" : "flash");
+	else if (w->loss != MF_LOSS_STANDARD)
+		snprintf(why, size,
+		    "%s (the compiled loss was not measured); this job has loss: %s",
+		    lead, w->loss == MF_LOSS_CHUNKED ? "chunked" : "fused");
+	else if (w->checkpointing == MF_CKPT_OP ||
+	    (w->checkpointing == MF_CKPT_FULL && w->ckpt_every != 1))
+		snprintf(why, size, "%s; this job checkpoints %s", lead,
+		    w->checkpointing == MF_CKPT_OP ?
+		        "per op (gradientCheckpointing: op)" :
+		        "every Nth layer (gradientCheckpointing: N above 1)");
+	else if (w->activation_offload || w->optimizer_in_backward)
+		snprintf(why, size, "%s; this job has %s: true", lead,
+		    w->activation_offload ? "activationOffload" :
+		                            "optimizerInBackward");
+	else if (w->shard_gpus > 1 || w->shard_cpu_offload || w->tensor > 1 ||
+	    w->pipeline > 1 || w->expert > 1)
+		snprintf(why, size,
+		    "%s; this job has sharding.gpus %lld, parallelism tensor %lld, pipeline %lld, expert %lld",
+		    lead, (long long)w->shard_gpus, (long long)w->tensor,
+		    (long long)w->pipeline, (long long)w->expert);
+	else
+		return 0;
+	return 1;
+}
+
+int
+mf_est_compile_refused(const struct mf_model *m, const struct mf_workload *w,
+    char *why, size_t size)
+{
+	if (w->kind != MF_TRAINING || !w->compile)
+		return 0;
+	if (compile_work_refused(w, why, size))
+		return 1;
+	if (m == NULL ||
+	    (m->block == MF_BLOCK_LLAMA && !m->qkv_bias && m->experts == 0))
+		return 0;
+	snprintf(why, size,
+	    "is modelled for Llama's decoder layer without biases (model_type llama, mistral), the block tests/torch/compile.py measured compiled; this job's model has another block%s",
+	    m->qkv_bias ? " (q, k and v with biases: qwen2)" : "");
+	return 1;
+}
+
 int
 mf_est_fsdp_on(const struct mf_workload *w)
 {
@@ -435,7 +502,8 @@ compute(const struct mf_model *m, const struct mf_workload *w, int figures_only,
 	int b;
 
 	if (!workload_ok(w) || mf_est_loss_refused(m, w, NULL, 0) ||
-	    mf_est_lora_refused(m, w, NULL, 0))
+	    mf_est_lora_refused(m, w, NULL, 0) ||
+	    mf_est_compile_refused(m, w, NULL, 0))
 		return MF_EINVAL;
 	if (w->batched_tokens == 0 || w->max_num_seqs == 0) {
 		/* No card known: vLLM's defaults below 70 GiB. */

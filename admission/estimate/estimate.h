@@ -78,6 +78,8 @@ struct mf_workload {
 	int64_t loss_chunks;       /* MF_LOSS_CHUNKED: pieces; default 8 */
 	int activation_offload;    /* saved activations in host memory */
 	int optimizer_in_backward; /* each gradient stepped and freed */
+	int compile;               /* torch.compile of each decoder layer
+	                              (design 22), default 0 */
 	int64_t qlora_block;       /* qlora.blockSize: weights an absmax, 64 */
 	int qlora_double_quant;    /* qlora.doubleQuant, default 1 */
 	int qlora_kbit_prep;       /* qlora.kbitPrep: PEFT's
@@ -171,6 +173,8 @@ struct mf_job {
 	int loss_line, loss_column;
 	/* Where workload.lora.targets is written, for the same. */
 	int targets_line, targets_column;
+	/* Where workload.compile is written, for the same; 0: not given. */
+	int compile_line, compile_column;
 	/* workload.framework (design 22): the release whose recipe gave
 	 * the fields the manifest leaves out (mf_framework_name), when
 	 * framework_given; from_framework: bit i set when the i-th field
@@ -363,6 +367,26 @@ int mf_est_fsdp_on(const struct mf_workload *w);
  */
 int mf_est_oib_refused(const struct mf_workload *w, int64_t gpus, char *why,
     size_t size);
+
+/*
+ * Whether the estimate refuses w's compile (design 22): 0 when it models
+ * it, or w does not ask for it; otherwise 1, with why (when not NULL,
+ * size bytes) the reason, to follow the field's name: what compile is
+ * modelled with, and what this job has.  It is modelled as torchtune's
+ * compile_model runs it (torch.compile of each decoder layer, an
+ * activation checkpoint's wrapper left outside) and as
+ * tests/torch/compile.py measured it with inductor: full fine-tuning of
+ * Llama's block without biases (llama, mistral), precision bf16,
+ * bf16-true or fp32, sdpa attention, the standard loss, every layer
+ * checkpointed or none, one GPU's model (no FSDP, tensor, pipeline or
+ * expert parallel), without activation offloading or the optimizer in
+ * backward; the rest is refused rather than guessed.  m NULL: the model
+ * is not known yet, and the rule on its block waits for it.  The one
+ * owner of that rule: the manifest's error, mf_job_check_model's, the
+ * estimate's domain and the fixes offered ask it.
+ */
+int mf_est_compile_refused(const struct mf_model *m,
+    const struct mf_workload *w, char *why, size_t size);
 
 /*
  * Whether the estimate refuses w's loss, with into why (when not NULL,

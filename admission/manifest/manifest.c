@@ -218,6 +218,10 @@ note_lengths(struct mf_job *job, const struct mf_node *spec)
 		job->targets_line = n->line;
 		job->targets_column = n->column;
 	}
+	if ((n = mf_node_get(wl, "compile")) != NULL) {
+		job->compile_line = n->line;
+		job->compile_column = n->column;
+	}
 }
 
 /* The node at path ("lora.dtype") under the mapping n, or NULL. */
@@ -254,6 +258,20 @@ note_framework(struct mf_job *job, const struct mf_node *spec)
 		if (node_at(wl, f) == NULL)
 			job->from_framework |= 1u << i;
 	}
+}
+
+/* compile with what the estimate models it with, the model aside
+ * (mf_est_compile_refused; mf_job_check_model asks the rest), the error at
+ * the field where it is written. */
+static enum mf_rc
+check_compile(const struct mf_job *job, const char *base,
+    const struct mf_node *spec, struct mf_error *err)
+{
+	char why[512];
+
+	if (!mf_est_compile_refused(NULL, &job->work, why, sizeof(why)))
+		return MF_OK;
+	return refuse_at(base, spec, "compile", why, err);
 }
 
 /* optimizerInBackward with what the estimate models it with
@@ -360,7 +378,9 @@ check_spec(struct mf_job *job, const char *base, const struct mf_node *spec,
 		rc = check_offload(job, base, spec, err);
 	if (rc == MF_OK)
 		rc = check_lengths(job, base, line, column, err);
-	return rc == MF_OK ? check_loss(job, base, spec, err) : rc;
+	if (rc == MF_OK)
+		rc = check_loss(job, base, spec, err);
+	return rc == MF_OK ? check_compile(job, base, spec, err) : rc;
 }
 
 int

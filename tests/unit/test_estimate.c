@@ -2691,6 +2691,130 @@ test_optimizer_in_backward_refused(void **state)
 	}
 }
 
+/*
+ * compile: true (design 22): each decoder layer compiled keeps, a token,
+ * its norms' inputs and outputs (2 x 2e h) and rsqrt (2 x 4), attention as
+ * eager does (2e ad + 2e kvd + 4a) and the MLP's 3eI
+ * (tests/torch/compile.py).  Llama 3.1 8B (h 4096, ad 4096, kvd 1024, a
+ * 32, I 14336, L 32), s 4096, b 1.  bf16-true: 8h + 4ad + 4kvd + 4a + 6I
+ * + 8 = 32,768 + 16,384 + 4,096 + 128 + 86,016 + 8 = 139,400 a token a
+ * layer; 4096 x 32 x 139,400 + RoPE's s x 4d (2,097,152) =
+ * 18,273,533,952, against eager's 200,840 a token a layer:
+ * 26,326,597,632.  fp32: 16h + 8ad + 8kvd + 4a + 12I + 8 = 278,664;
+ * 4096 x 32 x 278,664 + s x 8d (4,194,304) = 36,529,242,112.  Every
+ * layer checkpointed (bf16-true): one compiled layer recomputed, 4096 x
+ * 139,400 = 570,982,400, the 32 inputs 4096 x 32 x 2h = 1,073,741,824,
+ * RoPE 2,097,152 and the positions s x 8 = 32,768: 1,646,854,144.
+ */
+static void
+test_torch_compile(void **state)
+{
+	struct mf_workload w = ref_workload();
+	struct mf_estimate e;
+
+	(void)state;
+	w.estimator = MF_EST_PYTORCH;
+	w.precision = MF_BF16_TRUE;
+	e = est(&llama8b, &w);
+	assert_int_equal(e.bucket[MF_B_ACTIVATIONS], INT64_C(26326597632));
+	w.compile = 1;
+	e = est(&llama8b, &w);
+	assert_int_equal(e.bucket[MF_B_ACTIVATIONS], INT64_C(18273533952));
+	assert_non_null(strstr(e.formula[MF_B_ACTIVATIONS],
+	    "8h + 4ad + 4kvd + 4a + 6I + 8"));
+	w.precision = MF_FP32;
+	e = est(&llama8b, &w);
+	assert_int_equal(e.bucket[MF_B_ACTIVATIONS], INT64_C(36529242112));
+	w.precision = MF_BF16_TRUE;
+	w.checkpointing = MF_CKPT_FULL;
+	e = est(&llama8b, &w);
+	assert_int_equal(e.bucket[MF_B_ACTIVATIONS], INT64_C(1646854144));
+}
+
+/* What compile is not modelled with is refused with what the job has
+ * (mf_est_compile_refused), by the estimate too. */
+static void
+test_torch_compile_refused(void **state)
+{
+	static const struct {
+		int field;
+		int value;
+		const char *has;
+	} cases[] = {
+		{ 0, MF_LORA, "this job has method: lora" },
+		{ 0, MF_QLORA, "this job has method: qlora" },
+		{ 1, MF_BF16_MIXED, "this job has precision: bf16-mixed" },
+		{ 1, MF_FP16, "this job has precision: fp16" },
+		{ 2, MF_EAGER, "this job has attention: eager" },
+		{ 2, MF_FLASH, "this job has attention: flash" },
+		{ 3, MF_LOSS_CHUNKED, "this job has loss: chunked" },
+		{ 4, MF_CKPT_OP, "per op" },
+		{ 5, 2, "every Nth layer" },
+		{ 6, 1, "this job has activationOffload: true" },
+		{ 7, 1, "this job has optimizerInBackward: true" },
+		{ 8, 2, "sharding.gpus 2" },
+		{ 9, 2, "parallelism tensor 2" },
+	};
+	struct mf_model qwen2 = llama8b;
+	struct mf_workload w;
+	struct mf_estimate e;
+	char why[512];
+
+	(void)state;
+	mf_workload_defaults(&w);
+	w.compile = 1;
+	assert_false(mf_est_compile_refused(&llama8b, &w, why, sizeof(why)));
+	w.precision = MF_FP32;
+	w.checkpointing = MF_CKPT_FULL;
+	assert_false(mf_est_compile_refused(&llama8b, &w, NULL, 0));
+	/* The model's block: waits for the model, then Llama's alone. */
+	qwen2.qkv_bias = 1;
+	assert_false(mf_est_compile_refused(NULL, &w, NULL, 0));
+	assert_true(mf_est_compile_refused(&qwen2, &w, why, sizeof(why)));
+	assert_non_null(strstr(why, "qwen2"));
+	assert_true(mf_est_compile_refused(&phi3ish, &w, why, sizeof(why)));
+	assert_non_null(strstr(why, "another block"));
+	assert_int_equal(mf_est_compute(&phi3ish, &w, &e), MF_EINVAL);
+	for (size_t i = 0; i < NELEM(cases); i++) {
+		mf_workload_defaults(&w);
+		w.compile = 1;
+		if (cases[i].field == 0)
+			w.method = (enum mf_method)cases[i].value;
+		else if (cases[i].field == 1)
+			w.precision = (enum mf_precision)cases[i].value;
+		else if (cases[i].field == 2)
+			w.attention = (enum mf_attention)cases[i].value;
+		else if (cases[i].field == 3)
+			w.loss = (enum mf_loss)cases[i].value;
+		else if (cases[i].field == 4)
+			w.checkpointing = cases[i].value;
+		else if (cases[i].field == 5) {
+			w.checkpointing = MF_CKPT_FULL;
+			w.ckpt_every = cases[i].value;
+		} else if (cases[i].field == 6) {
+			w.checkpointing = MF_CKPT_FULL;
+			w.activation_offload = 1;
+		} else if (cases[i].field == 7) {
+			w.precision = MF_BF16_TRUE;
+			w.optimizer_in_backward = 1;
+		} else if (cases[i].field == 8)
+			w.shard_gpus = cases[i].value;
+		else
+			w.tensor = cases[i].value;
+		why[0] = '\0';
+		assert_true(mf_est_compile_refused(NULL, &w, why, sizeof(why)));
+		if (strstr(why, cases[i].has) == NULL)
+			fail_msg("'%s' lacks '%s'", why, cases[i].has);
+		assert_int_equal(mf_est_compute(&llama8b, &w, &e), MF_EINVAL);
+		/* A short buffer is cut, never overrun. */
+		assert_true(mf_est_compile_refused(NULL, &w, why, 8));
+		assert_int_equal(strlen(why), 7);
+	}
+	/* Not asked, or not training: nothing refused. */
+	w.compile = 0;
+	assert_false(mf_est_compile_refused(NULL, &w, why, sizeof(why)));
+}
+
 /* The default is pytorch; names and parsing of both. */
 static void
 test_estimator_names(void **state)
@@ -2776,6 +2900,8 @@ main(void)
 		cmocka_unit_test(test_torch_8bit_state),
 		cmocka_unit_test(test_model_tensors),
 		cmocka_unit_test(test_torch_offload_in_backward),
+		cmocka_unit_test(test_torch_compile),
+		cmocka_unit_test(test_torch_compile_refused),
 		cmocka_unit_test(test_est_lora_variants),
 		cmocka_unit_test(test_est_rounding),
 		cmocka_unit_test(test_est_per_gpu),

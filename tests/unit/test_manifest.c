@@ -1077,6 +1077,52 @@ test_read_loss_offload(void **state)
 }
 
 /*
+ * compile: false by default; true where the estimate models it (full
+ * fine-tuning, bf16, bf16-true or fp32, sdpa, the standard loss, every
+ * layer checkpointed or none, one GPU); anything else refused at the
+ * field, with what it is modelled with and what this job has
+ * (mf_est_compile_refused), and for training only.
+ */
+static void
+test_read_compile(void **state)
+{
+	struct mf_doc *doc = NULL;
+	struct mf_job job;
+
+	(void)state;
+	read_ok(RECIPE(""), &doc, &job);
+	assert_false(job.work.compile);
+	mf_doc_free(doc);
+	read_ok(RECIPE("    compile: true\n    precision: fp32\n"
+	               "    gradientCheckpointing: true\n"),
+	    &doc, &job);
+	assert_true(job.work.compile);
+	assert_int_equal(job.compile_line, 10);
+	mf_doc_free(doc);
+	read_ok(RECIPE("    method: lora\n    compile: false\n"), &doc, &job);
+	assert_false(job.work.compile);
+	mf_doc_free(doc);
+	expect_err(RECIPE("    method: lora\n    compile: true\n"),
+	    "spec.workload.compile", 11,
+	    "is modelled as torchtune compiles a model (each decoder layer) "
+	    "and tests/torch/compile.py measured it: full fine-tuning in bf16, "
+	    "bf16-true or fp32 with sdpa attention and the standard loss, "
+	    "every layer checkpointed or none, on one GPU's model; LoRA's "
+	    "compiled layers were not measured; this job has method: lora");
+	expect_err(RECIPE("    compile: true\n    precision: bf16-mixed\n"),
+	    "spec.workload.compile", 10, "this job has precision: bf16-mixed");
+	expect_err(RECIPE("    compile: true\n    loss: chunked\n"),
+	    "spec.workload.compile", 10, "this job has loss: chunked");
+	expect_err(RECIPE("    compile: true\n    gradientCheckpointing: 2\n"),
+	    "spec.workload.compile", 10, "every Nth layer");
+	expect_err(MSPEC "  workload:\n    kind: inference\n"
+	                 "    contextLength: 4096\n    compile: true\n",
+	    "spec.workload.compile", 11,
+	    "applies only with kind: training, and this job has kind: "
+	    "inference");
+}
+
+/*
  * optimizerInBackward as torchtune 0.6.1 runs it and the estimate models
  * it: full fine-tuning in bf16-true or fp32 with AdamW or bitsandbytes'
  * 8-bit AdamW, paged or not, on one GPU.  Every
@@ -1705,9 +1751,10 @@ test_read_framework_torchtune(void **state)
 	assert_int_equal(w->lora_targets, MF_LORA_LIST);
 	assert_int_equal(w->lora_modules, TT_LORA_MODULES);
 	assert_int_equal(w->lora_dtype, MF_LORA_BF16);
-	/* Ten fields, every one from the framework. */
-	assert_null(mf_framework_field(job.framework, MF_LORA, 0, 10));
-	assert_int_equal(job.from_framework, (1u << 10) - 1);
+	assert_int_equal(w->compile, 0);
+	/* Eleven fields, every one from the framework. */
+	assert_null(mf_framework_field(job.framework, MF_LORA, 0, 11));
+	assert_int_equal(job.from_framework, (1u << 11) - 1);
 	mf_doc_free(doc);
 	/* qlora adds torchao's NF4 storage, double-quantized; full the
 	 * optimizer in backward. */
@@ -1784,7 +1831,7 @@ test_read_framework_stated_wins(void **state)
 	    fw_bit(v, MF_LORA, "gradientCheckpointing") |
 	    fw_bit(v, MF_LORA, "lora.dtype");
 	assert_int_equal(__builtin_popcount(stated), 3);
-	assert_int_equal(job.from_framework, ((1u << 10) - 1) & ~stated);
+	assert_int_equal(job.from_framework, ((1u << 11) - 1) & ~stated);
 	mf_doc_free(doc);
 }
 
@@ -1958,6 +2005,7 @@ main(void)
 		cmocka_unit_test(test_read_checkpointing),
 		cmocka_unit_test(test_read_loss_offload),
 		cmocka_unit_test(test_read_optimizer_in_backward),
+		cmocka_unit_test(test_read_compile),
 		cmocka_unit_test(test_read_offload_layouts),
 		cmocka_unit_test(test_read_qlora),
 		cmocka_unit_test(test_read_parallel_recipes),
