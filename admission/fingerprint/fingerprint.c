@@ -132,6 +132,7 @@ static const struct frow work_rows[] = {
 	WORK(expert),
 	WORK(server_version),
 	WORK(shard_cpu_offload),
+	WORK(compile),
 };
 
 /* The member row describes in the struct at base, as a signed integer
