@@ -102,7 +102,8 @@ static const struct recipes hf_5_24 = { .full = hf_full, .lora = hf_lora,
  * enable_activation_checkpointing: True, enable_activation_offloading:
  * False, loss CEWithChunkedOutputLoss (torchtune/modules/loss/
  * ce_chunked_output_loss.py: num_output_chunks=8); attention through
- * torchtune/modules/attention_utils.py's sdpa.
+ * torchtune/modules/attention_utils.py's sdpa; compile: False (every
+ * config below).
  */
 /* The common values, with whether every layer is checkpointed (ckpt). */
 #define TT_COMMON(ckpt)                                                       \
@@ -114,7 +115,7 @@ static const struct recipes hf_5_24 = { .full = hf_full, .lora = hf_lora,
  * bitsandbytes.optim.PagedAdamW8bit, optimizer_in_bwd: True. */
 static const struct value tt_full[] = { TT_COMMON("true"),
 	{ "optimizer", "paged-adamw8bit" }, { "optimizerInBackward", "true" },
-	{ NULL, NULL } };
+	{ "compile", "false" }, { NULL, NULL } };
 
 /* 8B_lora_single_device.yaml and 8B_qlora_single_device.yaml: optimizer
  * torch.optim.AdamW; lora_attn_modules ['q_proj', 'v_proj', 'output_proj'],
@@ -127,26 +128,26 @@ static const struct value tt_full[] = { TT_COMMON("true"),
 	    { "lora.dtype", "bf16" }
 
 static const struct value tt_lora[] = { TT_COMMON("true"), TT_LORA,
-	{ NULL, NULL } };
+	{ "compile", "false" }, { NULL, NULL } };
 /* torchtune/modules/peft/lora.py: to_nf4(weight), torchao's
  * dtypes/nf4tensor.py: block_size=64, scaler_block_size=256 (the absmax in
  * 8 bits, a second level a 256 blocks); no PEFT k-bit preparation. */
 static const struct value tt_qlora[] = { TT_COMMON("true"), TT_LORA,
 	{ "qlora.blockSize", "64" }, { "qlora.doubleQuant", "true" },
-	{ "qlora.kbitPrep", "false" }, { NULL, NULL } };
+	{ "qlora.kbitPrep", "false" }, { "compile", "false" }, { NULL, NULL } };
 
 /* recipes/configs/llama3_1/8B_full.yaml (full_finetune_distributed):
  * optimizer torch.optim.AdamW, optimizer_in_bwd: False (70B_full.yaml
  * too). */
 static const struct value tt_full_sharded[] = { TT_COMMON("true"),
 	{ "optimizer", "adamw" }, { "optimizerInBackward", "false" },
-	{ NULL, NULL } };
+	{ "compile", "false" }, { NULL, NULL } };
 /* recipes/configs/llama3_1/8B_lora.yaml (lora_finetune_distributed):
  * enable_activation_checkpointing: False, the rest as on one GPU.
  * (70B_lora.yaml turns it on, with lora_rank 16: a 70B job states
  * them.) */
 static const struct value tt_lora_sharded[] = { TT_COMMON("false"), TT_LORA,
-	{ NULL, NULL } };
+	{ "compile", "false" }, { NULL, NULL } };
 
 static const struct recipes tt_0_6 = { .full = tt_full, .lora = tt_lora,
 	.qlora = tt_qlora, .full_sharded = tt_full_sharded,
@@ -169,7 +170,8 @@ static const struct value titan_full[] = { { "precision", "bf16-mixed" },
 	{ "gradientCheckpointing", "op" }, { "attention", "sdpa" },
 	{ "loss", "standard" }, { "optimizer", "adamw" },
 	{ "parallelism.sequenceParallel", "true" },
-	{ "parallelism.lossParallel", "true" }, { NULL, NULL } };
+	{ "parallelism.lossParallel", "true" }, { "compile", "false" },
+	{ NULL, NULL } };
 
 static const struct recipes titan = { .full = titan_full };
 

@@ -131,6 +131,7 @@ def tune_common(cfg):
     if attention_utils._sdpa_or_flex_attention().__name__ != "_attention_call":
         FAILS.append("torchtune: attention is not its sdpa call")
     d["attention"] = "sdpa"
+    d["compile"] = bool(cfg.compile)
     return d
 
 
