@@ -96,8 +96,8 @@ norm_terms(const struct mf_model *m, const struct shapes *x, struct mf_terms *t,
 	mf_term(own, m->norms_per_layer * 4, "", 1);
 	if (x->compiled) {
 		/* Each layer compiled (compile_model; Llama's block): 2e h
-		 * a norm, its fp32 upcast recomputed in backward, measured
-		 * with inductor (tests/torch/compile.py, docs/estimators.md).
+		 * a norm, the rest recomputed in backward, measured with
+		 * inductor (tests/torch/compile.py, docs/estimators.md).
 		 */
 		mf_term(own, m->norms_per_layer * e, "h", h);
 		mf_term(t, m->norms_per_layer * e, "h", h);
