@@ -282,7 +282,7 @@ PROBES = [
            {"rank": 8}), True),
     ("sharding with lora",
      with_(with_(TRAIN, "spec.workload.method", "lora"),
-           "spec.workload.sharding", {"gpus": 2}), False),
+           "spec.workload.sharding", {"gpus": 2}), True),
     ("minMemory 80 (bytes)", with_(FLOOR, "spec.resources.gpu.minMemory", 80),
      False),
     ("minMemory 80GB", with_(FLOOR, "spec.resources.gpu.minMemory", "80GB"),
