@@ -41,7 +41,7 @@ fix_list(struct mf_jw *w, const char *key, unsigned fixes)
 static void
 labels(struct mf_jw *w, const struct mf_gpu *g)
 {
-	mf_jw_open(w, "labels", '{');
+	mf_jw_open_lit(w, "labels", '{');
 	for (size_t i = 0; i < g->nlabels; i++)
 		mf_jw_str(w, g->labels[i].key, g->labels[i].value);
 	mf_jw_close(w, '}');
@@ -61,18 +61,18 @@ slurm_map(struct mf_jw *w, const struct mf_gpu *g, int64_t count)
 
 	if (!mf_cat_has_slurm(g))
 		return;
-	mf_jw_open(w, "slurm", '{');
+	mf_jw_open_lit(w, "slurm", '{');
 	if (s->gres != NULL && count > 0) {
 		snprintf(gres, sizeof(gres), "%s:%lld", s->gres,
 		    (long long)count);
-		mf_jw_str(w, "gres", gres);
+		mf_jw_str_lit(w, "gres", gres);
 	} else if (s->gres != NULL) {
-		mf_jw_str(w, "gres", s->gres);
+		mf_jw_str_lit(w, "gres", s->gres);
 	}
 	if (s->partition != NULL)
-		mf_jw_str(w, "partition", s->partition);
+		mf_jw_str_lit(w, "partition", s->partition);
 	if (s->constraint != NULL)
-		mf_jw_str(w, "constraint", s->constraint);
+		mf_jw_str_lit(w, "constraint", s->constraint);
 	mf_jw_close(w, '}');
 }
 
@@ -85,7 +85,7 @@ static void
 manifest_change(struct mf_jw *w, unsigned fixes, int64_t gpus, int64_t amount,
     double reference_hours)
 {
-	mf_jw_open(w, "manifestChange", '{');
+	mf_jw_open_lit(w, "manifestChange", '{');
 	for (int f = 0; f < MF_FIX_COUNT; f++) {
 		const struct mf_fix_info *fi = mf_fix_info(f);
 
@@ -110,8 +110,8 @@ manifest_change(struct mf_jw *w, unsigned fixes, int64_t gpus, int64_t amount,
 		}
 	}
 	if (reference_hours > 0)
-		mf_jw_num(w, "spec.duration.referenceHours", reference_hours,
-		    6);
+		mf_jw_num_lit(w, "spec.duration.referenceHours",
+		    reference_hours, 6);
 	mf_jw_close(w, '}');
 }
 
@@ -124,7 +124,7 @@ formula(struct mf_jw *w, const struct mf_step *st, enum mf_step_term t)
 
 	mf_buf_fixed(&b, text, sizeof(text));
 	mf_step_formula(st, t, &b);
-	mf_jw_str(w, "formula", text);
+	mf_jw_str_lit(w, "formula", text);
 }
 
 /* A placement's speed and step (design 21), when its hours are
@@ -136,18 +136,18 @@ step(struct mf_jw *w, const struct mf_placement *p)
 
 	if (st->seconds <= 0)
 		return;
-	mf_jw_num(w, "costPerMillionTokens", p->cost_per_mtok, 4);
-	mf_jw_num(w, "tokensPerSecond", st->tokens_per_second, 1);
-	mf_jw_num(w, "mfu", st->mfu, 3);
-	mf_jw_str(w, "bound", mf_bound_name(st->bound));
-	mf_jw_open(w, "time", '{');
-	mf_jw_num(w, "stepSeconds", st->seconds, 6);
-	mf_jw_int(w, "tokensPerStep", p->tokens_per_step);
-	mf_jw_open(w, "terms", '[');
+	mf_jw_num_lit(w, "costPerMillionTokens", p->cost_per_mtok, 4);
+	mf_jw_num_lit(w, "tokensPerSecond", st->tokens_per_second, 1);
+	mf_jw_num_lit(w, "mfu", st->mfu, 3);
+	mf_jw_str_lit(w, "bound", mf_bound_name(st->bound));
+	mf_jw_open_lit(w, "time", '{');
+	mf_jw_num_lit(w, "stepSeconds", st->seconds, 6);
+	mf_jw_int_lit(w, "tokensPerStep", p->tokens_per_step);
+	mf_jw_open_lit(w, "terms", '[');
 	for (int t = 0; t < MF_ST_COUNT; t++) {
 		mf_jw_open(w, NULL, '{');
-		mf_jw_str(w, "name", mf_step_term_name(t));
-		mf_jw_num(w, "seconds", st->term[t], 6);
+		mf_jw_str_lit(w, "name", mf_step_term_name(t));
+		mf_jw_num_lit(w, "seconds", st->term[t], 6);
 		formula(w, st, (enum mf_step_term)t);
 		mf_jw_close(w, '}');
 	}
@@ -164,23 +164,23 @@ observed(struct mf_jw *w, const struct mf_placement *p)
 
 	if (n->runs == 0)
 		return;
-	mf_jw_open(w, "observed", '{');
-	mf_jw_int(w, "runs", n->runs);
-	mf_jw_bool(w, "onThisCard", n->here);
-	mf_jw_str(w, "peak", n->device ? "device" : "torch");
-	mf_jw_int(w, "needBytes", p->need);
-	mf_jw_int(w, "estimatedNeedBytes", n->estimate);
-	mf_jw_num(w, "needRatio", n->memory, 4);
-	mf_jw_num(w, "speedRatio", n->speed, 4);
+	mf_jw_open_lit(w, "observed", '{');
+	mf_jw_int_lit(w, "runs", n->runs);
+	mf_jw_bool_lit(w, "onThisCard", n->here);
+	mf_jw_str_lit(w, "peak", n->device ? "device" : "torch");
+	mf_jw_int_lit(w, "needBytes", p->need);
+	mf_jw_int_lit(w, "estimatedNeedBytes", n->estimate);
+	mf_jw_num_lit(w, "needRatio", n->memory, 4);
+	mf_jw_num_lit(w, "speedRatio", n->speed, 4);
 	if (p->step.seconds > 0) {
-		mf_jw_num(w, "tokensPerSecond",
+		mf_jw_num_lit(w, "tokensPerSecond",
 		    p->step.tokens_per_second * n->speed, 3);
-		mf_jw_num(w, "estimatedTokensPerSecond",
+		mf_jw_num_lit(w, "estimatedTokensPerSecond",
 		    p->step.tokens_per_second, 3);
 	}
 	if (p->timed) {
-		mf_jw_num(w, "hours", p->hours, 3);
-		mf_jw_num(w, "estimatedHours", n->est_hours, 3);
+		mf_jw_num_lit(w, "hours", p->hours, 3);
+		mf_jw_num_lit(w, "estimatedHours", n->est_hours, 3);
 	}
 	mf_jw_close(w, '}');
 }
@@ -194,26 +194,26 @@ placement(struct mf_jw *w, const char *key, const struct mf_job *job,
 	int timed = p->timed;
 
 	mf_jw_open(w, key, '{');
-	mf_jw_str(w, "gpu", p->gpu->name);
-	mf_jw_int(w, "count", p->count);
-	mf_jw_int(w, "nodes", p->nodes);
+	mf_jw_str_lit(w, "gpu", p->gpu->name);
+	mf_jw_int_lit(w, "count", p->count);
+	mf_jw_int_lit(w, "nodes", p->nodes);
 	quantity(w, "memory", p->gpu->memory, p->gpu->memory_format);
-	mf_jw_int(w, "memoryBytes", p->gpu->memory);
-	mf_jw_num(w, "spareFraction", p->spare, 6);
-	mf_jw_num(w, "hourlyPrice", p->hourly_price, 4);
+	mf_jw_int_lit(w, "memoryBytes", p->gpu->memory);
+	mf_jw_num_lit(w, "spareFraction", p->spare, 6);
+	mf_jw_num_lit(w, "hourlyPrice", p->hourly_price, 4);
 	if (timed) {
-		mf_jw_num(w, "hours", p->hours, 3);
-		mf_jw_num(w, "cost", p->cost, 2);
+		mf_jw_num_lit(w, "hours", p->hours, 3);
+		mf_jw_num_lit(w, "cost", p->cost, 2);
 	} else {
-		mf_jw_null(w, "hours");
-		mf_jw_null(w, "cost");
+		mf_jw_null_lit(w, "hours");
+		mf_jw_null_lit(w, "cost");
 	}
-	mf_jw_num(w, "costPerReferenceHour", p->cost_per_ref_hour, 6);
+	mf_jw_num_lit(w, "costPerReferenceHour", p->cost_per_ref_hour, 6);
 	step(w, p);
 	observed(w, p);
 	if (mf_job_serves(job)) {
-		mf_jw_int(w, "maxConcurrency", p->max_seqs);
-		mf_jw_int(w, "maxContextLength", p->max_context);
+		mf_jw_int_lit(w, "maxConcurrency", p->max_seqs);
+		mf_jw_int_lit(w, "maxContextLength", p->max_context);
 	}
 	fix_list(w, "fixes", p->fixes);
 	/* What the job as placed sets: its fixes on the placement's GPUs,
@@ -227,7 +227,7 @@ placement(struct mf_jw *w, const char *key, const struct mf_job *job,
 static void
 code_change(struct mf_jw *w, const struct mf_job *job, unsigned fixes)
 {
-	mf_jw_open(w, "codeChange", '[');
+	mf_jw_open_lit(w, "codeChange", '[');
 	for (int f = 0; f < MF_FIX_COUNT; f++)
 		if (fixes & MF_FIXBIT(f))
 			mf_jw_str(w, NULL,
@@ -240,25 +240,25 @@ fix_entries(struct mf_jw *w, const struct mf_job *job,
     const struct mf_decision *d)
 {
 	assert(d->nfixes <= MF_FIX_COUNT);
-	mf_jw_open(w, "fixes", '[');
+	mf_jw_open_lit(w, "fixes", '[');
 	for (size_t i = 0; i < d->nfixes; i++) {
 		const struct mf_fix_option *e = &d->fixes[i];
 
 		mf_jw_open(w, NULL, '{');
-		mf_jw_str(w, "fix", mf_fix_name(e->fix));
+		mf_jw_str_lit(w, "fix", mf_fix_name(e->fix));
 		fix_list(w, "fixes", e->fixes);
-		mf_jw_int(w, "gpus", e->gpus);
-		mf_jw_int(w, "needBytes", e->need);
+		mf_jw_int_lit(w, "gpus", e->gpus);
+		mf_jw_int_lit(w, "needBytes", e->need);
 		quantity(w, "minMemory", e->min_memory, MF_QTY_BINARY);
 		if (e->placed)
 			placement(w, "placement", job, &e->placement,
 			    e->amount);
 		else
-			mf_jw_null(w, "placement");
+			mf_jw_null_lit(w, "placement");
 		manifest_change(w, e->fixes, e->amount, e->amount,
 		    e->reference_hours);
 		code_change(w, job, e->fixes);
-		mf_jw_bool(w, "modellingDecision",
+		mf_jw_bool_lit(w, "modellingDecision",
 		    mf_fix_info(e->fix)->modelling);
 		mf_jw_close(w, '}');
 	}
@@ -268,16 +268,16 @@ fix_entries(struct mf_jw *w, const struct mf_job *job,
 static void
 need(struct mf_jw *w, const struct mf_job *job, const struct mf_decision *d)
 {
-	mf_jw_open(w, "need", '{');
-	mf_jw_str(w, "source", d->from_model ? "model" : "minMemory");
+	mf_jw_open_lit(w, "need", '{');
+	mf_jw_str_lit(w, "source", d->from_model ? "model" : "minMemory");
 	if (d->from_model)
-		mf_jw_int(w, "perGpuBytes", d->need);
+		mf_jw_int_lit(w, "perGpuBytes", d->need);
 	else
-		mf_jw_null(w, "perGpuBytes");
+		mf_jw_null_lit(w, "perGpuBytes");
 	if (job->min_memory > 0)
-		mf_jw_int(w, "minMemoryBytes", job->min_memory);
+		mf_jw_int_lit(w, "minMemoryBytes", job->min_memory);
 	else
-		mf_jw_null(w, "minMemoryBytes");
+		mf_jw_null_lit(w, "minMemoryBytes");
 	mf_jw_close(w, '}');
 }
 
@@ -288,7 +288,7 @@ fingerprint(struct mf_jw *w, const struct mf_job *job)
 	char hex[MF_FP_HEX];
 
 	mf_fp_job(job, 0, job->count, hex);
-	mf_jw_str(w, "fingerprint", hex);
+	mf_jw_str_lit(w, "fingerprint", hex);
 }
 
 void
@@ -298,28 +298,28 @@ mf_write_decision(struct mf_jw *w, const char *key, const struct mf_job *job,
 	assert(d->nwarn <= MF_MAX_WARNINGS && d->nalt <= MF_MAX_ALTERNATIVES &&
 	    d->suggested < MF_FIX_COUNT);
 	mf_jw_open(w, key, '{');
-	mf_jw_bool(w, "admitted", d->admitted);
-	mf_jw_str(w, "job", job->name ? job->name : "");
-	mf_jw_str(w, "fingerprint", d->fingerprint);
-	mf_jw_str(w, "estimator", mf_estimator_name(d->work.estimator));
+	mf_jw_bool_lit(w, "admitted", d->admitted);
+	mf_jw_str_lit(w, "job", job->name ? job->name : "");
+	mf_jw_str_lit(w, "fingerprint", d->fingerprint);
+	mf_jw_str_lit(w, "estimator", mf_estimator_name(d->work.estimator));
 	need(w, job, d);
 	quantity(w, "minMemory", d->floor, d->floor_format);
-	mf_jw_open(w, "warnings", '[');
+	mf_jw_open_lit(w, "warnings", '[');
 	for (size_t i = 0; i < d->nwarn; i++)
 		mf_jw_str(w, NULL, d->warnings[i]);
 	mf_jw_close(w, ']');
 	if (d->admitted) {
 		observed(w, &d->placement);
 		placement(w, "placement", job, &d->placement, 0);
-		mf_jw_open(w, "alternatives", '[');
+		mf_jw_open_lit(w, "alternatives", '[');
 		for (size_t i = 0; i < d->nalt; i++)
 			placement(w, NULL, job, &d->alt[i], 0);
 		mf_jw_close(w, ']');
 	} else {
-		mf_jw_str(w, "reason", d->reason);
-		mf_jw_str(w, "limit", mf_limit_name(d->limit));
+		mf_jw_str_lit(w, "reason", d->reason);
+		mf_jw_str_lit(w, "limit", mf_limit_name(d->limit));
 		fix_entries(w, job, d);
-		mf_jw_str(w, "suggested",
+		mf_jw_str_lit(w, "suggested",
 		    d->suggested < 0 ? NULL :
 		                       mf_fix_name(d->fixes[d->suggested].fix));
 	}
@@ -335,19 +335,19 @@ mf_write_decision(struct mf_jw *w, const char *key, const struct mf_job *job,
 static void
 buckets(struct mf_jw *w, const struct mf_estimate *e)
 {
-	mf_jw_open(w, "buckets", '[');
+	mf_jw_open_lit(w, "buckets", '[');
 	for (int b = 0; b < MF_B_COUNT; b++) {
 		if (e->bucket[b] == 0 || !mf_est_counted((enum mf_bucket)b))
 			continue;
 		mf_jw_open(w, NULL, '{');
-		mf_jw_str(w, "name", mf_bucket_name((enum mf_bucket)b));
-		mf_jw_int(w, "bytes", e->bucket[b]);
-		mf_jw_int(w, "perGpuBytes",
+		mf_jw_str_lit(w, "name", mf_bucket_name((enum mf_bucket)b));
+		mf_jw_int_lit(w, "bytes", e->bucket[b]);
+		mf_jw_int_lit(w, "perGpuBytes",
 		    mf_est_bucket_per_gpu(e, (enum mf_bucket)b));
-		mf_jw_str(w, "formula", e->formula[b]);
+		mf_jw_str_lit(w, "formula", e->formula[b]);
 		if (e->gpu_formula[b][0] != '\0' &&
 		    strcmp(e->gpu_formula[b], e->formula[b]) != 0)
-			mf_jw_str(w, "perGpuFormula", e->gpu_formula[b]);
+			mf_jw_str_lit(w, "perGpuFormula", e->gpu_formula[b]);
 		mf_jw_close(w, '}');
 	}
 	mf_jw_close(w, ']');
@@ -360,11 +360,11 @@ paged(struct mf_jw *w, const struct mf_estimate *e)
 {
 	if (e->bucket[MF_B_PAGED] == 0)
 		return;
-	mf_jw_open(w, "pagedOptimizer", '{');
-	mf_jw_int(w, "bytes", e->bucket[MF_B_PAGED]);
-	mf_jw_int(w, "perGpuBytes", mf_est_bucket_per_gpu(e, MF_B_PAGED));
-	mf_jw_str(w, "formula", e->formula[MF_B_PAGED]);
-	mf_jw_str(w, "note", PAGED_NOTE);
+	mf_jw_open_lit(w, "pagedOptimizer", '{');
+	mf_jw_int_lit(w, "bytes", e->bucket[MF_B_PAGED]);
+	mf_jw_int_lit(w, "perGpuBytes", mf_est_bucket_per_gpu(e, MF_B_PAGED));
+	mf_jw_str_lit(w, "formula", e->formula[MF_B_PAGED]);
+	mf_jw_str_lit(w, "note", PAGED_NOTE);
 	mf_jw_close(w, '}');
 }
 
@@ -374,20 +374,20 @@ smallest_fit(struct mf_jw *w, const struct mf_est_answer *a)
 	const struct mf_gpu *g = a->fit;
 
 	if (g == NULL) {
-		mf_jw_null(w, "smallestFit");
+		mf_jw_null_lit(w, "smallestFit");
 		return;
 	}
-	mf_jw_open(w, "smallestFit", '{');
-	mf_jw_str(w, "gpu", g->name);
+	mf_jw_open_lit(w, "smallestFit", '{');
+	mf_jw_str_lit(w, "gpu", g->name);
 	quantity(w, "memory", g->memory, g->memory_format);
-	mf_jw_int(w, "memoryBytes", g->memory);
-	mf_jw_num(w, "hourlyPrice", g->hourly_price, 4);
+	mf_jw_int_lit(w, "memoryBytes", g->memory);
+	mf_jw_num_lit(w, "hourlyPrice", g->hourly_price, 4);
 	if (a->fit_hours >= 0) {
-		mf_jw_num(w, "hours", a->fit_hours, 3);
-		mf_jw_num(w, "cost", a->fit_cost, 2);
+		mf_jw_num_lit(w, "hours", a->fit_hours, 3);
+		mf_jw_num_lit(w, "cost", a->fit_cost, 2);
 	} else {
-		mf_jw_null(w, "hours");
-		mf_jw_null(w, "cost");
+		mf_jw_null_lit(w, "hours");
+		mf_jw_null_lit(w, "cost");
 	}
 	mf_jw_close(w, '}');
 }
@@ -401,8 +401,8 @@ from_framework(struct mf_jw *w, const struct mf_job *job)
 
 	if (!job->framework_given)
 		return;
-	mf_jw_str(w, "framework", mf_framework_name(job->framework));
-	mf_jw_open(w, "fromFramework", '[');
+	mf_jw_str_lit(w, "framework", mf_framework_name(job->framework));
+	mf_jw_open_lit(w, "fromFramework", '[');
 	for (int i = 0;
 	     (f = mf_framework_field(job->framework, job->work.method,
 	          job->framework_sharded, i)) != NULL;
@@ -449,25 +449,27 @@ recipe(struct mf_jw *w, const struct mf_job *job)
 
 	if (wl->kind != MF_TRAINING)
 		return;
-	mf_jw_open(w, "recipe", '{');
-	mf_jw_str(w, "precision",
+	mf_jw_open_lit(w, "recipe", '{');
+	mf_jw_str_lit(w, "precision",
 	    mf_workload_enum_name("precision", wl->precision));
-	mf_jw_str(w, "attention",
+	mf_jw_str_lit(w, "attention",
 	    mf_workload_enum_name("attention",
 	        mf_est_attention(&job->model, wl)));
 	if (wl->checkpointing == MF_CKPT_OP)
-		mf_jw_str(w, "gradientCheckpointing", "op");
+		mf_jw_str_lit(w, "gradientCheckpointing", "op");
 	else if (wl->checkpointing == MF_CKPT_FULL && wl->ckpt_every > 1)
-		mf_jw_int(w, "gradientCheckpointing", wl->ckpt_every);
+		mf_jw_int_lit(w, "gradientCheckpointing", wl->ckpt_every);
 	else
-		mf_jw_bool(w, "gradientCheckpointing", wl->checkpointing != 0);
-	mf_jw_str(w, "loss", mf_workload_enum_name("loss", mf_est_loss(wl)));
+		mf_jw_bool_lit(w, "gradientCheckpointing",
+		    wl->checkpointing != 0);
+	mf_jw_str_lit(w, "loss",
+	    mf_workload_enum_name("loss", mf_est_loss(wl)));
 	if (mf_est_loss(wl) == MF_LOSS_CHUNKED)
-		mf_jw_int(w, "lossChunks", wl->loss_chunks);
-	mf_jw_bool(w, "activationOffload", mf_est_offloads(wl));
-	mf_jw_bool(w, "optimizerInBackward", wl->optimizer_in_backward);
+		mf_jw_int_lit(w, "lossChunks", wl->loss_chunks);
+	mf_jw_bool_lit(w, "activationOffload", mf_est_offloads(wl));
+	mf_jw_bool_lit(w, "optimizerInBackward", wl->optimizer_in_backward);
 	if (wl->compile)
-		mf_jw_bool(w, "compile", 1);
+		mf_jw_bool_lit(w, "compile", 1);
 	from_framework(w, job);
 	mf_jw_close(w, '}');
 }
@@ -528,16 +530,17 @@ weights_storage(struct mf_jw *w, const struct mf_estimate *e)
 
 	if (e->quant_source == NULL)
 		return;
-	mf_jw_open(w, "weightsStorage", '{');
-	mf_jw_str(w, "method", q->format == MF_Q_16BIT ? "none" : q->method);
-	mf_jw_int(w, "bits", q->bits);
+	mf_jw_open_lit(w, "weightsStorage", '{');
+	mf_jw_str_lit(w, "method",
+	    q->format == MF_Q_16BIT ? "none" : q->method);
+	mf_jw_int_lit(w, "bits", q->bits);
 	if (q->format == MF_Q_NF4 || q->group > 0)
-		mf_jw_int(w, "groupSize", q->group);
+		mf_jw_int_lit(w, "groupSize", q->group);
 	if (q->format == MF_Q_NF4)
-		mf_jw_bool(w, "doubleQuant", q->double_quant);
+		mf_jw_bool_lit(w, "doubleQuant", q->double_quant);
 	if (q->format == MF_Q_SCALED)
-		mf_jw_bool(w, "zeroPoints", q->zero_points);
-	mf_jw_str(w, "source", e->quant_source);
+		mf_jw_bool_lit(w, "zeroPoints", q->zero_points);
+	mf_jw_str_lit(w, "source", e->quant_source);
 	mf_jw_close(w, '}');
 }
 
@@ -556,22 +559,22 @@ work(struct mf_jw *w, const struct mf_job *job, const struct mf_estimate *e)
 	    mf_work_of(&job->model, &job->work, e, &wk) != MF_OK)
 		return;
 	mf_work_flops(&job->model, &job->work, &f);
-	mf_jw_open(w, "work", '{');
-	mf_jw_int(w, "tokensPerStep", wk.tokens);
+	mf_jw_open_lit(w, "work", '{');
+	mf_jw_int_lit(w, "tokensPerStep", wk.tokens);
 	/* The bytes the other kernels move, and the kernels, of a step (a
 	 * decode step's KV cache reads, for inference): what
 	 * tests/torch/traffic.py measures. */
-	mf_jw_num(w, "bytes", wk.bytes + wk.opt_bytes, 0);
-	mf_jw_num(w, "kernels", wk.kernels, 0);
-	mf_jw_open(w, "flops", '{');
+	mf_jw_num_lit(w, "bytes", wk.bytes + wk.opt_bytes, 0);
+	mf_jw_num_lit(w, "kernels", wk.kernels, 0);
+	mf_jw_open_lit(w, "flops", '{');
 	if (job->work.kind == MF_INFERENCE) {
-		mf_jw_num(w, "prefill", f.prefill, 0);
-		mf_jw_num(w, "decode", f.decode, 0);
+		mf_jw_num_lit(w, "prefill", f.prefill, 0);
+		mf_jw_num_lit(w, "decode", f.decode, 0);
 	} else {
-		mf_jw_num(w, "forward", f.fwd, 0);
-		mf_jw_num(w, "backward", f.bwd, 0);
-		mf_jw_num(w, "recompute", f.rec, 0);
-		mf_jw_num(w, "total", f.fwd + f.bwd + f.rec, 0);
+		mf_jw_num_lit(w, "forward", f.fwd, 0);
+		mf_jw_num_lit(w, "backward", f.bwd, 0);
+		mf_jw_num_lit(w, "recompute", f.rec, 0);
+		mf_jw_num_lit(w, "total", f.fwd + f.bwd + f.rec, 0);
 	}
 	mf_jw_close(w, '}');
 	mf_jw_close(w, '}');
@@ -589,23 +592,23 @@ mf_write_estimate(struct mf_jw *w, const char *key, const struct mf_job *job,
 	/* Inside a decision, the decision's is the job's (as placed). */
 	if (key == NULL)
 		fingerprint(w, job);
-	mf_jw_str(w, "estimator", mf_estimator_name(e->estimator));
-	mf_jw_int(w, "parameters", e->params);
-	mf_jw_int(w, "trainableParameters", e->trainable);
+	mf_jw_str_lit(w, "estimator", mf_estimator_name(e->estimator));
+	mf_jw_int_lit(w, "parameters", e->params);
+	mf_jw_int_lit(w, "trainableParameters", e->trainable);
 	recipe(w, job);
 	buckets(w, e);
 	paged(w, e);
 	work(w, job, e);
-	mf_jw_int(w, "totalBytes", e->total);
-	mf_jw_int(w, "perGpuBytes", e->per_gpu);
+	mf_jw_int_lit(w, "totalBytes", e->total);
+	mf_jw_int_lit(w, "perGpuBytes", e->per_gpu);
 	quantity(w, "minMemory", a.floor, MF_QTY_BINARY);
 	smallest_fit(w, &a);
 	weights_storage(w, e);
 	if (wl->kind == MF_INFERENCE) {
 		/* One GPU's, as the KV bucket's perGpuBytes; and the job's,
 		 * every GPU of a replica together. */
-		mf_jw_int(w, "kvCacheBytesPerToken", e->kv_token);
-		mf_jw_int(w, "kvCacheBytesPerTokenJob", e->kv_token_job);
+		mf_jw_int_lit(w, "kvCacheBytesPerToken", e->kv_token);
+		mf_jw_int_lit(w, "kvCacheBytesPerTokenJob", e->kv_token_job);
 	}
 	mf_jw_close(w, '}');
 }
@@ -618,26 +621,26 @@ speed_json(struct mf_jw *w, const struct mf_speed *s)
 {
 	if (!mf_speed_known(s))
 		return;
-	mf_jw_str(w, "architecture", mf_arch_name(s->arch));
-	mf_jw_open(w, "flops", '{');
+	mf_jw_str_lit(w, "architecture", mf_arch_name(s->arch));
+	mf_jw_open_lit(w, "flops", '{');
 	for (int d = 0; d < MF_DT_COUNT; d++)
 		if (s->flops[d] > 0)
 			mf_jw_int(w, mf_dtype_name(d), s->flops[d]);
 	mf_jw_close(w, '}');
-	mf_jw_int(w, "memoryBandwidth", s->bandwidth);
-	mf_jw_open(w, "efficiency", '{');
-	mf_jw_num(w, "matmul", mf_speed_matmul(s), 4);
-	mf_jw_num(w, "memory", mf_speed_memory(s), 4);
+	mf_jw_int_lit(w, "memoryBandwidth", s->bandwidth);
+	mf_jw_open_lit(w, "efficiency", '{');
+	mf_jw_num_lit(w, "matmul", mf_speed_matmul(s), 4);
+	mf_jw_num_lit(w, "memory", mf_speed_memory(s), 4);
 	mf_jw_close(w, '}');
 	if (s->link_bw > 0) {
-		mf_jw_open(w, "interconnect", '{');
-		mf_jw_str(w, "kind", mf_link_name(s->link));
-		mf_jw_int(w, "bandwidth", s->link_bw);
+		mf_jw_open_lit(w, "interconnect", '{');
+		mf_jw_str_lit(w, "kind", mf_link_name(s->link));
+		mf_jw_int_lit(w, "bandwidth", s->link_bw);
 		mf_jw_close(w, '}');
 	}
 	if (s->net_bw > 0) {
-		mf_jw_open(w, "network", '{');
-		mf_jw_int(w, "bandwidth", s->net_bw);
+		mf_jw_open_lit(w, "network", '{');
+		mf_jw_int_lit(w, "bandwidth", s->net_bw);
 		mf_jw_close(w, '}');
 	}
 }
@@ -646,18 +649,18 @@ static void
 gpu_json(struct mf_jw *w, const struct mf_catalog *cat, const struct mf_gpu *g)
 {
 	mf_jw_open(w, NULL, '{');
-	mf_jw_str(w, "name", g->name);
+	mf_jw_str_lit(w, "name", g->name);
 	quantity(w, "memory", g->memory, g->memory_format);
-	mf_jw_int(w, "memoryBytes", g->memory);
-	mf_jw_int(w, "usableBytes", mf_cat_usable(cat, g));
-	mf_jw_num(w, "hourlyPrice", g->hourly_price, 6);
-	mf_jw_num(w, "relativeThroughput", g->throughput, 6);
-	mf_jw_bool(w, "relativeThroughputGiven", g->throughput_given);
+	mf_jw_int_lit(w, "memoryBytes", g->memory);
+	mf_jw_int_lit(w, "usableBytes", mf_cat_usable(cat, g));
+	mf_jw_num_lit(w, "hourlyPrice", g->hourly_price, 6);
+	mf_jw_num_lit(w, "relativeThroughput", g->throughput, 6);
+	mf_jw_bool_lit(w, "relativeThroughputGiven", g->throughput_given);
 	speed_json(w, &g->speed);
-	mf_jw_int(w, "gpusPerNode", g->gpus_per_node);
-	mf_jw_int(w, "maxNodes", g->max_nodes);
-	mf_jw_int(w, "maxCount", g->max_count);
-	mf_jw_num(w, "costPerReferenceHour", mf_cat_unit_cost(g), 4);
+	mf_jw_int_lit(w, "gpusPerNode", g->gpus_per_node);
+	mf_jw_int_lit(w, "maxNodes", g->max_nodes);
+	mf_jw_int_lit(w, "maxCount", g->max_count);
+	mf_jw_num_lit(w, "costPerReferenceHour", mf_cat_unit_cost(g), 4);
 	labels(w, g);
 	slurm_map(w, g, 0);
 	mf_jw_close(w, '}');
@@ -680,21 +683,21 @@ mf_write_catalog(struct mf_jw *w, const struct mf_catalog *cat,
 	gmtime_r(&cat->loaded_at, &tm);
 	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
 	mf_jw_open(w, NULL, '{');
-	mf_jw_int(w, "version", (int64_t)cat->version);
-	mf_jw_str(w, "loadedAt", when);
-	mf_jw_str(w, "source", cat->source ? cat->source : "");
-	mf_jw_num(w, "headroom", cat->headroom, 6);
+	mf_jw_int_lit(w, "version", (int64_t)cat->version);
+	mf_jw_str_lit(w, "loadedAt", when);
+	mf_jw_str_lit(w, "source", cat->source ? cat->source : "");
+	mf_jw_num_lit(w, "headroom", cat->headroom, 6);
 	if (cat->ref != NULL)
-		mf_jw_str(w, "reference", cat->ref->name);
-	mf_jw_num(w, "multiGpuEfficiency", cat->multi_gpu_efficiency, 6);
-	mf_jw_num(w, "interNodeEfficiency", cat->inter_node_efficiency, 6);
-	mf_jw_open(w, "timeFactors", '{');
+		mf_jw_str_lit(w, "reference", cat->ref->name);
+	mf_jw_num_lit(w, "multiGpuEfficiency", cat->multi_gpu_efficiency, 6);
+	mf_jw_num_lit(w, "interNodeEfficiency", cat->inter_node_efficiency, 6);
+	mf_jw_open_lit(w, "timeFactors", '{');
 	for (int f = 0; f < MF_FIX_COUNT; f++)
 		mf_jw_num(w, mf_fix_name(f), cat->time_factor[f], 6);
 	mf_jw_close(w, '}');
 	if (min_memory > 0)
 		quantity(w, "minMemory", min_memory, min_format);
-	mf_jw_open(w, "gpus", '[');
+	mf_jw_open_lit(w, "gpus", '[');
 	for (size_t i = 0; i < n; i++)
 		gpu_json(w, cat, v[i]);
 	mf_jw_close(w, ']');
@@ -706,11 +709,11 @@ void
 mf_write_models(struct mf_jw *w, const struct mf_models *models)
 {
 	mf_jw_open(w, NULL, '{');
-	mf_jw_open(w, "models", '[');
+	mf_jw_open_lit(w, "models", '[');
 	for (size_t i = 0; i < mf_models_count(models); i++) {
 		mf_jw_open(w, NULL, '{');
-		mf_jw_str(w, "name", mf_models_name(models, i));
-		mf_jw_int(w, "parameters",
+		mf_jw_str_lit(w, "name", mf_models_name(models, i));
+		mf_jw_int_lit(w, "parameters",
 		    mf_model_params(mf_models_at(models, i)));
 		mf_jw_close(w, '}');
 	}
@@ -724,14 +727,14 @@ mf_write_error(struct mf_jw *w, const struct mf_error *err)
 	char msg[MF_ERROR_MAX];
 
 	mf_jw_open(w, NULL, '{');
-	mf_jw_str(w, "error", mf_error_message(err, msg, sizeof(msg)));
-	mf_jw_str(w, "field", err->field[0] ? err->field : NULL);
+	mf_jw_str_lit(w, "error", mf_error_message(err, msg, sizeof(msg)));
+	mf_jw_str_lit(w, "field", err->field[0] ? err->field : NULL);
 	if (err->line > 0) {
-		mf_jw_int(w, "line", err->line);
-		mf_jw_int(w, "column", err->column);
+		mf_jw_int_lit(w, "line", err->line);
+		mf_jw_int_lit(w, "column", err->column);
 	} else {
-		mf_jw_null(w, "line");
-		mf_jw_null(w, "column");
+		mf_jw_null_lit(w, "line");
+		mf_jw_null_lit(w, "column");
 	}
 	mf_jw_close(w, '}');
 }

@@ -202,6 +202,37 @@ plain_key(const char *k, size_t n)
 	    n;
 }
 
+/* A member's name: its bytes (NULL: none), their length, whether they
+ * go between quotes as they are. */
+struct key {
+	const char *s;
+	size_t n;
+	int raw;
+};
+
+/* A source's name claims to be plain; where the sanitizers are on, the
+ * claim is checked. */
+#if defined(__SANITIZE_ADDRESS__) || !defined(__OPTIMIZE__)
+#define CHECK_SOURCE_NAME(s, n) \
+	assert(plain(s, n) && memchr(s, 0x7f, n) == NULL)
+#else
+#define CHECK_SOURCE_NAME(s, n) ((void)0)
+#endif
+
+/* The name s of n bytes, or MF_JW_MEASURE: measured and checked. */
+static inline struct key
+name(const struct mf_jw *w, const char *s, size_t n)
+{
+	if (s == NULL)
+		return (struct key){ NULL, 0, 1 };
+	if (n != MF_JW_MEASURE) {
+		CHECK_SOURCE_NAME(s, n);
+		return (struct key){ s, n, 1 };
+	}
+	n = strlen(s);
+	return (struct key){ s, n, as_is(w, s, n) };
+}
+
 /* --- JSON ---------------------------------------------------------- */
 
 /*
@@ -210,19 +241,17 @@ plain_key(const char *k, size_t n)
  * the buffer has failed.
  */
 static char *
-jmember(struct mf_jw *w, const char *key, size_t value)
+jmember(struct mf_jw *w, struct key k, size_t value)
 {
-	size_t k = key != NULL ? strlen(key) : 0;
-	int raw = key == NULL || as_is(w, key, k);
-	char *p = mf_buf_room(w->b, 1 + quoted_room(k, raw) + 1 + value);
+	char *p = mf_buf_room(w->b, 1 + quoted_room(k.n, k.raw) + 1 + value);
 
 	if (p == NULL)
 		return NULL;
 	assert(w->depth <= MF_JW_DEPTH);
 	if (w->depth > 0 && w->count[w->depth - 1]++ > 0)
 		*p++ = ',';
-	if (key != NULL) {
-		p = quoted(w, p, key, k, raw);
+	if (k.s != NULL) {
+		p = quoted(w, p, k.s, k.n, k.raw);
 		*p++ = ':';
 	}
 	return p;
@@ -248,16 +277,15 @@ jmember(struct mf_jw *w, const char *key, size_t value)
  * before it.  NULL once the buffer has failed.
  */
 static char *
-ymember(struct mf_jw *w, const char *key, size_t value, int *top)
+ymember(struct mf_jw *w, struct key k, size_t value, int *top)
 {
-	int d = w->depth, ind, first, raw;
-	size_t k = key != NULL ? strlen(key) : 0;
+	int d = w->depth, ind, first;
 	char *p;
 
 	assert(d <= MF_JW_DEPTH);
 	ind = d > 0 ? w->indent[d - 1] : 0;
 	p = mf_buf_room(w->b,
-	    YAML_EXTRA(ind < 0 ? 0 : ind) + QUOTED_MAX(k) + 1 + value);
+	    YAML_EXTRA(ind < 0 ? 0 : ind) + QUOTED_MAX(k.n) + 1 + value);
 	*top = d == 0;
 	if (p == NULL)
 		return NULL;
@@ -282,12 +310,11 @@ ymember(struct mf_jw *w, const char *key, size_t value, int *top)
 	p += ind;
 	if (w->brace[d - 1] == '[') {
 		*p++ = '-';
-	} else if (key != NULL && plain_key(key, k)) {
-		p = copy(p, key, k);
+	} else if (k.s != NULL && plain_key(k.s, k.n)) {
+		p = copy(p, k.s, k.n);
 		*p++ = ':';
 	} else {
-		raw = key == NULL || as_is(w, key, k);
-		p = quoted(w, p, key != NULL ? key : "", k, raw);
+		p = quoted(w, p, k.s != NULL ? k.s : "", k.n, k.raw);
 		*p++ = ':';
 	}
 	return p;
@@ -298,7 +325,7 @@ ymember(struct mf_jw *w, const char *key, size_t value, int *top)
 /* Room for value bytes after the member's name, written; NULL on
  * failure.  The value follows what is returned; mf_jw_end ends it. */
 static char *
-member(struct mf_jw *w, const char *key, size_t value)
+member(struct mf_jw *w, struct key key, size_t value)
 {
 	int top;
 	char *p;
@@ -321,7 +348,7 @@ end(struct mf_jw *w, char *p)
 }
 
 void
-mf_jw_open(struct mf_jw *w, const char *key, char brace)
+mf_jw_open_n(struct mf_jw *w, const char *key, size_t n, char brace)
 {
 	int d = w->depth, top = 0;
 	char *p;
@@ -333,8 +360,8 @@ mf_jw_open(struct mf_jw *w, const char *key, char brace)
 		w->depth++;
 		return;
 	}
-	p = w->form == MF_JW_JSON ? jmember(w, key, 1) :
-	                            ymember(w, key, 0, &top);
+	p = w->form == MF_JW_JSON ? jmember(w, name(w, key, n), 1) :
+	                            ymember(w, name(w, key, n), 0, &top);
 	w->count[d] = 0;
 	w->brace[d] = brace;
 	/* Members two columns in from their parent's; the top's at 0. */
@@ -374,15 +401,16 @@ mf_jw_close(struct mf_jw *w, char brace)
 }
 
 void
-mf_jw_str(struct mf_jw *w, const char *key, const char *s)
+mf_jw_str_n(struct mf_jw *w, const char *key, size_t n, const char *s)
 {
-	size_t n = s != NULL ? strlen(s) : 0;
-	int raw = s != NULL && as_is(w, s, n);
-	char *p = member(w, key, s != NULL ? quoted_room(n, raw) : 4);
+	size_t len = s != NULL ? strlen(s) : 0;
+	int raw = s != NULL && as_is(w, s, len);
+	char *p =
+	    member(w, name(w, key, n), s != NULL ? quoted_room(len, raw) : 4);
 
 	if (p != NULL)
 		end(w,
-		    s != NULL ? quoted(w, p, s, n, raw) : copy(p, "null", 4));
+		    s != NULL ? quoted(w, p, s, len, raw) : copy(p, "null", 4));
 }
 
 /* The eight bytes at s as a big-endian number. */
@@ -420,10 +448,11 @@ make_pairs(void)
 }
 
 void
-mf_jw_base64(struct mf_jw *w, const char *key, const void *data, size_t n)
+mf_jw_base64(struct mf_jw *w, const char *key, const void *data, size_t size)
 {
 	const unsigned char *s = data;
-	char *p = member(w, key, 4 * ((n + 2) / 3) + 2);
+	size_t n = size;
+	char *p = member(w, name(w, key, MF_JW_MEASURE), 4 * ((n + 2) / 3) + 2);
 	size_t i = 0;
 	uint64_t six;
 	uint32_t v;
@@ -463,7 +492,7 @@ mf_jw_base64(struct mf_jw *w, const char *key, const void *data, size_t n)
 
 /* A number's text, already formatted at [s, e), as a member. */
 static void
-number(struct mf_jw *w, const char *key, const char *s, const char *e)
+number(struct mf_jw *w, struct key key, const char *s, const char *e)
 {
 	char *at = member(w, key, (size_t)(e - s));
 
@@ -472,7 +501,7 @@ number(struct mf_jw *w, const char *key, const char *s, const char *e)
 }
 
 void
-mf_jw_int(struct mf_jw *w, const char *key, int64_t v)
+mf_jw_int_n(struct mf_jw *w, const char *key, size_t n, int64_t v)
 {
 	char buf[24], *p, *e = buf + sizeof(buf);
 	uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
@@ -480,11 +509,11 @@ mf_jw_int(struct mf_jw *w, const char *key, int64_t v)
 	p = mf_digits(u, e);
 	if (v < 0)
 		*--p = '-';
-	number(w, key, p, e);
+	number(w, name(w, key, n), p, e);
 }
 
 void
-mf_jw_num(struct mf_jw *w, const char *key, double v, int decimals)
+mf_jw_num_n(struct mf_jw *w, const char *key, size_t n, double v, int decimals)
 {
 	static const double scale[] = { 1, 10, 100, 1e3, 1e4, 1e5, 1e6 };
 	static const uint64_t uscale[] = { 1, 10, 100, 1000, 10000, 100000,
@@ -497,10 +526,10 @@ mf_jw_num(struct mf_jw *w, const char *key, double v, int decimals)
 	assert((size_t)d < sizeof(uscale) / sizeof(uscale[0]));
 
 	if (!isfinite(v) || fabs(v) * scale[d] > 9e15) {
-		int n =
+		int len =
 		    snprintf(buf, sizeof(buf), "%.17g", isfinite(v) ? v : 0);
 
-		number(w, key, buf, buf + n);
+		number(w, name(w, key, n), buf, buf + len);
 		return;
 	}
 	units = (uint64_t)llround(fabs(v) * scale[d]);
@@ -518,22 +547,22 @@ mf_jw_num(struct mf_jw *w, const char *key, double v, int decimals)
 	p = mf_digits(whole, p);
 	if (v < 0 && units != 0)
 		*--p = '-';
-	number(w, key, p, e);
+	number(w, name(w, key, n), p, e);
 }
 
 void
-mf_jw_bool(struct mf_jw *w, const char *key, int v)
+mf_jw_bool_n(struct mf_jw *w, const char *key, size_t n, int v)
 {
-	char *p = member(w, key, 5);
+	char *p = member(w, name(w, key, n), 5);
 
 	if (p != NULL)
 		end(w, v ? copy(p, "true", 4) : copy(p, "false", 5));
 }
 
 void
-mf_jw_null(struct mf_jw *w, const char *key)
+mf_jw_null_n(struct mf_jw *w, const char *key, size_t n)
 {
-	char *p = member(w, key, 4);
+	char *p = member(w, name(w, key, n), 4);
 
 	if (p != NULL)
 		end(w, copy(p, "null", 4));

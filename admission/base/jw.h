@@ -46,19 +46,79 @@ struct mf_jw {
 /* A JSON writer; mf_jw_init_form for either form. */
 void mf_jw_init(struct mf_jw *w, struct mf_buf *b);
 void mf_jw_init_form(struct mf_jw *w, struct mf_buf *b, enum mf_jw_form form);
+
+/*
+ * Each call below takes the member's name as key and n: key's length,
+ * its bytes written between quotes as they are (a name of the source:
+ * printable ASCII but '"', '\\' and DEL, checked where the sanitizers
+ * are on, as curl's DEBUGASSERT), or MF_JW_MEASURE: measured and escaped
+ * as need be.  The calls without the _n take any name, measured; the
+ * calls with _lit take a string literal, its length taken at compile time.
+ */
+#define MF_JW_MEASURE SIZE_MAX
+
 /* '{' or '[' */
-void mf_jw_open(struct mf_jw *w, const char *key, char brace);
+void mf_jw_open_n(struct mf_jw *w, const char *key, size_t n, char brace);
 void mf_jw_close(struct mf_jw *w, char brace);
 /* NULL s writes null. */
-void mf_jw_str(struct mf_jw *w, const char *key, const char *s);
-/* The n bytes at data as a string in base64 (RFC 4648, padded): how
+void mf_jw_str_n(struct mf_jw *w, const char *key, size_t n, const char *s);
+/* The size bytes at data as a string in base64 (RFC 4648, padded): how
  * Kubernetes takes bytes in JSON. */
-void mf_jw_base64(struct mf_jw *w, const char *key, const void *data, size_t n);
-void mf_jw_int(struct mf_jw *w, const char *key, int64_t v);
+void
+mf_jw_base64(struct mf_jw *w, const char *key, const void *data, size_t size);
+void mf_jw_int_n(struct mf_jw *w, const char *key, size_t n, int64_t v);
 /* v rounded to decimals places, trailing zeros dropped ("32.4", "12.0"). */
-void mf_jw_num(struct mf_jw *w, const char *key, double v, int decimals);
-void mf_jw_bool(struct mf_jw *w, const char *key, int v);
-void mf_jw_null(struct mf_jw *w, const char *key);
+void
+mf_jw_num_n(struct mf_jw *w, const char *key, size_t n, double v, int decimals);
+void mf_jw_bool_n(struct mf_jw *w, const char *key, size_t n, int v);
+void mf_jw_null_n(struct mf_jw *w, const char *key, size_t n);
+
+static inline void
+mf_jw_open(struct mf_jw *w, const char *key, char brace)
+{
+	mf_jw_open_n(w, key, MF_JW_MEASURE, brace);
+}
+
+static inline void
+mf_jw_str(struct mf_jw *w, const char *key, const char *s)
+{
+	mf_jw_str_n(w, key, MF_JW_MEASURE, s);
+}
+
+static inline void
+mf_jw_int(struct mf_jw *w, const char *key, int64_t v)
+{
+	mf_jw_int_n(w, key, MF_JW_MEASURE, v);
+}
+
+static inline void
+mf_jw_num(struct mf_jw *w, const char *key, double v, int decimals)
+{
+	mf_jw_num_n(w, key, MF_JW_MEASURE, v, decimals);
+}
+
+static inline void
+mf_jw_bool(struct mf_jw *w, const char *key, int v)
+{
+	mf_jw_bool_n(w, key, MF_JW_MEASURE, v);
+}
+
+static inline void
+mf_jw_null(struct mf_jw *w, const char *key)
+{
+	mf_jw_null_n(w, key, MF_JW_MEASURE);
+}
+
+/* The same with a literal key ("" key fails to compile for anything else). */
+#define MF_JW_LIT(key) "" key, sizeof(key) - 1
+#define mf_jw_open_lit(w, key, brace) mf_jw_open_n(w, MF_JW_LIT(key), brace)
+#define mf_jw_str_lit(w, key, s) mf_jw_str_n(w, MF_JW_LIT(key), s)
+#define mf_jw_int_lit(w, key, v) mf_jw_int_n(w, MF_JW_LIT(key), v)
+#define mf_jw_num_lit(w, key, v, decimals) \
+	mf_jw_num_n(w, MF_JW_LIT(key), v, decimals)
+#define mf_jw_bool_lit(w, key, v) mf_jw_bool_n(w, MF_JW_LIT(key), v)
+#define mf_jw_null_lit(w, key) mf_jw_null_n(w, MF_JW_LIT(key))
+
 /* End the document: JSON gets its closing newline (YAML lines have
  * theirs).  Returns the buffer's rc. */
 enum mf_rc mf_jw_finish(struct mf_jw *w);

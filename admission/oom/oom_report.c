@@ -289,16 +289,16 @@ write_self(struct mf_jw *w, const struct mf_oom *o)
 		[MF_OOM_SELF_UNKNOWN] = "unknown" };
 
 	if (o->self_from == MF_OOM_SELF_NONE) {
-		mf_jw_null(w, "thisProcess");
+		mf_jw_null_lit(w, "thisProcess");
 		return;
 	}
-	mf_jw_open(w, "thisProcess", '{');
+	mf_jw_open_lit(w, "thisProcess", '{');
 	assert((size_t)o->self_from < sizeof(from) / sizeof(from[0]));
-	mf_jw_str(w, "from", from[o->self_from]);
+	mf_jw_str_lit(w, "from", from[o->self_from]);
 	if (o->self >= 0 && o->self < MF_OOM_MAX_PROCS)
-		mf_jw_int(w, "pid", o->procs[o->self].pid);
+		mf_jw_int_lit(w, "pid", o->procs[o->self].pid);
 	else
-		mf_jw_null(w, "pid");
+		mf_jw_null_lit(w, "pid");
 	bytes(w, "nonPyTorchBytes", non_pytorch(o));
 	mf_jw_close(w, '}');
 }
@@ -318,22 +318,22 @@ mf_oom_write(struct mf_jw *w, const struct mf_oom *o)
 	bytes(w, "otherProcessBytes", o->others);
 	bytes(w, "allowedBytes", o->allowed);
 	bytes(w, "privatePoolBytes", o->private_pools);
-	mf_jw_open(w, "processes", '[');
+	mf_jw_open_lit(w, "processes", '[');
 	assert(o->nprocs <= MF_OOM_MAX_PROCS);
 	for (int i = 0; i < o->nprocs; i++) {
 		mf_jw_open(w, NULL, '{');
-		mf_jw_int(w, "pid", o->procs[i].pid);
+		mf_jw_int_lit(w, "pid", o->procs[i].pid);
 		bytes(w, "bytes", o->procs[i].bytes);
 		mf_jw_close(w, '}');
 	}
 	mf_jw_close(w, ']');
 	write_self(w, o);
 	bytes(w, "gpu", o->gpu);
-	mf_jw_str(w, "backend", o->backend == MF_OOM_HIP ? "hip" : "cuda");
-	mf_jw_str(w, "format", mf_oom_format_name(o->format));
-	mf_jw_str(w, "cause", mf_oom_cause_name(o->cause));
-	mf_jw_str(w, "explanation", r.explanation);
-	mf_jw_open(w, "advice", '[');
+	mf_jw_str_lit(w, "backend", o->backend == MF_OOM_HIP ? "hip" : "cuda");
+	mf_jw_str_lit(w, "format", mf_oom_format_name(o->format));
+	mf_jw_str_lit(w, "cause", mf_oom_cause_name(o->cause));
+	mf_jw_str_lit(w, "explanation", r.explanation);
+	mf_jw_open_lit(w, "advice", '[');
 	assert(r.nadvice <= MAX_ADVICE);
 	for (int i = 0; i < r.nadvice; i++)
 		mf_jw_str(w, NULL, r.advice[i]);

@@ -52,8 +52,8 @@ mf_patch_begin(struct mf_patch *p, const char *verb, const char *base,
 		path[0] = '\0';
 	}
 	mf_jw_open(&p->w, NULL, '{');
-	mf_jw_str(&p->w, "op", verb);
-	mf_jw_str(&p->w, "path", path);
+	mf_jw_str_lit(&p->w, "op", verb);
+	mf_jw_str_lit(&p->w, "path", path);
 }
 
 void
@@ -69,7 +69,7 @@ mf_patch_str(struct mf_patch *p, const char *verb, const char *base,
 {
 	mf_patch_begin(p, verb, base, key);
 	if (value != NULL)
-		mf_jw_str(&p->w, "value", value);
+		mf_jw_str_lit(&p->w, "value", value);
 	mf_patch_end(p);
 }
 

@@ -479,8 +479,8 @@ patch_fingerprint(struct review *rv, const char *hex)
 
 	if (!is_map(meta)) {
 		mf_patch_begin(pt, "add", base, NULL);
-		mf_jw_open(&pt->w, "value", '{');
-		mf_jw_open(&pt->w, "labels", '{');
+		mf_jw_open_lit(&pt->w, "value", '{');
+		mf_jw_open_lit(&pt->w, "labels", '{');
 		mf_jw_str(&pt->w, LABEL_FINGERPRINT, hex);
 		mf_jw_close(&pt->w, '}');
 		mf_jw_close(&pt->w, '}');
@@ -489,7 +489,7 @@ patch_fingerprint(struct review *rv, const char *hex)
 	}
 	if (!is_map(mf_node_get(meta, "labels"))) {
 		mf_patch_begin(pt, "add", base, "labels");
-		mf_jw_open(&pt->w, "value", '{');
+		mf_jw_open_lit(&pt->w, "value", '{');
 		mf_jw_str(&pt->w, LABEL_FINGERPRINT, hex);
 		mf_jw_close(&pt->w, '}');
 		mf_patch_end(pt);
@@ -792,23 +792,23 @@ respond(struct review *rv, struct mf_answer *ans)
 	mf_buf_init(&b, RESPONSE_MAX);
 	mf_jw_init(&w, &b);
 	mf_jw_open(&w, NULL, '{');
-	mf_jw_str(&w, "apiVersion", REVIEW_VERSION);
-	mf_jw_str(&w, "kind", "AdmissionReview");
-	mf_jw_open(&w, "response", '{');
-	mf_jw_str(&w, "uid", rv->uid);
-	mf_jw_bool(&w, "allowed", !rv->denied);
+	mf_jw_str_lit(&w, "apiVersion", REVIEW_VERSION);
+	mf_jw_str_lit(&w, "kind", "AdmissionReview");
+	mf_jw_open_lit(&w, "response", '{');
+	mf_jw_str_lit(&w, "uid", rv->uid);
+	mf_jw_bool_lit(&w, "allowed", !rv->denied);
 	if (rv->denied) {
-		mf_jw_open(&w, "status", '{');
-		mf_jw_int(&w, "code", rv->code);
-		mf_jw_str(&w, "message", rv->message);
+		mf_jw_open_lit(&w, "status", '{');
+		mf_jw_int_lit(&w, "code", rv->code);
+		mf_jw_str_lit(&w, "message", rv->message);
 		mf_jw_close(&w, '}');
 	} else if (rv->patched != NULL) {
-		mf_jw_str(&w, "patchType", "JSONPatch");
+		mf_jw_str_lit(&w, "patchType", "JSONPatch");
 		mf_jw_base64(&w, "patch", rv->patched, rv->patched_len);
 	}
 	assert(rv->nwarn <= MAX_WARNINGS);
 	if (rv->nwarn > 0) {
-		mf_jw_open(&w, "warnings", '[');
+		mf_jw_open_lit(&w, "warnings", '[');
 		for (size_t i = 0; i < rv->nwarn; i++)
 			mf_jw_str(&w, NULL, rv->warnings[i]);
 		mf_jw_close(&w, ']');

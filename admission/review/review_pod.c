@@ -176,7 +176,7 @@ patch_gpus(struct review *rv, const struct mf_node *c, long i, int64_t count)
 	mf_buf_str(&t, "/resources");
 	if (!is_map(res)) {
 		mf_patch_begin(pt, "add", base, NULL);
-		mf_jw_open(&pt->w, "value", '{');
+		mf_jw_open_lit(&pt->w, "value", '{');
 		for (size_t k = 0; k < 2; k++)
 			write_gpu_map(&pt->w, what[k], n);
 		mf_jw_close(&pt->w, '}');
@@ -220,7 +220,7 @@ patch_selector(struct review *rv, const struct mf_gpu *gpu)
 		return;
 	if (!is_map(sel)) {
 		mf_patch_begin(pt, "add", base, NULL);
-		mf_jw_open(&pt->w, "value", '{');
+		mf_jw_open_lit(&pt->w, "value", '{');
 		for (size_t i = 0; i < gpu->nlabels; i++)
 			mf_jw_str(&pt->w, gpu->labels[i].key,
 			    gpu->labels[i].value);
@@ -272,9 +272,9 @@ write_memory(struct mf_jw *w, const char *key, const char *gt, int levels)
 
 	mf_jw_open(w, key, '{');
 	if (levels == 0) {
-		mf_jw_str(w, "key", GPU_MEMORY_LABEL);
-		mf_jw_str(w, "operator", "Gt");
-		mf_jw_open(w, "values", '[');
+		mf_jw_str_lit(w, "key", GPU_MEMORY_LABEL);
+		mf_jw_str_lit(w, "operator", "Gt");
+		mf_jw_open_lit(w, "values", '[');
 		mf_jw_str(w, NULL, gt);
 	} else {
 		assert(levels > 0 &&
@@ -300,14 +300,14 @@ write_pref_term(struct mf_jw *w, const char *key, const struct mf_gpu *gpu,
     int weight)
 {
 	mf_jw_open(w, key, '{');
-	mf_jw_int(w, "weight", weight);
-	mf_jw_open(w, "preference", '{');
-	mf_jw_open(w, "matchExpressions", '[');
+	mf_jw_int_lit(w, "weight", weight);
+	mf_jw_open_lit(w, "preference", '{');
+	mf_jw_open_lit(w, "matchExpressions", '[');
 	for (size_t i = 0; i < gpu->nlabels; i++) {
 		mf_jw_open(w, NULL, '{');
-		mf_jw_str(w, "key", gpu->labels[i].key);
-		mf_jw_str(w, "operator", "In");
-		mf_jw_open(w, "values", '[');
+		mf_jw_str_lit(w, "key", gpu->labels[i].key);
+		mf_jw_str_lit(w, "operator", "In");
+		mf_jw_open_lit(w, "values", '[');
 		mf_jw_str(w, NULL, gpu->labels[i].value);
 		mf_jw_close(w, ']');
 		mf_jw_close(w, '}');
@@ -373,7 +373,7 @@ merge_required(struct review *rv, const char *base, const struct mf_node *na,
 		if (is_seq(terms))
 			write_memory(&pt->w, "value", gt, 1);
 		else {
-			mf_jw_open(&pt->w, "value", '[');
+			mf_jw_open_lit(&pt->w, "value", '[');
 			write_memory(&pt->w, NULL, gt, 1);
 			mf_jw_close(&pt->w, ']');
 		}
@@ -392,7 +392,7 @@ merge_required(struct review *rv, const char *base, const struct mf_node *na,
 			write_memory(&pt->w, "value", gt, 0);
 		} else {
 			mf_patch_begin(pt, "add", term, NULL);
-			mf_jw_open(&pt->w, "value", '[');
+			mf_jw_open_lit(&pt->w, "value", '[');
 			write_memory(&pt->w, NULL, gt, 0);
 			mf_jw_close(&pt->w, ']');
 		}
@@ -420,9 +420,9 @@ patch_affinity(struct review *rv, int64_t floor,
 	if (!is_map(aff) || !is_map(na)) {
 		mf_patch_begin(pt, "add", base,
 		    is_map(aff) ? "nodeAffinity" : NULL);
-		mf_jw_open(&pt->w, "value", '{');
+		mf_jw_open_lit(&pt->w, "value", '{');
 		if (!is_map(aff))
-			mf_jw_open(&pt->w, "nodeAffinity", '{');
+			mf_jw_open_lit(&pt->w, "nodeAffinity", '{');
 		write_memory(&pt->w, REQUIRED, gt, 2);
 		write_preferred(&pt->w, PREFERRED, cards, n);
 		if (!is_map(aff))

@@ -413,6 +413,56 @@ test_jw_depth_checked(void **state)
 	mf_buf_free(&o.b);
 }
 
+/* A literal name, its length taken at compile time, writes what the same
+ * name measured writes: in JSON, and in YAML, where "on" is quoted. */
+static void
+test_jw_literal_names(void **state)
+{
+	struct out o;
+	char measured[2][256];
+
+	(void)state;
+	for (int yaml = 0; yaml < 2; yaml++) {
+		for (int lit = 0; lit < 2; lit++) {
+			if (yaml)
+				start_yaml(&o);
+			else
+				start(&o, 1 << 16);
+			mf_jw_open(&o.w, NULL, '{');
+			if (lit) {
+				mf_jw_open_lit(&o.w, "top", '{');
+				mf_jw_str_lit(&o.w, "nvidia.com/gpu", "1");
+				mf_jw_int_lit(&o.w, "on", 7);
+				mf_jw_num_lit(&o.w, "hours", 1.25, 2);
+				mf_jw_bool_lit(&o.w, "fits", 1);
+				mf_jw_null_lit(&o.w, "cost");
+			} else {
+				mf_jw_open(&o.w, "top", '{');
+				mf_jw_str(&o.w, "nvidia.com/gpu", "1");
+				mf_jw_int(&o.w, "on", 7);
+				mf_jw_num(&o.w, "hours", 1.25, 2);
+				mf_jw_bool(&o.w, "fits", 1);
+				mf_jw_null(&o.w, "cost");
+			}
+			mf_jw_close(&o.w, '}');
+			mf_jw_close(&o.w, '}');
+			assert_int_equal(mf_jw_finish(&o.w), MF_OK);
+			if (!lit)
+				snprintf(measured[yaml], sizeof(measured[yaml]),
+				    "%s", text(&o));
+			else
+				assert_string_equal(text(&o), measured[yaml]);
+			mf_buf_free(&o.b);
+		}
+	}
+	assert_string_equal(measured[0],
+	    "{\"top\":{\"nvidia.com/gpu\":\"1\",\"on\":7,\"hours\":1.25,"
+	    "\"fits\":true,\"cost\":null}}\n");
+	assert_string_equal(measured[1],
+	    "---\ntop:\n  nvidia.com/gpu: \"1\"\n  \"on\": 7\n"
+	    "  hours: 1.25\n  fits: true\n  cost: null\n");
+}
+
 int
 main(void)
 {
@@ -429,6 +479,7 @@ main(void)
 		cmocka_unit_test(test_jw_yaml_layout),
 		cmocka_unit_test(test_jw_yaml_strings_read_back),
 		cmocka_unit_test(test_jw_depth_checked),
+		cmocka_unit_test(test_jw_literal_names),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
