@@ -240,7 +240,7 @@ name(const struct mf_jw *w, const char *s, size_t n)
  * value more bytes, with the separator and the name written.  NULL once
  * the buffer has failed.
  */
-static char *
+static inline char *
 jmember(struct mf_jw *w, struct key k, size_t value)
 {
 	char *p = mf_buf_room(w->b, 1 + quoted_room(k.n, k.raw) + 1 + value);
@@ -324,7 +324,7 @@ ymember(struct mf_jw *w, struct key k, size_t value, int *top)
 
 /* Room for value bytes after the member's name, written; NULL on
  * failure.  The value follows what is returned; mf_jw_end ends it. */
-static char *
+static inline char *
 member(struct mf_jw *w, struct key key, size_t value)
 {
 	int top;
@@ -491,7 +491,7 @@ mf_jw_base64(struct mf_jw *w, const char *key, const void *data, size_t size)
 }
 
 /* A number's text, already formatted at [s, e), as a member. */
-static void
+static inline void
 number(struct mf_jw *w, struct key key, const char *s, const char *e)
 {
 	char *at = member(w, key, (size_t)(e - s));
