@@ -28,6 +28,15 @@ mf_digits(uint64_t v, char *end)
 	                            "80818283848586878889"
 	                            "90919293949596979899";
 
+	/* Four digits a 64-bit division, their two pairs in 32 bits. */
+	while (v >= 10000) {
+		uint32_t four = (uint32_t)(v % 10000);
+
+		v /= 10000;
+		end -= 4;
+		memcpy(end, pairs + 2 * (four / 100), 2);
+		memcpy(end + 2, pairs + 2 * (four % 100), 2);
+	}
 	while (v >= 100) {
 		const char *d = pairs + 2 * (v % 100);
 

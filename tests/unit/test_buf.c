@@ -222,6 +222,16 @@ test_buf_g_is_printfs(void **state)
 	}
 }
 
+/* mf_digits(v) ending at end is printf's "%llu". */
+static void
+same_digits(uint64_t v, char *end)
+{
+	char want[24];
+
+	snprintf(want, sizeof(want), "%llu", (unsigned long long)v);
+	assert_string_equal(mf_digits(v, end), want);
+}
+
 static void
 test_str_copy_and_digits(void **state)
 {
@@ -234,6 +244,16 @@ test_str_copy_and_digits(void **state)
 	assert_string_equal(mf_digits(0, buf + 23), "0");
 	assert_string_equal(mf_digits(UINT64_MAX, buf + 23),
 	    "18446744073709551615");
+	/* Each power of ten and its neighbours, and a thousand numbers of
+	 * every length (a linear congruential sequence, shifted), as printf
+	 * writes them. */
+	for (uint64_t p = 1; p <= UINT64_MAX / 10; p *= 10)
+		for (uint64_t v = p - 1; v <= p + 1; v++)
+			same_digits(v, buf + 23);
+	for (uint64_t i = 0, x = 1; i < 1000; i++) {
+		x = x * 6364136223846793005u + 1442695040888963407u;
+		same_digits(x >> (i % 64), buf + 23);
+	}
 }
 
 static void
