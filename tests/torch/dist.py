@@ -96,7 +96,7 @@ from transformers import AutoModelForCausalLM  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hf  # noqa: E402
-from measure import Recipe, estimate, peak_of  # noqa: E402
+from measure import Recipe, TrueRecipe, estimate, peak_of  # noqa: E402
 
 transformers.logging.set_verbosity_error()
 TOLERANCE = 0.02
@@ -464,27 +464,14 @@ _fsdp_param.FSDPParam.init_all_gather_outputs = _sampled(
     _fsdp_param.FSDPParam.init_all_gather_outputs)
 
 
-class TrueLocal:
+class TrueLocal(TrueRecipe):
     """torch.optim.AdamW over 16-bit adapters, as torchtune steps a bf16
     model's (measure.py's TrueRecipe): moments in the parameters' dtype,
-    no master copy; its state made before the step is measured, and
-    counted by the rank's local shards."""
-
-    def __init__(self, params):
-        self.params = [p for p in params if p.requires_grad]
-        self.opt = torch.optim.AdamW(self.params, lr=1e-4, foreach=False)
-        for p in self.params:
-            st = self.opt.state[p]
-            st["step"] = torch.tensor(0.0)
-            st["exp_avg"] = torch.zeros_like(p)
-            st["exp_avg_sq"] = torch.zeros_like(p)
+    no master copy; its state counted by the rank's local shards."""
 
     def state_bytes(self):
         return storages(t for st in self.opt.state.values()
                         for k, t in st.items() if k != "step")
-
-    def step(self):
-        self.opt.step()
 
 
 class OffloadSim:
