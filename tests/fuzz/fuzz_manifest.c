@@ -83,7 +83,9 @@ check_placement(const struct mf_job *job, const struct mf_placement *p,
 	    p->count <= g->gpus_per_node);
 
 	check((p->fixes & lora) != lora);
-	check(!(p->fixes & lora) || !(p->fixes & MF_FIXBIT(MF_FIX_FSDP)));
+	/* LoRA shards under FSDP; QLoRA does not (mf_est_shard_refused). */
+	check(!(p->fixes & MF_FIXBIT(MF_FIX_QLORA)) ||
+	    !(p->fixes & MF_FIXBIT(MF_FIX_FSDP)));
 	check(isfinite(p->cost) && p->cost >= 0 && p->hours > 0);
 	check(isfinite(p->cost_per_ref_hour) && p->cost_per_ref_hour >= 0);
 }

@@ -66,6 +66,8 @@ check_model(const struct mf_model *m)
 		w.method = MF_LORA;
 		check_estimate(m, &w);
 	}
+	/* QLoRA on one GPU: under FSDP it is refused (mf_est_shard_refused). */
+	w.shard_gpus = 1;
 	w.method = MF_QLORA;
 	check_estimate(m, &w);
 	mf_workload_defaults(&w);
