@@ -108,14 +108,27 @@ scaled(double a, int shift)
 }
 
 /* floor(log10(a)) of a > 0, or one less: from its binary exponent, a
- * in [2^(k-1), 2^k), floor((k - 1) log10 2), without log10. */
+ * in [2^e, 2^(e+1)), floor(e log10 2), without log10.  e x 78913 / 2^18
+ * is that floor for 0 <= e <= 1650 (Ryu's log10Pow2, ulfjack/ryu,
+ * ryu/common.h), and for -1100 <= e < 0 too (checked against exact
+ * arithmetic, every exponent a double has); a subnormal's e comes from
+ * frexp. */
 static int
 decimal_exponent(double a)
 {
-	int k;
+	uint64_t bits;
+	int e;
+	int32_t x;
 
-	(void)frexp(a, &k);
-	return (int)floor((k - 1) * 0.30102999566398120);
+	memcpy(&bits, &a, sizeof(bits));
+	e = (int32_t)(bits >> 52 & 0x7ff) - 1023;
+	if (e == -1023) {
+		(void)frexp(a, &e);
+		e--;
+	}
+	x = e * 78913;
+	/* floor division by 2^18, negative x included. */
+	return x >= 0 ? x >> 18 : -((-x + (1 << 18) - 1) >> 18);
 }
 
 /*
@@ -143,7 +156,8 @@ g_digits(double a, int prec, uint64_t *digits, int *exp)
 	}
 	if (!(m >= lo && m < 10 * lo))
 		return 0;
-	r = floor(m);
+	/* m < 10^15: its integer part is exact as an integer. */
+	r = (double)(int64_t)m;
 	/* m is a / 10^k rounded once (10^k is exact): within an ulp of
 	 * the true quotient; nearer .5 than a few ulps, printf's exact
 	 * arithmetic decides. */
