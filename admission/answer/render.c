@@ -440,10 +440,11 @@ text_framework(struct mf_buf *b, const struct mf_job *job)
  * the post's arithmetic has none), optimizer-in-backward (est_state.c),
  * compile when the job compiles (est_pytorch.c), and the loss as the estimator
  * counted it (mf_est_loss: standard, or chunked with its lossChunks); with a
- * framework, which one and the fields it supplied (from_framework).
+ * framework, which one and the fields it supplied (from_framework); and
+ * the moment that sets e's peak, loading or the step (design 22).
  */
 static void
-recipe(struct mf_jw *w, const struct mf_job *job)
+recipe(struct mf_jw *w, const struct mf_job *job, const struct mf_estimate *e)
 {
 	const struct mf_workload *wl = &job->work;
 
@@ -471,6 +472,8 @@ recipe(struct mf_jw *w, const struct mf_job *job)
 	if (wl->compile)
 		mf_jw_bool_lit(w, "compile", 1);
 	from_framework(w, job);
+	mf_jw_str_lit(w, "peakMoment",
+	    mf_peak_moment_name(mf_est_peak_moment(e)));
 	mf_jw_close(w, '}');
 }
 
@@ -486,9 +489,11 @@ text_offload(struct mf_buf *b, const struct mf_workload *wl)
 		    "activationOffload: not in the post's arithmetic, which keeps every activation on the GPU\n");
 }
 
-/* The recipe in words, for the text estimate. */
+/* The recipe in words, for the text estimate; the moment of the peak
+ * when it is loading (design 22). */
 static void
-text_recipe(struct mf_buf *b, const struct mf_job *job)
+text_recipe(struct mf_buf *b, const struct mf_job *job,
+    const struct mf_estimate *e)
 {
 	const struct mf_workload *wl = &job->work;
 	char ckpt[48], loss[48];
@@ -520,6 +525,9 @@ text_recipe(struct mf_buf *b, const struct mf_job *job)
 		    "recipe: optimizerInBackward true (each weight stepped as its gradient is made, torchtune)\n");
 	text_offload(b, wl);
 	text_framework(b, job);
+	if (mf_est_peak_moment(e) == MF_PEAK_LOADING)
+		mf_buf_printf(b,
+		    "recipe: peakMoment loading (quantizing the base and PEFT's fp32 cast need more than the step: the bucket loading)\n");
 }
 
 /* How the weights are stored, when it is not plain 16-bit training. */
@@ -595,7 +603,7 @@ mf_write_estimate(struct mf_jw *w, const char *key, const struct mf_job *job,
 	mf_jw_str_lit(w, "estimator", mf_estimator_name(e->estimator));
 	mf_jw_int_lit(w, "parameters", e->params);
 	mf_jw_int_lit(w, "trainableParameters", e->trainable);
-	recipe(w, job);
+	recipe(w, job, e);
 	buckets(w, e);
 	paged(w, e);
 	work(w, job, e);
@@ -947,7 +955,7 @@ mf_text_estimate(const struct mf_job *job, const struct mf_estimate *e,
 	mf_buf_init(&b, TEXT_MAX);
 	mf_buf_printf(&b, "%s: %lld parameters, %lld trainable\n", job->name,
 	    (long long)e->params, (long long)e->trainable);
-	text_recipe(&b, job);
+	text_recipe(&b, job, e);
 	mf_buf_printf(&b, "\n");
 	/* The formula column is as wide as its longest, 36 at least. */
 	int fw = 36;

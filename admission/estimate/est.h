@@ -108,6 +108,21 @@ void mf_est_fsdp(const struct mf_model *m, const struct mf_workload *w,
 int64_t mf_est_loss_transient(const struct mf_model *m,
     const struct mf_workload *w, int64_t ebytes, int64_t vl, struct mf_text *f);
 
+/*
+ * Whether an estimate of w counts the loading moment (est_load.c): QLoRA
+ * training under the estimator pytorch, on one GPU's model.
+ */
+int mf_est_loads(const struct mf_workload *w);
+/*
+ * The loading moment (est_load.c): with e's step buckets and stage laid
+ * out, the bucket MF_B_LOADING (and its stage) the bytes by which
+ * loading and quantizing the base, and PEFT's fp32 cast, need more than
+ * the step per GPU; left 0 when they need no more, or when
+ * mf_est_loads(w) is 0; -1 on overflow.
+ */
+void mf_est_loading(const struct mf_model *m, const struct mf_workload *w,
+    struct mf_estimate *e);
+
 /* The buckets of an inference job (est_serve.c). */
 void mf_est_inference(const struct mf_model *m, const struct mf_workload *w,
     struct mf_estimate *e);

@@ -41,11 +41,24 @@ mf_bucket_name(enum mf_bucket b)
 		[MF_B_COMM] = "commBuffers",
 		[MF_B_NONTORCH] = "nonTorch",
 		[MF_B_PAGED] = "pagedOptimizer",
+		[MF_B_LOADING] = "loading",
 	};
 
 	if ((unsigned)b >= MF_B_COUNT)
 		return NULL;
 	return names[b];
+}
+
+enum mf_peak_moment
+mf_est_peak_moment(const struct mf_estimate *e)
+{
+	return e->bucket[MF_B_LOADING] > 0 ? MF_PEAK_LOADING : MF_PEAK_STEP;
+}
+
+const char *
+mf_peak_moment_name(enum mf_peak_moment p)
+{
+	return p == MF_PEAK_LOADING ? "loading" : "step";
 }
 
 /* The estimators, by enum mf_estimator. */
@@ -525,6 +538,7 @@ compute(const struct mf_model *m, const struct mf_workload *w, int figures_only,
 	}
 	e.shards = w->kind == MF_TRAINING ? w->shard_gpus : 1;
 	mf_est_layout(m, w, &e);
+	mf_est_loading(m, w, &e);
 	for (b = 0; b < MF_B_COUNT; b++)
 		if (mf_est_counted((enum mf_bucket)b))
 			e.total = mf_cadd(e.total, e.bucket[b]);

@@ -255,6 +255,10 @@ enum mf_bucket {
 	 * the host under pressure instead of failing: not counted toward the
 	 * fit (mf_est_counted). */
 	MF_B_PAGED,
+	/* QLoRA: what loading and quantizing the base, and PEFT's fp32 cast,
+	 * hold beyond the step's buckets, when that moment is the peak
+	 * (design 22, est_load.c); 0 when the step is. */
+	MF_B_LOADING,
 	MF_B_COUNT
 };
 
@@ -316,6 +320,16 @@ struct mf_estimate {
 	 */
 	char gpu_formula[MF_B_COUNT][MF_FORMULA_MAX];
 };
+
+/*
+ * The moment that sets an estimate's peak (design 22): MF_PEAK_LOADING
+ * when loading the weights needs more than the step (the bucket
+ * MF_B_LOADING is not 0), else MF_PEAK_STEP.
+ */
+enum mf_peak_moment { MF_PEAK_STEP, MF_PEAK_LOADING };
+enum mf_peak_moment mf_est_peak_moment(const struct mf_estimate *e);
+/* "step", "loading": the answer's recipe.peakMoment. */
+const char *mf_peak_moment_name(enum mf_peak_moment p);
 
 /* "weights", "gradients", ..., "kvCache", "shardingBuffers". */
 const char *mf_bucket_name(enum mf_bucket b);

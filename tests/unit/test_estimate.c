@@ -1626,7 +1626,21 @@ formulas_of(const struct mf_model *m, const struct mf_workload *w,
 	struct mf_quant_sum q = quant_counts(m, w, e);
 	struct mf_workload r = resolved(w);
 	struct bnb b8 = bnb_counts(m, w);
+	/* The loading bucket's: the step is every other bucket counted;
+	 * Xmax, the largest 16-bit parameter of QLoRA (est_load.c). */
+	double step = 0, xmax = (double)m->hidden;
+
+	for (int b = 0; b < MF_B_COUNT; b++)
+		if (b != MF_B_LOADING && mf_est_counted((enum mf_bucket)b))
+			step += (double)bytes[b];
+	if (!m->no_embed || !m->no_head)
+		xmax = (double)m->vocab * (double)m->hidden;
+	if ((double)m->experts * (double)m->hidden > xmax)
+		xmax = (double)m->experts * (double)m->hidden;
 	const struct sym syms[] = {
+		{ "weights", (double)bytes[MF_B_WEIGHTS] },
+		{ "step", step },
+		{ "Xmax", xmax },
 		/* bitsandbytes' 8-bit state, tensor by tensor. */
 		{ "Ps", (double)b8.small },
 		{ "B8", (double)b8.blocks },
@@ -2355,6 +2369,66 @@ test_torch_kbit_prep(void **state)
 	    prep.bucket[MF_B_ACTIVATIONS] > plain.bucket[MF_B_ACTIVATIONS]);
 }
 
+/*
+ * The loading moment (design 22, est_load.c): Llama 3.1 8B, QLoRA with
+ * kbitPrep on PEFT's default targets for Llama (q_proj, v_proj, r 16),
+ * s = 256, b = 1, checkpointing (examples/llama-8b-qlora-loading.yaml).
+ * PEFT casts lm_head last: the prepared weights, 7,804,418,944
+ * (test_torch_kbit_prep's 5,702,540,160 + 2,101,878,784), and lm_head's
+ * 16-bit original, 128,256 x 4096 x 2 = 1,050,673,152: 8,855,092,096.
+ * Quantizing the largest linear (gate_proj, 14,336 x 4096 = 58,720,256
+ * weights) beside the 16-bit kept parameters holds 5,702,540,160 +
+ * 117,440,512 + 917,504 x 8 = 5,827,320,704, less.  The step holds the
+ * weights, the adapters (32 x 16 x (4096 + 4096 + 4096 + 1024) =
+ * 6,815,744 weights, 16 bytes each: 109,051,904), activations, logits and
+ * transient; the loading bucket is what the cast needs beyond them, and
+ * perGpuBytes the cast's 8,855,092,096.  At s = 4096 the step is the
+ * peak, and the bucket is 0.
+ */
+static void
+test_torch_loading(void **state)
+{
+	struct mf_workload w;
+	struct mf_estimate e;
+	int64_t step = 0;
+
+	(void)state;
+	mf_workload_defaults(&w);
+	w.seq_len = 256;
+	w.method = MF_QLORA;
+	w.qlora_kbit_prep = 1;
+	w.checkpointing = MF_CKPT_FULL;
+	w.lora_targets = MF_LORA_LIST;
+	w.lora_modules = MF_LORA_BIT(MF_LIN_Q) | MF_LORA_BIT(MF_LIN_V);
+	e = est(&llama8b, &w);
+	assert_int_equal(e.bucket[MF_B_WEIGHTS], INT64_C(7804418944));
+	assert_int_equal(e.bucket[MF_B_ADAPTERS], INT64_C(109051904));
+	for (int b = 0; b < MF_B_COUNT; b++)
+		if (b != MF_B_LOADING && mf_est_counted((enum mf_bucket)b))
+			step += e.bucket[b];
+	assert_true(step < INT64_C(8855092096));
+	assert_int_equal(e.per_gpu, INT64_C(8855092096));
+	assert_int_equal(e.bucket[MF_B_LOADING], INT64_C(8855092096) - step);
+	assert_int_equal(e.total, e.per_gpu);
+	assert_int_equal(mf_est_peak_moment(&e), MF_PEAK_LOADING);
+	assert_string_equal(e.formula[MF_B_LOADING],
+	    "max(weights - (P - Pq) x 2 + Qmax x 2 + ceil(Qmax / 64) x 8, weights + Xmax x 2) - step");
+	/* Without kbitPrep only quantizing is loading's, which the step's
+	 * weights and transient cover. */
+	w.qlora_kbit_prep = 0;
+	assert_int_equal(est(&llama8b, &w).bucket[MF_B_LOADING], 0);
+	/* The long sequence: the step is the peak. */
+	w.qlora_kbit_prep = 1;
+	w.seq_len = 4096;
+	e = est(&llama8b, &w);
+	assert_int_equal(e.bucket[MF_B_LOADING], 0);
+	assert_int_equal(mf_est_peak_moment(&e), MF_PEAK_STEP);
+	/* The post's arithmetic has no loading. */
+	w.seq_len = 256;
+	w.estimator = MF_EST_POST;
+	assert_int_equal(est(&llama8b, &w).bucket[MF_B_LOADING], 0);
+}
+
 /* A list's name the model has not is refused, naming it and listing the
  * model's; lm_head is not modelled. */
 static void
@@ -2885,6 +2959,7 @@ main(void)
 		cmocka_unit_test(test_lora_list_refused),
 		cmocka_unit_test(test_torch_lora_dtype),
 		cmocka_unit_test(test_torch_kbit_prep),
+		cmocka_unit_test(test_torch_loading),
 		cmocka_unit_test(test_estimator_names),
 		cmocka_unit_test(test_est_reference_full),
 		cmocka_unit_test(test_est_reference_eager),
