@@ -262,7 +262,10 @@ tsan:
 # matmul FLOPs against FlopCounterMode on the same models (tests/torch/
 # flops.py, two minutes) and its other kernels' bytes and count against
 # what a dispatch mode sees them move (tests/torch/traffic.py, under a
-# minute); all ask the command line.
+# minute), and QLoRA's loading moment against transformers' own
+# from_pretrained with bitsandbytes and PEFT's fp32 cast, the checkpoint
+# counted as host memory and its copies as the GPU's (tests/torch/
+# loading.py, seconds); all ask the command line.
 # They run in a virtual environment of the pinned packages of
 # tests/torch/requirements.txt, made with TORCH_PYTHON: the python3 on
 # PATH, which is Python 3.11 on purpose (torch 2.13.0's CPU wheel is
@@ -301,6 +304,7 @@ torch: all $(TORCH_VENV)/.installed
 	$(TESTENV) timeout 600 $(TORCH_PY) tests/torch/traffic.py
 	$(TESTENV) timeout 300 $(TORCH_PY) tests/torch/framework.py
 	$(TESTENV) timeout 600 $(TORCH_PY) tests/torch/compile.py
+	$(TESTENV) timeout 300 $(TORCH_PY) tests/torch/loading.py
 
 # The field lists of docs/manifest.md and docs/catalog.md, from the table
 # of fields (the Job's rows in admission/manifest/job_fields.c, the
