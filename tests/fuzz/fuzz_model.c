@@ -7,7 +7,9 @@
  * inference workload (plain, and served by vLLM on one GPU and two, in the
  * config's storage and in int4) on it either reports
  * MF_ERANGE or adds up: total is the sum of the buckets and per_gpu is no
- * more than total.
+ * more than total.  The bucket loading (design 22) is QLoRA's under the
+ * estimator pytorch alone, and where it is not 0 the peak's moment is
+ * loading.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -37,6 +39,13 @@ check_estimate(const struct mf_model *m, const struct mf_workload *w)
 		    __builtin_add_overflow(sum, e.bucket[b], &sum))
 			abort();
 	}
+	if (e.bucket[MF_B_LOADING] > 0 &&
+	    (w->method != MF_QLORA || w->estimator != MF_EST_PYTORCH ||
+	        w->kind != MF_TRAINING))
+		abort();
+	if ((mf_est_peak_moment(&e) == MF_PEAK_LOADING) !=
+	    (e.bucket[MF_B_LOADING] > 0))
+		abort();
 	/* vLLM pads the vocabulary of the embeddings and the head. */
 	if (e.total != sum || e.per_gpu < 0 || e.per_gpu > e.total ||
 	    e.params < mf_model_params(m) ||
@@ -69,6 +78,10 @@ check_model(const struct mf_model *m)
 	/* QLoRA on one GPU: under FSDP it is refused (mf_est_shard_refused). */
 	w.shard_gpus = 1;
 	w.method = MF_QLORA;
+	check_estimate(m, &w);
+	/* PEFT's fp32 cast on a few tokens, where loading may be the peak. */
+	w.qlora_kbit_prep = 1;
+	w.seq_len = 16;
 	check_estimate(m, &w);
 	mf_workload_defaults(&w);
 	w.kind = MF_INFERENCE;
