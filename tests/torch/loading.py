@@ -34,6 +34,13 @@ What the CPU hides, and how the harness puts it back as a GPU holds it:
   quantize_blockwise (double quantization's second level) is bitsandbytes'
   own CPU kernel, which allocates what the CUDA one does.
 
+Then torchtune 0.6.1's QLoRA loader, which memfloor does not model (it
+counts transformers' for every QLoRA job): the model built on the device
+in bf16 (FrozenNF4Linear quantizes with torchao's to_nf4), then
+load_state_dict of a bf16 state dict on the host, the device's copy of
+each host tensor made by a clone where to_nf4 takes it; the table prints
+what the largest quantization holds beside the model.  Not checked.
+
 memfloor is asked (the command line, -o json) for the QLoRA job of the
 same config with kbitPrep; its loading moment is the weights, adapters,
 activations, logits, transient and loading buckets per GPU when loading
@@ -302,6 +309,85 @@ def pq(c):
     return L * (2 * h * a * d + 2 * h * kv * d + 3 * h * I)
 
 
+# torchtune's QLoRA loader, measured and not modelled (est_load.c counts
+# transformers' for every QLoRA job): (embed, heads, kv heads, MLP, V,
+# layers), shapes whose absmax count torchao's 256-scaler block divides.
+# The last's MLP is past torchao's CHUNK_SIZE (2^20 weights), whose
+# nearest-code search works a chunk at a time.
+TUNE = [(256, 4, 2, 1024, 2048, 2), (512, 8, 2, 2048, 512, 2),
+        (1024, 8, 2, 2048, 512, 1)]
+
+
+def torchtune_case(h, a, kv, I, V, L):
+    """(build peak, held after it, load peak, held after it, Qmax) of
+    torchtune 0.6.1's QLoRA model as lora_finetune_single_device makes it:
+    built on the device in bf16 (each FrozenNF4Linear makes its bf16
+    weight and quantizes it with torchao's to_nf4), then load_state_dict
+    of a bf16 state dict on the host (NF4Tensor's copy_ copies the tensor
+    to the device, quantizes it there and copies the result in).  The
+    host tensors are made before the profiler runs; the copy to the
+    device, a no-op on the CPU, is made by cloning the host tensor as
+    to_nf4 takes it."""
+    from torchao.dtypes import nf4tensor
+    from torchtune.models.llama3._component_builders import lora_llama3
+    from torchtune.training import set_default_dtype
+
+    def build():
+        with set_default_dtype(torch.bfloat16):
+            return lora_llama3(
+                lora_attn_modules=["q_proj", "v_proj"],
+                apply_lora_to_mlp=False, apply_lora_to_output=False,
+                vocab_size=V, num_layers=L, num_heads=a, num_kv_heads=kv,
+                embed_dim=h, max_seq_len=256, intermediate_dim=I,
+                lora_rank=8, lora_alpha=16, quantize_base=True)
+
+    src = build()
+    host = {}
+    for k, v in src.state_dict().items():
+        if isinstance(v, nf4tensor.NF4Tensor):
+            v = v.get_original_weight()
+        host[k] = v.detach().to(torch.bfloat16).clone()
+    del src
+    host_ptrs = {t.untyped_storage().data_ptr() for t in host.values()}
+    real = nf4tensor.NF4Tensor.from_tensor.__func__
+
+    def from_tensor(cls, t, *args):
+        if t.untyped_storage().data_ptr() in host_ptrs:
+            t = t.clone()  # the device's copy of the host tensor
+        return real(cls, t, *args)
+
+    held = {}
+
+    def make():
+        held["m"] = build()
+
+    def load():
+        held["m"].load_state_dict(host, strict=False)
+
+    nf4tensor.NF4Tensor.from_tensor = classmethod(from_tensor)
+    try:
+        b_peak, b_left = live_after(make)
+        l_peak, l_left = live_after(load)
+    finally:
+        nf4tensor.NF4Tensor.from_tensor = classmethod(real)
+    qmax = max(h * I, h * a * (h // a))
+    return b_peak, b_left, b_left + l_peak, b_left + l_left, qmax
+
+
+def torchtune_table():
+    print("torchtune's QLoRA loader (bytes; not modelled): its transient "
+          "beside the model it holds")
+    print("%-22s %10s %10s %10s %10s %10s %10s" % (
+        "h, I, V", "build", "held", "load", "held", "transient", "/ Qmax"))
+    for h, a, kv, I, V, L in TUNE:
+        b_peak, b_left, l_peak, l_left, qmax = torchtune_case(
+            h, a, kv, I, V, L)
+        t = max(b_peak, l_peak) - l_left
+        print("%-22s %10d %10d %10d %10d %10d %10.2f" % (
+            "%d, %d, %d" % (h, I, V), b_peak, b_left, l_peak, l_left, t,
+            t / qmax))
+
+
 def main():
     failed = checks = 0
     # A first load makes what bitsandbytes and transformers make once a
@@ -357,6 +443,7 @@ def main():
             failed += 1
             print("FAIL %s 16-bit load: peak %d, held %d, P x 2 %d" % (
                 c["model_type"], b_peak, b_left, 2 * est["parameters"]))
+    torchtune_table()
     print("loading harness: %d checks, %d failed" % (checks, failed))
     return 1 if failed else 0
 
