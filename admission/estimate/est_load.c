@@ -21,6 +21,10 @@
  *                                    without double quantization, whose
  *                                    absmax is the one kept)
  *
+ * (tests/torch/loading.py: one Params4bit quantized, 1024 x 512 and
+ * 384 x 640, uint8 and bf16 storage, exactly; the whole load of three
+ * layers, 5.2% under, the last layer's attention not loaded yet.)
+ *
  * PEFT 0.21.2's prepare_model_for_kbit_training (peft/utils/other.py)
  * then casts each 16-bit parameter that is not 4-bit to fp32, one at a
  * time (param.data = param.data.to(torch.float32)): while one is cast its
@@ -30,6 +34,10 @@
  *
  *   weights + Xmax x 2              (Xmax: V x h, the embeddings or the
  *                                    head, the last one cast when untied)
+ *
+ * (tests/torch/loading.py: from_pretrained then PEFT's call on Llama and
+ * Mistral, exactly; on tied Qwen2, whose embeddings are cast first and
+ * the norms after, 0.15% under.)
  *
  * Neither holds the adapters, activations or logits of the step; a step
  * on a short sequence holds less than Xmax x 2 beside the weights, and

@@ -34,6 +34,10 @@ What the CPU hides, and how the harness puts it back as a GPU holds it:
   quantize_blockwise (double quantization's second level) is bitsandbytes'
   own CPU kernel, which allocates what the CUDA one does.
 
+Then one weight's quantization alone (Params4bit._quantize as
+Bnb4bitQuantize calls it, on the device's copy): what it holds at its peak
+beyond what it keeps must be Qmax x 2 + ceil(Qmax / 64) x 8 exactly.
+
 Then torchtune 0.6.1's QLoRA loader, which memfloor does not model (it
 counts transformers' for every QLoRA job): the model built on the device
 in bf16 (FrozenNF4Linear quantizes with torchao's to_nf4), then
@@ -217,6 +221,24 @@ def live_after(fn):
         live += e.nbytes()
         peak = max(peak, live)
     return peak, live
+
+
+def quantize_transient(o, i, storage):
+    """What Params4bit._quantize (as Bnb4bitQuantize calls it) holds at
+    its peak beyond what it keeps, for an o x i weight copied to the
+    device first: measured against Qmax x 2 + ceil(Qmax / 64) x 8."""
+    host = torch.randn(o, i, dtype=torch.bfloat16)
+
+    def run():
+        t = host.clone()  # the device's copy
+        p = bnb.nn.Params4bit(t, requires_grad=False, blocksize=BLOCK,
+                              compress_statistics=True, quant_type="nf4",
+                              quant_storage=storage)
+        del t
+        run.kept = p._quantize(host.device)
+
+    peak, left = live_after(run)
+    return peak - left
 
 
 def checkpoint(c):
@@ -443,6 +465,20 @@ def main():
             failed += 1
             print("FAIL %s 16-bit load: peak %d, held %d, P x 2 %d" % (
                 c["model_type"], b_peak, b_left, 2 * est["parameters"]))
+    print("quantizing one weight: peak beyond what it keeps, measured vs "
+          "Qmax x 2 + ceil(Qmax / 64) x 8")
+    for o, i, storage in ((1024, 512, torch.uint8), (384, 640, torch.uint8),
+                          (1024, 512, torch.bfloat16)):
+        n = o * i
+        want = 2 * n + 8 * -(-n // BLOCK)
+        got = quantize_transient(o, i, storage)
+        checks += 1
+        print("%5d x %-5d %-8s %10d %10d" % (
+            o, i, str(storage).replace("torch.", ""), got, want))
+        if got != want:
+            failed += 1
+            print("FAIL quantizing %dx%d: measured %d, formula %d" % (
+                o, i, got, want))
     torchtune_table()
     print("loading harness: %d checks, %d failed" % (checks, failed))
     return 1 if failed else 0
