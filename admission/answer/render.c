@@ -527,7 +527,7 @@ text_recipe(struct mf_buf *b, const struct mf_job *job,
 	text_framework(b, job);
 	if (mf_est_peak_moment(e) == MF_PEAK_LOADING)
 		mf_buf_printf(b,
-		    "recipe: peakMoment loading (quantizing the base and PEFT's fp32 cast need more than the step: the bucket loading)\n");
+		    "recipe: peakMoment loading (loading and quantizing the base, with PEFT's fp32 cast under kbitPrep, needs more than the step: the bucket loading)\n");
 }
 
 /* How the weights are stored, when it is not plain 16-bit training. */
