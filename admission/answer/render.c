@@ -439,7 +439,8 @@ text_framework(struct mf_buf *b, const struct mf_job *job)
  * activation offloading as the estimator counted it (mf_est_offloads:
  * the post's arithmetic has none), optimizer-in-backward (est_state.c),
  * compile when the job compiles (est_pytorch.c), and the loss as the estimator
- * counted it (mf_est_loss: standard, or chunked with its lossChunks); with a
+ * counted it (mf_est_loss: standard, or chunked with its lossChunks; the
+ * standard with lossUpcast output, mf_est_output_upcast); with a
  * framework, which one and the fields it supplied (from_framework); and
  * the moment that sets e's peak, loading or the step (design 22).
  */
@@ -467,6 +468,8 @@ recipe(struct mf_jw *w, const struct mf_job *job, const struct mf_estimate *e)
 	    mf_workload_enum_name("loss", mf_est_loss(wl)));
 	if (mf_est_loss(wl) == MF_LOSS_CHUNKED)
 		mf_jw_int_lit(w, "lossChunks", wl->loss_chunks);
+	if (mf_est_output_upcast(wl))
+		mf_jw_str_lit(w, "lossUpcast", "output");
 	mf_jw_bool_lit(w, "activationOffload", mf_est_offloads(wl));
 	mf_jw_bool_lit(w, "optimizerInBackward", wl->optimizer_in_backward);
 	if (wl->compile)
@@ -511,6 +514,8 @@ text_recipe(struct mf_buf *b, const struct mf_job *job,
 	if (mf_est_loss(wl) == MF_LOSS_CHUNKED)
 		snprintf(loss, sizeof(loss), "chunked, lossChunks %lld",
 		    (long long)wl->loss_chunks);
+	else if (mf_est_output_upcast(wl))
+		snprintf(loss, sizeof(loss), "standard, lossUpcast output");
 	else
 		snprintf(loss, sizeof(loss), "%s",
 		    mf_workload_enum_name("loss", mf_est_loss(wl)));

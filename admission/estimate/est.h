@@ -99,6 +99,16 @@ void mf_est_fsdp(const struct mf_model *m, const struct mf_workload *w,
     struct mf_estimate *e);
 
 /*
+ * What the standard loss over the model's output upcast and held by the
+ * loop (lossUpcast: output, LitGPT's) keeps beside the logits bucket's
+ * terms: the held fp32 output, s x b x 4 x vl, and the 16-bit copies of a
+ * frozen lm_head autocast makes for its pieces; " + ..." into f; 0 for
+ * the other losses (est_loss.c).
+ */
+int64_t mf_est_output_held(const struct mf_model *m,
+    const struct mf_workload *w, int64_t vl, struct mf_text *f);
+
+/*
  * What the loss of a training step holds for a moment beyond what it
  * keeps for backward, one candidate of the transient bucket, with its
  * text "max(... , " into f (est_loss.c): ebytes the activations' element

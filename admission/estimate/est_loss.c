@@ -2,7 +2,8 @@
  * est_loss.c: what the loss holds for a moment, the estimator pytorch's
  * candidate of the transient bucket for the head and its cross-entropy:
  * the standard loss's backward, under tensor and loss parallel too, a
- * chunked loss (torchtune's) and a fused one (Liger's).  What each keeps
+ * chunked loss (torchtune's), a fused one (Liger's) and the standard
+ * loss over the model's output held in fp32 (LitGPT's).  What each keeps
  * for backward is the logits bucket's (est_pytorch.c, torch_logits).
  */
 #include "est.h"
@@ -236,6 +237,119 @@ fused_transient(const struct mf_model *m, const struct mf_workload *w,
 }
 
 /*
+ * The standard loss over the model's output upcast and held by the loop
+ * (lossUpcast: output), as LitGPT v0.4.5, v0.4.13 and v0.5.13 run it
+ * (Lightning-AI/litgpt, litgpt/finetune/lora.py and full.py fit(),
+ * litgpt/utils.py chunked_cross_entropy, litgpt/lora.py GPT.forward, at
+ * v0.5.13 litgpt/model.py) under Lightning Fabric (Lightning-AI/
+ * pytorch-lightning 2.3.3, src/lightning/fabric/wrappers.py
+ * _FabricModule.forward: precision.convert_output(output), every
+ * precision plugin's a cast to torch.get_default_dtype(), fp32).  LoRA
+ * and QLoRA (lora.py) run lm_head over pieces of 128 tokens and take the
+ * cross-entropy of each piece; full training (full.py) runs lm_head whole
+ * and cuts the flattened logits into pieces of 128 rows.  What it holds
+ * for a moment beyond the logits bucket (torch_logits: the fp32 output
+ * and the pieces' fp32 log-softmax), the largest of:
+ * - the next step's forward: the loop's `logits` is replaced only when
+ *   the model has returned, so the previous step's fp32 output is alive
+ *   while the new 16-bit one (el x V a token) is cast piece by piece:
+ *   el x s x b x V (none when the output is fp32 already, el = 4);
+ * - one piece's loss backward: nll_loss's and log_softmax's fp32
+ *   gradients, 8V a row of the piece (b x min(128, s) rows in pieces of
+ *   lm_head, min(128, s x b) in full training's);
+ * - full training: autograd runs every piece's loss backward first, then
+ *   SplitBackward gathers the pieces' fp32 gradients into one new tensor
+ *   and the loop's slice (logits[..., :-1, :]) its zeros of the whole
+ *   output, while the held output is alive and the saved log-softmax
+ *   freed: 4 x s x b x V (in pieces of lm_head each piece's gradient goes
+ *   to its own matmul, and nothing gathers them).
+ * Measured by tests/torch/loss16.py (LitGPT's chunked_cross_entropy and
+ * Fabric's cast copied from those tags, on transformers' models: full and
+ * LoRA, bf16-true, bf16-mixed and fp32, two steps each).
+ */
+#define LIT_PIECE \
+	128 /* lora.py lm_head_chunk_size=128, utils.py \
+	       chunked_cross_entropy chunk_size=128 */
+
+static int64_t
+output_transient(const struct mf_model *m, const struct mf_workload *w,
+    int64_t el, struct mf_text *f)
+{
+	int64_t b = w->micro_batch, sb = mf_cmul(w->seq_len, b);
+	int64_t next = 0, rows, bwd;
+
+	mf_text_str(f, "max(");
+	if (el < 4) {
+		mf_text_str(f, "s x b x V x ");
+		mf_text_int(f, el);
+		mf_text_str(f, ", ");
+		next = mf_cmul(sb, mf_cmul(el, m->vocab));
+	}
+	/* A piece's rows: 128 of full training's flattened logits, 128
+	 * tokens of each sequence in pieces of lm_head, or fewer. */
+	if (w->method == MF_FULL) {
+		mf_text_str(f, "s x b x V x 4, ");
+		rows = sb < LIT_PIECE ? sb : LIT_PIECE;
+		mf_text_str(f, rows < LIT_PIECE ? "s x b" : "128");
+	} else {
+		rows =
+		    mf_cmul(b, w->seq_len < LIT_PIECE ? w->seq_len : LIT_PIECE);
+		mf_text_str(f, w->seq_len < LIT_PIECE ? "s x b" : "b x 128");
+	}
+	mf_text_str(f, " x V x 8, ");
+	bwd = mf_cmul(rows, mf_cmul(8, m->vocab));
+	if (w->method == MF_FULL)
+		bwd = mf_max_poisoned(bwd, mf_cmul(sb, mf_cmul(4, m->vocab)));
+	return mf_max_poisoned(next, bwd);
+}
+
+int
+mf_est_output_upcast(const struct mf_workload *w)
+{
+	return w->kind == MF_TRAINING && w->estimator == MF_EST_PYTORCH &&
+	    w->loss == MF_LOSS_STANDARD && w->loss_upcast == MF_UPCAST_OUTPUT;
+}
+
+/*
+ * What lossUpcast: output keeps beside the standard loss's logits bucket
+ * (est_pytorch.c, torch_logits: the final norm, each piece's fp32
+ * log-softmax, 4V a token in all, of s - 1 tokens counted over s; the
+ * labels), as LitGPT's loops run it under Lightning Fabric
+ * (output_transient, below):
+ * - the model's output, which Fabric's convert_output casts whole to fp32
+ *   after the forward (a 16-bit output copied, an fp32 one returned as it
+ *   is) and the loop's `logits` holds through backward and the
+ *   optimizer's step: s x b x 4V (chunked_cross_entropy's pieces of it
+ *   are views, or copies when b > 1 that the loss's forward frees);
+ * - LoRA or QLoRA under autocast: lora.py runs lm_head over pieces of 128
+ *   tokens, and autocast casts a frozen weight again at each call (it
+ *   caches only the casts of leaves that require a gradient, torch's
+ *   autocast_mode.cpp cached_cast), each piece's matmul keeping its own
+ *   16-bit copy of the head for its input's gradient: ceil(s / 128)
+ *   copies, one of them the weights bucket's (mf_est_autocast_params).
+ * Measured by tests/torch/loss16.py: the bucket within 0.5% (full
+ * training: bf16-true, bf16-mixed, fp32; LoRA bf16-true with the
+ * activations), the copies counted one by one (LoRA bf16-mixed).
+ */
+int64_t
+mf_est_output_held(const struct mf_model *m, const struct mf_workload *w,
+    int64_t vl, struct mf_text *f)
+{
+	int64_t n = mf_cdiv_up(w->seq_len, LIT_PIECE), bytes;
+
+	if (!mf_est_output_upcast(w) || m->no_head)
+		return 0;
+	mf_text_str(f, " + s x b x 4V");
+	bytes = mf_cmul(mf_cmul(w->seq_len, w->micro_batch), mf_cmul(4, vl));
+	if (w->method == MF_FULL || !mf_est_precision(w->precision)->mixed ||
+	    n < 2)
+		return bytes;
+	mf_text_str(f, " + (ceil(s / 128) - 1) x Vh x 2");
+	return mf_cadd(bytes,
+	    mf_cmul(mf_cmul(n - 1, 2), mf_cmul(m->vocab, m->hidden)));
+}
+
+/*
  * The loss's backward, its text "max(... , " into f.  Under tensor
  * parallel without loss parallel lm_head's output is all-gathered whole
  * (ColwiseParallel, output Replicate): the gather's output, e x V a token,
@@ -257,6 +371,11 @@ mf_est_loss_transient(const struct mf_model *m, const struct mf_workload *w,
 		return chunked_transient(m, w, f);
 	if (w->loss == MF_LOSS_FUSED && m->tp <= 1 && !m->no_head)
 		return fused_transient(m, w, ebytes, f);
+	/* The output's dtype: autocast's lm_head returns 16 bits (2) where
+	 * a LoRA model's activations are counted as fp32. */
+	if (mf_est_output_upcast(w) && m->tp <= 1 && !m->no_head)
+		return output_transient(m, w,
+		    mf_est_precision(w->precision)->mixed ? 2 : ebytes, f);
 	if (vl != m->vocab) {
 		mf_text_str(f, "max(s x b x Vl x 12, ");
 		return m->no_head ? 0 : mf_cmul(sb, mf_cmul(12, vl));

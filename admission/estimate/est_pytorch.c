@@ -851,12 +851,10 @@ torch_logits(const struct mf_model *m, const struct mf_workload *w,
     const struct shapes *x, struct mf_estimate *e)
 {
 	int gemma = m->block == MF_BLOCK_GEMMA;
-	int64_t sb, bytes;
+	int64_t sb, bytes, ids;
 	struct mf_terms t, o, *own = x->sp > 1 ? &o : &t;
 	struct mf_text f;
-
 	int fused = mf_est_loss(w) == MF_LOSS_FUSED;
-	int64_t ids;
 
 	memset(&t, 0, sizeof(t));
 	memset(&o, 0, sizeof(o));
@@ -895,6 +893,8 @@ torch_logits(const struct mf_model *m, const struct mf_workload *w,
 		bytes = mf_cadd(bytes,
 		    mf_cmul(sp_tokens(w, x), mf_terms_bytes(own)));
 	}
+	/* The output LitGPT's loop holds (lossUpcast: output, est_loss.c). */
+	bytes = mf_cadd(bytes, mf_est_output_held(m, w, x->vl, &f));
 	if (gemma) {
 		/* The final norm's (1 + w) in fp32. */
 		mf_text_str(&f, " + 4h");

@@ -297,7 +297,8 @@ workload_ok(const struct mf_workload *w)
 	    (unsigned)w->weights_dtype > MF_WD_INT4 ||
 	    (unsigned)w->server > MF_SERVER_VLLM ||
 	    (unsigned)w->estimator >= MF_EST_COUNT ||
-	    (unsigned)w->loss > MF_LOSS_FUSED)
+	    (unsigned)w->loss > MF_LOSS_FUSED ||
+	    (unsigned)w->loss_upcast > MF_UPCAST_OUTPUT)
 		return 0;
 	return w->seq_len >= 0 && w->micro_batch >= 0 && w->lora_rank >= 0 &&
 	    w->shard_gpus >= 1 && w->concurrency >= 0 && w->context_len >= 0 &&
@@ -311,14 +312,41 @@ workload_ok(const struct mf_workload *w)
 	            !mf_est_shard_refused(w, NULL, 0)));
 }
 
+/*
+ * The standard loss over the model's output upcast and held by the loop
+ * (lossUpcast: output): measured on one GPU's model (tests/torch/
+ * loss16.py), not under tensor or pipeline parallel, nor with LitGPT's
+ * soft-capping of each piece (Gemma-2's final_logit_softcapping, litgpt
+ * v0.5.13 model.py).
+ */
+static int
+upcast_refused(const struct mf_model *m, const struct mf_workload *w, char *why,
+    size_t size)
+{
+	if (w->loss_upcast != MF_UPCAST_OUTPUT)
+		return 0;
+	if (w->tensor > 1 || w->pipeline > 1)
+		snprintf(why, size,
+		    "standard with lossUpcast: output is not modelled under tensor or pipeline parallel (parallelism.tensor %lld, pipeline %lld): LitGPT's loop over Fabric's fp32 output is measured on one GPU's model; use lossUpcast: loss",
+		    (long long)w->tensor, (long long)w->pipeline);
+	else if (m != NULL && m->final_softcap)
+		snprintf(why, size,
+		    "standard with lossUpcast: output is not modelled for a model with final logit soft-capping (Gemma-2's final_logit_softcapping, which LitGPT applies to each piece): not measured; use lossUpcast: loss");
+	else
+		return 0;
+	return 1;
+}
+
 int
 mf_est_loss_refused(const struct mf_model *m, const struct mf_workload *w,
     char *why, size_t size)
 {
 	const char *name;
 
-	if (w->kind != MF_TRAINING || w->loss == MF_LOSS_STANDARD)
+	if (w->kind != MF_TRAINING)
 		return 0;
+	if (w->loss == MF_LOSS_STANDARD)
+		return upcast_refused(m, w, why, size);
 	name = w->loss == MF_LOSS_CHUNKED ? "chunked" : "fused";
 	if (w->tensor > 1 || w->pipeline > 1)
 		snprintf(why, size,

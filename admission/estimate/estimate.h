@@ -36,6 +36,11 @@ enum mf_precision {
 enum mf_checkpointing { MF_CKPT_NONE, MF_CKPT_FULL, MF_CKPT_OP };
 /* workload.loss (design 19). */
 enum mf_loss { MF_LOSS_STANDARD, MF_LOSS_CHUNKED, MF_LOSS_FUSED };
+/* workload.lossUpcast (design 22): where the standard loss's logits
+ * become fp32: in the loss (transformers, nothing holding the fp32 copy);
+ * the model's output, cast whole by Lightning Fabric and held by LitGPT's
+ * training loop through backward and the optimizer's step. */
+enum mf_loss_upcast { MF_UPCAST_LOSS, MF_UPCAST_OUTPUT };
 /* workload.optimizer: torch's AdamW; bitsandbytes' AdamW8bit; SGD;
  * bitsandbytes' PagedAdamW8bit (design 22), whose 8-bit moments of the
  * tensors it pages live in CUDA unified memory (MF_B_PAGED). */
@@ -74,6 +79,8 @@ struct mf_workload {
 	enum mf_attention attention;
 	int checkpointing;  /* enum mf_checkpointing */
 	int64_t ckpt_every; /* MF_CKPT_FULL: every Nth layer; default 1 */
+	/* MF_LOSS_STANDARD: where its logits become fp32; default loss */
+	enum mf_loss_upcast loss_upcast;
 	enum mf_loss loss;
 	int64_t loss_chunks;       /* MF_LOSS_CHUNKED: pieces; default 8 */
 	int activation_offload;    /* saved activations in host memory */
@@ -217,6 +224,12 @@ int mf_est_offloads(const struct mf_workload *w);
  * the post's arithmetic counts the standard loss's logits whatever w
  * says. */
 enum mf_loss mf_est_loss(const struct mf_workload *w);
+
+/* Whether the estimate of w counts the standard loss over the model's
+ * output upcast and held by the loop (lossUpcast: output, LitGPT under
+ * Fabric): a training job, the estimator pytorch (the post's arithmetic
+ * counts the standard loss's logits), loss standard. */
+int mf_est_output_upcast(const struct mf_workload *w);
 
 /*
  * Default of catalogue cudaGraphReserve: what vLLM (0.21 and later, which

@@ -99,6 +99,7 @@ static const struct frow work_rows[] = {
 	WORK(ckpt_every),
 	WORK(loss),
 	WORK(loss_chunks),
+	WORK(loss_upcast),
 	WORK(activation_offload),
 	WORK(optimizer_in_backward),
 	WORK(qlora_block),

@@ -8,9 +8,9 @@
  * Each value cites the framework's repository, release, file and the
  * setting that gives it.  Where a framework has several recipes for a
  * method, the one its documentation starts from is taken (docs/manifest.md
- * says which).  What a framework sets that no field states yet (LitGPT's
- * 16-bit chunked cross-entropy, compile) is left out, not mapped to a
- * neighbour; docs/manifest.md lists it.
+ * says which).  What a framework sets that no field states yet (compile,
+ * the loader) is left out, not mapped to a neighbour; docs/manifest.md
+ * lists it.
  * tests/torch/framework.py holds the transformers and torchtune values to
  * the frameworks' own config objects.
  */
@@ -182,13 +182,19 @@ static const struct recipes titan = { .full = titan_full };
  * and lora.py setup(): precision None becomes
  * utils.get_default_supported_precision(training=True), bf16-mixed;
  * optimizer "AdamW"; activation checkpointing only in the FSDP strategy of
- * several devices; model.py: F.scaled_dot_product_attention.  Its loss,
- * chunked_cross_entropy on 16-bit logits of lm_head_chunk_size=128, no
- * field states yet: left out.
+ * several devices; model.py: F.scaled_dot_product_attention.  The loss:
+ * fit() holds `logits = model(input_ids, ...)`, which Lightning Fabric's
+ * _FabricModule.forward casts to fp32 (Lightning-AI/pytorch-lightning
+ * 2.3.3, the release litgpt v0.4.5 pins, src/lightning/fabric/
+ * wrappers.py: precision.convert_output, a cast to
+ * torch.get_default_dtype() in plugins/precision/half.py, amp.py and
+ * bitsandbytes.py), through backward and the optimizer's step, and takes
+ * utils.py's chunked_cross_entropy of it in pieces of 128 tokens.
  */
 #define LIT_COMMON                                                            \
 	{ "gradientCheckpointing", "false" }, { "attention", "sdpa" },        \
-	    { "optimizer", "adamw" }
+	    { "optimizer", "adamw" }, { "loss", "standard" },                 \
+	    { "lossUpcast", "output" }
 
 /* lora.py: lora_r=8, lora_query=True, lora_value=True, lora_key,
  * lora_projection, lora_mlp, lora_head False. */

@@ -84,6 +84,7 @@ enum {
 	W_ATTENTION,
 	W_LOSS,
 	W_LOSS_CHUNKS,
+	W_LOSS_UPCAST,
 	W_OFFLOAD,
 	W_OPT_BACKWARD,
 	W_COMPILE,
@@ -181,6 +182,16 @@ static const struct mf_fname losses[] = {
 	    { 0 } },
 	{ "fused", MF_LOSS_FUSED,
 	    "a fused linear cross-entropy that never holds the logits, as Liger-Kernel runs it (the logits of about s x b x h / V tokens at a time; Cut Cross-Entropy and Unsloth hold less)",
+	    { 0 } },
+	{ NULL, 0, NULL, { 0 } },
+};
+
+static const struct mf_fname upcasts[] = {
+	{ "loss", MF_UPCAST_LOSS,
+	    "the loss casts the logits to fp32 and nothing holds the copy (transformers)",
+	    { 0 } },
+	{ "output", MF_UPCAST_OUTPUT,
+	    "the model's output cast to fp32 whole and held by the training loop through backward and the optimizer step (LitGPT under Lightning Fabric)",
 	    { 0 } },
 	{ NULL, 0, NULL, { 0 } },
 };
@@ -389,6 +400,12 @@ static const struct mf_field workload_rows[W_COUNT] = {
 	    .idef = 8, .when = { TRAINING, WHEN(W_LOSS, BIT(MF_LOSS_CHUNKED)) },
 	    .title = "Loss chunks",
 	    .doc = "pieces of a chunked loss, each upcast to fp32 alone" },
+	[W_LOSS_UPCAST] = { .key = "lossUpcast", .type = MF_FT_ENUM,
+	    .base = MF_FB_WORK, .offset = WOFF(loss_upcast),
+	    .flags = MF_FF_DEFAULT, .names = upcasts, .idef = MF_UPCAST_LOSS,
+	    .when = { TRAINING, WHEN(W_LOSS, BIT(MF_LOSS_STANDARD)) },
+	    .title = "Loss upcast",
+	    .doc = "where the standard loss's logits become fp32" },
 	[W_OFFLOAD] = { .key = "activationOffload", .type = MF_FT_BOOL,
 	    .base = MF_FB_WORK, .offset = WOFF(activation_offload),
 	    .flags = MF_FF_DEFAULT, .idef = 0, .when = { TRAINING },

@@ -295,9 +295,9 @@ check_oib(const struct mf_job *job, const char *base,
 
 /*
  * The losses not modelled (mf_est_loss_refused, before the model is
- * known), and a chunked loss in more pieces than a sequence has tokens.  Where
- * the loss is written is kept for mf_job_check_model's rule that needs the
- * model.
+ * known; the standard loss's at lossUpcast), and a chunked loss in more pieces
+ * than a sequence has tokens.  Where the loss is written is kept for
+ * mf_job_check_model's rule that needs the model.
  */
 static enum mf_rc
 check_loss(struct mf_job *job, const char *base, const struct mf_node *spec,
@@ -307,17 +307,24 @@ check_loss(struct mf_job *job, const char *base, const struct mf_node *spec,
 	const struct mf_node *wl = mf_node_get(spec, "workload");
 	const struct mf_node *n = mf_node_get(wl, "loss");
 	const struct mf_node *k = mf_node_get(wl, "lossChunks");
+	const struct mf_node *u = mf_node_get(wl, "lossUpcast");
 	int line = n != NULL ? n->line : 0, column = n != NULL ? n->column : 0;
 	char p[PATHMAX], why[512];
 
 	job->loss_line = line;
 	job->loss_column = column;
-	if (w->kind != MF_TRAINING || w->loss == MF_LOSS_STANDARD)
+	if (w->kind != MF_TRAINING)
 		return MF_OK;
-	if (mf_est_loss_refused(NULL, w, why, sizeof(why)))
+	if (mf_est_loss_refused(NULL, w, why, sizeof(why))) {
+		/* The standard loss's refusals are lossUpcast's. */
+		if (w->loss == MF_LOSS_STANDARD && u != NULL)
+			line = u->line, column = u->column;
 		return mf_error_set(err, MF_EINVAL,
-		    mf_path(p, sizeof(p), base, "workload.loss"), line, column,
-		    "%s", why);
+		    mf_path(p, sizeof(p), base,
+		        w->loss == MF_LOSS_STANDARD ? "workload.lossUpcast" :
+		                                      "workload.loss"),
+		    line, column, "%s", why);
+	}
 	if (w->loss == MF_LOSS_CHUNKED && w->seq_len > 0 &&
 	    w->loss_chunks > w->seq_len)
 		return mf_error_set(err, MF_EINVAL,

@@ -2033,6 +2033,131 @@ test_torch_chunked_loss(void **state)
 }
 
 /*
+ * lossUpcast: output (design 22), LitGPT's loops under Lightning Fabric
+ * (est_loss.c): the logits bucket keeps the standard loss's and the
+ * model's output held in fp32 (4V a token) and, for LoRA under autocast,
+ * a 16-bit copy of the frozen head a piece of 128 tokens beyond the
+ * weights bucket's; the loss's transient is the largest of the next
+ * step's 16-bit output (el x V a token), a piece's fp32 loss gradients
+ * (8V a row) and, in full training, the gathered gradients beside the
+ * slice's zeros (4V a token).
+ */
+static void
+test_torch_output_upcast(void **state)
+{
+	struct mf_workload w = ref_workload();
+	struct mf_estimate e, standard;
+
+	(void)state;
+	w.estimator = MF_EST_PYTORCH;
+	w.precision = MF_BF16_TRUE;
+	standard = est(&llama8b, &w);
+	w.loss_upcast = MF_UPCAST_OUTPUT;
+	/*
+	 * Llama 3.1 8B, s 4096, b 1, full, bf16-true, AdamW: logits the
+	 * standard's 2,235,645,952 + 4096 x 4V (2,101,346,304) =
+	 * 4,336,992,256; the loss's max(4096 x 2V = 1,050,673,152, 4096 x
+	 * 4V = 2,101,346,304, 128 x 8V = 131,334,144) = 2,101,346,304, as
+	 * the step's 4 bytes of V x h; per GPU the chunked loss's
+	 * 94,905,679,872 (same transient, logits 2,235,645,952) +
+	 * 2,101,346,304 = 97,007,026,176.
+	 */
+	e = est(&llama8b, &w);
+	assert_int_equal(e.bucket[MF_B_LOGITS], INT64_C(4336992256));
+	assert_int_equal(e.bucket[MF_B_ACTIVATIONS],
+	    standard.bucket[MF_B_ACTIVATIONS]);
+	assert_int_equal(e.bucket[MF_B_TRANSIENT], INT64_C(2101346304));
+	assert_int_equal(e.per_gpu, INT64_C(97007026176));
+	/* SGD: no step temporaries; still 4096 x 4V. */
+	w.optimizer = MF_SGD;
+	e = est(&llama8b, &w);
+	assert_int_equal(e.bucket[MF_B_TRANSIENT], INT64_C(2101346304));
+	/* LoRA, bf16 (no autocast): logits + 4096 x 4V; the next step's
+	 * 16-bit output, 4096 x 2V = 1,050,673,152, above a piece's 128 x
+	 * 8V, the MLP's and LoRA's forward (4096 x 14336 x 10 =
+	 * 587,202,560). */
+	w = ref_workload();
+	w.estimator = MF_EST_PYTORCH;
+	w.method = MF_LORA;
+	standard = est(&llama8b, &w);
+	w.loss_upcast = MF_UPCAST_OUTPUT;
+	e = est(&llama8b, &w);
+	assert_int_equal(e.bucket[MF_B_LOGITS] - standard.bucket[MF_B_LOGITS],
+	    INT64_C(2101346304));
+	assert_int_equal(e.bucket[MF_B_TRANSIENT], INT64_C(1050673152));
+	/* bf16-mixed (LitGPT's LoRA default): 32 pieces, 31 copies of the
+	 * head beyond the weights bucket's, 31 x 2Vh = 32,570,867,712. */
+	w.precision = MF_BF16_MIXED;
+	w.loss_upcast = MF_UPCAST_LOSS;
+	standard = est(&llama8b, &w);
+	w.loss_upcast = MF_UPCAST_OUTPUT;
+	e = est(&llama8b, &w);
+	assert_int_equal(e.bucket[MF_B_LOGITS] - standard.bucket[MF_B_LOGITS],
+	    INT64_C(2101346304) + INT64_C(32570867712));
+	assert_int_equal(e.bucket[MF_B_TRANSIENT], INT64_C(1050673152));
+	/*
+	 * Few tokens: h 64, V 10, s 4, b 2, full fp32 with SGD: no 16-bit
+	 * output; a piece is the 8 rows, 8 x 8V = 640, above 8 x 4V (320)
+	 * and the MLP's 8 x 12I (384).  LoRA: the same 640.
+	 */
+	mf_workload_defaults(&w);
+	w.seq_len = 4;
+	w.micro_batch = 2;
+	w.precision = MF_FP32;
+	w.optimizer = MF_SGD;
+	w.loss_upcast = MF_UPCAST_OUTPUT;
+	e = est(&widehead, &w);
+	assert_int_equal(e.bucket[MF_B_TRANSIENT], 640);
+	/* The post's arithmetic counts the standard loss whatever w says. */
+	w.estimator = MF_EST_POST;
+	assert_false(mf_est_output_upcast(&w));
+}
+
+/* lossUpcast: output's formulas evaluate to their bytes (every
+ * precision, method and optimizer, s 31, 64 and 300, b 1 and 3, with and
+ * without FSDP), and it is refused on Gemma-2's final soft-capping and
+ * under tensor or pipeline parallel. */
+static void
+test_output_upcast_formulas(void **state)
+{
+	const struct mf_model *models[] = { &llama8b, &tiny, &given_head_dim,
+		&micro, &phi3ish, &mixtralish, &qwen2moeish, &widehead };
+	const int64_t seqs[] = { 31, 64, 300 };
+	struct mf_workload w;
+	struct mf_estimate e;
+
+	(void)state;
+	for (size_t i = 0; i < NELEM(models); i++)
+		for (int v = 0; v < 6 * 3 * 4 * 3 * 2 * 2; v++) {
+			int x = v;
+
+			mf_workload_defaults(&w);
+			w.loss_upcast = MF_UPCAST_OUTPUT;
+			w.precision = (enum mf_precision)(x % 6), x /= 6;
+			w.method = (enum mf_method)(x % 3), x /= 3;
+			w.optimizer = (enum mf_optimizer)(x % 4), x /= 4;
+			w.seq_len = seqs[x % 3], x /= 3;
+			w.micro_batch = x % 2 ? 3 : 1, x /= 2;
+			w.shard_gpus = x % 2 ? 4 : 1;
+			if (mf_est_shard_refused(&w, NULL, 0))
+				w.shard_gpus = 1;
+			formulas_agree(models[i], &w);
+		}
+	mf_workload_defaults(&w);
+	w.seq_len = 64;
+	w.loss_upcast = MF_UPCAST_OUTPUT;
+	assert_int_equal(mf_est_compute(&gemma2ish, &w, &e), MF_EINVAL);
+	w.tensor = 2;
+	assert_int_equal(mf_est_compute(&llama8b, &w, &e), MF_EINVAL);
+	w.tensor = 1;
+	w.pipeline = 2;
+	assert_int_equal(mf_est_compute(&llama8b, &w, &e), MF_EINVAL);
+	w.pipeline = 1;
+	w.loss_upcast = (enum mf_loss_upcast)2;
+	assert_int_equal(mf_est_compute(&llama8b, &w, &e), MF_EINVAL);
+}
+
+/*
  * loss's formulas (chunked or fused) evaluate to their bytes: every
  * precision, method and optimizer, 1, 3 and 8 pieces, sdpa and eager, s 31
  * and 64, b 1 and 3, with and without FSDP, on every block that takes it;
@@ -2951,6 +3076,8 @@ main(void)
 		cmocka_unit_test(test_formulas_match_bytes),
 		cmocka_unit_test(test_torch_chunked_loss),
 		cmocka_unit_test(test_chunked_formulas),
+		cmocka_unit_test(test_torch_output_upcast),
+		cmocka_unit_test(test_output_upcast_formulas),
 		cmocka_unit_test(test_torch_fused_loss),
 		cmocka_unit_test(test_fused_formulas),
 		cmocka_unit_test(test_lora_sgd_formula),

@@ -1068,6 +1068,21 @@ test_read_loss_offload(void **state)
 	    "job has loss: standard (the default)");
 	expect_err(RECIPE("    loss: fused\n    lossChunks: 4\n"),
 	    "spec.workload.lossChunks", 11, "this job has loss: fused");
+	/* lossUpcast: the standard loss's, its two names. */
+	read_ok(RECIPE("    lossUpcast: output\n"), &doc, &job);
+	assert_int_equal(job.work.loss_upcast, MF_UPCAST_OUTPUT);
+	mf_doc_free(doc);
+	read_ok(RECIPE(""), &doc, &job);
+	assert_int_equal(job.work.loss_upcast, MF_UPCAST_LOSS);
+	mf_doc_free(doc);
+	expect_err(RECIPE("    lossUpcast: none\n"), "spec.workload.lossUpcast",
+	    10, "'none' is not one of loss, output");
+	expect_err(RECIPE("    loss: fused\n    lossUpcast: output\n"),
+	    "spec.workload.lossUpcast", 11,
+	    "has no effect here: it applies only with loss: standard, and "
+	    "this job has loss: fused");
+	expect_err(RECIPE("    loss: chunked\n    lossUpcast: output\n"),
+	    "spec.workload.lossUpcast", 11, "this job has loss: chunked");
 	expect_err(MSPEC
 	    "  workload:\n    kind: inference\n"
 	    "    contextLength: 4096\n    activationOffload: true\n",
@@ -1322,6 +1337,15 @@ test_err_loss(void **state)
 	                 "    loss: chunked\n    lossChunks: 17\n",
 	    "spec.workload.lossChunks", 11,
 	    "17 pieces are more than the 16 tokens of a sequence (sequenceLength): each piece needs at least one");
+	expect_err(RECIPE("    lossUpcast: output\n    parallelism:\n"
+	                  "      pipeline: 2\n"),
+	    "spec.workload.lossUpcast", 10,
+	    "standard with lossUpcast: output is not modelled under tensor or pipeline parallel (parallelism.tensor 1, pipeline 2): LitGPT's loop over Fabric's fp32 output is measured on one GPU's model; use lossUpcast: loss");
+	/* Framework-supplied, it is refused at the same field. */
+	expect_err(MSPEC "  workload:\n    framework: litgpt\n"
+	                 "    sequenceLength: 64\n"
+	                 "    parallelism:\n      tensor: 2\n",
+	    "spec.workload.lossUpcast", -1, "use lossUpcast: loss");
 	/* As many pieces as tokens, and FSDP, are modelled. */
 	read_ok(MSPEC "  workload:\n    sequenceLength: 16\n"
 	              "    loss: chunked\n    lossChunks: 16\n"
@@ -1873,9 +1897,11 @@ test_read_framework_others(void **state)
 	    &doc, &job);
 	assert_int_equal(w->precision, MF_BF16_MIXED);
 	assert_int_equal(w->lora_dtype, MF_LORA_FP32);
-	/* LitGPT's 16-bit chunked loss is not stated: not supplied. */
-	assert_int_equal(fw_bit(job.framework, MF_LORA, "loss"), 0);
+	/* LitGPT's loop holds Fabric's fp32 output: supplied. */
+	assert_int_not_equal(fw_bit(job.framework, MF_LORA, "loss"), 0);
+	assert_int_not_equal(fw_bit(job.framework, MF_LORA, "lossUpcast"), 0);
 	assert_int_equal(w->loss, MF_LOSS_STANDARD);
+	assert_int_equal(w->loss_upcast, MF_UPCAST_OUTPUT);
 	mf_doc_free(doc);
 	read_ok(MSPEC "  workload:\n    method: qlora\n"
 	              "    framework: litgpt@0.4.5\n    sequenceLength: 64\n",
