@@ -247,7 +247,9 @@ tsan:
 # The estimator pytorch against what PyTorch 2 and the frameworks' own
 # modules keep (tests/torch/measure.py: transformers, peft, torchtune on
 # the CPU, a few minutes on two cores), torchtune's chunked loss over
-# transformers' models (tests/torch/loss.py, under a minute), Liger-Kernel's
+# transformers' models (tests/torch/loss.py, under a minute), LitGPT's
+# loop over Lightning Fabric's fp32 output (tests/torch/loss16.py, under a
+# minute), Liger-Kernel's
 # fused linear cross-entropy over them (tests/torch/fused.py, under a
 # minute), a serving
 # engine's forward peak against the activations of a vllm inference job's
@@ -294,6 +296,7 @@ $(TORCH_VENV)/.installed: $(TORCH_REQ)
 torch: all $(TORCH_VENV)/.installed
 	$(TESTENV) timeout 1200 $(TORCH_PY) tests/torch/measure.py
 	$(TESTENV) timeout 300 $(TORCH_PY) tests/torch/loss.py
+	$(TESTENV) timeout 300 $(TORCH_PY) tests/torch/loss16.py
 	$(TESTENV) timeout 300 $(TORCH_PY) tests/torch/fused.py
 	$(TESTENV) timeout 300 $(TORCH_PY) tests/torch/forward.py
 	$(TESTENV) timeout 300 $(TORCH_PY) tests/torch/quant.py
