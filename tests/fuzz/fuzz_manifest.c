@@ -48,6 +48,12 @@ check_job(const struct mf_job *job)
 	check(w->shard_gpus == 1 ||
 	    job->count == w->shard_gpus * w->tensor * w->pipeline);
 	check(job->count % (w->tensor * w->pipeline) == 0);
+	/* The standard loss over the held fp32 output is one GPU's model's
+	 * (mf_est_loss_refused). */
+	check((unsigned)w->loss_upcast <= MF_UPCAST_OUTPUT);
+	check(w->kind != MF_TRAINING || w->loss != MF_LOSS_STANDARD ||
+	    w->loss_upcast != MF_UPCAST_OUTPUT ||
+	    (w->tensor == 1 && w->pipeline == 1));
 	check(job->model_source != MF_MODEL_URL || job->config_url != NULL);
 	check(job->model_source != MF_MODEL_NAMED || job->model_name != NULL);
 	check(job->allowed_fixes < (1u << MF_FIX_COUNT));
