@@ -267,9 +267,9 @@ fused_transient(const struct mf_model *m, const struct mf_workload *w,
  * Fabric's cast copied from those tags, on transformers' models: full and
  * LoRA, bf16-true, bf16-mixed and fp32, two steps each).
  */
-#define LIT_PIECE \
-	128 /* lora.py lm_head_chunk_size=128, utils.py \
-	       chunked_cross_entropy chunk_size=128 */
+/* A piece's tokens: lora.py's lm_head_chunk_size=128, utils.py's
+ * chunked_cross_entropy chunk_size=128. */
+#define LIT_PIECE 128
 
 static int64_t
 output_transient(const struct mf_model *m, const struct mf_workload *w,
