@@ -264,10 +264,12 @@ tsan:
 # matmul FLOPs against FlopCounterMode on the same models (tests/torch/
 # flops.py, two minutes) and its other kernels' bytes and count against
 # what a dispatch mode sees them move (tests/torch/traffic.py, under a
-# minute), and QLoRA's loading moment against transformers' own
+# minute), QLoRA's loading moment against transformers' own
 # from_pretrained with bitsandbytes and PEFT's fp32 cast, the checkpoint
 # counted as host memory and its copies as the GPU's (tests/torch/
-# loading.py, seconds); all ask the command line.
+# loading.py, seconds), and torchao's float8 linears against the estimate
+# with workload.float8 (tests/torch/float8.py, under a minute); all ask the
+# command line.
 # They run in a virtual environment of the pinned packages of
 # tests/torch/requirements.txt, made with TORCH_PYTHON: the python3 on
 # PATH, which is Python 3.11 on purpose (torch 2.13.0's CPU wheel is
@@ -308,6 +310,7 @@ torch: all $(TORCH_VENV)/.installed
 	$(TESTENV) timeout 300 $(TORCH_PY) tests/torch/framework.py
 	$(TESTENV) timeout 600 $(TORCH_PY) tests/torch/compile.py
 	$(TESTENV) timeout 300 $(TORCH_PY) tests/torch/loading.py
+	$(TESTENV) timeout 300 $(TORCH_PY) tests/torch/float8.py
 
 # The field lists of docs/manifest.md and docs/catalog.md, from the table
 # of fields (the Job's rows in admission/manifest/job_fields.c, the

@@ -1084,6 +1084,118 @@ layer_candidate(const struct mf_model *m, const struct mf_workload *w,
 	return mf_cmul(sb, mf_cadd(mf_cmul(n, value), mf_cmul(rg, m->hidden)));
 }
 
+/*
+ * float8 (design 22): the backward of one of torchao's Float8Linear, a
+ * layer's linear of in i and out o over T = s x b tokens, beside what a
+ * plain linear's holds; the incoming gradient (e x T x o) is alive
+ * throughout.  torchao 0.15, float8/float8_linear.py
+ * (matmul_with_hp_or_float8_args.backward) casts, in order, the gradient
+ * for grad-input, the weight, then the gradient again and the saved input
+ * for grad-weight, every fp8 result (1 byte a value) alive until the
+ * backward returns.  A cast of n values (float8_training_tensor.py,
+ * _ToFloat8ConstrFunc: tensor.to(float32) * scale, then
+ * float8_utils.py, to_fp8_saturated: clamp, .to(fp8)) holds the fp32
+ * product, its clamp and the fp8 result together: 9n.  Each matmul
+ * (float8_ops.py, preprocess_addmm) may copy its operands to the layouts
+ * _scaled_mm takes (1 byte a value each); the rowwise recipe's
+ * grad-input and grad-weight matmuls, without fast accumulation, scale
+ * their output by an fp32 outer product of the row scales
+ * (addmm_float8_unwrapped: post_inverse_scale, 4 bytes a value of the
+ * output).  The stages, in units of T x o, T x i and o x i, the
+ * grad-input (e x T x i) counted from its matmul on and the grad-weight
+ * left to the gradients bucket:
+ *   gradient's cast        9 T o
+ *   weight's cast          T o + 9 o i
+ *   grad-input matmul      2 T o + 2 o i + (e + 4r) T i
+ *   gradient's second cast 10 T o + o i + e T i
+ *   input's cast           2 T o + o i + (e + 9) T i
+ *   grad-weight matmul     3 T o + (1 + 4r) o i + (e + 2) T i
+ * r = 1 for rowwise, 0 for tensorwise.  The forward's casts (the input's
+ * and the weight's, 9n at most with one fp8 result beside) come with
+ * less saved and are covered.  Checked on the whole step by
+ * tests/torch/float8.py (the step's peak under perGpuBytes).
+ */
+struct f8_stage {
+	int64_t to, ti, oi; /* coefficients of T x o, T x i, o x i */
+};
+
+static int64_t
+f8_stage_bytes(const struct f8_stage *st, int64_t T, int64_t i, int64_t o)
+{
+	return mf_cadd(mf_cadd(mf_cmul(st->to, mf_cmul(T, o)),
+	                   mf_cmul(st->ti, mf_cmul(T, i))),
+	    mf_cmul(st->oi, mf_cmul(o, i)));
+}
+
+/* The largest stage of the float8 backward of the layers' linears, its
+ * term "s x b x (A x o + B x i) + C x o x i (float8 NAME: o O, i I), "
+ * into f, with the residual stream's gradient beside it when the loss is
+ * fused (rg bytes of h a token, rg_bytes); 0, and nothing written,
+ * without float8. */
+static int64_t
+float8_backward(const struct mf_model *m, const struct mf_workload *w,
+    int64_t e, int64_t rg, struct mf_text *f)
+{
+	struct mf_linear v[MF_MODEL_MAX_LINEARS];
+	size_t n = mf_model_linears(m, v);
+	int64_t r = w->float8 == MF_F8_ROWWISE, T, best = 0, b;
+	const struct f8_stage stages[] = {
+		{ 9 + e, 0, 0 },
+		{ 1 + e, 0, 9 },
+		{ 2 + e, e + 4 * r, 2 },
+		{ 10 + e, e, 1 },
+		{ 2 + e, e + 9, 1 },
+		{ 3 + e, e + 2, 1 + 4 * r },
+	};
+	const struct f8_stage *won = NULL;
+	const struct mf_linear *at = NULL;
+
+	if (w->float8 == MF_F8_NONE)
+		return 0;
+	T = mf_cmul(w->seq_len, w->micro_batch);
+	assert(n <= MF_MODEL_MAX_LINEARS);
+	for (size_t k = 0; k < n; k++)
+		for (size_t j = 0; j < sizeof(stages) / sizeof(stages[0]);
+		     j++) {
+			b = f8_stage_bytes(&stages[j], T, v[k].in, v[k].out);
+			if (won == NULL || b > best || b < 0) {
+				best = b;
+				won = &stages[j];
+				at = &v[k];
+			}
+		}
+	if (won == NULL)
+		return 0;
+	mf_text_str(f, "s x b x ");
+	mf_text_str(f, won->ti > 0 ? "(" : "");
+	mf_text_int(f, won->to);
+	mf_text_str(f, " x o");
+	if (won->ti > 0) {
+		mf_text_str(f, " + ");
+		mf_text_int(f, won->ti);
+		mf_text_str(f, " x i)");
+	}
+	if (won->oi > 0) {
+		mf_text_str(f, " + ");
+		mf_text_int(f, won->oi);
+		mf_text_str(f, " x o x i");
+	}
+	mf_text_str(f, " (float8 ");
+	mf_text_str(f, mf_linear_name(at->kind));
+	mf_text_str(f, ": o ");
+	mf_text_int(f, at->out);
+	mf_text_str(f, ", i ");
+	mf_text_int(f, at->in);
+	mf_text_str(f, ")");
+	if (rg > 0) {
+		mf_text_str(f, " + s x b x ");
+		mf_text_int(f, rg);
+		mf_text_str(f, "h");
+	}
+	mf_text_str(f, ", ");
+	return mf_cadd(best, mf_cmul(T, mf_cmul(rg, m->hidden)));
+}
+
 static void
 torch_transient(const struct mf_model *m, const struct mf_workload *w,
     int64_t ebytes, int64_t vl, struct mf_estimate *e)
@@ -1113,6 +1225,8 @@ torch_transient(const struct mf_model *m, const struct mf_workload *w,
 		attn = layer_candidate(m, w, 4 + ebytes, "as",
 		    mf_cmul(m->heads, w->seq_len), rg, &f);
 	mlp = layer_candidate(m, w, 3 * ebytes, wsym, width, rg, &f);
+	/* A float8 linear's backward, like the MLP's a layer's own. */
+	mlp = mf_max_poisoned(mlp, float8_backward(m, w, ebytes, rg, &f));
 	/* LoRA's forward, like the MLP's backward a layer's own. */
 	if (w->method != MF_FULL)
 		mlp = mf_max_poisoned(mlp, lora_forward(m, w, ebytes, rg, &f));

@@ -244,6 +244,24 @@ weights(const struct mf_model *m, const struct mf_workload *w,
 	e->bucket[MF_B_WEIGHTS] = mf_cmul(e->params, pr->weight);
 	if (!pr->mixed)
 		return;
+	if (w->float8 != MF_F8_NONE) {
+		/*
+		 * torchao's Float8Linear saves its fp32 weight itself for
+		 * backward (float8/float8_linear.py: save_for_backward(
+		 * input_hp, weight_hp_t), the parameter's transpose, no new
+		 * storage) and casts it to fp8 only for the matmul: autocast
+		 * copies none of the layers' linears, only the head, which
+		 * stays an nn.Linear (torchtitan's train configs:
+		 * filter_fqns = ["output"]).  tests/torch/float8.py: the
+		 * 16-bit weights saved are the head's V x h x 2 alone.
+		 */
+		if (m->no_head)
+			return;
+		mf_text_str(&f, " + V x h x 2");
+		e->bucket[MF_B_WEIGHTS] = mf_cadd(e->bucket[MF_B_WEIGHTS],
+		    mf_cmul(2, mf_cmul(m->vocab, m->hidden)));
+		return;
+	}
 	mf_text_str(&f, " + Pc x 2");
 	e->bucket[MF_B_WEIGHTS] = mf_cadd(e->bucket[MF_B_WEIGHTS],
 	    mf_cmul(2, mf_est_autocast_params(m)));

@@ -230,6 +230,75 @@ mf_est_compile_refused(const struct mf_model *m, const struct mf_workload *w,
 	return 1;
 }
 
+/* Why w's float8 is refused for its method and precision into why; 0
+ * when it is not. */
+static int
+float8_recipe_refused(const struct mf_workload *w, char *why, size_t size)
+{
+	if (w->method == MF_QLORA)
+		snprintf(why, size,
+		    "casts each linear's high-precision weight to fp8 (torchao 0.15, float8/float8_linear.py: matmul_with_hp_or_float8_args), and a 4-bit base has none: torchao's float8 training does not run over QLoRA; this job has method: qlora");
+	else if (w->method == MF_LORA)
+		snprintf(why, size,
+		    "is measured for full fine-tuning (tests/torch/float8.py): LoRA's adapters over float8 linears were not measured; this job has method: lora");
+	else if (w->precision != MF_BF16 && w->precision != MF_BF16_TRUE &&
+	    w->precision != MF_BF16_MIXED)
+		snprintf(why, size,
+		    "is measured with precision bf16, bf16-true or bf16-mixed (tests/torch/float8.py); torchao 0.15 runs fp32 and fp16 linears too (float8/float8_ops.py casts a rowwise fp32 or fp16 output through bf16), which were not measured; this job has precision: %s",
+		    oib_precision(w->precision));
+	else
+		return 0;
+	return 1;
+}
+
+/* Why w's float8 is refused for what runs beside it into why; 0 when it
+ * is not. */
+static int
+float8_beside_refused(const struct mf_workload *w, char *why, size_t size)
+{
+	if (w->compile)
+		snprintf(why, size,
+		    "was measured eager (tests/torch/float8.py): compiled float8 linears were not measured; this job has compile: true");
+	else if (w->checkpointing == MF_CKPT_OP)
+		snprintf(why, size,
+		    "was measured with every layer checkpointed or none (tests/torch/float8.py): the per-op policy sees torchao's fp8 matmuls, not the linears it saves, and was not measured; this job has gradientCheckpointing: op");
+	else if (w->activation_offload || w->optimizer_in_backward)
+		snprintf(why, size,
+		    "was not measured with %s; this job has it true",
+		    w->activation_offload ? "activationOffload" :
+		                            "optimizerInBackward");
+	else if (w->shard_gpus > 1 || w->shard_cpu_offload || w->tensor > 1 ||
+	    w->pipeline > 1 || w->expert > 1)
+		snprintf(why, size,
+		    "was measured on one GPU's whole model (tests/torch/float8.py): FSDP's float8 all-gather and torchao's float8 tensor parallel were not measured; this job has sharding.gpus %lld, parallelism tensor %lld, pipeline %lld, expert %lld",
+		    (long long)w->shard_gpus, (long long)w->tensor,
+		    (long long)w->pipeline, (long long)w->expert);
+	else
+		return 0;
+	return 1;
+}
+
+int
+mf_est_float8_refused(const struct mf_model *m, const struct mf_workload *w,
+    char *why, size_t size)
+{
+	if (w->kind != MF_TRAINING || w->float8 == MF_F8_NONE)
+		return 0;
+	if (float8_recipe_refused(w, why, size) ||
+	    float8_beside_refused(w, why, size))
+		return 1;
+	if (m == NULL ||
+	    (m->block == MF_BLOCK_LLAMA && !m->qkv_bias && m->experts == 0))
+		return 0;
+	snprintf(why, size,
+	    "is modelled for Llama's decoder layer without biases (model_type llama, mistral), the block tests/torch/float8.py measured; this job's model has another block%s",
+	    m->experts > 0 ?
+	        " (routed experts: transformers' 3-D expert weights are no nn.Linear for convert_to_float8_training to swap)" :
+	    m->qkv_bias ? " (q, k and v with biases: qwen2)" :
+	                  "");
+	return 1;
+}
+
 int
 mf_est_fsdp_on(const struct mf_workload *w)
 {
@@ -544,7 +613,8 @@ compute(const struct mf_model *m, const struct mf_workload *w, int figures_only,
 
 	if (!workload_ok(w) || mf_est_loss_refused(m, w, NULL, 0) ||
 	    mf_est_lora_refused(m, w, NULL, 0) ||
-	    mf_est_compile_refused(m, w, NULL, 0))
+	    mf_est_compile_refused(m, w, NULL, 0) ||
+	    mf_est_float8_refused(m, w, NULL, 0))
 		return MF_EINVAL;
 	if (w->batched_tokens == 0 || w->max_num_seqs == 0) {
 		/* No card known: vLLM's defaults below 70 GiB. */

@@ -41,6 +41,9 @@ enum mf_loss { MF_LOSS_STANDARD, MF_LOSS_CHUNKED, MF_LOSS_FUSED };
  * the model's output, cast whole by Lightning Fabric and held by LitGPT's
  * training loop through backward and the optimizer's step. */
 enum mf_loss_upcast { MF_UPCAST_LOSS, MF_UPCAST_OUTPUT };
+/* workload.float8 (design 22): torchao's float8 training recipes
+ * (torchao/float8/config.py, Float8LinearRecipeName); none by default. */
+enum mf_float8 { MF_F8_NONE, MF_F8_TENSORWISE, MF_F8_ROWWISE };
 /* workload.optimizer: torch's AdamW; bitsandbytes' AdamW8bit; SGD;
  * bitsandbytes' PagedAdamW8bit (design 22), whose 8-bit moments of the
  * tensors it pages live in CUDA unified memory (MF_B_PAGED). */
@@ -87,6 +90,8 @@ struct mf_workload {
 	int optimizer_in_backward; /* each gradient stepped and freed */
 	int compile;               /* torch.compile of each decoder layer
 	                              (design 22), default 0 */
+	enum mf_float8 float8;     /* torchao's float8 linears (design 22),
+	                              default MF_F8_NONE */
 	int64_t qlora_block;       /* qlora.blockSize: weights an absmax, 64 */
 	int qlora_double_quant;    /* qlora.doubleQuant, default 1 */
 	int qlora_kbit_prep;       /* qlora.kbitPrep: PEFT's
@@ -182,6 +187,8 @@ struct mf_job {
 	int targets_line, targets_column;
 	/* Where workload.compile is written, for the same; 0: not given. */
 	int compile_line, compile_column;
+	/* Where workload.float8 is written, for the same; 0: not given. */
+	int float8_line, float8_column;
 	/* workload.framework (design 22): the release whose recipe gave
 	 * the fields the manifest leaves out (mf_framework_name), when
 	 * framework_given; from_framework: bit i set when the i-th field
@@ -413,6 +420,22 @@ int mf_est_oib_refused(const struct mf_workload *w, int64_t gpus, char *why,
  * estimate's domain and the fixes offered ask it.
  */
 int mf_est_compile_refused(const struct mf_model *m,
+    const struct mf_workload *w, char *why, size_t size);
+
+/*
+ * Whether the estimate refuses w's float8 (design 22): 0 when w does not
+ * ask for it; otherwise 1, with why (when not NULL, size bytes) the
+ * reason, to follow the field's name.  What torchao 0.15 does not run
+ * with it, or tests/torch/float8.py did not measure (LoRA and QLoRA,
+ * precisions other than bf16, bf16-true and bf16-mixed, compile, FSDP,
+ * tensor, pipeline and expert parallel, per-op checkpointing, offloading,
+ * the optimizer in backward, a block other than Llama's without biases)
+ * is refused with what the job has, rather than guessed.  m NULL: the
+ * model is not known yet, and the rule on its block waits for it.  The
+ * one owner of that rule: the manifest's error, mf_job_check_model's and
+ * the estimate's domain ask it.
+ */
+int mf_est_float8_refused(const struct mf_model *m,
     const struct mf_workload *w, char *why, size_t size);
 
 /*

@@ -134,6 +134,7 @@ static const struct frow work_rows[] = {
 	WORK(server_version),
 	WORK(shard_cpu_offload),
 	WORK(compile),
+	WORK(float8),
 };
 
 /* The member row describes in the struct at base, as a signed integer

@@ -88,6 +88,7 @@ enum {
 	W_OFFLOAD,
 	W_OPT_BACKWARD,
 	W_COMPILE,
+	W_FLOAT8,
 	W_LORA,
 	W_QLORA,
 	W_SHARDING,
@@ -192,6 +193,20 @@ static const struct mf_fname upcasts[] = {
 	    { 0 } },
 	{ "output", MF_UPCAST_OUTPUT,
 	    "the model's output cast to fp32 whole and held by the training loop through backward and the optimizer step (LitGPT under Lightning Fabric)",
+	    { 0 } },
+	{ NULL, 0, NULL, { 0 } },
+};
+
+/* torchao's float8 training recipes (torchao 0.15,
+ * float8/config.py: Float8LinearConfig.from_recipe_name). */
+static const struct mf_fname float8s[] = {
+	{ "none", MF_F8_NONE, "the linears compute in the precision's dtype",
+	    { 0 } },
+	{ "tensorwise", MF_F8_TENSORWISE,
+	    "torchao's tensorwise recipe: one dynamic scale a tensor, e4m3 input and weight, e5m2 gradients",
+	    { 0 } },
+	{ "rowwise", MF_F8_ROWWISE,
+	    "torchao's rowwise recipe: a power-of-2 scale a row, e4m3 throughout",
 	    { 0 } },
 	{ NULL, 0, NULL, { 0 } },
 };
@@ -421,6 +436,11 @@ static const struct mf_field workload_rows[W_COUNT] = {
 	    .flags = MF_FF_DEFAULT, .idef = 0, .when = { TRAINING },
 	    .title = "Compile",
 	    .doc = "torch.compile of each decoder layer, as torchtune's compile: True: full fine-tuning of llama or mistral, bf16, bf16-true or fp32, sdpa, the standard loss, every layer checkpointed or none, one GPU" },
+	[W_FLOAT8] = { .key = "float8", .type = MF_FT_ENUM,
+	    .base = MF_FB_WORK, .offset = WOFF(float8),
+	    .flags = MF_FF_DEFAULT, .names = float8s, .idef = MF_F8_NONE,
+	    .when = { TRAINING }, .title = "Float8",
+	    .doc = "torchao's float8 training of the decoder layers' linears (convert_to_float8_training, the output head left out as torchtitan's configs leave it): full fine-tuning of llama or mistral, bf16, bf16-true or bf16-mixed, every layer checkpointed or none, one GPU's model; a card without fp8 tensor cores (no flops.fp8) is not chosen" },
 	[W_LORA] = { .key = "lora", .type = MF_FT_OBJECT, SUB(lora_rows),
 	    .when = { TRAINING,
 	        WHEN(W_METHOD, BIT(MF_LORA) | BIT(MF_QLORA)) },

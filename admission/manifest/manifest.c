@@ -222,6 +222,10 @@ note_lengths(struct mf_job *job, const struct mf_node *spec)
 		job->compile_line = n->line;
 		job->compile_column = n->column;
 	}
+	if ((n = mf_node_get(wl, "float8")) != NULL) {
+		job->float8_line = n->line;
+		job->float8_column = n->column;
+	}
 }
 
 /* The node at path ("lora.dtype") under the mapping n, or NULL. */
@@ -272,6 +276,20 @@ check_compile(const struct mf_job *job, const char *base,
 	if (!mf_est_compile_refused(NULL, &job->work, why, sizeof(why)))
 		return MF_OK;
 	return refuse_at(base, spec, "compile", why, err);
+}
+
+/* float8 with what the estimate models it with, the model aside
+ * (mf_est_float8_refused; mf_job_check_model asks the rest), the error at
+ * the field where it is written. */
+static enum mf_rc
+check_float8(const struct mf_job *job, const char *base,
+    const struct mf_node *spec, struct mf_error *err)
+{
+	char why[768];
+
+	if (!mf_est_float8_refused(NULL, &job->work, why, sizeof(why)))
+		return MF_OK;
+	return refuse_at(base, spec, "float8", why, err);
 }
 
 /* optimizerInBackward with what the estimate models it with
@@ -387,7 +405,9 @@ check_spec(struct mf_job *job, const char *base, const struct mf_node *spec,
 		rc = check_lengths(job, base, line, column, err);
 	if (rc == MF_OK)
 		rc = check_loss(job, base, spec, err);
-	return rc == MF_OK ? check_compile(job, base, spec, err) : rc;
+	if (rc == MF_OK)
+		rc = check_compile(job, base, spec, err);
+	return rc == MF_OK ? check_float8(job, base, spec, err) : rc;
 }
 
 int

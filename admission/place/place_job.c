@@ -80,6 +80,10 @@ mf_job_check_model(const struct mf_job *job, struct mf_error *err)
 	if (mf_est_compile_refused(m, &job->work, why, sizeof(why)))
 		return mf_error_set(err, MF_EINVAL, "spec.workload.compile",
 		    job->compile_line, job->compile_column, "%s", why);
+	/* float8's rule that needs the model (its experts). */
+	if (mf_est_float8_refused(m, &job->work, why, sizeof(why)))
+		return mf_error_set(err, MF_EINVAL, "spec.workload.float8",
+		    job->float8_line, job->float8_column, "%s", why);
 	if (!train && m->quant_unknown[0] != '\0' &&
 	    job->work.weights_dtype == MF_WD_DEFAULT)
 		return mf_error_set(err, MF_EINVAL, "spec.model", 0, 0,

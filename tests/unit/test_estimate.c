@@ -3014,6 +3014,130 @@ test_torch_compile_refused(void **state)
 	assert_false(mf_est_compile_refused(NULL, &w, why, sizeof(why)));
 }
 
+/*
+ * float8 (design 22) on Llama 3.1 8B, s 4096, b 1, sdpa, by hand.
+ * bf16-mixed: torchao's Float8Linear saves its fp32 weight itself and
+ * autocast copies only the head: weights 4P + 2Vh = 4 x 8,030,261,248 +
+ * 2 x 128,256 x 4096 = 32,121,044,992 + 1,050,673,152 = 33,171,718,144,
+ * against 4P + 2Pc = 47,130,361,856 without; activations and logits as
+ * without (tests/torch/float8.py).  The transient: a float8 linear's
+ * backward (est_pytorch.c, float8_backward), T = 4096, e = 2.  gate_proj
+ * (o 14336, i 4096): To = oi = 58,720,256, Ti = 16,777,216; its second
+ * cast of the gradient, (10 + e) To + e Ti + oi = 12 x 58,720,256 + 2 x
+ * 16,777,216 + 58,720,256 = 796,917,760, above its weight's cast (3 To +
+ * 9 oi = 704,643,072), and down_proj's input cast (o 4096, i 14336: 4 To
+ * + 11 Ti + oi = 67,108,864 + 645,922,816 + 58,720,256 = 771,751,936);
+ * rowwise's fp32 output scales (down's grad-weight: 5 To + 4 Ti + 5 oi =
+ * 612,368,384) stay below.  The loss's s x V x 8 = 4,202,692,608 is
+ * larger, so with V 1000 (loss 32,768,000; the MLP's 6I s 352,321,536;
+ * Pmax x 8 with Pmax gate's 58,720,256: 469,762,048) it is the bucket.
+ */
+static void
+test_torch_float8(void **state)
+{
+	struct mf_model small_v = llama8b;
+	struct mf_workload w = ref_workload();
+	struct mf_estimate e;
+
+	(void)state;
+	w.estimator = MF_EST_PYTORCH;
+	w.precision = MF_BF16_MIXED;
+	e = est(&llama8b, &w);
+	assert_int_equal(e.bucket[MF_B_WEIGHTS], INT64_C(47130361856));
+	w.float8 = MF_F8_TENSORWISE;
+	e = est(&llama8b, &w);
+	assert_int_equal(e.bucket[MF_B_WEIGHTS], INT64_C(33171718144));
+	assert_non_null(strstr(e.formula[MF_B_WEIGHTS], "P x 4 + V x h x 2"));
+	assert_int_equal(e.bucket[MF_B_TRANSIENT], INT64_C(4202692608));
+	w.precision = MF_BF16;
+	small_v.vocab = 1000;
+	e = est(&small_v, &w);
+	assert_int_equal(e.bucket[MF_B_TRANSIENT], INT64_C(796917760));
+	assert_non_null(strstr(e.formula[MF_B_TRANSIENT],
+	    "s x b x (12 x o + 2 x i) + 1 x o x i (float8 gate_proj: o 14336, "
+	    "i 4096)"));
+	w.float8 = MF_F8_ROWWISE;
+	e = est(&small_v, &w);
+	assert_int_equal(e.bucket[MF_B_TRANSIENT], INT64_C(796917760));
+	w.float8 = MF_F8_NONE;
+	e = est(&small_v, &w);
+	assert_int_equal(e.bucket[MF_B_TRANSIENT], INT64_C(469762048));
+}
+
+/* What float8 is not measured with is refused with what the job has
+ * (mf_est_float8_refused), by the estimate too. */
+static void
+test_torch_float8_refused(void **state)
+{
+	static const struct {
+		int field;
+		int value;
+		const char *has;
+	} cases[] = {
+		{ 0, MF_QLORA, "a 4-bit base has none" },
+		{ 0, MF_LORA, "this job has method: lora" },
+		{ 1, MF_FP32, "this job has precision: fp32" },
+		{ 1, MF_FP16, "this job has precision: fp16" },
+		{ 1, MF_FP16_MIXED, "this job has precision: fp16-mixed" },
+		{ 2, 1, "this job has compile: true" },
+		{ 3, MF_CKPT_OP, "gradientCheckpointing: op" },
+		{ 4, 1, "activationOffload" },
+		{ 5, 1, "optimizerInBackward" },
+		{ 6, 2, "sharding.gpus 2" },
+		{ 7, 2, "parallelism tensor 2" },
+	};
+	struct mf_model qwen2 = llama8b;
+	struct mf_workload w;
+	struct mf_estimate e;
+	char why[768];
+
+	(void)state;
+	mf_workload_defaults(&w);
+	w.float8 = MF_F8_ROWWISE;
+	assert_false(mf_est_float8_refused(&llama8b, &w, why, sizeof(why)));
+	w.precision = MF_BF16_TRUE;
+	w.checkpointing = MF_CKPT_FULL;
+	assert_false(mf_est_float8_refused(&llama8b, &w, NULL, 0));
+	qwen2.qkv_bias = 1;
+	assert_false(mf_est_float8_refused(NULL, &w, NULL, 0));
+	assert_true(mf_est_float8_refused(&qwen2, &w, why, sizeof(why)));
+	assert_non_null(strstr(why, "qwen2"));
+	assert_true(mf_est_float8_refused(&phi3ish, &w, why, sizeof(why)));
+	assert_non_null(strstr(why, "another block"));
+	assert_int_equal(mf_est_compute(&phi3ish, &w, &e), MF_EINVAL);
+	for (size_t i = 0; i < NELEM(cases); i++) {
+		mf_workload_defaults(&w);
+		w.float8 = MF_F8_TENSORWISE;
+		if (cases[i].field == 0)
+			w.method = (enum mf_method)cases[i].value;
+		else if (cases[i].field == 1)
+			w.precision = (enum mf_precision)cases[i].value;
+		else if (cases[i].field == 2)
+			w.compile = cases[i].value;
+		else if (cases[i].field == 3)
+			w.checkpointing = cases[i].value;
+		else if (cases[i].field == 4) {
+			w.checkpointing = MF_CKPT_FULL;
+			w.activation_offload = 1;
+		} else if (cases[i].field == 5) {
+			w.precision = MF_BF16_TRUE;
+			w.optimizer_in_backward = 1;
+		} else if (cases[i].field == 6)
+			w.shard_gpus = cases[i].value;
+		else
+			w.tensor = cases[i].value;
+		why[0] = '\0';
+		assert_true(mf_est_float8_refused(NULL, &w, why, sizeof(why)));
+		if (strstr(why, cases[i].has) == NULL)
+			fail_msg("'%s' lacks '%s'", why, cases[i].has);
+		assert_int_equal(mf_est_compute(&llama8b, &w, &e), MF_EINVAL);
+		assert_true(mf_est_float8_refused(NULL, &w, why, 8));
+		assert_int_equal(strlen(why), 7);
+	}
+	w.float8 = MF_F8_NONE;
+	assert_false(mf_est_float8_refused(NULL, &w, why, sizeof(why)));
+}
+
 /* The default is pytorch; names and parsing of both. */
 static void
 test_estimator_names(void **state)
@@ -3104,6 +3228,8 @@ main(void)
 		cmocka_unit_test(test_torch_offload_in_backward),
 		cmocka_unit_test(test_torch_compile),
 		cmocka_unit_test(test_torch_compile_refused),
+		cmocka_unit_test(test_torch_float8),
+		cmocka_unit_test(test_torch_float8_refused),
 		cmocka_unit_test(test_est_lora_variants),
 		cmocka_unit_test(test_est_rounding),
 		cmocka_unit_test(test_est_per_gpu),

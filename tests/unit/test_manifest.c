@@ -1092,6 +1092,48 @@ test_read_loss_offload(void **state)
 }
 
 /*
+ * float8: none by default; tensorwise or rowwise where the estimate
+ * models it (full fine-tuning, bf16, bf16-true or bf16-mixed); an
+ * unknown value lists the known; QLoRA, LoRA, fp32 refused at the field
+ * with the reason (mf_est_float8_refused), and for training only.
+ */
+static void
+test_read_float8(void **state)
+{
+	struct mf_doc *doc = NULL;
+	struct mf_job job;
+
+	(void)state;
+	read_ok(RECIPE(""), &doc, &job);
+	assert_int_equal(job.work.float8, MF_F8_NONE);
+	mf_doc_free(doc);
+	read_ok(RECIPE("    float8: tensorwise\n"), &doc, &job);
+	assert_int_equal(job.work.float8, MF_F8_TENSORWISE);
+	assert_int_equal(job.float8_line, 10);
+	mf_doc_free(doc);
+	read_ok(RECIPE("    float8: rowwise\n    precision: bf16-mixed\n"),
+	    &doc, &job);
+	assert_int_equal(job.work.float8, MF_F8_ROWWISE);
+	mf_doc_free(doc);
+	expect_err(RECIPE("    float8: blockwise\n"), "spec.workload.float8",
+	    10, "'blockwise' is not one of none, tensorwise, rowwise");
+	expect_err(RECIPE("    method: qlora\n    float8: rowwise\n"),
+	    "spec.workload.float8", 11,
+	    "casts each linear's high-precision weight to fp8 (torchao 0.15, "
+	    "float8/float8_linear.py: matmul_with_hp_or_float8_args), and a "
+	    "4-bit base has none");
+	expect_err(RECIPE("    method: lora\n    float8: tensorwise\n"),
+	    "spec.workload.float8", 11, "this job has method: lora");
+	expect_err(RECIPE("    float8: tensorwise\n    precision: fp32\n"),
+	    "spec.workload.float8", 10, "this job has precision: fp32");
+	expect_err(MSPEC "  workload:\n    kind: inference\n"
+	                 "    contextLength: 4096\n    float8: rowwise\n",
+	    "spec.workload.float8", 11,
+	    "applies only with kind: training, and this job has kind: "
+	    "inference");
+}
+
+/*
  * compile: false by default; true where the estimate models it (full
  * fine-tuning, bf16, bf16-true or fp32, sdpa, the standard loss, every
  * layer checkpointed or none, one GPU); anything else refused at the
@@ -2032,6 +2074,7 @@ main(void)
 		cmocka_unit_test(test_read_loss_offload),
 		cmocka_unit_test(test_read_optimizer_in_backward),
 		cmocka_unit_test(test_read_compile),
+		cmocka_unit_test(test_read_float8),
 		cmocka_unit_test(test_read_offload_layouts),
 		cmocka_unit_test(test_read_qlora),
 		cmocka_unit_test(test_read_parallel_recipes),
