@@ -438,7 +438,8 @@ text_framework(struct mf_buf *b, const struct mf_job *job)
  * is eager), the checkpointing (false, true, op or every Nth layer),
  * activation offloading as the estimator counted it (mf_est_offloads:
  * the post's arithmetic has none), optimizer-in-backward (est_state.c),
- * compile when the job compiles (est_pytorch.c), and the loss as the estimator
+ * compile when the job compiles (est_pytorch.c), float8 when the job asks
+ * for it (est_pytorch.c, est_state.c), and the loss as the estimator
  * counted it (mf_est_loss: standard, or chunked with its lossChunks; the
  * standard with lossUpcast output, mf_est_output_upcast); with a
  * framework, which one and the fields it supplied (from_framework); and
@@ -474,6 +475,9 @@ recipe(struct mf_jw *w, const struct mf_job *job, const struct mf_estimate *e)
 	mf_jw_bool_lit(w, "optimizerInBackward", wl->optimizer_in_backward);
 	if (wl->compile)
 		mf_jw_bool_lit(w, "compile", 1);
+	if (wl->float8 != MF_F8_NONE)
+		mf_jw_str_lit(w, "float8",
+		    mf_workload_enum_name("float8", wl->float8));
 	from_framework(w, job);
 	mf_jw_str_lit(w, "peakMoment",
 	    mf_peak_moment_name(mf_est_peak_moment(e)));
@@ -528,6 +532,10 @@ text_recipe(struct mf_buf *b, const struct mf_job *job,
 	if (wl->optimizer_in_backward)
 		mf_buf_printf(b,
 		    "recipe: optimizerInBackward true (each weight stepped as its gradient is made, torchtune)\n");
+	if (wl->float8 != MF_F8_NONE)
+		mf_buf_printf(b,
+		    "recipe: float8 %s (torchao's float8 linears in the decoder layers, their matmuls at the card's fp8 FLOPS)\n",
+		    mf_workload_enum_name("float8", wl->float8));
 	text_offload(b, wl);
 	text_framework(b, job);
 	if (mf_est_peak_moment(e) == MF_PEAK_LOADING)
@@ -588,6 +596,9 @@ work(struct mf_jw *w, const struct mf_job *job, const struct mf_estimate *e)
 		mf_jw_num_lit(w, "backward", f.bwd, 0);
 		mf_jw_num_lit(w, "recompute", f.rec, 0);
 		mf_jw_num_lit(w, "total", f.fwd + f.bwd + f.rec, 0);
+		/* Of the total, float8's (design 22), at fp8 FLOPS. */
+		if (wk.fp8 > 0)
+			mf_jw_num_lit(w, "fp8", wk.fp8, 0);
 	}
 	mf_jw_close(w, '}');
 	mf_jw_close(w, '}');

@@ -132,6 +132,12 @@ int mf_est_loads(const struct mf_workload *w);
  */
 void mf_est_loading(const struct mf_model *m, const struct mf_workload *w,
     struct mf_estimate *e);
+/* The transient bucket of the estimator pytorch into e (est_transient.c):
+ * ebytes the activations' element bytes, vl the logits' width (V, or a
+ * GPU's vocabulary rows under loss parallel). */
+void
+mf_est_torch_transient(const struct mf_model *m, const struct mf_workload *w,
+    int64_t ebytes, int64_t vl, struct mf_estimate *e);
 
 /* The buckets of an inference job (est_serve.c). */
 void mf_est_inference(const struct mf_model *m, const struct mf_workload *w,

@@ -294,8 +294,8 @@ mf_est_float8_refused(const struct mf_model *m, const struct mf_workload *w,
 	    "is modelled for Llama's decoder layer without biases (model_type llama, mistral), the block tests/torch/float8.py measured; this job's model has another block%s",
 	    m->experts > 0 ?
 	        " (routed experts: transformers' 3-D expert weights are no nn.Linear for convert_to_float8_training to swap)" :
-	    m->qkv_bias ? " (q, k and v with biases: qwen2)" :
-	                  "");
+	        m->qkv_bias ? " (q, k and v with biases: qwen2)" :
+	                      "");
 	return 1;
 }
 

@@ -435,8 +435,8 @@ int mf_est_compile_refused(const struct mf_model *m,
  * one owner of that rule: the manifest's error, mf_job_check_model's and
  * the estimate's domain ask it.
  */
-int mf_est_float8_refused(const struct mf_model *m,
-    const struct mf_workload *w, char *why, size_t size);
+int mf_est_float8_refused(const struct mf_model *m, const struct mf_workload *w,
+    char *why, size_t size);
 
 /*
  * Whether the estimate refuses w's loss, with into why (when not NULL,

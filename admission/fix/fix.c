@@ -11,8 +11,9 @@ static void apply(struct mf_workload *w, enum mf_fix f, int64_t gpus);
 /*
  * Whether fix f keeps the optimizer in backward and activation offloading
  * of w as torchtune runs them and the estimate models them
- * (mf_est_oib_refused, mf_est_offload_refused), and compile as the
- * estimate models it (mf_est_compile_refused): with the optimizer in
+ * (mf_est_oib_refused, mf_est_offload_refused), and compile and float8
+ * as the estimate models them (mf_est_compile_refused,
+ * mf_est_float8_refused: not lora, qlora or fsdp): with the optimizer in
  * backward not microbatch, whose gradient accumulation torchtune refuses
  * with optimizer_in_bwd, nor count, more GPUs; with either, not a fix
  * whose workload is refused (autocast's bf16, lora, qlora and fsdp with
@@ -29,7 +30,8 @@ keeps_recipe(const struct mf_workload *w, enum mf_fix f)
 	apply(&t, f, 2);
 	return !mf_est_oib_refused(&t, 1, NULL, 0) &&
 	    !mf_est_offload_refused(&t, NULL, 0) &&
-	    !mf_est_compile_refused(NULL, &t, NULL, 0);
+	    !mf_est_compile_refused(NULL, &t, NULL, 0) &&
+	    !mf_est_float8_refused(NULL, &t, NULL, 0);
 }
 
 /* When fix f changes anything for the workload w of job. */
@@ -39,7 +41,8 @@ applies(const struct mf_job *job, const struct mf_workload *w, enum mf_fix f)
 	int train = w->kind == MF_TRAINING;
 
 	if (train &&
-	    (w->optimizer_in_backward || w->activation_offload || w->compile) &&
+	    (w->optimizer_in_backward || w->activation_offload || w->compile ||
+	        w->float8 != MF_F8_NONE) &&
 	    !keeps_recipe(w, f))
 		return 0;
 	switch (f) {

@@ -65,6 +65,20 @@ add_warnings(const struct mf_job *job, struct mf_decision *d)
 		    d->placement.spare * 100, d->placement.gpu->name);
 }
 
+/* float8 (design 22): the cards passed over for want of fp8 tensor
+ * cores, named. */
+static void
+warn_no_fp8(const struct mf_job *job, const struct mf_catalog *cat,
+    struct mf_decision *d)
+{
+	char names[160];
+
+	if (!d->admitted ||
+	    mf_place_no_fp8(job, cat, names, sizeof(names)) == 0)
+		return;
+	warn(d, "float8 needs fp8 tensor cores: not considered %s", names);
+}
+
 /* The floor in effect: the user's, unless the derived need is above it. */
 static enum mf_rc
 set_floor(const struct search *s, struct mf_decision *d)
@@ -189,6 +203,7 @@ place(const struct mf_job *given, const struct mf_catalog *cat,
 			goto range;
 	}
 	add_warnings(job, d);
+	warn_no_fp8(job, cat, d);
 	fingerprint(given, d);
 	goto out;
 range:

@@ -17,6 +17,7 @@ largest_card(const struct search *s)
 		const struct mf_gpu *g = &s->cat->gpus[i];
 
 		if (mf_place_most(s, g) >= s->job->count &&
+		    mf_place_runs_float8(s->job, g) &&
 		    (best == NULL || g->memory > best->memory))
 			best = g;
 	}
@@ -94,10 +95,21 @@ mf_place_explain(const struct search *s, struct mf_decision *d)
 		    (long long)job->work.tensor, (long long)s->node);
 		return;
 	}
+	if (big == NULL && job->work.kind == MF_TRAINING &&
+	    job->work.float8 != MF_F8_NONE &&
+	    mf_place_no_fp8(job, s->cat, q, 0) == s->cat->ngpus) {
+		snprintf(d->reason, sizeof(d->reason),
+		    "float8 needs fp8 tensor cores, and no card in the catalogue gives flops.fp8");
+		return;
+	}
 	if (big == NULL) {
 		snprintf(d->reason, sizeof(d->reason),
-		    "no card in the catalogue takes %lld GPUs per job (maxCount)",
-		    (long long)job->count);
+		    "no card in the catalogue takes %lld GPUs per job (maxCount)%s",
+		    (long long)job->count,
+		    job->work.kind == MF_TRAINING &&
+		            job->work.float8 != MF_F8_NONE ?
+		        " among those with fp8 tensor cores (flops.fp8), which float8 needs" :
+		        "");
 		return;
 	}
 	if (!d->from_model || job->min_memory > big->memory) {

@@ -19,6 +19,8 @@
 #include <math.h>
 #include <string.h>
 
+#include <stdio.h>
+
 #include "place_int.h"
 
 /* Relative difference under which two costs tie (rank). */
@@ -141,7 +143,37 @@ mf_place_card(const struct search *s, const struct mf_gpu *g, struct card *cd)
 	cd->speed = mf_place_card_speed(s, g);
 	cd->unit = g->hourly_price / cd->speed;
 	mf_place_obs_card(s, cd);
-	return g->memory >= s->job->min_memory && cd->most > 0;
+	return g->memory >= s->job->min_memory && cd->most > 0 &&
+	    mf_place_runs_float8(s->job, g);
+}
+
+int
+mf_place_runs_float8(const struct mf_job *job, const struct mf_gpu *g)
+{
+	return job->work.kind != MF_TRAINING ||
+	    job->work.float8 == MF_F8_NONE || g->speed.flops[MF_DT_FP8] > 0;
+}
+
+size_t
+mf_place_no_fp8(const struct mf_job *job, const struct mf_catalog *cat,
+    char *names, size_t size)
+{
+	size_t n = 0, at = 0;
+	int k;
+
+	if (size > 0)
+		names[0] = '\0';
+	for (size_t i = 0; i < cat->ngpus; i++) {
+		if (mf_place_runs_float8(job, &cat->gpus[i]))
+			continue;
+		if (at < size) {
+			k = snprintf(names + at, size - at, "%s%s",
+			    n > 0 ? ", " : "", cat->gpus[i].name);
+			at += k > 0 ? (size_t)k : 0;
+		}
+		n++;
+	}
+	return n;
 }
 
 int64_t

@@ -233,12 +233,22 @@ mf_step_formula(const struct mf_step *st, enum mf_step_term t, struct mf_buf *b)
 
 	if (t == MF_ST_MATMUL) {
 		mf_buf_str(b, "max(");
-		mf_buf_g(b, f[MF_SF_FLOPS], 4);
+		mf_buf_g(b, f[MF_SF_FLOPS] - f[MF_SF_FP8], 4);
 		mf_buf_str(b, " FLOP / (");
 		mf_buf_g(b, f[MF_SF_PEAK], 4);
 		mf_buf_str(b, " FLOP/s x ");
 		mf_buf_g(b, f[MF_SF_MATMUL], 3);
-		mf_buf_str(b, "), ");
+		mf_buf_str(b, ")");
+		if (f[MF_SF_FP8] > 0) {
+			mf_buf_str(b, " + ");
+			mf_buf_g(b, f[MF_SF_FP8], 4);
+			mf_buf_str(b, " fp8 FLOP / (");
+			mf_buf_g(b, f[MF_SF_PEAK8], 4);
+			mf_buf_str(b, " FLOP/s x ");
+			mf_buf_g(b, f[MF_SF_MATMUL], 3);
+			mf_buf_str(b, ")");
+		}
+		mf_buf_str(b, ", ");
 		at_bandwidth(b, st, f[MF_SF_MM_BYTES]);
 		mf_buf_str(b, ")");
 	} else if (t == MF_ST_MEMORY) {
@@ -273,6 +283,24 @@ figures(const struct mf_work *wk, const struct mf_speed *card, double mm,
 	f[MF_SF_BYTES] = bytes;
 	f[MF_SF_KERNELS] = wk->kernels;
 	f[MF_SF_RING] = ring_bw(card, nodes);
+	f[MF_SF_FP8] = wk->fp8 / (double)wk->gpus;
+	f[MF_SF_PEAK8] = peak_of(card, MF_DT_FP8);
+}
+
+/*
+ * Seconds of the step's matmul FLOPs, all of a replica's, at s's achieved
+ * FLOPS: float8's (wk->fp8, design 22) at the card's fp8 FLOPS, the rest
+ * at those of the step's dtype; the achieved share the same for both (no
+ * separate fp8 share is measured).
+ */
+static double
+matmul_seconds(const struct mf_work *wk, const struct mf_speed *s)
+{
+	double mm = wk->fwd + wk->bwd + wk->rec;
+
+	return ((mm - wk->fp8) / peak_of(s, wk->dtype) +
+	           wk->fp8 / peak_of(s, MF_DT_FP8)) /
+	    mf_speed_matmul(s);
 }
 
 void
@@ -282,13 +310,14 @@ mf_step_of(const struct mf_work *wk, const struct mf_speed *card, int64_t count,
 	double peak = peak_of(card, wk->dtype), g = (double)wk->gpus;
 	double fl = peak * mf_speed_matmul(card);
 	double bw = (double)card->bandwidth * mf_speed_memory(card);
-	double mm = wk->fwd + wk->bwd + wk->rec, fwd_share, model, opt;
+	double mm = wk->fwd + wk->bwd + wk->rec, fwd_share, model, opt, c;
 	double *t = out->term;
 
 	*out = (struct mf_step){ 0 };
 	if (!mf_speed_known(card) || count < wk->gpus)
 		return;
-	t[MF_ST_MATMUL] = roofline(mm / g, wk->mm_bytes / g, fl, bw);
+	c = wk->fp8 > 0 ? matmul_seconds(wk, card) / g : mm / g / fl;
+	t[MF_ST_MATMUL] = c > wk->mm_bytes / g / bw ? c : wk->mm_bytes / g / bw;
 	/* FSDP steps each rank's shard of the optimizer state alone. */
 	opt = wk->opt_bytes / (wk->shards > 1 ? (double)(count / wk->gpus) : 1);
 	t[MF_ST_MEMORY] =
@@ -300,7 +329,7 @@ mf_step_of(const struct mf_work *wk, const struct mf_speed *card, int64_t count,
 	else
 		t[MF_ST_COMM] = tp_comm(wk, card);
 	out->seconds = t[0] + t[1] + t[2];
-	out->bound = bound_of(t, mm / g / fl < wk->mm_bytes / g / bw);
+	out->bound = bound_of(t, c < wk->mm_bytes / g / bw);
 	if (out->seconds <= 0)
 		return;
 	out->tokens_per_second =

@@ -104,6 +104,9 @@ struct mf_work {
 	int64_t tensor;
 	/* Matmul FLOPs of the step (training) or of a decode step. */
 	double fwd, bwd, rec;
+	/* Of those, the FLOPs that run in fp8 on a card with fp8 tensor
+	 * cores whatever dtype is: float8's linears (design 22). */
+	double fp8;
 	/* Bytes the matmuls read and write: the weights each reads, the
 	 * inputs and outputs; and every other kernel's bytes (elementwise
 	 * and reductions, the loss, the optimizer step, dequantization;
@@ -167,11 +170,13 @@ enum mf_step_fig {
 	MF_SF_BYTES,
 	MF_SF_KERNELS,
 	MF_SF_RING,
+	MF_SF_FP8,   /* a GPU's FLOPs of them in fp8 */
+	MF_SF_PEAK8, /* the card's fp8 FLOPS */
 	MF_SF_COUNT
 };
 
 /* The most bytes mf_step_formula writes. */
-#define MF_STEP_FORMULA_MAX 200
+#define MF_STEP_FORMULA_MAX 240
 
 /* One step of a job on a card. */
 struct mf_step {

@@ -507,6 +507,38 @@ linear_io(const struct mf_model *m)
 	return sum;
 }
 
+/*
+ * The FLOPs of a step that float8 (design 22) runs in fp8: the decoder
+ * layers' linears, the head left 16-bit (torchtitan's filter_fqns =
+ * ["output"]).  Both of torchao's recipes cast every operand of all three
+ * of a linear's matmuls, output, grad-input and grad-weight (torchao
+ * 0.15, float8/config.py, Float8LinearConfig.from_recipe_name:
+ * tensorwise's casts default to dynamic tensorwise scaling, rowwise's to
+ * axiswise, none disabled; float8_linear.py runs each matmul on the fp8
+ * operands), so the layers' linears' forward, their backward's twice it
+ * and what full checkpointing recomputes of them, as mf_work_flops counts
+ * them (full fine-tuning of a dense model: mf_est_float8_refused).
+ * Attention's matmuls and the head stay in the step's dtype.  0 without
+ * float8.
+ */
+static double
+float8_flops(const struct mf_model *m, const struct mf_workload *w)
+{
+	double T, lin, one, L = (double)m->layers;
+	int64_t every = w->ckpt_every > 0 ? w->ckpt_every : 1;
+
+	if (w->float8 == MF_F8_NONE)
+		return 0;
+	T = (double)w->seq_len * (double)w->micro_batch;
+	lin = linear_flops(m);
+	if (w->checkpointing != MF_CKPT_FULL)
+		return 3 * T * lin;
+	one = lin / L;
+	if (early_stop(m))
+		one -= last_matmul_flops(m, w);
+	return 3 * T * lin + T * one * (double)(m->layers / every);
+}
+
 static void
 training_work(const struct mf_model *m, const struct mf_workload *w,
     const struct mf_estimate *e, struct mf_work *out)
@@ -521,6 +553,7 @@ training_work(const struct mf_model *m, const struct mf_workload *w,
 	out->fwd = f.fwd;
 	out->bwd = f.bwd;
 	out->rec = f.rec;
+	out->fp8 = float8_flops(m, w);
 	if (f.fwd > 0)
 		rec = f.rec / f.fwd;
 	/* The weights a pass reads: forward, the backward's one or two

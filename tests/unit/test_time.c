@@ -438,6 +438,136 @@ test_time_place_hours(void **state)
 	near(r.placement.cost, 20 * 1.0, 1e-9);
 }
 
+/*
+ * float8 (design 22): the decoder layers' linears run all three of their
+ * matmuls in fp8, forward 2 x 6,979,321,856 a token, backward twice it:
+ * 3 x 4096 x 13,958,643,712 = 171,523,813,933,056 at s = 4096; every
+ * layer checkpointed adds a layer's linears but down_proj again, 4096 x
+ * 32 x (436,207,616 - 117,440,512) = 41,781,441,855,488.  The step's
+ * matmul term: the rest at bf16's 989.4 TFLOP/s, those at fp8's 1979,
+ * both at Hopper's 0.803.
+ */
+static void
+test_time_float8(void **state)
+{
+	struct mf_workload w = training(4096, 1);
+	struct mf_estimate e;
+	struct mf_work wk, plain;
+	struct mf_step st, st0;
+	double mm, c, m;
+
+	(void)state;
+	assert_int_equal(mf_est_compute(&llama8b, &w, &e), MF_OK);
+	assert_int_equal(mf_work_of(&llama8b, &w, &e, &plain), MF_OK);
+	assert_true(plain.fp8 == 0);
+	w.float8 = MF_F8_TENSORWISE;
+	assert_int_equal(mf_est_compute(&llama8b, &w, &e), MF_OK);
+	assert_int_equal(mf_work_of(&llama8b, &w, &e, &wk), MF_OK);
+	near(wk.fp8, 171523813933056.0, 1e-12);
+	near(wk.fwd + wk.bwd + wk.rec, plain.fwd + plain.bwd + plain.rec,
+	    1e-12);
+	mf_step_of(&wk, &h100, 1, 1, &st);
+	mf_step_of(&plain, &h100, 1, 1, &st0);
+	mm = wk.fwd + wk.bwd + wk.rec;
+	c = ((mm - wk.fp8) / 989.4e12 + wk.fp8 / 1979e12) / 0.803;
+	m = wk.mm_bytes / (3.35e12 * 0.92);
+	near(st.term[MF_ST_MATMUL], c > m ? c : m, 1e-12);
+	assert_true(st.term[MF_ST_MATMUL] < st0.term[MF_ST_MATMUL]);
+	near(st.term[MF_ST_MEMORY], st0.term[MF_ST_MEMORY], 1e-12);
+	char text[MF_STEP_FORMULA_MAX], want[MF_STEP_FORMULA_MAX];
+	struct mf_buf b;
+
+	mf_buf_fixed(&b, text, sizeof(text));
+	mf_step_formula(&st, MF_ST_MATMUL, &b);
+	snprintf(want, sizeof(want),
+	    "max(%.4g FLOP / (9.894e+14 FLOP/s x 0.803) + %.4g fp8 FLOP / "
+	    "(1.979e+15 FLOP/s x 0.803), %.4g B / (3.35e+12 B/s x 0.92))",
+	    mm - wk.fp8, wk.fp8, st.fig[MF_SF_MM_BYTES]);
+	assert_string_equal(text, want);
+	w.float8 = MF_F8_ROWWISE;
+	w.checkpointing = MF_CKPT_FULL;
+	assert_int_equal(mf_est_compute(&llama8b, &w, &e), MF_OK);
+	assert_int_equal(mf_work_of(&llama8b, &w, &e, &wk), MF_OK);
+	near(wk.fp8, 171523813933056.0 + 41781441855488.0, 1e-12);
+}
+
+#define F8_CATALOG(cards) \
+	"apiVersion: memfloor.dev/v1\nkind: GpuCatalog\nreference: NOFP8\n" \
+	"gpus:\n" cards
+#define F8_CARD(name, price, fp8) \
+	"  - name: " name "\n    memory: 200Gi\n    hourlyPrice: " price "\n" \
+	"    architecture: hopper\n" \
+	"    flops: {bf16: 989.4T, fp16: 989.4T" fp8 "}\n" \
+	"    memoryBandwidth: 3.35T\n" \
+	"    interconnect: {kind: nvswitch, bandwidth: 450G}\n"
+
+/* A full fine-tune of Llama 3.1 8B on the catalogue cat_text, float8 as
+ * given; *cat, which the decision points into, for the caller to
+ * release. */
+static struct mf_decision
+place_float8(const char *cat_text, const char *float8, struct mf_catalog **cat)
+{
+	struct mf_decision d;
+	struct mf_error err;
+	struct mf_doc *doc;
+	struct mf_job job;
+	char text[1024];
+
+	if (mf_cat_parse(cat_text, strlen(cat_text), "t.yaml", cat, &err) !=
+	    MF_OK)
+		fail_msg("catalogue: %s", MSG(&err));
+	snprintf(text, sizeof(text),
+	    "apiVersion: memfloor.dev/v1\nkind: Job\nmetadata:\n  name: t\n"
+	    "spec:\n  model:\n    name: meta-llama/Llama-3.1-8B\n"
+	    "  workload:\n    sequenceLength: 2048\n    microBatch: 1\n"
+	    "    float8: %s\n"
+	    "  duration:\n    tokens: 1000000000\n",
+	    float8);
+	if (mf_doc_parse(text, strlen(text), MF_DOC_YAML, &doc, &err) !=
+	        MF_OK ||
+	    mf_job_read(mf_doc_root(doc), "", models, &job, &err) != MF_OK ||
+	    mf_place(&job, *cat, &d, &err) != MF_OK)
+		fail_msg("%s: %s", float8, MSG(&err));
+	mf_doc_free(doc);
+	return d;
+}
+
+/*
+ * A card without fp8 tensor cores (no flops.fp8) cannot run float8: the
+ * cheaper such card is chosen without float8 and passed over with it,
+ * the warning naming it; with no card that has them, the job is
+ * rejected for that reason.
+ */
+static void
+test_time_float8_cards(void **state)
+{
+	static const char both[] = F8_CATALOG(
+	    F8_CARD("FP8", "3", ", fp8: 1979T") F8_CARD("NOFP8", "1", ""));
+	static const char none[] = F8_CATALOG(F8_CARD("NOFP8", "1", ""));
+	struct mf_catalog *cat;
+	struct mf_decision d;
+
+	(void)state;
+	d = place_float8(both, "none", &cat);
+	assert_true(d.admitted);
+	assert_string_equal(d.placement.gpu->name, "NOFP8");
+	mf_cat_unref(cat);
+	d = place_float8(both, "tensorwise", &cat);
+	assert_true(d.admitted);
+	assert_string_equal(d.placement.gpu->name, "FP8");
+	assert_int_equal(d.nalt, 0);
+	assert_int_equal(d.nwarn, 1);
+	assert_string_equal(d.warnings[0],
+	    "float8 needs fp8 tensor cores: not considered NOFP8");
+	mf_cat_unref(cat);
+	d = place_float8(none, "rowwise", &cat);
+	assert_false(d.admitted);
+	assert_string_equal(d.reason,
+	    "float8 needs fp8 tensor cores, and no card in the catalogue "
+	    "gives flops.fp8");
+	mf_cat_unref(cat);
+}
+
 int
 main(void)
 {
@@ -453,6 +583,8 @@ main(void)
 		cmocka_unit_test(test_time_bandwidth_and_flops),
 		cmocka_unit_test(test_time_nvswitch_scales),
 		cmocka_unit_test(test_time_place_hours),
+		cmocka_unit_test(test_time_float8),
+		cmocka_unit_test(test_time_float8_cards),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
