@@ -92,6 +92,13 @@ check_placement(const struct mf_job *job, const struct mf_placement *p,
 	/* LoRA shards under FSDP; QLoRA does not (mf_est_shard_refused). */
 	check(!(p->fixes & MF_FIXBIT(MF_FIX_QLORA)) ||
 	    !(p->fixes & MF_FIXBIT(MF_FIX_FSDP)));
+	/* float8 runs on fp8 tensor cores, with none of the fixes it was
+	 * not measured with (mf_est_float8_refused). */
+	check(job->work.kind != MF_TRAINING || job->work.float8 == MF_F8_NONE ||
+	    (g->speed.flops[MF_DT_FP8] > 0 &&
+	        !(p->fixes &
+	            (lora | MF_FIXBIT(MF_FIX_FSDP) |
+	                MF_FIXBIT(MF_FIX_TENSOR)))));
 	check(isfinite(p->cost) && p->cost >= 0 && p->hours > 0);
 	check(isfinite(p->cost_per_ref_hour) && p->cost_per_ref_hour >= 0);
 }
