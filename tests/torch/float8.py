@@ -37,9 +37,24 @@ counts them:
 
 The same model without float8 is measured beside each case and the
 differences printed (-v): what float8 changes is autocast's copies and
-the step's peak; the saved activations are the same.  It fails when
-activations, logits or autocast's copies are off by more than 2%, or a
-peak is above memfloor's perGpuBytes.  Exits 1 on a failure.
+the step's peak; the saved activations are the same.
+
+The transient term itself (est_transient.c, float8_backward: the
+largest stage of one Float8Linear's backward) is held to one linear's
+backward on its own (LINEARS: in, out, tokens; a bf16 weight, and an fp32
+one under autocast), its peak from the profiler with the matmul as a GPU
+holds it: torchao's addmm_float8_unwrapped (float8_ops.py) stood in for
+by one that allocates what the GPU's does, the output in its dtype and,
+for rowwise without fast accumulation, the fp32 outer product of the
+scales, whose in-place product with the output a GPU's kernel makes
+without temporaries (the CPU's makes two fp32 copies); its numbers are
+zeros, which casts and matmuls take as any others.  The peak, less the
+weight's gradient (the gradients bucket's), must not be above the
+modelled stage less the incoming gradient (made before the backward).
+
+It fails when activations, logits or autocast's copies are off by more
+than 2%, or a peak is above memfloor's perGpuBytes or the modelled stage.
+Exits 1 on a failure.
 """
 import contextlib
 import os
@@ -50,6 +65,7 @@ import hf  # noqa: E402  (quiets transformers before torch is used)
 import measure  # noqa: E402
 
 import torch  # noqa: E402
+import torchao.float8.float8_ops as float8_ops  # noqa: E402
 from torchao.float8 import (  # noqa: E402
     Float8LinearConfig, convert_to_float8_training)
 
@@ -66,6 +82,10 @@ CASES = [
     # float8_backward).
     (cfg("llama", 64, 4, 2, 512, 128), 40, 2),
 ]
+
+# One linear's backward on its own: (in, out, tokens).
+LINEARS = [(256, 96, 120), (96, 256, 120), (512, 128, 64), (128, 384, 300),
+           (64, 512, 80), (512, 64, 80), (64, 64, 512)]
 
 PRECISIONS = ("bf16", "bf16-true", "bf16-mixed")
 RECIPES = ("tensorwise", "rowwise")
@@ -84,6 +104,76 @@ def cpu_autocast_as_gpu():
     finally:
         torch.is_autocast_enabled = enabled
         torch.get_autocast_gpu_dtype = dtype
+
+
+@contextlib.contextmanager
+def gpu_matmul():
+    """torchao's addmm_float8_unwrapped as a GPU holds its memory (the
+    module docstring)."""
+    real = float8_ops.addmm_float8_unwrapped
+
+    def stand_in(a_data, a_scale, b_data, b_scale, output_dtype,
+                 output_scale=None, bias=None, use_fast_accum=False):
+        rowwise = a_scale.shape == (a_data.shape[0], 1) and \
+            b_scale.shape == (1, b_data.shape[1])
+        scales = None
+        if rowwise and not use_fast_accum:
+            scales = a_scale.reciprocal() * b_scale.reciprocal()
+        dtype = output_dtype
+        if rowwise and dtype in (torch.float16, torch.float32):
+            dtype = torch.bfloat16
+        out = torch.zeros(a_data.shape[0], b_data.shape[1], dtype=dtype)
+        del scales
+        return out.to(output_dtype)
+
+    float8_ops.addmm_float8_unwrapped = stand_in
+    try:
+        yield
+    finally:
+        float8_ops.addmm_float8_unwrapped = real
+
+
+def stage_bound(i, o, T, e, rowwise):
+    """est_transient.c's float8_backward for one linear: its largest
+    stage, in bytes."""
+    r = 1 if rowwise else 0
+    stages = [(9 + e, 0, 0), (1 + e, 0, 9), (2 + e, e + 4 * r, 2),
+              (10 + e, e, 1), (2 + e, e + 9, 1), (3 + e, e + 2, 1 + 4 * r)]
+    return max(a * T * o + b * T * i + c * o * i for a, b, c in stages)
+
+
+def run_linears(errors):
+    """Each of LINEARS' backward against its modelled stage."""
+    for i, o, T in LINEARS:
+        for wdtype in (torch.bfloat16, torch.float32):
+            for recipe in RECIPES:
+                torch.manual_seed(0)
+                m = torch.nn.Sequential(torch.nn.Linear(i, o, bias=False))
+                m = m.to(wdtype)
+                convert_to_float8_training(
+                    m, config=Float8LinearConfig.from_recipe_name(recipe))
+                x = torch.randn(T, i, dtype=torch.bfloat16,
+                                requires_grad=True)
+                with torch.autocast("cpu", dtype=torch.bfloat16,
+                                    enabled=wdtype == torch.float32):
+                    y = m(x)
+                g = torch.randn_like(y)
+                with gpu_matmul():
+                    peak = measure.peak_of(lambda: y.backward(g))
+                peak -= o * i * (4 if wdtype == torch.float32 else 2)
+                bound = stage_bound(i, o, T, 2, recipe == "rowwise") - \
+                    2 * T * o
+                name = "LINEAR in %d out %d T %d %s %s" % (
+                    i, o, T, "fp32" if wdtype == torch.float32 else "bf16",
+                    recipe)
+                errors.append(("LINEAR", name, "stage", peak, bound,
+                               (bound - peak) / peak))
+                if VERBOSE:
+                    print("%-44s backward %8d stage %8d %+6.2f%%" %
+                          (name, peak, bound, 100 * (bound - peak) / peak))
+                if peak > bound:
+                    print("FAIL %s backward %d above the stage %d" %
+                          (name, peak, bound))
 
 
 def subject(c, precision, recipe):
@@ -171,14 +261,15 @@ def run_case(i, c, s, b, errors):
 
 def report(errors):
     failed = 0
-    for bucket in ("activations", "logits", "autocast copies", "peak"):
+    for bucket in ("activations", "logits", "autocast copies", "peak",
+                   "stage"):
         e = [x[5] for x in errors if x[2] == bucket]
         if not e:
             continue
-        if bucket == "peak":
-            print("FLOAT8 peak: estimate above the measured peak by %+.1f%% "
+        if bucket in ("peak", "stage"):
+            print("FLOAT8 %s: estimate above the measured one by %+.1f%% "
                   "to %+.1f%% (%d cases)" %
-                  (100 * min(e), 100 * max(e), len(e)))
+                  (bucket, 100 * min(e), 100 * max(e), len(e)))
             failed += sum(1 for x in e if x < 0)
         else:
             worst = max(e, key=abs)
@@ -190,13 +281,16 @@ def report(errors):
 
 
 def main():
-    """float8.py [-v] [INDEX ...]: every case, or only those named."""
+    """float8.py [-v] [INDEX ... | linears]: every case, or only those
+    named."""
     only = set(a for a in sys.argv[1:] if a != "-v")
     errors = []
     with cpu_autocast_as_gpu():
         for i, (c, s, b) in enumerate(CASES):
             if not only or str(i) in only:
                 run_case(i, c, s, b, errors)
+        if not only or "linears" in only:
+            run_linears(errors)
     return 1 if report(errors) else 0
 
 
