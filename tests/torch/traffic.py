@@ -68,6 +68,18 @@ flops.py does for the FLOPs:
   embedding's, final norm's, loss's and optimizer's out, as memfloor
   counts them.
 
+float8 (workload.float8, design 22): the same Llama and Mistral with
+their decoder linears swapped by torchao 0.15's convert_to_float8_training
+(tensorwise and rowwise, bf16-true and bf16-mixed, with and without
+checkpointing; the head left an nn.Linear), held the same way.  The
+counter also runs inside torchao's Float8TrainingTensor (f8_counted), so
+the layout copies and scale products of its matmuls are seen; the
+scale's arithmetic on 0-dim device tensors counts as kernels there (a
+GPU launches each).  --float8 measures what a layer's 7 float8 linears
+add over the same layer unconverted, phase by phase, at F8_SHAPES, and
+fits the bytes an element of each cast's operand (admission/time/work.c,
+float8_casts).
+
 A case passes within +-10% on bytes and +-15% on kernels for the Llama
 block (llama, and mistral and qwen2, the same block in other shapes:
 the coefficients were fitted on Llama), +-35% on both for Mixtral,
@@ -78,16 +90,19 @@ not measured separately.  One line a case, measured against memfloor
 and the relative difference; the last line says how many passed and
 failed, and the exit status is 1 on a failure.
 
-Usage: traffic.py [-v] [--only SUBSTRING] [--measured] [--fit]
+Usage: traffic.py [-v] [--only SUBSTRING] [--measured] [--fit] [--float8]
   -v          each case's measured parts (layers, loss, weight casts,
               AdamW, the rest; trainable parameters against memfloor's);
               with --measured or --fit, every op
   --measured  the measurements only, memfloor not asked: per layer, by
               kind, AdamW per parameter
   --fit       the fit over FIT_SHAPES (Llama), memfloor not asked
+  --float8    what each float8 linear adds (ops, bytes an element of its
+              casts' operands), memfloor not asked
 """
 import argparse
 import collections
+import contextlib
 import os
 import sys
 import time
@@ -214,6 +229,34 @@ def kind_of(ctx, op):
     return k
 
 
+# torchao's float8 tensor subclass, once a float8 case imports it.
+F8 = ()
+
+
+@contextlib.contextmanager
+def f8_counted(counter):
+    """While an op on a Float8TrainingTensor runs, its __torch_dispatch__
+    (torchao/float8/float8_ops.py: preprocess_addmm's layout copies,
+    addmm_float8_unwrapped's reciprocals, torch._scaled_mm, rowwise's
+    product with the scales' outer product) runs under counter, so that
+    the plain tensors' ops inside are counted.  torch._scaled_mm is one op
+    (class mm) to the counter: the CPU kernel's dequantization of both
+    operands to fp32 runs in C++ below the dispatcher's Python key, and no
+    op of it is seen or counted (a GPU's kernel multiplies the fp8
+    operands)."""
+    cls = F8[0]
+    real = cls.__dict__["__torch_dispatch__"]
+
+    def counted(c, func, types, args=(), kwargs=None):
+        with counter:
+            return real.__func__(c, func, types, args, kwargs)
+    cls.__torch_dispatch__ = classmethod(counted)
+    try:
+        yield
+    finally:
+        cls.__torch_dispatch__ = real
+
+
 class Tagger(TorchFunctionMode):
     """Tags every autograd node a torch call creates with the call's
     context (node.metadata["ctx"]); a ToCopyBackward whose input is a
@@ -264,6 +307,12 @@ class Counter(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        if F8 and any(isinstance(t, F8) for t in tensors((args, kwargs))):
+            # An op on torchao's Float8TrainingTensor: no kernel of its
+            # own; the ops its __torch_dispatch__ runs on the plain
+            # tensors inside are counted (f8_counted).
+            with f8_counted(self):
+                return func(*args, **kwargs)
         out = func(*args, **kwargs)
         schema = func._schema
         op = func.__name__.split(".")[0]
@@ -377,13 +426,29 @@ MISTRAL = cfg("mistral", 192, 6, 2, 512, d=40)
 QWEN2 = cfg("qwen2", 256, 8, 2, 640)
 
 
+def to_float8(model, recipe):
+    """model's decoder linears swapped by torchao 0.15's
+    convert_to_float8_training (Float8LinearConfig.from_recipe_name
+    (recipe)), the head left an nn.Linear (torchtitan's filter_fqns =
+    ["output"]; transformers' lm_head)."""
+    global F8
+    from torchao.float8 import Float8LinearConfig, convert_to_float8_training
+    from torchao.float8.float8_training_tensor import Float8TrainingTensor
+    F8 = (Float8TrainingTensor,)
+    convert_to_float8_training(
+        model, config=Float8LinearConfig.from_recipe_name(recipe),
+        module_filter_fn=lambda mod, fqn: fqn != "lm_head")
+
+
 def run(c, layers, s, b, precision, attn, ckpt, lora, optim=False,
-        foreach=(False, True)):
+        foreach=(False, True), float8=None):
     """Counter totals of one micro-batch's forward and backward (and, with
     optim, {foreach: (totals, trainable params, ops)} of AdamW's second
-    step, for each foreach asked)."""
+    step, for each foreach asked); float8: a torchao recipe, or None."""
     model = hf.build(c, layers, precision, attn, ckpt=ckpt,
                      lora="all-linear" if lora else None, rank=RANK)
+    if float8:
+        to_float8(model, float8)
     base = model.get_base_model() if lora else model
     if lora and getattr(base, "_require_grads_hook", None) is not None:
         base.disable_input_require_grads()
@@ -393,7 +458,13 @@ def run(c, layers, s, b, precision, attn, ckpt, lora, optim=False,
     labels = torch.randint(0, c["vocab_size"], (b, s))
     params = list(model.parameters())
     cnt = Counter(params)
-    with Tagger(), cnt:
+    # Under autocast a GPU's Float8Linear casts its input to autocast's
+    # dtype; on the CPU it asks CUDA's autocast (float8.py says how).
+    f8_autocast = contextlib.nullcontext()
+    if float8:
+        import float8 as f8_harness
+        f8_autocast = f8_harness.cpu_autocast_as_gpu()
+    with Tagger(), cnt, f8_autocast:
         loss = step(ids, labels)
         cnt.phase = "bwd"
         loss.backward()
@@ -430,11 +501,13 @@ def sub(a, b, k):
 
 
 def per_layer(c, s, b, precision, attn, ckpt, lora, layers=4, optim=False,
-              foreach=(False, True)):
+              foreach=(False, True), float8=None):
     """(per-layer totals (the difference of L and L/2 layers, halved), the
     whole L-layer step's run)."""
-    big = run(c, layers, s, b, precision, attn, ckpt, lora, optim, foreach)
-    small = run(c, layers // 2, s, b, precision, attn, ckpt, lora)
+    big = run(c, layers, s, b, precision, attn, ckpt, lora, optim, foreach,
+              float8)
+    small = run(c, layers // 2, s, b, precision, attn, ckpt, lora,
+                float8=float8)
     pl = sub(big["step"], small["step"], layers - layers // 2)
     return pl, big
 
@@ -518,6 +591,101 @@ def form(coef, names):
     return " ".join(terms).lstrip("+") or "0"
 
 
+# --- float8 ---------------------------------------------------------------
+
+# (h, I, a, kv, d, s), b = 2: every dimension a multiple of 16, as
+# torch._scaled_mm needs; the tokens a step (b x s) against the weights
+# varied so that the casts' input, weight and grad_output elements
+# separate.
+F8_SHAPES = [
+    (256, 688, 8, 4, 32, 128),
+    (128, 512, 4, 2, 32, 64),
+    (192, 768, 6, 2, 32, 32),
+    (256, 512, 8, 8, 32, 16),
+    (128, 1024, 2, 1, 64, 96),
+    (384, 256, 12, 4, 32, 48),
+    (64, 128, 4, 4, 16, 160),
+]
+RECIPES = ("tensorwise", "rowwise")
+
+
+F8_NAMES = ("input", "weight", "grad_output", "row", "column")
+
+
+def f8_sizes(shape, b=2):
+    """(T x the inputs, the weights, T x the outputs, T x 7, the inputs +
+    the outputs) of a Llama layer's seven linears: the elements its casts
+    read (input, weight, grad_output), and the rows and columns of a
+    token's operands, which rowwise's scales are a value of."""
+    h, I, a, kv, d, s = shape
+    T = b * s
+    ins = 5 * h + a * d + I
+    outs = a * d + 2 * kv * d + 2 * h + 2 * I
+    weights = h * (a * d + 2 * kv * d) + a * d * h + 3 * h * I
+    return T * ins, weights, T * outs, T * 7, ins + outs
+
+
+def f8_added(shape, recipe, ckpt, precision="bf16-true", b=2):
+    """What a layer's float8 linears add over the same layer unconverted,
+    phase by phase: {phase: (bytes of non-matmul kernels, ops: kernels,
+    matmuls and scalar ops)} (the difference of 2 and 1 layers)."""
+    h, I, a, kv, d, s = shape
+    c = cfg("llama", h, a, kv, I, d=d)
+    out = {}
+    pls = []
+    for f8 in (recipe, None):
+        big = run(c, 2, s, b, precision, "sdpa", ckpt, False,
+                  float8=f8)["step"]
+        small = run(c, 1, s, b, precision, "sdpa", ckpt, False,
+                    float8=f8)["step"]
+        pls.append(sub(big, small, 1))
+    for ph in PH:
+        out[ph] = tuple(
+            sum(get(pl, ph, k) for k in keys) * sign
+            for keys in (("bytes",), ("kernels", "scalar"))
+            for pl, sign in ((pls[0], 1), (pls[1], -1)))
+        out[ph] = (out[ph][0] + out[ph][1], out[ph][2] + out[ph][3])
+    return out
+
+
+def f8_report(args):
+    """--float8: per float8 linear, the ops and bytes it adds (per phase),
+    and the bytes fitted per element of its casts' operands."""
+    t0 = time.time()
+    print("float8 (torchao 0.15, convert_to_float8_training, lm_head "
+          "left out), sdpa, b=2: what a layer's 7 float8 linears add over "
+          "the same layer unconverted")
+    for prec, recipe, ckpt in (
+            (p, r, k) for p in ("bf16-true", "bf16-mixed")
+            for r in RECIPES for k in (False, True)):
+        rows, ys, ops = [], {ph: [] for ph in PH}, []
+        for shape in F8_SHAPES:
+            add = f8_added(shape, recipe, ckpt, prec)
+            rows.append(f8_sizes(shape))
+            for ph in PH:
+                ys[ph].append(add[ph][0])
+            ops.append(tuple(add[ph][1] / 7 for ph in PH))
+            print("  %s %s%s %s: bytes fwd %d bwd %d rec %d; ops a "
+                  "linear fwd %.2f bwd %.2f rec %.2f" % (
+                      prec, recipe, " ckpt" if ckpt else "", shape,
+                      add["fwd"][0], add["bwd"][0], add["rec"][0],
+                      *ops[-1]))
+            sys.stdout.flush()
+        X = np.array(rows, dtype=float)
+        for ph in PH:
+            y = np.array(ys[ph], dtype=float)
+            if not y.any():
+                continue
+            coef, *_ = np.linalg.lstsq(X, y, rcond=None)
+            err = np.max(np.abs(X @ coef - y) / np.maximum(abs(y), 1))
+            print("  %s %s%s %s: bytes an element of %s (max rel. "
+                  "residual %.2g)" % (
+                      prec, recipe, " ckpt" if ckpt else "", ph,
+                      ", ".join("%s %.3f" % nc
+                                for nc in zip(F8_NAMES, coef)), err))
+    print("(%.0f s)" % (time.time() - t0))
+
+
 # --- report ---------------------------------------------------------------
 
 KINDS = ["norm", "act", "mul", "add", "rotary", "softmax", "dropout", "cast",
@@ -551,9 +719,24 @@ def cases():
     return out
 
 
-def case_name(model_name, prec, attn, ckpt, lora):
-    return "%s %s %s%s%s" % (model_name, prec, attn, " ckpt" if ckpt else "",
-                             " lora" if lora else "")
+def f8_cases():
+    """(name, config, precision, checkpointing, recipe) a float8 case:
+    Llama's block (llama, and mistral, whose a x d is not h), sdpa, full
+    fine-tuning, as memfloor takes float8 (mf_est_float8_refused)."""
+    out = []
+    for recipe in RECIPES:
+        for prec in ("bf16-true", "bf16-mixed"):
+            for ckpt in (False, True):
+                out.append(("llama", LLAMA, prec, ckpt, recipe))
+        out.append(("mistral", MISTRAL, "bf16-true", True, recipe))
+    return out
+
+
+def case_name(model_name, prec, attn, ckpt, lora, float8=None):
+    return "%s %s %s%s%s%s" % (model_name, prec, attn,
+                               " ckpt" if ckpt else "",
+                               " lora" if lora else "",
+                               " float8 " + float8 if float8 else "")
 
 
 def detail(ops, T, title):
@@ -672,16 +855,18 @@ def fit_report(args):
 
 # --- memfloor -------------------------------------------------------------
 
-def workload(prec, attn, ckpt, lora, s, b):
+def workload(prec, attn, ckpt, lora, s, b, float8=None):
     w = {"kind": "training", "sequenceLength": s, "microBatch": b,
          "precision": prec, "attention": attn,
          "gradientCheckpointing": ckpt}
+    if float8:
+        w["float8"] = float8
     if lora:
         w.update(method="lora", lora={"rank": RANK, "targets": "all-linear"})
     return w
 
 
-def measured_step(c, prec, attn, ckpt, lora, s, b, L):
+def measured_step(c, prec, attn, ckpt, lora, s, b, L, float8=None):
     """What memfloor's work.bytes and work.kernels count, measured on one
     step of c with L layers: {"bytes", "kernels", "trainable", "parts"}.
     bytes: every non-matmul kernel of the forward (the loss included),
@@ -691,7 +876,7 @@ def measured_step(c, prec, attn, ckpt, lora, s, b, L):
     layer's, matmuls and SDPA included; the embedding's, the final norm's,
     the loss's and the optimizer's out, as memfloor counts them)."""
     pl, big = per_layer(c, s, b, prec, attn, ckpt, lora, L, optim=True,
-                        foreach=(True,))
+                        foreach=(True,), float8=float8)
     st = big["step"]
     ot, n, _ = big["opt"][True]
 
@@ -704,8 +889,11 @@ def measured_step(c, prec, attn, ckpt, lora, s, b, L):
              "optimizer": ot.get("bytes", 0), "embedding": kind("embedding")}
     parts["rest"] = step - layers - parts["loss"] - parts["wcast"] - \
         parts["embedding"]
+    # float8's scales are 0-dim tensors (tensorwise) on the device: each
+    # op on them is a kernel a GPU launches, counted as one.
+    keys = ("kernels", "scalar") if float8 else ("kernels",)
     return {"bytes": step - parts["embedding"] + parts["optimizer"],
-            "kernels": L * sum(get(pl, ph, "kernels") for ph in PH),
+            "kernels": L * sum(get(pl, ph, k) for ph in PH for k in keys),
             "trainable": n, "parts": parts}
 
 
@@ -770,6 +958,18 @@ def compare(args):
         ok = judge(name, model_name, m, est, args.v)
         passed += ok
         failed += not ok
+    for model_name, c, prec, ckpt, recipe in f8_cases():
+        name = case_name(model_name, prec, "sdpa", ckpt, False, recipe)
+        if args.only and args.only not in name:
+            continue
+        m = measured_step(c, prec, "sdpa", ckpt, False, S, B, LAYERS,
+                          recipe)
+        est = hf.estimate(dict(c, num_hidden_layers=LAYERS),
+                          workload(prec, "sdpa", ckpt, False, S, B, recipe),
+                          "traffic-" + c["model_type"])
+        ok = judge(name, model_name, m, est, args.v)
+        passed += ok
+        failed += not ok
     print("traffic harness: %d passed, %d failed (%.0f s)" % (
         passed, failed, time.time() - t0))
     return 1 if failed else 0
@@ -784,6 +984,9 @@ def main():
     ap.add_argument("--measured", action="store_true",
                     help="print the measurements only (per layer, by kind, "
                     "AdamW), memfloor not asked")
+    ap.add_argument("--float8", action="store_true",
+                    help="what each float8 linear adds (ops, bytes an "
+                    "element of its casts' operands), memfloor not asked")
     ap.add_argument("--fit", action="store_true",
                     help="fit the per-layer bytes over FIT_SHAPES (Llama) "
                     "and print the forms, memfloor not asked")
@@ -792,7 +995,9 @@ def main():
         table(args)
     if args.fit:
         fit_report(args)
-    if args.measured or args.fit:
+    if args.float8:
+        f8_report(args)
+    if args.measured or args.fit or args.float8:
         return 0
     return compare(args)
 
