@@ -539,6 +539,101 @@ float8_flops(const struct mf_model *m, const struct mf_workload *w)
 	return 3 * T * lin + T * one * (double)(m->layers / every);
 }
 
+/*
+ * float8's casts (design 22), beside what the same layers move
+ * unconverted: in eager torchao 0.15 casts each operand of a linear's
+ * three matmuls to fp8 on its own (float8/float8_linear.py,
+ * matmul_with_hp_or_float8_args: forward the input and the weight;
+ * backward the grad_output twice, the weight and the input again), each
+ * cast abs, an amax, the scale's arithmetic, a multiply, a clamp and the
+ * fp8 conversion (float8_scaling_utils.py, hp_tensor_to_float8_dynamic;
+ * float8_utils.py, tensor_to_amax, amax_to_scale, to_fp8_saturated),
+ * then preprocess_addmm's layout copies and, for rowwise's backward
+ * matmuls, the product of the output with the scales' fp32 outer product
+ * (float8_ops.py, addmm_float8_unwrapped; its forward matmul takes
+ * use_fast_accum and the scales directly).  Bytes an element of a
+ * linear's casts' operands, a pass (0 forward, 1 backward, 2 recomputed
+ * forward): the input's (tokens x in), the weight's (in x out), the
+ * grad_output's (tokens x out), and a row of a token (T x the linears)
+ * and a column (in + out) of rowwise's scales, over what the same layer
+ * unconverted moves (under autocast the weight's cast is the fp32
+ * weight's, and autocast's own 6-byte cast of it is gone).  Measured by
+ * tests/torch/traffic.py --float8 (the difference of the float8 layer and
+ * the same layer unconverted, on transformers' Llama block, fitted over 7
+ * shapes, max residual 0.06%; tensorwise's row and column terms, its
+ * scalars' bytes, under 0.07, left out).
+ */
+struct f8_cast {
+	double in, weight, out, row, col;
+};
+static const struct f8_cast f8_tensorwise[3] = {
+	{ 33, 33, 0, 0, 0 },
+	{ 33, 33, 66, 0, 0 },
+	{ 33, 33, 0, 0, 0 },
+};
+static const struct f8_cast f8_tensorwise_mixed[3] = {
+	{ 33, 27, 0, 0, 0 },
+	{ 33, 33, 66, 0, 0 },
+	{ 33, 27, 0, 0, 0 },
+};
+static const struct f8_cast f8_rowwise[3] = {
+	{ 32.5, 33.05, 0.43, 112.1, 49.9 },
+	{ 45.5, 44.95, 65.57, 111.9, 174.1 },
+	{ 32.5, 33.05, 0.43, 112.1, 49.9 },
+};
+static const struct f8_cast f8_rowwise_mixed[3] = {
+	{ 32.49, 27.05, 0.45, 112.2, 51.7 },
+	{ 45.51, 44.95, 65.56, 111.8, 176.3 },
+	{ 32.49, 27.05, 0.45, 112.2, 51.7 },
+};
+/* Ops a float8 linear launches beyond an unconverted one's, a pass, the
+ * scale's arithmetic on 0-dim device tensors counted (the same run: a
+ * layer's recomputed forward makes one more, not counted). */
+static const double f8_ops_tensorwise[3] = { 24, 48, 24 },
+                    f8_ops_tensorwise_mixed[3] = { 22, 47, 22 },
+                    f8_ops_rowwise[3] = { 30, 68, 30 },
+                    f8_ops_rowwise_mixed[3] = { 28, 67, 28 };
+
+/* The bytes and kernels float8's casts add to a step into out, rl the
+ * share of the layers whose forward is recomputed; nothing without
+ * float8. */
+static void
+float8_casts(const struct mf_model *m, const struct mf_workload *w, double rl,
+    struct mf_work *out)
+{
+	struct mf_linear v[MF_MODEL_MAX_LINEARS];
+	size_t n = mf_model_linears(m, v);
+	int row = w->float8 == MF_F8_ROWWISE, mx = mixed(w);
+	const struct f8_cast *c = row ?
+	    (mx ? f8_rowwise_mixed : f8_rowwise) :
+	    (mx ? f8_tensorwise_mixed : f8_tensorwise);
+	const double *ops = row ?
+	    (mx ? f8_ops_rowwise_mixed : f8_ops_rowwise) :
+	    (mx ? f8_ops_tensorwise_mixed : f8_ops_tensorwise);
+	double T = (double)w->seq_len * (double)w->micro_batch;
+	double ins = 0, outs = 0, wts = 0, lins = 0;
+
+	assert(n <= MF_MODEL_MAX_LINEARS);
+	if (w->float8 == MF_F8_NONE)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		double k = (double)v[i].count;
+
+		ins += k * (double)v[i].in;
+		outs += k * (double)v[i].out;
+		wts += k * (double)v[i].in * (double)v[i].out;
+		lins += k;
+	}
+	for (int p = 0; p < 3; p++) {
+		double share = p == 2 ? rl : 1;
+
+		out->bytes += share *
+		    (T * (c[p].in * ins + c[p].out * outs + c[p].row * lins) +
+		        c[p].weight * wts + c[p].col * (ins + outs));
+		out->kernels += share * ops[p] * lins;
+	}
+}
+
 static void
 training_work(const struct mf_model *m, const struct mf_workload *w,
     const struct mf_estimate *e, struct mf_work *out)
@@ -585,6 +680,7 @@ training_work(const struct mf_model *m, const struct mf_workload *w,
 	out->kernels = L *
 	    (layer_kernels(m, w, 0) + layer_kernels(m, w, 1) +
 	        rl * layer_kernels(m, w, 2));
+	float8_casts(m, w, rl, out);
 	/* QLoRA dequantizes each 4-bit weight to 16 bits before each use:
 	 * reads half a byte a weight (and its scales), writes two. */
 	if (w->method == MF_QLORA)
