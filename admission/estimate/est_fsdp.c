@@ -3,12 +3,14 @@
  * the shards, the estimator pytorch's shardingBuffers (design 19).  The
  * estimator post keeps the reference post's 2 x layer x 2 (est_state.c).
  *
- * The units are those Hugging Face's FSDP2 wrapping (accelerate's
- * transformer layer policy) and torchtune make: every decoder layer one
- * unit, and the root unit the model itself, which holds what is not in a
- * layer: the embeddings, the final norm and the head.  torchtitan wraps
- * the embeddings, and the final norm with the head, as units of their
- * own, which frees them earlier: the root unit is the larger case.
+ * sharding.units model: the units Hugging Face's FSDP2 wrapping
+ * (accelerate's transformer layer policy) and torchtune's LoRA configs
+ * make: every decoder layer one unit, and the root unit the model itself,
+ * which holds what is not in a layer: the embeddings, the final norm and
+ * the head.  sharding.units ends (below): torchtune's
+ * custom_sharded_layers: ['tok_embeddings', 'output'] (its 8B_full and
+ * 70B_full configs) and torchtitan 0.2 (apply_fsdp) make the embeddings
+ * and the head units of their own.
  *
  * fully_shard's buffers (torch 2.13, torch/distributed/fsdp/_fully_shard/
  * _fsdp_param_group.py), one unit's parameters each, in the dtype the
@@ -73,8 +75,41 @@
  * above (full: R + H + 3U; LoRA: R + Ug + 2 x A x a and a parameter's
  * copy), which the estimate keeps as their bound rather than a formula of
  * its own.
+ *
+ * sharding.units ends (torchtune 0.6.1, training/_distributed.py
+ * shard_model: fully_shard on the modules named in custom_sharded_layers
+ * and on layers.i, each with the recipe's reshard_after_forward, then on
+ * the model; the root keeps the final norm alone).  In backward the units
+ * run head, layers L - 1 ... 0, embeddings; unit p's gathered bytes S(p)
+ * (the head's and the embeddings' V x h x b; a layer's U x b, Ug for
+ * LoRA) and its unsharded gradients G(p) (full: S(p); LoRA: a layer's
+ * A x a, none for the frozen ends); S and G are 0 outside the units.  The
+ * most held, measured by tests/torch/dist.py (fully_shard over gloo, every
+ * buffer sampled), is the root's parameters (and for full fine-tuning the
+ * final norm's gradient, unsharded until the root's post-backward) plus
+ * the most over p of:
+ * - during p's backward, its parameters and gradients, the next unit's
+ *   prefetched all-gather and the last unit's reduce-scatter input:
+ *   S(p) + G(p) + S(p + 1) + G(p - 1) (fsdp2-ends and fsdp4-ends: 4U
+ *   between two layers; fsdp2-ends-root: the one layer, the embeddings
+ *   prefetched and the head's reduce-scatter input, 2U + 2Vh;
+ *   fsdp2-lora-ends: 2Ug + 2A x a);
+ * - a unit's copy-out in forward (its pre_forward's wait_for_unshard),
+ *   its all-gather's output beside its parameters: 2 x S(p)
+ *   (fsdp2-lora-ends-root: an end's, 2Vh, the most where the frozen ends
+ *   have no gradients);
+ * - offloading, at p's prefetch of the next unit, the next unit's shards
+ *   copied to the GPU: S(p) + S(p + 1) + ceil(S(p + 1) / N) + G(p - 1)
+ *   (fsdp2-ends-offload-root: U + 1.5Vh + Vh; fsdp4-lora-ends-offload:
+ *   2Ug + ceil(Ug / 4) + A x a).
+ * Each case of the harness is met exactly, 2 and 4 ranks.  With the layers
+ * kept after forward (fsdp4-ends-keep measured 2Vh + 5U + 2h against the
+ * root unit's 3Vh + 5U + 2h), on one GPU (fsdp1-ends-offload, half the
+ * root unit's figure) and with tied embeddings (not measured: the head is
+ * the embeddings' unit) the root unit's figures are taken as the bound.
  */
 #include <stdio.h>
+#include <string.h>
 
 #include "est.h"
 
@@ -219,6 +254,240 @@ lora_buffers(const struct mf_model *m, const struct mf_workload *w,
 	return peak;
 }
 
+/*
+ * sharding.units ends.  A moment's bytes as counts of its terms: an end
+ * (the head or the embeddings, as gathered), a layer's unit, a layer's
+ * unsharded gradients (LoRA's adapters'; full fine-tuning counts them as
+ * a unit), and the host's shards of an end or of a layer copied to the GPU
+ * (ceil(S / N)).
+ */
+enum { T_END, T_UNIT, T_GRADS, T_COPY_END, T_COPY_UNIT, T_COUNT };
+enum { K_NONE, K_END, K_LAYER };
+
+struct moment {
+	int n[T_COUNT];
+};
+
+/* The kind of the unit at position p in backward order: 0 the head, 1 to
+ * L the layers, L + 1 the embeddings. */
+static int
+kind_at(const struct mf_model *m, int64_t p)
+{
+	if (p == 0 || p == m->layers + 1)
+		return K_END;
+	return p > 0 && p <= m->layers ? K_LAYER : K_NONE;
+}
+
+/* The unit of kind k gathered, its gradients (the frozen ends of LoRA
+ * have none), its shards' copy, into t. */
+static void
+add_unit(struct moment *t, int k)
+{
+	if (k != K_NONE)
+		t->n[k == K_END ? T_END : T_UNIT]++;
+}
+
+static void
+add_grads(struct moment *t, int k, int full)
+{
+	if (k == K_LAYER)
+		t->n[full ? T_UNIT : T_GRADS]++;
+	else if (k == K_END && full)
+		t->n[T_END]++;
+}
+
+static void
+add_copy(struct moment *t, int k)
+{
+	if (k != K_NONE)
+		t->n[k == K_END ? T_COPY_END : T_COPY_UNIT]++;
+}
+
+/* Whether a's bytes are never above b's: each count no more than b's,
+ * a copy of the shards counted as the whole unit (ceil(S / N) <= S for
+ * N >= 2) against b's terms less its copies. */
+static int
+below(const struct moment *a, const struct moment *b)
+{
+	int up[T_COUNT];
+
+	memcpy(up, a->n, sizeof(up));
+	up[T_END] += up[T_COPY_END];
+	up[T_UNIT] += up[T_COPY_UNIT];
+	return up[T_END] <= b->n[T_END] && up[T_UNIT] <= b->n[T_UNIT] &&
+	    up[T_GRADS] <= b->n[T_GRADS];
+}
+
+/* t among the n moments of ms unless one of them holds as much. */
+static int
+keep(struct moment *ms, int n, const struct moment *t)
+{
+	int k = 0;
+
+	for (int i = 0; i < n; i++)
+		if (below(t, &ms[i]) ||
+		    memcmp(t->n, ms[i].n, sizeof(t->n)) == 0)
+			return n;
+	/* Those t holds as much as, out. */
+	for (int i = 0; i < n; i++)
+		if (!below(&ms[i], t))
+			ms[k++] = ms[i];
+	ms[k++] = *t;
+	return k;
+}
+
+/* The moments of unit p (est_fsdp.c's header), added to the n of ms. */
+static int
+moments_at(const struct mf_model *m, const struct mf_workload *w, int64_t p,
+    struct moment *ms, int n)
+{
+	int full = w->method == MF_FULL, k = kind_at(m, p);
+	int next = kind_at(m, p + 1), last = kind_at(m, p - 1);
+	struct moment a = { { 0 } }, c = { { 0 } }, d = { { 0 } };
+
+	add_unit(&a, k);
+	add_grads(&a, k, full);
+	add_unit(&a, next);
+	add_grads(&a, last, full);
+	n = keep(ms, n, &a);
+	add_unit(&d, k);
+	add_unit(&d, k);
+	n = keep(ms, n, &d);
+	if (!copies(w) || next == K_NONE)
+		return n;
+	add_unit(&c, k);
+	add_unit(&c, next);
+	add_copy(&c, next);
+	add_grads(&c, last, full);
+	return keep(ms, n, &c);
+}
+
+/* n x sym into f, " + " before it but for the first term (*first). */
+static void
+term_of(struct mf_text *f, int *first, int n, const char *sym)
+{
+	if (n == 0)
+		return;
+	term(f, *first ? "" : " + ", n, sym);
+	*first = 0;
+}
+
+/* The moments' text into f, with each term's symbol in syms. */
+static void
+moments_text(const struct moment *ms, int n, const char *const *syms,
+    struct mf_text *f)
+{
+	mf_text_str(f, "max(");
+	for (int i = 0; i < n; i++) {
+		int first = 1;
+
+		if (i > 0)
+			mf_text_str(f, ", ");
+		for (int t = 0; t < T_COUNT; t++)
+			term_of(f, &first, ms[i].n[t], syms[t]);
+	}
+	mf_text_str(f, ")");
+}
+
+/* The most of the n moments of ms, each term valued by vals. */
+static int64_t
+moments_max(const struct moment *ms, int n, const int64_t *vals)
+{
+	int64_t peak = 0, v;
+
+	for (int i = 0; i < n; i++) {
+		v = 0;
+		for (int t = 0; t < T_COUNT; t++)
+			v = mf_cadd(v, mf_cmul(ms[i].n[t], vals[t]));
+		peak = mf_max_poisoned(peak, v);
+	}
+	return peak;
+}
+
+/* The positions whose moments differ: the head, the last layer, one
+ * between two layers, the first, the embeddings. */
+static int
+ends_moments(const struct mf_model *m, const struct mf_workload *w,
+    struct moment *ms)
+{
+	const int64_t at[] = { 0, 1, 2, m->layers, m->layers + 1 };
+	int n = 0;
+
+	for (size_t i = 0; i < sizeof(at) / sizeof(at[0]); i++)
+		if (at[i] <= m->layers + 1)
+			n = moments_at(m, w, at[i], ms, n);
+	return n;
+}
+
+/* Full fine-tuning, units ends: the final norm and its gradient, and the
+ * most of the moments, in elements, x b. */
+static int64_t
+ends_full(const struct mf_model *m, const struct mf_workload *w, int64_t norm,
+    struct mf_text *f)
+{
+	static const char *const syms[T_COUNT] = { "Vh", "layer params", "",
+		"ceil(Vh / N)", "ceil(layer params / N)" };
+	int64_t b = gathered_bytes(w), u = mf_model_layer_params(m);
+	int64_t vh = mf_cmul(mf_model_vocab_rows(m), m->hidden);
+	int64_t vals[T_COUNT] = { vh, u, 0, mf_cdiv_up(vh, w->shard_gpus),
+		mf_cdiv_up(u, w->shard_gpus) };
+	struct moment ms[16];
+	int n = ends_moments(m, w, ms);
+
+	mf_text_str(f, "2 x (root params - 2Vh) x ");
+	mf_text_int(f, b);
+	mf_text_str(f, " + ");
+	moments_text(ms, n, syms, f);
+	mf_text_str(f, " x ");
+	mf_text_int(f, b);
+	return mf_cmul(mf_cadd(mf_cmul(2, norm), moments_max(ms, n, vals)), b);
+}
+
+/* LoRA, units ends: the final norm, and the most of the moments in
+ * bytes: an end V x h x b, a unit Ug, its adapters' gradients
+ * ceil(T / L) x a. */
+static int64_t
+ends_lora(const struct mf_model *m, const struct mf_workload *w, int64_t norm,
+    struct mf_text *f)
+{
+	int64_t b = gathered_bytes(w), a = mf_est_lora_bytes(w), vh, ug, ad;
+	char end[32], grads[32], copy_end[40];
+	const char *syms[T_COUNT] = { end, "Ug", grads, copy_end,
+		"ceil(Ug / N)" };
+	struct moment ms[16];
+	int n = ends_moments(m, w, ms);
+
+	vh = mf_cmul(mf_cmul(mf_model_vocab_rows(m), m->hidden), b);
+	ad = mf_cmul(mf_cdiv_up(mf_model_lora_params(m, w->lora_rank,
+	                            mf_est_lora_mask(w)),
+	                 m->layers > 0 ? m->layers : 1),
+	    a);
+	ug = mf_cadd(mf_cmul(mf_model_layer_params(m), b), ad);
+	int64_t vals[T_COUNT] = { vh, ug, ad, mf_cdiv_up(vh, w->shard_gpus),
+		mf_cdiv_up(ug, w->shard_gpus) };
+
+	snprintf(end, sizeof(end), "Vh x %lld", (long long)b);
+	snprintf(grads, sizeof(grads), "ceil(T / L) x %lld", (long long)a);
+	snprintf(copy_end, sizeof(copy_end), "ceil(Vh x %lld / N)",
+	    (long long)b);
+	mf_text_str(f, "(root params - 2Vh) x ");
+	mf_text_int(f, b);
+	mf_text_str(f, " + ");
+	moments_text(ms, n, syms, f);
+	return mf_cadd(mf_cmul(norm, b), moments_max(ms, n, vals));
+}
+
+/* Whether sharding.units ends is modelled as its own: several GPUs, the
+ * layers resharded after forward, an untied head (est_fsdp.c's header);
+ * otherwise the root unit's figures are its bound. */
+static int
+ends_modelled(const struct mf_model *m, const struct mf_workload *w)
+{
+	return w->shard_units == MF_UNITS_ENDS && w->shard_gpus > 1 &&
+	    w->reshard_after_forward && w->tensor == 1 && w->pipeline == 1 &&
+	    !m->tied_embeddings && !m->no_embed && !m->no_head;
+}
+
 void
 mf_est_fsdp(const struct mf_model *m, const struct mf_workload *w,
     struct mf_estimate *e)
@@ -231,6 +500,14 @@ mf_est_fsdp(const struct mf_model *m, const struct mf_workload *w,
 	root =
 	    mf_model_params(m) - mf_cmul(m->layers, mf_model_layer_params(m));
 	mf_text_init(&f, mf_est_text(e, MF_B_SHARDING));
+	if (ends_modelled(m, w)) {
+		/* The root less the ends: the final norm. */
+		root -= mf_cmul(2, mf_cmul(mf_model_vocab_rows(m), m->hidden));
+		e->bucket[MF_B_SHARDING] = w->method == MF_FULL ?
+		    ends_full(m, w, root, &f) :
+		    ends_lora(m, w, root, &f);
+		return;
+	}
 	e->bucket[MF_B_SHARDING] = w->method == MF_FULL ?
 	    full_buffers(m, w, root, &f) :
 	    lora_buffers(m, w, root, &f);

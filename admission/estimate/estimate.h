@@ -51,6 +51,11 @@ enum mf_optimizer { MF_ADAMW, MF_ADAM8BIT, MF_SGD, MF_PAGED_ADAMW8BIT };
 /* lora.dtype (design 22): the adapters' weights, gradients and optimizer
  * state; fp32 as PEFT keeps them, 16-bit as torchtune's bf16 recipes. */
 enum mf_lora_dtype { MF_LORA_FP32, MF_LORA_BF16, MF_LORA_FP16 };
+/* sharding.units: FSDP's units beside the decoder layers.  MODEL: the
+ * root unit (the model) holds the embeddings, the final norm and the head;
+ * ENDS: the embeddings and the head are units of their own (torchtune's
+ * custom_sharded_layers, torchtitan's apply_fsdp). */
+enum mf_shard_units { MF_UNITS_MODEL, MF_UNITS_ENDS };
 enum mf_attention { MF_SDPA, MF_FLASH, MF_EAGER };
 enum mf_kv_dtype { MF_KV_BF16, MF_KV_FP16, MF_KV_FP8 };
 /* Inference: the dtype of the linear layers' weights (design 14);
@@ -100,11 +105,13 @@ struct mf_workload {
 	int shard_cpu_offload;     /* sharding.cpuOffload: FSDP's shards, their
 	                              gradients and the optimizer state in host
 	                              memory, default 0 */
-	int sequence_parallel;     /* parallelism.sequenceParallel, default 0 */
-	int loss_parallel;         /* parallelism.lossParallel, default 0 */
-	int64_t seq_len;           /* training: tokens per sequence (s) */
-	int64_t micro_batch;       /* training: sequences per step (b) */
-	int64_t grad_accum;        /* micro-batches an optimizer step */
+	/* sharding.units, default MF_UNITS_MODEL */
+	enum mf_shard_units shard_units;
+	int sequence_parallel; /* parallelism.sequenceParallel, default 0 */
+	int loss_parallel;     /* parallelism.lossParallel, default 0 */
+	int64_t seq_len;       /* training: tokens per sequence (s) */
+	int64_t micro_batch;   /* training: sequences per step (b) */
+	int64_t grad_accum;    /* micro-batches an optimizer step */
 	int64_t lora_rank;
 	enum mf_lora_targets lora_targets;
 	unsigned lora_modules; /* MF_LORA_LIST: the names, MF_LORA_BIT */

@@ -133,6 +133,7 @@ static const struct frow work_rows[] = {
 	WORK(expert),
 	WORK(server_version),
 	WORK(shard_cpu_offload),
+	WORK(shard_units),
 	WORK(compile),
 	WORK(float8),
 };

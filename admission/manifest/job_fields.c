@@ -302,6 +302,16 @@ static const struct mf_field qlora_rows[] = {
 	    .doc = "peft.prepare_model_for_kbit_training, as HF + PEFT QLoRA runs call it: the parameters not quantized (embeddings, norms, lm_head) cast to fp32, and with them the activations between the 4-bit linears (it also turns on gradient checkpointing by default: state gradientCheckpointing)" },
 };
 
+static const struct mf_fname shard_units[] = {
+	{ "model", MF_UNITS_MODEL,
+	    "the root unit, the model itself, holds the embeddings, the final norm and the head (accelerate's FSDP2 wrapping, torchtune without custom_sharded_layers)",
+	    { 0 } },
+	{ "ends", MF_UNITS_ENDS,
+	    "the embeddings and the head are units of their own, gathered only while used (torchtune's custom_sharded_layers: ['tok_embeddings', 'output'], torchtitan's apply_fsdp)",
+	    { 0 } },
+	{ NULL, 0, NULL, { 0 } },
+};
+
 static const struct mf_field sharding_rows[] = {
 	{ .key = "gpus", .type = MF_FT_INT, .base = MF_FB_WORK,
 	    .offset = WOFF(shard_gpus), .flags = MF_FF_REQUIRED, .min = 1,
@@ -316,6 +326,11 @@ static const struct mf_field sharding_rows[] = {
 	    .offset = WOFF(shard_cpu_offload), .flags = MF_FF_DEFAULT,
 	    .idef = 0, .title = "FSDP CPU offload",
 	    .doc = "the shards, their gradients and the optimizer state in host memory, the optimizer stepped there (FSDP2's CPUOffloadPolicy, torchtune's fsdp_cpu_offload): the GPU holds the units in flight; with gpus 1, FSDP on one GPU" },
+	{ .key = "units", .type = MF_FT_ENUM, .base = MF_FB_WORK,
+	    .offset = WOFF(shard_units), .flags = MF_FF_DEFAULT,
+	    .names = shard_units, .idef = MF_UNITS_MODEL,
+	    .title = "FSDP units",
+	    .doc = "the units beside the decoder layers: model (the root holds the embeddings, the final norm and the head) or ends (the embeddings and the head each a unit of their own)" },
 };
 
 static const struct mf_field parallelism_rows[] = {

@@ -1102,6 +1102,105 @@ test_est_sharding_lora(void **state)
 	assert_int_equal(e.per_gpu, e.total);
 }
 
+/* Llama 3.1 70B as its config.json gives it: P = 70,553,706,496. */
+static const struct mf_model llama70b = {
+	.hidden = 8192,
+	.layers = 80,
+	.heads = 64,
+	.kv_heads = 8,
+	.head_dim = 128,
+	.intermediate = 28672,
+	.vocab = 128256,
+	.norms_per_layer = 2,
+	.max_context = 131072,
+	.positions = 131072,
+	.rope_factor = 1,
+};
+
+/*
+ * sharding.units ends (est_fsdp.c), Llama 3.1 8B over 8 GPUs, bf16: the
+ * units in backward order head, 32 layers, embeddings; Vh = 128256 x 4096
+ * = 525,336,576, U = 218,112,000, the root the final norm, 4096.  Full
+ * fine-tuning: the head's backward (its parameters and gradients, the
+ * last layer prefetched) and the embeddings' (theirs and the first
+ * layer's reduce-scatter input), 2Vh + U = 1,268,785,152, above 3U + Vh =
+ * 1,179,672,576 at the outer layers and 4U = 872,448,000 between two;
+ * x 2 = 2,537,570,304 and the norm and its gradient, 2 x 4096 x 2:
+ * 2,537,586,688, against the root unit's 4,896,931,840.  Offloading adds
+ * nothing: the most at a prefetch is U + Vh + ceil(Vh / 8) + U =
+ * 1,027,227,648.  LoRA (test_est_sharding_lora's Ug = 441,466,880 bytes,
+ * A x 4 = 5,242,880): an end's copy-out, 2 x Vh x 2 = 2,101,346,304,
+ * above the first layer's backward Ug + 4A + Vh x 2 + 4A =
+ * 1,502,625,792; with the norm, 4096 x 2: 2,101,354,496.  The layers kept
+ * after forward, one GPU and a tied head keep the root unit's figures.
+ */
+static void
+test_est_units_ends(void **state)
+{
+	struct mf_workload w;
+	struct mf_estimate e;
+	int64_t model;
+
+	(void)state;
+	mf_workload_defaults(&w);
+	w.seq_len = 4096;
+	w.shard_gpus = 8;
+	model = est(&llama8b, &w).bucket[MF_B_SHARDING];
+	w.shard_units = MF_UNITS_ENDS;
+	e = est(&llama8b, &w);
+	assert_int_equal(e.bucket[MF_B_SHARDING], INT64_C(2537586688));
+	assert_string_equal(e.formula[MF_B_SHARDING],
+	    "2 x (root params - 2Vh) x 2 + max(2 x Vh + layer params, "
+	    "Vh + 3 x layer params, 4 x layer params) x 2");
+	w.shard_cpu_offload = 1;
+	e = est(&llama8b, &w);
+	assert_int_equal(e.bucket[MF_B_SHARDING], INT64_C(2537586688));
+	assert_non_null(strstr(e.formula[MF_B_SHARDING], "ceil(Vh / N)"));
+	w.shard_cpu_offload = 0;
+	w.method = MF_LORA;
+	e = est(&llama8b, &w);
+	assert_int_equal(e.bucket[MF_B_SHARDING], INT64_C(2101354496));
+	w.method = MF_FULL;
+	w.reshard_after_forward = 0;
+	e = est(&llama8b, &w);
+	w.shard_units = MF_UNITS_MODEL;
+	assert_int_equal(e.bucket[MF_B_SHARDING],
+	    est(&llama8b, &w).bucket[MF_B_SHARDING]);
+	w.reshard_after_forward = 1;
+	assert_int_equal(est(&llama8b, &w).bucket[MF_B_SHARDING], model);
+}
+
+/*
+ * torchtune's 70B_full on 8 GPUs (examples/llama-70b-torchtune-offload
+ * .yaml): Vh = 128256 x 8192 = 1,050,673,152, U = 855,654,400 (q and o
+ * 8192^2, k and v 8192 x 1024, the MLP 3 x 8192 x 28672, two norms).  The
+ * last layer's backward, its parameters and gradients, the layer before
+ * prefetched and the head's reduce-scatter input, 3U + Vh =
+ * 3,617,636,352, above the head's 2Vh + U = 2,956,000,704 and 4U =
+ * 3,422,617,600; x 2 and the norm and its gradient (2 x 8192 x 2):
+ * 7,235,305,472.  The root unit's: R + H + 4U = 2,101,354,496 +
+ * 1,050,681,344 + 3,422,617,600 = 6,574,653,440, x 2 = 13,149,306,880.
+ */
+static void
+test_est_units_ends_70b(void **state)
+{
+	struct mf_workload w;
+
+	(void)state;
+	mf_workload_defaults(&w);
+	w.seq_len = 2048;
+	w.micro_batch = 2;
+	w.shard_gpus = 8;
+	w.shard_cpu_offload = 1;
+	w.precision = MF_BF16_TRUE;
+	w.checkpointing = MF_CKPT_FULL;
+	assert_int_equal(est(&llama70b, &w).bucket[MF_B_SHARDING],
+	    INT64_C(13149306880));
+	w.shard_units = MF_UNITS_ENDS;
+	assert_int_equal(est(&llama70b, &w).bucket[MF_B_SHARDING],
+	    INT64_C(7235305472));
+}
+
 /*
  * sharding.cpuOffload (design 22), Llama 3.1 8B over 8 GPUs, s 4096: the
  * weights, gradients and optimizer state on the host, none on a GPU, and
@@ -1866,6 +1965,7 @@ serving_formulas_match_bytes(const struct mf_model *const *models, size_t n)
 			w.shard_cpu_offload = v / 37 % 2;
 			if (mf_est_shard_refused(&w, NULL, 0))
 				w.shard_cpu_offload = 0;
+			w.shard_units = (enum mf_shard_units)(v / 41 % 2);
 			/* QLoRA is not sharded (mf_est_shard_refused). */
 			if (mf_est_shard_refused(&w, NULL, 0))
 				w.shard_gpus = 1;
@@ -3235,6 +3335,8 @@ main(void)
 		cmocka_unit_test(test_est_per_gpu),
 		cmocka_unit_test(test_est_sharding_lora),
 		cmocka_unit_test(test_est_cpu_offload),
+		cmocka_unit_test(test_est_units_ends),
+		cmocka_unit_test(test_est_units_ends_70b),
 		cmocka_unit_test(test_est_head_dim_inference),
 		cmocka_unit_test(test_est_overflow),
 		cmocka_unit_test(test_est_bad_workload),
