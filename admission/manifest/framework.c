@@ -138,16 +138,20 @@ static const struct value tt_qlora[] = { TT_COMMON("true"), TT_LORA,
 
 /* recipes/configs/llama3_1/8B_full.yaml (full_finetune_distributed):
  * optimizer torch.optim.AdamW, optimizer_in_bwd: False (70B_full.yaml
- * too). */
+ * too); custom_sharded_layers: ['tok_embeddings', 'output'] (8B_full and
+ * 70B_full, v0.4.0 and v0.6.1), the embeddings and the head units of
+ * their own (training/_distributed.py, get_shard_conditions'
+ * names_to_match, shard_model). */
 static const struct value tt_full_sharded[] = { TT_COMMON("true"),
 	{ "optimizer", "adamw" }, { "optimizerInBackward", "false" },
-	{ "compile", "false" }, { NULL, NULL } };
+	{ "sharding.units", "ends" }, { "compile", "false" }, { NULL, NULL } };
 /* recipes/configs/llama3_1/8B_lora.yaml (lora_finetune_distributed):
  * enable_activation_checkpointing: False, the rest as on one GPU.
  * (70B_lora.yaml turns it on, with lora_rank 16: a 70B job states
- * them.) */
+ * them.)  No custom_sharded_layers (8B_lora sets none, 70B_lora has it
+ * commented out; v0.4.0 and v0.6.1): the layers and the model. */
 static const struct value tt_lora_sharded[] = { TT_COMMON("false"), TT_LORA,
-	{ "compile", "false" }, { NULL, NULL } };
+	{ "sharding.units", "model" }, { "compile", "false" }, { NULL, NULL } };
 
 static const struct recipes tt_0_6 = { .full = tt_full, .lora = tt_lora,
 	.qlora = tt_qlora, .full_sharded = tt_full_sharded,
@@ -166,14 +170,30 @@ static const struct recipes tt_0_6 = { .full = tt_full, .lora = tt_lora,
  * components/loss.py: cross_entropy(pred.float()), the whole logits;
  * model args: sdpa (v0.1.0 use_flex_attn False, v0.2.2 attn_type sdpa).
  */
-static const struct value titan_full[] = { { "precision", "bf16-mixed" },
-	{ "gradientCheckpointing", "op" }, { "attention", "sdpa" },
-	{ "loss", "standard" }, { "optimizer", "adamw" },
-	{ "parallelism.sequenceParallel", "true" },
-	{ "parallelism.lossParallel", "true" }, { "compile", "false" },
-	{ NULL, NULL } };
+#define TITAN_COMMON                                                          \
+	{ "precision", "bf16-mixed" }, { "gradientCheckpointing", "op" },     \
+	    { "attention", "sdpa" }, { "loss", "standard" },                  \
+	    { "optimizer", "adamw" },                                         \
+	    { "parallelism.sequenceParallel", "true" },                       \
+	    { "parallelism.lossParallel", "true" }, { "compile", "false" }
 
-static const struct recipes titan = { .full = titan_full };
+static const struct value titan_full[] = { TITAN_COMMON, { NULL, NULL } };
+/* v0.2.0 to v0.2.2, models/llama3/infra/parallelize.py apply_fsdp:
+ * fully_shard on model.tok_embeddings, on each layer, on [model.norm,
+ * model.output], then on the model: the ends units of their own (the
+ * head's with reshard_after_forward False under the default policy, which
+ * holds it from its forward to its backward, over the loss). */
+static const struct value titan_full_ends[] = { TITAN_COMMON,
+	{ "sharding.units", "ends" }, { NULL, NULL } };
+/* v0.1.0, the same file: fully_shard on each layer, then on the model,
+ * which holds the embeddings, the final norm and the head. */
+static const struct value titan_full_model[] = { TITAN_COMMON,
+	{ "sharding.units", "model" }, { NULL, NULL } };
+
+static const struct recipes titan = { .full = titan_full,
+	.full_sharded = titan_full_ends };
+static const struct recipes titan_0_1 = { .full = titan_full,
+	.full_sharded = titan_full_model };
 
 /* --- LitGPT 0.4.5, 0.4.13, 0.5.13 ----------------------------------- */
 
@@ -234,7 +254,7 @@ static const struct release {
 	{ "torchtune@0.4", &tt_0_6 },
 	{ "torchtitan", &titan },
 	{ "torchtitan@0.2", &titan },
-	{ "torchtitan@0.1", &titan },
+	{ "torchtitan@0.1", &titan_0_1 },
 	{ "litgpt", &litgpt },
 	{ "litgpt@0.5.13", &litgpt },
 	{ "litgpt@0.4.13", &litgpt },
@@ -273,15 +293,21 @@ mf_framework_field(int v, enum mf_method m, int sharded, int i)
 	return NULL;
 }
 
-/* "lora.dtype" and "bf16" as "{lora: {dtype: bf16}}". */
+/* "lora.dtype" and "bf16" as "{lora: {dtype: bf16}}".  sharding requires
+ * its gpus: a value under it carries w's (the manifest's sharding, read
+ * after the framework, sets them). */
 static int
-as_document(char *buf, size_t size, const struct value *v)
+as_document(char *buf, size_t size, const struct value *v,
+    const struct mf_workload *w)
 {
 	const char *dot = strchr(v->field, '.');
 	int n;
 
 	if (dot == NULL)
 		n = snprintf(buf, size, "{%s: %s}", v->field, v->yaml);
+	else if (strncmp(v->field, "sharding.", 9) == 0)
+		n = snprintf(buf, size, "{sharding: {gpus: %lld, %s: %s}}",
+		    (long long)w->shard_gpus, dot + 1, v->yaml);
 	else
 		n = snprintf(buf, size, "{%.*s: {%s: %s}}",
 		    (int)(dot - v->field), v->field, dot + 1, v->yaml);
@@ -299,7 +325,7 @@ read_one(struct mf_fread *r, const struct mf_field *wl, const struct value *v,
 	enum mf_rc rc;
 
 	fr.hook = NULL;
-	if (!as_document(text, sizeof(text), v)) {
+	if (!as_document(text, sizeof(text), v, r->dst[MF_FB_WORK])) {
 		assert(0 && "a framework's value fits its buffer");
 		return mf_error_set(r->err, MF_EINVAL, path, 0, 0,
 		    "the framework's %s does not fit", v->field);

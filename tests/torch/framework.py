@@ -75,7 +75,10 @@ def check(framework, method, derived, absent=(), layout=None):
     framework's distributed recipe)."""
     base = dict({"method": method, "sequenceLength": SEQ}, **(layout or {}))
     a = estimate(dict(base, framework=framework), "framework")
-    b = estimate(dict(base, **derived), "stated")
+    stated = dict(base, **derived)
+    if "sharding" in derived:
+        stated["sharding"] = dict(base["sharding"], **derived["sharding"])
+    b = estimate(stated, "stated")
     case = "%s %s%s" % (framework, method, " sharded" if layout else "")
     if isinstance(a, str) or isinstance(b, str):
         FAILS.append("%s: %s" % (case, a if isinstance(a, str) else b))
@@ -180,6 +183,21 @@ def tune_lora(cfg, d):
                       "kbitPrep": False}
 
 
+def tune_units(cfg, d):
+    """The distributed config's FSDP units: custom_sharded_layers, which
+    shard_model wraps as units of their own (get_shard_conditions'
+    names_to_match)."""
+    units = {None: "model", ("tok_embeddings", "output"): "ends"}
+    layers = cfg.get("custom_sharded_layers", None)
+    key = tuple(layers) if layers is not None else None
+    if key in units:
+        d["sharding"] = {"units": units[key]}
+        return ()
+    FAILS.append("torchtune: custom_sharded_layers %s has no units" %
+                 (layers,))
+    return ("sharding.units",)
+
+
 def torchtune_cases():
     import torchtune
     print("torchtune %s" % torchtune.__version__)
@@ -198,6 +216,8 @@ def torchtune_cases():
             d["optimizerInBackward"] = bool(cfg.optimizer_in_bwd)
         else:
             tune_lora(cfg, d)
+        if layout:
+            absent += tune_units(cfg, d)
         check("torchtune@0.6", method, d, absent, layout)
         check("torchtune", method, d, absent, layout)
 

@@ -1871,6 +1871,85 @@ test_read_framework_sharded(void **state)
 	mf_doc_free(doc);
 }
 
+/* The bit of field among the sharded recipe's fields of release v. */
+static unsigned
+fw_sharded_bit(int v, enum mf_method m, const char *field)
+{
+	const char *f;
+
+	for (int i = 0; (f = mf_framework_field(v, m, 1, i)) != NULL; i++)
+		if (strcmp(f, field) == 0)
+			return 1u << i;
+	return 0;
+}
+
+/* sharding.units: model by default; torchtune's distributed full recipe
+ * (8B_full, 70B_full: custom_sharded_layers ['tok_embeddings', 'output'])
+ * and torchtitan 0.2 (apply_fsdp) supply ends, torchtune's LoRA configs
+ * and torchtitan 0.1 model; the manifest's value wins. */
+static void
+test_read_units(void **state)
+{
+	struct mf_doc *doc = NULL;
+	struct mf_job job;
+	int tt = fw_value("torchtune");
+	unsigned bit;
+
+	(void)state;
+	read_ok(RECIPE("    sharding: {gpus: 8}\n"), &doc, &job);
+	assert_int_equal(job.work.shard_units, MF_UNITS_MODEL);
+	mf_doc_free(doc);
+	read_ok(RECIPE("    sharding: {gpus: 8, units: ends}\n"), &doc, &job);
+	assert_int_equal(job.work.shard_units, MF_UNITS_ENDS);
+	assert_int_equal(job.work.shard_gpus, 8);
+	mf_doc_free(doc);
+	expect_err(RECIPE("    sharding: {gpus: 8, units: head}\n"),
+	    "spec.workload.sharding.units", 10, "model");
+	read_ok(MSPEC "  workload:\n    framework: torchtune\n"
+	              "    sequenceLength: 64\n"
+	              "    sharding: {gpus: 8, cpuOffload: true}\n",
+	    &doc, &job);
+	assert_int_equal(job.work.shard_units, MF_UNITS_ENDS);
+	assert_int_equal(job.work.shard_gpus, 8);
+	assert_int_equal(job.work.shard_cpu_offload, 1);
+	bit = fw_sharded_bit(tt, MF_FULL, "sharding.units");
+	assert_int_not_equal(bit, 0);
+	assert_int_equal(job.from_framework & bit, bit);
+	mf_doc_free(doc);
+	read_ok(MSPEC "  workload:\n    framework: torchtune\n"
+	              "    sequenceLength: 64\n"
+	              "    sharding: {gpus: 8, units: model}\n",
+	    &doc, &job);
+	assert_int_equal(job.work.shard_units, MF_UNITS_MODEL);
+	assert_int_equal(job.from_framework & bit, 0);
+	mf_doc_free(doc);
+	read_ok(MSPEC "  workload:\n    framework: torchtune\n"
+	              "    method: lora\n    sequenceLength: 64\n"
+	              "    sharding: {gpus: 2}\n",
+	    &doc, &job);
+	assert_int_equal(job.work.shard_units, MF_UNITS_MODEL);
+	assert_int_not_equal(fw_sharded_bit(tt, MF_LORA, "sharding.units"), 0);
+	mf_doc_free(doc);
+	read_ok(MSPEC "  workload:\n    framework: torchtitan\n"
+	              "    sequenceLength: 64\n    sharding: {gpus: 4}\n",
+	    &doc, &job);
+	assert_int_equal(job.work.shard_units, MF_UNITS_ENDS);
+	assert_int_equal(job.work.shard_gpus, 4);
+	mf_doc_free(doc);
+	read_ok(MSPEC "  workload:\n    framework: torchtitan@0.1\n"
+	              "    sequenceLength: 64\n    sharding: {gpus: 4}\n",
+	    &doc, &job);
+	assert_int_equal(job.work.shard_units, MF_UNITS_MODEL);
+	mf_doc_free(doc);
+	/* One GPU's recipe states no units. */
+	read_ok(MSPEC "  workload:\n    framework: torchtitan\n"
+	              "    sequenceLength: 64\n",
+	    &doc, &job);
+	assert_int_equal(job.work.shard_units, MF_UNITS_MODEL);
+	assert_int_equal(job.work.shard_gpus, 1);
+	mf_doc_free(doc);
+}
+
 /* A field the manifest states wins, and is not in fromFramework;
  * lossChunks alone is taken, the framework's chunked loss read first. */
 static void
@@ -2089,6 +2168,7 @@ main(void)
 		cmocka_unit_test(test_err_kind_first),
 		cmocka_unit_test(test_read_framework_torchtune),
 		cmocka_unit_test(test_read_framework_sharded),
+		cmocka_unit_test(test_read_units),
 		cmocka_unit_test(test_read_framework_stated_wins),
 		cmocka_unit_test(test_read_framework_others),
 		cmocka_unit_test(test_read_framework_every_release),
