@@ -108,6 +108,7 @@
  * root unit's figure) and with tied embeddings (not measured: the head is
  * the embeddings' unit) the root unit's figures are taken as the bound.
  */
+#include <assert.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -278,29 +279,40 @@ kind_at(const struct mf_model *m, int64_t p)
 	return p > 0 && p <= m->layers ? K_LAYER : K_NONE;
 }
 
-/* The unit of kind k gathered, its gradients (the frozen ends of LoRA
- * have none), its shards' copy, into t. */
+/* The unit of kind k gathered, into t. */
 static void
 add_unit(struct moment *t, int k)
 {
+	int i = k == K_END ? T_END : T_UNIT;
+
+	assert(i < T_COUNT);
 	if (k != K_NONE)
-		t->n[k == K_END ? T_END : T_UNIT]++;
+		t->n[i]++;
 }
 
+/* The unit of kind k's unsharded gradients (LoRA's frozen ends have
+ * none), into t. */
 static void
 add_grads(struct moment *t, int k, int full)
 {
+	int i = full ? T_UNIT : T_GRADS;
+
+	assert(i < T_COUNT);
 	if (k == K_LAYER)
-		t->n[full ? T_UNIT : T_GRADS]++;
+		t->n[i]++;
 	else if (k == K_END && full)
 		t->n[T_END]++;
 }
 
+/* The unit of kind k's shards copied from the host, into t. */
 static void
 add_copy(struct moment *t, int k)
 {
+	int i = k == K_END ? T_COPY_END : T_COPY_UNIT;
+
+	assert(i < T_COUNT);
 	if (k != K_NONE)
-		t->n[k == K_END ? T_COPY_END : T_COPY_UNIT]++;
+		t->n[i]++;
 }
 
 /* Whether a's bytes are never above b's: each count no more than b's,

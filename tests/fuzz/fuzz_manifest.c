@@ -54,6 +54,8 @@ check_job(const struct mf_job *job)
 	check(w->kind != MF_TRAINING || w->loss != MF_LOSS_STANDARD ||
 	    w->loss_upcast != MF_UPCAST_OUTPUT ||
 	    (w->tensor == 1 && w->pipeline == 1));
+	check(w->shard_units == MF_UNITS_MODEL ||
+	    w->shard_units == MF_UNITS_ENDS);
 	check(job->model_source != MF_MODEL_URL || job->config_url != NULL);
 	check(job->model_source != MF_MODEL_NAMED || job->model_name != NULL);
 	check(job->allowed_fixes < (1u << MF_FIX_COUNT));

@@ -1847,6 +1847,20 @@ formulas_agree(const struct mf_model *m, const struct mf_workload *w)
 	    e.gpu_formula, "per GPU ");
 }
 
+/* The units ends never hold more than the root unit (est_fsdp.c: each
+ * of their moments is below R + H + 4U or 2R + U, R holding both ends). */
+static void
+ends_below_model(const struct mf_model *m, const struct mf_workload *w)
+{
+	struct mf_workload model = *w;
+
+	if (w->shard_units != MF_UNITS_ENDS)
+		return;
+	model.shard_units = MF_UNITS_MODEL;
+	assert_true(est(m, w).bucket[MF_B_SHARDING] <=
+	    est(m, &model).bucket[MF_B_SHARDING]);
+}
+
 /* Blocks beside Llama's, small, with their architecture facts set. */
 static const struct mf_model gemma2ish = {
 	.hidden = 96,
@@ -1970,6 +1984,7 @@ serving_formulas_match_bytes(const struct mf_model *const *models, size_t n)
 			if (mf_est_shard_refused(&w, NULL, 0))
 				w.shard_gpus = 1;
 			formulas_agree(models[i], &w);
+			ends_below_model(models[i], &w);
 		}
 }
 
@@ -2290,6 +2305,7 @@ loss_formulas_agree(enum mf_loss loss)
 			if (mf_est_shard_refused(&w, NULL, 0))
 				w.shard_gpus = 1;
 			formulas_agree(models[i], &w);
+			ends_below_model(models[i], &w);
 		}
 	mf_workload_defaults(&w);
 	w.seq_len = 64;
