@@ -24,7 +24,10 @@ torchtitan 0.3.0 lays out its Llama:
   it: fully_shard on every decoder layer, then on the model, the root unit
   holding the embeddings, the final norm and lm_head, each with
   reshard_after_forward as the case asks; and a 2-D case, tensor parallel
-  inside FSDP;
+  inside FSDP; with units "ends" the embeddings and lm_head units of their
+  own first, as torchtune 0.6.1's shard_model makes them from
+  custom_sharded_layers: ['tok_embeddings', 'output'] (sharding.units
+  ends);
 - LoRA under FSDP (design 22): PEFT's adapters on the frozen bf16 base,
   each decoder layer a unit with its adapters, as torchtune's distributed
   LoRA recipe and accelerate wrap them;
