@@ -86,22 +86,15 @@ BLOCK = 64
 TOL = 0.06
 
 
-def cfg(model_type, h, a, kv, I, V, L=2, **kw):
-    c = {"model_type": model_type, "hidden_size": h, "num_hidden_layers": L,
-         "num_attention_heads": a, "num_key_value_heads": kv,
-         "intermediate_size": I, "vocab_size": V}
-    c.update(kw)
-    return c
-
-
 # (config, quant storage): a head wide enough that the cast is the moment,
 # a small vocabulary where quantizing the MLP is, tied embeddings, and
 # FSDP-QLoRA's bf16 storage.
 CASES = [
-    (cfg("llama", 128, 4, 2, 352, 2048), torch.uint8),
-    (cfg("llama", 256, 4, 2, 1024, 64, L=3), torch.uint8),
-    (cfg("mistral", 128, 4, 4, 384, 1024), torch.bfloat16),
-    (cfg("qwen2", 128, 8, 2, 320, 1536, tie_word_embeddings=True),
+    (hf.config("llama", 128, 4, 2, 352, 2048), torch.uint8),
+    (hf.config("llama", 256, 4, 2, 1024, 64, num_hidden_layers=3),
+     torch.uint8),
+    (hf.config("mistral", 128, 4, 4, 384, 1024), torch.bfloat16),
+    (hf.config("qwen2", 128, 8, 2, 320, 1536, tie_word_embeddings=True),
      torch.uint8),
 ]
 
