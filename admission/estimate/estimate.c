@@ -170,6 +170,34 @@ compile_precision(enum mf_precision p)
 	return p == MF_BF16 || p == MF_BF16_TRUE || p == MF_FP32;
 }
 
+/* Whether w runs over more than one GPU's whole model: sharded, offloaded
+ * or parallel, which compile and float8 were not measured with. */
+static int
+beyond_one_gpu(const struct mf_workload *w)
+{
+	return w->shard_gpus > 1 || w->shard_cpu_offload || w->tensor > 1 ||
+	    w->pipeline > 1 || w->expert > 1;
+}
+
+/* lead and w's layout into why, as beyond_one_gpu refuses it. */
+static void
+layout_refused(const char *lead, const struct mf_workload *w, char *why,
+    size_t size)
+{
+	snprintf(why, size,
+	    "%s; this job has sharding.gpus %lld, parallelism tensor %lld, pipeline %lld, expert %lld",
+	    lead, (long long)w->shard_gpus, (long long)w->tensor,
+	    (long long)w->pipeline, (long long)w->expert);
+}
+
+/* Whether m's block is Llama's without biases, the one compile.py and
+ * float8.py measured. */
+static int
+llama_block(const struct mf_model *m)
+{
+	return m->block == MF_BLOCK_LLAMA && !m->qkv_bias && m->experts == 0;
+}
+
 /* Why w's compile is refused for reasons of the workload alone into why;
  * 0 when it is not. */
 static int
@@ -202,12 +230,8 @@ compile_work_refused(const struct mf_workload *w, char *why, size_t size)
 		snprintf(why, size, "%s; this job has %s: true", lead,
 		    w->activation_offload ? "activationOffload" :
 		                            "optimizerInBackward");
-	else if (w->shard_gpus > 1 || w->shard_cpu_offload || w->tensor > 1 ||
-	    w->pipeline > 1 || w->expert > 1)
-		snprintf(why, size,
-		    "%s; this job has sharding.gpus %lld, parallelism tensor %lld, pipeline %lld, expert %lld",
-		    lead, (long long)w->shard_gpus, (long long)w->tensor,
-		    (long long)w->pipeline, (long long)w->expert);
+	else if (beyond_one_gpu(w))
+		layout_refused(lead, w, why, size);
 	else
 		return 0;
 	return 1;
@@ -221,8 +245,7 @@ mf_est_compile_refused(const struct mf_model *m, const struct mf_workload *w,
 		return 0;
 	if (compile_work_refused(w, why, size))
 		return 1;
-	if (m == NULL ||
-	    (m->block == MF_BLOCK_LLAMA && !m->qkv_bias && m->experts == 0))
+	if (m == NULL || llama_block(m))
 		return 0;
 	snprintf(why, size,
 	    "is modelled for Llama's decoder layer without biases (model_type llama, mistral), the block tests/torch/compile.py measured compiled; this job's model has another block%s",
@@ -267,12 +290,10 @@ float8_beside_refused(const struct mf_workload *w, char *why, size_t size)
 		    "was not measured with %s; this job has it true",
 		    w->activation_offload ? "activationOffload" :
 		                            "optimizerInBackward");
-	else if (w->shard_gpus > 1 || w->shard_cpu_offload || w->tensor > 1 ||
-	    w->pipeline > 1 || w->expert > 1)
-		snprintf(why, size,
-		    "was measured on one GPU's whole model (tests/torch/float8.py): FSDP's float8 all-gather and torchao's float8 tensor parallel were not measured; this job has sharding.gpus %lld, parallelism tensor %lld, pipeline %lld, expert %lld",
-		    (long long)w->shard_gpus, (long long)w->tensor,
-		    (long long)w->pipeline, (long long)w->expert);
+	else if (beyond_one_gpu(w))
+		layout_refused(
+		    "was measured on one GPU's whole model (tests/torch/float8.py): FSDP's float8 all-gather and torchao's float8 tensor parallel were not measured",
+		    w, why, size);
 	else
 		return 0;
 	return 1;
@@ -287,8 +308,7 @@ mf_est_float8_refused(const struct mf_model *m, const struct mf_workload *w,
 	if (float8_recipe_refused(w, why, size) ||
 	    float8_beside_refused(w, why, size))
 		return 1;
-	if (m == NULL ||
-	    (m->block == MF_BLOCK_LLAMA && !m->qkv_bias && m->experts == 0))
+	if (m == NULL || llama_block(m))
 		return 0;
 	snprintf(why, size,
 	    "is modelled for Llama's decoder layer without biases (model_type llama, mistral), the block tests/torch/float8.py measured; this job's model has another block%s",
