@@ -264,32 +264,22 @@ note_framework(struct mf_job *job, const struct mf_node *spec)
 	}
 }
 
-/* compile with what the estimate models it with, the model aside
- * (mf_est_compile_refused; mf_job_check_model asks the rest), the error at
- * the field where it is written. */
+/* A workload field the estimate refuses for the workload, the model aside
+ * (refused: mf_est_compile_refused, mf_est_float8_refused;
+ * mf_job_check_model asks the rest), the error at the field where it is
+ * written. */
 static enum mf_rc
-check_compile(const struct mf_job *job, const char *base,
-    const struct mf_node *spec, struct mf_error *err)
-{
-	char why[512];
-
-	if (!mf_est_compile_refused(NULL, &job->work, why, sizeof(why)))
-		return MF_OK;
-	return refuse_at(base, spec, "compile", why, err);
-}
-
-/* float8 with what the estimate models it with, the model aside
- * (mf_est_float8_refused; mf_job_check_model asks the rest), the error at
- * the field where it is written. */
-static enum mf_rc
-check_float8(const struct mf_job *job, const char *base,
-    const struct mf_node *spec, struct mf_error *err)
+check_refused(const struct mf_job *job, const char *base,
+    const struct mf_node *spec, const char *field,
+    int (*refused)(const struct mf_model *, const struct mf_workload *, char *,
+        size_t),
+    struct mf_error *err)
 {
 	char why[768];
 
-	if (!mf_est_float8_refused(NULL, &job->work, why, sizeof(why)))
+	if (!refused(NULL, &job->work, why, sizeof(why)))
 		return MF_OK;
-	return refuse_at(base, spec, "float8", why, err);
+	return refuse_at(base, spec, field, why, err);
 }
 
 /* optimizerInBackward with what the estimate models it with
@@ -406,8 +396,12 @@ check_spec(struct mf_job *job, const char *base, const struct mf_node *spec,
 	if (rc == MF_OK)
 		rc = check_loss(job, base, spec, err);
 	if (rc == MF_OK)
-		rc = check_compile(job, base, spec, err);
-	return rc == MF_OK ? check_float8(job, base, spec, err) : rc;
+		rc = check_refused(job, base, spec, "compile",
+		    mf_est_compile_refused, err);
+	if (rc == MF_OK)
+		rc = check_refused(job, base, spec, "float8",
+		    mf_est_float8_refused, err);
+	return rc;
 }
 
 int
