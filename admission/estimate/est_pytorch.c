@@ -33,6 +33,8 @@ struct shapes {
 	int mixed;     /* autocast's norms (mixed_norm_terms) */
 	int lora;      /* LoRA or QLoRA: a frozen base with adapters */
 	int compiled;  /* compile: each layer compiled (norm_terms) */
+	int kept_in;   /* QLoRA's 4-bit matmuls keep their inputs
+	                  (kept_input_terms) */
 	unsigned mask; /* the modules LoRA reaches (mf_est_lora_mask) */
 	int64_t ab;    /* an adapter's element bytes (lora.dtype) */
 	int64_t r;     /* LoRA rank */
@@ -355,6 +357,47 @@ lora_terms(const struct mf_model *m, const struct mf_workload *w,
 }
 
 /*
+ * What bitsandbytes' 4-bit matmul kept before 0.43.2 (qlora.keepsInput):
+ * MatMul4Bit.forward held its input for backward whenever it needed a
+ * gradient (bitsandbytes 0.42.0, bitsandbytes/autograd/_functions.py:
+ * "ctx.tensors = (A, B)"; bitsandbytes-foundation/bitsandbytes#1270,
+ * commit 9e75374, in 0.43.2, keeps B alone).  So each quantized linear's
+ * input lives to backward: those that lora_terms and attention_terms do
+ * not already keep are the first norm's output unless an adapter of q, k
+ * or v keeps it as its own input (not a cast copy), eager attention's
+ * contiguous output unless o_proj's adapter keeps it (the fused kernels'
+ * is theirs), the second norm's output unless gate's or up's adapter
+ * keeps it, and down_proj's input unless its adapter keeps it.  Measured
+ * by tests/torch/quant.py (its keepsInput cases: MatMul4Bit with that one
+ * line of 0.42.0).
+ */
+static void
+kept_input_terms(const struct mf_model *m, const struct mf_workload *w,
+    const struct shapes *x, struct mf_terms *t)
+{
+	unsigned mk = mf_model_lora_names(m) & x->mask;
+	int cast = x->e != x->ab;
+
+	if (!(mk & ATTN_IN) || cast)
+		mf_term(t, x->e, "h", x->h);
+	if (mf_est_attention(m, w) == MF_EAGER &&
+	    (!(mk & MF_LORA_BIT(MF_LIN_O)) || cast))
+		mf_term(t, x->e, "ad", x->ad);
+	if (!(mk & MLP_IN) || cast)
+		mf_term(t, x->e, "h", x->h);
+	if (m->experts > 0) {
+		/* Routed experts are no linears (transformers' 3-D weights):
+		 * a shared expert's down_proj alone; by the same rule, not
+		 * measured (quant.py builds no QLoRA mixture of experts). */
+		if (m->shared_intermediate > 0)
+			mf_term(t, x->e, "Is", m->shared_intermediate);
+		return;
+	}
+	if (!(mk & MF_LORA_BIT(MF_LIN_DOWN)) || cast)
+		mf_term(t, x->e, "I", x->I);
+}
+
+/*
  * What the first layer does not keep under LoRA without checkpointing:
  * the frozen embeddings need no gradient, so nothing before the first
  * adapter does (transformers' activation_checkpointing_enable makes the
@@ -383,6 +426,9 @@ frozen_terms(const struct mf_model *m, const struct mf_workload *w,
 	memset(off, 0, sizeof(*off));
 	mf_term(off, 4, "h", x->h);
 	mf_term(off, 4, "", 1);
+	/* Nor does a 4-bit matmul keep an input that needs no gradient. */
+	if (x->kept_in && (!(mk & ATTN_IN) || e != x->ab))
+		mf_term(off, e, "h", x->h);
 	if (!(mk & ATTN_IN)) {
 		attention_terms(m, w, x, off);
 		if ((mk & MF_LORA_BIT(MF_LIN_O)) && e == x->ab &&
@@ -444,6 +490,8 @@ layer_terms(const struct mf_model *m, const struct mf_workload *w,
 	mlp_terms(m, x, t);
 	if (x->lora)
 		lora_terms(m, w, x, t);
+	if (x->kept_in)
+		kept_input_terms(m, w, x, t);
 }
 
 /*
@@ -936,6 +984,7 @@ torch_training(const struct mf_model *m, const struct mf_workload *w,
 	x.s = w->seq_len;
 	x.lora = w->method != MF_FULL;
 	x.compiled = w->compile;
+	x.kept_in = w->method == MF_QLORA && w->qlora_keeps_input;
 	x.e = mf_est_precision(w->precision)->act;
 	x.eh = mf_est_hidden_bytes(w);
 	x.mixed = mf_est_precision(w->precision)->mixed;

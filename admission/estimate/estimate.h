@@ -101,6 +101,9 @@ struct mf_workload {
 	int qlora_double_quant;    /* qlora.doubleQuant, default 1 */
 	int qlora_kbit_prep;       /* qlora.kbitPrep: PEFT's
 	                              prepare_model_for_kbit_training */
+	int qlora_keeps_input;     /* qlora.keepsInput: bitsandbytes' 4-bit
+	                              matmul holds its input to backward
+	                              (releases before 0.43.2), default 0 */
 	int reshard_after_forward; /* sharding.reshardAfterForward, default 1 */
 	int shard_cpu_offload;     /* sharding.cpuOffload: FSDP's shards, their
 	                              gradients and the optimizer state in host

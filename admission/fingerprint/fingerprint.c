@@ -136,6 +136,7 @@ static const struct frow work_rows[] = {
 	WORK(shard_units),
 	WORK(compile),
 	WORK(float8),
+	WORK(qlora_keeps_input),
 };
 
 /* The member row describes in the struct at base, as a signed integer

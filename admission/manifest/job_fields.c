@@ -300,6 +300,10 @@ static const struct mf_field qlora_rows[] = {
 	    .offset = WOFF(qlora_kbit_prep), .flags = MF_FF_DEFAULT,
 	    .idef = 0, .title = "PEFT's k-bit preparation",
 	    .doc = "peft.prepare_model_for_kbit_training, as HF + PEFT QLoRA runs call it: the parameters not quantized (embeddings, norms, lm_head) cast to fp32, and with them the activations between the 4-bit linears (it also turns on gradient checkpointing by default: state gradientCheckpointing)" },
+	{ .key = "keepsInput", .type = MF_FT_BOOL, .base = MF_FB_WORK,
+	    .offset = WOFF(qlora_keeps_input), .flags = MF_FF_DEFAULT,
+	    .idef = 0, .title = "4-bit matmul keeps its input",
+	    .doc = "bitsandbytes before 0.43.2 (0.42.0, the release LitGPT 0.4 pins): its 4-bit matmul holds every quantized linear's input until backward, which later releases drop" },
 };
 
 static const struct mf_fname shard_units[] = {

@@ -83,6 +83,9 @@ check_model(const struct mf_model *m)
 	w.qlora_kbit_prep = 1;
 	w.seq_len = 16;
 	check_estimate(m, &w);
+	/* bitsandbytes 0.42's matmul holding each 4-bit linear's input. */
+	w.qlora_keeps_input = 1;
+	check_estimate(m, &w);
 	mf_workload_defaults(&w);
 	w.kind = MF_INFERENCE;
 	w.concurrency = 32;

@@ -31,8 +31,17 @@ the bytes held (weights, quantization state and the fp32 adapters) against
 memfloor's weights + 4T exactly, what one forward keeps for backward
 (measure.py's saved_bytes over two layers) against activations + logits
 within 2%, and that the peak of a whole step (measure.py's step_peak) is
+at or below perGpuBytes.
+
+Then qlora.keepsInput (design 22): bitsandbytes 0.42.0's MatMul4Bit, the
+release LitGPT 0.4 pins, also held each 4-bit linear's input for backward
+(KeepsInput restores that one line on this release's code).  QLoRA as
+LitGPT runs it (bf16-true, no k-bit preparation) on four target lists and
+adapter dtypes: what one forward leaves held against activations + logits
+within 2%, with 0.42.0's line and without it, and the step's peak with it
 at or below perGpuBytes.  Prints a table; exits 1 on a failure.
 """
+import contextlib
 import json
 import os
 import subprocess
@@ -234,6 +243,102 @@ def kbit_cases():
     return failed, checks
 
 
+class KeepsInput:
+    """bitsandbytes 0.42.0's MatMul4Bit (the release LitGPT 0.4 pins) on
+    this release's code: its forward also held the input for backward,
+    "ctx.tensors = (A, B)" where this release keeps (None, B)
+    (bitsandbytes/autograd/_functions.py; bitsandbytes-foundation/
+    bitsandbytes#1270, commit 9e75374, removed the input in 0.43.2).  A
+    context in which MatMul4Bit.forward does what 0.42.0's did."""
+
+    def __enter__(self):
+        fn = bnb.autograd._functions.MatMul4Bit
+        self.forward = fn.forward
+
+        def forward(ctx, A, B, out=None, bias=None, quant_state=None):
+            r = self.forward(ctx, A, B, out, bias, quant_state)
+            if not ctx.is_empty and any(ctx.needs_input_grad[:2]):
+                ctx.tensors = (A, B)
+            return r
+
+        fn.forward = staticmethod(forward)
+        return self
+
+    def __exit__(self, *exc):
+        bnb.autograd._functions.MatMul4Bit.forward = staticmethod(
+            self.forward)
+
+
+def keep_model(c, targets, dtype):
+    """c's model with its decoder's linears 4-bit and LoRA on targets with
+    adapters of dtype, as LitGPT runs QLoRA (bf16-true, no k-bit
+    preparation)."""
+    import hf
+    model = hf.build(c, c["num_hidden_layers"], "bf16", "sdpa")
+    for layer in hf.decoder_layers(model):
+        swap_linears(layer)
+    peft = hf.import_peft()
+    model = peft.get_peft_model(model, peft.LoraConfig(
+        r=measure.RANK, lora_alpha=2 * measure.RANK, lora_dropout=0.0,
+        target_modules=targets))
+    for n, p in model.named_parameters():
+        if "lora_" in n:
+            p.data = p.data.to(dtype)
+    return model
+
+
+def keep_cases():
+    """(failed, checks) of the keepsInput cases: what one forward leaves
+    held (measure.saved_bytes with held: the inputs MatMul4Bit holds are
+    no saved tensors the hooks see) against activations + logits within
+    2%, with 0.42.0's matmul and with this release's, and the step peak
+    with 0.42.0's at or below perGpuBytes."""
+    import hf
+    failed = checks = 0
+    print("QLoRA, qlora.keepsInput: measured vs memfloor")
+    for (c, s, b), targets, dtype in (
+            (measure.FIT[0], ["q_proj", "v_proj"], "bf16"),
+            (measure.FIT[1], "all-linear", "bf16"),
+            (measure.FIT[2], ["q_proj", "v_proj"], "fp32"),
+            (measure.FIT[3], ["v_proj", "up_proj"], "bf16")):
+        model = keep_model(c, targets, {"bf16": torch.bfloat16,
+                                        "fp32": torch.float32}[dtype])
+        ids, labels = measure.inputs(c, s, b)
+        step = hf.Step(model, "bf16")
+        # LitGPT's bf16-true: AdamW on the bf16 adapters, no master copy.
+        true = dtype == "bf16"
+        recipe = measure.TrueRecipe if true else measure.Recipe
+        for keeps in (True, False):
+            est = hf.estimate(c, {"kind": "training", "sequenceLength": s,
+                                  "microBatch": b, "method": "qlora",
+                                  "precision": "bf16-true" if true else "bf16",
+                                  "lora": {"rank": measure.RANK,
+                                           "targets": targets,
+                                           "dtype": dtype},
+                                  "qlora": {"keepsInput": keeps}},
+                              "keep-" + c["model_type"])
+            if isinstance(est, str):
+                sys.exit(est)
+            got = {x["name"]: x["bytes"] for x in est["buckets"]}
+            with KeepsInput() if keeps else contextlib.nullcontext():
+                rows = [("activations + logits",
+                         measure.saved_bytes(step, ids, labels, held=True),
+                         got["activations"] + got["logits"], 0.02)]
+                rows.append(("step peak <= perGpuBytes",
+                             measure.step_peak(step, ids, labels, recipe),
+                             est["perGpuBytes"], None))
+            for what, want, have, tol in rows:
+                err = (have - want) / want
+                bad = have < want if tol is None else abs(err) > tol
+                checks += 1
+                failed += bad
+                print("%s%-8s %-5s %-24s %10d %10d %+7.3f%%" % (
+                    "FAIL " if bad else "", c["model_type"],
+                    "keeps" if keeps else "drops", what, want, have,
+                    100 * err))
+    return failed, checks
+
+
 def main():
     failed = 0
     print("NF4 storage (blocks of 64, double quantization): held vs memfloor")
@@ -265,6 +370,9 @@ def main():
                   (o, i, got, want))
     total = len(CASES) + 2
     kf, kc = kbit_cases()
+    failed += kf
+    total += kc
+    kf, kc = keep_cases()
     failed += kf
     total += kc
     print("quant harness: %d checks, %d failed" % (total, failed))

@@ -2611,6 +2611,56 @@ test_torch_kbit_prep(void **state)
 }
 
 /*
+ * qlora.keepsInput (design 22): bitsandbytes 0.42.0's 4-bit matmul holds
+ * each quantized linear's input to backward.  Llama 3.1 8B, QLoRA on q_proj
+ * and v_proj, bf16-true, s = 1024, b = 1.  With bf16 adapters the first
+ * norm's output is the adapters' own input, already kept; the second
+ * norm's (2h = 8,192 bytes a token) and down_proj's input (2I = 28,672)
+ * are new: 36,864 x 32 layers x 1,024 tokens = 1,207,959,552.  With fp32
+ * adapters the adapters keep a cast copy, so the first norm's output is
+ * new too (2h), but in the first layer, where it needs no gradient:
+ * (45,056 x 32 - 8,192) x 1,024 = 1,468,006,400.
+ */
+static void
+test_torch_keeps_input(void **state)
+{
+	struct mf_workload w;
+	struct mf_estimate drop, keep;
+
+	(void)state;
+	mf_workload_defaults(&w);
+	assert_int_equal(w.qlora_keeps_input, 0);
+	w.seq_len = 1024;
+	w.method = MF_QLORA;
+	w.precision = MF_BF16_TRUE;
+	w.lora_targets = MF_LORA_LIST;
+	w.lora_modules = MF_LORA_BIT(MF_LIN_Q) | MF_LORA_BIT(MF_LIN_V);
+	w.lora_dtype = MF_LORA_BF16;
+	drop = est(&llama8b, &w);
+	w.qlora_keeps_input = 1;
+	keep = est(&llama8b, &w);
+	assert_int_equal(keep.bucket[MF_B_ACTIVATIONS] -
+	        drop.bucket[MF_B_ACTIVATIONS],
+	    INT64_C(1207959552));
+	assert_non_null(strstr(keep.formula[MF_B_ACTIVATIONS], "12h"));
+	assert_non_null(strstr(keep.formula[MF_B_ACTIVATIONS], "8I"));
+	w.lora_dtype = MF_LORA_FP32;
+	keep = est(&llama8b, &w);
+	w.qlora_keeps_input = 0;
+	drop = est(&llama8b, &w);
+	assert_int_equal(keep.bucket[MF_B_ACTIVATIONS] -
+	        drop.bucket[MF_B_ACTIVATIONS],
+	    INT64_C(1468006400));
+	/* A method other than QLoRA has no 4-bit matmul. */
+	w.method = MF_LORA;
+	drop = est(&llama8b, &w);
+	w.qlora_keeps_input = 1;
+	keep = est(&llama8b, &w);
+	assert_int_equal(keep.bucket[MF_B_ACTIVATIONS],
+	    drop.bucket[MF_B_ACTIVATIONS]);
+}
+
+/*
  * The loading moment (design 22, est_load.c): Llama 3.1 8B, QLoRA with
  * kbitPrep on PEFT's default targets for Llama (q_proj, v_proj, r 16),
  * s = 256, b = 1, checkpointing (examples/llama-8b-qlora-loading.yaml).
@@ -3326,6 +3376,7 @@ main(void)
 		cmocka_unit_test(test_lora_list_refused),
 		cmocka_unit_test(test_torch_lora_dtype),
 		cmocka_unit_test(test_torch_kbit_prep),
+		cmocka_unit_test(test_torch_keeps_input),
 		cmocka_unit_test(test_torch_loading),
 		cmocka_unit_test(test_estimator_names),
 		cmocka_unit_test(test_est_reference_full),
