@@ -230,13 +230,23 @@ static const struct value lit_lora[] = { { "precision", "bf16-mixed" },
  * QLoRA as --precision bf16-true --quantize bnb.nf4: bf16 adapters, no
  * double quantization (bnb.nf4-dq has it), bitsandbytes' blocksize 64, no
  * PEFT k-bit preparation. */
-static const struct value lit_qlora[] = { { "precision", "bf16-true" },
-	LIT_COMMON, LIT_LORA, { "lora.dtype", "bf16" },
-	{ "qlora.blockSize", "64" }, { "qlora.doubleQuant", "false" },
-	{ "qlora.kbitPrep", "false" }, { NULL, NULL } };
+#define LIT_QLORA                                                             \
+	{ "precision", "bf16-true" }, LIT_COMMON, LIT_LORA,                   \
+	    { "lora.dtype", "bf16" }, { "qlora.blockSize", "64" },            \
+	    { "qlora.doubleQuant", "false" }, { "qlora.kbitPrep", "false" }
+
+/* pyproject.toml: v0.4.5 and v0.4.13 pin bitsandbytes==0.42.0, whose 4-bit
+ * matmul holds its input to backward (qlora.keepsInput); v0.5.13 asks for
+ * bitsandbytes>=0.45.2 on Linux. */
+static const struct value lit_qlora[] = { LIT_QLORA,
+	{ "qlora.keepsInput", "false" }, { NULL, NULL } };
+static const struct value lit_qlora_0_4[] = { LIT_QLORA,
+	{ "qlora.keepsInput", "true" }, { NULL, NULL } };
 
 static const struct recipes litgpt = { .full = lit_full, .lora = lit_lora,
 	.qlora = lit_qlora };
+static const struct recipes litgpt_0_4 = { .full = lit_full,
+	.lora = lit_lora, .qlora = lit_qlora_0_4 };
 
 /* clang-format on */
 
@@ -257,8 +267,8 @@ static const struct release {
 	{ "torchtitan@0.1", &titan_0_1 },
 	{ "litgpt", &litgpt },
 	{ "litgpt@0.5.13", &litgpt },
-	{ "litgpt@0.4.13", &litgpt },
-	{ "litgpt@0.4.5", &litgpt },
+	{ "litgpt@0.4.13", &litgpt_0_4 },
+	{ "litgpt@0.4.5", &litgpt_0_4 },
 };
 
 const char *
