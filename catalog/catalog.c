@@ -401,9 +401,13 @@ read_catalog(const struct ctx *c, const struct mf_node *root,
 
 	r.dst[MF_FB_CAT] = cat;
 	rc = mf_fields_read(&r, &mf_fields_catalog, root, "");
-	if (rc == MF_OK)
-		return check_speeds(c, cat);
-	return in_file(c, rc);
+	if (rc != MF_OK)
+		return in_file(c, rc);
+	/* The text of each card's figures in its step formulas, made with
+	 * the snapshot it belongs to. */
+	for (size_t i = 0; i < cat->ngpus; i++)
+		mf_speed_parts_make(&cat->gpus[i].speed);
+	return check_speeds(c, cat);
 }
 
 static struct mf_catalog *

@@ -214,16 +214,87 @@ bound_of(const double t[MF_ST_COUNT], int mm_on_bytes)
 	return MF_BOUND_COMPUTE;
 }
 
-/* "BYTES B / (BANDWIDTH B/s x SHARE)": bytes at the achieved bandwidth. */
+/* Part k of the formulas, of figures x and y: a peak and its achieved
+ * share, a bandwidth and its share, a ring's bandwidth. */
 static void
-at_bandwidth(struct mf_buf *b, const struct mf_step *st, double bytes)
+write_part(struct mf_buf *b, enum mf_step_part k, double x, double y)
 {
-	mf_buf_g(b, bytes, 4);
-	mf_buf_str(b, " B / (");
-	mf_buf_g(b, st->fig[MF_SF_BANDWIDTH], 4);
-	mf_buf_str(b, " B/s x ");
-	mf_buf_g(b, st->fig[MF_SF_MEMORY], 3);
-	mf_buf_str(b, ")");
+	switch (k) {
+	case MF_SP_PEAK8:
+	case MF_SP_PEAK:
+		mf_buf_str(b, k == MF_SP_PEAK8 ? " fp8 FLOP / (" : " FLOP / (");
+		mf_buf_g(b, x, 4);
+		mf_buf_str(b, " FLOP/s x ");
+		mf_buf_g(b, y, 3);
+		mf_buf_str(b, ")");
+		break;
+	case MF_SP_BANDWIDTH:
+		mf_buf_str(b, " B / (");
+		mf_buf_g(b, x, 4);
+		mf_buf_str(b, " B/s x ");
+		mf_buf_g(b, y, 3);
+		mf_buf_str(b, ")");
+		break;
+	case MF_SP_RING:
+		mf_buf_str(b, "ring bytes / ");
+		mf_buf_g(b, x, 4);
+		mf_buf_str(b, " B/s, less what overlaps");
+		break;
+	case MF_SP_KERNELS:
+		mf_buf_str(b, " kernels x ");
+		mf_buf_g(b, MF_KERNEL_SECONDS, 6);
+		mf_buf_str(b, " s");
+		break;
+	default:
+		assert(0);
+	}
+}
+
+static void
+make_part(struct mf_formula_part *p, enum mf_step_part k, double x, double y)
+{
+	struct mf_buf b;
+
+	mf_buf_fixed(&b, p->s, sizeof(p->s));
+	write_part(&b, k, x, y);
+	p->n = b.rc == MF_OK ? (unsigned char)b.len : 0;
+}
+
+void
+mf_speed_parts_make(struct mf_speed *s)
+{
+	struct mf_speed_parts *p = &s->parts;
+	double mm = mf_speed_matmul(s), mem = mf_speed_memory(s);
+
+	for (int d = 0; d < MF_DT_COUNT; d++)
+		make_part(&p->peak[d], MF_SP_PEAK, peak_of(s, d), mm);
+	make_part(&p->peak8, MF_SP_PEAK8, peak_of(s, MF_DT_FP8), mm);
+	make_part(&p->bandwidth, MF_SP_BANDWIDTH, (double)s->bandwidth, mem);
+	make_part(&p->ring[0], MF_SP_RING, ring_bw(s, 1), 0);
+	make_part(&p->ring[1], MF_SP_RING, ring_bw(s, 2), 0);
+	make_part(&p->kernels, MF_SP_KERNELS, 0, 0);
+}
+
+/* Part k of st's formulas: the card's, made once, else formatted from
+ * st's figures. */
+static void
+part(struct mf_buf *b, const struct mf_step *st, enum mf_step_part k)
+{
+	const double *f = st->fig;
+	const struct mf_formula_part *made;
+
+	assert((unsigned)k < MF_SP_COUNT);
+	made = st->part[k];
+	if (made != NULL && made->n > 0)
+		mf_buf_add(b, made->s, made->n);
+	else if (k == MF_SP_PEAK)
+		write_part(b, k, f[MF_SF_PEAK], f[MF_SF_MATMUL]);
+	else if (k == MF_SP_PEAK8)
+		write_part(b, k, f[MF_SF_PEAK8], f[MF_SF_MATMUL]);
+	else if (k == MF_SP_BANDWIDTH)
+		write_part(b, k, f[MF_SF_BANDWIDTH], f[MF_SF_MEMORY]);
+	else
+		write_part(b, k, f[MF_SF_RING], 0);
 }
 
 void
@@ -234,35 +305,25 @@ mf_step_formula(const struct mf_step *st, enum mf_step_term t, struct mf_buf *b)
 	if (t == MF_ST_MATMUL) {
 		mf_buf_str(b, "max(");
 		mf_buf_g(b, f[MF_SF_FLOPS] - f[MF_SF_FP8], 4);
-		mf_buf_str(b, " FLOP / (");
-		mf_buf_g(b, f[MF_SF_PEAK], 4);
-		mf_buf_str(b, " FLOP/s x ");
-		mf_buf_g(b, f[MF_SF_MATMUL], 3);
-		mf_buf_str(b, ")");
+		part(b, st, MF_SP_PEAK);
 		if (f[MF_SF_FP8] > 0) {
 			mf_buf_str(b, " + ");
 			mf_buf_g(b, f[MF_SF_FP8], 4);
-			mf_buf_str(b, " fp8 FLOP / (");
-			mf_buf_g(b, f[MF_SF_PEAK8], 4);
-			mf_buf_str(b, " FLOP/s x ");
-			mf_buf_g(b, f[MF_SF_MATMUL], 3);
-			mf_buf_str(b, ")");
+			part(b, st, MF_SP_PEAK8);
 		}
 		mf_buf_str(b, ", ");
-		at_bandwidth(b, st, f[MF_SF_MM_BYTES]);
+		mf_buf_g(b, f[MF_SF_MM_BYTES], 4);
+		part(b, st, MF_SP_BANDWIDTH);
 		mf_buf_str(b, ")");
 	} else if (t == MF_ST_MEMORY) {
-		at_bandwidth(b, st, f[MF_SF_BYTES]);
+		mf_buf_g(b, f[MF_SF_BYTES], 4);
+		part(b, st, MF_SP_BANDWIDTH);
 		mf_buf_str(b, " + ");
 		/* printf's %.0f: to nearest, ties to even. */
 		mf_buf_int(b, (int64_t)nearbyint(f[MF_SF_KERNELS]));
-		mf_buf_str(b, " kernels x ");
-		mf_buf_g(b, MF_KERNEL_SECONDS, 6);
-		mf_buf_str(b, " s");
+		part(b, st, MF_SP_KERNELS);
 	} else {
-		mf_buf_str(b, "ring bytes / ");
-		mf_buf_g(b, f[MF_SF_RING], 4);
-		mf_buf_str(b, " B/s, less what overlaps");
+		part(b, st, MF_SP_RING);
 	}
 }
 
@@ -285,6 +346,12 @@ figures(const struct mf_work *wk, const struct mf_speed *card, double mm,
 	f[MF_SF_RING] = ring_bw(card, nodes);
 	f[MF_SF_FP8] = wk->fp8 / (double)wk->gpus;
 	f[MF_SF_PEAK8] = peak_of(card, MF_DT_FP8);
+	assert((unsigned)wk->dtype < MF_DT_COUNT);
+	out->part[MF_SP_PEAK] = &card->parts.peak[wk->dtype];
+	out->part[MF_SP_PEAK8] = &card->parts.peak8;
+	out->part[MF_SP_BANDWIDTH] = &card->parts.bandwidth;
+	out->part[MF_SP_RING] = &card->parts.ring[nodes > 1];
+	out->part[MF_SP_KERNELS] = &card->parts.kernels;
 }
 
 /*

@@ -60,6 +60,37 @@ enum mf_link {
 	MF_LINK_PCIE_NO_P2P
 };
 
+/* The most bytes of one part of a step formula (struct mf_formula_part). */
+#define MF_FORMULA_PART_MAX 62
+
+/* Text a step formula shows that is the same for every step on a card;
+ * n == 0: not made. */
+struct mf_formula_part {
+	unsigned char n;
+	char s[MF_FORMULA_PART_MAX + 1];
+};
+
+/*
+ * The parts of its step formulas a card's figures make, formatted once
+ * (mf_speed_parts_make) rather than for every answer: the matmuls' " FLOP
+ * / (PEAK FLOP/s x SHARE)" at each dtype's peak, float8's " fp8 FLOP /
+ * (...)", " B / (BANDWIDTH B/s x SHARE)", the ring's "ring bytes / BW B/s,
+ * less what overlaps" within one node and over several, and the kernel
+ * launches' " kernels x SECONDS s".
+ */
+enum mf_step_part {
+	MF_SP_PEAK,
+	MF_SP_PEAK8,
+	MF_SP_BANDWIDTH,
+	MF_SP_RING,
+	MF_SP_KERNELS,
+	MF_SP_COUNT
+};
+struct mf_speed_parts {
+	struct mf_formula_part peak[MF_DT_COUNT];
+	struct mf_formula_part peak8, bandwidth, ring[2], kernels;
+};
+
 /*
  * A card's speed (the catalogue's figures, design 21); 0 where the
  * catalogue gives none.  A card with flops[bf16] and bandwidth is
@@ -75,6 +106,10 @@ struct mf_speed {
 	int64_t link_bw;            /* within a node, bytes/s a GPU, one way */
 	int64_t net_bw;             /* between nodes, bytes/s a GPU */
 	int format; /* the quantities' enum mf_qty_format, unused */
+	/* Made by mf_speed_parts_make once the figures above are final (a
+	 * catalogue's, as it is loaded); all zero: not made, and the
+	 * formulas format the figures themselves. */
+	struct mf_speed_parts parts;
 };
 
 /* "bf16", ...; "ampere", ...; "nvswitch", ...: NULL out of range. */
@@ -87,6 +122,9 @@ double mf_speed_matmul(const struct mf_speed *s);
 double mf_speed_memory(const struct mf_speed *s);
 /* Whether s is modelled: it gives bf16 FLOPS and memory bandwidth. */
 int mf_speed_known(const struct mf_speed *s);
+/* s->parts from s's figures, which must not change after: a part that
+ * does not fit is left unmade. */
+void mf_speed_parts_make(struct mf_speed *s);
 
 /*
  * The work of one step of one replica (the tensor x pipeline GPUs that
@@ -189,6 +227,9 @@ struct mf_step {
 	 * these when an answer shows them (mf_step_formula), not for every
 	 * candidate. */
 	double fig[MF_SF_COUNT];
+	/* The card's parts of those formulas, where it has them made: they
+	 * point into the card, and live as long as it does. */
+	const struct mf_formula_part *part[MF_SP_COUNT];
 };
 
 /*
