@@ -1,7 +1,8 @@
 /*
  * answer.c: an estimate's answer as values (answer.h), from the library's
  * own rules: the headroom, floor and smallest fit of place.h, the layout
- * of estimate.h, and the other estimator run on the same workload.
+ * of estimate.h, and the other estimator run on the same workload when
+ * the answer shows its figure.
  */
 #include "answer.h"
 
@@ -9,18 +10,14 @@
 
 #include "../place/place.h"
 
-/* The other estimator's figure, and whether the answer shows it. */
-static void
-other_figure(const struct mf_job *job, const struct mf_estimate *e,
+void
+mf_est_answer_other(const struct mf_job *job, const struct mf_estimate *e,
     struct mf_est_answer *a)
 {
 	struct mf_workload other = job->work;
 	struct mf_estimate o;
 	double lo, hi;
 
-	a->other = e->estimator == MF_EST_POST ? MF_EST_PYTORCH : MF_EST_POST;
-	a->other_per_gpu = -1;
-	a->shown = 0;
 	other.estimator = a->other;
 	if (mf_est_figures(&job->model, &other, &o) != MF_OK)
 		return;
@@ -35,6 +32,8 @@ mf_est_answer(const struct mf_job *job, const struct mf_estimate *e,
     const struct mf_catalog *cat, struct mf_est_answer *a)
 {
 	memset(a, 0, sizeof(*a));
+	a->other = e->estimator == MF_EST_POST ? MF_EST_PYTORCH : MF_EST_POST;
+	a->other_per_gpu = -1;
 	a->headroom = mf_headroom(cat, &job->work);
 	a->floor = mf_floor_for(e->per_gpu, a->headroom);
 	a->fit = mf_smallest_fit(cat, e->per_gpu, a->headroom);
@@ -47,5 +46,4 @@ mf_est_answer(const struct mf_job *job, const struct mf_estimate *e,
 		a->fit_cost = a->fit_hours * a->fit->hourly_price;
 	}
 	a->stage_layers = mf_est_stage_layers(&job->model, &job->work);
-	other_figure(job, e, a);
 }

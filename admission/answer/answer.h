@@ -30,15 +30,23 @@ struct mf_est_answer {
 	/* The estimate under the other estimator (post for pytorch, pytorch
 	 * for post), other_per_gpu of it per GPU; shown when both are above
 	 * 0 and the larger passes the smaller times MF_OTHER_SHOWN.  Not
-	 * shown (0) when it could not be worked out. */
+	 * shown (0) when it could not be worked out, or was not asked for
+	 * (mf_est_answer_other). */
 	enum mf_estimator other;
 	int64_t other_per_gpu;
 	int shown;
 };
 
 /* The answer's figures for e, the estimate of job's workload, against the
- * catalogue cat (not NULL).  Fills every member of *a. */
+ * catalogue cat (not NULL).  Fills every member of *a, the other
+ * estimator's figure as not worked out (other_per_gpu -1, not shown). */
 void mf_est_answer(const struct mf_job *job, const struct mf_estimate *e,
     const struct mf_catalog *cat, struct mf_est_answer *a);
+/* The other estimator's figure and whether it is shown, into a (filled
+ * by mf_est_answer for the same job and e): an estimate more, so only
+ * for the answers that show it (the text's; the JSON and YAML carry it
+ * nowhere). */
+void mf_est_answer_other(const struct mf_job *job, const struct mf_estimate *e,
+    struct mf_est_answer *a);
 
 #endif
