@@ -124,7 +124,7 @@ formula(struct mf_jw *w, const struct mf_step *st, enum mf_step_term t)
 
 	mf_buf_fixed(&b, text, sizeof(text));
 	mf_step_formula(st, t, &b);
-	mf_jw_str_lit(w, "formula", text);
+	mf_jw_text_lit(w, "formula", text, b.len);
 }
 
 /* A placement's speed and step (design 21), when its hours are
@@ -968,6 +968,7 @@ mf_text_estimate(const struct mf_job *job, const struct mf_estimate *e,
 	struct mf_buf b;
 
 	mf_est_answer(job, e, cat, &a);
+	mf_est_answer_other(job, e, &a);
 	mf_buf_init(&b, TEXT_MAX);
 	mf_buf_printf(&b, "%s: %lld parameters, %lld trainable\n", job->name,
 	    (long long)e->params, (long long)e->trainable);

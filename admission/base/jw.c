@@ -400,17 +400,31 @@ mf_jw_close(struct mf_jw *w, char brace)
 	mf_buf_done(w->b, p);
 }
 
+/* The string s of len bytes, a NUL at s[len], as a member. */
+static inline void
+string(struct mf_jw *w, struct key key, const char *s, size_t len)
+{
+	int raw = as_is(w, s, len);
+	char *p = member(w, key, quoted_room(len, raw));
+
+	if (p != NULL)
+		end(w, quoted(w, p, s, len, raw));
+}
+
 void
 mf_jw_str_n(struct mf_jw *w, const char *key, size_t n, const char *s)
 {
-	size_t len = s != NULL ? strlen(s) : 0;
-	int raw = s != NULL && as_is(w, s, len);
-	char *p =
-	    member(w, name(w, key, n), s != NULL ? quoted_room(len, raw) : 4);
+	if (s != NULL)
+		string(w, name(w, key, n), s, strlen(s));
+	else
+		mf_jw_null_n(w, key, n);
+}
 
-	if (p != NULL)
-		end(w,
-		    s != NULL ? quoted(w, p, s, len, raw) : copy(p, "null", 4));
+void
+mf_jw_text_n(struct mf_jw *w, const char *key, size_t n, const char *s,
+    size_t len)
+{
+	string(w, name(w, key, n), s, len);
 }
 
 /* The eight bytes at s as a big-endian number. */
@@ -520,6 +534,7 @@ mf_jw_num_n(struct mf_jw *w, const char *key, size_t n, double v, int decimals)
 		1000000 };
 	char buf[48], *p, *e = buf + sizeof(buf);
 	uint64_t units, whole, frac;
+	double a;
 	int d = decimals < 0 ? 0 : decimals > 6 ? 6 : decimals;
 
 	assert((size_t)d < sizeof(scale) / sizeof(scale[0]));
@@ -532,17 +547,21 @@ mf_jw_num_n(struct mf_jw *w, const char *key, size_t n, double v, int decimals)
 		number(w, name(w, key, n), buf, buf + len);
 		return;
 	}
-	units = (uint64_t)llround(fabs(v) * scale[d]);
+	/* llround's, halves away from zero: under 2^53, a's fraction is
+	 * exact. */
+	a = fabs(v) * scale[d];
+	units = (uint64_t)a;
+	units += a - (double)units >= 0.5;
 	whole = units / uscale[d];
 	frac = units % uscale[d];
 	while (d > 1 && frac % 10 == 0) {
 		frac /= 10;
 		d--;
 	}
-	/* At least one decimal, so the number reads as a real. */
-	p = e;
-	for (int i = 0; i < (d > 0 ? d : 1); i++, frac /= 10)
-		*--p = (char)('0' + frac % 10);
+	/* The d decimals, or one, so the number reads as a real. */
+	p = mf_digits(frac, e);
+	while (e - p < d)
+		*--p = '0';
 	*--p = '.';
 	p = mf_digits(whole, p);
 	if (v < 0 && units != 0)

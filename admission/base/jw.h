@@ -62,6 +62,10 @@ void mf_jw_open_n(struct mf_jw *w, const char *key, size_t n, char brace);
 void mf_jw_close(struct mf_jw *w, char brace);
 /* NULL s writes null. */
 void mf_jw_str_n(struct mf_jw *w, const char *key, size_t n, const char *s);
+/* s of len bytes, a NUL at s[len], as mf_jw_str_n: text just formatted,
+ * whose length is known. */
+void mf_jw_text_n(struct mf_jw *w, const char *key, size_t n, const char *s,
+    size_t len);
 /* The size bytes at data as a string in base64 (RFC 4648, padded): how
  * Kubernetes takes bytes in JSON. */
 void
@@ -113,6 +117,7 @@ mf_jw_null(struct mf_jw *w, const char *key)
 #define MF_JW_LIT(key) "" key, sizeof(key) - 1
 #define mf_jw_open_lit(w, key, brace) mf_jw_open_n(w, MF_JW_LIT(key), brace)
 #define mf_jw_str_lit(w, key, s) mf_jw_str_n(w, MF_JW_LIT(key), s)
+#define mf_jw_text_lit(w, key, s, len) mf_jw_text_n(w, MF_JW_LIT(key), s, len)
 #define mf_jw_int_lit(w, key, v) mf_jw_int_n(w, MF_JW_LIT(key), v)
 #define mf_jw_num_lit(w, key, v, decimals) \
 	mf_jw_num_n(w, MF_JW_LIT(key), v, decimals)
