@@ -19,13 +19,15 @@
 #define PAGED_NOTE \
 	"the 8-bit moments bitsandbytes' paged optimizer keeps in CUDA unified memory, which pages to the host under pressure instead of failing: not counted toward the fit; the host needs room for them, and a step that pages them runs slower"
 
+/* key, n as mf_jw_str_n's. */
 static void
-quantity(struct mf_jw *w, const char *key, int64_t bytes, int format)
+quantity(struct mf_jw *w, const char *key, size_t n, int64_t bytes, int format)
 {
 	char q[MF_QTY_STRMAX];
+	size_t len;
 
-	mf_qty_format(bytes, (enum mf_qty_format)format, q, sizeof(q));
-	mf_jw_str(w, key, q);
+	len = mf_qty_format(bytes, (enum mf_qty_format)format, q, sizeof(q));
+	mf_jw_text_n(w, key, n, q, len);
 }
 
 static void
@@ -115,16 +117,16 @@ manifest_change(struct mf_jw *w, unsigned fixes, int64_t gpus, int64_t amount,
 	mf_jw_close(w, '}');
 }
 
-/* Term t's arithmetic, as the member "formula". */
+/* Term t's arithmetic, as the member "formula": numbers and words,
+ * written where the answer goes. */
 static void
 formula(struct mf_jw *w, const struct mf_step *st, enum mf_step_term t)
 {
-	char text[MF_STEP_FORMULA_MAX];
 	struct mf_buf b;
 
-	mf_buf_fixed(&b, text, sizeof(text));
+	mf_jw_text_begin(w, MF_JW_LIT("formula"), MF_STEP_FORMULA_MAX - 1, &b);
 	mf_step_formula(st, t, &b);
-	mf_jw_text_lit(w, "formula", text, b.len);
+	mf_jw_text_end(w, &b);
 }
 
 /* A placement's speed and step (design 21), when its hours are
@@ -197,7 +199,7 @@ placement(struct mf_jw *w, const char *key, const struct mf_job *job,
 	mf_jw_str_lit(w, "gpu", p->gpu->name);
 	mf_jw_int_lit(w, "count", p->count);
 	mf_jw_int_lit(w, "nodes", p->nodes);
-	quantity(w, "memory", p->gpu->memory, p->gpu->memory_format);
+	quantity(w, MF_JW_LIT("memory"), p->gpu->memory, p->gpu->memory_format);
 	mf_jw_int_lit(w, "memoryBytes", p->gpu->memory);
 	mf_jw_num_lit(w, "spareFraction", p->spare, 6);
 	mf_jw_num_lit(w, "hourlyPrice", p->hourly_price, 4);
@@ -249,7 +251,8 @@ fix_entries(struct mf_jw *w, const struct mf_job *job,
 		fix_list(w, "fixes", e->fixes);
 		mf_jw_int_lit(w, "gpus", e->gpus);
 		mf_jw_int_lit(w, "needBytes", e->need);
-		quantity(w, "minMemory", e->min_memory, MF_QTY_BINARY);
+		quantity(w, MF_JW_LIT("minMemory"), e->min_memory,
+		    MF_QTY_BINARY);
 		if (e->placed)
 			placement(w, "placement", job, &e->placement,
 			    e->amount);
@@ -303,7 +306,7 @@ mf_write_decision(struct mf_jw *w, const char *key, const struct mf_job *job,
 	mf_jw_str_lit(w, "fingerprint", d->fingerprint);
 	mf_jw_str_lit(w, "estimator", mf_estimator_name(d->work.estimator));
 	need(w, job, d);
-	quantity(w, "minMemory", d->floor, d->floor_format);
+	quantity(w, MF_JW_LIT("minMemory"), d->floor, d->floor_format);
 	mf_jw_open_lit(w, "warnings", '[');
 	for (size_t i = 0; i < d->nwarn; i++)
 		mf_jw_str(w, NULL, d->warnings[i]);
@@ -379,7 +382,7 @@ smallest_fit(struct mf_jw *w, const struct mf_est_answer *a)
 	}
 	mf_jw_open_lit(w, "smallestFit", '{');
 	mf_jw_str_lit(w, "gpu", g->name);
-	quantity(w, "memory", g->memory, g->memory_format);
+	quantity(w, MF_JW_LIT("memory"), g->memory, g->memory_format);
 	mf_jw_int_lit(w, "memoryBytes", g->memory);
 	mf_jw_num_lit(w, "hourlyPrice", g->hourly_price, 4);
 	if (a->fit_hours >= 0) {
@@ -625,7 +628,7 @@ mf_write_estimate(struct mf_jw *w, const char *key, const struct mf_job *job,
 	work(w, job, e);
 	mf_jw_int_lit(w, "totalBytes", e->total);
 	mf_jw_int_lit(w, "perGpuBytes", e->per_gpu);
-	quantity(w, "minMemory", a.floor, MF_QTY_BINARY);
+	quantity(w, MF_JW_LIT("minMemory"), a.floor, MF_QTY_BINARY);
 	smallest_fit(w, &a);
 	weights_storage(w, e);
 	if (wl->kind == MF_INFERENCE) {
@@ -674,7 +677,7 @@ gpu_json(struct mf_jw *w, const struct mf_catalog *cat, const struct mf_gpu *g)
 {
 	mf_jw_open(w, NULL, '{');
 	mf_jw_str_lit(w, "name", g->name);
-	quantity(w, "memory", g->memory, g->memory_format);
+	quantity(w, MF_JW_LIT("memory"), g->memory, g->memory_format);
 	mf_jw_int_lit(w, "memoryBytes", g->memory);
 	mf_jw_int_lit(w, "usableBytes", mf_cat_usable(cat, g));
 	mf_jw_num_lit(w, "hourlyPrice", g->hourly_price, 6);
@@ -720,7 +723,7 @@ mf_write_catalog(struct mf_jw *w, const struct mf_catalog *cat,
 		mf_jw_num(w, mf_fix_name(f), cat->time_factor[f], 6);
 	mf_jw_close(w, '}');
 	if (min_memory > 0)
-		quantity(w, "minMemory", min_memory, min_format);
+		quantity(w, MF_JW_LIT("minMemory"), min_memory, min_format);
 	mf_jw_open_lit(w, "gpus", '[');
 	for (size_t i = 0; i < n; i++)
 		gpu_json(w, cat, v[i]);

@@ -427,6 +427,34 @@ mf_jw_text_n(struct mf_jw *w, const char *key, size_t n, const char *s,
 	string(w, name(w, key, n), s, len);
 }
 
+void
+mf_jw_text_begin(struct mf_jw *w, const char *key, size_t n, size_t max,
+    struct mf_buf *text)
+{
+	char *p = member(w, name(w, key, n), max + 2);
+
+	if (p == NULL) {
+		mf_buf_fixed(text, NULL, 0);
+		return;
+	}
+	*p++ = '"';
+	mf_buf_fixed(text, p, max + 1);
+}
+
+void
+mf_jw_text_end(struct mf_jw *w, const struct mf_buf *text)
+{
+	char *p;
+
+	/* Nothing was begun: the writer had failed. */
+	if (text->data == NULL)
+		return;
+	CHECK_SOURCE_NAME(text->data, text->len);
+	p = text->data + text->len;
+	*p++ = '"';
+	end(w, p);
+}
+
 /* The eight bytes at s as a big-endian number. */
 static uint64_t
 be64(const unsigned char *s)

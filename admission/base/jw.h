@@ -66,6 +66,17 @@ void mf_jw_str_n(struct mf_jw *w, const char *key, size_t n, const char *s);
  * whose length is known. */
 void mf_jw_text_n(struct mf_jw *w, const char *key, size_t n, const char *s,
     size_t len);
+/*
+ * A string member whose text the caller makes in place: text, a fixed
+ * buffer (buf.h) over the writer's own of max bytes, takes it, and
+ * mf_jw_text_end ends the member.  Nothing else is written to w between
+ * the two.  For text of the caller's own making, printable ASCII but '"',
+ * '\\' and DEL (checked where the sanitizers are on), which goes between
+ * the quotes as it is; past max it is cut, as a fixed buffer cuts.
+ */
+void mf_jw_text_begin(struct mf_jw *w, const char *key, size_t n, size_t max,
+    struct mf_buf *text);
+void mf_jw_text_end(struct mf_jw *w, const struct mf_buf *text);
 /* The size bytes at data as a string in base64 (RFC 4648, padded): how
  * Kubernetes takes bytes in JSON. */
 void
