@@ -89,10 +89,11 @@ manifest_change(struct mf_jw *w, unsigned fixes, int64_t gpus, int64_t amount,
 {
 	mf_jw_open_lit(w, "manifestChange", '{');
 	for (int f = 0; f < MF_FIX_COUNT; f++) {
-		const struct mf_fix_info *fi = mf_fix_info(f);
+		const struct mf_fix_info *fi;
 
 		if (!(fixes & MF_FIXBIT(f)))
 			continue;
+		fi = mf_fix_info(f);
 		switch (fi->kind) {
 		case MF_FIXV_GPUS:
 			mf_jw_int(w, fi->field, gpus);
