@@ -173,19 +173,21 @@ g_digits(double a, int prec, uint64_t *digits, int *exp)
 	return 1;
 }
 
-/* "e+XX" or "e-XX", two digits at least, as printf writes it. */
+/* "e+XX" or "e-XX", two digits at least, as printf writes it; a
+ * double's decimal exponent has three at most. */
 static char *
 g_exponent(char *p, int e)
 {
-	char d[8], *end = d + sizeof(d), *s;
+	unsigned a = (unsigned)(e < 0 ? -e : e);
 
+	assert(a < 1000);
 	*p++ = 'e';
 	*p++ = e < 0 ? '-' : '+';
-	s = mf_digits((uint64_t)(e < 0 ? -e : e), end);
-	if (end - s < 2)
-		*p++ = '0';
-	memcpy(p, s, (size_t)(end - s));
-	return p + (end - s);
+	if (a >= 100)
+		*p++ = (char)('0' + a / 100);
+	*p++ = (char)('0' + a / 10 % 10);
+	*p++ = (char)('0' + a % 10);
+	return p;
 }
 
 enum mf_rc
