@@ -214,87 +214,103 @@ bound_of(const double t[MF_ST_COUNT], int mm_on_bytes)
 	return MF_BOUND_COMPUTE;
 }
 
-/* Part k of the formulas, of figures x and y: a peak and its achieved
- * share, a bandwidth and its share, a ring's bandwidth. */
+/* The parts of struct mf_speed_parts. */
+enum part { P_PEAK, P_PEAK8, P_BANDWIDTH, P_RING, P_KERNELS };
+
+/* Part k of the formulas of a step on s whose matmuls compute in d, over
+ * nodes nodes: written from s's figures. */
 static void
-write_part(struct mf_buf *b, enum mf_step_part k, double x, double y)
+write_part(struct mf_buf *b, const struct mf_speed *s, enum part k,
+    enum mf_dtype d, int64_t nodes)
 {
 	switch (k) {
-	case MF_SP_PEAK8:
-	case MF_SP_PEAK:
-		mf_buf_str(b, k == MF_SP_PEAK8 ? " fp8 FLOP / (" : " FLOP / (");
-		mf_buf_g(b, x, 4);
+	case P_PEAK8:
+	case P_PEAK:
+		mf_buf_str(b, k == P_PEAK8 ? " fp8 FLOP / (" : " FLOP / (");
+		mf_buf_g(b, peak_of(s, k == P_PEAK8 ? MF_DT_FP8 : d), 4);
 		mf_buf_str(b, " FLOP/s x ");
-		mf_buf_g(b, y, 3);
+		mf_buf_g(b, mf_speed_matmul(s), 3);
 		mf_buf_str(b, ")");
 		break;
-	case MF_SP_BANDWIDTH:
+	case P_BANDWIDTH:
 		mf_buf_str(b, " B / (");
-		mf_buf_g(b, x, 4);
+		mf_buf_g(b, (double)s->bandwidth, 4);
 		mf_buf_str(b, " B/s x ");
-		mf_buf_g(b, y, 3);
+		mf_buf_g(b, mf_speed_memory(s), 3);
 		mf_buf_str(b, ")");
 		break;
-	case MF_SP_RING:
+	case P_RING:
 		mf_buf_str(b, "ring bytes / ");
-		mf_buf_g(b, x, 4);
+		mf_buf_g(b, ring_bw(s, nodes), 4);
 		mf_buf_str(b, " B/s, less what overlaps");
 		break;
-	case MF_SP_KERNELS:
+	case P_KERNELS:
 		mf_buf_str(b, " kernels x ");
 		mf_buf_g(b, MF_KERNEL_SECONDS, 6);
 		mf_buf_str(b, " s");
 		break;
-	default:
-		assert(0);
 	}
 }
 
-static void
-make_part(struct mf_formula_part *p, enum mf_step_part k, double x, double y)
+/* Part k on d and nodes, made from s's figures; n 0 when it does not
+ * fit. */
+static struct mf_formula_part
+made(const struct mf_speed *s, enum part k, enum mf_dtype d, int64_t nodes)
 {
+	struct mf_formula_part p;
 	struct mf_buf b;
 
-	mf_buf_fixed(&b, p->s, sizeof(p->s));
-	write_part(&b, k, x, y);
-	p->n = b.rc == MF_OK ? (unsigned char)b.len : 0;
+	mf_buf_fixed(&b, p.s, sizeof(p.s));
+	write_part(&b, s, k, d, nodes);
+	p.n = b.rc == MF_OK ? (unsigned char)b.len : 0;
+	return p;
 }
 
 void
 mf_speed_parts_make(struct mf_speed *s)
 {
 	struct mf_speed_parts *p = &s->parts;
-	double mm = mf_speed_matmul(s), mem = mf_speed_memory(s);
 
 	for (int d = 0; d < MF_DT_COUNT; d++)
-		make_part(&p->peak[d], MF_SP_PEAK, peak_of(s, d), mm);
-	make_part(&p->peak8, MF_SP_PEAK8, peak_of(s, MF_DT_FP8), mm);
-	make_part(&p->bandwidth, MF_SP_BANDWIDTH, (double)s->bandwidth, mem);
-	make_part(&p->ring[0], MF_SP_RING, ring_bw(s, 1), 0);
-	make_part(&p->ring[1], MF_SP_RING, ring_bw(s, 2), 0);
-	make_part(&p->kernels, MF_SP_KERNELS, 0, 0);
+		p->peak[d] = made(s, P_PEAK, (enum mf_dtype)d, 1);
+	p->peak8 = made(s, P_PEAK8, MF_DT_FP8, 1);
+	p->bandwidth = made(s, P_BANDWIDTH, MF_DT_BF16, 1);
+	p->ring[0] = made(s, P_RING, MF_DT_BF16, 1);
+	p->ring[1] = made(s, P_RING, MF_DT_BF16, 2);
+	p->kernels = made(s, P_KERNELS, MF_DT_BF16, 1);
 }
 
-/* Part k of st's formulas: the card's, made once, else formatted from
- * st's figures. */
-static void
-part(struct mf_buf *b, const struct mf_step *st, enum mf_step_part k)
+/* Where mf_speed_parts_make keeps part k on d and nodes. */
+static const struct mf_formula_part *
+part_of(const struct mf_speed_parts *p, enum part k, enum mf_dtype d,
+    int64_t nodes)
 {
-	const double *f = st->fig;
-	const struct mf_formula_part *made;
+	switch (k) {
+	case P_PEAK:
+		assert((unsigned)d < MF_DT_COUNT);
+		return &p->peak[d];
+	case P_PEAK8:
+		return &p->peak8;
+	case P_BANDWIDTH:
+		return &p->bandwidth;
+	case P_RING:
+		return &p->ring[nodes > 1];
+	default:
+		return &p->kernels;
+	}
+}
 
-	assert((unsigned)k < MF_SP_COUNT);
-	made = st->part[k];
-	if (made != NULL && made->n > 0)
-		mf_buf_add(b, made->s, made->n);
-	else if (k == MF_SP_PEAK)
-		write_part(b, k, f[MF_SF_PEAK], f[MF_SF_MATMUL]);
-	else if (k == MF_SP_PEAK8)
-		write_part(b, k, f[MF_SF_PEAK8], f[MF_SF_MATMUL]);
-	else if (k == MF_SP_BANDWIDTH)
-		write_part(b, k, f[MF_SF_BANDWIDTH], f[MF_SF_MEMORY]);
+/* Part k of st's formulas: as its card has it made, else written now. */
+static void
+part(struct mf_buf *b, const struct mf_step *st, enum part k)
+{
+	const struct mf_formula_part *p =
+	    part_of(&st->card->parts, k, st->dtype, st->nodes);
+
+	if (p->n > 0)
+		mf_buf_add(b, p->s, p->n);
 	else
-		write_part(b, k, f[MF_SF_RING], 0);
+		write_part(b, st->card, k, st->dtype, st->nodes);
 }
 
 void
@@ -302,33 +318,35 @@ mf_step_formula(const struct mf_step *st, enum mf_step_term t, struct mf_buf *b)
 {
 	const double *f = st->fig;
 
+	assert(st->card != NULL);
 	if (t == MF_ST_MATMUL) {
 		mf_buf_str(b, "max(");
 		mf_buf_g(b, f[MF_SF_FLOPS] - f[MF_SF_FP8], 4);
-		part(b, st, MF_SP_PEAK);
+		part(b, st, P_PEAK);
 		if (f[MF_SF_FP8] > 0) {
 			mf_buf_str(b, " + ");
 			mf_buf_g(b, f[MF_SF_FP8], 4);
-			part(b, st, MF_SP_PEAK8);
+			part(b, st, P_PEAK8);
 		}
 		mf_buf_str(b, ", ");
 		mf_buf_g(b, f[MF_SF_MM_BYTES], 4);
-		part(b, st, MF_SP_BANDWIDTH);
+		part(b, st, P_BANDWIDTH);
 		mf_buf_str(b, ")");
 	} else if (t == MF_ST_MEMORY) {
 		mf_buf_g(b, f[MF_SF_BYTES], 4);
-		part(b, st, MF_SP_BANDWIDTH);
+		part(b, st, P_BANDWIDTH);
 		mf_buf_str(b, " + ");
 		/* printf's %.0f: to nearest, ties to even. */
 		mf_buf_int(b, (int64_t)nearbyint(f[MF_SF_KERNELS]));
-		part(b, st, MF_SP_KERNELS);
+		part(b, st, P_KERNELS);
 	} else {
-		part(b, st, MF_SP_RING);
+		part(b, st, P_RING);
 	}
 }
 
 /* The figures of out's formulas: mm the matmul FLOPs of a GPU, bytes
- * the other kernels' and the optimizer's. */
+ * the other kernels' and the optimizer's; and what the card's part of
+ * them is of. */
 static void
 figures(const struct mf_work *wk, const struct mf_speed *card, double mm,
     double bytes, int64_t nodes, struct mf_step *out)
@@ -336,22 +354,13 @@ figures(const struct mf_work *wk, const struct mf_speed *card, double mm,
 	double *f = out->fig;
 
 	f[MF_SF_FLOPS] = mm;
-	f[MF_SF_PEAK] = peak_of(card, wk->dtype);
-	f[MF_SF_MATMUL] = mf_speed_matmul(card);
 	f[MF_SF_MM_BYTES] = wk->mm_bytes / (double)wk->gpus;
-	f[MF_SF_BANDWIDTH] = (double)card->bandwidth;
-	f[MF_SF_MEMORY] = mf_speed_memory(card);
 	f[MF_SF_BYTES] = bytes;
 	f[MF_SF_KERNELS] = wk->kernels;
-	f[MF_SF_RING] = ring_bw(card, nodes);
 	f[MF_SF_FP8] = wk->fp8 / (double)wk->gpus;
-	f[MF_SF_PEAK8] = peak_of(card, MF_DT_FP8);
-	assert((unsigned)wk->dtype < MF_DT_COUNT);
-	out->part[MF_SP_PEAK] = &card->parts.peak[wk->dtype];
-	out->part[MF_SP_PEAK8] = &card->parts.peak8;
-	out->part[MF_SP_BANDWIDTH] = &card->parts.bandwidth;
-	out->part[MF_SP_RING] = &card->parts.ring[nodes > 1];
-	out->part[MF_SP_KERNELS] = &card->parts.kernels;
+	out->card = card;
+	out->dtype = wk->dtype;
+	out->nodes = nodes;
 }
 
 /*

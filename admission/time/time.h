@@ -78,14 +78,6 @@ struct mf_formula_part {
  * less what overlaps" within one node and over several, and the kernel
  * launches' " kernels x SECONDS s".
  */
-enum mf_step_part {
-	MF_SP_PEAK,
-	MF_SP_PEAK8,
-	MF_SP_BANDWIDTH,
-	MF_SP_RING,
-	MF_SP_KERNELS,
-	MF_SP_COUNT
-};
 struct mf_speed_parts {
 	struct mf_formula_part peak[MF_DT_COUNT];
 	struct mf_formula_part peak8, bandwidth, ring[2], kernels;
@@ -194,22 +186,16 @@ enum mf_step_term { MF_ST_MATMUL, MF_ST_MEMORY, MF_ST_COMM, MF_ST_COUNT };
 /* "matmul", "memory", "communication". */
 const char *mf_step_term_name(enum mf_step_term t);
 
-/* The figures the terms' formulas show: a GPU's matmul FLOPs, the card's
- * peak FLOPS and its achieved share, the matmuls' bytes, the card's
- * bandwidth and its achieved share, the other kernels' and the
- * optimizer's bytes, the kernels, the ring's bandwidth. */
+/* The step's own figures the terms' formulas show: a GPU's matmul FLOPs,
+ * the matmuls' bytes, the other kernels' and the optimizer's bytes, the
+ * kernels, a GPU's FLOPs in fp8.  The card's (its peak FLOPS, bandwidth,
+ * achieved shares, links) are the card's own (struct mf_speed_parts). */
 enum mf_step_fig {
 	MF_SF_FLOPS,
-	MF_SF_PEAK,
-	MF_SF_MATMUL,
 	MF_SF_MM_BYTES,
-	MF_SF_BANDWIDTH,
-	MF_SF_MEMORY,
 	MF_SF_BYTES,
 	MF_SF_KERNELS,
-	MF_SF_RING,
-	MF_SF_FP8,   /* a GPU's FLOPs of them in fp8 */
-	MF_SF_PEAK8, /* the card's fp8 FLOPS */
+	MF_SF_FP8,
 	MF_SF_COUNT
 };
 
@@ -227,9 +213,13 @@ struct mf_step {
 	 * these when an answer shows them (mf_step_formula), not for every
 	 * candidate. */
 	double fig[MF_SF_COUNT];
-	/* The card's parts of those formulas, where it has them made: they
-	 * point into the card, and live as long as it does. */
-	const struct mf_formula_part *part[MF_SP_COUNT];
+	/* And the card, the matmuls' dtype and the nodes they are of: the
+	 * card's part of the formulas, as it has them made
+	 * (mf_speed_parts_make), else written from its figures.  The step's
+	 * formulas are not written after the card is gone. */
+	const struct mf_speed *card;
+	enum mf_dtype dtype;
+	int64_t nodes;
 };
 
 /*
