@@ -268,8 +268,9 @@ tsan:
 # from_pretrained with bitsandbytes and PEFT's fp32 cast, the checkpoint
 # counted as host memory and its copies as the GPU's (tests/torch/
 # loading.py, seconds), and torchao's float8 linears against the estimate
-# with workload.float8 (tests/torch/float8.py, under a minute); all ask the
-# command line.
+# with workload.float8 (tests/torch/float8.py, under a minute), and LoRA's
+# input dropout on PEFT's adapters with the GPU's fused dropout
+# (tests/torch/dropout.py, seconds); all ask the command line.
 # They run in a virtual environment of the pinned packages of
 # tests/torch/requirements.txt, made with TORCH_PYTHON: the python3 on
 # PATH, which is Python 3.11 on purpose (torch 2.13.0's CPU wheel is
@@ -311,6 +312,7 @@ torch: all $(TORCH_VENV)/.installed
 	$(TESTENV) timeout 600 $(TORCH_PY) tests/torch/compile.py
 	$(TESTENV) timeout 300 $(TORCH_PY) tests/torch/loading.py
 	$(TESTENV) timeout 300 $(TORCH_PY) tests/torch/float8.py
+	$(TESTENV) timeout 300 $(TORCH_PY) tests/torch/dropout.py
 
 # The field lists of docs/manifest.md and docs/catalog.md, from the table
 # of fields (the Job's rows in admission/manifest/job_fields.c, the

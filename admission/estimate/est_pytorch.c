@@ -35,6 +35,7 @@ struct shapes {
 	int compiled;  /* compile: each layer compiled (norm_terms) */
 	int kept_in;   /* QLoRA's 4-bit matmuls keep their inputs
 	                  (kept_input_terms) */
+	int drop;      /* LoRA's input dropout (lora_terms) */
 	unsigned mask; /* the modules LoRA reaches (mf_est_lora_mask) */
 	int64_t ab;    /* an adapter's element bytes (lora.dtype) */
 	int64_t r;     /* LoRA rank */
@@ -300,6 +301,14 @@ lora_count(const struct mf_model *m, unsigned mask, unsigned kinds)
 	return n;
 }
 
+/* Whether each adapter keeps a copy of its input of its own: a cast to its
+ * dtype, or dropout's output (lora_terms); otherwise the input itself. */
+static int
+own_copies(const struct shapes *x)
+{
+	return x->e != x->ab || x->drop;
+}
+
 /*
  * LoRA's adapters, as PEFT runs them: the frozen base keeps nothing of
  * its input (a frozen weight needs no gradient; QLoRA's 4-bit matmul in
@@ -322,20 +331,20 @@ static void
 lora_terms(const struct mf_model *m, const struct mf_workload *w,
     const struct shapes *x, struct mf_terms *t)
 {
-	int sixteen = x->e == 2, cast = x->e != x->ab;
-	int64_t k = m->experts_per_tok, n, in, copy = cast ? x->ab : x->e;
+	int sixteen = x->e == 2, own = own_copies(x);
+	int64_t k = m->experts_per_tok, n, in, copy = x->ab + (x->drop ? 1 : 0);
 
 	n = lora_count(m, x->mask, ~0u);
 	in = lora_count(m, x->mask, ATTN_IN);
 	if (in > 0)
-		mf_term(t, copy * (cast ? in : 1), "h", x->h);
+		mf_term(t, copy * (own ? in : 1), "h", x->h);
 	if ((x->mask & MF_LORA_BIT(MF_LIN_O)) &&
-	    (cast || mf_est_attention(m, w) == MF_EAGER))
+	    (own || mf_est_attention(m, w) == MF_EAGER))
 		mf_term(t, copy, "ad", x->ad);
 	if (m->experts == 0) {
 		in = lora_count(m, x->mask, MLP_IN);
 		if (in > 0)
-			mf_term(t, copy * (cast ? in : 1), "h", x->h);
+			mf_term(t, copy * (own ? in : 1), "h", x->h);
 		if (x->mask & MF_LORA_BIT(MF_LIN_DOWN))
 			mf_term(t, copy, "I", x->I);
 	} else if (x->mask & MF_LORA_MOE) {
@@ -376,14 +385,14 @@ kept_input_terms(const struct mf_model *m, const struct mf_workload *w,
     const struct shapes *x, struct mf_terms *t)
 {
 	unsigned mk = mf_model_lora_names(m) & x->mask;
-	int cast = x->e != x->ab;
+	int own = own_copies(x);
 
-	if (!(mk & ATTN_IN) || cast)
+	if (!(mk & ATTN_IN) || own)
 		mf_term(t, x->e, "h", x->h);
 	if (mf_est_attention(m, w) == MF_EAGER &&
-	    (!(mk & MF_LORA_BIT(MF_LIN_O)) || cast))
+	    (!(mk & MF_LORA_BIT(MF_LIN_O)) || own))
 		mf_term(t, x->e, "ad", x->ad);
-	if (!(mk & MLP_IN) || cast)
+	if (!(mk & MLP_IN) || own)
 		mf_term(t, x->e, "h", x->h);
 	if (m->experts > 0) {
 		/* Routed experts are no linears (transformers' 3-D weights):
@@ -393,7 +402,7 @@ kept_input_terms(const struct mf_model *m, const struct mf_workload *w,
 			mf_term(t, x->e, "Is", m->shared_intermediate);
 		return;
 	}
-	if (!(mk & MF_LORA_BIT(MF_LIN_DOWN)) || cast)
+	if (!(mk & MF_LORA_BIT(MF_LIN_DOWN)) || own)
 		mf_term(t, x->e, "I", x->I);
 }
 
@@ -426,14 +435,19 @@ frozen_terms(const struct mf_model *m, const struct mf_workload *w,
 	memset(off, 0, sizeof(*off));
 	mf_term(off, 4, "h", x->h);
 	mf_term(off, 4, "", 1);
-	/* Nor does a 4-bit matmul keep an input that needs no gradient. */
-	if (x->kept_in && (!(mk & ATTN_IN) || e != x->ab))
+	/* Nor does a 4-bit matmul keep an input that needs no gradient, nor
+	 * dropout a mask. */
+	if (x->kept_in && (!(mk & ATTN_IN) || own_copies(x)))
 		mf_term(off, e, "h", x->h);
+	if (x->drop)
+		mf_term(off, lora_count(m, x->mask, ATTN_IN), "h", x->h);
 	if (!(mk & ATTN_IN)) {
 		attention_terms(m, w, x, off);
-		if ((mk & MF_LORA_BIT(MF_LIN_O)) && e == x->ab &&
+		if ((mk & MF_LORA_BIT(MF_LIN_O)) && !own_copies(x) &&
 		    mf_est_attention(m, w) != MF_EAGER)
 			mf_term(off, -e, "ad", x->ad);
+		if ((mk & MF_LORA_BIT(MF_LIN_O)) && x->drop)
+			mf_term(off, 1, "ad", x->ad);
 		return;
 	}
 	if (mf_est_attention(m, w) != MF_EAGER || m->block == MF_BLOCK_PHI3)
@@ -467,7 +481,8 @@ first_layer_frozen(const struct mf_model *m, const struct mf_workload *w,
 	sub = mf_cmul(tok, mf_terms_bytes(&off));
 	if (sub < 0 || bytes < sub)
 		return bytes;
-	if (off.n == 2) {
+	/* frozen_terms' first two terms, 4h and 4, alone. */
+	if (off.n == 2 && off.coef[0] == 4 && off.coef[1] == 4) {
 		mf_text_str(f, " - 4h - 4");
 	} else {
 		mf_text_str(f, " - (");
@@ -985,6 +1000,7 @@ torch_training(const struct mf_model *m, const struct mf_workload *w,
 	x.lora = w->method != MF_FULL;
 	x.compiled = w->compile;
 	x.kept_in = w->method == MF_QLORA && w->qlora_keeps_input;
+	x.drop = x.lora && w->lora_dropout > 0;
 	x.e = mf_est_precision(w->precision)->act;
 	x.eh = mf_est_hidden_bytes(w);
 	x.mixed = mf_est_precision(w->precision)->mixed;

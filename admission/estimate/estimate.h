@@ -119,6 +119,8 @@ struct mf_workload {
 	enum mf_lora_targets lora_targets;
 	unsigned lora_modules; /* MF_LORA_LIST: the names, MF_LORA_BIT */
 	enum mf_lora_dtype lora_dtype;
+	double lora_dropout; /* lora.dropout: each adapter's input dropout
+	                        probability, default 0 */
 	int64_t shard_gpus;  /* FSDP full shard over N GPUs; 1 = none */
 	int64_t concurrency; /* inference: sequences in flight */
 	int64_t context_len; /* inference: tokens per sequence */

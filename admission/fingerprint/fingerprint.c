@@ -137,6 +137,7 @@ static const struct frow work_rows[] = {
 	WORK(compile),
 	WORK(float8),
 	WORK(qlora_keeps_input),
+	ROW(mf_workload, lora_dropout, F_REAL),
 };
 
 /* The member row describes in the struct at base, as a signed integer

@@ -72,10 +72,10 @@ struct recipes {
  * utils/constants.py's TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING,
  * ["q_proj", "v_proj"] for llama, mistral, qwen2, gemma (a model it names
  * nothing for is refused by PEFT too); mapping_func.py get_peft_model:
- * autocast_adapter_dtype=True, fp32 adapters. */
+ * autocast_adapter_dtype=True, fp32 adapters; lora_dropout=0.0. */
 #define HF_LORA                                                               \
 	{ "lora.rank", "8" }, { "lora.targets", "[q_proj, v_proj]" },         \
-	    { "lora.dtype", "fp32" }
+	    { "lora.dtype", "fp32" }, { "lora.dropout", "0" }
 
 static const struct value hf_full[] = { HF_COMMON, { NULL, NULL } };
 static const struct value hf_lora[] = { HF_COMMON, HF_LORA, { NULL, NULL } };
@@ -120,12 +120,12 @@ static const struct value tt_full[] = { TT_COMMON("true"),
 /* 8B_lora_single_device.yaml and 8B_qlora_single_device.yaml: optimizer
  * torch.optim.AdamW; lora_attn_modules ['q_proj', 'v_proj', 'output_proj'],
  * apply_lora_to_mlp: True (w1, w2, w3), apply_lora_to_output: False;
- * lora_rank: 8; the adapters built in dtype bf16. */
+ * lora_rank: 8, lora_dropout: 0.0; the adapters built in dtype bf16. */
 #define TT_LORA                                                               \
 	{ "optimizer", "adamw" }, { "lora.rank", "8" },                       \
 	    { "lora.targets",                                                 \
 		"[q_proj, v_proj, o_proj, gate_proj, up_proj, down_proj]" },  \
-	    { "lora.dtype", "bf16" }
+	    { "lora.dtype", "bf16" }, { "lora.dropout", "0" }
 
 static const struct value tt_lora[] = { TT_COMMON("true"), TT_LORA,
 	{ "compile", "false" }, { NULL, NULL } };
@@ -216,9 +216,12 @@ static const struct recipes titan_0_1 = { .full = titan_full,
 	    { "optimizer", "adamw" }, { "loss", "standard" },                 \
 	    { "lossUpcast", "output" }
 
-/* lora.py: lora_r=8, lora_query=True, lora_value=True, lora_key,
- * lora_projection, lora_mlp, lora_head False. */
-#define LIT_LORA { "lora.rank", "8" }, { "lora.targets", "[q_proj, v_proj]" }
+/* lora.py: lora_r=8, lora_dropout=0.05, lora_query=True, lora_value=True,
+ * lora_key, lora_projection, lora_mlp, lora_head False.  Its one dropout
+ * of the fused qkv's input is counted as PEFT's two, q's and v's. */
+#define LIT_LORA                                                              \
+	{ "lora.rank", "8" }, { "lora.targets", "[q_proj, v_proj]" },         \
+	    { "lora.dropout", "0.05" }
 
 static const struct value lit_full[] = { { "precision", "bf16-mixed" },
 	LIT_COMMON, { NULL, NULL } };

@@ -284,6 +284,11 @@ static const struct mf_field lora_rows[] = {
 	    .names = lora_dtypes, .idef = MF_LORA_FP32,
 	    .title = "LoRA dtype",
 	    .doc = "the adapters' weights, their gradients and optimizer state, and the copies of their inputs they keep" },
+	{ .key = "dropout", .type = MF_FT_NUMBER, .base = MF_FB_WORK,
+	    .offset = WOFF(lora_dropout), .flags = MF_FF_DEFAULT, .lo = 0,
+	    .hi = 1, .ddef = 0, .unit = "probability",
+	    .title = "LoRA dropout",
+	    .doc = "the dropout on each adapter's input (PEFT's and torchtune's lora_dropout, LitGPT's 0.05): above 0 each adapter keeps its dropped input and a one-byte mask" },
 };
 
 static const struct mf_field qlora_rows[] = {

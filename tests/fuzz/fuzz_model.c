@@ -74,6 +74,9 @@ check_model(const struct mf_model *m)
 		check_estimate(m, &w);
 		w.method = MF_LORA;
 		check_estimate(m, &w);
+		/* Each adapter's dropped input and mask. */
+		w.lora_dropout = 0.1;
+		check_estimate(m, &w);
 	}
 	/* QLoRA on one GPU: under FSDP it is refused (mf_est_shard_refused). */
 	w.shard_gpus = 1;

@@ -73,7 +73,7 @@ def implementation(c, attention):
 
 
 def build(c, layers, precision, attention, ckpt=False, lora=None, rank=4,
-          device="cpu", lora_dtype="fp32"):
+          device="cpu", lora_dtype="fp32", lora_dropout=0.0):
     """The model of config c with that many layers, for a training step in
     precision, with memfloor's attention, ckpt (False, True, an int N:
     every Nth layer, or "op": torchtitan's per-op policy) and LoRA targets
@@ -101,7 +101,7 @@ def build(c, layers, precision, attention, ckpt=False, lora=None, rank=4,
         else:
             targets = [t for t in ATTENTION_TARGETS if has_module(model, t)]
         model = peft.get_peft_model(model, peft.LoraConfig(
-            r=rank, lora_alpha=2 * rank, lora_dropout=0.0,
+            r=rank, lora_alpha=2 * rank, lora_dropout=lora_dropout,
             target_modules=targets),
             autocast_adapter_dtype=lora_dtype == "fp32")
     return model

@@ -56,7 +56,9 @@ import bitsandbytes as bnb  # noqa: E402
 from bitsandbytes.nn import Linear4bit, Params4bit  # noqa: E402
 import transformers  # noqa: E402
 
+import dropout  # noqa: E402
 import measure  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
 from measure import peak_of  # noqa: E402  (the profiler's peak)
 
 TOP = os.environ.get("MF_TOP", os.getcwd())
@@ -269,17 +271,17 @@ class KeepsInput:
             self.forward)
 
 
-def keep_model(c, targets, dtype):
+def keep_model(c, targets, dtype, dropout):
     """c's model with its decoder's linears 4-bit and LoRA on targets with
-    adapters of dtype, as LitGPT runs QLoRA (bf16-true, no k-bit
-    preparation)."""
+    adapters of dtype and that input dropout, as LitGPT runs QLoRA
+    (bf16-true, no k-bit preparation)."""
     import hf
     model = hf.build(c, c["num_hidden_layers"], "bf16", "sdpa")
     for layer in hf.decoder_layers(model):
         swap_linears(layer)
     peft = hf.import_peft()
     model = peft.get_peft_model(model, peft.LoraConfig(
-        r=measure.RANK, lora_alpha=2 * measure.RANK, lora_dropout=0.0,
+        r=measure.RANK, lora_alpha=2 * measure.RANK, lora_dropout=dropout,
         target_modules=targets))
     for n, p in model.named_parameters():
         if "lora_" in n:
@@ -296,13 +298,17 @@ def keep_cases():
     import hf
     failed = checks = 0
     print("QLoRA, qlora.keepsInput: measured vs memfloor")
-    for (c, s, b), targets, dtype in (
-            (measure.FIT[0], ["q_proj", "v_proj"], "bf16"),
-            (measure.FIT[1], "all-linear", "bf16"),
-            (measure.FIT[2], ["q_proj", "v_proj"], "fp32"),
-            (measure.FIT[3], ["v_proj", "up_proj"], "bf16")):
+    # LitGPT's lora_dropout 0.05 on the last: F.dropout as a GPU runs it
+    # (tests/torch/dropout.py).
+    F.dropout = dropout.native_dropout
+    for (c, s, b), targets, dtype, p in (
+            (measure.FIT[0], ["q_proj", "v_proj"], "bf16", 0.0),
+            (measure.FIT[1], "all-linear", "bf16", 0.0),
+            (measure.FIT[2], ["q_proj", "v_proj"], "fp32", 0.0),
+            (measure.FIT[3], ["v_proj", "up_proj"], "bf16", 0.0),
+            (measure.FIT[0], ["q_proj", "v_proj"], "bf16", 0.05)):
         model = keep_model(c, targets, {"bf16": torch.bfloat16,
-                                        "fp32": torch.float32}[dtype])
+                                        "fp32": torch.float32}[dtype], p)
         ids, labels = measure.inputs(c, s, b)
         step = hf.Step(model, "bf16")
         # LitGPT's bf16-true: AdamW on the bf16 adapters, no master copy.
@@ -314,7 +320,7 @@ def keep_cases():
                                   "precision": "bf16-true" if true else "bf16",
                                   "lora": {"rank": measure.RANK,
                                            "targets": targets,
-                                           "dtype": dtype},
+                                           "dtype": dtype, "dropout": p},
                                   "qlora": {"keepsInput": keeps}},
                               "keep-" + c["model_type"])
             if isinstance(est, str):

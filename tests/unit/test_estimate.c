@@ -2661,6 +2661,47 @@ test_torch_keeps_input(void **state)
 }
 
 /*
+ * lora.dropout (design 22): each adapter keeps its dropped input in its
+ * dtype and a one-byte mask.  Llama 3.1 8B, LoRA on q_proj and v_proj,
+ * bf16-true with bf16 adapters, s = 1024, b = 1: without dropout the two
+ * adapters share the norm's output (2h); with it each keeps 2h + h, 6h:
+ * 4h = 16,384 bytes a token a layer more.  The first layer keeps no mask
+ * (its input needs no gradient): (16,384 x 32 - 8,192) x 1,024 =
+ * 528,482,304.  With fp32 adapters each already keeps its cast (4h), which
+ * dropout's output replaces: the two masks alone, 2h = 8,192 bytes,
+ * (8,192 x 32 - 8,192) x 1,024 = 260,046,848.
+ */
+static void
+test_torch_lora_dropout(void **state)
+{
+	struct mf_workload w;
+	struct mf_estimate plain, drop;
+
+	(void)state;
+	mf_workload_defaults(&w);
+	assert_true(w.lora_dropout == 0);
+	w.seq_len = 1024;
+	w.method = MF_LORA;
+	w.precision = MF_BF16_TRUE;
+	w.lora_targets = MF_LORA_LIST;
+	w.lora_modules = MF_LORA_BIT(MF_LIN_Q) | MF_LORA_BIT(MF_LIN_V);
+	w.lora_dtype = MF_LORA_BF16;
+	plain = est(&llama8b, &w);
+	w.lora_dropout = 0.05;
+	drop = est(&llama8b, &w);
+	assert_int_equal(drop.bucket[MF_B_ACTIVATIONS] -
+	        plain.bucket[MF_B_ACTIVATIONS],
+	    INT64_C(528482304));
+	w.lora_dtype = MF_LORA_FP32;
+	drop = est(&llama8b, &w);
+	w.lora_dropout = 0;
+	plain = est(&llama8b, &w);
+	assert_int_equal(drop.bucket[MF_B_ACTIVATIONS] -
+	        plain.bucket[MF_B_ACTIVATIONS],
+	    INT64_C(260046848));
+}
+
+/*
  * The loading moment (design 22, est_load.c): Llama 3.1 8B, QLoRA with
  * kbitPrep on PEFT's default targets for Llama (q_proj, v_proj, r 16),
  * s = 256, b = 1, checkpointing (examples/llama-8b-qlora-loading.yaml).
@@ -3377,6 +3418,7 @@ main(void)
 		cmocka_unit_test(test_torch_lora_dtype),
 		cmocka_unit_test(test_torch_kbit_prep),
 		cmocka_unit_test(test_torch_keeps_input),
+		cmocka_unit_test(test_torch_lora_dropout),
 		cmocka_unit_test(test_torch_loading),
 		cmocka_unit_test(test_estimator_names),
 		cmocka_unit_test(test_est_reference_full),

@@ -1817,10 +1817,11 @@ test_read_framework_torchtune(void **state)
 	assert_int_equal(w->lora_targets, MF_LORA_LIST);
 	assert_int_equal(w->lora_modules, TT_LORA_MODULES);
 	assert_int_equal(w->lora_dtype, MF_LORA_BF16);
+	assert_true(w->lora_dropout == 0);
 	assert_int_equal(w->compile, 0);
-	/* Eleven fields, every one from the framework. */
-	assert_null(mf_framework_field(job.framework, MF_LORA, 0, 11));
-	assert_int_equal(job.from_framework, (1u << 11) - 1);
+	/* Twelve fields, every one from the framework. */
+	assert_null(mf_framework_field(job.framework, MF_LORA, 0, 12));
+	assert_int_equal(job.from_framework, (1u << 12) - 1);
 	mf_doc_free(doc);
 	/* qlora adds torchao's NF4 storage, double-quantized; full the
 	 * optimizer in backward. */
@@ -1976,7 +1977,7 @@ test_read_framework_stated_wins(void **state)
 	    fw_bit(v, MF_LORA, "gradientCheckpointing") |
 	    fw_bit(v, MF_LORA, "lora.dtype");
 	assert_int_equal(__builtin_popcount(stated), 3);
-	assert_int_equal(job.from_framework, ((1u << 11) - 1) & ~stated);
+	assert_int_equal(job.from_framework, ((1u << 12) - 1) & ~stated);
 	mf_doc_free(doc);
 }
 
