@@ -98,6 +98,13 @@ norm_terms(const struct mf_model *m, const struct shapes *x, struct mf_terms *t,
 		return;
 	}
 	mf_term(own, m->norms_per_layer * 4, "", 1);
+	if (x->compiled && x->lora) {
+		/* Compiled over a frozen base: each norm keeps its input
+		 * (eh), the rest recomputed; what an adapter keeps of its
+		 * output is lora_terms' (tests/torch/compile_lora.py). */
+		mf_term(own, m->norms_per_layer * e, "h", h);
+		return;
+	}
 	if (x->compiled) {
 		/* Each layer compiled (compile_model; Llama's block): 2e h
 		 * a norm, the rest recomputed in backward, measured with
@@ -257,8 +264,10 @@ mlp_terms(const struct mf_model *m, const struct shapes *x, struct mf_terms *t)
 
 	/* A frozen down_proj keeps no copy of its input, nor a frozen
 	 * expert's gate and up of theirs (LoRA's copies: lora_terms); a
-	 * compiled layer keeps 3eI too (tests/torch/compile.py). */
-	int64_t keep = x->lora || x->compiled ? 3 : 4;
+	 * compiled layer keeps 3eI too (tests/torch/compile.py), and a
+	 * compiled one over a frozen base gate's and up's outputs alone,
+	 * 2eI (tests/torch/compile_lora.py). */
+	int64_t keep = 4 - (x->lora ? 1 : 0) - (x->compiled ? 1 : 0);
 
 	if (m->experts == 0) {
 		mf_term(t, keep * e, "I", x->I);
@@ -325,7 +334,13 @@ own_copies(const struct shapes *x)
  * the router's and Qwen2-MoE's shared expert's and its gate's.  A list
  * of modules (design 22) keeps the copies of those it names.  Measured
  * by tests/torch/measure.py (its LoRA cases: all-linear, attention and
- * lists).
+ * lists).  Compiled (compile: true), the adapters that take one norm's
+ * output share one cast of it (the partitioner's graph casts once), so
+ * each of the two inputs keeps one copy, ab h, or the norm's output
+ * itself, e h, when the adapters' dtype is the activations'; o_proj's
+ * and down_proj's adapters and lora_A's outputs keep what they keep
+ * uncompiled (tests/torch/compile_lora.py: [q_proj, v_proj] and
+ * all-linear, fp32 and bf16 adapters).
  */
 static void
 lora_terms(const struct mf_model *m, const struct mf_workload *w,
@@ -333,18 +348,19 @@ lora_terms(const struct mf_model *m, const struct mf_workload *w,
 {
 	int sixteen = x->e == 2, own = own_copies(x);
 	int64_t k = m->experts_per_tok, n, in, copy = x->ab + (x->drop ? 1 : 0);
+	int each = own && !x->compiled; /* a copy for each adapter */
 
 	n = lora_count(m, x->mask, ~0u);
 	in = lora_count(m, x->mask, ATTN_IN);
 	if (in > 0)
-		mf_term(t, copy * (own ? in : 1), "h", x->h);
+		mf_term(t, copy * (each ? in : 1), "h", x->h);
 	if ((x->mask & MF_LORA_BIT(MF_LIN_O)) &&
 	    (own || mf_est_attention(m, w) == MF_EAGER))
 		mf_term(t, copy, "ad", x->ad);
 	if (m->experts == 0) {
 		in = lora_count(m, x->mask, MLP_IN);
 		if (in > 0)
-			mf_term(t, copy * (own ? in : 1), "h", x->h);
+			mf_term(t, copy * (each ? in : 1), "h", x->h);
 		if (x->mask & MF_LORA_BIT(MF_LIN_DOWN))
 			mf_term(t, copy, "I", x->I);
 	} else if (x->mask & MF_LORA_MOE) {
@@ -421,6 +437,9 @@ kept_input_terms(const struct mf_model *m, const struct mf_workload *w,
  * a 16-bit copy is lora_terms').  A list of the MLP's alone is counted
  * so too (what its layer keeps before the MLP's adapters is more: the
  * safe side).  Measured by tests/torch/measure.py (its LoRA lists).
+ * Compiled, the first norm keeps its input, e h, where uncompiled it
+ * keeps the fp32 cast, 4h: the first layer keeps neither
+ * (tests/torch/compile_lora.py).
  */
 static void
 frozen_terms(const struct mf_model *m, const struct mf_workload *w,
@@ -433,7 +452,7 @@ frozen_terms(const struct mf_model *m, const struct mf_workload *w,
 	int64_t e = x->e, one = w->micro_batch == 1;
 
 	memset(off, 0, sizeof(*off));
-	mf_term(off, 4, "h", x->h);
+	mf_term(off, x->compiled ? e : 4, "h", x->h);
 	mf_term(off, 4, "", 1);
 	/* Nor does a 4-bit matmul keep an input that needs no gradient, nor
 	 * dropout a mask. */
@@ -469,7 +488,8 @@ frozen_terms(const struct mf_model *m, const struct mf_workload *w,
 }
 
 /* The first layer's bytes frozen_terms leaves out, taken from bytes (of
- * tok tokens), and " - 4h - 4" (or " - (terms)") into f. */
+ * tok tokens), and " - 4h - 4" (compiled: " - eh - 4"; or " - (terms)")
+ * into f. */
 static int64_t
 first_layer_frozen(const struct mf_model *m, const struct mf_workload *w,
     const struct shapes *x, int64_t tok, int64_t bytes, struct mf_text *f)
@@ -481,9 +501,12 @@ first_layer_frozen(const struct mf_model *m, const struct mf_workload *w,
 	sub = mf_cmul(tok, mf_terms_bytes(&off));
 	if (sub < 0 || bytes < sub)
 		return bytes;
-	/* frozen_terms' first two terms, 4h and 4, alone. */
-	if (off.n == 2 && off.coef[0] == 4 && off.coef[1] == 4) {
-		mf_text_str(f, " - 4h - 4");
+	/* frozen_terms' first two terms, the norm's and 4, alone. */
+	if (off.n == 2 && off.coef[0] == (x->compiled ? x->e : 4) &&
+	    off.coef[1] == 4) {
+		mf_text_str(f, " - ");
+		mf_text_int(f, off.coef[0]);
+		mf_text_str(f, "h - 4");
 	} else {
 		mf_text_str(f, " - (");
 		mf_text_terms(f, &off);

@@ -3137,6 +3137,72 @@ test_torch_compile(void **state)
 	assert_int_equal(e.bucket[MF_B_ACTIVATIONS], INT64_C(1646854144));
 }
 
+/*
+ * compile: true with LoRA (tests/torch/compile_lora.py): a compiled layer
+ * over a frozen base keeps each norm's input (2 x 2h) and rsqrt (2 x 4),
+ * attention as uncompiled (4ad + 4kvd + 4a), the MLP's gate and up
+ * outputs (4I), one fp32 cast of the first norm's output that q's and
+ * v's adapters share (4h) and lora_A's outputs (8r).  Llama 3.1 8B,
+ * [q_proj, v_proj], r 16, s 4096, b 1, bf16, fp32 adapters: 16,384 + 8 +
+ * 16,384 + 4,096 + 128 + 57,344 + 16,384 + 128 = 110,856 a token a layer
+ * (8h + 4ad + 4kvd + 4a + 4I + 8r + 8); x 32 = 3,547,392, less the first
+ * layer's first norm (2h + 4 = 8,196): 3,539,196 x 4,096 =
+ * 14,496,546,816, + RoPE's 2,097,152 = 14,498,643,968, against
+ * 22,518,153,216 uncompiled (test_torch_lora_list).  all-linear with
+ * bf16 adapters:
+ * no casts; the two norms' outputs (2 x 2h) and down_proj's input (2I)
+ * are kept for the adapters, o_proj's input is the attention's output
+ * already kept, lora_A's outputs 7 x 2r: 8h + 4ad + 4kvd + 4a + 6I + 14r
+ * + 8 = 139,624; x 32 - 8,196 = 4,459,772 x 4,096 + 2,097,152 =
+ * 18,269,323,264.
+ */
+static void
+test_torch_compile_lora(void **state)
+{
+	struct mf_workload w;
+	struct mf_estimate e;
+
+	(void)state;
+	mf_workload_defaults(&w);
+	w.seq_len = 4096;
+	w.method = MF_LORA;
+	w.lora_rank = 16;
+	w.lora_targets = MF_LORA_LIST;
+	w.lora_modules = MF_LORA_BIT(MF_LIN_Q) | MF_LORA_BIT(MF_LIN_V);
+	e = est(&llama8b, &w);
+	assert_int_equal(e.bucket[MF_B_ACTIVATIONS], INT64_C(22518153216));
+	w.compile = 1;
+	e = est(&llama8b, &w);
+	assert_int_equal(e.bucket[MF_B_ACTIVATIONS], INT64_C(14498643968));
+	assert_string_equal(e.formula[MF_B_ACTIVATIONS],
+	    "s x b x (L x (8h + 4ad + 4kvd + 4a + 4I + 8r + 8) - 2h - 4) + s x 4d");
+	w.lora_targets = MF_LORA_ALL_LINEAR;
+	w.lora_dtype = MF_LORA_BF16;
+	e = est(&llama8b, &w);
+	assert_int_equal(e.bucket[MF_B_ACTIVATIONS], INT64_C(18269323264));
+	assert_string_equal(e.formula[MF_B_ACTIVATIONS],
+	    "s x b x (L x (8h + 4ad + 4kvd + 4a + 6I + 14r + 8) - 2h - 4) + s x 4d");
+}
+
+/* A refused LoRA case of test_torch_compile_refused: lora.dtype value
+ * (field 10) on an fp32 model for bf16, (field 11) a list without q, k or
+ * v, or (field 12) every layer checkpointed. */
+static void
+compile_lora_case(struct mf_workload *w, int field, int value)
+{
+	w->method = MF_LORA;
+	w->lora_dtype = (enum mf_lora_dtype)value;
+	if (w->lora_dtype == MF_LORA_BF16)
+		w->precision = MF_FP32;
+	if (field == 11) {
+		w->lora_targets = MF_LORA_LIST;
+		w->lora_modules =
+		    MF_LORA_BIT(MF_LIN_O) | MF_LORA_BIT(MF_LIN_DOWN);
+	}
+	if (field == 12)
+		w->checkpointing = MF_CKPT_FULL;
+}
+
 /* What compile is not modelled with is refused with what the job has
  * (mf_est_compile_refused), by the estimate too. */
 static void
@@ -3147,8 +3213,11 @@ test_torch_compile_refused(void **state)
 		int value;
 		const char *has;
 	} cases[] = {
-		{ 0, MF_LORA, "this job has method: lora" },
 		{ 0, MF_QLORA, "this job has method: qlora" },
+		{ 10, MF_LORA_FP16, "this job has lora.dtype: fp16" },
+		{ 10, MF_LORA_BF16, "lora.dtype: bf16 with precision: fp32" },
+		{ 11, MF_LORA_FP32, "lora.targets has none of them" },
+		{ 12, MF_LORA_FP32, "has gradientCheckpointing: true" },
 		{ 1, MF_BF16_MIXED, "this job has precision: bf16-mixed" },
 		{ 1, MF_FP16, "this job has precision: fp16" },
 		{ 2, MF_EAGER, "this job has attention: eager" },
@@ -3170,6 +3239,12 @@ test_torch_compile_refused(void **state)
 	mf_workload_defaults(&w);
 	w.compile = 1;
 	assert_false(mf_est_compile_refused(&llama8b, &w, why, sizeof(why)));
+	w.method = MF_LORA;
+	assert_false(mf_est_compile_refused(&llama8b, &w, why, sizeof(why)));
+	w.lora_dtype = MF_LORA_BF16;
+	assert_false(mf_est_compile_refused(&llama8b, &w, why, sizeof(why)));
+	w.method = MF_FULL;
+	w.lora_dtype = MF_LORA_FP32;
 	w.precision = MF_FP32;
 	w.checkpointing = MF_CKPT_FULL;
 	assert_false(mf_est_compile_refused(&llama8b, &w, NULL, 0));
@@ -3205,8 +3280,10 @@ test_torch_compile_refused(void **state)
 			w.optimizer_in_backward = 1;
 		} else if (cases[i].field == 8)
 			w.shard_gpus = cases[i].value;
-		else
+		else if (cases[i].field == 9)
 			w.tensor = cases[i].value;
+		else
+			compile_lora_case(&w, cases[i].field, cases[i].value);
 		why[0] = '\0';
 		assert_true(mf_est_compile_refused(NULL, &w, why, sizeof(why)));
 		if (strstr(why, cases[i].has) == NULL)
@@ -3436,6 +3513,7 @@ main(void)
 		cmocka_unit_test(test_model_tensors),
 		cmocka_unit_test(test_torch_offload_in_backward),
 		cmocka_unit_test(test_torch_compile),
+		cmocka_unit_test(test_torch_compile_lora),
 		cmocka_unit_test(test_torch_compile_refused),
 		cmocka_unit_test(test_torch_float8),
 		cmocka_unit_test(test_torch_float8_refused),

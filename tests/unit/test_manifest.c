@@ -1135,7 +1135,7 @@ test_read_float8(void **state)
 
 /*
  * compile: false by default; true where the estimate models it (full
- * fine-tuning, bf16, bf16-true or fp32, sdpa, the standard loss, every
+ * fine-tuning or LoRA, bf16, bf16-true or fp32, sdpa, the standard loss, every
  * layer checkpointed or none, one GPU); anything else refused at the
  * field, with what it is modelled with and what this job has
  * (mf_est_compile_refused), and for training only.
@@ -1159,13 +1159,16 @@ test_read_compile(void **state)
 	read_ok(RECIPE("    method: lora\n    compile: false\n"), &doc, &job);
 	assert_false(job.work.compile);
 	mf_doc_free(doc);
-	expect_err(RECIPE("    method: lora\n    compile: true\n"),
+	read_ok(RECIPE("    method: lora\n    compile: true\n"), &doc, &job);
+	assert_true(job.work.compile);
+	mf_doc_free(doc);
+	expect_err(RECIPE("    method: qlora\n    compile: true\n"),
 	    "spec.workload.compile", 11,
-	    "is modelled as torchtune compiles a model (each decoder layer) "
-	    "and tests/torch/compile.py measured it: full fine-tuning in bf16, "
-	    "bf16-true or fp32 with sdpa attention and the standard loss, "
-	    "every layer checkpointed or none, on one GPU's model; LoRA's "
-	    "compiled layers were not measured; this job has method: lora");
+	    "is modelled as torchtune compiles each decoder layer, as "
+	    "tests/torch/compile.py and compile_lora.py measured it: full "
+	    "fine-tuning or LoRA, bf16, bf16-true or fp32, sdpa, the standard "
+	    "loss, every layer checkpointed or none, one GPU; QLoRA's 4-bit "
+	    "linears were not measured compiled; this job has method: qlora");
 	expect_err(RECIPE("    compile: true\n    precision: bf16-mixed\n"),
 	    "spec.workload.compile", 10, "this job has precision: bf16-mixed");
 	expect_err(RECIPE("    compile: true\n    loss: chunked\n"),
