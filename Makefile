@@ -310,6 +310,7 @@ torch: all $(TORCH_VENV)/.installed
 	$(TESTENV) timeout 600 $(TORCH_PY) tests/torch/traffic.py
 	$(TESTENV) timeout 300 $(TORCH_PY) tests/torch/framework.py
 	$(TESTENV) timeout 600 $(TORCH_PY) tests/torch/compile.py
+	$(TESTENV) timeout 900 $(TORCH_PY) tests/torch/compile_lora.py
 	$(TESTENV) timeout 300 $(TORCH_PY) tests/torch/loading.py
 	$(TESTENV) timeout 300 $(TORCH_PY) tests/torch/float8.py
 	$(TESTENV) timeout 300 $(TORCH_PY) tests/torch/dropout.py

@@ -1,0 +1,177 @@
+#!/usr/bin/env python3
+"""Measure what a LoRA training step keeps for backward when each decoder
+layer is compiled, as torchtune's LoRA recipes run with compile: True
+(training/_compile.py, compile_model: torch.compile of every
+TransformerSelfAttentionLayer, the activation checkpoint's wrapper left
+outside), and hold memfloor's `pytorch` estimator with `method: lora` and
+`compile: true` to it.
+
+The models are transformers' own with PEFT's LoRA (tests/torch/hf.py, as
+tests/torch/measure.py builds its LoRA subjects), small, on the CPU, every
+decoder layer compiled by torch.compile with inductor (the partitioner
+and the saved set are the same as on a GPU; the kernels differ), as
+tests/torch/compile.py does for full fine-tuning.  For each case (shape x
+rank x targets x precision and lora.dtype x checkpointing, sdpa):
+
+- saved(L): the bytes saved for backward by one training forward (the
+  loss included) as distinct storages packed by saved_tensors_hooks, the
+  parameters out (measure.py's saved_bytes).  A frozen model with no
+  layers keeps nothing, so, as measure.py does for LoRA, saved(2) is
+  held to activations + logits together, and saved(2) - saved(1), one
+  layer, to the estimate's activations of two layers less one's.
+- the peak of a whole step (forward, loss, backward, AdamW: measure.py's
+  Recipe for fp32 adapters, TrueRecipe for bf16 ones, as torchtune steps
+  them) after one step run first, so that compiling is not part of it.
+- with checkpointing (transformers' non-reentrant checkpoint around the
+  compiled layer) the same step's peak, printed beside what the
+  checkpoints hold (less the CPU generator's states, compile.py's held)
+  plus one compiled layer, and memfloor must refuse the job: backward
+  recomputes a compiled layer and runs its compiled backward holding both
+  graphs' buffers, which the estimate does not count (all-linear with
+  fp32 adapters peaks above activations, logits and transient together).
+
+The targets are PEFT's and torchtune's default for Llama, [q_proj,
+v_proj], and all-linear; the adapters in fp32 (lora.dtype fp32, PEFT's
+autocast_adapter_dtype) on a bf16 and an fp32 model, and in bf16 on a
+bf16 model (lora.dtype bf16, as torchtune keeps them).  Cases in FIT are
+those the per-layer terms were derived on (their h, I, a, kv, d, rank,
+s and b all differ); CHECK holds a shape and a list of targets they never
+saw.  It fails when a bucket is off by more than 2%, a peak is above
+memfloor's perGpuBytes, or a job with checkpointing is not refused.
+Prints every check with -v; exits 1 on a failure.
+"""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import hf  # noqa: E402  (quiets transformers before torch is used)
+import measure  # noqa: E402
+from compile import held, warm  # noqa: E402
+
+import torch  # noqa: E402
+
+torch._dynamo.config.cache_size_limit = 64
+
+cfg = measure.cfg
+QV = ["q_proj", "v_proj"]
+
+# (tag, config, s, b, rank, targets)
+CASES = [
+    ("FIT", cfg("mistral", 96, 6, 2, 256, 384, d=24), 40, 2, 4,
+     (QV, "all-linear")),
+    ("FIT", cfg("llama", 112, 4, 1, 320, 520, d=20), 56, 1, 8,
+     (QV, "all-linear")),
+    ("CHECK", cfg("llama", 160, 5, 5, 448, 640), 48, 3, 16,
+     (QV, ["k_proj", "o_proj", "down_proj"])),
+]
+
+# (precision, lora.dtype)
+RUNS = [("bf16", "fp32"), ("bf16", "bf16"), ("fp32", "fp32")]
+
+
+class Subject(measure.Subject):
+    """measure.Subject with PEFT's LoRA of a rank and targets, every
+    decoder layer compiled with inductor, as compile_model does."""
+
+    def __init__(self, c, precision, targets, dtype, rank):
+        torch._dynamo.reset()
+        self.c = c
+        self.model = hf.build(c, 2, precision, "sdpa", lora=targets,
+                              rank=rank, lora_dtype=dtype)
+        self.base = self.model.get_base_model()
+        self.step = hf.Step(self.model, precision)
+        for layer in hf.decoder_layers(self.base):
+            layer.compile(backend="inductor")
+
+
+def memfloor(c, s, b, precision, ckpt, rank, targets, dtype):
+    est = measure.estimate(c, workload(s, b, precision, ckpt, rank, targets,
+                                       dtype))
+    return ({x["name"]: x["bytes"] for x in est["buckets"]},
+            est["perGpuBytes"])
+
+
+def workload(s, b, precision, ckpt, rank, targets, dtype):
+    return {"kind": "training", "sequenceLength": s, "microBatch": b,
+            "precision": precision, "attention": "sdpa",
+            "gradientCheckpointing": ckpt, "compile": True,
+            "method": "lora",
+            "lora": {"rank": rank, "targets": targets, "dtype": dtype}}
+
+
+def checkpointed(tag, name, c, subj, args, ids, labels, layer, errors):
+    """With checkpointing: what is kept and the step's peak, printed, and
+    memfloor's refusal of the job (an error when it answers)."""
+    step = subj.set(2, "sdpa", True)
+    warm(step, ids, labels)
+    kept = held(step, ids, labels) + layer
+    peak = measure.step_peak(step, ids, labels, measure.Recipe
+                             if args[-1] == "fp32" else measure.TrueRecipe)
+    r = hf.run_estimate({"config": c}, workload(*args), "torch-compile-lora")
+    refused = not isinstance(r, str) and r.returncode != 0 and \
+        "gradientCheckpointing" in r.stdout + r.stderr
+    if measure.VERBOSE or not refused:
+        print("%-44s kept %10d peak %10d (refused: %s)" %
+              (name, kept, peak, "yes" if refused else "NO"))
+    if not refused:
+        print("FAIL %s: memfloor did not refuse checkpointing" % name)
+    errors.append((tag, name, "refused", 1, 1 if refused else 0,
+                   0.0 if refused else -1.0))
+
+
+def run_targets(tag, i, c, s, b, rank, targets, rows, errors, ids, labels):
+    label = "+".join(targets) if isinstance(targets, list) else targets
+    for prec, dtype in RUNS:
+        subj = Subject(c, prec, targets, dtype, rank)
+        s1 = measure.saved_bytes(subj.set(1, "sdpa"), ids, labels)
+        s2 = measure.saved_bytes(subj.set(2, "sdpa"), ids, labels)
+        layer = s2 - s1
+        rows.append((c, prec, dtype, label, rank, layer / (s * b), s, b))
+        args = (prec, False, rank, targets, dtype)
+        one, _ = memfloor(dict(c, num_hidden_layers=1), s, b, *args)
+        two, _ = memfloor(c, s, b, *args)
+        name = "%s[%d] %s %s/%s %s" % (tag, i, c["model_type"], prec, dtype,
+                                      label)
+        measure.compare(errors, tag, name, "lora activations+logits", s2,
+                        two["activations"] + two["logits"])
+        measure.compare(errors, tag, name, "lora layer", layer,
+                        two["activations"] - one["activations"])
+        step = subj.set(2, "sdpa")
+        warm(step, ids, labels)
+        _, per_gpu = memfloor(c, s, b, *args)
+        measure.check_peak(errors, tag, name, step, ids, labels, per_gpu,
+                           measure.Recipe if dtype == "fp32" else
+                           measure.TrueRecipe)
+        checkpointed(tag, name + " ckpt", c, subj,
+                     (s, b, prec, True, rank, targets, dtype), ids, labels,
+                     layer, errors)
+
+
+def main():
+    """compile_lora.py [-v] [INDEX ...]: every case, or only those named."""
+    only = set(a for a in sys.argv[1:] if a != "-v")
+    rows, errors = [], []
+    for i, (tag, c, s, b, rank, targets) in enumerate(CASES):
+        if only and str(i) not in only:
+            continue
+        ids, labels = measure.inputs(c, s, b)
+        for t in targets:
+            run_targets(tag, i, c, s, b, rank, t, rows, errors, ids, labels)
+    print("bytes saved per compiled LoRA layer per token, in units of h:")
+    for c, prec, dtype, label, rank, v, s, b in rows:
+        h = c["hidden_size"]
+        print("%-8s %-4s/%-4s %-26s h %4d a %2d kv %2d I %4d r %2d s %3d "
+              "b %d %8.2f" %
+              (c["model_type"], prec, dtype, label, h,
+               c["num_attention_heads"], c["num_key_value_heads"],
+               c["intermediate_size"], rank, s, b, v / h))
+    failed = measure.report([], errors)
+    unrefused = sum(1 for x in errors if x[2] == "refused" and x[4] == 0)
+    print("checkpointing refused: %d of %d" %
+          (sum(1 for x in errors if x[2] == "refused") - unrefused,
+           sum(1 for x in errors if x[2] == "refused")))
+    return 1 if failed or unrefused else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
