@@ -340,7 +340,8 @@ own_copies(const struct shapes *x)
  * itself, e h, when the adapters' dtype is the activations'; o_proj's
  * and down_proj's adapters and lora_A's outputs keep what they keep
  * uncompiled (tests/torch/compile_lora.py: [q_proj, v_proj] and
- * all-linear, fp32 and bf16 adapters).
+ * all-linear, fp32 and bf16 adapters; QLoRA's NF4 linears in bf16 keep
+ * the same, no dequantized weight).
  */
 static void
 lora_terms(const struct mf_model *m, const struct mf_workload *w,

@@ -198,33 +198,44 @@ llama_block(const struct mf_model *m)
 	return m->block == MF_BLOCK_LLAMA && !m->qkv_bias && m->experts == 0;
 }
 
+/* lora.dtype's name. */
+static const char *
+lora_dtype_name(enum mf_lora_dtype d)
+{
+	return d == MF_LORA_FP32 ? "fp32" : d == MF_LORA_BF16 ? "bf16" : "fp16";
+}
+
 /*
- * Why w's LoRA is refused under compile into why (QLoRA's after lead); 0
+ * Why w's LoRA is refused under compile into why; 0
  * when it is not: tests/torch/compile_lora.py measured PEFT's LoRA,
  * adapters in fp32 or in the activations' dtype, q_proj, k_proj or v_proj
  * among the targets (what the first layer's frozen attention keeps
- * otherwise was not measured compiled), no QLoRA, and no checkpointing:
+ * otherwise was not measured compiled), QLoRA's NF4 linears (bitsandbytes)
+ * in bf16 with fp32 adapters, without PEFT's
+ * prepare_model_for_kbit_training, and no checkpointing:
  * with it, backward recomputes a compiled layer and runs its compiled
  * backward holding both graphs' buffers, which all-linear with fp32
  * adapters measured above activations, logits and transient together
  * (by 8% and 10%), and which the estimate does not count.
  */
 static int
-compile_lora_refused(const struct mf_workload *w, const char *lead, char *why,
-    size_t size)
+compile_lora_refused(const struct mf_workload *w, char *why, size_t size)
 {
 	unsigned qkv = MF_LORA_BIT(MF_LIN_Q) | MF_LORA_BIT(MF_LIN_K) |
 	    MF_LORA_BIT(MF_LIN_V) | MF_LORA_BIT(MF_LIN_QKV);
 
-	if (w->method == MF_QLORA)
+	if (w->method == MF_QLORA &&
+	    (w->qlora_kbit_prep || w->lora_dtype != MF_LORA_FP32 ||
+	        w->precision == MF_FP32))
 		snprintf(why, size,
-		    "%s; QLoRA's 4-bit linears were not measured compiled; this job has method: qlora",
-		    lead);
+		    "is modelled for QLoRA in bf16 with fp32 adapters and without qlora.kbitPrep, as tests/torch/compile_lora.py measured it; this job has precision: %s, lora.dtype: %s, qlora.kbitPrep: %s",
+		    oib_precision(w->precision), lora_dtype_name(w->lora_dtype),
+		    w->qlora_kbit_prep ? "true" : "false");
 	else if (w->lora_dtype == MF_LORA_FP16 ||
 	    (w->lora_dtype == MF_LORA_BF16 && w->precision == MF_FP32))
 		snprintf(why, size,
 		    "is modelled for LoRA with adapters in fp32 or in the activations' dtype, as tests/torch/compile_lora.py measured it; this job has lora.dtype: %s with precision: %s",
-		    w->lora_dtype == MF_LORA_FP16 ? "fp16" : "bf16",
+		    lora_dtype_name(w->lora_dtype),
 		    oib_precision(w->precision));
 	else if ((mf_est_lora_mask(w) & qkv) == 0)
 		snprintf(why, size,
@@ -249,8 +260,7 @@ compile_work_refused(const struct mf_workload *w, char *why, size_t size)
 	if (!compile_precision(w->precision))
 		snprintf(why, size, "%s; this job has precision: %s", lead,
 		    oib_precision(w->precision));
-	else if (w->method != MF_FULL &&
-	    compile_lora_refused(w, lead, why, size))
+	else if (w->method != MF_FULL && compile_lora_refused(w, why, size))
 		return 1;
 	else if (w->attention != MF_SDPA)
 		snprintf(why, size, "%s; this job has attention: %s", lead,

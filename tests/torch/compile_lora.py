@@ -33,7 +33,10 @@ rank x targets x precision and lora.dtype x checkpointing, sdpa):
 The targets are PEFT's and torchtune's default for Llama, [q_proj,
 v_proj], and all-linear; the adapters in fp32 (lora.dtype fp32, PEFT's
 autocast_adapter_dtype) on a bf16 and an fp32 model, and in bf16 on a
-bf16 model (lora.dtype bf16, as torchtune keeps them).  Cases in FIT are
+bf16 model (lora.dtype bf16, as torchtune keeps them); and QLoRA
+(method: qlora): each decoder linear bitsandbytes' NF4 Linear4bit
+computing in bf16 (tests/torch/quant.py's swap_linears), PEFT's fp32
+adapters on top, without prepare_model_for_kbit_training.  Cases in FIT are
 those the per-layer terms were derived on (their h, I, a, kv, d, rank,
 s and b all differ); CHECK holds a shape and a list of targets they never
 saw.  It fails when a bucket is off by more than 2%, a peak is above
@@ -65,37 +68,56 @@ CASES = [
      (QV, ["k_proj", "o_proj", "down_proj"])),
 ]
 
-# (precision, lora.dtype)
-RUNS = [("bf16", "fp32"), ("bf16", "bf16"), ("fp32", "fp32")]
+# (method, precision, lora.dtype): QLoRA as quant.py builds it, each
+# decoder linear bitsandbytes' NF4 Linear4bit computing in bf16, PEFT's
+# fp32 adapters on top, without prepare_model_for_kbit_training.
+RUNS = [("lora", "bf16", "fp32"), ("lora", "bf16", "bf16"),
+        ("lora", "fp32", "fp32"), ("qlora", "bf16", "fp32")]
 
 
 class Subject(measure.Subject):
     """measure.Subject with PEFT's LoRA of a rank and targets, every
     decoder layer compiled with inductor, as compile_model does."""
 
-    def __init__(self, c, precision, targets, dtype, rank):
+    def __init__(self, c, method, precision, targets, dtype, rank):
         torch._dynamo.reset()
         self.c = c
-        self.model = hf.build(c, 2, precision, "sdpa", lora=targets,
-                              rank=rank, lora_dtype=dtype)
+        if method == "qlora":
+            self.model = qlora(c, targets, rank)
+        else:
+            self.model = hf.build(c, 2, precision, "sdpa", lora=targets,
+                                  rank=rank, lora_dtype=dtype)
         self.base = self.model.get_base_model()
         self.step = hf.Step(self.model, precision)
         for layer in hf.decoder_layers(self.base):
             layer.compile(backend="inductor")
 
 
-def memfloor(c, s, b, precision, ckpt, rank, targets, dtype):
-    est = measure.estimate(c, workload(s, b, precision, ckpt, rank, targets,
-                                       dtype))
+def memfloor(c, *args):
+    """memfloor's buckets and perGpuBytes of c's job (workload's args)."""
+    est = measure.estimate(c, workload(*args))
     return ({x["name"]: x["bytes"] for x in est["buckets"]},
             est["perGpuBytes"])
 
 
-def workload(s, b, precision, ckpt, rank, targets, dtype):
+def qlora(c, targets, rank):
+    """c's bf16 model with its decoder's linears NF4 (quant.py's
+    swap_linears), PEFT's fp32 adapters of rank on targets."""
+    import quant
+    model = hf.build(c, 2, "bf16", "sdpa")
+    for layer in hf.decoder_layers(model):
+        quant.swap_linears(layer)
+    peft = hf.import_peft()
+    return peft.get_peft_model(model, peft.LoraConfig(
+        r=rank, lora_alpha=2 * rank, lora_dropout=0.0,
+        target_modules=targets))
+
+
+def workload(method, s, b, precision, ckpt, rank, targets, dtype):
     return {"kind": "training", "sequenceLength": s, "microBatch": b,
             "precision": precision, "attention": "sdpa",
             "gradientCheckpointing": ckpt, "compile": True,
-            "method": "lora",
+            "method": method,
             "lora": {"rank": rank, "targets": targets, "dtype": dtype}}
 
 
@@ -121,30 +143,31 @@ def checkpointed(tag, name, c, subj, args, ids, labels, layer, errors):
 
 def run_targets(tag, i, c, s, b, rank, targets, rows, errors, ids, labels):
     label = "+".join(targets) if isinstance(targets, list) else targets
-    for prec, dtype in RUNS:
-        subj = Subject(c, prec, targets, dtype, rank)
+    for method, prec, dtype in RUNS:
+        subj = Subject(c, method, prec, targets, dtype, rank)
         s1 = measure.saved_bytes(subj.set(1, "sdpa"), ids, labels)
         s2 = measure.saved_bytes(subj.set(2, "sdpa"), ids, labels)
         layer = s2 - s1
-        rows.append((c, prec, dtype, label, rank, layer / (s * b), s, b))
-        args = (prec, False, rank, targets, dtype)
-        one, _ = memfloor(dict(c, num_hidden_layers=1), s, b, *args)
-        two, _ = memfloor(c, s, b, *args)
-        name = "%s[%d] %s %s/%s %s" % (tag, i, c["model_type"], prec, dtype,
-                                      label)
+        rows.append((c, method, prec, dtype, label, rank, layer / (s * b), s,
+                     b))
+        args = (method, s, b, prec, False, rank, targets, dtype)
+        one, _ = memfloor(dict(c, num_hidden_layers=1), *args)
+        two, _ = memfloor(c, *args)
+        name = "%s[%d] %s %s %s/%s %s" % (tag, i, c["model_type"], method,
+                                         prec, dtype, label)
         measure.compare(errors, tag, name, "lora activations+logits", s2,
                         two["activations"] + two["logits"])
         measure.compare(errors, tag, name, "lora layer", layer,
                         two["activations"] - one["activations"])
         step = subj.set(2, "sdpa")
         warm(step, ids, labels)
-        _, per_gpu = memfloor(c, s, b, *args)
+        _, per_gpu = memfloor(c, *args)
         measure.check_peak(errors, tag, name, step, ids, labels, per_gpu,
                            measure.Recipe if dtype == "fp32" else
                            measure.TrueRecipe)
         checkpointed(tag, name + " ckpt", c, subj,
-                     (s, b, prec, True, rank, targets, dtype), ids, labels,
-                     layer, errors)
+                     (method, s, b, prec, True, rank, targets, dtype), ids,
+                     labels, layer, errors)
 
 
 def main():
@@ -158,11 +181,11 @@ def main():
         for t in targets:
             run_targets(tag, i, c, s, b, rank, t, rows, errors, ids, labels)
     print("bytes saved per compiled LoRA layer per token, in units of h:")
-    for c, prec, dtype, label, rank, v, s, b in rows:
+    for c, method, prec, dtype, label, rank, v, s, b in rows:
         h = c["hidden_size"]
-        print("%-8s %-4s/%-4s %-26s h %4d a %2d kv %2d I %4d r %2d s %3d "
-              "b %d %8.2f" %
-              (c["model_type"], prec, dtype, label, h,
+        print("%-8s %-5s %-4s/%-4s %-26s h %4d a %2d kv %2d I %4d r %2d "
+              "s %3d b %d %8.2f" %
+              (c["model_type"], method, prec, dtype, label, h,
                c["num_attention_heads"], c["num_key_value_heads"],
                c["intermediate_size"], rank, s, b, v / h))
     failed = measure.report([], errors)

@@ -3154,7 +3154,9 @@ test_torch_compile(void **state)
  * are kept for the adapters, o_proj's input is the attention's output
  * already kept, lora_A's outputs 7 x 2r: 8h + 4ad + 4kvd + 4a + 6I + 14r
  * + 8 = 139,624; x 32 - 8,196 = 4,459,772 x 4,096 + 2,097,152 =
- * 18,269,323,264.
+ * 18,269,323,264.  QLoRA (NF4 linears in bf16, fp32 adapters) keeps what
+ * LoRA keeps: bitsandbytes' matmul saves no dequantized weight compiled
+ * either.
  */
 static void
 test_torch_compile_lora(void **state)
@@ -3176,6 +3178,10 @@ test_torch_compile_lora(void **state)
 	assert_int_equal(e.bucket[MF_B_ACTIVATIONS], INT64_C(14498643968));
 	assert_string_equal(e.formula[MF_B_ACTIVATIONS],
 	    "s x b x (L x (8h + 4ad + 4kvd + 4a + 4I + 8r + 8) - 2h - 4) + s x 4d");
+	w.method = MF_QLORA;
+	e = est(&llama8b, &w);
+	assert_int_equal(e.bucket[MF_B_ACTIVATIONS], INT64_C(14498643968));
+	w.method = MF_LORA;
 	w.lora_targets = MF_LORA_ALL_LINEAR;
 	w.lora_dtype = MF_LORA_BF16;
 	e = est(&llama8b, &w);
@@ -3186,10 +3192,15 @@ test_torch_compile_lora(void **state)
 
 /* A refused LoRA case of test_torch_compile_refused: lora.dtype value
  * (field 10) on an fp32 model for bf16, (field 11) a list without q, k or
- * v, or (field 12) every layer checkpointed. */
+ * v, (field 12) every layer checkpointed, or (13) QLoRA with kbitPrep. */
 static void
 compile_lora_case(struct mf_workload *w, int field, int value)
 {
+	if (field == 13) {
+		w->method = MF_QLORA;
+		w->qlora_kbit_prep = value;
+		return;
+	}
 	w->method = MF_LORA;
 	w->lora_dtype = (enum mf_lora_dtype)value;
 	if (w->lora_dtype == MF_LORA_BF16)
@@ -3213,7 +3224,7 @@ test_torch_compile_refused(void **state)
 		int value;
 		const char *has;
 	} cases[] = {
-		{ 0, MF_QLORA, "this job has method: qlora" },
+		{ 13, 1, "qlora.kbitPrep: true" },
 		{ 10, MF_LORA_FP16, "this job has lora.dtype: fp16" },
 		{ 10, MF_LORA_BF16, "lora.dtype: bf16 with precision: fp32" },
 		{ 11, MF_LORA_FP32, "lora.targets has none of them" },
@@ -3242,6 +3253,11 @@ test_torch_compile_refused(void **state)
 	w.method = MF_LORA;
 	assert_false(mf_est_compile_refused(&llama8b, &w, why, sizeof(why)));
 	w.lora_dtype = MF_LORA_BF16;
+	assert_false(mf_est_compile_refused(&llama8b, &w, why, sizeof(why)));
+	w.method = MF_QLORA;
+	assert_true(mf_est_compile_refused(&llama8b, &w, why, sizeof(why)));
+	assert_non_null(strstr(why, "lora.dtype: bf16"));
+	w.lora_dtype = MF_LORA_FP32;
 	assert_false(mf_est_compile_refused(&llama8b, &w, why, sizeof(why)));
 	w.method = MF_FULL;
 	w.lora_dtype = MF_LORA_FP32;
