@@ -237,6 +237,13 @@ compile_lora_refused(const struct mf_workload *w, char *why, size_t size)
 		    "is modelled for LoRA with adapters in fp32 or in the activations' dtype, as tests/torch/compile_lora.py measured it; this job has lora.dtype: %s with precision: %s",
 		    lora_dtype_name(w->lora_dtype),
 		    oib_precision(w->precision));
+	else if (w->method == MF_QLORA && w->qlora_keeps_input)
+		snprintf(why, size,
+		    "is modelled for QLoRA with the 4-bit matmul of bitsandbytes 0.43.2 and later, as tests/torch/compile_lora.py measured it; this job has qlora.keepsInput: true");
+	else if (w->lora_dropout > 0)
+		snprintf(why, size,
+		    "is modelled for LoRA without dropout, as tests/torch/compile_lora.py measured it (compiled dropout was not measured); this job has lora.dropout: %g",
+		    w->lora_dropout);
 	else if ((mf_est_lora_mask(w) & qkv) == 0)
 		snprintf(why, size,
 		    "is modelled for LoRA with q_proj, k_proj or v_proj among its targets, as tests/torch/compile_lora.py measured it (a first layer whose attention is all frozen was not measured compiled); this job's lora.targets has none of them");
