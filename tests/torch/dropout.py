@@ -83,14 +83,10 @@ def main():
                 ("step peak <= perGpuBytes",
                  measure.step_peak(steps[2], ids, labels, recipe),
                  layers[2][2]["perGpuBytes"], None))
-        for what, want, have, tol in rows:
-            err = (have - want) / want
-            bad = have < want if tol is None else abs(err) > tol
-            checks += 1
-            failed += bad
-            print("%s%-8s %-5s %-36s %-24s %10d %10d %+7.3f%%" % (
-                "FAIL " if bad else "", c["model_type"], dtype, label, what,
-                want, have, 100 * err))
+        f, n = measure.check_rows("%-8s %-5s %-36s" % (
+            c["model_type"], dtype, label), rows)
+        failed += f
+        checks += n
     print("dropout harness: %d checks, %d failed" % (checks, failed))
     return 1 if failed else 0
 

@@ -407,6 +407,20 @@ def compare(errors, tag, name, bucket, want, got):
               (name, bucket, want, got, 100 * err))
 
 
+def check_rows(tag, rows):
+    """(failed, checks) of rows (what, measured, estimated, tolerance), each
+    printed after tag: an estimate within the tolerance of the measured, or
+    with None at or above it."""
+    failed = 0
+    for what, want, have, tol in rows:
+        err = (have - want) / want
+        bad = have < want if tol is None else abs(err) > tol
+        failed += bad
+        print("%s%s %-24s %10d %10d %+7.3f%%" % (
+            "FAIL " if bad else "", tag, what, want, have, 100 * err))
+    return failed, len(rows)
+
+
 def check_peak(errors, tag, name, step, ids, labels, per_gpu, recipe=Recipe):
     peak = step_peak(step, ids, labels, recipe)
     errors.append((tag, name, "peak", peak, per_gpu, (per_gpu - peak) / peak))

@@ -234,14 +234,9 @@ def kbit_cases():
                 ("step peak <= perGpuBytes",
                  measure.step_peak(step, ids, labels), est["perGpuBytes"],
                  None))
-        for what, want, have, tol in rows:
-            err = (have - want) / want
-            bad = have < want if tol is None else abs(err) > tol
-            checks += 1
-            failed += bad
-            print("%s%-8s %-26s %10d %10d %+7.3f%%" % (
-                "FAIL " if bad else "", c["model_type"], what, want, have,
-                100 * err))
+        f, n = measure.check_rows("%-8s" % c["model_type"], rows)
+        failed += f
+        checks += n
     return failed, checks
 
 
@@ -333,15 +328,10 @@ def keep_cases():
                 rows.append(("step peak <= perGpuBytes",
                              measure.step_peak(step, ids, labels, recipe),
                              est["perGpuBytes"], None))
-            for what, want, have, tol in rows:
-                err = (have - want) / want
-                bad = have < want if tol is None else abs(err) > tol
-                checks += 1
-                failed += bad
-                print("%s%-8s %-5s %-24s %10d %10d %+7.3f%%" % (
-                    "FAIL " if bad else "", c["model_type"],
-                    "keeps" if keeps else "drops", what, want, have,
-                    100 * err))
+            f, n = measure.check_rows("%-8s %-5s" % (
+                c["model_type"], "keeps" if keeps else "drops"), rows)
+            failed += f
+            checks += n
     return failed, checks
 
 

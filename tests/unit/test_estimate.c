@@ -2610,6 +2610,19 @@ test_torch_kbit_prep(void **state)
 	    prep.bucket[MF_B_ACTIVATIONS] > plain.bucket[MF_B_ACTIVATIONS]);
 }
 
+/* w as Llama's PEFT default under bf16-true: method on q_proj and v_proj
+ * with bf16 adapters, s = 1024, b = 1. */
+static void
+qv_bf16(struct mf_workload *w, enum mf_method method)
+{
+	w->seq_len = 1024;
+	w->method = method;
+	w->precision = MF_BF16_TRUE;
+	w->lora_targets = MF_LORA_LIST;
+	w->lora_modules = MF_LORA_BIT(MF_LIN_Q) | MF_LORA_BIT(MF_LIN_V);
+	w->lora_dtype = MF_LORA_BF16;
+}
+
 /*
  * qlora.keepsInput (design 22): bitsandbytes 0.42.0's 4-bit matmul holds
  * each quantized linear's input to backward.  Llama 3.1 8B, QLoRA on q_proj
@@ -2630,12 +2643,7 @@ test_torch_keeps_input(void **state)
 	(void)state;
 	mf_workload_defaults(&w);
 	assert_int_equal(w.qlora_keeps_input, 0);
-	w.seq_len = 1024;
-	w.method = MF_QLORA;
-	w.precision = MF_BF16_TRUE;
-	w.lora_targets = MF_LORA_LIST;
-	w.lora_modules = MF_LORA_BIT(MF_LIN_Q) | MF_LORA_BIT(MF_LIN_V);
-	w.lora_dtype = MF_LORA_BF16;
+	qv_bf16(&w, MF_QLORA);
 	drop = est(&llama8b, &w);
 	w.qlora_keeps_input = 1;
 	keep = est(&llama8b, &w);
@@ -2680,12 +2688,7 @@ test_torch_lora_dropout(void **state)
 	(void)state;
 	mf_workload_defaults(&w);
 	assert_true(w.lora_dropout == 0);
-	w.seq_len = 1024;
-	w.method = MF_LORA;
-	w.precision = MF_BF16_TRUE;
-	w.lora_targets = MF_LORA_LIST;
-	w.lora_modules = MF_LORA_BIT(MF_LIN_Q) | MF_LORA_BIT(MF_LIN_V);
-	w.lora_dtype = MF_LORA_BF16;
+	qv_bf16(&w, MF_LORA);
 	plain = est(&llama8b, &w);
 	w.lora_dropout = 0.05;
 	drop = est(&llama8b, &w);
