@@ -116,12 +116,30 @@ figures_of(struct search *s, struct mf_decision *d)
 	return mf_place_figures(s, &w, &d->est);
 }
 
+/*
+ * d->est with its formulas, of the job's workload as given, before the
+ * search: the answer's estimate unless a fix or a serving engine's card
+ * changes the workload, and the figures the search asks for first
+ * (mf_place_seed_figures).  0 when the estimate is refused, as the
+ * search then finds for itself.
+ */
+static int
+own_estimate(struct search *s, struct mf_decision *d)
+{
+	if (mf_est_compute(&s->job->model, &s->job->work, &d->est) != MF_OK)
+		return 0;
+	mf_place_seed_figures(s, &d->est);
+	return 1;
+}
+
 /* d's workload as placed and its need; the estimate's formulas too
- * unless figures_only. */
+ * unless figures_only, made again only where own (own_estimate's) is
+ * not of that workload. */
 static enum mf_rc
-describe(struct search *s, int figures_only, struct mf_decision *d)
+describe(struct search *s, int figures_only, int own, struct mf_decision *d)
 {
 	const struct mf_job *job = s->job;
+	enum mf_rc rc = MF_OK;
 
 	d->work = job->work;
 	if (d->admitted) {
@@ -132,9 +150,11 @@ describe(struct search *s, int figures_only, struct mf_decision *d)
 		d->need = job->min_memory;
 		return MF_OK;
 	}
-	if (figures_only ?
-	        figures_of(s, d) != MF_OK :
-	        mf_est_compute(&job->model, &d->work, &d->est) != MF_OK)
+	if (figures_only)
+		rc = figures_of(s, d);
+	else if (!own || memcmp(&d->work, &job->work, sizeof(d->work)) != 0)
+		rc = mf_est_compute(&job->model, &d->work, &d->est);
+	if (rc != MF_OK)
 		return MF_ERANGE;
 	d->need = d->est.per_gpu;
 	/* Design 23: the need the runs measured on the card placed. */
@@ -167,6 +187,7 @@ place(const struct mf_job *given, const struct mf_catalog *cat,
 	struct search s;
 	struct mf_decision *d = out;
 	enum mf_rc rc;
+	int own = 0;
 
 	rc = mf_job_check_model(given, err);
 	if (rc != MF_OK)
@@ -183,6 +204,8 @@ place(const struct mf_job *given, const struct mf_catalog *cat,
 	d->suggested = -1;
 	d->from_model = job->model_source != MF_MODEL_NONE;
 	mf_place_search_init(&s, job, cat);
+	if (!figures_only && d->from_model)
+		own = own_estimate(&s, d);
 	rc = mf_place_time_init(&s);
 	if (rc == MF_OK)
 		rc = mf_place_list_sets(&s, &job->work, 0, s.allowed, 0, 0, 0);
@@ -190,7 +213,7 @@ place(const struct mf_job *given, const struct mf_catalog *cat,
 		goto range;
 	mf_place_obs_init(&s);
 	mf_place_search_cards(&s, d);
-	rc = describe(&s, figures_only, d);
+	rc = describe(&s, figures_only, own, d);
 	if (rc != MF_OK)
 		goto range;
 	rc = set_floor(&s, d);

@@ -177,6 +177,10 @@ enum mf_rc mf_place_list_sets(struct search *s, const struct mf_workload *w,
  */
 enum mf_rc mf_place_figures(struct search *s, const struct mf_workload *w,
     struct mf_estimate *out);
+/* s's figures of the job's own workload (at vLLM's defaults for no card
+ * known, as mf_est_compute takes them) from e, mf_est_compute's estimate
+ * of that workload: mf_place_figures asks for them again. */
+void mf_place_seed_figures(struct search *s, const struct mf_estimate *e);
 /* mf_work_of s->job's model under w with e's figures into *out, worked
  * out once for the same w and figures in one search; MF_ERANGE when
  * refused. */

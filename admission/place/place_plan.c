@@ -107,6 +107,15 @@ mf_place_figures(struct search *s, const struct mf_workload *w,
 	return MF_OK;
 }
 
+void
+mf_place_seed_figures(struct search *s, const struct mf_estimate *e)
+{
+	s->figures_of = s->job->work;
+	mf_vllm_defaults(&s->figures_of, mf_vllm_tier(0, 0));
+	mf_est_copy_figures(&s->figures, e);
+	s->have_figures = 1;
+}
+
 enum mf_rc
 mf_place_work(struct search *s, const struct mf_workload *w,
     const struct mf_estimate *e, struct mf_work *out)
