@@ -386,7 +386,7 @@ decide_estimate(const struct mf_api *api, struct mf_request *req,
 			    mf_text_estimate(job, &est, api->cat));
 		} else {
 			mf_write_estimate(doc_begin(&d, out), NULL, job, &est,
-			    api->cat);
+			    NULL, api->cat);
 			doc_answer(&d, MF_ANS_OK, out, ans);
 		}
 		mf_fp_job(job, 0, job->count, ans->fingerprint);

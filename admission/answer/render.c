@@ -331,7 +331,8 @@ mf_write_decision(struct mf_jw *w, const char *key, const struct mf_job *job,
 		struct mf_job placed = *job;
 
 		placed.work = d->work;
-		mf_write_estimate(w, "estimate", &placed, &d->est, cat);
+		mf_write_estimate(w, "estimate", &placed, &d->est,
+		    d->worked ? &d->step_work : NULL, cat);
 	}
 	mf_jw_close(w, '}');
 }
@@ -575,13 +576,17 @@ weights_storage(struct mf_jw *w, const struct mf_estimate *e)
  * of contextLength tokens and a decode step of a sequence at that
  * length. */
 static void
-work(struct mf_jw *w, const struct mf_job *job, const struct mf_estimate *e)
+work(struct mf_jw *w, const struct mf_job *job, const struct mf_estimate *e,
+    const struct mf_work *given)
 {
 	struct mf_flops f;
 	struct mf_work wk;
 
-	if (job->model_source == MF_MODEL_NONE ||
-	    mf_work_of(&job->model, &job->work, e, &wk) != MF_OK)
+	if (job->model_source == MF_MODEL_NONE)
+		return;
+	if (given != NULL)
+		wk = *given;
+	else if (mf_work_of(&job->model, &job->work, e, &wk) != MF_OK)
 		return;
 	mf_work_flops(&job->model, &job->work, &f);
 	mf_jw_open_lit(w, "work", '{');
@@ -610,7 +615,8 @@ work(struct mf_jw *w, const struct mf_job *job, const struct mf_estimate *e)
 
 void
 mf_write_estimate(struct mf_jw *w, const char *key, const struct mf_job *job,
-    const struct mf_estimate *e, const struct mf_catalog *cat)
+    const struct mf_estimate *e, const struct mf_work *wk,
+    const struct mf_catalog *cat)
 {
 	const struct mf_workload *wl = &job->work;
 	struct mf_est_answer a;
@@ -626,7 +632,7 @@ mf_write_estimate(struct mf_jw *w, const char *key, const struct mf_job *job,
 	recipe(w, job, e);
 	buckets(w, e);
 	paged(w, e);
-	work(w, job, e);
+	work(w, job, e, wk);
 	mf_jw_int_lit(w, "totalBytes", e->total);
 	mf_jw_int_lit(w, "perGpuBytes", e->per_gpu);
 	quantity(w, MF_JW_LIT("minMemory"), a.floor, MF_QTY_BINARY);

@@ -132,6 +132,17 @@ own_estimate(struct search *s, struct mf_decision *d)
 	return 1;
 }
 
+/* d->step_work: the search's when it worked out the same workload with
+ * the same figures (the job's own, timed), else worked out here. */
+static enum mf_rc
+step_work(struct search *s, struct mf_decision *d)
+{
+	struct mf_estimate f;
+
+	mf_est_copy_figures(&f, &d->est);
+	return mf_place_work(s, &d->work, &f, &d->step_work);
+}
+
 /* d's workload as placed and its need; the estimate's formulas too
  * unless figures_only, made again only where own (own_estimate's) is
  * not of that workload. */
@@ -156,6 +167,8 @@ describe(struct search *s, int figures_only, int own, struct mf_decision *d)
 		rc = mf_est_compute(&job->model, &d->work, &d->est);
 	if (rc != MF_OK)
 		return MF_ERANGE;
+	if (!figures_only)
+		d->worked = step_work(s, d) == MF_OK;
 	d->need = d->est.per_gpu;
 	/* Design 23: the need the runs measured on the card placed. */
 	if (d->admitted && d->placement.observed.runs > 0)

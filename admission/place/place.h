@@ -129,9 +129,14 @@ struct mf_decision {
 	 * the answer's and the store's, worked out once. */
 	char fingerprint[MF_FP_HEX];
 	size_t nalt, nfixes, nwarn;
+	int worked; /* step_work is filled */
 	/* Past here, mf_place writes only what it fills: est when
-	 * from_model, and the first nalt, nfixes and nwarn entries. */
+	 * from_model, step_work when worked, and the first nalt, nfixes and
+	 * nwarn entries. */
 	struct mf_estimate est; /* estimate of work, when from_model */
+	/* mf_work_of work with est's figures, as the search worked it out;
+	 * mf_place fills it when from_model and the work is not refused. */
+	struct mf_work step_work;
 	struct mf_placement
 	    alt[MF_MAX_ALTERNATIVES]; /* next cheapest, one per GPU type */
 	struct mf_fix_option
