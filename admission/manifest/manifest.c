@@ -492,7 +492,9 @@ mf_workload_enum_name(const char *key, int v)
 {
 	const struct mf_field *wl, *f;
 
-	wl = mf_fields_at(&mf_fields_job, "spec.workload");
+	/* The spec's row, not a path from the document's top: the answer
+	 * asks for a few names on every admit. */
+	wl = mf_fields_find(&mf_fields_spec, "workload");
 	f = wl != NULL ? mf_fields_find(wl, key) : NULL;
 	if (f == NULL || f->type != MF_FT_ENUM)
 		return NULL;
