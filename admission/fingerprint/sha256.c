@@ -101,19 +101,50 @@ be32(const unsigned char *p)
 #define BSIG1(x) (ror(x, 6) ^ ror(x, 11) ^ ror(x, 25))
 #define SSIG0(x) (ror(x, 7) ^ ror(x, 18) ^ ((x) >> 3))
 #define SSIG1(x) (ror(x, 17) ^ ror(x, 19) ^ ((x) >> 10))
-/* Round i on the working variables named in their order this round:
- * rather than moving eight values each round, the names rotate. */
-#define ROUND(a, b, c, d, e, f, g, h, i) \
+/* A round on the working variables named in their order this round
+ * (rather than moving eight values each round, the names rotate), with
+ * its constant kt and its word of the schedule wt. */
+#define ROUND(a, b, c, d, e, f, g, h, kt, wt) \
 	do { \
 		uint32_t t1 = (h) + BSIG1(e) + (((e) & (f)) ^ (~(e) & (g))) + \
-		    k[(i)&63] + w[(i)&15]; \
+		    (kt) + (wt); \
 		(d) += t1; \
 		(h) = \
 		    t1 + BSIG0(a) + (((a) & (b)) ^ ((a) & (c)) ^ ((b) & (c))); \
 	} while (0)
 
-/* One block into s->h (FIPS 180-4, 6.2.2): the message schedule kept as
- * a ring of 16 words, eight rounds a pass. */
+/* The schedule's words of a pass, a ring of 16: j of the first pass is
+ * the block's; later, j of the pass 16 words before, made into this
+ * pass's in place (FIPS 180-4, 6.2.2 step 1). */
+#define GIVEN(j) w[j]
+#define NEXT(j) \
+	(w[j] += SSIG0(w[((j) + 1) & 15]) + w[((j) + 9) & 15] + \
+	        SSIG1(w[((j) + 14) & 15]))
+/* Rounds i to i + 15 (i a multiple of 16 below ROUNDS), word j of the
+ * pass made by sched(j). */
+#define PASS(i, sched) \
+	do { \
+		ROUND(a, b, c, d, e, f, g, h, k[(i)&63], sched(0)); \
+		ROUND(h, a, b, c, d, e, f, g, k[((i) + 1) & 63], sched(1)); \
+		ROUND(g, h, a, b, c, d, e, f, k[((i) + 2) & 63], sched(2)); \
+		ROUND(f, g, h, a, b, c, d, e, k[((i) + 3) & 63], sched(3)); \
+		ROUND(e, f, g, h, a, b, c, d, k[((i) + 4) & 63], sched(4)); \
+		ROUND(d, e, f, g, h, a, b, c, k[((i) + 5) & 63], sched(5)); \
+		ROUND(c, d, e, f, g, h, a, b, k[((i) + 6) & 63], sched(6)); \
+		ROUND(b, c, d, e, f, g, h, a, k[((i) + 7) & 63], sched(7)); \
+		ROUND(a, b, c, d, e, f, g, h, k[((i) + 8) & 63], sched(8)); \
+		ROUND(h, a, b, c, d, e, f, g, k[((i) + 9) & 63], sched(9)); \
+		ROUND(g, h, a, b, c, d, e, f, k[((i) + 10) & 63], sched(10)); \
+		ROUND(f, g, h, a, b, c, d, e, k[((i) + 11) & 63], sched(11)); \
+		ROUND(e, f, g, h, a, b, c, d, k[((i) + 12) & 63], sched(12)); \
+		ROUND(d, e, f, g, h, a, b, c, k[((i) + 13) & 63], sched(13)); \
+		ROUND(c, d, e, f, g, h, a, b, k[((i) + 14) & 63], sched(14)); \
+		ROUND(b, c, d, e, f, g, h, a, k[((i) + 15) & 63], sched(15)); \
+	} while (0)
+
+/* One block into s->h (FIPS 180-4, 6.2.2): sixteen rounds a pass, each
+ * word of the schedule made as its round takes it, at a fixed place in
+ * the ring. */
 static void
 compress(struct sha *s, const unsigned char *block)
 {
@@ -123,19 +154,9 @@ compress(struct sha *s, const unsigned char *block)
 
 	for (size_t i = 0; i < 16; i++)
 		w[i] = be32(block + 4 * i);
-	for (size_t i = 0; i < ROUNDS; i += 8) {
-		for (size_t j = i; i >= 16 && j < i + 8; j++)
-			w[j & 15] += SSIG0(w[(j - 15) & 15]) + w[(j - 7) & 15] +
-			    SSIG1(w[(j - 2) & 15]);
-		ROUND(a, b, c, d, e, f, g, h, i);
-		ROUND(h, a, b, c, d, e, f, g, i + 1);
-		ROUND(g, h, a, b, c, d, e, f, i + 2);
-		ROUND(f, g, h, a, b, c, d, e, i + 3);
-		ROUND(e, f, g, h, a, b, c, d, i + 4);
-		ROUND(d, e, f, g, h, a, b, c, i + 5);
-		ROUND(c, d, e, f, g, h, a, b, i + 6);
-		ROUND(b, c, d, e, f, g, h, a, i + 7);
-	}
+	PASS(0, GIVEN);
+	for (size_t i = 16; i < ROUNDS; i += 16)
+		PASS(i, NEXT);
 	s->h[0] += a;
 	s->h[1] += b;
 	s->h[2] += c;
