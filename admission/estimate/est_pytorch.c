@@ -341,7 +341,10 @@ own_copies(const struct shapes *x)
  * and down_proj's adapters and lora_A's outputs keep what they keep
  * uncompiled (tests/torch/compile_lora.py: [q_proj, v_proj] and
  * all-linear, fp32 and bf16 adapters; QLoRA's NF4 linears in bf16 keep
- * the same, no dequantized weight).
+ * the same, no dequantized weight).  With lora.dropout above 0 each
+ * adapter keeps its own dropped input in its dtype and the fused
+ * dropout's bool mask, (ab + 1) a value of its input, where it kept the
+ * input or its cast (tests/torch/dropout.py, GPU's native_dropout).
  */
 static void
 lora_terms(const struct mf_model *m, const struct mf_workload *w,
@@ -390,7 +393,8 @@ lora_terms(const struct mf_model *m, const struct mf_workload *w,
  * commit 9e75374, in 0.43.2, keeps B alone).  So each quantized linear's
  * input lives to backward: those that lora_terms and attention_terms do
  * not already keep are the first norm's output unless an adapter of q, k
- * or v keeps it as its own input (not a cast copy), eager attention's
+ * or v keeps it as its own input (not a copy of its own: a cast, or
+ * dropout's output, own_copies), eager attention's
  * contiguous output unless o_proj's adapter keeps it (the fused kernels'
  * is theirs), the second norm's output unless gate's or up's adapter
  * keeps it, and down_proj's input unless its adapter keeps it.  Measured
