@@ -149,6 +149,12 @@ def tune_optimizer(cfg, d):
     return ("optimizer",)
 
 
+def dropout_p(mod):
+    """An adapter's input dropout: nn.Dropout's p, 0 for the identity
+    both frameworks put in its place at p = 0."""
+    return mod.p if isinstance(mod, torch.nn.Dropout) else 0.0
+
+
 def tune_lora(cfg, d):
     """The config's LoRA, built small by torchtune's own builder."""
     from torchtune import config, training
@@ -162,17 +168,18 @@ def tune_lora(cfg, d):
         m = lora_llama3_1(**args, vocab_size=512, num_layers=1, num_heads=4,
                           num_kv_heads=2, embed_dim=256, max_seq_len=256,
                           intermediate_dim=512, quantize_base=quantize)
-    names, rank, dtype, nf4 = [], None, None, None
+    names, rank, dtype, nf4, drop = [], None, None, None, None
     for name, mod in m.named_modules():
         if isinstance(mod, LoRALinear):
             names.append(TUNE_NAMES[name.split(".")[-1]])
             rank = mod.rank
             dtype = mod.lora_a.weight.dtype
             nf4 = mod.weight if quantize else None
+            drop = dropout_p(mod.dropout)
     order = list(TUNE_NAMES.values())
     d["lora"] = {"rank": rank,
                  "targets": sorted(set(names), key=order.index),
-                 "dtype": LORA_DTYPES[dtype]}
+                 "dtype": LORA_DTYPES[dtype], "dropout": drop}
     if nf4 is not None:
         # torchao's NF4Tensor: an absmax a block_size weights, the
         # absmaxes quantized to 8 bits a scaler_block_size of them.
@@ -258,16 +265,17 @@ def hf_lora(model, d):
     from peft import LoraConfig, get_peft_model
     from peft.tuners.lora import LoraLayer
     p = get_peft_model(model, LoraConfig())
-    names, rank, dtype = [], None, None
+    names, rank, dtype, drop = [], None, None, None
     for name, mod in p.named_modules():
         if isinstance(mod, LoraLayer):
             names.append(name.split(".")[-1])
             rank = mod.r["default"]
             dtype = mod.lora_A["default"].weight.dtype
+            drop = dropout_p(mod.lora_dropout["default"])
     order = list(TUNE_NAMES.values())
     d["lora"] = {"rank": rank,
                  "targets": sorted(set(names), key=order.index),
-                 "dtype": LORA_DTYPES[dtype]}
+                 "dtype": LORA_DTYPES[dtype], "dropout": drop}
 
 
 def hf_qlora(d):
