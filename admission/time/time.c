@@ -217,6 +217,21 @@ bound_of(const double t[MF_ST_COUNT], int mm_on_bytes)
 /* The parts of struct mf_speed_parts. */
 enum part { P_PEAK, P_PEAK8, P_BANDWIDTH, P_RING, P_KERNELS };
 
+/* "UNIT / (PEAK PER x SHARE)": work over a card's peak at its achieved
+ * share. */
+static void
+rate(struct mf_buf *b, const char *unit, double peak, const char *per,
+    double share)
+{
+	mf_buf_str(b, unit);
+	mf_buf_str(b, " / (");
+	mf_buf_g(b, peak, 4);
+	mf_buf_str(b, per);
+	mf_buf_str(b, " x ");
+	mf_buf_g(b, share, 3);
+	mf_buf_str(b, ")");
+}
+
 /* Part k of the formulas of a step on s whose matmuls compute in d, over
  * nodes nodes: written from s's figures. */
 static void
@@ -226,18 +241,12 @@ write_part(struct mf_buf *b, const struct mf_speed *s, enum part k,
 	switch (k) {
 	case P_PEAK8:
 	case P_PEAK:
-		mf_buf_str(b, k == P_PEAK8 ? " fp8 FLOP / (" : " FLOP / (");
-		mf_buf_g(b, peak_of(s, k == P_PEAK8 ? MF_DT_FP8 : d), 4);
-		mf_buf_str(b, " FLOP/s x ");
-		mf_buf_g(b, mf_speed_matmul(s), 3);
-		mf_buf_str(b, ")");
+		rate(b, k == P_PEAK8 ? " fp8 FLOP" : " FLOP",
+		    peak_of(s, k == P_PEAK8 ? MF_DT_FP8 : d), " FLOP/s",
+		    mf_speed_matmul(s));
 		break;
 	case P_BANDWIDTH:
-		mf_buf_str(b, " B / (");
-		mf_buf_g(b, (double)s->bandwidth, 4);
-		mf_buf_str(b, " B/s x ");
-		mf_buf_g(b, mf_speed_memory(s), 3);
-		mf_buf_str(b, ")");
+		rate(b, " B", (double)s->bandwidth, " B/s", mf_speed_memory(s));
 		break;
 	case P_RING:
 		mf_buf_str(b, "ring bytes / ");

@@ -2623,6 +2623,13 @@ qv_bf16(struct mf_workload *w, enum mf_method method)
 	w->lora_dtype = MF_LORA_BF16;
 }
 
+/* w's activations on Llama 3.1 8B. */
+static int64_t
+activations(const struct mf_workload *w)
+{
+	return est(&llama8b, w).bucket[MF_B_ACTIVATIONS];
+}
+
 /*
  * qlora.keepsInput (design 22): bitsandbytes 0.42.0's 4-bit matmul holds
  * each quantized linear's input to backward.  Llama 3.1 8B, QLoRA on q_proj
@@ -2638,34 +2645,30 @@ static void
 test_torch_keeps_input(void **state)
 {
 	struct mf_workload w;
-	struct mf_estimate drop, keep;
+	struct mf_estimate keep;
+	int64_t drop;
 
 	(void)state;
 	mf_workload_defaults(&w);
 	assert_int_equal(w.qlora_keeps_input, 0);
 	qv_bf16(&w, MF_QLORA);
-	drop = est(&llama8b, &w);
+	drop = activations(&w);
 	w.qlora_keeps_input = 1;
 	keep = est(&llama8b, &w);
-	assert_int_equal(keep.bucket[MF_B_ACTIVATIONS] -
-	        drop.bucket[MF_B_ACTIVATIONS],
+	assert_int_equal(keep.bucket[MF_B_ACTIVATIONS] - drop,
 	    INT64_C(1207959552));
 	assert_non_null(strstr(keep.formula[MF_B_ACTIVATIONS], "12h"));
 	assert_non_null(strstr(keep.formula[MF_B_ACTIVATIONS], "8I"));
 	w.lora_dtype = MF_LORA_FP32;
 	keep = est(&llama8b, &w);
 	w.qlora_keeps_input = 0;
-	drop = est(&llama8b, &w);
-	assert_int_equal(keep.bucket[MF_B_ACTIVATIONS] -
-	        drop.bucket[MF_B_ACTIVATIONS],
+	assert_int_equal(keep.bucket[MF_B_ACTIVATIONS] - activations(&w),
 	    INT64_C(1468006400));
 	/* A method other than QLoRA has no 4-bit matmul. */
 	w.method = MF_LORA;
-	drop = est(&llama8b, &w);
+	drop = activations(&w);
 	w.qlora_keeps_input = 1;
-	keep = est(&llama8b, &w);
-	assert_int_equal(keep.bucket[MF_B_ACTIVATIONS],
-	    drop.bucket[MF_B_ACTIVATIONS]);
+	assert_int_equal(activations(&w), drop);
 }
 
 /*
@@ -2683,25 +2686,19 @@ static void
 test_torch_lora_dropout(void **state)
 {
 	struct mf_workload w;
-	struct mf_estimate plain, drop;
+	int64_t plain;
 
 	(void)state;
 	mf_workload_defaults(&w);
 	assert_true(w.lora_dropout == 0);
 	qv_bf16(&w, MF_LORA);
-	plain = est(&llama8b, &w);
+	plain = activations(&w);
 	w.lora_dropout = 0.05;
-	drop = est(&llama8b, &w);
-	assert_int_equal(drop.bucket[MF_B_ACTIVATIONS] -
-	        plain.bucket[MF_B_ACTIVATIONS],
-	    INT64_C(528482304));
+	assert_int_equal(activations(&w) - plain, INT64_C(528482304));
 	w.lora_dtype = MF_LORA_FP32;
-	drop = est(&llama8b, &w);
+	plain = activations(&w);
 	w.lora_dropout = 0;
-	plain = est(&llama8b, &w);
-	assert_int_equal(drop.bucket[MF_B_ACTIVATIONS] -
-	        plain.bucket[MF_B_ACTIVATIONS],
-	    INT64_C(260046848));
+	assert_int_equal(plain - activations(&w), INT64_C(260046848));
 }
 
 /*
