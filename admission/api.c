@@ -381,15 +381,15 @@ decide_estimate(const struct mf_api *api, struct mf_request *req,
 		mf_est_error(rc, &err);
 		mf_answer_err(ans, MF_EINVAL, &err, out);
 	} else {
+		mf_fp_job(job, 0, job->count, ans->fingerprint);
 		if (out == MF_OUT_TEXT) {
 			mf_answer_text(ans, MF_ANS_OK,
 			    mf_text_estimate(job, &est, api->cat));
 		} else {
-			mf_write_estimate(doc_begin(&d, out), NULL, job, &est,
-			    NULL, api->cat);
+			mf_write_estimate(doc_begin(&d, out), NULL, job,
+			    ans->fingerprint, &est, NULL, api->cat);
 			doc_answer(&d, MF_ANS_OK, out, ans);
 		}
-		mf_fp_job(job, 0, job->count, ans->fingerprint);
 	}
 }
 

@@ -10,7 +10,6 @@
 #include "../base/buf.h"
 #include "../base/jw.h"
 #include "../base/qty.h"
-#include "../fingerprint/fingerprint.h"
 
 #define TEXT_MAX (4u << 20)
 
@@ -285,16 +284,6 @@ need(struct mf_jw *w, const struct mf_job *job, const struct mf_decision *d)
 	mf_jw_close(w, '}');
 }
 
-/* An estimate's fingerprint (design 23): the job as written. */
-static void
-fingerprint(struct mf_jw *w, const struct mf_job *job)
-{
-	char hex[MF_FP_HEX];
-
-	mf_fp_job(job, 0, job->count, hex);
-	mf_jw_str_lit(w, "fingerprint", hex);
-}
-
 void
 mf_write_decision(struct mf_jw *w, const char *key, const struct mf_job *job,
     const struct mf_decision *d, const struct mf_catalog *cat)
@@ -331,7 +320,7 @@ mf_write_decision(struct mf_jw *w, const char *key, const struct mf_job *job,
 		struct mf_job placed = *job;
 
 		placed.work = d->work;
-		mf_write_estimate(w, "estimate", &placed, &d->est,
+		mf_write_estimate(w, "estimate", &placed, NULL, &d->est,
 		    d->worked ? &d->step_work : NULL, cat);
 	}
 	mf_jw_close(w, '}');
@@ -615,7 +604,7 @@ work(struct mf_jw *w, const struct mf_job *job, const struct mf_estimate *e,
 
 void
 mf_write_estimate(struct mf_jw *w, const char *key, const struct mf_job *job,
-    const struct mf_estimate *e, const struct mf_work *wk,
+    const char *fp, const struct mf_estimate *e, const struct mf_work *wk,
     const struct mf_catalog *cat)
 {
 	const struct mf_workload *wl = &job->work;
@@ -623,9 +612,8 @@ mf_write_estimate(struct mf_jw *w, const char *key, const struct mf_job *job,
 
 	mf_est_answer(job, e, cat, &a);
 	mf_jw_open(w, key, '{');
-	/* Inside a decision, the decision's is the job's (as placed). */
-	if (key == NULL)
-		fingerprint(w, job);
+	if (fp != NULL)
+		mf_jw_str_lit(w, "fingerprint", fp);
 	mf_jw_str_lit(w, "estimator", mf_estimator_name(e->estimator));
 	mf_jw_int_lit(w, "parameters", e->params);
 	mf_jw_int_lit(w, "trainableParameters", e->trainable);

@@ -25,10 +25,12 @@
 void
 mf_write_decision(struct mf_jw *w, const char *key, const struct mf_job *job,
     const struct mf_decision *d, const struct mf_catalog *cat);
-/* The estimate of job's own workload (no fixes applied); wk, the work of
- * its step (mf_work_of with e), or NULL to have it worked out here. */
+/* The estimate of job's own workload (no fixes applied); fp, the job's
+ * fingerprint (design 23), written first, or NULL inside a decision, whose
+ * own fingerprint is the job's as placed; wk, the work of its step
+ * (mf_work_of with e), or NULL to have it worked out here. */
 void mf_write_estimate(struct mf_jw *w, const char *key,
-    const struct mf_job *job, const struct mf_estimate *e,
+    const struct mf_job *job, const char *fp, const struct mf_estimate *e,
     const struct mf_work *wk, const struct mf_catalog *cat);
 /* min_memory > 0: only cards with that much memory, by cost per
  * reference hour; min_format is its enum mf_qty_format. */

@@ -61,6 +61,27 @@ unit_seconds(const struct search *s, const struct mf_gpu *g,
 	return u / (double)replicas;
 }
 
+/* unit_seconds without the step, the last answer kept (s->last_unit):
+ * the same work (compared whole: a plan's may sit on the stack), card,
+ * count and nodes give the same seconds. */
+static double
+memo_seconds(struct search *s, const struct mf_gpu *g, const struct mf_work *wk,
+    int64_t count, int64_t nodes)
+{
+	struct unit_memo *m = &s->last_unit;
+
+	if (m->have && m->g == g && m->count == count && m->nodes == nodes &&
+	    memcmp(&m->wk, wk, sizeof(*wk)) == 0)
+		return m->seconds;
+	m->seconds = unit_seconds(s, g, wk, count, nodes, NULL);
+	memcpy(&m->wk, wk, sizeof(*wk));
+	m->g = g;
+	m->count = count;
+	m->nodes = nodes;
+	m->have = 1;
+	return m->seconds;
+}
+
 /* x^log2(n), kept in t->v[n] for the counts a card may take, since cards
  * try the same few; a bit a count says which are worked out, so that a
  * search starts by clearing 136 bytes, not the 8 KiB of the values. */
@@ -98,8 +119,8 @@ mf_place_cost_factor(struct search *s, const struct mf_gpu *g,
 {
 	if (!s->timed)
 		return design6_factor(s, pl->time_factor, count, nodes);
-	return s->units * unit_seconds(s, g, &pl->work, count, nodes, NULL) /
-	    3600 * (double)count;
+	return s->units * memo_seconds(s, g, &pl->work, count, nodes) / 3600 *
+	    (double)count;
 }
 
 double
@@ -143,8 +164,8 @@ mf_place_reference_hours(struct search *s, const struct plan *pl, int64_t c)
 	if (c < pl->work.gpus)
 		c = pl->work.gpus;
 	h = s->units *
-	    unit_seconds(s, s->cat->ref, &pl->work, c,
-	        mf_place_nodes(s, s->cat->ref, c), NULL) /
+	    memo_seconds(s, s->cat->ref, &pl->work, c,
+	        mf_place_nodes(s, s->cat->ref, c)) /
 	    3600;
 	return fabs(h - job->reference_hours) > 1e-9 * h ? h : 0;
 }
