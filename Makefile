@@ -38,7 +38,7 @@ SAN      ?=
 CFLAGS   += $(OPT) $(WARN) $(SAN) -pthread
 CPPFLAGS += -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Iadmission -Icatalog \
             -DMF_DATADIR='"$(DATADIR)"'
-# SWAR=1: the JSON reader's word-at-a-time loops alone, without SSE2
+# SWAR=1: the JSON and YAML readers' portable loops alone, without SSE2
 # (make sanitize tests them so).
 ifneq ($(SWAR),)
 CPPFLAGS += -DMF_DOC_SWAR

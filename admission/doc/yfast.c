@@ -17,6 +17,13 @@
 
 #include "doc.h"
 
+/* SSE2 (every x86-64 has it) for the scans below; MF_DOC_SWAR builds
+ * the portable loops alone, as it does for the JSON reader's. */
+#if defined(__SSE2__) && defined(__GNUC__) && !defined(MF_DOC_SWAR)
+#include <emmintrin.h>
+#define YF_SSE2 1
+#endif
+
 #define GIVE_UP (-1)
 
 /* libyaml finds a simple key's ':' within 1024 characters of its start. */
@@ -163,6 +170,55 @@ plain_start(const struct yf *y, size_t p)
 	    (d >= 'A' && d <= 'Z') || d == '.';
 }
 
+/* The first ':' or '#' on the current line from q, or its end. */
+static size_t
+next_mark(const struct yf *y, size_t q)
+{
+	const char *b = y->buf;
+
+#ifdef YF_SSE2
+	/* 16 bytes at a time while they lie in the buffer; the marks past
+	 * the line's end are dropped. */
+	while (q < y->eol && y->len - q >= 16) {
+		__m128i x =
+		    _mm_loadu_si128((const __m128i *)(const void *)(b + q));
+		unsigned m = (unsigned)_mm_movemask_epi8(
+		    _mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8(':')),
+		        _mm_cmpeq_epi8(x, _mm_set1_epi8('#'))));
+
+		if (y->eol - q < 16)
+			m &= (1u << (y->eol - q)) - 1;
+		if (m != 0)
+			return q + (size_t)__builtin_ctz(m);
+		q += 16;
+	}
+#endif
+	while (q < y->eol && b[q] != ':' && b[q] != '#')
+		q++;
+	return q < y->eol ? q : y->eol;
+}
+
+/* Where a plain scalar from p ends outside a flow collection: before
+ * ": ", a ':' that ends the line, " #", or the end of the line. */
+static size_t
+plain_end(const struct yf *y, size_t p)
+{
+	const char *b = y->buf;
+	size_t q = p;
+
+	for (;; q++) {
+		q = next_mark(y, q);
+		if (q == y->eol)
+			return q;
+		if (b[q] == ':') {
+			if (q + 1 == y->eol || b[q + 1] == ' ')
+				return q;
+		} else if (q > p && b[q - 1] == ' ') {
+			return q - 1;
+		}
+	}
+}
+
 /*
  * The scalar at p on the current line.  A plain one ends before ": ", a
  * ':' at the end of the line, " #", or the end of the line; in a flow
@@ -194,22 +250,25 @@ scalar(const struct yf *y, size_t p, int flow, struct scalar *s)
 	}
 	if (!plain_start(y, p))
 		return GIVE_UP;
-	for (q = p; q < y->eol; q++) {
-		char c = b[q];
+	if (flow) {
+		for (q = p; q < y->eol; q++) {
+			char c = b[q];
 
-		if (c == ':') {
-			if (q + 1 == y->eol || b[q + 1] == ' ')
-				break;
-			if (flow)
+			if (c == ':') {
+				if (q + 1 == y->eol || b[q + 1] == ' ')
+					break;
 				return GIVE_UP;
-		} else if (c == ' ') {
-			if (q + 1 < y->eol && b[q + 1] == '#')
+			} else if (c == ' ') {
+				if (q + 1 < y->eol && b[q + 1] == '#')
+					break;
+			} else if (strchr(",[]{}", c) != NULL) {
+				if (c == '[' || c == '{')
+					return GIVE_UP;
 				break;
-		} else if (flow && strchr(",[]{}", c) != NULL) {
-			if (c == '[' || c == '{')
-				return GIVE_UP;
-			break;
+			}
 		}
+	} else {
+		q = plain_end(y, p);
 	}
 	s->end = q;
 	while (q > p && b[q - 1] == ' ')
@@ -408,12 +467,28 @@ unprintable8(uint64_t x)
 	return ((above | between) & ones * 0x80) != 0;
 }
 
-/* Printable ASCII and newlines only, a word at a time. */
+/* Printable ASCII and newlines only: 16 bytes at a time with SSE2, then
+ * a word at a time. */
 static int
 printable(const char *buf, size_t len)
 {
 	uint64_t x;
 	size_t i = 0;
+
+#ifdef YF_SSE2
+	for (; i + 16 <= len; i += 16) {
+		__m128i v =
+		    _mm_loadu_si128((const __m128i *)(const void *)(buf + i));
+		/* Compared as signed bytes, those from 0x80 are below ' '. */
+		__m128i low =
+		    _mm_andnot_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('\n')),
+		        _mm_cmplt_epi8(v, _mm_set1_epi8(' ')));
+
+		if (_mm_movemask_epi8(_mm_or_si128(low,
+		        _mm_cmpeq_epi8(v, _mm_set1_epi8(0x7f)))) != 0)
+			return 0;
+	}
+#endif
 
 	for (; i + 8 <= len; i += 8) {
 		memcpy(&x, buf + i, 8);
