@@ -39,7 +39,29 @@
  * Mistral, exactly; on tied Qwen2, whose embeddings are cast first and
  * the norms after, 0.15% under.)
  *
- * Neither holds the adapters, activations or logits of the step; a step
+ * torchtune (qlora.quantizer torchao) builds the whole model on the GPU
+ * first, the base's linears as torchao NF4Tensors and the adapters
+ * beside them (recipes/lora_finetune_single_device.py, _setup_model),
+ * then loads the checkpoint into it: NF4Tensor's copy_ copies each host
+ * tensor to the GPU in 16 bits and quantizes it with
+ * NF4Tensor.from_tensor (torchao 0.15.0, dtypes/nf4tensor.py), which
+ * holds, beside that copy (2n for a weight of n), the scaled blocks (2n),
+ * an index a weight (n), a block's absmax and its int8 quantization
+ * (ceil(n / B) x (2 + 1)), a 16-bit factor a 256 blocks and the absmax'
+ * mean, the 16 codes (2 x 16 + 2 bytes), and, for each chunk of at most
+ * CHUNK_SIZE (2^20) weights, the distance of each weight to the 16 codes
+ * and its absolute value (16 x 2 x 2 bytes a weight, both alive while abs
+ * runs).  So, beside the model and its adapters (T x their bytes):
+ *
+ *   Qmax x 5 + ceil(Qmax / B) x 3 + ceil(Qmax / 256B) x 2
+ *     + min(Qmax, 2^20) x 64 + 34
+ *
+ * (tests/torch/loading.py: torchtune 0.6.1's lora_llama3 with
+ * quantize_base built and loaded, three shapes, one past CHUNK_SIZE, to
+ * the byte.)
+ *
+ * None of these moments holds the activations or logits of the step,
+ * and only torchtune's the adapters; a step
  * on a short sequence holds less than Xmax x 2 beside the weights, and
  * then loading sets the peak.  The estimate's peak is the larger of the
  * two moments and the step: the bucket loading holds what loading needs
@@ -57,6 +79,14 @@
 #include "est.h"
 #include "../model/quant.h"
 
+/* torchao 0.15.0, dtypes/nf4tensor.py: CHUNK_SIZE, the weights whose
+ * nearest codes are found at once. */
+#define TORCHAO_CHUNK (INT64_C(1) << 20)
+/* torchao 0.15.0, dtypes/nf4tensor.py: to_nf4's scaler_block_size, the
+ * blocks a second-level factor (torchtune's FrozenNF4Linear and LoRALinear
+ * pass none of their own). */
+#define TORCHAO_SCALERS 256
+
 /* The largest parameter bitsandbytes leaves in 16 bits: the embeddings'
  * or the head's V x h where the model has either, else a router's E x h
  * or a norm's h. */
@@ -70,6 +100,30 @@ largest_kept(const struct mf_model *m)
 	if (m->experts > 0 && mf_cmul(m->experts, m->hidden) > x)
 		x = mf_cmul(m->experts, m->hidden);
 	return x;
+}
+
+/* torchao's to_nf4 of the largest linear, Qmax weights, beside the
+ * weights b and the adapters: b + T x their bytes + its transient. */
+static int64_t
+to_nf4(const struct mf_workload *w, const struct mf_estimate *e, int64_t b,
+    int64_t qmax, struct mf_text *f)
+{
+	int64_t ab = mf_est_lora_bytes(w);
+	int64_t chunk = qmax < TORCHAO_CHUNK ? qmax : TORCHAO_CHUNK;
+
+	mf_text_str(f, " + T x ");
+	mf_text_int(f, ab);
+	mf_text_str(f, " + Qmax x 5 + ceil(Qmax / ");
+	mf_text_int(f, w->qlora_block);
+	mf_text_str(f, ") x 3 + ceil(Qmax / ");
+	mf_text_int(f, TORCHAO_SCALERS * w->qlora_block);
+	mf_text_str(f, ") x 2 + min(Qmax, 2^20) x 64 + 34");
+	b = mf_cadd(b, mf_cmul(e->trainable, ab));
+	b = mf_cadd(b, mf_cmul(5, qmax));
+	b = mf_cadd(b, mf_cmul(3, mf_cdiv_up(qmax, w->qlora_block)));
+	b = mf_cadd(b,
+	    mf_cmul(2, mf_cdiv_up(qmax, TORCHAO_SCALERS * w->qlora_block)));
+	return mf_cadd(b, mf_cadd(mf_cmul(64, chunk), 34));
 }
 
 /* The quantization of the largest linear beside the weights loaded
@@ -91,6 +145,8 @@ quantizing(const struct mf_model *m, const struct mf_workload *w,
 		cast = mf_cmul(2, e->params - s.pq);
 		b = b < 0 || cast < 0 || cast > b ? -1 : b - cast;
 	}
+	if (w->qlora_quantizer == MF_QZ_TORCHAO)
+		return to_nf4(w, e, b, qmax, f);
 	mf_text_str(f, " + Qmax x 2");
 	b = mf_cadd(b, mf_cmul(2, qmax));
 	if (!w->qlora_double_quant)

@@ -56,6 +56,11 @@ enum mf_lora_dtype { MF_LORA_FP32, MF_LORA_BF16, MF_LORA_FP16 };
  * ENDS: the embeddings and the head are units of their own (torchtune's
  * custom_sharded_layers, torchtitan's apply_fsdp). */
 enum mf_shard_units { MF_UNITS_MODEL, MF_UNITS_ENDS };
+/* qlora.quantizer: what quantizes the base as it loads (est_load.c).
+ * BITSANDBYTES: quantize_4bit on each weight's 16-bit copy (transformers'
+ * from_pretrained, LitGPT); TORCHAO: to_nf4's nearest code a million
+ * weights at a time (torchtune's FrozenNF4Linear). */
+enum mf_quantizer { MF_QZ_BITSANDBYTES, MF_QZ_TORCHAO };
 enum mf_attention { MF_SDPA, MF_FLASH, MF_EAGER };
 enum mf_kv_dtype { MF_KV_BF16, MF_KV_FP16, MF_KV_FP8 };
 /* Inference: the dtype of the linear layers' weights (design 14);
@@ -104,6 +109,8 @@ struct mf_workload {
 	int qlora_keeps_input;     /* qlora.keepsInput: bitsandbytes' 4-bit
 	                              matmul holds its input to backward
 	                              (releases before 0.43.2), default 0 */
+	enum mf_quantizer qlora_quantizer; /* qlora.quantizer, default
+	                                      MF_QZ_BITSANDBYTES */
 	int reshard_after_forward; /* sharding.reshardAfterForward, default 1 */
 	int shard_cpu_offload;     /* sharding.cpuOffload: FSDP's shards, their
 	                              gradients and the optimizer state in host

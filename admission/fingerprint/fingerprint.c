@@ -137,6 +137,7 @@ static const struct frow work_rows[] = {
 	WORK(compile),
 	WORK(float8),
 	WORK(qlora_keeps_input),
+	WORK(qlora_quantizer),
 	ROW(mf_workload, lora_dropout, F_REAL),
 };
 

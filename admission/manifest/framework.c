@@ -88,7 +88,10 @@ static const struct value hf_qlora[] = { HF_COMMON, HF_LORA,
 	/* huggingface/trl v1.9.0, trainer/sft_trainer.py: a k-bit model goes
 	 * to get_peft_model as it is; neither Trainer nor get_peft_model calls
 	 * prepare_model_for_kbit_training */
-	{ "qlora.kbitPrep", "false" }, { NULL, NULL } };
+	{ "qlora.kbitPrep", "false" },
+	/* integrations/bitsandbytes.py: Bnb4bitQuantize, each weight as it
+	 * loads (est_load.c) */
+	{ "qlora.quantizer", "bitsandbytes" }, { NULL, NULL } };
 
 static const struct recipes hf_5_24 = { .full = hf_full, .lora = hf_lora,
 	.qlora = hf_qlora };
@@ -131,10 +134,14 @@ static const struct value tt_lora[] = { TT_COMMON("true"), TT_LORA,
 	{ "compile", "false" }, { NULL, NULL } };
 /* torchtune/modules/peft/lora.py: to_nf4(weight), torchao's
  * dtypes/nf4tensor.py: block_size=64, scaler_block_size=256 (the absmax in
- * 8 bits, a second level a 256 blocks); no PEFT k-bit preparation. */
+ * 8 bits, a second level a 256 blocks); no PEFT k-bit preparation; the
+ * model built on the GPU and the checkpoint loaded into it, each weight
+ * quantized by to_nf4 (recipes/lora_finetune_single_device.py,
+ * _setup_model; NF4Tensor's copy_). */
 static const struct value tt_qlora[] = { TT_COMMON("true"), TT_LORA,
 	{ "qlora.blockSize", "64" }, { "qlora.doubleQuant", "true" },
-	{ "qlora.kbitPrep", "false" }, { "compile", "false" }, { NULL, NULL } };
+	{ "qlora.kbitPrep", "false" }, { "qlora.quantizer", "torchao" },
+	{ "compile", "false" }, { NULL, NULL } };
 
 /* recipes/configs/llama3_1/8B_full.yaml (full_finetune_distributed):
  * optimizer torch.optim.AdamW, optimizer_in_bwd: False (70B_full.yaml
@@ -236,9 +243,13 @@ static const struct value lit_lora[] = { { "precision", "bf16-mixed" },
 #define LIT_QLORA                                                             \
 	{ "precision", "bf16-true" }, LIT_COMMON, LIT_LORA,                   \
 	    { "lora.dtype", "bf16" }, { "qlora.blockSize", "64" },            \
-	    { "qlora.doubleQuant", "false" }, { "qlora.kbitPrep", "false" }
+	    { "qlora.doubleQuant", "false" }, { "qlora.kbitPrep", "false" },  \
+	    { "qlora.quantizer", "bitsandbytes" }
 
-/* pyproject.toml: v0.4.5 and v0.4.13 pin bitsandbytes==0.42.0, whose 4-bit
+/* Lightning's BitsandbytesPrecision (lightning_fabric/plugins/precision/
+ * bitsandbytes.py, _quantize_on_load_hook) quantizes each weight as the
+ * state dict loads: qlora.quantizer bitsandbytes.
+ * pyproject.toml: v0.4.5 and v0.4.13 pin bitsandbytes==0.42.0, whose 4-bit
  * matmul holds its input to backward (qlora.keepsInput); v0.5.13 asks for
  * bitsandbytes>=0.45.2 on Linux. */
 static const struct value lit_qlora[] = { LIT_QLORA,

@@ -291,6 +291,16 @@ static const struct mf_field lora_rows[] = {
 	    .doc = "the dropout on each adapter's input (PEFT's and torchtune's lora_dropout, LitGPT's 0.05): above 0 each adapter keeps its dropped input and a one-byte mask" },
 };
 
+static const struct mf_fname quantizers[] = {
+	{ "bitsandbytes", MF_QZ_BITSANDBYTES,
+	    "quantize_4bit on each weight's 16-bit copy as it loads, the weights loaded so far beside it (transformers' from_pretrained with BitsAndBytesConfig, LitGPT's bnb.nf4)",
+	    { 0 } },
+	{ "torchao", MF_QZ_TORCHAO,
+	    "torchao's to_nf4 on each weight of the model built whole, adapters and all: its nearest code found a million weights at a time (torchtune's FrozenNF4Linear)",
+	    { 0 } },
+	{ NULL, 0, NULL, { 0 } },
+};
+
 static const struct mf_field qlora_rows[] = {
 	{ .key = "blockSize", .type = MF_FT_INT, .base = MF_FB_WORK,
 	    .offset = WOFF(qlora_block), .flags = MF_FF_DEFAULT,
@@ -309,6 +319,11 @@ static const struct mf_field qlora_rows[] = {
 	    .offset = WOFF(qlora_keeps_input), .flags = MF_FF_DEFAULT,
 	    .idef = 0, .title = "4-bit matmul keeps its input",
 	    .doc = "bitsandbytes before 0.43.2 (0.42.0, the release LitGPT 0.4 pins): its 4-bit matmul holds every quantized linear's input until backward, which later releases drop" },
+	{ .key = "quantizer", .type = MF_FT_ENUM, .base = MF_FB_WORK,
+	    .offset = WOFF(qlora_quantizer), .flags = MF_FF_DEFAULT,
+	    .names = quantizers, .idef = MF_QZ_BITSANDBYTES,
+	    .title = "Quantizer at load",
+	    .doc = "what quantizes the base as it loads, which sets the loading moment: bitsandbytes (transformers' from_pretrained, LitGPT) or torchao (torchtune)" },
 };
 
 static const struct mf_fname shard_units[] = {

@@ -89,6 +89,9 @@ check_model(const struct mf_model *m)
 	/* bitsandbytes 0.42's matmul holding each 4-bit linear's input. */
 	w.qlora_keeps_input = 1;
 	check_estimate(m, &w);
+	/* torchtune's load: torchao's to_nf4 beside the model built whole. */
+	w.qlora_quantizer = MF_QZ_TORCHAO;
+	check_estimate(m, &w);
 	mf_workload_defaults(&w);
 	w.kind = MF_INFERENCE;
 	w.concurrency = 32;

@@ -187,7 +187,9 @@ def tune_lora(cfg, d):
                       "doubleQuant": nf4.quantized_scalers.dtype ==
                       torch.int8,
                       # torchtune quantizes in its own builder, no PEFT.
-                      "kbitPrep": False}
+                      "kbitPrep": False,
+                      # the library of the 4-bit weight's class
+                      "quantizer": type(nf4).__module__.split(".")[0]}
 
 
 def tune_units(cfg, d):
@@ -288,7 +290,8 @@ def hf_qlora(d):
                   # trl v1.9.0 sft_trainer.py, Trainer and get_peft_model
                   # call no prepare_model_for_kbit_training (TRL is not
                   # installed here: cited in framework.c, not measured).
-                  "kbitPrep": False}
+                  "kbitPrep": False,
+                  "quantizer": type(w).__module__.split(".")[0]}
 
 
 def transformers_cases():

@@ -38,12 +38,16 @@ Then one weight's quantization alone (Params4bit._quantize as
 Bnb4bitQuantize calls it, on the device's copy): what it holds at its peak
 beyond what it keeps must be Qmax x 2 + ceil(Qmax / 64) x 8 exactly.
 
-Then torchtune 0.6.1's QLoRA loader, which memfloor does not model (it
-counts transformers' for every QLoRA job): the model built on the device
-in bf16 (FrozenNF4Linear quantizes with torchao's to_nf4), then
-load_state_dict of a bf16 state dict on the host, the device's copy of
-each host tensor made by a clone where to_nf4 takes it; the table prints
-what the largest quantization holds beside the model.  Not checked.
+Then torchtune 0.6.1's QLoRA loader (qlora.quantizer torchao, which
+framework: torchtune supplies): the model built on the device in bf16
+(FrozenNF4Linear quantizes with torchao's to_nf4), then load_state_dict
+of a bf16 state dict on the host, the device's copy of each host tensor
+made by a clone where to_nf4 takes it; RoPE's cache, a buffer, left out
+as memfloor leaves it.  What the largest quantization holds beside the
+model must be est_load.c's Qmax x 5 + ceil(Qmax / 64) x 3 +
+ceil(Qmax / 16384) x 2 + min(Qmax, 2^20) x 64 + 34 exactly, and the
+load's peak at or below memfloor's loading moment (perGpuBytes, the
+moment being loading on 8 tokens) and within TOL of it.
 
 memfloor is asked (the command line, -o json) for the QLoRA job of the
 same config with kbitPrep; its loading moment is the weights, adapters,
@@ -324,9 +328,8 @@ def pq(c):
     return L * (2 * h * a * d + 2 * h * kv * d + 3 * h * I)
 
 
-# torchtune's QLoRA loader, measured and not modelled (est_load.c counts
-# transformers' for every QLoRA job): (embed, heads, kv heads, MLP, V,
-# layers), shapes whose absmax count torchao's 256-scaler block divides.
+# torchtune's QLoRA loader: (embed, heads, kv heads, MLP, V, layers),
+# shapes whose absmax count torchao's 256-scaler block divides.
 # The last's MLP is past torchao's CHUNK_SIZE (2^20 weights), whose
 # nearest-code search works a chunk at a time.
 TUNE = [(256, 4, 2, 1024, 2048, 2), (512, 8, 2, 2048, 512, 2),
@@ -386,21 +389,63 @@ def torchtune_case(h, a, kv, I, V, L):
     finally:
         nf4tensor.NF4Tensor.from_tensor = classmethod(real)
     qmax = max(h * I, h * a * (h // a))
-    return b_peak, b_left, b_left + l_peak, b_left + l_left, qmax
+    # RoPE's cache, made before the layers: not in memfloor's buckets.
+    bb = buffer_bytes(held["m"])
+    return (b_peak - bb, b_left - bb, b_left + l_peak - bb,
+            b_left + l_left - bb, qmax)
 
 
-def torchtune_table():
-    print("torchtune's QLoRA loader (bytes; not modelled): its transient "
-          "beside the model it holds")
-    print("%-22s %10s %10s %10s %10s %10s %10s" % (
-        "h, I, V", "build", "held", "load", "held", "transient", "/ Qmax"))
+def tt_formula(qmax):
+    """est_load.c's torchao transient: Qmax x 5 + ceil(Qmax / 64) x 3 +
+    ceil(Qmax / 16384) x 2 + min(Qmax, 2^20) x 64 + 34."""
+    return (5 * qmax + 3 * -(-qmax // BLOCK) + 2 * -(-qmax // (256 * BLOCK))
+            + 64 * min(qmax, 1 << 20) + 34)
+
+
+def torchtune_checks():
+    """torchtune's QLoRA load against memfloor's loading moment for the
+    job as torchtune states it (framework: torchtune, so qlora.quantizer
+    torchao; [q_proj, v_proj] at rank 8, the model built): (checks,
+    failed)."""
+    print("torchtune's QLoRA load (bytes): measured vs memfloor")
+    print("%-22s %10s %10s %10s %10s %10s %8s %10s %10s" % (
+        "h, I, V", "held", "weights+T", "transient", "formula", "measured",
+        "", "memfloor", "/ Qmax"))
+    checks = failed = 0
     for h, a, kv, I, V, L in TUNE:
         b_peak, b_left, l_peak, l_left, qmax = torchtune_case(
             h, a, kv, I, V, L)
-        t = max(b_peak, l_peak) - l_left
-        print("%-22s %10d %10d %10d %10d %10d %10.2f" % (
-            "%d, %d, %d" % (h, I, V), b_peak, b_left, l_peak, l_left, t,
-            t / qmax))
+        got = max(b_peak, l_peak)
+        t = got - l_left
+        c = hf.config("llama", h, a, kv, I, V, num_hidden_layers=L)
+        est = hf.estimate(c, {"framework": "torchtune", "kind": "training",
+                              "sequenceLength": 8, "microBatch": 1,
+                              "method": "qlora",
+                              "lora": {"rank": 8,
+                                       "targets": ["q_proj", "v_proj"]}},
+                          "loading-torchtune")
+        if isinstance(est, str):
+            sys.exit(est)
+        B = {b["name"]: b["perGpuBytes"] for b in est["buckets"]}
+        held = B["weights"] + 2 * est["trainableParameters"]
+        want = est["perGpuBytes"]
+        print("%-22s %10d %10d %10d %10d %10d %+7.2f%% %10d %10.2f" % (
+            "%d, %d, %d" % (h, I, V), l_left, held, t, tt_formula(qmax),
+            got, 100 * (want - got) / got, want, t / qmax))
+        rows = [("peakMoment loading", est["recipe"].get("peakMoment") ==
+                 "loading"),
+                ("qlora.quantizer from the framework", "qlora.quantizer" in
+                 est["recipe"].get("fromFramework", [])),
+                ("transient == formula", t == tt_formula(qmax)),
+                ("loading <= memfloor within TOL", (1 - TOL) * want <= got
+                 <= want)]
+        for what, ok in rows:
+            checks += 1
+            if not ok:
+                failed += 1
+                print("FAIL torchtune %d, %d, %d %s: measured %d, "
+                      "memfloor %d" % (h, I, V, what, got, want))
+    return checks, failed
 
 
 def main():
@@ -472,7 +517,9 @@ def main():
             failed += 1
             print("FAIL quantizing %dx%d: measured %d, formula %d" % (
                 o, i, got, want))
-    torchtune_table()
+    c, f = torchtune_checks()
+    checks += c
+    failed += f
     print("loading harness: %d checks, %d failed" % (checks, failed))
     return 1 if failed else 0
 

@@ -2761,6 +2761,46 @@ test_torch_loading(void **state)
 	assert_int_equal(est(&llama8b, &w).bucket[MF_B_LOADING], 0);
 }
 
+/*
+ * torchtune's load (qlora.quantizer torchao): the model built whole, its
+ * adapters too, and torchao's to_nf4 of the largest linear, gate_proj's
+ * Qmax = 4096 x 14336 = 58,720,256 weights:
+ *   Qmax x 5                   293,601,280
+ *   ceil(Qmax / 64) x 3          2,752,512
+ *   ceil(Qmax / 16384) x 2           7,168
+ *   min(Qmax, 2^20) x 64        67,108,864
+ *   + 34                                34
+ *                               363,469,858
+ * beside the weights without kbitPrep (7,804,418,944 less the fp32 half
+ * of P - Pq = 1,050,939,392: 5,702,540,160) and the fp32 adapters'
+ * weights (6,815,744 x 4 = 27,262,976): 6,093,272,994, above the step on
+ * 16 tokens.  bitsandbytes' moment there is under the step.
+ */
+static void
+test_torch_loading_torchao(void **state)
+{
+	struct mf_workload w;
+	struct mf_estimate e;
+
+	(void)state;
+	mf_workload_defaults(&w);
+	w.seq_len = 16;
+	w.method = MF_QLORA;
+	w.checkpointing = MF_CKPT_FULL;
+	w.lora_targets = MF_LORA_LIST;
+	w.lora_modules = MF_LORA_BIT(MF_LIN_Q) | MF_LORA_BIT(MF_LIN_V);
+	e = est(&llama8b, &w);
+	assert_int_equal(e.bucket[MF_B_WEIGHTS], INT64_C(5702540160));
+	assert_int_equal(e.trainable, INT64_C(6815744));
+	assert_int_equal(e.bucket[MF_B_LOADING], 0);
+	w.qlora_quantizer = MF_QZ_TORCHAO;
+	e = est(&llama8b, &w);
+	assert_int_equal(e.per_gpu, INT64_C(6093272994));
+	assert_int_equal(mf_est_peak_moment(&e), MF_PEAK_LOADING);
+	assert_string_equal(e.formula[MF_B_LOADING],
+	    "max(weights + T x 4 + Qmax x 5 + ceil(Qmax / 64) x 3 + ceil(Qmax / 16384) x 2 + min(Qmax, 2^20) x 64 + 34) - step");
+}
+
 /* A list's name the model has not is refused, naming it and listing the
  * model's; lm_head is not modelled. */
 static void
@@ -3513,6 +3553,7 @@ main(void)
 		cmocka_unit_test(test_torch_keeps_input),
 		cmocka_unit_test(test_torch_lora_dropout),
 		cmocka_unit_test(test_torch_loading),
+		cmocka_unit_test(test_torch_loading_torchao),
 		cmocka_unit_test(test_estimator_names),
 		cmocka_unit_test(test_est_reference_full),
 		cmocka_unit_test(test_est_reference_eager),
