@@ -134,10 +134,12 @@ void mf_est_loading(const struct mf_model *m, const struct mf_workload *w,
     struct mf_estimate *e);
 /* The transient bucket of the estimator pytorch into e (est_transient.c):
  * ebytes the activations' element bytes, vl the logits' width (V, or a
- * GPU's vocabulary rows under loss parallel). */
-void
-mf_est_torch_transient(const struct mf_model *m, const struct mf_workload *w,
-    int64_t ebytes, int64_t vl, struct mf_estimate *e);
+ * GPU's vocabulary rows under loss parallel), rc what a checkpointed
+ * compiled LoRA layer's backward holds a token beyond the activations
+ * (est_pytorch.c, recompute_terms; no terms for other jobs). */
+void mf_est_torch_transient(const struct mf_model *m,
+    const struct mf_workload *w, int64_t ebytes, int64_t vl,
+    const struct mf_terms *rc, struct mf_estimate *e);
 
 /* The buckets of an inference job (est_serve.c). */
 void mf_est_inference(const struct mf_model *m, const struct mf_workload *w,

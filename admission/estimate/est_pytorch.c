@@ -14,6 +14,7 @@
  * table).  Where a GPU's kernels keep something else than the CPU's, the
  * comment says which this models and why.
  */
+#include <assert.h>
 #include <string.h>
 
 #include "est.h"
@@ -538,6 +539,62 @@ layer_terms(const struct mf_model *m, const struct mf_workload *w,
 }
 
 /*
+ * What a checkpointed compiled LoRA layer's backward holds at its peak
+ * beyond the compiled layer that torch_activations counts (the transient
+ * candidate of est_transient.c), into t; nothing (t->n 0) for another
+ * job.  Compiled under transformers' non-reentrant checkpoint, AOTAutograd
+ * partitions the layer so that its forward graph keeps only its inputs
+ * and its backward graph runs the whole forward again and then its
+ * backward, as one inductor graph that frees each value after its last
+ * read (the backward graph's mm calls of the recomputed q, k, v, o, gate,
+ * up and its run_with_rng_state of the attention: tests/torch/compile_lora.py,
+ * TORCH_LOGS=output_code).  So the compiled layer's saved set (layer_terms
+ * compiled) is not what is alive there: the recomputed forward's values
+ * that backward reads are, at most what eager autograd keeps of the layer
+ * (layer_terms uncompiled; the graph fuses some of them away), and its
+ * peak is at the MLP's backward, the first it runs, where besides them it
+ * holds: the gradients of the product and the two it makes through the
+ * frozen weights, e x I each (3e I, the MLP's backward of
+ * est_transient.c); for each adapted MLP linear (gate, up, down) its
+ * adapter path's gradient in the adapters' dtype (ab I each: down's input
+ * gradient through lora_A, gate's and up's outputs' through lora_B); the
+ * product itself computed in the adapters' dtype when gate or up is
+ * adapted (PEFT's base output plus the adapter's promotes it: ab I); and
+ * the layer's incoming gradient cast to the adapters' dtype for down's
+ * lora_B (ab h).  Counted as eager's layer less the compiled one plus
+ * those: s x b x (eager - compiled + 3eI + ab x (n + 1)I + ab h).
+ * Measured on every FIT case of tests/torch/compile_lora.py, the peak of
+ * the backward graph's buffers read from its output code: all-linear with
+ * fp32 adapters on bf16 holds 34I = (5e + 6ab)I there, with bf16 adapters
+ * on bf16 and fp32 on fp32 11e I, [q_proj, v_proj] 4e I, its attention
+ * part within eager's.
+ */
+static void
+recompute_terms(const struct mf_model *m, const struct mf_workload *w,
+    const struct shapes *x, struct mf_terms *t)
+{
+	struct shapes eager = *x;
+	struct mf_terms c;
+	unsigned gu = MF_LORA_BIT(MF_LIN_GATE) | MF_LORA_BIT(MF_LIN_UP);
+	unsigned mk = mf_model_lora_names(m) & x->mask;
+	int64_t n;
+
+	memset(t, 0, sizeof(*t));
+	if (!x->compiled || !x->lora || w->checkpointing != MF_CKPT_FULL)
+		return;
+	eager.compiled = 0;
+	layer_terms(m, w, &eager, t, t);
+	layer_terms(m, w, x, &c, &c);
+	assert(c.n >= 0 && c.n <= MF_MAX_TERMS);
+	for (int i = 0; i < c.n; i++)
+		mf_term(t, -c.coef[i], c.sym[i], c.value[i]);
+	n = lora_count(m, x->mask, gu | MF_LORA_BIT(MF_LIN_DOWN));
+	mf_term(t, 3 * x->e + x->ab * (n + ((mk & gu) ? 1 : 0)), "I", x->I);
+	if (mk & MF_LORA_BIT(MF_LIN_DOWN))
+		mf_term(t, x->ab, "h", x->h);
+}
+
+/*
  * The layers a job checkpoints whole: every ckpt_every-th, counted from
  * the first as torchtitan (selective_ac_option N) and torchtune
  * (ac_option N) count (the N-th, the 2N-th, ...): floor(L / N), the
@@ -1000,6 +1057,7 @@ torch_training(const struct mf_model *m, const struct mf_workload *w,
     struct mf_estimate *e)
 {
 	struct shapes x;
+	struct mf_terms rc;
 	struct mf_workload fp32;
 
 	mf_est_state(m, w, e);
@@ -1052,7 +1110,8 @@ torch_training(const struct mf_model *m, const struct mf_workload *w,
 	    w->loss_parallel && m->tp > 1 ? mf_model_vocab_rows(m) : m->vocab;
 	torch_activations(m, w, &x, e);
 	torch_logits(m, w, &x, e);
-	mf_est_torch_transient(m, w, x.e, x.vl, e);
+	recompute_terms(m, w, &x, &rc);
+	mf_est_torch_transient(m, w, x.e, x.vl, &rc, e);
 }
 
 const struct mf_est_ops mf_est_pytorch = { "pytorch", torch_training };

@@ -66,6 +66,8 @@ step_temp_bytes(const struct mf_workload *w)
  *   weights to leave room (tests/torch/measure.py, CHECK[7]).
  * - LoRA's forward, in each layer and again in its recomputation under
  *   checkpointing (lora_forward).
+ * - A checkpointed compiled LoRA layer's backward, whose graph runs the
+ *   layer's forward again before its backward (compiled_recompute).
  * - float8 (design 22): a float8 linear's backward, in each layer, with
  *   everything saved (float8_backward).
  * - The optimizer step: the temporaries of the largest parameter (Pmax,
@@ -305,9 +307,55 @@ float8_backward(const struct mf_model *m, const struct mf_workload *w,
 	return mf_cadd(best, mf_cmul(T, mf_cmul(rg, m->hidden)));
 }
 
+/*
+ * A checkpointed compiled LoRA layer's backward, its term "s x b x
+ * (TERMS), " into f (recompute_terms in est_pytorch.c, which says what
+ * it holds): the recomputed forward's values as eager keeps them less
+ * the compiled layer the activations count, signs written out, and the
+ * MLP's backward with its adapters' paths.  Like the MLP's backward a
+ * layer's own, counted beside the logits, which the loss's backward has
+ * freed by then: the safe side.  0, and nothing written, without terms.
+ */
+static int64_t
+compiled_recompute(const struct mf_workload *w, const struct mf_terms *rc,
+    struct mf_text *f)
+{
+	int64_t add = 0, sub = 0, c;
+	int first = 1;
+
+	if (rc == NULL || rc->n == 0)
+		return 0;
+	assert(rc->n <= MF_MAX_TERMS);
+	mf_text_str(f, "s x b x (");
+	for (int i = 0; i < rc->n; i++) {
+		if (rc->coef[i] == 0)
+			continue;
+		/* The checked sums take no negative operand: the terms
+		 * subtracted apart from those added. */
+		c = rc->coef[i] < 0 ? -rc->coef[i] : rc->coef[i];
+		if (rc->coef[i] < 0) {
+			mf_text_str(f, first ? "-" : " - ");
+			sub = mf_cadd(sub, mf_cmul(c, rc->value[i]));
+		} else {
+			mf_text_str(f, first ? "" : " + ");
+			add = mf_cadd(add, mf_cmul(c, rc->value[i]));
+		}
+		first = 0;
+		mf_text_int(f, c);
+		mf_text_str(f, rc->sym[i]);
+	}
+	mf_text_str(f, first ? "0), " : "), ");
+	if (add < 0 || sub < 0)
+		return -1;
+	return add > sub ?
+	    mf_cmul(mf_cmul(w->seq_len, w->micro_batch), add - sub) :
+	    0;
+}
+
 void
 mf_est_torch_transient(const struct mf_model *m, const struct mf_workload *w,
-    int64_t ebytes, int64_t vl, struct mf_estimate *e)
+    int64_t ebytes, int64_t vl, const struct mf_terms *rc,
+    struct mf_estimate *e)
 {
 	int64_t loss, attn = 0, mlp, width, step, pmax;
 	int64_t n = step_temp_bytes(w), rg = rg_bytes(w);
@@ -339,6 +387,8 @@ mf_est_torch_transient(const struct mf_model *m, const struct mf_workload *w,
 	/* LoRA's forward, like the MLP's backward a layer's own. */
 	if (w->method != MF_FULL)
 		mlp = mf_max_poisoned(mlp, lora_forward(m, w, ebytes, rg, &f));
+	/* A checkpointed compiled LoRA layer's backward, a layer's own. */
+	mlp = mf_max_poisoned(mlp, compiled_recompute(w, rc, &f));
 	/* Pmax: the largest trainable tensor (with LoRA, an adapter). */
 	if (w->shard_cpu_offload) {
 		/* FSDP's CPU offload steps the host's shards: nothing on the

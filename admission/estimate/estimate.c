@@ -212,11 +212,9 @@ lora_dtype_name(enum mf_lora_dtype d)
  * among the targets (what the first layer's frozen attention keeps
  * otherwise was not measured compiled), QLoRA's NF4 linears (bitsandbytes)
  * in bf16 with fp32 adapters, without PEFT's
- * prepare_model_for_kbit_training, and no checkpointing:
- * with it, backward recomputes a compiled layer and runs its compiled
- * backward holding both graphs' buffers, which all-linear with fp32
- * adapters measured above activations, logits and transient together
- * (by 8% and 10%), and which the estimate does not count.
+ * prepare_model_for_kbit_training, with every layer checkpointed or none
+ * (a checkpointed layer's backward graph recomputes its forward: the
+ * transient's candidate of est_pytorch.c's recompute_terms).
  */
 static int
 compile_lora_refused(const struct mf_workload *w, char *why, size_t size)
@@ -247,10 +245,6 @@ compile_lora_refused(const struct mf_workload *w, char *why, size_t size)
 	else if ((mf_est_lora_mask(w) & qkv) == 0)
 		snprintf(why, size,
 		    "is modelled for LoRA with q_proj, k_proj or v_proj among its targets, as tests/torch/compile_lora.py measured it (a first layer whose attention is all frozen was not measured compiled); this job's lora.targets has none of them");
-	else if (w->checkpointing != MF_CKPT_NONE)
-		snprintf(why, size,
-		    "is modelled for LoRA without gradientCheckpointing: a compiled LoRA layer recomputed in backward peaked above the estimate (tests/torch/compile_lora.py) and is not modelled; this job has gradientCheckpointing: %s",
-		    w->checkpointing == MF_CKPT_OP ? "op" : "true");
 	else
 		return 0;
 	return 1;

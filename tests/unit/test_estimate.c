@@ -3230,9 +3230,67 @@ test_torch_compile_lora(void **state)
 	    "s x b x (L x (8h + 4ad + 4kvd + 4a + 6I + 14r + 8) - 2h - 4) + s x 4d");
 }
 
+/*
+ * compile with LoRA and every layer checkpointed (est_pytorch.c,
+ * recompute_terms): the activations are the checkpoints' inputs and one
+ * compiled layer, Llama 3.1 8B all-linear, rank 16, bf16 with fp32
+ * adapters, s = 4096: 4096 x (12h + 8ad + 4kvd + 4a + 8I + 28r + 8 + 32 x
+ * 2h) + s x 4d + s x 8 = 4096 x (201,288 + 262,144) + 2,097,152 + 32,768
+ * = 1,900,347,392.  The layer's backward graph runs its forward again and
+ * holds, beyond that layer, eager's layer (28h + 8ad + 4kvd + 4a + 10I +
+ * 28r + 8) less the compiled one, 16h + 2I, the MLP's backward through
+ * the frozen weights, 3e I = 6I, gate's, up's and down's adapter paths
+ * and the product in fp32, 4 x 4I, and the incoming gradient's fp32 cast
+ * for down's lora_B, 4h: 20h + 24I = 425,984 bytes a token, 4096 x that
+ * = 1,744,830,464, under the loss's 8 x s x V = 4,202,692,608 with the
+ * 128,256 tokens of Llama 3's vocabulary, and the transient with 32,000
+ * (the loss's 1,048,576,000).  [q_proj, v_proj]: eager's 16h + 4ad +
+ * 4kvd + 4a + 6I + 8r + 8 less the compiled 8h + 4ad + 4kvd + 4a + 4I +
+ * 8r + 8, 8h + 2I, and the MLP's 6I, no adapter on it: 8h + 8I = 147,456
+ * a token, 603,979,776, under that loss.
+ */
+static void
+test_torch_compile_lora_ckpt(void **state)
+{
+	struct mf_model small = llama8b;
+	struct mf_workload w;
+	struct mf_estimate e;
+
+	(void)state;
+	mf_workload_defaults(&w);
+	w.seq_len = 4096;
+	w.method = MF_LORA;
+	w.lora_rank = 16;
+	w.lora_targets = MF_LORA_ALL_LINEAR;
+	w.checkpointing = MF_CKPT_FULL;
+	w.compile = 1;
+	assert_false(mf_est_compile_refused(&llama8b, &w, NULL, 0));
+	e = est(&llama8b, &w);
+	assert_int_equal(e.bucket[MF_B_ACTIVATIONS], INT64_C(1900347392));
+	assert_int_equal(e.bucket[MF_B_TRANSIENT], INT64_C(4202692608));
+	assert_string_equal(e.formula[MF_B_TRANSIENT],
+	    "max(s x b x V x 8, s x b x 6I, s x b x Omax x 10, s x b x (20h + 24I), Pmax x 4)");
+	small.vocab = 32000;
+	e = est(&small, &w);
+	assert_int_equal(e.bucket[MF_B_TRANSIENT], INT64_C(1744830464));
+	w.method = MF_QLORA;
+	e = est(&small, &w);
+	assert_int_equal(e.bucket[MF_B_TRANSIENT], INT64_C(1744830464));
+	w.method = MF_LORA;
+	w.lora_targets = MF_LORA_LIST;
+	w.lora_modules = MF_LORA_BIT(MF_LIN_Q) | MF_LORA_BIT(MF_LIN_V);
+	e = est(&small, &w);
+	assert_int_equal(e.bucket[MF_B_TRANSIENT], INT64_C(1048576000));
+	assert_non_null(strstr(e.formula[MF_B_TRANSIENT], "s x b x (8h + 8I)"));
+	/* Without checkpointing, no such candidate. */
+	w.checkpointing = MF_CKPT_NONE;
+	e = est(&small, &w);
+	assert_null(strstr(e.formula[MF_B_TRANSIENT], "h + "));
+}
+
 /* A refused LoRA case of test_torch_compile_refused: lora.dtype value
  * (field 10) on an fp32 model for bf16, (field 11) a list without q, k or
- * v, (field 12) every layer checkpointed, or (13) QLoRA with kbitPrep. */
+ * v, or (13) QLoRA with kbitPrep. */
 static void
 compile_lora_case(struct mf_workload *w, int field, int value)
 {
@@ -3250,8 +3308,6 @@ compile_lora_case(struct mf_workload *w, int field, int value)
 		w->lora_modules =
 		    MF_LORA_BIT(MF_LIN_O) | MF_LORA_BIT(MF_LIN_DOWN);
 	}
-	if (field == 12)
-		w->checkpointing = MF_CKPT_FULL;
 }
 
 /* What compile is not modelled with is refused with what the job has
@@ -3268,7 +3324,6 @@ test_torch_compile_refused(void **state)
 		{ 10, MF_LORA_FP16, "this job has lora.dtype: fp16" },
 		{ 10, MF_LORA_BF16, "lora.dtype: bf16 with precision: fp32" },
 		{ 11, MF_LORA_FP32, "lora.targets has none of them" },
-		{ 12, MF_LORA_FP32, "has gradientCheckpointing: true" },
 		{ 1, MF_BF16_MIXED, "this job has precision: bf16-mixed" },
 		{ 1, MF_FP16, "this job has precision: fp16" },
 		{ 2, MF_EAGER, "this job has attention: eager" },
@@ -3571,6 +3626,7 @@ main(void)
 		cmocka_unit_test(test_torch_offload_in_backward),
 		cmocka_unit_test(test_torch_compile),
 		cmocka_unit_test(test_torch_compile_lora),
+		cmocka_unit_test(test_torch_compile_lora_ckpt),
 		cmocka_unit_test(test_torch_compile_refused),
 		cmocka_unit_test(test_torch_float8),
 		cmocka_unit_test(test_torch_float8_refused),

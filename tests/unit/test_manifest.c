@@ -1135,10 +1135,10 @@ test_read_float8(void **state)
 
 /*
  * compile: false by default; true where the estimate models it (full
- * fine-tuning, every layer checkpointed or none, or LoRA or QLoRA without
- * checkpointing; bf16, bf16-true or fp32, sdpa, the standard loss, one
- * GPU); anything else refused at the field, with what it is modelled with
- * and what this job has (mf_est_compile_refused), and for training only.
+ * fine-tuning, LoRA or QLoRA, every layer checkpointed or none; bf16,
+ * bf16-true or fp32, sdpa, the standard loss, one GPU); anything else refused
+ * at the field, with what it is modelled with and what this job has
+ * (mf_est_compile_refused), and for training only.
  */
 static void
 test_read_compile(void **state)
@@ -1165,13 +1165,14 @@ test_read_compile(void **state)
 	read_ok(RECIPE("    method: qlora\n    compile: true\n"), &doc, &job);
 	assert_true(job.work.compile);
 	mf_doc_free(doc);
+	read_ok(RECIPE("    method: lora\n    compile: true\n"
+	               "    gradientCheckpointing: true\n"),
+	    &doc, &job);
+	assert_true(job.work.compile);
+	mf_doc_free(doc);
 	expect_err(RECIPE("    method: lora\n    compile: true\n"
-	                  "    gradientCheckpointing: true\n"),
-	    "spec.workload.compile", 11,
-	    "is modelled for LoRA without gradientCheckpointing: a compiled "
-	    "LoRA layer recomputed in backward peaked above the estimate "
-	    "(tests/torch/compile_lora.py) and is not modelled; this job has "
-	    "gradientCheckpointing: true");
+	                  "    gradientCheckpointing: 2\n"),
+	    "spec.workload.compile", 11, "every Nth layer");
 	expect_err(RECIPE("    compile: true\n    precision: bf16-mixed\n"),
 	    "spec.workload.compile", 10, "this job has precision: bf16-mixed");
 	expect_err(RECIPE("    compile: true\n    loss: chunked\n"),
