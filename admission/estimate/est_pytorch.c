@@ -562,12 +562,17 @@ layer_terms(const struct mf_model *m, const struct mf_workload *w,
  * adapted (PEFT's base output plus the adapter's promotes it: ab I); and
  * the layer's incoming gradient cast to the adapters' dtype for down's
  * lora_B (ab h).  Counted as eager's layer less the compiled one plus
- * those: s x b x (eager - compiled + 3eI + ab x (n + 1)I + ab h).
- * Measured on every FIT case of tests/torch/compile_lora.py, the peak of
- * the backward graph's buffers read from its output code: all-linear with
- * fp32 adapters on bf16 holds 34I = (5e + 6ab)I there, with bf16 adapters
- * on bf16 and fp32 on fp32 11e I, [q_proj, v_proj] 4e I, its attention
- * part within eager's.
+ * those: s x b x (eager - compiled + 3eI + ab x (n + g)I + ab h), n the
+ * adapted MLP linears, g 1 when gate or up is one of them.  Read off the
+ * backward graph's output code at its peak in tests/torch/compile_lora.py's
+ * FIT[0] (mistral h 96, I 256) and FIT[1] (llama h 112, I 320), the same
+ * buffers in both: all-linear, fp32 adapters on bf16, 34I = 2e + 2ab of
+ * gate's and up's frozen and adapter outputs (of eager's set) and 3e + 4ab
+ * of the MLP's backward; bf16 adapters on bf16 and fp32 on fp32, 11e I
+ * (ab = e); [q_proj, v_proj] (FIT[0], bf16 and fp32), 4e I, within
+ * eager's MLP (3e I) and its backward (3e I); the attention's and the
+ * norms' buffers within eager's.  The step's peak with
+ * it: compile_lora.py, every checkpointed run, FIT and CHECK.
  */
 static void
 recompute_terms(const struct mf_model *m, const struct mf_workload *w,
