@@ -57,8 +57,9 @@
  *     + min(Qmax, 2^20) x 64 + 34
  *
  * (tests/torch/loading.py: torchtune 0.6.1's lora_llama3 with
- * quantize_base built and loaded, three shapes, one past CHUNK_SIZE, to
- * the byte.)
+ * quantize_base built and loaded in bf16, as its QLoRA configs build it,
+ * three shapes, one past CHUNK_SIZE, to the byte; a model built in fp32
+ * holds about twice as much and is not measured.)
  *
  * None of these moments holds the activations or logits of the step,
  * and only torchtune's the adapters; a step
