@@ -270,7 +270,10 @@ tsan:
 # loading.py, seconds), and torchao's float8 linears against the estimate
 # with workload.float8 (tests/torch/float8.py, under a minute), and LoRA's
 # input dropout on PEFT's adapters with the GPU's fused dropout
-# (tests/torch/dropout.py, seconds); all ask the command line.
+# (tests/torch/dropout.py, seconds), and torchtune's chunked loss with its
+# cross-entropy compiled as compile_loss compiles it, beside compiled
+# layers (tests/torch/compile_loss.py, a few minutes); all ask the
+# command line.
 # They run in a virtual environment of the pinned packages of
 # tests/torch/requirements.txt, made with TORCH_PYTHON: the python3 on
 # PATH, which is Python 3.11 on purpose (torch 2.13.0's CPU wheel is
@@ -311,6 +314,7 @@ torch: all $(TORCH_VENV)/.installed
 	$(TESTENV) timeout 300 $(TORCH_PY) tests/torch/framework.py
 	$(TESTENV) timeout 600 $(TORCH_PY) tests/torch/compile.py
 	$(TESTENV) timeout 900 $(TORCH_PY) tests/torch/compile_lora.py
+	$(TESTENV) timeout 900 $(TORCH_PY) tests/torch/compile_loss.py
 	$(TESTENV) timeout 300 $(TORCH_PY) tests/torch/loading.py
 	$(TESTENV) timeout 300 $(TORCH_PY) tests/torch/float8.py
 	$(TESTENV) timeout 300 $(TORCH_PY) tests/torch/dropout.py

@@ -91,6 +91,28 @@ piece_grads(const struct mf_model *m, const struct mf_workload *w, int64_t q,
 	return mf_cmul(mf_cmul(eh, last + q), m->hidden);
 }
 
+/*
+ * Compiled (compile: true), as torchtune 0.6.1's compile_loss compiles
+ * CEWithChunkedOutputLoss (training/_compile.py: compute_cross_entropy
+ * through torch.compile with inductor, the chunking left eager): each
+ * piece's upcast, log-softmax and nll_loss are one graph, which keeps for
+ * backward the piece's logits themselves (el x V a token, where eager
+ * keeps the fp32 log-softmax) and two fp32 values a token, the row's max
+ * and its log-sum-exp (the logits bucket's, est_pytorch.c torch_logits),
+ * and makes no fp32 copy of the piece: nothing is held beyond the logits
+ * bucket in the loss's forward.  Its backward makes the piece's logits
+ * gradient, el x V a token, and then frees the piece's saved logits (b x
+ * ceil(s / C) x V x el, where eager's holds its two fp32 gradients).  A
+ * trained lm_head's backward is eager's but for what has been freed by
+ * then: the saved logits of every piece, el x V a token (eager's saved
+ * log-softmax, 4V).  Measured by tests/torch/compile_loss.py, the loss
+ * compiled as compile_loss compiles it beside compiled decoder layers, on
+ * transformers' models: el x V a token and the 8 bytes of the logits
+ * bucket read off its FIT cases' saved tensors (within 0.002%), the
+ * piece's backward off FIT[0] (bf16-true, C = 1) and FIT[3] (LoRA, bf16,
+ * C = 8), within 0.03%, the head's off FIT[1] (fp32) and FIT[2]
+ * (bf16-true), within 0.02%; its CHECK cases within 0.2%.
+ */
 static int64_t
 chunked_head(const struct mf_model *m, const struct mf_workload *w, int64_t q,
     int64_t n, struct mf_text *f)
@@ -115,8 +137,11 @@ chunked_head(const struct mf_model *m, const struct mf_workload *w, int64_t q,
 		pos = mf_cadd(pos, mf_cmul(mf_cmul(el, rest), m->vocab));
 	}
 	pos = mf_cadd(pos, piece_grads(m, w, q, n, f));
-	mf_text_str(f, " - s x b x V x 4");
-	neg = mf_cmul(mf_cmul(4, sb), m->vocab);
+	/* The saved set freed by then: the log-softmax, or compiled the
+	 * pieces' logits. */
+	mf_text_str(f, " - s x b x V x ");
+	mf_text_int(f, w->compile ? el : 4);
+	neg = mf_cmul(mf_cmul(w->compile ? el : 4, sb), m->vocab);
 	if (pos < 0 || neg < 0 || rest < 0)
 		return -1;
 	return pos > neg ? pos - neg : 0;
@@ -133,6 +158,19 @@ chunked_transient(const struct mf_model *m, const struct mf_workload *w,
 	q = mf_cdiv_up(w->seq_len, w->loss_chunks);
 	n = q > 0 ? mf_cdiv_up(w->seq_len, q) : 0;
 	bq = mf_cmul(w->micro_batch, q);
+	if (w->compile) {
+		/* A piece's backward: its logits gradient (chunked_head's
+		 * comment). */
+		mf_text_str(f, "max(b x ceil(s / ");
+		mf_text_int(f, w->loss_chunks);
+		mf_text_str(f, ") x V x ");
+		mf_text_int(f, el);
+		bwd = mf_cmul(bq, mf_cmul(el, m->vocab));
+		if (w->method == MF_FULL && n >= 2)
+			head = chunked_head(m, w, q, n, f);
+		mf_text_str(f, ", ");
+		return mf_max_poisoned(bwd, head);
+	}
 	mf_text_str(f, "max(s x b x V x ");
 	mf_text_int(f, el);
 	fwd =

@@ -993,7 +993,11 @@ token_ids(const struct mf_model *m, const struct mf_workload *w,
  * log-softmax, 4V a token in all; a trained lm_head keeps its pieces of
  * the norm's output, views of it (copies when b > 1, torch.chunk cutting
  * each sequence); nll_loss the pieces of the labels, views or copies, 8
- * a token (tests/torch/loss.py).
+ * a token (tests/torch/loss.py).  Compiled (compile: true, torchtune's
+ * compile_loss: each piece's compute_cross_entropy one inductor graph),
+ * the pieces' logits themselves in the compute dtype (el V a token, 2 under
+ * autocast) instead of the log-softmax, and two fp32 values a token, each
+ * row's max and log-sum-exp (8; tests/torch/compile_loss.py, est_loss.c).
  * A fused loss (Liger's, est_loss.c) keeps neither the logits nor the
  * labels nor the norm's output, but the input's gradient it computes in
  * the forward, in the norm output's dtype (eh x h a token; under autocast
@@ -1009,6 +1013,7 @@ torch_logits(const struct mf_model *m, const struct mf_workload *w,
 	struct mf_terms t, o, *own = x->sp > 1 ? &o : &t;
 	struct mf_text f;
 	int fused = mf_est_loss(w) == MF_LOSS_FUSED;
+	int closs = mf_est_loss(w) == MF_LOSS_CHUNKED && w->compile;
 
 	memset(&t, 0, sizeof(t));
 	memset(&o, 0, sizeof(o));
@@ -1024,6 +1029,8 @@ torch_logits(const struct mf_model *m, const struct mf_workload *w,
 	}
 	if (fused)
 		mf_term(&t, x->eh, "h", x->h);
+	else if (closs)
+		mf_term(&t, mf_est_precision(w->precision)->act, "V", x->vl);
 	else
 		mf_term(&t, m->final_softcap ? 4 + x->e : 4,
 		    x->vl != m->vocab ? "Vl" : "V", x->vl);
@@ -1033,6 +1040,8 @@ torch_logits(const struct mf_model *m, const struct mf_workload *w,
 	ids = (fused ? 0 : 8) + (x->lora ? 0 : token_ids(m, w, x));
 	if (ids > 0)
 		mf_term(&t, ids, "", 1);
+	if (closs) /* the compiled pieces' max and log-sum-exp */
+		mf_term(&t, 8, "", 1);
 	mf_term(own, 4, "", 1);
 	sb = mf_cmul(w->seq_len, w->micro_batch);
 	bytes = mf_cmul(sb, mf_terms_bytes(&t));

@@ -2148,6 +2148,73 @@ test_torch_chunked_loss(void **state)
 }
 
 /*
+ * loss: chunked with compile: true (design 22), the pieces' cross-entropy
+ * compiled as torchtune's compile_loss compiles it (est_loss.c,
+ * tests/torch/compile_loss.py): each piece keeps its logits in the compute
+ * dtype (2V a token in bf16) and two fp32 values a token where eager keeps
+ * the fp32 log-softmax (4V); the loss's forward holds nothing beyond them,
+ * a piece's backward its logits gradient (b x q x 2V), and a trained
+ * head's backward frees the pieces' logits (2V a token) by the second sum.
+ */
+static void
+test_torch_compiled_chunked_loss(void **state)
+{
+	struct mf_workload w = ref_workload();
+	struct mf_estimate e;
+
+	(void)state;
+	w.estimator = MF_EST_PYTORCH;
+	w.precision = MF_BF16_TRUE;
+	w.optimizer = MF_SGD;
+	w.loss = MF_LOSS_CHUNKED;
+	w.loss_chunks = 8;
+	w.compile = 1;
+	assert_false(mf_est_compile_refused(&llama8b, &w, NULL, 0));
+	/*
+	 * Llama 3.1 8B, s 4096, b 1, 8 pieces of 512 tokens, bf16-true, SGD
+	 * (no step temporaries).  logits 4096 x (8h + 2V + 28) = 4096 x
+	 * 289,308 = 1,185,005,568 (eager's 4096 x (8h + 4V + 20) =
+	 * 2,235,645,952).  A piece's backward 512 x 2V = 131,334,144; the
+	 * head's backward 4Vh (2,101,346,304) + 6 x 512 x 2V (788,004,864) +
+	 * 1,024 x 2h (8,388,608) - 4096 x 2V (1,050,673,152) =
+	 * 1,847,066,624, the largest (eager's forward 1,313,341,440 is gone).
+	 */
+	e = est(&llama8b, &w);
+	assert_int_equal(e.bucket[MF_B_LOGITS], INT64_C(1185005568));
+	assert_string_equal(e.formula[MF_B_LOGITS], "s x b x (8h + 2V + 28)");
+	assert_int_equal(e.bucket[MF_B_TRANSIENT], INT64_C(1847066624));
+	assert_non_null(strstr(e.formula[MF_B_TRANSIENT],
+	    "max(b x ceil(s / 8) x V x 2, 4Vh + b x 6 x ceil(s / 8) x V x 2 + "
+	    "(s - 6 x ceil(s / 8)) x 2h - s x b x V x 2, "));
+	/* One piece: no head's sum, its backward 4096 x 2V =
+	 * 1,050,673,152. */
+	w.loss_chunks = 1;
+	e = est(&llama8b, &w);
+	assert_int_equal(e.bucket[MF_B_TRANSIENT], INT64_C(1050673152));
+	/*
+	 * fp32: the pieces' logits are fp32 already, as eager's
+	 * log-softmax: logits 4096 x (12h + 4V + 28) = 2,302,787,584, eager's
+	 * and 8 a token; the head's backward
+	 * (12 - 4)Vh (4,202,692,608) + 6 x 512 x 4V (1,576,009,728) + 1,024 x
+	 * 4h (16,777,216) - 4096 x 4V (2,101,346,304) = 3,694,133,248.
+	 */
+	w.precision = MF_FP32;
+	w.loss_chunks = 8;
+	e = est(&llama8b, &w);
+	assert_int_equal(e.bucket[MF_B_LOGITS], INT64_C(2302787584));
+	assert_int_equal(e.bucket[MF_B_TRANSIENT], INT64_C(3694133248));
+	/* LoRA (a frozen head), bf16-true: logits 4096 x (4h + 2V + 20) =
+	 * 1,117,863,936; the loss's piece 512 x 2V = 131,334,144 is below
+	 * the MLP's 4096 x 6I = 352,321,536. */
+	w.precision = MF_BF16_TRUE;
+	w.method = MF_LORA;
+	e = est(&llama8b, &w);
+	assert_int_equal(e.bucket[MF_B_LOGITS], INT64_C(1117863936));
+	assert_non_null(
+	    strstr(e.formula[MF_B_TRANSIENT], "max(b x ceil(s / 8) x V x 2, "));
+}
+
+/*
  * lossUpcast: output (design 22), LitGPT's loops under Lightning Fabric
  * (est_loss.c): the logits bucket keeps the standard loss's and the
  * model's output held in fp32 (4V a token) and, for LoRA under autocast,
@@ -2306,6 +2373,13 @@ loss_formulas_agree(enum mf_loss loss)
 				w.shard_gpus = 1;
 			formulas_agree(models[i], &w);
 			ends_below_model(models[i], &w);
+			/* compiled, where it is modelled (the loss's pieces
+			 * compiled, est_loss.c) */
+			w.compile = 1;
+			if (!mf_est_compile_refused(models[i], &w, NULL, 0)) {
+				formulas_agree(models[i], &w);
+				ends_below_model(models[i], &w);
+			}
 		}
 	mf_workload_defaults(&w);
 	w.seq_len = 64;
@@ -3328,7 +3402,7 @@ test_torch_compile_refused(void **state)
 		{ 1, MF_FP16, "this job has precision: fp16" },
 		{ 2, MF_EAGER, "this job has attention: eager" },
 		{ 2, MF_FLASH, "this job has attention: flash" },
-		{ 3, MF_LOSS_CHUNKED, "this job has loss: chunked" },
+		{ 3, MF_LOSS_FUSED, "this job has loss: fused" },
 		{ 4, MF_CKPT_OP, "per op" },
 		{ 5, 2, "every Nth layer" },
 		{ 6, 1, "this job has activationOffload: true" },
@@ -3595,6 +3669,7 @@ main(void)
 		cmocka_unit_test(test_formulas_match_bytes),
 		cmocka_unit_test(test_torch_chunked_loss),
 		cmocka_unit_test(test_chunked_formulas),
+		cmocka_unit_test(test_torch_compiled_chunked_loss),
 		cmocka_unit_test(test_torch_output_upcast),
 		cmocka_unit_test(test_output_upcast_formulas),
 		cmocka_unit_test(test_torch_fused_loss),

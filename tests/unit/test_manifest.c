@@ -1175,8 +1175,8 @@ test_read_compile(void **state)
 	    "spec.workload.compile", 11, "every Nth layer");
 	expect_err(RECIPE("    compile: true\n    precision: bf16-mixed\n"),
 	    "spec.workload.compile", 10, "this job has precision: bf16-mixed");
-	expect_err(RECIPE("    compile: true\n    loss: chunked\n"),
-	    "spec.workload.compile", 10, "this job has loss: chunked");
+	expect_err(RECIPE("    compile: true\n    loss: fused\n"),
+	    "spec.workload.compile", 10, "this job has loss: fused");
 	expect_err(RECIPE("    compile: true\n    gradientCheckpointing: 2\n"),
 	    "spec.workload.compile", 10, "every Nth layer");
 	expect_err(MSPEC "  workload:\n    kind: inference\n"
