@@ -78,18 +78,6 @@ CASES = [
 ]
 
 
-def memfloor(c, s, b, chunks, precision, optimizer, lora):
-    workload = {"kind": "training", "sequenceLength": s, "microBatch": b,
-                "precision": precision, "optimizer": optimizer,
-                "attention": "sdpa", "compile": True,
-                "loss": "chunked", "lossChunks": chunks}
-    if lora is not None:
-        workload.update(method="lora",
-                        lora={"rank": measure.RANK, "targets": lora})
-    est = measure.estimate(c, workload)
-    return {x["name"]: x["bytes"] for x in est["buckets"]}, est["perGpuBytes"]
-
-
 def warm(subj, step, layers, ids, labels):
     """One forward and backward over layers layers, so that the compiled
     graphs exist before anything is measured."""
@@ -121,7 +109,8 @@ def run_case(i, case, errors):
     step = loss.ChunkedStep(subj.model, chunks, prec)
     step.loss_fn.compute_cross_entropy = torch.compile(
         step.loss_fn.compute_cross_entropy, backend="inductor")
-    got, per_gpu = memfloor(c, s, b, chunks, prec, optimizer, lora)
+    got, per_gpu = loss.memfloor(c, s, b, chunks, prec, optimizer, lora,
+                                 compile=True)
     exact = s % chunks == 0
     with torch.backends.mkldnn.flags(enabled=False):
         for n in (2, 1) if lora else (2, 0):

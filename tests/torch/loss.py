@@ -158,10 +158,12 @@ def phases(step, ids, labels, opt=None):
     return out
 
 
-def memfloor(c, s, b, chunks, precision, optimizer, lora):
+def memfloor(c, s, b, chunks, precision, optimizer, lora, compile=False):
     workload = {"kind": "training", "sequenceLength": s, "microBatch": b,
                 "precision": precision, "optimizer": optimizer,
                 "loss": "chunked", "lossChunks": chunks}
+    if compile:
+        workload.update(attention="sdpa", compile=True)
     if lora is not None:
         workload.update(method="lora",
                         lora={"rank": measure.RANK, "targets": lora})
