@@ -115,17 +115,7 @@ def run_case(i, case, errors):
     with torch.backends.mkldnn.flags(enabled=False):
         for n in (2, 1) if lora else (2, 0):
             warm(subj, step, n, ids, labels)
-        subj.set(0, "sdpa")
-        s0 = loss.kept(subj, step, ids, labels)
-        subj.set(2, "sdpa")
-        s2 = loss.kept(subj, step, ids, labels)
-        if lora is None:
-            loss.compare(errors, name, "logits", s0, got["logits"])
-            loss.compare(errors, name, "activations", s2 - s0,
-                         got["activations"])
-        else:
-            loss.compare(errors, name, "activations+logits", s2,
-                         got["activations"] + got["logits"])
+        loss.compare_kept(errors, name, subj, step, ids, labels, got, lora)
         t, top = loss.transient(subj, step, phase, layers, ids, labels)
         loss.compare(errors, name, "transient (%s)" % phase, t,
                      got["transient"], above=not exact)

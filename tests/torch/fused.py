@@ -198,17 +198,8 @@ def run_case(i, case, errors):
     got, per_gpu = memfloor(c, s, b, prec, optimizer, lora)
     g = head_grad(subj)
     with torch.backends.mkldnn.flags(enabled=False):
-        subj.set(0, "sdpa")
-        s0 = loss.kept(subj, step, ids, labels) - g
-        subj.set(2, "sdpa")
-        s2 = loss.kept(subj, step, ids, labels) - g
-        if lora is None:
-            loss.compare(errors, name, "logits", s0, got["logits"])
-            loss.compare(errors, name, "activations", s2 - s0,
-                         got["activations"])
-        else:
-            loss.compare(errors, name, "activations+logits", s2,
-                         got["activations"] + got["logits"])
+        loss.compare_kept(errors, name, subj, step, ids, labels, got, lora,
+                          less=g)
         if lora is None:
             t, top = loss.transient(subj, step, "forward", 0, ids, labels)
             t -= autocast_head(subj, prec)
