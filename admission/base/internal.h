@@ -103,7 +103,8 @@ struct mf_terms {
 
 /* Add coef x sym (of value value), to the term of sym if there is one. */
 void mf_term(struct mf_terms *t, int64_t coef, const char *sym, int64_t value);
-/* Sum of coef x value, checked: -1 past 2^63 - 1. */
+/* Sum of coef x value, checked: -1 past 2^63 - 1; the terms of a
+ * negative coef subtracted, 0 where they take more than the rest. */
 int64_t mf_terms_bytes(const struct mf_terms *t);
 /* The larger of a and b; -1 when either is. */
 int64_t mf_max_poisoned(int64_t a, int64_t b);
@@ -117,8 +118,8 @@ struct mf_text {
 void mf_text_init(struct mf_text *f, char *buf);
 void mf_text_str(struct mf_text *f, const char *s);
 void mf_text_int(struct mf_text *f, int64_t v);
-/* The terms as "16h + 8I + 8": symbols in the order added, then the
- * constant; "0" when none. */
+/* The terms as "16h + 8I + 8" (a negative coef as " - 2I"): symbols in
+ * the order added, then the constant; "0" when none. */
 void mf_text_terms(struct mf_text *f, const struct mf_terms *t);
 /* The formula in buf (MF_FORMULA_MAX bytes; NULL takes nothing) written
  * again between before and after: "PP x (" it ")". */

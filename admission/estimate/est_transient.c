@@ -320,36 +320,15 @@ static int64_t
 compiled_recompute(const struct mf_workload *w, const struct mf_terms *rc,
     struct mf_text *f)
 {
-	int64_t add = 0, sub = 0, c;
-	int first = 1;
+	int64_t b;
 
 	if (rc == NULL || rc->n == 0)
 		return 0;
-	assert(rc->n <= MF_MAX_TERMS);
 	mf_text_str(f, "s x b x (");
-	for (int i = 0; i < rc->n; i++) {
-		if (rc->coef[i] == 0)
-			continue;
-		/* The checked sums take no negative operand: the terms
-		 * subtracted apart from those added. */
-		c = rc->coef[i] < 0 ? -rc->coef[i] : rc->coef[i];
-		if (rc->coef[i] < 0) {
-			mf_text_str(f, first ? "-" : " - ");
-			sub = mf_cadd(sub, mf_cmul(c, rc->value[i]));
-		} else {
-			mf_text_str(f, first ? "" : " + ");
-			add = mf_cadd(add, mf_cmul(c, rc->value[i]));
-		}
-		first = 0;
-		mf_text_int(f, c);
-		mf_text_str(f, rc->sym[i]);
-	}
-	mf_text_str(f, first ? "0), " : "), ");
-	if (add < 0 || sub < 0)
-		return -1;
-	return add > sub ?
-	    mf_cmul(mf_cmul(w->seq_len, w->micro_batch), add - sub) :
-	    0;
+	mf_text_terms(f, rc);
+	mf_text_str(f, "), ");
+	b = mf_terms_bytes(rc);
+	return b < 0 ? -1 : mf_cmul(mf_cmul(w->seq_len, w->micro_batch), b);
 }
 
 void

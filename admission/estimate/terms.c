@@ -29,12 +29,20 @@ mf_term(struct mf_terms *t, int64_t coef, const char *sym, int64_t value)
 int64_t
 mf_terms_bytes(const struct mf_terms *t)
 {
-	int64_t sum = 0;
+	int64_t add = 0, sub = 0;
 
 	assert(t->n >= 0 && t->n <= MF_MAX_TERMS);
-	for (int i = 0; i < t->n; i++)
-		sum = mf_cadd(sum, mf_cmul(t->coef[i], t->value[i]));
-	return sum;
+	/* The checked sums take no negative operand: the terms subtracted
+	 * are summed apart. */
+	for (int i = 0; i < t->n; i++) {
+		if (t->coef[i] < 0)
+			sub = mf_cadd(sub, mf_cmul(-t->coef[i], t->value[i]));
+		else
+			add = mf_cadd(add, mf_cmul(t->coef[i], t->value[i]));
+	}
+	if (add < 0 || sub < 0)
+		return -1;
+	return add > sub ? add - sub : 0;
 }
 
 int64_t
@@ -95,10 +103,12 @@ mf_text_terms(struct mf_text *f, const struct mf_terms *t)
 		assert(i < MF_MAX_TERMS);
 		if (t->coef[i] == 0 || (j < t->n) != (t->sym[i][0] != '\0'))
 			continue;
-		if (!first)
+		if (t->coef[i] < 0)
+			mf_text_str(f, first ? "-" : " - ");
+		else if (!first)
 			mf_text_str(f, " + ");
 		first = 0;
-		mf_text_int(f, t->coef[i]);
+		mf_text_int(f, t->coef[i] < 0 ? -t->coef[i] : t->coef[i]);
 		mf_text_str(f, t->sym[i]);
 	}
 	if (first)

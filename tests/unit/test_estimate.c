@@ -2835,6 +2835,31 @@ test_torch_loading(void **state)
 	assert_int_equal(est(&llama8b, &w).bucket[MF_B_LOADING], 0);
 }
 
+/* Terms with a negative coef: written " - cS", subtracted from the sum,
+ * and a sum the negatives outweigh is 0. */
+static void
+test_terms_signed(void **state)
+{
+	struct mf_terms t = { 0 };
+	char buf[MF_FORMULA_MAX];
+	struct mf_text f;
+
+	(void)state;
+	mf_term(&t, 20, "h", 4096);
+	mf_term(&t, -2, "I", 14336);
+	mf_term(&t, 8, "", 1);
+	mf_text_init(&f, buf);
+	mf_text_terms(&f, &t);
+	assert_string_equal(buf, "20h - 2I + 8");
+	/* 81,920 - 28,672 + 8 */
+	assert_int_equal(mf_terms_bytes(&t), 53256);
+	mf_term(&t, -30, "h", 4096);
+	mf_text_init(&f, buf);
+	mf_text_terms(&f, &t);
+	assert_string_equal(buf, "-10h - 2I + 8");
+	assert_int_equal(mf_terms_bytes(&t), 0);
+}
+
 /*
  * torchtune's load (qlora.quantizer torchao): the model built whole, its
  * adapters too, and torchao's to_nf4 of the largest linear, gate_proj's
@@ -3684,6 +3709,7 @@ main(void)
 		cmocka_unit_test(test_torch_lora_dropout),
 		cmocka_unit_test(test_torch_loading),
 		cmocka_unit_test(test_torch_loading_torchao),
+		cmocka_unit_test(test_terms_signed),
 		cmocka_unit_test(test_estimator_names),
 		cmocka_unit_test(test_est_reference_full),
 		cmocka_unit_test(test_est_reference_eager),
