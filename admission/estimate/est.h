@@ -94,7 +94,8 @@ int64_t mf_est_oib_tied(const struct mf_model *m, const struct mf_workload *w,
     struct mf_text *f);
 
 /* shardingBuffers as fully_shard holds them, for FSDP over
- * w->shard_gpus > 1 (est_fsdp.c); nothing otherwise. */
+ * w->shard_gpus > 1 (est_fsdp.c), what they add to the step's peak: e's
+ * activations, logits and transient are set; nothing otherwise. */
 void mf_est_fsdp(const struct mf_model *m, const struct mf_workload *w,
     struct mf_estimate *e);
 

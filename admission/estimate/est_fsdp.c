@@ -23,9 +23,13 @@
  *   into the reduce-scatter's input, which is kept until the next unit's
  *   reduce-scatter (reduce_scatter_states, one by default);
  * - the root unit is not resharded after forward unless the caller asks
- *   (_lazy_init), and the gradients of the head and the final norm, made
- *   first in backward, stay unsharded until the root's post-backward at
- *   the end of backward.
+ *   (_fsdp_state.py, _lazy_init: torchtune and accelerate pass
+ *   reshard_after_forward to fully_shard, and so ask); resharded, it is
+ *   gathered again at the start of backward, its all-gather's output
+ *   beside its copy-out (2R) with every activation held;
+ * - the gradients of the head and the final norm, made first in
+ *   backward, stay unsharded until the root's post-backward at the end
+ *   of backward.
  * So during a layer's backward, with the activations still held: the
  * root unit whole (R), the head's and final norm's gradients (H), and
  * the layer's parameters, its gradients, the prefetched layer's and the
@@ -121,6 +125,38 @@ gathered_bytes(const struct mf_workload *w)
 	return w->precision == MF_FP32 ? 4 : 2;
 }
 
+/* What a moment apart from the activations (apart bytes) holds beyond
+ * the step's activations, logits and transient (step bytes), its text
+ * after apart's into f: 0 when the step holds more; -1 poisoned. */
+static int64_t
+beyond(int64_t apart, int64_t step, struct mf_text *f)
+{
+	mf_text_str(f, " - activations - logits - transient");
+	if (apart < 0 || step < 0)
+		return -1;
+	return apart > step ? apart - step : 0;
+}
+
+/* The root re-gathered at the start of backward, resharded after forward
+ * (fully_shard told reshard_after_forward, as torchtune and accelerate
+ * tell it, reshards the root too): its all-gather's output beside its
+ * copy-out, with the activations, 2 x root x unit, its text ", 2 x sym
+ * x unit" into f; 0, nothing written, with the layers kept. */
+static int64_t
+regathered(const struct mf_workload *w, int64_t root, int64_t unit,
+    const char *sym, struct mf_text *f)
+{
+	if (!w->reshard_after_forward)
+		return 0;
+	mf_text_str(f, ", 2 x ");
+	mf_text_str(f, sym);
+	if (unit != 1) {
+		mf_text_str(f, " x ");
+		mf_text_int(f, unit);
+	}
+	return mf_cmul(mf_cmul(2, root), unit);
+}
+
 /* sep, then "n x sym" (sym alone when n is 1) into f. */
 static void
 term(struct mf_text *f, const char *sep, int64_t n, const char *sym)
@@ -150,32 +186,37 @@ copies(const struct mf_workload *w)
 	return w->shard_cpu_offload && w->shard_gpus > 1;
 }
 
-/* Full fine-tuning: max(2R + U (+ ceil(U / N) offloading), R + H + kU)
- * x bytes, and its text. */
+/* Full fine-tuning: max(R + H + kU, 2R + U (+ ceil(U / N) offloading)
+ * beyond the step's step bytes) x bytes, and its text. */
 static int64_t
 full_buffers(const struct mf_model *m, const struct mf_workload *w,
-    int64_t root, struct mf_text *f)
+    int64_t root, int64_t step, struct mf_text *f)
 {
-	int64_t u = mf_model_layer_params(m), head = 0, k, g, r, start;
+	int64_t u = mf_model_layer_params(m), b = gathered_bytes(w);
+	int64_t head = 0, k, g, r, held, apart;
 
 	if (!m->no_head)
 		head = mf_cadd(mf_cmul(mf_model_vocab_rows(m), m->hidden),
 		    m->hidden);
 	in_flight(m, &g, &r);
 	k = w->reshard_after_forward ? g + r : mf_cadd(m->layers, 1);
-	start = mf_cadd(mf_cmul(2, root), u);
-	mf_text_str(f, "max(2 x root params + layer params");
-	if (copies(w)) {
-		start = mf_cadd(start, mf_cdiv_up(u, w->shard_gpus));
-		mf_text_str(f, " + ceil(layer params / N)");
-	}
-	mf_text_str(f, ", root params + head params + ");
+	held = mf_cmul(mf_cadd(mf_cadd(root, head), mf_cmul(k, u)), b);
+	apart = mf_cadd(mf_cmul(2, root), u);
+	mf_text_str(f, "max((root params + head params + ");
 	mf_text_int(f, k);
 	mf_text_str(f, " x layer params) x ");
-	mf_text_int(f, gathered_bytes(w));
-	return mf_cmul(mf_max_poisoned(start,
-	                   mf_cadd(mf_cadd(root, head), mf_cmul(k, u))),
-	    gathered_bytes(w));
+	mf_text_int(f, b);
+	held = mf_max_poisoned(held, regathered(w, root, b, "root params", f));
+	mf_text_str(f, ", (2 x root params + layer params");
+	if (copies(w)) {
+		apart = mf_cadd(apart, mf_cdiv_up(u, w->shard_gpus));
+		mf_text_str(f, " + ceil(layer params / N)");
+	}
+	mf_text_str(f, ") x ");
+	mf_text_int(f, b);
+	apart = beyond(mf_cmul(apart, b), step, f);
+	mf_text_str(f, ")");
+	return mf_max_poisoned(held, apart);
 }
 
 /* The candidates of LoRA with the layers kept: R + (L + 1) Ug, and
@@ -184,7 +225,7 @@ static int64_t
 lora_kept(const struct mf_model *m, int64_t root, int64_t ug, int64_t ad,
     const char *rb, const char *grads, struct mf_text *f)
 {
-	term(f, ", ", 1, rb);
+	term(f, "", 1, rb);
 	term(f, " + ", mf_cadd(m->layers, 1), "Ug");
 	term(f, ", ", 1, rb);
 	term(f, " + ", m->layers, "Ug");
@@ -213,46 +254,48 @@ lora_prefetch(const struct mf_model *m, const struct mf_workload *w,
 }
 
 /* LoRA: a unit Ug = U x b + A x a (A = ceil(T / L)), its adapter
- * gradients A x a; the root R x b.  max(2R + Ug, R + g x Ug + r x A x a)
- * and the candidates of offloading and of the layers kept; its text. */
+ * gradients A x a; the root R x b.  max(R + g x Ug + r x A x a and the
+ * candidates of offloading, or those of the layers kept; 2R + Ug beyond
+ * the step's step bytes); its text. */
 static int64_t
 lora_buffers(const struct mf_model *m, const struct mf_workload *w,
-    int64_t root, struct mf_text *f)
+    int64_t root, int64_t step, struct mf_text *f)
 {
-	int64_t b = gathered_bytes(w), a = mf_est_lora_bytes(w), g, r, peak;
+	int64_t b = gathered_bytes(w), a = mf_est_lora_bytes(w), g, r, held;
 	int64_t ad = mf_cmul(mf_cdiv_up(mf_model_lora_params(m, w->lora_rank,
 	                                    mf_est_lora_mask(w)),
 	                         m->layers > 0 ? m->layers : 1),
 	    a);
-	int64_t ug = mf_cadd(mf_cmul(mf_model_layer_params(m), b), ad);
+	int64_t ug = mf_cadd(mf_cmul(mf_model_layer_params(m), b), ad), apart;
 	char rb[32], grads[32];
 
 	snprintf(rb, sizeof(rb), "root params x %lld", (long long)b);
 	snprintf(grads, sizeof(grads), "ceil(T / L) x %lld", (long long)a);
 	in_flight(m, &g, &r);
 	root = mf_cmul(root, b);
-	peak = mf_cadd(mf_cmul(2, root), ug);
-	term(f, "max(", 2, rb);
-	mf_text_str(f, " + Ug");
-	if (copies(w)) {
-		peak = mf_cadd(peak, mf_cdiv_up(ug, w->shard_gpus));
-		mf_text_str(f, " + ceil(Ug / N)");
-	}
-	if (!w->reshard_after_forward)
-		peak = mf_max_poisoned(peak,
-		    lora_kept(m, root, ug, ad, rb, grads, f));
-	else {
-		peak = mf_max_poisoned(peak,
-		    mf_cadd(mf_cadd(root, mf_cmul(g, ug)), mf_cmul(r, ad)));
-		term(f, ", ", 1, rb);
+	mf_text_str(f, "max(");
+	if (!w->reshard_after_forward) {
+		held = lora_kept(m, root, ug, ad, rb, grads, f);
+	} else {
+		held = mf_cadd(mf_cadd(root, mf_cmul(g, ug)), mf_cmul(r, ad));
+		term(f, "", 1, rb);
 		term(f, " + ", g, "Ug");
 		term(f, " + ", r, grads);
 		if (copies(w) && m->layers >= 2)
-			peak = mf_max_poisoned(peak,
+			held = mf_max_poisoned(held,
 			    lora_prefetch(m, w, root, ug, ad, rb, grads, f));
 	}
+	held = mf_max_poisoned(held, regathered(w, root, 1, rb, f));
+	apart = mf_cadd(mf_cmul(2, root), ug);
+	term(f, ", ", 2, rb);
+	mf_text_str(f, " + Ug");
+	if (copies(w)) {
+		apart = mf_cadd(apart, mf_cdiv_up(ug, w->shard_gpus));
+		mf_text_str(f, " + ceil(Ug / N)");
+	}
+	apart = beyond(apart, step, f);
 	mf_text_str(f, ")");
-	return peak;
+	return mf_max_poisoned(held, apart);
 }
 
 /*
@@ -416,26 +459,61 @@ moments_max(const struct moment *ms, int n, const int64_t *vals)
 	return peak;
 }
 
-/* The positions whose moments differ: the head, the last layer, one
- * between two layers, the first, the embeddings. */
-static int
-ends_moments(const struct mf_model *m, const struct mf_workload *w,
-    struct moment *ms)
-{
-	const int64_t at[] = { 0, 1, 2, m->layers, m->layers + 1 };
-	int n = 0;
+/* The moments of sharding.units ends: those beside the activations
+ * (held) and those of the embeddings, before the first layer's forward
+ * and after its backward (apart). */
+struct ends {
+	struct moment held[16], apart[4];
+	int n_held, n_apart;
+};
 
+/* The positions whose moments differ: the head, the last layer, one
+ * between two layers, the first; then the embeddings, apart. */
+static void
+ends_moments(const struct mf_model *m, const struct mf_workload *w,
+    struct ends *t)
+{
+	const int64_t at[] = { 0, 1, 2, m->layers };
+
+	t->n_held = 0;
 	for (size_t i = 0; i < sizeof(at) / sizeof(at[0]); i++)
-		if (at[i] <= m->layers + 1)
-			n = moments_at(m, w, at[i], ms, n);
-	return n;
+		if (at[i] <= m->layers)
+			t->n_held = moments_at(m, w, at[i], t->held, t->n_held);
+	t->n_apart = moments_at(m, w, m->layers + 1, t->apart, 0);
+}
+
+/* max(the held moments x unit, the apart ones x unit beyond the step's
+ * step bytes), each term valued by vals, written with syms (" x unit"
+ * after each but for a unit of 1). */
+static int64_t
+ends_max(const struct ends *t, const int64_t *vals, const char *const *syms,
+    int64_t unit, int64_t step, struct mf_text *f)
+{
+	int64_t held = mf_cmul(moments_max(t->held, t->n_held, vals), unit);
+	int64_t apart = mf_cmul(moments_max(t->apart, t->n_apart, vals), unit);
+
+	mf_text_str(f, "max(");
+	moments_text(t->held, t->n_held, syms, f);
+	if (unit != 1) {
+		mf_text_str(f, " x ");
+		mf_text_int(f, unit);
+	}
+	mf_text_str(f, ", ");
+	moments_text(t->apart, t->n_apart, syms, f);
+	if (unit != 1) {
+		mf_text_str(f, " x ");
+		mf_text_int(f, unit);
+	}
+	apart = beyond(apart, step, f);
+	mf_text_str(f, ")");
+	return mf_max_poisoned(held, apart);
 }
 
 /* Full fine-tuning, units ends: the final norm and its gradient, and the
  * most of the moments, in elements, x b. */
 static int64_t
 ends_full(const struct mf_model *m, const struct mf_workload *w, int64_t norm,
-    struct mf_text *f)
+    int64_t step, struct mf_text *f)
 {
 	static const char *const syms[T_COUNT] = { "Vh", "layer params", "",
 		"ceil(Vh / N)", "ceil(layer params / N)" };
@@ -443,16 +521,14 @@ ends_full(const struct mf_model *m, const struct mf_workload *w, int64_t norm,
 	int64_t vh = mf_cmul(mf_model_vocab_rows(m), m->hidden);
 	int64_t vals[T_COUNT] = { vh, u, 0, mf_cdiv_up(vh, w->shard_gpus),
 		mf_cdiv_up(u, w->shard_gpus) };
-	struct moment ms[16];
-	int n = ends_moments(m, w, ms);
+	struct ends t;
 
+	ends_moments(m, w, &t);
 	mf_text_str(f, "2 x (root params - 2Vh) x ");
 	mf_text_int(f, b);
 	mf_text_str(f, " + ");
-	moments_text(ms, n, syms, f);
-	mf_text_str(f, " x ");
-	mf_text_int(f, b);
-	return mf_cmul(mf_cadd(mf_cmul(2, norm), moments_max(ms, n, vals)), b);
+	return mf_cadd(mf_cmul(mf_cmul(2, norm), b),
+	    ends_max(&t, vals, syms, b, step, f));
 }
 
 /* LoRA, units ends: the final norm, and the most of the moments in
@@ -460,15 +536,15 @@ ends_full(const struct mf_model *m, const struct mf_workload *w, int64_t norm,
  * ceil(T / L) x a. */
 static int64_t
 ends_lora(const struct mf_model *m, const struct mf_workload *w, int64_t norm,
-    struct mf_text *f)
+    int64_t step, struct mf_text *f)
 {
 	int64_t b = gathered_bytes(w), a = mf_est_lora_bytes(w), vh, ug, ad;
 	char end[32], grads[32], copy_end[40];
 	const char *syms[T_COUNT] = { end, "Ug", grads, copy_end,
 		"ceil(Ug / N)" };
-	struct moment ms[16];
-	int n = ends_moments(m, w, ms);
+	struct ends t;
 
+	ends_moments(m, w, &t);
 	vh = mf_cmul(mf_cmul(mf_model_vocab_rows(m), m->hidden), b);
 	ad = mf_cmul(mf_cdiv_up(mf_model_lora_params(m, w->lora_rank,
 	                            mf_est_lora_mask(w)),
@@ -485,8 +561,7 @@ ends_lora(const struct mf_model *m, const struct mf_workload *w, int64_t norm,
 	mf_text_str(f, "(root params - 2Vh) x ");
 	mf_text_int(f, b);
 	mf_text_str(f, " + ");
-	moments_text(ms, n, syms, f);
-	return mf_cadd(mf_cmul(norm, b), moments_max(ms, n, vals));
+	return mf_cadd(mf_cmul(norm, b), ends_max(&t, vals, syms, 1, step, f));
 }
 
 /* Whether sharding.units ends is modelled as its own: several GPUs, the
@@ -504,11 +579,14 @@ void
 mf_est_fsdp(const struct mf_model *m, const struct mf_workload *w,
     struct mf_estimate *e)
 {
-	int64_t root;
+	int64_t root, step;
 	struct mf_text f;
 
 	if (!mf_est_fsdp_on(w))
 		return;
+	step = mf_cadd(mf_cadd(e->bucket[MF_B_ACTIVATIONS],
+	                   e->bucket[MF_B_LOGITS]),
+	    e->bucket[MF_B_TRANSIENT]);
 	root =
 	    mf_model_params(m) - mf_cmul(m->layers, mf_model_layer_params(m));
 	mf_text_init(&f, mf_est_text(e, MF_B_SHARDING));
@@ -516,11 +594,11 @@ mf_est_fsdp(const struct mf_model *m, const struct mf_workload *w,
 		/* The root less the ends: the final norm. */
 		root -= mf_cmul(2, mf_cmul(mf_model_vocab_rows(m), m->hidden));
 		e->bucket[MF_B_SHARDING] = w->method == MF_FULL ?
-		    ends_full(m, w, root, &f) :
-		    ends_lora(m, w, root, &f);
+		    ends_full(m, w, root, step, &f) :
+		    ends_lora(m, w, root, step, &f);
 		return;
 	}
 	e->bucket[MF_B_SHARDING] = w->method == MF_FULL ?
-	    full_buffers(m, w, root, &f) :
-	    lora_buffers(m, w, root, &f);
+	    full_buffers(m, w, root, step, &f) :
+	    lora_buffers(m, w, root, step, &f);
 }

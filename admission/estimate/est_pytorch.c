@@ -1075,7 +1075,6 @@ torch_training(const struct mf_model *m, const struct mf_workload *w,
 	struct mf_workload fp32;
 
 	mf_est_state(m, w, e);
-	mf_est_fsdp(m, w, e);
 	/*
 	 * PEFT's prepare_model_for_kbit_training casts the embeddings and the
 	 * norms to fp32: the residual stream, the norms' outputs and the
@@ -1126,6 +1125,7 @@ torch_training(const struct mf_model *m, const struct mf_workload *w,
 	torch_logits(m, w, &x, e);
 	recompute_terms(m, w, &x, &rc);
 	mf_est_torch_transient(m, w, x.e, x.vl, &rc, e);
+	mf_est_fsdp(m, w, e);
 }
 
 const struct mf_est_ops mf_est_pytorch = { "pytorch", torch_training };

@@ -369,19 +369,28 @@ class FsdpMeter:
     reduce-scatter inputs kept in flight; and a gradient autograd holds for
     a parameter before it reaches .grad (a tied head's, which waits in
     autograd's input buffer for the embeddings' to be summed with it: see
-    watch).  max is the most at any sample."""
+    watch).  held is the most at any sample while activations are held,
+    from the end of the first decoder layer's pre-forward to the end of
+    its post-backward;
+    apart the most at any other (the root's or the embeddings' copy-out
+    before the first layer runs, their backward after it: est_fsdp.c)."""
 
     def __init__(self):
-        self.groups, self.extra, self.max, self.on = [], [], 0, False
+        self.groups, self.extra, self.on = [], [], False
+        self.held = self.apart = 0
+        self.first, self.in_layers = None, False
         self.flight, self.copies = [], []
 
     def attach(self, model):
-        self.groups, self.max = [], 0
-        for m in model.modules():
+        self.groups, self.held, self.apart = [], 0, 0
+        self.first, self.in_layers = None, False
+        for name, m in model.named_modules():
             if isinstance(m, FSDPModule):
                 for g in m._get_fsdp_state()._fsdp_param_groups:
                     if g not in self.groups:
                         self.groups.append(g)
+                    if name.endswith("layers.0"):
+                        self.first = g
         for m in model.modules():
             m.register_forward_pre_hook(lambda *a: self.sample())
             m.register_forward_hook(lambda *a: self.sample())
@@ -411,7 +420,21 @@ class FsdpMeter:
             self.sample()
         return hook
 
-    def held(self):
+    def enter(self, group):
+        """group's pre-forward has ended: the first layer's forward starts
+        the activations.  (Its unshard is apart: the root's all-gather
+        output lives until that unshard's copy-out, FSDPParamGroup.
+        wait_for_unshard, comm_ctx.all_gather_state.)"""
+        if group is self.first:
+            self.in_layers = True
+
+    def leave(self, group):
+        """group's post-backward has ended: the first layer's frees the
+        last of the activations."""
+        if group is self.first:
+            self.in_layers = False
+
+    def buffers(self):
         ts, ctx = list(self.extra), None
         ts += [t for t in (r() for r in self.flight) if t is not None]
         # Under CPU offload, the shards copied to the device for an
@@ -435,17 +458,25 @@ class FsdpMeter:
         return storages(ts)
 
     def sample(self):
-        if self.on:
-            self.max = max(self.max, self.held())
+        if not self.on:
+            return
+        if self.in_layers:
+            self.held = max(self.held, self.buffers())
+        else:
+            self.apart = max(self.apart, self.buffers())
 
 
 METER = FsdpMeter()
 
 
-def _sampled(f):
+def _sampled(f, name=None):
     def step(*a, **k):
         METER.sample()
         r = f(*a, **k)
+        if name == "pre_forward":
+            METER.enter(a[0])
+        elif name == "post_backward":
+            METER.leave(a[0])
         METER.sample()
         return r
     return step
@@ -454,7 +485,8 @@ def _sampled(f):
 for _name in ("unshard", "wait_for_unshard", "reshard", "pre_forward",
               "post_forward", "pre_backward", "post_backward"):
     setattr(_fsdp_param_group.FSDPParamGroup, _name,
-            _sampled(getattr(_fsdp_param_group.FSDPParamGroup, _name)))
+            _sampled(getattr(_fsdp_param_group.FSDPParamGroup, _name),
+                     _name))
 _copy_in = _fsdp_collectives.foreach_reduce_scatter_copy_in
 
 
@@ -507,6 +539,11 @@ _fsdp_collectives.DefaultAllGather.__call__ = _all_gather_reaped
 # the parameter's device copy (OffloadSim).
 _fsdp_param.FSDPParam.init_all_gather_outputs = _sampled(
     _fsdp_param.FSDPParam.init_all_gather_outputs)
+# A copy-out's outputs, each made beside the all-gather's output: after the
+# last, the unit is held twice (the root re-gathered at the start of
+# backward when it was resharded after forward: est_fsdp.c).
+_fsdp_param.FSDPParam.alloc_all_gather_outputs = _sampled(
+    _fsdp_param.FSDPParam.alloc_all_gather_outputs)
 
 
 class TrueLocal(TrueRecipe):
@@ -775,11 +812,12 @@ def measure_case(case, meshes):
         # meter's hooks stay out of the profiled one.
         model = build(case, L, meshes)
         METER.attach(model)
+        assert METER.first is not None, "no unit named layers.0"
         METER.on = True
         with sim(case):
             step_of(model, recipe(model.parameters(), case), case, ids)()
         METER.on = False
-        out["shardingBuffers"] = METER.max
+        out["fsdpHeld"], out["fsdpApart"] = METER.held, METER.apart
     if offload_of(case):
         return measure_offload(case, meshes, ids, out)
     model = build(case, L, meshes)
@@ -964,6 +1002,15 @@ def check(name, ranks, rows, errors):
     if "runs" in ranks[0]:
         return check_qlora(name, ranks, rows, errors)
     got, per_gpu = memfloor(CASES[name])
+    # What the buffers add to the step's peak (est_fsdp.c): the most held
+    # beside the activations, or what a moment apart from them holds
+    # beyond the step's activations, logits and transient (memfloor's,
+    # which the harnesses of those buckets measure).
+    step = sum(got.get(b, 0) for b in ("activations", "logits", "transient"))
+    for r in ranks:
+        if "fsdpHeld" in r:
+            r["shardingBuffers"] = max(r.pop("fsdpHeld"),
+                                       r.pop("fsdpApart") - step)
     for bucket in BUCKETS:
         if bucket not in ranks[0]:
             continue

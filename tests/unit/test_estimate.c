@@ -855,8 +855,11 @@ test_est_sequence_loss_parallel(void **state)
  * over 8: the root unit R = embeddings, head and final norm = 2 x
  * 525,336,576 + 4,096 = 1,050,677,248; the head's and final norm's
  * gradients H = 525,340,672; a layer U = 218,112,000.  During a layer's
- * backward R + H + 4U = 2,448,465,920, above the root held twice with a
- * layer, 2R + U = 2,319,466,496: 4,896,931,840 bytes.  Keeping every
+ * backward R + H + 4U = 2,448,465,920, above the root re-gathered at the
+ * start of backward, 2R = 2,101,354,496, and the root held twice with a
+ * layer at the start of forward, 2R + U = 2,319,466,496, before any
+ * activation (less the step's activations, logits and transient, which
+ * hold more): 4,896,931,840 bytes.  Keeping every
  * layer gathered (reshardAfterForward false): R + H + 33U =
  * 8,773,713,920, 17,547,427,840 bytes.  The post keeps 2U x 2.
  */
@@ -882,8 +885,10 @@ test_est_fsdp_buffers(void **state)
 	 * 239,104 above 2R + U = 165,120: 478,208 bytes.  With a vocabulary
 	 * of 10,000: R = H = 640,064, so 2R + U = 1,317,120 is the most
 	 * while 2R + 3U = 1,391,104 is not: 2,782,208 bytes.  Untied, R =
-	 * 1,280,064 and 2R + U = 2,597,120 beats R + H + 3U = 2,031,104:
-	 * 5,194,240 bytes.
+	 * 1,280,064: the root re-gathered, 2R = 2,560,128, beats R + H + 3U
+	 * = 2,031,104; the start of forward's 2R + U = 2,597,120 x 2 =
+	 * 5,194,240 is apart from the step's activations, logits and
+	 * transient (514,080,768 bytes at s 4096): 5,120,256 bytes.
 	 */
 	w.estimator = MF_EST_PYTORCH;
 	w.reshard_after_forward = 1;
@@ -891,7 +896,7 @@ test_est_fsdp_buffers(void **state)
 	wide.vocab = 10000;
 	assert_int_equal(est(&wide, &w).bucket[MF_B_SHARDING], 2782208);
 	wide.tied_embeddings = 0;
-	assert_int_equal(est(&wide, &w).bucket[MF_B_SHARDING], 5194240);
+	assert_int_equal(est(&wide, &w).bucket[MF_B_SHARDING], 5120256);
 }
 
 static void
@@ -1051,9 +1056,12 @@ test_est_per_gpu(void **state)
  * 8,030,261,248 - 32 x U = 1,050,677,248, a layer's adapters A = 16 x
  * (8192 + 5120 + 5120 + 8192 + 3 x 18432) = 1,310,720 (T = 32 A =
  * 41,943,040).  A unit gathered: Ug = 2U + 4A = 441,466,880.
- * - reshard after forward: max(2 x 2R + Ug, 2R + 2Ug + 2 x 4A) =
- *   max(4,644,175,872, 2,101,354,496 + 882,933,760 + 10,485,760 =
- *   2,994,774,016) = 4,644,175,872;
+ * - reshard after forward: during a layer's backward 2R + 2Ug + 2 x 4A =
+ *   2,101,354,496 + 882,933,760 + 10,485,760 = 2,994,774,016; the root
+ *   re-gathered at the start of backward, 2 x 2R = 4,202,708,992; the
+ *   start of forward, 2 x 2R + Ug = 4,644,175,872, less the step's
+ *   activations, logits and transient (gigabytes at s 4096):
+ *   4,202,708,992;
  * - layers kept: max(the first, 2R + 33 Ug = 16,669,761,536, 2R + 32 Ug
  *   + 2 x 4A = 16,238,780,416) = 16,669,761,536.
  * Per GPU the base 16,060,522,496 / 8 = 2,007,565,312 and the adapters
@@ -1074,7 +1082,7 @@ test_est_sharding_lora(void **state)
 	e = est(&llama8b, &w);
 	assert_int_equal(e.trainable, INT64_C(41943040));
 	assert_int_equal(e.shards, 8);
-	assert_int_equal(e.bucket[MF_B_SHARDING], INT64_C(4644175872));
+	assert_int_equal(e.bucket[MF_B_SHARDING], INT64_C(4202708992));
 	assert_int_equal(mf_est_bucket_per_gpu(&e, MF_B_WEIGHTS),
 	    INT64_C(2007565312));
 	assert_int_equal(mf_est_bucket_per_gpu(&e, MF_B_ADAPTERS),
@@ -1123,7 +1131,9 @@ static const struct mf_model llama70b = {
  * = 525,336,576, U = 218,112,000, the root the final norm, 4096.  Full
  * fine-tuning: the head's backward (its parameters and gradients, the
  * last layer prefetched) and the embeddings' (theirs and the first
- * layer's reduce-scatter input), 2Vh + U = 1,268,785,152, above 3U + Vh =
+ * layer's reduce-scatter input, with no activation left: apart, less
+ * the step's activations, logits and transient), 2Vh + U =
+ * 1,268,785,152, above 3U + Vh =
  * 1,179,672,576 at the outer layers and 4U = 872,448,000 between two;
  * x 2 = 2,537,570,304 and the norm and its gradient, 2 x 4096 x 2:
  * 2,537,586,688, against the root unit's 4,896,931,840.  Offloading adds
@@ -1150,8 +1160,10 @@ test_est_units_ends(void **state)
 	e = est(&llama8b, &w);
 	assert_int_equal(e.bucket[MF_B_SHARDING], INT64_C(2537586688));
 	assert_string_equal(e.formula[MF_B_SHARDING],
-	    "2 x (root params - 2Vh) x 2 + max(2 x Vh + layer params, "
-	    "Vh + 3 x layer params, 4 x layer params) x 2");
+	    "2 x (root params - 2Vh) x 2 + max(max(2 x Vh + layer params, "
+	    "Vh + 3 x layer params, 4 x layer params) x 2, "
+	    "max(2 x Vh + layer params) x 2 - activations - logits - "
+	    "transient)");
 	w.shard_cpu_offload = 1;
 	e = est(&llama8b, &w);
 	assert_int_equal(e.bucket[MF_B_SHARDING], INT64_C(2537586688));
@@ -1209,9 +1221,11 @@ test_est_units_ends_70b(void **state)
  * + ceil(U / 8) = 2,346,730,496, R + H + 4U = 2,448,465,920) x 2 =
  * 4,896,931,840, the same on one GPU (no all-gather, no copies).  LoRA's
  * (test_est_sharding_lora's Ug = 441,466,880, A x 4 = 5,242,880, 2R =
- * 2,101,354,496 bytes): 2 x 2,101,354,496 + Ug + ceil(Ug / 8) =
- * 4,699,359,232 above R + 2Ug + 2 x 4A = 2,994,774,016 and the prefetch's
- * R + 2Ug + ceil(Ug / 8) + 4A = 3,044,714,496.
+ * 2,101,354,496 bytes): the root re-gathered at the start of backward,
+ * 2 x 2,101,354,496 = 4,202,708,992, above R + 2Ug + 2 x 4A =
+ * 2,994,774,016 and the prefetch's R + 2Ug + ceil(Ug / 8) + 4A =
+ * 3,044,714,496; the start of forward's 4,202,708,992 + Ug + ceil(Ug /
+ * 8) = 4,699,359,232 comes before any activation, which hold more.
  */
 static void
 test_est_cpu_offload(void **state)
@@ -1241,7 +1255,7 @@ test_est_cpu_offload(void **state)
 	w.method = MF_LORA;
 	e = est(&llama8b, &w);
 	assert_int_equal(e.bucket[MF_B_ADAPTERS], 0);
-	assert_int_equal(e.bucket[MF_B_SHARDING], INT64_C(4699359232));
+	assert_int_equal(e.bucket[MF_B_SHARDING], INT64_C(4202708992));
 	/* Not measured: with tensor parallel, activation offloading, the
 	 * optimizer in backward. */
 	w.method = MF_FULL;
@@ -1738,6 +1752,11 @@ formulas_of(const struct mf_model *m, const struct mf_workload *w,
 		xmax = (double)m->experts * (double)m->hidden;
 	const struct sym syms[] = {
 		{ "weights", (double)bytes[MF_B_WEIGHTS] },
+		/* What a moment apart from the activations holds beyond
+		 * them (est_fsdp.c). */
+		{ "activations", (double)bytes[MF_B_ACTIVATIONS] },
+		{ "logits", (double)bytes[MF_B_LOGITS] },
+		{ "transient", (double)bytes[MF_B_TRANSIENT] },
 		{ "step", step },
 		{ "Xmax", xmax },
 		/* bitsandbytes' 8-bit state, tensor by tensor. */
