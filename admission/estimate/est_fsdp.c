@@ -137,6 +137,16 @@ beyond(int64_t apart, int64_t step, struct mf_text *f)
 	return apart > step ? apart - step : 0;
 }
 
+/* " x unit" into f, nothing for a unit of 1. */
+static void
+times(struct mf_text *f, int64_t unit)
+{
+	if (unit != 1) {
+		mf_text_str(f, " x ");
+		mf_text_int(f, unit);
+	}
+}
+
 /* The root re-gathered at the start of backward, resharded after forward
  * (fully_shard told reshard_after_forward, as torchtune and accelerate
  * tell it, reshards the root too): its all-gather's output beside its
@@ -150,10 +160,7 @@ regathered(const struct mf_workload *w, int64_t root, int64_t unit,
 		return 0;
 	mf_text_str(f, ", 2 x ");
 	mf_text_str(f, sym);
-	if (unit != 1) {
-		mf_text_str(f, " x ");
-		mf_text_int(f, unit);
-	}
+	times(f, unit);
 	return mf_cmul(mf_cmul(2, root), unit);
 }
 
@@ -494,16 +501,10 @@ ends_max(const struct ends *t, const int64_t *vals, const char *const *syms,
 
 	mf_text_str(f, "max(");
 	moments_text(t->held, t->n_held, syms, f);
-	if (unit != 1) {
-		mf_text_str(f, " x ");
-		mf_text_int(f, unit);
-	}
+	times(f, unit);
 	mf_text_str(f, ", ");
 	moments_text(t->apart, t->n_apart, syms, f);
-	if (unit != 1) {
-		mf_text_str(f, " x ");
-		mf_text_int(f, unit);
-	}
+	times(f, unit);
 	apart = beyond(apart, step, f);
 	mf_text_str(f, ")");
 	return mf_max_poisoned(held, apart);
