@@ -171,7 +171,7 @@ compile_precision(enum mf_precision p)
 }
 
 /* Whether w runs over more than one GPU's whole model: sharded, offloaded
- * or parallel, which compile and float8 were not measured with. */
+ * or parallel, which float8 was not measured with. */
 static int
 beyond_one_gpu(const struct mf_workload *w)
 {
@@ -179,7 +179,7 @@ beyond_one_gpu(const struct mf_workload *w)
 	    w->pipeline > 1 || w->expert > 1;
 }
 
-/* lead and w's layout into why, as beyond_one_gpu refuses it. */
+/* lead and w's layout into why: its sharding and parallelism. */
 static void
 layout_refused(const char *lead, const struct mf_workload *w, char *why,
     size_t size)
@@ -256,7 +256,7 @@ static int
 compile_work_refused(const struct mf_workload *w, char *why, size_t size)
 {
 	static const char lead[] =
-	    "is modelled as torchtune compiles each decoder layer, as tests/torch/compile.py and compile_lora.py measured it: full fine-tuning or LoRA, bf16, bf16-true or fp32, sdpa, the standard or chunked loss, every layer checkpointed or none, one GPU";
+	    "is modelled as torchtune compiles each decoder layer, as tests/torch/compile.py and compile_lora.py measured it: full fine-tuning or LoRA, bf16, bf16-true or fp32, sdpa, standard or chunked loss, every layer checkpointed or none, one GPU or FSDP";
 
 	if (!compile_precision(w->precision))
 		snprintf(why, size, "%s; this job has precision: %s", lead,
@@ -280,7 +280,7 @@ compile_work_refused(const struct mf_workload *w, char *why, size_t size)
 		snprintf(why, size, "%s; this job has %s: true", lead,
 		    w->activation_offload ? "activationOffload" :
 		                            "optimizerInBackward");
-	else if (beyond_one_gpu(w))
+	else if (w->tensor > 1 || w->pipeline > 1 || w->expert > 1)
 		layout_refused(lead, w, why, size);
 	else
 		return 0;

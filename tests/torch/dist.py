@@ -34,6 +34,11 @@ torchtitan 0.3.0 lays out its Llama:
 - FSDP's CPU offload (design 22): FSDP2's CPUOffloadPolicy, torchtune's
   fsdp_cpu_offload, on a simulated device (OffloadSim), on two and four
   ranks and on one.
+- compile: True under FSDP: each decoder layer compiled with inductor
+  before fully_shard, as torchtune's distributed recipes order
+  compile_model and shard_model (its hooks run outside the graphs), full
+  fine-tuning, LoRA and CPU offload, each with checkpointing, one step run
+  first so that the graphs exist (compile.py's warm).
 
 On every rank it measures:
 
@@ -68,6 +73,7 @@ import contextlib
 import gc
 import json
 import os
+import re
 import socket
 import sys
 import tempfile
@@ -163,10 +169,19 @@ CASES = {
     "fsdp2-lora-bf16": (2, 1, 2, 0, 0, 1, 1,
                         llama(128, 4, 2, 384, 1000, L=2), 64, 1,
                         {"lora": "bf16"}),
-    # A vocabulary wide beside one layer: the root held twice (2R + Ug).
+    # A vocabulary wide beside one layer: the root re-gathered at the
+    # start of backward (2R) and, apart, held twice with the layer (2R +
+    # Ug) at the start of forward.
     "fsdp2-lora-root": (2, 1, 2, 0, 0, 0, 1,
                         llama(64, 4, 2, 128, 4000, L=1), 32, 1,
                         {"lora": "fp32"}),
+    # compile: True under FSDP, each layer compiled before fully_shard, as
+    # torchtune's distributed recipes order them, with checkpointing.
+    "fsdp2-compile": (2, 1, 2, 0, 0, 1, 1, llama(128, 4, 2, 384, 1000, L=3),
+                      64, 1, {"compile": True}),
+    "fsdp2-lora-compile": (2, 1, 2, 0, 0, 1, 1,
+                           llama(128, 4, 2, 384, 1000, L=3), 64, 1,
+                           {"lora": "bf16", "compile": True}),
     "fsdp4-lora": (4, 1, 4, 0, 0, 0, 1, llama(128, 4, 2, 384, 1000, L=4),
                    64, 1, {"lora": "fp32"}),
     "fsdp4-lora-keep": (4, 1, 4, 0, 0, 0, 0,
@@ -177,6 +192,9 @@ CASES = {
     # too, FSDP over a world of one.
     "fsdp2-offload": (2, 1, 2, 0, 0, 0, 1, llama(128, 4, 2, 384, 1000, L=3),
                       64, 1, {"offload": True}),
+    "fsdp2-offload-compile": (2, 1, 2, 0, 0, 1, 1,
+                              llama(128, 4, 2, 384, 1000, L=3), 64, 1,
+                              {"offload": True, "compile": True}),
     "fsdp4-offload-ckpt": (4, 1, 4, 0, 0, 1, 1,
                            llama(128, 4, 2, 384, 1000, L=4), 64, 1,
                            {"offload": True}),
@@ -246,6 +264,12 @@ def units_of(case):
     """A case's FSDP units: "ends" (the embeddings and the head units of
     their own), "model" (the root holds them) otherwise."""
     return case[10].get("units", "model") if len(case) > 10 else "model"
+
+
+def compile_of(case):
+    """Whether case compiles each decoder layer (torchtune's compile:
+    True, training/_compile.py compile_model: before shard_model)."""
+    return len(case) > 10 and case[10].get("compile", False)
 
 
 def offload_of(case):
@@ -381,7 +405,7 @@ class FsdpMeter:
         self.first, self.in_layers = None, False
         self.flight, self.copies = [], []
 
-    def attach(self, model):
+    def attach(self, model, compiled=False):
         self.groups, self.held, self.apart = [], 0, 0
         self.first, self.in_layers = None, False
         for name, m in model.named_modules():
@@ -391,7 +415,10 @@ class FsdpMeter:
                         self.groups.append(g)
                     if name.endswith("layers.0"):
                         self.first = g
-        for m in model.modules():
+        for name, m in model.named_modules():
+            # Not inside a compiled layer, whose graph they would break.
+            if compiled and re.search(r"layers\.\d+\.", name):
+                continue
             m.register_forward_pre_hook(lambda *a: self.sample())
             m.register_forward_hook(lambda *a: self.sample())
             if not list(m.children()):
@@ -686,6 +713,7 @@ def build(case, layers, meshes):
             gradient_checkpointing_kwargs={"use_reentrant": False})
     if tensor > 1:
         tp_plan(model, meshes["tp"], sp, lp)
+    compile_layers(case, model.model.layers)
     if shards > 1 or offload_of(case):
         shard(model, model.model.layers, case, meshes,
               (model.model.embed_tokens, model.lm_head))
@@ -715,6 +743,16 @@ def shard(model, layers, case, meshes, ends=None):
     fully_shard(model, **kw)
 
 
+def compile_layers(case, layers):
+    """Each decoder layer compiled with inductor where case asks, as
+    torchtune's compile_model does before shard_model: fully_shard's
+    hooks then run outside the graphs (torch._dynamo.config.
+    skip_fsdp_hooks)."""
+    if compile_of(case):
+        for layer in layers:
+            layer.compile(backend="inductor")
+
+
 def build_lora(case, layers, meshes):
     """PEFT's all-linear LoRA on the bf16 model (hf.build), fully_shard on
     every decoder layer, adapters and all, then on the whole: the units of
@@ -726,6 +764,7 @@ def build_lora(case, layers, meshes):
                      lora="all-linear", rank=LORA_RANK,
                      lora_dtype=lora_of(case))
     base = model.get_base_model()
+    compile_layers(case, base.model.layers)
     shard(model, base.model.layers, case, meshes,
           (base.model.embed_tokens, base.lm_head))
     return model
@@ -811,7 +850,7 @@ def measure_case(case, meshes):
         # fully_shard's buffers over a step of their own, so that the
         # meter's hooks stay out of the profiled one.
         model = build(case, L, meshes)
-        METER.attach(model)
+        METER.attach(model, compile_of(case))
         assert METER.first is not None, "no unit named layers.0"
         METER.on = True
         with sim(case):
@@ -824,6 +863,8 @@ def measure_case(case, meshes):
     opt = recipe(model.parameters(), case)
     out["weights"] = storages(model.parameters())
     out["optimizer"] = opt.state_bytes()
+    if compile_of(case):
+        warm(model, case, ids)
     # The token ids (transformers' labels are the same tensor).
     held = out["weights"] + out["optimizer"] + ids.numel() * 8
     out["peak"] = held + peak_of(step_of(model, opt, case, ids, out))
@@ -836,6 +877,19 @@ def measure_case(case, meshes):
         out["adapters"] = (storages(trained) + out.pop("gradients") +
                            out.pop("optimizer"))
     return out
+
+
+def warm(model, case, ids):
+    """One forward and backward, so that a compiled layer's graphs exist
+    before the step measured (compile.py's warm); fails unless dynamo
+    made them."""
+    loss = forward_of(model, case, ids)()
+    loss.backward()
+    del loss
+    for p in model.parameters():
+        p.grad = None
+    graphs = torch._dynamo.utils.counters["stats"]["unique_graphs"]
+    assert graphs > 0, "compile: dynamo made no graph"
 
 
 def sim(case):
@@ -858,6 +912,9 @@ def measure_offload(case, meshes, ids, out):
         loss.backward()
         del loss
 
+    if compile_of(case):
+        with sim(case):
+            warm(model, case, ids)
     with sim(case):
         out["peak"] = ids.numel() * 8 + peak_of(fwd_bwd)
         out["host"] = (storages(model.parameters()) + opt.state_bytes() +
@@ -957,6 +1014,8 @@ def memfloor(case):
         workload["sharding"]["cpuOffload"] = True
     if units_of(case) != "model":
         workload["sharding"]["units"] = units_of(case)
+    if compile_of(case):
+        workload["compile"] = True
     if lora_of(case) is not None:
         workload.update(method="lora", lora={
             "rank": LORA_RANK, "targets": "all-linear",

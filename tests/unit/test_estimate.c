@@ -3406,6 +3406,40 @@ test_torch_compile_lora_ckpt(void **state)
 	assert_null(strstr(e.formula[MF_B_TRANSIENT], "h + "));
 }
 
+/*
+ * compile under FSDP (tests/torch/dist.py, fsdp2-compile and
+ * fsdp2-lora-compile: fully_shard's buffers as without compile, each
+ * layer's graph as on one GPU): Llama 3.1 8B LoRA over 8, checkpointing,
+ * s 4096.  The buffers are the uncompiled job's, and the activations
+ * and logits the compiled job's on one GPU, less than the uncompiled.
+ */
+static void
+test_torch_compile_fsdp(void **state)
+{
+	struct mf_workload w;
+	struct mf_estimate sharded, one, both;
+
+	(void)state;
+	mf_workload_defaults(&w);
+	w.seq_len = 4096;
+	w.method = MF_LORA;
+	w.checkpointing = MF_CKPT_FULL;
+	w.shard_gpus = 8;
+	sharded = est(&llama8b, &w);
+	w.compile = 1;
+	assert_false(mf_est_compile_refused(&llama8b, &w, NULL, 0));
+	both = est(&llama8b, &w);
+	w.shard_gpus = 1;
+	one = est(&llama8b, &w);
+	assert_int_equal(both.bucket[MF_B_SHARDING],
+	    sharded.bucket[MF_B_SHARDING]);
+	assert_int_equal(both.bucket[MF_B_ACTIVATIONS],
+	    one.bucket[MF_B_ACTIVATIONS]);
+	assert_int_equal(both.bucket[MF_B_LOGITS], one.bucket[MF_B_LOGITS]);
+	assert_true(
+	    both.bucket[MF_B_ACTIVATIONS] < sharded.bucket[MF_B_ACTIVATIONS]);
+}
+
 /* A refused LoRA case of test_torch_compile_refused: lora.dtype value
  * (field 10) on an fp32 model for bf16, (field 11) a list without q, k or
  * v, or (13) QLoRA with kbitPrep. */
@@ -3451,7 +3485,7 @@ test_torch_compile_refused(void **state)
 		{ 5, 2, "every Nth layer" },
 		{ 6, 1, "this job has activationOffload: true" },
 		{ 7, 1, "this job has optimizerInBackward: true" },
-		{ 8, 2, "sharding.gpus 2" },
+		{ 8, 2, "pipeline 2" },
 		{ 9, 2, "parallelism tensor 2" },
 	};
 	struct mf_model qwen2 = llama8b;
@@ -3508,7 +3542,7 @@ test_torch_compile_refused(void **state)
 			w.precision = MF_BF16_TRUE;
 			w.optimizer_in_backward = 1;
 		} else if (cases[i].field == 8)
-			w.shard_gpus = cases[i].value;
+			w.pipeline = cases[i].value;
 		else if (cases[i].field == 9)
 			w.tensor = cases[i].value;
 		else
@@ -3748,6 +3782,7 @@ main(void)
 		cmocka_unit_test(test_torch_compile_lora),
 		cmocka_unit_test(test_torch_compile_lora_ckpt),
 		cmocka_unit_test(test_torch_compile_refused),
+		cmocka_unit_test(test_torch_compile_fsdp),
 		cmocka_unit_test(test_torch_float8),
 		cmocka_unit_test(test_torch_float8_refused),
 		cmocka_unit_test(test_est_lora_variants),
