@@ -43,6 +43,15 @@ mf_cadd(int64_t a, int64_t b)
 	return mf_checked(MF_COP_ADD, a, b);
 }
 
+/* a less b, 0 where b is the more; -1 when either is negative. */
+static inline int64_t
+mf_cless(int64_t a, int64_t b)
+{
+	if (a < 0 || b < 0)
+		return -1;
+	return a > b ? a - b : 0;
+}
+
 /*
  * The reference count of an immutable snapshot (the catalogue, the model
  * set), a plain int the GCC/Clang __atomic builtins give the semantics of

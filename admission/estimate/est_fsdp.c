@@ -132,9 +132,7 @@ static int64_t
 beyond(int64_t apart, int64_t step, struct mf_text *f)
 {
 	mf_text_str(f, " - activations - logits - transient");
-	if (apart < 0 || step < 0)
-		return -1;
-	return apart > step ? apart - step : 0;
+	return mf_cless(apart, step);
 }
 
 /* " x unit" into f, nothing for a unit of 1. */

@@ -142,9 +142,7 @@ chunked_head(const struct mf_model *m, const struct mf_workload *w, int64_t q,
 	mf_text_str(f, " - s x b x V x ");
 	mf_text_int(f, w->compile ? el : 4);
 	neg = mf_cmul(mf_cmul(w->compile ? el : 4, sb), m->vocab);
-	if (pos < 0 || neg < 0 || rest < 0)
-		return -1;
-	return pos > neg ? pos - neg : 0;
+	return rest < 0 ? -1 : mf_cless(pos, neg);
 }
 
 /* The chunked loss's text "max(... , " into f, and its bytes. */

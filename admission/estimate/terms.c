@@ -40,9 +40,7 @@ mf_terms_bytes(const struct mf_terms *t)
 		else
 			add = mf_cadd(add, mf_cmul(t->coef[i], t->value[i]));
 	}
-	if (add < 0 || sub < 0)
-		return -1;
-	return add > sub ? add - sub : 0;
+	return mf_cless(add, sub);
 }
 
 int64_t
