@@ -188,17 +188,19 @@ def readme_blocks(text):
         yield m.group(1), [b for b in block if b.strip()]
 
 
-def row_of(p):
-    """A placement as the text table writes it, one column a field; its
-    speed and bound beside the hours where they are modelled."""
-    speed = ["%.0f" % p["tokensPerSecond"], p["bound"]] \
-        if "tokensPerSecond" in p else []
-    return [p["gpu"], str(p["count"]), str(p["nodes"]),
-            "%.1f" % (p["memoryBytes"] / 1e9),
-            "%.0f%%" % (p["spareFraction"] * 100),
-            "%.2f" % p["hourlyPrice"], "%.1f" % p["hours"]] + speed + [
-            "%.2f" % p["cost"], "%.3f" % p["costPerReferenceHour"],
-            ",".join(p["fixes"]) or "-"]
+def table_of(name):
+    """The text table memfloor admit writes for the request whose answer is
+    name (examples/NAME.response.json, its request examples/NAME.yaml),
+    a line a row, its spaces squeezed.  The command line's JSON answer is
+    that file (check), so the table says what the answer says, rounded
+    from its unrounded figures."""
+    request = os.path.join(TOP, name[:-len(".response.json")] + ".yaml")
+    r = subprocess.run([CLI, "admit", request, "-o", "table", "-f",
+                        os.path.join(TOP, "catalog/gpus.yaml"), "-m",
+                        os.path.join(TOP, "catalog/models")],
+                       capture_output=True, timeout=60)
+    return [" ".join(line.split()) for line in r.stdout.decode().splitlines()
+            if line.strip()]
 
 
 def readme_problems(path):
@@ -208,23 +210,7 @@ def readme_problems(path):
         text = f.read()
     for name, block in readme_blocks(text):
         seen += 1
-        with open(os.path.join(TOP, name)) as f:
-            doc = json.load(f)
-        want = ["%s %s" % ("ADMITTED" if doc["admitted"] else "REJECTED",
-                            doc["job"])]
-        need = doc["need"]
-        if need["source"] == "model":
-            want.append("need: %.1f GB per GPU (derived), minMemory %s" %
-                        (need["perGpuBytes"] / 1e9, doc["minMemory"]))
-        else:
-            want.append("need: minMemory %s" % doc["minMemory"])
-        speed = ["TOK/S", "BOUND"] \
-            if "tokensPerSecond" in doc["placement"] else []
-        want.append(" ".join(["GPU", "COUNT", "NODES", "GB", "SPARE",
-                              "$/HOUR", "HOURS"] + speed +
-                             ["COST", "$/REF-H", "FIXES"]))
-        for p in [doc["placement"]] + doc["alternatives"]:
-            want.append(" ".join(row_of(p)))
+        want = table_of(name)
         got = [" ".join(b.split()) for b in block]
         if got != want:
             problems.append("%s: README shows\n    %s\n  the answer says\n"
