@@ -326,8 +326,21 @@ mf_write_decision(struct mf_jw *w, const char *key, const struct mf_job *job,
 	mf_jw_close(w, '}');
 }
 
+/* The two candidates of one GPU's transient that FSDP's formula names
+ * where it tells the phases of the step apart (est_fsdp.c). */
 static void
-buckets(struct mf_jw *w, const struct mf_estimate *e)
+phase_transients(struct mf_jw *w, const struct mf_workload *wl,
+    const struct mf_estimate *e)
+{
+	if (e->estimator != MF_EST_PYTORCH || !mf_est_fsdp_phased(wl))
+		return;
+	mf_jw_int_lit(w, "lossTransient", e->gpu_loss_transient);
+	mf_jw_int_lit(w, "layerTransient", e->gpu_layer_transient);
+}
+
+static void
+buckets(struct mf_jw *w, const struct mf_workload *wl,
+    const struct mf_estimate *e)
 {
 	mf_jw_open_lit(w, "buckets", '[');
 	for (int b = 0; b < MF_B_COUNT; b++) {
@@ -342,6 +355,8 @@ buckets(struct mf_jw *w, const struct mf_estimate *e)
 		if (e->gpu_formula[b][0] != '\0' &&
 		    strcmp(e->gpu_formula[b], e->formula[b]) != 0)
 			mf_jw_str_lit(w, "perGpuFormula", e->gpu_formula[b]);
+		if (b == MF_B_SHARDING)
+			phase_transients(w, wl, e);
 		mf_jw_close(w, '}');
 	}
 	mf_jw_close(w, ']');
@@ -618,7 +633,7 @@ mf_write_estimate(struct mf_jw *w, const char *key, const struct mf_job *job,
 	mf_jw_int_lit(w, "parameters", e->params);
 	mf_jw_int_lit(w, "trainableParameters", e->trainable);
 	recipe(w, job, e);
-	buckets(w, e);
+	buckets(w, wl, e);
 	paged(w, e);
 	work(w, job, e, wk);
 	mf_jw_int_lit(w, "totalBytes", e->total);

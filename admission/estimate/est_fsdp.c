@@ -41,6 +41,27 @@
  * input) with one layer: 2R + U.  Measured by tests/torch/dist.py on
  * fully_shard over gloo, every buffer sampled at each of FSDP's steps.
  *
+ * The phases of the step (mf_est_fsdp_phased: the layers resharded after
+ * forward, several GPUs, one pipeline stage).  The transient bucket
+ * counts the largest of the step's short-lived tensors, but each is held
+ * at one phase only: the loss's (its backward) at the loss, from the end
+ * of the last layer's forward to the start of its backward; a layer's
+ * (its MLP's backward, eager attention's, LoRA's forward) in the layers'
+ * forward and backward.  So each moment counts beside its phase's own:
+ * at the loss the root gathered again (2R), or with the last layer
+ * prefetched and the head's gradients (R + U + H; offloading, the last
+ * layer's shards copied, R + U + ceil(U / N)), less the step's transient
+ * beyond the loss's; in the layers a layer's backward, less the step's
+ * transient beyond a layer's.  The logits are counted at both: freed
+ * before the layers' backward, they cover the residual stream's gradient
+ * and what a layer's backward holds beside its largest candidate, which
+ * est_transient.c's candidates were measured under (tests/torch/dist.py's
+ * fsdp2-lora-offload is 148,656 bytes above the step counted without
+ * them).  The meter of dist.py keeps each phase's most apart; each case
+ * is met (the final norm's gradient, not made yet at the head's backward,
+ * 2h over where the head's moment is the most).  Unphased, every moment
+ * beside the activations counts with the step's whole transient.
+ *
  * LoRA under FSDP (design 22), as torchtune 0.6.1's distributed LoRA
  * recipe wraps it (training/_distributed.py, shard_model with
  * get_shard_conditions: each layers.i, adapters and all, one unit, then
@@ -125,14 +146,66 @@ gathered_bytes(const struct mf_workload *w)
 	return w->precision == MF_FP32 ? 4 : 2;
 }
 
-/* What a moment apart from the activations (apart bytes) holds beyond
- * the step's activations, logits and transient (step bytes), its text
- * after apart's into f: 0 when the step holds more; -1 poisoned. */
-static int64_t
-beyond(int64_t apart, int64_t step, struct mf_text *f)
+int
+mf_est_fsdp_phased(const struct mf_workload *w)
 {
-	mf_text_str(f, " - activations - logits - transient");
-	return mf_cless(apart, step);
+	return mf_est_fsdp_on(w) && w->reshard_after_forward &&
+	    w->shard_gpus > 1 && w->pipeline == 1;
+}
+
+/*
+ * Phased, the text factors the step's transient out of the moments:
+ * "max(moment + loss transient, moment + layer transient, moment -
+ * activations - logits) - transient" (phase_end writes the last).
+ */
+
+/* A moment at the loss (v bytes): what it adds to the step, which counts
+ * its whole transient where the loss's alone is held; its text after v's
+ * into f.  -1 poisoned. */
+static int64_t
+at_loss(const struct mf_estimate *e, int64_t v, struct mf_text *f)
+{
+	mf_text_str(f, " + loss transient");
+	return mf_cless(v,
+	    mf_cless(e->bucket[MF_B_TRANSIENT], e->loss_transient));
+}
+
+/* A moment of the layers' forward or backward (v bytes): what it adds
+ * to the step, which counts its whole transient where a layer's alone is
+ * held; its text after v's into f.  Unphased, v itself, nothing
+ * written. */
+static int64_t
+in_layers(const struct mf_workload *w, const struct mf_estimate *e, int64_t v,
+    struct mf_text *f)
+{
+	if (!mf_est_fsdp_phased(w))
+		return v;
+	mf_text_str(f, " + layer transient");
+	return mf_cless(v,
+	    mf_cless(e->bucket[MF_B_TRANSIENT], e->layer_transient));
+}
+
+/* What a moment apart from the activations (v bytes) holds beyond the
+ * step's activations, logits and transient, its text after v's into f:
+ * 0 when the step holds more; -1 poisoned. */
+static int64_t
+beyond(const struct mf_workload *w, const struct mf_estimate *e, int64_t v,
+    struct mf_text *f)
+{
+	mf_text_str(f,
+	    mf_est_fsdp_phased(w) ? " - activations - logits" :
+	                            " - activations - logits - transient");
+	return mf_cless(v,
+	    mf_cadd(mf_cadd(e->bucket[MF_B_ACTIVATIONS],
+	                e->bucket[MF_B_LOGITS]),
+	        e->bucket[MF_B_TRANSIENT]));
+}
+
+/* The end of the moments' max, and phased the step's transient after. */
+static void
+phase_end(const struct mf_workload *w, struct mf_text *f)
+{
+	mf_text_str(f, mf_est_fsdp_phased(w) ? ") - transient" : ")");
 }
 
 /* " x unit" into f, nothing for a unit of 1. */
@@ -191,27 +264,66 @@ copies(const struct mf_workload *w)
 	return w->shard_cpu_offload && w->shard_gpus > 1;
 }
 
-/* Full fine-tuning: max(R + H + kU, 2R + U (+ ceil(U / N) offloading)
- * beyond the step's step bytes) x bytes, and its text. */
+/* Full fine-tuning at the loss, phased: the most of the root gathered
+ * again (2R), the root with the last layer prefetched and the head's
+ * gradients (R + U + H) and, offloading, the root with the last layer's
+ * shards copied (R + U + ceil(U / N)); the text of the most into f. */
+static int64_t
+full_at_loss(const struct mf_model *m, const struct mf_workload *w,
+    int64_t root, int64_t head, struct mf_text *f)
+{
+	int64_t u = mf_model_layer_params(m);
+	int64_t v[3] = { mf_cmul(2, root), mf_cadd(mf_cadd(root, u), head),
+		copies(w) ?
+		    mf_cadd(mf_cadd(root, u), mf_cdiv_up(u, w->shard_gpus)) :
+		    0 };
+	static const char *const text[3] = { "2 x root params",
+		"(root params + head params + layer params)",
+		"(root params + layer params + ceil(layer params / N))" };
+	int64_t peak = v[0];
+	const char *said = text[0];
+
+	for (int i = 1; i < 3; i++)
+		if (v[i] < 0 || (peak >= 0 && v[i] > peak)) {
+			peak = v[i];
+			said = text[i];
+		}
+	mf_text_str(f, said);
+	return peak;
+}
+
+/* Full fine-tuning: max(the moments at the loss, R + H + kU in the
+ * layers, 2R + U (+ ceil(U / N) offloading) beyond the step) x bytes,
+ * and its text. */
 static int64_t
 full_buffers(const struct mf_model *m, const struct mf_workload *w,
-    int64_t root, int64_t step, struct mf_text *f)
+    int64_t root, const struct mf_estimate *e, struct mf_text *f)
 {
 	int64_t u = mf_model_layer_params(m), b = gathered_bytes(w);
-	int64_t head = 0, k, g, r, held, apart;
+	int64_t head = 0, k, g, r, held, apart, loss = 0;
 
 	if (!m->no_head)
 		head = mf_cadd(mf_cmul(mf_model_vocab_rows(m), m->hidden),
 		    m->hidden);
 	in_flight(m, &g, &r);
 	k = w->reshard_after_forward ? g + r : mf_cadd(m->layers, 1);
+	mf_text_str(f, "max(");
+	if (mf_est_fsdp_phased(w)) {
+		loss = mf_cmul(full_at_loss(m, w, root, head, f), b);
+		times(f, b);
+		loss = at_loss(e, loss, f);
+		mf_text_str(f, ", ");
+	}
 	held = mf_cmul(mf_cadd(mf_cadd(root, head), mf_cmul(k, u)), b);
 	apart = mf_cadd(mf_cmul(2, root), u);
-	mf_text_str(f, "max((root params + head params + ");
+	mf_text_str(f, "(root params + head params + ");
 	mf_text_int(f, k);
 	mf_text_str(f, " x layer params) x ");
 	mf_text_int(f, b);
-	held = mf_max_poisoned(held, regathered(w, root, b, "root params", f));
+	held = in_layers(w, e, held, f);
+	if (!mf_est_fsdp_phased(w))
+		held = mf_max_poisoned(held,
+		    regathered(w, root, b, "root params", f));
 	mf_text_str(f, ", (2 x root params + layer params");
 	if (copies(w)) {
 		apart = mf_cadd(apart, mf_cdiv_up(u, w->shard_gpus));
@@ -219,9 +331,9 @@ full_buffers(const struct mf_model *m, const struct mf_workload *w,
 	}
 	mf_text_str(f, ") x ");
 	mf_text_int(f, b);
-	apart = beyond(mf_cmul(apart, b), step, f);
-	mf_text_str(f, ")");
-	return mf_max_poisoned(held, apart);
+	apart = beyond(w, e, mf_cmul(apart, b), f);
+	phase_end(w, f);
+	return mf_max_poisoned(loss, mf_max_poisoned(held, apart));
 }
 
 /* The candidates of LoRA with the layers kept: R + (L + 1) Ug, and
@@ -241,7 +353,7 @@ lora_kept(const struct mf_model *m, int64_t root, int64_t ug, int64_t ad,
 }
 
 /* Offloading, at a layer's prefetch in backward: R + 2Ug + ceil(Ug / N)
- * and the last reduce-scatter input from L = 3. */
+ * and the last reduce-scatter input from L = 3; its text into f. */
 static int64_t
 lora_prefetch(const struct mf_model *m, const struct mf_workload *w,
     int64_t root, int64_t ug, int64_t ad, const char *rb, const char *grads,
@@ -250,7 +362,7 @@ lora_prefetch(const struct mf_model *m, const struct mf_workload *w,
 	int64_t v = mf_cadd(mf_cadd(root, mf_cmul(2, ug)),
 	    mf_cdiv_up(ug, w->shard_gpus));
 
-	term(f, ", ", 1, rb);
+	term(f, "", 1, rb);
 	mf_text_str(f, " + 2 x Ug + ceil(Ug / N)");
 	if (m->layers < 3)
 		return v;
@@ -258,39 +370,83 @@ lora_prefetch(const struct mf_model *m, const struct mf_workload *w,
 	return mf_cadd(v, ad);
 }
 
+/* LoRA at the loss, phased: the most of the root gathered again (2R)
+ * and the root with the last layer prefetched (R + Ug, and offloading its
+ * shards copied, ceil(Ug / N)); the text of the most into f. */
+static int64_t
+lora_at_loss(const struct mf_workload *w, int64_t root, int64_t ug,
+    const char *rb, struct mf_text *f)
+{
+	int64_t v = mf_cadd(root, ug);
+
+	if (copies(w))
+		v = mf_cadd(v, mf_cdiv_up(ug, w->shard_gpus));
+	if (v >= 0 && mf_cmul(2, root) >= v) {
+		term(f, "", 2, rb);
+		return mf_cmul(2, root);
+	}
+	term(f, "", 1, rb);
+	mf_text_str(f, copies(w) ? " + Ug + ceil(Ug / N)" : " + Ug");
+	return v;
+}
+
+/* LoRA's layers resharded after forward: the most of a layer's
+ * backward, R + g x Ug + r x A x a, and offloading a layer's prefetch;
+ * the text of the most into f. */
+static int64_t
+lora_in_layers(const struct mf_model *m, const struct mf_workload *w,
+    int64_t root, int64_t ug, int64_t ad, const char *rb, const char *grads,
+    struct mf_text *f)
+{
+	int64_t g, r, held, pre = 0;
+	struct mf_text none;
+
+	in_flight(m, &g, &r);
+	held = mf_cadd(mf_cadd(root, mf_cmul(g, ug)), mf_cmul(r, ad));
+	if (copies(w) && m->layers >= 2) {
+		mf_text_init(&none, NULL);
+		pre = lora_prefetch(m, w, root, ug, ad, rb, grads, &none);
+	}
+	if (pre < 0 || (held >= 0 && pre > held))
+		return lora_prefetch(m, w, root, ug, ad, rb, grads, f);
+	term(f, "", 1, rb);
+	term(f, " + ", g, "Ug");
+	term(f, " + ", r, grads);
+	return held;
+}
+
 /* LoRA: a unit Ug = U x b + A x a (A = ceil(T / L)), its adapter
- * gradients A x a; the root R x b.  max(R + g x Ug + r x A x a and the
- * candidates of offloading, or those of the layers kept; 2R + Ug beyond
- * the step's step bytes); its text. */
+ * gradients A x a; the root R x b.  max(the moments at the loss, R + g x
+ * Ug + r x A x a and the candidates of offloading in the layers, or
+ * those of the layers kept; 2R + Ug beyond the step); its text. */
 static int64_t
 lora_buffers(const struct mf_model *m, const struct mf_workload *w,
-    int64_t root, int64_t step, struct mf_text *f)
+    int64_t root, const struct mf_estimate *e, struct mf_text *f)
 {
-	int64_t b = gathered_bytes(w), a = mf_est_lora_bytes(w), g, r, held;
+	int64_t b = gathered_bytes(w), a = mf_est_lora_bytes(w), held;
 	int64_t ad = mf_cmul(mf_cdiv_up(mf_model_lora_params(m, w->lora_rank,
 	                                    mf_est_lora_mask(w)),
 	                         m->layers > 0 ? m->layers : 1),
 	    a);
 	int64_t ug = mf_cadd(mf_cmul(mf_model_layer_params(m), b), ad), apart;
+	int64_t loss = 0;
 	char rb[32], grads[32];
 
 	snprintf(rb, sizeof(rb), "root params x %lld", (long long)b);
 	snprintf(grads, sizeof(grads), "ceil(T / L) x %lld", (long long)a);
-	in_flight(m, &g, &r);
 	root = mf_cmul(root, b);
 	mf_text_str(f, "max(");
-	if (!w->reshard_after_forward) {
-		held = lora_kept(m, root, ug, ad, rb, grads, f);
-	} else {
-		held = mf_cadd(mf_cadd(root, mf_cmul(g, ug)), mf_cmul(r, ad));
-		term(f, "", 1, rb);
-		term(f, " + ", g, "Ug");
-		term(f, " + ", r, grads);
-		if (copies(w) && m->layers >= 2)
-			held = mf_max_poisoned(held,
-			    lora_prefetch(m, w, root, ug, ad, rb, grads, f));
+	if (mf_est_fsdp_phased(w)) {
+		loss = at_loss(e, lora_at_loss(w, root, ug, rb, f), f);
+		mf_text_str(f, ", ");
 	}
-	held = mf_max_poisoned(held, regathered(w, root, 1, rb, f));
+	if (!w->reshard_after_forward)
+		held = lora_kept(m, root, ug, ad, rb, grads, f);
+	else
+		held = lora_in_layers(m, w, root, ug, ad, rb, grads, f);
+	held = in_layers(w, e, held, f);
+	if (!mf_est_fsdp_phased(w))
+		held = mf_max_poisoned(held, regathered(w, root, 1, rb, f));
 	apart = mf_cadd(mf_cmul(2, root), ug);
 	term(f, ", ", 2, rb);
 	mf_text_str(f, " + Ug");
@@ -298,9 +454,9 @@ lora_buffers(const struct mf_model *m, const struct mf_workload *w,
 		apart = mf_cadd(apart, mf_cdiv_up(ug, w->shard_gpus));
 		mf_text_str(f, " + ceil(Ug / N)");
 	}
-	apart = beyond(apart, step, f);
-	mf_text_str(f, ")");
-	return mf_max_poisoned(held, apart);
+	apart = beyond(w, e, apart, f);
+	phase_end(w, f);
+	return mf_max_poisoned(loss, mf_max_poisoned(held, apart));
 }
 
 /*
@@ -432,87 +588,111 @@ term_of(struct mf_text *f, int *first, int n, const char *sym)
 	*first = 0;
 }
 
-/* The moments' text into f, with each term's symbol in syms. */
+/* A moment's bytes, each term valued by vals. */
+static int64_t
+moment_bytes(const struct moment *t, const int64_t *vals)
+{
+	int64_t v = 0;
+
+	for (int i = 0; i < T_COUNT; i++)
+		v = mf_cadd(v, mf_cmul(t->n[i], vals[i]));
+	return v;
+}
+
+/* A moment's text into f, each term's symbol in syms, " x unit" after
+ * (between parentheses where it has terms of two kinds) but for a unit
+ * of 1. */
 static void
-moments_text(const struct moment *ms, int n, const char *const *syms,
+moment_text(const struct moment *t, const char *const *syms, int64_t unit,
     struct mf_text *f)
 {
-	mf_text_str(f, "max(");
-	for (int i = 0; i < n; i++) {
-		int first = 1;
+	int first = 1, kinds = 0;
 
-		if (i > 0)
-			mf_text_str(f, ", ");
-		for (int t = 0; t < T_COUNT; t++)
-			term_of(f, &first, ms[i].n[t], syms[t]);
-	}
-	mf_text_str(f, ")");
+	for (int i = 0; i < T_COUNT; i++)
+		kinds += t->n[i] != 0;
+	if (unit != 1 && kinds > 1)
+		mf_text_str(f, "(");
+	for (int i = 0; i < T_COUNT; i++)
+		term_of(f, &first, t->n[i], syms[i]);
+	if (unit != 1 && kinds > 1)
+		mf_text_str(f, ")");
+	times(f, unit);
 }
 
-/* The most of the n moments of ms, each term valued by vals. */
-static int64_t
-moments_max(const struct moment *ms, int n, const int64_t *vals)
-{
-	int64_t peak = 0, v;
-
-	for (int i = 0; i < n; i++) {
-		v = 0;
-		for (int t = 0; t < T_COUNT; t++)
-			v = mf_cadd(v, mf_cmul(ms[i].n[t], vals[t]));
-		peak = mf_max_poisoned(peak, v);
-	}
-	return peak;
-}
-
-/* The moments of sharding.units ends: those beside the activations
- * (held) and those of the embeddings, before the first layer's forward
- * and after its backward (apart). */
+/* The moments of sharding.units ends, by the phase of the step they
+ * fall in (all of them phased): the head's, at the loss; the layers',
+ * beside a layer's forward or backward; the embeddings', before the
+ * first layer's forward and after its backward (apart). */
 struct ends {
-	struct moment held[16], apart[4];
-	int n_held, n_apart;
+	struct moment loss[4], layers[16], apart[4];
+	int n_loss, n_layers, n_apart;
 };
 
-/* The positions whose moments differ: the head, the last layer, one
- * between two layers, the first; then the embeddings, apart. */
+/* The positions whose moments differ: the head; the last layer, one
+ * between two layers, the first; the embeddings. */
 static void
 ends_moments(const struct mf_model *m, const struct mf_workload *w,
     struct ends *t)
 {
-	const int64_t at[] = { 0, 1, 2, m->layers };
+	const int64_t at[] = { 1, 2, m->layers };
 
-	t->n_held = 0;
+	t->n_loss = moments_at(m, w, 0, t->loss, 0);
+	t->n_layers = 0;
 	for (size_t i = 0; i < sizeof(at) / sizeof(at[0]); i++)
 		if (at[i] <= m->layers)
-			t->n_held = moments_at(m, w, at[i], t->held, t->n_held);
+			t->n_layers =
+			    moments_at(m, w, at[i], t->layers, t->n_layers);
 	t->n_apart = moments_at(m, w, m->layers + 1, t->apart, 0);
 }
 
-/* max(the held moments x unit, the apart ones x unit beyond the step's
- * step bytes), each term valued by vals, written with syms (" x unit"
- * after each but for a unit of 1). */
+/* The most of the n moments of ms x unit, valued by vals, and the text
+ * of the one that holds it with syms. */
 static int64_t
-ends_max(const struct ends *t, const int64_t *vals, const char *const *syms,
-    int64_t unit, int64_t step, struct mf_text *f)
+ends_phase(const struct moment *ms, int n, const int64_t *vals,
+    const char *const *syms, int64_t unit, struct mf_text *f)
 {
-	int64_t held = mf_cmul(moments_max(t->held, t->n_held, vals), unit);
-	int64_t apart = mf_cmul(moments_max(t->apart, t->n_apart, vals), unit);
+	int most = 0;
+	int64_t peak = moment_bytes(&ms[0], vals), v;
+
+	for (int i = 1; i < n; i++) {
+		v = moment_bytes(&ms[i], vals);
+		if (v < 0 || (peak >= 0 && v > peak)) {
+			peak = v;
+			most = i;
+		}
+	}
+	moment_text(&ms[most], syms, unit, f);
+	return mf_cmul(peak, unit);
+}
+
+/* max(the moments at the loss, in the layers and apart, each beyond what
+ * the step counts there), each term valued by vals, written with syms
+ * (" x unit" after each but for a unit of 1). */
+static int64_t
+ends_max(const struct mf_workload *w, const struct ends *t, const int64_t *vals,
+    const char *const *syms, int64_t unit, const struct mf_estimate *e,
+    struct mf_text *f)
+{
+	int64_t loss, held, apart;
 
 	mf_text_str(f, "max(");
-	moments_text(t->held, t->n_held, syms, f);
-	times(f, unit);
+	loss = ends_phase(t->loss, t->n_loss, vals, syms, unit, f);
+	loss = at_loss(e, loss, f);
 	mf_text_str(f, ", ");
-	moments_text(t->apart, t->n_apart, syms, f);
-	times(f, unit);
-	apart = beyond(apart, step, f);
-	mf_text_str(f, ")");
-	return mf_max_poisoned(held, apart);
+	held = ends_phase(t->layers, t->n_layers, vals, syms, unit, f);
+	held = in_layers(w, e, held, f);
+	mf_text_str(f, ", ");
+	apart = ends_phase(t->apart, t->n_apart, vals, syms, unit, f);
+	apart = beyond(w, e, apart, f);
+	phase_end(w, f);
+	return mf_max_poisoned(loss, mf_max_poisoned(held, apart));
 }
 
 /* Full fine-tuning, units ends: the final norm and its gradient, and the
  * most of the moments, in elements, x b. */
 static int64_t
 ends_full(const struct mf_model *m, const struct mf_workload *w, int64_t norm,
-    int64_t step, struct mf_text *f)
+    const struct mf_estimate *e, struct mf_text *f)
 {
 	static const char *const syms[T_COUNT] = { "Vh", "layer params", "",
 		"ceil(Vh / N)", "ceil(layer params / N)" };
@@ -527,7 +707,7 @@ ends_full(const struct mf_model *m, const struct mf_workload *w, int64_t norm,
 	mf_text_int(f, b);
 	mf_text_str(f, " + ");
 	return mf_cadd(mf_cmul(mf_cmul(2, norm), b),
-	    ends_max(&t, vals, syms, b, step, f));
+	    ends_max(w, &t, vals, syms, b, e, f));
 }
 
 /* LoRA, units ends: the final norm, and the most of the moments in
@@ -535,7 +715,7 @@ ends_full(const struct mf_model *m, const struct mf_workload *w, int64_t norm,
  * ceil(T / L) x a. */
 static int64_t
 ends_lora(const struct mf_model *m, const struct mf_workload *w, int64_t norm,
-    int64_t step, struct mf_text *f)
+    const struct mf_estimate *e, struct mf_text *f)
 {
 	int64_t b = gathered_bytes(w), a = mf_est_lora_bytes(w), vh, ug, ad;
 	char end[32], grads[32], copy_end[40];
@@ -560,7 +740,7 @@ ends_lora(const struct mf_model *m, const struct mf_workload *w, int64_t norm,
 	mf_text_str(f, "(root params - 2Vh) x ");
 	mf_text_int(f, b);
 	mf_text_str(f, " + ");
-	return mf_cadd(mf_cmul(norm, b), ends_max(&t, vals, syms, 1, step, f));
+	return mf_cadd(mf_cmul(norm, b), ends_max(w, &t, vals, syms, 1, e, f));
 }
 
 /* Whether sharding.units ends is modelled as its own: several GPUs, the
@@ -578,14 +758,11 @@ void
 mf_est_fsdp(const struct mf_model *m, const struct mf_workload *w,
     struct mf_estimate *e)
 {
-	int64_t root, step;
+	int64_t root;
 	struct mf_text f;
 
 	if (!mf_est_fsdp_on(w))
 		return;
-	step = mf_cadd(mf_cadd(e->bucket[MF_B_ACTIVATIONS],
-	                   e->bucket[MF_B_LOGITS]),
-	    e->bucket[MF_B_TRANSIENT]);
 	root =
 	    mf_model_params(m) - mf_cmul(m->layers, mf_model_layer_params(m));
 	mf_text_init(&f, mf_est_text(e, MF_B_SHARDING));
@@ -593,11 +770,11 @@ mf_est_fsdp(const struct mf_model *m, const struct mf_workload *w,
 		/* The root less the ends: the final norm. */
 		root -= mf_cmul(2, mf_cmul(mf_model_vocab_rows(m), m->hidden));
 		e->bucket[MF_B_SHARDING] = w->method == MF_FULL ?
-		    ends_full(m, w, root, step, &f) :
-		    ends_lora(m, w, root, step, &f);
+		    ends_full(m, w, root, e, &f) :
+		    ends_lora(m, w, root, e, &f);
 		return;
 	}
 	e->bucket[MF_B_SHARDING] = w->method == MF_FULL ?
-	    full_buffers(m, w, root, step, &f) :
-	    lora_buffers(m, w, root, step, &f);
+	    full_buffers(m, w, root, e, &f) :
+	    lora_buffers(m, w, root, e, &f);
 }

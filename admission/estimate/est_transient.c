@@ -383,10 +383,13 @@ mf_est_torch_transient(const struct mf_model *m, const struct mf_workload *w,
 		step = mf_cdiv_up(step, w->shard_gpus);
 		mf_text_str(&f, " / N");
 	}
+	/* QLoRA's dequantized weight, a layer's own. */
 	if (w->method == MF_QLORA)
-		step = mf_max_poisoned(step, dequant(m, w, &f));
+		mlp = mf_max_poisoned(mlp, dequant(m, w, &f));
 	step = mf_max_poisoned(step, mf_est_oib_tied(m, w, &f));
 	mf_text_str(&f, ")");
 	e->bucket[MF_B_TRANSIENT] = mf_max_poisoned(mf_max_poisoned(loss, attn),
 	    mf_max_poisoned(mlp, step));
+	e->loss_transient = loss;
+	e->layer_transient = mf_max_poisoned(attn, mlp);
 }

@@ -341,6 +341,17 @@ struct mf_estimate {
 	 * "precision"; QLoRA's "qlora"; NULL for 16-bit training. */
 	struct mf_quant quant;
 	const char *quant_source;
+	/*
+	 * Two of the transient bucket's candidates, which shardingBuffers'
+	 * formula names for what FSDP's buffers add at each phase of the
+	 * step (est_fsdp.c): the loss's (loss transient) and the largest of
+	 * a layer's (layer transient: est_transient.c); 0 outside training.
+	 * The job's, as bucket[] is, and one GPU's, as stage[] is.
+	 */
+	int64_t loss_transient;
+	int64_t layer_transient;
+	int64_t gpu_loss_transient;
+	int64_t gpu_layer_transient;
 	/* 1: the formulas below were not written (mf_est_figures); they
 	 * stay last, so that such an estimate is cleared and copied without
 	 * them. */
@@ -405,6 +416,16 @@ int mf_est_shard_refused(const struct mf_workload *w, char *why, size_t size);
 /* Whether w trains under FSDP: over more than one GPU, or with
  * sharding.cpuOffload on any count (FSDP on one GPU offloads too). */
 int mf_est_fsdp_on(const struct mf_workload *w);
+/*
+ * Whether the estimator pytorch tells the phases of w's FSDP step apart
+ * (est_fsdp.c): the layers resharded after forward over several GPUs,
+ * one pipeline stage.  Then shardingBuffers counts its moments at the
+ * loss beside the loss's transient (loss transient), those of the layers'
+ * forward and backward beside a layer's (layer transient), where the
+ * step counts the larger; otherwise each moment beside the activations
+ * with the step's whole transient.
+ */
+int mf_est_fsdp_phased(const struct mf_workload *w);
 
 /*
  * Whether the estimate models w's optimizerInBackward (design 19) on gpus

@@ -75,9 +75,17 @@ mf_est_stage_layers(const struct mf_model *m, const struct mf_workload *w)
 	return mf_cdiv_up(m->layers, w->pipeline);
 }
 
+/* What a stage's GPU holds beside its buckets: its KV cache a token, and
+ * the two transients shardingBuffers names. */
+struct stage_gpu {
+	int64_t kv_token, loss_transient, layer_transient;
+};
+
+/* One GPU of a stage (the first, the last, or both): its buckets into
+ * stage, its formulas into formula (NULL: none), the rest into gpu. */
 static void
 stage_buckets(const struct mf_model *m, const struct mf_workload *w, int first,
-    int last, int64_t *stage, int64_t *kv_token,
+    int last, int64_t *stage, struct stage_gpu *gpu,
     char (*formula)[MF_FORMULA_MAX])
 {
 	int64_t layers = mf_est_stage_layers(m, w), th;
@@ -107,7 +115,8 @@ stage_buckets(const struct mf_model *m, const struct mf_workload *w, int first,
 	memcpy(stage, e.bucket, sizeof(e.bucket));
 	if (formula != NULL)
 		memcpy(formula, e.formula, sizeof(e.formula));
-	*kv_token = e.kv_token;
+	*gpu = (struct stage_gpu){ e.kv_token, e.loss_transient,
+		e.layer_transient };
 }
 
 /* KV cache a token on all of a replica's GPUs: every layer once, on
@@ -150,27 +159,35 @@ mf_est_layout(const struct mf_model *m, const struct mf_workload *w,
 {
 	char formula[MF_B_COUNT][MF_FORMULA_MAX];
 	char(*text)[MF_FORMULA_MAX] = e->figures_only ? NULL : formula;
-	int64_t last[MF_B_COUNT], kv_token;
+	int64_t last[MF_B_COUNT];
+	struct stage_gpu gpu, last_gpu;
 	struct mf_text f;
 
 	e->kv_token_job = job_kv_token(m, w);
 	if (w->tensor == 1 && w->pipeline == 1 && w->expert == 1) {
 		memcpy(e->stage, e->bucket, sizeof(e->bucket));
+		e->gpu_loss_transient = e->loss_transient;
+		e->gpu_layer_transient = e->layer_transient;
 		return;
 	}
 	/* Every stage holds as many layers, so as much KV cache a token. */
-	stage_buckets(m, w, 1, w->pipeline == 1, e->stage, &e->kv_token,
+	stage_buckets(m, w, 1, w->pipeline == 1, e->stage, &gpu,
 	    e->figures_only ? NULL : e->gpu_formula);
 	if (w->pipeline > 1) {
-		stage_buckets(m, w, 0, 1, last, &kv_token, text);
+		stage_buckets(m, w, 0, 1, last, &last_gpu, text);
 		if (stage_sum(last, e->shards) >
 		    stage_sum(e->stage, e->shards)) {
 			memcpy(e->stage, last, sizeof(last));
+			gpu.loss_transient = last_gpu.loss_transient;
+			gpu.layer_transient = last_gpu.layer_transient;
 			if (text != NULL)
 				memcpy(e->gpu_formula, formula,
 				    sizeof(formula));
 		}
 	}
+	e->kv_token = gpu.kv_token;
+	e->gpu_loss_transient = gpu.loss_transient;
+	e->gpu_layer_transient = gpu.layer_transient;
 	e->bucket[MF_B_COMM] =
 	    mf_cmul(e->stage[MF_B_COMM], mf_cmul(w->tensor, w->pipeline));
 	/* Every GPU of a replica holds its own. */

@@ -393,28 +393,37 @@ class FsdpMeter:
     reduce-scatter inputs kept in flight; and a gradient autograd holds for
     a parameter before it reaches .grad (a tied head's, which waits in
     autograd's input buffer for the embeddings' to be summed with it: see
-    watch).  held is the most at any sample while activations are held,
-    from the end of the first decoder layer's pre-forward to the end of
-    its post-backward;
-    apart the most at any other (the root's or the embeddings' copy-out
-    before the first layer runs, their backward after it: est_fsdp.c)."""
+    watch).  The most at any sample, by the phase of the step it falls in
+    (est_fsdp.c): layers, from the end of the first decoder layer's
+    pre-forward to the end of the last one's post-forward, and from the
+    start of the last one's pre-backward to the end of the first one's
+    post-backward, while a layer runs; loss, between the two, while the
+    head and the loss run; apart, every other sample (the root's or the
+    embeddings' copy-out before the first layer runs, their backward
+    after it)."""
 
     def __init__(self):
         self.groups, self.extra, self.on = [], [], False
-        self.held = self.apart = 0
-        self.first, self.in_layers = None, False
+        self.most = {}
+        self.first = self.last = None
+        self.phase = "apart"
         self.flight, self.copies = [], []
 
     def attach(self, model, compiled=False):
-        self.groups, self.held, self.apart = [], 0, 0
-        self.first, self.in_layers = None, False
+        self.groups, self.phase = [], "apart"
+        self.most = {"layers": 0, "loss": 0, "apart": 0}
+        self.first = self.last = None
+        index = -1
         for name, m in model.named_modules():
             if isinstance(m, FSDPModule):
+                at = re.search(r"layers\.(\d+)$", name)
                 for g in m._get_fsdp_state()._fsdp_param_groups:
                     if g not in self.groups:
                         self.groups.append(g)
-                    if name.endswith("layers.0"):
+                    if at and int(at.group(1)) == 0:
                         self.first = g
+                    if at and int(at.group(1)) > index:
+                        index, self.last = int(at.group(1)), g
         for name, m in model.named_modules():
             # Not inside a compiled layer, whose graph they would break.
             if compiled and re.search(r"layers\.\d+\.", name):
@@ -447,19 +456,25 @@ class FsdpMeter:
             self.sample()
         return hook
 
-    def enter(self, group):
-        """group's pre-forward has ended: the first layer's forward starts
-        the activations.  (Its unshard is apart: the root's all-gather
-        output lives until that unshard's copy-out, FSDPParamGroup.
-        wait_for_unshard, comm_ctx.all_gather_state.)"""
-        if group is self.first:
-            self.in_layers = True
+    def begun(self, name, group):
+        """FSDP's step name of group is about to run: the last layer's
+        pre-backward starts the layers' backward."""
+        if name == "pre_backward" and group is self.last:
+            self.phase = "layers"
 
-    def leave(self, group):
-        """group's post-backward has ended: the first layer's frees the
-        last of the activations."""
-        if group is self.first:
-            self.in_layers = False
+    def ended(self, name, group):
+        """FSDP's step name of group has run: the first layer's
+        pre-forward starts the layers (its unshard is apart: the root's
+        all-gather output lives until that unshard's copy-out,
+        FSDPParamGroup.wait_for_unshard, comm_ctx.all_gather_state); the
+        last one's post-forward ends them, before the head; the first
+        one's post-backward frees the last of the activations."""
+        if name == "pre_forward" and group is self.first:
+            self.phase = "layers"
+        elif name == "post_forward" and group is self.last:
+            self.phase = "loss"
+        elif name == "post_backward" and group is self.first:
+            self.phase = "apart"
 
     def buffers(self):
         ts, ctx = list(self.extra), None
@@ -485,12 +500,9 @@ class FsdpMeter:
         return storages(ts)
 
     def sample(self):
-        if not self.on:
-            return
-        if self.in_layers:
-            self.held = max(self.held, self.buffers())
-        else:
-            self.apart = max(self.apart, self.buffers())
+        if self.on:
+            self.most[self.phase] = max(self.most[self.phase],
+                                        self.buffers())
 
 
 METER = FsdpMeter()
@@ -499,11 +511,9 @@ METER = FsdpMeter()
 def _sampled(f, name=None):
     def step(*a, **k):
         METER.sample()
+        METER.begun(name, a[0])
         r = f(*a, **k)
-        if name == "pre_forward":
-            METER.enter(a[0])
-        elif name == "post_backward":
-            METER.leave(a[0])
+        METER.ended(name, a[0])
         METER.sample()
         return r
     return step
@@ -856,7 +866,7 @@ def measure_case(case, meshes):
         with sim(case):
             step_of(model, recipe(model.parameters(), case), case, ids)()
         METER.on = False
-        out["fsdpHeld"], out["fsdpApart"] = METER.held, METER.apart
+        out["fsdp"] = dict(METER.most)
     if offload_of(case):
         return measure_offload(case, meshes, ids, out)
     model = build(case, L, meshes)
@@ -1022,6 +1032,12 @@ def memfloor(case):
             "dtype": lora_of(case)})
     est = estimate(c, workload)
     buckets = {x["name"]: x["perGpuBytes"] for x in est["buckets"]}
+    # The two candidates of the transient that FSDP's formula names where
+    # it tells the step's phases apart.
+    for x in est["buckets"]:
+        if "lossTransient" in x:
+            buckets.update(lossTransient=x["lossTransient"],
+                           layerTransient=x["layerTransient"])
     return buckets, est["perGpuBytes"]
 
 
@@ -1057,19 +1073,33 @@ def bounded(case):
     return case[0] == 1 or (units_of(case) == "ends" and not case[6])
 
 
+def added(case, most, got):
+    """What the buffers measured at each phase of the step add to its
+    peak (est_fsdp.c), beside memfloor's activations, logits and
+    transient, which the harnesses of those buckets measure: at the loss,
+    beyond the step's transient less the loss's; in the layers, beyond
+    the step's transient less a layer's; apart from the activations,
+    beyond all three.  Unphased (on one GPU, or with the layers kept after
+    forward), every moment beside the activations counts with the step's
+    transient."""
+    act, logits, transient = (got.get(b, 0) for b in
+                              ("activations", "logits", "transient"))
+    less = lambda a, b: max(a - max(b, 0), 0)
+    apart = less(most["apart"], act + logits + transient)
+    if not (case[6] and case[2] > 1):
+        return max(most["loss"], most["layers"], apart)
+    return max(less(most["loss"], transient - got["lossTransient"]),
+               less(most["layers"], transient - got["layerTransient"]),
+               apart)
+
+
 def check(name, ranks, rows, errors):
     if "runs" in ranks[0]:
         return check_qlora(name, ranks, rows, errors)
     got, per_gpu = memfloor(CASES[name])
-    # What the buffers add to the step's peak (est_fsdp.c): the most held
-    # beside the activations, or what a moment apart from them holds
-    # beyond the step's activations, logits and transient (memfloor's,
-    # which the harnesses of those buckets measure).
-    step = sum(got.get(b, 0) for b in ("activations", "logits", "transient"))
     for r in ranks:
-        if "fsdpHeld" in r:
-            r["shardingBuffers"] = max(r.pop("fsdpHeld"),
-                                       r.pop("fsdpApart") - step)
+        if "fsdp" in r:
+            r["shardingBuffers"] = added(CASES[name], r.pop("fsdp"), got)
     for bucket in BUCKETS:
         if bucket not in ranks[0]:
             continue

@@ -851,17 +851,23 @@ test_est_sequence_loss_parallel(void **state)
 }
 
 /*
- * What fully_shard holds beside the shards (est_fsdp.c), Llama 3.1 8B
- * over 8: the root unit R = embeddings, head and final norm = 2 x
- * 525,336,576 + 4,096 = 1,050,677,248; the head's and final norm's
- * gradients H = 525,340,672; a layer U = 218,112,000.  During a layer's
- * backward R + H + 4U = 2,448,465,920, above the root re-gathered at the
- * start of backward, 2R = 2,101,354,496, and the root held twice with a
- * layer at the start of forward, 2R + U = 2,319,466,496, before any
- * activation (less the step's activations, logits and transient, which
- * hold more): 4,896,931,840 bytes.  Keeping every
- * layer gathered (reshardAfterForward false): R + H + 33U =
- * 8,773,713,920, 17,547,427,840 bytes.  The post keeps 2U x 2.
+ * What fully_shard adds to the step (est_fsdp.c), Llama 3.1 8B over 8:
+ * the root unit R = embeddings, head and final norm = 2 x 525,336,576 +
+ * 4,096 = 1,050,677,248; the head's and final norm's gradients H =
+ * 525,340,672; a layer U = 218,112,000.  The step's transient is the
+ * loss's, s x b x V x 8 = 4,202,692,608; a layer's is its MLP's
+ * backward, s x b x 6I = 352,321,536.  At the loss the root re-gathered,
+ * 2R = 2,101,354,496, above the root with the last layer prefetched and
+ * the head's gradients, R + U + H = 1,794,129,920: 4,202,708,992 bytes,
+ * beside the loss's own transient.  During a layer's backward R + H + 4U
+ * = 2,448,465,920, 4,896,931,840 bytes, but beside a layer's transient:
+ * 4,896,931,840 - (4,202,692,608 - 352,321,536) = 1,046,560,768.  The
+ * root held twice with a layer at the start of forward, 2R + U =
+ * 2,319,466,496, comes before any activation (less the step's
+ * activations, logits and transient, which hold more).  Keeping every
+ * layer gathered (reshardAfterForward false), the phases are not told
+ * apart: R + H + 33U = 8,773,713,920, 17,547,427,840 bytes.  The post
+ * keeps 2U x 2.
  */
 static void
 test_est_fsdp_buffers(void **state)
@@ -873,7 +879,7 @@ test_est_fsdp_buffers(void **state)
 	w.estimator = MF_EST_PYTORCH;
 	w.shard_gpus = 8;
 	assert_int_equal(est(&llama8b, &w).bucket[MF_B_SHARDING],
-	    INT64_C(4896931840));
+	    INT64_C(4202708992));
 	w.reshard_after_forward = 0;
 	assert_int_equal(est(&llama8b, &w).bucket[MF_B_SHARDING],
 	    INT64_C(17547427840));
@@ -881,20 +887,23 @@ test_est_fsdp_buffers(void **state)
 	assert_int_equal(est(&llama8b, &w).bucket[MF_B_SHARDING], 872448000);
 	/*
 	 * tiny (tied, L 2): R = 64,000 + 64 and the tied matrix's gradient
-	 * H = 64,064; U = 36,992; min(L + 1, 4) = 3 layers: R + H + 3U =
-	 * 239,104 above 2R + U = 165,120: 478,208 bytes.  With a vocabulary
-	 * of 10,000: R = H = 640,064, so 2R + U = 1,317,120 is the most
-	 * while 2R + 3U = 1,391,104 is not: 2,782,208 bytes.  Untied, R =
-	 * 1,280,064: the root re-gathered, 2R = 2,560,128, beats R + H + 3U
-	 * = 2,031,104; the start of forward's 2R + U = 2,597,120 x 2 =
+	 * H = 64,064; U = 36,992.  At the loss R + U + H = 165,120 above 2R
+	 * = 128,128: 330,240 bytes.  In a layer's backward min(L + 1, 4) = 3
+	 * layers, R + H + 3U = 239,104 x 2 = 478,208, is less than the
+	 * step's transient (the loss's, s x b x V x 8 = 32,768,000) holds
+	 * beyond a layer's (s x b x 6I = 3,145,728): 330,240 bytes.  With a
+	 * vocabulary of 10,000: R = H = 640,064, at the loss R + U + H =
+	 * 1,317,120 above 2R = 1,280,128: 2,634,240 bytes.  Untied, R =
+	 * 1,280,064: the root re-gathered, 2R = 2,560,128, beats R + U + H
+	 * = 1,957,120; the start of forward's 2R + U = 2,597,120 x 2 =
 	 * 5,194,240 is apart from the step's activations, logits and
 	 * transient (514,080,768 bytes at s 4096): 5,120,256 bytes.
 	 */
 	w.estimator = MF_EST_PYTORCH;
 	w.reshard_after_forward = 1;
-	assert_int_equal(est(&tiny, &w).bucket[MF_B_SHARDING], 478208);
+	assert_int_equal(est(&tiny, &w).bucket[MF_B_SHARDING], 330240);
 	wide.vocab = 10000;
-	assert_int_equal(est(&wide, &w).bucket[MF_B_SHARDING], 2782208);
+	assert_int_equal(est(&wide, &w).bucket[MF_B_SHARDING], 2634240);
 	wide.tied_embeddings = 0;
 	assert_int_equal(est(&wide, &w).bucket[MF_B_SHARDING], 5120256);
 }
@@ -1133,17 +1142,24 @@ static const struct mf_model llama70b = {
  * last layer prefetched) and the embeddings' (theirs and the first
  * layer's reduce-scatter input, with no activation left: apart, less
  * the step's activations, logits and transient), 2Vh + U =
- * 1,268,785,152, above 3U + Vh =
- * 1,179,672,576 at the outer layers and 4U = 872,448,000 between two;
- * x 2 = 2,537,570,304 and the norm and its gradient, 2 x 4096 x 2:
- * 2,537,586,688, against the root unit's 4,896,931,840.  Offloading adds
+ * 1,268,785,152, at the loss beside its own transient (the step's), above
+ * 3U + Vh = 1,179,672,576 at the outer layers and 4U = 872,448,000
+ * between two, which are beside a layer's; x 2 = 2,537,570,304 and the
+ * norm and its gradient, 2 x 4096 x 2: 2,537,586,688, against the root
+ * unit's 4,202,708,992 (test_est_fsdp_buffers).  Offloading adds
  * nothing: the most at a prefetch is U + Vh + ceil(Vh / 8) + U =
- * 1,027,227,648.  LoRA (test_est_sharding_lora's Ug = 441,466,880 bytes,
- * A x 4 = 5,242,880): an end's copy-out, 2 x Vh x 2 = 2,101,346,304,
- * above the first layer's backward Ug + 4A + Vh x 2 + 4A =
+ * 1,027,227,648 (the head's, Vh + U + ceil(U / 8) = 770,712,576), and
+ * the formula writes each phase's most alone.  LoRA (test_est_sharding_lora's
+ * Ug = 441,466,880 bytes, A x 4 = 5,242,880): an end's copy-out, 2 x Vh x 2 =
+ * 2,101,346,304, above the first layer's backward Ug + 4A + Vh x 2 + 4A =
  * 1,502,625,792; with the norm, 4096 x 2: 2,101,354,496.  The layers kept
  * after forward, one GPU and a tied head keep the root unit's figures.
  */
+#define FORMULA_ENDS_8B \
+	"2 x (root params - 2Vh) x 2 + max((2 x Vh + layer params) x 2 + " \
+	"loss transient, (Vh + 3 x layer params) x 2 + layer transient, (2 " \
+	"x Vh + layer params) x 2 - activations - logits) - transient"
+
 static void
 test_est_units_ends(void **state)
 {
@@ -1159,15 +1175,11 @@ test_est_units_ends(void **state)
 	w.shard_units = MF_UNITS_ENDS;
 	e = est(&llama8b, &w);
 	assert_int_equal(e.bucket[MF_B_SHARDING], INT64_C(2537586688));
-	assert_string_equal(e.formula[MF_B_SHARDING],
-	    "2 x (root params - 2Vh) x 2 + max(max(2 x Vh + layer params, "
-	    "Vh + 3 x layer params, 4 x layer params) x 2, "
-	    "max(2 x Vh + layer params) x 2 - activations - logits - "
-	    "transient)");
+	assert_string_equal(e.formula[MF_B_SHARDING], FORMULA_ENDS_8B);
 	w.shard_cpu_offload = 1;
 	e = est(&llama8b, &w);
 	assert_int_equal(e.bucket[MF_B_SHARDING], INT64_C(2537586688));
-	assert_non_null(strstr(e.formula[MF_B_SHARDING], "ceil(Vh / N)"));
+	assert_string_equal(e.formula[MF_B_SHARDING], FORMULA_ENDS_8B);
 	w.shard_cpu_offload = 0;
 	w.method = MF_LORA;
 	e = est(&llama8b, &w);
@@ -1184,19 +1196,30 @@ test_est_units_ends(void **state)
 
 /*
  * torchtune's 70B_full on 8 GPUs (examples/llama-70b-torchtune-offload
- * .yaml): Vh = 128256 x 8192 = 1,050,673,152, U = 855,654,400 (q and o
- * 8192^2, k and v 8192 x 1024, the MLP 3 x 8192 x 28672, two norms).  The
- * last layer's backward, its parameters and gradients, the layer before
- * prefetched and the head's reduce-scatter input, 3U + Vh =
- * 3,617,636,352, above the head's 2Vh + U = 2,956,000,704 and 4U =
- * 3,422,617,600; x 2 and the norm and its gradient (2 x 8192 x 2):
- * 7,235,305,472.  The root unit's: R + H + 4U = 2,101,354,496 +
- * 1,050,681,344 + 3,422,617,600 = 6,574,653,440, x 2 = 13,149,306,880.
+ * .yaml), its loss standard here: Vh = 128256 x 8192 = 1,050,673,152, U
+ * = 855,654,400 (q and o 8192^2, k and v 8192 x 1024, the MLP 3 x 8192 x
+ * 28672, two norms).  The step's transient is the loss's, s x b x V x 8
+ * = 4,202,692,608; a layer's, s x b x 6I = 704,643,072, is 3,498,049,536
+ * less.  At the loss the head's backward, 2Vh + U = 2,957,000,704, above
+ * its prefetch offloading, Vh + U + ceil(U / 8) = 2,013,284,352: x 2,
+ * 5,914,001,408.  The last layer's backward, its parameters and
+ * gradients, the layer before prefetched and the head's reduce-scatter
+ * input, 3U + Vh = 3,617,636,352 (above 4U = 3,422,617,600), x 2 =
+ * 7,235,272,704, beside a layer's transient: 3,737,223,168.  With the
+ * norm and its gradient (2 x 8192 x 2): 5,914,034,176.  The root unit's:
+ * at the loss 2R = 2 x 2,101,354,496, above R + U + H = 4,007,690,240,
+ * x 2 = 8,405,417,984; in a layer's backward R + H + 4U = 2,101,354,496
+ * + 1,050,681,344 + 3,422,617,600 = 6,574,653,440, x 2 = 13,149,306,880,
+ * less 3,498,049,536: 9,651,257,344.
  */
+static void
+formulas_agree(const struct mf_model *m, const struct mf_workload *w);
+
 static void
 test_est_units_ends_70b(void **state)
 {
 	struct mf_workload w;
+	struct mf_model l2 = llama70b;
 
 	(void)state;
 	mf_workload_defaults(&w);
@@ -1207,24 +1230,47 @@ test_est_units_ends_70b(void **state)
 	w.precision = MF_BF16_TRUE;
 	w.checkpointing = MF_CKPT_FULL;
 	assert_int_equal(est(&llama70b, &w).bucket[MF_B_SHARDING],
-	    INT64_C(13149306880));
+	    INT64_C(9651257344));
 	w.shard_units = MF_UNITS_ENDS;
 	assert_int_equal(est(&llama70b, &w).bucket[MF_B_SHARDING],
-	    INT64_C(7235305472));
+	    INT64_C(5914034176));
+	/*
+	 * Llama 2 70B's vocabulary of 32,000 over 2 GPUs, the root unit: at
+	 * the loss the root with the last layer's shards copied, R + U +
+	 * ceil(U / 2) = 524,296,192 + 855,654,400 + 427,827,200 =
+	 * 1,807,777,792, above R + U + H = 1,642,102,784 and 2R =
+	 * 1,048,592,384 (x 2 = 3,615,555,584, the loss's transient the
+	 * step's); in a layer's backward R + H + 4U = 4,209,065,984, x 2 less
+	 * the loss's transient beyond a layer's (1,048,576,000 - 704,643,072):
+	 * 8,074,199,040, the most.  The longest of the formulas, whole.
+	 */
+	l2.vocab = 32000;
+	w.shard_units = MF_UNITS_MODEL;
+	w.shard_gpus = 2;
+	assert_int_equal(est(&l2, &w).bucket[MF_B_SHARDING],
+	    INT64_C(8074199040));
+	formulas_agree(&l2, &w);
 }
 
 /*
  * sharding.cpuOffload (design 22), Llama 3.1 8B over 8 GPUs, s 4096: the
  * weights, gradients and optimizer state on the host, none on a GPU, and
  * no optimizer step on it.  Full fine-tuning's buffers (U = 218,112,000,
- * R = 1,050,677,248, H = 128256 x 4096 + 4096 = 525,340,672): max(2R + U
- * + ceil(U / 8) = 2,346,730,496, R + H + 4U = 2,448,465,920) x 2 =
- * 4,896,931,840, the same on one GPU (no all-gather, no copies).  LoRA's
+ * R = 1,050,677,248, H = 128256 x 4096 + 4096 = 525,340,672): at the
+ * loss 2R = 2,101,354,496, above R + U + H = 1,794,129,920 and the
+ * prefetch's R + U + ceil(U / 8) = 1,296,053,248, x 2 = 4,202,708,992;
+ * in a layer's backward R + H + 4U = 2,448,465,920, x 2 less the loss's
+ * transient beyond a layer's (test_est_fsdp_buffers), 1,046,560,768; the
+ * start of forward's 2R + U + ceil(U / 8) = 2,346,730,496, before any
+ * activation.  On one GPU (no all-gather, no copies, the phases not told
+ * apart) R + H + 4U x 2 = 4,896,931,840.  LoRA's
  * (test_est_sharding_lora's Ug = 441,466,880, A x 4 = 5,242,880, 2R =
- * 2,101,354,496 bytes): the root re-gathered at the start of backward,
- * 2 x 2,101,354,496 = 4,202,708,992, above R + 2Ug + 2 x 4A =
- * 2,994,774,016 and the prefetch's R + 2Ug + ceil(Ug / 8) + 4A =
- * 3,044,714,496; the start of forward's 4,202,708,992 + Ug + ceil(Ug /
+ * 2,101,354,496 bytes): at the loss the root re-gathered at the start of
+ * backward, 2 x 2,101,354,496 = 4,202,708,992, above R + Ug + ceil(Ug /
+ * 8) = 2,598,004,736, beside the loss's own transient (the step's); in
+ * the layers R + 2Ug + 2 x 4A = 2,994,774,016 and the prefetch's R + 2Ug
+ * + ceil(Ug / 8) + 4A = 3,044,714,496, each beside a layer's transient
+ * only; the start of forward's 4,202,708,992 + Ug + ceil(Ug /
  * 8) = 4,699,359,232 comes before any activation, which hold more.
  */
 static void
@@ -1242,7 +1288,7 @@ test_est_cpu_offload(void **state)
 	assert_int_equal(e.bucket[MF_B_WEIGHTS], 0);
 	assert_int_equal(e.bucket[MF_B_GRADIENTS], 0);
 	assert_int_equal(e.bucket[MF_B_OPTIMIZER], 0);
-	assert_int_equal(e.bucket[MF_B_SHARDING], INT64_C(4896931840));
+	assert_int_equal(e.bucket[MF_B_SHARDING], INT64_C(4202708992));
 	assert_int_equal(e.per_gpu,
 	    e.bucket[MF_B_ACTIVATIONS] + e.bucket[MF_B_LOGITS] +
 	        e.bucket[MF_B_TRANSIENT] + e.bucket[MF_B_SHARDING]);
@@ -1757,6 +1803,13 @@ formulas_of(const struct mf_model *m, const struct mf_workload *w,
 		{ "activations", (double)bytes[MF_B_ACTIVATIONS] },
 		{ "logits", (double)bytes[MF_B_LOGITS] },
 		{ "transient", (double)bytes[MF_B_TRANSIENT] },
+		/* Two of its candidates, for FSDP's phases (est_fsdp.c). */
+		{ "loss transient",
+		    (double)(bytes == e->stage ? e->gpu_loss_transient :
+		                                 e->loss_transient) },
+		{ "layer transient",
+		    (double)(bytes == e->stage ? e->gpu_layer_transient :
+		                                 e->layer_transient) },
 		{ "step", step },
 		{ "Xmax", xmax },
 		/* bitsandbytes' 8-bit state, tensor by tensor. */
