@@ -159,30 +159,34 @@ mf_est_fsdp_phased(const struct mf_workload *w)
  * activations - logits) - transient" (phase_end writes the last).
  */
 
-/* A moment at the loss (v bytes): what it adds to the step, which counts
- * its whole transient where the loss's alone is held; its text after v's
- * into f.  -1 poisoned. */
+/* A moment of a phase (v bytes) that holds its own transient (own
+ * bytes, written sym) where the step counts its whole: what the moment
+ * adds to the step; " + sym" after v's text into f.  -1 poisoned. */
+static int64_t
+beside(const struct mf_estimate *e, int64_t v, int64_t own, const char *sym,
+    struct mf_text *f)
+{
+	mf_text_str(f, " + ");
+	mf_text_str(f, sym);
+	return mf_cless(v, mf_cless(e->bucket[MF_B_TRANSIENT], own));
+}
+
+/* A moment at the loss, beside the loss's transient. */
 static int64_t
 at_loss(const struct mf_estimate *e, int64_t v, struct mf_text *f)
 {
-	mf_text_str(f, " + loss transient");
-	return mf_cless(v,
-	    mf_cless(e->bucket[MF_B_TRANSIENT], e->loss_transient));
+	return beside(e, v, e->loss_transient, "loss transient", f);
 }
 
-/* A moment of the layers' forward or backward (v bytes): what it adds
- * to the step, which counts its whole transient where a layer's alone is
- * held; its text after v's into f.  Unphased, v itself, nothing
- * written. */
+/* A moment of the layers' forward or backward, beside a layer's
+ * transient; unphased, v itself, nothing written. */
 static int64_t
 in_layers(const struct mf_workload *w, const struct mf_estimate *e, int64_t v,
     struct mf_text *f)
 {
 	if (!mf_est_fsdp_phased(w))
 		return v;
-	mf_text_str(f, " + layer transient");
-	return mf_cless(v,
-	    mf_cless(e->bucket[MF_B_TRANSIENT], e->layer_transient));
+	return beside(e, v, e->layer_transient, "layer transient", f);
 }
 
 /* What a moment apart from the activations (v bytes) holds beyond the
