@@ -212,6 +212,15 @@ phase_end(const struct mf_workload *w, struct mf_text *f)
 	mf_text_str(f, mf_est_fsdp_phased(w) ? ") - transient" : ")");
 }
 
+/* Whether a candidate of v bytes takes the place of the most so far,
+ * peak: it holds more, or it is poisoned (-1), which a poisoned most
+ * keeps. */
+static int
+outranks(int64_t v, int64_t peak)
+{
+	return v < 0 ? peak >= 0 : peak >= 0 && v > peak;
+}
+
 /* " x unit" into f, nothing for a unit of 1. */
 static void
 times(struct mf_text *f, int64_t unit)
@@ -288,7 +297,7 @@ full_at_loss(const struct mf_model *m, const struct mf_workload *w,
 	const char *said = text[0];
 
 	for (int i = 1; i < 3; i++)
-		if (v[i] < 0 || (peak >= 0 && v[i] > peak)) {
+		if (outranks(v[i], peak)) {
 			peak = v[i];
 			said = text[i];
 		}
@@ -385,7 +394,7 @@ lora_at_loss(const struct mf_workload *w, int64_t root, int64_t ug,
 
 	if (copies(w))
 		v = mf_cadd(v, mf_cdiv_up(ug, w->shard_gpus));
-	if (v >= 0 && mf_cmul(2, root) >= v) {
+	if (!outranks(v, mf_cmul(2, root))) {
 		term(f, "", 2, rb);
 		return mf_cmul(2, root);
 	}
@@ -411,7 +420,7 @@ lora_in_layers(const struct mf_model *m, const struct mf_workload *w,
 		mf_text_init(&none, NULL);
 		pre = lora_prefetch(m, w, root, ug, ad, rb, grads, &none);
 	}
-	if (pre < 0 || (held >= 0 && pre > held))
+	if (outranks(pre, held))
 		return lora_prefetch(m, w, root, ug, ad, rb, grads, f);
 	term(f, "", 1, rb);
 	term(f, " + ", g, "Ug");
@@ -660,7 +669,7 @@ ends_phase(const struct moment *ms, int n, const int64_t *vals,
 
 	for (int i = 1; i < n; i++) {
 		v = moment_bytes(&ms[i], vals);
-		if (v < 0 || (peak >= 0 && v > peak)) {
+		if (outranks(v, peak)) {
 			peak = v;
 			most = i;
 		}
