@@ -405,7 +405,7 @@ mf_est_shard_refused(const struct mf_workload *w, char *why, size_t size)
 		return 0;
 	if (w->method == MF_QLORA)
 		snprintf(why, size,
-		    "is not modelled with method qlora: FSDP-QLoRA's sharded 4-bit storage has not been measured (torch 2.13's fully_shard drops bitsandbytes' quant_state, and fails on torchao's NF4Tensor); sharding applies to methods full and lora");
+		    "is not modelled with method qlora: FSDP-QLoRA's sharded 4-bit storage has not been measured; sharding applies to methods full and lora");
 	else if (cpu_offload_refused(w, why, size))
 		return 1;
 	else if (w->method == MF_FULL)

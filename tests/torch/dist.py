@@ -206,10 +206,13 @@ CASES = {
                            {"lora": "fp32", "offload": True}),
     "fsdp1-offload": (1, 1, 1, 0, 0, 0, 1, llama(128, 4, 2, 384, 1000, L=3),
                       64, 1, {"offload": True}),
-    # FSDP-QLoRA (bitsandbytes' NF4 with bf16 quant storage, as
-    # accelerate's FSDP-QLoRA stores it) under fully_shard: does it run?
-    # memfloor refuses it until it does and is measured.
-    "fsdp2-qlora": (2, 1, 2, 0, 0, 0, 1, llama(128, 4, 2, 384, 1000, L=2),
+    # FSDP-QLoRA's 4-bit linears (bitsandbytes' and torchao's) under
+    # fully_shard: do they run as they run alone?  memfloor refuses the
+    # job until what they hold there is measured.  torchao's NF4Tensor
+    # shards its quantized data, scalers and quantization factors alike
+    # (torchao 0.15, dtypes/nf4tensor.py, nf4_split): its factors, one a
+    # 64 x 256 weights, divide among the ranks, as a real model's do.
+    "fsdp2-qlora": (2, 1, 2, 0, 0, 0, 1, llama(128, 4, 2, 512, 1000, L=2),
                     64, 1, {"qlora": True}),
     "fsdp1-lora-offload": (1, 1, 1, 0, 0, 0, 1,
                            llama(128, 4, 2, 384, 1000, L=3), 64, 1,
@@ -800,13 +803,18 @@ def parallel_loss(case):
     return loss_parallel() if case[4] else contextlib.nullcontext()
 
 
-def qlora_runs(case, meshes):
-    """Whether bitsandbytes' Linear4bit (NF4, blocks of 64, double
-    quantization, quant_storage bfloat16: accelerate's FSDP-QLoRA) runs a
-    forward and backward under fully_shard: {"runs": 1} or {"runs": 0,
-    "why": the error}."""
+def four_bit_linears(c):
+    """The two 4-bit linears of FSDP-QLoRA, hidden_size to
+    intermediate_size in bf16, each built as its framework builds it:
+    bitsandbytes' Linear4bit (NF4, blocks of 64, double quantization,
+    quant_storage bfloat16: accelerate's FSDP-QLoRA), its Params4bit
+    given the module, as Linear4bit's own __init__ gives it (its forward
+    takes the quant_state back from the module once fully_shard has made
+    the weight a DTensor: nn/modules.py,
+    fix_4bit_weight_quant_state_from_module); and torchtune's
+    FrozenNF4Linear (torchao's NF4Tensor, its QLoRA recipes' base)."""
     import bitsandbytes.nn as bnn
-    world, tensor, shards, sp, lp, ckpt, raf, c, s, b = case[:10]
+    from torchtune.modules.low_precision import FrozenNF4Linear
     torch.manual_seed(0)
     lin = nn.Linear(c["hidden_size"], c["intermediate_size"], bias=False)
     q = bnn.Linear4bit(lin.in_features, lin.out_features, bias=False,
@@ -815,17 +823,35 @@ def qlora_runs(case, meshes):
     q.weight = bnn.Params4bit(lin.weight.data.to(torch.bfloat16),
                               requires_grad=False, compress_statistics=True,
                               quant_type="nf4", blocksize=64,
-                              quant_storage=torch.bfloat16)
+                              quant_storage=torch.bfloat16, module=q)
     q.weight._quantize("cpu")
-    model = nn.Sequential(q)
-    try:
-        fully_shard(model, mesh=meshes["dp"])
+    return {"bitsandbytes": q,
+            "torchao": FrozenNF4Linear(lin.in_features, lin.out_features,
+                                       bias=False, dtype=torch.bfloat16)}
+
+
+def qlora_runs(case, meshes):
+    """Whether each of four_bit_linears runs a forward and backward under
+    fully_shard, giving the output it gives unsharded: {name: 1} or
+    {name: 0, name + " why": the error}, under "runs"."""
+    c, s = case[7], case[8]
+    out = {}
+    for name, lin in four_bit_linears(c).items():
         x = torch.randn(s, c["hidden_size"], dtype=torch.bfloat16,
                         requires_grad=True)
-        model(x).sum().backward()
-    except Exception as e:  # any failure: it does not run
-        return {"runs": 0, "why": "%s: %s" % (type(e).__name__, e)}
-    return {"runs": 1}
+        try:
+            alone = lin(x).detach().clone()
+            model = nn.Sequential(lin)
+            fully_shard(model, mesh=meshes["dp"])
+            y = model(x)
+            y.sum().backward()
+            out[name] = int(torch.equal(y.detach(), alone))
+            if not out[name]:
+                out[name + " why"] = "its sharded output differs"
+        except Exception as e:  # any failure: it does not run
+            out[name] = 0
+            out[name + " why"] = "%s: %s" % (type(e).__name__, e)
+    return {"runs": out}
 
 
 def measure_case(case, meshes):
@@ -1054,15 +1080,20 @@ def refused(case):
 
 
 def check_qlora(name, ranks, rows, errors):
-    """FSDP-QLoRA: memfloor refuses it while bitsandbytes does not run
-    under fully_shard; once it runs, it is to be measured."""
+    """FSDP-QLoRA: both frameworks' 4-bit linears run under fully_shard,
+    as they run unsharded, on every rank; memfloor refuses the job at
+    spec.workload.sharding while what a GPU holds of them there is not
+    measured."""
     field = refused(CASES[name])
-    rows.append((name, "runs", ranks[0]["runs"], int(field is None), 0.0))
-    if ranks[0]["runs"]:
-        errors.append("FAIL %s: bitsandbytes' Linear4bit runs under "
-                      "fully_shard now: measure FSDP-QLoRA and model it" %
-                      name)
-    elif field != "spec.workload.sharding":
+    for fw in ("bitsandbytes", "torchao"):
+        runs = min(r["runs"][fw] for r in ranks)
+        rows.append((name, fw + " runs", runs, int(field is None), 0.0))
+        if not runs:
+            why = [r["runs"].get(fw + " why") for r in ranks]
+            errors.append("FAIL %s: %s's 4-bit linear does not run under "
+                          "fully_shard as it runs alone: %s" %
+                          (name, fw, next(w for w in why if w)))
+    if field != "spec.workload.sharding":
         errors.append("FAIL %s: memfloor does not refuse it at "
                       "spec.workload.sharding (%s)" % (name, field))
 
