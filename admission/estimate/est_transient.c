@@ -86,7 +86,32 @@ step_temp_bytes(const struct mf_workload *w)
  *   MatMul4Bit dequantizes in forward and again in backward, the largest
  *   (Qmax weights, 2 bytes each), with the fp32 absmax that double
  *   quantization dequantizes first (4 bytes a block; quant.c).
+ *   torchao's NF4Tensor (qlora.quantizer torchao: torchtune's
+ *   linear_nf4, whose forward and backward each take weight.to(bf16))
+ *   dequantizes in eager steps, all alive at its last (torchao 0.15,
+ *   dtypes/nf4tensor.py, get_original_weight): the two halves of the
+ *   packed codes as int64 indices (8 bytes a weight), their bf16 values
+ *   (2), each half scaled (2) and the two stacked into the weight (2),
+ *   beside the bf16 absmax of every block (2 bytes a block):
+ *   tests/torch/quant.py measures 14n + 2 ceil(n / 64) on torchtune's
+ *   FrozenNF4Linear.
  */
+/* Bytes a weight torchao's eager dequantization holds at its peak. */
+#define TORCHAO_DEQUANT 14
+
+/* torchao's dequantized weight, its term ", Qmax x 14 + ...". */
+static int64_t
+dequant_torchao(const struct mf_workload *w, int64_t qmax, struct mf_text *f)
+{
+	mf_text_str(f, ", Qmax x ");
+	mf_text_int(f, TORCHAO_DEQUANT);
+	mf_text_str(f, " + ceil(Qmax / ");
+	mf_text_int(f, w->qlora_block);
+	mf_text_str(f, ") x 2");
+	return mf_cadd(mf_cmul(TORCHAO_DEQUANT, qmax),
+	    mf_cmul(2, mf_cdiv_up(qmax, w->qlora_block)));
+}
+
 /* QLoRA's dequantized weight, and its term ", Qmax x 2 + ...". */
 static int64_t
 dequant(const struct mf_model *m, const struct mf_workload *w,
@@ -98,6 +123,8 @@ dequant(const struct mf_model *m, const struct mf_workload *w,
 
 	mf_quant_nf4(w->qlora_block, w->qlora_double_quant, &q);
 	mf_quant_sum(m, &q, &s);
+	if (w->qlora_quantizer == MF_QZ_TORCHAO)
+		return dequant_torchao(w, s.largest, f);
 	b = mf_cmul(2, s.largest);
 	mf_text_str(f, ", Qmax x 2");
 	if (!w->qlora_double_quant)

@@ -296,7 +296,7 @@ static const struct mf_fname quantizers[] = {
 	    "quantize_4bit on each weight's 16-bit copy as it loads, the weights loaded so far beside it (transformers' from_pretrained with BitsAndBytesConfig, LitGPT's bnb.nf4)",
 	    { 0 } },
 	{ "torchao", MF_QZ_TORCHAO,
-	    "torchao's to_nf4 on each weight of the model built whole, adapters and all: its nearest code found a million weights at a time (torchtune's FrozenNF4Linear)",
+	    "torchao's to_nf4 on each weight of the model built whole, adapters and all: its nearest code found a million weights at a time (torchtune's FrozenNF4Linear); in the step, torchao's eager dequantization of each 4-bit weight (14 bytes a weight at once, where bitsandbytes' holds 2)",
 	    { 0 } },
 	{ NULL, 0, NULL, { 0 } },
 };
@@ -323,7 +323,7 @@ static const struct mf_field qlora_rows[] = {
 	    .offset = WOFF(qlora_quantizer), .flags = MF_FF_DEFAULT,
 	    .names = quantizers, .idef = MF_QZ_BITSANDBYTES,
 	    .title = "Quantizer at load",
-	    .doc = "what quantizes the base as it loads, which sets the loading moment: bitsandbytes (transformers' from_pretrained, LitGPT) or torchao (torchtune)" },
+	    .doc = "what quantizes the base as it loads, which sets the loading moment, and dequantizes it in the step: bitsandbytes (transformers' from_pretrained, LitGPT) or torchao (torchtune)" },
 };
 
 static const struct mf_fname shard_units[] = {

@@ -20,8 +20,11 @@ backward under the profiler peaks at the 16-bit copy of its weight that
 MatMul4Bit dequantizes (2 bytes a weight) with the fp32 absmax that double
 quantization dequantizes first (4 bytes a block), beside the input, the
 output and their gradients; memfloor's QLoRA transient counts the first
-two for the largest linear (est_pytorch.c, "Qmax x 2 + ceil(Qmax / 64) x
-4").
+two for the largest linear (est_transient.c, "Qmax x 2 + ceil(Qmax / 64)
+x 4").  torchtune's FrozenNF4Linear (torchao's NF4Tensor, qlora.quantizer
+torchao) dequantizes in eager steps that are all alive at its last: its
+forward and backward peak at 14 bytes a weight and the bf16 absmax of each
+block (est_transient.c, "Qmax x 14 + ceil(Qmax / 64) x 2").
 
 Then QLoRA through HF + PEFT with peft.prepare_model_for_kbit_training
 (qlora.kbitPrep, design 22) on measure.py's dense FIT shapes: the model
@@ -188,6 +191,23 @@ def dequant_transient(o, i, t):
         lin(x).sum().backward()
 
     return peak_of(step) - 2 * t * o
+
+
+def torchao_transient(o, i, t):
+    """The same for torchtune's FrozenNF4Linear (torchao's NF4Tensor,
+    qlora.quantizer torchao): the peak of its forward and backward over t
+    tokens, at the dequantization's last step, before the output is made
+    (the backward's dequantization, with the output freed, holds the
+    same); the sum's scalar is the few bytes beside it."""
+    from torchtune.modules.low_precision import FrozenNF4Linear
+    torch.manual_seed(0)
+    lin = FrozenNF4Linear(i, o, bias=False, dtype=torch.bfloat16)
+    x = torch.randn(t, i, dtype=torch.bfloat16, requires_grad=True)
+
+    def step():
+        lin(x).sum().backward()
+
+    return peak_of(step)
 
 
 def kbit_model(c):
@@ -364,7 +384,19 @@ def main():
             failed += 1
             print("FAIL transient %dx%d: measured %d, formula %d" %
                   (o, i, got, want))
-    total = len(CASES) + 2
+    print("torchao's dequantization: measured vs 14n + 2 ceil(n / 64)")
+    for o, i, t in ((1024, 512, 16), (384, 640, 8)):
+        n = o * i
+        want = 14 * n + 2 * -(-n // BLOCK)
+        got = torchao_transient(o, i, t)
+        err = (got - want) / want
+        print("%5d x %-5d %10d %10d %+7.3f%%" % (o, i, got, want,
+                                                  100 * err))
+        if abs(err) > 0.02 or got < 0.98 * want:
+            failed += 1
+            print("FAIL torchao transient %dx%d: measured %d, formula %d" %
+                  (o, i, got, want))
+    total = len(CASES) + 4
     kf, kc = kbit_cases()
     failed += kf
     total += kc
