@@ -146,6 +146,38 @@ gathered_bytes(const struct mf_workload *w)
 	return w->precision == MF_FP32 ? 4 : 2;
 }
 
+/*
+ * LoRA's unit: a layer's frozen base as it is gathered, and its adapters
+ * (A = ceil(T / L) at a bytes): *ug = the base + A x a, *ad = A x a, the
+ * adapters' unsharded gradients.  The base is U x b; QLoRA's is its 4-bit
+ * linears as e->quant stores them (torchao's NF4Tensor all-gathers its
+ * packed codes, absmax and factors: fully_shard shards each of them,
+ * torchao 0.15, dtypes/nf4tensor.py, nf4_split; quant.c counts its code
+ * tables too, a kilobyte a linear) and the rest of the layer at b.  -1
+ * poisoned.
+ */
+static void
+lora_unit(const struct mf_model *m, const struct mf_workload *w,
+    const struct mf_estimate *e, int64_t *ug, int64_t *ad)
+{
+	int64_t l = m->layers > 0 ? m->layers : 1, u = mf_model_layer_params(m);
+	int64_t base = mf_cmul(u, gathered_bytes(w));
+	struct mf_quant_sum s;
+
+	*ad = mf_cmul(mf_cdiv_up(mf_model_lora_params(m, w->lora_rank,
+	                             mf_est_lora_mask(w)),
+	                  l),
+	    mf_est_lora_bytes(w));
+	if (w->method == MF_QLORA) {
+		mf_quant_sum(m, &e->quant, &s);
+		base = s.pq < 0 || s.bytes < 0 ?
+		    -1 :
+		    mf_cadd(mf_cdiv_up(s.bytes, l),
+		        mf_cmul(mf_cless(u, s.pq / l), gathered_bytes(w)));
+	}
+	*ug = base < 0 ? -1 : mf_cadd(base, *ad);
+}
+
 int
 mf_est_fsdp_phased(const struct mf_workload *w)
 {
@@ -437,13 +469,10 @@ lora_buffers(const struct mf_model *m, const struct mf_workload *w,
     int64_t root, const struct mf_estimate *e, struct mf_text *f)
 {
 	int64_t b = gathered_bytes(w), a = mf_est_lora_bytes(w), held;
-	int64_t ad = mf_cmul(mf_cdiv_up(mf_model_lora_params(m, w->lora_rank,
-	                                    mf_est_lora_mask(w)),
-	                         m->layers > 0 ? m->layers : 1),
-	    a);
-	int64_t ug = mf_cadd(mf_cmul(mf_model_layer_params(m), b), ad), apart;
-	int64_t loss = 0;
+	int64_t ad, ug, apart, loss = 0;
 	char rb[32], grads[32];
+
+	lora_unit(m, w, e, &ug, &ad);
 
 	snprintf(rb, sizeof(rb), "root params x %lld", (long long)b);
 	snprintf(grads, sizeof(grads), "ceil(T / L) x %lld", (long long)a);
@@ -738,11 +767,7 @@ ends_lora(const struct mf_model *m, const struct mf_workload *w, int64_t norm,
 
 	ends_moments(m, w, &t);
 	vh = mf_cmul(mf_cmul(mf_model_vocab_rows(m), m->hidden), b);
-	ad = mf_cmul(mf_cdiv_up(mf_model_lora_params(m, w->lora_rank,
-	                            mf_est_lora_mask(w)),
-	                 m->layers > 0 ? m->layers : 1),
-	    a);
-	ug = mf_cadd(mf_cmul(mf_model_layer_params(m), b), ad);
+	lora_unit(m, w, e, &ug, &ad);
 	int64_t vals[T_COUNT] = { vh, ug, ad, mf_cdiv_up(vh, w->shard_gpus),
 		mf_cdiv_up(ug, w->shard_gpus) };
 

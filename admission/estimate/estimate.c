@@ -398,15 +398,40 @@ cpu_offload_refused(const struct mf_workload *w, char *why, size_t size)
 	return 1;
 }
 
+/*
+ * Why w's QLoRA under FSDP is refused into why; 0 when it is not.
+ * tests/torch/dist.py measured torchtune's 4-bit base (torchao's
+ * NF4Tensor, which fully_shard shards whole) with PEFT's adapters over
+ * it, the layers and the model the units, neither offloaded nor
+ * prepared by PEFT; bitsandbytes' Linear4bit keeps its quant_state whole
+ * on every GPU beside its sharded codes (dist.py's fsdp2-qlora).
+ */
+static int
+qlora_shard_refused(const struct mf_workload *w, char *why, size_t size)
+{
+	if (w->qlora_quantizer != MF_QZ_TORCHAO)
+		snprintf(why, size,
+		    "is modelled for QLoRA with qlora.quantizer torchao (torchtune's NF4Tensor, which FSDP shards whole): bitsandbytes keeps each 4-bit weight's quant_state whole on every GPU beside its sharded codes, which has not been measured; this job has qlora.quantizer: bitsandbytes");
+	else if (w->shard_cpu_offload || w->qlora_kbit_prep ||
+	    w->shard_units != MF_UNITS_MODEL)
+		snprintf(why, size,
+		    "is modelled for QLoRA with the layers and the model the units, without cpuOffload or qlora.kbitPrep, as tests/torch/dist.py measured it; this job has units: %s, cpuOffload: %s, qlora.kbitPrep: %s",
+		    w->shard_units == MF_UNITS_MODEL ? "model" : "ends",
+		    w->shard_cpu_offload ? "true" : "false",
+		    w->qlora_kbit_prep ? "true" : "false");
+	else
+		return 0;
+	return 1;
+}
+
 int
 mf_est_shard_refused(const struct mf_workload *w, char *why, size_t size)
 {
 	if (!mf_est_fsdp_on(w))
 		return 0;
-	if (w->method == MF_QLORA)
-		snprintf(why, size,
-		    "is not modelled with method qlora: FSDP-QLoRA's sharded 4-bit storage has not been measured; sharding applies to methods full and lora");
-	else if (cpu_offload_refused(w, why, size))
+	if (w->method == MF_QLORA && qlora_shard_refused(w, why, size))
+		return 1;
+	if (cpu_offload_refused(w, why, size))
 		return 1;
 	else if (w->method == MF_FULL)
 		return 0;

@@ -309,8 +309,9 @@ mf_fix_compatible(unsigned fixes)
 	/* fsdp and tensor choose their own counts. */
 	if ((fixes & MF_FIXBIT(MF_FIX_REPLICAS)) && (fixes & split))
 		return 0;
-	/* LoRA under FSDP is modelled, QLoRA's is not
-	 * (mf_est_shard_refused). */
+	/* LoRA under FSDP is modelled; QLoRA's only with torchao's
+	 * quantizer (mf_est_shard_refused), and the two fixes together are
+	 * not offered. */
 	return !((fixes & MF_FIXBIT(MF_FIX_QLORA)) &&
 	    (fixes & MF_FIXBIT(MF_FIX_FSDP)));
 }

@@ -101,6 +101,7 @@ from torch.distributed.tensor.parallel import (  # noqa: E402
     ColwiseParallel, PrepareModuleInput, RowwiseParallel, SequenceParallel,
     loss_parallel, parallelize_module)
 import transformers  # noqa: E402
+from torchao.dtypes.nf4tensor import NF4Tensor  # noqa: E402
 from transformers import AutoModelForCausalLM  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -213,7 +214,20 @@ CASES = {
     # (torchao 0.15, dtypes/nf4tensor.py, nf4_split): its factors, one a
     # 64 x 256 weights, divide among the ranks, as a real model's do.
     "fsdp2-qlora": (2, 1, 2, 0, 0, 0, 1, llama(128, 4, 2, 512, 1000, L=2),
-                    64, 1, {"qlora": True}),
+                    64, 1, {"runs4bit": True}),
+    # torchtune's QLoRA: its 4-bit base (FrozenNF4Linear) under PEFT's
+    # bf16 adapters; torchao's factors, one a 64 x 256 weights, divide
+    # among the ranks.
+    "fsdp2-qlora-tt": (2, 1, 2, 0, 0, 0, 1, llama(256, 4, 2, 512, 1000, L=3),
+                       64, 1, {"lora": "bf16", "quant": "torchao"}),
+    "fsdp2-qlora-tt-ckpt": (2, 1, 2, 0, 0, 1, 1,
+                            llama(256, 4, 2, 512, 1000, L=3), 64, 1,
+                            {"lora": "bf16", "quant": "torchao"}),
+    "fsdp2-qlora-tt-keep": (2, 1, 2, 0, 0, 0, 0,
+                            llama(256, 4, 2, 512, 1000, L=3), 64, 1,
+                            {"lora": "bf16", "quant": "torchao"}),
+    "fsdp4-qlora-tt": (4, 1, 4, 0, 0, 1, 1, llama(512, 8, 2, 1024, 1000, L=4),
+                       64, 1, {"lora": "bf16", "quant": "torchao"}),
     "fsdp1-lora-offload": (1, 1, 1, 0, 0, 0, 1,
                            llama(128, 4, 2, 384, 1000, L=3), 64, 1,
                            {"lora": "bf16", "offload": True}),
@@ -263,6 +277,12 @@ def lora_of(case):
     return case[10].get("lora") if len(case) > 10 else None
 
 
+def quant_of(case):
+    """A LoRA case's 4-bit base: "torchao" (torchtune's FrozenNF4Linear on
+    every decoder linear), None for a 16-bit base."""
+    return case[10].get("quant") if len(case) > 10 else None
+
+
 def units_of(case):
     """A case's FSDP units: "ends" (the embeddings and the head units of
     their own), "model" (the root holds them) otherwise."""
@@ -287,15 +307,25 @@ def local(t):
     return t._local_tensor if isinstance(t, DTensor) else t
 
 
+def inner(t):
+    """The tensors holding t's bytes: a torchao NF4Tensor's codes, absmax,
+    factors and code table; any other tensor itself."""
+    if isinstance(t, NF4Tensor):
+        return [t.quantized_data, t.quantized_scalers, t.quantization_factor,
+                t.nf4]
+    return [t]
+
+
 def storages(ts):
     """Bytes of the distinct storages of ts (local shards)."""
     seen = {}
     for t in ts:
         if t is None:
             continue
-        s = local(t).untyped_storage()
-        if s.nbytes() > 0:
-            seen[s.data_ptr()] = s.nbytes()
+        for x in inner(local(t)):
+            s = x.untyped_storage()
+            if s.nbytes() > 0:
+                seen[s.data_ptr()] = s.nbytes()
     return sum(seen.values())
 
 
@@ -766,6 +796,25 @@ def compile_layers(case, layers):
             layer.compile(backend="inductor")
 
 
+def nf4_base(model):
+    """Every decoder layer's linears torchtune's FrozenNF4Linear, as its
+    QLoRA builders make them (quantize_base=True: torchao's NF4Tensor,
+    blocks of 64, a bf16 factor a 256 blocks), random weights."""
+    from torchtune.modules.low_precision import FrozenNF4Linear
+
+    def swap(module):
+        for name, child in module.named_children():
+            if isinstance(child, nn.Linear):
+                setattr(module, name, FrozenNF4Linear(
+                    child.in_features, child.out_features, bias=False,
+                    dtype=torch.bfloat16))
+            else:
+                swap(child)
+
+    for layer in model.model.layers:
+        swap(layer)
+
+
 def build_lora(case, layers, meshes):
     """PEFT's all-linear LoRA on the bf16 model (hf.build), fully_shard on
     every decoder layer, adapters and all, then on the whole: the units of
@@ -775,7 +824,8 @@ def build_lora(case, layers, meshes):
     world, tensor, shards, sp, lp, ckpt, raf, c, s, b = case[:10]
     model = hf.build(c, layers, "bf16", "sdpa", ckpt=bool(ckpt),
                      lora="all-linear", rank=LORA_RANK,
-                     lora_dtype=lora_of(case))
+                     lora_dtype=lora_of(case),
+                     base=nf4_base if quant_of(case) else None)
     base = model.get_base_model()
     compile_layers(case, base.model.layers)
     shard(model, base.model.layers, case, meshes,
@@ -848,6 +898,14 @@ def qlora_runs(case, meshes):
             out[name] = int(torch.equal(y.detach(), alone))
             if not out[name]:
                 out[name + " why"] = "its sharded output differs"
+            if name == "bitsandbytes":
+                # Its codes are sharded, its quant_state (an absmax a
+                # block of 64) is not.
+                n = lin.in_features * lin.out_features
+                codes = local(lin.weight).untyped_storage().nbytes()
+                out["quant_state whole"] = int(
+                    lin.quant_state.absmax.numel() * 64 == n and
+                    codes * 2 * dist.get_world_size() == n)
         except Exception as e:  # any failure: it does not run
             out[name] = 0
             out[name + " why"] = "%s: %s" % (type(e).__name__, e)
@@ -856,7 +914,7 @@ def qlora_runs(case, meshes):
 
 def measure_case(case, meshes):
     """What this rank holds of case: a dict of bytes."""
-    if len(case) > 10 and case[10].get("qlora"):
+    if len(case) > 10 and case[10].get("runs4bit"):
         return qlora_runs(case, meshes)
     world, tensor, shards, sp, lp, ckpt, raf, c, s, b = case[:10]
     L = c["num_hidden_layers"]
@@ -1056,6 +1114,8 @@ def memfloor(case):
         workload.update(method="lora", lora={
             "rank": LORA_RANK, "targets": "all-linear",
             "dtype": lora_of(case)})
+    if quant_of(case):
+        workload.update(method="qlora", qlora={"quantizer": quant_of(case)})
     est = estimate(c, workload)
     buckets = {x["name"]: x["perGpuBytes"] for x in est["buckets"]}
     # The two candidates of the transient that FSDP's formula names where
@@ -1080,10 +1140,11 @@ def refused(case):
 
 
 def check_qlora(name, ranks, rows, errors):
-    """FSDP-QLoRA: both frameworks' 4-bit linears run under fully_shard,
-    as they run unsharded, on every rank; memfloor refuses the job at
-    spec.workload.sharding while what a GPU holds of them there is not
-    measured."""
+    """FSDP-QLoRA's 4-bit linears: both frameworks' run under fully_shard,
+    as they run unsharded, on every rank; bitsandbytes' keeps its
+    quant_state whole beside its sharded codes, and memfloor refuses a
+    QLoRA job with its quantizer at spec.workload.sharding (torchao's is
+    measured in the cases fsdp*-qlora-tt)."""
     field = refused(CASES[name])
     for fw in ("bitsandbytes", "torchao"):
         runs = min(r["runs"][fw] for r in ranks)
@@ -1093,6 +1154,12 @@ def check_qlora(name, ranks, rows, errors):
             errors.append("FAIL %s: %s's 4-bit linear does not run under "
                           "fully_shard as it runs alone: %s" %
                           (name, fw, next(w for w in why if w)))
+    whole = min(r["runs"].get("quant_state whole", 0) for r in ranks)
+    rows.append((name, "quant_state whole", whole, 1, 0.0))
+    if not whole:
+        errors.append("FAIL %s: bitsandbytes' quant_state is not whole "
+                      "beside its sharded codes on every rank, as memfloor's "
+                      "refusal says" % name)
     if field != "spec.workload.sharding":
         errors.append("FAIL %s: memfloor does not refuse it at "
                       "spec.workload.sharding (%s)" % (name, field))

@@ -73,14 +73,15 @@ def implementation(c, attention):
 
 
 def build(c, layers, precision, attention, ckpt=False, lora=None, rank=4,
-          device="cpu", lora_dtype="fp32", lora_dropout=0.0):
+          device="cpu", lora_dtype="fp32", lora_dropout=0.0, base=None):
     """The model of config c with that many layers, for a training step in
     precision, with memfloor's attention, ckpt (False, True, an int N:
     every Nth layer, or "op": torchtitan's per-op policy) and LoRA targets
     (None, "all-linear", "attention" or a list of module names), the
     adapters in fp32 (PEFT's autocast_adapter_dtype) or, lora_dtype
     "bf16", in the model's dtype (autocast_adapter_dtype=False), as
-    torchtune keeps them."""
+    torchtune keeps them; base, a function of the model, makes its base
+    before the adapters wrap it (a 4-bit base's linears)."""
     cfg = hf_config(dict(c, num_hidden_layers=layers))
     torch.manual_seed(0)
     model = AutoModelForCausalLM.from_config(
@@ -92,6 +93,8 @@ def build(c, layers, precision, attention, ckpt=False, lora=None, rank=4,
         selective(model)
     elif ckpt:
         every_nth(model, 1 if ckpt is True else int(ckpt))
+    if base is not None:
+        base(model)
     if lora is not None:
         peft = import_peft()
         if isinstance(lora, list):

@@ -1075,7 +1075,8 @@ test_est_per_gpu(void **state)
  *   + 2 x 4A = 16,238,780,416) = 16,669,761,536.
  * Per GPU the base 16,060,522,496 / 8 = 2,007,565,312 and the adapters
  * 16T = 671,088,640 / 8 = 83,886,080.  The estimator post's buffers: 4U =
- * 872,448,000.  Inference ignores sharding; QLoRA's is refused.
+ * 872,448,000.  Inference ignores sharding; QLoRA's with bitsandbytes'
+ * quantizer is refused (test_est_sharding_qlora).
  */
 static void
 test_est_sharding_lora(void **state)
@@ -1105,9 +1106,6 @@ test_est_sharding_lora(void **state)
 	w.estimator = MF_EST_POST;
 	assert_int_equal(est(&llama8b, &w).bucket[MF_B_SHARDING],
 	    INT64_C(872448000));
-	w.method = MF_QLORA;
-	assert_true(mf_est_shard_refused(&w, NULL, 0));
-	assert_int_equal(mf_est_compute(&llama8b, &w, &e), MF_EINVAL);
 	w.method = MF_LORA;
 	w.tensor = 2;
 	assert_true(mf_est_shard_refused(&w, NULL, 0));
@@ -1117,6 +1115,67 @@ test_est_sharding_lora(void **state)
 	e = est(&llama8b, &w);
 	assert_int_equal(e.bucket[MF_B_SHARDING], 0);
 	assert_int_equal(e.per_gpu, e.total);
+}
+
+/*
+ * QLoRA under FSDP over 8 GPUs (qlora.quantizer torchao: torchtune's
+ * NF4Tensor, which fully_shard shards whole), Llama 3.1 8B, q_proj and
+ * v_proj at rank 16, bf16 adapters, the layers kept after forward.  A
+ * layer's 4-bit linears as quant.c stores them, n/2 + n/64 + 4 x
+ * ceil(n / 16384) + 1092 each:
+ *   q, o (n 16,777,216)          8,655,940 x 2   17,311,880
+ *   k, v (n 4,194,304)           2,164,804 x 2    4,329,608
+ *   gate, up, down (58,720,256) 30,293,060 x 3   90,879,180
+ *                                               112,520,668
+ * and its norms, 8,192 x 2: the base 112,537,052; its adapters A = 16 x
+ * (8192 + 5120) = 212,992 at 2 bytes, 425,984: Ug = 112,963,036.  Kept,
+ * the root R x 2 = 2,101,354,496 and 33 Ug = 3,727,780,188:
+ * 5,829,134,684, above 2R + 32 Ug + 2 x 2A.  Resharded, the root gathered
+ * again at the loss, 2 x 2R = 4,202,708,992.  The weights, 32 x
+ * 112,520,668 + (P - Pq) x 2 = 5,702,540,160, are 712,817,520 a GPU.
+ * bitsandbytes' quantizer, units ends, cpuOffload and kbitPrep are
+ * refused.
+ */
+static void
+test_est_sharding_qlora(void **state)
+{
+	struct mf_workload w;
+	struct mf_estimate e;
+	char why[512];
+
+	(void)state;
+	mf_workload_defaults(&w);
+	w.seq_len = 2048;
+	w.method = MF_QLORA;
+	w.precision = MF_BF16_TRUE;
+	w.checkpointing = MF_CKPT_FULL;
+	w.lora_targets = MF_LORA_LIST;
+	w.lora_modules = MF_LORA_BIT(MF_LIN_Q) | MF_LORA_BIT(MF_LIN_V);
+	w.lora_dtype = MF_LORA_BF16;
+	w.shard_gpus = 8;
+	assert_true(mf_est_shard_refused(&w, why, sizeof(why)));
+	assert_non_null(
+	    strstr(why, "this job has qlora.quantizer: bitsandbytes"));
+	assert_int_equal(mf_est_compute(&llama8b, &w, &e), MF_EINVAL);
+	w.qlora_quantizer = MF_QZ_TORCHAO;
+	w.reshard_after_forward = 0;
+	e = est(&llama8b, &w);
+	assert_int_equal(e.trainable, INT64_C(6815744));
+	assert_int_equal(e.bucket[MF_B_SHARDING], INT64_C(5829134684));
+	assert_int_equal(mf_est_bucket_per_gpu(&e, MF_B_WEIGHTS),
+	    INT64_C(712817520));
+	w.reshard_after_forward = 1;
+	assert_int_equal(est(&llama8b, &w).bucket[MF_B_SHARDING],
+	    INT64_C(4202708992));
+	w.shard_units = MF_UNITS_ENDS;
+	assert_true(mf_est_shard_refused(&w, why, sizeof(why)));
+	assert_non_null(strstr(why, "this job has units: ends"));
+	w.shard_units = MF_UNITS_MODEL;
+	w.shard_cpu_offload = 1;
+	assert_true(mf_est_shard_refused(&w, NULL, 0));
+	w.shard_cpu_offload = 0;
+	w.qlora_kbit_prep = 1;
+	assert_true(mf_est_shard_refused(&w, NULL, 0));
 }
 
 /* Llama 3.1 70B as its config.json gives it: P = 70,553,706,496. */
@@ -3849,6 +3908,7 @@ main(void)
 		cmocka_unit_test(test_est_rounding),
 		cmocka_unit_test(test_est_per_gpu),
 		cmocka_unit_test(test_est_sharding_lora),
+		cmocka_unit_test(test_est_sharding_qlora),
 		cmocka_unit_test(test_est_cpu_offload),
 		cmocka_unit_test(test_est_units_ends),
 		cmocka_unit_test(test_est_units_ends_70b),

@@ -1602,12 +1602,13 @@ static void
 test_err_sharding(void **state)
 {
 	(void)state;
-	/* QLoRA under FSDP, and LoRA under FSDP with tensor parallel, are
-	 * not modelled (mf_est_shard_refused). */
+	/* QLoRA under FSDP with bitsandbytes' quantizer, and LoRA under
+	 * FSDP with tensor parallel, are not modelled (mf_est_shard_refused).
+	 */
 	expect_err(MSPEC "  workload:\n    method: qlora\n"
 	                 "    sequenceLength: 4096\n    sharding: {gpus: 2}\n",
 	    "spec.workload.sharding", 11,
-	    "is not modelled with method qlora: FSDP-QLoRA's sharded 4-bit storage has not been measured");
+	    "is modelled for QLoRA with qlora.quantizer torchao (torchtune's NF4Tensor, which FSDP shards whole): bitsandbytes keeps each 4-bit weight's quant_state whole on every GPU");
 	expect_err(MSPEC "  workload:\n    method: lora\n"
 	                 "    sequenceLength: 4096\n    sharding: {gpus: 2}\n"
 	                 "    parallelism: {tensor: 2}\n",
