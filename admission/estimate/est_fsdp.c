@@ -150,10 +150,12 @@ gathered_bytes(const struct mf_workload *w)
  * LoRA's unit: a layer's frozen base as it is gathered, and its adapters
  * (A = ceil(T / L) at a bytes): *ug = the base + A x a, *ad = A x a, the
  * adapters' unsharded gradients.  The base is U x b; QLoRA's is its 4-bit
- * linears as e->quant stores them (torchao's NF4Tensor all-gathers its
- * packed codes, absmax and factors: fully_shard shards each of them,
- * torchao 0.15, dtypes/nf4tensor.py, nf4_split; quant.c counts its code
- * tables too, a kilobyte a linear) and the rest of the layer at b.  -1
+ * linears and the rest of the layer at b.  torchao's NF4Tensor
+ * all-gathers its packed codes, absmax and factors (fully_shard shards
+ * each of them, torchao 0.15, dtypes/nf4tensor.py, nf4_split): the
+ * linears as e->quant stores them (quant.c counts the code tables too, a
+ * kilobyte a linear).  bitsandbytes' Linear4bit gathers its packed codes
+ * alone, its quant_state whole on every GPU (e->weights_whole).  -1
  * poisoned.
  */
 static void
@@ -161,7 +163,7 @@ lora_unit(const struct mf_model *m, const struct mf_workload *w,
     const struct mf_estimate *e, int64_t *ug, int64_t *ad)
 {
 	int64_t l = m->layers > 0 ? m->layers : 1, u = mf_model_layer_params(m);
-	int64_t base = mf_cmul(u, gathered_bytes(w));
+	int64_t base = mf_cmul(u, gathered_bytes(w)), q;
 	struct mf_quant_sum s;
 
 	*ad = mf_cmul(mf_cdiv_up(mf_model_lora_params(m, w->lora_rank,
@@ -170,9 +172,10 @@ lora_unit(const struct mf_model *m, const struct mf_workload *w,
 	    mf_est_lora_bytes(w));
 	if (w->method == MF_QLORA) {
 		mf_quant_sum(m, &e->quant, &s);
-		base = s.pq < 0 || s.bytes < 0 ?
+		q = w->qlora_quantizer == MF_QZ_TORCHAO ? s.bytes : s.packed;
+		base = s.pq < 0 || q < 0 ?
 		    -1 :
-		    mf_cadd(mf_cdiv_up(s.bytes, l),
+		    mf_cadd(mf_cdiv_up(q, l),
 		        mf_cmul(mf_cless(u, s.pq / l), gathered_bytes(w)));
 	}
 	*ug = base < 0 ? -1 : mf_cadd(base, *ad);

@@ -214,6 +214,26 @@ kbit_prep(const struct mf_model *m, struct mf_estimate *e)
 	    mf_cadd(e->bucket[MF_B_WEIGHTS], mf_cmul(2, e->params - s.pq));
 }
 
+/*
+ * bitsandbytes' quant_state under FSDP: what quant.c stores of its 4-bit
+ * weights but the packed codes (their absmax, second level and code
+ * tables).  fully_shard shards a Params4bit's codes and leaves its
+ * quant_state, which the module holds, whole on every GPU
+ * (tests/torch/dist.py's fsdp2-qlora), so it is e->weights_whole.
+ */
+static void
+whole_quant_state(const struct mf_model *m, struct mf_estimate *e)
+{
+	struct mf_quant_sum s;
+
+	mf_quant_sum(m, &e->quant, &s);
+	if (s.bytes < 0 || s.packed < 0) {
+		e->bucket[MF_B_WEIGHTS] = -1;
+		return;
+	}
+	e->weights_whole = mf_cless(s.bytes, s.packed);
+}
+
 /* Weights: P x the precision's bytes, and under autocast the 16-bit
  * copies of the linear weights it keeps for backward (Pc x 2); QLoRA's
  * 4-bit base as bitsandbytes stores it (quant.c), or under the estimator
@@ -237,6 +257,9 @@ weights(const struct mf_model *m, const struct mf_workload *w,
 		    mf_est_text(e, MF_B_WEIGHTS));
 		if (w->qlora_kbit_prep)
 			kbit_prep(m, e);
+		if (w->qlora_quantizer == MF_QZ_BITSANDBYTES &&
+		    mf_est_fsdp_on(w))
+			whole_quant_state(m, e);
 		return;
 	}
 	mf_text_str(&f, "P x ");

@@ -400,19 +400,15 @@ cpu_offload_refused(const struct mf_workload *w, char *why, size_t size)
 
 /*
  * Why w's QLoRA under FSDP is refused into why; 0 when it is not.
- * tests/torch/dist.py measured torchtune's 4-bit base (torchao's
- * NF4Tensor, which fully_shard shards whole) with PEFT's adapters over
- * it, the layers and the model the units, neither offloaded nor
- * prepared by PEFT; bitsandbytes' Linear4bit keeps its quant_state whole
- * on every GPU beside its sharded codes (dist.py's fsdp2-qlora).
+ * tests/torch/dist.py measured both 4-bit bases, torchtune's (torchao's
+ * NF4Tensor) and accelerate's FSDP-QLoRA (bitsandbytes' Linear4bit with
+ * bf16 quant storage), with PEFT's adapters over them, the layers and
+ * the model the units, neither offloaded nor prepared by PEFT.
  */
 static int
 qlora_shard_refused(const struct mf_workload *w, char *why, size_t size)
 {
-	if (w->qlora_quantizer != MF_QZ_TORCHAO)
-		snprintf(why, size,
-		    "is modelled for QLoRA with qlora.quantizer torchao (torchtune's NF4Tensor, which FSDP shards whole): bitsandbytes keeps each 4-bit weight's quant_state whole on every GPU beside its sharded codes, which has not been measured; this job has qlora.quantizer: bitsandbytes");
-	else if (w->shard_cpu_offload || w->qlora_kbit_prep ||
+	if (w->shard_cpu_offload || w->qlora_kbit_prep ||
 	    w->shard_units != MF_UNITS_MODEL)
 		snprintf(why, size,
 		    "is modelled for QLoRA with the layers and the model the units, without cpuOffload or qlora.kbitPrep, as tests/torch/dist.py measured it; this job has units: %s, cpuOffload: %s, qlora.kbitPrep: %s",
@@ -613,6 +609,26 @@ mf_est_gpu_bucket(const int64_t *bucket, enum mf_bucket b, int64_t n)
 	return bucket[b];
 }
 
+/* Of e's bucket b on one GPU, what FSDP divides: all of a sharded
+ * bucket but the weights every GPU holds whole (e->weights_whole). */
+static int64_t
+divided(const struct mf_estimate *e, enum mf_bucket b)
+{
+	assert((unsigned)b < MF_B_COUNT);
+	if (b != MF_B_WEIGHTS)
+		return e->stage[b];
+	return mf_cless(e->stage[b], e->weights_whole);
+}
+
+/* e's bucket b on one GPU of n shards. */
+static int64_t
+gpu_bucket(const struct mf_estimate *e, enum mf_bucket b, int64_t n)
+{
+	if (b != MF_B_WEIGHTS || e->weights_whole == 0)
+		return mf_est_gpu_bucket(e->stage, b, n);
+	return mf_cadd(mf_cdiv_up(divided(e, b), n), e->weights_whole);
+}
+
 void
 mf_est_split(const struct mf_estimate *e, struct mf_est_split *out)
 {
@@ -621,11 +637,16 @@ mf_est_split(const struct mf_estimate *e, struct mf_est_split *out)
 	for (int b = 0; b < MF_B_COUNT; b++) {
 		if (!mf_est_counted((enum mf_bucket)b))
 			continue;
-		if (!sharded((enum mf_bucket)b))
+		if (!sharded((enum mf_bucket)b)) {
 			out->rest = mf_cadd(out->rest, e->stage[b]);
-		else if (e->stage[b] != 0) {
+			continue;
+		}
+		out->rest = mf_cadd(out->rest,
+		    mf_cless(e->stage[b], divided(e, (enum mf_bucket)b)));
+		if (divided(e, (enum mf_bucket)b) != 0) {
 			assert(out->nparts < MF_EST_MAX_PARTS);
-			out->part[out->nparts++] = e->stage[b];
+			out->part[out->nparts++] =
+			    divided(e, (enum mf_bucket)b);
 		}
 	}
 }
@@ -638,8 +659,7 @@ mf_est_per_gpu(const struct mf_estimate *e, int64_t shards)
 	for (int b = 0; b < MF_B_COUNT; b++)
 		if (mf_est_counted((enum mf_bucket)b))
 			sum = mf_cadd(sum,
-			    mf_est_gpu_bucket(e->stage, (enum mf_bucket)b,
-			        shards));
+			    gpu_bucket(e, (enum mf_bucket)b, shards));
 	return sum;
 }
 
@@ -648,7 +668,7 @@ mf_est_bucket_per_gpu(const struct mf_estimate *e, enum mf_bucket b)
 {
 	if ((unsigned)b >= MF_B_COUNT)
 		return 0;
-	return mf_est_gpu_bucket(e->stage, b, e->shards);
+	return gpu_bucket(e, b, e->shards);
 }
 
 /*

@@ -341,6 +341,10 @@ struct mf_estimate {
 	 * "precision"; QLoRA's "qlora"; NULL for 16-bit training. */
 	struct mf_quant quant;
 	const char *quant_source;
+	/* Of bucket[MF_B_WEIGHTS], what every GPU holds whole under FSDP:
+	 * bitsandbytes' quant_state beside its sharded 4-bit codes
+	 * (est_state.c); 0 otherwise. */
+	int64_t weights_whole;
 	/*
 	 * Two of the transient bucket's candidates, which shardingBuffers'
 	 * formula names for what FSDP's buffers add at each phase of the

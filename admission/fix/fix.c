@@ -309,9 +309,9 @@ mf_fix_compatible(unsigned fixes)
 	/* fsdp and tensor choose their own counts. */
 	if ((fixes & MF_FIXBIT(MF_FIX_REPLICAS)) && (fixes & split))
 		return 0;
-	/* LoRA under FSDP is modelled; QLoRA's only with torchao's
-	 * quantizer (mf_est_shard_refused), and the two fixes together are
-	 * not offered. */
+	/* The qlora and fsdp fixes together are not offered: QLoRA under
+	 * FSDP is modelled for the units, offload and preparation
+	 * dist.py measured only (mf_est_shard_refused). */
 	return !((fixes & MF_FIXBIT(MF_FIX_QLORA)) &&
 	    (fixes & MF_FIXBIT(MF_FIX_FSDP)));
 }

@@ -341,7 +341,7 @@ static const struct mf_field sharding_rows[] = {
 	    .offset = WOFF(shard_gpus), .flags = MF_FF_REQUIRED, .min = 1,
 	    .max = MF_JOB_MAX_GPUS, .idef = 1, .unit = "GPUs",
 	    .title = "FSDP over GPUs",
-	    .doc = "weights, gradients and optimizer state (LoRA's and QLoRA's frozen base and adapters; QLoRA with qlora.quantizer torchao) fully sharded over N GPUs" },
+	    .doc = "weights, gradients and optimizer state (LoRA's and QLoRA's frozen base and adapters; bitsandbytes' quant_state whole on each) fully sharded over N GPUs" },
 	{ .key = "reshardAfterForward", .type = MF_FT_BOOL,
 	    .base = MF_FB_WORK, .offset = WOFF(reshard_after_forward),
 	    .flags = MF_FF_DEFAULT, .idef = 1, .title = "Reshard after forward",

@@ -1075,8 +1075,8 @@ test_est_per_gpu(void **state)
  *   + 2 x 4A = 16,238,780,416) = 16,669,761,536.
  * Per GPU the base 16,060,522,496 / 8 = 2,007,565,312 and the adapters
  * 16T = 671,088,640 / 8 = 83,886,080.  The estimator post's buffers: 4U =
- * 872,448,000.  Inference ignores sharding; QLoRA's with bitsandbytes'
- * quantizer is refused (test_est_sharding_qlora).
+ * 872,448,000.  Inference ignores sharding (QLoRA's:
+ * test_est_sharding_qlora).
  */
 static void
 test_est_sharding_lora(void **state)
@@ -1118,23 +1118,31 @@ test_est_sharding_lora(void **state)
 }
 
 /*
- * QLoRA under FSDP over 8 GPUs (qlora.quantizer torchao: torchtune's
- * NF4Tensor, which fully_shard shards whole), Llama 3.1 8B, q_proj and
- * v_proj at rank 16, bf16 adapters, the layers kept after forward.  A
- * layer's 4-bit linears as quant.c stores them, n/2 + n/64 + 4 x
- * ceil(n / 16384) + 1092 each:
- *   q, o (n 16,777,216)          8,655,940 x 2   17,311,880
- *   k, v (n 4,194,304)           2,164,804 x 2    4,329,608
- *   gate, up, down (58,720,256) 30,293,060 x 3   90,879,180
- *                                               112,520,668
- * and its norms, 8,192 x 2: the base 112,537,052; its adapters A = 16 x
- * (8192 + 5120) = 212,992 at 2 bytes, 425,984: Ug = 112,963,036.  Kept,
- * the root R x 2 = 2,101,354,496 and 33 Ug = 3,727,780,188:
- * 5,829,134,684, above 2R + 32 Ug + 2 x 2A.  Resharded, the root gathered
- * again at the loss, 2 x 2R = 4,202,708,992.  The weights, 32 x
- * 112,520,668 + (P - Pq) x 2 = 5,702,540,160, are 712,817,520 a GPU.
- * bitsandbytes' quantizer, units ends, cpuOffload and kbitPrep are
- * refused.
+ * QLoRA under FSDP over 8 GPUs, Llama 3.1 8B, q_proj and v_proj at rank
+ * 16, bf16 adapters, the layers kept after forward.  A layer's 4-bit
+ * linears as quant.c stores them, the packed codes n/2, the absmax n/64,
+ * the second level 4 x ceil(n / 16384) and the code tables 1092 each:
+ *   q, o (n 16,777,216)    8,388,608 + 262,144 + 4,096 + 1,092   x 2
+ *   k, v (n 4,194,304)     2,097,152 +  65,536 + 1,024 + 1,092   x 2
+ *   gate, up, down (58,720,256)
+ *                         29,360,128 + 917,504 + 14,336 + 1,092  x 3
+ * codes 109,051,904 and quant_state 3,468,764 a layer; with its norms,
+ * 8,192 x 2, and its adapters, A = 16 x (8192 + 5120) = 212,992 at 2
+ * bytes (425,984).  The weights are 32 x 112,520,668 + (P - Pq) x 2 =
+ * 5,702,540,160.
+ * - qlora.quantizer torchao (torchtune): fully_shard shards an NF4Tensor
+ *   whole and a unit gathers all of it, Ug = 112,520,668 + 16,384 +
+ *   425,984 = 112,963,036.  Kept, the root R x 2 = 2,101,354,496 and
+ *   33 Ug: 5,829,134,684, above 2R + 32 Ug + 2 x 2A.  A GPU's weights
+ *   5,702,540,160 / 8 = 712,817,520.
+ * - bitsandbytes (accelerate's FSDP-QLoRA): the codes sharded and
+ *   gathered, the quant_state, 32 x 3,468,764 = 111,000,448, whole on
+ *   every GPU: weights (5,702,540,160 - 111,000,448) / 8 + 111,000,448 =
+ *   809,942,912; Ug = 109,051,904 + 16,384 + 425,984 = 109,494,272, kept
+ *   2R + 33 Ug = 5,714,665,472.
+ * Resharded, the root gathered again at the loss, 2 x 2R =
+ * 4,202,708,992, is the most either way.  Units ends, cpuOffload and
+ * kbitPrep are refused.
  */
 static void
 test_est_sharding_qlora(void **state)
@@ -1153,18 +1161,24 @@ test_est_sharding_qlora(void **state)
 	w.lora_modules = MF_LORA_BIT(MF_LIN_Q) | MF_LORA_BIT(MF_LIN_V);
 	w.lora_dtype = MF_LORA_BF16;
 	w.shard_gpus = 8;
-	assert_true(mf_est_shard_refused(&w, why, sizeof(why)));
-	assert_non_null(
-	    strstr(why, "this job has qlora.quantizer: bitsandbytes"));
-	assert_int_equal(mf_est_compute(&llama8b, &w, &e), MF_EINVAL);
-	w.qlora_quantizer = MF_QZ_TORCHAO;
 	w.reshard_after_forward = 0;
 	e = est(&llama8b, &w);
 	assert_int_equal(e.trainable, INT64_C(6815744));
-	assert_int_equal(e.bucket[MF_B_SHARDING], INT64_C(5829134684));
+	assert_int_equal(e.bucket[MF_B_WEIGHTS], INT64_C(5702540160));
+	assert_int_equal(e.weights_whole, INT64_C(111000448));
+	assert_int_equal(mf_est_bucket_per_gpu(&e, MF_B_WEIGHTS),
+	    INT64_C(809942912));
+	assert_int_equal(e.bucket[MF_B_SHARDING], INT64_C(5714665472));
+	w.qlora_quantizer = MF_QZ_TORCHAO;
+	e = est(&llama8b, &w);
+	assert_int_equal(e.weights_whole, 0);
 	assert_int_equal(mf_est_bucket_per_gpu(&e, MF_B_WEIGHTS),
 	    INT64_C(712817520));
+	assert_int_equal(e.bucket[MF_B_SHARDING], INT64_C(5829134684));
 	w.reshard_after_forward = 1;
+	assert_int_equal(est(&llama8b, &w).bucket[MF_B_SHARDING],
+	    INT64_C(4202708992));
+	w.qlora_quantizer = MF_QZ_BITSANDBYTES;
 	assert_int_equal(est(&llama8b, &w).bucket[MF_B_SHARDING],
 	    INT64_C(4202708992));
 	w.shard_units = MF_UNITS_ENDS;
@@ -1176,6 +1190,7 @@ test_est_sharding_qlora(void **state)
 	w.shard_cpu_offload = 0;
 	w.qlora_kbit_prep = 1;
 	assert_true(mf_est_shard_refused(&w, NULL, 0));
+	assert_int_equal(mf_est_compute(&llama8b, &w, &e), MF_EINVAL);
 }
 
 /* Llama 3.1 70B as its config.json gives it: P = 70,553,706,496. */
@@ -1790,15 +1805,29 @@ head_params(const struct mf_model *m)
 	return m->no_head ? 0 : mf_model_vocab_rows(m) * m->hidden + m->hidden;
 }
 
-/* A LoRA layer's FSDP unit in bytes: U x b + ceil(T / L) x a. */
+/* A LoRA layer's FSDP unit in bytes: U x b + ceil(T / L) x a; QLoRA's
+ * base its 4-bit linears as quant.c stores them (bitsandbytes': the
+ * packed codes alone) and the rest of the layer at b. */
 static int64_t
 lora_unit(const struct mf_model *m, const struct mf_workload *w)
 {
 	int64_t t = mf_model_lora_params(m, w->lora_rank, mf_est_lora_mask(w));
-	int64_t l = m->layers > 0 ? m->layers : 1;
+	int64_t l = m->layers > 0 ? m->layers : 1,
+	        b = w->precision == MF_FP32 ? 4 : 2;
+	int64_t base = mf_model_layer_params(m) * b;
+	struct mf_quant q;
+	struct mf_quant_sum s;
 
-	return mf_model_layer_params(m) * (w->precision == MF_FP32 ? 4 : 2) +
-	    (t + l - 1) / l * (w->lora_dtype == MF_LORA_FP32 ? 4 : 2);
+	if (w->method == MF_QLORA) {
+		mf_quant_nf4(w->qlora_block, w->qlora_double_quant, &q);
+		mf_quant_sum(m, &q, &s);
+		base = ((w->qlora_quantizer == MF_QZ_TORCHAO ? s.bytes :
+		                                               s.packed) +
+		           l - 1) /
+		        l +
+		    (mf_model_layer_params(m) - s.pq / l) * b;
+	}
+	return base + (t + l - 1) / l * (w->lora_dtype == MF_LORA_FP32 ? 4 : 2);
 }
 
 /*
