@@ -210,6 +210,25 @@ def torchao_transient(o, i, t):
     return peak_of(step)
 
 
+def transient_checks(what, measure, formula):
+    """The failures of measure(o, i, t), a 4-bit linear's transient, on
+    two shapes against formula(n) for its n weights: within 2%, never
+    below by more (the sum's scalar is the few bytes left over)."""
+    failed = 0
+    for o, i, t in ((1024, 512, 16), (384, 640, 8)):
+        n = o * i
+        want = formula(n)
+        got = measure(o, i, t)
+        err = (got - want) / want
+        print("%5d x %-5d %10d %10d %+7.3f%%" % (o, i, got, want,
+                                                  100 * err))
+        if abs(err) > 0.02 or got < 0.98 * want:
+            failed += 1
+            print("FAIL %s %dx%d: measured %d, formula %d" %
+                  (what, o, i, got, want))
+    return failed
+
+
 def kbit_model(c):
     """c's model with its decoder's linears 4-bit, prepared by PEFT's
     prepare_model_for_kbit_training, LoRA all-linear on top."""
@@ -372,30 +391,11 @@ def main():
             failed += 1
             print("FAIL %s: weightsStorage %r" % (c["model_type"], ws))
     print("4-bit matmul transient: measured vs 2n + 4 ceil(n / 64)")
-    for o, i, t in ((1024, 512, 16), (384, 640, 8)):
-        n = o * i
-        want = 2 * n + 4 * -(-n // BLOCK)
-        got = dequant_transient(o, i, t)
-        # The sum's scalar is the few bytes left over.
-        err = (got - want) / want
-        print("%5d x %-5d %10d %10d %+7.3f%%" % (o, i, got, want,
-                                                  100 * err))
-        if abs(err) > 0.02 or got < 0.98 * want:
-            failed += 1
-            print("FAIL transient %dx%d: measured %d, formula %d" %
-                  (o, i, got, want))
+    failed += transient_checks("transient", dequant_transient,
+                               lambda n: 2 * n + 4 * -(-n // BLOCK))
     print("torchao's dequantization: measured vs 14n + 2 ceil(n / 64)")
-    for o, i, t in ((1024, 512, 16), (384, 640, 8)):
-        n = o * i
-        want = 14 * n + 2 * -(-n // BLOCK)
-        got = torchao_transient(o, i, t)
-        err = (got - want) / want
-        print("%5d x %-5d %10d %10d %+7.3f%%" % (o, i, got, want,
-                                                  100 * err))
-        if abs(err) > 0.02 or got < 0.98 * want:
-            failed += 1
-            print("FAIL torchao transient %dx%d: measured %d, formula %d" %
-                  (o, i, got, want))
+    failed += transient_checks("torchao transient", torchao_transient,
+                               lambda n: 14 * n + 2 * -(-n // BLOCK))
     total = len(CASES) + 4
     kf, kc = kbit_cases()
     failed += kf
