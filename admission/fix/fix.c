@@ -310,8 +310,8 @@ mf_fix_compatible(unsigned fixes)
 	if ((fixes & MF_FIXBIT(MF_FIX_REPLICAS)) && (fixes & split))
 		return 0;
 	/* The qlora and fsdp fixes together are not offered: QLoRA under
-	 * FSDP is modelled for the units, offload and preparation
-	 * dist.py measured only (mf_est_shard_refused). */
+	 * FSDP is modelled without offload or PEFT's preparation only
+	 * (mf_est_shard_refused). */
 	return !((fixes & MF_FIXBIT(MF_FIX_QLORA)) &&
 	    (fixes & MF_FIXBIT(MF_FIX_FSDP)));
 }

@@ -227,6 +227,10 @@ CASES = {
                             {"lora": "bf16", "quant": "torchao"}),
     "fsdp4-qlora-tt": (4, 1, 4, 0, 0, 1, 1, llama(512, 8, 2, 1024, 1000, L=4),
                        64, 1, {"lora": "bf16", "quant": "torchao"}),
+    "fsdp2-qlora-tt-ends": (2, 1, 2, 0, 0, 1, 1,
+                            llama(256, 4, 2, 512, 1000, L=3), 64, 1,
+                            {"lora": "bf16", "quant": "torchao",
+                             "units": "ends"}),
     # accelerate's FSDP-QLoRA: bitsandbytes' Linear4bit, bf16 quant
     # storage, under PEFT's fp32 adapters.
     "fsdp2-qlora-bnb": (2, 1, 2, 0, 0, 0, 1, llama(256, 4, 2, 512, 1000, L=3),
@@ -236,6 +240,10 @@ CASES = {
                              {"lora": "fp32", "quant": "bitsandbytes"}),
     "fsdp4-qlora-bnb": (4, 1, 4, 0, 0, 1, 1, llama(512, 8, 2, 1024, 1000, L=4),
                         64, 1, {"lora": "fp32", "quant": "bitsandbytes"}),
+    "fsdp2-qlora-bnb-ends": (2, 1, 2, 0, 0, 1, 1,
+                             llama(256, 4, 2, 512, 1000, L=3), 64, 1,
+                             {"lora": "fp32", "quant": "bitsandbytes",
+                              "units": "ends"}),
     "fsdp1-lora-offload": (1, 1, 1, 0, 0, 0, 1,
                            llama(128, 4, 2, 384, 1000, L=3), 64, 1,
                            {"lora": "bf16", "offload": True}),

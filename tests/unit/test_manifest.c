@@ -1602,13 +1602,13 @@ static void
 test_err_sharding(void **state)
 {
 	(void)state;
-	/* QLoRA under FSDP with units ends, and LoRA under FSDP with tensor
+	/* QLoRA under FSDP with cpuOffload, and LoRA under FSDP with tensor
 	 * parallel, are not modelled (mf_est_shard_refused). */
 	expect_err(MSPEC "  workload:\n    method: qlora\n"
 	                 "    sequenceLength: 4096\n"
-	                 "    sharding: {gpus: 2, units: ends}\n",
+	                 "    sharding: {gpus: 2, cpuOffload: true}\n",
 	    "spec.workload.sharding", 11,
-	    "is modelled for QLoRA with the layers and the model the units, without cpuOffload or qlora.kbitPrep, as tests/torch/dist.py measured it; this job has units: ends");
+	    "is modelled for QLoRA without cpuOffload or qlora.kbitPrep, as tests/torch/dist.py measured it");
 	expect_err(MSPEC "  workload:\n    method: lora\n"
 	                 "    sequenceLength: 4096\n    sharding: {gpus: 2}\n"
 	                 "    parallelism: {tensor: 2}\n",
