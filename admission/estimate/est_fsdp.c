@@ -81,7 +81,10 @@
  * (R + L x Ug + 2 x A x a, the larger when the adapters outweigh the
  * base's half of a unit).  Measured by
  * tests/torch/dist.py on PEFT's adapters (fp32 and bf16) under
- * fully_shard over gloo.
+ * fully_shard over gloo.  QLoRA's units are LoRA's with a 4-bit base
+ * (lora_unit): torchtune's NF4Tensor gathered whole, bitsandbytes'
+ * Linear4bit its packed codes alone, its quant_state whole on every GPU
+ * (e->weights_whole); dist.py's fsdp*-qlora-tt and fsdp*-qlora-bnb cases.
  *
  * sharding.cpuOffload (design 22: FSDP2's CPUOffloadPolicy, torchtune's
  * fsdp_cpu_offload): the shards live on the host, so a unit's all-gather
