@@ -423,11 +423,10 @@ mf_est_shard_refused(const struct mf_workload *w, char *why, size_t size)
 {
 	if (!mf_est_fsdp_on(w))
 		return 0;
-	if (w->method == MF_QLORA && qlora_shard_refused(w, why, size))
+	if ((w->method == MF_QLORA && qlora_shard_refused(w, why, size)) ||
+	    cpu_offload_refused(w, why, size))
 		return 1;
-	if (cpu_offload_refused(w, why, size))
-		return 1;
-	else if (w->method == MF_FULL)
+	if (w->method == MF_FULL)
 		return 0;
 	else if (w->tensor > 1 || w->pipeline > 1 || w->expert > 1)
 		snprintf(why, size,
@@ -630,21 +629,20 @@ gpu_bucket(const struct mf_estimate *e, enum mf_bucket b, int64_t n)
 void
 mf_est_split(const struct mf_estimate *e, struct mf_est_split *out)
 {
+	int64_t part;
+
 	out->rest = 0;
 	out->nparts = 0;
 	for (int b = 0; b < MF_B_COUNT; b++) {
 		if (!mf_est_counted((enum mf_bucket)b))
 			continue;
-		if (!sharded((enum mf_bucket)b)) {
-			out->rest = mf_cadd(out->rest, e->stage[b]);
-			continue;
-		}
-		out->rest = mf_cadd(out->rest,
-		    mf_cless(e->stage[b], divided(e, (enum mf_bucket)b)));
-		if (divided(e, (enum mf_bucket)b) != 0) {
+		part = sharded((enum mf_bucket)b) ?
+		    divided(e, (enum mf_bucket)b) :
+		    0;
+		out->rest = mf_cadd(out->rest, mf_cless(e->stage[b], part));
+		if (part != 0) {
 			assert(out->nparts < MF_EST_MAX_PARTS);
-			out->part[out->nparts++] =
-			    divided(e, (enum mf_bucket)b);
+			out->part[out->nparts++] = part;
 		}
 	}
 }
