@@ -860,6 +860,54 @@ op_activations(const struct mf_model *m, const struct mf_workload *w,
 }
 
 /*
+ * Compiled, torchao's NF4 base (qlora.quantizer torchao, each layer
+ * compiled as torchtune's compile: True) is dequantized inside the layer's
+ * graph, and the partitioner saves the bf16 weights it made for backward
+ * rather than dequantizing again: each of the n layers alive at the peak
+ * keeps its 4-bit linears' weights, 2 bytes each (Pq / L of them), but the
+ * first, first (its input needs no gradient), which leaves out q_proj's,
+ * k_proj's and v_proj's (Wqkv).  bitsandbytes' MatMul4Bit, opaque to the
+ * graph, keeps none.  tests/torch/compile_lora.py measures both.
+ * " + Pq x 2" (or " + n x Pq / L x 2") and " - Wqkv x 2" into f.
+ */
+static int64_t
+nf4_compiled(const struct mf_model *m, const struct mf_workload *w,
+    const struct shapes *x, int64_t n, int first, struct mf_text *f)
+{
+	struct mf_linear v[MF_MODEL_MAX_LINEARS];
+	size_t k;
+	int64_t pq = 0, qkv = 0, bytes;
+
+	if (!x->compiled || w->method != MF_QLORA ||
+	    w->qlora_quantizer != MF_QZ_TORCHAO || n == 0 || m->layers <= 0)
+		return 0;
+	k = mf_model_linears(m, v);
+	assert(k <= MF_MODEL_MAX_LINEARS);
+	for (size_t i = 0; i < k; i++) {
+		int64_t one = mf_cmul(v[i].out, v[i].in);
+
+		pq = mf_cadd(pq, mf_cmul(one, v[i].count));
+		if (v[i].kind <= MF_LIN_QKV)
+			qkv = mf_cadd(qkv, one);
+	}
+	if (n == m->layers) {
+		mf_text_str(f, " + Pq x 2");
+	} else {
+		mf_text_str(f, " + ");
+		if (n > 1) {
+			mf_text_int(f, n);
+			mf_text_str(f, " x ");
+		}
+		mf_text_str(f, "Pq / L x 2");
+	}
+	bytes = mf_cmul(mf_cmul(pq / m->layers, n), 2);
+	if (!first)
+		return bytes;
+	mf_text_str(f, " - Wqkv x 2");
+	return bytes - mf_cmul(qkv, 2);
+}
+
+/*
  * activations = s x b x L x layer + s x 2ed (+ L x Gemma's (1 + w)):
  * RoPE's cos and sin, made once a forward in the activations' dtype for
  * one sequence's positions (transformers' position_ids are 1 x s, so not
@@ -948,6 +996,9 @@ torch_activations(const struct mf_model *m, const struct mf_workload *w,
 			bytes -= 4 * x->h;
 		}
 	}
+	bytes = mf_cadd(bytes,
+	    nf4_compiled(m, w, x, n,
+	        x->lora && lc == 0 && w->checkpointing == MF_CKPT_NONE, &f));
 	e->bucket[MF_B_ACTIVATIONS] = bytes;
 }
 

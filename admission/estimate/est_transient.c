@@ -410,8 +410,10 @@ mf_est_torch_transient(const struct mf_model *m, const struct mf_workload *w,
 		step = mf_cdiv_up(step, w->shard_gpus);
 		mf_text_str(&f, " / N");
 	}
-	/* QLoRA's dequantized weight, a layer's own. */
-	if (w->method == MF_QLORA)
+	/* QLoRA's dequantized weight, a layer's own; compiled, torchao's
+	 * is made in the layer's graph and saved (activations). */
+	if (w->method == MF_QLORA &&
+	    !(w->compile && w->qlora_quantizer == MF_QZ_TORCHAO))
 		mlp = mf_max_poisoned(mlp, dequant(m, w, &f));
 	step = mf_max_poisoned(step, mf_est_oib_tied(m, w, &f));
 	mf_text_str(&f, ")");

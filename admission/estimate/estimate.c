@@ -210,8 +210,8 @@ lora_dtype_name(enum mf_lora_dtype d)
  * when it is not: tests/torch/compile_lora.py measured PEFT's LoRA,
  * adapters in fp32 or in the activations' dtype, q_proj, k_proj or v_proj
  * among the targets (what the first layer's frozen attention keeps
- * otherwise was not measured compiled), QLoRA's NF4 linears (bitsandbytes)
- * in bf16 with fp32 adapters, without PEFT's
+ * otherwise was not measured compiled), QLoRA's NF4 linears (bitsandbytes'
+ * or torchao's) in bf16, without PEFT's
  * prepare_model_for_kbit_training, with every layer checkpointed or none
  * (a checkpointed layer's backward graph recomputes its forward: the
  * transient's candidate of est_pytorch.c's recompute_terms).
@@ -223,11 +223,10 @@ compile_lora_refused(const struct mf_workload *w, char *why, size_t size)
 	    MF_LORA_BIT(MF_LIN_V) | MF_LORA_BIT(MF_LIN_QKV);
 
 	if (w->method == MF_QLORA &&
-	    (w->qlora_kbit_prep || w->lora_dtype != MF_LORA_FP32 ||
-	        w->precision == MF_FP32))
+	    (w->qlora_kbit_prep || w->precision == MF_FP32))
 		snprintf(why, size,
-		    "is modelled for QLoRA in bf16 with fp32 adapters and without qlora.kbitPrep, as tests/torch/compile_lora.py measured it; this job has precision: %s, lora.dtype: %s, qlora.kbitPrep: %s",
-		    oib_precision(w->precision), lora_dtype_name(w->lora_dtype),
+		    "is modelled for QLoRA in bf16 without qlora.kbitPrep, as tests/torch/compile_lora.py measured it; this job has precision: %s, qlora.kbitPrep: %s",
+		    oib_precision(w->precision),
 		    w->qlora_kbit_prep ? "true" : "false");
 	else if (w->lora_dtype == MF_LORA_FP16 ||
 	    (w->lora_dtype == MF_LORA_BF16 && w->precision == MF_FP32))

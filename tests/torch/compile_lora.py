@@ -35,13 +35,18 @@ The targets are PEFT's and torchtune's default for Llama, [q_proj,
 v_proj], and all-linear; the adapters in fp32 (lora.dtype fp32, PEFT's
 autocast_adapter_dtype) on a bf16 and an fp32 model, and in bf16 on a
 bf16 model (lora.dtype bf16, as torchtune keeps them); and QLoRA
-(method: qlora): each decoder linear bitsandbytes' NF4 Linear4bit
-computing in bf16 (tests/torch/quant.py's swap_linears), PEFT's fp32
-adapters on top, without prepare_model_for_kbit_training.  Cases in FIT are
-those the per-layer terms were derived on (their h, I, a, kv, d, rank,
-s and b all differ); CHECK holds a shape and a list of targets they never
-saw.  It fails when a bucket is off by more than 2% or a peak is above
-memfloor's perGpuBytes.
+(method: qlora), without prepare_model_for_kbit_training: each decoder
+linear bitsandbytes' NF4 Linear4bit computing in bf16 (tests/torch/
+quant.py's swap_linears), PEFT's fp32 or bf16 adapters on top, and
+torchtune's own base, each decoder linear its FrozenNF4Linear (torchao's
+NF4Tensor, qlora.quantizer torchao) under bf16 adapters.  bitsandbytes'
+compiled layer keeps what LoRA's keeps; torchao's saves, besides, the
+bf16 weights its graph dequantized (est_pytorch.c, nf4_compiled).  Cases
+in FIT are those the per-layer terms were derived on (their h, I, a, kv,
+d, rank, s and b all differ); CHECK holds shapes and lists of targets they
+never saw.  It fails when a bucket is off by more than 2% or a peak is
+above the step's bytes (perGpuBytes less what the loading moment adds,
+which this harness does not run).
 Prints every check with -v; exits 1 on a failure.
 """
 import os
@@ -69,25 +74,35 @@ CASES = [
      (QV, ["k_proj", "o_proj", "down_proj"])),
 ]
 
-# (method, precision, lora.dtype): QLoRA as quant.py builds it, each
-# decoder linear bitsandbytes' NF4 Linear4bit computing in bf16, PEFT's
-# fp32 adapters on top, without prepare_model_for_kbit_training.
-RUNS = [("lora", "bf16", "fp32"), ("lora", "bf16", "bf16"),
-        ("lora", "fp32", "fp32"), ("qlora", "bf16", "fp32")]
+# (method, precision, lora.dtype, qlora.quantizer): QLoRA as quant.py
+# builds it, each decoder linear bitsandbytes' NF4 Linear4bit computing in
+# bf16, PEFT's adapters on top, without prepare_model_for_kbit_training.
+RUNS = [("lora", "bf16", "fp32", None), ("lora", "bf16", "bf16", None),
+        ("lora", "fp32", "fp32", None),
+        ("qlora", "bf16", "fp32", "bitsandbytes"),
+        ("qlora", "bf16", "bf16", "bitsandbytes")]
+
+# torchtune's QLoRA: each decoder linear its FrozenNF4Linear (torchao's
+# NF4Tensor), bf16 adapters.  torchao keeps a bf16 factor for every 256
+# blocks of 64 weights, so each linear's weights are a multiple of 16,384:
+# its own case.
+NF4_CASES = [
+    ("CHECK", cfg("llama", 256, 4, 2, 512, 1000), 48, 2, 8,
+     (QV, "all-linear")),
+]
+NF4_RUNS = [("qlora", "bf16", "bf16", "torchao")]
 
 
 class Subject(measure.Subject):
     """measure.Subject with PEFT's LoRA of a rank and targets, every
     decoder layer compiled with inductor, as compile_model does."""
 
-    def __init__(self, c, method, precision, targets, dtype, rank):
+    def __init__(self, c, method, precision, targets, dtype, rank, quant):
         torch._dynamo.reset()
         self.c = c
-        if method == "qlora":
-            self.model = qlora(c, targets, rank)
-        else:
-            self.model = hf.build(c, 2, precision, "sdpa", lora=targets,
-                                  rank=rank, lora_dtype=dtype)
+        self.model = hf.build(c, 2, precision, "sdpa", lora=targets,
+                              rank=rank, lora_dtype=dtype,
+                              base=four_bit(quant))
         self.base = self.model.get_base_model()
         self.step = hf.Step(self.model, precision)
         for layer in hf.decoder_layers(self.base):
@@ -95,31 +110,36 @@ class Subject(measure.Subject):
 
 
 def memfloor(c, *args):
-    """memfloor's buckets and perGpuBytes of c's job (workload's args)."""
+    """memfloor's buckets and the step's bytes (perGpuBytes, less what the
+    loading moment adds) of c's job (workload's args)."""
     est = measure.estimate(c, workload(*args))
-    return ({x["name"]: x["bytes"] for x in est["buckets"]},
-            est["perGpuBytes"])
+    got = {x["name"]: x["bytes"] for x in est["buckets"]}
+    return got, est["perGpuBytes"] - got.get("loading", 0)
 
 
-def qlora(c, targets, rank):
-    """c's bf16 model with its decoder's linears NF4 (quant.py's
-    swap_linears), PEFT's fp32 adapters of rank on targets."""
-    import quant
-    model = hf.build(c, 2, "bf16", "sdpa")
-    for layer in hf.decoder_layers(model):
-        quant.swap_linears(layer)
-    peft = hf.import_peft()
-    return peft.get_peft_model(model, peft.LoraConfig(
-        r=rank, lora_alpha=2 * rank, lora_dropout=0.0,
-        target_modules=targets))
+def four_bit(quant):
+    """hf.build's base for qlora.quantizer quant: each decoder linear
+    bitsandbytes' NF4 Linear4bit (quant.py's) or torchtune's
+    FrozenNF4Linear; None for LoRA."""
+    import quant as q
+    if quant is None:
+        return None
+    make = q.quantize if quant == "bitsandbytes" else q.nf4_linear
+
+    def base(model):
+        for layer in hf.decoder_layers(model):
+            q.swap_linears(layer, make)
+    return base
 
 
-def workload(method, s, b, precision, ckpt, rank, targets, dtype):
-    return {"kind": "training", "sequenceLength": s, "microBatch": b,
-            "precision": precision, "attention": "sdpa",
-            "gradientCheckpointing": ckpt, "compile": True,
-            "method": method,
-            "lora": {"rank": rank, "targets": targets, "dtype": dtype}}
+def workload(method, s, b, precision, ckpt, rank, targets, dtype, quant):
+    w = {"kind": "training", "sequenceLength": s, "microBatch": b,
+         "precision": precision, "attention": "sdpa",
+         "gradientCheckpointing": ckpt, "compile": True, "method": method,
+         "lora": {"rank": rank, "targets": targets, "dtype": dtype}}
+    if quant is not None:
+        w["qlora"] = {"quantizer": quant}
+    return w
 
 
 def checkpointed(tag, name, c, subj, args, ids, labels, layer, errors):
@@ -133,24 +153,26 @@ def checkpointed(tag, name, c, subj, args, ids, labels, layer, errors):
     measure.compare(errors, tag, name, "lora activations+logits", kept,
                     got["activations"] + got["logits"])
     measure.check_peak(errors, tag, name, step, ids, labels, per_gpu,
-                       measure.Recipe if args[-1] == "fp32" else
+                       measure.Recipe if args[-2] == "fp32" else
                        measure.TrueRecipe)
 
 
-def run_targets(tag, i, c, s, b, rank, targets, rows, errors, ids, labels):
+def run_targets(tag, i, c, s, b, rank, targets, runs, rows, errors, ids,
+                labels):
     label = "+".join(targets) if isinstance(targets, list) else targets
-    for method, prec, dtype in RUNS:
-        subj = Subject(c, method, prec, targets, dtype, rank)
+    for method, prec, dtype, quant in runs:
+        subj = Subject(c, method, prec, targets, dtype, rank, quant)
         s1 = measure.saved_bytes(subj.set(1, "sdpa"), ids, labels)
         s2 = measure.saved_bytes(subj.set(2, "sdpa"), ids, labels)
         layer = s2 - s1
         rows.append((c, method, prec, dtype, label, rank, layer / (s * b), s,
                      b))
-        args = (method, s, b, prec, False, rank, targets, dtype)
+        args = (method, s, b, prec, False, rank, targets, dtype, quant)
         one, _ = memfloor(dict(c, num_hidden_layers=1), *args)
         two, _ = memfloor(c, *args)
-        name = "%s[%d] %s %s %s/%s %s" % (tag, i, c["model_type"], method,
-                                         prec, dtype, label)
+        name = "%s[%d] %s %s%s %s/%s %s" % (
+            tag, i, c["model_type"], method, "" if quant is None else
+            "/" + quant, prec, dtype, label)
         measure.compare(errors, tag, name, "lora activations+logits", s2,
                         two["activations"] + two["logits"])
         measure.compare(errors, tag, name, "lora layer", layer,
@@ -162,7 +184,8 @@ def run_targets(tag, i, c, s, b, rank, targets, rows, errors, ids, labels):
                            measure.Recipe if dtype == "fp32" else
                            measure.TrueRecipe)
         checkpointed(tag, name + " ckpt", c, subj,
-                     (method, s, b, prec, True, rank, targets, dtype), ids,
+                     (method, s, b, prec, True, rank, targets, dtype, quant),
+                     ids,
                      labels, layer, errors)
 
 
@@ -170,12 +193,14 @@ def main():
     """compile_lora.py [-v] [INDEX ...]: every case, or only those named."""
     only = set(a for a in sys.argv[1:] if a != "-v")
     rows, errors = [], []
-    for i, (tag, c, s, b, rank, targets) in enumerate(CASES):
+    cases = [x + (RUNS,) for x in CASES] + [x + (NF4_RUNS,) for x in NF4_CASES]
+    for i, (tag, c, s, b, rank, targets, runs) in enumerate(cases):
         if only and str(i) not in only:
             continue
         ids, labels = measure.inputs(c, s, b)
         for t in targets:
-            run_targets(tag, i, c, s, b, rank, t, rows, errors, ids, labels)
+            run_targets(tag, i, c, s, b, rank, t, runs, rows, errors, ids,
+                        labels)
     print("bytes saved per compiled LoRA layer per token, in units of h:")
     for c, method, prec, dtype, label, rank, v, s, b in rows:
         h = c["hidden_size"]

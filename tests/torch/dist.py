@@ -106,6 +106,7 @@ from transformers import AutoModelForCausalLM  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hf  # noqa: E402
+import quant  # noqa: E402
 from measure import Recipe, TrueRecipe, estimate, peak_of  # noqa: E402
 
 transformers.logging.set_verbosity_error()
@@ -873,17 +874,8 @@ def bnb_linear(lin):
     return q
 
 
-def nf4_linear(lin):
-    """lin's shape as torchtune's FrozenNF4Linear, as its QLoRA builders
-    make it (quantize_base=True: torchao's NF4Tensor, blocks of 64, a bf16
-    factor a 256 blocks), random weights."""
-    from torchtune.modules.low_precision import FrozenNF4Linear
-    return FrozenNF4Linear(lin.in_features, lin.out_features, bias=False,
-                           dtype=torch.bfloat16)
-
-
 # The 4-bit linears of FSDP-QLoRA, by qlora.quantizer.
-FOUR_BIT = {"bitsandbytes": bnb_linear, "torchao": nf4_linear}
+FOUR_BIT = {"bitsandbytes": bnb_linear, "torchao": quant.nf4_linear}
 
 
 def four_bit_base(quant):

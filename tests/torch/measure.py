@@ -70,6 +70,17 @@ RNG_BYTES = torch.get_rng_state().numel()
 
 # --- measuring ------------------------------------------------------------
 
+def parts(t):
+    """The plain tensors holding t's bytes: a tensor subclass's inner
+    tensors (a torchao NF4Tensor's codes, factors and code table), any
+    other tensor itself."""
+    from torch.utils._python_dispatch import is_traceable_wrapper_subclass
+    if not is_traceable_wrapper_subclass(t):
+        return [t]
+    names, _ = t.__tensor_flatten__()
+    return [x for n in names for x in parts(getattr(t, n))]
+
+
 def storage_key(t):
     s = t.untyped_storage()
     return s.data_ptr(), s.nbytes()
@@ -113,7 +124,8 @@ def saved_storages(model, ids, labels, held=False):
     if held:
         gc.collect()
         gc.freeze()
-    skip = {p.untyped_storage().data_ptr() for p in model.parameters()}
+    skip = {x.untyped_storage().data_ptr() for p in model.parameters()
+            for x in parts(p)}
     boxes = []
 
     def pack(t):
@@ -127,7 +139,7 @@ def saved_storages(model, ids, labels, held=False):
     if held:
         kept += [t for t in new_tensors() if t is not loss]
     seen = {}
-    for t in kept:
+    for t in (x for k in kept for x in parts(k)):
         ptr, n = storage_key(t)
         if ptr not in skip and n >= seen.get(ptr, (0, None))[0]:
             seen[ptr] = (n, t)
@@ -244,7 +256,8 @@ def step_peak(step, ids, labels, recipe=Recipe):
     allocated before, are counted by size; the rest is the profiler's."""
     params = list(step.parameters())
     opt = recipe(params)
-    held = sum(p.numel() * p.element_size() for p in params)
+    held = sum(x.numel() * x.element_size() for p in params
+               for x in parts(p))
     held += opt.held() + 2 * ids.numel() * 8
     for p in params:
         p.grad = None

@@ -111,12 +111,23 @@ def quantize(lin):
     return q
 
 
-def swap_linears(module):
+def swap_linears(module, make=quantize):
+    """Every linear under module made 4-bit by make (bitsandbytes'
+    Linear4bit by default)."""
     for name, child in module.named_children():
         if isinstance(child, torch.nn.Linear):
-            setattr(module, name, quantize(child))
+            setattr(module, name, make(child))
         else:
-            swap_linears(child)
+            swap_linears(child, make)
+
+
+def nf4_linear(lin):
+    """lin's shape as torchtune's FrozenNF4Linear, as its QLoRA builders
+    make it (quantize_base=True: torchao's NF4Tensor, blocks of 64, a bf16
+    factor a 256 blocks), random weights."""
+    from torchtune.modules.low_precision import FrozenNF4Linear
+    return FrozenNF4Linear(lin.in_features, lin.out_features, bias=False,
+                           dtype=torch.bfloat16)
 
 
 def state_tensors(qs):

@@ -3067,6 +3067,57 @@ test_torch_loading_torchao(void **state)
 	assert_int_equal(mf_est_peak_moment(&e), MF_PEAK_STEP);
 }
 
+/*
+ * Compiled, torchtune's QLoRA base (qlora.quantizer torchao) saves each
+ * layer's dequantized weights, 2 bytes each, where bitsandbytes' saves
+ * none (est_pytorch.c, nf4_compiled).  Llama 3.1 8B's layer:
+ *   q_proj, o_proj  4096 x 4096 x 2    33,554,432
+ *   k_proj, v_proj  1024 x 4096 x 2     8,388,608
+ *   gate, up, down 14336 x 4096 x 3   176,160,768
+ *   Pq / L                            218,103,808, x 2 = 436,207,616
+ * Checkpointed, the recomputed layer's alone: 436,207,616.  Not, every
+ * layer's, less the first's q, k and v ((16,777,216 + 2 x 4,194,304) x 2
+ * = 50,331,648): 32 x 436,207,616 - 50,331,648 = 13,908,312,064.  Its
+ * eager dequantization is not a transient then: the graph makes the
+ * weight it saves.
+ */
+static void
+test_torch_compile_torchao(void **state)
+{
+	struct mf_workload w;
+	struct mf_estimate bnb, tao;
+
+	(void)state;
+	mf_workload_defaults(&w);
+	w.seq_len = 2048;
+	w.micro_batch = 2;
+	w.compile = 1;
+	w.method = MF_QLORA;
+	w.lora_dtype = MF_LORA_BF16;
+	w.lora_targets = MF_LORA_LIST;
+	w.lora_modules = MF_LORA_BIT(MF_LIN_Q) | MF_LORA_BIT(MF_LIN_V);
+	w.checkpointing = MF_CKPT_FULL;
+	bnb = est(&llama8b, &w);
+	w.qlora_quantizer = MF_QZ_TORCHAO;
+	tao = est(&llama8b, &w);
+	assert_int_equal(tao.bucket[MF_B_ACTIVATIONS] -
+	        bnb.bucket[MF_B_ACTIVATIONS],
+	    INT64_C(436207616));
+	assert_non_null(strstr(tao.formula[MF_B_ACTIVATIONS], " + Pq / L x 2"));
+	assert_null(strstr(tao.formula[MF_B_TRANSIENT], "Qmax"));
+	assert_non_null(strstr(bnb.formula[MF_B_TRANSIENT], "Qmax x 2"));
+	w.checkpointing = MF_CKPT_NONE;
+	w.qlora_quantizer = MF_QZ_BITSANDBYTES;
+	bnb = est(&llama8b, &w);
+	w.qlora_quantizer = MF_QZ_TORCHAO;
+	tao = est(&llama8b, &w);
+	assert_int_equal(tao.bucket[MF_B_ACTIVATIONS] -
+	        bnb.bucket[MF_B_ACTIVATIONS],
+	    INT64_C(13908312064));
+	assert_non_null(
+	    strstr(tao.formula[MF_B_ACTIVATIONS], " + Pq x 2 - Wqkv x 2"));
+}
+
 /* A list's name the model has not is refused, naming it and listing the
  * model's; lm_head is not modelled. */
 static void
@@ -3649,9 +3700,9 @@ test_torch_compile_refused(void **state)
 	assert_false(mf_est_compile_refused(&llama8b, &w, why, sizeof(why)));
 	w.lora_dtype = MF_LORA_BF16;
 	assert_false(mf_est_compile_refused(&llama8b, &w, why, sizeof(why)));
+	/* QLoRA with bf16 adapters (torchtune's) as with fp32 ones. */
 	w.method = MF_QLORA;
-	assert_true(mf_est_compile_refused(&llama8b, &w, why, sizeof(why)));
-	assert_non_null(strstr(why, "lora.dtype: bf16"));
+	assert_false(mf_est_compile_refused(&llama8b, &w, why, sizeof(why)));
 	w.lora_dtype = MF_LORA_FP32;
 	assert_false(mf_est_compile_refused(&llama8b, &w, why, sizeof(why)));
 	w.method = MF_FULL;
@@ -3910,6 +3961,7 @@ main(void)
 		cmocka_unit_test(test_torch_lora_dropout),
 		cmocka_unit_test(test_torch_loading),
 		cmocka_unit_test(test_torch_loading_torchao),
+		cmocka_unit_test(test_torch_compile_torchao),
 		cmocka_unit_test(test_terms_signed),
 		cmocka_unit_test(test_estimator_names),
 		cmocka_unit_test(test_est_reference_full),
