@@ -333,24 +333,35 @@ oib_tied(const struct mf_model *m, const struct mf_workload *w)
  * weight's being stepped: (V x h + Pl) x g, Pl the largest tensor of a
  * layer.  (The embeddings' backward then holds the two and their sum,
  * 3 x V x h x g, with no activation left: less than these with the step's
- * temporaries of V x h, 2g a weight, in transient.)  Measured on
- * transformers' models with torchtune's hooks by tests/torch/optim_bwd.py.
+ * temporaries of V x h, 2g a weight, in transient.)  Compiled (compile:
+ * true), a layer's backward graph returns all of its weights' gradients
+ * together before the engine accumulates the first, so a layer's are
+ * alive at once: the layer's parameters take Pl's place, and Pmax's where
+ * they are more.  Measured on transformers' models with torchtune's hooks
+ * by tests/torch/optim_bwd.py, compiled too.
  */
 static void
 oib_gradients(const struct mf_model *m, const struct mf_workload *w,
     const struct mf_est_precision *pr, struct mf_estimate *e)
 {
 	struct mf_text f;
-	int64_t n;
+	int64_t n,
+	    pl = w->compile ? mf_model_layer_params(m) :
+	                      mf_model_largest_layer_param(m);
+	const char *sym = w->compile ? "layer params" : "Pl";
 
 	mf_text_init(&f, mf_est_text(e, MF_B_GRADIENTS));
-	if (!oib_tied(m, w)) {
+	if (oib_tied(m, w)) {
+		mf_text_str(&f, "(V x h + ");
+		mf_text_str(&f, sym);
+		mf_text_str(&f, ") x ");
+		n = mf_cadd(mf_cmul(m->vocab, m->hidden), pl);
+	} else if (w->compile && pl > mf_model_largest_param(m)) {
+		mf_text_str(&f, "layer params x ");
+		n = pl;
+	} else {
 		mf_text_str(&f, "Pmax x ");
 		n = mf_model_largest_param(m);
-	} else {
-		mf_text_str(&f, "(V x h + Pl) x ");
-		n = mf_cadd(mf_cmul(m->vocab, m->hidden),
-		    mf_model_largest_layer_param(m));
 	}
 	mf_text_int(&f, pr->grad);
 	e->bucket[MF_B_GRADIENTS] = mf_cmul(n, pr->grad);

@@ -275,10 +275,9 @@ compile_work_refused(const struct mf_workload *w, char *why, size_t size)
 		    w->checkpointing == MF_CKPT_OP ?
 		        "per op (gradientCheckpointing: op)" :
 		        "every Nth layer (gradientCheckpointing: N above 1)");
-	else if (w->activation_offload || w->optimizer_in_backward)
-		snprintf(why, size, "%s; this job has %s: true", lead,
-		    w->activation_offload ? "activationOffload" :
-		                            "optimizerInBackward");
+	else if (w->activation_offload)
+		snprintf(why, size, "%s; this job has activationOffload: true",
+		    lead);
 	else if (w->tensor > 1 || w->pipeline > 1 || w->expert > 1)
 		layout_refused(lead, w, why, size);
 	else

@@ -474,7 +474,7 @@ static const struct mf_field workload_rows[W_COUNT] = {
 	    .base = MF_FB_WORK, .offset = WOFF(compile),
 	    .flags = MF_FF_DEFAULT, .idef = 0, .when = { TRAINING },
 	    .title = "Compile",
-	    .doc = "torch.compile of each decoder layer, as torchtune's compile: True: llama or mistral, full fine-tuning, LoRA or QLoRA (QLoRA in bf16, no kbitPrep), every layer checkpointed or none, bf16, bf16-true or fp32, sdpa, the standard loss or the chunked one (its cross-entropy compiled piece by piece, as torchtune's compile_loss does), on one GPU or under FSDP (sharding), not tensor, pipeline or expert parallel" },
+	    .doc = "torch.compile of each decoder layer, as torchtune's compile: True: llama or mistral, full fine-tuning, LoRA or QLoRA (QLoRA in bf16, no kbitPrep), every layer checkpointed or none, bf16, bf16-true or fp32, sdpa, the standard loss or the chunked one (its cross-entropy compiled piece by piece, as torchtune's compile_loss does), with or without optimizerInBackward, not with activationOffload, on one GPU or under FSDP (sharding), not tensor, pipeline or expert parallel" },
 	[W_FLOAT8] = { .key = "float8", .type = MF_FT_ENUM,
 	    .base = MF_FB_WORK, .offset = WOFF(float8),
 	    .flags = MF_FF_DEFAULT, .names = float8s, .idef = MF_F8_NONE,

@@ -30,6 +30,11 @@ nothing (backends/cuda/ops.py, _optimizer_update_8bit_blockwise_impl), so
 an 8-bit run's step temporaries are left out of its peak and not held to
 transient.
 
+The Llama cases, and a Llama with tied embeddings, run compiled too
+(compile: true): every decoder layer compiled by torch.compile with
+inductor, as torchtune's compile_model does, whose backward graph returns
+a layer's gradients together.
+
 One forward and backward (the hooks step every weight) runs under the
 profiler; its allocation events, each nested in the op that made or freed
 it, give the bytes alive at every moment, split by what they are:
@@ -127,6 +132,19 @@ BNB = {"adam8bit": bnb.optim.AdamW8bit,
        "paged-adamw8bit": bnb.optim.PagedAdamW8bit}
 BNB_RUNS = [("bf16-true", "sdpa", False), ("fp32", "eager", True)]
 PAGED_MIN = 1e5
+
+# Compiled (compile: true): every decoder layer compiled by torch.compile
+# with inductor, as torchtune's compile_model does, after a first forward
+# and backward that compiles them.  Llama's block (what compile: true
+# takes): the Llama cases and a Llama with tied embeddings, each with
+# these (precision, attention, checkpointing, optimizer).
+COMPILED_CASES = [x for x in CASES if x[0].startswith("llama")] + [
+    ("llama tied", cfg("llama", 96, 4, 2, 256, 352,
+                       tie_word_embeddings=True), 56, 2)]
+COMPILED_RUNS = [("bf16-true", "sdpa", False, "single"),
+                 ("bf16-true", "sdpa", True, "single"),
+                 ("fp32", "sdpa", False, "single"),
+                 ("bf16-true", "sdpa", True, "paged-adamw8bit")]
 
 
 def optimizers(model, impl):
@@ -283,26 +301,36 @@ class Timeline:
             ", ".join("%s %d" % (k, self.alive[k][t]) for k in self.KINDS))
 
 
-def measure_run(c, s, b, precision, attention, ckpt, impl="single"):
+def measure_run(c, s, b, precision, attention, ckpt, impl="single",
+                compiled=False):
     model = hf.build(c, c["num_hidden_layers"], precision, attention,
                      ckpt=ckpt)
+    if compiled:
+        torch._dynamo.reset()
+        for layer in hf.decoder_layers(model):
+            layer.compile(backend="inductor")
     return hooked(model, hf.Step(model, precision),
-                  *measure.inputs(c, s, b), impl)
+                  *measure.inputs(c, s, b), impl, compiled)
 
 
-def hooked(model, step, ids, labels, impl):
+def hooked(model, step, ids, labels, impl, compiled=False):
     """One forward and backward of step (a module whose parameters are
     model's) on ids and labels with the optimizer impl in backward, as
     torchtune runs it, under the profiler: the bytes held before it, the
-    optimizers' state (on the device, paged) and the Timeline."""
-    optim = optimizers(model, impl)
-    training.register_optim_in_bwd_hooks(model=model, optim_dict=optim)
-    held = held_bytes(model, optim, ids)
-
+    optimizers' state (on the device, paged) and the Timeline.  Compiled,
+    a first forward and backward compiles the layers first."""
     def one():
         loss = step(ids, labels)
         loss.backward()
         del loss
+
+    if compiled:
+        one()
+        for p in model.parameters():
+            p.grad = None
+    optim = optimizers(model, impl)
+    training.register_optim_in_bwd_hooks(model=model, optim_dict=optim)
+    held = held_bytes(model, optim, ids)
 
     # With 8-bit state no AdamW temporaries cover the peak, and oneDNN's
     # bf16 matmul's scratch copy of its operand, a CPU artefact (loss.py,
@@ -326,12 +354,14 @@ def device_peak(tl, impl):
     return tl.peak()
 
 
-def memfloor(c, s, b, precision, attention, ckpt, impl="single"):
+def memfloor(c, s, b, precision, attention, ckpt, impl="single",
+             compiled=False):
     est = measure.estimate(c, {
         "kind": "training", "sequenceLength": s, "microBatch": b,
         "precision": precision, "attention": attention,
         "gradientCheckpointing": ckpt, "optimizerInBackward": True,
-        "optimizer": impl if impl in BNB else "adamw"})
+        "optimizer": impl if impl in BNB else "adamw",
+        "compile": compiled})
     if not est["recipe"]["optimizerInBackward"]:
         sys.exit("memfloor's recipe does not say optimizerInBackward")
     buckets = {x["name"]: x["bytes"] for x in est["buckets"]}
@@ -352,14 +382,17 @@ def check(failures, name, what, ok, measured, estimated):
 
 
 def run(failures, margins, label, c, s, b, precision, attention, ckpt,
-        impl="single"):
+        impl="single", compiled=False):
     held, (dev, paged), tl = measure_run(c, s, b, precision, attention,
-                                         ckpt, impl)
-    got, per_gpu = memfloor(c, s, b, precision, attention, ckpt, impl)
-    name = "%s %s %s%s%s" % (label, precision, attention,
-                             "" if ckpt is False else
-                             " ckpt" if ckpt is True else " ckpt %s" % ckpt,
-                             "" if impl == "single" else " " + impl)
+                                         ckpt, impl, compiled)
+    got, per_gpu = memfloor(c, s, b, precision, attention, ckpt, impl,
+                            compiled)
+    name = "%s %s %s%s%s%s" % (label, precision, attention,
+                               "" if ckpt is False else
+                               " ckpt" if ckpt is True else
+                               " ckpt %s" % ckpt,
+                               "" if impl == "single" else " " + impl,
+                               " compiled" if compiled else "")
     embed = tl.first("autograd::engine::evaluate_function: Embedding")
     grads = tl.most("grad", embed)
     err = check(failures, name, "gradients", abs(
@@ -412,6 +445,14 @@ def main():
             for precision, attention, ckpt in BNB_RUNS:
                 run(failures, margins, label, c, s, b, precision, attention,
                     ckpt, impl)
+    for label, c, s, b in COMPILED_CASES:
+        if only and label not in only:
+            continue
+        for precision, attention, ckpt, impl in COMPILED_RUNS:
+            if ONLY_8BIT and impl not in BNB:
+                continue
+            run(failures, margins, label, c, s, b, precision, attention,
+                ckpt, impl, True)
     for what, errs in margins.items():
         if errs:
             print("optimizerInBackward %-9s: memfloor %+.2f%% to %+.2f%% "
