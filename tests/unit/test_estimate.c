@@ -3081,6 +3081,21 @@ test_torch_loading_torchao(void **state)
  * eager dequantization is not a transient then: the graph makes the
  * weight it saves.
  */
+/* Checkpointed as ckpt, what torchao's compiled base keeps beyond
+ * bitsandbytes' (its activations less theirs); with the formula of each
+ * bucket in tao and bnb. */
+static int64_t
+torchao_kept(struct mf_workload *w, enum mf_checkpointing ckpt,
+    struct mf_estimate *bnb, struct mf_estimate *tao)
+{
+	w->checkpointing = ckpt;
+	w->qlora_quantizer = MF_QZ_BITSANDBYTES;
+	*bnb = est(&llama8b, w);
+	w->qlora_quantizer = MF_QZ_TORCHAO;
+	*tao = est(&llama8b, w);
+	return tao->bucket[MF_B_ACTIVATIONS] - bnb->bucket[MF_B_ACTIVATIONS];
+}
+
 static void
 test_torch_compile_torchao(void **state)
 {
@@ -3096,23 +3111,12 @@ test_torch_compile_torchao(void **state)
 	w.lora_dtype = MF_LORA_BF16;
 	w.lora_targets = MF_LORA_LIST;
 	w.lora_modules = MF_LORA_BIT(MF_LIN_Q) | MF_LORA_BIT(MF_LIN_V);
-	w.checkpointing = MF_CKPT_FULL;
-	bnb = est(&llama8b, &w);
-	w.qlora_quantizer = MF_QZ_TORCHAO;
-	tao = est(&llama8b, &w);
-	assert_int_equal(tao.bucket[MF_B_ACTIVATIONS] -
-	        bnb.bucket[MF_B_ACTIVATIONS],
+	assert_int_equal(torchao_kept(&w, MF_CKPT_FULL, &bnb, &tao),
 	    INT64_C(436207616));
 	assert_non_null(strstr(tao.formula[MF_B_ACTIVATIONS], " + Pq / L x 2"));
 	assert_null(strstr(tao.formula[MF_B_TRANSIENT], "Qmax"));
 	assert_non_null(strstr(bnb.formula[MF_B_TRANSIENT], "Qmax x 2"));
-	w.checkpointing = MF_CKPT_NONE;
-	w.qlora_quantizer = MF_QZ_BITSANDBYTES;
-	bnb = est(&llama8b, &w);
-	w.qlora_quantizer = MF_QZ_TORCHAO;
-	tao = est(&llama8b, &w);
-	assert_int_equal(tao.bucket[MF_B_ACTIVATIONS] -
-	        bnb.bucket[MF_B_ACTIVATIONS],
+	assert_int_equal(torchao_kept(&w, MF_CKPT_NONE, &bnb, &tao),
 	    INT64_C(13908312064));
 	assert_non_null(
 	    strstr(tao.formula[MF_B_ACTIVATIONS], " + Pq x 2 - Wqkv x 2"));
