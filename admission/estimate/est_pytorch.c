@@ -864,11 +864,12 @@ op_activations(const struct mf_model *m, const struct mf_workload *w,
  * compiled as torchtune's compile: True) is dequantized inside the layer's
  * graph, and the partitioner saves the bf16 weights it made for backward
  * rather than dequantizing again: each of the n layers alive at the peak
- * keeps its 4-bit linears' weights, 2 bytes each (Pq / L of them), but the
- * first, first (its input needs no gradient), which leaves out q_proj's,
- * k_proj's and v_proj's (Wqkv).  bitsandbytes' MatMul4Bit, opaque to the
- * graph, keeps none.  tests/torch/compile_lora.py measures both.
- * " + Pq x 2" (or " + n x Pq / L x 2") and " - Wqkv x 2" into f.
+ * keeps its 4-bit linears' weights, 2 bytes each (Pq / L of them).  With
+ * first set the first layer is among them, and it leaves out q_proj's,
+ * k_proj's and v_proj's (Wqkv): its input needs no gradient.  bitsandbytes'
+ * MatMul4Bit, opaque to the graph, keeps none.  tests/torch/compile_lora.py
+ * measures both.  " + Pq x 2" (or " + n x Pq / L x 2") and " - Wqkv x 2"
+ * into f.
  */
 static int64_t
 nf4_compiled(const struct mf_model *m, const struct mf_workload *w,
