@@ -322,20 +322,27 @@ ymember(struct mf_jw *w, struct key k, size_t value, int *top)
 
 /* --- both ---------------------------------------------------------- */
 
+/* A YAML member's start and the space before its value: out of line, so
+ * that JSON's, nearly every answer, is inlined at each call. */
+static __attribute__((noinline)) char *
+ymember_value(struct mf_jw *w, struct key key, size_t value)
+{
+	int top;
+	char *p = ymember(w, key, value + 2, &top);
+
+	if (p != NULL && !top)
+		*p++ = ' ';
+	return p;
+}
+
 /* Room for value bytes after the member's name, written; NULL on
  * failure.  The value follows what is returned; mf_jw_end ends it. */
 static inline char *
 member(struct mf_jw *w, struct key key, size_t value)
 {
-	int top;
-	char *p;
-
 	if (w->form == MF_JW_JSON)
 		return jmember(w, key, value);
-	p = ymember(w, key, value + 2, &top);
-	if (p != NULL && !top)
-		*p++ = ' ';
-	return p;
+	return ymember_value(w, key, value);
 }
 
 /* The member's value ends at p. */
