@@ -101,16 +101,18 @@ be32(const unsigned char *p)
 #define BSIG1(x) (ror(x, 6) ^ ror(x, 11) ^ ror(x, 25))
 #define SSIG0(x) (ror(x, 7) ^ ror(x, 18) ^ ((x) >> 3))
 #define SSIG1(x) (ror(x, 17) ^ ror(x, 19) ^ ((x) >> 10))
+/* FIPS 180-4's Ch and Maj (4.2), each in one operation fewer: where e
+ * is set f, else g; the bit most of a, b and c have. */
+#define CH(e, f, g) ((g) ^ ((e) & ((f) ^ (g))))
+#define MAJ(a, b, c) (((a) & (b)) | ((c) & ((a) | (b))))
 /* A round on the working variables named in their order this round
  * (rather than moving eight values each round, the names rotate), with
  * its constant kt and its word of the schedule wt. */
 #define ROUND(a, b, c, d, e, f, g, h, kt, wt) \
 	do { \
-		uint32_t t1 = (h) + BSIG1(e) + (((e) & (f)) ^ (~(e) & (g))) + \
-		    (kt) + (wt); \
+		uint32_t t1 = (h) + BSIG1(e) + CH(e, f, g) + (kt) + (wt); \
 		(d) += t1; \
-		(h) = \
-		    t1 + BSIG0(a) + (((a) & (b)) ^ ((a) & (c)) ^ ((b) & (c))); \
+		(h) = t1 + BSIG0(a) + MAJ(a, b, c); \
 	} while (0)
 
 /* The schedule's words of a pass, a ring of 16: j of the first pass is
