@@ -94,11 +94,30 @@ yaml_unsafe(const unsigned char *s, size_t u)
 	return 0;
 }
 
-/* The n bytes at s, written at p; returns where they end. */
-static char *
+/*
+ * The n bytes at s, written at p; returns where they end.  A name or a
+ * number is short: up to 32 bytes go as two moves of a fixed size that
+ * overlap (the last ending at n), not as a call.
+ */
+static inline char *
 copy(char *p, const char *s, size_t n)
 {
-	memcpy(p, s, n);
+	if (n >= 16 && n <= 32) {
+		memcpy(p, s, 16);
+		memcpy(p + n - 16, s + n - 16, 16);
+	} else if (n >= 8 && n < 16) {
+		memcpy(p, s, 8);
+		memcpy(p + n - 8, s + n - 8, 8);
+	} else if (n >= 4 && n < 8) {
+		memcpy(p, s, 4);
+		memcpy(p + n - 4, s + n - 4, 4);
+	} else if (n > 0 && n < 4) {
+		p[0] = s[0];
+		p[n / 2] = s[n / 2];
+		p[n - 1] = s[n - 1];
+	} else {
+		memcpy(p, s, n);
+	}
 	return p + n;
 }
 
@@ -176,8 +195,7 @@ quoted(const struct mf_jw *w, char *p, const char *s, size_t n, int raw)
 {
 	*p++ = '"';
 	if (raw) {
-		memcpy(p, s, n);
-		p += n;
+		p = copy(p, s, n);
 	} else {
 		p = escaped(p, s, s + n, w->form == MF_JW_YAML);
 	}
