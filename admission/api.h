@@ -143,6 +143,10 @@ const struct mf_field *mf_api_document(const char *kind);
 void mf_api_error(enum mf_answer_kind kind, const char *field,
     const char *message, enum mf_output out, struct mf_answer *ans);
 void mf_answer_free(struct mf_answer *ans);
+/* The body, handed to the caller to free(), the answer left without one;
+ * NULL when the body is not the answer's to give (the fixed body of an
+ * out-of-memory answer), which then stays. */
+char *mf_answer_take(struct mf_answer *ans);
 
 /*
  * Set w->estimator to the one api asks for, else the catalogue's.  An

@@ -353,10 +353,17 @@ send_answer(struct MHD_Connection *c, struct request *r, int status,
 {
 	struct MHD_Response *resp;
 	enum MHD_Result ret;
+	size_t len = ans->len;
+	char *body = mf_answer_take(ans);
 
-	resp = MHD_create_response_from_buffer(ans->len, ans->body,
-	    MHD_RESPMEM_MUST_COPY);
+	/* The body goes to libmicrohttpd as it is, not copied. */
+	resp = body != NULL ?
+	    MHD_create_response_from_buffer_with_free_callback(len, body,
+	        free) :
+	    MHD_create_response_from_buffer(len, ans->body,
+	        MHD_RESPMEM_PERSISTENT);
 	if (resp == NULL) {
+		free(body);
 		mf_answer_free(ans);
 		return MHD_NO;
 	}
