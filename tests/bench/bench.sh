@@ -26,8 +26,8 @@
 # 88Gi and as it is (its spec annotation), and a Pod, the kube-rs sample
 # of tests/data/review/ with memfloor.dev/min-memory: 88Gi, also as that
 # file is, indented; memfloord and nginx serve the same throwaway
-# certificate (made with openssl), both speaking TLS 1.3 (checked).  Then the in-process placement
-# benchmark.
+# certificate (made with openssl), both speaking TLS 1.3 (checked).
+# Then the in-process placement benchmark.
 #
 # On a shared machine one run of either can be off by a third, so the two
 # take turns, BENCH_ROUNDS times each, and the medians are printed.
@@ -39,7 +39,8 @@
 # tail latency of both.  BENCH_PIN=0 lets them share all cores.
 #
 # BENCH_TLS_KEY=ec makes the certificate ECDSA P-256 rather than
-# RSA-2048: a handshake's signature is then about a tenth of the work.
+# RSA-2048, whose signature, 1.7 ms in GnuTLS, sets the TLS rows' p99 at
+# 64 connections (docs/performance.md).
 #
 # BENCH_COUNTS=only prints the instructions a request and stops: the
 # counts are the same on a busy machine, the requests a second are not.
@@ -307,7 +308,7 @@ row() {
 	    "$scheme://127.0.0.1:$mport$path")
 	python3 -c "import sys; sys.stdout.write('x' * $size)" >"$work/static"
 	listen="listen 127.0.0.1:$nport;"
-	# TLS 1.3 as memfloord speaks it (and the API server asks for it):
+	# TLS 1.3 as memfloord speaks it (and the API server's Go client):
 	# Debian's nginx 1.22 offers only up to 1.2 unless told, and a 1.2
 	# client waits for the server's Finished before its first request,
 	# where a 1.3 client sends it at once and it waits on the server.
