@@ -265,9 +265,9 @@ jmember(struct mf_jw *w, struct key k, size_t value)
 
 	if (p == NULL)
 		return NULL;
-	assert(w->depth <= MF_JW_DEPTH);
-	if (w->depth > 0 && w->count[w->depth - 1]++ > 0)
-		*p++ = ',';
+	*p = ',';
+	p += w->comma;
+	w->comma = 1;
 	if (k.s != NULL) {
 		p = quoted(w, p, k.s, k.n, k.raw);
 		*p++ = ':';
@@ -396,8 +396,10 @@ mf_jw_open_n(struct mf_jw *w, const char *key, size_t n, char brace)
 	w->depth++;
 	if (p == NULL)
 		return;
-	if (w->form == MF_JW_JSON)
+	if (w->form == MF_JW_JSON) {
 		*p++ = brace;
+		w->comma = 0;
+	}
 	mf_buf_done(w->b, p);
 }
 
@@ -414,6 +416,7 @@ mf_jw_close(struct mf_jw *w, char brace)
 		return;
 	if (w->form == MF_JW_JSON) {
 		*p++ = brace;
+		w->comma = 1;
 	} else if (w->count[d] == 0) {
 		/* An empty one: "{}" or "[]" where its members would go. */
 		if (w->indent[d] != YAML_TOP)

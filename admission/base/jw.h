@@ -38,7 +38,8 @@ struct mf_jw {
 	enum mf_jw_form form;
 	int depth;
 	int started;            /* YAML: the document's first line is out */
-	int count[MF_JW_DEPTH]; /* members written at each open level */
+	int comma;              /* JSON: the next member follows another */
+	int count[MF_JW_DEPTH]; /* YAML: members written at each open level */
 	char brace[MF_JW_DEPTH];
 	int indent[MF_JW_DEPTH]; /* YAML: the column of the level's members */
 };
