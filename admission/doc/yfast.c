@@ -152,6 +152,16 @@ close_node(struct yf *y, yaml_event_type_t type)
 	return emit(y, type, y->line, 0, NULL);
 }
 
+#define BIT(c) ((uint64_t)1 << ((c)&63))
+/* YAML's indicators as two bit sets, those below 64 and the rest: every
+ * key and value is checked against them. */
+#define INDICATORS_LOW \
+	(BIT('?') | BIT(':') | BIT(',') | BIT('#') | BIT('&') | BIT('*') | \
+	    BIT('!') | BIT('>') | BIT('\'') | BIT('"') | BIT('%'))
+#define INDICATORS_HIGH \
+	(BIT('[') | BIT(']') | BIT('{') | BIT('}') | BIT('|') | BIT('@') | \
+	    BIT('`'))
+
 /*
  * A plain scalar may start with anything but an indicator; "-" only
  * before a digit, a letter or a dot ("-1", "-x"), where libyaml agrees.
@@ -159,9 +169,11 @@ close_node(struct yf *y, yaml_event_type_t type)
 static int
 plain_start(const struct yf *y, size_t p)
 {
-	char c = y->buf[p], d;
+	unsigned char c = (unsigned char)y->buf[p];
+	char d;
 
-	if (strchr("?:,[]{}#&*!|>'\"%@`", c) != NULL)
+	if (c < 128 &&
+	    (c < 64 ? INDICATORS_LOW : INDICATORS_HIGH) >> (c & 63) & 1)
 		return 0;
 	if (c != '-')
 		return 1;
