@@ -415,9 +415,10 @@ lora_linears(const struct mf_model *m, const struct mf_workload *w)
 }
 
 /* Bytes a token, a layer, of pass p (0 forward, 1 backward, 2
- * recomputed forward). */
+ * recomputed forward); lio is lora_io(m, w), the same for every pass. */
 static double
-layer_bytes(const struct mf_model *m, const struct mf_workload *w, int p)
+layer_bytes(const struct mf_model *m, const struct mf_workload *w, int p,
+    double lio)
 {
 	const struct traffic *t16[3] = { &bf16_fwd, &bf16_bwd, &bf16_rec };
 	const struct traffic *tm[3] = { &mixed_fwd, &mixed_bwd, &mixed_rec };
@@ -435,12 +436,13 @@ layer_bytes(const struct mf_model *m, const struct mf_workload *w, int p)
 		        (p == 1 ? 21.0 * (double)m->heads :
 		                  12.0 * (double)m->heads +
 		                    4.0 * (double)m->kv_heads);
-	return b +
-	    (mixed(w) ? lora_bytes_mixed : lora_bytes)[p] * lora_io(m, w);
+	return b + (mixed(w) ? lora_bytes_mixed : lora_bytes)[p] * lio;
 }
 
+/* Kernels a layer launches in pass p; lin is lora_linears(m, w). */
 static double
-layer_kernels(const struct mf_model *m, const struct mf_workload *w, int p)
+layer_kernels(const struct mf_model *m, const struct mf_workload *w, int p,
+    double lin)
 {
 	double k;
 
@@ -451,7 +453,7 @@ layer_kernels(const struct mf_model *m, const struct mf_workload *w, int p)
 	if (mixed(w))
 		k += kernels_mixed[p];
 	if (w->method != MF_FULL)
-		k += kernels_lora[p] * lora_linears(m, w);
+		k += kernels_lora[p] * lin;
 	return k;
 }
 
@@ -639,7 +641,7 @@ training_work(const struct mf_model *m, const struct mf_workload *w,
 	struct mf_flops f;
 	double T = (double)out->tokens, eb = (double)act_bytes(w);
 	double L = (double)m->layers, h = (double)m->hidden;
-	double passes, rec = 0, rl, P = (double)e->params;
+	double passes, rec = 0, rl, P = (double)e->params, lio, lin;
 	int64_t accum = w->grad_accum > 0 ? w->grad_accum : 1;
 
 	mf_work_flops(m, w, &f);
@@ -660,9 +662,10 @@ training_work(const struct mf_model *m, const struct mf_workload *w,
 	    (double)(m->layers / (w->ckpt_every > 0 ? w->ckpt_every : 1)) / L :
 	    0;
 	out->mm_bytes = passes * eb * (T * linear_io(m) + P);
+	lio = lora_io(m, w);
 	out->bytes = T * L *
-	        (layer_bytes(m, w, 0) + layer_bytes(m, w, 1) +
-	            rl * layer_bytes(m, w, 2)) +
+	        (layer_bytes(m, w, 0, lio) + layer_bytes(m, w, 1, lio) +
+	            rl * layer_bytes(m, w, 2, lio)) +
 	    T * LOSS_BYTES * (double)m->vocab;
 	/* Gradient accumulation steps the optimizer once in grad_accum
 	 * micro-batches, and data parallel all-reduces once (DDP's
@@ -675,9 +678,10 @@ training_work(const struct mf_model *m, const struct mf_workload *w,
 		    ((double)mf_model_linear_params(m) *
 		            (1 + rl + (w->method == MF_FULL)) +
 		        h * (double)m->vocab * (1 + (w->method == MF_FULL)));
+	lin = w->method != MF_FULL ? lora_linears(m, w) : 0;
 	out->kernels = L *
-	    (layer_kernels(m, w, 0) + layer_kernels(m, w, 1) +
-	        rl * layer_kernels(m, w, 2));
+	    (layer_kernels(m, w, 0, lin) + layer_kernels(m, w, 1, lin) +
+	        rl * layer_kernels(m, w, 2, lin));
 	float8_casts(m, w, rl, out);
 	/* QLoRA dequantizes each 4-bit weight to 16 bits before each use:
 	 * reads half a byte a weight (and its scales), writes two. */
