@@ -119,7 +119,7 @@ static struct mf_jw *
 doc_begin(struct doc *d, enum mf_output out)
 {
 	mf_buf_init(&d->b, ANSWER_MAX);
-	mf_buf_grow(&d->b, ANSWER_FIRST - 1);
+	mf_buf_room(&d->b, ANSWER_FIRST - 1);
 	mf_jw_init_form(&d->w, &d->b,
 	    out == MF_OUT_YAML ? MF_JW_YAML : MF_JW_JSON);
 	return &d->w;

@@ -22,14 +22,15 @@ is_number(const char *s)
 		p++;
 	if (*p != '.' && (*p < '0' || *p > '9'))
 		return 0;
-	if (*p == '.' &&
-	    (strcmp(p, ".inf") == 0 || strcmp(p, ".Inf") == 0 ||
-	        strcmp(p, ".INF") == 0))
-		return 1;
-	if (*p == '.' && p == s &&
-	    (strcmp(p, ".nan") == 0 || strcmp(p, ".NaN") == 0 ||
-	        strcmp(p, ".NAN") == 0))
-		return 1;
+	if (*p == '.') {
+		if (strcmp(p, ".inf") == 0 || strcmp(p, ".Inf") == 0 ||
+		    strcmp(p, ".INF") == 0)
+			return 1;
+		if (p == s &&
+		    (strcmp(p, ".nan") == 0 || strcmp(p, ".NaN") == 0 ||
+		        strcmp(p, ".NAN") == 0))
+			return 1;
+	}
 	for (; *p >= '0' && *p <= '9'; p++)
 		digits++;
 	if (*p == '.')

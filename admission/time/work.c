@@ -399,14 +399,17 @@ lora_io(const struct mf_model *m, const struct mf_workload *w)
 	    (double)m->layers;
 }
 
-/* The linears a layer adapts: Phi-3's fused qkv_proj and gate_up_proj one
- * each; all-linear on a mixture of experts counted as a dense layer's 7. */
+/* The linears a layer adapts: none in full fine-tuning; Phi-3's fused
+ * qkv_proj and gate_up_proj one each; all-linear on a mixture of experts
+ * counted as a dense layer's 7. */
 static double
 lora_linears(const struct mf_model *m, const struct mf_workload *w)
 {
 	unsigned mask = mf_est_lora_mask(w), bits;
 	double n = 0;
 
+	if (w->method == MF_FULL)
+		return 0;
 	if ((mask & MF_LORA_MOE) && m->experts > 0)
 		return 7;
 	for (bits = mf_model_lora_names(m) & mask; bits != 0; bits &= bits - 1)
@@ -452,9 +455,7 @@ layer_kernels(const struct mf_model *m, const struct mf_workload *w, int p,
 		k += kernels_eager[p];
 	if (mixed(w))
 		k += kernels_mixed[p];
-	if (w->method != MF_FULL)
-		k += kernels_lora[p] * lin;
-	return k;
+	return k + kernels_lora[p] * lin;
 }
 
 /* The loss over the vocabulary, a token: logits cast to fp32,
@@ -678,7 +679,7 @@ training_work(const struct mf_model *m, const struct mf_workload *w,
 		    ((double)mf_model_linear_params(m) *
 		            (1 + rl + (w->method == MF_FULL)) +
 		        h * (double)m->vocab * (1 + (w->method == MF_FULL)));
-	lin = w->method != MF_FULL ? lora_linears(m, w) : 0;
+	lin = lora_linears(m, w);
 	out->kernels = L *
 	    (layer_kernels(m, w, 0, lin) + layer_kernels(m, w, 1, lin) +
 	        rl * layer_kernels(m, w, 2, lin));

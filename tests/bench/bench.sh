@@ -39,8 +39,8 @@
 # tail latency of both.  BENCH_PIN=0 lets them share all cores.
 #
 # BENCH_TLS_KEY=ec makes the certificate ECDSA P-256 rather than
-# RSA-2048, whose signature, 1.7 ms in GnuTLS, sets the TLS rows' p99 at
-# 64 connections (docs/performance.md).
+# RSA-2048, whose signature in GnuTLS sets the TLS rows' p99 at 64
+# connections (docs/performance.md).
 #
 # BENCH_COUNTS=only prints the instructions a request and stops: the
 # counts are the same on a busy machine, the requests a second are not.
@@ -55,7 +55,8 @@ rounds=${BENCH_ROUNDS:-3}
 conns=${BENCH_CONNECTIONS:-"16 64"}
 pin=${BENCH_PIN:-1}
 counts=${BENCH_COUNTS:-}
-case ${BENCH_TLS_KEY:-rsa} in
+tls=${BENCH_TLS_KEY:-rsa}
+case $tls in
 rsa) tls_key="-newkey rsa:2048" ;;
 ec) tls_key="-newkey ec -pkeyopt ec_paramgen_curve:prime256v1" ;;
 *) echo "bench: BENCH_TLS_KEY is rsa or ec"; exit 1 ;;
@@ -406,7 +407,7 @@ if openssl req -x509 $tls_key -nodes -days 1 -subj /CN=127.0.0.1 \
 	    >"$work/job-min-memory.json"
 	python3 "$top/tests/bench/review_body.py" "$job" >"$work/job-spec.json"
 	python3 "$top/tests/bench/review_body.py" "$pod" >"$work/pod-min-memory.json"
-	header "admission-review, TLS, ${BENCH_TLS_KEY:-rsa}" nginx
+	header "admission-review, TLS, $tls" nginx
 	for b in job-min-memory job-spec pod-min-memory; do
 		row "$b" "$work/$b.json" /v1/admission-review \
 		    application/json https
