@@ -95,10 +95,7 @@ stage_buckets(const struct mf_model *m, const struct mf_workload *w, int first,
 
 	mf_model_shard(m, w->tensor, w->expert, layers, first, last,
 	    vocab_pad(w), &part);
-	memset(&e, 0,
-	    formula != NULL ? sizeof(e) :
-	                      offsetof(struct mf_estimate, formula));
-	e.figures_only = formula == NULL;
+	mf_est_clear(&e, formula == NULL);
 	mf_est_buckets(&part, w, &e);
 	/* A first stage's micro-batches in flight. */
 	if (w->kind == MF_TRAINING && first && w->pipeline > 1) {
