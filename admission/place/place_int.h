@@ -126,15 +126,16 @@ struct search {
 	struct mf_work work;
 	/* The seconds a unit of work takes on a card at a count, last
 	 * worked out (place_time.c): the search asks the same twice in a
-	 * row, a card's least cost and then its cost at that count, and
-	 * the reference card's for each placement kept of a plan. */
+	 * row, a card's least cost and then its cost at that count.  The
+	 * reference card's are kept apart: referenceHours' units are worked
+	 * out on it, and every placement kept asks it again. */
 	struct unit_memo {
 		int have;
 		struct mf_work wk;
 		const struct mf_gpu *g;
 		int64_t count, nodes;
 		double seconds;
-	} last_unit;
+	} last_unit, ref_unit;
 };
 
 /* A card as the search tries it. */

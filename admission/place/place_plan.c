@@ -341,7 +341,7 @@ mf_place_search_init(struct search *s, const struct mf_job *job,
 	s->have_fit = 0;
 	s->have_figures = 0;
 	s->have_work = 0;
-	s->last_unit.have = 0;
+	s->last_unit.have = s->ref_unit.have = 0;
 	memset(s->gpu_speedup.known, 0, sizeof(s->gpu_speedup.known));
 	memset(s->node_speedup.known, 0, sizeof(s->node_speedup.known));
 }

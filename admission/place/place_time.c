@@ -61,14 +61,15 @@ unit_seconds(const struct search *s, const struct mf_gpu *g,
 	return u / (double)replicas;
 }
 
-/* unit_seconds without the step, the last answer kept (s->last_unit):
- * the same work (compared whole: a plan's may sit on the stack), card,
- * count and nodes give the same seconds. */
+/* unit_seconds without the step, the last answer kept (s->last_unit,
+ * s->ref_unit for the reference card): the same work (compared whole: a
+ * plan's may sit on the stack), card, count and nodes give the same
+ * seconds. */
 static double
 memo_seconds(struct search *s, const struct mf_gpu *g, const struct mf_work *wk,
     int64_t count, int64_t nodes)
 {
-	struct unit_memo *m = &s->last_unit;
+	struct unit_memo *m = g == s->cat->ref ? &s->ref_unit : &s->last_unit;
 
 	if (m->have && m->g == g && m->count == count && m->nodes == nodes &&
 	    memcmp(&m->wk, wk, sizeof(*wk)) == 0)
@@ -237,7 +238,7 @@ mf_place_time_init(struct search *s)
 	if (base_work(s, &wk) != MF_OK)
 		return MF_ERANGE;
 	c = job->count > wk.gpus ? job->count - job->count % wk.gpus : wk.gpus;
-	u = unit_seconds(s, ref, &wk, c, mf_place_nodes(s, ref, c), NULL);
+	u = memo_seconds(s, ref, &wk, c, mf_place_nodes(s, ref, c));
 	if (!(u > 0) || !isfinite(u))
 		return MF_ERANGE;
 	if (job->tokens > 0)
