@@ -33,9 +33,8 @@ static void
 fix_list(struct mf_jw *w, const char *key, unsigned fixes)
 {
 	mf_jw_open(w, key, '[');
-	for (int f = 0; f < MF_FIX_COUNT; f++)
-		if (fixes & MF_FIXBIT(f))
-			mf_jw_str(w, NULL, mf_fix_name(f));
+	for (unsigned left = fixes; left != 0;)
+		mf_jw_str(w, NULL, mf_fix_name(mf_fix_take(&left)));
 	mf_jw_close(w, ']');
 }
 
@@ -87,12 +86,9 @@ manifest_change(struct mf_jw *w, unsigned fixes, int64_t gpus, int64_t amount,
     double reference_hours)
 {
 	mf_jw_open_lit(w, "manifestChange", '{');
-	for (int f = 0; f < MF_FIX_COUNT; f++) {
-		const struct mf_fix_info *fi;
+	for (unsigned left = fixes; left != 0;) {
+		const struct mf_fix_info *fi = mf_fix_info(mf_fix_take(&left));
 
-		if (!(fixes & MF_FIXBIT(f)))
-			continue;
-		fi = mf_fix_info(f);
 		switch (fi->kind) {
 		case MF_FIXV_GPUS:
 			mf_jw_int(w, fi->field, gpus);
@@ -230,10 +226,10 @@ static void
 code_change(struct mf_jw *w, const struct mf_job *job, unsigned fixes)
 {
 	mf_jw_open_lit(w, "codeChange", '[');
-	for (int f = 0; f < MF_FIX_COUNT; f++)
-		if (fixes & MF_FIXBIT(f))
-			mf_jw_str(w, NULL,
-			    mf_fix_code(f, job->work.kind == MF_INFERENCE));
+	for (unsigned left = fixes; left != 0;)
+		mf_jw_str(w, NULL,
+		    mf_fix_code(mf_fix_take(&left),
+		        job->work.kind == MF_INFERENCE));
 	mf_jw_close(w, ']');
 }
 
@@ -790,12 +786,10 @@ fix_names(unsigned fixes, char *buf, size_t size)
 	struct mf_buf b;
 
 	mf_buf_fixed(&b, buf, size);
-	for (int f = 0; f < MF_FIX_COUNT; f++) {
-		if (!(fixes & MF_FIXBIT(f)))
-			continue;
+	for (unsigned left = fixes; left != 0;) {
 		if (b.len > 0)
 			mf_buf_str(&b, ",");
-		mf_buf_str(&b, mf_fix_name(f));
+		mf_buf_str(&b, mf_fix_name(mf_fix_take(&left)));
 	}
 	if (b.len == 0)
 		mf_buf_str(&b, "-");

@@ -292,9 +292,8 @@ apply(struct mf_workload *w, enum mf_fix f, int64_t gpus)
 void
 mf_fix_apply(struct mf_workload *w, unsigned fixes, int64_t gpus)
 {
-	for (int f = 0; f < MF_FIX_COUNT; f++)
-		if (fixes & MF_FIXBIT(f))
-			apply(w, (enum mf_fix)f, gpus);
+	for (unsigned left = fixes; left != 0;)
+		apply(w, mf_fix_take(&left), gpus);
 }
 
 int

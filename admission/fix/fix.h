@@ -16,6 +16,7 @@
 #ifndef MF_FIX_H
 #define MF_FIX_H
 
+#include <assert.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -40,6 +41,23 @@ enum mf_fix {
 
 /* Sets of fixes are unsigned bit masks: bit i is enum mf_fix i. */
 #define MF_FIXBIT(f) (1u << (f))
+
+/*
+ * The first fix of *set, which is not empty and holds fixes only, taken
+ * out of it: a set's fixes in their order, a step each and none for those
+ * it lacks, as
+ *	for (unsigned left = set; left != 0;) { f = mf_fix_take(&left); ... }
+ */
+static inline enum mf_fix
+mf_fix_take(unsigned *set)
+{
+	enum mf_fix f = (enum mf_fix)__builtin_ctz(*set);
+
+	assert(*set != 0 && f < MF_FIX_COUNT);
+
+	*set &= *set - 1;
+	return f;
+}
 
 /* How a fix's manifest value is written. */
 enum mf_fix_value {

@@ -143,9 +143,8 @@ mf_place_least(struct search *s, const struct card *cd, const struct plan *pl)
 int64_t
 mf_place_written_count(const struct search *s, unsigned fixes, int64_t gpus)
 {
-	for (int f = 0; f < MF_FIX_COUNT; f++)
-		if ((fixes & MF_FIXBIT(f)) &&
-		    mf_fix_info((enum mf_fix)f)->kind == MF_FIXV_GPUS)
+	for (unsigned left = fixes; left != 0;)
+		if (mf_fix_info(mf_fix_take(&left))->kind == MF_FIXV_GPUS)
 			return gpus;
 	return s->job->count;
 }

@@ -262,9 +262,9 @@ changes_text(struct mf_buf *b, const struct mf_fix_option *e)
 	const char *sep = "";
 	char v[32];
 
-	for (int f = 0; f < MF_FIX_COUNT; f++) {
-		if (!(e->fixes & MF_FIXBIT(f)))
-			continue;
+	for (unsigned left = e->fixes; left != 0;) {
+		enum mf_fix f = mf_fix_take(&left);
+
 		mf_buf_printf(b, "%s%s: %s", sep, mf_fix_info(f)->field,
 		    mf_fix_value_text(f, e->amount, v, sizeof(v)));
 		sep = ", ";
