@@ -97,10 +97,14 @@ be32(const unsigned char *p)
 	    (uint32_t)p[2] << 8 | (uint32_t)p[3];
 }
 
-#define BSIG0(x) (ror(x, 2) ^ ror(x, 13) ^ ror(x, 22))
-#define BSIG1(x) (ror(x, 6) ^ ror(x, 11) ^ ror(x, 25))
-#define SSIG0(x) (ror(x, 7) ^ ror(x, 18) ^ ((x) >> 3))
-#define SSIG1(x) (ror(x, 17) ^ ror(x, 19) ^ ((x) >> 10))
+/* FIPS 180-4's sigmas (4.2), each rotation of the sum taken out once: a
+ * rotation distributes over xor, so ror(x, 2) ^ ror(x, 13) ^ ror(x, 22) is
+ * ror(ror(ror(x, 9) ^ x, 11) ^ x, 2), which needs no copy of x a
+ * rotation. */
+#define BSIG0(x) ror(ror(ror(x, 9) ^ (x), 11) ^ (x), 2)
+#define BSIG1(x) ror(ror(ror(x, 14) ^ (x), 5) ^ (x), 6)
+#define SSIG0(x) (ror(ror(x, 11) ^ (x), 7) ^ ((x) >> 3))
+#define SSIG1(x) (ror(ror(x, 2) ^ (x), 17) ^ ((x) >> 10))
 /* FIPS 180-4's Ch and Maj (4.2), each in one operation fewer: where e
  * is set f, else g; the bit most of a, b and c have. */
 #define CH(e, f, g) ((g) ^ ((e) & ((f) ^ (g))))
