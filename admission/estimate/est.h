@@ -146,10 +146,6 @@ void mf_est_torch_transient(const struct mf_model *m,
 void mf_est_inference(const struct mf_model *m, const struct mf_workload *w,
     struct mf_estimate *e);
 
-/* e made empty for an estimate: its figures 0, figures_only set, and
- * unless figures_only its formulas "" (estimate.c). */
-void mf_est_clear(struct mf_estimate *e, int figures_only);
-
 /* Every bucket of m under w, whole, with params and trainable
  * (estimate.c). */
 void mf_est_buckets(const struct mf_model *m, const struct mf_workload *w,

@@ -527,6 +527,9 @@ enum mf_rc mf_est_compute(const struct mf_model *m, const struct mf_workload *w,
  */
 enum mf_rc mf_est_figures(const struct mf_model *m, const struct mf_workload *w,
     struct mf_estimate *out);
+/* e an estimate of nothing: every figure 0, figures_only as given and,
+ * unless it is set, every formula "". */
+void mf_est_clear(struct mf_estimate *e, int figures_only);
 /* src's figures into dst, which is then an estimate of figures alone. */
 void
 mf_est_copy_figures(struct mf_estimate *dst, const struct mf_estimate *src);

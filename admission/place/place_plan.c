@@ -183,7 +183,7 @@ mf_place_plan(struct search *s, struct mf_workload w, unsigned fixes,
 	pl->sharded = (fixes & MF_FIXBIT(MF_FIX_FSDP)) != 0;
 	pl->est = est;
 	if (s->job->model_source == MF_MODEL_NONE) {
-		memset(est, 0, sizeof(*est));
+		mf_est_clear(est, 0);
 		pl->need = pl->bound = s->job->min_memory;
 		plan_costs(s, pl);
 		return MF_OK;
