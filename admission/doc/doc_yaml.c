@@ -246,6 +246,17 @@ yevent(struct yparse *p, const yaml_event_t *ev)
 	}
 }
 
+/* p ready for doc's events, errors to err: its stack is filled as
+ * collections open, not cleared (64 frames). */
+static void
+ystart(struct yparse *p, struct mf_doc *doc, struct mf_error *err)
+{
+	p->doc = doc;
+	p->depth = 0;
+	p->done = 0;
+	p->err = err;
+}
+
 static int
 fast_event(void *p, const yaml_event_t *ev)
 {
@@ -262,16 +273,17 @@ mf_doc_yaml(struct mf_doc *doc, const char *buf, size_t len,
     struct mf_error *err)
 {
 	struct mf_error ignored;
-	struct yparse p = { .doc = doc, .err = &ignored };
+	struct yparse p;
 	yaml_parser_t parser;
 	yaml_event_t ev;
 	enum mf_rc rc = MF_OK;
 	int end = 0;
 
+	ystart(&p, doc, &ignored);
 	if (mf_yfast(buf, len, fast_event, &p) == 0)
 		return MF_OK;
 	mf_doc_clear(doc);
-	p = (struct yparse){ .doc = doc, .err = err };
+	ystart(&p, doc, err);
 	if (!yaml_parser_initialize(&parser))
 		return mf_error_set(err, MF_ENOMEM, NULL, 0, 0,
 		    "out of memory");
