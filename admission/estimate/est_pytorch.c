@@ -38,6 +38,8 @@ struct shapes {
 	                  (kept_input_terms) */
 	int drop;      /* LoRA's input dropout (lora_terms) */
 	unsigned mask; /* the modules LoRA reaches (mf_est_lora_mask) */
+	unsigned own;  /* with LoRA, of those a layer's own linears (mask
+	                  and mf_model_lora_names); 0 without */
 	int64_t ab;    /* an adapter's element bytes (lora.dtype) */
 	int64_t r;     /* LoRA rank */
 	int64_t per;   /* per layer, per token (terms) */
@@ -299,11 +301,11 @@ mlp_terms(const struct mf_model *m, const struct shapes *x, struct mf_terms *t)
 	    MF_LORA_BIT(MF_LIN_GATE_UP))
 
 /* How many of a layer's own linears (no routed or shared expert's) of
- * the kinds in kinds the mask reaches. */
+ * the kinds in kinds LoRA reaches. */
 static int64_t
-lora_count(const struct mf_model *m, unsigned mask, unsigned kinds)
+lora_count(const struct shapes *x, unsigned kinds)
 {
-	unsigned bits = mf_model_lora_names(m) & mask & kinds;
+	unsigned bits = x->own & kinds;
 	int64_t n = 0;
 
 	for (; bits != 0; bits &= bits - 1)
@@ -355,15 +357,15 @@ lora_terms(const struct mf_model *m, const struct mf_workload *w,
 	int64_t k = m->experts_per_tok, n, in, copy = x->ab + (x->drop ? 1 : 0);
 	int each = own && !x->compiled; /* a copy for each adapter */
 
-	n = lora_count(m, x->mask, ~0u);
-	in = lora_count(m, x->mask, ATTN_IN);
+	n = lora_count(x, ~0u);
+	in = lora_count(x, ATTN_IN);
 	if (in > 0)
 		mf_term(t, copy * (each ? in : 1), "h", x->h);
 	if ((x->mask & MF_LORA_BIT(MF_LIN_O)) &&
 	    (own || mf_est_attention(m, w) == MF_EAGER))
 		mf_term(t, copy, "ad", x->ad);
 	if (m->experts == 0) {
-		in = lora_count(m, x->mask, MLP_IN);
+		in = lora_count(x, MLP_IN);
 		if (in > 0)
 			mf_term(t, copy * (each ? in : 1), "h", x->h);
 		if (x->mask & MF_LORA_BIT(MF_LIN_DOWN))
@@ -406,7 +408,7 @@ static void
 kept_input_terms(const struct mf_model *m, const struct mf_workload *w,
     const struct shapes *x, struct mf_terms *t)
 {
-	unsigned mk = mf_model_lora_names(m) & x->mask;
+	unsigned mk = x->own;
 	int own = own_copies(x);
 
 	if (!(mk & ATTN_IN) || own)
@@ -451,7 +453,7 @@ static void
 frozen_terms(const struct mf_model *m, const struct mf_workload *w,
     const struct shapes *x, struct mf_terms *off)
 {
-	unsigned mk = mf_model_lora_names(m) & x->mask;
+	unsigned mk = x->own;
 	int q = (mk & (MF_LORA_BIT(MF_LIN_Q) | MF_LORA_BIT(MF_LIN_QKV))) != 0;
 	int k = (mk & (MF_LORA_BIT(MF_LIN_K) | MF_LORA_BIT(MF_LIN_QKV))) != 0;
 	int v = (mk & (MF_LORA_BIT(MF_LIN_V) | MF_LORA_BIT(MF_LIN_QKV))) != 0;
@@ -465,7 +467,7 @@ frozen_terms(const struct mf_model *m, const struct mf_workload *w,
 	if (x->kept_in && (!(mk & ATTN_IN) || own_copies(x)))
 		mf_term(off, e, "h", x->h);
 	if (x->drop)
-		mf_term(off, lora_count(m, x->mask, ATTN_IN), "h", x->h);
+		mf_term(off, lora_count(x, ATTN_IN), "h", x->h);
 	if (!(mk & ATTN_IN)) {
 		attention_terms(m, w, x, off);
 		if ((mk & MF_LORA_BIT(MF_LIN_O)) && !own_copies(x) &&
@@ -581,7 +583,7 @@ recompute_terms(const struct mf_model *m, const struct mf_workload *w,
 	struct shapes eager = *x;
 	struct mf_terms c;
 	unsigned gu = MF_LORA_BIT(MF_LIN_GATE) | MF_LORA_BIT(MF_LIN_UP);
-	unsigned mk = mf_model_lora_names(m) & x->mask;
+	unsigned mk = x->own;
 	int64_t n;
 
 	memset(t, 0, sizeof(*t));
@@ -593,7 +595,7 @@ recompute_terms(const struct mf_model *m, const struct mf_workload *w,
 	assert(c.n >= 0 && c.n <= MF_MAX_TERMS);
 	for (int i = 0; i < c.n; i++)
 		mf_term(t, -c.coef[i], c.sym[i], c.value[i]);
-	n = lora_count(m, x->mask, gu | MF_LORA_BIT(MF_LIN_DOWN));
+	n = lora_count(x, gu | MF_LORA_BIT(MF_LIN_DOWN));
 	mf_term(t, 3 * x->e + x->ab * (n + ((mk & gu) ? 1 : 0)), "I", x->I);
 	if (mk & MF_LORA_BIT(MF_LIN_DOWN))
 		mf_term(t, x->ab, "h", x->h);
@@ -1166,6 +1168,7 @@ torch_training(const struct mf_model *m, const struct mf_workload *w,
 		x.mixed = 0;
 	}
 	x.mask = mf_est_lora_mask(w);
+	x.own = x.lora ? x.mask & mf_model_lora_names(m) : 0;
 	x.ab = mf_est_lora_bytes(w);
 	x.r = w->lora_rank;
 	/* A tensor-parallel share (mf_model_shard) under sequence or loss

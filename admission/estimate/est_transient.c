@@ -275,7 +275,7 @@ float8_backward(const struct mf_model *m, const struct mf_workload *w,
     int64_t e, int64_t rg, struct mf_text *f)
 {
 	struct mf_linear v[MF_MODEL_MAX_LINEARS];
-	size_t n = mf_model_linears(m, v);
+	size_t n;
 	int64_t r = w->float8 == MF_F8_ROWWISE, T, best = 0, b;
 	const struct f8_stage stages[] = {
 		{ 9 + e, 0, 0 },
@@ -290,6 +290,7 @@ float8_backward(const struct mf_model *m, const struct mf_workload *w,
 
 	if (w->float8 == MF_F8_NONE)
 		return 0;
+	n = mf_model_linears(m, v);
 	T = mf_cmul(w->seq_len, w->micro_batch);
 	assert(n <= MF_MODEL_MAX_LINEARS);
 	for (size_t k = 0; k < n; k++)

@@ -545,7 +545,7 @@ int
 mf_est_lora_refused(const struct mf_model *m, const struct mf_workload *w,
     char *why, size_t size)
 {
-	unsigned has = mf_model_lora_names(m), bad;
+	unsigned has, bad;
 	const char *name;
 	char list[160];
 	int v = 0;
@@ -553,6 +553,7 @@ mf_est_lora_refused(const struct mf_model *m, const struct mf_workload *w,
 	if (w->kind != MF_TRAINING || w->method == MF_FULL ||
 	    w->lora_targets != MF_LORA_LIST)
 		return 0;
+	has = mf_model_lora_names(m);
 	bad = w->lora_modules & ~has;
 	if (bad == 0)
 		return 0;
