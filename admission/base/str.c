@@ -1,6 +1,8 @@
 #include "str.h"
 
 #include <assert.h>
+#include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 char *
@@ -52,6 +54,47 @@ mf_digits(uint64_t v, char *end)
 		*--end = (char)('0' + v);
 	}
 	return end;
+}
+
+/* |v| < 2^53 times 100, rounded half to even: v is m x 2^-s exactly,
+ * m a whole number below 2^53, so m x 100 fits in 60 bits and what the
+ * division by 2^s leaves decides the rounding. */
+static uint64_t
+hundredths(double v)
+{
+	int ex, s;
+	uint64_t m, q, rem, half;
+
+	m = (uint64_t)ldexp(frexp(fabs(v), &ex), 53) * 100;
+	s = 53 - ex;
+	if (s >= 64) /* below 2^-11: m x 100 < 2^60 <= half */
+		return 0;
+	if (s <= 0) /* a whole number of 2^52 or more */
+		return m;
+	q = m >> s;
+	rem = m & ((UINT64_C(1) << s) - 1);
+	half = UINT64_C(1) << (s - 1);
+	return q + (rem > half || (rem == half && (q & 1)));
+}
+
+size_t
+mf_cents(double v, char *buf, size_t size)
+{
+	char text[32], *end = text + sizeof(text) - 1, *p;
+	uint64_t c;
+
+	if (!(fabs(v) < 0x1p53))
+		return (size_t)snprintf(buf, size, "%.2f", v);
+	c = hundredths(v);
+	*end = '\0';
+	/* The two decimals after a 1, which the point then takes. */
+	p = mf_digits(c % 100 + 100, end);
+	*p = '.';
+	p = mf_digits(c / 100, p);
+	if (signbit(v))
+		*--p = '-';
+	mf_copy(buf, size, p);
+	return (size_t)(end - p);
 }
 
 static int

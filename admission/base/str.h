@@ -17,6 +17,14 @@ char *mf_copy(char *dst, size_t size, const char *src);
 char *mf_digits(uint64_t v, char *end);
 
 /*
+ * v as printf's "%.2f" writes it, into buf of size (> 0) bytes, cut to fit
+ * and NUL-terminated; returns the whole text's length, as snprintf.  Below
+ * 2^53 (every price and cost) in whole numbers: v's exact binary value
+ * times 100, rounded half to even, as printf rounds it.
+ */
+size_t mf_cents(double v, char *buf, size_t size);
+
+/*
  * Length of the valid UTF-8 sequence (RFC 3629: no overlong forms, no
  * surrogates, nothing past U+10FFFF) at s, or 0.  s is NUL-terminated, and
  * a NUL ends the checks before they read past it.

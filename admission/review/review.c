@@ -15,6 +15,7 @@
 #include "patch.h"
 #include "../place/place.h"
 #include "../base/qty.h"
+#include "../base/str.h"
 #include "../answer/render.h"
 #include "review_int.h"
 
@@ -546,7 +547,7 @@ allow_placed(struct review *rv, const struct mf_job *job,
 	    sizeof(floor));
 	patch_annotation(rv, ANN_MIN, floor);
 	if (job->reference_hours > 0)
-		snprintf(cost, sizeof(cost), "%.2f", p->cost);
+		mf_cents(p->cost, cost, sizeof(cost));
 	patch_annotation(rv, ANN_COST, job->reference_hours > 0 ? cost : NULL);
 	patch_fingerprint(rv, d->fingerprint);
 	answer_patch(rv);

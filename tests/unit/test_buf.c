@@ -256,6 +256,54 @@ test_str_copy_and_digits(void **state)
 	}
 }
 
+/* mf_cents(v) is printf's "%.2f" of v. */
+static void
+same_cents(double v)
+{
+	char got[400], want[400];
+	size_t n = mf_cents(v, got, sizeof(got));
+
+	snprintf(want, sizeof(want), "%.2f", v);
+	assert_string_equal(got, want);
+	assert_int_equal(n, strlen(want));
+}
+
+static void
+test_str_cents(void **state)
+{
+	static const double given[] = { 0.0, -0.0, 0.004, 0.005, 0.006, 0.015,
+		0.125, 0.375, 0.625, 1.005, 2.675, 31.83, 32.265, -1.235,
+		-0.001, 0x1p-11, 0x1p-12, 0x1p-1074, 0x1p52 - 0.5, 0x1p53 - 1,
+		0x1p53, 1e300, -1e300 };
+	char cut[6];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(given) / sizeof(given[0]); i++)
+		same_cents(given[i]);
+	same_cents(INFINITY);
+	same_cents(-INFINITY);
+	same_cents(NAN);
+	/* Every multiple of 1/200 and of 1/8 up to 1,000: the halves that
+	 * are exact binary values, which round to even, and those that
+	 * are not. */
+	for (int k = 0; k <= 200000; k++)
+		same_cents(k / 200.0);
+	for (int k = 0; k <= 8000; k++)
+		same_cents(k / 8.0);
+	/* Doubles of every exponent from 2^-20 to 2^60, their mantissas a
+	 * linear congruential sequence, and both signs. */
+	for (uint64_t i = 0, x = 1; i < 200000; i++) {
+		double v;
+
+		x = x * 6364136223846793005u + 1442695040888963407u;
+		v = ldexp((double)(x >> 11) / 0x1p53, (int)(i % 81) - 20);
+		same_cents(i % 2 ? -v : v);
+	}
+	/* Cut to fit, the whole length returned. */
+	assert_int_equal(mf_cents(123456.789, cut, sizeof(cut)), 9);
+	assert_string_equal(cut, "12345");
+}
+
 static void
 test_str_utf8(void **state)
 {
@@ -288,6 +336,7 @@ main(void)
 		cmocka_unit_test(test_buf_int),
 		cmocka_unit_test(test_buf_g_is_printfs),
 		cmocka_unit_test(test_str_copy_and_digits),
+		cmocka_unit_test(test_str_cents),
 		cmocka_unit_test(test_str_utf8),
 	};
 
