@@ -711,8 +711,8 @@ mf_est_buckets(const struct mf_model *m, const struct mf_workload *w,
  * estimate of figures alone. */
 #define FIGURES offsetof(struct mf_estimate, formula)
 
-/* A formula is made empty by its first byte, not the 7 KiB of their
- * room: every writer fills one from the start (mf_text_init). */
+/* Each formula made empty by its first byte, not the 7 KiB of their room
+ * cleared: every writer fills one from the start (mf_text_init). */
 void
 mf_est_clear(struct mf_estimate *e, int figures_only)
 {
@@ -749,7 +749,7 @@ compute(const struct mf_model *m, const struct mf_workload *w, int figures_only,
     struct mf_estimate *out)
 {
 	struct mf_workload rw;
-	struct mf_estimate es, *e = &es;
+	struct mf_estimate e;
 	struct mf_model padded;
 	int b;
 
@@ -764,30 +764,30 @@ compute(const struct mf_model *m, const struct mf_workload *w, int figures_only,
 		mf_vllm_defaults(&rw, mf_vllm_tier(0, 0));
 		w = &rw;
 	}
-	mf_est_clear(e, figures_only);
-	e->estimator = w->estimator;
+	mf_est_clear(&e, figures_only);
+	e.estimator = w->estimator;
 	if (w->kind == MF_INFERENCE && w->server == MF_SERVER_VLLM) {
 		/* vLLM's embeddings and head hold the vocabulary padded to a
 		 * multiple of 64 on one GPU too (layout.c). */
 		mf_model_shard(m, 1, 1, m->layers, 1, 1, MF_VOCAB_PAD_VLLM,
 		    &padded);
-		mf_est_buckets(&padded, w, e);
+		mf_est_buckets(&padded, w, &e);
 	} else {
-		mf_est_buckets(m, w, e);
+		mf_est_buckets(m, w, &e);
 	}
-	e->shards = w->kind == MF_TRAINING ? w->shard_gpus : 1;
-	mf_est_layout(m, w, e);
-	mf_est_loading(m, w, e);
+	e.shards = w->kind == MF_TRAINING ? w->shard_gpus : 1;
+	mf_est_layout(m, w, &e);
+	mf_est_loading(m, w, &e);
 	for (b = 0; b < MF_B_COUNT; b++)
 		if (mf_est_counted((enum mf_bucket)b))
-			e->total = mf_cadd(e->total, e->bucket[b]);
-	e->per_gpu = mf_est_per_gpu(e, e->shards);
-	if (e->params < 0 || e->trainable < 0 || e->total < 0 ||
-	    e->per_gpu < 0 || e->kv_token < 0 || e->seq_tokens < 0)
+			e.total = mf_cadd(e.total, e.bucket[b]);
+	e.per_gpu = mf_est_per_gpu(&e, e.shards);
+	if (e.params < 0 || e.trainable < 0 || e.total < 0 || e.per_gpu < 0 ||
+	    e.kv_token < 0 || e.seq_tokens < 0)
 		return MF_ERANGE;
-	memcpy(out, e, FIGURES);
+	memcpy(out, &e, FIGURES);
 	if (!figures_only)
-		copy_formulas(out, e);
+		copy_formulas(out, &e);
 	return MF_OK;
 }
 

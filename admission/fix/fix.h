@@ -51,10 +51,11 @@ enum mf_fix {
 static inline enum mf_fix
 mf_fix_take(unsigned *set)
 {
-	enum mf_fix f = (enum mf_fix)__builtin_ctz(*set);
+	enum mf_fix f;
 
-	assert(*set != 0 && f < MF_FIX_COUNT);
-
+	assert(*set != 0);
+	f = (enum mf_fix)__builtin_ctz(*set);
+	assert(f < MF_FIX_COUNT);
 	*set &= *set - 1;
 	return f;
 }
