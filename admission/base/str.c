@@ -8,7 +8,14 @@
 char *
 mf_copy(char *dst, size_t size, const char *src)
 {
-	size_t n = strnlen(src, size - 1);
+	size_t n;
+
+	/* Many a copy is of "": no call for it. */
+	if (src[0] == '\0') {
+		dst[0] = '\0';
+		return dst;
+	}
+	n = strnlen(src, size - 1);
 
 	memcpy(dst, src, n);
 	dst[n] = '\0';

@@ -38,8 +38,7 @@ struct shapes {
 	                  (kept_input_terms) */
 	int drop;      /* LoRA's input dropout (lora_terms) */
 	unsigned mask; /* the modules LoRA reaches (mf_est_lora_mask) */
-	unsigned own;  /* with LoRA, of those a layer's own linears (mask
-	                  and mf_model_lora_names); 0 without */
+	unsigned own;  /* of those, a layer's own (mf_est_lora_own) */
 	int64_t ab;    /* an adapter's element bytes (lora.dtype) */
 	int64_t r;     /* LoRA rank */
 	int64_t per;   /* per layer, per token (terms) */
@@ -1168,7 +1167,7 @@ torch_training(const struct mf_model *m, const struct mf_workload *w,
 		x.mixed = 0;
 	}
 	x.mask = mf_est_lora_mask(w);
-	x.own = x.lora ? x.mask & mf_model_lora_names(m) : 0;
+	x.own = mf_est_lora_own(m, w);
 	x.ab = mf_est_lora_bytes(w);
 	x.r = w->lora_rank;
 	/* A tensor-parallel share (mf_model_shard) under sequence or loss

@@ -527,6 +527,14 @@ mf_est_lora_mask(const struct mf_workload *w)
 	return mf_lora_mask(w->lora_targets, w->lora_modules);
 }
 
+unsigned
+mf_est_lora_own(const struct mf_model *m, const struct mf_workload *w)
+{
+	if (w->method == MF_FULL)
+		return 0;
+	return mf_est_lora_mask(w) & mf_model_lora_names(m);
+}
+
 /* The names of mask's modules, ", " between, into buf. */
 static void
 lora_names(unsigned mask, char *buf, size_t size)
@@ -724,22 +732,14 @@ mf_est_clear(struct mf_estimate *e, int figures_only)
 		e->formula[b][0] = e->gpu_formula[b][0] = '\0';
 }
 
-/* The text at src into dst, not its room; most are "". */
-static void
-copy_text(char *dst, const char *src)
-{
-	dst[0] = src[0];
-	if (src[0] != '\0')
-		memcpy(dst, src, strlen(src) + 1);
-}
-
-/* src's formulas into dst. */
+/* src's formulas into dst: each its text, not its room. */
 static void
 copy_formulas(struct mf_estimate *dst, const struct mf_estimate *src)
 {
 	for (int b = 0; b < MF_B_COUNT; b++) {
-		copy_text(dst->formula[b], src->formula[b]);
-		copy_text(dst->gpu_formula[b], src->gpu_formula[b]);
+		mf_copy(dst->formula[b], MF_FORMULA_MAX, src->formula[b]);
+		mf_copy(dst->gpu_formula[b], MF_FORMULA_MAX,
+		    src->gpu_formula[b]);
 	}
 }
 

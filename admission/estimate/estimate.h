@@ -500,6 +500,10 @@ int mf_est_loss_refused(const struct mf_model *m, const struct mf_workload *w,
 
 /* The modules w's LoRA reaches: mf_lora_mask of its targets. */
 unsigned mf_est_lora_mask(const struct mf_workload *w);
+/* Of those, the linears of a layer of m's own (no routed or shared
+ * expert's), MF_LORA_BIT each (mf_model_lora_names); none in full
+ * fine-tuning. */
+unsigned mf_est_lora_own(const struct mf_model *m, const struct mf_workload *w);
 
 /*
  * Whether w's LoRA targets are a list that names a module m has not

@@ -281,11 +281,13 @@ allowed_of(const struct search *s)
 	const struct mf_job *job = s->job;
 	unsigned allowed = 0;
 
-	for (int f = 0; f < MF_FIX_COUNT; f++)
-		if ((job->allowed_fixes & MF_FIXBIT(f)) &&
-		    mf_fix_info((enum mf_fix)f)->searched &&
-		    mf_fix_applies(job, &job->work, (enum mf_fix)f))
+	for (unsigned left = job->allowed_fixes; left != 0;) {
+		enum mf_fix f = mf_fix_take(&left);
+
+		if (mf_fix_info(f)->searched &&
+		    mf_fix_applies(job, &job->work, f))
 			allowed |= MF_FIXBIT(f);
+	}
 	/* A floor alone takes more GPUs, and no fix of a model. */
 	if (job->model_source == MF_MODEL_NONE)
 		allowed &= MF_FIXBIT(MF_FIX_REPLICAS);

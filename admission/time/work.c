@@ -243,7 +243,7 @@ static double
 frozen_input_flops(const struct mf_model *m, const struct mf_workload *w,
     double attn_layer, int eager)
 {
-	unsigned mask = mf_est_lora_mask(w) & mf_model_lora_names(m);
+	unsigned mask = mf_est_lora_own(m, w);
 	unsigned o = MF_LORA_BIT(MF_LIN_O), down = MF_LORA_BIT(MF_LIN_DOWN);
 	unsigned q = MF_LORA_BIT(MF_LIN_Q) | MF_LORA_BIT(MF_LIN_QKV);
 	unsigned k = MF_LORA_BIT(MF_LIN_K) | MF_LORA_BIT(MF_LIN_QKV);
@@ -405,14 +405,14 @@ lora_io(const struct mf_model *m, const struct mf_workload *w)
 static double
 lora_linears(const struct mf_model *m, const struct mf_workload *w)
 {
-	unsigned mask = mf_est_lora_mask(w), bits;
+	unsigned bits;
 	double n = 0;
 
 	if (w->method == MF_FULL)
 		return 0;
-	if ((mask & MF_LORA_MOE) && m->experts > 0)
+	if ((mf_est_lora_mask(w) & MF_LORA_MOE) && m->experts > 0)
 		return 7;
-	for (bits = mf_model_lora_names(m) & mask; bits != 0; bits &= bits - 1)
+	for (bits = mf_est_lora_own(m, w); bits != 0; bits &= bits - 1)
 		n++;
 	return n;
 }
