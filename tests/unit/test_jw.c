@@ -144,6 +144,63 @@ test_jw_num_places(void **state)
 	}
 }
 
+/* printf's text of v rounded half away from zero to places (0 to 6), the
+ * trailing zeros of its decimals dropped but one kept: what mf_jw_num
+ * writes below 9e15 units. */
+static void
+num_by_printf(char *out, size_t size, double v, int places)
+{
+	static const double scale[] = { 1, 10, 100, 1e3, 1e4, 1e5, 1e6 };
+	long long units = llround(fabs(v) * scale[places]), ten = 1;
+	size_t n;
+
+	for (int i = 0; i < places; i++)
+		ten *= 10;
+	if (places == 0)
+		snprintf(out, size, "%s%lld.0", v < 0 && units ? "-" : "",
+		    units);
+	else
+		snprintf(out, size, "%s%lld.%0*lld", v < 0 && units ? "-" : "",
+		    units / ten, places, units % ten);
+	n = strlen(out);
+	while (out[n - 1] == '0' && out[n - 2] != '.')
+		out[--n] = '\0';
+}
+
+/* Every thousandth to +-20, and 100,000 doubles from 2^-20 to 2^50 at
+ * every number of places, as printf writes them. */
+static void
+test_jw_num_against_printf(void **state)
+{
+	char want[64];
+	struct out o;
+	uint64_t x = 0x9e3779b97f4a7c15u;
+
+	(void)state;
+	for (int i = 0; i < 40001 + 100000; i++) {
+		double v;
+
+		if (i <= 40000) {
+			v = (i - 20000) / 1000.0;
+		} else {
+			x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+			v = ldexp((double)(x >> 11) / 9007199254740992.0,
+			    (int)(x % 71) - 20);
+			if (x & 1)
+				v = -v;
+		}
+		for (int places = 0; places <= 6; places++) {
+			if (fabs(v) * pow(10, places) > 9e15)
+				continue;
+			num_by_printf(want, sizeof(want), v, places);
+			start(&o, 1 << 16);
+			mf_jw_num(&o.w, NULL, v, places);
+			assert_string_equal(text(&o), want);
+			mf_buf_free(&o.b);
+		}
+	}
+}
+
 /* Whatever the bytes, the output is JSON and reads back as the input
  * with every byte that is not valid UTF-8 replaced by U+FFFD. */
 static void
@@ -471,6 +528,7 @@ main(void)
 		cmocka_unit_test(test_jw_int_limits),
 		cmocka_unit_test(test_jw_int_digits),
 		cmocka_unit_test(test_jw_num_places),
+		cmocka_unit_test(test_jw_num_against_printf),
 		cmocka_unit_test(test_jw_strings_read_back),
 		cmocka_unit_test(test_jw_every_length_and_place),
 		cmocka_unit_test(test_jw_escapes_exact),
