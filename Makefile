@@ -272,8 +272,9 @@ tsan:
 # input dropout on PEFT's adapters with the GPU's fused dropout
 # (tests/torch/dropout.py, seconds), and torchtune's chunked loss with its
 # cross-entropy compiled as compile_loss compiles it, beside compiled
-# layers (tests/torch/compile_loss.py, a few minutes); all ask the
-# command line.
+# layers (tests/torch/compile_loss.py, a few minutes), and make gpu-check's
+# two scripts at a small size on the CPU (their code, not memory or
+# speed: seconds); all ask the command line.
 # They run in a virtual environment of the pinned packages of
 # tests/torch/requirements.txt, made with TORCH_PYTHON: the python3 on
 # PATH, which is Python 3.11 on purpose (torch 2.13.0's CPU wheel is
@@ -318,6 +319,8 @@ torch: all $(TORCH_VENV)/.installed
 	$(TESTENV) timeout 300 $(TORCH_PY) tests/torch/loading.py
 	$(TESTENV) timeout 300 $(TORCH_PY) tests/torch/float8.py
 	$(TESTENV) timeout 300 $(TORCH_PY) tests/torch/dropout.py
+	$(TESTENV) MF_GPU_CHECK_DEVICE=cpu timeout 300 $(TORCH_PY) tests/torch/gpu_check.py
+	$(TESTENV) MF_GPU_CHECK_DEVICE=cpu timeout 300 $(TORCH_PY) tests/torch/gpu_speed.py
 
 # The field lists of docs/manifest.md and docs/catalog.md, from the table
 # of fields (the Job's rows in admission/manifest/job_fields.c, the
@@ -326,18 +329,20 @@ torch: all $(TORCH_VENV)/.installed
 docs: $(BUILD)/memfloor
 	$(TESTENV) python3 tests/lib/docfields.py $(BUILD)/memfloor --write
 
-# The harness's recipes on a CUDA GPU (tests/torch/gpu_check.py), not part
-# of make test: one script, a few minutes on one H100/H200-class GPU, that
-# prints measured (torch.cuda's allocator counters) against estimated per
-# bucket and the reserved/allocated ratio.  It runs with the system
-# python3 when its torch sees a GPU (the environment's packages behind
-# it), else with the environment's python, which says there is no GPU and
-# fails.
+# The harness's recipes on a CUDA GPU, not part of make test, a few minutes
+# on one H100/H200-class GPU: tests/torch/gpu_check.py prints measured
+# (torch.cuda's allocator counters) against estimated per bucket and the
+# reserved/allocated ratio; tests/torch/gpu_speed.py times Llama 3.1 8B's
+# training steps against memfloor's modelled step on that card.  They run
+# with the system python3 when its torch sees a GPU (the environment's
+# packages behind it), else with the environment's python, which says
+# there is no GPU and fails.
 gpu-check: all $(TORCH_VENV)/.installed
 	@if python3 -c 'import sys, torch; sys.exit(not torch.cuda.is_available())' \
 	  2>/dev/null; then py=python3; else py=$(TORCH_PY); fi; \
 	site=$$($(TORCH_PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])'); \
-	$(TESTENV) MF_TORCH_SITE=$$site timeout 900 $$py tests/torch/gpu_check.py
+	$(TESTENV) MF_TORCH_SITE=$$site timeout 900 $$py tests/torch/gpu_check.py && \
+	$(TESTENV) MF_TORCH_SITE=$$site timeout 600 $$py tests/torch/gpu_speed.py
 
 bench: all $(BUILD)/bench_place $(BUILD)/bench_hello
 	$(TESTENV) BENCH_PLACE=$(abspath $(BUILD)/bench_place) \

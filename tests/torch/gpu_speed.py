@@ -1,0 +1,174 @@
+#!/usr/bin/env python3
+"""make gpu-check's second part: the hours half on a CUDA GPU.
+
+Llama 3.1 8B (catalog/models, random weights, built on the GPU) trains a
+few steps with transformers' own modules, as tests/torch/hf.py builds them
+for the memory harness, and torch.optim.AdamW (its foreach step, PyTorch's
+default on CUDA): sequence 2,048, micro-batch 1, sdpa.  The steps after
+two of warm-up are timed whole (forward, backward, optimizer step, the
+gradients set to None), the GPU synchronized before and after.
+
+Beside each, memfloor's modelled step for the same manifest on the same
+card of the shipped catalogue (a catalogue of that card alone, its
+reference), from the command line (MEMFLOOR admit -o json): the
+placement's time.stepSeconds and tokensPerSecond.  It prints both and
+modelled / measured, and exits 1 when memfloor's card is not in the
+catalogue, or when a modelled step is off the measured one by more than a
+factor of 2 either way (memfloor models eager PyTorch; docs/time.md).
+
+MF_GPU_CHECK_DEVICE=cpu runs the code at a small size on the CPU, against
+the H200's model: a check of the script, not of speed.
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import torch  # noqa: E402
+
+DEV = os.environ.get("MF_GPU_CHECK_DEVICE", "cuda")
+if DEV == "cuda" and not torch.cuda.is_available():
+    print("gpu-speed: no CUDA GPU here; nothing measured")
+    sys.exit(1)
+
+SITE = os.environ.get("MF_TORCH_SITE")
+try:
+    import transformers  # noqa: F401,E402
+except ImportError:
+    if not SITE:
+        raise
+    sys.path.append(SITE)
+
+import yaml  # noqa: E402
+
+import hf  # noqa: E402
+
+TOP = os.environ.get("MF_TOP", os.path.dirname(os.path.dirname(HERE)))
+CLI = os.environ.get("MEMFLOOR", os.path.join(TOP, "build/memfloor"))
+MODEL = "meta-llama/Llama-3.1-8B"
+SEQ = 2048
+WARMUP, TIMED = 2, 5
+
+# (name, spec.workload): the manifests of docs/time.md's table, and the
+# full fine-tune as it fits one card with torch.optim.AdamW (bf16-true:
+# no fp32 master copy), with and without checkpointing.
+CASES = [
+    ("8B LoRA r16 all-linear, checkpointing",
+     {"method": "lora", "lora": {"rank": 16, "targets": "all-linear"},
+      "sequenceLength": SEQ, "gradientCheckpointing": True}),
+    ("8B full bf16-true, checkpointing",
+     {"precision": "bf16-true", "sequenceLength": SEQ,
+      "gradientCheckpointing": True}),
+    ("8B full bf16-true",
+     {"precision": "bf16-true", "sequenceLength": SEQ,
+      "gradientCheckpointing": False}),
+]
+
+
+def card_name():
+    """The catalogue's name of this GPU ("NVIDIA H200" is H200)."""
+    if DEV != "cuda":
+        return "H200"
+    return torch.cuda.get_device_name(0).replace("NVIDIA ", "").replace(
+        " ", "-")
+
+
+def modelled(card, workload):
+    """memfloor's step seconds and tokens a second for the job on card."""
+    with open(os.path.join(TOP, "catalog/gpus.yaml")) as f:
+        cat = yaml.safe_load(f)
+    gpus = [g for g in cat["gpus"] if g["name"] == card]
+    if not gpus:
+        sys.exit("gpu-speed: no card named %s in catalog/gpus.yaml" % card)
+    cat.update(gpus=gpus, reference=card)
+    job = {"apiVersion": "memfloor.dev/v1", "kind": "Job",
+           "metadata": {"name": "gpu-speed"},
+           "spec": {"model": {"name": MODEL}, "workload": workload}}
+    with tempfile.TemporaryDirectory() as d:
+        paths = [os.path.join(d, n) for n in ("gpus.json", "job.json")]
+        for path, doc in zip(paths, (cat, job)):
+            with open(path, "w") as f:
+                json.dump(doc, f)
+        r = subprocess.run([CLI, "admit", paths[1], "-f", paths[0], "-m",
+                            os.path.join(TOP, "catalog/models"), "-o",
+                            "json"], capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit("memfloor admit failed (%d): %s%s" %
+                 (r.returncode, r.stdout, r.stderr))
+    p = json.loads(r.stdout)["placement"]
+    return p["time"]["stepSeconds"], p["tokensPerSecond"], p["bound"]
+
+
+def config():
+    with open(os.path.join(TOP, "catalog/models", MODEL + ".json")) as f:
+        c = json.load(f)
+    if DEV != "cuda":
+        c.update(hidden_size=64, intermediate_size=128, vocab_size=256,
+                 num_attention_heads=4, num_key_value_heads=2)
+        return c, 2, 32
+    return c, c["num_hidden_layers"], SEQ
+
+
+def measured(workload):
+    """Seconds a training step of the workload takes here."""
+    c, layers, s = config()
+    lora = workload.get("lora", {})
+    precision = workload.get("precision", "bf16")
+    with torch.device(DEV):
+        model = hf.build(c, layers, precision, "sdpa",
+                         workload["gradientCheckpointing"],
+                         lora.get("targets"), rank=lora.get("rank", 4),
+                         device=DEV)
+    step = hf.Step(model, precision)
+    opt = torch.optim.AdamW([p for p in model.parameters()
+                             if p.requires_grad], lr=1e-5)
+    ids = torch.randint(0, c["vocab_size"], (1, s), device=DEV)
+    times = []
+    for i in range(WARMUP + TIMED):
+        if DEV == "cuda":
+            torch.cuda.synchronize()
+        t = time.perf_counter()
+        step(ids, ids).backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        if DEV == "cuda":
+            torch.cuda.synchronize()
+        times.append(time.perf_counter() - t)
+    del model, step, opt, ids
+    if DEV == "cuda":
+        torch.cuda.empty_cache()
+    times = sorted(times[WARMUP:])
+    return times[len(times) // 2], s
+
+
+def main():
+    card = card_name()
+    print("gpu-speed on %s (catalogue card %s, torch %s)" %
+          (torch.cuda.get_device_name(0) if DEV == "cuda" else "the CPU",
+           card, torch.__version__))
+    print("%-40s %12s %12s %10s %10s %8s %s" %
+          ("case", "measured s", "modelled s", "meas tok/s", "mod tok/s",
+           "mod/meas", "bound"))
+    off = 0
+    for name, workload in CASES:
+        want_s, want_tps, bound = modelled(card, workload)
+        got_s, s = measured(workload)
+        ratio = want_s / got_s
+        mark = ""
+        if DEV == "cuda" and not 0.5 <= ratio <= 2.0:
+            mark, off = "OFF", off + 1
+        print("%-40s %12.4f %12.4f %10.1f %10.1f %8.2f %s %s" %
+              (name, got_s, want_s, s / got_s, want_tps, ratio, bound,
+               mark), flush=True)
+    print("gpu-speed: %d cases, %d off by more than a factor of 2" %
+          (len(CASES), off))
+    return 1 if off else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
