@@ -29,7 +29,9 @@ importable (make gpu-check uses the system python3 when its torch sees a
 GPU, with the harness's virtual environment's packages behind it, else
 the environment's own python).  Run alone on the machine: the counters
 are the process's, but the sizes are chosen to finish within minutes on
-one H100/H200-class GPU.
+one H100/H200-class GPU.  MF_GPU_CHECK_DEVICE=cpu (gpu.py) runs every
+case's code at small sizes on the CPU with the allocator's counters at
+zero: a check of the script, not of memory.
 """
 import os
 import sys
@@ -40,23 +42,7 @@ sys.path.insert(0, HERE)
 
 import torch  # noqa: E402
 
-# MF_GPU_CHECK_DEVICE=cpu runs every case's code at small sizes on the CPU
-# with the allocator's counters at zero: a check of the script, not of
-# memory.
-DEV = os.environ.get("MF_GPU_CHECK_DEVICE", "cuda")
-if DEV == "cuda" and not torch.cuda.is_available():
-    print("gpu-check: no CUDA GPU here (torch %s, torch.cuda.is_available()"
-          " is False); nothing measured" % torch.__version__)
-    sys.exit(1)
-
-SITE = os.environ.get("MF_TORCH_SITE")
-try:
-    import transformers  # noqa: F401,E402
-except ImportError:
-    if not SITE:
-        raise
-    sys.path.append(SITE)
-
+from gpu import DEV  # noqa: E402
 import hf  # noqa: E402
 from measure import Recipe, TrueRecipe, cfg, estimate, moe  # noqa: E402
 

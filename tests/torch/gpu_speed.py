@@ -30,22 +30,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 import torch  # noqa: E402
-
-DEV = os.environ.get("MF_GPU_CHECK_DEVICE", "cuda")
-if DEV == "cuda" and not torch.cuda.is_available():
-    print("gpu-speed: no CUDA GPU here; nothing measured")
-    sys.exit(1)
-
-SITE = os.environ.get("MF_TORCH_SITE")
-try:
-    import transformers  # noqa: F401,E402
-except ImportError:
-    if not SITE:
-        raise
-    sys.path.append(SITE)
-
 import yaml  # noqa: E402
 
+from gpu import DEV  # noqa: E402
 import hf  # noqa: E402
 
 TOP = os.environ.get("MF_TOP", os.path.dirname(os.path.dirname(HERE)))
