@@ -311,7 +311,7 @@ torch: all $(TORCH_VENV)/.installed
 	$(TESTENV) timeout 600 $(TORCH_PY) tests/torch/optim_bwd.py
 	$(TESTENV) timeout 600 $(TORCH_PY) tests/torch/offload.py
 	$(TESTENV) timeout 600 $(TORCH_PY) tests/torch/flops.py
-	$(TESTENV) timeout 600 $(TORCH_PY) tests/torch/traffic.py
+	$(TESTENV) timeout 1200 $(TORCH_PY) tests/torch/traffic.py
 	$(TESTENV) timeout 300 $(TORCH_PY) tests/torch/framework.py
 	$(TESTENV) timeout 600 $(TORCH_PY) tests/torch/compile.py
 	$(TESTENV) timeout 900 $(TORCH_PY) tests/torch/compile_lora.py
