@@ -263,8 +263,8 @@ tsan:
 # device (tests/torch/offload.py, about a minute), and the time model's
 # matmul FLOPs against FlopCounterMode on the same models (tests/torch/
 # flops.py, two minutes) and its other kernels' bytes and count against
-# what a dispatch mode sees them move (tests/torch/traffic.py, under a
-# minute), QLoRA's loading moment against transformers' own
+# what a dispatch mode sees them move (tests/torch/traffic.py, ten
+# minutes on two cores), QLoRA's loading moment against transformers' own
 # from_pretrained with bitsandbytes and PEFT's fp32 cast, the checkpoint
 # counted as host memory and its copies as the GPU's (tests/torch/
 # loading.py, seconds), and torchao's float8 linears against the estimate
