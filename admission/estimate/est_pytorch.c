@@ -304,12 +304,7 @@ mlp_terms(const struct mf_model *m, const struct shapes *x, struct mf_terms *t)
 static int64_t
 lora_count(const struct shapes *x, unsigned kinds)
 {
-	unsigned bits = x->own & kinds;
-	int64_t n = 0;
-
-	for (; bits != 0; bits &= bits - 1)
-		n++;
-	return n;
+	return __builtin_popcount(x->own & kinds);
 }
 
 /* Whether each adapter keeps a copy of its input of its own: a cast to its

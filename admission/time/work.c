@@ -405,16 +405,11 @@ lora_io(const struct mf_model *m, const struct mf_workload *w)
 static double
 lora_linears(const struct mf_model *m, const struct mf_workload *w)
 {
-	unsigned bits;
-	double n = 0;
-
 	if (w->method == MF_FULL)
 		return 0;
 	if ((mf_est_lora_mask(w) & MF_LORA_MOE) && m->experts > 0)
 		return 7;
-	for (bits = mf_est_lora_own(m, w); bits != 0; bits &= bits - 1)
-		n++;
-	return n;
+	return __builtin_popcount(mf_est_lora_own(m, w));
 }
 
 /* Bytes a token, a layer, of pass p (0 forward, 1 backward, 2

@@ -12,8 +12,8 @@ Beside each, memfloor's modelled step for the same manifest on the same
 card of the shipped catalogue (a catalogue of that card alone, its
 reference), from the command line (MEMFLOOR admit -o json): the
 placement's time.stepSeconds and tokensPerSecond.  It prints both and
-modelled / measured, and exits 1 when memfloor's card is not in the
-catalogue, or when a modelled step is off the measured one by more than a
+modelled / measured, and exits 1 when no card of the catalogue is this
+GPU, or when a modelled step is off the measured one by more than a
 factor of 2 either way (memfloor models eager PyTorch; docs/time.md).
 
 MF_GPU_CHECK_DEVICE=cpu runs the code at a small size on the CPU, against
@@ -57,22 +57,26 @@ CASES = [
 ]
 
 
-def card_name():
-    """The catalogue's name of this GPU ("NVIDIA H200" is H200)."""
-    if DEV != "cuda":
-        return "H200"
-    return torch.cuda.get_device_name(0).replace("NVIDIA ", "").replace(
-        " ", "-")
-
-
-def modelled(card, workload):
-    """memfloor's step seconds and tokens a second for the job on card."""
+def catalogue():
+    """catalog/gpus.yaml holding this GPU's card alone, as its reference:
+    the card the driver's name names, as observations are matched to
+    cards (store/observe.c), by its nvidia.com/gpu.product label (a space
+    written '-') or its dcgmModelName.  The dry run takes the H200's."""
+    name = torch.cuda.get_device_name(0) if DEV == "cuda" else "NVIDIA H200"
     with open(os.path.join(TOP, "catalog/gpus.yaml")) as f:
         cat = yaml.safe_load(f)
-    gpus = [g for g in cat["gpus"] if g["name"] == card]
+    gpus = [g for g in cat["gpus"]
+            if g.get("labels", {}).get("nvidia.com/gpu.product") ==
+            name.replace(" ", "-") or g.get("dcgmModelName") == name]
     if not gpus:
-        sys.exit("gpu-speed: no card named %s in catalog/gpus.yaml" % card)
-    cat.update(gpus=gpus, reference=card)
+        sys.exit("gpu-speed: no card of catalog/gpus.yaml is the %s" % name)
+    cat.update(gpus=gpus[:1], reference=gpus[0]["name"])
+    return cat
+
+
+def modelled(cat, workload):
+    """memfloor's step seconds, tokens a second and bound for the job on
+    the one card of cat."""
     job = {"apiVersion": "memfloor.dev/v1", "kind": "Job",
            "metadata": {"name": "gpu-speed"},
            "spec": {"model": {"name": MODEL}, "workload": workload}}
@@ -102,7 +106,8 @@ def config():
 
 
 def measured(workload):
-    """Seconds a training step of the workload takes here."""
+    """The median seconds of a training step of the workload here, and
+    the tokens it trains on."""
     c, layers, s = config()
     lora = workload.get("lora", {})
     precision = workload.get("precision", "bf16")
@@ -134,7 +139,8 @@ def measured(workload):
 
 
 def main():
-    card = card_name()
+    cat = catalogue()
+    card = cat["reference"]
     print("gpu-speed on %s (catalogue card %s, torch %s)" %
           (torch.cuda.get_device_name(0) if DEV == "cuda" else "the CPU",
            card, torch.__version__))
@@ -143,7 +149,7 @@ def main():
            "mod/meas", "bound"))
     off = 0
     for name, workload in CASES:
-        want_s, want_tps, bound = modelled(card, workload)
+        want_s, want_tps, bound = modelled(cat, workload)
         got_s, s = measured(workload)
         ratio = want_s / got_s
         mark = ""
