@@ -304,8 +304,10 @@ mf_store_knows(struct mf_store *s, const char *fingerprint)
 	int found;
 	char *job;
 
+	/* Queued only: written first, so that what names it (an observation)
+	 * never stands in the database without it. */
 	if (mf_store_knows_queued(s, fingerprint))
-		return 1;
+		mf_store_flush(s);
 	job = latest_job(s, fingerprint, &found);
 	if (job == NULL)
 		return -1;

@@ -135,8 +135,9 @@ enum mf_rc mf_store_list(struct mf_store *s, const char *fingerprint,
  */
 int mf_store_admitted(struct mf_store *s, const char *fingerprint,
     const struct mf_job *job, unsigned fixes, int64_t count, const char *card);
-/* Whether an admission of fingerprint is kept or queued: 1, 0, or -1
- * when the database fails. */
+/* Whether an admission of fingerprint is kept: 1, 0, or -1 when the
+ * database fails.  One still queued is written first (mf_store_flush),
+ * so that an observation kept after a 1 has its job in the database. */
 int mf_store_knows(struct mf_store *s, const char *fingerprint);
 /* The job as placed of fingerprint's latest admission (malloc'd), or
  * NULL when none (or on failure). */

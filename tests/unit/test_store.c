@@ -220,8 +220,12 @@ test_store_admissions_through_the_queue(void **state)
 
 	assert_int_equal(mf_store_knows(st, FP_A), 0);
 	assert_int_equal(mf_store_admitted(st, FP_A, &one, 0, 2, "H100"), 0);
-	/* Known at once, whether or not the writer has been. */
+	/* Known at once, and written by then, within the writer's window
+	 * (a second): an observation kept after it finds its job. */
 	assert_int_equal(mf_store_knows(st, FP_A), 1);
+	job = mf_store_job(st, FP_A);
+	assert_non_null(job);
+	free(job);
 	assert_int_equal(mf_store_admitted(st, FP_A, &two, 0, 2, "H100"), 0);
 	/* The job is the caller's no longer: the store copied it. */
 	two.min_memory = 0;
