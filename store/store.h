@@ -143,8 +143,8 @@ int mf_store_knows(struct mf_store *s, const char *fingerprint);
  * NULL when none (or on failure). */
 char *mf_store_job(struct mf_store *s, const char *fingerprint);
 /* Wait until every admission queued before the call is written, or the
- * writer waits for a database that cannot be reached (tests, and a clean
- * stop). */
+ * writer waits for a database that cannot be reached (mf_store_knows,
+ * tests, and a clean stop). */
 void mf_store_flush(struct mf_store *s);
 /* Admissions dropped because the queue was full, or not written (a
  * statement failed, or the store closed while the database was down). */
