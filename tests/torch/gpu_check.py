@@ -42,7 +42,7 @@ sys.path.insert(0, HERE)
 
 import torch  # noqa: E402
 
-from gpu import DEV  # noqa: E402
+from gpu import CUDA, DEV, NAME, SMALL_SEQ, small  # noqa: E402
 import hf  # noqa: E402
 from measure import Recipe, TrueRecipe, cfg, estimate, moe  # noqa: E402
 
@@ -98,36 +98,9 @@ CASES = [
 ]
 
 
-class Counters:
-    """torch.cuda's allocator counters, or zeros for the CPU dry run."""
-
-    def __init__(self, cuda):
-        self.cuda = cuda
-
-    def __getattr__(self, name):
-        if self.cuda:
-            return getattr(torch.cuda, name)
-        return lambda *a, **k: 0 if "memory" in name else None
-
-
-CUDA = Counters(DEV == "cuda")
-
-
 def allocated():
     CUDA.synchronize()
     return CUDA.memory_allocated()
-
-
-def small(c, s, b):
-    """The dry run's sizes: the case's architecture at the harness's."""
-    c = dict(c, hidden_size=64, intermediate_size=128, vocab_size=256,
-             num_hidden_layers=2, num_attention_heads=4,
-             num_key_value_heads=min(4, c["num_key_value_heads"]))
-    c.pop("head_dim", None)
-    for k in ("moe_intermediate_size", "shared_expert_intermediate_size"):
-        if k in c:
-            c[k] = 64
-    return c, 32, b
 
 
 def measure(c, s, b, precision, attention, ckpt, lora):
@@ -195,7 +168,7 @@ def memfloor(c, s, b, precision, attention, ckpt, lora):
 def main():
     if DEV == "cuda":
         print("gpu-check on %s (torch %s, CUDA %s)" %
-              (torch.cuda.get_device_name(0), torch.__version__,
+              (NAME, torch.__version__,
                torch.version.cuda))
     else:
         print("gpu-check dry run on the CPU: no memory is measured")
@@ -205,7 +178,7 @@ def main():
     start = time.time()
     for c, s, b, prec, attn, ckpt, lora in CASES:
         if DEV != "cuda":
-            c, s, b = small(c, s, b)
+            c, s = small(c), SMALL_SEQ
         name = "%s L%d s%d b%d %s %s ckpt=%s%s" % (
             c["model_type"], c["num_hidden_layers"], s, b, prec, attn, ckpt,
             " lora " + lora if lora else "")

@@ -32,7 +32,7 @@ sys.path.insert(0, HERE)
 import torch  # noqa: E402
 import yaml  # noqa: E402
 
-from gpu import DEV  # noqa: E402
+from gpu import CUDA, DEV, NAME, SMALL_SEQ, small  # noqa: E402
 import hf  # noqa: E402
 
 TOP = os.environ.get("MF_TOP", os.path.dirname(os.path.dirname(HERE)))
@@ -62,7 +62,7 @@ def catalogue():
     the card the driver's name names, as observations are matched to
     cards (store/observe.c), by its nvidia.com/gpu.product label (a space
     written '-') or its dcgmModelName.  The dry run takes the H200's."""
-    name = torch.cuda.get_device_name(0) if DEV == "cuda" else "NVIDIA H200"
+    name = NAME or "NVIDIA H200"
     with open(os.path.join(TOP, "catalog/gpus.yaml")) as f:
         cat = yaml.safe_load(f)
     gpus = [g for g in cat["gpus"]
@@ -96,23 +96,21 @@ def modelled(cat, workload):
 
 
 def config():
+    """Llama 3.1 8B's config and the sequence length; the dry run's at
+    its small sizes."""
     with open(os.path.join(TOP, "catalog/models", MODEL + ".json")) as f:
         c = json.load(f)
-    if DEV != "cuda":
-        c.update(hidden_size=64, intermediate_size=128, vocab_size=256,
-                 num_attention_heads=4, num_key_value_heads=2)
-        return c, 2, 32
-    return c, c["num_hidden_layers"], SEQ
+    return (c, SEQ) if DEV == "cuda" else (small(c), SMALL_SEQ)
 
 
 def measured(workload):
     """The median seconds of a training step of the workload here, and
     the tokens it trains on."""
-    c, layers, s = config()
+    c, s = config()
     lora = workload.get("lora", {})
     precision = workload.get("precision", "bf16")
     with torch.device(DEV):
-        model = hf.build(c, layers, precision, "sdpa",
+        model = hf.build(c, c["num_hidden_layers"], precision, "sdpa",
                          workload["gradientCheckpointing"],
                          lora.get("targets"), rank=lora.get("rank", 4),
                          device=DEV)
@@ -122,18 +120,15 @@ def measured(workload):
     ids = torch.randint(0, c["vocab_size"], (1, s), device=DEV)
     times = []
     for i in range(WARMUP + TIMED):
-        if DEV == "cuda":
-            torch.cuda.synchronize()
+        CUDA.synchronize()
         t = time.perf_counter()
         step(ids, ids).backward()
         opt.step()
         opt.zero_grad(set_to_none=True)
-        if DEV == "cuda":
-            torch.cuda.synchronize()
+        CUDA.synchronize()
         times.append(time.perf_counter() - t)
     del model, step, opt, ids
-    if DEV == "cuda":
-        torch.cuda.empty_cache()
+    CUDA.empty_cache()
     times = sorted(times[WARMUP:])
     return times[len(times) // 2], s
 
@@ -142,7 +137,7 @@ def main():
     cat = catalogue()
     card = cat["reference"]
     print("gpu-speed on %s (catalogue card %s, torch %s)" %
-          (torch.cuda.get_device_name(0) if DEV == "cuda" else "the CPU",
+          (NAME or "the CPU",
            card, torch.__version__))
     print("%-40s %12s %12s %10s %10s %8s %s" %
           ("case", "measured s", "modelled s", "meas tok/s", "mod tok/s",
