@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -1045,6 +1046,35 @@ say_cannot_listen(const char *addr, int errnum)
 	        "");
 }
 
+/*
+ * Hand d a connection only once its first bytes are in: TCP_DEFER_ACCEPT
+ * for a second, as nginx's "listen ... deferred" sets it
+ * (src/core/ngx_connection.c, ngx_configure_listening_sockets).
+ * libmicrohttpd 0.9.75's poll loop accepts one connection a round, then
+ * runs every ready connection's handlers in that round.  Connections
+ * accepted before their ClientHellos came were handshaken together in one
+ * round, a signature each (RSA-2048: 1.7 ms in GnuTLS), while the requests
+ * of the open connections waited (docs/performance.md, "TLS connections
+ * accepted with their ClientHello").  Accepted with it, one is handshaken
+ * a round.  Said if refused; the daemon serves without it.
+ */
+static void
+defer_accept(struct MHD_Daemon *d, const char *addr)
+{
+	const union MHD_DaemonInfo *info =
+	    MHD_get_daemon_info(d, MHD_DAEMON_INFO_LISTEN_FD);
+	int secs = 1;
+
+	if (info != NULL &&
+	    setsockopt(info->listen_fd, IPPROTO_TCP, TCP_DEFER_ACCEPT, &secs,
+	        sizeof(secs)) == 0)
+		return;
+	mfd_log(MFD_WARN,
+	    "%s: connections are accepted before their first bytes "
+	    "(TCP_DEFER_ACCEPT: %s)",
+	    addr, info == NULL ? "no listening socket" : strerror(errno));
+}
+
 /* A libmicrohttpd daemon listening on addr; NULL (said) on failure. */
 static struct MHD_Daemon *
 listen_on(const struct mfd_config *cfg, const char *addr)
@@ -1086,6 +1116,7 @@ listen_on(const struct mfd_config *cfg, const char *addr)
 		say_cannot_listen(addr, errno);
 		return NULL;
 	}
+	defer_accept(d, addr);
 	mfd_log(MFD_INFO, "listening on %s port %d (%s, %u thread%s)", addr,
 	    bound_port(d), cfg->tls_cert ? "https" : "http", cfg->threads,
 	    cfg->threads == 1 ? "" : "s");

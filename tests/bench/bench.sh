@@ -26,8 +26,9 @@
 # 88Gi and as it is (its spec annotation), and a Pod, the kube-rs sample
 # of tests/data/review/ with memfloor.dev/min-memory: 88Gi, also as that
 # file is, indented; memfloord and nginx serve the same throwaway
-# certificate (made with openssl), both speaking TLS 1.3 (checked).
-# Then the in-process placement benchmark.
+# certificate (made with openssl), both speaking TLS 1.3 (checked).  All
+# three servers accept a connection with its first bytes (TCP_DEFER_ACCEPT:
+# nginx's "listen ... deferred").  Then the in-process placement benchmark.
 #
 # On a shared machine one run of either can be off by a third, so the two
 # take turns, BENCH_ROUNDS times each, and the medians are printed.
@@ -308,12 +309,13 @@ row() {
 	    -o "$work/answer" -w '%{size_download}' \
 	    "$scheme://127.0.0.1:$mport$path")
 	python3 -c "import sys; sys.stdout.write('x' * $size)" >"$work/static"
-	listen="listen 127.0.0.1:$nport;"
+	# Connections accepted with their first bytes, as memfloord's are.
+	listen="listen 127.0.0.1:$nport deferred;"
 	# TLS 1.3 as memfloord speaks it (and the API server's Go client):
 	# Debian's nginx 1.22 offers only up to 1.2 unless told, and a 1.2
 	# client waits for the server's Finished before its first request,
 	# where a 1.3 client sends it at once and it waits on the server.
-	[ "$scheme" = https ] && listen="listen 127.0.0.1:$nport ssl;
+	[ "$scheme" = https ] && listen="listen 127.0.0.1:$nport ssl deferred;
 		ssl_certificate $work/tls.crt;
 		ssl_certificate_key $work/tls.key;
 		ssl_protocols TLSv1.2 TLSv1.3;"

@@ -4,7 +4,8 @@
  * request has its body read and dropped and is answered 200 with a fixed
  * JSON body.  The daemon is started as memfloord starts its own
  * (daemon/server.c, listen_on): the internal polling thread, a pool of N
- * threads when N > 1, 8 KB of memory a connection.
+ * threads when N > 1, 8 KB of memory a connection, connections accepted
+ * with their first bytes (TCP_DEFER_ACCEPT, a second).
  *
  *     bench_hello [THREADS]
  *
@@ -13,6 +14,7 @@
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
@@ -73,6 +75,7 @@ main(int argc, char **argv)
 	struct sockaddr_in sin;
 	sigset_t stop;
 	long threads = 1;
+	int defer = 1;
 	int sig;
 
 	if (argc == 2)
@@ -102,6 +105,14 @@ main(int argc, char **argv)
 	    MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned int)4096, MHD_OPTION_END);
 	if (d == NULL) {
 		fprintf(stderr, "bench_hello: cannot listen on 127.0.0.1\n");
+		return 1;
+	}
+	info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_LISTEN_FD);
+	if (info == NULL ||
+	    setsockopt(info->listen_fd, IPPROTO_TCP, TCP_DEFER_ACCEPT, &defer,
+	        sizeof(defer)) != 0) {
+		fprintf(stderr, "bench_hello: TCP_DEFER_ACCEPT refused\n");
+		MHD_stop_daemon(d);
 		return 1;
 	}
 	info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);

@@ -7,7 +7,9 @@
 # [::1] (one dual-stack socket); a connection that sends half a request
 # and stops must be closed at the request deadline with a log line that
 # names the client's address, and a burst of them must be one line, not
-# one each.  Bad flag values must name the option and what it takes.
+# one each.  A connection is accepted only once its first bytes are in
+# (TCP_DEFER_ACCEPT): one that has sent nothing stays in the kernel's
+# queue.  Bad flag values must name the option and what it takes.
 # --version prints the VERSION file's version; -l given twice answers on
 # each address; the start-up log names the catalogue file and its GPU
 # count (grep'd from the file) and the models directory and its count; a
@@ -74,6 +76,43 @@ else
 	else
 		pass "no IPv6 loopback here: [::1] not tried"
 	fi
+fi
+stop
+
+# --- a connection is handed to the daemon with its first bytes ---------------
+# The kernel holds a connection that has sent nothing (SYN-RECV on the
+# daemon's side, /proc/net/tcp state 03) until its first bytes come; then
+# it is accepted (ESTABLISHED, 01) and answered.
+start_daemon "$tmp/defer.log"
+states=$(python3 - "$port" <<'PYEOF'
+import socket, sys, time
+port = int(sys.argv[1])
+
+def state(peer):
+    """The daemon's side of the connection from peer: its /proc/net/tcp state."""
+    for line in open("/proc/net/tcp").read().splitlines()[1:]:
+        f = line.split()
+        local, remote = f[1].split(":"), f[2].split(":")
+        if int(local[1], 16) == port and int(remote[1], 16) == peer:
+            return f[3]
+    return "none"
+
+s = socket.create_connection(("127.0.0.1", port))
+peer = s.getsockname()[1]
+time.sleep(0.2)
+before = state(peer)
+s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+s.settimeout(5)
+answer = s.recv(15)
+print(before, state(peer), answer.decode(errors="replace").replace(" ", "_"))
+PYEOF
+)
+is "a connection that has sent nothing is not accepted; its request is answered" \
+    "$states" "03 01 HTTP/1.1_200_OK"
+if grep -q TCP_DEFER_ACCEPT "$tmp/defer.log"; then
+	fail "the start-up log: $(grep TCP_DEFER_ACCEPT "$tmp/defer.log")"
+else
+	pass "the start-up log says nothing of TCP_DEFER_ACCEPT"
 fi
 stop
 
