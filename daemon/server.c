@@ -16,7 +16,6 @@
 #include <errno.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -31,6 +30,7 @@
 #include "../admission/review/review.h"
 #include "../fetch/fetch.h"
 #include "guard.h"
+#include "http_layer.h"
 #include "memfloord.h"
 #include "tls.h"
 
@@ -1046,48 +1046,13 @@ say_cannot_listen(const char *addr, int errnum)
 	        "");
 }
 
-/*
- * Hand d a connection only once its first bytes are in: TCP_DEFER_ACCEPT
- * for a second, as nginx's "listen ... deferred" sets it
- * (src/core/ngx_connection.c, ngx_configure_listening_sockets).
- * libmicrohttpd 0.9.75's poll loop accepts one connection a round, then
- * runs every ready connection's handlers in that round.  Connections
- * accepted before their ClientHellos came were handshaken together in one
- * round, a signature each (RSA-2048: 1.7 ms in GnuTLS), while the requests
- * of the open connections waited (docs/performance.md, "TLS connections
- * accepted with their ClientHello").  Accepted with it, one is handshaken
- * a round.  Said if refused; the daemon serves without it.
- */
-static void
-defer_accept(struct MHD_Daemon *d, const char *addr)
-{
-	const union MHD_DaemonInfo *info =
-	    MHD_get_daemon_info(d, MHD_DAEMON_INFO_LISTEN_FD);
-	int secs = 1;
-
-	if (info != NULL &&
-	    setsockopt(info->listen_fd, IPPROTO_TCP, TCP_DEFER_ACCEPT, &secs,
-	        sizeof(secs)) == 0)
-		return;
-	mfd_log(MFD_WARN,
-	    "%s: connections are accepted before their first bytes "
-	    "(TCP_DEFER_ACCEPT: %s)",
-	    addr, info == NULL ? "no listening socket" : strerror(errno));
-}
-
 /* A libmicrohttpd daemon listening on addr; NULL (said) on failure. */
 static struct MHD_Daemon *
 listen_on(const struct mfd_config *cfg, const char *addr)
 {
 	unsigned flags = MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG |
 	    MHD_ALLOW_SUSPEND_RESUME;
-	/* One thread is the polling thread alone: a pool of 1 is refused. */
-	struct MHD_OptionItem pool[] = {
-		{ cfg->threads > 1 ? MHD_OPTION_THREAD_POOL_SIZE :
-		                     MHD_OPTION_END,
-		    (intptr_t)cfg->threads, NULL },
-		{ MHD_OPTION_END, 0, NULL },
-	};
+	struct mfd_http_layer http = mfd_http_layer(cfg->threads);
 	struct sockaddr_storage ss;
 	struct MHD_Daemon *d;
 	socklen_t sslen;
@@ -1100,23 +1065,23 @@ listen_on(const struct mfd_config *cfg, const char *addr)
 	errno = 0;
 	d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, NULL,
 	    MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL, MHD_OPTION_SOCK_ADDR,
-	    (struct sockaddr *)&ss, MHD_OPTION_ARRAY, pool,
+	    (struct sockaddr *)&ss, MHD_OPTION_ARRAY, http.options,
 	    MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
 	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)IDLE_SECONDS,
 	    MHD_OPTION_NOTIFY_CONNECTION, on_connection, NULL,
 	    MHD_OPTION_URI_LOG_CALLBACK, on_uri, NULL,
 	    MHD_OPTION_PER_IP_CONNECTION_LIMIT,
-	    (unsigned int)cfg->max_conns_per_ip,
-	    /* MHD clears this pool for every request: keep it small. */
-	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)8192,
-	    MHD_OPTION_CONNECTION_LIMIT, (unsigned int)8192,
-	    MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned int)4096,
-	    MHD_OPTION_ARRAY, mfd_tls_options(), MHD_OPTION_END);
+	    (unsigned int)cfg->max_conns_per_ip, MHD_OPTION_ARRAY,
+	    mfd_tls_options(), MHD_OPTION_END);
 	if (d == NULL) {
 		say_cannot_listen(addr, errno);
 		return NULL;
 	}
-	defer_accept(d, addr);
+	if (mfd_defer_accept(d) != 0)
+		mfd_log(MFD_WARN,
+		    "%s: connections are accepted before their first bytes "
+		    "(TCP_DEFER_ACCEPT: %s)",
+		    addr, strerror(errno));
 	mfd_log(MFD_INFO, "listening on %s port %d (%s, %u thread%s)", addr,
 	    bound_port(d), cfg->tls_cert ? "https" : "http", cfg->threads,
 	    cfg->threads == 1 ? "" : "s");

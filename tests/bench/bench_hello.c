@@ -3,9 +3,9 @@
  * memfloord against (tests/bench/bench.sh, docs/performance.md): every
  * request has its body read and dropped and is answered 200 with a fixed
  * JSON body.  The daemon is started as memfloord starts its own
- * (daemon/server.c, listen_on): the internal polling thread, a pool of N
- * threads when N > 1, 8 KB of memory a connection, connections accepted
- * with their first bytes (TCP_DEFER_ACCEPT, a second).
+ * (daemon/server.c, listen_on): the internal polling thread, and the
+ * threads, a connection's limits and the listening socket of
+ * daemon/http_layer.h.
  *
  *     bench_hello [THREADS]
  *
@@ -14,7 +14,6 @@
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
@@ -23,6 +22,8 @@
 #include <string.h>
 
 #include <microhttpd.h>
+
+#include "http_layer.h"
 
 static const char body[] = "{\"hello\":\"world\"}\n";
 
@@ -66,16 +67,12 @@ on_request(void *cls, struct MHD_Connection *c, const char *url,
 int
 main(int argc, char **argv)
 {
-	struct MHD_OptionItem pool[] = {
-		{ MHD_OPTION_END, 0, NULL },
-		{ MHD_OPTION_END, 0, NULL },
-	};
+	struct mfd_http_layer http;
 	const union MHD_DaemonInfo *info;
 	struct MHD_Daemon *d;
 	struct sockaddr_in sin;
 	sigset_t stop;
 	long threads = 1;
-	int defer = 1;
 	int sig;
 
 	if (argc == 2)
@@ -84,11 +81,7 @@ main(int argc, char **argv)
 		fprintf(stderr, "usage: bench_hello [THREADS]\n");
 		return 2;
 	}
-	/* One thread is the polling thread alone: a pool of 1 is refused. */
-	if (threads > 1) {
-		pool[0].option = MHD_OPTION_THREAD_POOL_SIZE;
-		pool[0].value = (intptr_t)threads;
-	}
+	http = mfd_http_layer((unsigned)threads);
 	/* The daemon's threads inherit the mask: only main takes the signal. */
 	sigemptyset(&stop);
 	sigaddset(&stop, SIGINT);
@@ -99,19 +92,14 @@ main(int argc, char **argv)
 	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	d = MHD_start_daemon(MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG,
 	    0, NULL, NULL, on_request, NULL, MHD_OPTION_SOCK_ADDR,
-	    (struct sockaddr *)&sin, MHD_OPTION_ARRAY, pool,
-	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)8192,
-	    MHD_OPTION_CONNECTION_LIMIT, (unsigned int)8192,
-	    MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned int)4096, MHD_OPTION_END);
+	    (struct sockaddr *)&sin, MHD_OPTION_ARRAY, http.options,
+	    MHD_OPTION_END);
 	if (d == NULL) {
 		fprintf(stderr, "bench_hello: cannot listen on 127.0.0.1\n");
 		return 1;
 	}
-	info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_LISTEN_FD);
-	if (info == NULL ||
-	    setsockopt(info->listen_fd, IPPROTO_TCP, TCP_DEFER_ACCEPT, &defer,
-	        sizeof(defer)) != 0) {
-		fprintf(stderr, "bench_hello: TCP_DEFER_ACCEPT refused\n");
+	if (mfd_defer_accept(d) != 0) {
+		perror("bench_hello: TCP_DEFER_ACCEPT");
 		MHD_stop_daemon(d);
 		return 1;
 	}
