@@ -15,6 +15,13 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+/* The connections memfloord holds at once, all clients together: the
+ * most --max-conns-per-ip may allow one.  Its text for messages. */
+#define MFD_CONNECTIONS 8192
+#define MFD_CONNECTIONS_TEXT MFD_TEXT_(MFD_CONNECTIONS)
+#define MFD_TEXT_(n) MFD_TEXT__(n)
+#define MFD_TEXT__(n) #n
+
 /* The options for MHD_OPTION_ARRAY, ended by MHD_OPTION_END. */
 struct mfd_http_layer {
 	struct MHD_OptionItem options[5];
@@ -23,15 +30,15 @@ struct mfd_http_layer {
 /*
  * threads workers: a pool of them when more than one (one is the polling
  * thread alone: a pool of 1 is refused); 8 KB a connection (libmicrohttpd
- * clears this pool for every request: kept small); 8,192 connections and
- * a backlog of 4,096.
+ * clears this pool for every request: kept small); MFD_CONNECTIONS
+ * connections and a backlog of 4,096.
  */
 static inline struct mfd_http_layer
 mfd_http_layer(unsigned threads)
 {
 	return (struct mfd_http_layer){ {
 	    { MHD_OPTION_CONNECTION_MEMORY_LIMIT, 8192, NULL },
-	    { MHD_OPTION_CONNECTION_LIMIT, 8192, NULL },
+	    { MHD_OPTION_CONNECTION_LIMIT, MFD_CONNECTIONS, NULL },
 	    { MHD_OPTION_LISTEN_BACKLOG_SIZE, 4096, NULL },
 	    { threads > 1 ? MHD_OPTION_THREAD_POOL_SIZE : MHD_OPTION_END,
 		(intptr_t)threads, NULL },

@@ -22,6 +22,7 @@
 
 #include "../catalog/datadir.h"
 #include "../fetch/fetch.h"
+#include "http_layer.h"
 #include "memfloord.h"
 #include "prometheus.h"
 
@@ -139,7 +140,8 @@ static const struct number_flag {
 	    "a size in bytes from 1024 to 1073741824 (1 GiB)", CFG(max_body) },
 	{ O_TIMEOUT, 1, 3600, "a number of seconds from 1 to 3600",
 	    CFG(request_timeout) },
-	{ O_PERIP, 1, 8192, "a number of connections from 1 to 8192",
+	{ O_PERIP, 1, MFD_CONNECTIONS,
+	    "a number of connections from 1 to " MFD_CONNECTIONS_TEXT,
 	    CFG(max_conns_per_ip) },
 	{ O_BODYMEM, 1024, (size_t)64 << 30,
 	    "a size in bytes from 1024 to 68719476736 (64 GiB)",

@@ -59,6 +59,9 @@ bad_flag "--request-timeout '0': takes a number of seconds from 1 to 3600" \
     --request-timeout 0
 bad_flag "--max-conns-per-ip 'lots': takes a number of connections" \
     --max-conns-per-ip lots
+# One client may hold at most the 8,192 connections memfloord serves in all.
+bad_flag "--max-conns-per-ip '8193': takes a number of connections from 1 to 8192" \
+    --max-conns-per-ip 8193
 bad_flag "--max-body-memory 1048576 must be more than --max-body 1048576" \
     --max-body-memory 1048576
 
