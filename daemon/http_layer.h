@@ -16,11 +16,8 @@
 #include <sys/socket.h>
 
 /* The connections memfloord holds at once, all clients together: the
- * most --max-conns-per-ip may allow one.  Its text for messages. */
+ * most --max-conns-per-ip may allow one. */
 #define MFD_CONNECTIONS 8192
-#define MFD_CONNECTIONS_TEXT MFD_TEXT_(MFD_CONNECTIONS)
-#define MFD_TEXT_(n) MFD_TEXT__(n)
-#define MFD_TEXT__(n) #n
 
 /* The options for MHD_OPTION_ARRAY, ended by MHD_OPTION_END. */
 struct mfd_http_layer {

@@ -126,59 +126,71 @@ enum {
 	offsetof(struct mfd_config, member), \
 	    sizeof(((struct mfd_config *)0)->member)
 
-/* The flags that take a number: its bounds, in words for the error, and
- * the member of the configuration it sets (unsigned or size_t). */
+/* The flags that take a number: its bounds, what it is in words for the
+ * error (and the unit the error gives the largest in too, when it is a
+ * whole number of them), and the member of the configuration it sets
+ * (unsigned or size_t). */
 static const struct number_flag {
 	int opt;
 	size_t min, max;
-	const char *takes;
+	const char *what;
+	size_t unit;
+	const char *units;
 	size_t off, size;
 } numbers[] = {
-	{ O_THREADS, 1, 1024, "a number of threads from 1 to 1024",
-	    CFG(threads) },
-	{ O_MAXBODY, 1024, 1u << 30,
-	    "a size in bytes from 1024 to 1073741824 (1 GiB)", CFG(max_body) },
-	{ O_TIMEOUT, 1, 3600, "a number of seconds from 1 to 3600",
+	{ O_THREADS, 1, 1024, "a number of threads", 0, NULL, CFG(threads) },
+	{ O_MAXBODY, 1024, (size_t)1 << 30, "a size in bytes", (size_t)1 << 30,
+	    "GiB", CFG(max_body) },
+	{ O_TIMEOUT, 1, 3600, "a number of seconds", 0, NULL,
 	    CFG(request_timeout) },
-	{ O_PERIP, 1, MFD_CONNECTIONS,
-	    "a number of connections from 1 to " MFD_CONNECTIONS_TEXT,
+	{ O_PERIP, 1, MFD_CONNECTIONS, "a number of connections", 0, NULL,
 	    CFG(max_conns_per_ip) },
-	{ O_BODYMEM, 1024, (size_t)64 << 30,
-	    "a size in bytes from 1024 to 68719476736 (64 GiB)",
-	    CFG(max_body_memory) },
-	{ O_PROMWINDOW, 60, 2592000,
-	    "a number of seconds from 60 to 2592000 (30 days)",
-	    CFG(prometheus_window) },
+	{ O_BODYMEM, 1024, (size_t)64 << 30, "a size in bytes", (size_t)1 << 30,
+	    "GiB", CFG(max_body_memory) },
+	{ O_PROMWINDOW, 60, (size_t)30 * 86400, "a number of seconds", 86400,
+	    "days", CFG(prometheus_window) },
 };
 
 /* The flags given once an entry of a list: its array and count. */
 static const struct list_flag {
 	int opt;
 	size_t max;
-	const char *takes;
+	const char *what;
 	size_t list, count;
 } lists[] = {
-	{ 'm', MF_DATA_MAX_MODEL_DIRS, "at most 16 directories",
+	{ 'm', MF_DATA_MAX_MODEL_DIRS, "directories",
 	    offsetof(struct mfd_config, given_models),
 	    offsetof(struct mfd_config, ngiven_models) },
-	{ 'l', MFD_MAX_LISTEN, "at most 8 addresses",
-	    offsetof(struct mfd_config, listen),
+	{ 'l', MFD_MAX_LISTEN, "addresses", offsetof(struct mfd_config, listen),
 	    offsetof(struct mfd_config, nlisten) },
-	{ O_HOST, MFD_MAX_MODEL_HOSTS, "at most 32 hosts",
+	{ O_HOST, MFD_MAX_MODEL_HOSTS, "hosts",
 	    offsetof(struct mfd_config, model_hosts),
 	    offsetof(struct mfd_config, nmodel_hosts) },
 };
 
+/* What flag f takes, in words from its bounds, into takes[0..n). */
+static void
+number_takes(const struct number_flag *f, char *takes, size_t n)
+{
+	char in_units[32] = "";
+
+	if (f->unit != 0 && f->max % f->unit == 0)
+		snprintf(in_units, sizeof(in_units), " (%zu %s)",
+		    f->max / f->unit, f->units);
+	snprintf(takes, n, "%s from %zu to %zu%s", f->what, f->min, f->max,
+	    in_units);
+}
+
 /*
  * The value of flag ch, when it is one of numbers[] or lists[], into cfg:
- * 1 when set, 0 when ch is another flag, -1 with *takes what it takes when
- * the value is refused.
+ * 1 when set, 0 when ch is another flag, -1 with what it takes in words
+ * in takes[0..n) when the value is refused.
  */
 static int
-table_flag(struct mfd_config *cfg, int ch, const char *v, const char **takes)
+table_flag(struct mfd_config *cfg, int ch, const char *v, char *takes, size_t n)
 {
 	char *base = (char *)cfg;
-	size_t n;
+	size_t got;
 	unsigned u;
 
 	for (size_t i = 0; i < sizeof(numbers) / sizeof(numbers[0]); i++) {
@@ -186,11 +198,12 @@ table_flag(struct mfd_config *cfg, int ch, const char *v, const char **takes)
 
 		if (f->opt != ch)
 			continue;
-		*takes = f->takes;
-		if (parse_size(v, f->min, f->max, &n) != 0)
+		if (parse_size(v, f->min, f->max, &got) != 0) {
+			number_takes(f, takes, n);
 			return -1;
-		u = (unsigned)n;
-		memcpy(base + f->off, f->size == sizeof(u) ? (void *)&u : &n,
+		}
+		u = (unsigned)got;
+		memcpy(base + f->off, f->size == sizeof(u) ? (void *)&u : &got,
 		    f->size);
 		return 1;
 	}
@@ -201,9 +214,10 @@ table_flag(struct mfd_config *cfg, int ch, const char *v, const char **takes)
 
 		if (f->opt != ch)
 			continue;
-		*takes = f->takes;
-		if (*count >= f->max)
+		if (*count >= f->max) {
+			snprintf(takes, n, "at most %zu %s", f->max, f->what);
 			return -1;
+		}
 		list[(*count)++] = v;
 		return 1;
 	}
@@ -237,12 +251,12 @@ parse_args(int argc, char **argv, struct mfd_config *cfg)
 		{ "version", no_argument, NULL, O_VERSION },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *takes = NULL;
+	char takes[96] = "";
 	int ch, set;
 
 	while ((ch = getopt_long(argc, argv, "dnvf:m:l:h", longopts, NULL)) !=
 	    -1) {
-		set = table_flag(cfg, ch, optarg, &takes);
+		set = table_flag(cfg, ch, optarg, takes, sizeof(takes));
 		if (set < 0)
 			goto bad;
 		if (set > 0)
@@ -282,10 +296,11 @@ parse_args(int argc, char **argv, struct mfd_config *cfg)
 			cfg->prometheus_ca = optarg;
 			break;
 		case O_LOGFMT:
-			takes = "text or json";
 			if (strcmp(optarg, "json") != 0 &&
-			    strcmp(optarg, "text") != 0)
+			    strcmp(optarg, "text") != 0) {
+				snprintf(takes, sizeof(takes), "text or json");
 				goto bad;
+			}
 			cfg->log_json = strcmp(optarg, "json") == 0;
 			break;
 		case 'h':
