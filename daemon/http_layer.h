@@ -19,28 +19,33 @@
  * most --max-conns-per-ip may allow one. */
 #define MFD_CONNECTIONS 8192
 
-/* The options for MHD_OPTION_ARRAY, ended by MHD_OPTION_END. */
+/* MHD_start_daemon's flags, to which a caller adds its own, and the
+ * options for MHD_OPTION_ARRAY, ended by MHD_OPTION_END. */
 struct mfd_http_layer {
+	unsigned flags;
 	struct MHD_OptionItem options[5];
 };
 
 /*
- * threads workers: a pool of them when more than one (one is the polling
- * thread alone: a pool of 1 is refused); 8 KB a connection (libmicrohttpd
- * clears this pool for every request: kept small); MFD_CONNECTIONS
- * connections and a backlog of 4,096.
+ * libmicrohttpd's internal polling thread, with threads workers: a pool
+ * of them when more than one (one is the polling thread alone: a pool of
+ * 1 is refused); 8 KB a connection (libmicrohttpd clears this pool for
+ * every request: kept small); MFD_CONNECTIONS connections and a backlog
+ * of 4,096.
  */
 static inline struct mfd_http_layer
 mfd_http_layer(unsigned threads)
 {
-	return (struct mfd_http_layer){ {
-	    { MHD_OPTION_CONNECTION_MEMORY_LIMIT, 8192, NULL },
-	    { MHD_OPTION_CONNECTION_LIMIT, MFD_CONNECTIONS, NULL },
-	    { MHD_OPTION_LISTEN_BACKLOG_SIZE, 4096, NULL },
-	    { threads > 1 ? MHD_OPTION_THREAD_POOL_SIZE : MHD_OPTION_END,
-		(intptr_t)threads, NULL },
-	    { MHD_OPTION_END, 0, NULL },
-	} };
+	return (struct mfd_http_layer){ MHD_USE_POLL_INTERNAL_THREAD,
+		{
+		    { MHD_OPTION_CONNECTION_MEMORY_LIMIT, 8192, NULL },
+		    { MHD_OPTION_CONNECTION_LIMIT, MFD_CONNECTIONS, NULL },
+		    { MHD_OPTION_LISTEN_BACKLOG_SIZE, 4096, NULL },
+		    { threads > 1 ? MHD_OPTION_THREAD_POOL_SIZE :
+		                    MHD_OPTION_END,
+		        (intptr_t)threads, NULL },
+		    { MHD_OPTION_END, 0, NULL },
+		} };
 }
 
 /*

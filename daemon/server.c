@@ -1050,9 +1050,9 @@ say_cannot_listen(const char *addr, int errnum)
 static struct MHD_Daemon *
 listen_on(const struct mfd_config *cfg, const char *addr)
 {
-	unsigned flags = MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG |
-	    MHD_ALLOW_SUSPEND_RESUME;
 	struct mfd_http_layer http = mfd_http_layer(cfg->threads);
+	unsigned flags =
+	    http.flags | MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME;
 	struct sockaddr_storage ss;
 	struct MHD_Daemon *d;
 	socklen_t sslen;

@@ -3,9 +3,8 @@
  * memfloord against (tests/bench/bench.sh, docs/performance.md): every
  * request has its body read and dropped and is answered 200 with a fixed
  * JSON body.  The daemon is started as memfloord starts its own
- * (daemon/server.c, listen_on): the internal polling thread, and the
- * threads, a connection's limits and the listening socket of
- * daemon/http_layer.h.
+ * (daemon/server.c, listen_on): the threads, a connection's limits and
+ * the listening socket of daemon/http_layer.h.
  *
  *     bench_hello [THREADS]
  *
@@ -90,10 +89,9 @@ main(int argc, char **argv)
 	memset(&sin, 0, sizeof(sin));
 	sin.sin_family = AF_INET;
 	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	d = MHD_start_daemon(MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG,
-	    0, NULL, NULL, on_request, NULL, MHD_OPTION_SOCK_ADDR,
-	    (struct sockaddr *)&sin, MHD_OPTION_ARRAY, http.options,
-	    MHD_OPTION_END);
+	d = MHD_start_daemon(http.flags | MHD_USE_ERROR_LOG, 0, NULL, NULL,
+	    on_request, NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sin,
+	    MHD_OPTION_ARRAY, http.options, MHD_OPTION_END);
 	if (d == NULL) {
 		fprintf(stderr, "bench_hello: cannot listen on 127.0.0.1\n");
 		return 1;
