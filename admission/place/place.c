@@ -191,7 +191,8 @@ fingerprint(const struct mf_job *given, struct mf_decision *d)
 		mf_fp_job(given, fixes, count, d->fingerprint);
 }
 
-/* mf_place; the estimate's formulas unless figures_only. */
+/* mf_place; the estimate's formulas and the alternatives' figures unless
+ * figures_only. */
 static enum mf_rc
 place(const struct mf_job *given, const struct mf_catalog *cat,
     int figures_only, struct mf_decision *out, struct mf_error *err)
@@ -225,7 +226,8 @@ place(const struct mf_job *given, const struct mf_catalog *cat,
 	if (rc != MF_OK)
 		goto range;
 	mf_place_obs_init(&s);
-	mf_place_search_cards(&s, d);
+	mf_place_search_cards(&s, figures_only ? 1 : MF_MAX_ALTERNATIVES + 1,
+	    d);
 	rc = describe(&s, figures_only, own, d);
 	if (rc != MF_OK)
 		goto range;

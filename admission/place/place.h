@@ -154,9 +154,11 @@ struct mf_decision {
  */
 enum mf_rc mf_place(const struct mf_job *job, const struct mf_catalog *cat,
     struct mf_decision *out, struct mf_error *err);
-/* mf_place for a caller that shows no estimate (the AdmissionReview):
- * out->est holds its figures alone (mf_est_figures), its formulas not
- * written. */
+/* mf_place for a caller that shows no estimate and of the alternatives
+ * only their cards and counts (the AdmissionReview): out->est holds its
+ * figures alone (mf_est_figures), its formulas not written; out->alt what
+ * ranked them (card, count, need, price, hours, cost), their step, serving
+ * figures, cost a million tokens and written referenceHours 0. */
 enum mf_rc
 mf_place_no_formulas(const struct mf_job *job, const struct mf_catalog *cat,
     struct mf_decision *out, struct mf_error *err);

@@ -247,7 +247,8 @@ double mf_place_reference_hours(struct search *s, const struct plan *pl,
 /* The cost of a million of the job's tokens (output tokens, serving) at
  * cost for its whole work; 0 when the search is not timed. */
 double mf_place_cost_per_mtok(const struct search *s, double cost);
-/* p's step (design 21, its formulas written) when the search is timed. */
+/* p's step (design 21, its formulas written) and tokens a step when the
+ * search is timed; else 0. */
 void mf_place_step(const struct search *s, const struct plan *pl,
     struct mf_placement *p);
 /* The first of the job's limits p breaks, in mf_limit order;
@@ -305,8 +306,11 @@ int64_t mf_place_context_cap(const struct search *s, int64_t v);
  */
 int64_t mf_place_fewest_fit(const struct plan *pl, int64_t usable, int64_t hi);
 /* Rank every card's best candidate over s's plans; d's admitted,
- * placement and alternatives. */
-void mf_place_search_cards(struct search *s, struct mf_decision *d);
+ * placement and alternatives.  The first figured of them, cheapest first,
+ * have their figures worked out (kept_figures); the rest only what ranks
+ * them, their step, serving figures and written referenceHours 0. */
+void
+mf_place_search_cards(struct search *s, size_t figured, struct mf_decision *d);
 /* The cheapest placement of s's plans, within limits, into *best; 0 when
  * none. */
 int mf_place_cheapest(struct search *s, struct mf_placement *best);

@@ -290,6 +290,16 @@ kept_figures(struct search *s, const struct plan *pl, struct mf_placement *p)
 	p->cost_per_mtok = mf_place_cost_per_mtok(s, p->cost);
 }
 
+/* A kept candidate whose caller shows no more than what ranked it: fill's
+ * figures alone (its referenceHours and serving figures 0 there). */
+static void
+unfigured(struct mf_placement *p)
+{
+	memset(&p->step, 0, sizeof(p->step));
+	p->tokens_per_step = 0;
+	p->cost_per_mtok = 0;
+}
+
 static void
 candidate(struct search *s, const struct card *cd, const struct plan *pl,
     int64_t count, struct mf_placement *p)
@@ -618,7 +628,7 @@ keep_top(struct kept *top, size_t *n, size_t max, const struct kept *c)
 }
 
 void
-mf_place_search_cards(struct search *s, struct mf_decision *d)
+mf_place_search_cards(struct search *s, size_t figured, struct mf_decision *d)
 {
 	struct kept top[MF_MAX_ALTERNATIVES + 1], c;
 	size_t n = 0;
@@ -633,7 +643,10 @@ mf_place_search_cards(struct search *s, struct mf_decision *d)
 			keep_top(top, &n, MF_MAX_ALTERNATIVES + 1, &c);
 	}
 	for (size_t i = 0; i < n; i++)
-		kept_figures(s, top[i].pl, &top[i].p);
+		if (i < figured)
+			kept_figures(s, top[i].pl, &top[i].p);
+		else
+			unfigured(&top[i].p);
 	d->admitted = n > 0;
 	if (n == 0)
 		return;

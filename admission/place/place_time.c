@@ -177,6 +177,7 @@ mf_place_step(const struct search *s, const struct plan *pl,
 	const struct mf_gpu *g = p->gpu;
 
 	memset(&p->step, 0, sizeof(p->step));
+	p->tokens_per_step = 0;
 	if (!s->timed)
 		return;
 	if (by_reference(s, g))

@@ -153,7 +153,9 @@ cat_parse(const char *text)
 
 /*
  * mf_place_no_formulas decides as mf_place did (d) with the estimate's
- * figures alone: its formulas, filled with 0xa5 first, stay so.
+ * figures alone: its formulas, filled with 0xa5 first, stay so.  Its
+ * placement has mf_place's figures; its alternatives what ranked them, the
+ * rest 0.
  */
 static void
 same_without_formulas(const struct fx *f, const struct mf_catalog *cat,
@@ -175,6 +177,22 @@ same_without_formulas(const struct fx *f, const struct mf_catalog *cat,
 	if (d->admitted) {
 		assert_ptr_equal(q.placement.gpu, d->placement.gpu);
 		assert_int_equal(q.placement.count, d->placement.count);
+		assert_true(
+		    q.placement.step.seconds == d->placement.step.seconds);
+		assert_int_equal(q.placement.tokens_per_step,
+		    d->placement.tokens_per_step);
+		assert_true(q.placement.reference_hours ==
+		    d->placement.reference_hours);
+		assert_int_equal(q.placement.max_seqs, d->placement.max_seqs);
+	}
+	for (size_t i = 0; i < d->nalt; i++) {
+		assert_ptr_equal(q.alt[i].gpu, d->alt[i].gpu);
+		assert_int_equal(q.alt[i].count, d->alt[i].count);
+		assert_true(q.alt[i].cost == d->alt[i].cost);
+		assert_true(q.alt[i].step.seconds == 0);
+		assert_int_equal(q.alt[i].tokens_per_step, 0);
+		assert_int_equal(q.alt[i].max_seqs, 0);
+		assert_true(q.alt[i].reference_hours == 0);
 	}
 	if (!d->from_model)
 		return;
