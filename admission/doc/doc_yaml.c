@@ -92,7 +92,8 @@ struct yparse {
 	struct mf_doc *doc;
 	struct frame stack[MF_DOC_MAX_DEPTH];
 	int depth;
-	int done; /* the root node is complete */
+	int done;      /* the root node is complete */
+	int printable; /* the events are mf_yfast's: printable ASCII */
 	struct mf_error *err;
 };
 
@@ -164,7 +165,7 @@ yscalar(struct yparse *p, const yaml_event_t *ev)
 	struct mf_node *n;
 	int line, column;
 
-	if (memchr(text, '\0', len) != NULL)
+	if (!p->printable && memchr(text, '\0', len) != NULL)
 		return yerr(p, MF_EINVAL, &ev->start_mark,
 		    "a NUL character is not allowed in a value");
 	line = ypos(&ev->start_mark, &column);
@@ -254,6 +255,7 @@ ystart(struct yparse *p, struct mf_doc *doc, struct mf_error *err)
 	p->doc = doc;
 	p->depth = 0;
 	p->done = 0;
+	p->printable = 0;
 	p->err = err;
 }
 
@@ -280,6 +282,7 @@ mf_doc_yaml(struct mf_doc *doc, const char *buf, size_t len,
 	int end = 0;
 
 	ystart(&p, doc, &ignored);
+	p.printable = 1;
 	if (mf_yfast(buf, len, fast_event, &p) == 0)
 		return MF_OK;
 	mf_doc_clear(doc);
