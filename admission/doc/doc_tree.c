@@ -8,32 +8,19 @@
 
 #define ARENA_BLOCK 8192
 
-struct mf_doc_block {
-	struct mf_doc_block *next;
-	size_t used, size;
-	max_align_t data[];
-};
-
 void *
-mf_doc_alloc(struct mf_doc *doc, size_t n)
+mf_doc_alloc_block(struct mf_doc *doc, size_t n)
 {
-	struct mf_doc_block *b = doc->blocks;
-	size_t align = sizeof(max_align_t);
+	size_t size = n > ARENA_BLOCK ? n : ARENA_BLOCK;
+	struct mf_doc_block *b = malloc(sizeof(*b) + size);
 
-	n = (n + align - 1) / align * align;
-	if (b == NULL || b->size - b->used < n) {
-		size_t size = n > ARENA_BLOCK ? n : ARENA_BLOCK;
-
-		b = malloc(sizeof(*b) + size);
-		if (b == NULL)
-			return NULL;
-		b->size = size;
-		b->used = 0;
-		b->next = doc->blocks;
-		doc->blocks = b;
-	}
-	b->used += n;
-	return (char *)b->data + b->used - n;
+	if (b == NULL)
+		return NULL;
+	b->size = size;
+	b->used = n;
+	b->next = doc->blocks;
+	doc->blocks = b;
+	return b->data;
 }
 
 void

@@ -14,7 +14,12 @@
 
 #include "doc.h"
 
-struct mf_doc_block;
+/* One of the arena's blocks: data[0..used) taken, the newest first. */
+struct mf_doc_block {
+	struct mf_doc_block *next;
+	size_t used, size;
+	max_align_t data[];
+};
 
 struct mf_doc {
 	struct mf_doc_block *blocks;
@@ -22,8 +27,23 @@ struct mf_doc {
 	size_t nodes; /* built or counted, at most MF_DOC_MAX_NODES */
 };
 
-/* n bytes aligned for any type, owned by doc; NULL when out of memory. */
-void *mf_doc_alloc(struct mf_doc *doc, size_t n);
+/* mf_doc_alloc's n bytes in a new block. */
+void *mf_doc_alloc_block(struct mf_doc *doc, size_t n);
+
+/* n bytes aligned for any type, owned by doc; NULL when out of memory.
+ * In line: every node and string of a document takes its room here. */
+static inline void *
+mf_doc_alloc(struct mf_doc *doc, size_t n)
+{
+	struct mf_doc_block *b = doc->blocks;
+
+	n = (n + sizeof(max_align_t) - 1) / sizeof(max_align_t) *
+	    sizeof(max_align_t);
+	if (b == NULL || b->size - b->used < n)
+		return mf_doc_alloc_block(doc, n);
+	b->used += n;
+	return (char *)b->data + b->used - n;
+}
 /* Back to an empty document: every block freed, doc zeroed. */
 void mf_doc_clear(struct mf_doc *doc);
 
