@@ -44,6 +44,7 @@ mf_doc_alloc(struct mf_doc *doc, size_t n)
 	b->used += n;
 	return (char *)b->data + b->used - n;
 }
+
 /* Back to an empty document: every block freed, doc zeroed. */
 void mf_doc_clear(struct mf_doc *doc);
 
