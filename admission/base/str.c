@@ -23,7 +23,7 @@ mf_copy(char *dst, size_t size, const char *src)
 }
 
 char *
-mf_digits(uint64_t v, char *end)
+mf_digits_long(uint64_t v, char *end)
 {
 	/* Two digits a division. */
 	static const char pairs[] = "00010203040506070809"

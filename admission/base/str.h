@@ -12,9 +12,20 @@
  * NUL-terminated.  Returns dst. */
 char *mf_copy(char *dst, size_t size, const char *src);
 
+/* mf_digits out of line, for any v; mf_digits calls it for 10 and up. */
+char *mf_digits_long(uint64_t v, char *end);
+
 /* The decimal digits of v, written so they end just before end; returns
- * where they start.  Numbers are written often enough to skip printf. */
-char *mf_digits(uint64_t v, char *end);
+ * where they start.  Numbers are written often enough to skip printf, and
+ * one digit (a count, a whole part below ten) often enough to be in line. */
+static inline char *
+mf_digits(uint64_t v, char *end)
+{
+	if (v >= 10)
+		return mf_digits_long(v, end);
+	*--end = (char)('0' + v);
+	return end;
+}
 
 /*
  * v as printf's "%.2f" writes it, into buf of size (> 0) bytes, cut to fit
