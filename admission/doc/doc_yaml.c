@@ -50,33 +50,30 @@ is_number(const char *s)
 	return *p == '\0';
 }
 
-/* YAML 1.2 core schema resolution of a plain scalar. */
+/* YAML 1.2 core schema resolution of a plain scalar, s of len bytes:
+ * null is "", "~" and three spellings of four letters, a bool three of four
+ * or five; only words of those lengths are compared, four or five bytes at
+ * once. */
 static enum mf_node_type
-resolve_plain(const char *s)
+resolve_plain(const char *s, size_t len)
 {
-	static const char *const nulls[] = { "", "~", "null", "Null", "NULL" };
-	static const char *const bools[] = { "true", "True", "TRUE", "false",
-		"False", "FALSE" };
+	static const char nulls[][4] = { { 'n', 'u', 'l', 'l' },
+		{ 'N', 'u', 'l', 'l' }, { 'N', 'U', 'L', 'L' } };
+	static const char trues[][4] = { { 't', 'r', 'u', 'e' },
+		{ 'T', 'r', 'u', 'e' }, { 'T', 'R', 'U', 'E' } };
+	static const char falses[][5] = { { 'f', 'a', 'l', 's', 'e' },
+		{ 'F', 'a', 'l', 's', 'e' }, { 'F', 'A', 'L', 'S', 'E' } };
 
-	/* Most values are words that none of these can be. */
-	switch (s[0]) {
-	case '\0':
-	case '~':
-	case 'n':
-	case 'N':
-	case 't':
-	case 'T':
-	case 'f':
-	case 'F':
-		break;
-	default:
-		return is_number(s) ? MF_NODE_NUM : MF_NODE_STR;
-	}
-	for (size_t i = 0; i < sizeof(nulls) / sizeof(nulls[0]); i++)
-		if (strcmp(s, nulls[i]) == 0)
+	if (len == 0 || (len == 1 && s[0] == '~'))
+		return MF_NODE_NULL;
+	for (size_t i = 0; len == 4 && i < 3; i++) {
+		if (memcmp(s, nulls[i], 4) == 0)
 			return MF_NODE_NULL;
-	for (size_t i = 0; i < sizeof(bools) / sizeof(bools[0]); i++)
-		if (strcmp(s, bools[i]) == 0)
+		if (memcmp(s, trues[i], 4) == 0)
+			return MF_NODE_BOOL;
+	}
+	for (size_t i = 0; len == 5 && i < 3; i++)
+		if (memcmp(s, falses[i], 5) == 0)
 			return MF_NODE_BOOL;
 	return is_number(s) ? MF_NODE_NUM : MF_NODE_STR;
 }
@@ -179,7 +176,7 @@ yscalar(struct yparse *p, const yaml_event_t *ev)
 	/* The event's value need not end in a NUL (mf_yfast's do not). */
 	if (ev->data.scalar.plain_implicit &&
 	    ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE)
-		n->type = resolve_plain(n->text);
+		n->type = resolve_plain(n->text, len);
 	return place(p, n, ev);
 fail:
 	if (p->doc->nodes >= MF_DOC_MAX_NODES)
