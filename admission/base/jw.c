@@ -385,8 +385,18 @@ mf_jw_open_n(struct mf_jw *w, const char *key, size_t n, char brace)
 		w->depth++;
 		return;
 	}
-	p = w->form == MF_JW_JSON ? jmember(w, name(w, key, n), 1) :
-	                            ymember(w, name(w, key, n), 0, &top);
+	if (w->form == MF_JW_JSON) {
+		/* JSON keeps no level's state: its brace says it all. */
+		p = jmember(w, name(w, key, n), 1);
+		w->depth++;
+		if (p == NULL)
+			return;
+		*p++ = brace;
+		w->comma = 0;
+		mf_buf_done(w->b, p);
+		return;
+	}
+	p = ymember(w, name(w, key, n), 0, &top);
 	w->count[d] = 0;
 	w->brace[d] = brace;
 	/* Members two columns in from their parent's; the top's at 0. */
@@ -394,13 +404,8 @@ mf_jw_open_n(struct mf_jw *w, const char *key, size_t n, char brace)
 	    YAML_TOP :
 	    (w->indent[d - 1] < 0 ? 0 : w->indent[d - 1]) + 2;
 	w->depth++;
-	if (p == NULL)
-		return;
-	if (w->form == MF_JW_JSON) {
-		*p++ = brace;
-		w->comma = 0;
-	}
-	mf_buf_done(w->b, p);
+	if (p != NULL)
+		mf_buf_done(w->b, p);
 }
 
 void

@@ -37,10 +37,10 @@ struct mf_jw {
 	struct mf_buf *b;
 	enum mf_jw_form form;
 	int depth;
-	int started;            /* YAML: the document's first line is out */
-	int comma;              /* JSON: the next member follows another */
-	int count[MF_JW_DEPTH]; /* YAML: members written at each open level */
-	char brace[MF_JW_DEPTH];
+	int started;             /* YAML: the document's first line is out */
+	int comma;               /* JSON: the next member follows another */
+	int count[MF_JW_DEPTH];  /* YAML: members written at each open level */
+	char brace[MF_JW_DEPTH]; /* YAML: each open level's { or [ */
 	int indent[MF_JW_DEPTH]; /* YAML: the column of the level's members */
 };
 
