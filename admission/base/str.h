@@ -7,10 +7,20 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /* src into dst, a buffer of size bytes (> 0): cut to fit, always
  * NUL-terminated.  Returns dst. */
 char *mf_copy(char *dst, size_t size, const char *src);
+
+/* Whether a and b are the same string.  In line, their first bytes
+ * compared before any call: the names a list is searched for mostly differ
+ * there. */
+static inline int
+mf_streq(const char *a, const char *b)
+{
+	return a[0] == b[0] && strcmp(a, b) == 0;
+}
 
 /* mf_digits out of line, for any v; mf_digits calls it for 10 and up. */
 char *mf_digits_long(uint64_t v, char *end);

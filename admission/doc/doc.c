@@ -14,6 +14,7 @@
 
 #include "doc_tree.h"
 #include "../base/internal.h"
+#include "../base/str.h"
 
 enum mf_rc
 mf_doc_parse_kept(const char *buf, size_t len, enum mf_doc_format fmt,
@@ -178,8 +179,7 @@ mf_node_map(const struct mf_node *n, const char *path, const char *const *known,
 		int found = 0;
 
 		for (int i = 0; known[i] != NULL && !found; i++)
-			found = c->key[0] == known[i][0] &&
-			    strcmp(c->key, known[i]) == 0;
+			found = mf_streq(c->key, known[i]);
 		if (!found)
 			return mf_error_set(err, MF_EINVAL,
 			    mf_path(field, sizeof(field), path, c->key),

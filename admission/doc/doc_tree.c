@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "doc_tree.h"
+#include "../base/str.h"
 
 #define ARENA_BLOCK 8192
 
@@ -57,9 +58,8 @@ mf_node_get(const struct mf_node *map, const char *key)
 
 	if (map == NULL || map->type != MF_NODE_MAP)
 		return NULL;
-	/* The first byte turns most members away without a call. */
 	for (c = map->child; c != NULL; c = c->next)
-		if (c->key[0] == key[0] && strcmp(c->key, key) == 0)
+		if (mf_streq(c->key, key))
 			return c;
 	return NULL;
 }

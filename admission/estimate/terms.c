@@ -8,14 +8,14 @@
 
 #include "estimate.h"
 #include "../base/internal.h"
+#include "../base/str.h"
 
 void
 mf_term(struct mf_terms *t, int64_t coef, const char *sym, int64_t value)
 {
 	assert(t->n >= 0 && t->n <= MF_MAX_TERMS);
-	/* The first bytes first: most symbols differ there. */
 	for (int i = 0; i < t->n; i++)
-		if (t->sym[i][0] == sym[0] && strcmp(t->sym[i], sym) == 0) {
+		if (mf_streq(t->sym[i], sym)) {
 			t->coef[i] += coef;
 			return;
 		}

@@ -20,6 +20,7 @@
 
 #include "../base/internal.h"
 #include "../base/qty.h"
+#include "../base/str.h"
 
 #define PATHMAX 128
 #define LISTMAX 224
@@ -122,8 +123,7 @@ lookup(const struct mf_field *f, const char *text, int is_bool)
 		return -1;
 	}
 	for (const struct mf_fname *e = f->names; e->name != NULL; e++)
-		if (e->name[0] == text[0] && strcmp(e->name, text) == 0 &&
-		    is_bool_name(e->name) == is_bool)
+		if (mf_streq(e->name, text) && is_bool_name(e->name) == is_bool)
 			return e->value;
 	return -1;
 }
@@ -599,10 +599,8 @@ check_when(struct mf_fread *r, const struct mf_field *f,
 const struct mf_field *
 mf_fields_find(const struct mf_field *obj, const char *key)
 {
-	/* The first byte turns most rows away without a call. */
 	for (size_t i = 0; i < obj->nsub; i++)
-		if (obj->sub[i].key[0] == key[0] &&
-		    strcmp(obj->sub[i].key, key) == 0)
+		if (mf_streq(obj->sub[i].key, key))
 			return &obj->sub[i];
 	return NULL;
 }
