@@ -248,9 +248,11 @@ double mf_place_reference_hours(struct search *s, const struct plan *pl,
  * cost for its whole work; 0 when the search is not timed. */
 double mf_place_cost_per_mtok(const struct search *s, double cost);
 /* p's step (design 21, its formulas written) and tokens a step when the
- * search is timed; else 0. */
+ * search is timed; else mf_place_no_step's. */
 void mf_place_step(const struct search *s, const struct plan *pl,
     struct mf_placement *p);
+/* No step: its seconds, terms and tokens a step 0. */
+void mf_place_no_step(struct mf_placement *p);
 /* The first of the job's limits p breaks, in mf_limit order;
  * MF_LIMIT_NONE when it meets them all. */
 enum mf_limit

@@ -291,12 +291,12 @@ kept_figures(struct search *s, const struct plan *pl, struct mf_placement *p)
 }
 
 /* A kept candidate whose caller shows no more than what ranked it: fill's
- * figures alone (its referenceHours and serving figures 0 there). */
+ * figures alone (its referenceHours and serving figures 0 there), the
+ * others as an untimed search leaves them. */
 static void
 unfigured(struct mf_placement *p)
 {
-	memset(&p->step, 0, sizeof(p->step));
-	p->tokens_per_step = 0;
+	mf_place_no_step(p);
 	p->cost_per_mtok = 0;
 }
 

@@ -171,13 +171,19 @@ mf_place_reference_hours(struct search *s, const struct plan *pl, int64_t c)
 }
 
 void
+mf_place_no_step(struct mf_placement *p)
+{
+	memset(&p->step, 0, sizeof(p->step));
+	p->tokens_per_step = 0;
+}
+
+void
 mf_place_step(const struct search *s, const struct plan *pl,
     struct mf_placement *p)
 {
 	const struct mf_gpu *g = p->gpu;
 
-	memset(&p->step, 0, sizeof(p->step));
-	p->tokens_per_step = 0;
+	mf_place_no_step(p);
 	if (!s->timed)
 		return;
 	if (by_reference(s, g))
