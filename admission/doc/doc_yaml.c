@@ -244,15 +244,16 @@ yevent(struct yparse *p, const yaml_event_t *ev)
 	}
 }
 
-/* p ready for doc's events, errors to err: its stack is filled as
- * collections open, not cleared (64 frames). */
+/* p ready for doc's events, mf_yfast's when printable, errors to err:
+ * its stack is filled as collections open, not cleared (64 frames). */
 static void
-ystart(struct yparse *p, struct mf_doc *doc, struct mf_error *err)
+ystart(struct yparse *p, struct mf_doc *doc, int printable,
+    struct mf_error *err)
 {
 	p->doc = doc;
 	p->depth = 0;
 	p->done = 0;
-	p->printable = 0;
+	p->printable = printable;
 	p->err = err;
 }
 
@@ -278,12 +279,11 @@ mf_doc_yaml(struct mf_doc *doc, const char *buf, size_t len,
 	enum mf_rc rc = MF_OK;
 	int end = 0;
 
-	ystart(&p, doc, &ignored);
-	p.printable = 1;
+	ystart(&p, doc, 1, &ignored);
 	if (mf_yfast(buf, len, fast_event, &p) == 0)
 		return MF_OK;
 	mf_doc_clear(doc);
-	ystart(&p, doc, err);
+	ystart(&p, doc, 0, err);
 	if (!yaml_parser_initialize(&parser))
 		return mf_error_set(err, MF_ENOMEM, NULL, 0, 0,
 		    "out of memory");
