@@ -9,6 +9,7 @@
  */
 #include "catalog.h"
 
+#include <assert.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -20,6 +21,7 @@
 #include "../admission/fields/fields.h"
 #include "../admission/base/file.h"
 #include "../admission/base/internal.h"
+#include "../admission/base/jw.h"
 #include "../admission/base/qty.h"
 
 /* What every check needs to report a problem. */
@@ -65,6 +67,8 @@ gpu_clear(struct mf_gpu *gpu)
 	free(gpu->slurm.partition);
 	free(gpu->slurm.constraint);
 	free(gpu->name);
+	for (int k = 0; k < MF_CARD_PARTS; k++)
+		free(gpu->json[k]);
 }
 
 static void
@@ -392,6 +396,59 @@ check_speeds(const struct ctx *c, struct mf_catalog *cat)
 	return MF_OK;
 }
 
+/* part of g's members, one by one. */
+static void
+card_members(struct mf_jw *w, const struct mf_gpu *g, enum mf_card_part part)
+{
+	char q[MF_QTY_STRMAX];
+	size_t len;
+
+	if (part == MF_CARD_MEMORY) {
+		len = mf_qty_format(g->memory,
+		    (enum mf_qty_format)g->memory_format, q, sizeof(q));
+		mf_jw_text_lit(w, "memory", q, len);
+		mf_jw_int_lit(w, "memoryBytes", g->memory);
+		return;
+	}
+	assert(part == MF_CARD_LABELS);
+	mf_jw_open_lit(w, "labels", '{');
+	for (size_t i = 0; i < g->nlabels; i++)
+		mf_jw_str(w, g->labels[i].key, g->labels[i].value);
+	mf_jw_close(w, '}');
+}
+
+void
+mf_cat_card_write(struct mf_jw *w, const struct mf_gpu *gpu,
+    enum mf_card_part part)
+{
+	assert(part >= 0 && part < MF_CARD_PARTS);
+	if (w->form == MF_JW_JSON && gpu->json[part] != NULL)
+		mf_jw_json_members(w, gpu->json[part], gpu->json_len[part]);
+	else
+		card_members(w, gpu, part);
+}
+
+/* g's parts as JSON, for mf_cat_card_write. */
+static enum mf_rc
+card_json(struct mf_gpu *g)
+{
+	for (int k = 0; k < MF_CARD_PARTS; k++) {
+		struct mf_buf b;
+		struct mf_jw w;
+
+		mf_buf_init(&b, MF_CAT_MAX_BYTES);
+		mf_jw_init(&w, &b);
+		card_members(&w, g, (enum mf_card_part)k);
+		if (b.rc != MF_OK) {
+			mf_buf_free(&b);
+			return b.rc;
+		}
+		g->json_len[k] = b.len;
+		g->json[k] = mf_buf_take(&b);
+	}
+	return MF_OK;
+}
+
 static enum mf_rc
 read_catalog(const struct ctx *c, const struct mf_node *root,
     struct mf_catalog *cat)
@@ -407,7 +464,13 @@ read_catalog(const struct ctx *c, const struct mf_node *root,
 	 * the snapshot it belongs to. */
 	for (size_t i = 0; i < cat->ngpus; i++)
 		mf_speed_parts_make(&cat->gpus[i].speed);
-	return check_speeds(c, cat);
+	rc = check_speeds(c, cat);
+	/* Each card's own members as answers write them, its figures now
+	 * final. */
+	for (size_t i = 0; rc == MF_OK && i < cat->ngpus; i++)
+		if (card_json(&cat->gpus[i]) != MF_OK)
+			rc = no_memory(c);
+	return rc;
 }
 
 static struct mf_catalog *

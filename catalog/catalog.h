@@ -30,6 +30,12 @@ struct mf_label {
 	char *value;
 };
 
+/* The runs of a card's own members that answers write alike
+ * (mf_cat_card_write): memory and memoryBytes, in a placement, a smallest
+ * fit and the catalogue's listing; labels, in a placement and the
+ * listing. */
+enum mf_card_part { MF_CARD_MEMORY, MF_CARD_LABELS, MF_CARD_PARTS };
+
 /*
  * How a Slurm job asks for a GPU of this type (design section 16); each
  * field NULL when the catalogue does not set it, all NULL for a GPU
@@ -81,6 +87,11 @@ struct mf_gpu {
 	char *dcgm_model;
 	struct mf_slurm slurm;
 	int line; /* where the entry starts in the file */
+	/* Each part's members as JSON, made once the catalogue is read (the
+	 * card's figures final), for every answer to copy; NULL for a card
+	 * made elsewhere (a test's), whose members are written one by one. */
+	char *json[MF_CARD_PARTS];
+	size_t json_len[MF_CARD_PARTS];
 };
 
 /*
@@ -148,6 +159,11 @@ void mf_cat_unref(struct mf_catalog *cat);
 /* The GPU of that name, or NULL. */
 const struct mf_gpu *
 mf_cat_find(const struct mf_catalog *cat, const char *name);
+struct mf_jw;
+/* Write part of gpu's members with w: the JSON made with the catalogue
+ * where w writes JSON, else member by member, the same text. */
+void mf_cat_card_write(struct mf_jw *w, const struct mf_gpu *gpu,
+    enum mf_card_part part);
 /* Whether the GPU has a slurm mapping. */
 int mf_cat_has_slurm(const struct mf_gpu *gpu);
 /* The TYPE of the GPU's "gpu:TYPE" gres, or NULL without one. */

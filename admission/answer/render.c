@@ -38,15 +38,6 @@ fix_list(struct mf_jw *w, const char *key, unsigned fixes)
 	mf_jw_close(w, ']');
 }
 
-static void
-labels(struct mf_jw *w, const struct mf_gpu *g)
-{
-	mf_jw_open_lit(w, "labels", '{');
-	for (size_t i = 0; i < g->nlabels; i++)
-		mf_jw_str(w, g->labels[i].key, g->labels[i].value);
-	mf_jw_close(w, '}');
-}
-
 /* Hours and cost are null when the job has no referenceHours. */
 /*
  * A card's slurm mapping, absent when it has none.  With count > 0 it is
@@ -195,8 +186,7 @@ placement(struct mf_jw *w, const char *key, const struct mf_job *job,
 	mf_jw_str_lit(w, "gpu", p->gpu->name);
 	mf_jw_int_lit(w, "count", p->count);
 	mf_jw_int_lit(w, "nodes", p->nodes);
-	quantity(w, MF_JW_LIT("memory"), p->gpu->memory, p->gpu->memory_format);
-	mf_jw_int_lit(w, "memoryBytes", p->gpu->memory);
+	mf_cat_card_write(w, p->gpu, MF_CARD_MEMORY);
 	mf_jw_num_lit(w, "spareFraction", p->spare, 6);
 	mf_jw_num_lit(w, "hourlyPrice", p->hourly_price, 4);
 	if (timed) {
@@ -217,7 +207,7 @@ placement(struct mf_jw *w, const char *key, const struct mf_job *job,
 	/* What the job as placed sets: its fixes on the placement's GPUs,
 	 * as mf_fix_apply does, and the hours of the job so written. */
 	manifest_change(w, p->fixes, p->count, amount, p->reference_hours);
-	labels(w, p->gpu);
+	mf_cat_card_write(w, p->gpu, MF_CARD_LABELS);
 	slurm_map(w, p->gpu, p->count);
 	mf_jw_close(w, '}');
 }
@@ -384,8 +374,7 @@ smallest_fit(struct mf_jw *w, const struct mf_est_answer *a)
 	}
 	mf_jw_open_lit(w, "smallestFit", '{');
 	mf_jw_str_lit(w, "gpu", g->name);
-	quantity(w, MF_JW_LIT("memory"), g->memory, g->memory_format);
-	mf_jw_int_lit(w, "memoryBytes", g->memory);
+	mf_cat_card_write(w, g, MF_CARD_MEMORY);
 	mf_jw_num_lit(w, "hourlyPrice", g->hourly_price, 4);
 	if (a->fit_hours >= 0) {
 		mf_jw_num_lit(w, "hours", a->fit_hours, 3);
@@ -683,8 +672,7 @@ gpu_json(struct mf_jw *w, const struct mf_catalog *cat, const struct mf_gpu *g)
 {
 	mf_jw_open(w, NULL, '{');
 	mf_jw_str_lit(w, "name", g->name);
-	quantity(w, MF_JW_LIT("memory"), g->memory, g->memory_format);
-	mf_jw_int_lit(w, "memoryBytes", g->memory);
+	mf_cat_card_write(w, g, MF_CARD_MEMORY);
 	mf_jw_int_lit(w, "usableBytes", mf_cat_usable(cat, g));
 	mf_jw_num_lit(w, "hourlyPrice", g->hourly_price, 6);
 	mf_jw_num_lit(w, "relativeThroughput", g->throughput, 6);
@@ -694,7 +682,7 @@ gpu_json(struct mf_jw *w, const struct mf_catalog *cat, const struct mf_gpu *g)
 	mf_jw_int_lit(w, "maxNodes", g->max_nodes);
 	mf_jw_int_lit(w, "maxCount", g->max_count);
 	mf_jw_num_lit(w, "costPerReferenceHour", mf_cat_unit_cost(g), 4);
-	labels(w, g);
+	mf_cat_card_write(w, g, MF_CARD_LABELS);
 	slurm_map(w, g, 0);
 	mf_jw_close(w, '}');
 }

@@ -648,6 +648,27 @@ mf_jw_null_n(struct mf_jw *w, const char *key, size_t n)
 		end(w, copy(p, "null", 4));
 }
 
+void
+mf_jw_json_members(struct mf_jw *w, const char *text, size_t len)
+{
+	char *p;
+
+	assert(w->form == MF_JW_JSON);
+	if (w->form != MF_JW_JSON) {
+		if (w->b->rc == MF_OK)
+			w->b->rc = MF_EINVAL;
+		return;
+	}
+	p = mf_buf_room(w->b, 1 + len);
+	if (p == NULL)
+		return;
+	*p = ',';
+	p += w->comma;
+	w->comma = 1;
+	memcpy(p, text, len);
+	mf_buf_done(w->b, p + len);
+}
+
 enum mf_rc
 mf_jw_finish(struct mf_jw *w)
 {

@@ -88,6 +88,14 @@ void
 mf_jw_num_n(struct mf_jw *w, const char *key, size_t n, double v, int decimals);
 void mf_jw_bool_n(struct mf_jw *w, const char *key, size_t n, int v);
 void mf_jw_null_n(struct mf_jw *w, const char *key, size_t n);
+/*
+ * JSON only: members that a JSON writer made beforehand, len bytes of
+ * "name":value separated by commas, written as they are after the members
+ * before them: text made once for many answers (a card's, catalog.h).  A
+ * YAML writer is a programmer error: asserted, and its buffer fails with
+ * MF_EINVAL where asserts are off.
+ */
+void mf_jw_json_members(struct mf_jw *w, const char *text, size_t len);
 
 static inline void
 mf_jw_open(struct mf_jw *w, const char *key, char brace)

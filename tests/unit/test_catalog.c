@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "catalog.h"
+#include "base/jw.h"
 #include "base/qty.h"
 #include "files.h"
 #include "msg.h"
@@ -437,6 +438,92 @@ test_parse_overrides(void **state)
 	assert_string_equal(g->labels[0].value, "NVIDIA-H100-80GB-HBM3");
 	assert_string_equal(g->labels[1].key, "zone");
 	assert_string_equal(g->labels[1].value, "");
+	mf_cat_unref(cat);
+}
+
+/* part of g's members as form writes them, inside an object; the text
+ * is the caller's to free. */
+static char *
+card_text(const struct mf_gpu *g, enum mf_card_part part, enum mf_jw_form form)
+{
+	struct mf_buf b;
+	struct mf_jw w;
+
+	mf_buf_init(&b, 1 << 16);
+	mf_jw_init_form(&w, &b, form);
+	mf_jw_open(&w, NULL, '{');
+	mf_jw_int(&w, "before", 1);
+	mf_cat_card_write(&w, g, part);
+	mf_jw_int(&w, "after", 2);
+	mf_jw_close(&w, '}');
+	assert_int_equal(mf_jw_finish(&w), MF_OK);
+	return mf_buf_take(&b);
+}
+
+/* A card's memory and labels, as every answer writes them: the JSON made
+ * with the catalogue is the text written member by member, in place among
+ * other members; YAML is written member by member. */
+static void
+test_card_members(void **state)
+{
+	struct mf_catalog *cat =
+	    parse_ok(HDR "gpus:\n"
+	                 "  - name: A\n"
+	                 "    memory: 88Gi\n"
+	                 "    hourlyPrice: 1\n"
+	                 "    relativeThroughput: 1\n"
+	                 "    labels:\n"
+	                 "      nvidia.com/gpu.product: NVIDIA-H100-80GB-HBM3\n"
+	                 "      zone: \"\"\n"
+	                 "  - name: B\n"
+	                 "    memory: 24G\n"
+	                 "    hourlyPrice: 1\n"
+	                 "    relativeThroughput: 1\n");
+	static const char *const json[2][MF_CARD_PARTS] = {
+		{ "{\"before\":1,\"memory\":\"88Gi\",\"memoryBytes\":94489280512,"
+		  "\"after\":2}\n",
+		    "{\"before\":1,\"labels\":{\"nvidia.com/gpu.product\":"
+		    "\"NVIDIA-H100-80GB-HBM3\",\"zone\":\"\"},\"after\":2}\n" },
+		/* 24G = 24 x 10^9 bytes (design section 2). */
+		{ "{\"before\":1,\"memory\":\"24G\",\"memoryBytes\":24000000000,"
+		  "\"after\":2}\n",
+		    "{\"before\":1,\"labels\":{},\"after\":2}\n" },
+	};
+	struct mf_catalog *shipped = load_shipped();
+	char *t;
+
+	(void)state;
+	for (size_t i = 0; i < 2; i++) {
+		for (int k = 0; k < MF_CARD_PARTS; k++) {
+			assert_non_null(cat->gpus[i].json[k]);
+			t = card_text(&cat->gpus[i], (enum mf_card_part)k,
+			    MF_JW_JSON);
+			assert_string_equal(t, json[i][k]);
+			free(t);
+		}
+	}
+	t = card_text(&cat->gpus[0], MF_CARD_LABELS, MF_JW_YAML);
+	assert_string_equal(t,
+	    "---\nbefore: 1\nlabels:\n"
+	    "  nvidia.com/gpu.product: \"NVIDIA-H100-80GB-HBM3\"\n"
+	    "  zone: \"\"\nafter: 2\n");
+	free(t);
+	/* Every shipped card's made text is its member-by-member text. */
+	for (size_t i = 0; i < shipped->ngpus; i++) {
+		struct mf_gpu bare = shipped->gpus[i];
+
+		memset(bare.json, 0, sizeof(bare.json));
+		for (int k = 0; k < MF_CARD_PARTS; k++) {
+			char *made = card_text(&shipped->gpus[i],
+			    (enum mf_card_part)k, MF_JW_JSON);
+
+			t = card_text(&bare, (enum mf_card_part)k, MF_JW_JSON);
+			assert_string_equal(made, t);
+			free(made);
+			free(t);
+		}
+	}
+	mf_cat_unref(shipped);
 	mf_cat_unref(cat);
 }
 
@@ -1703,6 +1790,7 @@ main(void)
 		cmocka_unit_test(test_parse_defaults),
 		cmocka_unit_test(test_parse_overrides),
 		cmocka_unit_test(test_parse_vllm),
+		cmocka_unit_test(test_card_members),
 		cmocka_unit_test(test_parse_boundaries),
 		cmocka_unit_test(test_parse_json),
 		cmocka_unit_test(test_parse_json_error),

@@ -343,6 +343,40 @@ test_jw_cap(void **state)
 	mf_buf_free(&o.b);
 }
 
+/* Members made beforehand go in with the separators the members around
+ * them need: first in an object, after others, before others, nested. */
+static void
+test_jw_json_members(void **state)
+{
+	static const char made[] = "\"m\":1,\"n\":{\"k\":\"v\"}";
+	struct out o;
+
+	(void)state;
+	start(&o, 1 << 16);
+	mf_jw_open(&o.w, NULL, '{');
+	mf_jw_json_members(&o.w, made, strlen(made));
+	mf_jw_int(&o.w, "a", 1);
+	mf_jw_json_members(&o.w, made, strlen(made));
+	mf_jw_open(&o.w, "b", '{');
+	mf_jw_json_members(&o.w, made, strlen(made));
+	mf_jw_close(&o.w, '}');
+	mf_jw_close(&o.w, '}');
+	assert_int_equal(o.b.rc, MF_OK);
+	assert_string_equal(text(&o),
+	    "{\"m\":1,\"n\":{\"k\":\"v\"},\"a\":1,\"m\":1,\"n\":{\"k\":\"v\"},"
+	    "\"b\":{\"m\":1,\"n\":{\"k\":\"v\"}}}");
+	assert_int_equal(o.b.len, strlen(text(&o)));
+	mf_buf_free(&o.b);
+	/* Past the cap: nothing of it, and the failure sticks. */
+	start(&o, 8);
+	mf_jw_open(&o.w, NULL, '{');
+	mf_jw_json_members(&o.w, made, strlen(made));
+	mf_jw_int(&o.w, "a", 1);
+	assert_int_equal(o.b.rc, MF_ETOOBIG);
+	assert_string_equal(text(&o), "{");
+	mf_buf_free(&o.b);
+}
+
 /* The layout of the YAML back end: what the JSON above would be, as a
  * block document with two spaces an indent. */
 static void
@@ -534,6 +568,7 @@ main(void)
 		cmocka_unit_test(test_jw_escapes_exact),
 		cmocka_unit_test(test_jw_base64_vectors),
 		cmocka_unit_test(test_jw_cap),
+		cmocka_unit_test(test_jw_json_members),
 		cmocka_unit_test(test_jw_yaml_layout),
 		cmocka_unit_test(test_jw_yaml_strings_read_back),
 		cmocka_unit_test(test_jw_depth_checked),
