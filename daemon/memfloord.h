@@ -292,6 +292,30 @@ int mfd_obs_calibration_answer(enum mf_output out, struct mf_answer *ans);
  * --store or on failure (logged). */
 struct mfd_calibration *mfd_obs_calibration(void);
 
+/* The request headers the daemon reads. */
+enum mfd_header {
+	MFD_H_ACCEPT,
+	MFD_H_CONTENT_TYPE,
+	MFD_H_CONTENT_LENGTH,
+	MFD_H_TRANSFER_ENCODING,
+	MFD_H_EXPECT,
+	MFD_H_COUNT
+};
+
+/* Those headers of a request, each the first of its name (as
+ * libmicrohttpd's lookup gives it) or NULL, borrowed from the connection;
+ * how many Content-Lengths came, and the first one's value (0 without
+ * one). */
+struct mfd_headers {
+	const char *v[MFD_H_COUNT];
+	int lengths;
+	size_t length;
+};
+
+struct MHD_Connection;
+/* c's headers into h, in one pass over them. */
+void mfd_headers_read(struct MHD_Connection *c, struct mfd_headers *h);
+
 /* Accept (NULL: none): text/plain, YAML or JSON, whichever is listed
  * first; JSON by default. */
 enum mf_output mfd_negotiate(const char *accept);

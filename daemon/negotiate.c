@@ -1,12 +1,58 @@
 /*
- * negotiate.c: content negotiation, the answer's form from Accept and the
- * body's from Content-Type.
+ * negotiate.c: the request headers the daemon reads, and content
+ * negotiation, the answer's form from Accept and the body's from
+ * Content-Type.
  */
 #include <ctype.h>
+#include <microhttpd.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include "memfloord.h"
+
+static enum MHD_Result
+read_header(void *cls, enum MHD_ValueKind kind, const char *key,
+    size_t key_size, const char *value, size_t value_size)
+{
+	static const struct {
+		const char *name;
+		size_t len;
+	} names[MFD_H_COUNT] = {
+#define NAME(s) { s, sizeof(s) - 1 }
+		[MFD_H_ACCEPT] = NAME(MHD_HTTP_HEADER_ACCEPT),
+		[MFD_H_CONTENT_TYPE] = NAME(MHD_HTTP_HEADER_CONTENT_TYPE),
+		[MFD_H_CONTENT_LENGTH] = NAME(MHD_HTTP_HEADER_CONTENT_LENGTH),
+		[MFD_H_TRANSFER_ENCODING] =
+		    NAME(MHD_HTTP_HEADER_TRANSFER_ENCODING),
+		[MFD_H_EXPECT] = NAME(MHD_HTTP_HEADER_EXPECT),
+#undef NAME
+	};
+	struct mfd_headers *h = cls;
+
+	(void)kind;
+	(void)value_size;
+	for (int i = 0; i < MFD_H_COUNT; i++) {
+		if (key_size != names[i].len ||
+		    strcasecmp(key, names[i].name) != 0)
+			continue;
+		if (h->v[i] == NULL)
+			h->v[i] = value;
+		h->lengths += i == MFD_H_CONTENT_LENGTH;
+		break;
+	}
+	return MHD_YES;
+}
+
+void
+mfd_headers_read(struct MHD_Connection *c, struct mfd_headers *h)
+{
+	memset(h, 0, sizeof(*h));
+	MHD_get_connection_values_n(c, MHD_HEADER_KIND, read_header, h);
+	if (h->v[MFD_H_CONTENT_LENGTH] != NULL)
+		h->length =
+		    (size_t)strtoull(h->v[MFD_H_CONTENT_LENGTH], NULL, 10);
+}
 
 /* Where in list (lower-cased) the media type t appears whole; -1 if not. */
 static long

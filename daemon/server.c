@@ -279,12 +279,6 @@ static const struct route routes[] = {
 
 /* --- negotiation ----------------------------------------------------- */
 
-static const char *
-header(struct MHD_Connection *c, const char *name)
-{
-	return MHD_lookup_connection_value(c, MHD_HEADER_KIND, name);
-}
-
 /* --- plumbing -------------------------------------------------------- */
 
 static int
@@ -501,30 +495,16 @@ bad_params(struct MHD_Connection *c, const struct route *rt, char *why,
 	return why;
 }
 
-static enum MHD_Result
-count_lengths(void *cls, enum MHD_ValueKind kind, const char *key,
-    const char *value)
-{
-	int *n = cls;
-
-	(void)kind;
-	(void)value;
-	if (strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) == 0)
-		(*n)++;
-	return MHD_YES;
-}
-
-/* Checks that need only the headers: 404, 405, 411, 413, 415, 501. */
+/* Checks that need only the headers h: 404, 405, 411, 413, 415, 501. */
 static int
 early_status(struct MHD_Connection *c, struct request *r, const char *method,
-    const char **why)
+    const struct mfd_headers *h, const char **why)
 {
 	const struct route *rt = r->route;
-	const char *len, *te;
-	int fmt, lengths = 0;
+	const char *len = h->v[MFD_H_CONTENT_LENGTH];
+	const char *te = h->v[MFD_H_TRANSFER_ENCODING];
+	int fmt;
 
-	len = header(c, MHD_HTTP_HEADER_CONTENT_LENGTH);
-	te = header(c, MHD_HTTP_HEADER_TRANSFER_ENCODING);
 	/* libmicrohttpd reads only "chunked"; any other coding would leave
 	 * it waiting for a body it cannot delimit (RFC 9112 6.1: 501). */
 	if (te != NULL && strcasecmp(te, "chunked") != 0)
@@ -541,19 +521,18 @@ early_status(struct MHD_Connection *c, struct request *r, const char *method,
 		return 0;
 	/* RFC 9112 6.3: two lengths, or a length and chunked, frame the
 	 * body two ways; a proxy may read the other one (smuggling). */
-	MHD_get_connection_values(c, MHD_HEADER_KIND, count_lengths, &lengths);
-	if (lengths > 1 || (len != NULL && te != NULL))
+	if (h->lengths > 1 || (len != NULL && te != NULL))
 		return *why =
 		           "the body is framed twice (Content-Length and another length or Transfer-Encoding)",
 		       MHD_HTTP_BAD_REQUEST;
 	if (len == NULL && te == NULL)
 		return *why = "a body with Content-Length is required",
 		       MHD_HTTP_LENGTH_REQUIRED;
-	if (len != NULL && strtoull(len, NULL, 10) > max_body)
+	if (h->length > max_body)
 		return *why = "body over the size limit",
 		       MHD_HTTP_CONTENT_TOO_LARGE;
-	fmt = mfd_body_format(header(c, MHD_HTTP_HEADER_CONTENT_TYPE),
-	    rt->body == BODY_REVIEW);
+	fmt =
+	    mfd_body_format(h->v[MFD_H_CONTENT_TYPE], rt->body == BODY_REVIEW);
 	if (fmt < 0)
 		return *why = rt->body == BODY_REVIEW ?
 		           "an AdmissionReview must be application/json" :
@@ -666,15 +645,6 @@ early_message(int status)
 	}
 }
 
-/* The declared length of the body; 0 when chunked (it grows as read). */
-static size_t
-content_length(struct MHD_Connection *c)
-{
-	const char *len = header(c, MHD_HTTP_HEADER_CONTENT_LENGTH);
-
-	return len != NULL ? (size_t)strtoull(len, NULL, 10) : 0;
-}
-
 /*
  * Whether a body over the limit is read and dropped before the 413.  A
  * client that sends its body without waiting for 100 Continue would not
@@ -683,13 +653,12 @@ content_length(struct MHD_Connection *c)
  * a chunked body; a client that waits is answered at once.
  */
 static int
-drains(struct MHD_Connection *c)
+drains(const struct mfd_headers *h)
 {
-	const char *expect = header(c, MHD_HTTP_HEADER_EXPECT);
-	const char *len = header(c, MHD_HTTP_HEADER_CONTENT_LENGTH);
+	const char *expect = h->v[MFD_H_EXPECT];
 
 	return (expect == NULL || strcasecmp(expect, "100-continue") != 0) &&
-	    len != NULL && strtoull(len, NULL, 10) <= DROP_MAX;
+	    h->v[MFD_H_CONTENT_LENGTH] != NULL && h->length <= DROP_MAX;
 }
 
 /*
@@ -745,7 +714,8 @@ conn_guard(struct MHD_Connection *c)
 }
 
 static struct request *
-begin(struct MHD_Connection *c, const char *url, const char *method)
+begin(struct MHD_Connection *c, const char *url, const char *method,
+    const struct mfd_headers *h)
 {
 	struct request *r = calloc(1, sizeof(*r));
 
@@ -753,7 +723,7 @@ begin(struct MHD_Connection *c, const char *url, const char *method)
 		return NULL;
 	clock_gettime(CLOCK_MONOTONIC, &r->start);
 	r->route = find_route(url);
-	r->out = mfd_negotiate(header(c, MHD_HTTP_HEADER_ACCEPT));
+	r->out = mfd_negotiate(h->v[MFD_H_ACCEPT]);
 	mf_buf_init(&r->body, max_body + 1);
 	mf_copy(r->method, sizeof(r->method), method);
 	mf_copy(r->path, sizeof(r->path), url);
@@ -769,6 +739,7 @@ on_request(void *cls, struct MHD_Connection *c, const char *url,
 {
 	struct request *r = *con_cls;
 	struct mf_answer ans;
+	struct mfd_headers h;
 	const char *why = NULL;
 	int status;
 
@@ -777,17 +748,19 @@ on_request(void *cls, struct MHD_Connection *c, const char *url,
 	if (r == NULL || (void *)r == &nul_in_uri) {
 		int nul = r != NULL;
 
-		r = *con_cls = begin(c, url, method);
+		mfd_headers_read(c, &h);
+		r = *con_cls = begin(c, url, method, &h);
 		if (r == NULL)
 			return MHD_NO;
 		if (nul)
 			return send_error(c, r, MHD_HTTP_BAD_REQUEST, NULL,
 			    "the path or query holds %00 (a NUL byte)");
-		status = early_status(c, r, method, &why);
+		status = early_status(c, r, method, &h, &why);
+		/* A chunked body's room grows as it is read. */
 		if (status == 0 && takes_body(r->route, method) &&
-		    body_room(r, content_length(c)) != 0)
+		    body_room(r, h.length) != 0)
 			return refuse_busy(c, r);
-		if (status == MHD_HTTP_CONTENT_TOO_LARGE && drains(c)) {
+		if (status == MHD_HTTP_CONTENT_TOO_LARGE && drains(&h)) {
 			r->early = status;
 			return MHD_YES;
 		}
