@@ -98,31 +98,72 @@ bad_value(const struct mf_node *n, const char *path, const char *why,
 	    "'%.40s' %s", n->text, why);
 }
 
-enum mf_rc
-mf_node_int(const struct mf_node *n, const char *path, int64_t min, int64_t max,
-    int64_t *out, struct mf_error *err)
+/* Digits a number's text may have for digits() to read it: below 10^15,
+ * so below 2^53, exact as a double too. */
+#define DIGITS_MAX 15
+
+/* Whether n's text is only decimal digits, at most DIGITS_MAX of them
+ * (nearly every number a document gives), and then its value in *v, as
+ * strtoll and strtod read it, without their calls. */
+static int
+digits(const struct mf_node *n, int64_t *v)
 {
-	long long v;
+	int64_t x = 0;
+
+	if (n->len == 0 || n->len > DIGITS_MAX)
+		return 0;
+	for (size_t i = 0; i < n->len; i++) {
+		unsigned d = (unsigned char)n->text[i] - (unsigned)'0';
+
+		if (d > 9)
+			return 0;
+		x = x * 10 + (int64_t)d;
+	}
+	*v = x;
+	return 1;
+}
+
+/* n's text, a number, as a whole number: as strtoll reads it, or a whole
+ * real of at most 9e15 ("1e3", "12.0"). */
+static enum mf_rc
+whole(const struct mf_node *n, const char *path, int64_t *v,
+    struct mf_error *err)
+{
+	long long x;
 	char *end;
 
-	if (n->type != MF_NODE_NUM)
-		return wrong_type(n, path, "an integer", err);
+	if (digits(n, v))
+		return MF_OK;
 	errno = 0;
-	v = strtoll(n->text, &end, 10);
+	x = strtoll(n->text, &end, 10);
 	if (*end != '\0') {
 		double d = strtod(n->text, &end);
 
 		if (*end != '\0' || d != floor(d) || !isfinite(d) ||
 		    fabs(d) > 9e15)
 			return bad_value(n, path, "is not a whole number", err);
-		v = (long long)d;
+		x = (long long)d;
 	} else if (errno == ERANGE) {
 		return bad_value(n, path, "is out of range", err);
 	}
+	*v = x;
+	return MF_OK;
+}
+
+enum mf_rc
+mf_node_int(const struct mf_node *n, const char *path, int64_t min, int64_t max,
+    int64_t *out, struct mf_error *err)
+{
+	int64_t v = 0;
+
+	if (n->type != MF_NODE_NUM)
+		return wrong_type(n, path, "an integer", err);
+	if (whole(n, path, &v, err) != MF_OK)
+		return MF_EINVAL;
 	if (v < min || v > max)
 		return mf_error_set(err, MF_EINVAL, path, n->line, n->column,
-		    "%lld is out of range [%" PRId64 ", %" PRId64 "]", v, min,
-		    max);
+		    "%" PRId64 " is out of range [%" PRId64 ", %" PRId64 "]", v,
+		    min, max);
 	*out = v;
 	return MF_OK;
 }
@@ -132,13 +173,19 @@ mf_node_double(const struct mf_node *n, const char *path, double min,
     double max, double *out, struct mf_error *err)
 {
 	char *end;
+	int64_t d;
 	double v;
 
 	if (n->type != MF_NODE_NUM)
 		return wrong_type(n, path, "a number", err);
-	v = strtod(n->text, &end);
-	if (*end != '\0' || !isfinite(v))
-		return bad_value(n, path, "is not a finite number", err);
+	if (digits(n, &d)) {
+		v = (double)d;
+	} else {
+		v = strtod(n->text, &end);
+		if (*end != '\0' || !isfinite(v))
+			return bad_value(n, path, "is not a finite number",
+			    err);
+	}
 	if (v < min || v > max)
 		return mf_error_set(err, MF_EINVAL, path, n->line, n->column,
 		    "%g is out of range [%g, %g]", v, min, max);

@@ -11,6 +11,8 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include <math.h>
+
 #include "doc/doc.h"
 #include "msg.h"
 #include "base/internal.h"
@@ -1099,6 +1101,59 @@ test_node_double(void **state)
 	mf_doc_free(doc);
 }
 
+/* Numbers of digits alone, read without strtoll and strtod up to fifteen
+ * digits, and by them past it: the same values either way, leading zeros
+ * and all; a sign or a point goes to them. */
+static void
+test_node_digits(void **state)
+{
+	struct mf_doc *doc =
+	    parse_ok("{\"a\": 999999999999999, \"b\": 1000000000000000, "
+	             "\"c\": 9223372036854775807, \"d\": 7, \"f\": 0}",
+	        MF_DOC_JSON);
+	struct mf_doc *yaml =
+	    parse_ok("a: 000012\nb: +12\ne: -0\n", MF_DOC_YAML);
+	struct mf_error err;
+	int64_t v = 0;
+	double d = 0;
+
+	(void)state;
+	assert_int_equal(mf_node_int(at(doc, "a"), "a", 0, INT64_MAX, &v, &err),
+	    MF_OK);
+	assert_true(v == INT64_C(999999999999999));
+	assert_int_equal(mf_node_int(at(doc, "b"), "b", 0, INT64_MAX, &v, &err),
+	    MF_OK);
+	assert_true(v == INT64_C(1000000000000000));
+	assert_int_equal(mf_node_int(at(doc, "c"), "c", 0, INT64_MAX, &v, &err),
+	    MF_OK);
+	assert_true(v == INT64_MAX);
+	assert_int_equal(mf_node_double(at(doc, "a"), "a", 0, 1e300, &d, &err),
+	    MF_OK);
+	assert_true(d == 999999999999999.0);
+	assert_int_equal(mf_node_double(at(doc, "d"), "d", 0, 10, &d, &err),
+	    MF_OK);
+	assert_true(d == 7);
+	/* -0 is strtod's: negative zero (JSON's reader writes it 0); 0 is
+	 * positive. */
+	assert_int_equal(mf_node_double(at(yaml, "e"), "e", -1, 1, &d, &err),
+	    MF_OK);
+	assert_true(d == 0 && signbit(d));
+	assert_int_equal(mf_node_double(at(doc, "f"), "f", -1, 1, &d, &err),
+	    MF_OK);
+	assert_true(d == 0 && !signbit(d));
+	assert_int_equal(mf_node_int(at(yaml, "a"), "a", 0, 100, &v, &err),
+	    MF_OK);
+	assert_int_equal(v, 12);
+	assert_int_equal(mf_node_int(at(yaml, "b"), "b", 0, 100, &v, &err),
+	    MF_OK);
+	assert_int_equal(v, 12);
+	assert_int_equal(mf_node_double(at(yaml, "a"), "a", 0, 100, &d, &err),
+	    MF_OK);
+	assert_true(d == 12);
+	mf_doc_free(yaml);
+	mf_doc_free(doc);
+}
+
 static void
 test_node_bool(void **state)
 {
@@ -1223,6 +1278,7 @@ main(void)
 		cmocka_unit_test(test_node_int),
 		cmocka_unit_test(test_node_int_json),
 		cmocka_unit_test(test_node_double),
+		cmocka_unit_test(test_node_digits),
 		cmocka_unit_test(test_node_bool),
 		cmocka_unit_test(test_node_str),
 		cmocka_unit_test(test_node_map),
