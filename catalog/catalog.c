@@ -440,8 +440,10 @@ card_json(struct mf_gpu *g)
 		mf_jw_init(&w, &b);
 		card_members(&w, g, (enum mf_card_part)k);
 		if (b.rc != MF_OK) {
+			enum mf_rc rc = b.rc;
+
 			mf_buf_free(&b);
-			return b.rc;
+			return rc;
 		}
 		g->json_len[k] = b.len;
 		g->json[k] = mf_buf_take(&b);
@@ -460,17 +462,15 @@ read_catalog(const struct ctx *c, const struct mf_node *root,
 	rc = mf_fields_read(&r, &mf_fields_catalog, root, "");
 	if (rc != MF_OK)
 		return in_file(c, rc);
-	/* The text of each card's figures in its step formulas, made with
-	 * the snapshot it belongs to. */
-	for (size_t i = 0; i < cat->ngpus; i++)
+	/* The text of each card's figures in its step formulas, and of its
+	 * own members as answers write them, made with the snapshot it
+	 * belongs to. */
+	for (size_t i = 0; i < cat->ngpus; i++) {
 		mf_speed_parts_make(&cat->gpus[i].speed);
-	rc = check_speeds(c, cat);
-	/* Each card's own members as answers write them, its figures now
-	 * final. */
-	for (size_t i = 0; rc == MF_OK && i < cat->ngpus; i++)
 		if (card_json(&cat->gpus[i]) != MF_OK)
-			rc = no_memory(c);
-	return rc;
+			return no_memory(c);
+	}
+	return check_speeds(c, cat);
 }
 
 static struct mf_catalog *
