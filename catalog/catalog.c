@@ -400,13 +400,9 @@ check_speeds(const struct ctx *c, struct mf_catalog *cat)
 static void
 card_members(struct mf_jw *w, const struct mf_gpu *g, enum mf_card_part part)
 {
-	char q[MF_QTY_STRMAX];
-	size_t len;
-
 	if (part == MF_CARD_MEMORY) {
-		len = mf_qty_format(g->memory,
-		    (enum mf_qty_format)g->memory_format, q, sizeof(q));
-		mf_jw_text_lit(w, "memory", q, len);
+		mf_jw_qty_lit(w, "memory", g->memory,
+		    (enum mf_qty_format)g->memory_format);
 		mf_jw_int_lit(w, "memoryBytes", g->memory);
 		return;
 	}

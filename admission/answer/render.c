@@ -18,17 +18,6 @@
 #define PAGED_NOTE \
 	"the 8-bit moments bitsandbytes' paged optimizer keeps in CUDA unified memory, which pages to the host under pressure instead of failing: not counted toward the fit; the host needs room for them, and a step that pages them runs slower"
 
-/* key, n as mf_jw_str_n's. */
-static void
-quantity(struct mf_jw *w, const char *key, size_t n, int64_t bytes, int format)
-{
-	char q[MF_QTY_STRMAX];
-	size_t len;
-
-	len = mf_qty_format(bytes, (enum mf_qty_format)format, q, sizeof(q));
-	mf_jw_text_n(w, key, n, q, len);
-}
-
 static void
 fix_list(struct mf_jw *w, const char *key, unsigned fixes)
 {
@@ -237,8 +226,7 @@ fix_entries(struct mf_jw *w, const struct mf_job *job,
 		fix_list(w, "fixes", e->fixes);
 		mf_jw_int_lit(w, "gpus", e->gpus);
 		mf_jw_int_lit(w, "needBytes", e->need);
-		quantity(w, MF_JW_LIT("minMemory"), e->min_memory,
-		    MF_QTY_BINARY);
+		mf_jw_qty_lit(w, "minMemory", e->min_memory, MF_QTY_BINARY);
 		if (e->placed)
 			placement(w, "placement", job, &e->placement,
 			    e->amount);
@@ -282,7 +270,8 @@ mf_write_decision(struct mf_jw *w, const char *key, const struct mf_job *job,
 	mf_jw_str_lit(w, "fingerprint", d->fingerprint);
 	mf_jw_str_lit(w, "estimator", mf_estimator_name(d->work.estimator));
 	need(w, job, d);
-	quantity(w, MF_JW_LIT("minMemory"), d->floor, d->floor_format);
+	mf_jw_qty_lit(w, "minMemory", d->floor,
+	    (enum mf_qty_format)d->floor_format);
 	mf_jw_open_lit(w, "warnings", '[');
 	for (size_t i = 0; i < d->nwarn; i++)
 		mf_jw_str(w, NULL, d->warnings[i]);
@@ -623,7 +612,7 @@ mf_write_estimate(struct mf_jw *w, const char *key, const struct mf_job *job,
 	work(w, job, e, wk);
 	mf_jw_int_lit(w, "totalBytes", e->total);
 	mf_jw_int_lit(w, "perGpuBytes", e->per_gpu);
-	quantity(w, MF_JW_LIT("minMemory"), a.floor, MF_QTY_BINARY);
+	mf_jw_qty_lit(w, "minMemory", a.floor, MF_QTY_BINARY);
 	smallest_fit(w, &a);
 	weights_storage(w, e);
 	if (wl->kind == MF_INFERENCE) {
@@ -717,7 +706,8 @@ mf_write_catalog(struct mf_jw *w, const struct mf_catalog *cat,
 		mf_jw_num(w, mf_fix_name(f), cat->time_factor[f], 6);
 	mf_jw_close(w, '}');
 	if (min_memory > 0)
-		quantity(w, MF_JW_LIT("minMemory"), min_memory, min_format);
+		mf_jw_qty_lit(w, "minMemory", min_memory,
+		    (enum mf_qty_format)min_format);
 	mf_jw_open_lit(w, "gpus", '[');
 	for (size_t i = 0; i < n; i++)
 		gpu_json(w, cat, v[i]);

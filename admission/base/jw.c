@@ -640,6 +640,18 @@ mf_jw_bool_n(struct mf_jw *w, const char *key, size_t n, int v)
 }
 
 void
+mf_jw_qty_n(struct mf_jw *w, const char *key, size_t n, int64_t bytes,
+    enum mf_qty_format format)
+{
+	char q[MF_QTY_STRMAX];
+	size_t len = mf_qty_format(bytes, format, q, sizeof(q));
+
+	/* MF_QTY_STRMAX holds any quantity (qty.h). */
+	assert(len < sizeof(q));
+	mf_jw_text_n(w, key, n, q, len);
+}
+
+void
 mf_jw_null_n(struct mf_jw *w, const char *key, size_t n)
 {
 	char *p = member(w, name(w, key, n), 4);

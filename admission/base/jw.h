@@ -25,6 +25,7 @@
 #include <stdint.h>
 
 #include "buf.h"
+#include "qty.h"
 
 /* Deepest nesting the writer keeps; an answer nests six levels at most.
  * Opening deeper is a programmer error: asserted, and the buffer fails
@@ -87,6 +88,9 @@ void mf_jw_int_n(struct mf_jw *w, const char *key, size_t n, int64_t v);
 void
 mf_jw_num_n(struct mf_jw *w, const char *key, size_t n, double v, int decimals);
 void mf_jw_bool_n(struct mf_jw *w, const char *key, size_t n, int v);
+/* bytes as a quantity string in format (qty.h: "80Gi", "24G"). */
+void mf_jw_qty_n(struct mf_jw *w, const char *key, size_t n, int64_t bytes,
+    enum mf_qty_format format);
 void mf_jw_null_n(struct mf_jw *w, const char *key, size_t n);
 /*
  * JSON only: members that a JSON writer made beforehand, len bytes of
@@ -142,6 +146,8 @@ mf_jw_null(struct mf_jw *w, const char *key)
 #define mf_jw_num_lit(w, key, v, decimals) \
 	mf_jw_num_n(w, MF_JW_LIT(key), v, decimals)
 #define mf_jw_bool_lit(w, key, v) mf_jw_bool_n(w, MF_JW_LIT(key), v)
+#define mf_jw_qty_lit(w, key, bytes, format) \
+	mf_jw_qty_n(w, MF_JW_LIT(key), bytes, format)
 #define mf_jw_null_lit(w, key) mf_jw_null_n(w, MF_JW_LIT(key))
 
 /* End the document: JSON gets its closing newline (YAML lines have

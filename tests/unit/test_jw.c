@@ -377,6 +377,31 @@ test_jw_json_members(void **state)
 	mf_buf_free(&o.b);
 }
 
+/* A quantity member: the bytes as Kubernetes writes them, in the family
+ * given (88 x 2^30 and 24 x 10^9 bytes), in both forms. */
+static void
+test_jw_qty(void **state)
+{
+	struct out o;
+
+	(void)state;
+	start(&o, 1 << 16);
+	mf_jw_open(&o.w, NULL, '{');
+	mf_jw_qty_lit(&o.w, "m", INT64_C(94489280512), MF_QTY_BINARY);
+	mf_jw_qty_lit(&o.w, "n", INT64_C(24000000000), MF_QTY_DECIMAL);
+	mf_jw_close(&o.w, '}');
+	assert_int_equal(o.b.rc, MF_OK);
+	assert_string_equal(text(&o), "{\"m\":\"88Gi\",\"n\":\"24G\"}");
+	mf_buf_free(&o.b);
+	start_yaml(&o);
+	mf_jw_open(&o.w, NULL, '{');
+	mf_jw_qty_lit(&o.w, "m", INT64_C(94489280512), MF_QTY_BINARY);
+	mf_jw_close(&o.w, '}');
+	assert_int_equal(o.b.rc, MF_OK);
+	assert_string_equal(text(&o), "---\nm: \"88Gi\"\n");
+	mf_buf_free(&o.b);
+}
+
 /* The layout of the YAML back end: what the JSON above would be, as a
  * block document with two spaces an indent. */
 static void
@@ -569,6 +594,7 @@ main(void)
 		cmocka_unit_test(test_jw_base64_vectors),
 		cmocka_unit_test(test_jw_cap),
 		cmocka_unit_test(test_jw_json_members),
+		cmocka_unit_test(test_jw_qty),
 		cmocka_unit_test(test_jw_yaml_layout),
 		cmocka_unit_test(test_jw_yaml_strings_read_back),
 		cmocka_unit_test(test_jw_depth_checked),
