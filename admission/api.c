@@ -61,13 +61,11 @@ answer_oom(struct mf_answer *ans)
 	ans->content_type = content_types[MF_OUT_JSON];
 }
 
-/* Take text (malloc'd, NULL for failure) as the body. */
+/* Take text (malloc'd, NULL for failure) of len bytes as the body. */
 static void
 set_body(struct mf_answer *ans, enum mf_answer_kind kind, char *text,
-    enum mf_output out)
+    size_t len, enum mf_output out)
 {
-	size_t len;
-
 	if (text == NULL) {
 		answer_oom(ans);
 		return;
@@ -76,7 +74,6 @@ set_body(struct mf_answer *ans, enum mf_answer_kind kind, char *text,
 	 * input may reach it but newline and tab. */
 	if (out == MF_OUT_TEXT)
 		mf_scrub(text);
-	len = strlen(text);
 	/* Every answer ends in a newline, so curl output reads cleanly. */
 	if (len == 0 || text[len - 1] != '\n') {
 		char *p = realloc(text, len + 2);
@@ -97,16 +94,33 @@ set_body(struct mf_answer *ans, enum mf_answer_kind kind, char *text,
 	ans->content_type = content_types[out];
 }
 
+/* Take b's text as the body: its length is b's, not measured again. */
+static void
+set_buf(struct mf_answer *ans, enum mf_answer_kind kind, struct mf_buf *b,
+    enum mf_output out)
+{
+	size_t len = b->len;
+
+	set_body(ans, kind, mf_buf_take(b), len, out);
+}
+
 void
 mf_answer_text(struct mf_answer *ans, enum mf_answer_kind kind, char *text)
 {
-	set_body(ans, kind, text, MF_OUT_TEXT);
+	set_body(ans, kind, text, text != NULL ? strlen(text) : 0, MF_OUT_TEXT);
 }
 
 void
 mf_answer_jtext(struct mf_answer *ans, enum mf_answer_kind kind, char *text)
 {
-	set_body(ans, kind, text, MF_OUT_JSON);
+	set_body(ans, kind, text, text != NULL ? strlen(text) : 0, MF_OUT_JSON);
+}
+
+void
+mf_answer_jbuf(struct mf_answer *ans, enum mf_answer_kind kind,
+    struct mf_buf *b)
+{
+	set_buf(ans, kind, b, MF_OUT_JSON);
 }
 
 /* An answer document in the requested form: begin, write, answer. */
@@ -131,7 +145,7 @@ doc_answer(struct doc *d, enum mf_answer_kind kind, enum mf_output out,
     struct mf_answer *ans)
 {
 	mf_jw_finish(&d->w);
-	set_body(ans, kind, mf_buf_take(&d->b),
+	set_buf(ans, kind, &d->b,
 	    out == MF_OUT_YAML ? MF_OUT_YAML : MF_OUT_JSON);
 }
 
@@ -155,7 +169,7 @@ mf_answer_err(struct mf_answer *ans, enum mf_rc rc, const struct mf_error *err,
 
 		if (t != NULL)
 			snprintf(t, n, "error: %s", msg);
-		set_body(ans, kind_of(rc), t, MF_OUT_TEXT);
+		mf_answer_text(ans, kind_of(rc), t);
 		return;
 	}
 	mf_write_error(doc_begin(&d, out), err);
@@ -533,7 +547,7 @@ mf_api_schema(const char *kind, enum mf_output out, struct mf_answer *ans)
 	if (out == MF_OUT_TEXT) {
 		mf_buf_init(&b, ANSWER_MAX);
 		mf_fields_markdown(doc, &b);
-		mf_answer_text(ans, MF_ANS_OK, mf_buf_take(&b));
+		set_buf(ans, MF_ANS_OK, &b, MF_OUT_TEXT);
 		return;
 	}
 	mf_fields_schema(doc, doc_begin(&d, out));

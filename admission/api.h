@@ -12,6 +12,7 @@
 #include <stddef.h>
 
 #include "../catalog/catalog.h"
+#include "base/buf.h"
 #include "doc/doc.h"
 #include "fingerprint/fingerprint.h"
 #include "model/model.h"
@@ -157,9 +158,12 @@ enum mf_rc mf_api_estimator(const struct mf_api *api, struct mf_workload *w,
     struct mf_error *err);
 
 /* Shared by the other request modules: set ans from JSON text (taken;
- * NULL answers 500) or from an error. */
+ * NULL answers 500), from a buffer's JSON text (taken, its length as the
+ * buffer holds it; a failed buffer answers 500) or from an error. */
 void
 mf_answer_jtext(struct mf_answer *ans, enum mf_answer_kind kind, char *text);
+void mf_answer_jbuf(struct mf_answer *ans, enum mf_answer_kind kind,
+    struct mf_buf *b);
 void mf_answer_err(struct mf_answer *ans, enum mf_rc rc,
     const struct mf_error *err, enum mf_output out);
 void

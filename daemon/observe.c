@@ -544,7 +544,7 @@ answer_doc(struct mf_buf *b, struct mf_jw *w, enum mf_output out,
 {
 	mf_jw_finish(w);
 	memset(ans, 0, sizeof(*ans));
-	mf_answer_jtext(ans, MF_ANS_OK, mf_buf_take(b));
+	mf_answer_jbuf(ans, MF_ANS_OK, b);
 	if (out == MF_OUT_YAML && ans->kind == MF_ANS_OK)
 		ans->content_type = "application/yaml";
 }

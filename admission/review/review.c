@@ -816,13 +816,10 @@ respond(struct review *rv, struct mf_answer *ans)
 	}
 	mf_jw_close(&w, '}');
 	mf_jw_close(&w, '}');
-	if (mf_jw_finish(&w) != MF_OK) {
-		mf_buf_free(&b);
-		mf_answer_jtext(ans, MF_ANS_INTERNAL, NULL);
-		return;
-	}
-	mf_answer_jtext(ans, MF_ANS_OK, mf_buf_take(&b));
-	ans->verdict = rv->verdict;
+	mf_jw_finish(&w);
+	mf_answer_jbuf(ans, MF_ANS_OK, &b);
+	if (ans->kind == MF_ANS_OK)
+		ans->verdict = rv->verdict;
 }
 
 /*
