@@ -95,6 +95,20 @@ struct request {
 	struct mf_fetch_result fetch;
 };
 
+/*
+ * What memfloord keeps for a connection: its guard, and its request.
+ * libmicrohttpd reads a connection's requests one at a time, and ends each
+ * (on_completed) before it reads the next and before it gives the
+ * connection up (on_connection; in 0.9.75 MHD_connection_close_ ends the
+ * request, MHD_cleanup_connections later gives the connection up, the
+ * order the guard's end already counted on).  So one request serves them
+ * all, and none is allocated.
+ */
+struct conn {
+	struct mfd_conn *guard;
+	struct request req;
+};
+
 /* One libmicrohttpd daemon for each --listen address. */
 static struct MHD_Daemon *daemons[MFD_MAX_LISTEN];
 static size_t ndaemons;
@@ -704,8 +718,9 @@ refuse_busy(struct MHD_Connection *c, struct request *r)
 	    BUSY_MESSAGE);
 }
 
-static struct mfd_conn *
-conn_guard(struct MHD_Connection *c)
+/* c's own, or NULL for one on_connection could not open. */
+static struct conn *
+conn_of(struct MHD_Connection *c)
 {
 	const union MHD_ConnectionInfo *info;
 
@@ -713,21 +728,25 @@ conn_guard(struct MHD_Connection *c)
 	return info ? info->socket_context : NULL;
 }
 
+/* c's request, begun; NULL for a connection without its own. */
 static struct request *
 begin(struct MHD_Connection *c, const char *url, const char *method,
     const struct mfd_headers *h)
 {
-	struct request *r = calloc(1, sizeof(*r));
+	struct conn *k = conn_of(c);
+	struct request *r;
 
-	if (r == NULL)
+	if (k == NULL)
 		return NULL;
+	r = &k->req;
+	memset(r, 0, sizeof(*r));
 	clock_gettime(CLOCK_MONOTONIC, &r->start);
 	r->route = find_route(url);
 	r->out = mfd_negotiate(h->v[MFD_H_ACCEPT]);
 	mf_buf_init(&r->body, max_body + 1);
 	mf_copy(r->method, sizeof(r->method), method);
 	mf_copy(r->path, sizeof(r->path), url);
-	r->guard = conn_guard(c);
+	r->guard = k->guard;
 	atomic_fetch_add(&in_flight, 1);
 	return r;
 }
@@ -830,7 +849,6 @@ on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	mfd_guard_body_give(r->charged);
 	mf_request_free(r->req);
 	free(r->fetch.body);
-	free(r);
 	*con_cls = NULL;
 	atomic_fetch_sub(&in_flight, 1);
 }
@@ -840,10 +858,14 @@ on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
     enum MHD_ConnectionNotificationCode code)
 {
 	const union MHD_ConnectionInfo *fd, *peer;
+	struct conn *k;
 
 	(void)cls;
 	if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
-		mfd_guard_close(*socket_context);
+		k = *socket_context;
+		if (k != NULL)
+			mfd_guard_close(k->guard);
+		free(k);
 		*socket_context = NULL;
 		return;
 	}
@@ -851,10 +873,17 @@ on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
 	peer = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
 	if (fd == NULL)
 		return;
-	*socket_context =
-	    mfd_guard_open(fd->connect_fd, peer ? peer->client_addr : NULL);
+	k = malloc(sizeof(*k));
+	if (k != NULL)
+		k->guard = mfd_guard_open(fd->connect_fd,
+		    peer ? peer->client_addr : NULL);
+	if (k != NULL && k->guard == NULL) {
+		free(k);
+		k = NULL;
+	}
+	*socket_context = k;
 	/* A connection without a deadline is not served. */
-	if (*socket_context == NULL)
+	if (k == NULL)
 		shutdown(fd->connect_fd, SHUT_RDWR);
 }
 
@@ -866,8 +895,10 @@ on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
 static void *
 on_uri(void *cls, const char *uri, struct MHD_Connection *c)
 {
+	struct conn *k = conn_of(c);
+
 	(void)cls;
-	mfd_guard_begin(conn_guard(c));
+	mfd_guard_begin(k != NULL ? k->guard : NULL);
 	return strstr(uri, "%00") != NULL ? &nul_in_uri : NULL;
 }
 
