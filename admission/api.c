@@ -232,7 +232,7 @@ mf_api_prepare(const struct mf_api *api, enum mf_call call, const char *body,
     size_t len, enum mf_doc_format fmt, enum mf_output out,
     struct mf_request **reqp, struct mf_answer *ans)
 {
-	struct mf_request *req = calloc(1, sizeof(*req));
+	struct mf_request *req = malloc(sizeof(*req));
 	struct mf_error err;
 	enum mf_rc rc;
 
@@ -242,6 +242,8 @@ mf_api_prepare(const struct mf_api *api, enum mf_call call, const char *body,
 		answer_oom(ans);
 		return;
 	}
+	/* Cleared as a document is, not by calloc (mf_doc_parse_kept). */
+	*req = (struct mf_request){ 0 };
 	req->call = call;
 	req->out = out;
 	memset(&err, 0, sizeof(err));
