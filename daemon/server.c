@@ -18,6 +18,7 @@
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,7 +79,6 @@ struct request {
 	               closes after the answer */
 	size_t dropped;
 	size_t charged; /* bytes of the body budget this body holds */
-	struct mfd_conn *guard;
 	int status;
 	char job[254];
 	char field[128]; /* the error's, for the log */
@@ -108,6 +108,13 @@ struct conn {
 	struct mfd_conn *guard;
 	struct request req;
 };
+
+/* The guard of r's connection, whose own request r is. */
+static struct mfd_conn *
+guard_of(struct request *r)
+{
+	return ((struct conn *)((char *)r - offsetof(struct conn, req)))->guard;
+}
 
 /* One libmicrohttpd daemon for each --listen address. */
 static struct MHD_Daemon *daemons[MFD_MAX_LISTEN];
@@ -290,8 +297,6 @@ static const struct route routes[] = {
 	{ "/page.js", MFD_R_PAGE, BODY_NONE, do_page, NULL, 0, 0 },
 	{ "/page.css", MFD_R_PAGE, BODY_NONE, do_page, NULL, 0, 0 },
 };
-
-/* --- negotiation ----------------------------------------------------- */
 
 /* --- plumbing -------------------------------------------------------- */
 
@@ -574,7 +579,7 @@ on_fetched(void *arg, struct mf_fetch_result *res)
 	    res->status != MF_FETCH_OK ? MFD_FETCHED_ERROR : MFD_FETCHED_NEW);
 	r->fetch = *res;
 	r->fetched = 1;
-	mfd_guard_suspend(r->guard, 0);
+	mfd_guard_suspend(guard_of(r), 0);
 	MHD_resume_connection(r->conn);
 }
 
@@ -584,7 +589,7 @@ static enum MHD_Result
 park(struct MHD_Connection *c, struct request *r)
 {
 	r->conn = c;
-	mfd_guard_suspend(r->guard, 1);
+	mfd_guard_suspend(guard_of(r), 1);
 	MHD_suspend_connection(c);
 	mf_fetch_start(r->url, on_fetched, r);
 	return MHD_YES;
@@ -746,7 +751,6 @@ begin(struct MHD_Connection *c, const char *url, const char *method,
 	mf_buf_init(&r->body, max_body + 1);
 	mf_copy(r->method, sizeof(r->method), method);
 	mf_copy(r->path, sizeof(r->path), url);
-	r->guard = k->guard;
 	atomic_fetch_add(&in_flight, 1);
 	return r;
 }
@@ -844,7 +848,7 @@ on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	mfd_metrics_request(r->route ? r->route->id : MFD_R_OTHER, r->status,
 	    us);
 	mfd_metrics_admission(r->verdict);
-	mfd_guard_end(r->guard, toe == MHD_REQUEST_TERMINATED_COMPLETED_OK);
+	mfd_guard_end(guard_of(r), toe == MHD_REQUEST_TERMINATED_COMPLETED_OK);
 	mf_buf_free(&r->body);
 	mfd_guard_body_give(r->charged);
 	mf_request_free(r->req);
