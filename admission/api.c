@@ -242,7 +242,8 @@ mf_api_prepare(const struct mf_api *api, enum mf_call call, const char *body,
 		answer_oom(ans);
 		return;
 	}
-	/* Cleared as a document is, not by calloc (mf_doc_parse_kept). */
+	/* Cleared by assignment, not by calloc, as a document is and for
+	 * its reason (mf_doc_parse_kept): made and freed on every request. */
 	*req = (struct mf_request){ 0 };
 	req->call = call;
 	req->out = out;

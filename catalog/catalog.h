@@ -87,9 +87,9 @@ struct mf_gpu {
 	char *dcgm_model;
 	struct mf_slurm slurm;
 	int line; /* where the entry starts in the file */
-	/* Each part's members as JSON, made once the catalogue is read (the
-	 * card's figures final), for every answer to copy; NULL for a card
-	 * made elsewhere (a test's), whose members are written one by one. */
+	/* Each part's members as JSON, made from the card's memory and
+	 * labels when the catalogue is read, for every answer to copy; NULL
+	 * for a card made elsewhere (a test's), written member by member. */
 	char *json[MF_CARD_PARTS];
 	size_t json_len[MF_CARD_PARTS];
 };

@@ -42,9 +42,9 @@ mf_doc_parse_kept(const char *buf, size_t len, enum mf_doc_format fmt,
 	/* Cleared by assignment, not by calloc, which glibc before 2.41
 	 * serves past the thread's cache of freed chunks (sourceware.org
 	 * glibc commit 226e3b0a4136), nor by memset, which GCC joins with
-	 * the malloc into a calloc.  A request's document and the request
-	 * itself (mf_api_prepare) are made and freed on every request: about
-	 * 0.5k instructions a request together (callgrind). */
+	 * the malloc into a calloc.  A request's document is made and freed
+	 * on every request (a 24-byte calloc and free: about 0.1k more than
+	 * malloc, callgrind; docs/performance.md). */
 	*doc = (struct mf_doc){ 0 };
 	if (fmt == MF_DOC_JSON || fmt == MF_DOC_JSON_WIDE)
 		rc = mf_doc_json(doc, buf, len,
