@@ -222,20 +222,30 @@ struct fpbin {
 	size_t n;
 };
 
+/* The most bytes a varint takes: 64 bits, seven a byte. */
+#define VARINT_MAX 10
+
 /* v zigzagged (a small magnitude of either sign is a small number), then
  * seven bits a byte, low first, the high bit marking more (protobuf's
- * sint64): one encoding a value, and each one's end is known.  In line:
- * a fingerprint puts about ninety. */
-static inline void
-put(struct fpbin *o, int64_t v)
+ * sint64), at p: one encoding a value, and each one's end is known.
+ * Returns the end. */
+static inline unsigned char *
+varint(unsigned char *p, int64_t v)
 {
 	uint64_t z = v < 0 ? ~((uint64_t)v << 1) : (uint64_t)v << 1;
 
-	/* The form's size is fixed by the tables: past it is our mistake. */
-	assert(o->n + 10 <= sizeof(o->b));
 	for (; z >= 0x80; z >>= 7)
-		o->b[o->n++] = (unsigned char)(z | 0x80);
-	o->b[o->n++] = (unsigned char)z;
+		*p++ = (unsigned char)(z | 0x80);
+	*p++ = (unsigned char)z;
+	return p;
+}
+
+static void
+put(struct fpbin *o, int64_t v)
+{
+	/* The form's size is fixed by the tables: past it is our mistake. */
+	assert(o->n + VARINT_MAX <= sizeof(o->b));
+	o->n = (size_t)(varint(o->b + o->n, v) - o->b);
 }
 
 static void
@@ -249,22 +259,31 @@ put_str(struct fpbin *o, const char *s)
 	o->n += len;
 }
 
+/* A varint a row (a real in millionths, as the text rounds it), written
+ * through a pointer of its own: a byte stored through o->b may be o->n, so
+ * o->n would be read again after each. */
 static void
 put_rows(struct fpbin *o, const void *base, const struct frow *rows, size_t n)
 {
+	unsigned char *p = o->b + o->n;
 	uint64_t bits;
+	int64_t v;
 	double d;
 
+	/* Checked a table, not a row: the tables fix the form's size. */
+	assert(n <= (sizeof(o->b) - o->n) / VARINT_MAX);
 	for (size_t i = 0; i < n; i++) {
 		if (rows[i].type != F_REAL) {
-			put(o, read_int(base, &rows[i]));
+			p = varint(p, read_int(base, &rows[i]));
 			continue;
 		}
 		memcpy(&d, (const char *)base + rows[i].offset, sizeof(d));
 		memcpy(&bits, &d, sizeof(bits));
 		/* Past millionths' range (never a field's), the bits. */
-		put(o, fabs(d) < 9e12 ? llround(d * 1e6) : (int64_t)bits);
+		v = fabs(d) < 9e12 ? llround(d * 1e6) : (int64_t)bits;
+		p = varint(p, v);
 	}
+	o->n = (size_t)(p - o->b);
 }
 
 static void
