@@ -123,14 +123,8 @@ mf_answer_jbuf(struct mf_answer *ans, enum mf_answer_kind kind,
 	set_buf(ans, kind, b, MF_OUT_JSON);
 }
 
-/* An answer document in the requested form: begin, write, answer. */
-struct doc {
-	struct mf_buf b;
-	struct mf_jw w;
-};
-
-static struct mf_jw *
-doc_begin(struct doc *d, enum mf_output out)
+struct mf_jw *
+mf_answer_doc_begin(struct mf_answer_doc *d, enum mf_output out)
 {
 	mf_buf_init(&d->b, ANSWER_MAX);
 	mf_buf_room(&d->b, ANSWER_FIRST - 1);
@@ -139,10 +133,9 @@ doc_begin(struct doc *d, enum mf_output out)
 	return &d->w;
 }
 
-/* Take the document as the body (a failure answers 500). */
-static void
-doc_answer(struct doc *d, enum mf_answer_kind kind, enum mf_output out,
-    struct mf_answer *ans)
+void
+mf_answer_doc_end(struct mf_answer_doc *d, enum mf_answer_kind kind,
+    enum mf_output out, struct mf_answer *ans)
 {
 	mf_jw_finish(&d->w);
 	set_buf(ans, kind, &d->b,
@@ -159,7 +152,7 @@ void
 mf_answer_err(struct mf_answer *ans, enum mf_rc rc, const struct mf_error *err,
     enum mf_output out)
 {
-	struct doc d;
+	struct mf_answer_doc d;
 
 	mf_copy(ans->field, sizeof(ans->field), err->field);
 	if (out == MF_OUT_TEXT) {
@@ -172,8 +165,8 @@ mf_answer_err(struct mf_answer *ans, enum mf_rc rc, const struct mf_error *err,
 		mf_answer_text(ans, kind_of(rc), t);
 		return;
 	}
-	mf_write_error(doc_begin(&d, out), err);
-	doc_answer(&d, kind_of(rc), out, ans);
+	mf_write_error(mf_answer_doc_begin(&d, out), err);
+	mf_answer_doc_end(&d, kind_of(rc), out, ans);
 }
 
 void
@@ -348,7 +341,7 @@ decide_admit(const struct mf_api *api, struct mf_request *req,
 	enum mf_output out = req->out;
 	enum mf_answer_kind kind;
 	struct mf_error err;
-	struct doc doc;
+	struct mf_answer_doc doc;
 	enum mf_rc rc;
 
 	if (d == NULL) {
@@ -365,9 +358,9 @@ decide_admit(const struct mf_api *api, struct mf_request *req,
 	if (out == MF_OUT_TEXT) {
 		mf_answer_text(ans, kind, mf_text_decision(&req->job, d));
 	} else {
-		mf_write_decision(doc_begin(&doc, out), NULL, &req->job, d,
-		    api->cat);
-		doc_answer(&doc, kind, out, ans);
+		mf_write_decision(mf_answer_doc_begin(&doc, out), NULL,
+		    &req->job, d, api->cat);
+		mf_answer_doc_end(&doc, kind, out, ans);
 	}
 	ans->verdict = d->admitted ? MF_VERDICT_ADMITTED : MF_VERDICT_REJECTED;
 	if (d->admitted && api->observed != NULL)
@@ -398,7 +391,7 @@ decide_estimate(const struct mf_api *api, struct mf_request *req,
 	enum mf_output out = req->out;
 	struct mf_estimate est;
 	struct mf_error err;
-	struct doc d;
+	struct mf_answer_doc d;
 
 	if (api->cat != NULL)
 		mf_job_bind(job, api->cat);
@@ -419,9 +412,9 @@ decide_estimate(const struct mf_api *api, struct mf_request *req,
 			mf_answer_text(ans, MF_ANS_OK,
 			    mf_text_estimate(job, &est, api->cat));
 		} else {
-			mf_write_estimate(doc_begin(&d, out), NULL, job,
-			    ans->fingerprint, &est, NULL, api->cat);
-			doc_answer(&d, MF_ANS_OK, out, ans);
+			mf_write_estimate(mf_answer_doc_begin(&d, out), NULL,
+			    job, ans->fingerprint, &est, NULL, api->cat);
+			mf_answer_doc_end(&d, MF_ANS_OK, out, ans);
 		}
 	}
 }
@@ -482,7 +475,7 @@ mf_api_catalog(const struct mf_api *api, const char *min_memory,
 	enum mf_qty_format f = MF_QTY_BINARY;
 	enum mf_qty_err qe;
 	int64_t floor = 0;
-	struct doc d;
+	struct mf_answer_doc d;
 	char msg[256];
 
 	memset(ans, 0, sizeof(*ans));
@@ -501,8 +494,9 @@ mf_api_catalog(const struct mf_api *api, const char *min_memory,
 		mf_answer_text(ans, MF_ANS_OK,
 		    mf_text_catalog(api->cat, floor, (int)f));
 	else {
-		mf_write_catalog(doc_begin(&d, out), api->cat, floor, (int)f);
-		doc_answer(&d, MF_ANS_OK, out, ans);
+		mf_write_catalog(mf_answer_doc_begin(&d, out), api->cat, floor,
+		    (int)f);
+		mf_answer_doc_end(&d, MF_ANS_OK, out, ans);
 	}
 }
 
@@ -510,15 +504,15 @@ void
 mf_api_models(const struct mf_api *api, enum mf_output out,
     struct mf_answer *ans)
 {
-	struct doc d;
+	struct mf_answer_doc d;
 
 	memset(ans, 0, sizeof(*ans));
 	if (out == MF_OUT_TEXT) {
 		mf_answer_text(ans, MF_ANS_OK, mf_text_models(api->models));
 		return;
 	}
-	mf_write_models(doc_begin(&d, out), api->models);
-	doc_answer(&d, MF_ANS_OK, out, ans);
+	mf_write_models(mf_answer_doc_begin(&d, out), api->models);
+	mf_answer_doc_end(&d, MF_ANS_OK, out, ans);
 }
 
 const struct mf_field *
@@ -536,7 +530,7 @@ mf_api_schema(const char *kind, enum mf_output out, struct mf_answer *ans)
 {
 	const struct mf_field *doc = mf_api_document(kind);
 	struct mf_buf b;
-	struct doc d;
+	struct mf_answer_doc d;
 	char msg[160];
 
 	memset(ans, 0, sizeof(*ans));
@@ -553,8 +547,8 @@ mf_api_schema(const char *kind, enum mf_output out, struct mf_answer *ans)
 		set_buf(ans, MF_ANS_OK, &b, MF_OUT_TEXT);
 		return;
 	}
-	mf_fields_schema(doc, doc_begin(&d, out));
-	doc_answer(&d, MF_ANS_OK, out, ans);
+	mf_fields_schema(doc, mf_answer_doc_begin(&d, out));
+	mf_answer_doc_end(&d, MF_ANS_OK, out, ans);
 }
 
 /* The JSON form of a diagnose body: message and, optionally, a job. */
@@ -641,19 +635,19 @@ diagnosis_answer(const struct mf_api *api, const struct mf_oom *o,
     struct mf_answer *ans)
 {
 	struct mf_jw *w;
-	struct doc doc;
+	struct mf_answer_doc doc;
 
 	if (out == MF_OUT_TEXT) {
 		mf_answer_text(ans, MF_ANS_OK, diagnosis_text(o, job, d));
 		return;
 	}
-	w = doc_begin(&doc, out);
+	w = mf_answer_doc_begin(&doc, out);
 	mf_jw_open(w, NULL, '{');
 	mf_oom_write(w, o);
 	if (d != NULL)
 		mf_write_decision(w, "admission", job, d, api->cat);
 	mf_jw_close(w, '}');
-	doc_answer(&doc, MF_ANS_OK, out, ans);
+	mf_answer_doc_end(&doc, MF_ANS_OK, out, ans);
 }
 
 void

@@ -13,6 +13,7 @@
 
 #include "../catalog/catalog.h"
 #include "base/buf.h"
+#include "base/jw.h"
 #include "doc/doc.h"
 #include "fingerprint/fingerprint.h"
 #include "model/model.h"
@@ -156,6 +157,22 @@ char *mf_answer_take(struct mf_answer *ans);
  */
 enum mf_rc mf_api_estimator(const struct mf_api *api, struct mf_workload *w,
     struct mf_error *err);
+
+/*
+ * An answer document in the form out asks for (YAML for MF_OUT_YAML, else
+ * JSON), shared by every request module so that each document answer has
+ * one cap and one content type: write it with the writer
+ * mf_answer_doc_begin returns, then mf_answer_doc_end takes it as ans's
+ * body with kind (a writer that failed answers 500).  Only the body, its
+ * length, kind and content type of ans are set.
+ */
+struct mf_answer_doc {
+	struct mf_buf b;
+	struct mf_jw w;
+};
+struct mf_jw *mf_answer_doc_begin(struct mf_answer_doc *d, enum mf_output out);
+void mf_answer_doc_end(struct mf_answer_doc *d, enum mf_answer_kind kind,
+    enum mf_output out, struct mf_answer *ans);
 
 /* Shared by the other request modules: set ans from JSON text (taken;
  * NULL answers 500), from a buffer's JSON text (taken, its length as the

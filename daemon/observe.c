@@ -26,7 +26,6 @@
 #define TOKEN_LEN_MAX 512
 /* The most observations GET answers with. */
 #define LIST_MAX 1000
-#define ANSWER_MAX (4u << 20)
 
 static struct mf_store *store;
 static char *tokens[TOKENS_MAX];
@@ -537,23 +536,13 @@ write_obs(struct mf_jw *w, const struct mf_observation *o)
 	mf_jw_close(w, '}');
 }
 
-/* The document in b as the answer, JSON or YAML. */
+/* The document in d as the answer, JSON or YAML, ans cleared first as
+ * every answer of this module is. */
 static void
-answer_doc(struct mf_buf *b, struct mf_jw *w, enum mf_output out,
-    struct mf_answer *ans)
+answer_doc(struct mf_answer_doc *d, enum mf_output out, struct mf_answer *ans)
 {
-	mf_jw_finish(w);
 	memset(ans, 0, sizeof(*ans));
-	mf_answer_jbuf(ans, MF_ANS_OK, b);
-	if (out == MF_OUT_YAML && ans->kind == MF_ANS_OK)
-		ans->content_type = "application/yaml";
-}
-
-static void
-begin_doc(struct mf_buf *b, struct mf_jw *w, enum mf_output out)
-{
-	mf_buf_init(b, ANSWER_MAX);
-	mf_jw_init_form(w, b, out == MF_OUT_YAML ? MF_JW_YAML : MF_JW_JSON);
+	mf_answer_doc_end(d, MF_ANS_OK, out, ans);
 }
 
 /* The error err says, as a 400 (500 when memory ran out, 413 past a
@@ -650,8 +639,8 @@ mfd_obs_post(const char *auth, const char *body, size_t len,
 	struct mf_catalog *cat;
 	struct mf_models *models;
 	struct mf_error err;
-	struct mf_buf b;
-	struct mf_jw w;
+	struct mf_answer_doc d;
+	struct mf_jw *w;
 	int named = 0, status;
 	enum mf_rc rc;
 
@@ -671,12 +660,12 @@ mfd_obs_post(const char *auth, const char *body, size_t len,
 	status = kept_status(keep(&o, named, &err), &err, out, ans);
 	if (status != 0)
 		return status;
-	begin_doc(&b, &w, out);
-	mf_jw_open(&w, NULL, '{');
-	mf_jw_int(&w, "id", o.id);
-	mf_jw_str(&w, "fingerprint", o.fingerprint);
-	mf_jw_close(&w, '}');
-	answer_doc(&b, &w, out, ans);
+	w = mf_answer_doc_begin(&d, out);
+	mf_jw_open(w, NULL, '{');
+	mf_jw_int(w, "id", o.id);
+	mf_jw_str(w, "fingerprint", o.fingerprint);
+	mf_jw_close(w, '}');
+	answer_doc(&d, out, ans);
 	return ans->kind == MF_ANS_OK ? 201 : 500;
 }
 
@@ -685,8 +674,8 @@ mfd_obs_list(const char *fingerprint, enum mf_output out, struct mf_answer *ans)
 {
 	struct mf_observation *list = NULL;
 	struct mf_error err;
-	struct mf_buf b;
-	struct mf_jw w;
+	struct mf_answer_doc d;
+	struct mf_jw *w;
 	size_t n = 0;
 
 	if (store == NULL)
@@ -703,16 +692,16 @@ mfd_obs_list(const char *fingerprint, enum mf_output out, struct mf_answer *ans)
 		mf_api_error(MF_ANS_INTERNAL, NULL, err.text, out, ans);
 		return 503;
 	}
-	begin_doc(&b, &w, out);
-	mf_jw_open(&w, NULL, '{');
-	mf_jw_str(&w, "fingerprint", fingerprint);
-	mf_jw_open(&w, "observations", '[');
+	w = mf_answer_doc_begin(&d, out);
+	mf_jw_open(w, NULL, '{');
+	mf_jw_str(w, "fingerprint", fingerprint);
+	mf_jw_open(w, "observations", '[');
 	for (size_t i = 0; i < n; i++)
-		write_obs(&w, &list[i]);
-	mf_jw_close(&w, ']');
-	mf_jw_close(&w, '}');
+		write_obs(w, &list[i]);
+	mf_jw_close(w, ']');
+	mf_jw_close(w, '}');
 	free(list);
-	answer_doc(&b, &w, out, ans);
+	answer_doc(&d, out, ans);
 	return ans->kind == MF_ANS_OK ? 200 : 500;
 }
 
@@ -816,8 +805,8 @@ mfd_obs_calibration_answer(enum mf_output out, struct mf_answer *ans)
 {
 	struct mfd_calibration *c;
 	struct mf_error err;
-	struct mf_buf b;
-	struct mf_jw w;
+	struct mf_answer_doc d;
+	struct mf_jw *w;
 
 	if (store == NULL)
 		return no_store(out, ans);
@@ -826,14 +815,14 @@ mfd_obs_calibration_answer(enum mf_output out, struct mf_answer *ans)
 		mf_api_error(MF_ANS_INTERNAL, NULL, err.text, out, ans);
 		return 503;
 	}
-	begin_doc(&b, &w, out);
-	mf_jw_open(&w, NULL, '{');
-	mf_jw_open(&w, "groups", '[');
+	w = mf_answer_doc_begin(&d, out);
+	mf_jw_open(w, NULL, '{');
+	mf_jw_open(w, "groups", '[');
 	for (size_t i = 0; i < c->n; i++)
-		write_calib_group(&w, &c->g[i]);
-	mf_jw_close(&w, ']');
-	mf_jw_close(&w, '}');
+		write_calib_group(w, &c->g[i]);
+	mf_jw_close(w, ']');
+	mf_jw_close(w, '}');
 	mfd_calibration_free(c);
-	answer_doc(&b, &w, out, ans);
+	answer_doc(&d, out, ans);
 	return ans->kind == MF_ANS_OK ? 200 : 500;
 }

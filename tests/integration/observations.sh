@@ -120,6 +120,11 @@ is "GET lists both" "$(listed)" 2
 is "GET says the peak" "$(python3 -c 'import json, sys
 print(json.load(open(sys.argv[1]))["observations"][0]["peakReservedBytes"])' \
     "$tmp/list")" 21474836480
+ctype=$(curl -s -m 10 -o "$tmp/list.yaml" -w '%{content_type}' \
+    -H 'Accept: application/yaml' "$base/v1/observations?fingerprint=$fp")
+is "GET in YAML when asked: its content type" "$ctype" application/yaml
+is "GET in YAML when asked: both peaks" \
+    "$(grep -c 'peakReservedBytes: 21474836480$' "$tmp/list.yaml")" 2
 
 {
 	printf 'card: %s\ncount: 1\ndeviceUsedBytes: 23622320128\n' "$card"
