@@ -73,7 +73,7 @@ set_body(struct mf_answer *ans, enum mf_answer_kind kind, char *text,
 	/* Text is read in a terminal: no control character from the
 	 * input may reach it but newline and tab. */
 	if (out == MF_OUT_TEXT)
-		mf_scrub(text);
+		mf_scrub(text, len);
 	/* Every answer ends in a newline, so curl output reads cleanly. */
 	if (len == 0 || text[len - 1] != '\n') {
 		char *p = realloc(text, len + 2);

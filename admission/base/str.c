@@ -150,9 +150,9 @@ mf_utf8_fix(char *s)
 }
 
 void
-mf_scrub(char *s)
+mf_scrub(char *s, size_t n)
 {
-	for (char *p = s; p != NULL && *p != '\0'; p++)
+	for (char *p = s; p < s + n; p++)
 		if (((unsigned char)*p < 0x20 && *p != '\n' && *p != '\t') ||
 		    *p == 0x7f)
 			*p = '?';

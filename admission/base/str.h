@@ -56,8 +56,8 @@ size_t mf_utf8_len(const unsigned char *s);
  * '?', in place: text quoted from input may be cut mid-character. */
 void mf_utf8_fix(char *s);
 
-/* Replace every control character but newline and tab, and DEL, with '?',
- * in place: text a terminal shows. */
-void mf_scrub(char *s);
+/* Replace every control character of s[0..n) but newline and tab (a NUL
+ * too), and DEL, with '?', in place: text a terminal shows. */
+void mf_scrub(char *s, size_t n);
 
 #endif

@@ -309,6 +309,7 @@ test_str_utf8(void **state)
 {
 	char s[] = "ok \xc3\xa9 \xff \xe2\x82 \xed\xa0\x80 \xf4\x90\x80\x80";
 	char t[] = "a\x01\tb\x7f\n";
+	char u[] = "a\0b";
 
 	(void)state;
 	assert_int_equal(mf_utf8_len((const unsigned char *)"\xc3\xa9"), 2);
@@ -319,8 +320,11 @@ test_str_utf8(void **state)
 	assert_int_equal(mf_utf8_len((const unsigned char *)"\xe2\x82"), 0);
 	mf_utf8_fix(s);
 	assert_string_equal(s, "ok \xc3\xa9 ? ?? ??? ????");
-	mf_scrub(t);
+	mf_scrub(t, strlen(t));
 	assert_string_equal(t, "a?\tb?\n");
+	/* A NUL within the length is scrubbed too: the text is its bytes. */
+	mf_scrub(u, sizeof(u) - 1);
+	assert_memory_equal(u, "a?b\0", sizeof(u));
 }
 
 int
