@@ -106,14 +106,16 @@ struct request {
  */
 struct conn {
 	struct mfd_conn *guard;
-	struct request req;
+	struct request request;
 };
 
 /* The guard of r's connection, whose own request r is. */
 static struct mfd_conn *
 guard_of(struct request *r)
 {
-	return ((struct conn *)((char *)r - offsetof(struct conn, req)))->guard;
+	char *at = (char *)r - offsetof(struct conn, request);
+
+	return ((struct conn *)at)->guard;
 }
 
 /* One libmicrohttpd daemon for each --listen address. */
@@ -743,7 +745,7 @@ begin(struct MHD_Connection *c, const char *url, const char *method,
 
 	if (k == NULL)
 		return NULL;
-	r = &k->req;
+	r = &k->request;
 	memset(r, 0, sizeof(*r));
 	clock_gettime(CLOCK_MONOTONIC, &r->start);
 	r->route = find_route(url);
