@@ -259,9 +259,8 @@ put_str(struct fpbin *o, const char *s)
 	o->n += len;
 }
 
-/* A varint a row (a real in millionths, as the text rounds it), written
- * through a pointer of its own: a byte stored through o->b may be o->n, so
- * o->n would be read again after each. */
+/* A varint a row, written through a pointer of its own: a byte stored
+ * through o->b may be o->n, so o->n would be read again after each. */
 static void
 put_rows(struct fpbin *o, const void *base, const struct frow *rows, size_t n)
 {
