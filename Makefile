@@ -34,8 +34,16 @@ ifeq ($(CI),true)
 WARN += -Werror
 endif
 OPT      ?= -O2 -g
+# The two programs that ship are linked with link-time optimization: the
+# library's calls made in line across its files, about 3% of an admit's
+# instructions (docs/performance.md).  The objects carry machine code too
+# (-ffat-lto-objects), from which the tests are linked as before
+# (-fno-lto).  LTO= leaves it out, as the sanitizer builds do.
+LTO      ?= -flto=auto
 SAN      ?=
 CFLAGS   += $(OPT) $(WARN) $(SAN) -pthread
+LTO_CFLAGS = $(if $(LTO),-flto -ffat-lto-objects)
+LINK_LTO   = $(if $(LTO),-fno-lto)
 CPPFLAGS += -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Iadmission -Icatalog \
             -DMF_DATADIR='"$(DATADIR)"'
 # SWAR=1: the JSON and YAML readers' portable loops alone, without SSE2
@@ -84,6 +92,7 @@ DEPSTAMP   = $(BUILD)/.deps
 .SECONDARY:
 
 PROGRAMS   = $(BUILD)/memfloord $(if $(CLI_OBJ),$(BUILD)/memfloor)
+$(PROGRAMS) $(BUILD)/bench_hello: LINK_LTO = $(LTO)
 
 all: $(PROGRAMS)
 
@@ -119,10 +128,15 @@ $(BUILD)/cli/%.o: MODPKGS = $(LIBPKGS) $(CLIPKGS)
 $(BUILD)/tests/%.o: MODPKGS = $(PKGS) $(TESTPKGS)
 $(BUILD)/tests/%.o: CPPFLAGS += -Itests/lib -Idaemon -Ifetch -Istore
 
-$(BUILD)/%.o: %.c | $(DEPSTAMP)
+$(BUILD)/%.o: %.c $(BUILD)/.cflags | $(DEPSTAMP)
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(MOD_CFLAGS) -MMD -MP -c -o $@ $<
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(LTO_CFLAGS) $(MOD_CFLAGS) -MMD -MP -c -o $@ $<
 
+# Every object is compiled again when the flags that change its code do
+# (OPT=, SAN=, LTO=).
+CODE_FLAGS = $(OPT) $(SAN) $(LTO_CFLAGS)
+$(BUILD)/.cflags: FORCE | $(DEPSTAMP)
+	@echo '$(CODE_FLAGS)' | cmp -s - $@ || echo '$(CODE_FLAGS)' > $@
 # The data directory is compiled in: rebuild what uses it when it changes.
 $(BUILD)/.datadir: FORCE | $(DEPSTAMP)
 	@echo '$(DATADIR)' | cmp -s - $@ || echo '$(DATADIR)' > $@
@@ -149,15 +163,15 @@ $(DLIB): $(DAEMON_OBJ)
 	rm -f $@ && $(AR) rcs $@ $^
 
 $(BUILD)/memfloord: $(BUILD)/daemon/main.o $(DLIB) $(SLIB) $(FLIB) $(LIB)
-	$(CC) $(CFLAGS) -o $@ $^ $(DAEMON_LIBS)
+	$(CC) $(CFLAGS) $(LINK_LTO) -o $@ $^ $(DAEMON_LIBS)
 
 # The command line fetches a configUrl with the fetcher the daemon uses.
 $(BUILD)/memfloor: $(CLI_OBJ) $(FLIB) $(LIB)
-	$(CC) $(CFLAGS) -o $@ $^ $(CLI_LIBS)
+	$(CC) $(CFLAGS) $(LINK_LTO) -o $@ $^ $(CLI_LIBS)
 
 $(BUILD)/test_%: $(BUILD)/tests/unit/test_%.o $(FILTER_OBJ) $(DLIB) $(SLIB) \
     $(FLIB) $(LIB)
-	$(CC) $(CFLAGS) -o $@ $^ $(TEST_LDFLAGS) $(LDLIBS) $(TEST_LIBS)
+	$(CC) $(CFLAGS) $(LINK_LTO) -o $@ $^ $(TEST_LDFLAGS) $(LDLIBS) $(TEST_LIBS)
 
 # test_api fails allocations one by one: it counts them itself.
 $(BUILD)/test_api: TEST_LDFLAGS = \
@@ -165,15 +179,15 @@ $(BUILD)/test_api: TEST_LDFLAGS = \
 
 $(BUILD)/it_%: $(BUILD)/tests/integration/it_%.o $(HARNESS_OBJ) $(FILTER_OBJ) \
     $(DLIB) $(SLIB) $(FLIB) $(LIB)
-	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS) $(TEST_LIBS)
+	$(CC) $(CFLAGS) $(LINK_LTO) -o $@ $^ $(LDLIBS) $(TEST_LIBS)
 
 $(BUILD)/bench_%: $(BUILD)/tests/bench/bench_%.o $(LIB)
-	$(CC) $(CFLAGS) -o $@ $^ $(LIB_LIBS)
+	$(CC) $(CFLAGS) $(LINK_LTO) -o $@ $^ $(LIB_LIBS)
 
 # libmicrohttpd's hello-world, built with the daemon's flags: the floor
 # make bench measures memfloord's requests against.
 $(BUILD)/bench_hello: $(BUILD)/tests/bench/bench_hello.o
-	$(CC) $(CFLAGS) -o $@ $^ $(shell pkg-config --libs libmicrohttpd)
+	$(CC) $(CFLAGS) $(LINK_LTO) -o $@ $^ $(shell pkg-config --libs libmicrohttpd)
 
 # make run LISTEN=0.0.0.0:9090 listens elsewhere.  Observations (design
 # 23) are kept in $(BUILD)/memfloor.db; writing them takes the token in
@@ -235,7 +249,7 @@ test: suite
 
 # The JSON reader's loops without SSE2 are the ones this build tests.
 sanitize:
-	$(MAKE) --no-print-directory BUILD=build/asan OPT="-O1 -g" SWAR=1 \
+	$(MAKE) --no-print-directory BUILD=build/asan OPT="-O1 -g" LTO= SWAR=1 \
 	  SAN="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
 	  suite
 

@@ -537,7 +537,7 @@ enum mf_rc
 mf_cat_load(const char *path, struct mf_catalog **out, struct mf_error *err)
 {
 	struct ctx c = { path, err };
-	struct mf_catalog *cat;
+	struct mf_catalog *cat = NULL;
 	char *buf = NULL, *source;
 	size_t len = 0;
 	enum mf_rc rc;

@@ -108,7 +108,7 @@ read_identity(const struct mf_node *root, const struct mf_catalog *cat,
 {
 	const struct mf_node *job = mf_node_get(root, "job");
 	const struct mf_node *fp = mf_node_get(root, "fingerprint");
-	const char *s;
+	const char *s = NULL;
 
 	if (job != NULL && fp != NULL)
 		return missing("fingerprint",
@@ -136,7 +136,7 @@ read_card(const struct mf_node *root, const struct mf_catalog *cat,
     struct mf_observation *o, const struct mf_gpu **gpu, struct mf_error *err)
 {
 	const struct mf_node *n = mf_node_get(root, "card");
-	const char *s;
+	const char *s = NULL;
 
 	if (n == NULL)
 		return missing("card", "is required: a card of the catalogue",
@@ -235,7 +235,7 @@ read_rest(const struct mf_node *root, struct mf_observation *o,
     struct mf_error *err)
 {
 	const struct mf_node *n = mf_node_get(root, "count");
-	const char *s;
+	const char *s = NULL;
 
 	if (n == NULL)
 		return missing("count", "is required: the GPUs the run had",

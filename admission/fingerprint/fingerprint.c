@@ -394,7 +394,7 @@ static enum mf_rc
 read_model(const struct mf_node *m, struct mf_job *job, struct mf_error *err)
 {
 	const struct mf_node *u = mf_node_get(m, "quant_unknown"), *q;
-	const char *text;
+	const char *text = NULL;
 
 	if (u == NULL)
 		return mf_error_set(err, MF_EINVAL, "quant_unknown", 0, 0,

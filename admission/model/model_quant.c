@@ -116,7 +116,7 @@ read_keep(const struct mf_node *qc, const char *path, const char *key,
 {
 	const struct mf_node *list = member(qc, key), *n;
 	char field[sizeof(err->field)];
-	const char *name;
+	const char *name = NULL;
 	enum mf_rc rc;
 
 	mf_path(field, sizeof(field), path, key);

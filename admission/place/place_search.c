@@ -642,6 +642,8 @@ mf_place_search_cards(struct search *s, size_t figured, struct mf_decision *d)
 		if (best_on(s, &s->cat->gpus[i], bar, &c.p, &c.pl))
 			keep_top(top, &n, MF_MAX_ALTERNATIVES + 1, &c);
 	}
+	/* keep_top keeps no more than top holds. */
+	assert(n <= sizeof(top) / sizeof(top[0]));
 	for (size_t i = 0; i < n; i++)
 		if (i < figured)
 			kept_figures(s, top[i].pl, &top[i].p);

@@ -28,7 +28,7 @@ done
 command -v clang >/dev/null || { echo "tsan: needs clang"; exit 1; }
 echo "== building with -fsanitize=thread in $B"
 # shellcheck disable=SC2086 # targets is a list
-make -s BUILD=$B CC=clang OPT="-O1 -g" SAN=-fsanitize=thread $targets ||
+make -s BUILD=$B CC=clang OPT="-O1 -g" LTO= SAN=-fsanitize=thread $targets ||
 	exit 1
 
 MEMFLOORD=$top/$B/memfloord
