@@ -34,11 +34,13 @@ ifeq ($(CI),true)
 WARN += -Werror
 endif
 OPT      ?= -O2 -g
-# The two programs that ship are linked with link-time optimization: the
-# library's calls made in line across its files, about 3% of an admit's
-# instructions (docs/performance.md).  The objects carry machine code too
+# The two programs that ship (and the hello-world make bench compares them
+# with) are linked with GCC's link-time optimization: the library's calls
+# made in line across its files, about 3% of an admit's instructions
+# (docs/performance.md).  The objects carry machine code too
 # (-ffat-lto-objects), from which the tests are linked as before
-# (-fno-lto).  LTO= leaves it out, as the sanitizer builds do.
+# (-fno-lto).  LTO= leaves it out, as the sanitizer builds do and a build
+# with clang must (clang 14 refuses -ffat-lto-objects).
 LTO      ?= -flto=auto
 SAN      ?=
 CFLAGS   += $(OPT) $(WARN) $(SAN) -pthread
@@ -137,6 +139,7 @@ $(BUILD)/%.o: %.c $(BUILD)/.cflags | $(DEPSTAMP)
 CODE_FLAGS = $(OPT) $(SAN) $(LTO_CFLAGS)
 $(BUILD)/.cflags: FORCE | $(DEPSTAMP)
 	@echo '$(CODE_FLAGS)' | cmp -s - $@ || echo '$(CODE_FLAGS)' > $@
+
 # The data directory is compiled in: rebuild what uses it when it changes.
 $(BUILD)/.datadir: FORCE | $(DEPSTAMP)
 	@echo '$(DATADIR)' | cmp -s - $@ || echo '$(DATADIR)' > $@
