@@ -169,13 +169,13 @@ check_lengths(struct mf_job *job, const char *base, int line, int column,
 	return MF_OK;
 }
 
-/* The error why at spec's workload.name, where it is written. */
+/* The error why at workload.name, where it is written under wl (the
+ * spec's workload, or NULL). */
 static enum mf_rc
-refuse_at(const char *base, const struct mf_node *spec, const char *name,
+refuse_at(const char *base, const struct mf_node *wl, const char *name,
     const char *why, struct mf_error *err)
 {
-	const struct mf_node *n =
-	    mf_node_get(mf_node_get(spec, "workload"), name);
+	const struct mf_node *n = mf_node_get(wl, name);
 	char p[PATHMAX], field[64];
 
 	snprintf(field, sizeof(field), "workload.%s", name);
@@ -188,23 +188,23 @@ refuse_at(const char *base, const struct mf_node *spec, const char *name,
  * field where it is written. */
 static enum mf_rc
 check_offload(const struct mf_job *job, const char *base,
-    const struct mf_node *spec, struct mf_error *err)
+    const struct mf_node *wl, struct mf_error *err)
 {
 	char why[320];
 
 	if (mf_est_offload_refused(&job->work, why, sizeof(why)))
-		return refuse_at(base, spec, "activationOffload", why, err);
+		return refuse_at(base, wl, "activationOffload", why, err);
 	if (mf_est_shard_refused(&job->work, why, sizeof(why)))
-		return refuse_at(base, spec, "sharding", why, err);
+		return refuse_at(base, wl, "sharding", why, err);
 	return MF_OK;
 }
 
 /* Where the lengths and LoRA's targets are written, for the errors that
  * need the model (mf_job_check_model). */
 static void
-note_lengths(struct mf_job *job, const struct mf_node *spec)
+note_lengths(struct mf_job *job, const struct mf_node *wl)
 {
-	const struct mf_node *wl = mf_node_get(spec, "workload"), *n;
+	const struct mf_node *n;
 
 	if ((n = mf_node_get(wl, "sequenceLength")) != NULL) {
 		job->seq_line = n->line;
@@ -248,9 +248,8 @@ node_at(const struct mf_node *n, const char *path)
 /* The fields the framework supplied that the manifest does not state
  * (the answer's recipe.fromFramework). */
 static void
-note_framework(struct mf_job *job, const struct mf_node *spec)
+note_framework(struct mf_job *job, const struct mf_node *wl)
 {
-	const struct mf_node *wl = mf_node_get(spec, "workload");
 	const char *f;
 
 	job->from_framework = 0;
@@ -270,7 +269,7 @@ note_framework(struct mf_job *job, const struct mf_node *spec)
  * written. */
 static enum mf_rc
 check_refused(const struct mf_job *job, const char *base,
-    const struct mf_node *spec, const char *field,
+    const struct mf_node *wl, const char *field,
     int (*refused)(const struct mf_model *, const struct mf_workload *, char *,
         size_t),
     struct mf_error *err)
@@ -279,26 +278,22 @@ check_refused(const struct mf_job *job, const char *base,
 
 	if (!refused(NULL, &job->work, why, sizeof(why)))
 		return MF_OK;
-	return refuse_at(base, spec, field, why, err);
+	return refuse_at(base, wl, field, why, err);
 }
 
 /* optimizerInBackward with what the estimate models it with
  * (mf_est_oib_refused), the error at the field where it is written. */
 static enum mf_rc
-check_oib(const struct mf_job *job, const char *base,
-    const struct mf_node *spec, struct mf_error *err)
+check_oib(const struct mf_job *job, const char *base, const struct mf_node *wl,
+    struct mf_error *err)
 {
-	const struct mf_node *n =
-	    mf_node_get(mf_node_get(spec, "workload"), "optimizerInBackward");
-	char p[PATHMAX], why[512];
+	char why[512];
 
 	if (job->work.kind != MF_TRAINING ||
 	    !mf_est_oib_refused(&job->work, job->count_given ? job->count : 1,
 	        why, sizeof(why)))
 		return MF_OK;
-	return mf_error_set(err, MF_EINVAL,
-	    mf_path(p, sizeof(p), base, "workload.optimizerInBackward"),
-	    n != NULL ? n->line : 0, n != NULL ? n->column : 0, "%s", why);
+	return refuse_at(base, wl, "optimizerInBackward", why, err);
 }
 
 /*
@@ -308,14 +303,11 @@ check_oib(const struct mf_job *job, const char *base,
  * mf_job_check_model's rule that needs the model.
  */
 static enum mf_rc
-check_loss(struct mf_job *job, const char *base, const struct mf_node *spec,
+check_loss(struct mf_job *job, const char *base, const struct mf_node *wl,
     struct mf_error *err)
 {
 	const struct mf_workload *w = &job->work;
-	const struct mf_node *wl = mf_node_get(spec, "workload");
 	const struct mf_node *n = mf_node_get(wl, "loss");
-	const struct mf_node *k = mf_node_get(wl, "lossChunks");
-	const struct mf_node *u = mf_node_get(wl, "lossUpcast");
 	int line = n != NULL ? n->line : 0, column = n != NULL ? n->column : 0;
 	char p[PATHMAX], why[512];
 
@@ -325,6 +317,8 @@ check_loss(struct mf_job *job, const char *base, const struct mf_node *spec,
 		return MF_OK;
 	if (mf_est_loss_refused(NULL, w, why, sizeof(why))) {
 		/* The standard loss's refusals are lossUpcast's. */
+		const struct mf_node *u = mf_node_get(wl, "lossUpcast");
+
 		if (w->loss == MF_LOSS_STANDARD && u != NULL)
 			line = u->line, column = u->column;
 		return mf_error_set(err, MF_EINVAL,
@@ -334,12 +328,15 @@ check_loss(struct mf_job *job, const char *base, const struct mf_node *spec,
 		    line, column, "%s", why);
 	}
 	if (w->loss == MF_LOSS_CHUNKED && w->seq_len > 0 &&
-	    w->loss_chunks > w->seq_len)
+	    w->loss_chunks > w->seq_len) {
+		const struct mf_node *k = mf_node_get(wl, "lossChunks");
+
 		return mf_error_set(err, MF_EINVAL,
 		    mf_path(p, sizeof(p), base, "workload.lossChunks"),
 		    k != NULL ? k->line : line, k != NULL ? k->column : column,
 		    "%lld pieces are more than the %lld tokens of a sequence (sequenceLength): each piece needs at least one",
 		    (long long)w->loss_chunks, (long long)w->seq_len);
+	}
 	return MF_OK;
 }
 
@@ -349,13 +346,14 @@ static enum mf_rc
 check_spec(struct mf_job *job, const char *base, const struct mf_node *spec,
     struct mf_error *err)
 {
+	const struct mf_node *wl = mf_node_get(spec, "workload");
 	int line = spec != NULL ? spec->line : 0;
 	int column = spec != NULL ? spec->column : 0;
 	char p[PATHMAX];
 	enum mf_rc rc;
 
-	note_lengths(job, spec);
-	note_framework(job, spec);
+	note_lengths(job, wl);
+	note_framework(job, wl);
 	if (job->min_memory == 0 && job->model_source == MF_MODEL_NONE)
 		return mf_error_set(err, MF_EINVAL,
 		    mf_path(p, sizeof(p), base, "resources.gpu.minMemory"),
@@ -388,18 +386,18 @@ check_spec(struct mf_job *job, const char *base, const struct mf_node *spec,
 		    column, "is required by duration.requests");
 	rc = check_count(job, base, line, column, err);
 	if (rc == MF_OK)
-		rc = check_oib(job, base, spec, err);
+		rc = check_oib(job, base, wl, err);
 	if (rc == MF_OK)
-		rc = check_offload(job, base, spec, err);
+		rc = check_offload(job, base, wl, err);
 	if (rc == MF_OK)
 		rc = check_lengths(job, base, line, column, err);
 	if (rc == MF_OK)
-		rc = check_loss(job, base, spec, err);
+		rc = check_loss(job, base, wl, err);
 	if (rc == MF_OK)
-		rc = check_refused(job, base, spec, "compile",
+		rc = check_refused(job, base, wl, "compile",
 		    mf_est_compile_refused, err);
 	if (rc == MF_OK)
-		rc = check_refused(job, base, spec, "float8",
+		rc = check_refused(job, base, wl, "float8",
 		    mf_est_float8_refused, err);
 	return rc;
 }
