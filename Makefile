@@ -134,9 +134,9 @@ $(BUILD)/%.o: %.c $(BUILD)/.cflags | $(DEPSTAMP)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(LTO_CFLAGS) $(MOD_CFLAGS) -MMD -MP -c -o $@ $<
 
-# Every object is compiled again when the flags that change its code do
-# (OPT=, SAN=, LTO=).
-CODE_FLAGS = $(OPT) $(SAN) $(LTO_CFLAGS)
+# Every object is compiled again when what changes its code does (CC=,
+# OPT=, SAN=, LTO=, SWAR=).
+CODE_FLAGS = $(CC) $(OPT) $(SAN) $(LTO_CFLAGS) $(if $(SWAR),-DMF_DOC_SWAR)
 $(BUILD)/.cflags: FORCE | $(DEPSTAMP)
 	@echo '$(CODE_FLAGS)' | cmp -s - $@ || echo '$(CODE_FLAGS)' > $@
 
