@@ -50,9 +50,8 @@ CPPFLAGS += -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Iadmission -Icatalog \
             -DMF_DATADIR='"$(DATADIR)"'
 # SWAR=1: the JSON and YAML readers' portable loops alone, without SSE2
 # (make sanitize tests them so).
-ifneq ($(SWAR),)
-CPPFLAGS += -DMF_DOC_SWAR
-endif
+SWAR_FLAGS = $(if $(SWAR),-DMF_DOC_SWAR)
+CPPFLAGS += $(SWAR_FLAGS)
 # Expanded when a recipe runs, after the deps stamp exists.  Each object
 # is compiled with the flags of the packages its layer may use (MODPKGS).
 MODPKGS     = $(LIBPKGS)
@@ -134,15 +133,14 @@ $(BUILD)/%.o: %.c $(BUILD)/.cflags | $(DEPSTAMP)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(LTO_CFLAGS) $(MOD_CFLAGS) -MMD -MP -c -o $@ $<
 
-# Every object is compiled again when what changes its code does (CC=,
-# OPT=, SAN=, LTO=, SWAR=).
-CODE_FLAGS = $(CC) $(OPT) $(SAN) $(LTO_CFLAGS) $(if $(SWAR),-DMF_DOC_SWAR)
-$(BUILD)/.cflags: FORCE | $(DEPSTAMP)
-	@echo '$(CODE_FLAGS)' | cmp -s - $@ || echo '$(CODE_FLAGS)' > $@
-
-# The data directory is compiled in: rebuild what uses it when it changes.
-$(BUILD)/.datadir: FORCE | $(DEPSTAMP)
-	@echo '$(DATADIR)' | cmp -s - $@ || echo '$(DATADIR)' > $@
+# A stamp holds a setting's text and is written only when the text
+# changes, so what depends on it is built again then and only then.  Every
+# object is compiled again when what changes its code does (CC=, OPT=,
+# SAN=, LTO=, SWAR=); the data directory is compiled into three.
+$(BUILD)/.cflags: STAMP = $(CC) $(OPT) $(SAN) $(LTO_CFLAGS) $(SWAR_FLAGS)
+$(BUILD)/.datadir: STAMP = $(DATADIR)
+$(BUILD)/.cflags $(BUILD)/.datadir: FORCE | $(DEPSTAMP)
+	@echo '$(STAMP)' | cmp -s - $@ || echo '$(STAMP)' > $@
 $(BUILD)/daemon/main.o $(BUILD)/cli/memfloor.o $(BUILD)/catalog/datadir.o: $(BUILD)/.datadir
 # The version both programs print (--version) is the VERSION file's.
 VERSION := $(shell cat VERSION)
