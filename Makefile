@@ -37,14 +37,15 @@ OPT      ?= -O2 -g
 # The two programs that ship (and the hello-world make bench compares them
 # with) are linked with GCC's link-time optimization: the library's calls
 # made in line across its files, about 3% of an admit's instructions
-# (docs/performance.md).  The objects carry machine code too
+# (docs/performance.md).  LTO is the flag objects are compiled and the
+# programs linked with; the objects carry machine code too
 # (-ffat-lto-objects), from which the tests are linked as before
 # (-fno-lto).  LTO= leaves it out, as the sanitizer builds do and a build
 # with clang must (clang 14 refuses -ffat-lto-objects).
 LTO      ?= -flto=auto
 SAN      ?=
 CFLAGS   += $(OPT) $(WARN) $(SAN) -pthread
-LTO_CFLAGS = $(if $(LTO),-flto -ffat-lto-objects)
+LTO_CFLAGS = $(if $(LTO),$(LTO) -ffat-lto-objects)
 LINK_LTO   = $(if $(LTO),-fno-lto)
 CPPFLAGS += -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Iadmission -Icatalog \
             -DMF_DATADIR='"$(DATADIR)"'
