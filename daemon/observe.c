@@ -500,15 +500,6 @@ no_store(enum mf_output out, struct mf_answer *ans)
 }
 
 static void
-write_figure(struct mf_jw *w, const char *key, int64_t v)
-{
-	if (v < 0)
-		mf_jw_null(w, key);
-	else
-		mf_jw_int(w, key, v);
-}
-
-static void
 write_speed(struct mf_jw *w, const char *key, double v)
 {
 	if (v < 0)
@@ -525,9 +516,9 @@ write_obs(struct mf_jw *w, const struct mf_observation *o)
 	mf_jw_str(w, "fingerprint", o->fingerprint);
 	mf_jw_str(w, "card", o->card);
 	mf_jw_int(w, "count", o->count);
-	write_figure(w, "peakReservedBytes", o->peak_reserved);
-	write_figure(w, "peakAllocatedBytes", o->peak_allocated);
-	write_figure(w, "deviceUsedBytes", o->device_used);
+	mf_jw_int_known(w, "peakReservedBytes", o->peak_reserved);
+	mf_jw_int_known(w, "peakAllocatedBytes", o->peak_allocated);
+	mf_jw_int_known(w, "deviceUsedBytes", o->device_used);
 	write_speed(w, "tokensPerSecond", o->tokens_per_second);
 	write_speed(w, "stepSeconds", o->step_seconds);
 	write_speed(w, "tokensPerStep", o->tokens_per_step);

@@ -125,6 +125,16 @@ mf_jw_num(struct mf_jw *w, const char *key, double v, int decimals)
 	mf_jw_num_n(w, key, MF_JW_MEASURE, v, decimals);
 }
 
+/* A figure that may not be known: v, or null where v is negative. */
+static inline void
+mf_jw_int_known(struct mf_jw *w, const char *key, int64_t v)
+{
+	if (v < 0)
+		mf_jw_null_n(w, key, MF_JW_MEASURE);
+	else
+		mf_jw_int_n(w, key, MF_JW_MEASURE, v);
+}
+
 static inline void
 mf_jw_bool(struct mf_jw *w, const char *key, int v)
 {

@@ -270,15 +270,6 @@ build_report(const struct mf_oom *o, struct report *r)
 	}
 }
 
-static void
-bytes(struct mf_jw *w, const char *key, int64_t b)
-{
-	if (b < 0)
-		mf_jw_null(w, key);
-	else
-		mf_jw_int(w, key, b);
-}
-
 /* "thisProcess": which listed process is this one, and how it was told. */
 static void
 write_self(struct mf_jw *w, const struct mf_oom *o)
@@ -299,7 +290,7 @@ write_self(struct mf_jw *w, const struct mf_oom *o)
 		mf_jw_int_lit(w, "pid", o->procs[o->self].pid);
 	else
 		mf_jw_null_lit(w, "pid");
-	bytes(w, "nonPyTorchBytes", non_pytorch(o));
+	mf_jw_int_known(w, "nonPyTorchBytes", non_pytorch(o));
 	mf_jw_close(w, '}');
 }
 
@@ -309,26 +300,26 @@ mf_oom_write(struct mf_jw *w, const struct mf_oom *o)
 	struct report r;
 
 	build_report(o, &r);
-	bytes(w, "triedBytes", o->tried);
-	bytes(w, "totalBytes", o->total);
-	bytes(w, "freeBytes", o->free);
-	bytes(w, "allocatedBytes", o->allocated);
-	bytes(w, "reservedUnallocatedBytes", o->reserved_unallocated);
-	bytes(w, "processBytes", o->process);
-	bytes(w, "otherProcessBytes", o->others);
-	bytes(w, "allowedBytes", o->allowed);
-	bytes(w, "privatePoolBytes", o->private_pools);
+	mf_jw_int_known(w, "triedBytes", o->tried);
+	mf_jw_int_known(w, "totalBytes", o->total);
+	mf_jw_int_known(w, "freeBytes", o->free);
+	mf_jw_int_known(w, "allocatedBytes", o->allocated);
+	mf_jw_int_known(w, "reservedUnallocatedBytes", o->reserved_unallocated);
+	mf_jw_int_known(w, "processBytes", o->process);
+	mf_jw_int_known(w, "otherProcessBytes", o->others);
+	mf_jw_int_known(w, "allowedBytes", o->allowed);
+	mf_jw_int_known(w, "privatePoolBytes", o->private_pools);
 	mf_jw_open_lit(w, "processes", '[');
 	assert(o->nprocs <= MF_OOM_MAX_PROCS);
 	for (int i = 0; i < o->nprocs; i++) {
 		mf_jw_open(w, NULL, '{');
 		mf_jw_int_lit(w, "pid", o->procs[i].pid);
-		bytes(w, "bytes", o->procs[i].bytes);
+		mf_jw_int_known(w, "bytes", o->procs[i].bytes);
 		mf_jw_close(w, '}');
 	}
 	mf_jw_close(w, ']');
 	write_self(w, o);
-	bytes(w, "gpu", o->gpu);
+	mf_jw_int_known(w, "gpu", o->gpu);
 	mf_jw_str_lit(w, "backend", o->backend == MF_OOM_HIP ? "hip" : "cuda");
 	mf_jw_str_lit(w, "format", mf_oom_format_name(o->format));
 	mf_jw_str_lit(w, "cause", mf_oom_cause_name(o->cause));

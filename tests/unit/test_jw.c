@@ -85,6 +85,26 @@ test_jw_int_limits(void **state)
 	mf_buf_free(&o.b);
 }
 
+/* A figure not known (negative) is null; 0 and above are the figure. */
+static void
+test_jw_int_known(void **state)
+{
+	struct out o;
+
+	(void)state;
+	start(&o, 1 << 16);
+	mf_jw_open(&o.w, NULL, '{');
+	mf_jw_int_known(&o.w, "unknown", -1);
+	mf_jw_int_known(&o.w, "least", INT64_MIN);
+	mf_jw_int_known(&o.w, "zero", 0);
+	mf_jw_int_known(&o.w, "most", INT64_MAX);
+	mf_jw_close(&o.w, '}');
+	assert_string_equal(text(&o),
+	    "{\"unknown\":null,\"least\":null,\"zero\":0,"
+	    "\"most\":9223372036854775807}");
+	mf_buf_free(&o.b);
+}
+
 /* Digits come two at a time: every value to 10,000 and each side of each
  * power of ten, against printf. */
 static void
@@ -585,6 +605,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_jw_nesting_and_separators),
 		cmocka_unit_test(test_jw_int_limits),
+		cmocka_unit_test(test_jw_int_known),
 		cmocka_unit_test(test_jw_int_digits),
 		cmocka_unit_test(test_jw_num_places),
 		cmocka_unit_test(test_jw_num_against_printf),
