@@ -8,7 +8,9 @@
 # answers 201 with the id, by fingerprint or by the job's manifest, in
 # JSON or YAML; GET ?fingerprint= lists them; DELETE takes one back (204,
 # then 404).  Writing without a bearer token is a 401, with a wrong one
-# a 403.  Each kind of bad observation (a peak above the card, a negative
+# a 403 (the first 513 bytes of a 3,000-byte token among them); a token
+# file with a token over 4,096 bytes, or over 64 tokens, stops memfloord
+# saying so.  Each kind of bad observation (a peak above the card, a negative
 # speed, an unknown card, a manifest that does not parse, a field left
 # out, an unknown fingerprint, an unknown field) is a 400 naming the field,
 # and nothing is kept.  Every observation acknowledged with 201 is there
@@ -33,8 +35,11 @@ cleanup() {
 
 db=$tmp/store.db
 token=$tmp/token
-printf '# the tokens that write observations\nfirst-token\nsecond-token\n' \
-    >"$token"
+# A token as long as a service account's (a JWT, 1 to 2 KB) is one token,
+# however long the line: its first 513 bytes are not one.
+long=$(printf 'j%.0s' $(seq 3000))
+printf '# the tokens that write observations\nfirst-token\nsecond-token\n%s\n' \
+    "$long" >"$token"
 auth="Authorization: Bearer second-token"
 
 cat >"$tmp/job.yaml" <<'YAML'
@@ -107,6 +112,8 @@ post "$good" -H "Authorization: Bearer third-token"
 is "a wrong token: 403" "$code" 403
 post "$good" -H "Authorization: Basic c2Vjb25kLXRva2Vu"
 is "not a bearer token: 401" "$code" 401
+post "$good" -H "Authorization: Bearer $(printf %.513s "$long")"
+is "the first 513 bytes of a long token: 403" "$code" 403
 is "nothing kept without a token" "$(listed)" 0
 
 # --- the round trip ---------------------------------------------------------
@@ -197,9 +204,9 @@ is "nothing kept of the bad ones" "$(listed)" 4
 code=$(curl -s -m 10 -o /dev/null -w '%{http_code}' -X DELETE \
     "$base/v1/observations/$id")
 is "DELETE without a token: 401" "$code" 401
-code=$(curl -s -m 10 -o /dev/null -w '%{http_code}' -X DELETE -H "$auth" \
-    "$base/v1/observations/$id")
-is "DELETE: 204" "$code" 204
+code=$(curl -s -m 10 -o /dev/null -w '%{http_code}' -X DELETE \
+    -H "Authorization: Bearer $long" "$base/v1/observations/$id")
+is "DELETE with the file's 3,000-byte token: 204" "$code" 204
 code=$(curl -s -m 10 -o /dev/null -w '%{http_code}' -X DELETE -H "$auth" \
     "$base/v1/observations/$id")
 is "DELETE again: 404" "$code" 404
@@ -408,6 +415,26 @@ print(bool(m and n and abs(float(m.group(1)) - med) < 1e-4 and n.group(1) == "2"
     True
 stop_all "$pid"
 pid=""
+
+# --- a token file memfloord cannot take whole stops it ----------------------
+# token_refused NAME FILE WORDS: memfloord -n with FILE exits non-zero and
+# says WORDS.
+token_refused() {
+	rc=0
+	"$daemon_bin" -n -f catalog/gpus.yaml -m catalog/models \
+	    --store "$tmp/refused.db" --observe-token-file "$2" \
+	    >"$tmp/refused.log" 2>&1 || rc=$?
+	if [ "$rc" != 0 ] && grep -qF -- "$3" "$tmp/refused.log"; then
+		pass "$1: refused, saying so"
+	else
+		fail "$1: memfloord -n exit $rc: $(cat "$tmp/refused.log")"
+	fi
+}
+printf 'first-token\n\n%s\n' "$(printf 'k%.0s' $(seq 4097))" >"$tmp/long"
+token_refused "a token of 4,097 bytes" "$tmp/long" \
+    "$tmp/long: line 3: a token of more than 4096 bytes"
+seq 65 | sed 's/^/token-/' >"$tmp/many"
+token_refused "65 tokens" "$tmp/many" "$tmp/many: more than 64 tokens"
 
 # --- a store that is not memfloor's is left alone ---------------------------
 # refused NAME FILE: memfloord --store FILE exits 1 naming FILE, and
