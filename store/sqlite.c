@@ -311,11 +311,14 @@ lite_run(struct mf_store *s, const char *sql, const struct sqlv *p, size_t np,
 		if (rows == NULL)
 			continue;
 		read_cols(st, cols, n);
-		if (rows->row(rows->arg, cols, n) != 0) {
-			step = SQLITE_DONE;
+		if (rows->row(rows->arg, cols, n) != 0)
 			break;
-		}
 	}
+	/* Rows stopped early end the statement here: an INSERT or DELETE
+	 * ... RETURNING commits now, and its commit may fail
+	 * (sqlite.org/c3ref/reset.html). */
+	if (step == SQLITE_ROW && sqlite3_reset(st) == SQLITE_OK)
+		step = SQLITE_DONE;
 	if (step != SQLITE_DONE) {
 		db_fail(err, s->db, "step");
 		sqlite3_finalize(st);

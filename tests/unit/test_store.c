@@ -1,7 +1,8 @@
 /*
  * test_store.c: the store of observations (design 23) on a file of its
  * own: made and migrated, observations added, listed and taken back,
- * admissions recorded through the queue, the file reopened; and files
+ * an addition whose commit cannot be written refused, admissions
+ * recorded through the queue, the file reopened; and files
  * that are not memfloor's refused and left as they were; which database
  * --store names and how it is named in messages (a URL's password left
  * out), and a PostgreSQL that cannot be reached refused at once.  The
@@ -14,6 +15,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -166,6 +170,53 @@ test_store_add_list_delete(void **state)
 	assert_int_equal(n, 1);
 	assert_int_equal(list[0].id, b.id);
 	free(list);
+	mf_store_close(st);
+}
+
+/* The size of path's write-ahead log. */
+static off_t
+wal_size(const char *path)
+{
+	char wal[160];
+	struct stat sb;
+
+	snprintf(wal, sizeof(wal), "%s-wal", path);
+	assert_int_equal(stat(wal, &sb), 0);
+	return sb.st_size;
+}
+
+/* A commit that cannot be written (the log may not grow: the file size
+ * limit, as a full disk) is an error, and nothing is kept: an
+ * observation is acknowledged only once it is committed. */
+static void
+test_store_add_fails_when_its_commit_does(void **state)
+{
+	struct scratch *s = *state;
+	struct mf_store *st = open_ok(s->path);
+	struct mf_observation a = observation(FP_A, 1000), b, c, *list = NULL;
+	struct mf_error err;
+	struct rlimit was, cap;
+	size_t n = 0;
+
+	b = observation(FP_A, 2000);
+	c = observation(FP_A, 3000);
+	assert_int_equal(mf_store_add(st, &a, &err), MF_OK);
+	assert_int_equal(getrlimit(RLIMIT_FSIZE, &was), 0);
+	signal(SIGXFSZ, SIG_IGN);
+	cap = was;
+	cap.rlim_cur = (rlim_t)wal_size(s->path);
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &cap), 0);
+	assert_int_equal(mf_store_add(st, &b, &err), MF_EIO);
+	assert_int_equal(mf_store_delete(st, a.id, &err), MF_EIO);
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &was), 0);
+	signal(SIGXFSZ, SIG_DFL);
+	assert_int_equal(mf_store_list(st, FP_A, 100, &list, &n, &err), MF_OK);
+	assert_int_equal(n, 1);
+	assert_int_equal(list[0].id, a.id);
+	free(list);
+	/* The store goes on. */
+	assert_int_equal(mf_store_add(st, &c, &err), MF_OK);
+	assert_true(c.id > a.id);
 	mf_store_close(st);
 }
 
@@ -436,6 +487,8 @@ main(void)
 		    setup, teardown),
 		cmocka_unit_test_setup_teardown(test_store_add_list_delete,
 		    setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_store_add_fails_when_its_commit_does, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_store_run_kept_once, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(
