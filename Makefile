@@ -183,6 +183,11 @@ $(BUILD)/it_%: $(BUILD)/tests/integration/it_%.o $(HARNESS_OBJ) $(FILTER_OBJ) \
     $(DLIB) $(SLIB) $(FLIB) $(LIB)
 	$(CC) $(CFLAGS) $(LINK_LTO) -o $@ $^ $(LDLIBS) $(TEST_LIBS)
 
+# A PostgreSQL transaction lost with its connection (postgres.sh runs it).
+PG_TX = $(BUILD)/pg_tx
+$(PG_TX): $(BUILD)/tests/integration/pg_tx.o $(SLIB) $(LIB)
+	$(CC) $(CFLAGS) $(LINK_LTO) -o $@ $^ $(LDLIBS)
+
 $(BUILD)/bench_%: $(BUILD)/tests/bench/bench_%.o $(LIB)
 	$(CC) $(CFLAGS) $(LINK_LTO) -o $@ $^ $(LIB_LIBS)
 
@@ -210,6 +215,7 @@ run: all
 VENV    = build/venv
 TESTENV = MEMFLOORD=$(abspath $(BUILD)/memfloord) \
           MEMFLOOR=$(abspath $(BUILD)/memfloor) MF_TOP=$(CURDIR) \
+          MF_PG_TX=$(abspath $(PG_TX)) \
           MF_VENV=$(abspath $(VENV))
 
 # The JSON Schema validator tests/integration/schema.sh runs (make suite):
@@ -229,13 +235,13 @@ check: all $(UNIT) $(INTEG)
 
 # Every unit and integration test, with those that install and start
 # components of their own (chromium for the page, a Slurm cluster).
-suite: all $(UNIT) $(INTEG) $(VENV)/.installed
+suite: all $(UNIT) $(INTEG) $(PG_TX) $(VENV)/.installed
 	@$(TESTENV) sh tests/lib/run.sh $(BUILD) full
 
 unit: $(UNIT)
 	@$(TESTENV) sh tests/lib/run.sh $(BUILD) full $(notdir $(UNIT))
 
-integration: all $(INTEG) $(VENV)/.installed
+integration: all $(INTEG) $(PG_TX) $(VENV)/.installed
 	@$(TESTENV) sh tests/lib/run.sh $(BUILD) full $(notdir $(INTEG)) \
 	  $(notdir $(SCRIPTS))
 

@@ -384,10 +384,19 @@ lost(struct mf_store *s, struct pg *pg, enum tx_word w, struct mf_error *err)
 	    "%s: the transaction was lost with its connection", s->name);
 }
 
+/* Whether a statement (w its word) would go out on a connection other
+ * than its transaction's: that one was lost, and on another COMMIT
+ * commits nothing and the rest would commit on their own. */
+static int
+orphaned(const struct pg *pg, enum tx_word w)
+{
+	return pg->lost_tx && w != TX_BEGIN;
+}
+
 /* The statement, on a connection made again when the one there was is
  * found closed. */
 static enum mf_rc
-run_once(struct mf_store *s, struct pg *pg, const char *sql,
+run_once(struct mf_store *s, struct pg *pg, const char *sql, enum tx_word w,
     const struct sqlv *p, size_t np, const struct sql_rows *rows,
     struct mf_error *err)
 {
@@ -396,6 +405,8 @@ run_once(struct mf_store *s, struct pg *pg, const char *sql,
 
 	if (rc != MF_OK)
 		return rc;
+	if (orphaned(pg, w))
+		return lost(s, pg, w, err);
 	rc = roundtrip(s, pg, sql, p, np, rows, &sent, err);
 	/* A connection the database closed (a restart) is only found so
 	 * when it is used: once, on a new one. */
@@ -403,8 +414,11 @@ run_once(struct mf_store *s, struct pg *pg, const char *sql,
 	    (!sent || repeatable(sql))) {
 		pg->retry_at = 0;
 		rc = ensure(s, pg, err);
-		if (rc == MF_OK)
-			rc = roundtrip(s, pg, sql, p, np, rows, &sent, err);
+		if (rc != MF_OK)
+			return rc;
+		if (orphaned(pg, w))
+			return lost(s, pg, w, err);
+		rc = roundtrip(s, pg, sql, p, np, rows, &sent, err);
 	}
 	return rc;
 }
@@ -417,14 +431,15 @@ pg_run(struct mf_store *s, const char *sql, const struct sqlv *p, size_t np,
 	enum tx_word w = tx_word(sql);
 	enum mf_rc rc;
 
-	if (pg->lost_tx && w != TX_BEGIN)
+	if (orphaned(pg, w))
 		return lost(s, pg, w, err);
-	rc = run_once(s, pg, sql, p, np, rows, err);
+	rc = run_once(s, pg, sql, w, p, np, rows, err);
 	if (w == TX_BEGIN) {
 		pg->in_tx = rc == MF_OK;
 		pg->lost_tx = 0;
 	} else if (w == TX_COMMIT || w == TX_ROLLBACK) {
-		pg->in_tx = 0;
+		/* Ended, whatever became of it. */
+		pg->in_tx = pg->lost_tx = 0;
 	}
 	return rc;
 }

@@ -26,6 +26,10 @@
 #   - every observation acknowledged with 201 is there after kill -9 of
 #     the replica that took them and an immediate (crash) stop and start
 #     of PostgreSQL;
+#   - a transaction whose connection is closed between two of its
+#     statements (without a word, as a failover does) is never reported
+#     committed, none of its statements
+#     commits on the next connection, and the store goes on (pg_tx.c);
 #   - a database holding a table that is not memfloor's, and one of a
 #     newer schema, stop memfloord (and memfloord -n) with a message that
 #     names the table or the schema.
@@ -126,7 +130,7 @@ sql() {
 	"$pgbin/psql" -X -q -t -A -v ON_ERROR_STOP=1 -h "$tmp/pg" -p "$pgport" \
 	    -U memfloor -d "$1" -c "$2"
 }
-for d in memfloor other newer race; do
+for d in memfloor other newer race lost; do
 	sql postgres "CREATE DATABASE $d" >/dev/null ||
 	    give_up "CREATE DATABASE $d failed"
 done
@@ -345,6 +349,20 @@ is "two replicas migrating a new database at once: both start" \
     "$rc1 $rc2" "0 0"
 is "two replicas migrating a new database at once: one schema, version 1" \
     "$(sql race 'SELECT count(*), max(version) FROM memfloor_schema')" "1|1"
+
+# --- a transaction lost with its connection ----------------------------------
+
+# pg_tx (tests/integration/pg_tx.c) runs the writer's statements through
+# the store's back end, connected through a proxy of its own, and closes
+# the connection between two of them.
+pg_tx=${MF_PG_TX:-build/pg_tx}
+rc=0
+"$pg_tx" "$tmp/pg" "$pgport" lost >"$tmp/pg_tx.log" 2>&1 || rc=$?
+if [ "$rc" = 0 ] && ! grep -q '^FAIL' "$tmp/pg_tx.log"; then
+	pass "a transaction lost with its connection: never committed, and the store goes on ($(grep -c '^ok' "$tmp/pg_tx.log") checks)"
+else
+	fail "a transaction lost with its connection: exit $rc: $(cat "$tmp/pg_tx.log")"
+fi
 
 # --- databases that are not memfloor's ---------------------------------------
 
