@@ -178,6 +178,11 @@ struct mfd_gauges {
 	size_t tls_generations;   /* mfd_tls_generations() */
 	/* mfd_obs_calibration(); NULL: none written */
 	const struct mfd_calibration *calibration;
+	/* mfd_obs_queue()'s: whether there is a store, its admissions
+	 * waiting and those dropped */
+	int store;
+	size_t store_queued;
+	uint64_t store_dropped;
 };
 /* Prometheus text of the counters and g; malloc'd, NULL on allocation
  * failure. */
@@ -257,6 +262,9 @@ int mfd_obs_kept(void);
 /* An admission's record (ans->placed, copied) queued for the store; the
  * caller does not wait. */
 void mfd_obs_admitted(struct mf_answer *ans);
+/* The store's admissions waiting for its writer (mf_store_queued) and
+ * dropped since the start: 0, or -1 without --store. */
+int mfd_obs_queue(size_t *queued, uint64_t *dropped);
 /*
  * The routes: each fills ans and returns the HTTP status (201 with the
  * id and fingerprint, 200 with the list, 204; 400 naming the field, 401

@@ -139,6 +139,20 @@ render_prometheus(struct mf_buf *b)
 		    prom_outcomes[i], atomic_load(&prom_runs[i]));
 }
 
+/* The store's queue of admissions (design 23), with --store. */
+static void
+render_store(struct mf_buf *b, const struct mfd_gauges *g)
+{
+	if (!g->store)
+		return;
+	mf_buf_printf(b,
+	    "# HELP memfloor_store_admissions_queued Admissions waiting to be recorded in the store: one a job, however many times it was admitted meanwhile.\n# TYPE memfloor_store_admissions_queued gauge\n"
+	    "memfloor_store_admissions_queued %zu\n"
+	    "# HELP memfloor_store_admissions_dropped_total Admissions not recorded: the queue was full, or their statement failed.\n# TYPE memfloor_store_admissions_dropped_total counter\n"
+	    "memfloor_store_admissions_dropped_total %llu\n",
+	    g->store_queued, (unsigned long long)g->store_dropped);
+}
+
 static void
 render_requests(struct mf_buf *b)
 {
@@ -301,6 +315,7 @@ mfd_metrics_render(const struct mfd_gauges *g)
 	    (unsigned long long)g->catalog_version, g->catalog_gpus);
 	render_calibration(&b, g->calibration);
 	render_prometheus(&b);
+	render_store(&b, g);
 	if (b.rc != MF_OK) {
 		mf_buf_free(&b);
 		return NULL;

@@ -480,6 +480,16 @@ mfd_obs_stop(void)
 	free_tokens();
 }
 
+int
+mfd_obs_queue(size_t *queued, uint64_t *dropped)
+{
+	if (store == NULL)
+		return -1;
+	*queued = mf_store_queued(store);
+	*dropped = mf_store_dropped(store);
+	return 0;
+}
+
 void
 mfd_obs_admitted(struct mf_answer *ans)
 {

@@ -229,7 +229,8 @@ do_metrics(struct request *r, struct MHD_Connection *c, struct mf_answer *ans)
 	mfd_state_take(&cat, NULL);
 	calib = mfd_obs_calibration();
 	g = (struct mfd_gauges){ cat ? cat->version : 0, cat ? cat->ngpus : 0,
-		mfd_tls_generations(), calib };
+		mfd_tls_generations(), calib, 0, 0, 0 };
+	g.store = mfd_obs_queue(&g.store_queued, &g.store_dropped) == 0;
 	memset(ans, 0, sizeof(*ans));
 	mf_answer_text(ans, MF_ANS_OK, mfd_metrics_render(&g));
 	mfd_calibration_free(calib);

@@ -186,6 +186,11 @@ writer(void *arg)
 		rc = write_batch(s, first, last);
 		pthread_mutex_lock(&s->lock);
 		if (rc > 0 && !s->stop) {
+			/* Waiting again: an admission of one of their jobs
+			 * counts in its entry, not in one more beside it. */
+			for (struct pending *p = first; p != last->next;
+			     p = p->next)
+				p->taken = 0;
 			stall(s);
 			continue;
 		}
@@ -242,6 +247,17 @@ mf_store_flush(struct mf_store *s)
 		pthread_cond_wait(&s->done, &s->lock);
 	s->hurry--;
 	pthread_mutex_unlock(&s->lock);
+}
+
+size_t
+mf_store_queued(struct mf_store *s)
+{
+	size_t n;
+
+	pthread_mutex_lock(&s->lock);
+	n = s->queued;
+	pthread_mutex_unlock(&s->lock);
+	return n;
 }
 
 uint64_t

@@ -146,6 +146,9 @@ char *mf_store_job(struct mf_store *s, const char *fingerprint);
  * writer waits for a database that cannot be reached (mf_store_knows,
  * tests, and a clean stop). */
 void mf_store_flush(struct mf_store *s);
+/* The entries waiting for the writer: one a job (fingerprint, card and
+ * count), however many times it was admitted meanwhile. */
+size_t mf_store_queued(struct mf_store *s);
 /* Admissions dropped because the queue was full, or not written (a
  * statement failed, or the store closed while the database was down). */
 uint64_t mf_store_dropped(struct mf_store *s);

@@ -18,7 +18,9 @@
 #     (observations.sh's arithmetic);
 #   - with PostgreSQL stopped, both keep admitting with the observed need
 #     (from the summaries in memory); a write is a 503 with Retry-After;
-#     the outage is logged once, not at every request;
+#     the outage is logged once, not at every request; a job admitted
+#     again and again waits in the queue as one (/metrics), and is
+#     written once the database is back;
 #   - PostgreSQL started again, a write is taken again within a few
 #     tries that honour Retry-After, and the log says the store is back;
 #   - with PostgreSQL hung (SIGSTOP), a write is still answered (503) and
@@ -232,8 +234,22 @@ done
 code=$(curl -s -m 10 -o /dev/null -w '%{http_code}' -X DELETE -H "$auth" \
     "$base_b/v1/observations/1")
 is "database down: a DELETE to B is a 503" "$code" 503
-# Three of A's refresh periods pass with the database down.
-sleep 3
+# Three of A's refresh periods pass with the database down, A admitting
+# the job all the while: its admissions wait as one entry, however many
+# times the writer has tried the database meanwhile (every 2 s or so).
+n=0
+while [ $n -lt 8 ]; do
+	admit "$base_a"
+	sleep 0.4
+	n=$((n + 1))
+done
+# store_metric NAME: the value of memfloor_NAME in A's /metrics.
+store_metric() {
+	curl -s -m 10 "$base_a/metrics" | sed -n "s/^memfloor_$1 //p"
+}
+is "database down: A's admissions of the job wait as one, none dropped" \
+    "$(store_metric store_admissions_queued) $(store_metric store_admissions_dropped_total)" \
+    "1 0"
 is "the outage is logged once by A" \
     "$(grep -c 'admissions answer from the summaries in memory' "$tmp/a.log" || true)" \
     1
@@ -257,6 +273,14 @@ acked=$((acked + 1))
 wait_log "$tmp/a.log" 'is reachable again' 1 50 || true
 is "A logs that the store is back" \
     "$(grep -c 'is reachable again' "$tmp/a.log" || true)" 1
+n=0
+while [ $n -lt 50 ] && [ "$(store_metric store_admissions_queued)" != 0 ]; do
+	sleep 0.1
+	n=$((n + 1))
+done
+is "database back: A's admissions are written, none dropped" \
+    "$(store_metric store_admissions_queued) $(store_metric store_admissions_dropped_total)" \
+    "0 0"
 
 # --- PostgreSQL hung ---------------------------------------------------------
 
