@@ -333,6 +333,26 @@ place_observed(const struct mf_api *api, const struct mf_job *given,
 	return mf_place(&job, api->cat, d, err);
 }
 
+enum mf_rc
+mf_api_admit_fingerprint(const struct mf_api *api, const struct mf_job *given,
+    char *hex, struct mf_error *err)
+{
+	struct mf_job job = *given;
+	struct mf_decision *d;
+	enum mf_rc rc = mf_api_estimator(api, &job.work, err);
+
+	if (rc != MF_OK)
+		return rc;
+	if ((d = malloc(sizeof(*d))) == NULL)
+		return mf_error_set(err, MF_ENOMEM, NULL, 0, 0,
+		    "out of memory");
+	rc = place_observed(api, &job, d, err);
+	if (rc == MF_OK)
+		memcpy(hex, d->fingerprint, sizeof(d->fingerprint));
+	free(d);
+	return rc;
+}
+
 static void
 decide_admit(const struct mf_api *api, struct mf_request *req,
     struct mf_answer *ans)

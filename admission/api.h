@@ -159,6 +159,17 @@ enum mf_rc mf_api_estimator(const struct mf_api *api, struct mf_workload *w,
     struct mf_error *err);
 
 /*
+ * The fingerprint an admit of job on api answers (design 23), into hex:
+ * job, read and its model resolved, given api's estimator and placed with
+ * what its runs measured (api->observed), fingerprinted as placed (as
+ * written when it is rejected).  An observation posted with its job is
+ * tied to its admission so.  MF_EINVAL and MF_ERANGE as the admit's,
+ * MF_ENOMEM; hex is untouched on error.
+ */
+enum mf_rc mf_api_admit_fingerprint(const struct mf_api *api,
+    const struct mf_job *job, char *hex, struct mf_error *err);
+
+/*
  * An answer document in the form out asks for (YAML for MF_OUT_YAML, else
  * JSON), shared by every request module so that each document answer has
  * one cap and one content type: write it with the writer

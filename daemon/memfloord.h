@@ -270,10 +270,13 @@ int mfd_obs_queue(size_t *queued, uint64_t *dropped);
  * id and fingerprint, 200 with the list, 204; 400 naming the field, 401
  * without a bearer token, 403 with a wrong one, 404 without --store or
  * for an unknown id, 503 when the store fails).  auth is the
- * Authorization header, or NULL.
+ * Authorization header, or NULL.  A POST reads its body against api, as
+ * an admission would (the catalogue and models in service, the runs'
+ * observations).
  */
-int mfd_obs_post(const char *auth, const char *body, size_t len,
-    enum mf_doc_format fmt, enum mf_output out, struct mf_answer *ans);
+int mfd_obs_post(const struct mf_api *api, const char *auth, const char *body,
+    size_t len, enum mf_doc_format fmt, enum mf_output out,
+    struct mf_answer *ans);
 int mfd_obs_list(const char *fingerprint, enum mf_output out,
     struct mf_answer *ans);
 int mfd_obs_delete(const char *auth, const char *id, enum mf_output out,

@@ -674,12 +674,11 @@ kept_status(enum mfd_obs_kept k, const struct mf_error *err, enum mf_output out,
 }
 
 int
-mfd_obs_post(const char *auth, const char *body, size_t len,
-    enum mf_doc_format fmt, enum mf_output out, struct mf_answer *ans)
+mfd_obs_post(const struct mf_api *api, const char *auth, const char *body,
+    size_t len, enum mf_doc_format fmt, enum mf_output out,
+    struct mf_answer *ans)
 {
 	struct mf_observation o;
-	struct mf_catalog *cat;
-	struct mf_models *models;
 	struct mf_error err;
 	struct mf_answer_doc d;
 	struct mf_jw *w;
@@ -691,12 +690,9 @@ mfd_obs_post(const char *auth, const char *body, size_t len,
 	if ((status = authorize(auth, out, ans)) != 0)
 		return status;
 	memset(&err, 0, sizeof(err));
-	mfd_state_take(&cat, &models);
-	rc = cat ?
-	    mf_obs_read(body, len, fmt, cat, models, &o, &named, &err) :
+	rc = api->cat ?
+	    mf_obs_read(body, len, fmt, api, &o, &named, &err) :
 	    mf_error_set(&err, MF_EINVAL, NULL, 0, 0, "no catalogue loaded");
-	mf_cat_unref(cat);
-	mf_models_free(models);
 	if (rc != MF_OK)
 		return bad_body(rc, &err, out, ans);
 	status = kept_status(keep(&o, named, &err), &err, out, ans);

@@ -256,10 +256,13 @@ do_observations(struct request *r, struct MHD_Connection *c,
 	if (r->route->body == BODY_DELETE)
 		r->early = mfd_obs_delete(auth,
 		    r->path + strlen(r->route->path), r->out, ans);
-	else if (strcmp(r->method, "POST") == 0)
-		r->early = mfd_obs_post(auth, r->body.data, r->body.len, r->fmt,
-		    r->out, ans);
-	else
+	else if (strcmp(r->method, "POST") == 0) {
+		struct mf_api api = api_begin();
+
+		r->early = mfd_obs_post(&api, auth, r->body.data, r->body.len,
+		    r->fmt, r->out, ans);
+		api_end(&api);
+	} else
 		r->early =
 		    mfd_obs_list(MHD_lookup_connection_value(c,
 		                     MHD_GET_ARGUMENT_KIND, "fingerprint"),

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../admission/api.h"
 #include "../admission/base/str.h"
 #include "../admission/fingerprint/fingerprint.h"
 #include "../admission/manifest/manifest.h"
@@ -73,38 +74,28 @@ find_card(const struct mf_catalog *cat, const char *name)
 	return g;
 }
 
-/* The job's fingerprint as its admission on cat gives it. */
+/* The job's fingerprint as its admission on api gives it. */
 static enum mf_rc
-job_fingerprint(const struct mf_node *n, const struct mf_catalog *cat,
-    const struct mf_models *models, char hex[MF_FP_HEX], struct mf_error *err)
+job_fingerprint(const struct mf_node *n, const struct mf_api *api,
+    char hex[MF_FP_HEX], struct mf_error *err)
 {
-	struct mf_decision *d;
 	struct mf_job job;
 	enum mf_rc rc;
 
-	rc = mf_job_read(n, "job", models, &job, err);
+	rc = mf_job_read(n, "job", api->models, &job, err);
 	if (rc != MF_OK)
 		return rc;
 	if (job.model_source == MF_MODEL_URL)
 		return missing("job.spec.model.configUrl",
 		    "is not fetched for an observation: name the model or give its config inline, or post the fingerprint its admission answered",
 		    err);
-	if ((d = malloc(sizeof(*d))) == NULL)
-		return mf_error_set(err, MF_ENOMEM, NULL, 0, 0,
-		    "out of memory");
-	rc = mf_place(&job, cat, d, err);
-	if (rc == MF_OK)
-		mf_fp_job(&job, d->admitted ? d->placement.fixes : 0,
-		    d->admitted ? d->placement.count : job.count, hex);
-	free(d);
-	return rc;
+	return mf_api_admit_fingerprint(api, &job, hex, err);
 }
 
 /* job or fingerprint, one of them. */
 static enum mf_rc
-read_identity(const struct mf_node *root, const struct mf_catalog *cat,
-    const struct mf_models *models, struct mf_observation *o, int *named,
-    struct mf_error *err)
+read_identity(const struct mf_node *root, const struct mf_api *api,
+    struct mf_observation *o, int *named, struct mf_error *err)
 {
 	const struct mf_node *job = mf_node_get(root, "job");
 	const struct mf_node *fp = mf_node_get(root, "fingerprint");
@@ -115,7 +106,7 @@ read_identity(const struct mf_node *root, const struct mf_catalog *cat,
 		    "give job or fingerprint, not both", err);
 	if (job != NULL) {
 		*named = 0;
-		return job_fingerprint(job, cat, models, o->fingerprint, err);
+		return job_fingerprint(job, api, o->fingerprint, err);
 	}
 	if (fp == NULL)
 		return missing("job",
@@ -322,8 +313,8 @@ mf_obs_check(const struct mf_catalog *cat, struct mf_observation *o,
 
 enum mf_rc
 mf_obs_read(const char *body, size_t len, enum mf_doc_format fmt,
-    const struct mf_catalog *cat, const struct mf_models *models,
-    struct mf_observation *out, int *named, struct mf_error *err)
+    const struct mf_api *api, struct mf_observation *out, int *named,
+    struct mf_error *err)
 {
 	struct mf_observation o = { .id = 0 };
 	const struct mf_gpu *g = NULL;
@@ -341,7 +332,7 @@ mf_obs_read(const char *body, size_t len, enum mf_doc_format fmt,
 	else
 		rc = mf_node_map(root, NULL, known, err);
 	if (rc == MF_OK)
-		rc = read_card(root, cat, &o, &g, err);
+		rc = read_card(root, api->cat, &o, &g, err);
 	if (rc == MF_OK)
 		rc = read_rest(root, &o, err);
 	if (rc == MF_OK)
@@ -349,7 +340,7 @@ mf_obs_read(const char *body, size_t len, enum mf_doc_format fmt,
 	if (rc == MF_OK)
 		rc = read_speeds(root, &o, err);
 	if (rc == MF_OK)
-		rc = read_identity(root, cat, models, &o, &by_name, err);
+		rc = read_identity(root, api, &o, &by_name, err);
 	mf_doc_free(doc);
 	if (rc != MF_OK)
 		return rc;

@@ -26,16 +26,18 @@
 
 /*
  * Read body[0..len) (fmt as mf_doc_parse takes it) into *out, figures not
- * given -1.  A job's fingerprint is the one its admission on cat gives
- * (the job as placed; as written when it is rejected), and *named is 0;
- * a fingerprint given is taken as it is, and *named is 1 (the caller
- * checks that the store knows it).  A bad body is MF_EINVAL naming the
- * field (MF_ETOOBIG, MF_ENOMEM as mf_doc_parse); *out is untouched on
- * error.  Nothing is kept here.
+ * given -1, against api's catalogue (which it must have) and models.  A
+ * job's fingerprint is the one its admit on api answers
+ * (mf_api_admit_fingerprint: placed with its runs' observations, through
+ * api->observed), and *named is 0; a fingerprint given is taken as it is,
+ * and *named is 1 (the caller checks that the store knows it).  A bad body is
+ * MF_EINVAL naming the field (MF_ETOOBIG, MF_ENOMEM as mf_doc_parse); *out is
+ * untouched on error.  Nothing is kept here.
  */
+struct mf_api;
 enum mf_rc mf_obs_read(const char *body, size_t len, enum mf_doc_format fmt,
-    const struct mf_catalog *cat, const struct mf_models *models,
-    struct mf_observation *out, int *named, struct mf_error *err);
+    const struct mf_api *api, struct mf_observation *out, int *named,
+    struct mf_error *err);
 
 /*
  * Hold o, read from a body or built by a reader of the daemon's own (the

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api.h"
 #include "observe.h"
 #include "fuzz.h"
 
@@ -50,12 +51,14 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct mf_observation o;
 	struct mf_error err;
+	struct mf_api api;
 	int named = -1;
 	enum mf_rc rc;
 
 	load_once();
+	api = (struct mf_api){ cat, models, NULL, NULL };
 	memset(&err, 0, sizeof(err));
-	rc = mf_obs_read((const char *)data, size, MF_DOC_AUTO, cat, models, &o,
+	rc = mf_obs_read((const char *)data, size, MF_DOC_AUTO, &api, &o,
 	    &named, &err);
 	if (rc != MF_OK) {
 		check(err.text[0] != '\0');

@@ -13,6 +13,9 @@
  *     than 10%: 0.90e;
  *   2x the modelled tokens/s on REF: REF's hours halve, and HALF's, by
  *     the same ratio.
+ *
+ * And an observation posted with its job is tied to the fingerprint its
+ * admit answers, where what its runs measured decides the placement.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -24,11 +27,13 @@
 
 #include <math.h>
 
+#include "api.h"
 #include "doc/doc.h"
 #include "estimate/estimate.h"
 #include "manifest/manifest.h"
 #include "place/place.h"
 #include "catalog.h"
+#include "observe.h"
 #include "files.h"
 #include "msg.h"
 #include "placed.h"
@@ -219,6 +224,125 @@ test_observed_speed_sets_hours(void **state)
 	assert_int_equal(on(&d, "REF")->need, eref->need);
 }
 
+/* The job without checkpointing, on one GPU, which admission may turn
+ * on by itself. */
+#define PLAIN \
+	"apiVersion: memfloor.dev/v1\nkind: Job\nmetadata:\n  name: t\n" \
+	"spec:\n  model:\n    name: meta-llama/Llama-3.1-8B\n" \
+	"  workload:\n    sequenceLength: 2048\n" \
+	"    method: lora\n    lora: {rank: 16, targets: all-linear}\n" \
+	"  allowedFixes: [checkpointing]\n"
+
+/* What the runs of the job as written measured, for the api: a torch
+ * peak of obs_peak on ONE. */
+static int64_t obs_peak;
+
+static void
+runs_on_one(const char *fp, struct mf_observed *out)
+{
+	struct mf_observed o = observed("ONE", 2, obs_peak, 0, 0);
+
+	(void)fp;
+	out->n = o.n;
+	out->card[0] = o.card[0];
+}
+
+/* text's job, read as an admit reads it. */
+static struct mf_job
+job_of(const char *text, struct mf_doc **doc)
+{
+	struct mf_error err;
+	struct mf_job job;
+
+	if (mf_doc_parse(text, strlen(text), MF_DOC_YAML, doc, &err) != MF_OK ||
+	    mf_job_read(mf_doc_root(*doc), "", models, &job, &err) != MF_OK)
+		fail_msg("%s", MSG(&err));
+	return job;
+}
+
+/* The need of text's job on REF, alone. */
+static int64_t
+need_of(const char *text)
+{
+	struct mf_decision d;
+	struct mf_error err;
+	struct mf_doc *doc;
+	struct mf_job job = job_of(text, &doc);
+
+	if (mf_place(&job, cat, &d, &err) != MF_OK)
+		fail_msg("%s", MSG(&err));
+	mf_doc_free(doc);
+	return on(&d, "REF")->need;
+}
+
+/*
+ * An observation posted with its job is tied to the fingerprint its admit
+ * answers (mf_api_admit_fingerprint), also where what the runs measured
+ * decides the placement: one card holds the job with checkpointing but
+ * not as written, so on the estimate alone it is placed with the fix, and
+ * with a peak of its own runs that fits, as written.
+ */
+static void
+test_observed_post_ties_to_the_admission(void **state)
+{
+	int64_t plain = need_of(PLAIN), ckpt = need_of(JOB);
+	double h = cat->headroom;
+	int64_t gib = mf_floor_for(plain, h) / (INT64_C(1) << 30) - 1;
+	char text[256], body[512], none[MF_FP_HEX], seen[MF_FP_HEX],
+	    written[MF_FP_HEX];
+	struct mf_observation o;
+	int named = -1;
+	struct mf_catalog *one;
+	struct mf_answer ans;
+	struct mf_error err;
+	struct mf_doc *doc;
+	struct mf_job job = job_of(PLAIN, &doc);
+	struct mf_api api;
+
+	(void)state;
+	/* ONE: a GiB short of the job as written, room for it with the fix. */
+	assert_true(mf_floor_for(ckpt, h) <= gib << 30);
+	snprintf(text, sizeof(text),
+	    "apiVersion: memfloor.dev/v1\nkind: GpuCatalog\ngpus:\n"
+	    "  - name: ONE\n    memory: %lldGi\n    hourlyPrice: 1\n"
+	    "    relativeThroughput: 1\n",
+	    (long long)gib);
+	if (mf_cat_parse(text, strlen(text), "one.yaml", &one, &err) != MF_OK)
+		fail_msg("%s", MSG(&err));
+	mf_fp_job(&job, 0, job.count, written);
+	api = (struct mf_api){ one, models, NULL, NULL };
+	assert_int_equal(mf_api_admit_fingerprint(&api, &job, none, &err),
+	    MF_OK);
+	assert_string_not_equal(none, written);
+	obs_peak = ckpt;
+	api.observed = runs_on_one;
+	assert_int_equal(mf_api_admit_fingerprint(&api, &job, seen, &err),
+	    MF_OK);
+	assert_string_equal(seen, written);
+	mf_api_admit(&api, PLAIN, strlen(PLAIN), MF_DOC_YAML, MF_OUT_JSON,
+	    &ans);
+	assert_string_equal(ans.fingerprint, seen);
+	/* POST /v1/observations with the job: the same fingerprint. */
+	snprintf(body, sizeof(body),
+	    "job:\n  apiVersion: memfloor.dev/v1\n  kind: Job\n"
+	    "  metadata: {name: t}\n"
+	    "  spec:\n    model: {name: meta-llama/Llama-3.1-8B}\n"
+	    "    workload:\n      sequenceLength: 2048\n"
+	    "      method: lora\n"
+	    "      lora: {rank: 16, targets: all-linear}\n"
+	    "    allowedFixes: [checkpointing]\n"
+	    "card: ONE\ncount: 1\npeakReservedBytes: %lld\nsource: torch\n",
+	    (long long)ckpt);
+	assert_int_equal(mf_obs_read(body, strlen(body), MF_DOC_YAML, &api, &o,
+	                     &named, &err),
+	    MF_OK);
+	assert_int_equal(named, 0);
+	assert_string_equal(o.fingerprint, seen);
+	mf_answer_free(&ans);
+	mf_doc_free(doc);
+	mf_cat_unref(one);
+}
+
 int
 main(void)
 {
@@ -228,6 +352,7 @@ main(void)
 		cmocka_unit_test(test_observed_peak_lower),
 		cmocka_unit_test(test_observed_device_raises_only),
 		cmocka_unit_test(test_observed_speed_sets_hours),
+		cmocka_unit_test(test_observed_post_ties_to_the_admission),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
