@@ -61,6 +61,21 @@ struct mfd_config {
 
 enum mfd_level { MFD_ERROR, MFD_WARN, MFD_INFO, MFD_DEBUG };
 
+/* The longest bearer token a token file may hold: a Kubernetes service
+ * account's (a JWT) is 1 to 2 KB. */
+#define MFD_TOKEN_MAX 4096
+/*
+ * The tokens of the file at path into tokens[0..*n), each malloc'd
+ * (mfd_tokens_free), at most max: one a line, blank lines and lines that
+ * start with '#' left out, a CR before the newline dropped.  A token over
+ * MFD_TOKEN_MAX bytes, a NUL byte, more than max tokens, none, or a file
+ * that cannot be read is -1, logged naming flag (the option), the file
+ * and the line, with none kept; 0 otherwise.
+ */
+int mfd_tokens_read(const char *flag, const char *path, char **tokens,
+    size_t max, size_t *n);
+void mfd_tokens_free(char **tokens, size_t n);
+
 /* Milliseconds on the monotonic clock, for deadlines and ages. */
 long long mfd_now_ms(void);
 /* Initialise cond to wait on the monotonic clock, on which a deadline of

@@ -22,10 +22,6 @@
 #include "memfloord.h"
 
 #define TOKENS_MAX 64
-/* A Kubernetes service account's token, a JWT, is 1 to 2 KB. */
-#define TOKEN_LEN_MAX 4096
-/* The token file: its tokens and a comment line each. */
-#define TOKEN_FILE_MAX (2 * TOKENS_MAX * (TOKEN_LEN_MAX + 2))
 /* The most observations GET answers with. */
 #define LIST_MAX 1000
 
@@ -33,85 +29,18 @@ static struct mf_store *store;
 static char *tokens[TOKENS_MAX];
 static size_t ntokens;
 
-static void
-free_tokens(void)
-{
-	assert(ntokens <= TOKENS_MAX);
-	for (size_t i = 0; i < ntokens; i++)
-		free(tokens[i]);
-	ntokens = 0;
-}
-
-/* The token of n bytes at line, the file's line number, kept: 0, or -1
- * logged. */
-static int
-keep_token(const char *path, size_t number, const char *line, size_t n)
-{
-	if (n > TOKEN_LEN_MAX) {
-		mfd_log(MFD_ERROR,
-		    "--observe-token-file %s: line %zu: a token of more than %d bytes",
-		    path, number, TOKEN_LEN_MAX);
-		return -1;
-	}
-	if (memchr(line, '\0', n) != NULL) {
-		mfd_log(MFD_ERROR,
-		    "--observe-token-file %s: line %zu: a NUL byte", path,
-		    number);
-		return -1;
-	}
-	if (ntokens == TOKENS_MAX) {
-		mfd_log(MFD_ERROR,
-		    "--observe-token-file %s: more than %d tokens", path,
-		    TOKENS_MAX);
-		return -1;
-	}
-	if ((tokens[ntokens] = strndup(line, n)) == NULL) {
-		mfd_log(MFD_ERROR, "--observe-token-file %s: out of memory",
-		    path);
-		return -1;
-	}
-	ntokens++;
-	return 0;
-}
-
-/* Read the token file: one token a line, blank lines and #s left out.
- * 0, or -1 logged with none kept. */
 static int
 read_tokens(const char *path)
 {
-	struct mf_error err;
-	char *text, *line, *end;
-	size_t len, number = 0;
-	int rc = 0;
+	return mfd_tokens_read("--observe-token-file", path, tokens, TOKENS_MAX,
+	    &ntokens);
+}
 
-	if (mf_file_read(path, TOKEN_FILE_MAX, "a token file", &text, &len,
-	        &err) != MF_OK) {
-		mfd_log(MFD_ERROR, "--observe-token-file %s: %s", path,
-		    err.text);
-		return -1;
-	}
-	for (line = text; rc == 0 && line < text + len; line = end + 1) {
-		size_t n;
-
-		end = memchr(line, '\n', (size_t)(text + len - line));
-		if (end == NULL)
-			end = text + len;
-		number++;
-		n = (size_t)(end - line);
-		if (n > 0 && line[n - 1] == '\r')
-			n--;
-		if (n > 0 && line[0] != '#')
-			rc = keep_token(path, number, line, n);
-	}
-	free(text);
-	if (rc == 0 && ntokens == 0) {
-		mfd_log(MFD_ERROR, "--observe-token-file %s: holds no token",
-		    path);
-		rc = -1;
-	}
-	if (rc != 0)
-		free_tokens();
-	return rc;
+static void
+free_tokens(void)
+{
+	mfd_tokens_free(tokens, ntokens);
+	ntokens = 0;
 }
 
 /*

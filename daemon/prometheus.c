@@ -19,7 +19,6 @@
 #include "../store/store.h"
 #include "prometheus.h"
 
-#define TOKEN_MAX 4096
 #define URL_MAX 2048
 #define QUERY_MAX 1024
 #define CONNECT_MS 5000L
@@ -80,34 +79,20 @@ static size_t nseen, seen_next;
 
 /* --- the flags ------------------------------------------------------- */
 
-/* The first line of path, that is not blank, into a malloc'd header. */
+/* The file's one token as a malloc'd header; NULL logged. */
 static char *
 read_token(const char *path)
 {
-	char line[TOKEN_MAX + 2];
-	char *h = NULL;
-	size_t n = 0;
-	FILE *f = fopen(path, "r");
+	char *token, *h = NULL;
+	size_t n;
 
-	if (f == NULL) {
-		mfd_log(MFD_ERROR, "--prometheus-token-file %s: %s", path,
-		    strerror(errno));
+	if (mfd_tokens_read("--prometheus-token-file", path, &token, 1, &n) !=
+	    0)
 		return NULL;
-	}
-	while (n == 0 && fgets(line, sizeof(line), f) != NULL) {
-		n = strcspn(line, "\r\n");
-		assert(n < sizeof(line));
-		line[n] = '\0';
-	}
-	fclose(f);
-	if (n == 0) {
-		mfd_log(MFD_ERROR, "--prometheus-token-file %s: holds no token",
-		    path);
-		return NULL;
-	}
-	n += sizeof("Authorization: Bearer ");
+	n = strlen(token) + sizeof("Authorization: Bearer ");
 	if ((h = malloc(n)) != NULL)
-		snprintf(h, n, "Authorization: Bearer %s", line);
+		snprintf(h, n, "Authorization: Bearer %s", token);
+	mfd_tokens_free(&token, 1);
 	return h;
 }
 

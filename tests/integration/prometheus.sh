@@ -107,6 +107,10 @@ flag_error "--prometheus-token-file without --prometheus is refused" \
 flag_error "an empty --prometheus-token-file is refused" \
     "holds no token" --store "$tmp/n.db" --prometheus http://127.0.0.1:9 \
     --prometheus-token-file /dev/null
+printf 'first\nsecond\n' >"$tmp/two-tokens"
+flag_error "a --prometheus-token-file of two tokens is refused" \
+    "$tmp/two-tokens: more than 1 token" --store "$tmp/n.db" \
+    --prometheus http://127.0.0.1:9 --prometheus-token-file "$tmp/two-tokens"
 frc=0
 "$daemon_bin" -n -f catalog/gpus.yaml -m catalog/models --store "$tmp/n.db" \
     --prometheus http://127.0.0.1:9/ --prometheus-window 3600 \
