@@ -479,6 +479,31 @@ settings(long *period, long *finish_after)
 	mf_cat_unref(cat);
 }
 
+/*
+ * A run is kept once finishAfter has passed since its last sample and
+ * while that sample is still within the window, and the reader looks once
+ * a period: a window that leaves less than a period (and a step) after
+ * finishAfter lets runs leave it unseen.  Said once for each such pair of
+ * settings.
+ */
+static void
+check_window(long period, long finish_after, long step)
+{
+	static long said_finish = -1, said_period = -1;
+
+	if (finish_after + period + step < (long)window) {
+		said_finish = said_period = -1;
+		return;
+	}
+	if (said_finish == finish_after && said_period == period)
+		return;
+	said_finish = finish_after;
+	said_period = period;
+	mfd_log(MFD_WARN,
+	    "prometheus: observations.finishAfter (%ld s) and refreshSeconds (%ld s) leave no time within --prometheus-window (%u s): a run can leave the window before it is seen over, and is not kept",
+	    finish_after, period, window);
+}
+
 /* One period's read: the three queries, then the runs. */
 static void
 read_once(CURL *e, long period, long finish_after)
@@ -490,6 +515,7 @@ read_once(CURL *e, long period, long finish_after)
 	int q;
 
 	step = step < 1 ? 1 : step > STEP_MAX_SECONDS ? STEP_MAX_SECONDS : step;
+	check_window(period, finish_after, step);
 	for (q = 0; q < Q_COUNT && !atomic_load(&stop); q++)
 		if (ask(e, (enum query)q, step, &list[q], &n[q], why,
 		        sizeof(why)) != 0)

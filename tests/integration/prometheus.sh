@@ -29,7 +29,8 @@
 #     nothing is kept; the query carries --prometheus-token-file's bearer
 #     token, and over https --prometheus-ca's certificate is trusted and
 #     without it refused;
-#   - the flags are checked by memfloord -n.
+#   - the flags are checked by memfloord -n; a --prometheus-window that
+#     leaves no period after observations.finishAfter is logged.
 # Every process it started is stopped on exit; each memfloord must stop
 # cleanly (exit 0).  It never skips: no Prometheus is a failure.
 #
@@ -388,6 +389,19 @@ outage() {
 	is "$oname: memfloord stops cleanly" "$orc" 0
 }
 outage down "http://127.0.0.1:$(free_port)"
+is "down: the default window leaves time after finishAfter, nothing said" \
+    "$(grep -c 'leave no time within' "$tmp/down.log" || true)" 0
+# The shipped catalogue's finishAfter (300 s, its default) and a window of
+# no more: runs can leave it unseen, and the log says so.
+serve "$tmp/narrow.log" -f catalog/gpus.yaml --store "$tmp/narrow.db" \
+    --prometheus "http://127.0.0.1:$(free_port)" --prometheus-window 300
+procs="$pid $procs"
+wait_log "$tmp/narrow.log" 'leave no time within --prometheus-window' || true
+is "a window of finishAfter alone is said to leave runs unseen" \
+    "$(grep -c 'finishAfter (300 s) and refreshSeconds (10 s) leave no time within --prometheus-window (300 s)' "$tmp/narrow.log" || true)" \
+    1
+kill "$pid"
+wait "$pid" 2>/dev/null || true
 printf 'prom-secret-token\n\n' >"$tmp/prom-token"
 outage garbage "http://127.0.0.1:$eport" \
     --prometheus-token-file "$tmp/prom-token"
