@@ -197,6 +197,23 @@ store_said(enum mf_rc rc, const char *what, const char *text)
 		mfd_log(MFD_ERROR, "observations (%s): %s", what, text);
 }
 
+/* Whether the store holds more observations than the summaries read:
+ * said when it starts to and when it no longer does. */
+static void
+said_full(int full)
+{
+	static int was;
+
+	if (full && !was)
+		mfd_log(MFD_WARN,
+		    "observations: the store holds more than %d; the summaries are made of the first %d by fingerprint, and the jobs past them are admitted on their estimates",
+		    SUMMARY_ROWS, SUMMARY_ROWS);
+	else if (!full && was)
+		mfd_log(MFD_INFO,
+		    "observations: the summaries are made of every observation again");
+	was = full;
+}
+
 /* Rebuild the summaries from the store and put them in service; a store
  * that fails keeps those in service (logged, an outage once). */
 static void
@@ -215,6 +232,7 @@ sums_refresh(const char *why)
 		return;
 	}
 	store_said(MF_OK, why, NULL);
+	said_full(n == SUMMARY_ROWS);
 	m = sums_of(list, n);
 	free(list);
 	if (m != NULL) {

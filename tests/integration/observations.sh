@@ -416,6 +416,25 @@ print(bool(m and n and abs(float(m.group(1)) - med) < 1e-4 and n.group(1) == "2"
 stop_all "$pid"
 pid=""
 
+# --- more observations than the summaries read ------------------------------
+# A store of 100,001 observations (written straight into the file): the
+# summaries are made of the first 100,000, and the log says so.
+"$daemon_bin" -n -f catalog/gpus.yaml -m catalog/models \
+    --store "$tmp/full.db" >/dev/null 2>&1
+python3 -c 'import sqlite3, sys
+c = sqlite3.connect(sys.argv[1])
+c.executemany("INSERT INTO observations (fingerprint, card, count, "
+    "peak_reserved, source, created_at) VALUES (?, ?, 1, 1073741824, "
+    "?, 0)", (("%032x" % i, "H100-80GB", "torch") for i in range(100001)))
+c.commit()' "$tmp/full.db"
+serve "$tmp/full.log" --store "$tmp/full.db"
+full_pid=$pid
+wait_log "$tmp/full.log" 'the store holds more than 100000' 1 100 || true
+is "a store past the summaries' 100,000 observations: the log says so" \
+    "$(grep -c 'the store holds more than 100000; the summaries are made of the first 100000' "$tmp/full.log" || true)" \
+    1
+stop_all "$full_pid"
+
 # --- a token file memfloord cannot take whole stops it ----------------------
 # token_refused NAME FILE WORDS: memfloord -n with FILE exits non-zero and
 # says WORDS.
