@@ -224,11 +224,15 @@ enum mf_rc mfd_state_reload(const char *why);
 /* Watch the catalogue's directory and reload on change. */
 int mfd_state_watch(void);
 
+/* The most paths one mfd_watch watches. */
+#define MFD_WATCH_MAX 4
 /*
- * Watch the directories of paths (a ConfigMap or Secret volume swaps a
- * symlink there; editors rename over the file) and call settled(arg) on
- * a thread of its own once a burst of changes has settled.  -1 when the
- * directories cannot be watched.
+ * Watch the directories of paths (n of them, at most MFD_WATCH_MAX: a
+ * ConfigMap or Secret volume swaps a symlink there; editors rename over
+ * the file) and call settled(arg) on a thread of its own once a burst of
+ * changes has settled, and once a second while a directory is not there
+ * (removed, to be made again).  -1 when the directories cannot be watched
+ * at the start.
  */
 int mfd_watch(const char *const *paths, size_t n, void (*settled)(void *),
     void *arg);

@@ -8,15 +8,23 @@
  * is watched.  Events come in bursts: wait until the directory has been
  * quiet for a moment (or busy for a second), then call back once; the
  * caller looks at its files to see whether they changed.
+ *
+ * A watch is on the directory's inode, which may go: removed and made
+ * again, or, where the directory is itself a symlink (a ConfigMap key
+ * mounted at a path with a directory in it), left behind when the volume
+ * moves on.  So after every call back each directory is watched again by
+ * its path, and one that is not there is looked for once a second until
+ * it is, with a call back each time.
  */
+#include <assert.h>
 #include <errno.h>
 #include <limits.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
-#include <sys/select.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -25,9 +33,16 @@
 
 #define QUIET_MS 100
 #define BUSY_MS 1000
+#define ABSENT_MS 1000
+#define MASK \
+	(IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE | IN_DELETE | IN_ATTRIB | \
+	    IN_DELETE_SELF | IN_MOVE_SELF)
 
 struct watch {
 	int fd;
+	size_t n;
+	char dir[MFD_WATCH_MAX][PATH_MAX];
+	int wd[MFD_WATCH_MAX]; /* -1: its directory is not watched */
 	void (*settled)(void *);
 	void *arg;
 };
@@ -35,36 +50,58 @@ struct watch {
 static int
 wait_readable(int fd, int ms)
 {
-	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
-	fd_set set;
+	struct pollfd p = { fd, POLLIN, 0 };
 
-	FD_ZERO(&set);
-	FD_SET(fd, &set);
-	return pselect(fd + 1, &set, NULL, NULL, ms < 0 ? NULL : &ts, NULL);
+	return poll(&p, 1, ms);
+}
+
+/* Watch every directory by its path again (the inode there now): 1 when
+ * each is watched, 0 when one is not there. */
+static int
+arm(struct watch *w)
+{
+	int all = 1;
+
+	assert(w->n <= MFD_WATCH_MAX);
+	for (size_t i = 0; i < w->n; i++) {
+		int wd = inotify_add_watch(w->fd, w->dir[i], MASK);
+
+		if (w->wd[i] >= 0 && w->wd[i] != wd)
+			inotify_rm_watch(w->fd, w->wd[i]);
+		w->wd[i] = wd;
+		all &= wd >= 0;
+	}
+	return all;
 }
 
 static void *
 watch_loop(void *arg)
 {
-	struct watch w = *(struct watch *)arg;
+	struct watch *w = arg;
 	char events[4096]
 	    __attribute__((aligned(__alignof__(struct inotify_event))));
 	long long t0;
+	int r;
 
-	free(arg);
 	for (;;) {
-		if (wait_readable(w.fd, -1) < 0 && errno != EINTR)
+		r = wait_readable(w->fd, arm(w) ? -1 : ABSENT_MS);
+		if (r < 0 && errno != EINTR)
 			break;
 		/* Drain the burst, but call back at least every BUSY_MS while
 		 * a writer keeps the directory busy. */
 		t0 = mfd_now_ms();
 		while (mfd_now_ms() - t0 < BUSY_MS &&
-		    wait_readable(w.fd, QUIET_MS) > 0)
-			if (read(w.fd, events, sizeof(events)) < 0 &&
+		    wait_readable(w->fd, QUIET_MS) > 0)
+			if (read(w->fd, events, sizeof(events)) < 0 &&
 			    errno != EINTR && errno != EAGAIN)
-				return NULL;
-		w.settled(w.arg);
+				goto out;
+		w->settled(w->arg);
 	}
+out:
+	mfd_log(MFD_ERROR, "watching %s: %s; changes are read on SIGHUP only",
+	    w->dir[0], strerror(errno));
+	close(w->fd);
+	free(w);
 	return NULL;
 }
 
@@ -88,38 +125,31 @@ int
 mfd_watch(const char *const *paths, size_t n, void (*settled)(void *),
     void *arg)
 {
-	char dir[PATH_MAX];
 	struct watch *w;
 	pthread_t t;
-	int fd;
 
-	fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
-	if (fd < 0)
+	assert(n <= MFD_WATCH_MAX);
+	if (n > MFD_WATCH_MAX || (w = calloc(1, sizeof(*w))) == NULL)
 		return -1;
-	for (size_t i = 0; i < n; i++) {
-		dir_of(paths[i], dir, sizeof(dir));
-		if (inotify_add_watch(fd, dir,
-		        IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE | IN_DELETE |
-		            IN_ATTRIB) < 0)
-			goto fail;
-		mfd_log(MFD_DEBUG, "watching %s for changes to %s", dir,
-		    paths[i]);
-	}
-	w = malloc(sizeof(*w));
-	if (w == NULL)
-		goto fail;
-	w->fd = fd;
+	w->fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+	w->n = n;
 	w->settled = settled;
 	w->arg = arg;
-	if (pthread_create(&t, NULL, watch_loop, w) != 0) {
+	for (size_t i = 0; i < n; i++) {
+		dir_of(paths[i], w->dir[i], sizeof(w->dir[i]));
+		w->wd[i] = -1;
+		mfd_log(MFD_DEBUG, "watching %s for changes to %s", w->dir[i],
+		    paths[i]);
+	}
+	if (w->fd < 0 || !arm(w) ||
+	    pthread_create(&t, NULL, watch_loop, w) != 0) {
+		if (w->fd >= 0)
+			close(w->fd);
 		free(w);
-		goto fail;
+		return -1;
 	}
 	pthread_detach(t);
 	return 0;
-fail:
-	close(fd);
-	return -1;
 }
 
 int

@@ -242,6 +242,44 @@ has_line "a port in use: the address, why, and how to choose another" \
     "$tmp/busy.log"
 stop
 
+# --- a catalogue in a directory that is a symlink, or is made again ------------------
+# A ConfigMap key mounted at a path with a directory in it: the directory
+# is a symlink the volume moves on at each update, and the one it left is
+# removed; then the directory removed and made again.  Every update is
+# loaded.
+mkdir "$tmp/v1"
+cp catalog/gpus.yaml "$tmp/v1/gpus.yaml"
+ln -s v1 "$tmp/conf"
+: >"$tmp/swap.log"
+"$daemon_bin" -d -l 127.0.0.1:0 -f "$tmp/conf/gpus.yaml" >"$tmp/swap.log" 2>&1 &
+pid=$!
+wait_log "$tmp/swap.log" 'listening on ' || true
+# update N: the catalogue in vN, conf moved onto it, v(N-1) removed.
+update() {
+	mkdir "$tmp/v$1"
+	cp catalog/gpus.yaml "$tmp/v$1/gpus.yaml"
+	ln -s "v$1" "$tmp/conf.new"
+	mv -T "$tmp/conf.new" "$tmp/conf"
+	rm -rf "$tmp/v$(($1 - 1))"
+}
+update 2
+wait_log "$tmp/swap.log" 'reloaded \(file changed\): version 2' || true
+update 3
+wait_log "$tmp/swap.log" 'reloaded \(file changed\): version 3' || true
+has_line "a directory symlink moved on twice: both loaded" \
+    "reloaded \(file changed\): version 3, $ncards GPUs" "$tmp/swap.log"
+rm "$tmp/conf"
+rm -rf "$tmp/v3"
+wait_log "$tmp/swap.log" 'was removed' || true
+sleep 1.5
+mkdir "$tmp/v4"
+cp catalog/gpus.yaml "$tmp/v4/gpus.yaml"
+ln -s v4 "$tmp/conf"
+wait_log "$tmp/swap.log" 'reloaded \(file changed\): version 4' || true
+has_line "the directory removed and made again: loaded" \
+    "reloaded \(file changed\): version 4, $ncards GPUs" "$tmp/swap.log"
+stop
+
 # --- make run LISTEN=... --------------------------------------------------------------
 # The daemon this test runs, through make run, on a port of its choosing.
 bdir=$(dirname "$daemon_bin")
