@@ -35,13 +35,14 @@ struct mfd_conn {
 	int fd;
 	long long deadline; /* ms on the monotonic clock; 0: none (suspended) */
 	int in_request;
+	int served; /* a request was answered: the next runs from its line */
 	int expired;
 	char addr[INET6_ADDRSTRLEN + 8];
 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t wake = PTHREAD_COND_INITIALIZER;
-static struct mfd_conn head = { &head, &head, -1, 0, 0, 0, "" };
+static struct mfd_conn head = { &head, &head, -1, 0, 0, 0, 0, "" };
 static long long request_ms, idle_ms;
 static pthread_t ticker;
 static int running, stopping;
@@ -212,15 +213,20 @@ set_deadline(struct mfd_conn *c, int in, long long t, int earliest)
 void
 mfd_guard_begin(struct mfd_conn *c)
 {
-	/* The first request's time runs from the connection's start. */
-	set_deadline(c, 1, mfd_now_ms() + request_ms, 1);
+	/* The first request's time runs from the connection's start, a
+	 * later one's from its request line (not from the idle deadline
+	 * before it).  served is the connection's thread's alone. */
+	set_deadline(c, 1, mfd_now_ms() + request_ms, c != NULL && !c->served);
 }
 
 void
 mfd_guard_end(struct mfd_conn *c, int answered)
 {
-	if (answered)
-		set_deadline(c, 0, mfd_now_ms() + idle_ms, 0);
+	if (!answered)
+		return;
+	if (c != NULL)
+		c->served = 1;
+	set_deadline(c, 0, mfd_now_ms() + idle_ms, 0);
 }
 
 void
