@@ -419,7 +419,8 @@ mfd_log_request(const char *method, const char *path, int status, long usec,
 	body = t.p;
 	add_str(&t,
 	    j ? "\"msg\":\"request\",\"method\":\"" : "request method=");
-	add_str(&t, method);
+	/* Any token libmicrohttpd takes as a method (quotes, controls). */
+	add_escaped(&t, method, 64);
 	add_str(&t, j ? "\",\"path\":\"" : " path=\"");
 	add_escaped(&t, path, 500);
 	add_str(&t, j ? "\",\"status\":" : "\" status=");
