@@ -812,7 +812,7 @@ on_request(void *cls, struct MHD_Connection *c, const char *url,
 	if (r->early != 0)
 		return send_error(c, r, r->early, NULL,
 		    early_message(r->early));
-	if (takes_body(r->route, r->method) && r->body.data == NULL)
+	if (takes_body(r->route, r->method) && r->body.len == 0)
 		return send_error(c, r, MHD_HTTP_BAD_REQUEST, NULL,
 		    "the body is empty");
 	if (r->route->phased)
