@@ -346,8 +346,14 @@ struct MHD_Connection;
 /* c's headers into h, in one pass over them. */
 void mfd_headers_read(struct MHD_Connection *c, struct mfd_headers *h);
 
-/* Accept (NULL: none): text/plain, YAML or JSON, whichever is listed
- * first; JSON by default. */
+/*
+ * Accept (NULL: none): JSON, YAML or text/plain, whichever the header
+ * gives the highest q (RFC 9110 12.5.1: a type's q is that of the range
+ * that names it most closely, the ranges of a kind and of any type
+ * included; 0 refuses it),
+ * of equal ones the one listed first; JSON when none is acceptable, or by
+ * default.
+ */
 enum mf_output mfd_negotiate(const char *accept);
 /* The body's format from Content-Type (NULL: sniffed); -1 for a type
  * refused (415), as is any but JSON when json_only. */

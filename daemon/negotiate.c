@@ -54,47 +54,91 @@ mfd_headers_read(struct MHD_Connection *c, struct mfd_headers *h)
 		    (size_t)strtoull(h->v[MFD_H_CONTENT_LENGTH], NULL, 10);
 }
 
-/* Where in list (lower-cased) the media type t appears whole; -1 if not. */
-static long
-media_pos(const char *list, const char *t)
-{
-	size_t n = strlen(t);
+/* The answer's forms, by the media types that ask for them, in the order
+ * a tie within one range goes: JSON for any type, the table for any text
+ * type. */
+static const struct {
+	const char *type;
+	enum mf_output out;
+} forms[] = { { "application/json", MF_OUT_JSON },
+	{ "application/yaml", MF_OUT_YAML },
+	{ "application/x-yaml", MF_OUT_YAML }, { "text/plain", MF_OUT_TEXT },
+	{ "text/yaml", MF_OUT_YAML } };
+#define NFORMS (sizeof(forms) / sizeof(forms[0]))
 
-	for (const char *p = list; (p = strstr(p, t)) != NULL; p += n)
-		if ((p == list || strchr(" ,", p[-1])) &&
-		    strchr(" ,;", p[n]) != NULL)
-			return p - list;
-	return -1;
+/* How closely the media range r[0..n) names type: 3 the type itself, 2
+ * any type of its kind (text/ and a star), 1 any type (star/star), 0 not
+ * at all. */
+static int
+match(const char *r, size_t n, const char *type)
+{
+	size_t kind = strcspn(type, "/");
+
+	if (n == strlen(type) && strncasecmp(r, type, n) == 0)
+		return 3;
+	if (n == kind + 2 && strncasecmp(r, type, kind + 1) == 0 &&
+	    r[kind + 1] == '*')
+		return 2;
+	return n == 3 && strncmp(r, "*/*", 3) == 0 ? 1 : 0;
+}
+
+/* The q of the element at e (to its comma): 1 unless a q parameter says
+ * otherwise, 0 for one that does not read as a number. */
+static double
+q_of(const char *e, const char *end)
+{
+	for (const char *p = e; (p = memchr(p, ';', (size_t)(end - p))) != NULL;
+	     p++) {
+		char *stop;
+		double q;
+
+		p += strspn(p + 1, " \t") + 1;
+		if (end - p < 2 || tolower((unsigned char)p[0]) != 'q' ||
+		    p[1] != '=')
+			continue;
+		q = strtod(p + 2, &stop);
+		return stop == p + 2 || !(q >= 0 && q <= 1) ? 0 : q;
+	}
+	return 1;
 }
 
 enum mf_output
 mfd_negotiate(const char *h)
 {
-	static const struct {
-		const char *type;
-		enum mf_output out;
-	} types[] = { { "text/plain", MF_OUT_TEXT },
-		{ "application/yaml", MF_OUT_YAML },
-		{ "application/x-yaml", MF_OUT_YAML },
-		{ "text/yaml", MF_OUT_YAML },
-		{ "application/json", MF_OUT_JSON } };
+	double q[NFORMS] = { 0 };
+	int how[NFORMS] = { 0 };
+	size_t at[NFORMS] = { 0 }, bat = 0, k = 0;
+	double bq = 0;
 	enum mf_output out = MF_OUT_JSON;
-	long best = -1, pos;
-	char accept[256];
-	size_t i;
 
 	if (h == NULL)
-		return out;
-	for (i = 0; h[i] != '\0' && i < sizeof(accept) - 1; i++)
-		accept[i] = (char)tolower((unsigned char)h[i]);
-	accept[i] = '\0';
-	for (i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
-		pos = media_pos(accept, types[i].type);
-		if (pos >= 0 && (best < 0 || pos < best)) {
-			best = pos;
-			out = types[i].out;
+		return MF_OUT_JSON;
+	/* Each form takes the q of the range that names it most closely,
+	 * and that range's place in the list. */
+	for (const char *e = h; *e != '\0'; k++) {
+		const char *end = e + strcspn(e, ",");
+		size_t n;
+
+		e += strspn(e, " \t");
+		n = strcspn(e, " \t;,");
+		for (size_t i = 0; i < NFORMS; i++) {
+			int m = match(e, n, forms[i].type);
+
+			if (m > how[i]) {
+				how[i] = m;
+				q[i] = q_of(e, end);
+				at[i] = k;
+			}
 		}
+		e = *end == ',' ? end + 1 : end;
 	}
+	/* The highest q; of equal ones, the one listed first. */
+	for (size_t i = 0; i < NFORMS; i++)
+		if (q[i] > bq || (q[i] == bq && q[i] > 0 && at[i] < bat)) {
+			bq = q[i];
+			bat = at[i];
+			out = forms[i].out;
+		}
 	return out;
 }
 
