@@ -13,7 +13,6 @@
 #include <string.h>
 
 #include "../admission/base/buf.h"
-#include "../admission/base/file.h"
 #include "../admission/base/jw.h"
 #include "../admission/base/str.h"
 #include "../admission/place/place.h"
