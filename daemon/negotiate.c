@@ -87,12 +87,14 @@ match(const char *r, size_t n, const char *type)
 static double
 q_of(const char *e, const char *end)
 {
-	for (const char *p = e; (p = memchr(p, ';', (size_t)(end - p))) != NULL;
-	     p++) {
+	const char *p = e;
+
+	while ((p = memchr(p, ';', (size_t)(end - p))) != NULL) {
 		char *stop;
 		double q;
 
-		p += strspn(p + 1, " \t") + 1;
+		/* Past the ';' and its blanks: at most at end, the comma. */
+		p += 1 + strspn(p + 1, " \t");
 		if (end - p < 2 || tolower((unsigned char)p[0]) != 'q' ||
 		    p[1] != '=')
 			continue;

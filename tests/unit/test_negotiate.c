@@ -42,6 +42,11 @@ test_negotiate_forms(void **state)
 		/* A browser's: nothing of ours but the any-range. */
 		{ "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8",
 		    MF_OUT_JSON },
+		/* A parameter list that ends at its ';' (found by fuzzing:
+		 * read past the header). */
+		{ "application/yaml;", MF_OUT_YAML },
+		{ "text/html, */*; ", MF_OUT_JSON },
+		{ "application/yaml; q", MF_OUT_YAML },
 		/* Nothing acceptable, or a q that is not a number. */
 		{ "application/json;q=0", MF_OUT_JSON },
 		{ "application/yaml;q=x", MF_OUT_JSON },
