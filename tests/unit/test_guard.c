@@ -39,20 +39,39 @@ cut(int client)
 	return recv(client, &c, 1, MSG_DONTWAIT) == 0;
 }
 
-static void
-test_guard_later_request_runs_from_its_line(void **state)
+/* A connection on a new socket pair (sv[0] the daemon's end) under a
+ * guard just started, its first request answered. */
+static struct mfd_conn *
+answered(int sv[2])
 {
 	struct sockaddr_storage peer = { .ss_family = AF_UNIX };
 	struct mfd_conn *c;
-	int sv[2];
 
-	(void)state;
 	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
 	assert_int_equal(mfd_guard_start(REQUEST_S, IDLE_S, 1 << 20), 0);
 	c = mfd_guard_open(sv[0], (struct sockaddr *)&peer);
 	assert_non_null(c);
 	mfd_guard_begin(c);
 	mfd_guard_end(c, 1);
+	return c;
+}
+
+static void
+done(struct mfd_conn *c, int sv[2])
+{
+	mfd_guard_close(c);
+	mfd_guard_stop();
+	close(sv[0]);
+	close(sv[1]);
+}
+
+static void
+test_guard_later_request_runs_from_its_line(void **state)
+{
+	int sv[2];
+	struct mfd_conn *c = answered(sv);
+
+	(void)state;
 	/* The next request line just before the idle deadline: it has
 	 * REQUEST_S from here, well past the idle deadline. */
 	sleep_ms(IDLE_S * 1000 - 200);
@@ -61,32 +80,19 @@ test_guard_later_request_runs_from_its_line(void **state)
 	assert_false(cut(sv[1]));
 	sleep_ms(REQUEST_S * 1000);
 	assert_true(cut(sv[1]));
-	mfd_guard_close(c);
-	mfd_guard_stop();
-	close(sv[0]);
-	close(sv[1]);
+	done(c, sv);
 }
 
 static void
 test_guard_idle_connection_closed(void **state)
 {
-	struct sockaddr_storage peer = { .ss_family = AF_UNIX };
-	struct mfd_conn *c;
 	int sv[2];
+	struct mfd_conn *c = answered(sv);
 
 	(void)state;
-	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
-	assert_int_equal(mfd_guard_start(REQUEST_S, IDLE_S, 1 << 20), 0);
-	c = mfd_guard_open(sv[0], (struct sockaddr *)&peer);
-	assert_non_null(c);
-	mfd_guard_begin(c);
-	mfd_guard_end(c, 1);
 	sleep_ms(IDLE_S * 1000 + 600);
 	assert_true(cut(sv[1]));
-	mfd_guard_close(c);
-	mfd_guard_stop();
-	close(sv[0]);
-	close(sv[1]);
+	done(c, sv);
 }
 
 int
