@@ -54,17 +54,29 @@ mfd_headers_read(struct MHD_Connection *c, struct mfd_headers *h)
 		    (size_t)strtoull(h->v[MFD_H_CONTENT_LENGTH], NULL, 10);
 }
 
-/* The answer's forms, by the media types that ask for them, in the order
- * a tie within one range goes: JSON for any type, the table for any text
- * type. */
+/*
+ * The media types memfloord knows, one row each: the answer's form an
+ * Accept of it asks for (ANSWER_NONE: none), and the format of a body of
+ * it.  The answer forms are in the order a tie within one range goes:
+ * JSON for any type, the table for any text type.
+ */
+#define ANSWER_NONE (-1)
 static const struct {
 	const char *type;
-	enum mf_output out;
-} forms[] = { { "application/json", MF_OUT_JSON },
-	{ "application/yaml", MF_OUT_YAML },
-	{ "application/x-yaml", MF_OUT_YAML }, { "text/plain", MF_OUT_TEXT },
-	{ "text/yaml", MF_OUT_YAML } };
-#define NFORMS (sizeof(forms) / sizeof(forms[0]))
+	int out; /* enum mf_output, or ANSWER_NONE */
+	int fmt; /* enum mf_doc_format */
+} media[] = {
+	{ "application/json", MF_OUT_JSON, MF_DOC_JSON },
+	{ "application/yaml", MF_OUT_YAML, MF_DOC_YAML },
+	{ "application/x-yaml", MF_OUT_YAML, MF_DOC_YAML },
+	{ "text/plain", MF_OUT_TEXT, MF_DOC_AUTO },
+	{ "text/yaml", MF_OUT_YAML, MF_DOC_YAML },
+	{ "text/x-yaml", ANSWER_NONE, MF_DOC_YAML },
+	/* curl --data-binary sends this when told nothing else */
+	{ "application/x-www-form-urlencoded", ANSWER_NONE, MF_DOC_AUTO },
+	{ "application/octet-stream", ANSWER_NONE, MF_DOC_AUTO },
+};
+#define NMEDIA (sizeof(media) / sizeof(media[0]))
 
 /* How closely the media range r[0..n) names type: 3 the type itself, 2
  * any type of its kind (text/ and a star), 1 any type (star/star), 0 not
@@ -107,9 +119,9 @@ q_of(const char *e, const char *end)
 enum mf_output
 mfd_negotiate(const char *h)
 {
-	double q[NFORMS] = { 0 };
-	int how[NFORMS] = { 0 };
-	size_t at[NFORMS] = { 0 }, bat = 0, k = 0;
+	double q[NMEDIA] = { 0 };
+	int how[NMEDIA] = { 0 };
+	size_t at[NMEDIA] = { 0 }, bat = 0, k = 0;
 	double bq = 0;
 	enum mf_output out = MF_OUT_JSON;
 
@@ -123,8 +135,10 @@ mfd_negotiate(const char *h)
 
 		e += strspn(e, " \t");
 		n = strcspn(e, " \t;,");
-		for (size_t i = 0; i < NFORMS; i++) {
-			int m = match(e, n, forms[i].type);
+		for (size_t i = 0; i < NMEDIA; i++) {
+			int m = media[i].out == ANSWER_NONE ?
+			    0 :
+			    match(e, n, media[i].type);
 
 			if (m > how[i]) {
 				how[i] = m;
@@ -135,11 +149,11 @@ mfd_negotiate(const char *h)
 		e = *end == ',' ? end + 1 : end;
 	}
 	/* The highest q; of equal ones, the one listed first. */
-	for (size_t i = 0; i < NFORMS; i++)
+	for (size_t i = 0; i < NMEDIA; i++)
 		if (q[i] > bq || (q[i] == bq && q[i] > 0 && at[i] < bat)) {
 			bq = q[i];
 			bat = at[i];
-			out = forms[i].out;
+			out = (enum mf_output)media[i].out;
 		}
 	return out;
 }
@@ -147,32 +161,17 @@ mfd_negotiate(const char *h)
 int
 mfd_body_format(const char *ctype, int json_only)
 {
-	static const struct {
-		const char *type;
-		int fmt;
-	} types[] = {
-		{ "application/json", MF_DOC_JSON },
-		{ "application/yaml", MF_DOC_YAML },
-		{ "application/x-yaml", MF_DOC_YAML },
-		{ "text/yaml", MF_DOC_YAML },
-		{ "text/x-yaml", MF_DOC_YAML },
-		{ "text/plain", MF_DOC_AUTO },
-		/* curl --data-binary sends this when told nothing else */
-		{ "application/x-www-form-urlencoded", MF_DOC_AUTO },
-		{ "application/octet-stream", MF_DOC_AUTO },
-	};
 	size_t n;
 
 	if (ctype == NULL)
 		return MF_DOC_AUTO;
 	n = strcspn(ctype, "; \t");
-	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
-		if (strlen(types[i].type) != n ||
-		    strncasecmp(ctype, types[i].type, n) != 0)
+	for (size_t i = 0; i < NMEDIA; i++) {
+		if (match(ctype, n, media[i].type) != 3)
 			continue;
-		if (json_only && types[i].fmt != MF_DOC_JSON)
+		if (json_only && media[i].fmt != MF_DOC_JSON)
 			return -1;
-		return types[i].fmt;
+		return media[i].fmt;
 	}
 	return -1;
 }
