@@ -85,6 +85,19 @@ teardown(void **state)
 	return 0;
 }
 
+/* text's job, read as an admit reads it. */
+static struct mf_job
+job_of(const char *text, struct mf_doc **doc)
+{
+	struct mf_error err;
+	struct mf_job job;
+
+	if (mf_doc_parse(text, strlen(text), MF_DOC_YAML, doc, &err) != MF_OK ||
+	    mf_job_read(mf_doc_root(*doc), "", models, &job, &err) != MF_OK)
+		fail_msg("%s", MSG(&err));
+	return job;
+}
+
 /* The job placed with obs (NULL: none). */
 static struct mf_decision
 admit(const struct mf_observed *obs)
@@ -92,11 +105,8 @@ admit(const struct mf_observed *obs)
 	struct mf_decision d;
 	struct mf_error err;
 	struct mf_doc *doc;
-	struct mf_job job;
+	struct mf_job job = job_of(JOB, &doc);
 
-	if (mf_doc_parse(JOB, strlen(JOB), MF_DOC_YAML, &doc, &err) != MF_OK ||
-	    mf_job_read(mf_doc_root(doc), "", models, &job, &err) != MF_OK)
-		fail_msg("%s", MSG(&err));
 	job.observed = obs;
 	if (mf_place(&job, cat, &d, &err) != MF_OK)
 		fail_msg("%s", MSG(&err));
@@ -245,19 +255,6 @@ runs_on_one(const char *fp, struct mf_observed *out)
 	(void)fp;
 	out->n = o.n;
 	out->card[0] = o.card[0];
-}
-
-/* text's job, read as an admit reads it. */
-static struct mf_job
-job_of(const char *text, struct mf_doc **doc)
-{
-	struct mf_error err;
-	struct mf_job job;
-
-	if (mf_doc_parse(text, strlen(text), MF_DOC_YAML, doc, &err) != MF_OK ||
-	    mf_job_read(mf_doc_root(*doc), "", models, &job, &err) != MF_OK)
-		fail_msg("%s", MSG(&err));
-	return job;
 }
 
 /* The need of text's job on REF, alone. */
