@@ -72,16 +72,6 @@ observed_peak(const struct mf_observation *o)
 	return o->device_used > 0 ? o->device_used : -1;
 }
 
-static double
-observed_speed(const struct mf_observation *o)
-{
-	if (o->tokens_per_second > 0)
-		return o->tokens_per_second;
-	if (o->step_seconds > 0 && o->tokens_per_step > 0)
-		return o->tokens_per_step / o->step_seconds;
-	return -1;
-}
-
 /* What the model gives jc's job on count GPUs of card g: 0, or -1 when
  * the library refuses it. */
 static int
@@ -110,7 +100,7 @@ row_of(const struct mf_observation *o, struct job_cache *jc,
 {
 	const struct mf_gpu *g = mf_cat_find(cat, o->card);
 	int64_t peak = observed_peak(o);
-	double v = observed_speed(o);
+	double v = mf_obs_speed(o);
 
 	if (!jc->ok || g == NULL || peak <= 0 ||
 	    modelled(jc, cat, g, o->count) != 0)

@@ -88,18 +88,6 @@ cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* An observation's tokens/s: given, or a step's tokens over its
- * seconds; -1 when it has neither. */
-static double
-obs_speed(const struct mf_observation *o)
-{
-	if (o->tokens_per_second > 0)
-		return o->tokens_per_second;
-	if (o->step_seconds > 0 && o->tokens_per_step > 0)
-		return o->tokens_per_step / o->step_seconds;
-	return -1;
-}
-
 /* The summary of list[0..n), the observations of one fingerprint and
  * card; speeds is scratch for n figures. */
 static void
@@ -117,7 +105,7 @@ summarize(const struct mf_observation *list, size_t n, double *speeds,
 		const struct mf_observation *o = &list[i];
 		int64_t t =
 		    o->peak_reserved > 0 ? o->peak_reserved : o->peak_allocated;
-		double v = obs_speed(o);
+		double v = mf_obs_speed(o);
 
 		if (t > torch)
 			torch = t;

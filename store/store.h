@@ -72,6 +72,18 @@ struct mf_observation {
 	int64_t created_at; /* Unix seconds; set by mf_store_add */
 };
 
+/* The job's tokens a second that o measured: given, or a step's tokens
+ * over its seconds; -1 when it has neither. */
+static inline double
+mf_obs_speed(const struct mf_observation *o)
+{
+	if (o->tokens_per_second > 0)
+		return o->tokens_per_second;
+	if (o->step_seconds > 0 && o->tokens_per_step > 0)
+		return o->tokens_per_step / o->step_seconds;
+	return -1;
+}
+
 struct mf_store;
 
 /* Which database --store names: a URL of PostgreSQL's (its scheme
