@@ -3,7 +3,7 @@
  * "Seen"): every observation against what the library gives the job its
  * fingerprint's admission recorded (the job as placed), on the
  * observation's card and count, grouped by recipe (method, precision,
- * gradientCheckpointing) and card.  Worked out when asked (GET
+ * gradientCheckpointing, framework) and card.  Worked out when asked (GET
  * /v1/calibration, /metrics), never on an admission's path.
  */
 #include <math.h>
@@ -21,6 +21,7 @@
  * NAN when the run or the model has none). */
 struct row {
 	int method, precision, ckpt;
+	int framework;    /* the release (mf_framework_name), -1: none */
 	const char *card; /* the observation's */
 	double memory, speed;
 };
@@ -108,6 +109,7 @@ row_of(const struct mf_observation *o, struct job_cache *jc,
 	r->method = jc->job.work.method;
 	r->precision = jc->job.work.precision;
 	r->ckpt = jc->job.work.checkpointing;
+	r->framework = jc->job.framework_given ? jc->job.framework : -1;
 	r->card = o->card;
 	r->memory = (double)jc->need / (double)peak - 1;
 	r->speed = v > 0 && jc->tps > 0 ? jc->tps / v - 1 : NAN;
@@ -125,6 +127,8 @@ cmp_row(const void *a, const void *b)
 		return x->precision < y->precision ? -1 : 1;
 	if (x->ckpt != y->ckpt)
 		return x->ckpt < y->ckpt ? -1 : 1;
+	if (x->framework != y->framework)
+		return x->framework < y->framework ? -1 : 1;
 	return strcmp(x->card, y->card);
 }
 
@@ -132,7 +136,8 @@ static int
 same_group(const struct row *a, const struct row *b)
 {
 	return a->method == b->method && a->precision == b->precision &&
-	    a->ckpt == b->ckpt && strcmp(a->card, b->card) == 0;
+	    a->ckpt == b->ckpt && a->framework == b->framework &&
+	    strcmp(a->card, b->card) == 0;
 }
 
 static int
@@ -168,6 +173,7 @@ group_of(const struct row *r, size_t n, double *scratch,
 	g->precision = mf_workload_enum_name("precision", r[0].precision);
 	g->checkpointing =
 	    mf_workload_enum_name("gradientCheckpointing", r[0].ckpt);
+	g->framework = mf_framework_name(r[0].framework);
 	mf_copy(g->card, sizeof(g->card), r[0].card);
 	g->count = (int64_t)n;
 	for (size_t i = 0; i < n; i++)

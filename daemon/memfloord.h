@@ -163,6 +163,7 @@ struct mfd_calib_group {
 	const char *method; /* the manifest's names; static strings */
 	const char *precision;
 	const char *checkpointing;
+	const char *framework; /* NULL: the jobs named none */
 	char card[128];
 	int64_t count;                  /* observations */
 	struct mfd_calib_figure memory; /* the estimate a GPU, the peak */

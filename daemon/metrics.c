@@ -255,6 +255,7 @@ calib_labels(struct mf_buf *b, const char *kind,
 	label(b, "method", g->method);
 	label(b, "precision", g->precision);
 	label(b, "gradient_checkpointing", g->checkpointing);
+	label(b, "framework", g->framework);
 }
 
 static void

@@ -765,6 +765,7 @@ write_calib_group(struct mf_jw *w, const struct mfd_calib_group *g)
 	mf_jw_str(w, "precision", g->precision ? g->precision : "");
 	mf_jw_str(w, "gradientCheckpointing",
 	    g->checkpointing ? g->checkpointing : "");
+	mf_jw_str(w, "framework", g->framework);
 	mf_jw_str(w, "card", g->card);
 	mf_jw_int(w, "count", g->count);
 	write_calib_figure(w, "memory", &g->memory);

@@ -799,6 +799,7 @@ function renderCalibration(r) {
   el("td", { text: g.method || "—" }),
   el("td", { text: g.precision || "—" }),
   el("td", { text: g.gradientCheckpointing || "—" }),
+  el("td", { text: g.framework || "—" }),
   el("th", { scope: "row", text: g.card }),
   el("td", { class: "n" }, figure("calibration-count", g.count, whole(g.count))),
   calibCell("calibration-memory-median", g.memory, "median"),
@@ -806,7 +807,7 @@ function renderCalibration(r) {
   calibCell("calibration-speed-median", g.speed, "median"),
   calibCell("calibration-speed-worst", g.speed, "worst")));
   box.replaceChildren(table({ caption: "Estimator error by recipe and card",
-    cols: ["Method", "Precision", "Checkpointing", "Card", "Runs",
+    cols: ["Method", "Precision", "Checkpointing", "Framework", "Card", "Runs",
       "Memory median", "Memory worst", "Speed median", "Speed worst"] }, rows));
 }
 

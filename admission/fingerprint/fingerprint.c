@@ -9,6 +9,7 @@
 #include "../base/buf.h"
 #include "../doc/doc.h"
 #include "../fix/fix.h"
+#include "../manifest/manifest.h"
 #include "../model/quant.h"
 
 /* The version of the canonical text: a change to what it holds or how
@@ -209,6 +210,8 @@ mf_fp_write(struct mf_jw *w, const char *key, const struct mf_job *job,
 	write_rows(w, "workload", &work, work_rows,
 	    sizeof(work_rows) / sizeof(work_rows[0]));
 	mf_jw_close(w, '}');
+	mf_jw_str(w, "framework",
+	    job->framework_given ? mf_framework_name(job->framework) : NULL);
 	mf_jw_int(w, "count", count);
 	mf_jw_close(w, '}');
 }
@@ -415,6 +418,30 @@ read_model(const struct mf_node *m, struct mf_job *job, struct mf_error *err)
 	    sizeof(model_rows) / sizeof(model_rows[0]), err);
 }
 
+/* The framework the text names, if any (absent or null: none, as a
+ * text written before it was kept). */
+static enum mf_rc
+read_framework(const struct mf_node *root, struct mf_job *job,
+    struct mf_error *err)
+{
+	const struct mf_node *n = mf_node_get(root, "framework");
+	const char *name = NULL, *known;
+
+	if (n == NULL || n->type == MF_NODE_NULL)
+		return MF_OK;
+	if (mf_node_str(n, "framework", &name, err) != MF_OK)
+		return MF_EINVAL;
+	for (int v = 0; (known = mf_framework_name(v)) != NULL; v++)
+		if (strcmp(known, name) == 0) {
+			job->framework = v;
+			job->framework_given = 1;
+			return MF_OK;
+		}
+	return mf_error_set(err, MF_EINVAL, "framework", 0, 0,
+	    "the job as placed names a framework memfloor does not know: '%.64s'",
+	    name);
+}
+
 /* map's integer member key in [min, max]. */
 static enum mf_rc
 member_int(const struct mf_node *map, const char *key, int64_t min, int64_t max,
@@ -456,6 +483,8 @@ mf_fp_read(const char *text, size_t len, struct mf_job *job, int64_t *count,
 	if (rc == MF_OK)
 		rc = read_rows(mf_node_get(root, "workload"), &j.work,
 		    work_rows, sizeof(work_rows) / sizeof(work_rows[0]), err);
+	if (rc == MF_OK)
+		rc = read_framework(root, &j, err);
 	if (rc == MF_OK)
 		rc = member_int(root, "count", 1, INT64_MAX, &c, err);
 	mf_doc_free(doc);

@@ -36,8 +36,11 @@
  * The job as placed, canonically, into w under key (NULL at the top):
  * {"v", "model" (its shape, or null without one), "minMemory" (the floor,
  * only without a model), "workload" (job's workload with fixes applied
- * over count GPUs), "count"}.  job's model must be known unless
- * model_source is MF_MODEL_NONE.  A failure is left in w's buffer.
+ * over count GPUs), "framework" (the release its recipe came from, or
+ * null: a label for calibration's groups, not in the digest, since the
+ * workload holds what the framework set), "count"}.  job's model must
+ * be known unless model_source is MF_MODEL_NONE.  A failure is left in
+ * w's buffer.
  */
 void mf_fp_write(struct mf_jw *w, const char *key, const struct mf_job *job,
     unsigned fixes, int64_t count);
@@ -50,8 +53,9 @@ void mf_fp_job(const struct mf_job *job, unsigned fixes, int64_t count,
     char hex[MF_FP_HEX]);
 /*
  * The job as placed back from text[0..len), mf_fp_write's (version 1), into
- * *job (its model's shape, or its floor, and its workload, with fixes
- * already in it: place it with none) and *count.  What the text does not
+ * *job (its model's shape, or its floor, its workload, with fixes already
+ * in it: place it with none, and its framework, none where the text has
+ * none) and *count.  What the text does not
  * hold (name, duration, limits, allowed fixes) is left 0, and so is the
  * name of a quantized model's method (quant.method NULL: a label for
  * answers, which no arithmetic reads; its format and figures are read).

@@ -407,12 +407,37 @@ is "the metrics: the memory median and its count" \
 e = int(sys.argv[2])
 med = (e / (e + e // 5) - 1 + e / (e - e // 10) - 1) / 2
 t = open(sys.argv[1]).read()
-lab = "kind=\"memory\",card=\"%s\",method=\"lora\",precision=\"bf16\",gradient_checkpointing=\"true\"" % sys.argv[3]
+lab = "kind=\"memory\",card=\"%s\",method=\"lora\",precision=\"bf16\",gradient_checkpointing=\"true\",framework=\"\"" % sys.argv[3]
 m = re.search(r"^memfloor_calibration_error\{%s,stat=\"median\"\} (\S+)$" % re.escape(lab), t, re.M)
 n = re.search(r"^memfloor_calibration_observations\{%s\} (\S+)$" % re.escape(lab), t, re.M)
 print(bool(m and n and abs(float(m.group(1)) - med) < 1e-4 and n.group(1) == "2"))' \
         "$tmp/metrics" "$cest" "$ccard")" \
     True
+# The same recipe run by torchtune (its recipe fills the fields the
+# manifest leaves out, so another fingerprint): a group of its own, the
+# first's two runs still in theirs.
+sed 's/^    sequenceLength: 1024$/    framework: torchtune\n&/' "$tmp/calib.yaml" \
+    >"$tmp/calib-tt.yaml"
+curl -s -m 10 -o "$tmp/ans" -X POST --data-binary @"$tmp/calib-tt.yaml" \
+    "$base/v1/admit"
+is "the torchtune job: another fingerprint, the same card and count" \
+    "$(field fingerprint | grep -vc "^$cfp\$"), $(field placement.gpu), $(field placement.count)" \
+    "1, $ccard, $ccount"
+cfp=$(field fingerprint)
+cest=$(field need.perGpuBytes)
+calib_obs "$cest" "$cspeed"
+is "an observation of the torchtune job: 201" "$code" 201
+curl -s -m 10 -o "$tmp/calib" "$base/v1/calibration"
+is "two groups, by framework: none's two runs, torchtune's one" \
+    "$(python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+print(sorted((g["framework"] or "", g["method"], g["precision"],
+    g["gradientCheckpointing"], g["count"]) for g in d["groups"]))' "$tmp/calib")" \
+    "[('', 'lora', 'bf16', 'true', 2), ('torchtune', 'lora', 'bf16', 'true', 1)]"
+curl -s -m 10 "$base/metrics" >"$tmp/metrics"
+is "the metrics label each group with its framework" \
+    "$(grep -c '^memfloor_calibration_observations{kind="memory",card="'"$ccard"'",method="lora",precision="bf16",gradient_checkpointing="true",framework="\(torchtune\)\?"} ' "$tmp/metrics")" \
+    2
 stop_all "$pid"
 pid=""
 

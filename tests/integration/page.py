@@ -571,7 +571,8 @@ def calibration(pg):
     rows = pg.js("[...document.querySelectorAll('#calibration tbody tr')]"
                  ".map(r => [...r.cells].map(c => c.textContent))")
     want = [[g["method"] or "\u2014", g["precision"] or "\u2014",
-             g["gradientCheckpointing"] or "\u2014", g["card"],
+             g["gradientCheckpointing"] or "\u2014",
+             g["framework"] or "\u2014", g["card"],
              "{:,}".format(g["count"]),
              signed(g["memory"] and g["memory"]["median"]),
              signed(g["memory"] and g["memory"]["worst"]),

@@ -262,6 +262,81 @@ test_fingerprint_read_back(void **state)
 	mf_doc_free(doc);
 }
 
+/* A job's framework is in its record and read back from it, though not in
+ * its digest: a record without one (written before it was kept) reads as
+ * none, and one naming a framework memfloor does not know is refused. */
+static void
+test_fingerprint_read_back_framework(void **state)
+{
+	static const char framework_yaml[] =
+	    "apiVersion: memfloor.dev/v1\n"
+	    "kind: Job\n"
+	    "metadata:\n"
+	    "  name: tuned\n"
+	    "spec:\n"
+	    "  model:\n"
+	    "    name: meta-llama/Llama-3.1-8B\n"
+	    "  workload:\n"
+	    "    framework: torchtune@0.6\n"
+	    "    method: lora\n"
+	    "    sequenceLength: 2048\n"
+	    "  duration:\n"
+	    "    referenceHours: 12\n";
+	char a[MF_FP_HEX], b[MF_FP_HEX], *at;
+	struct mf_doc *doc = NULL;
+	struct mf_job job, back;
+	struct mf_error err;
+	struct mf_buf buf;
+	struct mf_jw w;
+	int64_t count = 0;
+
+	(void)state;
+	assert_int_equal(mf_doc_parse(framework_yaml, strlen(framework_yaml),
+	                     MF_DOC_AUTO, &doc, &err),
+	    MF_OK);
+	assert_int_equal(mf_job_read(mf_doc_root(doc), "", models, &job, &err),
+	    MF_OK);
+	mf_buf_init(&buf, 1 << 16);
+	mf_jw_init(&w, &buf);
+	mf_fp_write(&w, NULL, &job, 0, 1);
+	assert_int_equal(mf_jw_finish(&w), MF_OK);
+	assert_non_null(strstr(buf.data, "\"framework\":\"torchtune@0.6\""));
+	assert_int_equal(mf_fp_read(buf.data, buf.len, &back, &count, &err),
+	    MF_OK);
+	assert_true(back.framework_given);
+	assert_string_equal(mf_framework_name(back.framework), "torchtune@0.6");
+	mf_fp_job(&job, 0, 1, a);
+	mf_fp_job(&back, 0, count, b);
+	assert_string_equal(a, b);
+
+	/* Written before the framework was kept: none. */
+	at = strstr(buf.data, "\"framework\":\"torchtune@0.6\",");
+	assert_non_null(at);
+	memmove(at, at + strlen("\"framework\":\"torchtune@0.6\","),
+	    strlen(at + strlen("\"framework\":\"torchtune@0.6\",")) + 1);
+	assert_int_equal(mf_fp_read(buf.data, strlen(buf.data), &back, &count,
+	                     &err),
+	    MF_OK);
+	assert_false(back.framework_given);
+	mf_fp_job(&back, 0, count, b);
+	assert_string_equal(a, b);
+	mf_buf_free(&buf);
+
+	/* A name memfloor does not know. */
+	mf_buf_init(&buf, 1 << 16);
+	mf_jw_init(&w, &buf);
+	mf_fp_write(&w, NULL, &job, 0, 1);
+	assert_int_equal(mf_jw_finish(&w), MF_OK);
+	at = strstr(buf.data, "torchtune@0.6");
+	assert_non_null(at);
+	memcpy(at, "torchtune@9.9", strlen("torchtune@9.9"));
+	assert_int_equal(mf_fp_read(buf.data, buf.len, &back, &count, &err),
+	    MF_EINVAL);
+	assert_string_equal(err.field, "framework");
+	mf_buf_free(&buf);
+	mf_doc_free(doc);
+}
+
 static void
 hex(const unsigned char *sum, char *out)
 {
@@ -320,6 +395,7 @@ main(void)
 		cmocka_unit_test(test_fingerprint_fix_as_written),
 		cmocka_unit_test(test_fingerprint_canonical_text),
 		cmocka_unit_test(test_fingerprint_read_back),
+		cmocka_unit_test(test_fingerprint_read_back_framework),
 		cmocka_unit_test(test_fingerprint_sha256_vectors),
 		cmocka_unit_test(test_fingerprint_valid),
 	};
