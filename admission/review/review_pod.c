@@ -329,16 +329,54 @@ write_preferred(struct mf_jw *w, const char *key,
 	mf_jw_close(w, ']');
 }
 
-/* Into an existing list of preferred terms: one add at its end each. */
+/* Whether the expression e is "key op [value]". */
+static int
+expr_is(const struct mf_node *e, const char *key, const char *op,
+    const char *value)
+{
+	const struct mf_node *vals = mf_node_get(e, "values");
+
+	return streq(str_at(e, "key"), key) &&
+	    streq(str_at(e, "operator"), op) && seq_len(vals) == 1 &&
+	    streq(str_of(seq_at(vals, 0)), value);
+}
+
+/* Whether the list of preferred terms prefs already prefers the card as
+ * write_pref_term does (whatever its weight): a pod patched before, its
+ * Job updated while suspended (Kueue). */
+static int
+prefers(const struct mf_node *prefs, const struct mf_gpu *gpu)
+{
+	const struct mf_node *t, *exprs;
+	size_t i, k;
+
+	EACH(prefs, i, t)
+	{
+		exprs = mf_node_get(mf_node_get(t, "preference"),
+		    "matchExpressions");
+		if (seq_len(exprs) != gpu->nlabels)
+			continue;
+		for (k = 0; k < gpu->nlabels; k++)
+			if (!expr_is(seq_at(exprs, k), gpu->labels[k].key, "In",
+			        gpu->labels[k].value))
+				break;
+		if (k == gpu->nlabels)
+			return 1;
+	}
+	return 0;
+}
+
+/* Into an existing list of preferred terms, prefs: one add at its end
+ * each, but for cards it prefers already. */
 static void
 append_preferred(struct review *rv, const char *base,
-    const struct mf_gpu *const *cards, size_t n)
+    const struct mf_node *prefs, const struct mf_gpu *const *cards, size_t n)
 {
 	char at[192];
 
 	snprintf(at, sizeof(at), "%s/%s/-", base, PREFERRED);
 	for (size_t i = 0; i < n; i++) {
-		if (cards[i]->nlabels == 0)
+		if (cards[i]->nlabels == 0 || prefers(prefs, cards[i]))
 			continue;
 		mf_patch_begin(&rv->patch, "add", at, NULL);
 		write_pref_term(&rv->patch.w, "value", cards[i],
@@ -347,9 +385,24 @@ append_preferred(struct review *rv, const char *base,
 	}
 }
 
+/* Whether the list of expressions exprs holds the memory expression
+ * write_memory writes for gt. */
+static int
+has_memory(const struct mf_node *exprs, const char *gt)
+{
+	const struct mf_node *e;
+	size_t i;
+
+	EACH(exprs, i, e)
+	if (expr_is(e, GPU_MEMORY_LABEL, "Gt", gt))
+		return 1;
+	return 0;
+}
+
 /*
  * The memory expression ANDed into every required term the pod has (terms
- * are ORed, so each must carry it), or one term when it has none.
+ * are ORed, so each must carry it), or one term when it has none.  A term
+ * that has it already (a pod patched before) is left as it is.
  */
 static void
 merge_required(struct review *rv, const char *base, const struct mf_node *na,
@@ -387,6 +440,8 @@ merge_required(struct review *rv, const char *base, const struct mf_node *na,
 		if (!is_map(t))
 			continue; /* the API server refuses the pod anyway */
 		snprintf(term, sizeof(term), "%s/%zu/matchExpressions", at, i);
+		if (has_memory(mf_node_get(t, "matchExpressions"), gt))
+			continue;
 		if (is_seq(mf_node_get(t, "matchExpressions"))) {
 			mf_patch_begin(pt, "add", term, "-");
 			write_memory(&pt->w, "value", gt, 0);
@@ -435,7 +490,8 @@ patch_affinity(struct review *rv, int64_t floor,
 	    "/nodeAffinity");
 	merge_required(rv, base, na, gt);
 	if (is_seq(mf_node_get(na, PREFERRED))) {
-		append_preferred(rv, base, cards, n);
+		append_preferred(rv, base, mf_node_get(na, PREFERRED), cards,
+		    n);
 		return;
 	}
 	mf_patch_begin(pt, "add", base, PREFERRED);

@@ -1244,6 +1244,65 @@ test_review_memory_shapes(void **state)
 	json_decref(rv);
 }
 
+/*
+ * The sidecar Job as memfloor patched it (test_review_memory_terms_merged):
+ * reviewed again (its update while suspended, as Kueue makes it), nothing
+ * is added twice.  Cards it no longer prefers are added, at their weights;
+ * a memory expression of another value (the pod's own) is not memfloor's,
+ * and memfloor's is ANDed beside it.
+ */
+static void
+test_review_memory_patched_again(void **state)
+{
+	static const char *const products[] = { "NVIDIA-B200",
+		"NVIDIA-RTX-PRO-6000-Blackwell-Server-Edition", "NVIDIA-L40S",
+		"NVIDIA-H100-80GB-HBM3", "NVIDIA-RTX-A6000", "NVIDIA-H200",
+		"NVIDIA-A100-SXM4-40GB", "NVIDIA-A100-SXM4-80GB" };
+	json_t *rv = load(SIDECAR), *patch, *terms, *t, *pref;
+	size_t i, k;
+
+	(void)state;
+	terms = json_object_get(json_object_get(node_affinity(rv), REQ_KEY),
+	    "nodeSelectorTerms");
+	json_array_foreach (terms, i, t)
+		json_array_append_new(json_object_get(t, "matchExpressions"),
+		    mem_expr("40959"));
+	pref = json_array();
+	for (i = 0; i < 8; i++)
+		json_array_append_new(pref,
+		    pref_term(100 - 10 * (int)i, products[i]));
+	json_object_set_new(node_affinity(rv), PREF_KEY, pref);
+	patch = memory_patch(rv);
+	assert_int_equal(ops_under(patch, NODE_AFFINITY), 0);
+	json_decref(patch);
+	/* Three cards no longer preferred, and term 0's floor the pod's. */
+	for (i = 0; i < 3; i++)
+		json_array_remove(pref, json_array_size(pref) - 1);
+	json_array_set_new(json_object_get(json_array_get(terms, 0),
+	                       "matchExpressions"),
+	    json_array_size(
+	        json_object_get(json_array_get(terms, 0), "matchExpressions")) -
+	        1,
+	    mem_expr("1000"));
+	patch = memory_patch(rv);
+	assert_int_equal(ops_under(patch, PREFERRED "/-"), 3);
+	assert_int_equal(ops_under(patch, REQ), 1);
+	expect_op_value(patch, "add", REQ "/0/matchExpressions/-",
+	    mem_expr("40959"));
+	assert_int_equal(ops_under(patch, NODE_AFFINITY), 4);
+	k = 5;
+	json_array_foreach (patch, i, t)
+		if (strcmp(json_string_value(json_object_get(t, "path")),
+		        PREFERRED "/-") == 0) {
+			expect_pref(json_object_get(t, "value"),
+			    100 - 10 * (int)k, products[k]);
+			k++;
+		}
+	assert_int_equal(k, 8);
+	json_decref(patch);
+	json_decref(rv);
+}
+
 static int
 warned_excluded(json_t *rv, int memory)
 {
@@ -2075,6 +2134,7 @@ main(void)
 		cmocka_unit_test(test_review_memory_affinity_created),
 		cmocka_unit_test(test_review_memory_terms_merged),
 		cmocka_unit_test(test_review_memory_shapes),
+		cmocka_unit_test(test_review_memory_patched_again),
 		cmocka_unit_test(test_review_excluded_reported),
 		cmocka_unit_test(test_review_denied_too_big),
 		cmocka_unit_test(test_review_denied_with_fix),
