@@ -211,13 +211,19 @@ local function money(p)
 	return string.format("$%.4f per reference hour", p.costPerReferenceHour)
 end
 
--- Set gres, partition and constraint to the placement's.
+-- Set gres, nodes, partition and constraint to the placement's: the gres
+-- is a node's (memfloord's placement.slurm says so, and the nodes when
+-- the placement spans several).
 local function apply(options, p, d)
 	local keep = split_gres(options["gres"])
-	local gres = p.slurm.gres or ("gpu:" .. p.count)
+	local gres = p.slurm.gres
 	table.insert(keep, gres)
 	options["gres"] = table.concat(keep, ",")
 	local what = { "gres " .. gres }
+	if type(p.slurm.nodes) == "number" then
+		options["nodes"] = string.format("%d", p.slurm.nodes)
+		table.insert(what, "nodes " .. options["nodes"])
+	end
 	if p.slurm.partition ~= nil then
 		options["partition"] = p.slurm.partition
 		table.insert(what, "partition " .. p.slurm.partition)
@@ -235,12 +241,9 @@ local function apply(options, p, d)
 	    money(p), alt, table.concat(what, ", "), d.minMemory)
 end
 
--- Add memfloor:KEY=VALUE to the comment unless it has KEY.
+-- Add memfloor:KEY=VALUE to the comment.
 local function record(options, key, value)
 	local comment = options["comment"] or ""
-	if comment_words(comment)[key] ~= nil then
-		return
-	end
 	if comment ~= "" then
 		comment = comment .. " "
 	end
@@ -249,16 +252,22 @@ end
 
 -- Add memfloor:min-memory=QTY to the comment unless it has one.
 local function record_floor(options, qty)
-	record(options, "min-memory", qty)
+	if comment_words(options["comment"])["min-memory"] == nil then
+		record(options, "min-memory", qty)
+	end
 end
 
--- Add memfloor:fingerprint=HEX, the job as memfloor placed it (design
--- 23): what an epilog posts the job's measured peak under
+-- Put memfloor:fingerprint=HEX, the job as memfloor placed it (design
+-- 23), in the comment, in place of any there (a comment copied from an
+-- earlier job): what an epilog posts the job's measured peak under
 -- (docs/slurm.md).
 local function record_fingerprint(options, d)
 	local fp = d.fingerprint
 	if type(fp) == "string" and string.match(fp, "^%x+$") ~= nil
 	    and #fp == 32 then
+		local rest = string.gsub(options["comment"] or "",
+		    "%s*memfloor:fingerprint=[^%s,]*", "")
+		options["comment"] = string.match(rest, "^%s*(.-)$")
 		record(options, "fingerprint", fp)
 	end
 end
@@ -273,10 +282,14 @@ local units = { [""] = 1, k = 1e3, M = 1e6, G = 1e9, T = 1e12, P = 1e15,
 -- (71.9 GB fits 72 GB usable of 80G, but the floor is 75Gi); a card with
 -- at least the recorded memory holds the job either way.
 local function floor_to_record(d, p)
-	local n, unit = string.match(tostring(d.minMemory),
-	    "^(%d+%.?%d*)(%a*)$")
+	local text = tostring(d.minMemory)
+	local n, unit = string.match(text, "^(%d+%.?%d*)(%a*)$")
 	local bytes = n ~= nil and units[unit] ~= nil
 	    and tonumber(n) * units[unit] or nil
+	local m, exp = string.match(text, "^(%d+%.?%d*)[eE]([%+%-]?%d+)$")
+	if m ~= nil then
+		bytes = tonumber(m) * 10 ^ tonumber(exp)
+	end
 	if bytes ~= nil and (type(p.memoryBytes) ~= "number"
 	    or bytes <= p.memoryBytes) then
 		return d.minMemory

@@ -61,8 +61,10 @@ local units = {
 	Ei = 2 ^ 60,
 }
 
--- A Kubernetes byte quantity ("88Gi", "94.5G", "1e11") in bytes, or nil.
+-- A Kubernetes byte quantity ("88Gi", "94.5G", "1e11", "+88Gi") in
+-- bytes, or nil.
 local function bytes(s)
+	s = string.gsub(s, "^%+", "", 1)
 	local num, rest = string.match(s, "^(%d+%.?%d*)(.*)$")
 	if num == nil then
 		num, rest = string.match(s, "^(%.%d+)(.*)$")
@@ -157,20 +159,19 @@ local function refuse(job_desc, text, t, floor)
 	return slurm.ERROR
 end
 
--- The smallest memory among entries (those of the job's partition when
--- the table maps any to it), for a GPU asked for without a type.
-local function untyped_memory(t, partition)
-	local least, least_in = nil, nil
+-- The entry of the smallest memory, for a GPU asked for without a type.
+-- Every card counts, whatever partition the job names: a card's
+-- partition is where a placement on it goes, not the only cards that
+-- partition holds (a card without one may be in any, a card with one in
+-- others too).
+local function untyped_memory(t)
+	local least = nil
 	for _, e in ipairs(t) do
 		if least == nil or e.memory < least.memory then
 			least = e
 		end
-		if partition ~= nil and e.partition == partition and
-		    (least_in == nil or e.memory < least_in.memory) then
-			least_in = e
-		end
 	end
-	return least_in or least
+	return least
 end
 
 -- job reads the job's fields; the AdminComment is written to out, the
@@ -216,7 +217,7 @@ local function check(job, out)
 				    .. "not know", from, text, r.text), t, floor)
 			end
 		else
-			e = untyped_memory(t, job.partition)
+			e = untyped_memory(t)
 		end
 		if e == nil then
 			return refuse(job, string.format("%s=%s cannot be "

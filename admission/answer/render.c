@@ -27,28 +27,33 @@ fix_list(struct mf_jw *w, const char *key, unsigned fixes)
 	mf_jw_close(w, ']');
 }
 
-/* Hours and cost are null when the job has no referenceHours. */
 /*
  * A card's slurm mapping, absent when it has none.  With count > 0 it is
- * the request for a placement: the gres gets the count appended
- * ("gpu:h100:2").
+ * a placement's request: the gres with the GPUs a node appended (Slurm
+ * reads --gres a node: "gpu:h100:2", "gpu:2" where the mapping names no
+ * type), and the nodes when the placement spans more than one, its GPUs
+ * spread evenly (a count that does not divide asks the next whole number
+ * a node).
  */
 static void
-slurm_map(struct mf_jw *w, const struct mf_gpu *g, int64_t count)
+slurm_map(struct mf_jw *w, const struct mf_gpu *g, int64_t count, int64_t nodes)
 {
 	const struct mf_slurm *s = &g->slurm;
+	int64_t per = nodes > 1 ? (count + nodes - 1) / nodes : count;
 	char gres[96];
 
 	if (!mf_cat_has_slurm(g))
 		return;
 	mf_jw_open_lit(w, "slurm", '{');
-	if (s->gres != NULL && count > 0) {
-		snprintf(gres, sizeof(gres), "%s:%lld", s->gres,
-		    (long long)count);
+	if (count > 0) {
+		snprintf(gres, sizeof(gres), "%s:%lld",
+		    s->gres ? s->gres : "gpu", (long long)per);
 		mf_jw_str_lit(w, "gres", gres);
 	} else if (s->gres != NULL) {
 		mf_jw_str_lit(w, "gres", s->gres);
 	}
+	if (nodes > 1)
+		mf_jw_int_lit(w, "nodes", nodes);
 	if (s->partition != NULL)
 		mf_jw_str_lit(w, "partition", s->partition);
 	if (s->constraint != NULL)
@@ -197,7 +202,7 @@ placement(struct mf_jw *w, const char *key, const struct mf_job *job,
 	 * as mf_fix_apply does, and the hours of the job so written. */
 	manifest_change(w, p->fixes, p->count, amount, p->reference_hours);
 	mf_cat_card_write(w, p->gpu, MF_CARD_LABELS);
-	slurm_map(w, p->gpu, p->count);
+	slurm_map(w, p->gpu, p->count, p->nodes);
 	mf_jw_close(w, '}');
 }
 
@@ -672,7 +677,7 @@ gpu_json(struct mf_jw *w, const struct mf_catalog *cat, const struct mf_gpu *g)
 	mf_jw_int_lit(w, "maxCount", g->max_count);
 	mf_jw_num_lit(w, "costPerReferenceHour", mf_cat_unit_cost(g), 4);
 	mf_cat_card_write(w, g, MF_CARD_LABELS);
-	slurm_map(w, g, 0);
+	slurm_map(w, g, 0, 0);
 	mf_jw_close(w, '}');
 }
 

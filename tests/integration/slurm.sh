@@ -144,6 +144,21 @@ is "decision: the B200 alternative has its partition and constraint" \
     'B200 hbm3e '
 "$cli" admit "$tmp/floor.yaml" -o json >"$tmp/d.json" || true
 hasnt "decision: no slurm member anywhere on the shipped catalogue" "$tmp/d.json" '"slurm"'
+# H100s two a node, on up to two nodes: four of them are two nodes of two,
+# and Slurm reads --gres a node.
+awk '{ print } /^  - name: H100$/ { print "    gpusPerNode: 2"; print "    maxNodes: 2" }' \
+    "$cat" | sed '/^  - name: H100$/,/^  - name:/ s/^    maxCount: 2$/    maxCount: 4/' \
+    >"$tmp/nodes.yaml"
+cat >"$tmp/floor4.yaml" <<'EOF2'
+apiVersion: memfloor.dev/v1
+kind: Job
+metadata: {name: floor-60-x4}
+spec: {resources: {gpu: {minMemory: 60Gi, count: 4}}}
+EOF2
+"$cli" admit "$tmp/floor4.yaml" -f "$tmp/nodes.yaml" -o json >"$tmp/d.json" || true
+is "decision over two nodes: the gres a node and the nodes" \
+    "$(jget "$tmp/d.json" placement.gpu placement.count placement.nodes placement.slurm | tr '\n' ' ')" \
+    'H100 4 2 {"gres": "gpu:h100:2", "nodes": 2, "partition": "gpu"} '
 
 # --- Slurm ---------------------------------------------------------------
 
@@ -292,6 +307,37 @@ while [ $i -lt 100 ] && [ -z "$port" ]; do
 done
 [ -n "$port" ] || give_up "memfloord did not start: $(cat "$mlog")"
 url=http://127.0.0.1:$port
+
+# cli_filter.lua in Lua alone, against a memfloord on the two-node
+# catalogue: the placement's nodes become --nodes, and a fingerprint the
+# comment brought from an earlier job is replaced by this job's.
+"$daemon_bin" -d -l 127.0.0.1:0 -f "$tmp/nodes.yaml" -m catalog/models \
+    >"$tmp/nodes.log" 2>&1 &
+started="$! $started"
+nport=""
+i=0
+while [ $i -lt 100 ] && [ -z "$nport" ]; do
+	nport=$(sed -n 's/.*listening on .* port \([0-9][0-9]*\).*/\1/p' "$tmp/nodes.log" | head -n 1)
+	[ -n "$nport" ] || sleep 0.1
+	i=$((i + 1))
+done
+[ -n "$nport" ] || give_up "memfloord on the two-node catalogue did not start: $(cat "$tmp/nodes.log")"
+old=0123456789abcdef0123456789abcdef
+cat >"$tmp/cf.lua" <<'LUA'
+slurm = { SUCCESS = 0, ERROR = -1 }
+function slurm.log_info() end
+function slurm.log_error() end
+function slurm.log_user() end
+dofile(arg[1])
+local o = { type = "sbatch", gres = "gpu:4",
+	comment = "memfloor:fingerprint=" .. arg[2] .. " memfloor:min-memory=60Gi" }
+local rc = slurm_cli_pre_submit(o, 0)
+print(rc, o.gres, o.nodes, o.partition, o.comment)
+LUA
+fp=$("$cli" fingerprint "$tmp/floor4.yaml" -f "$tmp/nodes.yaml" 2>/dev/null || true)
+is "cli_filter.lua, two nodes: --gres a node, --nodes, this job's fingerprint" \
+    "$(MEMFLOOR_URL=http://127.0.0.1:$nport lua5.1 "$tmp/cf.lua" slurm/cli_filter.lua "$old" 2>"$tmp/cf.err" | tr '\t' ' ')" \
+    "0 gpu:h100:2 2 gpu memfloor:min-memory=60Gi memfloor:fingerprint=$fp"
 
 # sub NAME [ENV=V...] -- SBATCH-ARGS...: sbatch as nobody, held, from $D,
 # named NAME (sbatch's default name for an empty NAME),
@@ -444,6 +490,13 @@ has "bypass, floor in the environment: named" "$err" 'environment MEMFLOOR_MIN_M
 sub untyped -- --comment=memfloor:min-memory=40Gi --gres=gpu:1 plain.sh
 is "bypass, an untyped GPU that may be an A4000: refused" "$rc" 1
 has "bypass, untyped: named" "$err" 'gpu:1 may run on RTX-A4000'
+# The B200 is mapped to partition big, the H100 to gpu; the A4000 to none,
+# so it may be in either, and the B200 is in gpu too.
+sub untyped-gpu -- --comment=memfloor:min-memory=40Gi -p gpu --gres=gpu:1 plain.sh
+is "bypass, untyped in a partition a bigger card is mapped to: refused" "$rc" 1
+has "bypass, untyped in partition gpu: named" "$err" 'gpu:1 may run on RTX-A4000'
+sub untyped-big -- --comment=memfloor:min-memory=100Gi -p big --gres=gpu:1 plain.sh
+is "bypass, untyped in partition big: refused all the same" "$rc" 1
 sub nogpu -- --comment=memfloor:min-memory=40Gi plain.sh
 is "bypass, no GPU: refused" "$rc" 1
 has "bypass, no GPU: named" "$err" 'min-memory=40Gi but the job asks for no GPU'
@@ -471,7 +524,14 @@ has "scontrol update: the refusal is in slurmctld's log" "$D/slurmctld.log" \
     'memfloor: job fits of uid 65534 refused: comment memfloor:min-memory=40Gi: gpu:a4000:1 may run on RTX-A4000'
 sub plain2 -- --gres=gpu:a4000:1 plain.sh
 is "bypass, no floor: accepted as written" "$rc:$(show TresPerNode)" "0:gres:gpu:a4000:1"
+sub plus -- --comment=memfloor:min-memory=+40Gi --gres=gpu:h100:1 plain.sh
+is "bypass, a signed quantity (+40Gi) as memfloord reads it: accepted" "$rc" 0
 unset SUB_CONF
+# A floor in exponent form, as memfloord writes it back (1e11 is 100e9):
+# recorded as it is, not as the card's memory.
+sub exp MEMFLOOR_MIN_MEMORY=1e11 -- plain.sh
+is "a floor of 1e11: recorded as 100e9" \
+    "$rc:$(show Comment | sed 's/ memfloor:fingerprint=.*//')" "0:memfloor:min-memory=100e9"
 
 # memfloord stopped: the default policy is open.
 kill "$mpid"
