@@ -92,7 +92,7 @@ static int
 takes_value(const char *opt)
 {
 	static const char *const valued[] = { "-o", "-f", "-m", "--server",
-		"--cacert" };
+		"--cacert", "--model-host", "--estimator" };
 
 	for (size_t i = 0; i < sizeof(valued) / sizeof(valued[0]); i++)
 		if (strcmp(opt, valued[i]) == 0)
@@ -135,8 +135,13 @@ parse_opts(int argc, char **argv, int first, struct opts *o)
 			o->models[o->nmodels++] = v;
 		} else if (strcmp(a, "--server") == 0 && v != NULL) {
 			o->server = v;
-		} else if (strcmp(a, "--model-host") == 0 && v != NULL &&
-		    o->nhosts < CLI_MAX_HOSTS) {
+		} else if (strcmp(a, "--model-host") == 0 && v != NULL) {
+			if (o->nhosts == CLI_MAX_HOSTS) {
+				fprintf(stderr,
+				    "memfloor: --model-host at most %d times\n",
+				    CLI_MAX_HOSTS);
+				return -1;
+			}
 			o->hosts[o->nhosts++] = v;
 		} else if (strcmp(a, "--cacert") == 0 && v != NULL) {
 			o->cacert = v;
@@ -514,8 +519,7 @@ catalog_slurm(const char *path)
 	printf("}\n");
 	free((void *)gpus);
 	mf_cat_unref(cat);
-	return fflush(stdout) == 0 && !ferror(stdout) ? EXIT_ADMITTED :
-	                                                EXIT_UNREACHABLE;
+	return EXIT_ADMITTED;
 }
 
 /* The catalogue's GPU types as Kueue ResourceFlavors, on stdout. */
@@ -650,8 +654,9 @@ submit(const struct opts *o)
 	return status >= 400 && status < 500 ? EXIT_INPUT : EXIT_UNREACHABLE;
 }
 
-int
-main(int argc, char **argv)
+/* The command argv[1] names, run; its exit status. */
+static int
+command(int argc, char **argv)
 {
 	struct opts o;
 	int rc;
@@ -711,4 +716,19 @@ main(int argc, char **argv)
 	fprintf(stderr, "memfloor: unknown command '%s'\n", argv[1]);
 	usage(stderr);
 	return EXIT_INPUT;
+}
+
+/* What a command wrote to standard output that did not reach it (a full
+ * disk, a closed pipe) fails the command: exit 3, said on stderr. */
+int
+main(int argc, char **argv)
+{
+	int rc = command(argc, argv);
+
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		fprintf(stderr, "memfloor: standard output: %s\n",
+		    strerror(errno));
+		return EXIT_UNREACHABLE;
+	}
+	return rc;
 }

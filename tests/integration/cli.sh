@@ -158,6 +158,22 @@ has "admit: rejected answer on stdout" "$out" '^\{"admitted":false'
 has "admit: a rejection says why" "$out" '"reason":"'
 cp "$out" "$tmp/reject.json"
 
+# Output that does not reach standard output (a full disk) fails: exit 3,
+# said on stderr, for every command.
+for c in "admit $ok_job -o json -f catalog/gpus.yaml -m catalog/models" \
+    "catalog check catalog/gpus.yaml" "catalog kueue catalog/gpus.yaml" \
+    "schema"; do
+	rc=0
+	# shellcheck disable=SC2086 # the command's words
+	"$cli" $c >/dev/full 2>"$err" || rc=$?
+	is "$c, stdout full: exits 3" "$rc" 3
+	has "$c, stdout full: says so" "$err" '^memfloor: standard output: '
+done
+mf estimate "$est_job" --estimator
+is "--estimator without a value: exits 2" "$rc" 2
+has "--estimator without a value: says so" "$err" \
+    "^memfloor: a value must follow '--estimator'"
+
 off admit "$tmp/badqty.yaml" -o json
 is "admit: bad quantity exits 2" "$rc" 2
 empty "admit: bad quantity, nothing on stdout" "$out"
