@@ -556,8 +556,8 @@ allow_placed(struct review *rv, const struct mf_job *job,
 
 /* --- pods and nodes (design 11) ---------------------------------------- */
 
-/* The Job's spec.KEY as a whole number, dflt when it is absent or null;
- * -1 when it is no whole number. */
+/* The Job's spec.KEY as a whole number (an int32, as the API server
+ * keeps it), dflt when it is absent or null; -1 when it is none. */
 static int64_t
 job_int(const struct review *rv, const char *key, int64_t dflt)
 {
@@ -568,7 +568,7 @@ job_int(const struct review *rv, const char *key, int64_t dflt)
 	if (v == NULL || v->type == MF_NODE_NULL)
 		return dflt;
 	if (v->type != MF_NODE_NUM || !whole(v->text, &n) || n < 0 ||
-	    n > MF_JOB_MAX_GPUS)
+	    n > INT32_MAX)
 		return -1;
 	return n;
 }
@@ -593,10 +593,8 @@ pods_of(struct review *rv)
 	par = job_int(rv, "parallelism", 1);
 	comp = job_int(rv, "completions", -2);
 	if (par < 0) {
-		snprintf(why, sizeof(why),
-		    "spec.parallelism must be a whole number from 0 to %d",
-		    MF_JOB_MAX_GPUS);
-		mf_review_deny(rv, 400, why);
+		mf_review_deny(rv, 400,
+		    "spec.parallelism must be a whole number from 0 to 2147483647");
 		return -1;
 	}
 	if (!streq(mode, "Indexed")) {
@@ -608,6 +606,13 @@ pods_of(struct review *rv)
 	}
 	if (par <= 1)
 		return 1;
+	if (par > MF_JOB_MAX_GPUS) {
+		snprintf(why, sizeof(why),
+		    "spec.parallelism %lld: an Indexed Job is placed as that many pods of at least a GPU each, and a job takes at most %d GPUs",
+		    (long long)par, MF_JOB_MAX_GPUS);
+		mf_review_deny(rv, 400, why);
+		return -1;
+	}
 	if (comp != par) {
 		snprintf(why, sizeof(why),
 		    "spec.completions must equal spec.parallelism (%lld): an Indexed Job is placed as parallelism pods that run together, one a completion index",

@@ -106,6 +106,26 @@ gpu_container(struct review *rv, const struct mf_node *cs)
 }
 
 /*
+ * What is said to the GPU container c that asks (its resources.what) for
+ * other GPUs than placed: leave it out, or state the job's count, a pod's
+ * GPUs times the pods, that makes it right.
+ */
+static void
+target_asks(char *text, size_t size, const struct review *rv,
+    const struct mf_node *c, const char *what, const struct gpu_ask *a,
+    const char *placed)
+{
+	int n = snprintf(text, size,
+	    "container %s: resources.%s %s is %s, but the placement is %s; leave it out",
+	    container_name(c), what, GPU_RESOURCE, a->text, placed);
+
+	if (a->n > 0 && n >= 0 && (size_t)n < size)
+		snprintf(text + n, size - (size_t)n,
+		    " or set resources.gpu.count: %lld in %s",
+		    (long long)(a->n * rv->pods), ANN_SPEC);
+}
+
+/*
  * Deny when an entry of list (containers, or initContainers when init)
  * asks for GPUs the placement does not give it: want (a pod's share of
  * the placement, placed) to the entry at target, none to any other.  0
@@ -130,10 +150,8 @@ check_asks(struct review *rv, const struct mf_node *list, int init, long target,
 			if (!a.set || a.n == mine)
 				continue;
 			if ((long)i == target)
-				snprintf(text, sizeof(text),
-				    "container %s: resources.%s %s is %s, but the placement is %s; leave it out or set resources.gpu.count: %s in %s",
-				    container_name(c), what[k], GPU_RESOURCE,
-				    a.text, placed, a.text, ANN_SPEC);
+				target_asks(text, sizeof(text), rv, c, what[k],
+				    &a, placed);
 			else
 				snprintf(text, sizeof(text),
 				    "%s %s: resources.%s %s is %s, but GPUs go only to container %s (annotation %s chooses it)",
@@ -385,6 +403,16 @@ append_preferred(struct review *rv, const char *base,
 	}
 }
 
+/* Whether a required term has neither expressions nor fields: such a
+ * term matches no node (component-helpers' nodeaffinity,
+ * isEmptyNodeSelectorTerm), and ANDing into it would widen it. */
+static int
+empty_term(const struct mf_node *t)
+{
+	return seq_len(mf_node_get(t, "matchExpressions")) == 0 &&
+	    seq_len(mf_node_get(t, "matchFields")) == 0;
+}
+
 /* Whether the list of expressions exprs holds the memory expression
  * write_memory writes for gt. */
 static int
@@ -402,7 +430,8 @@ has_memory(const struct mf_node *exprs, const char *gt)
 /*
  * The memory expression ANDed into every required term the pod has (terms
  * are ORed, so each must carry it), or one term when it has none.  A term
- * that has it already (a pod patched before) is left as it is.
+ * that has it already (a pod patched before), or that matches no node, is
+ * left as it is.
  */
 static void
 merge_required(struct review *rv, const char *base, const struct mf_node *na,
@@ -437,8 +466,9 @@ merge_required(struct review *rv, const char *base, const struct mf_node *na,
 	{
 		char term[320];
 
-		if (!is_map(t))
-			continue; /* the API server refuses the pod anyway */
+		if (!is_map(t) || empty_term(t))
+			continue; /* refused by the API server, or matching none
+			           */
 		snprintf(term, sizeof(term), "%s/%zu/matchExpressions", at, i);
 		if (has_memory(mf_node_get(t, "matchExpressions"), gt))
 			continue;
@@ -543,6 +573,8 @@ term_admits(const struct mf_node *t, const struct mf_gpu *gpu)
 	const struct mf_node *e;
 	size_t i;
 
+	if (empty_term(t))
+		return 0;
 	EACH(mf_node_get(t, "matchExpressions"), i, e)
 	if (!expr_admits(e, gpu))
 		return 0;

@@ -945,11 +945,15 @@ test_review_requests_disagree_denied(void **state)
 	    "container train: resources.limits nvidia.com/gpu is 3, but the "
 	    "placement is B200 x 2; leave it out or set resources.gpu.count: "
 	    "3 in memfloor.dev/spec");
+	/* No count is 2.5 GPUs, nor 0: left out, then. */
 	set_gpu(container(rv, "containers", 0), "limits", json_string("2.5"));
 	expect_denied(rv, 400,
 	    "container train: resources.limits nvidia.com/gpu is 2.5, but the "
-	    "placement is B200 x 2; leave it out or set resources.gpu.count: "
-	    "2.5 in memfloor.dev/spec");
+	    "placement is B200 x 2; leave it out");
+	set_gpu(container(rv, "containers", 0), "limits", json_string("0"));
+	expect_denied(rv, 400,
+	    "container train: resources.limits nvidia.com/gpu is 0, but the "
+	    "placement is B200 x 2; leave it out");
 	json_decref(rv);
 }
 
@@ -1206,6 +1210,14 @@ test_review_memory_shapes(void **state)
 	expect_op_value(patch, "add", REQ "/1/matchExpressions",
 	    json_pack("[o]", mem_expr("40959")));
 	json_decref(patch);
+	/* A term of neither (an empty list is none) matches no node: ANDing
+	 * the memory into it would widen it. */
+	json_array_set_new(terms, 1, json_pack("{s:[]}", "matchExpressions"));
+	patch = memory_patch(rv);
+	assert_int_equal(ops_under(patch, REQ "/1"), 0);
+	expect_op_value(patch, "add", REQ "/0/matchExpressions/-",
+	    mem_expr("40959"));
+	json_decref(patch);
 	/* Preferred terms of its own: ours are appended, one add each. */
 	json_object_set_new(node_affinity(rv), PREF_KEY,
 	    json_pack("[{s:i, s:{s:[{s:s, s:s, s:[s]}]}}]", "weight", 5,
@@ -1371,6 +1383,13 @@ test_review_excluded_reported(void **state)
 	rv = load(SIDECAR);
 	require_product(rv, "NotIn", "NVIDIA-B200", "NVIDIA-H200");
 	assert_false(warned_excluded(rv, 0));
+	/* A term of no expressions and no fields matches no node: it lets
+	 * no card in. */
+	json_array_set_new(json_object_get(json_object_get(node_affinity(rv),
+	                                       REQ_KEY),
+	                       "nodeSelectorTerms"),
+	    1, json_object());
+	assert_true(warned_excluded(rv, 0));
 	json_decref(rv);
 }
 
@@ -1855,6 +1874,15 @@ test_review_indexed_job_bad(void **state)
 	json_decref(a);
 	json_decref(rv);
 	mf_answer_free(&ans);
+	/* A pod's 4 GPUs of an Indexed Job of 2 pods: the job's count that
+	 * makes them right is 8. */
+	rv = job_70b(SPEC_70B("fsdp"), 2, 2, "Indexed");
+	set_gpu(container(rv, "containers", 0), "requests", json_string("4"));
+	expect_denied(rv, 400,
+	    "container train: resources.requests nvidia.com/gpu is 4, but the "
+	    "placement is B200 x 10 (2 pods of 5); leave it out or set "
+	    "resources.gpu.count: 8 in memfloor.dev/spec");
+	json_decref(rv);
 }
 
 /* A bare Pod is one pod too; a Job that is not Indexed places each of its
@@ -1880,6 +1908,24 @@ test_review_pod_and_parallel_job(void **state)
 	assert_true(has_warning(a,
 	    "parallelism 3: each pod is placed as the whole job"));
 	expect_warnings_short(a);
+	json_decref(a);
+	json_decref(rv);
+	mf_answer_free(&ans);
+	/* As many pods as a job has GPUs at most, and more: the same. */
+	rv = job_70b(SPEC_70B("checkpointing, fsdp"), 2000, 10000, NULL);
+	a = send_review(rv, &ans);
+	json_decref(patch_of(a, NULL));
+	assert_true(has_warning(a,
+	    "parallelism 2000: each pod is placed as the whole job"));
+	json_decref(a);
+	json_decref(rv);
+	mf_answer_free(&ans);
+	/* Indexed, those pods are one job of at least 2000 GPUs. */
+	rv = job_70b(SPEC_70B("checkpointing, fsdp"), 2000, 2000, "Indexed");
+	a = send_review(rv, &ans);
+	assert_int_equal(denial(a, &msg), 400);
+	assert_non_null(strstr(msg, "spec.parallelism 2000: an Indexed Job"));
+	assert_non_null(strstr(msg, "at most 1024 GPUs"));
 	json_decref(a);
 	json_decref(rv);
 	mf_answer_free(&ans);
