@@ -220,7 +220,7 @@ place(const struct mf_job *given, const struct mf_catalog *cat,
 	mf_place_search_init(&s, job, cat);
 	if (!figures_only && d->from_model)
 		own = own_estimate(&s, d);
-	rc = mf_place_time_init(&s);
+	rc = mf_place_time_init(&s, given->count);
 	if (rc == MF_OK)
 		rc = mf_place_list_sets(&s, &job->work, 0, s.allowed, 0, 0, 0);
 	if (rc != MF_OK)

@@ -219,9 +219,11 @@ int64_t mf_place_need_at(const struct plan *pl, int64_t count);
 int mf_place_ties(double a, double b);
 /* --- place_time.c --------------------------------------------------------- */
 
-/* s->timed, s->units and s->ref_hours (design 21); MF_ERANGE when the job's
- * work on the reference card cannot be worked out. */
-enum mf_rc mf_place_time_init(struct search *s);
+/* s->timed, s->units and s->ref_hours (design 21), referenceHours being
+ * the job's on written GPUs of the reference card (its count as written:
+ * not the least its pods take); MF_ERANGE when the job's work on the
+ * reference card cannot be worked out. */
+enum mf_rc mf_place_time_init(struct search *s, int64_t written);
 /*
  * The cost factor of plan pl on count GPUs of g over nodes: cost is this
  * times g's price / mf_place_card_speed, hours this / (that speed x

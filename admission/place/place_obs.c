@@ -178,7 +178,7 @@ mf_place_modelled(const struct mf_job *given, const struct mf_catalog *cat,
 		    "out of memory");
 	mf_place_search_init(s, &job, cat);
 	s->allowed = 0;
-	rc = mf_place_time_init(s);
+	rc = mf_place_time_init(s, count);
 	if (rc == MF_OK)
 		rc = mf_place_list_sets(s, &job.work, 0, 0, 0, 0, 0);
 	pl = rc == MF_OK ? own_plan(s) : NULL;

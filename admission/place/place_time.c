@@ -229,7 +229,7 @@ base_work(struct search *s, struct mf_work *out)
 }
 
 enum mf_rc
-mf_place_time_init(struct search *s)
+mf_place_time_init(struct search *s, int64_t written)
 {
 	const struct mf_job *job = s->job;
 	const struct mf_gpu *ref = s->cat->ref;
@@ -243,7 +243,7 @@ mf_place_time_init(struct search *s)
 		return MF_OK;
 	if (base_work(s, &wk) != MF_OK)
 		return MF_ERANGE;
-	c = job->count > wk.gpus ? job->count - job->count % wk.gpus : wk.gpus;
+	c = written > wk.gpus ? written - written % wk.gpus : wk.gpus;
 	u = memo_seconds(s, ref, &wk, c, mf_place_nodes(s, ref, c));
 	if (!(u > 0) || !isfinite(u))
 		return MF_ERANGE;

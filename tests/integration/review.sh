@@ -538,6 +538,20 @@ same_as_example() {
 if examples_from; then
 	same_as_example "example job" k8s-admissionreview
 	same_as_example "indexed job" k8s-indexed-admissionreview
+	# Timed (the shipped cards are modelled): the job over nodes and the
+	# Indexed Job of as many pods are one card, count and nodes, and so
+	# one cost; referenceHours is the job's at its own count, not at the
+	# GPU each pod takes at least.
+	code=$(post $data/job-70b-nodes.json)
+	is "over nodes, timed: the Indexed Job costs what the job does" \
+	    "$code $("$py" -c 'import json, re, sys
+m = json.load(open(sys.argv[1]))["response"]["status"]["message"]
+a = re.search(r"needs (\S+) x (\d+) over (\d+) nodes \(\$([\d.]+) to finish\)", m)
+b = re.search(r"as (\d+) pods of (\S+) x (\d+), \$([\d.]+)\)", m)
+print(bool(a and b and a.group(1) == b.group(2) and
+    int(a.group(2)) == int(b.group(1)) * int(b.group(3)) and
+    a.group(3) == b.group(1) and a.group(4) == b.group(4)))' "$tmp/answer")" \
+	    "200 True"
 fi
 stop_all "$daemon3"
 { cat catalog/gpus.yaml; printf 'kubernetes:\n  select: memory\n'; } \
