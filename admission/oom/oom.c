@@ -204,15 +204,16 @@ mantissa(struct cur *c, size_t *p, int64_t *mant, int *nfrac, bool *whole)
 
 /*
  * A format_size() figure in bytes: mant / 10^nfrac * 1024^k, rounded to the
- * nearest byte.  It is only known to the printed precision.  The whole part
- * and the decimals are scaled apart, so the product never leaves 64 bits:
- * the whole part is checked against MF_OOM_MAX_BYTES before it is scaled,
- * and the decimals (under 100) times 2^30 stay below 2^37.  A half byte
- * never occurs: frac * 2^(10k) / 100 for k >= 1 has a denominator dividing
- * 25.
+ * nearest byte, with k in *unit_k.  It is only known to the printed
+ * precision, which the unit gives and the bytes alone do not (slack).  The
+ * whole part and the decimals are scaled apart, so the product never leaves
+ * 64 bits: the whole part is checked against MF_OOM_MAX_BYTES before it is
+ * scaled, and the decimals (under 100) times 2^30 stay below 2^37.  A half
+ * byte never occurs: frac * 2^(10k) / 100 for k >= 1 has a denominator
+ * dividing 25.
  */
 static bool
-size(struct cur *c, int64_t *out)
+size_unit(struct cur *c, int64_t *out, int *unit_k)
 {
 	static const int64_t pow10[] = { 1, 10, 100 };
 	size_t p = c->pos;
@@ -242,8 +243,18 @@ size(struct cur *c, int64_t *out)
 		return miss(c, c->pos, "a figure up to 1 EiB", false, false,
 		    true);
 	*out = bytes;
+	*unit_k = k;
 	c->pos = p;
 	return true;
+}
+
+/* A figure whose precision is not needed. */
+static bool
+size(struct cur *c, int64_t *out)
+{
+	int k;
+
+	return size_unit(c, out, &k);
 }
 
 /* "( ... )" of at most PAREN_MAX characters. */
@@ -294,14 +305,25 @@ parse_v1(struct cur *c, struct mf_oom *o)
 	return true;
 }
 
+/*
+ * The unit (k of 1024^k) each figure that tells this process among the
+ * entries was printed in: what their precision is (slack).
+ */
+struct units {
+	int allocated;
+	int reserved_unallocated;
+	int procs[MF_OOM_MAX_PROCS];
+};
+
 /* bytes is -1 when the driver could not say; it is then not summed. */
 static void
-add_proc(struct mf_oom *o, int64_t pid, int64_t bytes)
+add_proc(struct mf_oom *o, struct units *u, int64_t pid, int64_t bytes, int k)
 {
 	o->nlisted++;
 	if (o->nprocs < MF_OOM_MAX_PROCS) {
 		o->procs[o->nprocs].pid = pid;
 		o->procs[o->nprocs].bytes = bytes;
+		u->procs[o->nprocs] = k;
 		o->nprocs++;
 	}
 	if (bytes < 0)
@@ -317,35 +339,37 @@ add_proc(struct mf_oom *o, int64_t pid, int64_t bytes)
  * format_size() prints as 17179869184.00 GiB.
  */
 static bool
-proc_size(struct cur *c, int64_t *out)
+proc_size(struct cur *c, int64_t *out, int *unit_k)
 {
 	size_t end;
 
 	if (match(c, c->pos, "17179869184.00 GiB", &end, NULL)) {
 		*out = -1;
+		*unit_k = 3;
 		c->pos = end;
 		return true;
 	}
-	return size(c, out);
+	return size_unit(c, out, unit_k);
 }
 
 /* One "... has X memory in use." clause; false (cursor kept) if none. */
 static bool
-proc_clause(struct cur *c, struct mf_oom *o, bool *self)
+proc_clause(struct cur *c, struct mf_oom *o, struct units *u, bool *self)
 {
 	size_t start = c->pos;
 	int64_t pid, bytes;
+	int k;
 
 	if (lit(c, " Including non-PyTorch memory, this process has ")) {
-		if (proc_size(c, &bytes) && lit(c, " memory in use.")) {
+		if (proc_size(c, &bytes, &k) && lit(c, " memory in use.")) {
 			o->process = bytes;
 			*self = true;
 			return true;
 		}
 	} else if (lit(c, " Process ")) {
 		if (num(c, INT64_MAX / 16, &pid) && lit(c, " has ") &&
-		    proc_size(c, &bytes) && lit(c, " memory in use.")) {
-			add_proc(o, pid, bytes);
+		    proc_size(c, &bytes, &k) && lit(c, " memory in use.")) {
+			add_proc(o, u, pid, bytes, k);
 			return true;
 		}
 	}
@@ -369,12 +393,13 @@ allowed_clause(struct cur *c, struct mf_oom *o)
 
 /* "Of the allocated memory X is allocated by PyTorch, ... unallocated." */
 static bool
-parse_v2_tail(struct cur *c, struct mf_oom *o)
+parse_v2_tail(struct cur *c, struct mf_oom *o, struct units *u)
 {
 	size_t start;
 	int64_t x;
 
-	if (!lit(c, " Of the allocated memory ") || !size(c, &o->allocated) ||
+	if (!lit(c, " Of the allocated memory ") ||
+	    !size_unit(c, &o->allocated, &u->allocated) ||
 	    !lit(c, " is allocated by PyTorch, "))
 		return false;
 	start = c->pos;
@@ -385,33 +410,34 @@ parse_v2_tail(struct cur *c, struct mf_oom *o)
 		else
 			c->pos = start;
 	}
-	return lit(c, "and ") && size(c, &o->reserved_unallocated) &&
+	return lit(c, "and ") &&
+	    size_unit(c, &o->reserved_unallocated, &u->reserved_unallocated) &&
 	    lit(c, " is reserved by PyTorch but unallocated.");
 }
 
 /*
- * How far rounding to format_size()'s two decimals may have moved figure
- * b: half a hundredth of the unit it was printed in (none for bytes).
+ * How far rounding to format_size()'s two decimals may have moved a figure
+ * printed in 1024^k bytes: half a hundredth of that unit (none for bytes).
+ * The unit is the printed one, not one worked out from the bytes:
+ * format_size() prints 2^30 bytes as "1024.00 MiB", yet "1.00 GiB" reads
+ * as 2^30 too, and is known only to a GiB figure's precision.
  */
 static int64_t
-slack(int64_t b)
+slack(int k)
 {
-	int64_t unit = b <= 1024    ? 0 :
-	    b <= ((int64_t)1 << 20) ? ((int64_t)1 << 10) :
-	    b <= ((int64_t)1 << 30) ? ((int64_t)1 << 20) :
-	                              ((int64_t)1 << 30);
+	int64_t unit = k == 0 ? 0 : (int64_t)1 << (10 * k);
 
+	assert(k >= 0 && k <= 3);
 	return (unit + 199) / 200;
 }
 
 /* Whether entry b can be this process, and whether b is what PyTorch
- * reserved plus a CUDA context; within the three figures' precision. */
+ * reserved plus a CUDA context; within tol, the three figures' precision. */
 static void
-weigh(const struct mf_oom *o, int64_t b, bool *holds, bool *context)
+weigh(const struct mf_oom *o, int64_t b, int64_t tol, bool *holds,
+    bool *context)
 {
 	int64_t reserved = o->allocated + o->reserved_unallocated;
-	int64_t tol =
-	    slack(b) + slack(o->allocated) + slack(o->reserved_unallocated);
 
 	*holds = b + tol >= reserved;
 	*context = *holds && b - reserved + tol >= MF_OOM_CONTEXT_MIN &&
@@ -420,8 +446,9 @@ weigh(const struct mf_oom *o, int64_t b, bool *holds, bool *context)
 
 /* Which "Process P" entry is this process, -1 when none can be told. */
 static int
-find_self(const struct mf_oom *o, enum mf_oom_self *from)
+find_self(const struct mf_oom *o, const struct units *u, enum mf_oom_self *from)
 {
+	int64_t tol = slack(u->allocated) + slack(u->reserved_unallocated);
 	int only = -1, ctx = -1, nonly = 0, nctx = 0;
 	bool holds, context;
 
@@ -433,7 +460,8 @@ find_self(const struct mf_oom *o, enum mf_oom_self *from)
 	for (int i = 0; i < o->nprocs; i++) {
 		if (o->procs[i].bytes < 0)
 			return -1;
-		weigh(o, o->procs[i].bytes, &holds, &context);
+		weigh(o, o->procs[i].bytes, tol + slack(u->procs[i]), &holds,
+		    &context);
 		if (holds) {
 			only = i;
 			nonly++;
@@ -456,7 +484,7 @@ find_self(const struct mf_oom *o, enum mf_oom_self *from)
  * container's pid namespace) is listed as "Process P" with the others.
  */
 static void
-identify(struct mf_oom *o, bool printed)
+identify(struct mf_oom *o, const struct units *u, bool printed)
 {
 	int64_t sum = -1;
 
@@ -465,7 +493,7 @@ identify(struct mf_oom *o, bool printed)
 		o->self_from = printed ? MF_OOM_SELF_PRINTED : MF_OOM_SELF_NONE;
 		return;
 	}
-	o->self = find_self(o, &o->self_from);
+	o->self = find_self(o, u, &o->self_from);
 	o->others = -1;
 	if (o->self < 0)
 		return;
@@ -481,9 +509,11 @@ identify(struct mf_oom *o, bool printed)
 static bool
 parse_v2(struct cur *c, struct mf_oom *o)
 {
+	struct units u;
 	int64_t gpu;
 	bool self = false;
 
+	memset(&u, 0, sizeof(u));
 	if (!lit(c, ". GPU ") || !num(c, 1000000, &gpu) ||
 	    !lit(c, " has a total "))
 		return false;
@@ -497,12 +527,12 @@ parse_v2(struct cur *c, struct mf_oom *o)
 	if (!size(c, &o->total) || !lit(c, " of which ") ||
 	    !size(c, &o->free) || !lit(c, " is free."))
 		return false;
-	while (proc_clause(c, o, &self))
+	while (proc_clause(c, o, &u, &self))
 		;
 	allowed_clause(c, o);
-	if (!parse_v2_tail(c, o))
+	if (!parse_v2_tail(c, o, &u))
 		return false;
-	identify(o, self);
+	identify(o, &u, self);
 	return true;
 }
 

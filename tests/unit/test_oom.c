@@ -1492,6 +1492,52 @@ test_parse_self_within_precision(void **state)
 	assert_int_equal(o.others, 18253611008);
 }
 
+/*
+ * A figure printed "1.00 GiB" reads as exactly 2^30 bytes, which
+ * format_size() itself prints as "1024.00 MiB": its precision is still a
+ * GiB figure's.
+ *   7.79 GiB = 779 * 2^30 / 100 = 8364448808.96 -> 8364448809
+ *   1.00 GiB = 1073741824; 4.00 MiB = 4194304; 6.00 GiB = 6442450944
+ *   reserved = 1073741824 + 4194304 = 1077936128
+ * Process 7 is 4194304 bytes short of it, within the two GiB figures' and
+ * the MiB one's precision: 5368710 + 5368710 + 5243 = 10742663.  So both
+ * entries hold what PyTorch reserved; neither is that plus a context (7 is
+ * about none, 8 is 5364514816 above it, past 1 GiB): unknown.  With the
+ * MiB figure's precision alone (3 * 5243) Process 8 would be the only one.
+ * 1.01 GiB = 101 * 2^30 / 100 = 1084479242.24 -> 1084479242, above the
+ * reserved outright: unknown too.
+ * Cause: free 104857600 < tried 2147483648; outside = 8364448809 -
+ *   104857600 - 1077936128 = 7181655081 >= 25% (2091112203) ->
+ *   other-process.
+ */
+static void
+test_parse_self_precision_of_printed_unit(void **state)
+{
+	static const char fmt[] =
+	    "CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total "
+	    "capacity of 7.79 GiB of which 100.00 MiB is free. Process 7 has "
+	    "%s memory in use. Process 8 has 6.00 GiB memory in use. Of the "
+	    "allocated memory 1.00 GiB is allocated by PyTorch, and 4.00 MiB "
+	    "is reserved by PyTorch but unallocated.";
+	static const char *const seven[] = { "1.00 GiB", "1.01 GiB" };
+	static const struct want w = { 2147483648, 8364448809, 104857600,
+		1073741824, 4194304, NOPE, NOPE, NOPE, NOPE, 0, MF_OOM_V2_2,
+		MF_OOM_CUDA, MF_OOM_OTHER_PROCESS };
+	char msg[512];
+	struct mf_oom o;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(seven) / sizeof(seven[0]); i++) {
+		snprintf(msg, sizeof(msg), fmt, seven[i]);
+		check_text(msg, &w, &o);
+		assert_int_equal(o.nprocs, 2);
+		assert_int_equal(o.procs[0].bytes,
+		    i == 0 ? 1073741824 : 1084479242);
+		assert_int_equal(o.self, -1);
+		assert_int_equal(o.self_from, MF_OOM_SELF_UNKNOWN);
+	}
+}
+
 /* ---- the CUDA runtime's own error ---- */
 
 /* Written: a ROCm build's "HIP error", with the 2.0+ lines for HIP. */
@@ -1953,6 +1999,7 @@ main(void)
 		cmocka_unit_test(test_parse_self_by_context),
 		cmocka_unit_test(test_parse_self_unknown),
 		cmocka_unit_test(test_parse_self_within_precision),
+		cmocka_unit_test(test_parse_self_precision_of_printed_unit),
 		cmocka_unit_test(test_runtime_error),
 		cmocka_unit_test(test_names),
 		cmocka_unit_test(test_json_figures_and_nulls),
