@@ -13,6 +13,12 @@
  * over what it matched or leaves it where it was and records, when it got
  * furthest so far, what it expected there; that record becomes the error.
  */
+enum fault {
+	FAULT_SHAPE, /* not as PyTorch prints it, or cut off (cut) */
+	FAULT_RANGE, /* a figure is above MF_OOM_MAX_BYTES */
+	FAULT_GPU0   /* the message stops after "GPU " (gpu_index) */
+};
+
 struct cur {
 	const char *s;
 	size_t len;
@@ -22,7 +28,7 @@ struct cur {
 	const char *want; /* what was expected there */
 	bool want_lit;    /* want is literal message text, not a description */
 	bool cut;         /* the text ended there */
-	bool range;       /* a figure there is above MF_OOM_MAX_BYTES */
+	enum fault fault; /* what the failure there is */
 };
 
 #define SNIP 24      /* characters of the text quoted in an error */
@@ -56,7 +62,7 @@ skip_ws(const struct cur *c, size_t p)
  */
 static bool
 miss(struct cur *c, size_t p, const char *want, bool want_lit, bool cut,
-    bool range)
+    enum fault fault)
 {
 	p = skip_ws(c, p);
 	cut = cut || p >= c->len;
@@ -67,7 +73,7 @@ miss(struct cur *c, size_t p, const char *want, bool want_lit, bool cut,
 	c->want = want;
 	c->want_lit = want_lit;
 	c->cut = cut;
-	c->range = range;
+	c->fault = fault;
 	return false;
 }
 
@@ -113,7 +119,7 @@ lit(struct cur *c, const char *pat)
 	}
 	while (*pat == ' ')
 		pat++;
-	return miss(c, c->pos, pat, true, ran_out, false);
+	return miss(c, c->pos, pat, true, ran_out, FAULT_SHAPE);
 }
 
 /* A decimal integer of at most max; for device indices and pids. */
@@ -124,11 +130,11 @@ num(struct cur *c, int64_t max, int64_t *out)
 	int64_t v = 0;
 
 	if (p >= c->len || !is_digit(c->s[p]))
-		return miss(c, p, "a number", false, false, false);
+		return miss(c, p, "a number", false, false, FAULT_SHAPE);
 	while (p < c->len && is_digit(c->s[p])) {
 		if (v > (max - (c->s[p] - '0')) / 10)
 			return miss(c, c->pos, "a smaller number", false, false,
-			    false);
+			    FAULT_SHAPE);
 		v = v * 10 + (c->s[p] - '0');
 		p++;
 	}
@@ -158,7 +164,8 @@ unit(struct cur *c, size_t *p, bool whole)
 		}
 		ran_out = ran_out || r;
 	}
-	miss(c, *p, "a unit (bytes, KiB, MiB or GiB)", false, ran_out, false);
+	miss(c, *p, "a unit (bytes, KiB, MiB or GiB)", false, ran_out,
+	    FAULT_SHAPE);
 	return -1;
 }
 
@@ -175,11 +182,11 @@ mantissa(struct cur *c, size_t *p, int64_t *mant, int *nfrac, bool *whole)
 
 	if (*p >= c->len || !is_digit(c->s[*p]))
 		return miss(c, *p, "a size such as 7.33 GiB", false, false,
-		    false);
+		    FAULT_SHAPE);
 	for (; *p < c->len; (*p)++) {
 		if (c->s[*p] == '.' && nf < 0 && *p + 1 >= c->len)
 			return miss(c, *p + 1, "the decimals of a size", false,
-			    true, false);
+			    true, FAULT_SHAPE);
 		if (c->s[*p] == '.' && nf < 0 && is_digit(c->s[*p + 1])) {
 			nf = 0;
 			continue;
@@ -188,10 +195,10 @@ mantissa(struct cur *c, size_t *p, int64_t *mant, int *nfrac, bool *whole)
 			break;
 		if (nf >= 2)
 			return miss(c, *p, "at most two decimals", false, false,
-			    false);
+			    FAULT_SHAPE);
 		if (m > (INT64_MAX - 9) / 10)
 			return miss(c, c->pos, "a figure up to 1 EiB", false,
-			    false, true);
+			    false, FAULT_RANGE);
 		m = m * 10 + (c->s[*p] - '0');
 		if (nf >= 0)
 			nf++;
@@ -225,7 +232,7 @@ size_unit(struct cur *c, int64_t *out, int *unit_k)
 		return false;
 	if (p >= c->len || !is_ws(c->s[p]))
 		return miss(c, p, "a unit (bytes, KiB, MiB or GiB)", false,
-		    false, false);
+		    false, FAULT_SHAPE);
 	p = skip_ws(c, p);
 	k = unit(c, &p, whole);
 	if (k < 0)
@@ -237,11 +244,11 @@ size_unit(struct cur *c, int64_t *out, int *unit_k)
 	frac = mant % den;
 	if (ipart > MF_OOM_MAX_BYTES / unitb)
 		return miss(c, c->pos, "a figure up to 1 EiB", false, false,
-		    true);
+		    FAULT_RANGE);
 	bytes = ipart * unitb + (2 * frac * unitb + den) / (2 * den);
 	if (bytes > MF_OOM_MAX_BYTES)
 		return miss(c, c->pos, "a figure up to 1 EiB", false, false,
-		    true);
+		    FAULT_RANGE);
 	*out = bytes;
 	*unit_k = k;
 	c->pos = p;
@@ -264,14 +271,14 @@ paren(struct cur *c)
 	size_t p = c->pos, end;
 
 	if (p >= c->len || c->s[p] != '(')
-		return miss(c, p, "(", true, false, false);
+		return miss(c, p, "(", true, false, FAULT_SHAPE);
 	for (end = p + 1; end < c->len && end - p < PAREN_MAX; end++) {
 		if (c->s[end] == ')') {
 			c->pos = end + 1;
 			return true;
 		}
 	}
-	return miss(c, end, ")", true, false, false);
+	return miss(c, end, ")", true, false, FAULT_SHAPE);
 }
 
 /* 1.x: " (GPU N; X total capacity; ... X cached)" or "... by PyTorch)". */
@@ -505,19 +512,58 @@ identify(struct mf_oom *o, const struct units *u, bool printed)
 	o->others = sum > MF_OOM_MAX_BYTES ? MF_OOM_MAX_BYTES : sum;
 }
 
+/*
+ * ". GPU N", the device index.  PyTorch 2.3 streams it as a character
+ * (c10::DeviceIndex is an int8_t; pytorch#123984, #126766, #129632): GPU 1
+ * to 31 print as a control byte, which a log or a paste may drop or show
+ * as a space ("GPU  has"), and GPU 0 as a NUL, which ends the message
+ * after "GPU ".  A byte in the index's place, or none, leaves o->gpu at -1.
+ * A message that stops there, at the end of the text or of its line, is
+ * FAULT_GPU0.
+ */
+static bool
+gpu_index(struct cur *c, struct mf_oom *o)
+{
+	size_t gap = c->pos, end;
+	int64_t gpu;
+
+	if (match(c, c->pos, ". GPU", &gap, NULL) && skip_ws(c, gap) >= c->len)
+		return miss(c, gap, "the device index", false, true,
+		    FAULT_GPU0);
+	if (!lit(c, ". GPU "))
+		return false;
+	assert(c->pos < c->len);
+	if (is_digit(c->s[c->pos])) {
+		if (!num(c, 1000000, &gpu))
+			return false;
+		o->gpu = (int)gpu;
+		return true;
+	}
+	if ((unsigned char)c->s[c->pos] < 0x20) {
+		c->pos++;
+		return true;
+	}
+	if (match(c, c->pos, "has ", &end, NULL)) {
+		/* The byte is gone: " has a total" reads from the gap. */
+		c->pos = gap;
+		return true;
+	}
+	if (memchr(c->s + gap, '\n', c->pos - gap) != NULL)
+		return miss(c, c->pos, "the device index", false, false,
+		    FAULT_GPU0);
+	return num(c, 1000000, &gpu);
+}
+
 /* 2.x: ". GPU N has a total capacty of X of which X is free. ..." */
 static bool
 parse_v2(struct cur *c, struct mf_oom *o)
 {
 	struct units u;
-	int64_t gpu;
 	bool self = false;
 
 	memset(&u, 0, sizeof(u));
-	if (!lit(c, ". GPU ") || !num(c, 1000000, &gpu) ||
-	    !lit(c, " has a total "))
+	if (!gpu_index(c, o) || !lit(c, " has a total "))
 		return false;
-	o->gpu = (int)gpu;
 	if (lit(c, "capacty of "))
 		o->format = MF_OOM_V2_1;
 	else if (lit(c, "capacity of "))
@@ -780,9 +826,12 @@ fail(const struct cur *c, bool seen, struct mf_error *err)
 		snprintf(want, sizeof(want), "'%.*s'", (int)n, c->want);
 	else
 		snprintf(want, sizeof(want), "%s", c->want);
-	if (c->range)
+	if (c->fault == FAULT_RANGE)
 		return mf_error_set(err, MF_ERANGE, NULL, line, col,
 		    "the out-of-memory message has a figure above 1 EiB");
+	if (c->fault == FAULT_GPU0)
+		return mf_error_set(err, MF_EINVAL, NULL, line, col,
+		    "the out-of-memory message stops after 'GPU ', before its figures: PyTorch 2.3 ends it there on GPU 0 (it writes the device index as a character, and 0 is the NUL that ends a string; pytorch#123984), or the text was cut off there; torch.cuda.mem_get_info() and torch.cuda.memory_summary(), called where the error is caught, give its figures");
 	if (c->cut)
 		return mf_error_set(err, MF_EINVAL, NULL, line, col,
 		    "the out-of-memory message is cut off: the text ends where %s should follow; paste the whole message",

@@ -26,6 +26,11 @@
  *            releases add "X allowed; " before "Of the allocated memory" and
  *            "with X allocated in private pools (e.g., CUDA Graphs), "
  *            before "and X is reserved" (pytorch#124673, April 2024).
+ *            2.3 writes the device index as a character (c10::DeviceIndex
+ *            is an int8_t; pytorch#123984, #126766, #129632): GPU 1 prints
+ *            as the byte 0x01, which a log may drop ("GPU  has"), and GPU 0
+ *            as a NUL, which ends the message after "GPU ".  The first two
+ *            are read with the GPU unknown; the last has lost its figures.
  *
  * and the CUDA runtime's own error, raised where an allocation outside the
  * caching allocator failed (cuBLAS and cuDNN workspaces, NCCL's buffers,
@@ -165,7 +170,7 @@ struct mf_oom {
 	int64_t others;
 	int64_t allowed; /* "X allowed;" (a per-process memory fraction) */
 	int64_t private_pools; /* "with X allocated in private pools" */
-	int gpu;               /* device index; -1 when not printed */
+	int gpu;               /* device index; -1 unless printed as digits */
 	int nprocs;            /* entries used in procs */
 	int nlisted;           /* "Process P" entries printed, kept or not */
 	struct mf_oom_proc procs[MF_OOM_MAX_PROCS]; /* "Process P", in order */
@@ -204,7 +209,8 @@ struct mf_oom {
  *              reserved by PyTorch but unallocated" in 2.x, the closing
  *              "cached)" / "reserved in total by PyTorch)" in 1.x), or does
  *              not continue as PyTorch prints it.  A truncated message is
- *              never reported in part.
+ *              never reported in part.  One that stops after "GPU " is
+ *              said to be PyTorch 2.3's on GPU 0 (see above) or cut off.
  *   MF_ERANGE  a figure is above MF_OOM_MAX_BYTES (a process's
  *              "17179869184.00 GiB" is no figure, see above).
  * Never allocates; runs in time linear in len.
@@ -236,9 +242,9 @@ int64_t mf_oom_outside_bytes(const struct mf_oom *o);
  *  "unknown", "pid" (null when the message names it "this process" or it
  *  is unknown), "nonPyTorchBytes" (its use beyond what PyTorch reserved:
  *  the CUDA context and what libraries took outside the cache; null when
- *  unknown)}), "gpu" (null when not printed), "backend" ("cuda" | "hip"),
- *  "format", "cause", "explanation" (one paragraph), "advice" (strings,
- *  most useful first)}.  A failure is left in w's buffer.
+ *  unknown)}), "gpu" (null unless printed as digits), "backend" ("cuda" |
+ *  "hip"), "format", "cause", "explanation" (one paragraph), "advice"
+ *  (strings, most useful first)}.  A failure is left in w's buffer.
  */
 void mf_oom_write(struct mf_jw *w, const struct mf_oom *o);
 

@@ -27,6 +27,8 @@ struct report {
 struct figs {
 	char tried[SIZESTR], total[SIZESTR], free[SIZESTR], alloc[SIZESTR];
 	char ru[SIZESTR], allowed[SIZESTR], outside[SIZESTR];
+	/* gpu_name's, within a sentence and to start one */
+	char gpu[SIZESTR], gpu_start[SIZESTR];
 };
 
 static void
@@ -44,9 +46,24 @@ fmt_size(int64_t b, char *buf, size_t size)
 		snprintf(buf, size, "%.2f GiB", (double)b / 1073741824.0);
 }
 
+/*
+ * "GPU N", or "the GPU" ("The GPU" to start a sentence) where the message
+ * gave no index (PyTorch 2.3 prints it as a byte; oom.h).
+ */
+static void
+gpu_name(const struct mf_oom *o, bool start, char *buf, size_t size)
+{
+	if (o->gpu >= 0)
+		snprintf(buf, size, "GPU %d", o->gpu);
+	else
+		snprintf(buf, size, "%s GPU", start ? "The" : "the");
+}
+
 static void
 fill_figs(const struct mf_oom *o, struct figs *f)
 {
+	gpu_name(o, false, f->gpu, sizeof(f->gpu));
+	gpu_name(o, true, f->gpu_start, sizeof(f->gpu_start));
 	fmt_size(o->tried, f->tried, sizeof(f->tried));
 	fmt_size(o->total, f->total, sizeof(f->total));
 	fmt_size(o->free, f->free, sizeof(f->free));
@@ -78,12 +95,12 @@ report_capacity(const struct mf_oom *o, const struct figs *f, struct report *r)
 {
 	if (o->tried > o->total)
 		snprintf(r->explanation, sizeof(r->explanation),
-		    "The allocation alone (%s) is larger than GPU %d's whole memory (%s): no setting makes it fit on this card.",
-		    f->tried, o->gpu, f->total);
+		    "The allocation alone (%s) is larger than %s's whole memory (%s): no setting makes it fit on this card.",
+		    f->tried, f->gpu, f->total);
 	else
 		snprintf(r->explanation, sizeof(r->explanation),
-		    "GPU %d (%s) is full of this job's own tensors: PyTorch has %s allocated and %s reserved but unallocated, %s is free and nothing else holds much of the card, so the %s it asked for does not fit.",
-		    o->gpu, f->total, f->alloc, f->ru, f->free, f->tried);
+		    "%s (%s) is full of this job's own tensors: PyTorch has %s allocated and %s reserved but unallocated, %s is free and nothing else holds much of the card, so the %s it asked for does not fit.",
+		    f->gpu_start, f->total, f->alloc, f->ru, f->free, f->tried);
 	advise(r,
 	    "Measure the peak: run one step at a smaller batch and read torch.cuda.max_memory_allocated() (after torch.cuda.reset_peak_memory_stats()); the peak plus headroom is what the job needs.");
 	advise(r,
@@ -97,8 +114,8 @@ static void
 report_limit(const struct mf_oom *o, const struct figs *f, struct report *r)
 {
 	snprintf(r->explanation, sizeof(r->explanation),
-	    "GPU %d had %s free, at least the %s PyTorch asked for, yet the allocation was refused: a limit below the card's capacity stopped it, not the card%s%s%s.",
-	    o->gpu, f->free, f->tried,
+	    "%s had %s free, at least the %s PyTorch asked for, yet the allocation was refused: a limit below the card's capacity stopped it, not the card%s%s%s.",
+	    f->gpu_start, f->free, f->tried,
 	    o->allowed >= 0 ? " (this process may use only " : "",
 	    o->allowed >= 0 ? f->allowed : "", o->allowed >= 0 ? ")" : "");
 	if (o->allowed >= 0)
@@ -193,8 +210,8 @@ report_other(const struct mf_oom *o, const struct figs *f, struct report *r)
 	int k;
 
 	k = snprintf(r->explanation, sizeof(r->explanation),
-	    "%s of GPU %d's %s is held outside this process's PyTorch allocator (total less %s free, %s allocated and %s reserved): another process on the card, or memory this process took outside PyTorch.",
-	    f->outside, o->gpu, f->total, f->free, f->alloc, f->ru);
+	    "%s of %s's %s is held outside this process's PyTorch allocator (total less %s free, %s allocated and %s reserved): another process on the card, or memory this process took outside PyTorch.",
+	    f->outside, f->gpu, f->total, f->free, f->alloc, f->ru);
 	if (k > 0 && (size_t)k < sizeof(r->explanation))
 		say_self(o, r->explanation + k,
 		    sizeof(r->explanation) - (size_t)k);
@@ -231,8 +248,8 @@ static void
 report_frag(const struct mf_oom *o, const struct figs *f, struct report *r)
 {
 	snprintf(r->explanation, sizeof(r->explanation),
-	    "PyTorch holds %s reserved but unallocated on GPU %d, more than the %s it asked for, yet no cached block was large enough: the cache is fragmented into pieces smaller than the request.",
-	    f->ru, o->gpu, f->tried);
+	    "PyTorch holds %s reserved but unallocated on %s, more than the %s it asked for, yet no cached block was large enough: the cache is fragmented into pieces smaller than the request.",
+	    f->ru, f->gpu, f->tried);
 	advise(r,
 	    "Set PYTORCH_ALLOC_CONF=expandable_segments:True before the process starts (PYTORCH_CUDA_ALLOC_CONF is the older name%s): segments then grow in place instead of leaving slivers.",
 	    o->backend == MF_OOM_HIP ?
@@ -376,7 +393,7 @@ mf_oom_text(const struct mf_oom *o, char *buf, size_t size)
 {
 	struct out w = { buf, buf == NULL ? 0 : size, 0, false };
 	struct report r;
-	char note[48] = "";
+	char note[48] = "", gpu[SIZESTR];
 	int i;
 
 	if (o == NULL)
@@ -389,10 +406,12 @@ mf_oom_text(const struct mf_oom *o, char *buf, size_t size)
 		    "%s runtime error: out of memory (PyTorch %s message)\n",
 		    o->backend == MF_OOM_HIP ? "HIP" : "CUDA",
 		    mf_oom_format_name(o->format));
-	else
-		put(&w, "%s out of memory on GPU %d (PyTorch %s message)\n",
-		    o->backend == MF_OOM_HIP ? "HIP" : "CUDA", o->gpu,
+	else {
+		gpu_name(o, false, gpu, sizeof(gpu));
+		put(&w, "%s out of memory on %s (PyTorch %s message)\n",
+		    o->backend == MF_OOM_HIP ? "HIP" : "CUDA", gpu,
 		    mf_oom_format_name(o->format));
+	}
 	put_fig(&w, "tried to allocate", o->tried, "");
 	put_fig(&w, "total", o->total, "");
 	put_fig(&w, "free", o->free, "");

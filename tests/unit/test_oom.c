@@ -1538,6 +1538,168 @@ test_parse_self_precision_of_printed_unit(void **state)
 	}
 }
 
+/* ---- PyTorch 2.3's device index, written as a character ---- */
+
+/*
+ * pytorch#126766 and #129632: 2.3 streams the int8_t device index as a
+ * char.  GPU 1 is the byte 0x01, GPU 31 0x1f; a log may drop it ("GPU
+ * has", two spaces); a capture of the C++ string keeps GPU 0's NUL.
+ *   274.00 MiB = 274 * 2^20 = 287309824
+ *   4.93 GiB = 493 * 2^30 / 100 = 5293547192.32 -> 5293547192
+ *   137.69 MiB = 13769 * 2^20 / 100 = 144378429.44 -> 144378429
+ *   4.30 GiB = 430 * 2^30 / 100 = 4617089843.2 -> 4617089843
+ *   4.14 GiB = 414 * 2^30 / 100 = 4445291151.36 -> 4445291151
+ *   35.88 MiB = 3588 * 2^20 / 100 = 37622906.88 -> 37622907
+ * Cause: free < tried; outside = 5293547192 - 144378429 - (4445291151 +
+ *   37622907) = 666254705, under 25% (1323386798); reserved but
+ *   unallocated under tried -> capacity.
+ */
+static const char v23_head[] =
+    "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate "
+    "274.00 MiB. GPU ";
+static const char v23_tail[] =
+    " has a total capacity of 4.93 GiB of which 137.69 MiB is free. "
+    "Including non-PyTorch memory, this process has 4.30 GiB memory in "
+    "use. Of the allocated memory 4.14 GiB is allocated by PyTorch, and "
+    "35.88 MiB is reserved by PyTorch but unallocated.";
+
+/* v23_head, index (n bytes), v23_tail into buf; the length. */
+static size_t
+v23_message(char *buf, size_t size, const char *index, size_t n)
+{
+	size_t h = sizeof(v23_head) - 1, t = sizeof(v23_tail) - 1;
+
+	assert_true(h + n + t <= size);
+	memcpy(buf, v23_head, h);
+	memcpy(buf + h, index, n);
+	memcpy(buf + h + n, v23_tail, t);
+	return h + n + t;
+}
+
+static void
+test_parse_v2_3_index_as_byte(void **state)
+{
+	static const struct {
+		const char *index;
+		size_t n;
+	} forms[] = { { "\001", 1 }, { "", 0 }, { "\037", 1 }, { "\0", 1 } };
+	static const struct want w = { 287309824, 5293547192, 144378429,
+		4445291151, 37622907, 4617089843, NOPE, NOPE, NOPE, NOPE,
+		MF_OOM_V2_2, MF_OOM_CUDA, MF_OOM_CAPACITY };
+	char msg[512], report[4096];
+	struct mf_oom o;
+	struct mf_error err;
+	json_t *j;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(forms) / sizeof(forms[0]); i++) {
+		size_t len =
+		    v23_message(msg, sizeof(msg), forms[i].index, forms[i].n);
+
+		if (mf_oom_parse(msg, len, &o, &err) != MF_OK)
+			fail_msg("form %zu: %s", i, MSG(&err));
+		check_parsed(&o, &w);
+		j = readback_oom(&o);
+		assert_non_null(j);
+		assert_true(json_is_null(json_object_get(j, "gpu")));
+		assert_string_equal(json_string_value(
+		                        json_object_get(j, "explanation")),
+		    "The GPU (4.93 GiB) is full of this job's own tensors: "
+		    "PyTorch has 4.14 GiB allocated and 35.88 MiB reserved but "
+		    "unallocated, 137.69 MiB is free and nothing else holds "
+		    "much of the card, so the 274.00 MiB it asked for does not "
+		    "fit.");
+		json_decref(j);
+		assert_true(mf_oom_text(&o, report, sizeof(report)) > 0);
+		assert_non_null(strstr(report,
+		    "CUDA out of memory on the GPU (PyTorch 2.2+ message)\n"));
+		assert_null(strstr(report, "GPU -"));
+	}
+}
+
+/* Where the GPU is unknown every cause's explanation says "the GPU". */
+static void
+test_report_unknown_gpu(void **state)
+{
+	static const struct {
+		const char *msg, *says;
+	} cases[] = {
+		{ msg_v22_bytes, "The GPU (" },
+		{ msg_huge, "larger than the GPU's whole memory" },
+		{ msg_v14_allowed, "The GPU had " },
+		{ msg_v22_other, " of the GPU's " },
+		{ msg_v22_pools, " unallocated on the GPU, " },
+	};
+	struct mf_oom o;
+	struct mf_error err;
+	char report[4096];
+	json_t *j;
+	const char *e;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		assert_int_equal(mf_oom_parse(cases[i].msg,
+		                     strlen(cases[i].msg), &o, &err),
+		    MF_OK);
+		o.gpu = -1;
+		j = readback_oom(&o);
+		assert_non_null(j);
+		e = json_string_value(json_object_get(j, "explanation"));
+		if (strstr(e, cases[i].says) == NULL || strstr(e, "GPU -"))
+			fail_msg("case %zu: %s", i, e);
+		json_decref(j);
+		assert_true(mf_oom_text(&o, report, sizeof(report)) > 0);
+		assert_non_null(strstr(report, "out of memory on the GPU ("));
+		assert_null(strstr(report, "GPU -"));
+	}
+}
+
+/*
+ * GPU 0's NUL ends 2.3's message after "GPU " (pytorch#129632): no
+ * figures are left, and the error says why rather than asking for the
+ * whole message, at the end of the text or of the line.
+ */
+static void
+test_parse_v2_3_stops_after_gpu(void **state)
+{
+	static const char *const stops[] = {
+		"torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to "
+		"allocate 83.82 GiB. GPU ",
+		"torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to "
+		"allocate 83.82 GiB. GPU",
+		"torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to "
+		"allocate 83.82 GiB. GPU \nException raised from malloc at "
+		"../c10/cuda/CUDACachingAllocator.cpp:1125 (most recent call "
+		"first):\n",
+	};
+	struct mf_error err;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(stops) / sizeof(stops[0]); i++) {
+		assert_int_equal(parse_err(stops[i], &err), MF_EINVAL);
+		if (strstr(MSG(&err), "stops after 'GPU '") == NULL ||
+		    strstr(MSG(&err), "PyTorch 2.3") == NULL ||
+		    strstr(MSG(&err), "paste the whole message") != NULL)
+			fail_msg("case %zu: %s", i, MSG(&err));
+	}
+	/* The third stops at the end of line 1: it points at line 2. */
+	assert_int_equal(err.line, 2);
+	assert_int_equal(err.column, 1);
+	/* An index byte says GPU 1 printed; a text that ends after it is cut
+	 * off. */
+	assert_int_equal(parse_err("CUDA out of memory. Tried to allocate "
+	                           "1.00 GiB. GPU \001",
+	                     &err),
+	    MF_EINVAL);
+	assert_non_null(strstr(MSG(&err), "paste the whole message"));
+	/* Anything else in the index's place is not as PyTorch prints it. */
+	assert_int_equal(parse_err("CUDA out of memory. Tried to allocate "
+	                           "1.00 GiB. GPU x has a total capacity of",
+	                     &err),
+	    MF_EINVAL);
+	assert_non_null(strstr(MSG(&err), "expected a number, found 'x has"));
+}
+
 /* ---- the CUDA runtime's own error ---- */
 
 /* Written: a ROCm build's "HIP error", with the 2.0+ lines for HIP. */
@@ -2000,6 +2162,9 @@ main(void)
 		cmocka_unit_test(test_parse_self_unknown),
 		cmocka_unit_test(test_parse_self_within_precision),
 		cmocka_unit_test(test_parse_self_precision_of_printed_unit),
+		cmocka_unit_test(test_parse_v2_3_index_as_byte),
+		cmocka_unit_test(test_report_unknown_gpu),
+		cmocka_unit_test(test_parse_v2_3_stops_after_gpu),
 		cmocka_unit_test(test_runtime_error),
 		cmocka_unit_test(test_names),
 		cmocka_unit_test(test_json_figures_and_nulls),
