@@ -41,14 +41,22 @@ take(char *dst, size_t size, const char *v)
 	return 0;
 }
 
-/* The first of two spellings a label was written in by dcgm-exporter's
- * versions. */
-static const char *
-either(const struct mf_node *metric, const char *a, const char *b)
-{
-	const char *v = label(metric, a);
+/* Each part's label names, NULL-terminated, in prometheus.h's order. */
+#define NAME(s) s,
+static const char *const ns_labels[] = { MFD_PROM_NS_LABELS(NAME) NULL };
+static const char *const pod_labels[] = { MFD_PROM_POD_LABELS(NAME) NULL };
+static const char *const host_labels[] = { MFD_PROM_HOST_LABELS(NAME) NULL };
+#undef NAME
 
-	return v != NULL ? v : label(metric, b);
+/* The text of the first of names that metric has, or NULL. */
+static const char *
+first(const struct mf_node *metric, const char *const *names)
+{
+	const char *v = NULL;
+
+	for (; v == NULL && *names != NULL; names++)
+		v = label(metric, *names);
+	return v;
 }
 
 /* The labels of metric into s: 0, or -1 when one the reader needs is
@@ -56,14 +64,15 @@ either(const struct mf_node *metric, const char *a, const char *b)
 static int
 read_labels(const struct mf_node *metric, struct mfd_prom_series *s)
 {
-	const char *fp = label(metric, "memfloor_dev_fingerprint");
-	const char *ns = either(metric, "namespace", "pod_namespace");
-	const char *host = either(metric, "Hostname", "hostname");
+	const char *fp = label(metric, MFD_PROM_FP_LABEL);
+	const char *ns = first(metric, ns_labels);
+	const char *host = first(metric, host_labels);
 
 	if (fp == NULL || !mf_fp_valid(fp) ||
 	    take(s->fingerprint, sizeof(s->fingerprint), fp) ||
-	    take(s->model, sizeof(s->model), label(metric, "modelName")) ||
-	    take(s->pod, sizeof(s->pod), either(metric, "pod", "pod_name")))
+	    take(s->model, sizeof(s->model),
+	        label(metric, MFD_PROM_MODEL_LABEL)) ||
+	    take(s->pod, sizeof(s->pod), first(metric, pod_labels)))
 		return -1;
 	s->ns[0] = '\0';
 	s->host[0] = '\0';

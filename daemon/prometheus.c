@@ -31,13 +31,13 @@
  * before the run counts as over. */
 #define STEP_MAX_SECONDS 60
 
-/* The labels every query groups by: the fingerprint, the GPU model, the
- * pod (and the names older dcgm-exporters gave it: --use-old-namespace)
- * and the host, in either spelling dcgm-exporter has used. */
+/* The labels every query groups by: each name of each part the parser
+ * reads (prometheus.h). */
+#define BY_ONE(s) ", " s
 #define BY \
-	"memfloor_dev_fingerprint, modelName, namespace, pod, " \
-	"pod_namespace, pod_name, Hostname, hostname"
-#define SERIES "DCGM_FI_DEV_FB_USED{memfloor_dev_fingerprint!=\"\"}"
+	MFD_PROM_FP_LABEL ", " MFD_PROM_MODEL_LABEL MFD_PROM_NS_LABELS(BY_ONE) \
+	    MFD_PROM_POD_LABELS(BY_ONE) MFD_PROM_HOST_LABELS(BY_ONE)
+#define SERIES "DCGM_FI_DEV_FB_USED{" MFD_PROM_FP_LABEL "!=\"\"}"
 
 enum query { Q_PEAK, Q_LAST, Q_GPUS, Q_COUNT };
 
@@ -302,6 +302,29 @@ cmp_series(const void *a, const void *b)
 	return c != 0 ? c : strcmp(x->host, y->host);
 }
 
+/*
+ * The series of list[0..*n) (sorted) that read the same (cmp_series) made
+ * one, of the largest value.  The grouping keeps apart what the parser
+ * does not: the target's namespace and pod beside exported_namespace and
+ * exported_pod, two of them when the dcgm-exporter pod was replaced during
+ * a run, on the same GPUs.  The largest is the run's peak, last sample
+ * and GPUs alike.
+ */
+static void
+merge_same(struct mfd_prom_series *list, size_t *n)
+{
+	size_t k = 0;
+
+	for (size_t i = 1; i < *n; i++) {
+		if (cmp_series(&list[k], &list[i]) != 0)
+			list[++k] = list[i];
+		else if (list[i].value > list[k].value)
+			list[k].value = list[i].value;
+	}
+	if (*n > 0)
+		*n = k + 1;
+}
+
 /* The value of id's series in list[0..n) (sorted), or -1. */
 static double
 value_of(const struct mfd_prom_series *id, const struct mfd_prom_series *list,
@@ -531,8 +554,10 @@ read_once(CURL *e, long period, long finish_after)
 	if (down)
 		mfd_log(MFD_INFO, "prometheus %s answers again", url);
 	down = 0;
-	for (q = 0; q < Q_COUNT; q++)
+	for (q = 0; q < Q_COUNT; q++) {
 		qsort(list[q], n[q], sizeof(*list[q]), cmp_series);
+		merge_same(list[q], &n[q]);
+	}
 	handle_runs(list[Q_PEAK], n[Q_PEAK], list[Q_LAST], n[Q_LAST],
 	    list[Q_GPUS], n[Q_GPUS], finish_after);
 out:

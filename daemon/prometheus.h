@@ -36,13 +36,35 @@
 /* The window peaks are taken over when --prometheus-window is not given. */
 #define MFD_PROM_WINDOW_DEFAULT 86400
 
+/*
+ * The labels a series' parts are read from, each part's names in the order
+ * they are tried, the first present read; the queries group by every one
+ * of them, so that each reaches the parser.  dcgm-exporter writes the
+ * pod's namespace and pod (pod_namespace and pod_name with
+ * --use-old-namespace), Hostname (hostname in some releases), modelName
+ * and the pod's labels.  Prometheus scraping it with honor_labels false, a
+ * ServiceMonitor's and a PodMonitor's default, gives namespace and pod to
+ * the target, the dcgm-exporter pod itself, and renames the workload's
+ * exported_namespace and exported_pod (and container, which is not read,
+ * exported_container).  No target has pod_namespace, pod_name or the
+ * other labels read, so those are never renamed, and beside pod_namespace
+ * and pod_name namespace and pod are the target's.  X(NAME) is applied to
+ * each name.
+ */
+#define MFD_PROM_FP_LABEL "memfloor_dev_fingerprint"
+#define MFD_PROM_MODEL_LABEL "modelName"
+#define MFD_PROM_NS_LABELS(X) \
+	X("exported_namespace") X("pod_namespace") X("namespace")
+#define MFD_PROM_POD_LABELS(X) X("exported_pod") X("pod_name") X("pod")
+#define MFD_PROM_HOST_LABELS(X) X("Hostname") X("hostname")
+
 /* One series of an instant vector, by the labels the reader groups on. */
 struct mfd_prom_series {
-	char fingerprint[MF_FP_HEX];    /* memfloor_dev_fingerprint */
-	char model[MFD_PROM_MODEL_MAX]; /* modelName */
-	char ns[MFD_PROM_NS_MAX];       /* namespace (pod_namespace) */
-	char pod[MFD_PROM_POD_MAX];     /* pod (pod_name) */
-	char host[MFD_PROM_HOST_MAX];   /* Hostname or hostname; "" none */
+	char fingerprint[MF_FP_HEX];    /* MFD_PROM_FP_LABEL */
+	char model[MFD_PROM_MODEL_MAX]; /* MFD_PROM_MODEL_LABEL */
+	char ns[MFD_PROM_NS_MAX];       /* MFD_PROM_NS_LABELS; "" none */
+	char pod[MFD_PROM_POD_MAX];     /* MFD_PROM_POD_LABELS */
+	char host[MFD_PROM_HOST_MAX];   /* MFD_PROM_HOST_LABELS; "" none */
 	double value;                   /* finite, >= 0 */
 	double at; /* the time Prometheus evaluated it at, Unix seconds */
 };

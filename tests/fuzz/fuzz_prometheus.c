@@ -4,10 +4,11 @@
  *
  * Seeds: tests/fuzz/corpus/prometheus/ (a vector of peaks, one of last
  * samples in the older label spellings with a series left out, Prometheus's
- * error, a matrix, bytes that are not JSON).  Every input either fails with
- * an error that says something, or reads into series whose parts agree: a
- * fingerprint of 32 hex digits, a GPU model and a pod that are not empty, a
- * finite value and time of at least 0, no more than the cap.
+ * error, a matrix, bytes that are not JSON, a series whose namespace and
+ * pod are the target's beside exported_namespace and exported_pod).  Every
+ * input either fails with an error that says something, or reads into series
+ * whose parts agree: a fingerprint of 32 hex digits, a GPU model and a pod that
+ * are not empty, a finite value and time of at least 0, no more than the cap.
  */
 #include <math.h>
 #include <stddef.h>

@@ -24,6 +24,11 @@
 #     estimate: kept, and its next admission is where it was, its need the
 #     estimate (a device figure lowers nothing);
 #   - a run of a fingerprint no admission recorded is skipped and logged;
+#   - a run scraped as a ServiceMonitor scrapes dcgm-exporter by default
+#     (honor_labels false, the target's own namespace, pod and container):
+#     Prometheus renames the job's exported_namespace and exported_pod, and
+#     the run is kept as the job's, once, although the exporter's pod was
+#     replaced during it, with the larger peak of the two;
 #   - memfloord pointed at a port where nothing listens, and at one that
 #     answers garbage: admissions answer, the outage is logged once, and
 #     nothing is kept; the query carries --prometheus-token-file's bearer
@@ -128,6 +133,19 @@ procs="$! $procs"
 wait_for "the stand-in exporter did not start" 100 test -s "$tmp/exporter.port"
 eport=$(cat "$tmp/exporter.port")
 
+# Two more, scraped with the target labels a ServiceMonitor gives a
+# dcgm-exporter pod; the second is that pod replaced.
+for x in 2 3; do
+	: >"$series$x"
+	python3 tests/integration/dcgm_exporter.py "$tmp/exporter$x.port" \
+	    "$series$x" >"$tmp/exporter$x.log" 2>&1 &
+	procs="$! $procs"
+	wait_for "the stand-in exporter $x did not start" 100 \
+	    test -s "$tmp/exporter$x.port"
+done
+eport2=$(cat "$tmp/exporter2.port")
+eport3=$(cat "$tmp/exporter3.port")
+
 pport=$(free_port)
 cat >"$tmp/prometheus.yml" <<EOF
 global:
@@ -138,6 +156,18 @@ scrape_configs:
   - job_name: dcgm
     static_configs:
       - targets: ['127.0.0.1:$eport']
+  - job_name: dcgm-monitor
+    static_configs:
+      - targets: ['127.0.0.1:$eport2']
+        labels:
+          namespace: gpu-operator
+          pod: nvidia-dcgm-exporter-7x2kq
+          container: nvidia-dcgm-exporter
+      - targets: ['127.0.0.1:$eport3']
+        labels:
+          namespace: gpu-operator
+          pod: nvidia-dcgm-exporter-9p4zt
+          container: nvidia-dcgm-exporter
 EOF
 "$prom" --config.file="$tmp/prometheus.yml" \
     --storage.tsdb.path="$tmp/tsdb" \
@@ -350,6 +380,41 @@ wait_for "both replicas did not handle the stranger's run" 300 unknown_by_both
 is "the replicas' metrics: 3 runs kept, 3 kept before, 2 unknown, none invalid or failed" \
     "$(runs kept) $(runs duplicate) $(runs unknown) $(runs invalid) $(runs failed)" \
     "3 3 2 0 0"
+
+# --- honor_labels false: the job's labels renamed exported_ ----------------
+# Job b on node5 in namespace ml, served by one exporter pod and then by
+# its replacement, the two at once for a moment as in a rolling update.
+b5='gpu="0",UUID="GPU-7d6a1c2e-0000-4000-8000-000000000005",device="nvidia0",modelName="NVIDIA H100 80GB HBM3",Hostname="node5",container="train",namespace="ml",pod="train-0"'
+gpu "$b5,memfloor_dev_fingerprint=\"$fpb\"" 3000 >"${series}2"
+sleep 3
+gpu "$b5,memfloor_dev_fingerprint=\"$fpb\"" 5000 >"${series}3"
+sleep 1
+: >"${series}2"
+sleep 3
+: >"${series}3"
+is "Prometheus gave the job's namespace and pod to the target, renamed exported_" \
+    "$(curl -s -m 10 "$pbase/api/v1/series" \
+        --data-urlencode 'match[]=DCGM_FI_DEV_FB_USED{job="dcgm-monitor"}' |
+        python3 -c 'import json, sys
+print(*sorted("%s/%s %s/%s" % (m["namespace"], m["pod"],
+    m.get("exported_namespace"), m.get("exported_pod"))
+    for m in json.load(sys.stdin)["data"]))')" \
+    "gpu-operator/nvidia-dcgm-exporter-7x2kq ml/train-0 gpu-operator/nvidia-dcgm-exporter-9p4zt ml/train-0"
+three() { [ "$(listed "$1")" = 3 ]; }
+wait_for "job b's run in ml/train-0 was not kept within a minute" 600 \
+    three "$fpb"
+sleep 3
+is "kept once, as ml/train-0's run; none named by the exporter's pod" \
+    "$(listed "$fpb") $(cat "$tmp/daemon.log" "$tmp/replica.log" |
+        grep -c "run $fpb ml/train-0 [0-9]*: kept observation" || true) $(cat \
+        "$tmp/daemon.log" "$tmp/replica.log" | grep -c 'gpu-operator/' || true)" \
+    "3 1 0"
+is "its peak: the larger of the two exporter pods' (5000 MiB), on one GPU" \
+    "$(python3 -c 'import json, sys
+os = json.load(open(sys.argv[1]))["observations"]
+print([(o["deviceUsedBytes"] // 1048576, o["count"]) for o in os
+       if o["deviceUsedBytes"] in (3000 * 1048576, 5000 * 1048576)])' \
+        "$tmp/list")" "[(5000, 1)]"
 
 stop_all "$d1" "$d2"
 rc1=0

@@ -86,6 +86,40 @@ test_prom_parse_spellings_and_left_out(void **state)
 	free(list);
 }
 
+/* Scraped with honor_labels false, a ServiceMonitor's default: namespace
+ * and pod are the dcgm-exporter pod's, the workload's exported_namespace
+ * and exported_pod, and those are read; beside pod_namespace and
+ * pod_name (--use-old-namespace) namespace and pod are the target's too. */
+static void
+test_prom_parse_exported_labels(void **state)
+{
+	static const char body[] = HEAD
+	    "{\"metric\":{\"Hostname\":\"node1\",\"memfloor_dev_fingerprint\":\"" FP
+	    "\",\"modelName\":\"NVIDIA H100 80GB HBM3\","
+	    "\"namespace\":\"gpu-operator\",\"pod\":\"nvidia-dcgm-exporter-7x2kq\","
+	    "\"container\":\"nvidia-dcgm-exporter\",\"exported_namespace\":\"ml\","
+	    "\"exported_pod\":\"train-0\",\"exported_container\":\"train\"},"
+	    "\"value\":[1,\"61234\"]},"
+	    "{\"metric\":{\"memfloor_dev_fingerprint\":\"" FP "\","
+	    "\"modelName\":\"NVIDIA L4\",\"namespace\":\"gpu-operator\","
+	    "\"pod\":\"nvidia-dcgm-exporter-9p4zt\",\"pod_namespace\":\"ml\","
+	    "\"pod_name\":\"train-1\"},\"value\":[1,\"7\"]}" TAIL;
+	struct mfd_prom_series *list;
+	struct mf_error err;
+	size_t n, skipped;
+
+	(void)state;
+	assert_int_equal(parse(body, &list, &n, &skipped, &err), MF_OK);
+	assert_int_equal(n, 2);
+	assert_int_equal(skipped, 0);
+	assert_string_equal(list[0].ns, "ml");
+	assert_string_equal(list[0].pod, "train-0");
+	assert_string_equal(list[0].host, "node1");
+	assert_string_equal(list[1].ns, "ml");
+	assert_string_equal(list[1].pod, "train-1");
+	free(list);
+}
+
 /* Prometheus's own error is the text; a matrix, garbage and an element
  * that is not a series are refused, and nothing is handed back. */
 static void
@@ -122,6 +156,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_prom_parse_series),
 		cmocka_unit_test(test_prom_parse_spellings_and_left_out),
+		cmocka_unit_test(test_prom_parse_exported_labels),
 		cmocka_unit_test(test_prom_parse_refused),
 	};
 
