@@ -3,7 +3,7 @@
  * rules across fields that no row states: a floor or a model, the
  * referenceHours that limits need, the count a job's parallelism takes,
  * the layouts activation offloading is modelled in, the lengths a model
- * needs.
+ * needs, a request within its context.
  */
 #include "manifest.h"
 
@@ -181,6 +181,53 @@ refuse_at(const char *base, const struct mf_node *wl, const char *name,
 	snprintf(field, sizeof(field), "workload.%s", name);
 	return mf_error_set(err, MF_EINVAL, mf_path(p, sizeof(p), base, field),
 	    n != NULL ? n->line : 0, n != NULL ? n->column : 0, "%s", why);
+}
+
+/*
+ * A request's prompt and output within contextLength, the tokens a
+ * sequence's KV cache is sized for, as the time of its decode steps
+ * assumes: vLLM's OpenAI server refuses a request whose prompt and
+ * max_tokens together pass max_model_len
+ * (vllm/entrypoints/openai/serving_engine.py,
+ * _validate_prompt_and_tokenize).  A prompt not given is contextLength,
+ * which leaves no room for an output.  The error is at promptTokens, or
+ * at outputTokens where no prompt is given or the output alone fills the
+ * context.
+ */
+static enum mf_rc
+check_request(const struct mf_job *job, const char *base,
+    const struct mf_node *wl, struct mf_error *err)
+{
+	const struct mf_workload *w = &job->work;
+	long long ctx = w->context_len, prompt = w->prompt_tokens,
+	          output = w->output_tokens;
+	char why[320];
+
+	if (w->kind != MF_INFERENCE || ctx == 0)
+		return MF_OK;
+	if (output >= ctx && prompt < ctx) {
+		snprintf(why, sizeof(why),
+		    "%lld tokens leave no room for a prompt in contextLength %lld, the tokens a sequence's KV cache holds",
+		    output, ctx);
+		return refuse_at(base, wl, "outputTokens", why, err);
+	}
+	if (prompt == 0 && output > 0) {
+		snprintf(why, sizeof(why),
+		    "needs promptTokens: a prompt not given is contextLength, %lld tokens, which leaves no room for %lld output tokens in a sequence's KV cache; give promptTokens, at most %lld",
+		    ctx, output, ctx - output);
+		return refuse_at(base, wl, "outputTokens", why, err);
+	}
+	if (prompt + output <= ctx)
+		return MF_OK;
+	if (output == 0)
+		snprintf(why, sizeof(why),
+		    "%lld tokens are more than contextLength %lld, the tokens a sequence's KV cache holds",
+		    prompt, ctx);
+	else
+		snprintf(why, sizeof(why),
+		    "%lld tokens and outputTokens %lld make a request of %lld tokens, more than contextLength %lld, the tokens a sequence's KV cache holds (vLLM refuses such a request)",
+		    prompt, output, prompt + output, ctx);
+	return refuse_at(base, wl, "promptTokens", why, err);
 }
 
 /* Activation offloading and sharding where the estimate does not model
@@ -391,6 +438,8 @@ check_spec(struct mf_job *job, const char *base, const struct mf_node *spec,
 		rc = check_offload(job, base, wl, err);
 	if (rc == MF_OK)
 		rc = check_lengths(job, base, line, column, err);
+	if (rc == MF_OK)
+		rc = check_request(job, base, wl, err);
 	if (rc == MF_OK)
 		rc = check_loss(job, base, wl, err);
 	if (rc == MF_OK)

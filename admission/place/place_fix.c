@@ -84,17 +84,21 @@ entry_of(struct search *s, enum mf_fix fix, const struct mf_workload *w,
 /*
  * The largest context (or concurrency) that fits, with everything else
  * as the job asks, on the card that is cheapest to run it on, below what
- * the job asks; 0 when no card takes even one block (or sequence).
+ * the job asks; 0 when no card takes even one block (or sequence).  A
+ * context shorter than a request's promptTokens and outputTokens is not
+ * offered: the manifest would refuse it (check_request in manifest.c).
  */
 static int64_t
 served_amount(struct search *s, const struct plan *pl, enum mf_fix fix)
 {
 	const struct mf_workload *w = &s->job->work;
-	int64_t best = 0, v, want;
+	int64_t best = 0, v, want, fewest = 1;
 	double least = 0, cost;
 	struct card cd;
 
 	want = fix == MF_FIX_CONTEXT ? w->context_len : w->concurrency;
+	if (fix == MF_FIX_CONTEXT && w->prompt_tokens + w->output_tokens > 1)
+		fewest = w->prompt_tokens + w->output_tokens;
 	for (size_t i = 0; i < s->cat->ngpus; i++) {
 		if (!mf_place_card(s, &s->cat->gpus[i], &cd) ||
 		    cd.most < pl->lo || pl->tensor > cd.g->gpus_per_node)
@@ -106,7 +110,7 @@ served_amount(struct search *s, const struct plan *pl, enum mf_fix fix)
 		            w->concurrency)) :
 		    mf_est_max_seqs(pl->est,
 		        cd.usable - mf_place_card_delta(s, cd.g, pl));
-		if (v < 1 || v >= want)
+		if (v < fewest || v >= want)
 			continue;
 		cost = mf_place_cost_factor(s, cd.g, pl, pl->lo,
 		           mf_place_nodes(s, cd.g, pl->lo)) *

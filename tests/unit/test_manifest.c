@@ -89,11 +89,12 @@ read_ok(const char *text, struct mf_doc **doc, struct mf_job *job)
 }
 
 /*
- * Reading fails with MF_EINVAL on field; line is checked unless negative;
- * the message holds part; the job is untouched.
+ * Reading fails with MF_EINVAL on field; line and column are checked
+ * unless negative; the message holds part; the job is untouched.
  */
 static void
-expect_err(const char *text, const char *field, int line, const char *part)
+expect_err_at(const char *text, const char *field, int line, int column,
+    const char *part)
 {
 	struct mf_doc *doc = NULL;
 	struct mf_job job;
@@ -108,11 +109,20 @@ expect_err(const char *text, const char *field, int line, const char *part)
 	assert_string_equal(err.field, field);
 	if (line >= 0)
 		assert_int_equal(err.line, line);
+	if (column >= 0)
+		assert_int_equal(err.column, column);
 	if (strstr(MSG(&err), part) == NULL)
 		fail_msg("message '%s' lacks '%s'", MSG(&err), part);
 	for (size_t i = 0; i < sizeof(job); i++)
 		if (((unsigned char *)&job)[i] != 0xa5)
 			fail_msg("job written at byte %zu on error", i);
+}
+
+/* expect_err_at without the column. */
+static void
+expect_err(const char *text, const char *field, int line, const char *part)
+{
+	expect_err_at(text, field, line, -1, part);
 }
 
 #define HDR "apiVersion: memfloor.dev/v1\nkind: Job\nmetadata:\n  name: t\n"
@@ -957,6 +967,54 @@ test_err_serving(void **state)
 	                 "    parallelism: {tensor: 4}\n",
 	    "spec.resources.gpu.count", -1,
 	    "is 6 but the job's parallelism takes 4 GPUs");
+}
+
+/*
+ * A request's promptTokens and outputTokens fit in contextLength (vLLM
+ * refuses a longer request); the error is at promptTokens, or at
+ * outputTokens where it alone fills the context or no prompt is given
+ * (the prompt is then contextLength).  The values start at column 19.
+ */
+static void
+test_err_request_past_context(void **state)
+{
+	struct mf_doc *doc = NULL;
+	struct mf_job job;
+
+	(void)state;
+	expect_err_at(MSPEC INF
+	    "    promptTokens: 4000\n    outputTokens: 200\n"
+	    "  duration:\n    requests: 1000\n",
+	    "spec.workload.promptTokens", 11, 19,
+	    "4000 tokens and outputTokens 200 make a request of 4200 tokens, "
+	    "more than contextLength 4096");
+	expect_err_at(MSPEC INF "    promptTokens: 5000\n",
+	    "spec.workload.promptTokens", 11, 19,
+	    "5000 tokens are more than contextLength 4096");
+	expect_err_at(MSPEC INF
+	    "    promptTokens: 100\n    outputTokens: 4096\n",
+	    "spec.workload.outputTokens", 12, 19,
+	    "4096 tokens leave no room for a prompt in contextLength 4096");
+	expect_err_at(MSPEC INF "    outputTokens: 200\n",
+	    "spec.workload.outputTokens", 11, 19,
+	    "needs promptTokens: a prompt not given is contextLength, 4096 "
+	    "tokens, which leaves no room for 200 output tokens");
+	expect_err_at(MSPEC INF "    outputTokens: 200\n",
+	    "spec.workload.outputTokens", 11, 19,
+	    "give promptTokens, at most 3896");
+	/* Both past the context: promptTokens, in flow style too. */
+	expect_err_at(MSPEC
+	    "  workload: {kind: inference, contextLength: 8192, "
+	    "promptTokens: 4000000, outputTokens: 4000000}\n"
+	    "  duration: {requests: 1000}\n",
+	    "spec.workload.promptTokens", 8, 66,
+	    "make a request of 8000000 tokens, more than contextLength 8192");
+	read_ok(MSPEC INF "    promptTokens: 3896\n    outputTokens: 200\n",
+	    &doc, &job);
+	assert_int_equal(job.work.prompt_tokens + job.work.output_tokens, 4096);
+	mf_doc_free(doc);
+	read_ok(MSPEC INF "    promptTokens: 4096\n", &doc, &job);
+	mf_doc_free(doc);
 }
 
 /* --- the recipes of design 19 --- */
@@ -2146,6 +2204,7 @@ main(void)
 		cmocka_unit_test(test_read_all_fixes),
 		cmocka_unit_test(test_read_serving),
 		cmocka_unit_test(test_err_serving),
+		cmocka_unit_test(test_err_request_past_context),
 		cmocka_unit_test(test_err_unknown_fields),
 		cmocka_unit_test(test_err_unknown_field_line),
 		cmocka_unit_test(test_err_types),

@@ -1025,6 +1025,46 @@ test_model_inference_rejected(void **state)
 	mf_cat_unref(cat);
 }
 
+/*
+ * The context fix is not offered below a request's promptTokens and
+ * outputTokens: the same job as above with requests of 7000 + 1000 tokens
+ * would be offered 6470, a manifest the reader refuses.  The others stay.
+ */
+static void
+test_model_inference_context_fix_holds_request(void **state)
+{
+	struct mf_catalog *cat =
+	    cat_parse(CAT_HDR GPU("L40S", "48G", "1.00", "0.5"));
+	struct mf_decision d;
+	struct fx f;
+
+	(void)state;
+	job_load(&f,
+	    LLAMA "  workload:\n    kind: inference\n"
+	          "    concurrency: 32\n    contextLength: 8192\n"
+	          "    promptTokens: 7000\n    outputTokens: 1000\n" FIXES(
+	              "checkpointing, adam8bit, lora, qlora, fsdp"));
+	place(&f, cat, &d);
+	assert_false(d.admitted);
+	assert_int_equal(d.nfixes, 5);
+	for (size_t i = 0; i < d.nfixes; i++)
+		assert_int_not_equal(d.fixes[i].fix, MF_FIX_CONTEXT);
+	assert_int_equal(d.fixes[4].fix, MF_FIX_CONCURRENCY);
+	job_free(&f);
+	/* A request of 6000 tokens: 6470 holds it. */
+	job_load(&f,
+	    LLAMA "  workload:\n    kind: inference\n"
+	          "    concurrency: 32\n    contextLength: 8192\n"
+	          "    promptTokens: 5000\n    outputTokens: 1000\n" FIXES(
+	              "checkpointing, adam8bit, lora, qlora, fsdp"));
+	place(&f, cat, &d);
+	assert_int_equal(d.nfixes, 6);
+	assert_int_equal(d.fixes[4].fix, MF_FIX_CONTEXT);
+	assert_int_equal(d.fixes[4].amount, 6470);
+	job_free(&f);
+	mf_cat_unref(cat);
+}
+
 /* --- the key case: full fine-tune on 80 GB cards --- */
 
 /*
@@ -2906,6 +2946,8 @@ main(void)
 		cmocka_unit_test(test_model_qlora_cheapest),
 		cmocka_unit_test(test_model_inference),
 		cmocka_unit_test(test_model_inference_rejected),
+		cmocka_unit_test(
+		    test_model_inference_context_fix_holds_request),
 		cmocka_unit_test(test_place_vllm_card_defaults),
 		cmocka_unit_test(test_context_limit),
 		cmocka_unit_test(test_chunked_softcap),
