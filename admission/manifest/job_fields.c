@@ -550,7 +550,7 @@ static const struct mf_field workload_rows[W_COUNT] = {
 	    .text = "vLLM's default for the card: 16384 from 160 GiB, 8192 from 70 GiB but an A100, else 2048; with a serverVersion before 0.8.0, max(contextLength, 2048), or past 32768 tokens 512 from 0.5.3, 2048 from 0.6.5",
 	    .when = { INFERENCE, VLLM }, .unit = "tokens",
 	    .title = "Batched tokens",
-	    .doc = "tokens of one forward, the activation peak of the profile run" },
+	    .doc = "tokens of one forward, the activation peak of the profile run; at least maxNumSeqs where both are given" },
 	[W_BLOCK] = { .key = "blockSize", .type = MF_FT_INT,
 	    .base = MF_FB_WORK, .offset = WOFF(block_size),
 	    .flags = MF_FF_DEFAULT, .min = 1, .max = MF_JOB_MAX_BLOCK,

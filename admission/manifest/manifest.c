@@ -3,7 +3,8 @@
  * rules across fields that no row states: a floor or a model, the
  * referenceHours that limits need, the count a job's parallelism takes,
  * the layouts activation offloading is modelled in, the lengths a model
- * needs, a request within its context.
+ * needs, a request within its context, vLLM's batch against its
+ * sequences.
  */
 #include "manifest.h"
 
@@ -230,6 +231,30 @@ check_request(const struct mf_job *job, const char *base,
 	return refuse_at(base, wl, "promptTokens", why, err);
 }
 
+/*
+ * vLLM's batch of one step against its sequences, where the manifest
+ * states both: vLLM refuses to start with fewer batched tokens than
+ * sequences, one token each ("max_num_batched_tokens (16) must be greater
+ * than or equal to max_num_seqs (256)": vllm/config/scheduler.py,
+ * SchedulerConfig.verify_max_model_len).  One left to its default takes
+ * the card's (mf_vllm_defaults).
+ */
+static enum mf_rc
+check_batch(const struct mf_job *job, const char *base,
+    const struct mf_node *wl, struct mf_error *err)
+{
+	const struct mf_workload *w = &job->work;
+	char why[256];
+
+	if (w->batched_tokens == 0 || w->max_num_seqs == 0 ||
+	    w->batched_tokens >= w->max_num_seqs)
+		return MF_OK;
+	snprintf(why, sizeof(why),
+	    "%lld tokens are fewer than maxNumSeqs %lld: vLLM refuses to start with fewer tokens a step than sequences",
+	    (long long)w->batched_tokens, (long long)w->max_num_seqs);
+	return refuse_at(base, wl, "maxNumBatchedTokens", why, err);
+}
+
 /* Activation offloading and sharding where the estimate does not model
  * them (mf_est_offload_refused, mf_est_shard_refused), the error at the
  * field where it is written. */
@@ -440,6 +465,8 @@ check_spec(struct mf_job *job, const char *base, const struct mf_node *spec,
 		rc = check_lengths(job, base, line, column, err);
 	if (rc == MF_OK)
 		rc = check_request(job, base, wl, err);
+	if (rc == MF_OK)
+		rc = check_batch(job, base, wl, err);
 	if (rc == MF_OK)
 		rc = check_loss(job, base, wl, err);
 	if (rc == MF_OK)

@@ -1017,6 +1017,39 @@ test_err_request_past_context(void **state)
 	mf_doc_free(doc);
 }
 
+/*
+ * vLLM refuses to start with maxNumBatchedTokens under maxNumSeqs; where
+ * the manifest states both, the error is at maxNumBatchedTokens.  One
+ * left to the card's default is not checked.
+ */
+static void
+test_err_batched_under_seqs(void **state)
+{
+	struct mf_doc *doc = NULL;
+	struct mf_job job;
+
+	(void)state;
+	expect_err_at(MSPEC INF
+	    "    server: vllm\n    maxNumBatchedTokens: 16\n"
+	    "    maxNumSeqs: 256\n",
+	    "spec.workload.maxNumBatchedTokens", 12, 26,
+	    "16 tokens are fewer than maxNumSeqs 256: vLLM refuses to start");
+	expect_err_at(MSPEC
+	    "  workload: {kind: inference, contextLength: 8192, "
+	    "server: vllm, maxNumBatchedTokens: 16, "
+	    "maxNumSeqs: 256}\n",
+	    "spec.workload.maxNumBatchedTokens", 8, 87,
+	    "fewer than maxNumSeqs 256");
+	read_ok(MSPEC INF "    server: vllm\n    maxNumBatchedTokens: 256\n"
+	                  "    maxNumSeqs: 256\n",
+	    &doc, &job);
+	mf_doc_free(doc);
+	read_ok(MSPEC INF "    server: vllm\n    maxNumBatchedTokens: 16\n",
+	    &doc, &job);
+	assert_int_equal(job.work.max_num_seqs, 0);
+	mf_doc_free(doc);
+}
+
 /* --- the recipes of design 19 --- */
 
 /* A training job with the workload text w (after "  workload:\n"): a
@@ -2205,6 +2238,7 @@ main(void)
 		cmocka_unit_test(test_read_serving),
 		cmocka_unit_test(test_err_serving),
 		cmocka_unit_test(test_err_request_past_context),
+		cmocka_unit_test(test_err_batched_under_seqs),
 		cmocka_unit_test(test_err_unknown_fields),
 		cmocka_unit_test(test_err_unknown_field_line),
 		cmocka_unit_test(test_err_types),
