@@ -64,7 +64,8 @@ enum mf_quantizer { MF_QZ_BITSANDBYTES, MF_QZ_TORCHAO };
 enum mf_attention { MF_SDPA, MF_FLASH, MF_EAGER };
 enum mf_kv_dtype { MF_KV_BF16, MF_KV_FP16, MF_KV_FP8 };
 /* Inference: the dtype of the linear layers' weights (design 14);
- * DEFAULT is that of precision. */
+ * DEFAULT is that of the model's quantization_config, else of precision
+ * (mf_est_weights_quant). */
 enum mf_weights_dtype {
 	MF_WD_DEFAULT,
 	MF_WD_BF16,

@@ -544,6 +544,24 @@ holds(const struct mf_fread *r, const struct mf_fwhen *w)
 	return v >= 0 && v < 32 && (w->values >> v & 1u);
 }
 
+/* What the condition's row c holds, v, in words into buf: its name, or
+ * for a default that has no name the row's text for it (weightsDtype's),
+ * and " (the default)" after a default. */
+static void
+held(const struct mf_field *c, int v, char *buf, size_t size)
+{
+	const char *name = mf_fields_name(c, v);
+	int by_default =
+	    v == c->idef && ((c->flags & MF_FF_DEFAULT) || name == NULL);
+
+	if (name == NULL) {
+		assert(by_default && c->text != NULL &&
+		    "a value without a name is its row's default, in its text");
+		name = c->text;
+	}
+	snprintf(buf, size, "%s%s", name, by_default ? " (the default)" : "");
+}
+
 /* "has no effect here: it applies only with kind: inference, and this job
  * has kind: training (the default)"; value quotes the value at fault. */
 static enum mf_rc
@@ -551,10 +569,9 @@ no_effect(struct mf_fread *r, const struct mf_node *n, const char *path,
     const struct mf_fwhen *w, const char *value)
 {
 	const struct mf_field *c = w->field;
-	char need[LISTMAX];
+	char need[LISTMAX], have[LISTMAX];
 	size_t used = 0;
 	int v = value_of(r, c), k = 0;
-	const char *have = mf_fields_name(c, v);
 
 	need[0] = '\0';
 	for (int i = 0; i < 32 && used < sizeof(need); i++)
@@ -562,17 +579,14 @@ no_effect(struct mf_fread *r, const struct mf_node *n, const char *path,
 			used += (size_t)snprintf(need + used,
 			    sizeof(need) - used, "%s%s", k++ ? " or " : "",
 			    mf_fields_name(c, i));
+	held(c, v, have, sizeof(have));
 	if (value != NULL)
 		return fail(r, path, n->key, n->line, n->column,
-		    "'%s' has no effect here: it applies only with %s: %s, and this job has %s: %s%s",
-		    value, c->key, need, c->key, have ? have : "?",
-		    (c->flags & MF_FF_DEFAULT) && v == c->idef ?
-		        " (the default)" :
-		        "");
+		    "'%s' has no effect here: it applies only with %s: %s, and this job has %s: %s",
+		    value, c->key, need, c->key, have);
 	return fail(r, path, n->key, n->key_line, n->key_column,
-	    "has no effect here: it applies only with %s: %s, and this job has %s: %s%s",
-	    c->key, need, c->key, have ? have : "?",
-	    (c->flags & MF_FF_DEFAULT) && v == c->idef ? " (the default)" : "");
+	    "has no effect here: it applies only with %s: %s, and this job has %s: %s",
+	    c->key, need, c->key, have);
 }
 
 static enum mf_rc

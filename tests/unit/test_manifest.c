@@ -1050,6 +1050,34 @@ test_err_batched_under_seqs(void **state)
 	mf_doc_free(doc);
 }
 
+/*
+ * A field that applies only with a value its condition's row holds by a
+ * default without a name (weightsDtype's) says that default in the row's
+ * words, at the field's key.
+ */
+static void
+test_err_no_effect_unnamed_default(void **state)
+{
+	struct mf_doc *doc = NULL;
+	struct mf_job job;
+	struct mf_error err;
+
+	(void)state;
+	expect_err_at(MSPEC INF "    groupSize: 64\n",
+	    "spec.workload.groupSize", 11, 5,
+	    "has no effect here: it applies only with weightsDtype: int4, and "
+	    "this job has weightsDtype: that of the model's "
+	    "quantization_config, else of precision (the default)");
+	assert_int_equal(read_job(MSPEC INF "    groupSize: 64\n", &doc, &job,
+	                     &err),
+	    MF_EINVAL);
+	assert_null(strchr(MSG(&err), '?'));
+	mf_doc_free(doc);
+	expect_err_at(MSPEC INF "    weightsDtype: bf16\n    groupSize: 64\n",
+	    "spec.workload.groupSize", 12, 5,
+	    "and this job has weightsDtype: bf16 (line 12");
+}
+
 /* --- the recipes of design 19 --- */
 
 /* A training job with the workload text w (after "  workload:\n"): a
@@ -2239,6 +2267,7 @@ main(void)
 		cmocka_unit_test(test_err_serving),
 		cmocka_unit_test(test_err_request_past_context),
 		cmocka_unit_test(test_err_batched_under_seqs),
+		cmocka_unit_test(test_err_no_effect_unnamed_default),
 		cmocka_unit_test(test_err_unknown_fields),
 		cmocka_unit_test(test_err_unknown_field_line),
 		cmocka_unit_test(test_err_types),
