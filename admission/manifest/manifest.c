@@ -99,14 +99,39 @@ hook(struct mf_fread *fr, const struct mf_field *f, const struct mf_node *n,
 }
 
 /*
- * The GPUs of a job: a replica of tensor x pipeline GPUs on each of the
- * sharding.gpus FSDP ranks.  A count the job gives must be that product
- * when sharding or parallelism is given, a multiple of the replica's
- * otherwise (its data-parallel ranks).
+ * A count the job gives that its layout does not take, refused at path,
+ * line and column with the rule applied: under FSDP the product of the
+ * replica and sharding.gpus, else a multiple of the replica.
  */
 static enum mf_rc
-check_count(struct mf_job *job, const char *base, int line, int column,
+count_refused(const struct mf_job *job, const char *path, int line, int column,
     struct mf_error *err)
+{
+	const struct mf_workload *w = &job->work;
+	long long count = job->count, tensor = w->tensor,
+	          pipeline = w->pipeline, shard = w->shard_gpus;
+
+	if (shard == 1)
+		return mf_error_set(err, MF_EINVAL, path, line, column,
+		    "is %lld, not a multiple of the %lld GPUs one replica of the job's parallelism takes (tensor %lld x pipeline %lld): a count is a whole number of replicas",
+		    count, tensor * pipeline, tensor, pipeline);
+	if (tensor * pipeline == 1)
+		return mf_error_set(err, MF_EINVAL, path, line, column,
+		    "is %lld but workload.sharding.gpus is %lld", count, shard);
+	return mf_error_set(err, MF_EINVAL, path, line, column,
+	    "is %lld but the job's parallelism takes %lld GPUs (tensor %lld x pipeline %lld x sharding.gpus %lld)",
+	    count, tensor * pipeline * shard, tensor, pipeline, shard);
+}
+
+/*
+ * The GPUs of a job: a replica of tensor x pipeline GPUs on each of the
+ * sharding.gpus FSDP ranks.  A count the job gives must be that product
+ * when sharding is given, a multiple of the replica's otherwise (its
+ * data-parallel ranks).  n is the count where it is written, or NULL.
+ */
+static enum mf_rc
+check_count(struct mf_job *job, const char *base, const struct mf_node *n,
+    int line, int column, struct mf_error *err)
 {
 	struct mf_workload *w = &job->work;
 	int64_t replica = w->tensor * w->pipeline, want;
@@ -121,19 +146,11 @@ check_count(struct mf_job *job, const char *base, int line, int column,
 		    column,
 		    "tensor x pipeline x sharding.gpus is %lld GPUs, more than %d",
 		    (long long)want, MF_JOB_MAX_GPUS);
-	if (job->count_given && job->count != want && replica == 1)
-		return mf_error_set(err, MF_EINVAL,
-		    mf_path(p, sizeof(p), base, "resources.gpu.count"), line,
-		    column, "is %lld but workload.sharding.gpus is %lld",
-		    (long long)job->count, (long long)w->shard_gpus);
 	if (job->count_given && job->count != want)
-		return mf_error_set(err, MF_EINVAL,
-		    mf_path(p, sizeof(p), base, "resources.gpu.count"), line,
-		    column,
-		    "is %lld but the job's parallelism takes %lld GPUs (tensor %lld x pipeline %lld x sharding.gpus %lld)",
-		    (long long)job->count, (long long)want,
-		    (long long)w->tensor, (long long)w->pipeline,
-		    (long long)w->shard_gpus);
+		return count_refused(job,
+		    mf_path(p, sizeof(p), base, "resources.gpu.count"),
+		    n != NULL ? n->line : line, n != NULL ? n->column : column,
+		    err);
 	/* Experts spread over the GPUs of a stage: its tensor-parallel
 	 * group and data-parallel ranks. */
 	if ((want / w->pipeline) % w->expert != 0)
@@ -456,7 +473,8 @@ check_spec(struct mf_job *job, const char *base, const struct mf_node *spec,
 		return mf_error_set(err, MF_EINVAL,
 		    mf_path(p, sizeof(p), base, "workload.outputTokens"), line,
 		    column, "is required by duration.requests");
-	rc = check_count(job, base, line, column, err);
+	rc = check_count(job, base, node_at(spec, "resources.gpu.count"), line,
+	    column, err);
 	if (rc == MF_OK)
 		rc = check_oib(job, base, wl, err);
 	if (rc == MF_OK)

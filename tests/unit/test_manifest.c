@@ -965,8 +965,8 @@ test_err_serving(void **state)
 	    "spec.workload.parallelism.data", -1, "");
 	expect_err(MSPEC "  resources:\n    gpu:\n      count: 6\n" INF
 	                 "    parallelism: {tensor: 4}\n",
-	    "spec.resources.gpu.count", -1,
-	    "is 6 but the job's parallelism takes 4 GPUs");
+	    "spec.resources.gpu.count", 10,
+	    "is 6, not a multiple of the 4 GPUs one replica");
 }
 
 /*
@@ -1076,6 +1076,58 @@ test_err_no_effect_unnamed_default(void **state)
 	expect_err_at(MSPEC INF "    weightsDtype: bf16\n    groupSize: 64\n",
 	    "spec.workload.groupSize", 12, 5,
 	    "and this job has weightsDtype: bf16 (line 12");
+}
+
+/*
+ * A count must be a whole number of the replicas the job's parallelism
+ * takes (data parallel), or with sharding the product with sharding.gpus;
+ * the error says the rule applied, at the count's value (column 14).
+ */
+static void
+test_err_count_not_replicas(void **state)
+{
+	struct mf_doc *doc = NULL;
+	struct mf_job job;
+	struct mf_error err;
+
+	(void)state;
+	expect_err_at(MSPEC "  resources:\n    gpu:\n      count: 3\n" INF
+	                    "    parallelism: {tensor: 2}\n",
+	    "spec.resources.gpu.count", 10, 14,
+	    "is 3, not a multiple of the 2 GPUs one replica of the job's "
+	    "parallelism takes (tensor 2 x pipeline 1): a count is a whole "
+	    "number of replicas");
+	assert_int_equal(read_job(MSPEC
+	                     "  resources:\n    gpu:\n      count: 3\n" INF
+	                     "    parallelism: {tensor: 2}\n",
+	                     &doc, &job, &err),
+	    MF_EINVAL);
+	assert_null(strstr(MSG(&err), "sharding"));
+	mf_doc_free(doc);
+	read_ok(MSPEC "  resources:\n    gpu:\n      count: 4\n" INF
+	              "    parallelism: {tensor: 2}\n",
+	    &doc, &job);
+	assert_int_equal(job.count, 4);
+	mf_doc_free(doc);
+	/* The brief's flow style: the count's value on line 6. */
+	expect_err_at(HDR "spec:\n  model: {name: meta-llama/Llama-3.1-8B}\n"
+	                  "  resources: {gpu: {count: 3}}\n"
+	                  "  workload: {kind: inference, contextLength: 8192, "
+	                  "parallelism: {tensor: 2}}\n",
+	    "spec.resources.gpu.count", 7, 28, "not a multiple of the 2 GPUs");
+	/* With sharding the product, at the count too. */
+	expect_err_at(MSPEC "  resources:\n    gpu:\n      count: 4\n"
+	                    "  workload:\n    sequenceLength: 4096\n"
+	                    "    sharding: {gpus: 8}\n",
+	    "spec.resources.gpu.count", 10, 14,
+	    "is 4 but workload.sharding.gpus is 8");
+	expect_err_at(MSPEC "  resources:\n    gpu:\n      count: 4\n"
+	                    "  workload:\n    sequenceLength: 4096\n"
+	                    "    sharding: {gpus: 2}\n"
+	                    "    parallelism: {tensor: 4}\n",
+	    "spec.resources.gpu.count", 10, 14,
+	    "is 4 but the job's parallelism takes 8 GPUs (tensor 4 x pipeline 1 "
+	    "x sharding.gpus 2)");
 }
 
 /* --- the recipes of design 19 --- */
@@ -2268,6 +2320,7 @@ main(void)
 		cmocka_unit_test(test_err_request_past_context),
 		cmocka_unit_test(test_err_batched_under_seqs),
 		cmocka_unit_test(test_err_no_effect_unnamed_default),
+		cmocka_unit_test(test_err_count_not_replicas),
 		cmocka_unit_test(test_err_unknown_fields),
 		cmocka_unit_test(test_err_unknown_field_line),
 		cmocka_unit_test(test_err_types),
