@@ -509,7 +509,7 @@ static const struct mf_field workload_rows[W_COUNT] = {
 	    .base = MF_FB_WORK, .offset = WOFF(prompt_tokens), .min = 1,
 	    .max = MF_JOB_MAX_CONTEXT, .when = { INFERENCE },
 	    .unit = "tokens", .title = "Prompt tokens",
-	    .doc = "a request's average prompt, for its prefill; with outputTokens at most contextLength in all; default contextLength, which leaves no room for outputTokens" },
+	    .doc = "a request's average prompt, for its prefill; with outputTokens at most contextLength in all; default what contextLength leaves after outputTokens" },
 	[W_OUTPUT] = { .key = "outputTokens", .type = MF_FT_INT,
 	    .base = MF_FB_WORK, .offset = WOFF(output_tokens), .min = 1,
 	    .max = MF_JOB_MAX_CONTEXT, .when = { INFERENCE },

@@ -207,9 +207,9 @@ refuse_at(const char *base, const struct mf_node *wl, const char *name,
  * assumes: vLLM's OpenAI server refuses a request whose prompt and
  * max_tokens together pass max_model_len
  * (vllm/entrypoints/openai/serving_engine.py,
- * _validate_prompt_and_tokenize).  A prompt not given is contextLength,
- * which leaves no room for an output.  The error is at promptTokens, or
- * at outputTokens where no prompt is given or the output alone fills the
+ * _validate_prompt_and_tokenize).  A prompt not given is what the
+ * context leaves after the output (time/work.c).  The error is at
+ * promptTokens, or at outputTokens where the output alone fills the
  * context.
  */
 static enum mf_rc
@@ -227,12 +227,6 @@ check_request(const struct mf_job *job, const char *base,
 		snprintf(why, sizeof(why),
 		    "%lld tokens leave no room for a prompt in contextLength %lld, the tokens a sequence's KV cache holds",
 		    output, ctx);
-		return refuse_at(base, wl, "outputTokens", why, err);
-	}
-	if (prompt == 0 && output > 0) {
-		snprintf(why, sizeof(why),
-		    "needs promptTokens: a prompt not given is contextLength, %lld tokens, which leaves no room for %lld output tokens in a sequence's KV cache; give promptTokens, at most %lld",
-		    ctx, output, ctx - output);
 		return refuse_at(base, wl, "outputTokens", why, err);
 	}
 	if (prompt + output <= ctx)

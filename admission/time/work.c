@@ -726,8 +726,11 @@ inference_work(const struct mf_model *m, const struct mf_workload *w,
 	double C = (double)out->tokens,
 	       weights = (double)e->bucket[MF_B_WEIGHTS];
 	double ctx = (double)w->context_len, eb = 2, share = 1;
-	int64_t prompt =
-	    w->prompt_tokens > 0 ? w->prompt_tokens : w->context_len;
+	/* A prompt not given is what the context leaves after the output
+	 * (the manifest keeps the two within it). */
+	int64_t prompt = w->prompt_tokens > 0 ?
+	    w->prompt_tokens :
+	    w->context_len - w->output_tokens;
 
 	if (w->output_tokens > 0)
 		ctx = (double)prompt + (double)w->output_tokens / 2;
