@@ -818,8 +818,7 @@ text_placement_head(struct mf_buf *b, const struct mf_job *job, int speed)
 }
 
 static void
-text_fixes(struct mf_buf *b, const struct mf_job *job,
-    const struct mf_decision *d)
+text_fixes(struct mf_buf *b, const struct mf_decision *d)
 {
 	char f[96], q[MF_QTY_STRMAX], name[48];
 
@@ -841,7 +840,7 @@ text_fixes(struct mf_buf *b, const struct mf_job *job,
 		    (long long)e->gpus, gb(e->need), q);
 		if (!e->placed)
 			mf_buf_printf(b, "none\n");
-		else if (job->reference_hours > 0)
+		else if (e->placement.timed)
 			mf_buf_printf(b, "%s x%lld, $%.2f\n",
 			    e->placement.gpu->name,
 			    (long long)e->placement.count, e->placement.cost);
@@ -883,7 +882,7 @@ mf_text_decision(const struct mf_job *job, const struct mf_decision *d)
 	} else {
 		mf_buf_printf(&b, "reason: %s\n", d->reason);
 		if (d->nfixes > 0)
-			text_fixes(&b, job, d);
+			text_fixes(&b, d);
 	}
 	for (size_t i = 0; i < d->nwarn; i++)
 		mf_buf_printf(&b, "%swarning: %s\n", i ? "" : "\n",

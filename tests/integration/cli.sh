@@ -182,6 +182,37 @@ has "admit: the error names the field" "$err" \
 has "admit: the error gives line $bad_line, column $bad_col" "$err" \
     "\"line\":$bad_line,\"column\":$bad_col}"
 
+# A job timed by its tokens, not referenceHours: the fixes' table gives
+# each placement's cost to finish, as the JSON does.
+cat >"$tmp/tokens.yaml" <<'EOF'
+apiVersion: memfloor.dev/v1
+kind: Job
+metadata: {name: by-tokens}
+spec:
+  model: {name: meta-llama/Llama-3.1-8B}
+  workload:
+    sequenceLength: 2048
+    method: lora
+    lora: {rank: 16, targets: all-linear}
+  duration: {tokens: 300000000}
+  limits: {deadlineHours: 3}
+EOF
+off admit "$tmp/tokens.yaml" -o json
+cp "$out" "$tmp/tokens.json"
+off admit "$tmp/tokens.yaml" -o table
+if [ "$py" = 1 ]; then
+	is "admit -o table, timed by tokens: each fix's cost to finish" \
+	    "$(python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+for f in d["fixes"]:
+    p = f["placement"]
+    if p:
+        print("%s x%d, $%.2f" % (p["gpu"], p["count"], p["cost"]))' "$tmp/tokens.json")" \
+	    "$(sed -n 's/^[a-z0-9]* .* \([A-Za-z0-9-]* x[0-9]*, \$[0-9.]*\)$/\1/p' "$out")"
+	is "admit -o table, timed by tokens: no per reference hour" \
+	    "$(grep -c 'per reference hour' "$out" || true)" 0
+fi
+
 off admit "$tmp/badqty.yaml" -o table
 is "admit -o table: bad quantity exits 2" "$rc" 2
 has "admit -o table: the error on stderr names the field" "$err" \
