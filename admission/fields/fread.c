@@ -278,6 +278,11 @@ read_enum(struct mf_fread *r, const struct mf_field *f, const struct mf_node *n,
 	store(at, &v, sizeof(v));
 	if (at != NULL && f->max > 0)
 		store(slot_in(r->dst, f, f->offset2), &count, sizeof(count));
+	else if (at != NULL && f->item != NULL)
+		/* A name, not a list: no list is left of a value read before
+		 * (a framework's). */
+		store(slot_in(r->dst, f, f->offset2), &(unsigned){ 0 },
+		    sizeof(unsigned));
 	return MF_OK;
 }
 

@@ -2012,6 +2012,15 @@ test_read_framework_torchtune(void **state)
 	assert_int_equal(w->optimizer, MF_PAGED_ADAMW8BIT);
 	assert_int_not_equal(fw_bit(job.framework, MF_FULL, "optimizer"), 0);
 	mf_doc_free(doc);
+	/* targets a name where the framework's is a list: no list is left
+	 * (the job, and its fingerprint, as all-linear written alone). */
+	read_ok(MSPEC "  workload:\n    framework: torchtune\n"
+	              "    method: lora\n    sequenceLength: 64\n"
+	              "    lora: {targets: all-linear}\n",
+	    &doc, &job);
+	assert_int_equal(w->lora_targets, MF_LORA_ALL_LINEAR);
+	assert_int_equal(w->lora_modules, 0);
+	mf_doc_free(doc);
 }
 
 /* A sharded full job takes torchtune's distributed recipe (8B_full.yaml:
