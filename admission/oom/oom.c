@@ -16,7 +16,8 @@
 enum fault {
 	FAULT_SHAPE, /* not as PyTorch prints it, or cut off (cut) */
 	FAULT_RANGE, /* a figure is above MF_OOM_MAX_BYTES */
-	FAULT_GPU0   /* the message stops after "GPU " (gpu_index) */
+	FAULT_GPU0,  /* the message stops after "GPU " (device_index) */
+	FAULT_ASYNC0 /* after "Allocation on device " (device_index) */
 };
 
 struct cur {
@@ -341,12 +342,13 @@ add_proc(struct mf_oom *o, struct units *u, int64_t pid, int64_t bytes, int k)
 }
 
 /*
- * A process's use of the card, or -1 where NVML answered
- * NVML_VALUE_NOT_AVAILABLE (2^64 - 1, as under Windows WDDM and WSL), which
- * format_size() prints as 17179869184.00 GiB.
+ * A figure, or -1 for UINT64_MAX, which format_size() prints as
+ * 17179869184.00 GiB: NVML's NVML_VALUE_NOT_AVAILABLE for a process's use
+ * (as under Windows WDDM and WSL), and cudaMallocAsync's limit where no
+ * memory fraction is set (lazy_init_device in CUDAMallocAsyncAllocator.cpp).
  */
 static bool
-proc_size(struct cur *c, int64_t *out, int *unit_k)
+size_or_none(struct cur *c, int64_t *out, int *unit_k)
 {
 	size_t end;
 
@@ -368,14 +370,14 @@ proc_clause(struct cur *c, struct mf_oom *o, struct units *u, bool *self)
 	int k;
 
 	if (lit(c, " Including non-PyTorch memory, this process has ")) {
-		if (proc_size(c, &bytes, &k) && lit(c, " memory in use.")) {
+		if (size_or_none(c, &bytes, &k) && lit(c, " memory in use.")) {
 			o->process = bytes;
 			*self = true;
 			return true;
 		}
 	} else if (lit(c, " Process ")) {
 		if (num(c, INT64_MAX / 16, &pid) && lit(c, " has ") &&
-		    proc_size(c, &bytes, &k) && lit(c, " memory in use.")) {
+		    size_or_none(c, &bytes, &k) && lit(c, " memory in use.")) {
 			add_proc(o, u, pid, bytes, k);
 			return true;
 		}
@@ -513,25 +515,27 @@ identify(struct mf_oom *o, const struct units *u, bool printed)
 }
 
 /*
- * ". GPU N", the device index.  PyTorch 2.3 streams it as a character
- * (c10::DeviceIndex is an int8_t; pytorch#123984, #126766, #129632): GPU 1
- * to 31 print as a control byte, which a log or a paste may drop or show
- * as a space ("GPU  has"), and GPU 0 as a NUL, which ends the message
- * after "GPU ".  A byte in the index's place, or none, leaves o->gpu at -1.
- * A message that stops there, at the end of the text or of its line, is
- * FAULT_GPU0.
+ * The device index after the gap at the cursor, before next ("has " after
+ * ". GPU", "would " after "Allocation on device").  PyTorch 2.3 streams it
+ * as a character (c10::DeviceIndex is an int8_t; pytorch#123984, #126766,
+ * #129632, and #168369 for cudaMallocAsync's): GPU 1 to 31 print as a
+ * control byte, which a log or a paste may drop or show as a space ("GPU
+ * has"), and GPU 0 as a NUL, which ends the message after the gap.  A byte
+ * in the index's place, or none, leaves o->gpu at -1.  A message that
+ * stops there, at the end of the text or of its line, is the fault gpu0.
  */
 static bool
-gpu_index(struct cur *c, struct mf_oom *o)
+device_index(struct cur *c, struct mf_oom *o, const char *next, enum fault gpu0)
 {
 	size_t gap = c->pos, end;
 	int64_t gpu;
 
-	if (match(c, c->pos, ". GPU", &gap, NULL) && skip_ws(c, gap) >= c->len)
-		return miss(c, gap, "the device index", false, true,
-		    FAULT_GPU0);
-	if (!lit(c, ". GPU "))
-		return false;
+	if (skip_ws(c, gap) >= c->len)
+		return miss(c, gap, "the device index", false, true, gpu0);
+	if (!is_ws(c->s[gap]))
+		return miss(c, gap, "a space and the device index", false,
+		    false, FAULT_SHAPE);
+	c->pos = skip_ws(c, gap);
 	assert(c->pos < c->len);
 	if (is_digit(c->s[c->pos])) {
 		if (!num(c, 1000000, &gpu))
@@ -543,14 +547,13 @@ gpu_index(struct cur *c, struct mf_oom *o)
 		c->pos++;
 		return true;
 	}
-	if (match(c, c->pos, "has ", &end, NULL)) {
+	if (match(c, c->pos, next, &end, NULL)) {
 		/* The byte is gone: " has a total" reads from the gap. */
 		c->pos = gap;
 		return true;
 	}
 	if (memchr(c->s + gap, '\n', c->pos - gap) != NULL)
-		return miss(c, c->pos, "the device index", false, false,
-		    FAULT_GPU0);
+		return miss(c, c->pos, "the device index", false, false, gpu0);
 	return num(c, 1000000, &gpu);
 }
 
@@ -562,7 +565,8 @@ parse_v2(struct cur *c, struct mf_oom *o)
 	bool self = false;
 
 	memset(&u, 0, sizeof(u));
-	if (!gpu_index(c, o) || !lit(c, " has a total "))
+	if (!lit(c, ". GPU") || !device_index(c, o, "has ", FAULT_GPU0) ||
+	    !lit(c, " has a total "))
 		return false;
 	if (lit(c, "capacty of "))
 		o->format = MF_OOM_V2_1;
@@ -593,6 +597,38 @@ blank(struct mf_oom *o)
 	o->self = -1;
 }
 
+/*
+ * cudaMallocAsync's, after "Allocation on device" (oom.h): each figure on
+ * a line of its own after a name padded to one column, which the
+ * whitespace runs of the patterns take.  mallocAsync in
+ * c10/cuda/CUDAMallocAsyncAllocator.cpp (pytorch#82682) writes it as
+ *
+ *   "Allocation on device ", device,
+ *   " would exceed allowed memory. (out of memory)",
+ *   "\nCurrently allocated     : ", format_size(pytorch_used_bytes[device]),
+ *   "\nRequested               : ", format_size(size),
+ *   "\nDevice limit            : ", format_size(device_total),
+ *   "\nFree (according to CUDA): ", format_size(device_free),
+ *   "\nPyTorch limit (set by user-supplied memory fraction)"
+ *   "\n                        : ", format_size(pytorch_memory_limits[device])
+ */
+static bool
+parse_async(struct cur *c, struct mf_oom *o)
+{
+	int k;
+
+	o->format = MF_OOM_ASYNC;
+	return device_index(c, o, "would ", FAULT_ASYNC0) &&
+	    lit(c, " would exceed allowed memory. (out of memory)") &&
+	    lit(c, " Currently allocated : ") && size(c, &o->allocated) &&
+	    lit(c, " Requested : ") && size(c, &o->tried) &&
+	    lit(c, " Device limit : ") && size(c, &o->total) &&
+	    lit(c, " Free (according to CUDA): ") && size(c, &o->free) &&
+	    lit(c,
+	        " PyTorch limit (set by user-supplied memory fraction) : ") &&
+	    size_or_none(c, &o->allowed, &k);
+}
+
 /* "CUDA out of memory." or "HIP out of memory." starting exactly at p. */
 static bool
 anchor(struct cur *c, size_t p, struct mf_oom *o)
@@ -607,6 +643,26 @@ anchor(struct cur *c, size_t p, struct mf_oom *o)
 		return false;
 	c->pos = end;
 	return true;
+}
+
+/* "Allocation on device", cudaMallocAsync's message, starting exactly at p. */
+static bool
+async_anchor(struct cur *c, size_t p, struct mf_oom *o)
+{
+	size_t end;
+
+	if (!match(c, p, "Allocation on device", &end, NULL))
+		return false;
+	o->backend = MF_OOM_CUDA;
+	c->pos = end;
+	return true;
+}
+
+/* The first characters of the anchors, to skip the rest of the text fast. */
+static bool
+may_anchor(char ch)
+{
+	return ch == 'C' || ch == 'H' || ch == 'c' || ch == 'A';
 }
 
 /*
@@ -667,9 +723,10 @@ any_anchor(struct cur *c, size_t p)
 	size_t e, keep = c->pos;
 	bool found;
 
-	if (c->s[p] != 'C' && c->s[p] != 'H' && c->s[p] != 'c')
+	if (!may_anchor(c->s[p]))
 		return false;
-	found = anchor(c, p, &scratch) || rt_anchor(c, p, &e) >= 0;
+	found = anchor(c, p, &scratch) || async_anchor(c, p, &scratch) ||
+	    rt_anchor(c, p, &e) >= 0;
 	c->pos = keep;
 	return found;
 }
@@ -703,6 +760,14 @@ mf_oom_is_runtime(enum mf_oom_format f)
 	return f >= MF_OOM_RT_THC && f <= MF_OOM_RT_HELP;
 }
 
+/* Figures are at most 2^60, so the sum cannot overflow. */
+int
+mf_oom_over_limit(const struct mf_oom *o)
+{
+	return o->format == MF_OOM_ASYNC && o->allowed >= 0 &&
+	    o->allocated + o->tried > o->allowed;
+}
+
 /* The message after its anchor. */
 static bool
 parse_message(struct cur *c, struct mf_oom *o)
@@ -721,7 +786,9 @@ parse_message(struct cur *c, struct mf_oom *o)
 int64_t
 mf_oom_outside_bytes(const struct mf_oom *o)
 {
-	return o->total - o->free - (o->allocated + o->reserved_unallocated);
+	int64_t ru = o->reserved_unallocated < 0 ? 0 : o->reserved_unallocated;
+
+	return o->total - o->free - (o->allocated + ru);
 }
 
 static enum mf_oom_cause
@@ -731,12 +798,13 @@ decide(const struct mf_oom *o)
 		return MF_OOM_OUTSIDE;
 	if (o->tried > o->total)
 		return MF_OOM_CAPACITY;
-	if (o->free >= o->tried)
+	if (o->free >= o->tried || mf_oom_over_limit(o))
 		return MF_OOM_LIMIT;
 	/* x >= total / n exactly, for whole x: x >= ceil(total / n). */
 	if (mf_oom_outside_bytes(o) >= (o->total + 3) / 4)
 		return MF_OOM_OTHER_PROCESS;
-	if (o->reserved_unallocated >= o->tried &&
+	if (o->reserved_unallocated >= 0 &&
+	    o->reserved_unallocated >= o->tried &&
 	    o->reserved_unallocated >= (o->total + 19) / 20)
 		return MF_OOM_FRAGMENTATION;
 	return MF_OOM_CAPACITY;
@@ -832,6 +900,9 @@ fail(const struct cur *c, bool seen, struct mf_error *err)
 	if (c->fault == FAULT_GPU0)
 		return mf_error_set(err, MF_EINVAL, NULL, line, col,
 		    "the out-of-memory message stops after 'GPU ', before its figures: PyTorch 2.3 ends it there on GPU 0 (it writes the device index as a character, and 0 is the NUL that ends a string; pytorch#123984), or the text was cut off there; torch.cuda.mem_get_info() and torch.cuda.memory_summary(), called where the error is caught, give its figures");
+	if (c->fault == FAULT_ASYNC0)
+		return mf_error_set(err, MF_EINVAL, NULL, line, col,
+		    "the out-of-memory message stops after 'Allocation on device ', before its figures: under backend:cudaMallocAsync PyTorch 2.3 to 2.9 end it there on GPU 0 (the index is written as a character, 0 as the NUL that ends a string; pytorch#168369), or the text was cut off; call torch.cuda.mem_get_info() where it is caught");
 	if (c->cut)
 		return mf_error_set(err, MF_EINVAL, NULL, line, col,
 		    "the out-of-memory message is cut off: the text ends where %s should follow; paste the whole message",
@@ -862,8 +933,9 @@ mf_oom_parse(const char *text, size_t len, struct mf_oom *out,
 	for (i = 0; i < len; i++) {
 		size_t end;
 		int k;
+		bool ok;
 
-		if (text[i] != 'C' && text[i] != 'H' && text[i] != 'c')
+		if (!may_anchor(text[i]))
 			continue;
 		blank(&o);
 		k = rt_anchor(&c, i, &end);
@@ -876,10 +948,14 @@ mf_oom_parse(const char *text, size_t len, struct mf_oom *out,
 			i = end - 1;
 			continue;
 		}
-		if (!anchor(&c, i, &o))
+		if (anchor(&c, i, &o))
+			ok = parse_message(&c, &o);
+		else if (async_anchor(&c, i, &o))
+			ok = parse_async(&c, &o);
+		else
 			continue;
 		seen = true;
-		if (parse_message(&c, &o)) {
+		if (ok) {
 			o.cause = decide(&o);
 			last = o;
 			found = true;
@@ -932,6 +1008,8 @@ mf_oom_format_name(enum mf_oom_format f)
 		return "2.0+";
 	case MF_OOM_RT_HELP:
 		return "2.9+";
+	case MF_OOM_ASYNC:
+		return "cudaMallocAsync-2.0+";
 	}
 	return "unknown";
 }

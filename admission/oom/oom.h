@@ -32,6 +32,33 @@
  *            as a NUL, which ends the message after "GPU ".  The first two
  *            are read with the GPU unknown; the last has lost its figures.
  *
+ * the message of the cudaMallocAsync allocator, which PyTorch uses in place
+ * of its caching allocator under PYTORCH_CUDA_ALLOC_CONF=
+ * backend:cudaMallocAsync (c10/cuda/CUDAMallocAsyncAllocator.cpp,
+ * mallocAsync; pytorch#82682, commit 25725fd, first released in 2.0; the
+ * wording is the same in every release since):
+ *
+ *   cudaMallocAsync-2.0+
+ *            Allocation on device N would exceed allowed memory. (out of
+ *            memory)
+ *            Currently allocated     : X
+ *            Requested               : X
+ *            Device limit            : X
+ *            Free (according to CUDA): X
+ *            PyTorch limit (set by user-supplied memory fraction)
+ *                                    : X
+ *            "Currently allocated" is what PyTorch's tensors hold; what
+ *            CUDA's pool keeps of freed blocks is not printed, so there is
+ *            no reserved figure.  The limit is PyTorch's own check of the
+ *            allocated bytes, made before it asks CUDA; where no fraction
+ *            is set it is UINT64_MAX, printed "17179869184.00 GiB" and read
+ *            as none.  From 2.3 (pytorch#119545 made the index a
+ *            c10::DeviceIndex) until pytorch#168369 (November 2025, after
+ *            2.9) the index is written as a character, as in 2.3's message
+ *            above: read with the GPU unknown, except GPU 0, whose NUL ends
+ *            the message after "Allocation on device ".  Only the CUDA
+ *            spelling is read.
+ *
  * and the CUDA runtime's own error, raised where an allocation outside the
  * caching allocator failed (cuBLAS and cuDNN workspaces, NCCL's buffers,
  * the CUDA context, a custom kernel's cudaMalloc), which prints no
@@ -104,7 +131,8 @@ enum mf_oom_format {
 	MF_OOM_RT_BARE, /* "CUDA error: out of memory" and nothing to date */
 	MF_OOM_RT_HINT, /* "... API call,so the stacktrace ..." */
 	MF_OOM_RT_DSA,  /* "... TORCH_USE_CUDA_DSA ..." */
-	MF_OOM_RT_HELP  /* "Search for `cudaErrorMemoryAllocation' ..." */
+	MF_OOM_RT_HELP, /* "Search for `cudaErrorMemoryAllocation' ..." */
+	MF_OOM_ASYNC    /* "Allocation on device N would exceed ..." */
 };
 
 enum mf_oom_backend {
@@ -137,8 +165,9 @@ struct mf_oom_proc {
 
 /*
  * One parsed message.  Byte figures are -1 when the message did not print
- * them; tried, total, free, allocated and reserved_unallocated are printed
- * by every format of the allocator and so are always set after it; the
+ * them; tried, total, free and allocated are printed by every format of
+ * both allocators and so are always set after them, reserved_unallocated
+ * by every format of the caching allocator (not by cudaMallocAsync's); the
  * CUDA runtime's error prints none of them (mf_oom_is_runtime).
  */
 struct mf_oom {
@@ -149,7 +178,8 @@ struct mf_oom {
 	/*
 	 * Reserved by PyTorch's cache but not allocated: 1.0 "X cached";
 	 * 1.4 "X reserved in total" minus allocated (0 if the text says less
-	 * than allocated); 2.1+ printed as such.
+	 * than allocated); 2.1+ printed as such; -1 for cudaMallocAsync's,
+	 * which has no such cache and prints no such figure.
 	 */
 	int64_t reserved_unallocated;
 	/*
@@ -168,7 +198,11 @@ struct mf_oom {
 	 * process cannot be told (self_from MF_OOM_SELF_UNKNOWN).
 	 */
 	int64_t others;
-	int64_t allowed; /* "X allowed;" (a per-process memory fraction) */
+	/*
+	 * What a per-process memory fraction allows: "X allowed;", or
+	 * cudaMallocAsync's "PyTorch limit" (-1 for its no-limit sentinel).
+	 */
+	int64_t allowed;
 	int64_t private_pools; /* "with X allocated in private pools" */
 	int gpu;               /* device index; -1 unless printed as digits */
 	int nprocs;            /* entries used in procs */
@@ -196,10 +230,11 @@ struct mf_oom {
  * allocator message is
  *
  *   1 capacity       tried > total;
- *   2 limit          free >= tried (the card had room);
- *   3 other-process  total - free - (allocated + reserved_unallocated)
- *                    >= 25% of total;
- *   4 fragmentation  reserved_unallocated >= tried and >= 5% of total;
+ *   2 limit          free >= tried (the card had room), or
+ *                    mf_oom_over_limit;
+ *   3 other-process  mf_oom_outside_bytes >= 25% of total;
+ *   4 fragmentation  reserved_unallocated >= tried and >= 5% of total
+ *                    (never for cudaMallocAsync's, which prints none);
  *   5 capacity       otherwise.
  *
  * Errors (*out untouched, err filled when not NULL; err->line and
@@ -210,9 +245,12 @@ struct mf_oom {
  *              "cached)" / "reserved in total by PyTorch)" in 1.x), or does
  *              not continue as PyTorch prints it.  A truncated message is
  *              never reported in part.  One that stops after "GPU " is
- *              said to be PyTorch 2.3's on GPU 0 (see above) or cut off.
- *   MF_ERANGE  a figure is above MF_OOM_MAX_BYTES (a process's
- *              "17179869184.00 GiB" is no figure, see above).
+ *              said to be PyTorch 2.3's on GPU 0 (see above) or cut off,
+ *              and one that stops after "Allocation on device " to be
+ *              cudaMallocAsync's on GPU 0 from 2.3 to 2.9, or cut off.
+ *   MF_ERANGE  a figure is above MF_OOM_MAX_BYTES (a process's or
+ *              cudaMallocAsync's limit's "17179869184.00 GiB" is no
+ *              figure, see above).
  * Never allocates; runs in time linear in len.
  */
 enum mf_rc mf_oom_parse(const char *text, size_t len, struct mf_oom *out,
@@ -222,15 +260,22 @@ enum mf_rc mf_oom_parse(const char *text, size_t len, struct mf_oom *out,
  * "outside-allocator"; "unknown" else. */
 const char *mf_oom_cause_name(enum mf_oom_cause c);
 
-/* The PyTorch releases that print format f ("1.4-2.0", "2.2+", "0.x"; see
- * the top of this file); "unknown" else. */
+/* The PyTorch releases that print format f ("1.4-2.0", "2.2+", "0.x",
+ * "cudaMallocAsync-2.0+"; see the top of this file); "unknown" else. */
 const char *mf_oom_format_name(enum mf_oom_format f);
 
 /* Whether f is the CUDA runtime's error, which prints no figures. */
 int mf_oom_is_runtime(enum mf_oom_format f);
 /* Memory on the card that PyTorch's allocator in this process does not
- * account for: total - free - (allocated + reserved but unallocated). */
+ * account for: total - free - (allocated + reserved but unallocated where
+ * printed).  For cudaMallocAsync's message it includes what CUDA's pool
+ * keeps of freed blocks, which that message does not print. */
 int64_t mf_oom_outside_bytes(const struct mf_oom *o);
+
+/* Whether cudaMallocAsync's own limit refused the allocation: a limit is
+ * printed and allocated + tried exceeds it (PyTorch's check, made before
+ * it asks CUDA; read from the rounded figures). */
+int mf_oom_over_limit(const struct mf_oom *o);
 
 /*
  * The diagnosis's members, written into the object w has open:

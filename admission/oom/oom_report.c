@@ -97,6 +97,10 @@ report_capacity(const struct mf_oom *o, const struct figs *f, struct report *r)
 		snprintf(r->explanation, sizeof(r->explanation),
 		    "The allocation alone (%s) is larger than %s's whole memory (%s): no setting makes it fit on this card.",
 		    f->tried, f->gpu, f->total);
+	else if (o->format == MF_OOM_ASYNC)
+		snprintf(r->explanation, sizeof(r->explanation),
+		    "%s (%s) is full of this job's own tensors: PyTorch has %s allocated, %s is free and nothing else holds much of the card, so the %s it asked for does not fit.",
+		    f->gpu_start, f->total, f->alloc, f->free, f->tried);
 	else
 		snprintf(r->explanation, sizeof(r->explanation),
 		    "%s (%s) is full of this job's own tensors: PyTorch has %s allocated and %s reserved but unallocated, %s is free and nothing else holds much of the card, so the %s it asked for does not fit.",
@@ -110,19 +114,44 @@ report_capacity(const struct mf_oom *o, const struct figs *f, struct report *r)
 	    f->total);
 }
 
+/* cudaMallocAsync's own limit refused it, before CUDA was asked. */
+static void
+report_over_limit(const struct figs *f, struct report *r)
+{
+	snprintf(r->explanation, sizeof(r->explanation),
+	    "PyTorch's own limit refused the allocation: this process may use %s of %s, and the %s allocated plus the %s it asked for is more; the cudaMallocAsync allocator checks that limit before it asks CUDA, whatever the card has free (%s).",
+	    f->allowed, f->gpu, f->alloc, f->tried, f->free);
+	advise(r,
+	    "A per-process memory fraction caps this process at %s: raise it or remove the torch.cuda.set_per_process_memory_fraction() call.",
+	    f->allowed);
+}
+
 static void
 report_limit(const struct mf_oom *o, const struct figs *f, struct report *r)
 {
+	bool async = o->format == MF_OOM_ASYNC;
+	const char *pre = "", *post = "";
+
+	if (mf_oom_over_limit(o)) {
+		report_over_limit(f, r);
+		return;
+	}
+	if (o->allowed >= 0) {
+		pre = async ? " (PyTorch's own limit, " :
+		              " (this process may use only ";
+		post = async ? ", was not reached)" : ")";
+	}
 	snprintf(r->explanation, sizeof(r->explanation),
 	    "%s had %s free, at least the %s PyTorch asked for, yet the allocation was refused: a limit below the card's capacity stopped it, not the card%s%s%s.",
-	    f->gpu_start, f->free, f->tried,
-	    o->allowed >= 0 ? " (this process may use only " : "",
-	    o->allowed >= 0 ? f->allowed : "", o->allowed >= 0 ? ")" : "");
-	if (o->allowed >= 0)
+	    f->gpu_start, f->free, f->tried, pre,
+	    o->allowed >= 0 ? f->allowed : "", post);
+	/* cudaMallocAsync's message says whether a fraction is set, and its
+	 * limit, checked first, was not reached: none to look for. */
+	if (!async && o->allowed >= 0)
 		advise(r,
 		    "A per-process memory fraction caps this process at %s: raise it or remove the torch.cuda.set_per_process_memory_fraction() call.",
 		    f->allowed);
-	else
+	else if (!async)
 		advise(r,
 		    "Look for a per-process memory fraction: torch.cuda.set_per_process_memory_fraction() in the code or in a framework it uses; raise it or remove it.");
 	advise(r,
@@ -206,12 +235,18 @@ list_others(const struct mf_oom *o, char *list, size_t size)
 static void
 report_other(const struct mf_oom *o, const struct figs *f, struct report *r)
 {
+	bool async = o->format == MF_OOM_ASYNC;
 	char list[480];
 	int k;
 
-	k = snprintf(r->explanation, sizeof(r->explanation),
-	    "%s of %s's %s is held outside this process's PyTorch allocator (total less %s free, %s allocated and %s reserved): another process on the card, or memory this process took outside PyTorch.",
-	    f->outside, f->gpu, f->total, f->free, f->alloc, f->ru);
+	if (async)
+		k = snprintf(r->explanation, sizeof(r->explanation),
+		    "%s of %s's %s is held outside what PyTorch has allocated (total less %s free and %s allocated): another process on the card, memory this process took outside PyTorch, or freed blocks that CUDA's pool keeps for this process; the cudaMallocAsync allocator's message prints nothing that tells them apart.",
+		    f->outside, f->gpu, f->total, f->free, f->alloc);
+	else
+		k = snprintf(r->explanation, sizeof(r->explanation),
+		    "%s of %s's %s is held outside this process's PyTorch allocator (total less %s free, %s allocated and %s reserved): another process on the card, or memory this process took outside PyTorch.",
+		    f->outside, f->gpu, f->total, f->free, f->alloc, f->ru);
 	if (k > 0 && (size_t)k < sizeof(r->explanation))
 		say_self(o, r->explanation + k,
 		    sizeof(r->explanation) - (size_t)k);
@@ -220,8 +255,13 @@ report_other(const struct mf_oom *o, const struct figs *f, struct report *r)
 	    "Find what else holds the card: ps -elf | grep python (a notebook kernel left running, an earlier run that did not exit, DataLoader workers that touched the GPU); stop it or use a free GPU.%s%s%s",
 	    list[0] ? " The message names pid " : "", list, list[0] ? "." : "");
 	advise(r,
-	    "Do not trust %s for your own process: it shows what the driver handed out (PyTorch's whole cache plus the context), not what your tensors use; torch.cuda.memory_allocated() and torch.cuda.memory_reserved() do.",
-	    o->backend == MF_OOM_HIP ? "rocm-smi" : "nvidia-smi");
+	    "Do not trust %s for your own process: it shows what the driver handed out (%s plus the context), not what your tensors use; torch.cuda.memory_allocated() and torch.cuda.memory_reserved() do.",
+	    o->backend == MF_OOM_HIP ? "rocm-smi" : "nvidia-smi",
+	    async ? "CUDA's pool" : "PyTorch's whole cache");
+	if (async)
+		advise(r,
+		    "Under backend:cudaMallocAsync, torch.cuda.memory_reserved() is what CUDA's pool holds for this process: read where the error is caught, its excess over torch.cuda.memory_allocated() is the pool's share of the %s; the rest is other processes, the CUDA context and libraries.",
+		    f->outside);
 }
 
 /* The CUDA runtime's error: something outside the allocator failed. */

@@ -6,6 +6,9 @@
  * or gives figures within 0..MF_OOM_MAX_BYTES (or -1 where the header
  * allows it) whose JSON and text reports build: the text the same length
  * into a small and a large buffer, NUL-terminated and cut to size.
+ * cudaMallocAsync's message prints no reserved figure and lists no
+ * process, and its own limit exceeded is a limit unless the request
+ * alone is larger than the card.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -37,9 +40,25 @@ check_runtime(const struct mf_oom *o)
 		abort();
 }
 
+/* cudaMallocAsync's: what it does not print stays unknown. */
+static void
+check_async(const struct mf_oom *o)
+{
+	if (o->reserved_unallocated != -1 || o->process != -1 ||
+	    o->others != -1 || o->private_pools != -1 || o->nprocs != 0 ||
+	    o->nlisted != 0 || o->self != -1 ||
+	    o->self_from != MF_OOM_SELF_NONE ||
+	    o->cause == MF_OOM_FRAGMENTATION)
+		abort();
+	if (mf_oom_over_limit(o) && o->tried <= o->total &&
+	    o->cause != MF_OOM_LIMIT)
+		abort();
+}
+
 static void
 check_figures(const struct mf_oom *o)
 {
+	int async = o->format == MF_OOM_ASYNC;
 	int i;
 
 	if (strcmp(mf_oom_format_name(o->format), "unknown") == 0)
@@ -52,7 +71,7 @@ check_figures(const struct mf_oom *o)
 	check_figure(o->total, 0);
 	check_figure(o->free, 0);
 	check_figure(o->allocated, 0);
-	check_figure(o->reserved_unallocated, 0);
+	check_figure(o->reserved_unallocated, async);
 	check_figure(o->process, 1);
 	check_figure(o->others, 1);
 	check_figure(o->allowed, 1);
@@ -69,6 +88,10 @@ check_figures(const struct mf_oom *o)
 		abort();
 	if (strcmp(mf_oom_cause_name(o->cause), "unknown") == 0 ||
 	    o->cause == MF_OOM_OUTSIDE)
+		abort();
+	if (async)
+		check_async(o);
+	else if (mf_oom_over_limit(o))
 		abort();
 }
 
@@ -120,6 +143,12 @@ check_text(const struct mf_oom *o)
 		abort();
 	/* An index the message did not print as digits reads as "the GPU". */
 	if (strstr(large, "GPU -") != NULL)
+		abort();
+	/* A figure the message did not print is not written as one. */
+	if (o->format == MF_OOM_ASYNC &&
+	    (strstr(large, "reserved but unallocated") != NULL ||
+	        strstr(large, "reserved, unallocated") != NULL ||
+	        strstr(large, "an unknown amount") != NULL))
 		abort();
 }
 

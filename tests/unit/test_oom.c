@@ -1158,14 +1158,14 @@ test_parse_figure_too_large_is_erange(void **state)
 }
 
 /*
- * Every prefix of a message: no crash, MF_EINVAL until the last figure's
- * sentence is complete, and "cut off" once the anchor is there.
+ * Every prefix of a message: no crash, MF_EINVAL until the last figure is
+ * complete, and "cut off" once the anchor is there.
  */
 static void
-check_prefixes(const char *msg, const char *last)
+check_prefixes(const char *msg, const char *head, const char *last)
 {
 	size_t n = strlen(msg), full, anchor, i;
-	const char *end = strstr(msg, last), *a = strstr(msg, "out of memory.");
+	const char *end = strstr(msg, last), *a = strstr(msg, head);
 	struct mf_oom o;
 	struct mf_error err;
 	enum mf_rc rc;
@@ -1173,7 +1173,7 @@ check_prefixes(const char *msg, const char *last)
 	assert_non_null(end);
 	assert_non_null(a);
 	full = (size_t)(end - msg) + strlen(last);
-	anchor = (size_t)(a - msg) + strlen("out of memory.");
+	anchor = (size_t)(a - msg) + strlen(head);
 	for (i = 0; i <= n; i++) {
 		/* A copy of exactly i bytes, so ASan sees any overread. */
 		char *cut = malloc(i ? i : 1);
@@ -1197,12 +1197,12 @@ static void
 test_parse_truncated_never_partial(void **state)
 {
 	(void)state;
-	check_prefixes(msg_v22_other, "but unallocated.");
-	check_prefixes(msg_99699, "but unallocated.");
-	check_prefixes(msg_v22_pools, "but unallocated.");
-	check_prefixes(msg_hip_allowed, "but unallocated.");
-	check_prefixes(msg_v14_allowed, "by PyTorch)");
-	check_prefixes(msg_v10_wrapped, "cached)");
+	check_prefixes(msg_v22_other, "out of memory.", "but unallocated.");
+	check_prefixes(msg_99699, "out of memory.", "but unallocated.");
+	check_prefixes(msg_v22_pools, "out of memory.", "but unallocated.");
+	check_prefixes(msg_hip_allowed, "out of memory.", "but unallocated.");
+	check_prefixes(msg_v14_allowed, "out of memory.", "by PyTorch)");
+	check_prefixes(msg_v10_wrapped, "out of memory.", "cached)");
 }
 
 static void
@@ -1307,6 +1307,8 @@ test_names(void **state)
 	assert_string_equal(mf_oom_format_name(MF_OOM_RT_HINT), "1.x");
 	assert_string_equal(mf_oom_format_name(MF_OOM_RT_DSA), "2.0+");
 	assert_string_equal(mf_oom_format_name(MF_OOM_RT_HELP), "2.9+");
+	assert_string_equal(mf_oom_format_name(MF_OOM_ASYNC),
+	    "cudaMallocAsync-2.0+");
 	assert_string_equal(mf_oom_format_name((enum mf_oom_format)0),
 	    "unknown");
 }
@@ -1700,6 +1702,411 @@ test_parse_v2_3_stops_after_gpu(void **state)
 	assert_non_null(strstr(MSG(&err), "expected a number, found 'x has"));
 }
 
+/* ---- cudaMallocAsync's message ---- */
+
+/*
+ * The message as mallocAsync in c10/cuda/CUDAMallocAsyncAllocator.cpp
+ * streams it (pytorch#82682): the index as n bytes (digits, or from 2.3
+ * the character), the five figures as format_size() prints them (fig:
+ * allocated, requested, device limit, free, PyTorch limit), after prefix.
+ * The length.
+ */
+static size_t
+async_message(char *buf, size_t size, const char *prefix, const char *index,
+    size_t n, const char *const fig[5])
+{
+	size_t len;
+	int k;
+
+	k = snprintf(buf, size, "%sAllocation on device ", prefix);
+	assert_true(k > 0 && (size_t)k + n < size);
+	len = (size_t)k;
+	memcpy(buf + len, index, n);
+	len += n;
+	k = snprintf(buf + len, size - len,
+	    " would exceed allowed memory. (out of memory)"
+	    "\nCurrently allocated     : %s"
+	    "\nRequested               : %s"
+	    "\nDevice limit            : %s"
+	    "\nFree (according to CUDA): %s"
+	    "\nPyTorch limit (set by user-supplied memory fraction)"
+	    "\n                        : %s",
+	    fig[0], fig[1], fig[2], fig[3], fig[4]);
+	assert_true(k > 0 && (size_t)k < size - len);
+	return len + (size_t)k;
+}
+
+/*
+ * GPU 0, no memory fraction set, at the end of a traceback after a log
+ * line:
+ *   10.50 GiB = 1050 * 2^30 / 100 = 11274289152 (allocated)
+ *   2.00 GiB = 2147483648 (requested)
+ *   11.76 GiB = 1176 * 2^30 / 100 = 12627203850.24 -> 12627203850
+ *   1.06 GiB = 106 * 2^30 / 100 = 1138166333.44 -> 1138166333
+ *   17179869184.00 GiB = 2^64: UINT64_MAX, no limit
+ * No reserved figure.  Cause: tried <= total; free < tried; no limit;
+ *   outside = 12627203850 - 1138166333 - 11274289152 = 214748365, under
+ *   25% (3156800963) -> capacity.
+ */
+static const char msg_async[] =
+    "[2026-01-12 09:14:03] ERROR train: step 412 failed\n"
+    "Traceback (most recent call last):\n"
+    "  File \"train.py\", line 61, in <module>\n"
+    "    loss = model(batch).loss\n"
+    "torch.OutOfMemoryError: Allocation on device 0 would exceed allowed "
+    "memory. (out of memory)\n"
+    "Currently allocated     : 10.50 GiB\n"
+    "Requested               : 2.00 GiB\n"
+    "Device limit            : 11.76 GiB\n"
+    "Free (according to CUDA): 1.06 GiB\n"
+    "PyTorch limit (set by user-supplied memory fraction)\n"
+    "                        : 17179869184.00 GiB\n";
+
+static void
+test_parse_async_no_limit(void **state)
+{
+	static const struct want w = { 2147483648, 12627203850, 1138166333,
+		11274289152, NOPE, NOPE, NOPE, NOPE, NOPE, 0, MF_OOM_ASYNC,
+		MF_OOM_CUDA, MF_OOM_CAPACITY };
+	static const char *const fig[5] = { "10.50 GiB", "2.00 GiB",
+		"11.76 GiB", "1.06 GiB", "17179869184.00 GiB" };
+	struct mf_oom o, built;
+	struct mf_error err;
+	char msg[1024], report[4096];
+	size_t len;
+	json_t *j;
+
+	(void)state;
+	check_text(msg_async, &w, &o);
+	assert_int_equal(o.nprocs, 0);
+	assert_int_equal(o.self_from, MF_OOM_SELF_NONE);
+	/* The same message as the source streams it, with no prefix. */
+	len = async_message(msg, sizeof(msg), "", "0", 1, fig);
+	assert_int_equal(mf_oom_parse(msg, len, &built, &err), MF_OK);
+	check_parsed(&built, &w);
+	j = readback_oom(&o);
+	assert_non_null(j);
+	assert_true(
+	    json_is_null(json_object_get(j, "reservedUnallocatedBytes")));
+	assert_true(json_is_null(json_object_get(j, "allowedBytes")));
+	assert_string_equal(json_string_value(json_object_get(j, "format")),
+	    "cudaMallocAsync-2.0+");
+	assert_string_equal(json_string_value(
+	                        json_object_get(j, "explanation")),
+	    "GPU 0 (11.76 GiB) is full of this job's own tensors: PyTorch has "
+	    "10.50 GiB allocated, 1.06 GiB is free and nothing else holds "
+	    "much of the card, so the 2.00 GiB it asked for does not fit.");
+	check_no_empty_cache(j);
+	json_decref(j);
+	assert_true(mf_oom_text(&o, report, sizeof(report)) > 0);
+	assert_non_null(strstr(report,
+	    "CUDA out of memory on GPU 0 (PyTorch "
+	    "cudaMallocAsync-2.0+ message)\n"));
+	assert_non_null(strstr(report, "allocated              10.50 GiB"));
+	assert_null(strstr(report, "reserved"));
+	assert_null(strstr(report, "\n  allowed"));
+	assert_null(strstr(report, "unknown"));
+	/* Never read in part: every prefix is refused, as cut off once
+	 * "Allocation on device" is there. */
+	check_prefixes(msg_async, "Allocation on device", "184.00 GiB");
+}
+
+/*
+ * GPU 1 with a memory fraction: PyTorch's own limit refuses it before
+ * CUDA is asked.
+ *   5.50 GiB = 550 * 2^30 / 100 = 5905580032 (allocated)
+ *   512.00 MiB = 512 * 2^20 = 536870912 (requested)
+ *   11.76 GiB -> 12627203850 (above)
+ *   300.00 MiB = 300 * 2^20 = 314572800 (free)
+ *   5.88 GiB = 588 * 2^30 / 100 = 6313601925.12 -> 6313601925 (limit)
+ * Cause: tried <= total; free < tried; allocated + tried = 6442450944 >
+ *   6313601925 -> limit (without it, outside = 12627203850 - 314572800 -
+ *   5905580032 = 6407051018 would read as other-process).
+ */
+static const char msg_async_limit[] =
+    "torch.cuda.OutOfMemoryError: Allocation on device 1 would exceed "
+    "allowed memory. (out of memory)\n"
+    "Currently allocated     : 5.50 GiB\n"
+    "Requested               : 512.00 MiB\n"
+    "Device limit            : 11.76 GiB\n"
+    "Free (according to CUDA): 300.00 MiB\n"
+    "PyTorch limit (set by user-supplied memory fraction)\n"
+    "                        : 5.88 GiB\n";
+
+static void
+test_parse_async_over_limit(void **state)
+{
+	static const struct want w = { 536870912, 12627203850, 314572800,
+		5905580032, NOPE, NOPE, NOPE, 6313601925, NOPE, 1, MF_OOM_ASYNC,
+		MF_OOM_CUDA, MF_OOM_LIMIT };
+	struct mf_oom o;
+	json_t *j;
+
+	(void)state;
+	check_text(msg_async_limit, &w, &o);
+	assert_true(mf_oom_over_limit(&o));
+	j = readback_oom(&o);
+	assert_non_null(j);
+	assert_int_equal(json_integer_value(json_object_get(j, "allowedBytes")),
+	    6313601925);
+	assert_string_equal(json_string_value(
+	                        json_object_get(j, "explanation")),
+	    "PyTorch's own limit refused the allocation: this process may "
+	    "use 5.88 GiB of GPU 1, and the 5.50 GiB allocated plus the "
+	    "512.00 MiB it asked for is more; the cudaMallocAsync allocator "
+	    "checks that limit before it asks CUDA, whatever the card has "
+	    "free (300.00 MiB).");
+	assert_true(
+	    advice_has(j, "torch.cuda.set_per_process_memory_fraction()"));
+	assert_true(advice_has(j, "5.88 GiB"));
+	assert_false(advice_has(j, "MPS"));
+	check_no_empty_cache(j);
+	json_decref(j);
+}
+
+/*
+ * The fraction 1.0: the limit is the card's total and was not reached,
+ * yet CUDA refused with room on the card.
+ *   4.00 GiB = 4294967296 (allocated), 1.00 GiB = 1073741824 (requested)
+ *   11.76 GiB -> 12627203850 (device limit and PyTorch limit)
+ *   2.00 GiB = 2147483648 (free)
+ * Cause: free >= tried -> limit; allocated + tried = 5368709120 is under
+ *   the limit, so not PyTorch's own: no fraction advice.
+ */
+static const char msg_async_room[] =
+    "Allocation on device 0 would exceed allowed memory. (out of memory)\n"
+    "Currently allocated     : 4.00 GiB\n"
+    "Requested               : 1.00 GiB\n"
+    "Device limit            : 11.76 GiB\n"
+    "Free (according to CUDA): 2.00 GiB\n"
+    "PyTorch limit (set by user-supplied memory fraction)\n"
+    "                        : 11.76 GiB";
+
+static void
+test_parse_async_limit_not_reached(void **state)
+{
+	static const struct want w = { 1073741824, 12627203850, 2147483648,
+		4294967296, NOPE, NOPE, NOPE, 12627203850, NOPE, 0,
+		MF_OOM_ASYNC, MF_OOM_CUDA, MF_OOM_LIMIT };
+	struct mf_oom o;
+	json_t *j;
+
+	(void)state;
+	check_text(msg_async_room, &w, &o);
+	assert_false(mf_oom_over_limit(&o));
+	j = readback_oom(&o);
+	assert_non_null(j);
+	assert_non_null(strstr(json_string_value(
+	                           json_object_get(j, "explanation")),
+	    "not the card (PyTorch's own limit, 11.76 GiB, was not reached)."));
+	assert_false(advice_has(j, "set_per_process_memory_fraction"));
+	assert_true(advice_has(j, "MPS"));
+	check_no_empty_cache(j);
+	json_decref(j);
+	check_prefixes(msg_async_room, "Allocation on device",
+	    "fraction)\n                        : 11.76 GiB");
+}
+
+/*
+ * Most of the card held outside what PyTorch allocated, with the index
+ * as 2.3 to 2.9 write it:
+ *   2.50 GiB = 250 * 2^30 / 100 = 2684354560 (allocated)
+ *   1.00 GiB = 1073741824 (requested)
+ *   23.65 GiB = 2365 * 2^30 / 100 = 25393994137.6 -> 25393994138
+ *   512.00 MiB = 512 * 2^20 = 536870912 (free)
+ * Cause: free < tried; no limit; outside = 25393994138 - 536870912 -
+ *   2684354560 = 22172768666 >= 25% (6348498535) -> other-process, which
+ *   here may be what CUDA's pool keeps for this process.
+ */
+static void
+test_parse_async_index_and_other_process(void **state)
+{
+	static const struct {
+		const char *index;
+		size_t n;
+		int gpu;
+	} forms[] = { { "0", 1, 0 }, { "12", 2, 12 }, { "\001", 1, -1 },
+		{ "", 0, -1 }, { "\037", 1, -1 }, { "\0", 1, -1 },
+		{ "\n", 1, -1 } };
+	static const char *const fig[5] = { "2.50 GiB", "1.00 GiB", "23.65 GiB",
+		"512.00 MiB", "17179869184.00 GiB" };
+	struct want w = { 1073741824, 25393994138, 536870912, 2684354560, NOPE,
+		NOPE, NOPE, NOPE, NOPE, 0, MF_OOM_ASYNC, MF_OOM_CUDA,
+		MF_OOM_OTHER_PROCESS };
+	char msg[1024], says[64];
+	struct mf_oom o;
+	struct mf_error err;
+	json_t *j;
+	const char *e;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(forms) / sizeof(forms[0]); i++) {
+		size_t len = async_message(msg, sizeof(msg),
+		    "torch.OutOfMemoryError: ", forms[i].index, forms[i].n,
+		    fig);
+
+		if (mf_oom_parse(msg, len, &o, &err) != MF_OK)
+			fail_msg("form %zu: %s", i, MSG(&err));
+		w.gpu = forms[i].gpu;
+		check_parsed(&o, &w);
+		j = readback_oom(&o);
+		assert_non_null(j);
+		e = json_string_value(json_object_get(j, "explanation"));
+		if (forms[i].gpu < 0)
+			snprintf(says, sizeof(says), "of the GPU's 23.65 GiB");
+		else
+			snprintf(says, sizeof(says), "of GPU %d's 23.65 GiB",
+			    forms[i].gpu);
+		if (strstr(e, says) == NULL ||
+		    strstr(e, "CUDA's pool keeps") == NULL ||
+		    strstr(e, "reserved") != NULL)
+			fail_msg("form %zu: %s", i, e);
+		assert_true(advice_has(j, "ps -elf | grep python"));
+		assert_true(advice_has(j,
+		    "torch.cuda.memory_reserved() is what "
+		    "CUDA's pool holds"));
+		assert_true(advice_has(j, "share of the 20.65 GiB"));
+		check_no_empty_cache(j);
+		json_decref(j);
+	}
+}
+
+/*
+ * GPU 0's NUL ends the message after "Allocation on device " from 2.3 to
+ * 2.9 (pytorch#168369): the error says so, at the end of the text or of
+ * its line.
+ */
+static void
+test_parse_async_stops_after_device(void **state)
+{
+	static const char *const stops[] = {
+		"torch.OutOfMemoryError: Allocation on device ",
+		"torch.OutOfMemoryError: Allocation on device",
+		"torch.OutOfMemoryError: Allocation on device \nPrompt executed "
+		"in 4.21 seconds\n",
+	};
+	struct mf_error err;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(stops) / sizeof(stops[0]); i++) {
+		assert_int_equal(parse_err(stops[i], &err), MF_EINVAL);
+		if (strstr(MSG(&err), "stops after 'Allocation on device '") ==
+		        NULL ||
+		    strstr(MSG(&err), "2.3 to 2.9") == NULL ||
+		    strstr(MSG(&err), "paste the whole message") != NULL)
+			fail_msg("case %zu: %s", i, MSG(&err));
+	}
+	assert_int_equal(err.line, 2);
+	assert_int_equal(err.column, 1);
+	/* An index byte and nothing after it: cut off. */
+	assert_int_equal(parse_err("Allocation on device \001", &err),
+	    MF_EINVAL);
+	assert_non_null(strstr(MSG(&err), "paste the whole message"));
+	/* The first line alone: cut off before its figures. */
+	assert_int_equal(parse_err("torch.OutOfMemoryError: Allocation on "
+	                           "device 0 would exceed allowed memory. "
+	                           "(out of memory)\n",
+	                     &err),
+	    MF_EINVAL);
+	assert_non_null(strstr(MSG(&err), "cut off"));
+	assert_non_null(strstr(MSG(&err), "'Currently allocated :'"));
+	/* Anything else in the index's place is not as PyTorch prints it. */
+	assert_int_equal(parse_err("Allocation on device memory failed", &err),
+	    MF_EINVAL);
+	assert_non_null(strstr(MSG(&err), "expected a number, found 'memory"));
+	/* A limit above 1 EiB that is not the no-limit sentinel. */
+	assert_int_equal(parse_err("Allocation on device 0 would exceed "
+	                           "allowed memory. (out of memory)\n"
+	                           "Currently allocated     : 1.00 GiB\n"
+	                           "Requested               : 1.00 GiB\n"
+	                           "Device limit            : 1.00 GiB\n"
+	                           "Free (according to CUDA): 0 bytes\n"
+	                           "PyTorch limit (set by user-supplied "
+	                           "memory fraction)\n"
+	                           "                        : "
+	                           "17179869184.01 GiB",
+	                     &err),
+	    MF_ERANGE);
+}
+
+/* The cause rules on cudaMallocAsync's figures, in bytes; limit < 0 is
+ * the no-limit sentinel. */
+static enum mf_oom_cause
+async_cause_of(int alloc, int tried, int total, int free_, int limit)
+{
+	char figs[5][32], text[1024];
+	const char *fig[5] = { figs[0], figs[1], figs[2], figs[3], figs[4] };
+	struct mf_oom o;
+	struct mf_error err;
+	size_t len;
+
+	snprintf(figs[0], sizeof(figs[0]), "%d bytes", alloc);
+	snprintf(figs[1], sizeof(figs[1]), "%d bytes", tried);
+	snprintf(figs[2], sizeof(figs[2]), "%d bytes", total);
+	snprintf(figs[3], sizeof(figs[3]), "%d bytes", free_);
+	if (limit < 0)
+		snprintf(figs[4], sizeof(figs[4]), "17179869184.00 GiB");
+	else
+		snprintf(figs[4], sizeof(figs[4]), "%d bytes", limit);
+	len = async_message(text, sizeof(text), "", "0", 1, fig);
+	if (mf_oom_parse(text, len, &o, &err) != MF_OK)
+		fail_msg("%s", MSG(&err));
+	return o.cause;
+}
+
+static void
+test_cause_async_rule_edges(void **state)
+{
+	(void)state;
+	/* Its own limit: allocated + tried == limit is not over it. */
+	assert_int_equal(async_cause_of(900, 100, 2000, 0, 1000),
+	    MF_OOM_OTHER_PROCESS);
+	assert_int_equal(async_cause_of(900, 101, 2000, 0, 1000), MF_OOM_LIMIT);
+	/* Rule 1 first: the request alone larger than the card. */
+	assert_int_equal(async_cause_of(0, 1001, 1000, 0, 500),
+	    MF_OOM_CAPACITY);
+	/* Without a limit, free >= tried is still a limit. */
+	assert_int_equal(async_cause_of(0, 100, 1000, 100, -1), MF_OOM_LIMIT);
+	/* No reserved figure counts as none: outside = 1000 - 0 - 750 = 250
+	 * = 25% exactly; 1000 - 0 - 751 = 249 is capacity, never
+	 * fragmentation. */
+	assert_int_equal(async_cause_of(750, 100, 1000, 0, -1),
+	    MF_OOM_OTHER_PROCESS);
+	assert_int_equal(async_cause_of(751, 100, 1000, 0, -1),
+	    MF_OOM_CAPACITY);
+	assert_int_equal(async_cause_of(751, 1, 1000, 0, -1), MF_OOM_CAPACITY);
+}
+
+/* The last whole message wins across both allocators' formats. */
+static void
+test_parse_async_among_others(void **state)
+{
+	char text[4096];
+	struct mf_oom o;
+	struct mf_error err;
+
+	(void)state;
+	snprintf(text, sizeof(text), "%s\n%s", msg_v22_bytes, msg_async_limit);
+	assert_int_equal(mf_oom_parse(text, strlen(text), &o, &err), MF_OK);
+	assert_int_equal(o.format, MF_OOM_ASYNC);
+	assert_int_equal(o.tried, 536870912);
+	/* A cut-off one after it does not count. */
+	snprintf(text, sizeof(text), "%s\n%sAllocation on device 0 would",
+	    msg_v22_bytes, msg_async_limit);
+	assert_int_equal(mf_oom_parse(text, strlen(text), &o, &err), MF_OK);
+	assert_int_equal(o.format, MF_OOM_ASYNC);
+	snprintf(text, sizeof(text), "%s\n%s", msg_async_limit, msg_v22_bytes);
+	assert_int_equal(mf_oom_parse(text, strlen(text), &o, &err), MF_OK);
+	assert_int_equal(o.format, MF_OOM_V2_2);
+	/* The runtime's lines are looked for up to the next message. */
+	snprintf(text, sizeof(text),
+	    "CUDA error: out of memory\nAllocation on device 0 would exceed "
+	    "allowed memory. (out of memory)\nCompile with "
+	    "`TORCH_USE_CUDA_DSA` to enable device-side assertions.\n");
+	assert_int_equal(mf_oom_parse(text, strlen(text), &o, &err), MF_OK);
+	assert_int_equal(o.format, MF_OOM_RT_BARE);
+}
+
 /* ---- the CUDA runtime's own error ---- */
 
 /* Written: a ROCm build's "HIP error", with the 2.0+ lines for HIP. */
@@ -1911,6 +2318,9 @@ static const char *const all_msgs[] = {
 	msg_self_by_context,
 	msg_self_unknown,
 	msg_runtime_hip,
+	msg_async,
+	msg_async_limit,
+	msg_async_room,
 };
 
 /* One message's diagnosis: JSON and text, nowhere torch.cuda.empty_cache. */
@@ -2064,6 +2474,7 @@ test_examples_expectations(void **state)
 	check_example("oom-2.2-expandable.txt");
 	check_example("oom-other-process.txt");
 	check_example("oom-limit.txt");
+	check_example("oom-2.0-cudamallocasync.txt");
 }
 
 /* Every cap shorter than the answer fails cleanly, never past the cap
@@ -2165,6 +2576,13 @@ main(void)
 		cmocka_unit_test(test_parse_v2_3_index_as_byte),
 		cmocka_unit_test(test_report_unknown_gpu),
 		cmocka_unit_test(test_parse_v2_3_stops_after_gpu),
+		cmocka_unit_test(test_parse_async_no_limit),
+		cmocka_unit_test(test_parse_async_over_limit),
+		cmocka_unit_test(test_parse_async_limit_not_reached),
+		cmocka_unit_test(test_parse_async_index_and_other_process),
+		cmocka_unit_test(test_parse_async_stops_after_device),
+		cmocka_unit_test(test_cause_async_rule_edges),
+		cmocka_unit_test(test_parse_async_among_others),
 		cmocka_unit_test(test_runtime_error),
 		cmocka_unit_test(test_names),
 		cmocka_unit_test(test_json_figures_and_nulls),
