@@ -899,7 +899,7 @@ fail(const struct cur *c, bool seen, struct mf_error *err)
 		    "the out-of-memory message has a figure above 1 EiB");
 	if (c->fault == FAULT_GPU0)
 		return mf_error_set(err, MF_EINVAL, NULL, line, col,
-		    "the out-of-memory message stops after 'GPU ', before its figures: PyTorch 2.3 ends it there on GPU 0 (it writes the device index as a character, and 0 is the NUL that ends a string; pytorch#123984), or the text was cut off there; torch.cuda.mem_get_info() and torch.cuda.memory_summary(), called where the error is caught, give its figures");
+		    "the out-of-memory message stops after 'GPU ', before its figures: PyTorch 2.3 ends it there on GPU 0 (the index is written as a character, 0 as the NUL that ends a string; pytorch#123984), or the text was cut off; call torch.cuda.mem_get_info() where it is caught");
 	if (c->fault == FAULT_ASYNC0)
 		return mf_error_set(err, MF_EINVAL, NULL, line, col,
 		    "the out-of-memory message stops after 'Allocation on device ', before its figures: under backend:cudaMallocAsync PyTorch 2.3 to 2.9 end it there on GPU 0 (the index is written as a character, 0 as the NUL that ends a string; pytorch#168369), or the text was cut off; call torch.cuda.mem_get_info() where it is caught");
