@@ -121,7 +121,10 @@ step(struct mf_jw *w, const struct mf_placement *p)
 		return;
 	mf_jw_num_lit(w, "costPerMillionTokens", p->cost_per_mtok, 4);
 	mf_jw_num_lit(w, "tokensPerSecond", st->tokens_per_second, 1);
-	mf_jw_num_lit(w, "mfu", st->mfu, 3);
+	if (st->mfu > 0)
+		mf_jw_num_lit(w, "mfu", st->mfu, 3);
+	else
+		mf_jw_null_lit(w, "mfu");
 	mf_jw_str_lit(w, "bound", mf_bound_name(st->bound));
 	mf_jw_open_lit(w, "time", '{');
 	mf_jw_num_lit(w, "stepSeconds", st->seconds, 6);

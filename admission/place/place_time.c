@@ -191,11 +191,14 @@ mf_place_step(const struct search *s, const struct plan *pl,
 	mf_step_of(&pl->work, &g->speed, p->count,
 	    mf_place_nodes(s, g, p->count), &p->step);
 	if (by_reference(s, p->gpu)) {
-		/* The reference card's step over relativeThroughput. */
+		/* The reference card's step over relativeThroughput; its MFU
+		 * of this card's own peak, unknown where it gives no flops. */
 		p->step.seconds /= p->gpu->throughput;
 		for (int t = 0; t < MF_ST_COUNT; t++)
 			p->step.term[t] /= p->gpu->throughput;
 		p->step.tokens_per_second *= p->gpu->throughput;
+		p->step.mfu =
+		    mf_step_mfu(&pl->work, &p->gpu->speed, p->step.seconds);
 	}
 	p->tokens_per_step = pl->work.tokens * (p->count / pl->work.gpus);
 }

@@ -395,7 +395,7 @@ mf_step_of(const struct mf_work *wk, const struct mf_speed *card, int64_t count,
 	double peak = peak_of(card, wk->dtype), g = (double)wk->gpus;
 	double fl = peak * mf_speed_matmul(card);
 	double bw = (double)card->bandwidth * mf_speed_memory(card);
-	double mm = wk->fwd + wk->bwd + wk->rec, fwd_share, model, opt, c;
+	double mm = wk->fwd + wk->bwd + wk->rec, fwd_share, opt, c;
 	double *t = out->term;
 
 	*out = (struct mf_step){ 0 };
@@ -419,9 +419,19 @@ mf_step_of(const struct mf_work *wk, const struct mf_speed *card, int64_t count,
 		return;
 	out->tokens_per_second =
 	    (double)wk->tokens * (double)(count / wk->gpus) / out->seconds;
-	model = wk->fwd + wk->bwd;
-	out->mfu = model / g / (out->seconds * peak);
+	out->mfu = mf_step_mfu(wk, card, out->seconds);
 	figures(wk, card, mm / g, (wk->bytes + opt) / g, nodes, out);
+}
+
+double
+mf_step_mfu(const struct mf_work *wk, const struct mf_speed *card,
+    double seconds)
+{
+	double peak = peak_of(card, wk->dtype);
+
+	if (!(peak > 0) || !(seconds > 0))
+		return 0;
+	return (wk->fwd + wk->bwd) / (double)wk->gpus / (seconds * peak);
 }
 
 double

@@ -207,7 +207,7 @@ struct mf_step {
 	double seconds;           /* the step, all terms */
 	double term[MF_ST_COUNT]; /* seconds of each */
 	double tokens_per_second; /* the job's: every replica */
-	double mfu;               /* model FLOPs / (seconds x peak) */
+	double mfu;               /* model FLOPs / (seconds x peak), or 0 */
 	enum mf_bound bound;      /* the largest term */
 	/* What the terms' arithmetic is of: the formulas are written from
 	 * these when an answer shows them (mf_step_formula), not for every
@@ -229,6 +229,15 @@ struct mf_step {
  */
 void mf_step_of(const struct mf_work *wk, const struct mf_speed *card,
     int64_t count, int64_t nodes, struct mf_step *out);
+/*
+ * The MFU of a step of wk that takes seconds, on card: the forward and
+ * backward's matmul FLOPs a GPU over seconds at card's peak for wk's
+ * dtype (bf16's where it has none of that dtype).  0 where card gives no
+ * flops: its peak is not known (a card timed through relativeThroughput
+ * alone).
+ */
+double mf_step_mfu(const struct mf_work *wk, const struct mf_speed *card,
+    double seconds);
 /* Term t's arithmetic, from st's figures, added to b. */
 void mf_step_formula(const struct mf_step *st, enum mf_step_term t,
     struct mf_buf *b);

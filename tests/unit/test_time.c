@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
 
@@ -23,6 +24,7 @@
 #include "estimate/estimate.h"
 #include "manifest/manifest.h"
 #include "place/place.h"
+#include "answer/render.h"
 #include "time/time.h"
 #include "catalog.h"
 #include "files.h"
@@ -377,7 +379,10 @@ test_time_nvswitch_scales(void **state)
 	"    memoryBandwidth: 3.35T\n" \
 	"    interconnect: {kind: nvswitch, bandwidth: 450G}\n" \
 	"  - name: HALF\n    memory: 80Gi\n    hourlyPrice: 1\n" \
-	"    relativeThroughput: 0.5\n"
+	"    relativeThroughput: 0.5\n" \
+	"  - name: DOUBLE\n    memory: 80Gi\n    hourlyPrice: 5\n" \
+	"    relativeThroughput: 2\n" \
+	"    flops: {bf16: 494.7T, fp16: 494.7T}\n"
 
 #define JOB \
 	"apiVersion: memfloor.dev/v1\nkind: Job\nmetadata:\n  name: t\n" \
@@ -386,8 +391,10 @@ test_time_nvswitch_scales(void **state)
 	"    method: lora\n    lora: {rank: 16, targets: all-linear}\n" \
 	"    gradientCheckpointing: true\n"
 
+/* The decision on CATALOG for JOB with duration; json, when not NULL,
+ * its JSON answer, for the caller to free. */
 static struct mf_decision
-admit(const char *duration)
+admit_json(const char *duration, char **json)
 {
 	static struct mf_catalog *cat;
 	struct mf_decision d;
@@ -406,9 +413,25 @@ admit(const char *duration)
 	    mf_job_read(mf_doc_root(doc), "", models, &job, &err) != MF_OK ||
 	    mf_place(&job, cat, &d, &err) != MF_OK)
 		fail_msg("%s", MSG(&err));
+	if (json != NULL) {
+		struct mf_buf b;
+		struct mf_jw w;
+
+		mf_buf_init(&b, 1u << 20);
+		mf_jw_init(&w, &b);
+		mf_write_decision(&w, NULL, &job, &d, cat);
+		assert_int_equal(b.rc, MF_OK);
+		*json = b.data;
+	}
 	mf_doc_free(doc);
 	assert_true(d.admitted);
 	return d;
+}
+
+static struct mf_decision
+admit(const char *duration)
+{
+	return admit_json(duration, NULL);
 }
 
 /*
@@ -436,6 +459,44 @@ test_time_place_hours(void **state)
 	    on(&r, "REF")->step.tokens_per_second / 2, 1e-9);
 	assert_string_equal(r.placement.gpu->name, "HALF");
 	near(r.placement.cost, 20 * 1.0, 1e-9);
+}
+
+/*
+ * A card timed through relativeThroughput runs the reference card's step
+ * over it, and its MFU is the model's FLOPs over that step at the card's
+ * own peak: DOUBLE (relativeThroughput 2, bf16 494.7T, half REF's
+ * 989.4T) takes half REF's step at half its peak, four times REF's MFU.
+ * Llama 3.1 8B LoRA r16 all-linear at s 2048: (forward + backward) / (REF's
+ * step / 2 x 494.7e12).  HALF gives no flops: its peak is not known, and
+ * neither is its MFU, which the answer says is null.
+ */
+static void
+test_time_place_mfu(void **state)
+{
+	struct mf_workload w = training(2048, 1);
+	char *json;
+	struct mf_decision d = admit_json("tokens: 1000000000", &json);
+	const struct mf_placement *ref = on(&d, "REF");
+	const struct mf_placement *dbl = on(&d, "DOUBLE");
+	struct mf_flops f;
+
+	(void)state;
+	w.method = MF_LORA;
+	w.lora_rank = 16;
+	w.lora_targets = MF_LORA_ALL_LINEAR;
+	w.checkpointing = MF_CKPT_FULL;
+	mf_work_flops(&llama8b, &w, &f);
+	near(ref->step.mfu, (f.fwd + f.bwd) / (ref->step.seconds * 989.4e12),
+	    1e-9);
+	near(dbl->step.seconds, ref->step.seconds / 2, 1e-12);
+	near(dbl->step.mfu,
+	    (f.fwd + f.bwd) / (ref->step.seconds / 2 * 494.7e12), 1e-9);
+	near(dbl->step.mfu, 4 * ref->step.mfu, 1e-9);
+	assert_true(on(&d, "HALF")->step.mfu == 0);
+	assert_non_null(strstr(json, "{\"gpu\":\"HALF\","));
+	assert_non_null(strstr(strstr(json, "{\"gpu\":\"HALF\","),
+	    "\"mfu\":null,\"bound\""));
+	free(json);
 }
 
 /*
@@ -618,6 +679,7 @@ main(void)
 		cmocka_unit_test(test_time_bandwidth_and_flops),
 		cmocka_unit_test(test_time_nvswitch_scales),
 		cmocka_unit_test(test_time_place_hours),
+		cmocka_unit_test(test_time_place_mfu),
 		cmocka_unit_test(test_time_float8),
 		cmocka_unit_test(test_time_float8_cards),
 	};
