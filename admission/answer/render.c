@@ -63,12 +63,13 @@ slurm_map(struct mf_jw *w, const struct mf_gpu *g, int64_t count, int64_t nodes)
 
 /*
  * The manifest fields fixes set: a GPU count (fsdp, tensor, count) being
- * gpus, another amount (tokens, sequences) amount; and referenceHours
- * when it changes (reference_hours > 0).
+ * gpus, another amount (tokens, sequences) amount; the count fix's field,
+ * resources.gpu.count, where count > 0; and referenceHours when it
+ * changes (reference_hours > 0).
  */
 static void
 manifest_change(struct mf_jw *w, unsigned fixes, int64_t gpus, int64_t amount,
-    double reference_hours)
+    int64_t count, double reference_hours)
 {
 	mf_jw_open_lit(w, "manifestChange", '{');
 	for (unsigned left = fixes; left != 0;) {
@@ -92,6 +93,8 @@ manifest_change(struct mf_jw *w, unsigned fixes, int64_t gpus, int64_t amount,
 			break;
 		}
 	}
+	if (count > 0)
+		mf_jw_int(w, mf_fix_info(MF_FIX_REPLICAS)->field, count);
 	if (reference_hours > 0)
 		mf_jw_num_lit(w, "spec.duration.referenceHours",
 		    reference_hours, 6);
@@ -203,7 +206,8 @@ placement(struct mf_jw *w, const char *key, const struct mf_job *job,
 	fix_list(w, "fixes", p->fixes);
 	/* What the job as placed sets: its fixes on the placement's GPUs,
 	 * as mf_fix_apply does, and the hours of the job so written. */
-	manifest_change(w, p->fixes, p->count, amount, p->reference_hours);
+	manifest_change(w, p->fixes, p->count, amount, p->count_change,
+	    p->reference_hours);
 	mf_cat_card_write(w, p->gpu, MF_CARD_LABELS);
 	slurm_map(w, p->gpu, p->count, p->nodes);
 	mf_jw_close(w, '}');
@@ -241,7 +245,7 @@ fix_entries(struct mf_jw *w, const struct mf_job *job,
 		else
 			mf_jw_null_lit(w, "placement");
 		manifest_change(w, e->fixes, e->amount, e->amount,
-		    e->reference_hours);
+		    e->count_change, e->reference_hours);
 		code_change(w, job, e->fixes);
 		mf_jw_bool_lit(w, "modellingDecision",
 		    mf_fix_info(e->fix)->modelling);

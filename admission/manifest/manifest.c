@@ -123,6 +123,16 @@ count_refused(const struct mf_job *job, const char *path, int line, int column,
 	    count, tensor * pipeline * shard, tensor, pipeline, shard);
 }
 
+int64_t
+mf_job_gpus(const struct mf_workload *w, int64_t count)
+{
+	int64_t replica = w->tensor * w->pipeline;
+
+	if (w->shard_gpus == 1 && count > 0 && count % replica == 0)
+		return count;
+	return replica * w->shard_gpus;
+}
+
 /*
  * The GPUs of a job: a replica of tensor x pipeline GPUs on each of the
  * sharding.gpus FSDP ranks.  A count the job gives must be that product
@@ -134,12 +144,9 @@ check_count(struct mf_job *job, const char *base, const struct mf_node *n,
     int line, int column, struct mf_error *err)
 {
 	struct mf_workload *w = &job->work;
-	int64_t replica = w->tensor * w->pipeline, want;
+	int64_t want = mf_job_gpus(w, job->count_given ? job->count : 0);
 	char p[PATHMAX];
 
-	want = replica * w->shard_gpus;
-	if (w->shard_gpus == 1 && job->count_given && job->count % replica == 0)
-		want = job->count;
 	if (want > MF_JOB_MAX_GPUS)
 		return mf_error_set(err, MF_EINVAL,
 		    mf_path(p, sizeof(p), base, "workload.parallelism"), line,

@@ -70,6 +70,15 @@ enum mf_rc mf_job_read_spec_floor(const struct mf_node *spec, const char *path,
     const char *name, const struct mf_models *models, int64_t floor,
     int floor_format, struct mf_job *job, struct mf_error *err);
 
+/*
+ * The GPUs a manifest of workload w runs on, count being its
+ * resources.gpu.count (0 where it gives none): count where it is a whole
+ * number of w's replicas (tensor x pipeline) and w is not sharded, else
+ * tensor x pipeline x sharding.gpus.  A manifest that gives another count
+ * is refused.
+ */
+int64_t mf_job_gpus(const struct mf_workload *w, int64_t count);
+
 /* Whether the job says how much work it is (spec.duration:
  * referenceHours, tokens or requests), so that its hours are known. */
 int mf_job_has_duration(const struct mf_job *job);

@@ -66,6 +66,9 @@ struct mf_placement {
 	/* The referenceHours of the job with the fixes written in: its own x
 	 * their time factor; 0 when that is the job's own. */
 	double reference_hours;
+	/* The spec.resources.gpu.count it also sets: count, where the job
+	 * with the fixes written in would run on another; 0 otherwise. */
+	int64_t count_change;
 	/* Inference (design 14): sequences of contextLength that fit on
 	 * this card, and the tokens each of concurrency sequences may have;
 	 * 0 for training. */
@@ -95,6 +98,10 @@ struct mf_fix_option {
 	 * referenceHours describes the job as written, so a fix that changes
 	 * the run time (a time factor) scales it; 0 when it is unchanged. */
 	double reference_hours;
+	/* The spec.resources.gpu.count it also sets: gpus, where the job with
+	 * the fixes written in would run on another (a tensor fix on a job
+	 * whose count was its own tensor size); 0 otherwise. */
+	int64_t count_change;
 	int64_t need; /* bytes per GPU after the fixes */
 	int64_t
 	    min_memory; /* suggested floor: need / (1 - headroom), whole GiB */

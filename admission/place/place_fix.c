@@ -78,6 +78,8 @@ entry_of(struct search *s, enum mf_fix fix, const struct mf_workload *w,
 	/* What its manifest change writes beside its fixes' fields. */
 	e->reference_hours = mf_place_reference_hours(s, pl,
 	    mf_place_written_count(s, e->fixes, e->amount));
+	e->count_change =
+	    mf_place_count_change(s, e->fixes, e->amount, e->gpus);
 	return MF_OK;
 }
 

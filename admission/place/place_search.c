@@ -238,6 +238,7 @@ fill(const struct search *s, const struct card *cd, const struct plan *pl,
 	p->hours = k / (cd->speed * (double)count);
 	p->cost_per_ref_hour = p->cost / s->ref_hours;
 	p->reference_hours = 0;
+	p->count_change = 0;
 	p->max_seqs = p->max_context = 0;
 	p->timed = mf_job_has_duration(s->job) &&
 	    (s->timed || s->job->reference_hours > 0);
@@ -279,7 +280,8 @@ serve_figures(const struct search *s, const struct plan *pl,
 }
 
 /* What a kept candidate says beside its cost: its serving figures, its
- * step (design 21) and the referenceHours of its manifest change. */
+ * step (design 21) and the referenceHours and count of its manifest
+ * change. */
 static void
 kept_figures(struct search *s, const struct plan *pl, struct mf_placement *p)
 {
@@ -287,6 +289,8 @@ kept_figures(struct search *s, const struct plan *pl, struct mf_placement *p)
 	mf_place_step(s, pl, p);
 	p->reference_hours = mf_place_reference_hours(s, pl,
 	    mf_place_written_count(s, p->fixes, p->count));
+	p->count_change =
+	    mf_place_count_change(s, p->fixes, p->count, p->count);
 	p->cost_per_mtok = mf_place_cost_per_mtok(s, p->cost);
 }
 

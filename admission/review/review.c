@@ -270,6 +270,12 @@ changes_text(struct mf_buf *b, const struct mf_fix_option *e)
 		    mf_fix_value_text(f, e->amount, v, sizeof(v)));
 		sep = ", ";
 	}
+	if (e->count_change > 0) {
+		mf_buf_printf(b, "%s%s: %lld", sep,
+		    mf_fix_info(MF_FIX_REPLICAS)->field,
+		    (long long)e->count_change);
+		sep = ", ";
+	}
 	if (e->reference_hours > 0)
 		mf_buf_printf(b, "%sspec.duration.referenceHours: %g", sep,
 		    e->reference_hours);

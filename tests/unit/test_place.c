@@ -2519,6 +2519,78 @@ test_tensor_past_node(void **state)
 	job_free(&f);
 }
 
+/* Llama 3.1 70B served on count GPUs over tensor-parallel groups of
+ * tensor, for referenceHours hours. */
+static void
+served_70b(struct fx *f, int64_t count, int64_t tensor, const char *hours)
+{
+	char spec[512];
+
+	snprintf(spec, sizeof(spec),
+	    "  resources: {gpu: {count: %lld}}\n"
+	    "  model:\n    name: meta-llama/Llama-3.1-70B\n"
+	    "  workload:\n    kind: inference\n    concurrency: 32\n"
+	    "    contextLength: 8192\n    parallelism: {tensor: %lld}\n"
+	    "  duration: {referenceHours: %s}\n",
+	    (long long)count, (long long)tensor, hours);
+	job_load(f, spec);
+}
+
+/*
+ * A job that writes count 16 with tensor 16 gets the tensor entry of 8
+ * on 8 GPUs.  Its manifest change with tensor 8 alone would run two
+ * replicas of 8 on the 16 GPUs the job writes: twice the GPUs, and,
+ * where referenceHours are the reference card's at 8 (the modelled
+ * catalogue, catalog/gpus.yaml; design 6's keep the job's own 10), twice
+ * the work.  So the change also writes count 8; sent again, the job lands
+ * on the entry's card and 8 GPUs with its hours and cost, on either
+ * catalogue, and writes nothing more.
+ */
+static void
+test_tensor_past_node_count(void **state)
+{
+	struct mf_catalog *modelled = NULL;
+	const struct mf_catalog *cats[2];
+	const struct mf_fix_option *e;
+	struct mf_decision d, again;
+	char hours[32];
+	struct fx f, g;
+
+	(void)state;
+	assert_int_equal(shipped_data(&modelled, NULL), 0);
+	cats[0] = shipped;
+	cats[1] = modelled;
+	for (size_t i = 0; i < NELEM(cats); i++) {
+		served_70b(&f, 16, 16, "10");
+		place(&f, cats[i], &d);
+		assert_false(d.admitted);
+		assert_int_equal(d.nfixes, 1);
+		e = &d.fixes[0];
+		assert_int_equal(e->fix, MF_FIX_TENSOR);
+		assert_int_equal(e->amount, 8);
+		assert_true(e->placed);
+		assert_int_equal(e->placement.count, 8);
+		assert_int_equal(e->count_change, 8);
+		assert_int_equal(e->placement.count_change, 8);
+		assert_true(
+		    i == 0 ? e->reference_hours == 0 : e->reference_hours > 0);
+		snprintf(hours, sizeof(hours), "%.17g",
+		    e->reference_hours > 0 ? e->reference_hours : 10.0);
+		served_70b(&g, e->count_change > 0 ? e->count_change : 16,
+		    e->amount, hours);
+		place(&g, cats[i], &again);
+		assert_true(again.admitted);
+		expect_placement(&again.placement, e->placement.gpu->name, 8,
+		    0);
+		near(again.placement.hours, e->placement.hours);
+		near(again.placement.cost, e->placement.cost);
+		assert_int_equal(again.placement.count_change, 0);
+		job_free(&g);
+		job_free(&f);
+	}
+	mf_cat_unref(modelled);
+}
+
 /*
  * A model of 12 heads and 4 KV heads takes tensor 2, 4 (and 12, past a
  * node), never 3 or 6.  On a card whose usable memory holds the model
@@ -2976,6 +3048,7 @@ main(void)
 		cmocka_unit_test(test_fix_entry_reference_hours),
 		cmocka_unit_test(test_tensor_invalid_rejected),
 		cmocka_unit_test(test_tensor_past_node),
+		cmocka_unit_test(test_tensor_past_node_count),
 		cmocka_unit_test(test_tensor_fix_valid_sizes),
 		cmocka_unit_test(test_pods_within_node),
 		cmocka_unit_test(test_search_matches_every_count),
