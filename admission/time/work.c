@@ -630,6 +630,31 @@ float8_casts(const struct mf_model *m, const struct mf_workload *w, double rl,
 	}
 }
 
+/*
+ * The weight bytes FSDP all-gathers a pass: the sharded parameters as
+ * they are stored, P x e for 16-bit or fp32 weights.  QLoRA's 4-bit base
+ * is gathered as the estimate stores it, its sharded weights: the packed
+ * codes, in bitsandbytes' quant_storage dtype, and the unquantized rest.
+ * bitsandbytes' Params4bit keeps only the codes as its data and the
+ * quant_state (absmax, code tables) as an attribute the Linear4bit module
+ * also holds, which FSDP does not gather but recovers from the module
+ * (bitsandbytes/nn/modules.py, Params4bit._quantize and
+ * fix_4bit_weight_quant_state_from_module: "the quant state got lost
+ * when the parameter got converted.  This happens for example for
+ * fsdp"; docs/source/fsdp_qlora.md): the estimate's weights_whole, on
+ * every GPU.  torchao's NF4Tensor (torchtune) gathers its codes, scalers
+ * and factors (torchao/dtypes/nf4tensor.py, fsdp_pre_all_gather; its
+ * scalar mean and 16-entry table go as metadata), and weights_whole is 0
+ * there.
+ */
+static double
+gathered(const struct mf_workload *w, const struct mf_estimate *e, double plain)
+{
+	if (w->method != MF_QLORA)
+		return plain;
+	return (double)e->bucket[MF_B_WEIGHTS] - (double)e->weights_whole;
+}
+
 static void
 training_work(const struct mf_model *m, const struct mf_workload *w,
     const struct mf_estimate *e, struct mf_work *out)
@@ -690,7 +715,7 @@ training_work(const struct mf_model *m, const struct mf_workload *w,
 	            4 :
 	            2);
 	out->shards = w->shard_gpus > 1 ? w->shard_gpus : 1;
-	out->gather_bytes = P * eb;
+	out->gather_bytes = gathered(w, e, P * eb);
 	out->scatter_bytes = out->grad_bytes;
 	out->grad_bytes /= (double)accum;
 	out->gathers = w->reshard_after_forward ? 2 : 1;
