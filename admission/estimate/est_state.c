@@ -312,6 +312,14 @@ mf_est_lora_bytes(const struct mf_workload *w)
 	return w->lora_dtype == MF_LORA_FP32 ? 4 : 2;
 }
 
+int64_t
+mf_est_grad_bytes(const struct mf_workload *w)
+{
+	if (w->method == MF_LORA || w->method == MF_QLORA)
+		return mf_est_lora_bytes(w);
+	return mf_est_precision(w->precision)->grad;
+}
+
 /* Whether the optimizer in backward steps tied embeddings (below). */
 static int
 oib_tied(const struct mf_model *m, const struct mf_workload *w)

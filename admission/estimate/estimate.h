@@ -232,6 +232,14 @@ struct mf_job {
 int64_t mf_est_autocast_params(const struct mf_model *m);
 
 /*
+ * Bytes of a trained parameter's gradient as an estimate of w keeps it:
+ * an adapter's (lora.dtype: 4 for fp32, PEFT's default, else 2) under
+ * LoRA and QLoRA, else the precision's gradient (4 in fp32 and under
+ * autocast, else 2).
+ */
+int64_t mf_est_grad_bytes(const struct mf_workload *w);
+
+/*
  * The attention a training estimate counts for m under w: w's, but
  * Gemma-2's sdpa is eager (transformers falls back to eager, SDPA cannot
  * soft-cap).

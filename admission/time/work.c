@@ -709,11 +709,11 @@ training_work(const struct mf_model *m, const struct mf_workload *w,
 	if (w->method == MF_QLORA)
 		out->bytes +=
 		    (double)mf_model_linear_params(m) * 2.5 * (1 + 1 + rec);
-	out->grad_bytes = (double)e->trainable *
-	    (w->precision == MF_FP32 || w->precision == MF_BF16_MIXED ||
-	                w->precision == MF_FP16_MIXED ?
-	            4 :
-	            2);
+	/* The gradients as the estimate keeps them, each in its
+	 * parameter's dtype: LoRA's adapters in lora.dtype, fp32 by default
+	 * as PEFT's autocast_adapter_dtype upcasts them
+	 * (peft/tuners/tuners_utils.py, BaseTuner._cast_adapter_dtype). */
+	out->grad_bytes = (double)e->trainable * (double)mf_est_grad_bytes(w);
 	out->shards = w->shard_gpus > 1 ? w->shard_gpus : 1;
 	out->gather_bytes = gathered(w, e, P * eb);
 	out->scatter_bytes = out->grad_bytes;
