@@ -47,20 +47,43 @@ teardown(void **state)
 	return 0;
 }
 
+/* text's job into *job, from *doc (the caller frees it). */
+static void
+job_of(const char *text, struct mf_doc **doc, struct mf_job *job)
+{
+	struct mf_error err;
+
+	*doc = NULL;
+	if (mf_doc_parse(text, strlen(text), MF_DOC_AUTO, doc, &err) != MF_OK)
+		fail_msg("parse: %s", MSG(&err));
+	if (mf_job_read(mf_doc_root(*doc), "", models, job, &err) != MF_OK)
+		fail_msg("job: %s", MSG(&err));
+}
+
+/* The record of job placed with fixes over count GPUs (mf_fp_write) into
+ * b, a new buffer the caller frees. */
+static void
+record_of(struct mf_buf *b, const struct mf_job *job, unsigned fixes,
+    int64_t count)
+{
+	struct mf_jw w;
+
+	mf_buf_init(b, 1 << 16);
+	mf_jw_init(&w, b);
+	mf_fp_write(&w, NULL, job, fixes, count);
+	assert_int_equal(mf_jw_finish(&w), MF_OK);
+}
+
 /* The fingerprint of text's job placed with fixes over count GPUs (0:
  * the job's own count). */
 static void
 fingerprint(const char *text, unsigned fixes, int64_t count,
     char hex[MF_FP_HEX])
 {
-	struct mf_doc *doc = NULL;
-	struct mf_error err;
+	struct mf_doc *doc;
 	struct mf_job job;
 
-	if (mf_doc_parse(text, strlen(text), MF_DOC_AUTO, &doc, &err) != MF_OK)
-		fail_msg("parse: %s", MSG(&err));
-	if (mf_job_read(mf_doc_root(doc), "", models, &job, &err) != MF_OK)
-		fail_msg("job: %s", MSG(&err));
+	job_of(text, &doc, &job);
 	mf_fp_job(&job, fixes, count ? count : job.count, hex);
 	assert_true(mf_fp_valid(hex));
 	mf_doc_free(doc);
@@ -193,22 +216,13 @@ test_fingerprint_fix_as_written(void **state)
 static void
 test_fingerprint_canonical_text(void **state)
 {
-	struct mf_doc *doc = NULL;
-	struct mf_error err;
+	struct mf_doc *doc;
 	struct mf_job job;
 	struct mf_buf b;
-	struct mf_jw w;
 
 	(void)state;
-	assert_int_equal(mf_doc_parse(named_yaml, strlen(named_yaml),
-	                     MF_DOC_AUTO, &doc, &err),
-	    MF_OK);
-	assert_int_equal(mf_job_read(mf_doc_root(doc), "", models, &job, &err),
-	    MF_OK);
-	mf_buf_init(&b, 1 << 16);
-	mf_jw_init(&w, &b);
-	mf_fp_write(&w, NULL, &job, 0, 3);
-	assert_int_equal(mf_jw_finish(&w), MF_OK);
+	job_of(named_yaml, &doc, &job);
+	record_of(&b, &job, 0, 3);
 	assert_non_null(strstr(b.data, "\"hidden\":4096"));
 	assert_non_null(strstr(b.data, "\"seq_len\":4096"));
 	assert_non_null(strstr(b.data, "\"count\":3"));
@@ -225,24 +239,16 @@ static void
 test_fingerprint_read_back(void **state)
 {
 	char a[MF_FP_HEX], b[MF_FP_HEX];
-	struct mf_doc *doc = NULL;
+	struct mf_doc *doc;
 	struct mf_job job, back;
 	struct mf_error err;
 	struct mf_buf buf;
-	struct mf_jw w;
 	int64_t count = 0;
 	char *v2;
 
 	(void)state;
-	assert_int_equal(mf_doc_parse(named_yaml, strlen(named_yaml),
-	                     MF_DOC_AUTO, &doc, &err),
-	    MF_OK);
-	assert_int_equal(mf_job_read(mf_doc_root(doc), "", models, &job, &err),
-	    MF_OK);
-	mf_buf_init(&buf, 1 << 16);
-	mf_jw_init(&w, &buf);
-	mf_fp_write(&w, NULL, &job, MF_FIXBIT(MF_FIX_CHECKPOINTING), 2);
-	assert_int_equal(mf_jw_finish(&w), MF_OK);
+	job_of(named_yaml, &doc, &job);
+	record_of(&buf, &job, MF_FIXBIT(MF_FIX_CHECKPOINTING), 2);
 	assert_int_equal(mf_fp_read(buf.data, buf.len, &back, &count, &err),
 	    MF_OK);
 	assert_int_equal(count, 2);
@@ -283,23 +289,15 @@ test_fingerprint_read_back_framework(void **state)
 	    "  duration:\n"
 	    "    referenceHours: 12\n";
 	char a[MF_FP_HEX], b[MF_FP_HEX], *at;
-	struct mf_doc *doc = NULL;
+	struct mf_doc *doc;
 	struct mf_job job, back;
 	struct mf_error err;
 	struct mf_buf buf;
-	struct mf_jw w;
 	int64_t count = 0;
 
 	(void)state;
-	assert_int_equal(mf_doc_parse(framework_yaml, strlen(framework_yaml),
-	                     MF_DOC_AUTO, &doc, &err),
-	    MF_OK);
-	assert_int_equal(mf_job_read(mf_doc_root(doc), "", models, &job, &err),
-	    MF_OK);
-	mf_buf_init(&buf, 1 << 16);
-	mf_jw_init(&w, &buf);
-	mf_fp_write(&w, NULL, &job, 0, 1);
-	assert_int_equal(mf_jw_finish(&w), MF_OK);
+	job_of(framework_yaml, &doc, &job);
+	record_of(&buf, &job, 0, 1);
 	assert_non_null(strstr(buf.data, "\"framework\":\"torchtune@0.6\""));
 	assert_int_equal(mf_fp_read(buf.data, buf.len, &back, &count, &err),
 	    MF_OK);
@@ -323,10 +321,7 @@ test_fingerprint_read_back_framework(void **state)
 	mf_buf_free(&buf);
 
 	/* A name memfloor does not know. */
-	mf_buf_init(&buf, 1 << 16);
-	mf_jw_init(&w, &buf);
-	mf_fp_write(&w, NULL, &job, 0, 1);
-	assert_int_equal(mf_jw_finish(&w), MF_OK);
+	record_of(&buf, &job, 0, 1);
 	at = strstr(buf.data, "torchtune@0.6");
 	assert_non_null(at);
 	memcpy(at, "torchtune@9.9", strlen("torchtune@9.9"));

@@ -1885,6 +1885,28 @@ test_review_indexed_job_bad(void **state)
 	json_decref(rv);
 }
 
+/* The 70B Job that is not Indexed with parallelism pods is admitted, each
+ * pod placed as the whole job, and says so. */
+static void
+expect_each_pod_whole(int parallelism, int completions)
+{
+	json_t *rv = job_70b(SPEC_70B("checkpointing, fsdp"), parallelism,
+	           completions, NULL),
+	       *a;
+	struct mf_answer ans;
+	char want[80];
+
+	a = send_review(rv, &ans);
+	json_decref(patch_of(a, NULL));
+	snprintf(want, sizeof(want),
+	    "parallelism %d: each pod is placed as the whole job", parallelism);
+	assert_true(has_warning(a, want));
+	expect_warnings_short(a);
+	json_decref(a);
+	json_decref(rv);
+	mf_answer_free(&ans);
+}
+
 /* A bare Pod is one pod too; a Job that is not Indexed places each of its
  * pods as the whole job, and says so. */
 static void
@@ -1902,24 +1924,9 @@ test_review_pod_and_parallel_job(void **state)
 	json_decref(a);
 	json_decref(rv);
 	mf_answer_free(&ans);
-	rv = job_70b(SPEC_70B("checkpointing, fsdp"), 3, 0, NULL);
-	a = send_review(rv, &ans);
-	json_decref(patch_of(a, NULL));
-	assert_true(has_warning(a,
-	    "parallelism 3: each pod is placed as the whole job"));
-	expect_warnings_short(a);
-	json_decref(a);
-	json_decref(rv);
-	mf_answer_free(&ans);
-	/* As many pods as a job has GPUs at most, and more: the same. */
-	rv = job_70b(SPEC_70B("checkpointing, fsdp"), 2000, 10000, NULL);
-	a = send_review(rv, &ans);
-	json_decref(patch_of(a, NULL));
-	assert_true(has_warning(a,
-	    "parallelism 2000: each pod is placed as the whole job"));
-	json_decref(a);
-	json_decref(rv);
-	mf_answer_free(&ans);
+	expect_each_pod_whole(3, 0);
+	/* More pods than a job takes GPUs: the same. */
+	expect_each_pod_whole(2000, 10000);
 	/* Indexed, those pods are one job of at least 2000 GPUs. */
 	rv = job_70b(SPEC_70B("checkpointing, fsdp"), 2000, 2000, "Indexed");
 	a = send_review(rv, &ans);
