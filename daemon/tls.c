@@ -9,7 +9,11 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "../admission/base/file.h"
+
 #define MAX_CHAIN 8
+/* A file's cap: a chain of MAX_CHAIN certificates is some tens of KiB. */
+#define FILE_MAX (1024 * 1024)
 
 /*
  * One loaded pair.  A generation replaced by a reload may still be read
@@ -72,8 +76,27 @@ wipe(gnutls_datum_t *d)
 {
 	if (d->data != NULL)
 		gnutls_memset(d->data, 0, d->size);
-	gnutls_free(d->data);
+	free(d->data);
 	d->data = NULL;
+}
+
+/* path's bytes into *d (free'd by the caller); 0, or -1 with why, which
+ * names the file, in why. */
+static int
+read_pem(const char *path, const char *what, gnutls_datum_t *d, char *why,
+    size_t size)
+{
+	struct mf_error err;
+	char *buf;
+	size_t len;
+
+	if (mf_file_read(path, FILE_MAX, what, &buf, &len, &err) != MF_OK) {
+		mf_error_message(&err, why, size);
+		return -1;
+	}
+	d->data = (unsigned char *)buf;
+	d->size = (unsigned)len;
+	return 0;
 }
 
 /* Whether key signs what the chain's first certificate verifies. */
@@ -102,6 +125,7 @@ load(void)
 	gnutls_datum_t cert = { NULL, 0 }, key = { NULL, 0 };
 	struct gen *g = calloc(1, sizeof(*g));
 	const char *what = "out of memory";
+	char why[MF_ERROR_MAX] = "";
 	int rc;
 
 	if (g == NULL)
@@ -110,10 +134,11 @@ load(void)
 	what = "cannot read the certificate";
 	stat(cert_path, &cert_seen);
 	stat(key_path, &key_seen);
-	if (gnutls_load_file(cert_path, &cert) < 0)
+	if (read_pem(cert_path, "a certificate file", &cert, why,
+	        sizeof(why)) != 0)
 		goto fail;
 	what = "cannot read the key";
-	if (gnutls_load_file(key_path, &key) < 0)
+	if (read_pem(key_path, "a key file", &key, why, sizeof(why)) != 0)
 		goto fail;
 	what = "not a PEM certificate chain";
 	rc = gnutls_pcert_list_import_x509_raw(g->chain, &g->nchain, &cert,
@@ -130,12 +155,13 @@ load(void)
 	what = "the key does not match the certificate";
 	if (!pair_matches(g))
 		goto fail;
-	gnutls_free(cert.data);
+	free(cert.data);
 	wipe(&key);
 	return g;
 fail:
-	mfd_log(MFD_ERROR, "tls: %s, %s: %s", cert_path, key_path, what);
-	gnutls_free(cert.data);
+	mfd_log(MFD_ERROR, "tls: %s, %s: %s%s%s", cert_path, key_path, what,
+	    why[0] != '\0' ? ": " : "", why);
+	free(cert.data);
 	wipe(&key);
 	gen_free(g);
 	return NULL;

@@ -45,19 +45,73 @@ read_fd(int fd, struct mf_buf *b)
 	}
 }
 
+/* What a file that is not a regular one is, for its error. */
+static const char *
+kind_of(mode_t mode)
+{
+	if (S_ISDIR(mode))
+		return "a directory";
+	if (S_ISFIFO(mode))
+		return "a named pipe";
+	if (S_ISSOCK(mode))
+		return "a socket";
+	if (S_ISCHR(mode))
+		return "a character device";
+	if (S_ISBLK(mode))
+		return "a block device";
+	return "of an unknown type";
+}
+
+/*
+ * Open path, a regular file, for reading into *fd.  The open does not
+ * block: a named pipe with no writer would hold the caller (a reload,
+ * under its lock) in open() until one came.  Once the file is known to be
+ * regular, reads block again.
+ */
+static enum mf_rc
+open_regular(const char *path, int *fd, struct mf_error *err)
+{
+	int f = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK), flags;
+	struct stat st;
+	enum mf_rc rc;
+
+	if (f < 0)
+		return io_error(err, errno == ENOENT ? MF_ENOTFOUND : MF_EIO,
+		    path, "cannot open", errno);
+	if (fstat(f, &st) != 0)
+		goto fail;
+	if (!S_ISREG(st.st_mode)) {
+		close(f);
+		mf_error_set(err, MF_EIO, NULL, 0, 0, "not a regular file (%s)",
+		    kind_of(st.st_mode));
+		return mf_error_in_file(err, MF_EIO, path);
+	}
+	flags = fcntl(f, F_GETFL);
+	if (flags < 0 || fcntl(f, F_SETFL, flags & ~O_NONBLOCK) != 0)
+		goto fail;
+	*fd = f;
+	return MF_OK;
+fail:
+	rc = io_error(err, MF_EIO, path, "cannot read", errno);
+	close(f);
+	return rc;
+}
+
 enum mf_rc
 mf_file_read(const char *path, size_t max, const char *what, char **buf,
     size_t *len, struct mf_error *err)
 {
 	int stdin_ = strcmp(path, "-") == 0;
-	int fd = stdin_ ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC);
+	int fd = STDIN_FILENO;
 	struct mf_buf b;
 	struct stat st;
 	enum mf_rc rc;
 
-	if (fd < 0)
-		return io_error(err, errno == ENOENT ? MF_ENOTFOUND : MF_EIO,
-		    path, "cannot open", errno);
+	if (!stdin_) {
+		rc = open_regular(path, &fd, err);
+		if (rc != MF_OK)
+			return rc;
+	}
 	/* max bytes and the NUL. */
 	mf_buf_init(&b, max + 1);
 	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&

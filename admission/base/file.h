@@ -1,6 +1,7 @@
 /*
  * file.h: reading a whole input file into memory, with a cap, for the
- * catalogue, the model configs and the command line.
+ * catalogue, the model configs, the daemon's token and TLS files and the
+ * command line.
  */
 #ifndef MF_FILE_H
 #define MF_FILE_H
@@ -13,8 +14,11 @@
  * Read path ("-" is standard input) into *buf (malloc'd, NUL-terminated;
  * *len bytes before the NUL).  what names the file's kind in the error
  * for one over max bytes ("a catalogue"): "PATH: larger than the MAX bytes
- * WHAT may hold".  Errors name the file: MF_ENOTFOUND when it does not
- * exist ("cannot open: ..."), MF_EIO when it cannot be read, MF_ETOOBIG,
+ * WHAT may hold".  A path must name a regular file (through symlinks):
+ * anything else, a named pipe or a directory, is MF_EIO "not a regular
+ * file (a named pipe)" at once, never waited on; standard input may be
+ * a pipe.  Errors name the file: MF_ENOTFOUND when it does not exist
+ * ("cannot open: ..."), MF_EIO when it cannot be read, MF_ETOOBIG,
  * MF_ENOMEM.  *buf and *len are untouched on error.
  */
 enum mf_rc mf_file_read(const char *path, size_t max, const char *what,

@@ -994,7 +994,9 @@ load_entry(const struct walk *w, const char *orgdir, const char *base,
 	    base);
 	if (stat(file, &st) != 0)
 		return skip(w, name, file_error(err, file, errno), err);
-	if (!S_ISREG(st.st_mode))
+	/* A directory is no config; a named pipe or a device named like
+	 * one is a file that cannot be read (mf_file_read says so). */
+	if (S_ISDIR(st.st_mode))
 		return MF_OK;
 	if (w->models->n >= MODELS_MAX_FILES)
 		return mf_error_set(err, MF_ETOOBIG, NULL, 0, 0,

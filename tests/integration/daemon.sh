@@ -14,8 +14,10 @@
 # each address; the start-up log names the catalogue file and its GPU
 # count (grep'd from the file) and the models directory and its count; a
 # catalogue file removed is a warning and stays in service, and put back
-# is a reload; a port in use names the address and how to choose another;
-# make run LISTEN=ADDR:PORT answers there.
+# is a reload; a named pipe swapped in for it is refused at once, on a
+# change and on SIGHUP, the catalogue stays in service and SIGTERM still
+# ends the daemon; a port in use names the address and how to choose
+# another; make run LISTEN=ADDR:PORT answers there.
 #
 # Run from the repository root (or set MF_TOP).  Prints one line per check
 # and "N passed, M failed"; exits non-zero when a check failed.
@@ -279,6 +281,41 @@ wait_log "$tmp/swap.log" 'reloaded \(file changed\): version 4' || true
 has_line "the directory removed and made again: loaded" \
     "reloaded \(file changed\): version 4, $ncards GPUs" "$tmp/swap.log"
 stop
+
+# --- a named pipe swapped in for the catalogue: refused, never waited on -------
+# Opening a named pipe to read waits for a writer, and a reload waiting
+# there held its lock, so SIGTERM never ended the daemon.
+cp catalog/gpus.yaml "$tmp/fifo.yaml"
+: >"$tmp/fifo.log"
+"$daemon_bin" -d -l 127.0.0.1:0 -f "$tmp/fifo.yaml" >"$tmp/fifo.log" 2>&1 &
+pid=$!
+wait_log "$tmp/fifo.log" 'listening on ' || true
+port=$(sed -n 's/.*listening on .* port \([0-9][0-9]*\).*/\1/p' "$tmp/fifo.log" | head -n 1)
+mkfifo "$tmp/new.fifo"
+mv "$tmp/new.fifo" "$tmp/fifo.yaml"
+wait_log "$tmp/fifo.log" 'reload \(file changed\) failed' || true
+has_line "a named pipe swapped in: refused, version 1 kept" \
+    "catalogue reload \(file changed\) failed, keeping version 1: $tmp/fifo\.yaml: not a regular file \(a named pipe\)$" \
+    "$tmp/fifo.log"
+kill -HUP "$pid"
+wait_log "$tmp/fifo.log" 'reload \(SIGHUP\) failed' || true
+has_line "a named pipe there on SIGHUP: refused too" \
+    "catalogue reload \(SIGHUP\) failed, keeping version 1: $tmp/fifo\.yaml: not a regular file \(a named pipe\)$" \
+    "$tmp/fifo.log"
+is "a named pipe there: version 1 still served" \
+    "$(curl -s -m 5 "http://127.0.0.1:$port/v1/catalog" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["version"], len(d["gpus"]))')" \
+    "1 $ncards"
+kill -TERM "$pid"
+w=0
+while kill -0 "$pid" 2>/dev/null && [ $w -lt 50 ]; do
+	sleep 0.1
+	w=$((w + 1))
+done
+kill -KILL "$pid" 2>/dev/null || true
+rc=0
+wait "$pid" 2>/dev/null || rc=$?
+pid=""
+is "a named pipe there: SIGTERM ends the daemon within 5 s, exit 0" "$rc" 0
 
 # --- make run LISTEN=... --------------------------------------------------------------
 # The daemon this test runs, through make run, on a port of its choosing.

@@ -1,7 +1,7 @@
 /*
  * test_buf.c: the text builder's contract (buf.h): the cap, the sticky
  * first failure, what mf_buf_take hands over, and a buffer over the
- * caller's array, cut to fit.
+ * caller's array, cut to fit; and what a file read (file.h) takes.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,8 +13,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "base/buf.h"
+#include "base/file.h"
 
 static void
 test_buf_grows_to_the_cap(void **state)
@@ -327,6 +330,64 @@ test_str_utf8(void **state)
 	assert_memory_equal(u, "a?b\0", sizeof(u));
 }
 
+/* mf_file_read(path) fails with rc and says "PATH: text". */
+static void
+read_fails(const char *path, enum mf_rc rc, const char *text)
+{
+	char *buf = NULL, msg[MF_ERROR_MAX], want[MF_ERROR_MAX];
+	struct mf_error err;
+	size_t len = 7;
+
+	assert_int_equal(mf_file_read(path, 100, "a test file", &buf, &len,
+	                     &err),
+	    rc);
+	assert_null(buf);
+	assert_int_equal(len, 7);
+	snprintf(want, sizeof(want), "%s: %s", path, text);
+	assert_string_equal(mf_error_message(&err, msg, sizeof(msg)), want);
+}
+
+/*
+ * A path must name a regular file.  A named pipe with no writer is
+ * refused at once: opening it to read would wait for a writer, and a
+ * reload would wait with it (the alarm ends the program if it does).  A
+ * directory is refused alike; a symlink to a regular file is read.
+ */
+static void
+test_file_regular_only(void **state)
+{
+	char dir[] = "/tmp/test_buf.XXXXXX", fifo[64], file[64], sym[64];
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(fifo, sizeof(fifo), "%s/pipe", dir);
+	snprintf(file, sizeof(file), "%s/file", dir);
+	snprintf(sym, sizeof(sym), "%s/link", dir);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	alarm(5);
+	read_fails(fifo, MF_EIO, "not a regular file (a named pipe)");
+	alarm(0);
+	read_fails(dir, MF_EIO, "not a regular file (a directory)");
+	f = fopen(file, "w");
+	assert_non_null(f);
+	assert_int_equal(fputs("abc\n", f), 1);
+	assert_int_equal(fclose(f), 0);
+	assert_int_equal(symlink("file", sym), 0);
+	assert_int_equal(mf_file_read(sym, 100, "a test file", &buf, &len,
+	                     NULL),
+	    MF_OK);
+	assert_int_equal(len, 4);
+	assert_string_equal(buf, "abc\n");
+	free(buf);
+	unlink(sym);
+	unlink(file);
+	unlink(fifo);
+	rmdir(dir);
+}
+
 int
 main(void)
 {
@@ -342,6 +403,7 @@ main(void)
 		cmocka_unit_test(test_str_copy_and_digits),
 		cmocka_unit_test(test_str_cents),
 		cmocka_unit_test(test_str_utf8),
+		cmocka_unit_test(test_file_regular_only),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1623,7 +1623,7 @@ test_load_directory(void **state)
 	(void)state;
 	assert_int_equal(mf_cat_load("/", &cat, &err), MF_EIO);
 	assert_null(cat);
-	assert_string_equal(MSG(&err), "/: cannot read: Is a directory");
+	assert_string_equal(MSG(&err), "/: not a regular file (a directory)");
 }
 
 /* Write len bytes: text, then comment lines, to a new temporary file. */

@@ -1216,6 +1216,17 @@ test_models_load_bad_file(void **state)
 	put_file(dir, "org/yaml.json", "hidden_size: 64\n", 16);
 	load_fails(dir, MF_EINVAL, "org/yaml.json", NULL);
 	rm_tree(dir);
+
+	/* A named pipe named like a config: refused at once, never waited
+	 * on (the alarm ends the program if it is). */
+	scratch(dir, sizeof(dir));
+	put_dir(dir, "org");
+	snprintf(file, sizeof(file), "%s/org/pipe.json", dir);
+	assert_int_equal(mkfifo(file, 0600), 0);
+	alarm(5);
+	load_fails(dir, MF_EIO, file, ": not a regular file (a named pipe)");
+	alarm(0);
+	rm_tree(dir);
 }
 
 static void
