@@ -43,16 +43,24 @@ mfd_state_take(struct mf_catalog **cat, struct mf_models **m)
 	pthread_mutex_unlock(&swap_lock);
 }
 
-/* A model file that does not parse: said, and left out. */
+/* A model file that does not parse, or an organisation's directory that
+ * cannot be read: said, and left out, or the models it held kept. */
 static void
 model_skipped(void *arg, const struct mf_error *err, int kept)
 {
 	char msg[MF_ERROR_MAX];
 
 	(void)arg;
-	mfd_log(MFD_ERROR, "%s; %s", mf_error_message(err, msg, sizeof(msg)),
-	    kept ? "keeping the model it held until now" :
-	           "left out, the other models are served");
+	mf_error_message(err, msg, sizeof(msg));
+	if (kept == 0)
+		mfd_log(MFD_ERROR, "%s; left out, the other models are served",
+		    msg);
+	else if (kept == 1)
+		mfd_log(MFD_ERROR, "%s; keeping the model it held until now",
+		    msg);
+	else
+		mfd_log(MFD_ERROR,
+		    "%s; keeping the %d models it held until now", msg, kept);
 }
 
 /* "24 from DIR, 3 from DIR2 (1 replacing a shipped one)" for the log. */

@@ -792,6 +792,7 @@ mf_model_read(const struct mf_node *config, const char *path,
 struct model_entry {
 	char *name; /* "ORG/NAME" */
 	size_t seq; /* load order: a later entry replaces an earlier one */
+	size_t dir; /* which of the directories loaded it (or kept it) */
 	struct mf_model model;
 };
 
@@ -837,7 +838,7 @@ nomem(struct mf_error *err, const char *what)
 
 static enum mf_rc
 add_entry(struct mf_models *models, const char *name, const struct mf_model *m,
-    struct mf_error *err)
+    size_t dir, struct mf_error *err)
 {
 	struct model_entry *v;
 	char *copy;
@@ -856,6 +857,7 @@ add_entry(struct mf_models *models, const char *name, const struct mf_model *m,
 		return nomem(err, name);
 	models->v[models->n].name = copy;
 	models->v[models->n].seq = models->n;
+	models->v[models->n].dir = dir;
 	models->v[models->n].model = *m;
 	models->n++;
 	return MF_OK;
@@ -949,29 +951,52 @@ struct walk {
 	struct mf_models *models;
 	const struct mf_models_load *how;
 	const char *org; /* the organisation whose directory is walked */
+	size_t dir;      /* the index in how->dirs of the directory walked */
 	size_t *loaded;  /* files loaded from the directory walked */
 };
 
+/* Whether prev's entry e is what a failure of name leaves in place: the
+ * model "ORG/NAME", or every model from the directory ORG that w walks. */
+static int
+kept_for(const struct walk *w, const struct model_entry *e, const char *name)
+{
+	size_t k = strlen(name);
+
+	if (strchr(name, '/') != NULL)
+		return strcmp(e->name, name) == 0;
+	return e->dir == w->dir && strncmp(e->name, name, k) == 0 &&
+	    e->name[k] == '/';
+}
+
 /*
- * A file that failed (its error in *err): fatal when the load is strict;
- * else said to the caller, the last good model of its name (prev's) kept
- * in its place, and the walk goes on.
+ * A file, or an organisation's directory, that failed (its error in
+ * *err): fatal when the load is strict; else said to the caller, the last
+ * good models of its name (prev's) kept in its place, and the walk goes
+ * on.
  */
 static enum mf_rc
 skip(const struct walk *w, const char *name, enum mf_rc rc,
     struct mf_error *err)
 {
-	const struct mf_model *old;
+	const struct mf_models *prev = w->how->prev;
+	size_t n = prev != NULL && name != NULL ? prev->n : 0;
+	int kept = 0;
 
 	if (w->how->skipped == NULL || rc == MF_ENOMEM)
 		return rc;
-	old = name ? mf_models_find(w->how->prev, name) : NULL;
-	w->how->skipped(w->how->arg, err, old != NULL);
-	if (old == NULL)
-		return MF_OK;
+	for (size_t i = 0; i < n; i++) {
+		if (!kept_for(w, &prev->v[i], name))
+			continue;
+		rc = add_entry(w->models, prev->v[i].name, &prev->v[i].model,
+		    w->dir, err);
+		if (rc != MF_OK)
+			return rc;
+		kept++;
+	}
 	if (w->loaded != NULL)
-		(*w->loaded)++;
-	return add_entry(w->models, name, old, err);
+		*w->loaded += (size_t)kept;
+	w->how->skipped(w->how->arg, err, kept);
+	return MF_OK;
 }
 
 /* Load DIR/ORG/base, a directory entry, when it is a config file. */
@@ -1004,7 +1029,7 @@ load_entry(const struct walk *w, const char *orgdir, const char *base,
 	rc = read_file(file, name, &m, err);
 	if (rc != MF_OK)
 		return skip(w, name, rc, err);
-	rc = add_entry(w->models, name, &m, err);
+	rc = add_entry(w->models, name, &m, w->dir, err);
 	if (rc == MF_OK && w->loaded != NULL)
 		(*w->loaded)++;
 	return rc;
@@ -1060,7 +1085,7 @@ org_entry(const struct walk *w, const char *dir, const char *name,
 		rc = file_error(err, orgdir, errno);
 	if (rc == MF_OK && S_ISDIR(st.st_mode))
 		rc = each_entry(&org, orgdir, config_entry, err);
-	return rc == MF_OK || rc == MF_ETOOBIG ? rc : skip(w, NULL, rc, err);
+	return rc == MF_OK || rc == MF_ETOOBIG ? rc : skip(w, name, rc, err);
 }
 
 static int
@@ -1108,7 +1133,7 @@ mf_models_load_dirs(const struct mf_models_load *how, struct mf_models **out,
 		return nomem(err, how->ndirs ? how->dirs[0] : "models");
 	models->refs = 1;
 	for (i = 0; i < how->ndirs && rc == MF_OK; i++) {
-		struct walk w = { models, how, NULL,
+		struct walk w = { models, how, NULL, i,
 			how->counts ? &how->counts[i] : NULL };
 
 		if (how->counts != NULL)

@@ -306,11 +306,14 @@ struct mf_models_load {
 	size_t ndirs;
 	/*
 	 * NULL: a file that fails to read or parse fails the whole load (err
-	 * names the file and line).  Else such a file is left out and
+	 * names the file and line), as does an organisation's directory
+	 * (DIR/ORG) that cannot be read.  Else such a file is left out and
 	 * skipped(arg, its error, kept) is called, kept saying whether prev
 	 * had a model of its name, which is then kept in its place (the last
-	 * good one).  A directory in dirs that cannot be read, the cap on
-	 * files and running out of memory fail the load either way.
+	 * good one); such a directory is left out alike, kept the number of
+	 * prev's models that came from it, each kept in its place.  A
+	 * directory in dirs that cannot be read, the cap on files and running
+	 * out of memory fail the load either way.
 	 */
 	void (*skipped)(void *arg, const struct mf_error *err, int kept);
 	void *arg;

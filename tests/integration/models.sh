@@ -6,8 +6,10 @@
 # itself with 16 layers instead of 32 (it must replace the shipped one), a config whose
 # num_hidden_layers is 0 (line 4) and one that is not JSON (line 3).  `memfloord -n` must fail
 # on them; memfloord must log each as FILE:LINE: problem and serve the rest with the shipped
-# models; SIGHUP must read the directories again, keeping a model whose file broke and the whole
-# set when a directory is gone; the command line must read the directories the same way.
+# models; SIGHUP must read the directories again, keeping a model whose file broke, the models
+# of an organisation's directory that cannot be read (the site's own meta-llama, not the
+# shipped one's) and the whole set when a directory is gone; the command line must read the
+# directories the same way.
 #
 # Parameter counts by hand (Llama 3.1 8B: hidden 4096, intermediate 14336, 32 heads of 128, 8 KV
 # heads, vocabulary 128256, untied): a layer is q and o 2 x 4096 x 4096 = 33554432, k and v
@@ -114,6 +116,23 @@ curl -s -m 5 "$base/v1/models" >"$tmp/models.json"
 has "after SIGHUP: the new model" "$tmp/models.json" '\{"name":"acme/new","parameters":7615616512\}'
 has "after SIGHUP: the broken file's last good model" "$tmp/models.json" \
     '\{"name":"acme/site-8b","parameters":8030261248\}'
+# An organisation's directory that cannot be read (a symlink to nothing, which root cannot
+# read either): its models stay, the site's Llama 3.1 8B of 16 layers among them, while the
+# shipped directory's meta-llama is read as before.
+mv "$site/meta-llama" "$tmp/meta-llama.away"
+ln -s "$tmp/nowhere" "$site/meta-llama"
+kill -HUP "$pid"
+wait_log "$tmp/d.log" 'models SIGHUP: ' 2 || true
+has "SIGHUP: an organisation's directory that cannot be read, said, its model kept" "$tmp/d.log" \
+    " error $site/meta-llama: No such file or directory; keeping the model it held until now$"
+grep 'models SIGHUP: ' "$tmp/d.log" | tail -n 1 >"$tmp/last.log"
+has "SIGHUP: its model counted in" "$tmp/last.log" \
+    "models SIGHUP: $((nshipped + 2)) in service \($nshipped from [^,]*, 3 from $site;"
+curl -s -m 5 "$base/v1/models" >"$tmp/models3.json"
+is "after SIGHUP: the same models, the site's Llama 3.1 8B kept" "$(cmp -s "$tmp/models.json" \
+    "$tmp/models3.json" && echo same)" same
+rm "$site/meta-llama"
+mv "$tmp/meta-llama.away" "$site/meta-llama"
 # The whole directory gone: the set in service stays.
 mv "$site" "$tmp/site.gone"
 kill -HUP "$pid"

@@ -1140,6 +1140,86 @@ test_models_load_dirs(void **state)
 	rm_tree(b);
 }
 
+/*
+ * An organisation's directory that cannot be read (here a symlink to
+ * nothing, which root cannot read either) on a reload: the models prev
+ * had from it stay, as a broken file keeps its model, while the rest is
+ * read again: a/acme/q, removed, goes (only b's acme is kept), as does
+ * b/acme2/w (acme2 is not acme), and b/beta/v comes.  With no prev, it
+ * is left out; strictly, it fails the load.
+ */
+static void
+test_models_load_org_unreadable(void **state)
+{
+	struct mf_models *models = NULL, *again = NULL;
+	const char *cfg = tiny_json(NULL, NULL);
+	struct mf_error err;
+	struct skips sk;
+	size_t counts[2];
+	char a[64], b[64], path[128];
+	const char *dirs[2] = { a, b };
+	struct mf_models_load how = { dirs, 2, on_skip, &sk, NULL, counts };
+
+	(void)state;
+	scratch(a, sizeof(a));
+	scratch(b, sizeof(b));
+	put_dir(a, "acme");
+	put_file(a, "acme/q.json", cfg, strlen(cfg));
+	put_dir(b, "acme");
+	put_dir(b, "acme2");
+	put_dir(b, "beta");
+	put_file(b, "acme/x.json", cfg, strlen(cfg));
+	put_file(b, "acme/z.json", cfg, strlen(cfg));
+	put_file(b, "acme2/w.json", cfg, strlen(cfg));
+	put_file(b, "beta/y.json", cfg, strlen(cfg));
+	memset(&sk, 0, sizeof(sk));
+	assert_int_equal(mf_models_load_dirs(&how, &models, &err), MF_OK);
+	assert_int_equal(mf_models_count(models), 5);
+
+	snprintf(path, sizeof(path), "%s/acme", b);
+	rm_tree(path);
+	assert_int_equal(symlink("gone", path), 0);
+	snprintf(path, sizeof(path), "%s/acme/q.json", a);
+	assert_int_equal(unlink(path), 0);
+	snprintf(path, sizeof(path), "%s/acme2/w.json", b);
+	assert_int_equal(unlink(path), 0);
+	put_file(b, "beta/v.json", cfg, strlen(cfg));
+	how.prev = models;
+	assert_int_equal(mf_models_load_dirs(&how, &again, &err), MF_OK);
+	assert_int_equal(mf_models_count(again), 4);
+	assert_string_equal(mf_models_name(again, 0), "acme/x");
+	assert_string_equal(mf_models_name(again, 1), "acme/z");
+	assert_string_equal(mf_models_name(again, 2), "beta/v");
+	assert_string_equal(mf_models_name(again, 3), "beta/y");
+	assert_int_equal(counts[0], 0);
+	assert_int_equal(counts[1], 4);
+	assert_int_equal(sk.n, 1);
+	assert_int_equal(sk.kept, 2);
+	assert_non_null(strstr(sk.msg[0], "/acme: No such file or directory"));
+	mf_models_free(again);
+	again = NULL;
+
+	/* No models of its own until now: left out, the others served. */
+	how.prev = NULL;
+	memset(&sk, 0, sizeof(sk));
+	assert_int_equal(mf_models_load_dirs(&how, &again, &err), MF_OK);
+	assert_int_equal(mf_models_count(again), 2);
+	assert_int_equal(sk.n, 1);
+	assert_int_equal(sk.kept, 0);
+	mf_models_free(again);
+	again = NULL;
+
+	/* Strictly (memfloord -n), it fails the load. */
+	how.skipped = NULL;
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(mf_models_load_dirs(&how, &again, &err), MF_ENOTFOUND);
+	assert_null(again);
+	assert_non_null(strstr(MSG(&err), "/acme: No such file or directory"));
+	mf_models_free(models);
+	rm_tree(a);
+	rm_tree(b);
+}
+
 static void
 test_models_load_empty(void **state)
 {
@@ -1319,6 +1399,7 @@ main(void)
 		cmocka_unit_test(test_models_load_tree),
 		cmocka_unit_test(test_models_load_empty),
 		cmocka_unit_test(test_models_load_dirs),
+		cmocka_unit_test(test_models_load_org_unreadable),
 		cmocka_unit_test(test_models_load_missing_dir),
 		cmocka_unit_test(test_read_context),
 		cmocka_unit_test(test_read_quantization_config),
