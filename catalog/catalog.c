@@ -349,6 +349,23 @@ achieved(const struct mf_gpu *g)
 	return (double)g->speed.flops[MF_DT_BF16] * mf_speed_matmul(&g->speed);
 }
 
+/* Where the reference card is named, or for the default where the cards
+ * are listed (the gpus key): its line and column, 0 in JSON. */
+static void
+reference_at(const struct mf_node *root, int *line, int *column)
+{
+	const struct mf_node *n = mf_node_get(root, "reference");
+
+	if (n != NULL) {
+		*line = n->line;
+		*column = n->column;
+		return;
+	}
+	n = mf_node_get(root, "gpus");
+	*line = n != NULL ? n->key_line : 0;
+	*column = n != NULL ? n->key_column : 0;
+}
+
 /*
  * Design 21: each card gives relativeThroughput or the figures its time
  * is modelled from; a catalogue with modelled cards names a modelled
@@ -356,11 +373,12 @@ achieved(const struct mf_gpu *g)
  * throughput is their achieved bf16 FLOPS over its.
  */
 static enum mf_rc
-check_speeds(const struct ctx *c, struct mf_catalog *cat)
+check_speeds(const struct ctx *c, const struct mf_node *root,
+    struct mf_catalog *cat)
 {
 	const char *name = cat->reference ? cat->reference : MF_CAT_REFERENCE;
 	const struct mf_gpu *ref = mf_cat_find(cat, name);
-	int modelled = 0;
+	int modelled = 0, line, column;
 
 	for (size_t i = 0; i < cat->ngpus; i++) {
 		struct mf_gpu *g = &cat->gpus[i];
@@ -378,10 +396,12 @@ check_speeds(const struct ctx *c, struct mf_catalog *cat)
 		}
 		modelled = 1;
 	}
-	if (ref == NULL && (modelled || cat->reference != NULL))
-		return fail(c, MF_EINVAL, "reference", 0, 0,
+	if (ref == NULL && (modelled || cat->reference != NULL)) {
+		reference_at(root, &line, &column);
+		return fail(c, MF_EINVAL, "reference", line, column,
 		    "no GPU named '%s' in the catalogue: name the card referenceHours are measured on",
 		    name);
+	}
 	if (ref == NULL || (!modelled && !mf_speed_known(&ref->speed)))
 		return MF_OK;
 	if (!mf_speed_known(&ref->speed))
@@ -466,7 +486,7 @@ read_catalog(const struct ctx *c, const struct mf_node *root,
 		if (card_json(&cat->gpus[i]) != MF_OK)
 			return no_memory(c);
 	}
-	return check_speeds(c, cat);
+	return check_speeds(c, root, cat);
 }
 
 static struct mf_catalog *

@@ -1034,8 +1034,11 @@ test_gpu_price(void **state)
 static void
 test_gpu_speed(void **state)
 {
+	static const char named[] = HDR "# hours are measured on\n"
+	                                "reference: ZZ\ngpus:\n" GPU_A;
 	struct mf_catalog *cat;
 	const struct mf_gpu *g;
+	struct mf_error err;
 
 	(void)state;
 	cat = parse_ok(HDR "gpus:\n" H100_CARD L40S_CARD GPU_A);
@@ -1052,9 +1055,18 @@ test_gpu_speed(void **state)
 	/* A: relativeThroughput, which overrides the model for it. */
 	assert_true(mf_cat_find(cat, "A")->throughput_given);
 	mf_cat_unref(cat);
-	/* Figures without a reference card to convert referenceHours by. */
-	expect_fail(HDR "gpus:\n" L40S_CARD, MF_EINVAL, "reference", 0,
-	    "t.yaml: reference: no GPU named 'H100' in the catalogue: name the card referenceHours are measured on");
+	/* Figures without a reference card to convert referenceHours by:
+	 * the default's error is at the cards' list, a named one's at its
+	 * name (line 4, column 12). */
+	expect_fail(HDR "gpus:\n" L40S_CARD, MF_EINVAL, "reference", 3,
+	    "t.yaml:3: reference: no GPU named 'H100' in the catalogue: name the card referenceHours are measured on");
+	expect_fail(named, MF_EINVAL, "reference", 4,
+	    "t.yaml:4: reference: no GPU named 'ZZ' in the catalogue: name the card referenceHours are measured on");
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(mf_cat_parse(named, strlen(named), "t.yaml", &cat,
+	                     &err),
+	    MF_EINVAL);
+	assert_int_equal(err.column, 12);
 	/* A reference card that is not modelled. */
 	expect_fail(HDR "reference: A\ngpus:\n" GPU_A L40S_CARD, MF_EINVAL,
 	    "reference", 5,
