@@ -230,10 +230,12 @@ int mfd_state_watch(void);
 /*
  * Watch the directories of paths (n of them, at most MFD_WATCH_MAX: a
  * ConfigMap or Secret volume swaps a symlink there; editors rename over
- * the file) and call settled(arg) on a thread of its own once a burst of
- * changes has settled, and once a second while a directory is not there
- * (removed, to be made again).  -1 when the directories cannot be watched
- * at the start.
+ * the file), and those of the symlinks each path meets and of the file it
+ * leads to (a link to a file elsewhere, a release directory flipped),
+ * and call settled(arg) on a thread of its own once a burst of changes
+ * has settled, and once a second while a directory is not there (removed,
+ * to be made again).  -1 when the directories cannot be watched at the
+ * start.
  */
 int mfd_watch(const char *const *paths, size_t n, void (*settled)(void *),
     void *arg);

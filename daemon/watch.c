@@ -15,6 +15,14 @@
  * moves on.  So after every call back each directory is watched again by
  * its path, and one that is not there is looked for once a second until
  * it is, with a call back each time.
+ *
+ * The directory of the path as given is not always where the file
+ * changes: the path may be a symlink to a file elsewhere, or pass
+ * through a symlinked directory that a release flips.  So the
+ * directories watched for a path are those whose entries decide which
+ * file it is: the one holding it, the one holding each symlink met on
+ * the way (the file's own, or one of its directories), and so on along
+ * each link's target, resolved again at every call back.
  */
 #include <assert.h>
 #include <errno.h>
@@ -25,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -38,13 +47,23 @@
 	(IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE | IN_DELETE | IN_ATTRIB | \
 	    IN_DELETE_SELF | IN_MOVE_SELF)
 
+#define HOPS 8      /* the symlinks followed from one path */
+#define DIRS_MAX 32 /* the directories watched for all the paths */
+
 struct watch {
 	int fd;
 	size_t n;
-	char dir[MFD_WATCH_MAX][PATH_MAX];
-	int wd[MFD_WATCH_MAX]; /* -1: its directory is not watched */
+	char path[MFD_WATCH_MAX][PATH_MAX];
+	int wd[DIRS_MAX]; /* the directories watched, nwd of them */
+	size_t nwd;
 	void (*settled)(void *);
 	void *arg;
+};
+
+/* What arm finds: the directories to watch now. */
+struct found {
+	int wd[DIRS_MAX];
+	size_t n;
 };
 
 static int
@@ -55,22 +74,123 @@ wait_readable(int fd, int ms)
 	return poll(&p, 1, ms);
 }
 
-/* Watch every directory by its path again (the inode there now): 1 when
- * each is watched, 0 when one is not there. */
+/* The directory path is in, written to dir. */
+static void
+dir_of(const char *path, char *dir, size_t size)
+{
+	char *slash;
+
+	mf_copy(dir, size, path);
+	slash = strrchr(dir, '/');
+	if (slash == NULL)
+		snprintf(dir, size, ".");
+	else if (slash == dir)
+		dir[1] = '\0';
+	else
+		*slash = '\0';
+}
+
+/* Whether f holds the watch wd. */
+static int
+holds(const struct found *f, int wd)
+{
+	for (size_t i = 0; i < f->n && i < DIRS_MAX; i++)
+		if (f->wd[i] == wd)
+			return 1;
+	return 0;
+}
+
+/* Watch the directory that holds path's last entry; 0 when it is not
+ * there.  Past DIRS_MAX directories, the rest are not watched. */
+static int
+add(const struct watch *w, const char *path, struct found *f)
+{
+	char dir[PATH_MAX];
+	int wd;
+
+	dir_of(path, dir, sizeof(dir));
+	wd = inotify_add_watch(w->fd, dir, MASK);
+	if (wd < 0)
+		return 0;
+	if (!holds(f, wd) && f->n < DIRS_MAX)
+		f->wd[f->n++] = wd;
+	return 1;
+}
+
+/* The directories of path that are symlinks: the ones holding them. */
+static void
+add_links_above(const struct watch *w, const char *path, struct found *f)
+{
+	char prefix[PATH_MAX];
+	struct stat st;
+
+	if (path[0] == '\0')
+		return;
+	for (const char *s = strchr(path + 1, '/'); s != NULL;
+	     s = strchr(s + 1, '/')) {
+		snprintf(prefix, sizeof(prefix), "%.*s", (int)(s - path), path);
+		if (lstat(prefix, &st) == 0 && S_ISLNK(st.st_mode))
+			add(w, prefix, f);
+	}
+}
+
+/* Where the symlink path leads, as a path from here, into to; 0 when path
+ * is no symlink. */
+static int
+target_of(const char *path, char *to, size_t size)
+{
+	char link[PATH_MAX], dir[PATH_MAX];
+	ssize_t n = readlink(path, link, sizeof(link) - 1);
+	int len;
+
+	if (n < 0 || (size_t)n >= sizeof(link))
+		return 0;
+	link[n] = '\0';
+	dir_of(path, dir, sizeof(dir));
+	if (link[0] == '/')
+		len = snprintf(to, size, "%s", link);
+	else
+		len = snprintf(to, size, "%s/%s", dir, link);
+	return len > 0 && (size_t)len < size;
+}
+
+/* The directories whose entries decide which file path is (the top
+ * comment); 0 when one is not there. */
+static int
+add_path(const struct watch *w, const char *path, struct found *f)
+{
+	char cur[PATH_MAX], next[PATH_MAX];
+	int all = 1;
+
+	mf_copy(cur, sizeof(cur), path);
+	for (int hop = 0; hop <= HOPS; hop++) {
+		all &= add(w, cur, f);
+		add_links_above(w, cur, f);
+		if (!target_of(cur, next, sizeof(next)))
+			break;
+		mf_copy(cur, sizeof(cur), next);
+	}
+	return all;
+}
+
+/* Watch every path's directories by their paths again (the inodes there
+ * now), and let go of those no path leads through any more: 1 when each
+ * is watched, 0 when one is not there. */
 static int
 arm(struct watch *w)
 {
+	struct found f = { { 0 }, 0 };
 	int all = 1;
 
 	assert(w->n <= MFD_WATCH_MAX);
-	for (size_t i = 0; i < w->n; i++) {
-		int wd = inotify_add_watch(w->fd, w->dir[i], MASK);
-
-		if (w->wd[i] >= 0 && w->wd[i] != wd)
+	for (size_t i = 0; i < w->n; i++)
+		all &= add_path(w, w->path[i], &f);
+	assert(w->nwd <= DIRS_MAX && f.n <= DIRS_MAX);
+	for (size_t i = 0; i < w->nwd && i < DIRS_MAX; i++)
+		if (!holds(&f, w->wd[i]))
 			inotify_rm_watch(w->fd, w->wd[i]);
-		w->wd[i] = wd;
-		all &= wd >= 0;
-	}
+	memcpy(w->wd, f.wd, f.n * sizeof(f.wd[0]));
+	w->nwd = f.n;
 	return all;
 }
 
@@ -99,26 +219,10 @@ watch_loop(void *arg)
 	}
 out:
 	mfd_log(MFD_ERROR, "watching %s: %s; changes are read on SIGHUP only",
-	    w->dir[0], strerror(errno));
+	    w->path[0], strerror(errno));
 	close(w->fd);
 	free(w);
 	return NULL;
-}
-
-/* The directory path is in, written to dir. */
-static void
-dir_of(const char *path, char *dir, size_t size)
-{
-	char *slash;
-
-	mf_copy(dir, size, path);
-	slash = strrchr(dir, '/');
-	if (slash == NULL)
-		snprintf(dir, size, ".");
-	else if (slash == dir)
-		dir[1] = '\0';
-	else
-		*slash = '\0';
 }
 
 int
@@ -136,9 +240,8 @@ mfd_watch(const char *const *paths, size_t n, void (*settled)(void *),
 	w->settled = settled;
 	w->arg = arg;
 	for (size_t i = 0; i < n; i++) {
-		dir_of(paths[i], w->dir[i], sizeof(w->dir[i]));
-		w->wd[i] = -1;
-		mfd_log(MFD_DEBUG, "watching %s for changes to %s", w->dir[i],
+		mf_copy(w->path[i], sizeof(w->path[i]), paths[i]);
+		mfd_log(MFD_DEBUG, "watching the directories of %s for changes",
 		    paths[i]);
 	}
 	if (w->fd < 0 || !arm(w) ||

@@ -16,8 +16,11 @@
 # catalogue file removed is a warning and stays in service, and put back
 # is a reload; a named pipe swapped in for it is refused at once, on a
 # change and on SIGHUP, the catalogue stays in service and SIGTERM still
-# ends the daemon; a port in use names the address and how to choose
-# another; make run LISTEN=ADDR:PORT answers there.
+# ends the daemon; a catalogue reached through a symlink to a file in
+# another directory, or through a release directory flipped by a
+# symlink, is reloaded when it changes there; a port in use names the
+# address and how to choose another; make run LISTEN=ADDR:PORT answers
+# there.
 #
 # Run from the repository root (or set MF_TOP).  Prints one line per check
 # and "N passed, M failed"; exits non-zero when a check failed.
@@ -28,8 +31,9 @@ cd "$top"
 daemon_bin=${MEMFLOORD:-build/memfloord}
 check_name=daemon
 pid=""
+lpid=""
 cleanup() {
-	stop_all "$pid"
+	stop_all "$pid" "$lpid"
 }
 . "$top/tests/lib/check.sh"
 
@@ -316,6 +320,45 @@ rc=0
 wait "$pid" 2>/dev/null || rc=$?
 pid=""
 is "a named pipe there: SIGTERM ends the daemon within 5 s, exit 0" "$rc" 0
+
+# --- a catalogue through a symlink: the changes where it leads are seen -------
+# etc/gpus.yaml a link to srv/gpus.yaml: an edit in srv is loaded.  And
+# a release directory flipped (rel/current from releases/v1 to v2,
+# neither removed): the flip is loaded, then an edit in v2.
+mkdir -p "$tmp/etc" "$tmp/srv" "$tmp/rel/releases/v1" "$tmp/rel/releases/v2"
+cp catalog/gpus.yaml "$tmp/srv/gpus.yaml"
+ln -s "$tmp/srv/gpus.yaml" "$tmp/etc/gpus.yaml"
+cp catalog/gpus.yaml "$tmp/rel/releases/v1/gpus.yaml"
+cp catalog/gpus.yaml "$tmp/rel/releases/v2/gpus.yaml"
+ln -s releases/v1 "$tmp/rel/current"
+: >"$tmp/link.log"
+: >"$tmp/flip.log"
+"$daemon_bin" -d -l 127.0.0.1:0 -f "$tmp/etc/gpus.yaml" >"$tmp/link.log" 2>&1 &
+lpid=$!
+"$daemon_bin" -d -l 127.0.0.1:0 -f "$tmp/rel/current/gpus.yaml" >"$tmp/flip.log" 2>&1 &
+pid=$!
+wait_log "$tmp/link.log" 'listening on ' || true
+wait_log "$tmp/flip.log" 'listening on ' || true
+# edit DIR: a new catalogue renamed over DIR/gpus.yaml, as editors write.
+edit() {
+	cp catalog/gpus.yaml "$1/gpus.yaml.new"
+	mv "$1/gpus.yaml.new" "$1/gpus.yaml"
+}
+edit "$tmp/srv"
+wait_log "$tmp/link.log" 'reloaded \(file changed\): version 2' || true
+has_line "a link to a file in another directory: an edit there is loaded" \
+    "reloaded \(file changed\): version 2, $ncards GPUs" "$tmp/link.log"
+ln -s releases/v2 "$tmp/rel/current.tmp"
+mv -T "$tmp/rel/current.tmp" "$tmp/rel/current"
+wait_log "$tmp/flip.log" 'reloaded \(file changed\): version 2' || true
+has_line "a release directory flipped: loaded" \
+    "reloaded \(file changed\): version 2, $ncards GPUs" "$tmp/flip.log"
+edit "$tmp/rel/releases/v2"
+wait_log "$tmp/flip.log" 'reloaded \(file changed\): version 3' || true
+has_line "a release directory flipped: an edit in the new release is loaded" \
+    "reloaded \(file changed\): version 3, $ncards GPUs" "$tmp/flip.log"
+stop_all "$lpid"
+stop
 
 # --- make run LISTEN=... --------------------------------------------------------------
 # The daemon this test runs, through make run, on a port of its choosing.
