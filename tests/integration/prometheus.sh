@@ -110,9 +110,13 @@ flag_error "--prometheus of another scheme is refused" \
     --prometheus ftp://127.0.0.1/
 flag_error "--prometheus-token-file without --prometheus is refused" \
     "need --prometheus URL" --prometheus-token-file /dev/null
+: >"$tmp/no-token"
 flag_error "an empty --prometheus-token-file is refused" \
     "holds no token" --store "$tmp/n.db" --prometheus http://127.0.0.1:9 \
-    --prometheus-token-file /dev/null
+    --prometheus-token-file "$tmp/no-token"
+flag_error "a --prometheus-token-file that is no regular file is refused" \
+    "/dev/null: not a regular file (a character device)" --store "$tmp/n.db" \
+    --prometheus http://127.0.0.1:9 --prometheus-token-file /dev/null
 printf 'first\nsecond\n' >"$tmp/two-tokens"
 flag_error "a --prometheus-token-file of two tokens is refused" \
     "$tmp/two-tokens: more than 1 token" --store "$tmp/n.db" \
