@@ -43,6 +43,16 @@ stop() {
 	pid=""
 }
 
+# serve CATALOG LOG: memfloord on a free port with CATALOG, its log in LOG
+# (emptied first), its pid in $pid and port in $port once it listens.
+serve() {
+	: >"$2"
+	"$daemon_bin" -d -l 127.0.0.1:0 -f "$1" >"$2" 2>&1 &
+	pid=$!
+	wait_log "$2" 'listening on ' || true
+	port=$(sed -n 's/.*listening on .* port \([0-9][0-9]*\).*/\1/p' "$2" | head -n 1)
+}
+
 # --- bad flag values name the option and what it takes ----------------------
 # bad_flag WANT ARGS...: memfloord ARGS exits 2 and says WANT on stderr.
 bad_flag() {
@@ -195,11 +205,7 @@ stop
 ncards=$(grep -c '^  - name: ' catalog/gpus.yaml)
 nmodels=$(find catalog/models -name '*.json' | wc -l | tr -d ' ')
 cp catalog/gpus.yaml "$tmp/gpus.yaml"
-: >"$tmp/cat.log"
-"$daemon_bin" -d -l 127.0.0.1:0 -f "$tmp/gpus.yaml" >"$tmp/cat.log" 2>&1 &
-pid=$!
-wait_log "$tmp/cat.log" 'listening on ' || true
-port=$(sed -n 's/.*listening on .* port \([0-9][0-9]*\).*/\1/p' "$tmp/cat.log" | head -n 1)
+serve "$tmp/gpus.yaml" "$tmp/cat.log"
 has_line() {
 	if grep -Eq -- "$2" "$3"; then pass "$1"; else fail "$1: no /$2/ in $(cat "$3")"; fi
 }
@@ -290,11 +296,7 @@ stop
 # Opening a named pipe to read waits for a writer, and a reload waiting
 # there held its lock, so SIGTERM never ended the daemon.
 cp catalog/gpus.yaml "$tmp/fifo.yaml"
-: >"$tmp/fifo.log"
-"$daemon_bin" -d -l 127.0.0.1:0 -f "$tmp/fifo.yaml" >"$tmp/fifo.log" 2>&1 &
-pid=$!
-wait_log "$tmp/fifo.log" 'listening on ' || true
-port=$(sed -n 's/.*listening on .* port \([0-9][0-9]*\).*/\1/p' "$tmp/fifo.log" | head -n 1)
+serve "$tmp/fifo.yaml" "$tmp/fifo.log"
 mkfifo "$tmp/new.fifo"
 mv "$tmp/new.fifo" "$tmp/fifo.yaml"
 wait_log "$tmp/fifo.log" 'reload \(file changed\) failed' || true

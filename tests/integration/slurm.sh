@@ -292,36 +292,35 @@ until sinfo -h -N -o '%T' 2>/dev/null | grep -Eq '^idle'; do
 done
 pass "slurm: munged, slurmctld and slurmd are up, the node is idle"
 
+# start_memfloord CATALOG LOG: memfloord on a free port with CATALOG, its log in
+# LOG; its pid in $mpid and port in $port, or the test gives up.
+start_memfloord() {
+	: >"$2"
+	"$daemon_bin" -d -l 127.0.0.1:0 -f "$1" -m catalog/models >"$2" 2>&1 &
+	mpid=$!
+	started="$mpid $started"
+	port=""
+	i=0
+	while [ $i -lt 100 ] && [ -z "$port" ]; do
+		port=$(sed -n 's/.*listening on .* port \([0-9][0-9]*\).*/\1/p' "$2" | head -n 1)
+		kill -0 "$mpid" 2>/dev/null || break
+		[ -n "$port" ] || sleep 0.1
+		i=$((i + 1))
+	done
+	[ -n "$port" ] || give_up "memfloord with $1 did not start: $(cat "$2")"
+}
 mlog=$tmp/memfloord.log
-: >"$mlog"
-"$daemon_bin" -d -l 127.0.0.1:0 -f "$cat" -m catalog/models >"$mlog" 2>&1 &
-mpid=$!
-started="$mpid $started"
-port=""
-i=0
-while [ $i -lt 100 ] && [ -z "$port" ]; do
-	port=$(sed -n 's/.*listening on .* port \([0-9][0-9]*\).*/\1/p' "$mlog" | head -n 1)
-	kill -0 "$mpid" 2>/dev/null || break
-	[ -n "$port" ] || sleep 0.1
-	i=$((i + 1))
-done
-[ -n "$port" ] || give_up "memfloord did not start: $(cat "$mlog")"
+start_memfloord "$cat" "$mlog"
 url=http://127.0.0.1:$port
 
 # cli_filter.lua in Lua alone, against a memfloord on the two-node
 # catalogue: the placement's nodes become --nodes, and a fingerprint the
 # comment brought from an earlier job is replaced by this job's.
-"$daemon_bin" -d -l 127.0.0.1:0 -f "$tmp/nodes.yaml" -m catalog/models \
-    >"$tmp/nodes.log" 2>&1 &
-started="$! $started"
-nport=""
-i=0
-while [ $i -lt 100 ] && [ -z "$nport" ]; do
-	nport=$(sed -n 's/.*listening on .* port \([0-9][0-9]*\).*/\1/p' "$tmp/nodes.log" | head -n 1)
-	[ -n "$nport" ] || sleep 0.1
-	i=$((i + 1))
-done
-[ -n "$nport" ] || give_up "memfloord on the two-node catalogue did not start: $(cat "$tmp/nodes.log")"
+mpid_main=$mpid
+start_memfloord "$tmp/nodes.yaml" "$tmp/nodes.log"
+nport=$port
+port=${url##*:}
+mpid=$mpid_main
 old=0123456789abcdef0123456789abcdef
 cat >"$tmp/cf.lua" <<'LUA'
 slurm = { SUCCESS = 0, ERROR = -1 }
