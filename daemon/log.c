@@ -121,11 +121,13 @@ mfd_due_in(struct timespec *due, long ms)
 	}
 }
 
-/* s escaped for a JSON string or a quoted text field, at most max bytes
- * of it, never half an escape nor half a character; bytes that are not
- * UTF-8 become U+FFFD, as in the answers. */
+/* s escaped, at most max bytes of it, never half an escape nor half a
+ * character: control characters and DEL as \u00XX, so that no line can
+ * be ended, forged or a terminal steered from within; bytes that are not
+ * UTF-8 become U+FFFD, as in the answers.  With quotes, '"' and '\\'
+ * are escaped too: a JSON string or a quoted text field. */
 static void
-add_escaped(struct text *t, const char *s, size_t max)
+add_escaped_as(struct text *t, const char *s, size_t max, int quotes)
 {
 	static const char hex[] = "0123456789abcdef";
 	char *stop = t->end - t->p > (ptrdiff_t)max ? t->p + max : t->end;
@@ -142,7 +144,7 @@ add_escaped(struct text *t, const char *s, size_t max)
 			memcpy(t->p, s, u);
 			t->p += u;
 			s += u - 1;
-		} else if (c == '"' || c == '\\') {
+		} else if (quotes && (c == '"' || c == '\\')) {
 			*t->p++ = '\\';
 			*t->p++ = (char)c;
 		} else if (c < 0x20 || c == 0x7f) {
@@ -154,6 +156,12 @@ add_escaped(struct text *t, const char *s, size_t max)
 			*t->p++ = (char)c;
 		}
 	}
+}
+
+static void
+add_escaped(struct text *t, const char *s, size_t max)
+{
+	add_escaped_as(t, s, max, 1);
 }
 
 /* Short writes and EINTR go on; an error drops the rest: nowhere to say. */
@@ -399,7 +407,8 @@ mfd_vlog(enum mfd_level level, const char *fmt, va_list ap)
 		add_escaped(&t, msg, sizeof(out));
 		add_str(&t, "\"");
 	} else {
-		add_str(&t, msg);
+		/* A message may carry a client's or a file's bytes. */
+		add_escaped_as(&t, msg, sizeof(out), 0);
 	}
 	emit(level, out, body, &t, 0);
 }

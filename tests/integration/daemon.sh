@@ -244,6 +244,16 @@ cp catalog/gpus.yaml "$tmp/gpus.yaml"
 wait_log "$tmp/cat.log" 'reloaded \(file changed\): version 2' || true
 has_line "catalogue put back: loaded as a change" \
     "reloaded \(file changed\): version 2, $ncards GPUs" "$tmp/cat.log"
+# A key with a carriage return and a terminal's escape in it: the error
+# names it, the text log's line holds them escaped, and no line is ended
+# or forged from within (only the newlines that end lines).
+printf '"bad\\rkey\\u001b[31m": 1\n' >>"$tmp/gpus.yaml"
+wait_log "$tmp/cat.log" 'reload \(file changed\) failed' || true
+has_line "text log: a file's control bytes escaped in a line" \
+    'failed, keeping version 2: .*gpus\.yaml:[0-9]+: bad\\u000dkey\\u001b\[31m: unknown field$' \
+    "$tmp/cat.log"
+is "text log: no carriage return nor escape byte" \
+    "$(tr -cd '\r\033' <"$tmp/cat.log" | wc -c | tr -d ' ')" 0
 
 # --- a port in use: which address, and how to choose another -------------------------
 rc=0
