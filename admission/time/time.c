@@ -395,7 +395,7 @@ mf_step_of(const struct mf_work *wk, const struct mf_speed *card, int64_t count,
 	double peak = peak_of(card, wk->dtype), g = (double)wk->gpus;
 	double fl = peak * mf_speed_matmul(card);
 	double bw = (double)card->bandwidth * mf_speed_memory(card);
-	double mm = wk->fwd + wk->bwd + wk->rec, fwd_share, opt, c;
+	double mm = wk->fwd + wk->bwd + wk->rec, fwd_share, opt, c, pass;
 	double *t = out->term;
 
 	*out = (struct mf_step){ 0 };
@@ -408,9 +408,12 @@ mf_step_of(const struct mf_work *wk, const struct mf_speed *card, int64_t count,
 	t[MF_ST_MEMORY] =
 	    (wk->bytes + opt) / g / bw + wk->kernels * MF_KERNEL_SECONDS;
 	fwd_share = mm > 0 ? wk->fwd / mm : 1;
+	/* The passes' compute hides the collectives; the optimizer's step
+	 * waits for the gradients, and hides none. */
+	pass = t[MF_ST_MATMUL] + t[MF_ST_MEMORY] - opt / g / bw;
 	if (wk->kind == MF_TRAINING)
 		t[MF_ST_COMM] = train_comm(wk, card, count, nodes,
-		    fwd_share * (t[0] + t[1]), (1 - fwd_share) * (t[0] + t[1]));
+		    fwd_share * pass, (1 - fwd_share) * pass);
 	else
 		t[MF_ST_COMM] = tp_comm(wk, card);
 	out->seconds = t[0] + t[1] + t[2];
