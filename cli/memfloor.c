@@ -172,7 +172,7 @@ slurp(const char *path, size_t *len)
 	char msg[MF_ERROR_MAX], *buf = NULL;
 	struct mf_error err;
 
-	if (mf_file_read(path, CLI_INPUT_MAX, "an input", &buf, len, &err) !=
+	if (mf_input_read(path, CLI_INPUT_MAX, "an input", &buf, len, &err) !=
 	    MF_OK)
 		fprintf(stderr, "memfloor: %s\n",
 		    mf_error_message(&err, msg, sizeof(msg)));

@@ -63,15 +63,18 @@ kind_of(mode_t mode)
 }
 
 /*
- * Open path, a regular file, for reading into *fd.  The open does not
- * block: a named pipe with no writer would hold the caller (a reload,
- * under its lock) in open() until one came.  Once the file is known to be
- * regular, reads block again.
+ * Open path for reading into *fd: a regular file, or with streams
+ * anything but a directory.  A regular file's open does not block: a
+ * named pipe with no writer would hold the caller (a reload, under its
+ * lock) in open() until one came; once the file is known to be regular,
+ * reads block again.  A stream's open waits for its writer, as cat(1)'s
+ * does.
  */
 static enum mf_rc
-open_regular(const char *path, int *fd, struct mf_error *err)
+open_input(const char *path, int streams, int *fd, struct mf_error *err)
 {
-	int f = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK), flags;
+	int f = open(path, O_RDONLY | O_CLOEXEC | (streams ? 0 : O_NONBLOCK));
+	int flags;
 	struct stat st;
 	enum mf_rc rc;
 
@@ -80,7 +83,7 @@ open_regular(const char *path, int *fd, struct mf_error *err)
 		    path, "cannot open", errno);
 	if (fstat(f, &st) != 0)
 		goto fail;
-	if (!S_ISREG(st.st_mode)) {
+	if (streams ? S_ISDIR(st.st_mode) : !S_ISREG(st.st_mode)) {
 		close(f);
 		mf_error_set(err, MF_EIO, NULL, 0, 0, "not a regular file (%s)",
 		    kind_of(st.st_mode));
@@ -97,9 +100,9 @@ fail:
 	return rc;
 }
 
-enum mf_rc
-mf_file_read(const char *path, size_t max, const char *what, char **buf,
-    size_t *len, struct mf_error *err)
+static enum mf_rc
+read_file(const char *path, int streams, size_t max, const char *what,
+    char **buf, size_t *len, struct mf_error *err)
 {
 	int stdin_ = strcmp(path, "-") == 0;
 	int fd = STDIN_FILENO;
@@ -108,7 +111,7 @@ mf_file_read(const char *path, size_t max, const char *what, char **buf,
 	enum mf_rc rc;
 
 	if (!stdin_) {
-		rc = open_regular(path, &fd, err);
+		rc = open_input(path, streams, &fd, err);
 		if (rc != MF_OK)
 			return rc;
 	}
@@ -136,4 +139,18 @@ mf_file_read(const char *path, size_t max, const char *what, char **buf,
 	*len = b.len;
 	*buf = mf_buf_take(&b);
 	return MF_OK;
+}
+
+enum mf_rc
+mf_file_read(const char *path, size_t max, const char *what, char **buf,
+    size_t *len, struct mf_error *err)
+{
+	return read_file(path, 0, max, what, buf, len, err);
+}
+
+enum mf_rc
+mf_input_read(const char *path, size_t max, const char *what, char **buf,
+    size_t *len, struct mf_error *err)
+{
+	return read_file(path, 1, max, what, buf, len, err);
 }

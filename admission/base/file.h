@@ -23,5 +23,14 @@
  */
 enum mf_rc mf_file_read(const char *path, size_t max, const char *what,
     char **buf, size_t *len, struct mf_error *err);
+/*
+ * mf_file_read for what a person names on the command line: path may
+ * also be a stream, read to its end as cat(1) reads it (a named pipe,
+ * waited on for its writer; the /dev/fd/N of a shell's process
+ * substitution, "memfloor admit <(git show main:train.yaml)"); only a
+ * directory is refused.
+ */
+enum mf_rc mf_input_read(const char *path, size_t max, const char *what,
+    char **buf, size_t *len, struct mf_error *err);
 
 #endif

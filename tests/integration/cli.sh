@@ -232,6 +232,23 @@ off admit - -o json
 is "admit -: from stdin exits 0" "$rc" 0
 same_json "admit -: the same answer as from the file" "$out" "$tmp/admit.json"
 
+# A FILE that is a stream: a named pipe, read once its writer comes, and
+# bash's process substitution (/dev/fd/N, a pipe); a directory is refused.
+mkfifo "$tmp/job.pipe"
+cat "$ok_job" >"$tmp/job.pipe" &
+off admit "$tmp/job.pipe" -o json
+wait $!
+is "admit PIPE: a named pipe exits 0" "$rc" 0
+same_json "admit PIPE: the same answer as from the file" "$out" "$tmp/admit.json"
+rc=0
+bash -c '"$1" admit <(cat "$2") -o json -f catalog/gpus.yaml -m catalog/models' \
+    sh "$cli" "$ok_job" >"$out" 2>"$err" || rc=$?
+is "admit <(cmd): process substitution exits 0" "$rc" 0
+same_json "admit <(cmd): the same answer as from the file" "$out" "$tmp/admit.json"
+off admit examples -o json
+is "admit DIR: exits 2" "$rc" 2
+has "admit DIR: said" "$err" '^memfloor: examples: not a regular file \(a directory\)$'
+
 off admit "$tmp/nonexistent.yaml" -o json
 is "admit: a missing file exits 2" "$rc" 2
 has "admit: a missing file is named" "$err" 'nonexistent\.yaml'

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "base/buf.h"
@@ -388,6 +389,52 @@ test_file_regular_only(void **state)
 	rmdir(dir);
 }
 
+/*
+ * What a person names on the command line may be a stream: a named pipe
+ * is read to its end once its writer comes (the /dev/fd/N of a shell's
+ * process substitution is one); a directory is still refused.
+ */
+static void
+test_input_reads_streams(void **state)
+{
+	char dir[] = "/tmp/test_buf.XXXXXX", fifo[64];
+	char *buf = NULL;
+	size_t len = 0;
+	struct mf_error err;
+	pid_t pid;
+	int status;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(fifo, sizeof(fifo), "%s/pipe", dir);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		FILE *w = fopen(fifo, "w");
+
+		_exit(w != NULL && fputs("kind: Job\n", w) >= 0 &&
+		            fclose(w) == 0 ?
+		        0 :
+		        1);
+	}
+	alarm(5);
+	assert_int_equal(mf_input_read(fifo, 100, "an input", &buf, &len, &err),
+	    MF_OK);
+	alarm(0);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	assert_int_equal(len, 10);
+	assert_string_equal(buf, "kind: Job\n");
+	free(buf);
+	buf = NULL;
+	assert_int_equal(mf_input_read(dir, 100, "an input", &buf, &len, &err),
+	    MF_EIO);
+	assert_null(buf);
+	unlink(fifo);
+	rmdir(dir);
+}
+
 int
 main(void)
 {
@@ -404,6 +451,7 @@ main(void)
 		cmocka_unit_test(test_str_cents),
 		cmocka_unit_test(test_str_utf8),
 		cmocka_unit_test(test_file_regular_only),
+		cmocka_unit_test(test_input_reads_streams),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
