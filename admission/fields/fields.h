@@ -161,6 +161,11 @@ const char *mf_fields_name(const struct mf_field *f, int v);
 /* Put the value each row holds before reading (idef, ddef) into the
  * structs of dst below obj; a NULL dst[base] is skipped. */
 void mf_fields_defaults(const struct mf_field *obj, void *const *dst);
+/* The same for the one scalar row f. */
+void mf_fields_default(const struct mf_field *f, void *const *dst);
+/* Whether f applies to the values dst holds: its conditions, and its
+ * value's own (MF_FF_VALUE_WHEN), hold. */
+int mf_fields_applies(const struct mf_field *f, void *const *dst);
 
 struct mf_fread;
 /*

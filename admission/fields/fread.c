@@ -530,9 +530,9 @@ read_member(struct mf_fread *r, const struct mf_field *f,
 /* --- conditions ---------------------------------------------------------- */
 
 static int
-value_of(const struct mf_fread *r, const struct mf_field *f)
+value_in(void *const *dst, const struct mf_field *f)
 {
-	const char *at = slot(r, f);
+	const char *at = slot_in(dst, f, f->offset);
 	int v = 0;
 
 	assert(at != NULL && "a condition names a stored field");
@@ -542,11 +542,41 @@ value_of(const struct mf_fread *r, const struct mf_field *f)
 }
 
 static int
-holds(const struct mf_fread *r, const struct mf_fwhen *w)
+value_of(const struct mf_fread *r, const struct mf_field *f)
 {
-	int v = value_of(r, w->field);
+	return value_in(r->dst, f);
+}
+
+static int
+holds_in(void *const *dst, const struct mf_fwhen *w)
+{
+	int v = value_in(dst, w->field);
 
 	return v >= 0 && v < 32 && (w->values >> v & 1u);
+}
+
+static int
+holds(const struct mf_fread *r, const struct mf_fwhen *w)
+{
+	return holds_in(r->dst, w);
+}
+
+int
+mf_fields_applies(const struct mf_field *f, void *const *dst)
+{
+	int v;
+
+	for (int k = 0; k < MF_FWHEN_MAX && f->when[k].field != NULL; k++)
+		if (!holds_in(dst, &f->when[k]))
+			return 0;
+	if (!(f->flags & MF_FF_VALUE_WHEN))
+		return 1;
+	v = value_in(dst, f);
+	for (const struct mf_fname *e = f->names; e->name != NULL; e++)
+		if (e->value == v && e->when.field != NULL &&
+		    !holds_in(dst, &e->when))
+			return 0;
+	return 1;
 }
 
 /* What the condition's row c holds, v, in words into buf: its name, or
@@ -830,46 +860,51 @@ map_defaults(const struct mf_field *f, void *const *dst)
 }
 
 void
+mf_fields_default(const struct mf_field *f, void *const *dst)
+{
+	char *at = slot_in(dst, f, f->offset);
+	int iv = (int)f->idef;
+
+	if (at == NULL)
+		return;
+	switch (f->type) {
+	case MF_FT_ENUM:
+		memcpy(at, &iv, sizeof(iv));
+		if (f->max > 0)
+			memcpy(slot_in(dst, f, f->offset2), &f->min,
+			    sizeof(f->min));
+		break;
+	case MF_FT_BOOL:
+		memcpy(at, &iv, sizeof(iv));
+		break;
+	case MF_FT_INT:
+		memcpy(at, &f->idef, sizeof(f->idef));
+		break;
+	case MF_FT_NUMBER:
+		memcpy(at, &f->ddef, sizeof(f->ddef));
+		break;
+	case MF_FT_BYTES:
+	case MF_FT_MEMORY:
+		memcpy(at, &f->idef, sizeof(f->idef));
+		iv = MF_QTY_BINARY;
+		memcpy(slot_in(dst, f, f->offset2), &iv, sizeof(iv));
+		break;
+	default:
+		break;
+	}
+}
+
+void
 mf_fields_defaults(const struct mf_field *obj, void *const *dst)
 {
 	const struct mf_field *f;
-	char *at;
-	int iv;
 
 	for (size_t i = 0; i < obj->nsub; i++) {
 		f = &obj->sub[i];
-		at = slot_in(dst, f, f->offset);
 		if (f->type == MF_FT_OBJECT)
 			mf_fields_defaults(f, dst);
 		else if (f->type == MF_FT_MAP)
 			map_defaults(f, dst);
-		if (at == NULL)
-			continue;
-		iv = (int)f->idef;
-		switch (f->type) {
-		case MF_FT_ENUM:
-			memcpy(at, &iv, sizeof(iv));
-			if (f->max > 0)
-				memcpy(slot_in(dst, f, f->offset2), &f->min,
-				    sizeof(f->min));
-			break;
-		case MF_FT_BOOL:
-			memcpy(at, &iv, sizeof(iv));
-			break;
-		case MF_FT_INT:
-			memcpy(at, &f->idef, sizeof(f->idef));
-			break;
-		case MF_FT_NUMBER:
-			memcpy(at, &f->ddef, sizeof(f->ddef));
-			break;
-		case MF_FT_BYTES:
-		case MF_FT_MEMORY:
-			memcpy(at, &f->idef, sizeof(f->idef));
-			iv = MF_QTY_BINARY;
-			memcpy(slot_in(dst, f, f->offset2), &iv, sizeof(iv));
-			break;
-		default:
-			break;
-		}
+		mf_fields_default(f, dst);
 	}
 }

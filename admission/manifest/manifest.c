@@ -335,21 +335,37 @@ node_at(const struct mf_node *n, const char *path)
 	return mf_node_get(n, path);
 }
 
-/* The fields the framework supplied that the manifest does not state
- * (the answer's recipe.fromFramework). */
+/*
+ * The fields the framework supplied that the manifest does not state
+ * (the answer's recipe.fromFramework).  One the manifest made
+ * inapplicable (litgpt's lossUpcast under loss: chunked) holds its
+ * default again, as it would without the framework: it is neither in the
+ * job nor in its fingerprint.
+ */
 static void
 note_framework(struct mf_job *job, const struct mf_node *wl)
 {
+	const struct mf_field *rows = mf_fields_at(&mf_fields_spec, "workload");
+	void *dst[MF_FB_COUNT] = { NULL };
+	const struct mf_field *row;
 	const char *f;
 
+	dst[MF_FB_JOB] = job;
+	dst[MF_FB_WORK] = &job->work;
 	job->from_framework = 0;
 	for (int i = 0; job->framework_given &&
 	     (f = mf_framework_field(job->framework, job->work.method,
 	          job->framework_sharded, i)) != NULL;
 	     i++) {
 		assert(i < 32);
-		if (node_at(wl, f) == NULL)
+		if (node_at(wl, f) != NULL)
+			continue;
+		row = mf_fields_at(rows, f);
+		assert(row != NULL && "a framework's field is a workload row");
+		if (row == NULL || mf_fields_applies(row, dst))
 			job->from_framework |= 1u << i;
+		else
+			mf_fields_default(row, dst);
 	}
 }
 

@@ -157,6 +157,48 @@ test_fingerprint_workload_field_changes_it(void **state)
 	free(json);
 }
 
+/*
+ * A framework's value that the manifest made inapplicable is not the
+ * job's: litgpt's recipe (framework.c, LIT_COMMON) sets lossUpcast, which
+ * applies to the standard loss only; under loss: chunked the job is the
+ * one its other values, written out, make, and the answer does not list
+ * lossUpcast as the framework's.
+ */
+static void
+test_fingerprint_framework_value_not_applying(void **state)
+{
+	static const char head[] =
+	    "apiVersion: memfloor.dev/v1\nkind: Job\nmetadata: {name: t}\n"
+	    "spec:\n  model: {name: meta-llama/Llama-3.1-8B}\n"
+	    "  workload:\n    method: lora\n    loss: chunked\n"
+	    "    sequenceLength: 2048\n";
+	char by_framework[512], written[512], a[MF_FP_HEX], b[MF_FP_HEX];
+	struct mf_doc *doc;
+	struct mf_job job;
+
+	(void)state;
+	snprintf(by_framework, sizeof(by_framework),
+	    "%s    framework: litgpt\n", head);
+	snprintf(written, sizeof(written),
+	    "%s    precision: bf16-mixed\n    gradientCheckpointing: false\n"
+	    "    attention: sdpa\n    optimizer: adamw\n"
+	    "    lora: {rank: 8, targets: [q_proj, v_proj], dropout: 0.05,"
+	    " dtype: fp32}\n",
+	    head);
+	fingerprint(by_framework, 0, 0, a);
+	fingerprint(written, 0, 0, b);
+	assert_string_equal(a, b);
+	job_of(by_framework, &doc, &job);
+	for (int i = 0; mf_framework_field(job.framework, job.work.method,
+	                    job.framework_sharded, i) != NULL;
+	     i++)
+		if (strcmp(mf_framework_field(job.framework, job.work.method,
+		               job.framework_sharded, i),
+		        "lossUpcast") == 0)
+			assert_false(job.from_framework >> i & 1u);
+	mf_doc_free(doc);
+}
+
 /* What a request holds moves the time, not the memory: it counts. */
 static void
 test_fingerprint_prompt_changes_it(void **state)
@@ -391,6 +433,7 @@ main(void)
 		cmocka_unit_test(test_fingerprint_canonical_text),
 		cmocka_unit_test(test_fingerprint_read_back),
 		cmocka_unit_test(test_fingerprint_read_back_framework),
+		cmocka_unit_test(test_fingerprint_framework_value_not_applying),
 		cmocka_unit_test(test_fingerprint_sha256_vectors),
 		cmocka_unit_test(test_fingerprint_valid),
 	};
