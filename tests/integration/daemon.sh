@@ -379,7 +379,7 @@ free=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); p
 : >"$tmp/run.log"
 make -s --no-print-directory run BUILD="$bdir" LISTEN="127.0.0.1:$free" >"$tmp/run.log" 2>&1 &
 mpid=$!
-wait_log "$tmp/run.log" "listening on 127\.0\.0\.1:$free port $free" 100 || true
+wait_log "$tmp/run.log" "listening on 127\.0\.0\.1:$free port $free" 1 600 || true
 is "make run LISTEN=127.0.0.1:$free: answers there" \
     "$(curl -s -m 5 "http://127.0.0.1:$free/healthz")" ok
 for child in $(pgrep -P "$mpid" || true); do
