@@ -62,22 +62,25 @@ slurm_map(struct mf_jw *w, const struct mf_gpu *g, int64_t count, int64_t nodes)
 }
 
 /*
- * The manifest fields fixes set: a GPU count (fsdp, tensor, count) being
- * gpus, another amount (tokens, sequences) amount; the count fix's field,
- * resources.gpu.count, where count > 0; and referenceHours when it
- * changes (reference_hours > 0).
+ * The manifest fields fixes set on job: those set from a GPU count
+ * (fsdp, tensor, count) for the job run on gpus GPUs, another amount
+ * (tokens, sequences) amount; the count fix's field, resources.gpu.count,
+ * where count > 0; and referenceHours when it changes (reference_hours >
+ * 0).
  */
 static void
-manifest_change(struct mf_jw *w, unsigned fixes, int64_t gpus, int64_t amount,
-    int64_t count, double reference_hours)
+manifest_change(struct mf_jw *w, const struct mf_job *job, unsigned fixes,
+    int64_t gpus, int64_t amount, int64_t count, double reference_hours)
 {
 	mf_jw_open_lit(w, "manifestChange", '{');
 	for (unsigned left = fixes; left != 0;) {
-		const struct mf_fix_info *fi = mf_fix_info(mf_fix_take(&left));
+		enum mf_fix f = mf_fix_take(&left);
+		const struct mf_fix_info *fi = mf_fix_info(f);
 
 		switch (fi->kind) {
 		case MF_FIXV_GPUS:
-			mf_jw_int(w, fi->field, gpus);
+			mf_jw_int(w, fi->field,
+			    mf_fix_gpus_value(f, &job->work, gpus));
 			break;
 		case MF_FIXV_AMOUNT:
 			mf_jw_int(w, fi->field, amount);
@@ -206,7 +209,7 @@ placement(struct mf_jw *w, const char *key, const struct mf_job *job,
 	fix_list(w, "fixes", p->fixes);
 	/* What the job as placed sets: its fixes on the placement's GPUs,
 	 * as mf_fix_apply does, and the hours of the job so written. */
-	manifest_change(w, p->fixes, p->count, amount, p->count_change,
+	manifest_change(w, job, p->fixes, p->count, amount, p->count_change,
 	    p->reference_hours);
 	mf_cat_card_write(w, p->gpu, MF_CARD_LABELS);
 	slurm_map(w, p->gpu, p->count, p->nodes);
@@ -244,7 +247,7 @@ fix_entries(struct mf_jw *w, const struct mf_job *job,
 			    e->amount);
 		else
 			mf_jw_null_lit(w, "placement");
-		manifest_change(w, e->fixes, e->amount, e->amount,
+		manifest_change(w, job, e->fixes, e->gpus, e->amount,
 		    e->count_change, e->reference_hours);
 		code_change(w, job, e->fixes);
 		mf_jw_bool_lit(w, "modellingDecision",

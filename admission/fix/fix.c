@@ -27,7 +27,8 @@ keeps_recipe(const struct mf_workload *w, enum mf_fix f)
 	if (w->optimizer_in_backward &&
 	    (f == MF_FIX_MICROBATCH || f == MF_FIX_REPLICAS))
 		return 0;
-	apply(&t, f, 2);
+	/* Two GPUs a pipeline stage. */
+	apply(&t, f, 2 * w->pipeline);
 	return !mf_est_oib_refused(&t, 1, NULL, 0) &&
 	    !mf_est_offload_refused(&t, NULL, 0) &&
 	    !mf_est_compile_refused(NULL, &t, NULL, 0) &&
@@ -239,6 +240,13 @@ mf_fix_applies(const struct mf_job *job, const struct mf_workload *w,
 	return (unsigned)fix < MF_FIX_COUNT && applies(job, w, fix);
 }
 
+int64_t
+mf_fix_gpus_value(enum mf_fix f, const struct mf_workload *w, int64_t gpus)
+{
+	/* A tensor-parallel group is one pipeline stage's GPUs. */
+	return f == MF_FIX_TENSOR ? gpus / w->pipeline : gpus;
+}
+
 /* What fix f does to a workload: the value of the row's field. */
 static void
 apply(struct mf_workload *w, enum mf_fix f, int64_t gpus)
@@ -279,7 +287,7 @@ apply(struct mf_workload *w, enum mf_fix f, int64_t gpus)
 		w->weights_dtype = MF_WD_INT4;
 		break;
 	case MF_FIX_TENSOR:
-		w->tensor = gpus;
+		w->tensor = mf_fix_gpus_value(f, w, gpus);
 		break;
 	case MF_FIX_REPLICAS:
 	case MF_FIX_CONTEXT:

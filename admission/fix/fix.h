@@ -65,8 +65,9 @@ enum mf_fix_value {
 	MF_FIXV_STRING, /* value as it is */
 	MF_FIXV_BOOL,   /* "true" */
 	MF_FIXV_INT,    /* a whole number, as written in value */
-	MF_FIXV_GPUS,   /* a GPU count the entry finds (value is NULL): fsdp,
-	                   tensor and count; a placement's is its count */
+	MF_FIXV_GPUS,   /* from the GPUs the entry finds (value is NULL):
+	                   fsdp, tensor and count; a placement's from its
+	                   count (mf_fix_gpus_value) */
 	MF_FIXV_AMOUNT  /* another number the entry finds (value is NULL):
 	                   tokens for context, sequences for concurrency */
 };
@@ -121,9 +122,19 @@ struct mf_workload;
 /* Whether fix changes anything for the workload w of job. */
 int mf_fix_applies(const struct mf_job *job, const struct mf_workload *w,
     enum mf_fix fix);
-/* The workload with the fixes of the set applied (fsdp shards and tensor
- * splits over gpus; count, context and concurrency are not applied
- * here: the count is the job's, the other two a rejection's). */
+/*
+ * The value the field of f, a fix that sets a GPU count (MF_FIXV_GPUS),
+ * takes for a job of workload w (as written) run on gpus GPUs: the tensor
+ * fix's tensor-parallel size, gpus / w->pipeline, since a replica is
+ * tensor x pipeline GPUs and the tensor fix never adds replicas; fsdp's
+ * shards and count's GPUs, gpus.
+ */
+int64_t
+mf_fix_gpus_value(enum mf_fix f, const struct mf_workload *w, int64_t gpus);
+/* The workload with the fixes of the set applied, the job run on gpus
+ * GPUs (fsdp shards over them, tensor splits each pipeline stage over
+ * mf_fix_gpus_value of them; count, context and concurrency are not
+ * applied here: the count is the job's, the other two a rejection's). */
 void mf_fix_apply(struct mf_workload *w, unsigned fixes, int64_t gpus);
 
 #endif

@@ -77,9 +77,8 @@ entry_of(struct search *s, enum mf_fix fix, const struct mf_workload *w,
 	}
 	/* What its manifest change writes beside its fixes' fields. */
 	e->reference_hours = mf_place_reference_hours(s, pl,
-	    mf_place_written_count(s, e->fixes, e->amount));
-	e->count_change =
-	    mf_place_count_change(s, e->fixes, e->amount, e->gpus);
+	    mf_place_written_count(s, e->fixes, e->gpus));
+	e->count_change = mf_place_count_change(s, e->fixes, e->gpus);
 	return MF_OK;
 }
 
@@ -218,7 +217,7 @@ fix_entry(struct search *s, enum mf_fix fix, unsigned fixes, unsigned cum,
 				break;
 		}
 		*made = s->ntp > 0;
-		return *made ? entry_of(s, fix, &w, &pl, t, pl.lo, e) : MF_OK;
+		return *made ? entry_of(s, fix, &w, &pl, t, t, e) : MF_OK;
 	}
 	if (fix == MF_FIX_CONTEXT || fix == MF_FIX_CONCURRENCY) {
 		if (mf_place_plan(s, w, 0, 0, 0, 0, &est, &pl) != MF_OK)

@@ -241,12 +241,13 @@ mf_place_least(struct search *s, const struct card *cd, const struct plan *pl);
  * them sets a count (MF_FIXV_GPUS), else the job's own. */
 int64_t
 mf_place_written_count(const struct search *s, unsigned fixes, int64_t gpus);
-/* The spec.resources.gpu.count a manifest change with fixes (their GPU
- * count gpus, MF_FIXV_GPUS) writes for the job to run on count GPUs:
- * count where the manifest with the fixes' fields would give another, 0
- * where it gives count or a fix of them sets the count itself. */
-int64_t mf_place_count_change(const struct search *s, unsigned fixes,
-    int64_t gpus, int64_t count);
+/* The spec.resources.gpu.count a manifest change with fixes writes for
+ * the job to run on count GPUs (the fixes' fields those of count,
+ * mf_fix_gpus_value): count where the manifest with the fixes' fields
+ * would give another, 0 where it gives count or a fix of them sets the
+ * count itself. */
+int64_t
+mf_place_count_change(const struct search *s, unsigned fixes, int64_t count);
 /* The referenceHours of the job run as pl runs it on count GPUs, for its
  * manifest change: the reference card's hours with pl's fixes; 0 when
  * they are the job's own. */

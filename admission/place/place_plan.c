@@ -177,7 +177,8 @@ mf_place_plan(struct search *s, struct mf_workload w, unsigned fixes,
 	memset(pl, 0, sizeof(*pl));
 	pl->fixes = fixes;
 	pl->order = mf_fix_order(fixes);
-	mf_fix_apply(&w, fixes, tp);
+	/* A tensor fix's replica: tp GPUs a stage. */
+	mf_fix_apply(&w, fixes, tp * w.pipeline);
 	counts(s, &w, fixes, tp, lo, hi, pl);
 	pl->tensor = w.tensor;
 	pl->sharded = (fixes & MF_FIXBIT(MF_FIX_FSDP)) != 0;

@@ -289,8 +289,7 @@ kept_figures(struct search *s, const struct plan *pl, struct mf_placement *p)
 	mf_place_step(s, pl, p);
 	p->reference_hours = mf_place_reference_hours(s, pl,
 	    mf_place_written_count(s, p->fixes, p->count));
-	p->count_change =
-	    mf_place_count_change(s, p->fixes, p->count, p->count);
+	p->count_change = mf_place_count_change(s, p->fixes, p->count);
 	p->cost_per_mtok = mf_place_cost_per_mtok(s, p->cost);
 }
 

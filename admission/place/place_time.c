@@ -150,8 +150,7 @@ mf_place_written_count(const struct search *s, unsigned fixes, int64_t gpus)
 }
 
 int64_t
-mf_place_count_change(const struct search *s, unsigned fixes, int64_t gpus,
-    int64_t count)
+mf_place_count_change(const struct search *s, unsigned fixes, int64_t count)
 {
 	const struct mf_job *job = s->job;
 	struct mf_workload w = job->work;
@@ -161,7 +160,7 @@ mf_place_count_change(const struct search *s, unsigned fixes, int64_t gpus,
 	/* The job's count as read: written, or its parallelism's.  Where it
 	 * was not written, a count written is the one the manifest with the
 	 * fixes' fields gives anyway. */
-	mf_fix_apply(&w, fixes, gpus);
+	mf_fix_apply(&w, fixes, count);
 	return mf_job_gpus(&w, job->count_given ? job->count : 0) == count ?
 	    0 :
 	    count;

@@ -1,7 +1,8 @@
 /*
  * test_fix.c: the fix table's rules (fix.h): the order in which sets of
  * fixes are preferred at equal cost, which sets go together, when the
- * count fix applies, and the code change a fix gives a job of each kind.
+ * count fix applies, the code change a fix gives a job of each kind, and
+ * the value a fix that sets a GPU count writes.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -171,6 +172,32 @@ test_fix_code_by_kind(void **state)
 	assert_null(mf_fix_code(MF_FIX_COUNT, 0));
 }
 
+/*
+ * A fix that sets a GPU count is told the GPUs the job runs on.  A
+ * replica is tensor x pipeline GPUs and the tensor fix adds none: on 16
+ * GPUs with pipeline 2 each stage is tensor parallel over 16 / 2 = 8;
+ * fsdp shards over all 16.
+ */
+static void
+test_fix_gpus_pipeline(void **state)
+{
+	struct mf_workload w;
+
+	(void)state;
+	mf_workload_defaults(&w);
+	w.kind = MF_INFERENCE;
+	w.pipeline = 2;
+	assert_int_equal(mf_fix_gpus_value(MF_FIX_TENSOR, &w, 16), 8);
+	assert_int_equal(mf_fix_gpus_value(MF_FIX_FSDP, &w, 16), 16);
+	assert_int_equal(mf_fix_gpus_value(MF_FIX_REPLICAS, &w, 16), 16);
+	mf_fix_apply(&w, BIT(TENSOR), 16);
+	assert_int_equal(w.tensor, 8);
+	assert_int_equal(w.pipeline, 2);
+	w.pipeline = 1;
+	mf_fix_apply(&w, BIT(TENSOR), 4);
+	assert_int_equal(w.tensor, 4);
+}
+
 int
 main(void)
 {
@@ -179,6 +206,7 @@ main(void)
 		cmocka_unit_test(test_fix_count_compatible),
 		cmocka_unit_test(test_fix_count_applies),
 		cmocka_unit_test(test_fix_code_by_kind),
+		cmocka_unit_test(test_fix_gpus_pipeline),
 		cmocka_unit_test(test_fix_optimizer_in_backward),
 		cmocka_unit_test(test_fix_activation_offload),
 	};

@@ -2591,6 +2591,76 @@ test_tensor_past_node_count(void **state)
 	mf_cat_unref(modelled);
 }
 
+/* Llama 3.1 70B served over tensor x pipeline 2, with resources (a
+ * manifest line, or ""). */
+static void
+served_70b_pipeline(struct fx *f, int64_t tensor, const char *resources)
+{
+	char spec[512];
+
+	snprintf(spec, sizeof(spec),
+	    "%s  model:\n    name: meta-llama/Llama-3.1-70B\n"
+	    "  workload:\n    kind: inference\n    concurrency: 8\n"
+	    "    contextLength: 4096\n"
+	    "    parallelism: {tensor: %lld, pipeline: 2}\n",
+	    resources, (long long)tensor);
+	job_load(f, spec);
+}
+
+/*
+ * tensor 16 with pipeline 2: a replica of 16 x 2 = 32 GPUs.  The tensor
+ * entry keeps the pipeline: tensor 8 (the most a node of 8 takes) x
+ * pipeline 2 = 16 GPUs, on 16 / 8 = 2 nodes.  Its placement's manifest
+ * change writes the same tensor 8, not the placement's 16 GPUs (which
+ * with pipeline 2 would be a replica of 32), and count 16 where the
+ * job's own count was 32: sent again, the job lands where the entry said.
+ */
+static void
+test_tensor_past_node_pipeline(void **state)
+{
+	const char *change = "\"manifestChange\":{"
+	                     "\"spec.workload.parallelism.tensor\":8,"
+	                     "\"spec.resources.gpu.count\":16}";
+	const struct mf_fix_option *e;
+	struct mf_decision d, again;
+	struct mf_buf b;
+	struct mf_jw w;
+	struct fx f, g;
+
+	(void)state;
+	served_70b_pipeline(&f, 16, "");
+	assert_int_equal(f.job.count, 32);
+	place(&f, shipped, &d);
+	assert_false(d.admitted);
+	assert_int_equal(d.nfixes, 1);
+	e = &d.fixes[0];
+	assert_int_equal(e->fix, MF_FIX_TENSOR);
+	assert_int_equal(e->amount, 8);
+	assert_int_equal(e->gpus, 16);
+	assert_int_equal(e->count_change, 16);
+	assert_true(e->placed);
+	assert_int_equal(e->placement.count, 16);
+	assert_int_equal(e->placement.nodes, 2);
+	assert_int_equal(e->placement.count_change, 16);
+	/* The entry's change and its placement's, as the answer writes them:
+	 * the same two fields. */
+	mf_buf_init(&b, 1u << 20);
+	mf_jw_init(&w, &b);
+	mf_write_decision(&w, NULL, &f.job, &d, shipped);
+	assert_int_equal(b.rc, MF_OK);
+	assert_non_null(strstr(b.data, change));
+	assert_non_null(strstr(strstr(b.data, change) + 1, change));
+	mf_buf_free(&b);
+	served_70b_pipeline(&g, 8, "  resources: {gpu: {count: 16}}\n");
+	place(&g, shipped, &again);
+	assert_true(again.admitted);
+	expect_placement(&again.placement, e->placement.gpu->name, 16, 0);
+	assert_int_equal(again.placement.nodes, 2);
+	assert_int_equal(again.need, e->placement.need);
+	job_free(&g);
+	job_free(&f);
+}
+
 /*
  * A model of 12 heads and 4 KV heads takes tensor 2, 4 (and 12, past a
  * node), never 3 or 6.  On a card whose usable memory holds the model
@@ -3049,6 +3119,7 @@ main(void)
 		cmocka_unit_test(test_tensor_invalid_rejected),
 		cmocka_unit_test(test_tensor_past_node),
 		cmocka_unit_test(test_tensor_past_node_count),
+		cmocka_unit_test(test_tensor_past_node_pipeline),
 		cmocka_unit_test(test_tensor_fix_valid_sizes),
 		cmocka_unit_test(test_pods_within_node),
 		cmocka_unit_test(test_search_matches_every_count),
