@@ -416,6 +416,64 @@ check_speeds(const struct ctx *c, const struct mf_node *root,
 	return MF_OK;
 }
 
+int
+mf_cat_own_speed(const struct mf_catalog *cat, const struct mf_gpu *g)
+{
+	return cat->ref != NULL && (g == cat->ref || !g->throughput_given);
+}
+
+/*
+ * The most GPUs g is timed on by its own figures: its maxCount; the
+ * reference card's, the most any card takes, since every job is timed on
+ * it at the job's own count (referenceHours, and the cards that give
+ * relativeThroughput).  *by: the card that takes them.
+ */
+static int64_t
+timed_count(const struct mf_catalog *cat, const struct mf_gpu *g,
+    const struct mf_gpu **by)
+{
+	*by = g;
+	if (g != cat->ref)
+		return g->max_count;
+	for (size_t i = 0; i < cat->ngpus; i++)
+		if (cat->gpus[i].max_count > (*by)->max_count)
+			*by = &cat->gpus[i];
+	return (*by)->max_count;
+}
+
+/*
+ * Design 21: a card timed by its own figures on more GPUs than a node of
+ * it holds runs its rings over the network between nodes, so it gives
+ * network.bandwidth; without it the rings would run at the interconnect's
+ * speed, several times the network's.  Those timed through
+ * relativeThroughput need none.
+ */
+static enum mf_rc
+check_networks(const struct ctx *c, const struct mf_catalog *cat)
+{
+	const struct mf_gpu *g, *by;
+	int64_t most;
+	char path[64];
+
+	for (size_t i = 0; i < cat->ngpus; i++) {
+		g = &cat->gpus[i];
+		if (!mf_cat_own_speed(cat, g) || g->speed.net_bw > 0)
+			continue;
+		most = timed_count(cat, g, &by);
+		if (most <= g->gpus_per_node)
+			continue;
+		snprintf(path, sizeof(path), "gpus[%zu].network", i);
+		if (by == g)
+			return fail(c, MF_EINVAL, path, g->line, 0,
+			    "is required of a card timed by its figures that may span nodes (maxCount %lld, gpusPerNode %lld): rings between nodes run at network.bandwidth (design 21)",
+			    (long long)most, (long long)g->gpus_per_node);
+		return fail(c, MF_EINVAL, path, g->line, 0,
+		    "is required of the reference card when a job may take more GPUs than its node holds ('%s' takes up to %lld, gpusPerNode %lld): jobs are timed on it at their own count (design 21)",
+		    by->name, (long long)most, (long long)g->gpus_per_node);
+	}
+	return MF_OK;
+}
+
 /* part of g's members, one by one. */
 static void
 card_members(struct mf_jw *w, const struct mf_gpu *g, enum mf_card_part part)
@@ -486,7 +544,8 @@ read_catalog(const struct ctx *c, const struct mf_node *root,
 		if (card_json(&cat->gpus[i]) != MF_OK)
 			return no_memory(c);
 	}
-	return check_speeds(c, root, cat);
+	rc = check_speeds(c, root, cat);
+	return rc == MF_OK ? check_networks(c, cat) : rc;
 }
 
 static struct mf_catalog *

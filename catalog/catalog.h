@@ -156,6 +156,10 @@ struct mf_catalog *mf_cat_ref(struct mf_catalog *cat);
 /* Drop a reference; the last one frees.  NULL is a no-op. */
 void mf_cat_unref(struct mf_catalog *cat);
 
+/* Whether g is timed by its own figures (design 21): the catalogue has a
+ * modelled reference card, and g is it or gives no relativeThroughput;
+ * else g is timed through the reference card, or by design 6. */
+int mf_cat_own_speed(const struct mf_catalog *cat, const struct mf_gpu *g);
 /* The GPU of that name, or NULL. */
 const struct mf_gpu *
 mf_cat_find(const struct mf_catalog *cat, const char *name);

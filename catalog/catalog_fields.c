@@ -314,7 +314,7 @@ static const struct mf_field card_rows[] = {
 	    .doc = "the GPUs of one node: how they are linked and at what bandwidth" },
 	{ .key = "network", .type = MF_FT_OBJECT, .flags = MF_FF_REQUIRES,
 	    SUB(network_rows),
-	    .title = "Network", .doc = "between nodes" },
+	    .title = "Network", .doc = "between nodes; required of a card timed by its figures that may take more GPUs than a node holds, and of the reference card when any card may (design 21)" },
 	{ .key = "gpusPerNode", .type = MF_FT_INT, .base = MF_FB_GPU,
 	    .offset = GOFF(gpus_per_node), .flags = MF_FF_DEFAULT, .min = 1,
 	    .max = MF_CAT_MAX_COUNT, .idef = 8, .unit = "GPUs",

@@ -19,7 +19,7 @@
 static int
 by_reference(const struct search *s, const struct mf_gpu *g)
 {
-	return g->throughput_given && g != s->cat->ref;
+	return !mf_cat_own_speed(s->cat, g);
 }
 
 /* A batch of requests is timed by the request; the rest by the token. */

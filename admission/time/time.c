@@ -143,7 +143,9 @@ tp_comm(const struct mf_work *wk, const struct mf_speed *s)
 }
 
 /* The bandwidth a ring over count GPUs on nodes nodes runs at: the
- * slowest link it crosses. */
+ * slowest link it crosses.  The catalogue requires network of every card
+ * timed on more GPUs than a node holds (mf_cat_parse); past the largest
+ * maxCount, where a card may lack it, the ring keeps its link's. */
 static double
 ring_bw(const struct mf_speed *s, int64_t nodes)
 {

@@ -1078,6 +1078,55 @@ test_gpu_speed(void **state)
 	    "t.yaml:4: gpus[0].relativeThroughput: is required unless the card gives flops.bf16, memoryBandwidth and architecture (design 21)");
 }
 
+/*
+ * Design 21: a card timed by its figures that may take more GPUs than a
+ * node holds (maxNodes 2: maxCount 2 x 8 = 16 > 8) gives network; so does
+ * the reference card where any card may, every job being timed on it at
+ * its own count.  A card timed through relativeThroughput needs none, nor
+ * one whose maxCount stays within a node.
+ */
+#define NET "    network: {bandwidth: 50G}\n"
+static void
+test_gpu_network(void **state)
+{
+	struct mf_catalog *cat;
+
+	(void)state;
+	expect_fail(HDR "gpus:\n" H100_CARD "    maxNodes: 2\n", MF_EINVAL,
+	    "gpus[0].network", 4,
+	    "t.yaml:4: gpus[0].network: is required of a card timed by its figures that may span nodes (maxCount 16, gpusPerNode 8): rings between nodes run at network.bandwidth (design 21)");
+	cat = parse_ok(HDR "gpus:\n" H100_CARD "    maxNodes: 2\n" NET);
+	assert_true(cat->gpus[0].speed.net_bw == INT64_C(50000000000));
+	mf_cat_unref(cat);
+	/* Within a node: nothing crosses the network. */
+	cat = parse_ok(
+	    HDR "gpus:\n" H100_CARD "    maxNodes: 2\n    maxCount: 8\n");
+	assert_true(cat->gpus[0].speed.net_bw == 0);
+	mf_cat_unref(cat);
+	/* Another card timed by its figures, the L40S from line 11. */
+	expect_fail(HDR "gpus:\n" H100_CARD NET L40S_CARD "    maxNodes: 2\n",
+	    MF_EINVAL, "gpus[1].network", 11,
+	    "t.yaml:11: gpus[1].network: is required of a card timed by its figures that may span nodes (maxCount 16, gpusPerNode 8): rings between nodes run at network.bandwidth (design 21)");
+	/* A card timed through relativeThroughput on 4 nodes, with figures or
+	 * without: the reference card is timed on 32 GPUs for it. */
+	expect_fail(HDR "gpus:\n" H100_CARD GPU_A "    maxNodes: 4\n",
+	    MF_EINVAL, "gpus[0].network", 4,
+	    "t.yaml:4: gpus[0].network: is required of the reference card when a job may take more GPUs than its node holds ('A' takes up to 32, gpusPerNode 8): jobs are timed on it at their own count (design 21)");
+	cat = parse_ok(HDR "gpus:\n" H100_CARD NET GPU_A "    maxNodes: 4\n"
+	                   "    architecture: ada\n"
+	                   "    flops: {bf16: 362.05T}\n"
+	                   "    memoryBandwidth: 864G\n");
+	assert_true(cat->gpus[1].throughput_given);
+	assert_true(cat->gpus[1].speed.net_bw == 0);
+	assert_false(mf_cat_own_speed(cat, &cat->gpus[1]));
+	assert_true(mf_cat_own_speed(cat, &cat->gpus[0]));
+	mf_cat_unref(cat);
+	/* No modelled reference card: design 6 times every card. */
+	cat = parse_ok(HDR "gpus:\n" GPU_A "    maxNodes: 4\n");
+	assert_false(mf_cat_own_speed(cat, &cat->gpus[0]));
+	mf_cat_unref(cat);
+}
+
 /* observations: (design 23), with its defaults. */
 static void
 test_observations_key(void **state)
@@ -1830,6 +1879,7 @@ main(void)
 		cmocka_unit_test(test_gpu_price),
 		cmocka_unit_test(test_gpu_throughput),
 		cmocka_unit_test(test_gpu_speed),
+		cmocka_unit_test(test_gpu_network),
 		cmocka_unit_test(test_observations_key),
 		cmocka_unit_test(test_gpu_max_count),
 		cmocka_unit_test(test_gpu_nodes),
