@@ -23,6 +23,9 @@
 #define PATCH_MAX (1u << 20)    /* the patch text, before base64 */
 #define RESPONSE_MAX (2u << 20) /* the answer, with the patch in base64 */
 #define MESSAGE_BUF (8u << 10)  /* a denial message before it is cut */
+/* The ANN_AFFINITY value: it goes into the patch, so what passes the
+ * patch's cap does not fit either. */
+#define AFFINITY_MAX PATCH_MAX
 
 /*
  * Cut s to at most max bytes: at a space when one is in the second half,
@@ -436,9 +439,11 @@ find_pod(struct review *rv)
 
 	if (rv->target == TARGET_POD) {
 		rv->pod_path = "/spec";
+		rv->pod_meta = mf_node_get(rv->object, "metadata");
 		return is_map(spec) ? spec : NULL;
 	}
 	rv->pod_path = "/spec/template/spec";
+	rv->pod_meta = mf_node_get(mf_node_get(spec, "template"), "metadata");
 	spec = mf_node_get(mf_node_get(spec, "template"), "spec");
 	return is_map(spec) ? spec : NULL;
 }
@@ -462,50 +467,67 @@ patch_annotation(struct review *rv, const char *key, const char *value)
 	    "/metadata/annotations", key, value);
 }
 
-/*
- * hex, the job's fingerprint as placed (design 23: the decision's, the one
- * its admit answer carries), as the label LABEL_FINGERPRINT of the pods it
- * runs as (a Pod's own labels, a Job's pod template's), so that what
- * watches the pods (dcgm-exporter with pod labels) names the job: one add
- * of the metadata or of the labels where there are none, else one add of
- * the key (which replaces a value already there).
- */
+/* The member map of w's object: {key: value}. */
 static void
-patch_fingerprint(struct review *rv, const char *hex)
+write_one(struct mf_jw *w, const char *map, const char *key, const char *value)
 {
-	int pod = rv->target == TARGET_POD;
-	const struct mf_node *meta = pod ?
-	    mf_node_get(rv->object, "metadata") :
-	    mf_node_get(mf_node_get(mf_node_get(rv->object, "spec"),
-	                    "template"),
-	        "metadata");
-	const char *base = pod ? "/metadata" : "/spec/template/metadata";
-	struct mf_patch *pt = &rv->patch;
+	mf_jw_open(w, map, '{');
+	mf_jw_str(w, key, value);
+	mf_jw_close(w, '}');
+}
+
+/* key: value into the map (labels, annotations) of the pods' metadata at
+ * base: one add of the map where there is none, else one add of the key
+ * (which replaces a value already there). */
+static void
+patch_meta_key(struct review *rv, const char *base, const char *map,
+    const char *key, const char *value)
+{
 	char at[TEXT_MAX];
 	struct mf_buf t;
 
-	if (!is_map(meta)) {
-		mf_patch_begin(pt, "add", base, NULL);
-		mf_jw_open_lit(&pt->w, "value", '{');
-		mf_jw_open_lit(&pt->w, "labels", '{');
-		mf_jw_str(&pt->w, LABEL_FINGERPRINT, hex);
-		mf_jw_close(&pt->w, '}');
-		mf_jw_close(&pt->w, '}');
-		mf_patch_end(pt);
-		return;
-	}
-	if (!is_map(mf_node_get(meta, "labels"))) {
-		mf_patch_begin(pt, "add", base, "labels");
-		mf_jw_open_lit(&pt->w, "value", '{');
-		mf_jw_str(&pt->w, LABEL_FINGERPRINT, hex);
-		mf_jw_close(&pt->w, '}');
-		mf_patch_end(pt);
+	if (!is_map(mf_node_get(rv->pod_meta, map))) {
+		mf_patch_begin(&rv->patch, "add", base, map);
+		write_one(&rv->patch.w, "value", key, value);
+		mf_patch_end(&rv->patch);
 		return;
 	}
 	mf_buf_fixed(&t, at, sizeof(at));
 	mf_buf_str(&t, base);
-	mf_buf_str(&t, "/labels");
-	mf_patch_str(pt, "add", at, LABEL_FINGERPRINT, hex);
+	mf_buf_str(&t, "/");
+	mf_buf_str(&t, map);
+	mf_patch_str(&rv->patch, "add", at, key, value);
+}
+
+/*
+ * The pods' metadata (a Pod's own, a Job's pod template's).  hex, the
+ * job's fingerprint as placed (design 23: the decision's, the one its
+ * admit answer carries), as the label LABEL_FINGERPRINT, so that what
+ * watches the pods (dcgm-exporter with pod labels) names the job; and
+ * rv->affinity, where review_pod.c wrote one, as the annotation
+ * ANN_AFFINITY.  One add of the metadata where there is none.
+ */
+static void
+patch_pod_metadata(struct review *rv, const char *hex)
+{
+	const char *base =
+	    rv->target == TARGET_POD ? "/metadata" : "/spec/template/metadata";
+	const char *record = rv->affinity.len > 0 ? rv->affinity.data : NULL;
+	struct mf_patch *pt = &rv->patch;
+
+	if (!is_map(rv->pod_meta)) {
+		mf_patch_begin(pt, "add", base, NULL);
+		mf_jw_open_lit(&pt->w, "value", '{');
+		write_one(&pt->w, "labels", LABEL_FINGERPRINT, hex);
+		if (record != NULL)
+			write_one(&pt->w, "annotations", ANN_AFFINITY, record);
+		mf_jw_close(&pt->w, '}');
+		mf_patch_end(pt);
+		return;
+	}
+	patch_meta_key(rv, base, "labels", LABEL_FINGERPRINT, hex);
+	if (record != NULL)
+		patch_meta_key(rv, base, "annotations", ANN_AFFINITY, record);
 }
 
 static void
@@ -555,7 +577,9 @@ allow_placed(struct review *rv, const struct mf_job *job,
 	if (job->reference_hours > 0)
 		mf_cents(p->cost, cost, sizeof(cost));
 	patch_annotation(rv, ANN_COST, job->reference_hours > 0 ? cost : NULL);
-	patch_fingerprint(rv, d->fingerprint);
+	patch_pod_metadata(rv, d->fingerprint);
+	if (rv->affinity.rc != MF_OK)
+		rv->nomem = 1;
 	answer_patch(rv);
 	rv->verdict = MF_VERDICT_ADMITTED;
 }
@@ -859,8 +883,15 @@ static const struct mf_doc_keep keep_labels[] = {
 	MF_DOC_KEEP_END,
 };
 
+/* Of a Job's pod template's annotations, the one review_pod.c reads. */
+static const struct mf_doc_keep keep_pod_annotations[] = {
+	MF_DOC_KEEP(ANN_AFFINITY, NULL),
+	MF_DOC_KEEP_END,
+};
+
 static const struct mf_doc_keep keep_template_metadata[] = {
 	MF_DOC_KEEP("labels", keep_labels),
+	MF_DOC_KEEP("annotations", keep_pod_annotations),
 	MF_DOC_KEEP_END,
 };
 
@@ -889,6 +920,7 @@ static const struct mf_doc_keep keep_annotations[] = {
 	MF_DOC_KEEP(ANN_CONTAINER, NULL),
 	MF_DOC_KEEP(ANN_PLACEMENT, NULL),
 	MF_DOC_KEEP(ANN_COST, NULL),
+	MF_DOC_KEEP(ANN_AFFINITY, NULL),
 	MF_DOC_KEEP_END,
 };
 
@@ -977,6 +1009,7 @@ mf_api_review(const struct mf_api *api, const char *body, size_t len,
 	memset(&err, 0, sizeof(err));
 	rv->api = api;
 	mf_patch_init(&rv->patch, PATCH_MAX);
+	mf_buf_init(&rv->affinity, AFFINITY_MAX);
 	if (read_envelope(mf_doc_root(doc), rv, &err) != MF_OK) {
 		answer_invalid(ans, &err);
 		goto out;
@@ -988,6 +1021,7 @@ mf_api_review(const struct mf_api *api, const char *body, size_t len,
 	respond(rv, ans);
 out:
 	mf_patch_free(&rv->patch);
+	mf_buf_free(&rv->affinity);
 	free(rv);
 	mf_doc_free(doc);
 }

@@ -26,7 +26,18 @@
  *     nodeSelectorTerm (one term when there is none), and adds preferred
  *     terms for the placed card and each alternative with the same GPU
  *     count, cheapest first, weights 100, 90, ...; the nodeSelector and
- *     the pod's own terms stay as they are.
+ *     the pod's own terms stay as they are.  The annotation
+ *     memfloor.dev/node-affinity on the pods (a Pod's metadata, a Job's
+ *     spec.template.metadata) records what memfloor's patch leaves of its
+ *     own, as JSON: {"required": the memory expression, "preferred": [the
+ *     terms]} ("required" left out where every term had that expression
+ *     of the pod's own).  Reviewed again (an UPDATE, or a CREATE of an
+ *     object copied from one patched), the expression and terms it names
+ *     are memfloor's: each is replaced in place, or left when the same,
+ *     its terms no longer wanted removed, and the rest of the pod's
+ *     affinity is the pod's own, never changed.  Without it (or with a
+ *     value that is not such a record, warned of) an expression or term
+ *     the same as memfloor's is the pod's and is not added twice.
  * A warning says so when the pod's required node affinity (and, for
  * memory, its nodeSelector) excludes every card placed.  The patch
  *   - gives the GPUs to one container: the one the annotation

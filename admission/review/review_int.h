@@ -24,6 +24,10 @@
 #define ANN_PLACEMENT "memfloor.dev/placement"
 #define ANN_COST "memfloor.dev/estimated-cost"
 #define ANN_CONTAINER "memfloor.dev/container"
+/* On the pods (a Pod's own annotations, a Job's pod template's): what
+ * memfloor added to their node affinity (select: memory, design 18), so
+ * that a later review replaces it and leaves the pod's own alone. */
+#define ANN_AFFINITY "memfloor.dev/node-affinity"
 /* The pods' label that carries the job's fingerprint (design 23). */
 #define LABEL_FINGERPRINT "memfloor.dev/fingerprint"
 #define MAX_WARNINGS 16 /* in one response */
@@ -41,10 +45,14 @@ struct review {
 	const struct mf_node *annotations; /* the object's, when it opted in */
 	const struct mf_node *pod;         /* the pod spec */
 	const char *pod_path;              /* its JSON Pointer */
+	const struct mf_node *pod_meta;    /* the pods' metadata: a Pod's own, a
+	                                      Job's template's; may be NULL */
 	const char *name; /* for the decision and the log; may be NULL */
 	int64_t pods; /* pods the job runs as, each on one node (design 11) */
-	struct mf_patch patch; /* owned */
-	const char *patched;   /* the patch's text, once allowed; in patch */
+	struct mf_patch patch;  /* owned */
+	struct mf_buf affinity; /* owned: the ANN_AFFINITY value to write, or
+	                           empty (review_pod.c) */
+	const char *patched;    /* the patch's text, once allowed; in patch */
 	size_t patched_len;
 	int denied; /* status.code and message are set */
 	int code;
@@ -150,7 +158,8 @@ void mf_review_deny_annotation(struct review *rv, const char *annotation,
  * GPUs (a pod's share) on the container that gets them, checked against
  * what every container asks (placed: the placement in words, for the
  * denial), and the node selection (the product's label, or node affinity
- * by memory).  0, or -1 after denying the review.
+ * by memory, with the ANN_AFFINITY value in rv->affinity).  0, or -1
+ * after denying the review or running out of memory (rv->nomem).
  */
 int mf_review_patch_pod(struct review *rv, const struct mf_decision *d,
     int64_t want, const char *placed);

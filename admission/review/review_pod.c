@@ -2,7 +2,8 @@
  * review_pod.c: the pod spec's part of an admitted review's patch: which
  * container gets the GPUs (design 18) and the node selection, by product
  * (design 11) or by memory (design 18), with the cards the pod's own
- * constraints rule out.
+ * constraints rule out.  By memory, what memfloor added before (the
+ * annotation ANN_AFFINITY says what) is replaced, and the pod's own left.
  */
 #include <assert.h>
 #include <stdio.h>
@@ -335,15 +336,15 @@ write_pref_term(struct mf_jw *w, const char *key, const struct mf_gpu *gpu,
 	mf_jw_close(w, '}');
 }
 
-/* Cards, in order, without labels to prefer them by are left out. */
+/* The preferred terms for the cards want[0..k) of cards, as the list w's
+ * member key. */
 static void
 write_preferred(struct mf_jw *w, const char *key,
-    const struct mf_gpu *const *cards, size_t n)
+    const struct mf_gpu *const *cards, const size_t *want, size_t k)
 {
 	mf_jw_open(w, key, '[');
-	for (size_t i = 0; i < n; i++)
-		if (cards[i]->nlabels > 0)
-			write_pref_term(w, NULL, cards[i], pref_weight(i));
+	for (size_t j = 0; j < k; j++)
+		write_pref_term(w, NULL, cards[want[j]], pref_weight(want[j]));
 	mf_jw_close(w, ']');
 }
 
@@ -359,47 +360,227 @@ expr_is(const struct mf_node *e, const char *key, const char *op,
 	    streq(str_of(seq_at(vals, 0)), value);
 }
 
-/* Whether the list of preferred terms prefs already prefers the card as
- * write_pref_term does (whatever its weight): a pod patched before, its
- * Job updated while suspended (Kueue). */
-static int
-prefers(const struct mf_node *prefs, const struct mf_gpu *gpu)
-{
-	const struct mf_node *t, *exprs;
-	size_t i, k;
+/* --- what memfloor added before (ANN_AFFINITY) --------------------------- */
 
-	EACH(prefs, i, t)
-	{
-		exprs = mf_node_get(mf_node_get(t, "preference"),
-		    "matchExpressions");
-		if (seq_len(exprs) != gpu->nlabels)
-			continue;
-		for (k = 0; k < gpu->nlabels; k++)
-			if (!expr_is(seq_at(exprs, k), gpu->labels[k].key, "In",
-			        gpu->labels[k].value))
-				break;
-		if (k == gpu->nlabels)
-			return 1;
+/*
+ * What memfloor added to the pod's node affinity when it patched it
+ * before (a Job reviewed again, or created from one it patched): the
+ * annotation ANN_AFFINITY on the pods' metadata, as write_record wrote
+ * it.  With none, nothing in the pod's affinity is memfloor's: an
+ * expression the same as memfloor's may be the pod's own.
+ */
+struct mine {
+	struct mf_doc *doc;              /* owned; may be NULL */
+	const struct mf_node *required;  /* the memory expression, or NULL */
+	const struct mf_node *preferred; /* the preferred terms, or NULL */
+};
+
+/* Whether a and b are the same JSON value (a map's members in any
+ * order); never when either is NULL. */
+static int
+same_value(const struct mf_node *a, const struct mf_node *b)
+{
+	const struct mf_node *x, *y;
+
+	if (a == NULL || b == NULL || a->type != b->type || a->len != b->len)
+		return 0;
+	if (a->type == MF_NODE_MAP) {
+		for (x = a->child; x != NULL; x = x->next)
+			if (!same_value(x, mf_node_get(b, x->key)))
+				return 0;
+		return 1;
 	}
+	if (a->type == MF_NODE_SEQ) {
+		for (x = a->child, y = b->child; x != NULL && y != NULL;
+		     x = x->next, y = y->next)
+			if (!same_value(x, y))
+				return 0;
+		return 1;
+	}
+	return a->type == MF_NODE_NULL || streq(a->text, b->text);
+}
+
+/* The index in the list of the first element that is v; -1 when none is
+ * (or v is NULL). */
+static long
+find_value(const struct mf_node *list, const struct mf_node *v)
+{
+	const struct mf_node *e;
+	size_t i;
+
+	if (v == NULL)
+		return -1;
+	EACH(list, i, e)
+	if (same_value(e, v))
+		return (long)i;
+	return -1;
+}
+
+/* Whether the preferred term t is one memfloor added. */
+static int
+is_mine(const struct mine *m, const struct mf_node *t)
+{
+	return find_value(m->preferred, t) >= 0;
+}
+
+/*
+ * *m from the pods' ANN_AFFINITY.  A value that is not memfloor's record
+ * (no JSON object, a required that is no object, more preferred terms
+ * than memfloor writes) is warned of and read as none.  -1 when out of
+ * memory; free m->doc after.
+ */
+static int
+read_mine(struct review *rv, struct mine *m)
+{
+	const struct mf_node *v =
+	    mf_node_get(mf_node_get(rv->pod_meta, "annotations"), ANN_AFFINITY);
+	const struct mf_node *root, *req, *pref;
+	struct mf_error err;
+	enum mf_rc rc;
+
+	memset(m, 0, sizeof(*m));
+	if (v == NULL)
+		return 0;
+	memset(&err, 0, sizeof(err));
+	rc = is_str(v) ?
+	    mf_doc_parse(v->text, v->len, MF_DOC_JSON, &m->doc, &err) :
+	    MF_EINVAL;
+	if (rc == MF_ENOMEM)
+		return -1;
+	root = rc == MF_OK ? mf_doc_root(m->doc) : NULL;
+	req = mf_node_get(root, "required");
+	pref = mf_node_get(root, "preferred");
+	if (!is_map(root) || (req != NULL && !is_map(req)) ||
+	    (pref != NULL && !is_seq(pref)) ||
+	    seq_len(pref) > 1 + MF_MAX_ALTERNATIVES) {
+		mf_review_warn(rv,
+		    "annotation %s is not what memfloor writes; the node affinity is kept as the pod's own",
+		    ANN_AFFINITY);
+		return 0;
+	}
+	m->required = req;
+	m->preferred = pref;
 	return 0;
 }
 
-/* Into an existing list of preferred terms, prefs: one add at its end
- * each, but for cards it prefers already. */
+/*
+ * The record of what the patch leaves of memfloor's own in the pod's node
+ * affinity, the value of ANN_AFFINITY, into rv->affinity: {"required":
+ * the memory expression for gt (when required: it is memfloor's in some
+ * term), "preferred": [the terms for want[0..k) of cards]}.
+ */
 static void
-append_preferred(struct review *rv, const char *base,
-    const struct mf_node *prefs, const struct mf_gpu *const *cards, size_t n)
+write_record(struct review *rv, int required, const char *gt,
+    const struct mf_gpu *const *cards, const size_t *want, size_t k)
 {
-	char at[192];
+	struct mf_jw w;
 
-	snprintf(at, sizeof(at), "%s/%s/-", base, PREFERRED);
-	for (size_t i = 0; i < n; i++) {
-		if (cards[i]->nlabels == 0 || prefers(prefs, cards[i]))
+	mf_jw_init(&w, &rv->affinity);
+	mf_jw_open(&w, NULL, '{');
+	if (required)
+		write_memory(&w, "required", gt, 0);
+	write_preferred(&w, "preferred", cards, want, k);
+	mf_jw_close(&w, '}');
+}
+
+/* --- merged into the pod's node affinity -------------------------------- */
+
+/* Whether the preferred term t prefers the card as write_pref_term does,
+ * at weight (at any when weight is negative). */
+static int
+term_prefers(const struct mf_node *t, const struct mf_gpu *gpu, int weight)
+{
+	const struct mf_node *exprs =
+	    mf_node_get(mf_node_get(t, "preference"), "matchExpressions");
+	const struct mf_node *w = mf_node_get(t, "weight");
+	long long have;
+
+	if (seq_len(exprs) != gpu->nlabels)
+		return 0;
+	if (weight >= 0 &&
+	    (w == NULL || w->type != MF_NODE_NUM || !whole(w->text, &have) ||
+	        have != weight))
+		return 0;
+	for (size_t k = 0; k < gpu->nlabels; k++)
+		if (!expr_is(seq_at(exprs, k), gpu->labels[k].key, "In",
+		        gpu->labels[k].value))
+			return 0;
+	return 1;
+}
+
+/* Whether the list of preferred terms prefs prefers the card already by a
+ * term of the pod's own (whatever its weight). */
+static int
+prefers(const struct mf_node *prefs, const struct mine *m,
+    const struct mf_gpu *gpu)
+{
+	const struct mf_node *t;
+	size_t i;
+
+	EACH(prefs, i, t)
+	if (!is_mine(m, t) && term_prefers(t, gpu, -1))
+		return 1;
+	return 0;
+}
+
+/*
+ * The cards of cards[0..n) memfloor prefers, their indices into want:
+ * all but those without labels to prefer them by and those the pod's
+ * preferred terms, prefs, prefer already.  Returns how many.
+ */
+static size_t
+want_cards(const struct mf_node *prefs, const struct mine *m,
+    const struct mf_gpu *const *cards, size_t n, size_t *want)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (cards[i]->nlabels > 0 && !prefers(prefs, m, cards[i]))
+			want[k++] = i;
+	return k;
+}
+
+/*
+ * Into an existing list of preferred terms, prefs: the terms for
+ * want[0..k) of cards, over memfloor's own terms of before in their
+ * places (one already the same left alone), the rest of its own removed
+ * (each removal takes one off the indices after it), and those left
+ * over added at the end.  The pod's own terms stay where they are.
+ */
+static void
+merge_preferred(struct review *rv, const char *base,
+    const struct mf_node *prefs, const struct mine *m,
+    const struct mf_gpu *const *cards, const size_t *want, size_t k)
+{
+	struct mf_patch *pt = &rv->patch;
+	const struct mf_node *t;
+	size_t i, j = 0, removed = 0;
+	char at[192], idx[24];
+
+	snprintf(at, sizeof(at), "%s/%s", base, PREFERRED);
+	EACH(prefs, i, t)
+	{
+		if (!is_mine(m, t))
 			continue;
-		mf_patch_begin(&rv->patch, "add", at, NULL);
-		write_pref_term(&rv->patch.w, "value", cards[i],
-		    pref_weight(i));
-		mf_patch_end(&rv->patch);
+		snprintf(idx, sizeof(idx), "%zu", i - removed);
+		if (j == k) {
+			mf_patch_str(pt, "remove", at, idx, NULL);
+			removed++;
+			continue;
+		}
+		if (!term_prefers(t, cards[want[j]], pref_weight(want[j]))) {
+			mf_patch_begin(pt, "replace", at, idx);
+			write_pref_term(&pt->w, "value", cards[want[j]],
+			    pref_weight(want[j]));
+			mf_patch_end(pt);
+		}
+		j++;
+	}
+	for (; j < k; j++) {
+		mf_patch_begin(pt, "add", at, "-");
+		write_pref_term(&pt->w, "value", cards[want[j]],
+		    pref_weight(want[j]));
+		mf_patch_end(pt);
 	}
 }
 
@@ -428,26 +609,68 @@ has_memory(const struct mf_node *exprs, const char *gt)
 }
 
 /*
+ * The memory expression for gt into the required term t, the i-th of the
+ * list at at: over memfloor's own of before (m->required) where the term
+ * has it, else ANDed in, unless the term has the same already (the pod's
+ * own).  Whether the term then carries memfloor's.
+ */
+static int
+merge_term(struct review *rv, const char *at, size_t i, const struct mf_node *t,
+    const char *gt, const struct mine *m)
+{
+	const struct mf_node *exprs = mf_node_get(t, "matchExpressions");
+	long j = find_value(exprs, m->required);
+	struct mf_patch *pt = &rv->patch;
+	char term[320], idx[24];
+
+	snprintf(term, sizeof(term), "%s/%zu/matchExpressions", at, i);
+	if (j >= 0) {
+		if (expr_is(seq_at(exprs, (size_t)j), GPU_MEMORY_LABEL, "Gt",
+		        gt))
+			return 1;
+		snprintf(idx, sizeof(idx), "%ld", j);
+		mf_patch_begin(pt, "replace", term, idx);
+		write_memory(&pt->w, "value", gt, 0);
+		mf_patch_end(pt);
+		return 1;
+	}
+	if (has_memory(exprs, gt))
+		return 0;
+	if (is_seq(exprs)) {
+		mf_patch_begin(pt, "add", term, "-");
+		write_memory(&pt->w, "value", gt, 0);
+	} else {
+		mf_patch_begin(pt, "add", term, NULL);
+		mf_jw_open_lit(&pt->w, "value", '[');
+		write_memory(&pt->w, NULL, gt, 0);
+		mf_jw_close(&pt->w, ']');
+	}
+	mf_patch_end(pt);
+	return 1;
+}
+
+/*
  * The memory expression ANDed into every required term the pod has (terms
  * are ORed, so each must carry it), or one term when it has none.  A term
- * that has it already (a pod patched before), or that matches no node, is
- * left as it is.
+ * that matches no node is left as it is.  Whether the expression is
+ * memfloor's in some term.
  */
-static void
+static int
 merge_required(struct review *rv, const char *base, const struct mf_node *na,
-    const char *gt)
+    const char *gt, const struct mine *m)
 {
 	const struct mf_node *req = mf_node_get(na, REQUIRED);
 	const struct mf_node *terms = mf_node_get(req, "nodeSelectorTerms"), *t;
 	struct mf_patch *pt = &rv->patch;
 	char at[256];
+	int own = 0;
 	size_t i;
 
 	if (!is_map(req)) {
 		mf_patch_begin(pt, "add", base, REQUIRED);
 		write_memory(&pt->w, "value", gt, 2);
 		mf_patch_end(pt);
-		return;
+		return 1;
 	}
 	snprintf(at, sizeof(at), "%s/%s/nodeSelectorTerms", base, REQUIRED);
 	if (!is_seq(terms) || seq_len(terms) == 0) {
@@ -460,48 +683,41 @@ merge_required(struct review *rv, const char *base, const struct mf_node *na,
 			mf_jw_close(&pt->w, ']');
 		}
 		mf_patch_end(pt);
-		return;
+		return 1;
 	}
 	EACH(terms, i, t)
 	{
-		char term[320];
-
 		if (!is_map(t) || empty_term(t))
 			continue; /* refused by the API server, or matching none
 			           */
-		snprintf(term, sizeof(term), "%s/%zu/matchExpressions", at, i);
-		if (has_memory(mf_node_get(t, "matchExpressions"), gt))
-			continue;
-		if (is_seq(mf_node_get(t, "matchExpressions"))) {
-			mf_patch_begin(pt, "add", term, "-");
-			write_memory(&pt->w, "value", gt, 0);
-		} else {
-			mf_patch_begin(pt, "add", term, NULL);
-			mf_jw_open_lit(&pt->w, "value", '[');
-			write_memory(&pt->w, NULL, gt, 0);
-			mf_jw_close(&pt->w, ']');
-		}
-		mf_patch_end(pt);
+		own |= merge_term(rv, at, i, t, gt, m);
 	}
+	return own;
 }
 
 /*
  * select: memory.  GPU Feature Discovery labels a node's GPU memory in
  * MiB, so a floor of F bytes wants a label of at least ceil(F / 2^20):
- * "Gt ceil(F / 2^20) - 1".
+ * "Gt ceil(F / 2^20) - 1".  What memfloor added before (m) is replaced,
+ * and what it adds now recorded in rv->affinity.
  */
 static void
 patch_affinity(struct review *rv, int64_t floor,
-    const struct mf_gpu *const *cards, size_t n)
+    const struct mf_gpu *const *cards, size_t n, const struct mine *m)
 {
 	const struct mf_node *aff = mf_node_get(rv->pod, "affinity");
 	const struct mf_node *na = mf_node_get(aff, "nodeAffinity");
+	const struct mf_node *prefs = mf_node_get(na, PREFERRED);
 	struct mf_patch *pt = &rv->patch;
+	size_t want[1 + MF_MAX_ALTERNATIVES], k;
 	char base[96], gt[24];
 	int64_t mib = floor / (1 << 20) + (floor % (1 << 20) != 0);
+	int own = 1;
 
+	assert(n <= sizeof(want) / sizeof(want[0]));
 	snprintf(gt, sizeof(gt), "%lld", (long long)(mib - 1));
 	snprintf(base, sizeof(base), "%s/affinity", rv->pod_path);
+	k = want_cards(prefs, m, cards, n, want);
 	if (!is_map(aff) || !is_map(na)) {
 		mf_patch_begin(pt, "add", base,
 		    is_map(aff) ? "nodeAffinity" : NULL);
@@ -509,24 +725,24 @@ patch_affinity(struct review *rv, int64_t floor,
 		if (!is_map(aff))
 			mf_jw_open_lit(&pt->w, "nodeAffinity", '{');
 		write_memory(&pt->w, REQUIRED, gt, 2);
-		write_preferred(&pt->w, PREFERRED, cards, n);
+		write_preferred(&pt->w, PREFERRED, cards, want, k);
 		if (!is_map(aff))
 			mf_jw_close(&pt->w, '}');
 		mf_jw_close(&pt->w, '}');
 		mf_patch_end(pt);
-		return;
+	} else {
+		mf_copy(base + strlen(base), sizeof(base) - strlen(base),
+		    "/nodeAffinity");
+		own = merge_required(rv, base, na, gt, m);
+		if (is_seq(prefs)) {
+			merge_preferred(rv, base, prefs, m, cards, want, k);
+		} else {
+			mf_patch_begin(pt, "add", base, PREFERRED);
+			write_preferred(&pt->w, "value", cards, want, k);
+			mf_patch_end(pt);
+		}
 	}
-	mf_copy(base + strlen(base), sizeof(base) - strlen(base),
-	    "/nodeAffinity");
-	merge_required(rv, base, na, gt);
-	if (is_seq(mf_node_get(na, PREFERRED))) {
-		append_preferred(rv, base, mf_node_get(na, PREFERRED), cards,
-		    n);
-		return;
-	}
-	mf_patch_begin(pt, "add", base, PREFERRED);
-	write_preferred(&pt->w, "value", cards, n);
-	mf_patch_end(pt);
+	write_record(rv, own, gt, cards, want, k);
 }
 
 /* --- cards the pod's own constraints rule out ---------------------------- */
@@ -567,8 +783,12 @@ expr_admits(const struct mf_node *e, const struct mf_gpu *gpu)
 	return 1;
 }
 
+/* Whether the required term t may take a node with the card's labels;
+ * memfloor's expression of before, mine, which the patch replaces, does
+ * not count. */
 static int
-term_admits(const struct mf_node *t, const struct mf_gpu *gpu)
+term_admits(const struct mf_node *t, const struct mf_gpu *gpu,
+    const struct mf_node *mine)
 {
 	const struct mf_node *e;
 	size_t i;
@@ -576,15 +796,17 @@ term_admits(const struct mf_node *t, const struct mf_gpu *gpu)
 	if (empty_term(t))
 		return 0;
 	EACH(mf_node_get(t, "matchExpressions"), i, e)
-	if (!expr_admits(e, gpu))
+	if (!same_value(e, mine) && !expr_admits(e, gpu))
 		return 0;
 	return 1;
 }
 
 /* Whether the pod's required node affinity (and, when selector is set,
- * its own nodeSelector) leaves the card's nodes a way in. */
+ * its own nodeSelector) leaves the card's nodes a way in; mine as
+ * term_admits. */
 static int
-card_admitted(const struct review *rv, const struct mf_gpu *gpu, int selector)
+card_admitted(const struct review *rv, const struct mf_gpu *gpu, int selector,
+    const struct mf_node *mine)
 {
 	const struct mf_node *sel = mf_node_get(rv->pod, "nodeSelector");
 	const struct mf_node *terms, *t;
@@ -604,7 +826,7 @@ card_admitted(const struct review *rv, const struct mf_gpu *gpu, int selector)
 	if (seq_len(terms) == 0)
 		return 1;
 	EACH(terms, i, t)
-	if (is_map(t) && term_admits(t, gpu))
+	if (is_map(t) && term_admits(t, gpu, mine))
 		return 1;
 	return 0;
 }
@@ -613,17 +835,18 @@ card_admitted(const struct review *rv, const struct mf_gpu *gpu, int selector)
  * Warn when the pod's own constraints exclude every card placed: it would
  * wait for nodes memfloor did not choose.  The product selector replaces
  * the pod's selector keys itself (with a warning each), so only the
- * memory selection, which keeps them, checks the nodeSelector.
+ * memory selection, which keeps them, checks the nodeSelector; and it
+ * replaces its own expression of before, mine (NULL: none).
  */
 static void
 check_excluded(struct review *rv, const struct mf_gpu *const *cards, size_t n,
-    int memory)
+    int memory, const struct mf_node *mine)
 {
 	char names[MF_REVIEW_WARNING_MAX + 1] = "";
 	size_t used = 0;
 
 	for (size_t i = 0; i < n; i++)
-		if (card_admitted(rv, cards[i], memory))
+		if (card_admitted(rv, cards[i], memory, mine))
 			return;
 	for (size_t i = 0; i < n && used + 1 < sizeof(names); i++)
 		used += (size_t)snprintf(names + used, sizeof(names) - used,
@@ -662,20 +885,27 @@ mf_review_patch_pod(struct review *rv, const struct mf_decision *d,
 	const struct mf_placement *p = &d->placement;
 	const struct mf_gpu *cards[1 + MF_MAX_ALTERNATIVES];
 	int memory = rv->api->cat->k8s_select == MF_K8S_SELECT_MEMORY;
+	struct mine m;
 	long target;
 	size_t n;
 
 	target = place_gpus(rv, want, placed);
 	if (target < 0)
 		return -1;
+	memset(&m, 0, sizeof(m));
+	if (memory && read_mine(rv, &m) != 0) {
+		rv->nomem = 1;
+		return -1;
+	}
 	n = placed_cards(d, memory, cards);
-	check_excluded(rv, cards, n, memory);
+	check_excluded(rv, cards, n, memory, m.required);
 	if (memory)
-		patch_affinity(rv, d->floor, cards, n);
+		patch_affinity(rv, d->floor, cards, n, &m);
 	else
 		patch_selector(rv, p->gpu);
 	patch_gpus(rv,
 	    seq_at(mf_node_get(rv->pod, "containers"), (size_t)target), target,
 	    want);
+	mf_doc_free(m.doc);
 	return 0;
 }

@@ -1048,6 +1048,56 @@ pref_term(int weight, const char *product)
 	    "operator", "In", "values", product);
 }
 
+#define ANN_AFFINITY "memfloor.dev/node-affinity"
+#define ANN_AFFINITY_PTR "memfloor.dev~1node-affinity"
+
+/*
+ * The record memfloor keeps of what it added to a pod's node affinity
+ * (design 18, the annotation ANN_AFFINITY): {"required": req (stolen; left
+ * out when NULL), "preferred": the first n of products, weights 100, 90,
+ * ...}.
+ */
+static json_t *
+record(json_t *req, const char *const *products, size_t n)
+{
+	json_t *r = json_pack("{s:[]}", "preferred");
+
+	for (size_t i = 0; i < n; i++)
+		json_array_append_new(json_object_get(r, "preferred"),
+		    pref_term(100 - 10 * (int)i, products[i]));
+	if (req != NULL)
+		json_object_set_new(r, "required", req);
+	return r;
+}
+
+/*
+ * The patch adds the record want (stolen) at path: the annotation's own
+ * pointer, or that of an annotations map it creates.  Its text is JSON,
+ * compared as such.
+ */
+static void
+expect_record(json_t *patch, const char *path, json_t *want)
+{
+	json_t *o = find_op(patch, path), *v, *got;
+	json_error_t jerr;
+
+	if (o == NULL)
+		print_error("no op at %s\n", path);
+	assert_non_null(o);
+	assert_string_equal(json_string_value(json_object_get(o, "op")), "add");
+	v = json_object_get(o, "value");
+	if (json_is_object(v))
+		v = json_object_get(v, ANN_AFFINITY);
+	assert_true(json_is_string(v));
+	got = json_loads(json_string_value(v), 0, &jerr);
+	assert_non_null(got);
+	if (!json_equal(got, want))
+		print_error("record %s\n", json_string_value(v));
+	assert_true(json_equal(got, want));
+	json_decref(got);
+	json_decref(want);
+}
+
 /* The patch has an op at path: verb with the value want (stolen). */
 static void
 expect_op_value(json_t *patch, const char *verb, const char *path, json_t *want)
@@ -1091,8 +1141,14 @@ test_review_memory_affinity_created(void **state)
 	    "{\"nvidia.com/gpu\": \"1\"}");
 	expect_op(patch, "add", "/metadata/annotations/memfloor.dev~1placement",
 	    "\"B200 x 1\"");
-	/* affinity, limits, requests, placement, min-memory, label */
-	assert_int_equal(json_array_size(patch), 6);
+	/* What it added, on the Pod's own annotations. */
+	expect_record(patch, "/metadata/annotations/" ANN_AFFINITY_PTR,
+	    json_pack("{s:o, s:[o, o, o]}", "required", mem_expr("90111"),
+	        "preferred", pref_term(100, "NVIDIA-B200"),
+	        pref_term(90, "NVIDIA-RTX-PRO-6000-Blackwell-Server-Edition"),
+	        pref_term(80, "NVIDIA-H200")));
+	/* affinity, limits, requests, placement, min-memory, label, record */
+	assert_int_equal(json_array_size(patch), 7);
 	json_decref(patch);
 	json_decref(a);
 	mf_answer_free(&ans);
@@ -1162,8 +1218,12 @@ test_review_memory_terms_merged(void **state)
 	/* $29.02: 12 h / 2.274 x $5.50 on the B200 */
 	expect_op(patch, "add",
 	    "/metadata/annotations/memfloor.dev~1estimated-cost", "\"29.02\"");
-	/* 2 terms, preferred, limits, requests, 3 annotations, label */
-	assert_int_equal(json_array_size(patch), 9);
+	/* What it added, in annotations the template gets: the expression
+	 * and the eight terms. */
+	expect_record(patch, "/spec/template/metadata/annotations",
+	    record(mem_expr("40959"), products, 8));
+	/* 2 terms, preferred, limits, requests, 3 annotations, label, record */
+	assert_int_equal(json_array_size(patch), 10);
 	assert_null(json_object_get(response(a), "warnings"));
 	json_decref(patch);
 	json_decref(a);
@@ -1257,11 +1317,12 @@ test_review_memory_shapes(void **state)
 }
 
 /*
- * The sidecar Job as memfloor patched it (test_review_memory_terms_merged):
- * reviewed again (its update while suspended, as Kueue makes it), nothing
- * is added twice.  Cards it no longer prefers are added, at their weights;
- * a memory expression of another value (the pod's own) is not memfloor's,
- * and memfloor's is ANDed beside it.
+ * The sidecar Job as memfloor patched it (test_review_memory_terms_merged)
+ * but without its record (annotation ANN_AFFINITY), so nothing in it is
+ * known to be memfloor's: reviewed again (its update while suspended, as
+ * Kueue makes it), nothing is added twice.  Cards it no longer prefers are
+ * added, at their weights; a memory expression of another value is the
+ * pod's own, and memfloor's is ANDed beside it.
  */
 static void
 test_review_memory_patched_again(void **state)
@@ -1312,6 +1373,129 @@ test_review_memory_patched_again(void **state)
 		}
 	assert_int_equal(k, 8);
 	json_decref(patch);
+	json_decref(rv);
+}
+
+/* The Job's pod template's metadata. */
+static json_t *
+template_meta(json_t *rv)
+{
+	return json_object_get(
+	    json_object_get(json_object_get(json_object_get(json_object_get(rv,
+	                                                        "request"),
+	                                        "object"),
+	                        "spec"),
+	        "template"),
+	    "metadata");
+}
+
+/*
+ * The sidecar Job as memfloor patched it at its floor of 40Gi, record and
+ * all (test_review_memory_terms_merged), with an expression and a
+ * preferred term of its own, reviewed again at 88Gi (a Job created from
+ * it, or its update).  88Gi = 90,112 MiB: "Gt 90111" replaces memfloor's
+ * "Gt 40959" where it stands in each term, and the pod's own "Gt 1000"
+ * stays.  The cards of 88Gi, cheapest first: B200, RTX-PRO-6000, H200
+ * (test_review_memory_affinity_created), at 100, 90, 80: memfloor's first
+ * two terms (after the pod's own at 0) are those already, its third is
+ * replaced by the H200's, its other five removed, each at index 4 once
+ * the one before it is gone.  The record then says what it left.
+ */
+static void
+test_review_memory_own_replaced(void **state)
+{
+	static const char *const products[] = { "NVIDIA-B200",
+		"NVIDIA-RTX-PRO-6000-Blackwell-Server-Edition", "NVIDIA-L40S",
+		"NVIDIA-H100-80GB-HBM3", "NVIDIA-RTX-A6000", "NVIDIA-H200",
+		"NVIDIA-A100-SXM4-40GB", "NVIDIA-A100-SXM4-80GB" };
+	static const char *const at88[] = { "NVIDIA-B200",
+		"NVIDIA-RTX-PRO-6000-Blackwell-Server-Edition", "NVIDIA-H200" };
+	json_t *rv = load(SIDECAR), *patch, *terms, *t, *pref, *own, *rec;
+	char *text;
+	size_t i;
+
+	(void)state;
+	terms = json_object_get(json_object_get(node_affinity(rv), REQ_KEY),
+	    "nodeSelectorTerms");
+	json_array_foreach (terms, i, t)
+		json_array_append_new(json_object_get(t, "matchExpressions"),
+		    mem_expr("40959"));
+	json_array_append_new(json_object_get(json_array_get(terms, 0),
+	                          "matchExpressions"),
+	    mem_expr("1000"));
+	own = json_pack("{s:i, s:{s:[{s:s, s:s, s:[s]}]}}", "weight", 5,
+	    "preference", "matchExpressions", "key", "disk", "operator", "In",
+	    "values", "ssd");
+	pref = json_pack("[O]", own);
+	for (i = 0; i < 8; i++)
+		json_array_append_new(pref,
+		    pref_term(100 - 10 * (int)i, products[i]));
+	json_object_set_new(node_affinity(rv), PREF_KEY, pref);
+	rec = record(mem_expr("40959"), products, 8);
+	text = json_dumps(rec, JSON_COMPACT);
+	json_object_set_new(template_meta(rv), "annotations",
+	    json_pack("{s:s}", ANN_AFFINITY, text));
+	free(text);
+	json_decref(rec);
+
+	/* The same floor again: nothing in the affinity moves. */
+	patch = memory_patch(rv);
+	assert_int_equal(ops_under(patch, NODE_AFFINITY), 0);
+	expect_record(patch,
+	    "/spec/template/metadata/annotations/" ANN_AFFINITY_PTR,
+	    record(mem_expr("40959"), products, 8));
+	json_decref(patch);
+
+	annotate(rv, "memfloor.dev/spec",
+	    "resources: {gpu: {minMemory: 88Gi}}\nduration: {referenceHours: 12}\n");
+	patch = memory_patch(rv);
+	expect_op_value(patch, "replace", REQ "/0/matchExpressions/1",
+	    mem_expr("90111"));
+	expect_op_value(patch, "replace", REQ "/1/matchExpressions/2",
+	    mem_expr("90111"));
+	assert_int_equal(ops_under(patch, REQ), 2);
+	expect_op_value(patch, "replace", PREFERRED "/3",
+	    pref_term(80, "NVIDIA-H200"));
+	assert_int_equal(ops_under(patch, PREFERRED "/4"), 5);
+	json_array_foreach (patch, i, t)
+		if (strcmp(json_string_value(json_object_get(t, "path")),
+		        PREFERRED "/4") == 0)
+			assert_string_equal(json_string_value(
+			                        json_object_get(t, "op")),
+			    "remove");
+	assert_int_equal(ops_under(patch, NODE_AFFINITY), 8);
+	expect_record(patch,
+	    "/spec/template/metadata/annotations/" ANN_AFFINITY_PTR,
+	    record(mem_expr("90111"), at88, 3));
+	json_decref(patch);
+	json_decref(own);
+	json_decref(rv);
+}
+
+/*
+ * A record that is not memfloor's (edited by hand): warned of, and the
+ * pod's affinity read as its own, as without one.
+ */
+static void
+test_review_memory_record_not_ours(void **state)
+{
+	json_t *rv = load(SIDECAR), *a, *w, *patch;
+	struct mf_answer ans;
+
+	(void)state;
+	json_object_set_new(template_meta(rv), "annotations",
+	    json_pack("{s:s}", ANN_AFFINITY, "Gt 40959"));
+	a = send_memory(rv, &ans);
+	w = json_object_get(response(a), "warnings");
+	assert_int_equal(json_array_size(w), 1);
+	assert_non_null(strstr(json_string_value(json_array_get(w, 0)),
+	    "annotation memfloor.dev/node-affinity is not what memfloor writes"));
+	patch = patch_of(a, NULL);
+	expect_op_value(patch, "add", REQ "/0/matchExpressions/-",
+	    mem_expr("40959"));
+	json_decref(patch);
+	json_decref(a);
+	mf_answer_free(&ans);
 	json_decref(rv);
 }
 
@@ -2188,6 +2372,8 @@ main(void)
 		cmocka_unit_test(test_review_memory_terms_merged),
 		cmocka_unit_test(test_review_memory_shapes),
 		cmocka_unit_test(test_review_memory_patched_again),
+		cmocka_unit_test(test_review_memory_own_replaced),
+		cmocka_unit_test(test_review_memory_record_not_ours),
 		cmocka_unit_test(test_review_excluded_reported),
 		cmocka_unit_test(test_review_denied_too_big),
 		cmocka_unit_test(test_review_denied_with_fix),
