@@ -17,7 +17,11 @@
 # limits, a container that asks otherwise is denied; and, from a second
 # daemon whose catalogue has kubernetes.select: memory, the memory affinity
 # in every required term with the floor in MiB, the preferred terms in
-# placement order, the pod's own terms and keys kept.  Design 23: the
+# placement order, the pod's own terms and keys kept; and the Job as
+# patched, reviewed again: at its floor nothing is added twice, at another
+# memfloor's own expression and terms (its annotation
+# memfloor.dev/node-affinity says which) are replaced and the pod's own
+# expression kept.  Design 23: the
 # label memfloor.dev/fingerprint on the pods (a Pod's own labels, a Job's
 # pod template's) is what $MEMFLOOR (default build/memfloor) fingerprint
 # prints for the review's job as placed.
@@ -470,6 +474,63 @@ else
 	    "$tpl/initContainers/1/restartPolicy=\"Always\"" \
 	    "${ann}placement=\"B200 x 1\"" "${ann}min-memory=\"40Gi\"" \
 	    "${ann}estimated-cost=\"29.02\""
+	# Reviewed again (a Job created from the one memfloor patched, or its
+	# update): the object as the answer patched it, the floor in the spec
+	# annotation set to FLOOR, and an expression of the pod's own, "Gt
+	# 1000", after memfloor's in term 0.
+	cp "$tmp/answer" "$tmp/sidecar-answer"
+	cat >"$tmp/again.py" <<'EOF2'
+import base64, json, sys
+import jsonpatch
+
+req = json.load(open(sys.argv[1]))
+resp = json.load(open(sys.argv[2]))["response"]
+obj = jsonpatch.JsonPatch(json.loads(base64.b64decode(resp["patch"]))) \
+    .apply(req["request"]["object"])
+ann = obj["metadata"]["annotations"]
+ann["memfloor.dev/spec"] = ann["memfloor.dev/spec"].replace("40Gi",
+                                                           sys.argv[3])
+terms = obj["spec"]["template"]["spec"]["affinity"]["nodeAffinity"][
+    "requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+terms[0]["matchExpressions"].append(
+    {"key": "nvidia.com/gpu.memory", "operator": "Gt", "values": ["1000"]})
+req["request"]["object"] = obj
+json.dump(req, sys.stdout)
+EOF2
+	own='{"key":"nvidia.com/gpu.memory","operator":"Gt","values":["1000"]}'
+	for floor in 40Gi 88Gi; do
+		"$py" "$tmp/again.py" examples/k8s-sidecar-admissionreview.json \
+		    "$tmp/sidecar-answer" $floor >"$tmp/again-$floor.json"
+	done
+	# The same floor: each term keeps one memory expression of memfloor's,
+	# the pod's own beside it, and the eight cards stay preferred.
+	review "select memory: reviewed again at its floor, nothing added twice" \
+	    "$tmp/again-40Gi.json" 200 \
+	    patched "$tmp/again-40Gi.json" "$tmp/answer" \
+	    "$terms/0/matchExpressions/1=$mem" \
+	    "$terms/0/matchExpressions/2=$own" "$terms/0/matchExpressions/3=-" \
+	    "$terms/1/matchExpressions/2=$mem" "$terms/1/matchExpressions/3=-" \
+	    "$pref/7/weight=30" "$pref/8=-"
+	# 88Gi = 90112 MiB: memfloor's "Gt 40959" becomes "Gt 90111" where
+	# it stands, the pod's own stays; the cards of 88Gi, cheapest first:
+	# B200, RTX-PRO-6000, H200 (2.42, 2.65, 3.50), at 100, 90, 80, and
+	# none of the 40Gi ones left preferred.
+	mem88='{"key":"nvidia.com/gpu.memory","operator":"Gt","values":["90111"]}'
+	review "select memory: reviewed again at another floor, memfloor's own replaced" \
+	    "$tmp/again-88Gi.json" 200 \
+	    patched "$tmp/again-88Gi.json" "$tmp/answer" \
+	    "$terms/0/matchExpressions/0/values=[\"eu-west-1a\"]" \
+	    "$terms/0/matchExpressions/1=$mem88" \
+	    "$terms/0/matchExpressions/2=$own" "$terms/0/matchExpressions/3=-" \
+	    "$terms/1/matchExpressions/1/operator=\"NotIn\"" \
+	    "$terms/1/matchExpressions/2=$mem88" "$terms/1/matchExpressions/3=-" \
+	    "$pref/0/weight=100" \
+	    "$pref/0/preference/matchExpressions/0/values=[\"NVIDIA-B200\"]" \
+	    "$pref/1/weight=90" \
+	    "$pref/1/preference/matchExpressions/0/values=[\"NVIDIA-RTX-PRO-6000-Blackwell-Server-Edition\"]" \
+	    "$pref/2/weight=80" \
+	    "$pref/2/preference/matchExpressions/0/values=[\"NVIDIA-H200\"]" \
+	    "$pref/3=-" "${ann}min-memory=\"88Gi\""
 	# 88Gi = 90112 MiB; the pod has no affinity: all of it is created.
 	naff=/spec/affinity/nodeAffinity
 	review "select memory: affinity created, no nodeSelector" \
