@@ -442,14 +442,15 @@ timed_count(const struct mf_catalog *cat, const struct mf_gpu *g,
 }
 
 /*
- * Design 21: a card timed by its own figures on more GPUs than a node of
- * it holds runs its rings over the network between nodes, so it gives
- * network.bandwidth; without it the rings would run at the interconnect's
- * speed, several times the network's.  Those timed through
- * relativeThroughput need none.
+ * Design 21: a card timed by its own figures on more than one GPU of a
+ * node runs its collectives over interconnect.bandwidth, and on more GPUs
+ * than a node of it holds runs its rings over the network between nodes,
+ * network.bandwidth; without them the collectives would cost nothing, or
+ * run between nodes at the interconnect's speed, several times the
+ * network's.  Those timed through relativeThroughput need neither.
  */
 static enum mf_rc
-check_networks(const struct ctx *c, const struct mf_catalog *cat)
+check_links(const struct ctx *c, const struct mf_catalog *cat)
 {
 	const struct mf_gpu *g, *by;
 	int64_t most;
@@ -457,10 +458,18 @@ check_networks(const struct ctx *c, const struct mf_catalog *cat)
 
 	for (size_t i = 0; i < cat->ngpus; i++) {
 		g = &cat->gpus[i];
-		if (!mf_cat_own_speed(cat, g) || g->speed.net_bw > 0)
+		if (!mf_cat_own_speed(cat, g))
 			continue;
 		most = timed_count(cat, g, &by);
-		if (most <= g->gpus_per_node)
+		if (g->speed.link_bw <= 0 && g->gpus_per_node > 1 && most > 1) {
+			snprintf(path, sizeof(path), "gpus[%zu].interconnect",
+			    i);
+			return fail(c, MF_EINVAL, path, g->line, 0,
+			    "is required of a card timed by its figures that may take more than one GPU of a node ('%s' takes up to %lld, gpusPerNode %lld): collectives within a node run at interconnect.bandwidth (design 21)",
+			    by->name, (long long)most,
+			    (long long)g->gpus_per_node);
+		}
+		if (g->speed.net_bw > 0 || most <= g->gpus_per_node)
 			continue;
 		snprintf(path, sizeof(path), "gpus[%zu].network", i);
 		if (by == g)
@@ -545,7 +554,7 @@ read_catalog(const struct ctx *c, const struct mf_node *root,
 			return no_memory(c);
 	}
 	rc = check_speeds(c, root, cat);
-	return rc == MF_OK ? check_networks(c, cat) : rc;
+	return rc == MF_OK ? check_links(c, cat) : rc;
 }
 
 static struct mf_catalog *

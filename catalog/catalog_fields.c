@@ -311,7 +311,7 @@ static const struct mf_field card_rows[] = {
 	    .doc = "achieved shares measured on this card, over the architecture's" },
 	{ .key = "interconnect", .type = MF_FT_OBJECT,
 	    .flags = MF_FF_REQUIRES, SUB(interconnect_rows), .title = "Interconnect",
-	    .doc = "the GPUs of one node: how they are linked and at what bandwidth" },
+	    .doc = "the GPUs of one node: how they are linked and at what bandwidth; required of a card timed by its figures that may take more than one GPU of a node, and of the reference card when any card may (design 21)" },
 	{ .key = "network", .type = MF_FT_OBJECT, .flags = MF_FF_REQUIRES,
 	    SUB(network_rows),
 	    .title = "Network", .doc = "between nodes; required of a card timed by its figures that may take more GPUs than a node holds, and of the reference card when any card may (design 21)" },

@@ -1021,10 +1021,12 @@ test_gpu_price(void **state)
  * achieved bf16 FLOPS over the reference's: Ada's share of 0.776 of
  * 362.05T over Hopper's 0.803 of 989.4T, 280.9508 / 794.4882 = 0.3536249.
  */
-#define H100_CARD \
+#define H100_FIGURES \
 	"  - name: H100\n    memory: 80Gi\n    hourlyPrice: 3\n" \
 	"    architecture: hopper\n    flops: {bf16: 989.4T}\n" \
 	"    memoryBandwidth: 3.35T\n"
+#define H100_CARD \
+	H100_FIGURES "    interconnect: {kind: nvswitch, bandwidth: 450G}\n"
 #define L40S_CARD \
 	"  - name: L40S\n    memory: 48G\n    hourlyPrice: 1\n" \
 	"    architecture: ada\n    flops: {bf16: 362.05T, fp8: 733T}\n" \
@@ -1083,7 +1085,8 @@ test_gpu_speed(void **state)
  * node holds (maxNodes 2: maxCount 2 x 8 = 16 > 8) gives network; so does
  * the reference card where any card may, every job being timed on it at
  * its own count.  A card timed through relativeThroughput needs none, nor
- * one whose maxCount stays within a node.
+ * one whose maxCount stays within a node.  Likewise a card that may take
+ * more than one GPU of a node gives interconnect.
  */
 #define NET "    network: {bandwidth: 50G}\n"
 static void
@@ -1103,10 +1106,10 @@ test_gpu_network(void **state)
 	    HDR "gpus:\n" H100_CARD "    maxNodes: 2\n    maxCount: 8\n");
 	assert_true(cat->gpus[0].speed.net_bw == 0);
 	mf_cat_unref(cat);
-	/* Another card timed by its figures, the L40S from line 11. */
+	/* Another card timed by its figures, the L40S from line 12. */
 	expect_fail(HDR "gpus:\n" H100_CARD NET L40S_CARD "    maxNodes: 2\n",
-	    MF_EINVAL, "gpus[1].network", 11,
-	    "t.yaml:11: gpus[1].network: is required of a card timed by its figures that may span nodes (maxCount 16, gpusPerNode 8): rings between nodes run at network.bandwidth (design 21)");
+	    MF_EINVAL, "gpus[1].network", 12,
+	    "t.yaml:12: gpus[1].network: is required of a card timed by its figures that may span nodes (maxCount 16, gpusPerNode 8): rings between nodes run at network.bandwidth (design 21)");
 	/* A card timed through relativeThroughput on 4 nodes, with figures or
 	 * without: the reference card is timed on 32 GPUs for it. */
 	expect_fail(HDR "gpus:\n" H100_CARD GPU_A "    maxNodes: 4\n",
@@ -1124,6 +1127,17 @@ test_gpu_network(void **state)
 	/* No modelled reference card: design 6 times every card. */
 	cat = parse_ok(HDR "gpus:\n" GPU_A "    maxNodes: 4\n");
 	assert_false(mf_cat_own_speed(cat, &cat->gpus[0]));
+	mf_cat_unref(cat);
+	/* Several GPUs of a node: their collectives cross the interconnect,
+	 * which such a card gives; one GPU a node crosses none. */
+	expect_fail(HDR "gpus:\n" H100_FIGURES, MF_EINVAL,
+	    "gpus[0].interconnect", 4,
+	    "t.yaml:4: gpus[0].interconnect: is required of a card timed by its figures that may take more than one GPU of a node ('H100' takes up to 8, gpusPerNode 8): collectives within a node run at interconnect.bandwidth (design 21)");
+	cat = parse_ok(HDR "gpus:\n" H100_FIGURES "    maxCount: 1\n");
+	mf_cat_unref(cat);
+	cat = parse_ok(HDR "gpus:\n" H100_FIGURES
+	                   "    gpusPerNode: 1\n    maxNodes: 2\n" NET);
+	assert_true(cat->gpus[0].speed.link_bw == 0);
 	mf_cat_unref(cat);
 }
 
