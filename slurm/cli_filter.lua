@@ -11,8 +11,9 @@ comment (so that it can live in the batch script) or in the environment:
     MEMFLOOR_JOB=train.yaml sbatch train.sh
 
 A comment that says memfloor:... wins over the environment.  The script
-sends the Job to memfloord, sets the gres (type and count), partition and
-constraint of the placement memfloord chose, adds the floor in effect to
+sends the Job to memfloord, sets the GPUs (type and count: --gres a node,
+or --gpus for the job), nodes, partition and constraint of the placement
+memfloord chose, adds the floor in effect to
 the comment (memfloor:min-memory=QTY, which job_submit.lua checks on the
 controller) with the job's fingerprint (memfloor:fingerprint=HEX, which an
 epilog posts the job's measured peak under: docs/slurm.md) and prints one
@@ -211,15 +212,29 @@ local function money(p)
 	return string.format("$%.4f per reference hour", p.costPerReferenceHour)
 end
 
--- Set gres, nodes, partition and constraint to the placement's: the gres
--- is a node's (memfloord's placement.slurm says so, and the nodes when
--- the placement spans several).
+-- Set the GPUs, nodes, partition and constraint to the placement's.
+-- memfloord's placement.slurm asks for exactly the placement's GPUs: the
+-- gres a node (--gres), or, over nodes its count does not divide by, the
+-- job's GPUs (--gpus, which Slurm spreads over --nodes), in place of the
+-- user's GPU gres.
 local function apply(options, p, d)
 	local keep = split_gres(options["gres"])
-	local gres = p.slurm.gres
-	table.insert(keep, gres)
-	options["gres"] = table.concat(keep, ",")
-	local what = { "gres " .. gres }
+	local what = {}
+	if p.slurm.gres ~= nil then
+		table.insert(keep, p.slurm.gres)
+		table.insert(what, "gres " .. p.slurm.gres)
+	else
+		options["gpus"] = p.slurm.gpus
+		table.insert(what, "gpus " .. p.slurm.gpus)
+	end
+	local gres = table.concat(keep, ",")
+	if gres ~= "" then
+		options["gres"] = gres
+	elseif (options["gres"] or "") ~= "" then
+		-- Slurm refuses an empty --gres, and --gpus beside a GPU gres
+		-- it does not divide; "none" asks for no gres.
+		options["gres"] = "none"
+	end
 	if type(p.slurm.nodes) == "number" then
 		options["nodes"] = string.format("%d", p.slurm.nodes)
 		table.insert(what, "nodes " .. options["nodes"])

@@ -28,32 +28,50 @@ fix_list(struct mf_jw *w, const char *key, unsigned fixes)
 }
 
 /*
+ * The Slurm request of count GPUs over nodes, exactly count: the gres a
+ * node ("gpu:h100:2", "gpu:2" where the mapping names no type; sbatch
+ * --gres is a node's) when the count divides evenly, else the GPUs of the
+ * whole job ("h100:9", "9"; sbatch --gpus, which Slurm spreads over the
+ * nodes with at least one on each).  Rounding a count up to a whole
+ * number a node would hold GPUs the placement neither needs nor prices.
+ */
+static void
+slurm_request(struct mf_jw *w, const struct mf_gpu *g, int64_t count,
+    int64_t nodes)
+{
+	const char *type = mf_cat_gres_type(g);
+	char req[96];
+
+	if (nodes <= 1 || count % nodes == 0) {
+		snprintf(req, sizeof(req), "%s:%lld",
+		    g->slurm.gres != NULL ? g->slurm.gres : "gpu",
+		    (long long)(count / (nodes > 1 ? nodes : 1)));
+		mf_jw_str_lit(w, "gres", req);
+	} else {
+		snprintf(req, sizeof(req), "%s%s%lld", type != NULL ? type : "",
+		    type != NULL ? ":" : "", (long long)count);
+		mf_jw_str_lit(w, "gpus", req);
+	}
+	if (nodes > 1)
+		mf_jw_int_lit(w, "nodes", nodes);
+}
+
+/*
  * A card's slurm mapping, absent when it has none.  With count > 0 it is
- * a placement's request: the gres with the GPUs a node appended (Slurm
- * reads --gres a node: "gpu:h100:2", "gpu:2" where the mapping names no
- * type), and the nodes when the placement spans more than one, its GPUs
- * spread evenly (a count that does not divide asks the next whole number
- * a node).
+ * a placement's request (slurm_request), else the mapping's gres.
  */
 static void
 slurm_map(struct mf_jw *w, const struct mf_gpu *g, int64_t count, int64_t nodes)
 {
 	const struct mf_slurm *s = &g->slurm;
-	int64_t per = nodes > 1 ? (count + nodes - 1) / nodes : count;
-	char gres[96];
 
 	if (!mf_cat_has_slurm(g))
 		return;
 	mf_jw_open_lit(w, "slurm", '{');
-	if (count > 0) {
-		snprintf(gres, sizeof(gres), "%s:%lld",
-		    s->gres ? s->gres : "gpu", (long long)per);
-		mf_jw_str_lit(w, "gres", gres);
-	} else if (s->gres != NULL) {
+	if (count > 0)
+		slurm_request(w, g, count, nodes);
+	else if (s->gres != NULL)
 		mf_jw_str_lit(w, "gres", s->gres);
-	}
-	if (nodes > 1)
-		mf_jw_int_lit(w, "nodes", nodes);
 	if (s->partition != NULL)
 		mf_jw_str_lit(w, "partition", s->partition);
 	if (s->constraint != NULL)

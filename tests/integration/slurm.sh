@@ -19,6 +19,10 @@
 #     MEMFLOOR_JOB) gets the gres type, count, partition and constraint
 #     memfloor chose, the floor and the job's fingerprint in its comment
 #     and the check in its AdminComment (scontrol show job);
+#   - a placement over two nodes asks for exactly its GPUs: the gres a
+#     node when its count divides by the nodes, else the job's GPUs
+#     (--gpus) on --nodes (a second node, never started, holds the other
+#     half of the cluster's H100s);
 #   - a job too big for every card is refused with the suggested fix on
 #     sbatch's stderr, and no job is made;
 #   - through a SLURM_CONF without CliFilterPlugins, job_submit.lua refuses
@@ -145,7 +149,8 @@ is "decision: the B200 alternative has its partition and constraint" \
 "$cli" admit "$tmp/floor.yaml" -o json >"$tmp/d.json" || true
 hasnt "decision: no slurm member anywhere on the shipped catalogue" "$tmp/d.json" '"slurm"'
 # H100s two a node, on up to two nodes: four of them are two nodes of two,
-# and Slurm reads --gres a node.
+# and Slurm reads --gres a node; three are two nodes too, and a gres a node
+# of two would hold four, so the request is the job's three (--gpus).
 awk '{ print } /^  - name: H100$/ { print "    gpusPerNode: 2"; print "    maxNodes: 2" }' \
     "$cat" | sed '/^  - name: H100$/,/^  - name:/ s/^    maxCount: 2$/    maxCount: 4/' \
     >"$tmp/nodes.yaml"
@@ -159,6 +164,11 @@ EOF2
 is "decision over two nodes: the gres a node and the nodes" \
     "$(jget "$tmp/d.json" placement.gpu placement.count placement.nodes placement.slurm | tr '\n' ' ')" \
     'H100 4 2 {"gres": "gpu:h100:2", "nodes": 2, "partition": "gpu"} '
+sed 's/floor-60-x4/floor-60-x3/; s/count: 4/count: 3/' "$tmp/floor4.yaml" >"$tmp/floor3.yaml"
+"$cli" admit "$tmp/floor3.yaml" -f "$tmp/nodes.yaml" -o json >"$tmp/d.json" || true
+is "decision over two nodes, a count they do not divide: the job's GPUs" \
+    "$(jget "$tmp/d.json" placement.gpu placement.count placement.nodes placement.slurm | tr '\n' ' ')" \
+    'H100 3 2 {"gpus": "h100:3", "nodes": 2, "partition": "gpu"} '
 
 # --- Slurm ---------------------------------------------------------------
 
@@ -214,14 +224,15 @@ mkdir -p "$D/state" "$D/spool" "$D/dev" "$D/bypass"
 host=$(hostname -s)
 ports=$(python3 -c '
 import socket
-s = [socket.socket() for _ in range(3)]
+s = [socket.socket() for _ in range(4)]
 for x in s: x.bind(("127.0.0.1", 0))
 print(" ".join(str(x.getsockname()[1]) for x in s))')
-# shellcheck disable=SC2086 # three port numbers
+# shellcheck disable=SC2086 # four port numbers
 set -- $ports
 ctld_port=$1
 slurmd_port=$2
 hang_port=$3
+n2_port=$4      # the second node's slurmd, which is never started
 head -c 1024 /dev/urandom >"$D/munge.key"
 chmod 600 "$D/munge.key"
 for i in 0 1 2 3 4; do
@@ -255,7 +266,8 @@ ReturnToService=2
 JobSubmitPlugins=lua
 CliFilterPlugins=lua
 NodeName=$host NodeAddr=127.0.0.1 $layout Gres=gpu:a4000:2,gpu:h100:2,gpu:b200:1 Features=hbm3e State=UNKNOWN
-PartitionName=gpu Nodes=$host Default=YES MaxTime=INFINITE State=UP
+NodeName=memfloor-n2 NodeAddr=127.0.0.1 Port=$n2_port $layout Gres=gpu:h100:2 State=UNKNOWN
+PartitionName=gpu Nodes=$host,memfloor-n2 Default=YES MaxTime=INFINITE State=UP
 PartitionName=big Nodes=$host MaxTime=INFINITE State=UP
 EOF2
 cat >"$D/gres.conf" <<EOF2
@@ -285,7 +297,7 @@ started="$! $started"
 slurmd -D >"$D/slurmd.out" 2>&1 &
 started="$! $started"
 i=0
-until sinfo -h -N -o '%T' 2>/dev/null | grep -Eq '^idle'; do
+until sinfo -h -N -n "$host" -o '%T' 2>/dev/null | grep -Eq '^idle'; do
 	[ $i -ge 150 ] && give_up "slurmctld and slurmd did not bring the node up within 15 s: $(sinfo -N 2>&1 | tail -n 3)"
 	sleep 0.1
 	i=$((i + 1))
@@ -328,15 +340,22 @@ function slurm.log_info() end
 function slurm.log_error() end
 function slurm.log_user() end
 dofile(arg[1])
-local o = { type = "sbatch", gres = "gpu:4",
+local o = { type = "sbatch", gres = arg[3],
 	comment = "memfloor:fingerprint=" .. arg[2] .. " memfloor:min-memory=60Gi" }
 local rc = slurm_cli_pre_submit(o, 0)
-print(rc, o.gres, o.nodes, o.partition, o.comment)
+print(rc, o.gres, o.gpus, o.nodes, o.partition, o.comment)
 LUA
 fp=$("$cli" fingerprint "$tmp/floor4.yaml" -f "$tmp/nodes.yaml" 2>/dev/null || true)
 is "cli_filter.lua, two nodes: --gres a node, --nodes, this job's fingerprint" \
-    "$(MEMFLOOR_URL=http://127.0.0.1:$nport lua5.1 "$tmp/cf.lua" slurm/cli_filter.lua "$old" 2>"$tmp/cf.err" | tr '\t' ' ')" \
-    "0 gpu:h100:2 2 gpu memfloor:min-memory=60Gi memfloor:fingerprint=$fp"
+    "$(MEMFLOOR_URL=http://127.0.0.1:$nport lua5.1 "$tmp/cf.lua" slurm/cli_filter.lua "$old" gpu:4 2>"$tmp/cf.err" | tr '\t' ' ')" \
+    "0 gpu:h100:2 nil 2 gpu memfloor:min-memory=60Gi memfloor:fingerprint=$fp"
+fp=$("$cli" fingerprint "$tmp/floor3.yaml" -f "$tmp/nodes.yaml" 2>/dev/null || true)
+is "cli_filter.lua, three GPUs on two nodes: --gpus, the user's GPU gres dropped, the rest kept" \
+    "$(MEMFLOOR_URL=http://127.0.0.1:$nport lua5.1 "$tmp/cf.lua" slurm/cli_filter.lua "$old" gpu:3,nvme:1 2>"$tmp/cf.err" | tr '\t' ' ')" \
+    "0 nvme:1 h100:3 2 gpu memfloor:min-memory=60Gi memfloor:fingerprint=$fp"
+is "cli_filter.lua, three GPUs on two nodes: a gres of GPUs only becomes none (Slurm refuses an empty one)" \
+    "$(MEMFLOOR_URL=http://127.0.0.1:$nport lua5.1 "$tmp/cf.lua" slurm/cli_filter.lua "$old" gpu:3 2>"$tmp/cf.err" | cut -f 2-4 | tr '\t' ' ')" \
+    "none h100:3 2"
 
 # sub NAME [ENV=V...] -- SBATCH-ARGS...: sbatch as nobody, held, from $D,
 # named NAME (sbatch's default name for an empty NAME),
@@ -400,6 +419,28 @@ is "environment floor: the floor is in the comment" "$(show Comment)" "memfloor:
 # The user's count is kept, other gres too; a manifest in MEMFLOOR_JOB.
 sub floor40 MEMFLOOR_MIN_MEMORY=40Gi -- --gres=gpu:2 plain.sh
 is "the user's GPU count is kept" "$(show TresPerNode)" "gres:gpu:h100:2"
+
+# Over two nodes, against the catalogue of H100s two a node: four GPUs are
+# the gres a node, two of them; three are --gpus=h100:3, so that Slurm
+# holds three, not the four of a gres a node of two.
+mlog_main=$mlog
+url=http://127.0.0.1:$nport
+mlog=$tmp/nodes.log
+sub nodes4 MEMFLOOR_MIN_MEMORY=60Gi -- --gres=gpu:4 plain.sh
+is "two nodes, four GPUs: sbatch exit status" "$rc" 0
+is "two nodes, four GPUs: the gres a node, two nodes" \
+    "$(show TresPerNode) $(show TresPerJob) $(show NumNodes)" "gres:gpu:h100:2  2-2"
+sub nodes3 MEMFLOOR_MIN_MEMORY=60Gi -- --gres=gpu:3 plain.sh
+is "two nodes, three GPUs: sbatch exit status" "$rc" 0
+has "two nodes, three GPUs: the decision line says --gpus" "$err" \
+    '^memfloor: nodes3: H100 x3, .*; gpus h100:3, nodes 2, partition gpu, need 60Gi$'
+is "two nodes, three GPUs: three for the job, none a node, two nodes" \
+    "$(show TresPerJob) $(show TresPerNode) $(show NumNodes)" "gres:gpu:h100:3  2-2"
+has "two nodes, three GPUs: AdminComment has job_submit.lua's check" \
+    "$(scontrol show job "$job" >"$tmp/job"; echo "$tmp/job")" \
+    'AdminComment=memfloor: min-memory=60Gi holds: gpu:h100:3 on H100 80G'
+url=http://127.0.0.1:$port
+mlog=$mlog_main
 sub manifest MEMFLOOR_JOB=floor40.yaml -- plain.sh
 is "MEMFLOOR_JOB: sbatch exit status" "$rc" 0
 is "MEMFLOOR_JOB: the manifest's floor places it" "$(show TresPerNode)" "gres:gpu:h100:1"

@@ -2057,6 +2057,72 @@ test_nodes_in_answer(void **state)
 }
 
 /*
+ * Slurm is asked for exactly the placement's GPUs.  Cards of two a node
+ * (80G, $2.00/h, throughput 1.0), one mapped to gres gpu:h100 in
+ * partition gpu, one mapped to a partition only.  A 40Gi floor on 4 GPUs
+ * is 2 nodes of 2: the gres a node, gpu:h100:2.  On 3 GPUs it is 2 nodes
+ * too, and 3 does not divide by 2: a gres a node of ceil(3 / 2) = 2 would
+ * hold 4 GPUs, so the request is the job's 3 (sbatch --gpus=h100:3) on 2
+ * nodes; "3" on the card whose mapping names no type.
+ */
+#define SLURM_NODE_CARD(name, map) \
+	GPU(name, "80G", "2.00", "1.0") \
+	"    gpusPerNode: 2\n    maxNodes: 4\n    slurm: " map "\n"
+#define CAT_SLURM_NODES \
+	CAT_HDR SLURM_NODE_CARD("typed", "{gres: gpu:h100, partition: gpu}") \
+	    SLURM_NODE_CARD("untyped", "{partition: big}")
+
+/* The decision of a 40Gi floor on count GPUs over CAT_SLURM_NODES, as
+ * JSON in b (mf_buf_free it). */
+static void
+slurm_decision(struct mf_buf *b, int count)
+{
+	struct mf_catalog *cat = cat_parse(CAT_SLURM_NODES);
+	struct mf_decision d;
+	struct mf_jw w;
+	struct fx f;
+	char spec[128];
+
+	snprintf(spec, sizeof(spec),
+	    FLOOR("40Gi") "      count: %d\n" HOURS(12), count);
+	job_load(&f, spec);
+	place(&f, cat, &d);
+	assert_int_equal(d.placement.count, count);
+	assert_int_equal(d.placement.nodes, 2);
+	mf_buf_init(b, 1u << 20);
+	mf_jw_init(&w, b);
+	mf_write_decision(&w, NULL, &f.job, &d, cat);
+	assert_int_equal(b->rc, MF_OK);
+	job_free(&f);
+	mf_cat_unref(cat);
+}
+
+static void
+test_nodes_slurm_exact(void **state)
+{
+	struct mf_buf b;
+
+	(void)state;
+	slurm_decision(&b, 4);
+	assert_non_null(strstr(b.data,
+	    "\"slurm\":{\"gres\":\"gpu:h100:2\",\"nodes\":2,"
+	    "\"partition\":\"gpu\"}"));
+	assert_non_null(strstr(b.data,
+	    "\"slurm\":{\"gres\":\"gpu:2\",\"nodes\":2,"
+	    "\"partition\":\"big\"}"));
+	mf_buf_free(&b);
+	slurm_decision(&b, 3);
+	assert_non_null(strstr(b.data,
+	    "\"slurm\":{\"gpus\":\"h100:3\",\"nodes\":2,"
+	    "\"partition\":\"gpu\"}"));
+	assert_non_null(strstr(b.data,
+	    "\"slurm\":{\"gpus\":\"3\",\"nodes\":2,"
+	    "\"partition\":\"big\"}"));
+	assert_null(strstr(b.data, "\"gres\""));
+	mf_buf_free(&b);
+}
+
+/*
  * maxNodes bounds the count.  Llama 8B AdamW, no checkpointing, FSDP over
  * N: 2 x ceil(16,060,522,496 / N) + ceil(96,363,134,976 / N) + the rest,
  * 18,253,611,008 + 2,101,346,304 + 872,448,000 = 21,227,405,312:
@@ -3108,6 +3174,7 @@ main(void)
 		cmocka_unit_test(test_many_options),
 		cmocka_unit_test(test_nodes_speed_and_cost),
 		cmocka_unit_test(test_nodes_in_answer),
+		cmocka_unit_test(test_nodes_slurm_exact),
 		cmocka_unit_test(test_nodes_max_nodes),
 		cmocka_unit_test(test_nodes_deadline_more_gpus),
 		cmocka_unit_test(test_nodes_deadline_no_faster),
