@@ -166,6 +166,34 @@ mf_vllm_defaults(struct mf_workload *w, int tier)
 }
 
 /*
+ * A max_num_batched_tokens left unset takes its default whatever
+ * max_num_seqs is given, and vLLM then refuses to start below it:
+ * vllm-project/vllm, vllm/engine/arg_utils.py,
+ * _set_default_max_num_seqs_and_batched_tokens_args, lowers only an unset
+ * max_num_seqs to the tokens (min(max_num_seqs, max_num_batched_tokens)),
+ * and vllm/config/scheduler.py, SchedulerConfig.verify_max_model_len,
+ * raises "max_num_batched_tokens (2048) must be greater than or equal to
+ * max_num_seqs (4096)"; the V0 engine's SchedulerConfig._verify_args
+ * (vllm/config.py, to 0.7.x) has the same check over its own defaults.
+ */
+int64_t
+mf_vllm_batched_tokens(const struct mf_workload *w, int tier)
+{
+	struct mf_workload d = *w;
+
+	mf_vllm_defaults(&d, tier);
+	return d.batched_tokens;
+}
+
+int
+mf_vllm_starts(const struct mf_workload *w, int tier)
+{
+	return w->kind != MF_INFERENCE || w->server != MF_SERVER_VLLM ||
+	    w->max_num_seqs == 0 ||
+	    mf_vllm_batched_tokens(w, tier) >= w->max_num_seqs;
+}
+
+/*
  * What vLLM finds outside PyTorch on a GPU (gpu_worker.py
  * determine_available_memory takes it from the KV cache's budget):
  * cuBLAS workspaces, and at tensor > 1 NCCL's and the custom

@@ -610,6 +610,15 @@ void mf_est_weights_quant(const struct mf_model *m, const struct mf_workload *w,
 #define MF_VLLM_TIERS 3
 int mf_vllm_tier(int64_t memory, int a100);
 void mf_vllm_defaults(struct mf_workload *w, int tier);
+/*
+ * The maxNumBatchedTokens vLLM runs w with on a card of tier: w's own,
+ * else its default there (mf_vllm_defaults).  vLLM refuses to start with
+ * fewer than w's max_num_seqs, and does not raise a default to meet them:
+ * mf_vllm_starts is 0 for such a w and tier, 1 otherwise (w no vllm
+ * job, or max_num_seqs left to its default).
+ */
+int64_t mf_vllm_batched_tokens(const struct mf_workload *w, int tier);
+int mf_vllm_starts(const struct mf_workload *w, int tier);
 
 /*
  * A vLLM release as a number (serverVersion, design 22): 0.7.3 is

@@ -564,7 +564,7 @@ static const struct mf_field workload_rows[W_COUNT] = {
 	    .text = "vLLM's default for the card: 1024 from 70 GiB but an A100, else 256; with a serverVersion before 0.8.0, 256",
 	    .when = { INFERENCE, VLLM }, .unit = "sequences",
 	    .title = "Max sequences",
-	    .doc = "vLLM's --max-num-seqs: the sequences of its profile run, apart from concurrency" },
+	    .doc = "vLLM's --max-num-seqs: the sequences of its profile run, apart from concurrency; at most maxNumBatchedTokens, the card's default where that is not given (a card whose default is fewer is not considered)" },
 	[W_SERVER_VERSION] = { .key = "serverVersion", .type = MF_FT_STRING,
 	    .base = MF_FB_NONE, .flags = MF_FF_HOOK, .form = &version_form,
 	    .max = 11, .text = "the current accounting",

@@ -250,27 +250,43 @@ check_request(const struct mf_job *job, const char *base,
 }
 
 /*
- * vLLM's batch of one step against its sequences, where the manifest
- * states both: vLLM refuses to start with fewer batched tokens than
- * sequences, one token each ("max_num_batched_tokens (16) must be greater
- * than or equal to max_num_seqs (256)": vllm/config/scheduler.py,
- * SchedulerConfig.verify_max_model_len).  One left to its default takes
- * the card's (mf_vllm_defaults).
+ * vLLM's batch of one step against its sequences: vLLM refuses to start
+ * with fewer batched tokens than sequences, one token each
+ * ("max_num_batched_tokens (16) must be greater than or equal to
+ * max_num_seqs (256)": vllm/config/scheduler.py,
+ * SchedulerConfig.verify_max_model_len).  Where the manifest states both,
+ * the error is at maxNumBatchedTokens.  Where it states maxNumSeqs alone,
+ * the tokens are vLLM's default for the card, which vLLM does not raise
+ * to meet them (mf_vllm_starts): above the default of every card it is
+ * at maxNumSeqs; above some cards' only, those cards are not considered
+ * (mf_place).
  */
 static enum mf_rc
 check_batch(const struct mf_job *job, const char *base,
     const struct mf_node *wl, struct mf_error *err)
 {
 	const struct mf_workload *w = &job->work;
-	char why[256];
+	int64_t most = 0;
+	char why[320];
 
-	if (w->batched_tokens == 0 || w->max_num_seqs == 0 ||
-	    w->batched_tokens >= w->max_num_seqs)
-		return MF_OK;
+	if (w->batched_tokens > 0 && w->max_num_seqs > 0 &&
+	    w->batched_tokens < w->max_num_seqs) {
+		snprintf(why, sizeof(why),
+		    "%lld tokens are fewer than maxNumSeqs %lld: vLLM refuses to start with fewer tokens a step than sequences",
+		    (long long)w->batched_tokens, (long long)w->max_num_seqs);
+		return refuse_at(base, wl, "maxNumBatchedTokens", why, err);
+	}
+	for (int t = 0; t < MF_VLLM_TIERS; t++) {
+		if (mf_vllm_starts(w, t))
+			return MF_OK;
+		if (mf_vllm_batched_tokens(w, t) > most)
+			most = mf_vllm_batched_tokens(w, t);
+	}
 	snprintf(why, sizeof(why),
-	    "%lld tokens are fewer than maxNumSeqs %lld: vLLM refuses to start with fewer tokens a step than sequences",
-	    (long long)w->batched_tokens, (long long)w->max_num_seqs);
-	return refuse_at(base, wl, "maxNumBatchedTokens", why, err);
+	    "%lld sequences are more than %lld, the most tokens a step vLLM takes by default for this job on any card (maxNumBatchedTokens), and vLLM refuses to start with fewer tokens a step than sequences: give maxNumBatchedTokens, at least %lld",
+	    (long long)w->max_num_seqs, (long long)most,
+	    (long long)w->max_num_seqs);
+	return refuse_at(base, wl, "maxNumSeqs", why, err);
 }
 
 /* Activation offloading and sharding where the estimate does not model

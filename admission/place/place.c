@@ -74,9 +74,27 @@ warn_no_fp8(const struct mf_job *job, const struct mf_catalog *cat,
 	char names[160];
 
 	if (!d->admitted ||
-	    mf_place_no_fp8(job, cat, names, sizeof(names)) == 0)
+	    mf_place_passed_over(job, cat, mf_place_runs_float8, names,
+	        sizeof(names)) == 0)
 		return;
 	warn(d, "float8 needs fp8 tensor cores: not considered %s", names);
+}
+
+/* maxNumSeqs without maxNumBatchedTokens: the cards passed over because
+ * vLLM's default tokens a step there are fewer (mf_place_starts_vllm),
+ * counted (their names would pass a warning's length). */
+static void
+warn_vllm_start(const struct mf_job *job, const struct mf_catalog *cat,
+    struct mf_decision *d)
+{
+	size_t n =
+	    mf_place_passed_over(job, cat, mf_place_starts_vllm, NULL, 0);
+
+	if (!d->admitted || n == 0)
+		return;
+	warn(d,
+	    "maxNumSeqs %lld: not considered %zu card%s where vLLM's default maxNumBatchedTokens is fewer, which vLLM refuses",
+	    (long long)job->work.max_num_seqs, n, n == 1 ? "" : "s");
 }
 
 /* The floor in effect: the user's, unless the derived need is above it. */
@@ -242,6 +260,7 @@ place(const struct mf_job *given, const struct mf_catalog *cat,
 	}
 	add_warnings(job, d);
 	warn_no_fp8(job, cat, d);
+	warn_vllm_start(job, cat, d);
 	fingerprint(given, d);
 	goto out;
 range:

@@ -289,18 +289,24 @@ int64_t mf_place_most(const struct search *s, const struct mf_gpu *g);
 int64_t mf_place_card_delta(const struct search *s, const struct mf_gpu *g,
     const struct plan *pl);
 /* *cd: card g as the search tries it; 0 when the job can take none of
- * it (too little memory, or float8 on a card without fp8 tensor
- * cores). */
+ * it (too little memory, float8 on a card without fp8 tensor cores, or
+ * a vLLM that would not start on it). */
 int
 mf_place_card(const struct search *s, const struct mf_gpu *g, struct card *cd);
 /* Whether g can run job's matmuls: 0 for a float8 job (design 22) on a
  * card whose catalogue entry gives no flops.fp8 (no fp8 tensor cores:
  * torch._scaled_mm runs on none), 1 otherwise. */
 int mf_place_runs_float8(const struct mf_job *job, const struct mf_gpu *g);
+/* Whether vLLM starts job's server on g: 0 where the job gives
+ * maxNumSeqs and not maxNumBatchedTokens, and vLLM's default tokens on
+ * g are fewer than its sequences (mf_vllm_starts), 1 otherwise. */
+int mf_place_starts_vllm(const struct mf_job *job, const struct mf_gpu *g);
 /* "A, B, C" (at most size bytes): the catalogue's cards job cannot run on
- * for float8 (mf_place_runs_float8); how many. */
-size_t mf_place_no_fp8(const struct mf_job *job, const struct mf_catalog *cat,
-    char *names, size_t size);
+ * by runs (mf_place_runs_float8, mf_place_starts_vllm); how many. */
+size_t
+mf_place_passed_over(const struct mf_job *job, const struct mf_catalog *cat,
+    int (*runs)(const struct mf_job *, const struct mf_gpu *), char *names,
+    size_t size);
 /* The most GPUs pl may run on of cd's card: a multiple of its step. */
 int64_t mf_place_plan_hi(const struct plan *pl, const struct card *cd);
 /* Tokens a sequence may hold: v, no more than the model takes. */

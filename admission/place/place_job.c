@@ -41,6 +41,12 @@ mf_place_card_tier(const struct mf_gpu *g)
 	    a100);
 }
 
+int
+mf_place_starts_vllm(const struct mf_job *job, const struct mf_gpu *g)
+{
+	return mf_vllm_starts(&job->work, mf_place_card_tier(g));
+}
+
 /* " (max_position_embeddings)" and so on: where m's limit comes from. */
 static void
 context_source(const struct mf_model *m, char *buf, size_t size)

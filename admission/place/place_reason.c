@@ -18,6 +18,7 @@ largest_card(const struct search *s)
 
 		if (mf_place_most(s, g) >= s->job->count &&
 		    mf_place_runs_float8(s->job, g) &&
+		    mf_place_starts_vllm(s->job, g) &&
 		    (best == NULL || g->memory > best->memory))
 			best = g;
 	}
@@ -97,9 +98,19 @@ mf_place_explain(const struct search *s, struct mf_decision *d)
 	}
 	if (big == NULL && job->work.kind == MF_TRAINING &&
 	    job->work.float8 != MF_F8_NONE &&
-	    mf_place_no_fp8(job, s->cat, q, 0) == s->cat->ngpus) {
+	    mf_place_passed_over(job, s->cat, mf_place_runs_float8, q, 0) ==
+	        s->cat->ngpus) {
 		snprintf(d->reason, sizeof(d->reason),
 		    "float8 needs fp8 tensor cores, and no card in the catalogue gives flops.fp8");
+		return;
+	}
+	if (big == NULL &&
+	    mf_place_passed_over(job, s->cat, mf_place_starts_vllm, q, 0) ==
+	        s->cat->ngpus) {
+		snprintf(d->reason, sizeof(d->reason),
+		    "maxNumSeqs %lld is more than vLLM's default maxNumBatchedTokens on every card in the catalogue, and vLLM refuses to start with fewer tokens a step than sequences: give maxNumBatchedTokens, at least %lld",
+		    (long long)job->work.max_num_seqs,
+		    (long long)job->work.max_num_seqs);
 		return;
 	}
 	if (big == NULL) {

@@ -144,7 +144,7 @@ mf_place_card(const struct search *s, const struct mf_gpu *g, struct card *cd)
 	cd->unit = g->hourly_price / cd->speed;
 	mf_place_obs_card(s, cd);
 	return g->memory >= s->job->min_memory && cd->most > 0 &&
-	    mf_place_runs_float8(s->job, g);
+	    mf_place_runs_float8(s->job, g) && mf_place_starts_vllm(s->job, g);
 }
 
 int
@@ -155,8 +155,9 @@ mf_place_runs_float8(const struct mf_job *job, const struct mf_gpu *g)
 }
 
 size_t
-mf_place_no_fp8(const struct mf_job *job, const struct mf_catalog *cat,
-    char *names, size_t size)
+mf_place_passed_over(const struct mf_job *job, const struct mf_catalog *cat,
+    int (*runs)(const struct mf_job *, const struct mf_gpu *), char *names,
+    size_t size)
 {
 	size_t n = 0, at = 0;
 	int k;
@@ -164,7 +165,7 @@ mf_place_no_fp8(const struct mf_job *job, const struct mf_catalog *cat,
 	if (size > 0)
 		names[0] = '\0';
 	for (size_t i = 0; i < cat->ngpus; i++) {
-		if (mf_place_runs_float8(job, &cat->gpus[i]))
+		if (runs(job, &cat->gpus[i]))
 			continue;
 		if (at < size) {
 			k = snprintf(names + at, size - at, "%s%s",

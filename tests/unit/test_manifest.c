@@ -1044,6 +1044,42 @@ test_err_batched_under_seqs(void **state)
 }
 
 /*
+ * maxNumSeqs alone, above vLLM's default maxNumBatchedTokens on every
+ * card: vLLM does not raise the default to the sequences and refuses to
+ * start (vllm/config/scheduler.py).  The most a card defaults to is
+ * 16384 (from 160 GiB, vllm/engine/arg_utils.py get_batch_defaults); the
+ * V0 engine (before 0.8.0) takes max(contextLength, 2048) on every card,
+ * max(4096, 2048) = 4096 here.  Above some cards' default only, the
+ * placement passes those cards over (test_place.c).
+ */
+static void
+test_err_seqs_over_default_tokens(void **state)
+{
+	struct mf_doc *doc = NULL;
+	struct mf_job job;
+
+	(void)state;
+	expect_err_at(MSPEC INF "    server: vllm\n    maxNumSeqs: 16385\n",
+	    "spec.workload.maxNumSeqs", 12, 17,
+	    "16385 sequences are more than 16384, the most tokens a step vLLM takes by default for this job on any card (maxNumBatchedTokens), and vLLM refuses to start with fewer tokens a step than sequences: give maxNumBatchedTokens, at least 16385");
+	read_ok(MSPEC INF "    server: vllm\n    maxNumSeqs: 16384\n", &doc,
+	    &job);
+	mf_doc_free(doc);
+	expect_err_at(MSPEC INF "    server: vllm\n    serverVersion: 0.7.3\n"
+	                        "    maxNumSeqs: 4097\n",
+	    "spec.workload.maxNumSeqs", 13, 17,
+	    "4097 sequences are more than 4096,");
+	read_ok(MSPEC INF "    server: vllm\n    serverVersion: 0.7.3\n"
+	                  "    maxNumSeqs: 4096\n",
+	    &doc, &job);
+	mf_doc_free(doc);
+	read_ok(MSPEC INF "    server: vllm\n    maxNumBatchedTokens: 32768\n"
+	                  "    maxNumSeqs: 32768\n",
+	    &doc, &job);
+	mf_doc_free(doc);
+}
+
+/*
  * A field that applies only with a value its condition's row holds by a
  * default without a name (weightsDtype's) says that default in the row's
  * words, at the field's key.
@@ -2321,6 +2357,7 @@ main(void)
 		cmocka_unit_test(test_err_serving),
 		cmocka_unit_test(test_err_request_past_context),
 		cmocka_unit_test(test_err_batched_under_seqs),
+		cmocka_unit_test(test_err_seqs_over_default_tokens),
 		cmocka_unit_test(test_err_no_effect_unnamed_default),
 		cmocka_unit_test(test_err_count_not_replicas),
 		cmocka_unit_test(test_err_unknown_fields),

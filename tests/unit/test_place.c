@@ -935,6 +935,54 @@ test_place_vllm_card_defaults(void **state)
 }
 
 /*
+ * vLLM refuses to start with fewer batched tokens than sequences, and an
+ * unset maxNumBatchedTokens is the card's default whatever maxNumSeqs is
+ * (vllm/engine/arg_utils.py: 2048 tokens below 70 GiB, 8192 from it;
+ * vllm/config/scheduler.py's check).  maxNumSeqs 4096 alone: SMALL
+ * (48G, 2048 tokens) is passed over, said in a warning, and BIG (80Gi,
+ * 8192) places it, though SMALL costs less; 2048 sequences start on
+ * SMALL.  On a catalogue of SMALL alone, 4096 is rejected.
+ */
+static void
+test_place_vllm_seqs_over_default_tokens(void **state)
+{
+	struct mf_catalog *cat = cat_parse(CAT_HDR GPU("SMALL", "48G", "0.50",
+	    "0.5") GPU("BIG", "80Gi", "2.00", "1.0"));
+	struct mf_decision d;
+	struct fx f;
+
+#define SEQS(n) \
+	LLAMA "  workload:\n    kind: inference\n    server: vllm\n" \
+	      "    concurrency: 1\n    contextLength: 1024\n" \
+	      "    maxNumSeqs: " n "\n"
+	(void)state;
+	job_load(&f, SEQS("4096"));
+	place(&f, cat, &d);
+	assert_true(d.admitted);
+	assert_string_equal(d.placement.gpu->name, "BIG");
+	assert_int_equal(d.nalt, 0);
+	assert_int_equal(d.nwarn, 1);
+	assert_string_equal(d.warnings[0],
+	    "maxNumSeqs 4096: not considered 1 card where vLLM's default maxNumBatchedTokens is fewer, which vLLM refuses");
+	job_free(&f);
+	job_load(&f, SEQS("2048"));
+	place(&f, cat, &d);
+	assert_string_equal(d.placement.gpu->name, "SMALL");
+	assert_int_equal(d.nwarn, 0);
+	job_free(&f);
+	mf_cat_unref(cat);
+	cat = cat_parse(CAT_HDR GPU("SMALL", "48G", "0.50", "0.5"));
+	job_load(&f, SEQS("4096"));
+	place(&f, cat, &d);
+	assert_false(d.admitted);
+	assert_string_equal(d.reason,
+	    "maxNumSeqs 4096 is more than vLLM's default maxNumBatchedTokens on every card in the catalogue, and vLLM refuses to start with fewer tokens a step than sequences: give maxNumBatchedTokens, at least 4096");
+#undef SEQS
+	job_free(&f);
+	mf_cat_unref(cat);
+}
+
+/*
  * An inference job has no training fix but its own (design 14), in order:
  * kvfp8, int8, int4, tensor, context, concurrency.  Llama 3.1 8B, 32
  * sequences of 8,192 tokens on one L40S (48G, 43.2e9 usable):
@@ -3157,6 +3205,7 @@ main(void)
 		cmocka_unit_test(
 		    test_model_inference_context_fix_holds_request),
 		cmocka_unit_test(test_place_vllm_card_defaults),
+		cmocka_unit_test(test_place_vllm_seqs_over_default_tokens),
 		cmocka_unit_test(test_context_limit),
 		cmocka_unit_test(test_chunked_softcap),
 		cmocka_unit_test(test_context_capped),
