@@ -1178,6 +1178,13 @@ test_review_memory_affinity_created(void **state)
 #define REQ NODE_AFFINITY REQ_KEY "/nodeSelectorTerms"
 #define PREFERRED NODE_AFFINITY PREF_KEY
 
+/* The cards the sidecar Job is placed on by memory, cheapest first
+ * (test_review_memory_terms_merged says why). */
+static const char *const sidecar_cards[] = { "NVIDIA-B200",
+	"NVIDIA-RTX-PRO-6000-Blackwell-Server-Edition", "NVIDIA-L40S",
+	"NVIDIA-H100-80GB-HBM3", "NVIDIA-RTX-A6000", "NVIDIA-H200",
+	"NVIDIA-A100-SXM4-40GB", "NVIDIA-A100-SXM4-80GB" };
+
 /*
  * The sidecar example: 40Gi = 40,960 MiB, "Gt 40959", ANDed into both of
  * the Job's required terms.  Cards of at least 40Gi (42.9 GB), cheapest
@@ -1191,10 +1198,6 @@ test_review_memory_affinity_created(void **state)
 static void
 test_review_memory_terms_merged(void **state)
 {
-	static const char *const products[] = { "NVIDIA-B200",
-		"NVIDIA-RTX-PRO-6000-Blackwell-Server-Edition", "NVIDIA-L40S",
-		"NVIDIA-H100-80GB-HBM3", "NVIDIA-RTX-A6000", "NVIDIA-H200",
-		"NVIDIA-A100-SXM4-40GB", "NVIDIA-A100-SXM4-80GB" };
 	json_t *rv = load(SIDECAR), *a, *patch, *pref;
 	struct mf_answer ans;
 
@@ -1209,7 +1212,7 @@ test_review_memory_terms_merged(void **state)
 	assert_int_equal(json_array_size(pref), 8);
 	for (size_t i = 0; i < 8; i++)
 		expect_pref(json_array_get(pref, i), 100 - 10 * (int)i,
-		    products[i]);
+		    sidecar_cards[i]);
 	assert_int_equal(ops_under(patch, TPL "/nodeSelector"), 0);
 	assert_int_equal(ops_under(patch, TPL "/initContainers"), 0);
 	assert_int_equal(ops_under(patch, TPL "/containers/0/"), 0);
@@ -1221,7 +1224,7 @@ test_review_memory_terms_merged(void **state)
 	/* What it added, in annotations the template gets: the expression
 	 * and the eight terms. */
 	expect_record(patch, "/spec/template/metadata/annotations",
-	    record(mem_expr("40959"), products, 8));
+	    record(mem_expr("40959"), sidecar_cards, 8));
 	/* 2 terms, preferred, limits, requests, 3 annotations, label, record */
 	assert_int_equal(json_array_size(patch), 10);
 	assert_null(json_object_get(response(a), "warnings"));
@@ -1250,6 +1253,23 @@ node_affinity(json_t *rv)
 {
 	return json_object_get(json_object_get(pod_spec(rv), "affinity"),
 	    "nodeAffinity");
+}
+
+/* The sidecar Job as memfloor patched it at a floor: gt's expression ANDed
+ * into each of its required terms, which are returned. */
+static json_t *
+floor_in_every_term(json_t *rv, const char *gt)
+{
+	json_t *terms =
+	    json_object_get(json_object_get(node_affinity(rv), REQ_KEY),
+	        "nodeSelectorTerms");
+	json_t *t;
+	size_t i;
+
+	json_array_foreach (terms, i, t)
+		json_array_append_new(json_object_get(t, "matchExpressions"),
+		    mem_expr(gt));
+	return terms;
 }
 
 /* Every shape of affinity a pod may already have. */
@@ -1327,23 +1347,15 @@ test_review_memory_shapes(void **state)
 static void
 test_review_memory_patched_again(void **state)
 {
-	static const char *const products[] = { "NVIDIA-B200",
-		"NVIDIA-RTX-PRO-6000-Blackwell-Server-Edition", "NVIDIA-L40S",
-		"NVIDIA-H100-80GB-HBM3", "NVIDIA-RTX-A6000", "NVIDIA-H200",
-		"NVIDIA-A100-SXM4-40GB", "NVIDIA-A100-SXM4-80GB" };
 	json_t *rv = load(SIDECAR), *patch, *terms, *t, *pref;
 	size_t i, k;
 
 	(void)state;
-	terms = json_object_get(json_object_get(node_affinity(rv), REQ_KEY),
-	    "nodeSelectorTerms");
-	json_array_foreach (terms, i, t)
-		json_array_append_new(json_object_get(t, "matchExpressions"),
-		    mem_expr("40959"));
+	terms = floor_in_every_term(rv, "40959");
 	pref = json_array();
 	for (i = 0; i < 8; i++)
 		json_array_append_new(pref,
-		    pref_term(100 - 10 * (int)i, products[i]));
+		    pref_term(100 - 10 * (int)i, sidecar_cards[i]));
 	json_object_set_new(node_affinity(rv), PREF_KEY, pref);
 	patch = memory_patch(rv);
 	assert_int_equal(ops_under(patch, NODE_AFFINITY), 0);
@@ -1368,7 +1380,7 @@ test_review_memory_patched_again(void **state)
 		if (strcmp(json_string_value(json_object_get(t, "path")),
 		        PREFERRED "/-") == 0) {
 			expect_pref(json_object_get(t, "value"),
-			    100 - 10 * (int)k, products[k]);
+			    100 - 10 * (int)k, sidecar_cards[k]);
 			k++;
 		}
 	assert_int_equal(k, 8);
@@ -1404,10 +1416,6 @@ template_meta(json_t *rv)
 static void
 test_review_memory_own_replaced(void **state)
 {
-	static const char *const products[] = { "NVIDIA-B200",
-		"NVIDIA-RTX-PRO-6000-Blackwell-Server-Edition", "NVIDIA-L40S",
-		"NVIDIA-H100-80GB-HBM3", "NVIDIA-RTX-A6000", "NVIDIA-H200",
-		"NVIDIA-A100-SXM4-40GB", "NVIDIA-A100-SXM4-80GB" };
 	static const char *const at88[] = { "NVIDIA-B200",
 		"NVIDIA-RTX-PRO-6000-Blackwell-Server-Edition", "NVIDIA-H200" };
 	json_t *rv = load(SIDECAR), *patch, *terms, *t, *pref, *own, *rec;
@@ -1415,11 +1423,7 @@ test_review_memory_own_replaced(void **state)
 	size_t i;
 
 	(void)state;
-	terms = json_object_get(json_object_get(node_affinity(rv), REQ_KEY),
-	    "nodeSelectorTerms");
-	json_array_foreach (terms, i, t)
-		json_array_append_new(json_object_get(t, "matchExpressions"),
-		    mem_expr("40959"));
+	terms = floor_in_every_term(rv, "40959");
 	json_array_append_new(json_object_get(json_array_get(terms, 0),
 	                          "matchExpressions"),
 	    mem_expr("1000"));
@@ -1429,9 +1433,9 @@ test_review_memory_own_replaced(void **state)
 	pref = json_pack("[O]", own);
 	for (i = 0; i < 8; i++)
 		json_array_append_new(pref,
-		    pref_term(100 - 10 * (int)i, products[i]));
+		    pref_term(100 - 10 * (int)i, sidecar_cards[i]));
 	json_object_set_new(node_affinity(rv), PREF_KEY, pref);
-	rec = record(mem_expr("40959"), products, 8);
+	rec = record(mem_expr("40959"), sidecar_cards, 8);
 	text = json_dumps(rec, JSON_COMPACT);
 	json_object_set_new(template_meta(rv), "annotations",
 	    json_pack("{s:s}", ANN_AFFINITY, text));
@@ -1443,7 +1447,7 @@ test_review_memory_own_replaced(void **state)
 	assert_int_equal(ops_under(patch, NODE_AFFINITY), 0);
 	expect_record(patch,
 	    "/spec/template/metadata/annotations/" ANN_AFFINITY_PTR,
-	    record(mem_expr("40959"), products, 8));
+	    record(mem_expr("40959"), sidecar_cards, 8));
 	json_decref(patch);
 
 	annotate(rv, "memfloor.dev/spec",
