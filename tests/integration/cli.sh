@@ -626,12 +626,13 @@ else
 fi
 
 # Request lines wait in a buffer (daemon/log.c): each is written within
-# about 100 ms, and SIGTERM writes out the ones still waiting.
+# about 100 ms, and SIGTERM writes out the ones still waiting.  Waited on
+# for up to 5 s, so that a loaded machine's scheduling is not the test.
 curl -s -o /dev/null "$url/log-probe" || true
-if wait_log "$tmp/daemon.log" 'path="/log-probe" status=404' 1 10; then
-	pass "a request line is logged within a second"
+if wait_log "$tmp/daemon.log" 'path="/log-probe" status=404' 1 50; then
+	pass "a request line is logged while the daemon runs"
 else
-	fail "no request line within a second: $(tail -n 3 "$tmp/daemon.log")"
+	fail "no request line within 5 s: $(tail -n 3 "$tmp/daemon.log")"
 fi
 nreq=50
 urls=""
