@@ -186,10 +186,16 @@ mf_vllm_batched_tokens(const struct mf_workload *w, int tier)
 }
 
 int
+mf_vllm_seqs_given(const struct mf_workload *w)
+{
+	return w->kind == MF_INFERENCE && w->server == MF_SERVER_VLLM &&
+	    w->max_num_seqs > 0;
+}
+
+int
 mf_vllm_starts(const struct mf_workload *w, int tier)
 {
-	return w->kind != MF_INFERENCE || w->server != MF_SERVER_VLLM ||
-	    w->max_num_seqs == 0 ||
+	return !mf_vllm_seqs_given(w) ||
 	    mf_vllm_batched_tokens(w, tier) >= w->max_num_seqs;
 }
 

@@ -619,6 +619,10 @@ void mf_vllm_defaults(struct mf_workload *w, int tier);
  */
 int64_t mf_vllm_batched_tokens(const struct mf_workload *w, int tier);
 int mf_vllm_starts(const struct mf_workload *w, int tier);
+/* Whether w is a vLLM job that gives max_num_seqs: the one whose start
+ * may depend on the card's tier (else mf_vllm_starts is 1 on every
+ * tier). */
+int mf_vllm_seqs_given(const struct mf_workload *w);
 
 /*
  * A vLLM release as a number (serverVersion, design 22): 0.7.3 is

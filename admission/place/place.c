@@ -87,10 +87,12 @@ static void
 warn_vllm_start(const struct mf_job *job, const struct mf_catalog *cat,
     struct mf_decision *d)
 {
-	size_t n =
-	    mf_place_passed_over(job, cat, mf_place_starts_vllm, NULL, 0);
+	size_t n;
 
-	if (!d->admitted || n == 0)
+	if (!d->admitted || !mf_vllm_seqs_given(&job->work))
+		return;
+	n = mf_place_passed_over(job, cat, mf_place_starts_vllm, NULL, 0);
+	if (n == 0)
 		return;
 	warn(d,
 	    "maxNumSeqs %lld: not considered %zu card%s where vLLM's default maxNumBatchedTokens is fewer, which vLLM refuses",

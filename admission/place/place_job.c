@@ -44,7 +44,10 @@ mf_place_card_tier(const struct mf_gpu *g)
 int
 mf_place_starts_vllm(const struct mf_job *job, const struct mf_gpu *g)
 {
-	return mf_vllm_starts(&job->work, mf_place_card_tier(g));
+	/* A card's tier only for the jobs whose start it may decide: it is
+	 * asked of every card a search tries. */
+	return !mf_vllm_seqs_given(&job->work) ||
+	    mf_vllm_starts(&job->work, mf_place_card_tier(g));
 }
 
 /* " (max_position_embeddings)" and so on: where m's limit comes from. */
