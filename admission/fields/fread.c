@@ -542,41 +542,45 @@ value_in(void *const *dst, const struct mf_field *f)
 }
 
 static int
-value_of(const struct mf_fread *r, const struct mf_field *f)
-{
-	return value_in(r->dst, f);
-}
-
-static int
-holds_in(void *const *dst, const struct mf_fwhen *w)
+holds(void *const *dst, const struct mf_fwhen *w)
 {
 	int v = value_in(dst, w->field);
 
 	return v >= 0 && v < 32 && (w->values >> v & 1u);
 }
 
-static int
-holds(const struct mf_fread *r, const struct mf_fwhen *w)
+/*
+ * f's first condition that dst's values do not meet: one of f's own, or
+ * its value's (MF_FF_VALUE_WHEN; *name is then the value's name, else
+ * NULL); NULL when f applies.
+ */
+static const struct mf_fwhen *
+unmet(const struct mf_field *f, void *const *dst, const char **name)
 {
-	return holds_in(r->dst, w);
+	int v;
+
+	*name = NULL;
+	for (int k = 0; k < MF_FWHEN_MAX && f->when[k].field != NULL; k++)
+		if (!holds(dst, &f->when[k]))
+			return &f->when[k];
+	if (!(f->flags & MF_FF_VALUE_WHEN))
+		return NULL;
+	v = value_in(dst, f);
+	for (const struct mf_fname *e = f->names; e->name != NULL; e++)
+		if (e->value == v && e->when.field != NULL &&
+		    !holds(dst, &e->when)) {
+			*name = e->name;
+			return &e->when;
+		}
+	return NULL;
 }
 
 int
 mf_fields_applies(const struct mf_field *f, void *const *dst)
 {
-	int v;
+	const char *name;
 
-	for (int k = 0; k < MF_FWHEN_MAX && f->when[k].field != NULL; k++)
-		if (!holds_in(dst, &f->when[k]))
-			return 0;
-	if (!(f->flags & MF_FF_VALUE_WHEN))
-		return 1;
-	v = value_in(dst, f);
-	for (const struct mf_fname *e = f->names; e->name != NULL; e++)
-		if (e->value == v && e->when.field != NULL &&
-		    !holds_in(dst, &e->when))
-			return 0;
-	return 1;
+	return unmet(f, dst, &name) == NULL;
 }
 
 /* What the condition's row c holds, v, in words into buf: its name, or
@@ -606,7 +610,7 @@ no_effect(struct mf_fread *r, const struct mf_node *n, const char *path,
 	const struct mf_field *c = w->field;
 	char need[LISTMAX], have[LISTMAX];
 	size_t used = 0;
-	int v = value_of(r, c), k = 0;
+	int v = value_in(r->dst, c), k = 0;
 
 	need[0] = '\0';
 	for (int i = 0; i < 32 && used < sizeof(need); i++)
@@ -628,19 +632,10 @@ static enum mf_rc
 check_when(struct mf_fread *r, const struct mf_field *f,
     const struct mf_node *n, const char *path)
 {
-	int v;
+	const char *name;
+	const struct mf_fwhen *w = unmet(f, r->dst, &name);
 
-	for (int k = 0; k < MF_FWHEN_MAX && f->when[k].field != NULL; k++)
-		if (!holds(r, &f->when[k]))
-			return no_effect(r, n, path, &f->when[k], NULL);
-	if (!(f->flags & MF_FF_VALUE_WHEN))
-		return MF_OK;
-	v = value_of(r, f);
-	for (const struct mf_fname *e = f->names; e->name != NULL; e++)
-		if (e->value == v && e->when.field != NULL &&
-		    !holds(r, &e->when))
-			return no_effect(r, n, path, &e->when, e->name);
-	return MF_OK;
+	return w == NULL ? MF_OK : no_effect(r, n, path, w, name);
 }
 
 /* --- objects ------------------------------------------------------------- */
