@@ -207,7 +207,7 @@ jname(struct mf_jparse *j, struct mf_jobj *o, const char *at, const char *s,
 	size_t nk = j->nkeys - o->base;
 
 	if (nk < MF_JSON_LINEAR_KEYS && mf_json_has_key(j, o, nk, s, len)) {
-		mf_json_fail(j, at, "duplicate object key");
+		mf_json_duplicate(j, at, &(struct mf_jkey){ s, len });
 		return -1;
 	}
 	if (nk >= j->max_keys) {
@@ -321,6 +321,7 @@ jcollection(struct mf_jparse *j, int depth, const struct mf_doc_keep *keep,
 	int map = *j->p == '{';
 	char close = map ? '}' : ']';
 	const char *start = j->p;
+	const struct mf_jkey *twice;
 	struct mf_node *n = NULL, *tail = NULL;
 	struct mf_jobj o = { j->nkeys, 0, 0 };
 
@@ -357,8 +358,8 @@ jcollection(struct mf_jparse *j, int depth, const struct mf_doc_keep *keep,
 	}
 	j->p++;
 	if (map && j->nkeys - o.base > MF_JSON_LINEAR_KEYS &&
-	    !mf_json_unique_keys(j, o.base)) {
-		mf_json_fail(j, start, "duplicate object key");
+	    (twice = mf_json_repeated_key(j, o.base)) != NULL) {
+		mf_json_duplicate(j, start, twice);
 		return -1;
 	}
 	j->nkeys = o.base;

@@ -11,22 +11,102 @@
 #define JSON_TOO_BIG \
 	"document nested deeper than 64 levels or holding too many values"
 
-enum mf_rc
-mf_json_fail(struct mf_jparse *j, const char *at, const char *what)
+/* The line of the byte at in j's input; *column its column. */
+static int
+position(const struct mf_jparse *j, const char *at, int *column)
 {
-	int line = 1, column = 1;
+	int line = 1;
 
+	*column = 1;
 	for (const char *q = j->start; q < at && q < j->end; q++) {
 		if (*q == '\n') {
 			line++;
-			column = 1;
+			*column = 1;
 		} else {
-			column++;
+			(*column)++;
 		}
 	}
+	return line;
+}
+
+enum mf_rc
+mf_json_fail(struct mf_jparse *j, const char *at, const char *what)
+{
+	int line, column;
+
+	line = position(j, at, &column);
 	j->rc = MF_EINVAL;
 	return mf_error_set(j->err, MF_EINVAL, NULL, line, column,
 	    "not valid JSON: %s", what);
+}
+
+/* An open collection, as json_path reads the input again. */
+struct open {
+	char brace;        /* '{' or '[' */
+	int value;         /* an object's: at a member's value, not its name */
+	const char *name;  /* an object's member at hand, as the input has it */
+	size_t len, index; /* the name's length; an array's element at hand */
+};
+
+/*
+ * The path, into buf, of the value or member name at at, after the valid
+ * JSON from s: each open object's member at hand, each open array's
+ * element.  Read again only for an error: the reader keeps no path.
+ */
+static void
+json_path(const char *s, const char *at, char *buf, size_t size)
+{
+	struct open o[MF_DOC_MAX_DEPTH + 1], *top = NULL;
+	int depth = 0;
+
+	for (const char *p = s; p < at; p++) {
+		top = depth > 0 && depth <= MF_DOC_MAX_DEPTH + 1 ?
+		    &o[depth - 1] :
+		    NULL;
+		if (*p == '{' || *p == '[') {
+			if (depth <= MF_DOC_MAX_DEPTH)
+				o[depth] =
+				    (struct open){ *p, *p == '[', NULL, 0, 0 };
+			depth++;
+		} else if (*p == '}' || *p == ']') {
+			depth--;
+		} else if (*p == ',' && top != NULL) {
+			top->value = top->brace == '[';
+			top->index++;
+		} else if (*p == ':' && top != NULL) {
+			top->value = 1;
+		} else if (*p == '"') {
+			const char *q = p + 1;
+
+			while (q < at && *q != '"')
+				q += *q == '\\' ? 2 : 1;
+			if (top != NULL && !top->value) {
+				top->name = p + 1;
+				top->len = (size_t)(q - p - 1);
+			}
+			p = q;
+		}
+	}
+	buf[0] = '\0';
+	for (int i = 0; i < depth && i <= MF_DOC_MAX_DEPTH; i++) {
+		if (o[i].brace == '[')
+			mf_doc_path_index(buf, size, o[i].index);
+		else if (o[i].value)
+			mf_doc_path_key(buf, size, o[i].name, o[i].len);
+	}
+}
+
+enum mf_rc
+mf_json_duplicate(struct mf_jparse *j, const char *at, const struct mf_jkey *k)
+{
+	char path[sizeof(j->err->field)];
+	int line, column;
+
+	json_path(j->start, at, path, sizeof(path));
+	line = position(j, at, &column);
+	j->rc = MF_EINVAL;
+	return mf_doc_duplicate(j->err, path, sizeof(path), k->s, k->len, line,
+	    column);
 }
 
 enum mf_rc
@@ -197,8 +277,8 @@ mf_json_grow_keys(struct mf_jparse *j)
 	return 0;
 }
 
-int
-mf_json_unique_keys(struct mf_jparse *j, size_t base)
+const struct mf_jkey *
+mf_json_repeated_key(struct mf_jparse *j, size_t base)
 {
 	struct mf_jkey *k = j->keys + base;
 	size_t n = j->nkeys - base;
@@ -206,6 +286,6 @@ mf_json_unique_keys(struct mf_jparse *j, size_t base)
 	qsort(k, n, sizeof(*k), by_key);
 	for (size_t i = 1; i < n; i++)
 		if (mf_json_same_key(&k[i - 1], k[i].s, k[i].len))
-			return 0;
-	return 1;
+			return &k[i];
+	return NULL;
 }

@@ -96,10 +96,16 @@ mf_json_push_key(struct mf_jparse *j, const char *s, size_t len)
 	return 0;
 }
 
-/* Whether the names from keys[base] on are unique: sorted, O(n log n),
- * for objects too large to check name by name.  Their order on the stack
- * is lost. */
-int mf_json_unique_keys(struct mf_jparse *j, size_t base);
+/* A name from keys[base] on that another there repeats, or NULL: sorted,
+ * O(n log n), for objects too large to check name by name.  Their order
+ * on the stack is lost. */
+const struct mf_jkey *mf_json_repeated_key(struct mf_jparse *j, size_t base);
+
+/* The error "duplicate key", named by the path of the member k: at is its
+ * name in the input, or the start of the object that has it twice.
+ * Returns MF_EINVAL. */
+enum mf_rc
+mf_json_duplicate(struct mf_jparse *j, const char *at, const struct mf_jkey *k);
 
 /* The error "not valid JSON: WHAT" at the byte at, into j and its err;
  * returns MF_EINVAL. */

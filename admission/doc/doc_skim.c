@@ -248,7 +248,7 @@ mf_json_skim(struct mf_jparse *j, int depth)
 			level--;
 			if (close[level] == '}' &&
 			    j->nkeys - obj[level].base > MF_JSON_LINEAR_KEYS &&
-			    !mf_json_unique_keys(j, obj[level].base))
+			    mf_json_repeated_key(j, obj[level].base) != NULL)
 				goto fail;
 			j->nkeys = obj[level].base;
 		}

@@ -1,6 +1,8 @@
 /*
  * doc_tree.c: the document tree: its arena, its nodes, finding a member.
  */
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -62,4 +64,30 @@ mf_node_get(const struct mf_node *map, const char *key)
 		if (mf_streq(c->key, key))
 			return c;
 	return NULL;
+}
+
+void
+mf_doc_path_key(char *buf, size_t size, const char *s, size_t len)
+{
+	size_t at = strlen(buf);
+
+	snprintf(buf + at, size - at, "%s%.*s", at > 0 ? "." : "",
+	    len > (size_t)INT_MAX ? INT_MAX : (int)len, s);
+}
+
+void
+mf_doc_path_index(char *buf, size_t size, size_t i)
+{
+	size_t at = strlen(buf);
+
+	snprintf(buf + at, size - at, "[%zu]", i);
+}
+
+enum mf_rc
+mf_doc_duplicate(struct mf_error *err, char *path, size_t size, const char *s,
+    size_t len, int line, int column)
+{
+	mf_doc_path_key(path, size, s, len);
+	return mf_error_set(err, MF_EINVAL, path, line, column,
+	    "duplicate key");
 }

@@ -96,6 +96,21 @@ mf_doc_append(struct mf_node *parent, struct mf_node **tail,
 }
 
 /*
+ * Where a reader's error names a value: the path in buf (size bytes,
+ * NUL-terminated; "" at the top) one step deeper, by the member name s of
+ * len bytes (".s", or "s" first) or by the index i ("[i]"), as the fields'
+ * errors name it ("spec.containers[0].name").  Cut to fit.
+ */
+void mf_doc_path_key(char *buf, size_t size, const char *s, size_t len);
+void mf_doc_path_index(char *buf, size_t size, size_t i);
+
+/* A duplicate key's error: the mapping at path already has the member
+ * name s of len bytes; line and column are the second's.  Returns
+ * MF_EINVAL. */
+enum mf_rc mf_doc_duplicate(struct mf_error *err, char *path, size_t size,
+    const char *s, size_t len, int line, int column);
+
+/*
  * The two readers, each into the empty doc: doc->root set on success; on
  * error err set, with the return code, and doc holding what was built
  * (the caller frees it).  max_keys caps an object's members; keep as in

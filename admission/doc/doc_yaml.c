@@ -110,6 +110,31 @@ yerr(struct yparse *p, enum mf_rc rc, const yaml_mark_t *m, const char *what)
 	return mf_error_set(p->err, rc, NULL, line, column, "%s", what);
 }
 
+/* The error for the key n of the innermost mapping, which has it: named
+ * by its path, each open mapping's pending key and each sequence's index
+ * (a mapping's key being a collection, refused when it closes, has
+ * none). */
+static enum mf_rc
+duplicate(struct yparse *p, const struct mf_node *n, const yaml_event_t *ev)
+{
+	char path[sizeof(p->err->field)] = "";
+	int line, column;
+
+	assert(p->depth <= MF_DOC_MAX_DEPTH);
+	for (int i = 0; i + 1 < p->depth; i++) {
+		const struct frame *f = &p->stack[i];
+
+		if (f->node->type == MF_NODE_SEQ)
+			mf_doc_path_index(path, sizeof(path), f->node->len);
+		else if (f->key != NULL)
+			mf_doc_path_key(path, sizeof(path), f->key,
+			    strlen(f->key));
+	}
+	line = ypos(&ev->start_mark, &column);
+	return mf_doc_duplicate(p->err, path, sizeof(path), n->text, n->len,
+	    line, column);
+}
+
 /* Attach a finished node to the open collection, or make it the root. */
 static enum mf_rc
 place(struct yparse *p, struct mf_node *n, const yaml_event_t *ev)
@@ -134,13 +159,8 @@ place(struct yparse *p, struct mf_node *n, const yaml_event_t *ev)
 		if (n->type == MF_NODE_SEQ || n->type == MF_NODE_MAP)
 			return yerr(p, MF_EINVAL, &ev->start_mark,
 			    "a mapping key must be a scalar");
-		if (mf_node_get(f->node, n->text) != NULL) {
-			int line, column;
-
-			line = ypos(&ev->start_mark, &column);
-			return mf_error_set(p->err, MF_EINVAL, NULL, line,
-			    column, "duplicate key '%.64s'", n->text);
-		}
+		if (mf_node_get(f->node, n->text) != NULL)
+			return duplicate(p, n, ev);
 		f->key = n->text;
 		f->key_line = n->line;
 		f->key_column = n->column;

@@ -975,9 +975,13 @@ read_body(const char *body, size_t len, struct mf_answer *ans)
 		mf_answer_jtext(ans, MF_ANS_INTERNAL, NULL);
 		return NULL;
 	}
-	mf_copy(text, sizeof(text), err.text);
-	mf_error_set(&err, rc, NULL, err.line, err.column, "the body is %s",
-	    text);
+	/* "the body is not valid JSON: ..."; an error that names a field
+	 * (a duplicate key) says where in the body by itself. */
+	if (err.field[0] == '\0') {
+		mf_copy(text, sizeof(text), err.text);
+		mf_error_set(&err, rc, NULL, err.line, err.column,
+		    "the body is %s", text);
+	}
 	answer_invalid(ans, &err);
 	return NULL;
 }

@@ -308,7 +308,7 @@ same_acceptance(const uint8_t *data, size_t size, enum mf_rc *wide,
 }
 
 /* A body doc.h refuses is answered 400 with doc.h's error, as the review
- * words it. */
+ * words it: "the body is ..." unless it names a field. */
 static void
 same_refusal(const struct mf_answer *ans, enum mf_rc rc,
     const struct mf_error *whole)
@@ -319,8 +319,10 @@ same_refusal(const struct mf_answer *ans, enum mf_rc rc,
 
 	if (rc != MF_EINVAL && rc != MF_ETOOBIG)
 		return;
-	mf_error_set(&want, rc, NULL, whole->line, whole->column,
-	    "the body is %s", whole->text);
+	want = *whole;
+	if (whole->field[0] == '\0')
+		mf_error_set(&want, rc, NULL, whole->line, whole->column,
+		    "the body is %s", whole->text);
 	j = json_loadb(ans->body, ans->len, 0, NULL);
 	got = json_string_value(json_object_get(j, "error"));
 	if (ans->kind != MF_ANS_INVALID || got == NULL ||

@@ -1561,7 +1561,7 @@ test_doc_duplicate_key(void **state)
 {
 	(void)state;
 	expect_fail(HDR "headroom: 0.1\nheadroom: 0.2\ngpus:\n" GPU_A,
-	    MF_EINVAL, "", 4, "t.yaml:4: duplicate key 'headroom'");
+	    MF_EINVAL, "headroom", 4, "t.yaml:4: headroom: duplicate key");
 }
 
 static void

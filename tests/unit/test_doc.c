@@ -480,7 +480,22 @@ test_depth_65_json(void **state)
 	free(s);
 }
 
-/* Duplicate keys are refused at the second key, at any level. */
+/* The field a failed parse of text names. */
+static void
+expect_field(const char *text, size_t len, enum mf_doc_format fmt,
+    const char *field)
+{
+	struct mf_doc *doc = NULL;
+	struct mf_error err;
+
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(mf_doc_parse(text, len, fmt, &doc, &err), MF_EINVAL);
+	assert_string_equal(err.field, field);
+}
+
+/* Duplicate keys are refused at the second key, at any level, named by
+ * the path of the key: each mapping's key and each sequence's index
+ * above it. */
 static void
 test_duplicate_yaml(void **state)
 {
@@ -489,13 +504,18 @@ test_duplicate_yaml(void **state)
 
 	(void)state;
 	expect_fail(t, strlen(t), MF_DOC_YAML, MF_EINVAL, 2, 1,
-	    "duplicate key 'a'");
+	    "a: duplicate key");
 	t = "b:\n  x: 1\n  y: 2\n  x: 3\n";
 	expect_fail(t, strlen(t), MF_DOC_YAML, MF_EINVAL, 4, 3,
-	    "duplicate key 'x'");
+	    "b.x: duplicate key");
 	t = "{a: 1, a: 1}";
 	expect_fail(t, strlen(t), MF_DOC_YAML, MF_EINVAL, 1, 8,
-	    "duplicate key");
+	    "a: duplicate key");
+	/* Through sequences, in block and flow style, by either reader. */
+	t = "a:\n- b: 1\n- c:\n    x y:\n    - 1\n    - d: 2\n      d: 3\n";
+	expect_field(t, strlen(t), MF_DOC_YAML, "a[1].c.x y[1].d");
+	t = "a: [{b: 1}, {c: {'x y': [1, {d: 2, d: 3}]}}]\n";
+	expect_field(t, strlen(t), MF_DOC_YAML, "a[1].c.x y[1].d");
 	/* The same key in different mappings is fine. */
 	doc = parse_ok("a:\n  a: 1\nb:\n  a: 2\n", MF_DOC_YAML);
 	mf_doc_free(doc);
@@ -508,7 +528,13 @@ test_duplicate_json(void **state)
 	struct mf_doc *doc;
 
 	(void)state;
-	expect_fail(t, strlen(t), MF_DOC_JSON, MF_EINVAL, 2, -1, "duplicate");
+	expect_fail(t, strlen(t), MF_DOC_JSON, MF_EINVAL, 2, 2,
+	    "a: duplicate key");
+	/* Named by its path, read again from the input: names with
+	 * brackets, commas and escaped quotes in them do not count. */
+	t = "{\"a\": [{\"b\": \"],{\"}, {\"c,\\\"\": {\"x\": [1, "
+	    "{\"d\": [2, {}], \"d\": 3}]}}]}";
+	expect_field(t, strlen(t), MF_DOC_JSON, "a[1].c,\\\".x[1].d");
 	doc = parse_ok("{\"a\": {\"a\": 1}, \"b\": {\"a\": 2}}", MF_DOC_JSON);
 	mf_doc_free(doc);
 }
@@ -892,7 +918,8 @@ test_kept_skipped_duplicates_sorted(void **state)
 		    "\"k%d\": %d, ", i, i);
 	n += (size_t)snprintf(text + n, sizeof(text) - n, "\"k3\": 0}}");
 	same_as_whole(text, n);
-	expect_fail(text, n, MF_DOC_JSON, MF_EINVAL, 1, 10, "duplicate");
+	expect_fail(text, n, MF_DOC_JSON, MF_EINVAL, 1, 10,
+	    "skip.k3: duplicate key");
 	/* A later syntax error inside the object is reported first. */
 	memcpy(text + n - 3, "x}}", 3);
 	same_as_whole(text, n);

@@ -2277,7 +2277,12 @@ test_review_malformed_invalid(void **state)
 	expect_invalid("", NULL, "the body is not valid JSON");
 	expect_invalid("apiVersion: admission.k8s.io/v1", NULL,
 	    "the body is not valid JSON");
-	expect_invalid("{\"a\":1,\"a\":2}", NULL, "duplicate object key");
+	expect_invalid("{\"a\":1,\"a\":2}", "a", "a: duplicate key");
+	/* In the Job, wide objects and skimmed members alike: named by its
+	 * path in the body. */
+	expect_invalid("{" HEAD ",\"request\":{\"object\":{\"spec\":"
+	               "{\"template\":{\"x\":1,\"x\":2}}}}}",
+	    "request.object.spec.template.x", "duplicate key");
 	expect_invalid("[]", NULL, "JSON object");
 	expect_invalid("{\"kind\":\"AdmissionReview\",\"request\":{}}",
 	    "apiVersion", "is required");
