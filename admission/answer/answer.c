@@ -36,7 +36,7 @@ mf_est_answer(const struct mf_job *job, const struct mf_estimate *e,
 	a->other_per_gpu = -1;
 	a->headroom = mf_headroom(cat, &job->work);
 	a->floor = mf_floor_for(e->per_gpu, a->headroom);
-	a->fit = mf_smallest_fit(cat, e->per_gpu, a->headroom);
+	a->fit = mf_smallest_fit(cat, job, e->per_gpu, a->headroom);
 	a->fit_hours = a->fit_cost = -1;
 	/* Design 6's hours; a modelled catalogue's are the job's work on
 	 * the card, which the admission's placements give (design 21). */

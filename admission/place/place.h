@@ -198,10 +198,15 @@ enum mf_rc mf_place_modelled(const struct mf_job *job,
 /* Suggested floor: bytes / (1 - headroom) rounded up to a whole GiB; -1
  * when that does not fit in 63 bits (or bytes is negative). */
 int64_t mf_floor_for(int64_t bytes, double headroom);
-/* Smallest card (by memory, then price, then name) whose memory holds
- * bytes with headroom kept free; NULL when none. */
-const struct mf_gpu *
-mf_smallest_fit(const struct mf_catalog *cat, int64_t bytes, double headroom);
+/* Smallest card (by memory, then price, then name) that job runs on
+ * (mf_place_runs_on) and whose memory holds bytes with headroom kept
+ * free; NULL when none. */
+const struct mf_gpu *mf_smallest_fit(const struct mf_catalog *cat,
+    const struct mf_job *job, int64_t bytes, double headroom);
+/* Whether job can run on g whatever its memory: its float8 matmuls (fp8
+ * tensor cores, design 22) and its vLLM server's start (maxNumSeqs
+ * against vLLM's default tokens a step there, design 14). */
+int mf_place_runs_on(const struct mf_job *job, const struct mf_gpu *g);
 /* The share of every card kept free for workload w: 1 -
  * gpuMemoryUtilization for a vllm server (design 14), else the
  * catalogue's headroom. */

@@ -289,8 +289,7 @@ int64_t mf_place_most(const struct search *s, const struct mf_gpu *g);
 int64_t mf_place_card_delta(const struct search *s, const struct mf_gpu *g,
     const struct plan *pl);
 /* *cd: card g as the search tries it; 0 when the job can take none of
- * it (too little memory, float8 on a card without fp8 tensor cores, or
- * a vLLM that would not start on it). */
+ * it (too little memory, or it does not run there: mf_place_runs_on). */
 int
 mf_place_card(const struct search *s, const struct mf_gpu *g, struct card *cd);
 /* Whether g can run job's matmuls: 0 for a float8 job (design 22) on a

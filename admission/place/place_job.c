@@ -136,13 +136,15 @@ mf_headroom(const struct mf_catalog *cat, const struct mf_workload *w)
 }
 
 const struct mf_gpu *
-mf_smallest_fit(const struct mf_catalog *cat, int64_t bytes, double headroom)
+mf_smallest_fit(const struct mf_catalog *cat, const struct mf_job *job,
+    int64_t bytes, double headroom)
 {
 	const struct mf_gpu *best = NULL, *g;
 
 	for (size_t i = 0; i < cat->ngpus; i++) {
 		g = &cat->gpus[i];
-		if (mf_cat_usable_at(g, headroom) < bytes)
+		if (mf_cat_usable_at(g, headroom) < bytes ||
+		    !mf_place_runs_on(job, g))
 			continue;
 		if (best == NULL || g->memory < best->memory ||
 		    (g->memory == best->memory &&

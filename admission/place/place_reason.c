@@ -17,8 +17,7 @@ largest_card(const struct search *s)
 		const struct mf_gpu *g = &s->cat->gpus[i];
 
 		if (mf_place_most(s, g) >= s->job->count &&
-		    mf_place_runs_float8(s->job, g) &&
-		    mf_place_starts_vllm(s->job, g) &&
+		    mf_place_runs_on(s->job, g) &&
 		    (best == NULL || g->memory > best->memory))
 			best = g;
 	}

@@ -144,7 +144,13 @@ mf_place_card(const struct search *s, const struct mf_gpu *g, struct card *cd)
 	cd->unit = g->hourly_price / cd->speed;
 	mf_place_obs_card(s, cd);
 	return g->memory >= s->job->min_memory && cd->most > 0 &&
-	    mf_place_runs_float8(s->job, g) && mf_place_starts_vllm(s->job, g);
+	    mf_place_runs_on(s->job, g);
+}
+
+int
+mf_place_runs_on(const struct mf_job *job, const struct mf_gpu *g)
+{
+	return mf_place_runs_float8(job, g) && mf_place_starts_vllm(job, g);
 }
 
 int

@@ -761,7 +761,8 @@ smallest_row(const char *spec, int64_t need, const char *gpu)
 	assert_true(d.from_model);
 	assert_int_equal(d.need, need);
 	assert_int_equal(d.est.params, INT64_C(8030261248));
-	assert_string_equal(mf_smallest_fit(shipped, d.need, shipped->headroom)
+	assert_string_equal(mf_smallest_fit(shipped, &f.job, d.need,
+	                        shipped->headroom)
 	                        ->name,
 	    gpu);
 	job_free(&f);
@@ -866,7 +867,8 @@ test_model_inference(void **state)
 	assert_int_equal(d.est.bucket[MF_B_WEIGHTS], INT64_C(16060522496));
 	assert_int_equal(d.est.bucket[MF_B_GRADIENTS], 0);
 	assert_int_equal(d.est.bucket[MF_B_ACTIVATIONS], 0);
-	assert_string_equal(mf_smallest_fit(shipped, d.need, shipped->headroom)
+	assert_string_equal(mf_smallest_fit(shipped, &f.job, d.need,
+	                        shipped->headroom)
 	                        ->name,
 	    "H100");
 	expect_placement(&d.placement, "B200", 1, 0);
@@ -964,11 +966,23 @@ test_place_vllm_seqs_over_default_tokens(void **state)
 	assert_int_equal(d.nwarn, 1);
 	assert_string_equal(d.warnings[0],
 	    "maxNumSeqs 4096: not considered 1 card where vLLM's default maxNumBatchedTokens is fewer, which vLLM refuses");
+	/* The estimate's smallest fit passes it over too, though it holds
+	 * the need. */
+	assert_true(mf_cat_usable_at(&cat->gpus[0],
+	                mf_headroom(cat, &f.job.work)) >= d.need);
+	assert_string_equal(mf_smallest_fit(cat, &f.job, d.need,
+	                        mf_headroom(cat, &f.job.work))
+	                        ->name,
+	    "BIG");
 	job_free(&f);
 	job_load(&f, SEQS("2048"));
 	place(&f, cat, &d);
 	assert_string_equal(d.placement.gpu->name, "SMALL");
 	assert_int_equal(d.nwarn, 0);
+	assert_string_equal(mf_smallest_fit(cat, &f.job, d.need,
+	                        mf_headroom(cat, &f.job.work))
+	                        ->name,
+	    "SMALL");
 	job_free(&f);
 	mf_cat_unref(cat);
 	cat = cat_parse(CAT_HDR GPU("SMALL", "48G", "0.50", "0.5"));
@@ -1982,23 +1996,29 @@ test_smallest_fit(void **state)
 	struct mf_catalog *cat = cat_parse(
 	    CAT_HDR GPU("b", "24G", "0.5", "1") GPU("a", "24G", "0.5", "1")
 	        GPU("c", "24G", "0.4", "1") GPU("big", "48G", "0.1", "1"));
+	struct fx f;
 
 	(void)state;
+	job_load(&f, LLAMA WL(""));
 	/* 21.6e9 usable on the 24G cards: c is the cheapest. */
-	assert_string_equal(mf_smallest_fit(cat, INT64_C(21600000000),
+	assert_string_equal(mf_smallest_fit(cat, &f.job, INT64_C(21600000000),
 	                        cat->headroom)
 	                        ->name,
 	    "c");
-	assert_string_equal(mf_smallest_fit(cat, INT64_C(21600000001),
+	assert_string_equal(mf_smallest_fit(cat, &f.job, INT64_C(21600000001),
 	                        cat->headroom)
 	                        ->name,
 	    "big");
-	assert_null(mf_smallest_fit(cat, INT64_C(43200000001), cat->headroom));
+	assert_null(
+	    mf_smallest_fit(cat, &f.job, INT64_C(43200000001), cat->headroom));
 	mf_cat_unref(cat);
 	cat = cat_parse(
 	    CAT_HDR GPU("b", "24G", "0.5", "1") GPU("a", "24G", "0.5", "1"));
-	assert_string_equal(mf_smallest_fit(cat, 1, cat->headroom)->name, "a");
+	assert_string_equal(mf_smallest_fit(cat, &f.job, 1, cat->headroom)
+	                        ->name,
+	    "a");
 	mf_cat_unref(cat);
+	job_free(&f);
 }
 
 static void
