@@ -4,13 +4,21 @@
 # the test's cleanup function, if it has one, is defined.
 #
 # It makes the scratch directory $tmp, and on exit runs cleanup and removes
-# $tmp (INT and TERM exit 130 and 143).  pass/fail record one check; is/has
-# compare; summary prints "N passed, M failed" and fails when a check did;
-# start_daemon runs memfloord on a free loopback port, serve the same or
-# exits.
+# $tmp (INT and TERM exit 130 and 143), saying so when the test stops
+# before its summary.  pass/fail record one check; is/has compare; summary
+# prints "N passed, M failed" and fails when a check did; start_daemon runs
+# memfloord on a free loopback port, serve the same or exits.
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/mf-$check_name.XXXXXX")
+summarized=""
+# A test that stops before its summary (set -e, a command that failed)
+# says so, and after which check, rather than ending with no word.
 check_exit() {
+	st=$?
+	if [ -z "$summarized" ] && [ "$st" -ne 0 ]; then
+		echo "FAIL - $check_name stopped (exit $st) before its summary," \
+		    "after: $(tail -n 1 "$results" 2>/dev/null)"
+	fi
 	if command -v cleanup >/dev/null 2>&1; then
 		cleanup
 	fi
@@ -36,6 +44,7 @@ is() {
 }
 
 summary() {
+	summarized=1
 	np=$(grep -c '^ok - ' "$results" || true)
 	nf=$(grep -c '^FAIL - ' "$results" || true)
 	echo "$np passed, $nf failed"
