@@ -222,6 +222,38 @@ patch_gpus(struct review *rv, const struct mf_node *c, long i, int64_t count)
 
 /* --- node selection: product (design 11) -------------------------------- */
 
+/* Whether card g's labels pin key, to value when value is not NULL. */
+static int
+card_pins(const struct mf_gpu *g, const char *key, const char *value)
+{
+	for (size_t i = 0; i < g->nlabels; i++)
+		if (streq(g->labels[i].key, key))
+			return value == NULL ||
+			    streq(g->labels[i].value, value);
+	return 0;
+}
+
+/*
+ * Whether the pods' selector key: value is memfloor's own: the object
+ * bears an earlier review's placement, which put there the labels of a
+ * card of the catalogue, and a card pins key to value.  A re-review
+ * replaces it, or drops it when the new card has no such key, and warns
+ * of neither.
+ */
+static int
+own_selector(const struct review *rv, const char *key, const char *value)
+{
+	const struct mf_catalog *cat = rv->api->cat;
+
+	if (value == NULL ||
+	    mf_node_get(rv->annotations, ANN_PLACEMENT) == NULL)
+		return 0;
+	for (size_t i = 0; i < cat->ngpus; i++)
+		if (card_pins(&cat->gpus[i], key, value))
+			return 1;
+	return 0;
+}
+
 static void
 patch_selector(struct review *rv, const struct mf_gpu *gpu)
 {
@@ -247,10 +279,15 @@ patch_selector(struct review *rv, const struct mf_gpu *gpu)
 		mf_patch_end(pt);
 		return;
 	}
+	for (const struct mf_node *c = sel->child; c != NULL; c = c->next)
+		if (!card_pins(gpu, c->key, NULL) &&
+		    own_selector(rv, c->key, str_of(c)))
+			mf_patch_str(pt, "remove", base, c->key, NULL);
 	for (size_t i = 0; i < gpu->nlabels; i++) {
 		l = &gpu->labels[i];
 		old = str_at(sel, l->key);
-		if (old != NULL && strcmp(old, l->value) != 0)
+		if (old != NULL && strcmp(old, l->value) != 0 &&
+		    !own_selector(rv, l->key, old))
 			mf_review_warn(rv, "nodeSelector %s: %s replaced by %s",
 			    l->key, old, l->value);
 		mf_patch_str(pt, "add", base, l->key, l->value);

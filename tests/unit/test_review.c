@@ -761,6 +761,97 @@ test_review_long_warning_cut(void **state)
 	mf_answer_free(&ans);
 }
 
+/*
+ * Two cards: OLD, whose labels pin two keys, and NEW, pinning one and
+ * cheaper; the review's catalogue while a test runs (the shared one back
+ * after it, passed or not).
+ */
+static struct mf_catalog *shared_cat;
+
+static int
+use_two_cards(void **state)
+{
+	static const char text[] =
+	    "apiVersion: memfloor.dev/v1\nkind: GpuCatalog\ngpus:\n"
+	    "  - name: OLD\n    memory: 80G\n    hourlyPrice: 2\n"
+	    "    relativeThroughput: 1\n    labels:\n"
+	    "      nvidia.com/gpu.product: P-OLD\n"
+	    "      example.com/fabric: ib\n"
+	    "  - name: NEW\n    memory: 80G\n    hourlyPrice: 1\n"
+	    "    relativeThroughput: 1\n    labels:\n"
+	    "      nvidia.com/gpu.product: P-NEW\n";
+	struct mf_catalog *two;
+	struct mf_error err;
+
+	(void)state;
+	if (mf_cat_parse(text, strlen(text), "t.yaml", &two, &err) != MF_OK) {
+		print_error("%s\n", MSG(&err));
+		return -1;
+	}
+	shared_cat = cat;
+	cat = two;
+	return 0;
+}
+
+static int
+use_shared_cards(void **state)
+{
+	(void)state;
+	mf_cat_unref(cat);
+	cat = shared_cat;
+	return 0;
+}
+
+/*
+ * A pod an earlier review placed (its memfloor.dev/placement) on OLD,
+ * reviewed again: the selector memfloor wrote is its own, so OLD's
+ * product is replaced by NEW's and OLD's other key removed, with no
+ * warning; the pod's own key stays.  Without the placement annotation
+ * the product was the pod's own: replaced with a warning, and the other
+ * key left.
+ */
+static void
+test_review_own_selector_replaced(void **state)
+{
+	json_t *rv = load(DATA "pod-selector.json"), *a, *patch, *sel;
+	struct mf_answer ans;
+
+	(void)state;
+	sel =
+	    json_object_get(json_object_get(json_object_get(json_object_get(rv,
+	                                                        "request"),
+	                                        "object"),
+	                        "spec"),
+	        "nodeSelector");
+	json_object_set_new(sel, "nvidia.com/gpu.product",
+	    json_string("P-OLD"));
+	json_object_set_new(sel, "example.com/fabric", json_string("ib"));
+	annotate(rv, "memfloor.dev/placement", "OLD x 1");
+	a = send_review(rv, &ans);
+	patch = patch_of(a, NULL);
+	expect_op(patch, "add", "/spec/nodeSelector/nvidia.com~1gpu.product",
+	    "\"P-NEW\"");
+	expect_op(patch, "remove", "/spec/nodeSelector/example.com~1fabric",
+	    NULL);
+	assert_null(find_op(patch, "/spec/nodeSelector/kubernetes.io~1os"));
+	assert_false(has_warning(a, "nodeSelector"));
+	json_decref(patch);
+	json_decref(a);
+	mf_answer_free(&ans);
+	json_object_del(annotations(rv), "memfloor.dev/placement");
+	a = send_review(rv, &ans);
+	patch = patch_of(a, NULL);
+	expect_op(patch, "add", "/spec/nodeSelector/nvidia.com~1gpu.product",
+	    "\"P-NEW\"");
+	assert_null(find_op(patch, "/spec/nodeSelector/example.com~1fabric"));
+	assert_true(has_warning(a,
+	    "nodeSelector nvidia.com/gpu.product: P-OLD replaced by P-NEW"));
+	json_decref(patch);
+	json_decref(a);
+	mf_answer_free(&ans);
+	json_decref(rv);
+}
+
 /* --- which container gets the GPUs (design 18) --------------------------- */
 
 #define SIDECAR "examples/k8s-sidecar-admissionreview.json"
@@ -2371,6 +2462,9 @@ main(void)
 		cmocka_unit_test(test_review_dry_run_same),
 		cmocka_unit_test(test_review_pointer_escapes),
 		cmocka_unit_test(test_review_long_warning_cut),
+		cmocka_unit_test_setup_teardown(
+		    test_review_own_selector_replaced, use_two_cards,
+		    use_shared_cards),
 		cmocka_unit_test(test_review_container_annotation),
 		cmocka_unit_test(test_review_container_annotation_bad),
 		cmocka_unit_test(test_review_own_limit_kept),
