@@ -135,15 +135,20 @@ load(const char *rel)
 	return j;
 }
 
+/* request.object of a review */
+static json_t *
+object_of(json_t *review)
+{
+	return json_object_get(json_object_get(review, "request"), "object");
+}
+
 /* request.object.metadata.annotations of a review */
 static json_t *
 annotations(json_t *review)
 {
-	json_t *a = json_object_get(
-	    json_object_get(json_object_get(json_object_get(review, "request"),
-	                        "object"),
-	        "metadata"),
-	    "annotations");
+	json_t *a =
+	    json_object_get(json_object_get(object_of(review), "metadata"),
+	        "annotations");
 
 	assert_non_null(a);
 	return a;
@@ -738,12 +743,8 @@ test_review_long_warning_cut(void **state)
 	old[300] = '\0';
 	for (int i = 10; i < 300; i += 11)
 		old[i] = ' ';
-	sel =
-	    json_object_get(json_object_get(json_object_get(json_object_get(rv,
-	                                                        "request"),
-	                                        "object"),
-	                        "spec"),
-	        "nodeSelector");
+	sel = json_object_get(json_object_get(object_of(rv), "spec"),
+	    "nodeSelector");
 	json_object_set_new(sel, "nvidia.com/gpu.product", json_string(old));
 	a = send_review(rv, &ans);
 	patch = patch_of(a, NULL);
@@ -817,12 +818,8 @@ test_review_own_selector_replaced(void **state)
 	struct mf_answer ans;
 
 	(void)state;
-	sel =
-	    json_object_get(json_object_get(json_object_get(json_object_get(rv,
-	                                                        "request"),
-	                                        "object"),
-	                        "spec"),
-	        "nodeSelector");
+	sel = json_object_get(json_object_get(object_of(rv), "spec"),
+	    "nodeSelector");
 	json_object_set_new(sel, "nvidia.com/gpu.product",
 	    json_string("P-OLD"));
 	json_object_set_new(sel, "example.com/fabric", json_string("ib"));
@@ -861,10 +858,7 @@ test_review_own_selector_replaced(void **state)
 static json_t *
 pod_spec(json_t *review)
 {
-	json_t *spec =
-	    json_object_get(json_object_get(json_object_get(review, "request"),
-	                        "object"),
-	        "spec");
+	json_t *spec = json_object_get(object_of(review), "spec");
 	json_t *tpl =
 	    json_object_get(json_object_get(spec, "template"), "spec");
 
@@ -1483,12 +1477,9 @@ test_review_memory_patched_again(void **state)
 static json_t *
 template_meta(json_t *rv)
 {
-	return json_object_get(
-	    json_object_get(json_object_get(json_object_get(json_object_get(rv,
-	                                                        "request"),
-	                                        "object"),
-	                        "spec"),
-	        "template"),
+	return json_object_get(json_object_get(json_object_get(object_of(rv),
+	                                           "spec"),
+	                           "template"),
 	    "metadata");
 }
 
@@ -1822,10 +1813,7 @@ static json_t *
 job_70b(const char *fixes, int parallelism, int completions, const char *mode)
 {
 	json_t *rv = load("examples/k8s-admissionreview.json");
-	json_t *spec =
-	    json_object_get(json_object_get(json_object_get(rv, "request"),
-	                        "object"),
-	        "spec");
+	json_t *spec = json_object_get(object_of(rv), "spec");
 
 	annotate(rv, "memfloor.dev/spec", fixes);
 	json_object_del(spec, "parallelism");
@@ -2028,9 +2016,7 @@ test_review_fingerprint_label_pod(void **state)
 	json_decref(patch);
 	json_decref(a);
 	mf_answer_free(&ans);
-	meta = json_object_get(json_object_get(json_object_get(rv, "request"),
-	                           "object"),
-	    "metadata");
+	meta = json_object_get(object_of(rv), "metadata");
 	json_object_del(meta, "labels");
 	a = send_review(rv, &ans);
 	patch = patch_of(a, NULL);
@@ -2059,11 +2045,7 @@ test_review_fingerprint_label_job(void **state)
 	placed_fingerprint(annotation_of(rv, "memfloor.dev/spec"), NULL, 1,
 	    want);
 	tpl =
-	    json_object_get(json_object_get(json_object_get(json_object_get(rv,
-	                                                        "request"),
-	                                        "object"),
-	                        "spec"),
-	        "template");
+	    json_object_get(json_object_get(object_of(rv), "spec"), "template");
 	json_object_set_new(json_object_get(json_object_get(tpl, "metadata"),
 	                        "labels"),
 	    LABEL, json_string("0123456789abcdef0123456789abcdef"));
@@ -2323,7 +2305,7 @@ test_review_job_without_pod_spec_denied_400(void **state)
 	const char *msg;
 
 	(void)state;
-	obj = json_object_get(json_object_get(rv, "request"), "object");
+	obj = object_of(rv);
 	json_object_del(json_object_get(obj, "spec"), "template");
 	a = send_review(rv, &ans);
 	assert_int_equal(denial(a, &msg), 400);
