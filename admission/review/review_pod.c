@@ -220,17 +220,25 @@ patch_gpus(struct review *rv, const struct mf_node *c, long i, int64_t count)
 	}
 }
 
+/* The value card g's labels give key (NULL: none, or no key). */
+static const char *
+label_value(const struct mf_gpu *g, const char *key)
+{
+	for (size_t i = 0; key != NULL && i < g->nlabels; i++)
+		if (streq(g->labels[i].key, key))
+			return g->labels[i].value;
+	return NULL;
+}
+
 /* --- node selection: product (design 11) -------------------------------- */
 
 /* Whether card g's labels pin key, to value when value is not NULL. */
 static int
 card_pins(const struct mf_gpu *g, const char *key, const char *value)
 {
-	for (size_t i = 0; i < g->nlabels; i++)
-		if (streq(g->labels[i].key, key))
-			return value == NULL ||
-			    streq(g->labels[i].value, value);
-	return 0;
+	const char *v = label_value(g, key);
+
+	return v != NULL && (value == NULL || streq(v, value));
 }
 
 /*
@@ -794,14 +802,12 @@ expr_admits(const struct mf_node *e, const struct mf_gpu *gpu)
 {
 	const char *key = str_at(e, "key"), *op = str_at(e, "operator");
 	const struct mf_node *vals = mf_node_get(e, "values"), *v;
-	const char *have = NULL;
+	const char *have;
 	long long a, b;
 	int found = 0;
 	size_t i;
 
-	for (i = 0; key != NULL && i < gpu->nlabels; i++)
-		if (strcmp(gpu->labels[i].key, key) == 0)
-			have = gpu->labels[i].value;
+	have = label_value(gpu, key);
 	if (have == NULL || op == NULL)
 		return 1;
 	if (strcmp(op, "DoesNotExist") == 0)
