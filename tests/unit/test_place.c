@@ -2623,7 +2623,7 @@ test_tensor_invalid_rejected(void **state)
 /*
  * tensor 16 on a catalogue whose nodes hold 8 GPUs: no card can take it,
  * which is the reason, and the fix is the largest size a node takes that
- * the heads allow, 8.
+ * the heads allow, 8.  As pods, each pod holds whole groups (pods x 8).
  */
 static void
 test_tensor_past_node(void **state)
@@ -2650,6 +2650,15 @@ test_tensor_past_node(void **state)
 	assert_true(e->placed);
 	assert_int_equal(e->placement.count, 8);
 	assert_int_equal(d.suggested, 0);
+	/* As two pods, each pod holds whole groups: one group of 8 each. */
+	f.job.pods = 2;
+	place(&f, shipped, &d);
+	assert_int_equal(d.nfixes, 1);
+	assert_int_equal(e->fix, MF_FIX_TENSOR);
+	assert_int_equal(e->amount, 8);
+	assert_int_equal(e->gpus, 16);
+	assert_true(e->placed);
+	assert_int_equal(e->placement.count, 16);
 	job_free(&f);
 }
 
