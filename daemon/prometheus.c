@@ -23,9 +23,9 @@
 #define QUERY_MAX 1024
 #define CONNECT_MS 5000L
 #define QUERY_MS 20000L
-/* Runs already handled (kept, or skipped and said), by a hash of their
- * name, so that a run that stays in the window is not handled again. */
-#define SEEN_MAX 4096
+/* The series whose runs were handled (kept, or skipped and said), at
+ * most: a run that stays in the window is not handled again. */
+#define HANDLED_MAX 4096
 /* The subquery's step: at most this, and at most a quarter of
  * finishAfter, so that a step falls after the last sample of a run
  * before the run counts as over. */
@@ -72,10 +72,17 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t wake;
 static atomic_int stop;
 
+/* The latest run handled of one series (its fingerprint, namespace,
+ * pod, model and host, hashed): the time of its last sample. */
+struct handled {
+	uint64_t series;
+	double last;
+};
+
 /* Touched by the reader's thread only. */
 static int down;
-static uint64_t seen[SEEN_MAX];
-static size_t nseen, seen_next;
+static struct handled handled[HANDLED_MAX];
+static size_t nhandled, handled_next;
 
 /* --- the flags ------------------------------------------------------- */
 
@@ -338,35 +345,57 @@ value_of(const struct mfd_prom_series *id, const struct mfd_prom_series *list,
 	return hit != NULL ? hit->value : -1;
 }
 
-/* FNV-1a of the run's name. */
-static uint64_t
-hash(const char *s)
-{
-	uint64_t h = 14695981039346656037ULL;
+#define FNV_BASIS 14695981039346656037ULL
+#define FNV_PRIME 1099511628211ULL
 
+/* FNV-1a of s, on from h. */
+static uint64_t
+fnv(uint64_t h, const char *s)
+{
 	for (; *s != '\0'; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+		h = (h ^ (unsigned char)*s) * FNV_PRIME;
 	return h;
 }
 
-static int
-was_seen(uint64_t h)
+/* The hash of the series id, each label ended by a NUL: what cmp_series
+ * compares. */
+static uint64_t
+series_hash(const struct mfd_prom_series *id)
 {
-	assert(nseen <= SEEN_MAX);
-	for (size_t i = 0; i < nseen; i++)
-		if (seen[i] == h)
-			return 1;
-	return 0;
+	const char *part[] = { id->fingerprint, id->ns, id->pod, id->model,
+		id->host };
+	uint64_t h = FNV_BASIS;
+
+	for (size_t i = 0; i < sizeof(part) / sizeof(part[0]); i++)
+		h = fnv(h, part[i]) * FNV_PRIME;
+	return h;
 }
 
-static void
-mark_seen(uint64_t h)
+/* The latest run handled of the series hashed h; NULL when none. */
+static struct handled *
+handled_of(uint64_t h)
 {
-	assert(seen_next < SEEN_MAX);
-	seen[seen_next] = h;
-	seen_next = (seen_next + 1) % SEEN_MAX;
-	if (nseen < SEEN_MAX)
-		nseen++;
+	assert(nhandled <= HANDLED_MAX);
+	for (size_t i = 0; i < nhandled; i++)
+		if (handled[i].series == h)
+			return &handled[i];
+	return NULL;
+}
+
+/* The run of the series hashed h whose last sample was at last handled;
+ * prev its earlier run's entry, or NULL. */
+static void
+mark_handled(struct handled *prev, uint64_t h, double last)
+{
+	if (prev == NULL) {
+		assert(handled_next < HANDLED_MAX);
+		prev = &handled[handled_next];
+		handled_next = (handled_next + 1) % HANDLED_MAX;
+		if (nhandled < HANDLED_MAX)
+			nhandled++;
+	}
+	prev->series = h;
+	prev->last = last;
 }
 
 /* The name of r: its fingerprint, its pod and the time of its last
@@ -385,7 +414,8 @@ static int
 observation_of(const struct run *r, const char *name, struct mf_observation *o)
 {
 	memset(o, 0, sizeof(*o));
-	o->id = MF_STORE_RUN_ID + (int64_t)(hash(name) % MF_STORE_RUN_ID);
+	o->id =
+	    MF_STORE_RUN_ID + (int64_t)(fnv(FNV_BASIS, name) % MF_STORE_RUN_ID);
 	o->peak_reserved = o->peak_allocated = -1;
 	o->tokens_per_second = o->step_seconds = o->tokens_per_step = -1;
 	mf_copy(o->fingerprint, sizeof(o->fingerprint), r->id->fingerprint);
@@ -445,14 +475,21 @@ record(const struct run *r, const char *name)
 	return -1;
 }
 
-/* Each run of peaks (its last sample and GPUs from last and gpus, all
- * three sorted) that is over by now: kept once. */
+/*
+ * Each run of peaks (its last sample and GPUs from last and gpus, all
+ * three sorted) that is over by now: kept once.  A pod name used again
+ * (a bare pod deleted and made anew, a StatefulSet's) makes a series
+ * whose window may still hold the earlier run: its peak and GPUs would
+ * be both runs', so the later run waits until the earlier one's last
+ * sample has left the window.
+ */
 static void
 handle_runs(const struct mfd_prom_series *peaks, size_t np,
     const struct mfd_prom_series *last, size_t nl,
     const struct mfd_prom_series *gpus, size_t ng, long finish_after)
 {
 	char name[MF_FP_HEX + MFD_PROM_NS_MAX + MFD_PROM_POD_MAX + 32];
+	struct handled *prev;
 	struct run r;
 	uint64_t h;
 
@@ -464,10 +501,15 @@ handle_runs(const struct mfd_prom_series *peaks, size_t np,
 		/* Prometheus's time of the answer, not this host's clock. */
 		if (r.last < 0 || peaks[i].at - r.last < (double)finish_after)
 			continue;
+		h = series_hash(r.id);
+		prev = handled_of(h);
+		if (prev != NULL &&
+		    (prev->last >= r.last ||
+		        peaks[i].at - window <= prev->last))
+			continue;
 		run_name(&r, name, sizeof(name));
-		h = hash(name);
-		if (!was_seen(h) && record(&r, name) == 0)
-			mark_seen(h);
+		if (record(&r, name) == 0)
+			mark_handled(prev, h, r.last);
 	}
 }
 

@@ -420,12 +420,47 @@ print([(o["deviceUsedBytes"] // 1048576, o["count"]) for o in os
        if o["deviceUsedBytes"] in (3000 * 1048576, 5000 * 1048576)])' \
         "$tmp/list")" "[(5000, 1)]"
 
-stop_all "$d1" "$d2"
+# --- a pod name used again ---------------------------------------------------
+# Job a runs twice as the bare pod again-0, 50000 MiB and then 20000: the
+# pod's series holds both runs while the first is within the window, so
+# the second waits until the first has left it.  A third replica with a
+# window of 60 s (the least) keeps it then; the two of 600 s never see
+# it alone.
+serve "$tmp/short.log" -f "$tmp/gpus.yaml" --store "$db" \
+    --prometheus "$pbase" --prometheus-window 60
+procs="$pid $procs"
+d3=$pid
+again='gpu="2",UUID="GPU-7d6a1c2e-0000-4000-8000-000000000006",device="nvidia2",modelName="NVIDIA H100 80GB HBM3",Hostname="node6",container="train",namespace="default",pod="again-0"'
+gpu "$again,memfloor_dev_fingerprint=\"$fpa\"" 50000 >"$series"
+sleep 3
+: >"$series"
+two_a() { [ "$(listed "$fpa")" = 2 ]; }
+wait_for "job a's first run as again-0 was not kept within a minute" 600 \
+    two_a "$fpa"
+gpu "$again,memfloor_dev_fingerprint=\"$fpa\"" 20000 >"$series"
+sleep 3
+: >"$series"
+three_a() { [ "$(listed "$fpa")" = 3 ]; }
+wait_for "job a's second run as again-0 was not kept within two minutes" 1200 \
+    three_a "$fpa"
+is "each run of again-0 kept with its own peak, not the larger of the two" \
+    "$(python3 -c 'import json, sys
+os = json.load(open(sys.argv[1]))["observations"]
+print(sorted(o["deviceUsedBytes"] // 1048576 for o in os))' "$tmp/list")" \
+    "[20000, 50000, 75000]"
+is "the second run was kept by the replica of the 60 s window" \
+    "$(cd "$tmp" && grep -c "again-0 [0-9]*: kept observation [0-9]*, $((20000 * MIB)) bytes" \
+        daemon.log replica.log short.log | tr '\n' ' ')" \
+    "daemon.log:0 replica.log:0 short.log:1 "
+
+stop_all "$d1" "$d2" "$d3"
 rc1=0
 rc2=0
+rc3=0
 wait "$d1" 2>/dev/null || rc1=$?
 wait "$d2" 2>/dev/null || rc2=$?
-is "both replicas stop cleanly" "$rc1 $rc2" "0 0"
+wait "$d3" 2>/dev/null || rc3=$?
+is "the three replicas stop cleanly" "$rc1 $rc2 $rc3" "0 0 0"
 
 # --- Prometheus down, or answering garbage ----------------------------------
 # outage NAME URL [ARGS...]: a memfloord of its own store reading URL.
