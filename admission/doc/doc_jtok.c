@@ -40,6 +40,9 @@ mf_json_fail(struct mf_jparse *j, const char *at, const char *what)
 	    "not valid JSON: %s", what);
 }
 
+static char *
+jdecode(struct mf_jparse *j, const char *p, const char *close, char *o);
+
 /* An open collection, as json_path reads the input again. */
 struct open {
 	char brace;        /* '{' or '[' */
@@ -48,18 +51,35 @@ struct open {
 	size_t len, index; /* the name's length; an array's element at hand */
 };
 
+/* The name of the member o has at hand onto the path in buf, decoded:
+ * the input before the error is valid JSON, so it decodes. */
+static void
+path_name(struct mf_jparse *j, const struct open *o, char *buf, size_t size)
+{
+	char *name = malloc(o->len + 1), *end = NULL;
+
+	if (name != NULL)
+		end = jdecode(j, o->name, o->name + o->len, name);
+	if (end != NULL)
+		mf_doc_path_key(buf, size, name, (size_t)(end - name));
+	else
+		mf_doc_path_key(buf, size, o->name, o->len);
+	free(name);
+}
+
 /*
  * The path, into buf, of the value or member name at at, after the valid
- * JSON from s: each open object's member at hand, each open array's
- * element.  Read again only for an error: the reader keeps no path.
+ * JSON j's input starts with: each open object's member at hand, each
+ * open array's element.  Read again only for an error: the reader keeps
+ * no path.
  */
 static void
-json_path(const char *s, const char *at, char *buf, size_t size)
+json_path(struct mf_jparse *j, const char *at, char *buf, size_t size)
 {
 	struct open o[MF_DOC_MAX_DEPTH + 1], *top = NULL;
 	int depth = 0;
 
-	for (const char *p = s; p < at; p++) {
+	for (const char *p = j->start; p < at; p++) {
 		top = depth > 0 && depth <= MF_DOC_MAX_DEPTH + 1 ?
 		    &o[depth - 1] :
 		    NULL;
@@ -92,7 +112,7 @@ json_path(const char *s, const char *at, char *buf, size_t size)
 		if (o[i].brace == '[')
 			mf_doc_path_index(buf, size, o[i].index);
 		else if (o[i].value)
-			mf_doc_path_key(buf, size, o[i].name, o[i].len);
+			path_name(j, &o[i], buf, size);
 	}
 }
 
@@ -102,7 +122,7 @@ mf_json_duplicate(struct mf_jparse *j, const char *at, const struct mf_jkey *k)
 	char path[sizeof(j->err->field)];
 	int line, column;
 
-	json_path(j->start, at, path, sizeof(path));
+	json_path(j, at, path, sizeof(path));
 	line = position(j, at, &column);
 	j->rc = MF_EINVAL;
 	return mf_doc_duplicate(j->err, path, sizeof(path), k->s, k->len, line,

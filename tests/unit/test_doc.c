@@ -531,10 +531,13 @@ test_duplicate_json(void **state)
 	expect_fail(t, strlen(t), MF_DOC_JSON, MF_EINVAL, 2, 2,
 	    "a: duplicate key");
 	/* Named by its path, read again from the input: names with
-	 * brackets, commas and escaped quotes in them do not count. */
+	 * brackets, commas and escaped quotes in them do not count, and
+	 * they are named decoded, as YAML's are. */
 	t = "{\"a\": [{\"b\": \"],{\"}, {\"c,\\\"\": {\"x\": [1, "
 	    "{\"d\": [2, {}], \"d\": 3}]}}]}";
-	expect_field(t, strlen(t), MF_DOC_JSON, "a[1].c,\\\".x[1].d");
+	expect_field(t, strlen(t), MF_DOC_JSON, "a[1].c,\".x[1].d");
+	t = "{\"\\u0062\\/\": {\"x\": 1, \"\\u0078\": 2}}";
+	expect_field(t, strlen(t), MF_DOC_JSON, "b/.x");
 	doc = parse_ok("{\"a\": {\"a\": 1}, \"b\": {\"a\": 2}}", MF_DOC_JSON);
 	mf_doc_free(doc);
 }
