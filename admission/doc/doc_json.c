@@ -70,13 +70,13 @@ jnumber_end(struct mf_jparse *j, int *real)
 		while (p < j->end && *p >= '0' && *p <= '9')
 			p++;
 	if (p == digits) {
-		mf_json_fail(j, j->p, "invalid number");
+		mf_json_fail_value(j, j->p, "invalid number");
 		return NULL;
 	}
 	if (p < j->end && *p == '.') {
 		*real = 1;
 		if (++p >= j->end || *p < '0' || *p > '9') {
-			mf_json_fail(j, p, "invalid number");
+			mf_json_fail_value(j, p, "invalid number");
 			return NULL;
 		}
 		while (p < j->end && *p >= '0' && *p <= '9')
@@ -88,7 +88,7 @@ jnumber_end(struct mf_jparse *j, int *real)
 		if (p < j->end && (*p == '+' || *p == '-'))
 			p++;
 		if (p >= j->end || *p < '0' || *p > '9') {
-			mf_json_fail(j, p, "invalid number");
+			mf_json_fail_value(j, p, "invalid number");
 			return NULL;
 		}
 		while (p < j->end && *p >= '0' && *p <= '9')
@@ -108,14 +108,14 @@ jinteger(struct mf_jparse *j, const char *end, char *text)
 	char *s;
 
 	if ((size_t)(end - j->p) >= 40) {
-		mf_json_fail(j, j->p, "too big integer");
+		mf_json_fail_value(j, j->p, "too big integer");
 		return 0;
 	}
 	for (const char *q = digits; q < end; q++) {
 		if (v > (UINT64_C(1) << 63) / 10 ||
 		    v * 10 + (uint64_t)(*q - '0') >
 		        (UINT64_C(1) << 63) - (*j->p != '-')) {
-			mf_json_fail(j, j->p, "too big integer");
+			mf_json_fail_value(j, j->p, "too big integer");
 			return 0;
 		}
 		v = v * 10 + (uint64_t)(*q - '0');
@@ -143,7 +143,7 @@ jreal(struct mf_jparse *j, const char *end, char *text)
 	errno = 0;
 	d = strtod(copy, NULL);
 	if (errno == ERANGE && isinf(d)) {
-		mf_json_fail(j, j->p, "real number overflow");
+		mf_json_fail_value(j, j->p, "real number overflow");
 		return 0;
 	}
 	return (size_t)snprintf(text, 40, "%.17g", d);

@@ -29,15 +29,25 @@ position(const struct mf_jparse *j, const char *at, int *column)
 	return line;
 }
 
-enum mf_rc
-mf_json_fail(struct mf_jparse *j, const char *at, const char *what)
+/* The error "not valid JSON: WHAT" at the byte at, of the field path
+ * (NULL: none); into j alone when it has no err (path_name's). */
+static enum mf_rc
+fail(struct mf_jparse *j, const char *at, const char *path, const char *what)
 {
 	int line, column;
 
-	line = position(j, at, &column);
 	j->rc = MF_EINVAL;
-	return mf_error_set(j->err, MF_EINVAL, NULL, line, column,
+	if (j->err == NULL)
+		return MF_EINVAL;
+	line = position(j, at, &column);
+	return mf_error_set(j->err, MF_EINVAL, path, line, column,
 	    "not valid JSON: %s", what);
+}
+
+enum mf_rc
+mf_json_fail(struct mf_jparse *j, const char *at, const char *what)
+{
+	return fail(j, at, NULL, what);
 }
 
 static char *
@@ -52,14 +62,18 @@ struct open {
 };
 
 /* The name of the member o has at hand onto the path in buf, decoded:
- * the input before the error is valid JSON, so it decodes. */
+ * the input before the error is valid JSON, so it decodes (else it goes
+ * as it is, and nothing is said). */
 static void
-path_name(struct mf_jparse *j, const struct open *o, char *buf, size_t size)
+path_name(const struct mf_jparse *j, const struct open *o, char *buf,
+    size_t size)
 {
+	struct mf_jparse quiet = *j;
 	char *name = malloc(o->len + 1), *end = NULL;
 
+	quiet.err = NULL;
 	if (name != NULL)
-		end = jdecode(j, o->name, o->name + o->len, name);
+		end = jdecode(&quiet, o->name, o->name + o->len, name);
 	if (end != NULL)
 		mf_doc_path_key(buf, size, name, (size_t)(end - name));
 	else
@@ -74,7 +88,7 @@ path_name(struct mf_jparse *j, const struct open *o, char *buf, size_t size)
  * no path.
  */
 static void
-json_path(struct mf_jparse *j, const char *at, char *buf, size_t size)
+json_path(const struct mf_jparse *j, const char *at, char *buf, size_t size)
 {
 	struct open o[MF_DOC_MAX_DEPTH + 1], *top = NULL;
 	int depth = 0;
@@ -127,6 +141,17 @@ mf_json_duplicate(struct mf_jparse *j, const char *at, const struct mf_jkey *k)
 	j->rc = MF_EINVAL;
 	return mf_doc_duplicate(j->err, path, sizeof(path), k->s, k->len, line,
 	    column);
+}
+
+enum mf_rc
+mf_json_fail_value(struct mf_jparse *j, const char *at, const char *what)
+{
+	char path[sizeof(j->err->field)];
+
+	if (j->err == NULL)
+		return fail(j, at, NULL, what);
+	json_path(j, at, path, sizeof(path));
+	return fail(j, at, path[0] != '\0' ? path : NULL, what);
 }
 
 enum mf_rc
@@ -190,7 +215,7 @@ jescape(struct mf_jparse *j, const char *p, const char *close, char **o)
 		return p + 2;
 	}
 	if (e != 'u') {
-		mf_json_fail(j, p, "invalid escape");
+		mf_json_fail_value(j, p, "invalid escape");
 		return NULL;
 	}
 	next = mf_scan_unicode(p + 2, j->end, &c);
@@ -198,7 +223,7 @@ jescape(struct mf_jparse *j, const char *p, const char *close, char **o)
 		*o = put_utf8(*o, c);
 		return next;
 	}
-	mf_json_fail(j, p, "invalid \\u escape");
+	mf_json_fail_value(j, p, "invalid \\u escape");
 	return NULL;
 }
 
@@ -227,13 +252,14 @@ jdecode(struct mf_jparse *j, const char *p, const char *close, char *o)
 			continue;
 		}
 		if ((unsigned char)*p < 0x20) {
-			mf_json_fail(j, p, "control character in a string");
+			mf_json_fail_value(j, p,
+			    "control character in a string");
 			return NULL;
 		}
 		n = mf_scan_utf8((const unsigned char *)p,
 		    (const unsigned char *)close);
 		if (n == 0) {
-			mf_json_fail(j, p, "invalid UTF-8 in a string");
+			mf_json_fail_value(j, p, "invalid UTF-8 in a string");
 			return NULL;
 		}
 		memcpy(o, p, n);

@@ -110,6 +110,11 @@ mf_json_duplicate(struct mf_jparse *j, const char *at, const struct mf_jkey *k);
 /* The error "not valid JSON: WHAT" at the byte at, into j and its err;
  * returns MF_EINVAL. */
 enum mf_rc mf_json_fail(struct mf_jparse *j, const char *at, const char *what);
+/* The same, for a value (a number, a string's text) at the byte at after
+ * valid JSON: named by the value's path, as mf_json_duplicate names a
+ * key's (none at the top, or in a member's name at the top). */
+enum mf_rc
+mf_json_fail_value(struct mf_jparse *j, const char *at, const char *what);
 
 /* The error of a limit passed (rc MF_ETOOBIG) or of no memory (MF_ENOMEM)
  * into j and its err; returns rc. */

@@ -542,6 +542,30 @@ test_duplicate_json(void **state)
 	mf_doc_free(doc);
 }
 
+/* An error in a value (a number, a string's text) names the value's
+ * path; one in a member's name the object that has it, none at the top. */
+static void
+test_json_value_error_field(void **state)
+{
+	static const struct {
+		const char *text, *field;
+	} cases[] = {
+		{ "{\"a\": {\"b\": [1, 1e400]}}", "a.b[1]" },
+		{ "{\"a\": {\"b\": 99999999999999999999}}", "a.b" },
+		{ "{\"a\": {\"b\": -}}", "a.b" },
+		{ "[0, {\"a\": 1.e3}]", "[1].a" },
+		{ "{\"a\\u0062\": {\"c\": \"x\\q\"}}", "ab.c" },
+		{ "{\"a\": \"x\\ud800\"}", "a" },
+		{ "{\"a\": {\"b\\q\": 1}}", "a" },
+		{ "{\"a\\q\": 1}", "" },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		expect_field(cases[i].text, strlen(cases[i].text), MF_DOC_JSON,
+		    cases[i].field);
+}
+
 /* One document per input; "---" before the only one is fine. */
 static void
 test_two_documents(void **state)
@@ -1288,6 +1312,7 @@ main(void)
 		cmocka_unit_test(test_depth_65_json),
 		cmocka_unit_test(test_duplicate_yaml),
 		cmocka_unit_test(test_duplicate_json),
+		cmocka_unit_test(test_json_value_error_field),
 		cmocka_unit_test(test_two_documents),
 		cmocka_unit_test(test_json_error_position),
 		cmocka_unit_test(test_yaml_error_position),
