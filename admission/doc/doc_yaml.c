@@ -101,6 +101,32 @@ ypos(const yaml_mark_t *m, int *column)
 	return (int)m->line + 1;
 }
 
+/* Where libyaml's parser failed: its problem's mark, but for a reader's
+ * error (bytes that are not UTF-8, a character YAML refuses), which has
+ * only the byte offset: the line and column of that byte in buf, each
+ * character (not byte) a column, as libyaml counts them. */
+static yaml_mark_t
+ymark(const yaml_parser_t *parser, const char *buf, size_t len)
+{
+	yaml_mark_t m = parser->problem_mark;
+	size_t i;
+
+	if (parser->error != YAML_READER_ERROR)
+		return m;
+	memset(&m, 0, sizeof(m));
+	/* A byte order mark is no character of the first line. */
+	i = len >= 3 && memcmp(buf, "\xef\xbb\xbf", 3) == 0 ? 3 : 0;
+	for (; i < parser->problem_offset && i < len; i++) {
+		if (buf[i] == '\n') {
+			m.line++;
+			m.column = 0;
+		} else if (((unsigned char)buf[i] & 0xc0) != 0x80) {
+			m.column++;
+		}
+	}
+	return m;
+}
+
 static enum mf_rc
 yerr(struct yparse *p, enum mf_rc rc, const yaml_mark_t *m, const char *what)
 {
@@ -310,9 +336,11 @@ mf_doc_yaml(struct mf_doc *doc, const char *buf, size_t len,
 	yaml_parser_set_input_string(&parser, (const unsigned char *)buf, len);
 	while (rc == MF_OK && !end) {
 		if (!yaml_parser_parse(&parser, &ev)) {
-			rc = mf_error_set(err, MF_EINVAL, NULL,
-			    (int)parser.problem_mark.line + 1,
-			    (int)parser.problem_mark.column + 1,
+			yaml_mark_t m = ymark(&parser, buf, len);
+			int line, column;
+
+			line = ypos(&m, &column);
+			rc = mf_error_set(err, MF_EINVAL, NULL, line, column,
 			    "not valid YAML: %s",
 			    parser.problem ? parser.problem : "syntax error");
 			break;

@@ -542,6 +542,26 @@ test_duplicate_json(void **state)
 	mf_doc_free(doc);
 }
 
+/* Bytes libyaml's reader refuses are placed at their own line and
+ * column (characters, not bytes, as libyaml counts them), not at the
+ * start: the reader's errors carry a byte offset alone. */
+static void
+test_yaml_reader_error_at_byte(void **state)
+{
+	const char *t = "a: 1\nb:\n  c: \xe2\x82\xac\xff\n";
+
+	(void)state;
+	expect_fail(t, strlen(t), MF_DOC_YAML, MF_EINVAL, 3, 7,
+	    "invalid leading UTF-8 octet");
+	t = "\xef\xbb\xbf"
+	    "a: \xff\n";
+	expect_fail(t, strlen(t), MF_DOC_YAML, MF_EINVAL, 1, 4,
+	    "invalid leading UTF-8 octet");
+	t = "a: 1\nb: x\xe2\x82";
+	expect_fail(t, strlen(t), MF_DOC_YAML, MF_EINVAL, 2, 5,
+	    "incomplete UTF-8 octet sequence");
+}
+
 /* An error in a value (a number, a string's text) names the value's
  * path; one in a member's name the object that has it, none at the top. */
 static void
@@ -1313,6 +1333,7 @@ main(void)
 		cmocka_unit_test(test_duplicate_yaml),
 		cmocka_unit_test(test_duplicate_json),
 		cmocka_unit_test(test_json_value_error_field),
+		cmocka_unit_test(test_yaml_reader_error_at_byte),
 		cmocka_unit_test(test_two_documents),
 		cmocka_unit_test(test_json_error_position),
 		cmocka_unit_test(test_yaml_error_position),
