@@ -434,15 +434,13 @@ again='gpu="2",UUID="GPU-7d6a1c2e-0000-4000-8000-000000000006",device="nvidia2",
 gpu "$again,memfloor_dev_fingerprint=\"$fpa\"" 50000 >"$series"
 sleep 3
 : >"$series"
-two_a() { [ "$(listed "$fpa")" = 2 ]; }
 wait_for "job a's first run as again-0 was not kept within a minute" 600 \
-    two_a "$fpa"
+    two "$fpa"
 gpu "$again,memfloor_dev_fingerprint=\"$fpa\"" 20000 >"$series"
 sleep 3
 : >"$series"
-three_a() { [ "$(listed "$fpa")" = 3 ]; }
 wait_for "job a's second run as again-0 was not kept within two minutes" 1200 \
-    three_a "$fpa"
+    three "$fpa"
 is "each run of again-0 kept with its own peak, not the larger of the two" \
     "$(python3 -c 'import json, sys
 os = json.load(open(sys.argv[1]))["observations"]
