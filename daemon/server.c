@@ -487,10 +487,11 @@ check_param(void *cls, enum MHD_ValueKind kind, const char *key,
 	return MHD_NO;
 }
 
-/* NULL when every query parameter is one the route takes, once. */
+/* NULL when every query parameter is one the route takes, once; else
+ * the message, and the parameter at fault in *field. */
 static const char *
 bad_params(struct MHD_Connection *c, const struct route *rt, char *why,
-    size_t size)
+    size_t size, const char **field)
 {
 	struct params p = { rt->id, NULL, NULL, 0, "" };
 	const char *const *k;
@@ -504,26 +505,25 @@ bad_params(struct MHD_Connection *c, const struct route *rt, char *why,
 	if (rt->id == MFD_R_PAGE)
 		return NULL;
 	MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, check_param, &p);
-	if (p.twice != NULL) {
-		snprintf(why, size, "query parameter %s is given twice",
-		    p.twice);
-		return why;
-	}
+	*field = p.twice != NULL ? p.twice : p.unknown;
+	if (p.twice != NULL)
+		return "query parameter given twice";
 	if (p.unknown == NULL)
 		return NULL;
 	takes[0] = '\0';
 	for (int i = 0; i < MAX_PARAMS && k[i] != NULL; i++)
 		n += (size_t)snprintf(takes + n, sizeof(takes) - n, "%s%s",
 		    i ? ", " : "", k[i]);
-	snprintf(why, size, "unknown query parameter '%.60s': %s takes %s",
-	    p.unknown, rt->path, n ? takes : "none");
+	snprintf(why, size, "unknown query parameter: %s takes %s", rt->path,
+	    n ? takes : "none");
 	return why;
 }
 
-/* Checks that need only the headers h: 404, 405, 411, 413, 415, 501. */
+/* Checks that need only the headers h: 404, 405, 411, 413, 415, 501.
+ * *field names a query parameter at fault, else stays NULL. */
 static int
 early_status(struct MHD_Connection *c, struct request *r, const char *method,
-    const struct mfd_headers *h, const char **why)
+    const struct mfd_headers *h, const char **why, const char **field)
 {
 	const struct route *rt = r->route;
 	const char *len = h->v[MFD_H_CONTENT_LENGTH];
@@ -540,7 +540,7 @@ early_status(struct MHD_Connection *c, struct request *r, const char *method,
 		return *why = "no such endpoint", MHD_HTTP_NOT_FOUND;
 	if (!method_ok(rt, method))
 		return *why = "method not allowed", MHD_HTTP_METHOD_NOT_ALLOWED;
-	if ((*why = bad_params(c, rt, r->why, sizeof(r->why))) != NULL)
+	if ((*why = bad_params(c, rt, r->why, sizeof(r->why), field)) != NULL)
 		return MHD_HTTP_BAD_REQUEST;
 	if (!takes_body(rt, method))
 		return 0;
@@ -769,7 +769,7 @@ on_request(void *cls, struct MHD_Connection *c, const char *url,
 	struct request *r = *con_cls;
 	struct mf_answer ans;
 	struct mfd_headers h;
-	const char *why = NULL;
+	const char *why = NULL, *field = NULL;
 	int status;
 
 	(void)cls;
@@ -784,7 +784,7 @@ on_request(void *cls, struct MHD_Connection *c, const char *url,
 		if (nul)
 			return send_error(c, r, MHD_HTTP_BAD_REQUEST, NULL,
 			    "the path or query holds %00 (a NUL byte)");
-		status = early_status(c, r, method, &h, &why);
+		status = early_status(c, r, method, &h, &why, &field);
 		/* A chunked body's room grows as it is read. */
 		if (status == 0 && takes_body(r->route, method) &&
 		    body_room(r, h.length) != 0)
@@ -794,7 +794,7 @@ on_request(void *cls, struct MHD_Connection *c, const char *url,
 			return MHD_YES;
 		}
 		if (status != 0)
-			return send_error(c, r, status, NULL, why);
+			return send_error(c, r, status, field, why);
 		return MHD_YES;
 	}
 	if (*size > 0) {
