@@ -14,6 +14,10 @@
 #include "observe.h"
 
 #define OBS_MAX_GPUS 65536
+/* A speed's range: from what the listing's six decimals still show (a
+ * smaller one would be listed as 0) to below 1e15. */
+#define SPEED_MIN 1e-6
+#define SPEED_MAX 1e15
 
 static const char *const known[] = { "job", "fingerprint", "card", "count",
 	"peakReservedBytes", "peakAllocatedBytes", "deviceUsedBytes",
@@ -198,9 +202,10 @@ read_speed(const struct mf_node *root, const char *key, double *out,
 		return MF_OK;
 	if (mf_node_double(n, key, -HUGE_VAL, HUGE_VAL, out, err) != MF_OK)
 		return MF_EINVAL;
-	if (!(*out > 0 && *out < 1e15))
+	if (!(*out >= SPEED_MIN && *out < SPEED_MAX))
 		return mf_error_set(err, MF_EINVAL, key, n->line, n->column,
-		    "%g: a speed is more than 0", *out);
+		    "%g: a speed is from %g to below %g", *out, SPEED_MIN,
+		    SPEED_MAX);
 	return MF_OK;
 }
 
@@ -214,10 +219,12 @@ read_speeds(const struct mf_node *root, struct mf_observation *o,
 	    read_speed(root, "tokensPerStep", &o->tokens_per_step, err) !=
 	        MF_OK)
 		return MF_EINVAL;
-	if ((o->step_seconds < 0) != (o->tokens_per_step < 0))
-		return missing(o->step_seconds < 0 ? "stepSeconds" :
-		                                     "tokensPerStep",
-		    "stepSeconds and tokensPerStep are given together", err);
+	if (o->step_seconds < 0 && o->tokens_per_step >= 0)
+		return missing("stepSeconds", "is required with tokensPerStep",
+		    err);
+	if (o->tokens_per_step < 0 && o->step_seconds >= 0)
+		return missing("tokensPerStep", "is required with stepSeconds",
+		    err);
 	return MF_OK;
 }
 
@@ -249,7 +256,7 @@ read_rest(const struct mf_node *root, struct mf_observation *o,
 static int
 speed_ok(double v)
 {
-	return v == -1 || (v > 0 && v < 1e15);
+	return v == -1 || (v >= SPEED_MIN && v < SPEED_MAX);
 }
 
 /* A memory figure of one GPU: absent (-1), or from 1 to the card's. */
@@ -302,9 +309,9 @@ mf_obs_check(const struct mf_catalog *cat, struct mf_observation *o,
 	if (!speed_ok(o->tokens_per_second) || !speed_ok(o->step_seconds) ||
 	    !speed_ok(o->tokens_per_step) ||
 	    (o->step_seconds < 0) != (o->tokens_per_step < 0))
-		return missing("tokensPerSecond",
-		    "speeds are more than 0, and stepSeconds comes with tokensPerStep",
-		    err);
+		return mf_error_set(err, MF_EINVAL, "tokensPerSecond", 0, 0,
+		    "speeds are from %g to below %g, and stepSeconds comes with tokensPerStep",
+		    SPEED_MIN, SPEED_MAX);
 	if (!is_source(o->source))
 		return missing("source", "is not torch, dcgm or log", err);
 	mf_copy(o->card, sizeof(o->card), g->name);

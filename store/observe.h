@@ -44,10 +44,10 @@ enum mf_rc mf_obs_read(const char *body, size_t len, enum mf_doc_format fmt,
  * Prometheus reader), to the rules above against cat: a fingerprint of 32
  * hex digits; o->card a catalogue name or a product name, written as the
  * catalogue's name; a count; a memory figure, none above the card's
- * memory, allocated within reserved; speeds above 0 or absent (-1), a
- * step's two together; a known source.  MF_EINVAL naming the field (no
- * position); o->card is untouched on error.  Every observation kept
- * passes here.
+ * memory, allocated within reserved; speeds from 1e-6 to below 1e15 or
+ * absent (-1), a step's two together; a known source.  MF_EINVAL naming
+ * the field (no position); o->card is untouched on error.  Every
+ * observation kept passes here.
  */
 enum mf_rc mf_obs_check(const struct mf_catalog *cat, struct mf_observation *o,
     struct mf_error *err);

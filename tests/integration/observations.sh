@@ -186,6 +186,17 @@ bad "allocated above reserved" peakAllocatedBytes \
     "$(swap 's/^peakAllocatedBytes: .*/peakAllocatedBytes: 30000000000/')"
 bad "stepSeconds without tokensPerStep" tokensPerStep \
     "$(swap 's/^tokensPerSecond: .*/stepSeconds: 0.5/')"
+is "stepSeconds without tokensPerStep: the error asks for it" \
+    "$(field error)" "tokensPerStep: is required with stepSeconds"
+bad "tokensPerStep without stepSeconds" stepSeconds \
+    "$(swap 's/^tokensPerSecond: .*/tokensPerStep: 2048/')"
+# The listing writes six decimals: a speed below 1e-6 would read back as 0.
+bad "a speed the listing would show as 0" tokensPerSecond \
+    "$(swap 's/^tokensPerSecond: .*/tokensPerSecond: 1e-300/')"
+is "a speed below 1e-6: the error gives the range" "$(field error)" \
+    "tokensPerSecond: 1e-300: a speed is from 1e-06 to below 1e+15 (line 6, column 18)"
+bad "a step of 1e15 seconds" stepSeconds \
+    "$(swap 's/^tokensPerSecond: .*/stepSeconds: 1e15\ntokensPerStep: 2048/')"
 bad "an unknown fingerprint" fingerprint \
     "$(swap 's/^fingerprint: .*/fingerprint: 0123456789abcdef0123456789abcdef/')"
 bad "not a fingerprint" fingerprint "$(swap 's/^fingerprint: .*/fingerprint: xyz/')"
