@@ -190,7 +190,20 @@ read_memory(const struct mf_node *root, const struct mf_gpu *g,
 	return MF_OK;
 }
 
-/* A speed: > 0 and finite; -1 when absent. */
+static int
+speed_in_range(double v)
+{
+	return v >= SPEED_MIN && v < SPEED_MAX;
+}
+
+/* A speed kept: absent (-1) or in range. */
+static int
+speed_ok(double v)
+{
+	return v == -1 || speed_in_range(v);
+}
+
+/* A speed: in range; -1 when absent. */
 static enum mf_rc
 read_speed(const struct mf_node *root, const char *key, double *out,
     struct mf_error *err)
@@ -202,7 +215,7 @@ read_speed(const struct mf_node *root, const char *key, double *out,
 		return MF_OK;
 	if (mf_node_double(n, key, -HUGE_VAL, HUGE_VAL, out, err) != MF_OK)
 		return MF_EINVAL;
-	if (!(*out >= SPEED_MIN && *out < SPEED_MAX))
+	if (!speed_in_range(*out))
 		return mf_error_set(err, MF_EINVAL, key, n->line, n->column,
 		    "%g: a speed is from %g to below %g", *out, SPEED_MIN,
 		    SPEED_MAX);
@@ -251,12 +264,6 @@ read_rest(const struct mf_node *root, struct mf_observation *o,
 		    s);
 	mf_copy(o->source, sizeof(o->source), s);
 	return MF_OK;
-}
-
-static int
-speed_ok(double v)
-{
-	return v == -1 || (v >= SPEED_MIN && v < SPEED_MAX);
 }
 
 /* A memory figure of one GPU: absent (-1), or from 1 to the card's. */
