@@ -60,6 +60,11 @@ add_warnings(const struct mf_job *job, struct mf_decision *d)
 		warn(d,
 		    "microBatch %lld: 1 with %lld accumulation steps keeps the batch and frees activation memory",
 		    (long long)w->micro_batch, (long long)w->micro_batch);
+	/* docs/time.md, What is not modelled: only a modelled step
+	 * (design 21) claims the job's work; design 6 scales its hours. */
+	if (w->shard_cpu_offload && d->placement.step.seconds > 0)
+		warn(d,
+		    "sharding.cpuOffload: the modelled step leaves out the host's optimizer step and the shards' PCIe copies");
 	if (d->placement.spare < 0.10)
 		warn(d, "only %.0f%% of %s memory is spare",
 		    d->placement.spare * 100, d->placement.gpu->name);

@@ -1884,6 +1884,43 @@ test_warn_workload(void **state)
 }
 
 /*
+ * FSDP's CPU offload (examples/llama-8b-fsdp-8-offload.yaml): where the
+ * catalogue models the step (catalog/gpus.yaml) the answer says what the
+ * step leaves out; where the hours are the user's own (design 6's) it
+ * says nothing, and neither does the same job without offload.
+ */
+static void
+test_warn_cpu_offload(void **state)
+{
+	struct mf_catalog *modelled = NULL;
+	const char *const offload[] = { "true", "false" };
+	struct mf_decision d;
+	char job[512];
+	struct fx f;
+
+	(void)state;
+	assert_int_equal(shipped_data(&modelled, NULL), 0);
+	for (size_t i = 0; i < NELEM(offload); i++) {
+		snprintf(job, sizeof(job),
+		    LLAMA WL("    gradientCheckpointing: true\n"
+		             "    sharding: {gpus: 8, cpuOffload: %s}\n")
+		        HOURS(10),
+		    offload[i]);
+		job_load(&f, job);
+		place(&f, modelled, &d);
+		assert_true(d.admitted);
+		assert_true(d.placement.step.seconds > 0);
+		assert_int_equal(has_warning(&d, "sharding.cpuOffload"),
+		    i == 0);
+		place(&f, shipped, &d);
+		assert_true(d.admitted);
+		assert_false(has_warning(&d, "cpuOffload"));
+		job_free(&f);
+	}
+	mf_cat_unref(modelled);
+}
+
+/*
  * Spare under 10%: with headroom 0.05 a 90G card holds 85.5; the 8-bit
  * job (83,477,700,608) leaves (90e9 - 83,477,700,608) / 90e9 = 0.0725.
  */
@@ -3271,6 +3308,7 @@ main(void)
 		cmocka_unit_test(test_floor_excludes_model_job),
 		cmocka_unit_test(test_overflow),
 		cmocka_unit_test(test_warn_workload),
+		cmocka_unit_test(test_warn_cpu_offload),
 		cmocka_unit_test(test_warn_spare),
 		cmocka_unit_test(test_warn_floor_below_need),
 		cmocka_unit_test(test_warn_not_on_rejection),
